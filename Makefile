@@ -1,0 +1,122 @@
+# tensortrace — make · make test · make lesson · make lessons · make figures · make golden
+#               make bench · make asan · make memcheck · make module · make install · make clean
+.PHONY: all test lesson lessons figures golden bench asan memcheck module install clean deps check-deps
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+PREFIX  ?= /usr/local
+LUA_PC  ?= $(shell for p in lua5.4 lua-5.4 lua54 lua; do pkg-config --exists $$p 2>/dev/null && \
+             pkg-config --atleast-version=5.4 $$p 2>/dev/null && { echo $$p; break; }; done)
+PNG_PC  ?= libpng
+SIMD    ?= 1
+BUILD   ?= build
+
+WARN    = -std=c11 -Wall -Wextra -pedantic -Wshadow -Wundef -Wwrite-strings \
+          -Wmissing-prototypes -Wstrict-prototypes -Wdouble-promotion
+ifeq ($(CI),true)
+WARN   += -Werror
+endif
+DEFS    = -D_POSIX_C_SOURCE=200809L
+ifeq ($(SIMD),0)
+DEFS   += -DTT_NO_SIMD
+endif
+PKG_CFLAGS = $(shell pkg-config --cflags $(LUA_PC) $(PNG_PC) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(LUA_PC) $(PNG_PC) 2>/dev/null)
+# Line editing and history in the REPL when readline is there (optional).
+READLINE  ?= $(shell pkg-config --exists readline 2>/dev/null && echo 1)
+ifeq ($(READLINE),1)
+MAIN_CFLAGS = -DTT_HAVE_READLINE $(shell pkg-config --cflags readline)
+MAIN_LIBS   = $(shell pkg-config --libs readline)
+endif
+ALL_CFLAGS = $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -Icore -pthread
+LDLIBS     = $(PKG_LIBS) -lm -pthread
+
+CORE_SRC = $(wildcard core/*.c)
+LUA_SRC  = $(wildcard lua/*.c)
+CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
+LUA_OBJ  = $(LUA_SRC:%.c=$(BUILD)/%.o)
+CTEST_SRC = $(wildcard tests/test_*.c)
+CTEST_BIN = $(CTEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+all: check-deps tensortrace
+
+# Lua 5.4 and libpng come from the system; install them when missing.
+check-deps:
+	@if [ -z "$(LUA_PC)" ] || ! pkg-config --exists $(PNG_PC) 2>/dev/null; then \
+	    $(MAKE) --no-print-directory deps; fi
+
+deps:
+	@need=""; \
+	if ! command -v pkg-config >/dev/null 2>&1; then need="pkg-config"; fi; \
+	if [ -z "$(LUA_PC)" ]; then need="$$need lua"; fi; \
+	if ! pkg-config --exists $(PNG_PC) 2>/dev/null; then need="$$need png"; fi; \
+	[ -z "$$need" ] && { echo "deps: Lua 5.4 and libpng found"; exit 0; }; \
+	sudo=""; [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo="sudo"; \
+	if command -v apt-get >/dev/null 2>&1; then \
+	    cmd="$$sudo apt-get install -y liblua5.4-dev libpng-dev pkg-config"; \
+	    echo "deps: missing:$$need; running: $$sudo apt-get update && $$cmd"; \
+	    $$sudo apt-get update -qq && $$cmd; \
+	elif command -v dnf >/dev/null 2>&1; then \
+	    cmd="$$sudo dnf install -y lua-devel libpng-devel pkgconf-pkg-config"; echo "deps: running: $$cmd"; $$cmd; \
+	elif command -v brew >/dev/null 2>&1; then \
+	    cmd="brew install lua libpng pkg-config"; echo "deps: running: $$cmd"; $$cmd; \
+	else \
+	    echo "deps: missing:$$need. Install Lua 5.4 and libpng development files and pkg-config,"; \
+	    echo "      e.g. 'apt-get install liblua5.4-dev libpng-dev pkg-config'"; exit 1; \
+	fi
+
+tensortrace: $(CORE_OBJ) $(LUA_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) $(MAIN_LIBS)
+
+$(BUILD)/%.o: %.c $(wildcard core/*.h lua/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/lua/main.o: lua/main.c $(wildcard core/*.h lua/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MAIN_CFLAGS) -c -o $@ $<
+
+# `tt` as a Lua C module for a stock lua5.4: require "tt"
+MODULE_SRC = $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC))
+module: check-deps tt.so
+tt.so: $(MODULE_SRC) $(wildcard core/*.h lua/*.h)
+	$(CC) $(ALL_CFLAGS) -fPIC -shared -o $@ $(MODULE_SRC) -lm -pthread \
+	    $(shell pkg-config --libs $(PNG_PC) 2>/dev/null)
+
+$(BUILD)/tests/%: tests/%.c $(CORE_OBJ) tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(CORE_OBJ) $(LDLIBS)
+
+# Every C test, Lua test, lesson, golden trace and figure; ends "N passed, N failed".
+test: all $(CTEST_BIN) $(BUILD)/tests/pngcmp
+	@sh tests/run.sh $(BUILD)
+
+# The README's first command: the causal-mask lesson with its trace.
+lesson: all
+	./tensortrace lessons/03_causal_mask.lua
+
+lessons: all
+	@for f in lessons/*.lua; do ./tensortrace "$$f" || exit 1; done
+
+# Regenerates every figure in images/ (and the golden traces of the lessons).
+figures: all
+	@for f in lessons/*.lua; do echo "$$f"; ./tensortrace -q "$$f" >/dev/null || exit 1; done
+
+golden: all
+	@mkdir -p tests/golden
+	@for f in lessons/*.lua; do n=$$(basename "$$f" .lua); \
+	    TT_TRACE_NO_TIMES=1 ./tensortrace "$$f" > tests/golden/$$n.trace || exit 1; done
+	@for f in tests/golden/*.lua; do TT_TRACE_NO_TIMES=1 ./tensortrace "$$f" > "$${f%.lua}.trace" 2>&1 || exit 1; done
+	@echo "golden traces written to tests/golden/"
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 tensortrace $(DESTDIR)$(PREFIX)/bin/tensortrace
+
+clean:
+	rm -rf $(BUILD) tensortrace tt.so
+
+# Compares two PNGs by decoded pixels (deflate bytes may differ across zlib builds).
+$(BUILD)/tests/pngcmp: tests/pngcmp.c $(CORE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(CORE_OBJ) $(LDLIBS)

@@ -1,0 +1,935 @@
+/*
+** figure.c — heatmaps and bar charts drawn into an RGB canvas (core layer).
+** The canvas primitives and colour maps here are shared with flow.c; the
+** PNG encoding lives in png.c. Inputs are plain float arrays, not tensors.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "figure.h"
+#include "font.h"
+#include "tt_internal.h"
+
+#define MAX_PIXELS (64L * 1024 * 1024)
+
+/* Palette of the figure furniture. */
+#define INK      0x1f1f1fu   /* titles, labels */
+#define INK_SOFT 0x555555u   /* axis titles, notes */
+#define RULE     0x9a9a9au   /* frames, ticks */
+#define GRID     0xe4e4e4u   /* bar chart grid lines */
+
+/* ===== Canvas ===== */
+
+tt_status tt_canvas_init(tt_canvas *c, int w, int h)
+{
+    c->w = c->h = 0;
+    c->px = NULL;
+    if (w <= 0 || h <= 0 || (long)w * (long)h > MAX_PIXELS)
+        return tt__err(TT_ENOMEM, "figure: a %dx%d image is too large", w, h);
+    size_t n = (size_t)w * (size_t)h * 3;
+    c->px = malloc(n);
+    if (!c->px) return tt__err(TT_ENOMEM, "figure: out of memory for a %dx%d image", w, h);
+    memset(c->px, 0xff, n);
+    c->w = w;
+    c->h = h;
+    return TT_OK;
+}
+
+void tt_canvas_free(tt_canvas *c)
+{
+    if (!c) return;
+    free(c->px);
+    c->px = NULL;
+    c->w = c->h = 0;
+}
+
+static uint8_t *at(const tt_canvas *c, int x, int y)
+{
+    return c->px + ((size_t)y * (size_t)c->w + (size_t)x) * 3;
+}
+
+uint32_t tt_canvas_get(const tt_canvas *c, int x, int y)
+{
+    if (x < 0 || y < 0 || x >= c->w || y >= c->h) return 0xffffffu;
+    const uint8_t *p = at(c, x, y);
+    return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
+
+static void put(tt_canvas *c, int x, int y, uint32_t rgb)
+{
+    if (x < 0 || y < 0 || x >= c->w || y >= c->h) return;
+    uint8_t *p = at(c, x, y);
+    p[0] = (uint8_t)(rgb >> 16);
+    p[1] = (uint8_t)(rgb >> 8);
+    p[2] = (uint8_t)rgb;
+}
+
+/* Mixes rgb over the pixel with coverage a in [0, 1]. */
+static void blend(tt_canvas *c, int x, int y, uint32_t rgb, double a)
+{
+    if (x < 0 || y < 0 || x >= c->w || y >= c->h || a <= 0.0) return;
+    if (a >= 1.0) { put(c, x, y, rgb); return; }
+    uint8_t *p = at(c, x, y);
+    for (int k = 0; k < 3; k++) {
+        const double src = (double)((rgb >> (16 - 8 * k)) & 0xff);
+        p[k] = (uint8_t)lround(p[k] + (src - p[k]) * a);
+    }
+}
+
+void tt_canvas_fill_rect(tt_canvas *c, int x, int y, int w, int h, uint32_t rgb)
+{
+    int x1 = x + w, y1 = y + h;
+    if (x < 0) x = 0;
+    if (y < 0) y = 0;
+    if (x1 > c->w) x1 = c->w;
+    if (y1 > c->h) y1 = c->h;
+    if (x >= x1 || y >= y1) return;
+    const uint8_t r = (uint8_t)(rgb >> 16), g = (uint8_t)(rgb >> 8), b = (uint8_t)rgb;
+    for (int yy = y; yy < y1; yy++) {
+        uint8_t *p = at(c, x, yy);
+        for (int xx = x; xx < x1; xx++, p += 3) { p[0] = r; p[1] = g; p[2] = b; }
+    }
+}
+
+void tt_canvas_frame(tt_canvas *c, int x, int y, int w, int h, int t, uint32_t rgb)
+{
+    tt_canvas_fill_rect(c, x, y, w, t, rgb);
+    tt_canvas_fill_rect(c, x, y + h - t, w, t, rgb);
+    tt_canvas_fill_rect(c, x, y, t, h, rgb);
+    tt_canvas_fill_rect(c, x + w - t, y, t, h, rgb);
+}
+
+static double clamp01(double v) { return v < 0.0 ? 0.0 : v > 1.0 ? 1.0 : v; }
+
+void tt_canvas_line(tt_canvas *c, double x0, double y0, double x1, double y1,
+                    double width, uint32_t rgb)
+{
+    /* coverage from the distance of each pixel centre to the segment */
+    const double hw = width / 2.0, dx = x1 - x0, dy = y1 - y0;
+    const double len2 = dx * dx + dy * dy;
+    const int xa = (int)floor(fmin(x0, x1) - hw - 1.0), xb = (int)ceil(fmax(x0, x1) + hw + 1.0);
+    const int ya = (int)floor(fmin(y0, y1) - hw - 1.0), yb = (int)ceil(fmax(y0, y1) + hw + 1.0);
+    for (int y = ya < 0 ? 0 : ya; y <= yb && y < c->h; y++)
+        for (int x = xa < 0 ? 0 : xa; x <= xb && x < c->w; x++) {
+            const double px = x + 0.5, py = y + 0.5;
+            double t = len2 > 0.0 ? ((px - x0) * dx + (py - y0) * dy) / len2 : 0.0;
+            t = clamp01(t);
+            const double d = hypot(px - (x0 + t * dx), py - (y0 + t * dy));
+            blend(c, x, y, rgb, clamp01(hw + 0.5 - d));
+        }
+}
+
+static double edge(double ax, double ay, double bx, double by, double px, double py)
+{
+    return (bx - ax) * (py - ay) - (by - ay) * (px - ax);
+}
+
+void tt_canvas_triangle(tt_canvas *c, const double xy[6], uint32_t rgb)
+{
+    const int xa = (int)floor(fmin(xy[0], fmin(xy[2], xy[4]))), xb = (int)ceil(fmax(xy[0], fmax(xy[2], xy[4])));
+    const int ya = (int)floor(fmin(xy[1], fmin(xy[3], xy[5]))), yb = (int)ceil(fmax(xy[1], fmax(xy[3], xy[5])));
+    const double area = edge(xy[0], xy[1], xy[2], xy[3], xy[4], xy[5]);
+    if (area == 0.0) return;
+    for (int y = ya; y <= yb; y++)
+        for (int x = xa; x <= xb; x++) {
+            int in = 0;   /* 4x4 samples a pixel */
+            for (int s = 0; s < 16; s++) {
+                const double px = x + (s % 4 + 0.5) / 4.0, py = y + (s / 4 + 0.5) / 4.0;
+                const double e0 = edge(xy[0], xy[1], xy[2], xy[3], px, py) * area;
+                const double e1 = edge(xy[2], xy[3], xy[4], xy[5], px, py) * area;
+                const double e2 = edge(xy[4], xy[5], xy[0], xy[1], px, py) * area;
+                in += e0 >= 0.0 && e1 >= 0.0 && e2 >= 0.0;
+            }
+            blend(c, x, y, rgb, in / 16.0);
+        }
+}
+
+void tt_canvas_round_rect(tt_canvas *c, int x, int y, int w, int h, int r,
+                          uint32_t fill, uint32_t border, int bw)
+{
+    const double cx = x + w / 2.0, cy = y + h / 2.0;
+    const double hx = w / 2.0 - r, hy = h / 2.0 - r;
+    for (int yy = y; yy < y + h; yy++)
+        for (int xx = x; xx < x + w; xx++) {
+            /* signed distance to the rounded box (negative inside) */
+            const double qx = fabs(xx + 0.5 - cx) - hx, qy = fabs(yy + 0.5 - cy) - hy;
+            const double out = hypot(fmax(qx, 0.0), fmax(qy, 0.0)) + fmin(fmax(qx, qy), 0.0) - r;
+            if (bw > 0) {
+                blend(c, xx, yy, border, clamp01(0.5 - out));
+                blend(c, xx, yy, fill, clamp01(0.5 - (out + bw)));
+            } else {
+                blend(c, xx, yy, fill, clamp01(0.5 - out));
+            }
+        }
+}
+
+void tt_canvas_hatch(tt_canvas *c, int x, int y, int w, int h)
+{
+    for (int yy = y; yy < y + h; yy++)
+        for (int xx = x; xx < x + w; xx++)
+            put(c, xx, yy, (xx + yy) % 8 < 3 ? TT_FIG_HATCH_DARK : TT_FIG_HATCH_LIGHT);
+}
+
+/* ===== Colour maps ===== */
+
+/* viridis (van der Walt & Smith, matplotlib 2.0) at t = 0, 0.1, ..., 1 */
+static const uint8_t VIRIDIS[11][3] = {
+    { 68, 1, 84 }, { 72, 36, 117 }, { 65, 68, 135 }, { 53, 95, 141 }, { 42, 120, 142 },
+    { 33, 145, 140 }, { 34, 168, 132 }, { 68, 191, 112 }, { 122, 209, 81 },
+    { 189, 223, 38 }, { 253, 231, 37 },
+};
+
+/* ColorBrewer RdBu, 11 classes (Brewer), reversed: low blue, high red */
+static const uint8_t DIVERGING[11][3] = {
+    { 5, 48, 97 }, { 33, 102, 172 }, { 67, 147, 195 }, { 146, 197, 222 },
+    { 209, 229, 240 }, { 247, 247, 247 }, { 253, 219, 199 }, { 244, 165, 130 },
+    { 214, 96, 77 }, { 178, 24, 43 }, { 103, 0, 31 },
+};
+
+int tt_cmap_from_name(const char *name)
+{
+    if (!strcmp(name, "viridis")) return TT_CMAP_VIRIDIS;
+    if (!strcmp(name, "diverging") || !strcmp(name, "coolwarm") || !strcmp(name, "RdBu"))
+        return TT_CMAP_DIVERGING;
+    if (!strcmp(name, "gray") || !strcmp(name, "grey")) return TT_CMAP_GRAY;
+    return -1;
+}
+
+uint32_t tt_cmap_rgb(tt_cmap map, double t)
+{
+    if (isnan(t)) return TT_FIG_NAN_RGB;
+    t = clamp01(t);
+    if (map == TT_CMAP_GRAY) {
+        const uint32_t v = (uint32_t)lround(t * 255.0);
+        return v << 16 | v << 8 | v;
+    }
+    const uint8_t (*tab)[3] = map == TT_CMAP_DIVERGING ? DIVERGING : VIRIDIS;
+    const double f = t * 10.0;
+    int i = (int)f;
+    if (i > 9) i = 9;
+    const double u = f - i;
+    uint32_t rgb = 0;
+    for (int k = 0; k < 3; k++)
+        rgb = rgb << 8 | (uint32_t)lround(tab[i][k] + (tab[i + 1][k] - tab[i][k]) * u);
+    return rgb;
+}
+
+double tt_cmap_norm(double v, double vmin, double vmax)
+{
+    if (isnan(v)) return v;
+    if (isinf(v)) return v > 0 ? 1.0 : 0.0;
+    if (!(vmax > vmin)) return 1.0;
+    return clamp01((v - vmin) / (vmax - vmin));
+}
+
+double tt_rgb_luma(uint32_t rgb)
+{
+    return (0.2126 * ((rgb >> 16) & 0xff) + 0.7152 * ((rgb >> 8) & 0xff) + 0.0722 * (rgb & 0xff))
+           / 255.0;
+}
+
+/* ===== Numbers and ticks ===== */
+
+static void fmt_num(char *buf, size_t n, double v, int decimals)
+{
+    if (isnan(v)) snprintf(buf, n, "NaN");
+    else if (isinf(v)) snprintf(buf, n, v > 0 ? "inf" : "-inf");
+    else if (fabs(v) >= 1e6) snprintf(buf, n, "%.2e", v);
+    else snprintf(buf, n, "%.*f", decimals, v);
+    if (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1)) /* "-0.00" */
+        memmove(buf, buf + 1, strlen(buf));
+}
+
+/* Decimals that show values of this size and spread: integers none. */
+static int auto_decimals(const float *v, int64_t n, double maxabs)
+{
+    int integral = 1;
+    for (int64_t i = 0; i < n && integral; i++)
+        if (isfinite(v[i]) && v[i] != floorf(v[i])) integral = 0;
+    if (integral) return 0;
+    if (maxabs >= 100.0) return 0;
+    if (maxabs >= 10.0) return 1;
+    return 2;
+}
+
+/* Up to max "nice" ticks (1, 2, 5 x 10^k steps) in [lo, hi]; returns the
+   count and the decimals their labels need. */
+static int nice_ticks(double lo, double hi, int want, double *ticks, int max, int *decimals)
+{
+    const double raw = (hi - lo) / want;
+    const double mag = pow(10.0, floor(log10(raw)));
+    const double r = raw / mag;
+    const double step = (r < 1.5 ? 1.0 : r < 3.0 ? 2.0 : r < 7.0 ? 5.0 : 10.0) * mag;
+    const int d = -(int)floor(log10(step) + 1e-9);
+    *decimals = d > 0 ? d : 0;
+    int n = 0;
+    for (double t = ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9 && n < max; t += step)
+        ticks[n++] = fabs(t) < step * 1e-9 ? 0.0 : t;
+    return n;
+}
+
+/* Smallest of 1, 2, 5, 10, 20, 50, ... that is >= x. */
+static int64_t nice_up(double x)
+{
+    for (int64_t m = 1;; m *= 10) {
+        if (x <= m) return m;
+        if (x <= 2 * m) return 2 * m;
+        if (x <= 5 * m) return 5 * m;
+    }
+}
+
+static int imax(int a, int b) { return a > b ? a : b; }
+static int imin(int a, int b) { return a < b ? a : b; }
+
+tt_status tt__figure_save(const char *what, const char *path, const tt_canvas *c,
+                          const tt_png_meta *meta)
+{
+    tt_status st = tt_png_write_rgb(path, c->px, c->w, c->h, 3 * c->w, meta);
+    if (st != TT_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tt_errmsg());   /* tt__err overwrites it */
+        tt__err(st, "%s: %s", what, msg);
+    }
+    return st;
+}
+
+/* ===== Heatmap ===== */
+
+void tt_heatmap_opts_init(tt_heatmap_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->annotate = -1;
+    o->colorbar = -1;
+    o->decimals = -1;
+    o->max_annotate = 16;
+}
+
+/* One axis of tick labels: which data indices get a label, and how. */
+typedef struct axis_labels {
+    int n;                 /* labels shown */
+    int64_t *idx;          /* data index of each */
+    char (*text)[48];
+    int scale, vertical, step_gt1;
+    int extent;            /* widest label (along its own direction) */
+} axis_labels;
+
+static void axis_free(axis_labels *a)
+{
+    free(a->idx);
+    free(a->text);
+}
+
+/* Picks the labels of an axis of n data cells at px pixels each (px may be
+   fractional when downsampled); names may be NULL. cross: room along the
+   text direction is unlimited (row labels) or the label must fit the pitch
+   (column labels: else vertical). */
+static tt_status axis_pick(axis_labels *a, int64_t n, double px, const char *const *names,
+                           int nnames, int columns)
+{
+    memset(a, 0, sizeof *a);
+    const int tokens = names != NULL && nnames > 0;
+    int64_t step = 1;
+    a->scale = 2;
+    if (tokens) {
+        if (columns) {
+            int widest = 0;
+            for (int64_t i = 0; i < n && i < nnames; i++)
+                if (names[i]) widest = imax(widest, tt_font_width(names[i], 2, 0));
+            if (widest + 6 <= px) a->vertical = 0;
+            else a->vertical = 1;
+        }
+        if (px < 22.0) {
+            if (px >= 11.0) a->scale = 1;
+            else step = nice_up(22.0 / px);
+        }
+    } else {
+        /* numbers: horizontal, thinned so that they do not touch */
+        char buf[32];
+        snprintf(buf, sizeof buf, "%lld", (long long)n);
+        const double need = columns ? tt_font_width(buf, 2, 0) + 16.0 : 40.0;
+        if (px < need) step = nice_up(need / px);
+    }
+    a->step_gt1 = step > 1;
+    int64_t cap = n / step + 2;
+    a->idx = malloc((size_t)cap * sizeof *a->idx);
+    a->text = malloc((size_t)cap * sizeof *a->text);
+    if (!a->idx || !a->text) {
+        axis_free(a);
+        return tt__err(TT_ENOMEM, "heatmap: out of memory for labels");
+    }
+    const int maxlen = a->scale == 2 ? 150 : 90;
+    for (int64_t i = 0; i < n; i++) {
+        int show;
+        if (step == 1) show = 1;
+        else if (tokens) show = i % step == 0;
+        else show = (i + 1) % step == 0 || (i == 0 && step >= 10);
+        if (!show) continue;
+        const char *s = tokens && i < nnames && names[i] ? names[i] : NULL;
+        char num[24];
+        if (!s) { snprintf(num, sizeof num, "%lld", (long long)i + 1); s = num; }
+        int w = tt_font_fit(a->text[a->n], sizeof a->text[a->n], s, a->scale, 0, maxlen);
+        a->extent = imax(a->extent, w);
+        a->idx[a->n++] = i;
+    }
+    return TT_OK;
+}
+
+typedef struct stats {
+    double fmin, fmax, maxabs;
+    int64_t nfinite;
+    int has_ninf, has_nan;
+} stats;
+
+static stats data_stats(const float *v, int64_t n)
+{
+    stats s = { INFINITY, -INFINITY, 0.0, 0, 0, 0 };
+    for (int64_t i = 0; i < n; i++) {
+        const double x = v[i];
+        if (isfinite(x)) {
+            if (x < s.fmin) s.fmin = x;
+            if (x > s.fmax) s.fmax = x;
+            s.nfinite++;
+        } else if (isnan(x)) {
+            s.has_nan = 1;
+        } else if (x < 0) {
+            s.has_ninf = 1;
+        }
+    }
+    if (s.nfinite) s.maxabs = fmax(fabs(s.fmin), fabs(s.fmax));
+    return s;
+}
+
+/* Block mean or max of [P, R, C] into [P, rows, cols]. Mean of the finite
+   values; a block with none is NaN if it holds a NaN, else its infinity. */
+static tt_status downsample(float **out, const float *data, int64_t P, int64_t R, int64_t C,
+                            int64_t br, int64_t bc, int rows, int cols, int use_max)
+{
+    float *dst = malloc((size_t)P * (size_t)rows * (size_t)cols * sizeof *dst);
+    double *acc = malloc((size_t)cols * sizeof *acc);
+    int64_t *cnt = malloc((size_t)cols * sizeof *cnt);
+    uint8_t *seen = malloc((size_t)cols);   /* 1 NaN, 2 +inf, 4 -inf */
+    if (!dst || !acc || !cnt || !seen) {
+        free(dst); free(acc); free(cnt); free(seen);
+        return tt__err(TT_ENOMEM, "heatmap: out of memory downsampling");
+    }
+    for (int64_t p = 0; p < P; p++)
+        for (int i = 0; i < rows; i++) {
+            for (int j = 0; j < cols; j++) { acc[j] = use_max ? -HUGE_VAL : 0.0; cnt[j] = 0; seen[j] = 0; }
+            for (int64_t r = i * br; r < (i + 1) * br && r < R; r++) {
+                const float *row = data + (p * R + r) * C;
+                for (int64_t cc = 0; cc < C; cc++) {
+                    const int j = (int)(cc / bc);
+                    const double x = row[cc];
+                    if (isfinite(x)) {
+                        if (use_max) { if (x > acc[j]) acc[j] = x; }
+                        else acc[j] += x;
+                        cnt[j]++;
+                    } else {
+                        seen[j] |= isnan(x) ? 1 : x > 0 ? 2 : 4;
+                    }
+                }
+            }
+            float *o = dst + ((size_t)p * (size_t)rows + (size_t)i) * (size_t)cols;
+            for (int j = 0; j < cols; j++) {
+                if (cnt[j]) o[j] = (float)(use_max ? acc[j] : acc[j] / (double)cnt[j]);
+                else o[j] = (seen[j] & 1) ? NAN : (seen[j] & 2) ? INFINITY : -INFINITY;
+                if (use_max && (seen[j] & 2)) o[j] = INFINITY;
+            }
+        }
+    free(acc); free(cnt); free(seen);
+    *out = dst;
+    return TT_OK;
+}
+
+tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *data,
+                            int64_t P, int64_t R, int64_t C, const tt_heatmap_opts *opts)
+{
+    tt_heatmap_opts dflt;
+    if (!opts) { tt_heatmap_opts_init(&dflt); opts = &dflt; }
+    out->w = out->h = 0;
+    out->px = NULL;
+    char shp[96];
+    if (opts->meta.shape) snprintf(shp, sizeof shp, "%s", opts->meta.shape);
+    else if (P == 1) snprintf(shp, sizeof shp, "[%lld,%lld]", (long long)R, (long long)C);
+    else snprintf(shp, sizeof shp, "[%lld,%lld,%lld]", (long long)P, (long long)R, (long long)C);
+
+    /* 1. check the arguments */
+    if (P <= 0 || R <= 0 || C <= 0)
+        return tt__err(TT_EARG, "heatmap: nothing to draw: the tensor %s is empty", shp);
+    if (P > 64)
+        return tt__err(TT_EARG, "heatmap: %lld panels are too many for one figure %s; "
+                       "draw a slice such as x[1]", (long long)P, shp);
+    if (opts->has_vmin && !isfinite(opts->vmin))
+        return tt__err(TT_EARG, "heatmap: vmin must be a finite number (got %s)",
+                       isnan(opts->vmin) ? "NaN" : opts->vmin > 0 ? "inf" : "-inf");
+    if (opts->has_vmax && !isfinite(opts->vmax))
+        return tt__err(TT_EARG, "heatmap: vmax must be a finite number (got %s)",
+                       isnan(opts->vmax) ? "NaN" : opts->vmax > 0 ? "inf" : "-inf");
+    if (opts->has_vmin && opts->has_vmax && !(opts->vmin < opts->vmax))
+        return tt__err(TT_EARG, "heatmap: vmin (%g) must be less than vmax (%g)",
+                       opts->vmin, opts->vmax);
+    int cmap = -1;
+    if (opts->cmap && (cmap = tt_cmap_from_name(opts->cmap)) < 0)
+        return tt__err(TT_EARG, "heatmap: unknown cmap '%s' (use 'viridis', 'diverging' "
+                       "or 'gray')", opts->cmap);
+    const int use_max = opts->downsample && !strcmp(opts->downsample, "max");
+    if (opts->downsample && !use_max && strcmp(opts->downsample, "mean"))
+        return tt__err(TT_EARG, "heatmap: unknown downsample '%s' (use 'mean' or 'max')",
+                       opts->downsample);
+
+    /* 2. big matrices: one shown cell per block */
+    const int limit = P > 1 ? 512 : 1024;
+    const int64_t br = (R + limit - 1) / limit, bc = (C + limit - 1) / limit;
+    const int rows = (int)((R + br - 1) / br), cols = (int)((C + bc - 1) / bc);
+    const int down = br > 1 || bc > 1;
+    float *shown = NULL;
+    const float *vals = data;
+    if (down) {
+        tt_status st = downsample(&shown, data, P, R, C, br, bc, rows, cols, use_max);
+        if (st != TT_OK) return st;
+        vals = shown;
+    }
+    const int64_t nshown = P * rows * cols;
+
+    /* 3. colour scale */
+    const stats s = data_stats(vals, nshown);
+    if (cmap < 0) cmap = s.nfinite && s.fmin < 0 ? TT_CMAP_DIVERGING : TT_CMAP_VIRIDIS;
+    double lo = 0.0, hi = 1.0;
+    if (s.nfinite) {
+        if (cmap == TT_CMAP_DIVERGING) {
+            hi = s.maxabs > 0 ? s.maxabs : 1.0;
+            lo = -hi;
+        } else {
+            lo = s.fmin >= 0 && s.fmax <= 1 ? 0.0 : s.fmin;
+            hi = s.fmax;
+            if (!(hi > lo)) { lo = hi - 0.5; hi = lo + 1.0; }
+        }
+    }
+    if (opts->has_vmin) lo = opts->vmin;
+    if (opts->has_vmax) hi = opts->vmax;
+    if (!(hi > lo)) {   /* one override crossed the automatic other end */
+        const double span = fmax(fabs(opts->has_vmin ? lo : hi), 1.0);
+        if (opts->has_vmin) hi = lo + span;
+        else lo = hi - span;
+    }
+    uint32_t lut[1024];
+    for (int i = 0; i < 1024; i++) lut[i] = tt_cmap_rgb((tt_cmap)cmap, i / 1023.0);
+
+    /* per-row scales (row_scale): each shown row on its own range */
+    double *rlo = NULL, *rhi = NULL;
+    if (opts->row_scale) {
+        rlo = malloc((size_t)(P * rows) * sizeof *rlo);
+        rhi = malloc((size_t)(P * rows) * sizeof *rhi);
+        if (!rlo || !rhi) {
+            free(rlo); free(rhi); free(shown);
+            return tt__err(TT_ENOMEM, "heatmap: out of memory");
+        }
+        for (int64_t k = 0; k < P * rows; k++) {
+            const stats rs = data_stats(vals + k * cols, cols);
+            double a = rs.fmin, b = rs.fmax;
+            if (!rs.nfinite) a = 0.0, b = 1.0;
+            else if (cmap == TT_CMAP_DIVERGING) { b = rs.maxabs > 0 ? rs.maxabs : 1.0; a = -b; }
+            else if (!(b > a)) a = b - 1.0;   /* a lone value takes the top colour */
+            rlo[k] = a;
+            rhi[k] = b;
+        }
+    }
+
+    /* 4. annotations: numbers inside small matrices */
+    const int decimals = opts->decimals >= 0 ? imin(opts->decimals, 8)
+                                             : auto_decimals(vals, nshown, s.maxabs);
+    const int maxa = opts->max_annotate > 0 ? opts->max_annotate : 16;
+    int annotate = !down && (opts->annotate < 0 ? (R <= maxa && C <= maxa) : opts->annotate > 0);
+    int textw = 0;   /* widest annotation at scale 2 */
+    if (annotate)
+        for (int64_t k = 0; k < nshown; k++) {
+            char buf[32];
+            fmt_num(buf, sizeof buf, vals[k], decimals);
+            textw = imax(textw, tt_font_width(buf, 2, 0));
+        }
+
+    /* 5. cell size */
+    const int gcols = P <= 4 ? (int)P : P <= 8 ? 4 : (int)ceil(sqrt((double)P));
+    const int grows = (int)((P + gcols - 1) / gcols);
+    const int target = P == 1 ? 560 : gcols <= 2 ? 440 : gcols <= 4 ? 300 : 220;
+    const int big = imax(rows, cols);
+    int cell = imin(imax(target / big, 1), 120);
+    if (annotate && cell < textw + 10 && (textw + 10) * big <= (P == 1 ? 900 : target * 3 / 2))
+        cell = textw + 10;   /* room for 2x numbers */
+    int cw = cell, ch = cell;
+    ch = imax(ch, imin(40, target / rows));   /* thin strips stay visible */
+    cw = imax(cw, imin(40, target / cols));
+    int ascale = 0;
+    if (annotate) {
+        if (textw + 8 <= cw && TT_FONT_CAP * 2 + 8 <= ch) ascale = 2;
+        else if ((textw + 1) / 2 + 4 <= cw && TT_FONT_CAP + 4 <= ch) ascale = 1;
+        annotate = ascale > 0;
+    }
+    const int mw = cols * cw, mh = rows * ch;
+
+    /* 6. labels */
+    axis_labels ylab, xlab;
+    tt_status st = axis_pick(&ylab, R, (double)ch / (double)br, opts->ylabels, opts->nylabels, 0);
+    if (st == TT_OK) {
+        st = axis_pick(&xlab, C, (double)cw / (double)bc, opts->xlabels, opts->nxlabels, 1);
+        if (st != TT_OK) axis_free(&ylab);
+    }
+    if (st != TT_OK) { free(rlo); free(rhi); free(shown); return st; }
+
+    const int colorbar = opts->colorbar != 0;
+    char ticktext[16][32];
+    double tickval[16];
+    int nticks = 0, tickw = 0;
+    if (colorbar) {
+        if (opts->row_scale) {
+            snprintf(ticktext[0], 32, "row max"); tickval[0] = hi;
+            snprintf(ticktext[1], 32, "row min"); tickval[1] = lo;
+            nticks = 2;
+        } else {
+            int td;
+            nticks = nice_ticks(lo, hi, 5, tickval, 16, &td);
+            for (int k = 0; k < nticks; k++) fmt_num(ticktext[k], 32, tickval[k], td);
+        }
+        for (int k = 0; k < nticks; k++) tickw = imax(tickw, tt_font_width(ticktext[k], 2, 0));
+    }
+
+    const char *xtitle = opts->xtitle ? opts->xtitle : "Key";
+    const char *ytitle = opts->ytitle ? opts->ytitle : "Query";
+    char note[160] = "";
+    if (down)
+        snprintf(note, sizeof note, "%lldx%lld shown as %dx%d: block %s of %lldx%lld", (long long)R,
+                 (long long)C, rows, cols, use_max ? "max" : "mean", (long long)br, (long long)bc);
+
+    /* 7. layout (outer margin M; grid of panels at gx, gy) */
+    const int M = 36;
+    const int title_h = opts->title && opts->title[0] ? TT_FONT_LINE * 3 + 10 : 0;
+    const int note_h = note[0] ? TT_FONT_LINE * 2 + 6 : 0;
+    const int ptitle_h = P > 1 ? TT_FONT_LINE * 2 + 4 : 0;
+    const int ytitle_w = ytitle[0] ? TT_FONT_HEIGHT * 2 + 14 : 0;
+    const int ylab_w = ylab.extent + 10;
+    const int xlab_h = (xlab.vertical ? xlab.extent : TT_FONT_HEIGHT * xlab.scale) + 10;
+    const int xtitle_h = xtitle[0] ? TT_FONT_LINE * 2 + 6 : 0;
+    const int gap_x = 36;
+    const int inner_xlab = P > 1 && P % gcols != 0 && grows > 1;
+    const int dx = mw + gap_x, dy = ptitle_h + mh + (inner_xlab ? xlab_h : 0) + 26;
+    const int gx = M + ytitle_w + ylab_w, gy = M + (title_h ? title_h + 8 : 0) + note_h;
+    const int grid_w = gcols * mw + (gcols - 1) * gap_x;
+    const int grid_h = (grows - 1) * dy + ptitle_h + mh;
+    const int bar_x = gx + grid_w + 28, bar_y = gy + ptitle_h, bar_w = colorbar ? 20 : 0;
+    const int bar_h = imax(grid_h - ptitle_h, 160);
+    int right_w = colorbar ? 28 + bar_w + 10 + tickw : 0;
+
+    const int legend_n = (s.has_ninf ? 1 : 0) + (s.has_nan ? 1 : 0);
+    const char *legend_text[2];
+    int ln = 0;
+    if (s.has_ninf) legend_text[ln++] = "-inf (masked)";
+    if (s.has_nan) legend_text[ln++] = "NaN";
+    int legend_w = 0;
+    for (int k = 0; k < legend_n; k++)
+        legend_w = imax(legend_w, 22 + 10 + tt_font_width(legend_text[k], 2, 0));
+    const int legend_x = colorbar ? bar_x : gx + grid_w + 28;
+    const int legend_y = colorbar ? bar_y + bar_h + 26 : bar_y;
+    if (legend_n) right_w = imax(right_w, 28 + legend_w);
+
+    int W = gx + grid_w + right_w + M;
+    int H = imax(gy + grid_h + xlab_h + xtitle_h + M, legend_n ? legend_y + legend_n * 32 + M : 0);
+    H = imax(H, colorbar ? bar_y + bar_h + M : 0);
+    char title[256] = "";
+    if (title_h) {
+        const int tw = tt_font_width(opts->title, 3, TT_FONT_BOLD);
+        if (tw + 2 * M > W) W = imin(tw + 2 * M, imax(W, 1600));
+        tt_font_fit(title, sizeof title, opts->title, 3, TT_FONT_BOLD, W - 2 * M);
+    }
+
+    st = tt_canvas_init(out, W, H);
+    if (st != TT_OK) {
+        axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown);
+        return st;
+    }
+
+    /* 8. draw: title, note */
+    if (title[0])
+        tt_font_draw(out, (W - tt_font_width(title, 3, TT_FONT_BOLD)) / 2, M, title, 3,
+                     TT_FONT_BOLD, INK);
+    if (note[0]) {
+        char fitted[160];
+        const int nw = tt_font_fit(fitted, sizeof fitted, note, 2, 0, W - 2 * M);
+        tt_font_draw(out, (W - nw) / 2, M + (title_h ? title_h + 8 : 0), fitted, 2, 0, INK_SOFT);
+    }
+
+    const int sep = cw >= 24 && ch >= 24;   /* white rules between big cells */
+    for (int64_t p = 0; p < P; p++) {
+        const int px0 = gx + (int)(p % gcols) * dx, py0 = gy + (int)(p / gcols) * dy;
+        const int my = py0 + ptitle_h;
+        if (P > 1) {
+            char pt[64], fitted[64];
+            if (opts->panel_titles && p < opts->npanel_titles && opts->panel_titles[p])
+                snprintf(pt, sizeof pt, "%s", opts->panel_titles[p]);
+            else
+                snprintf(pt, sizeof pt, "head %lld", (long long)p + 1);
+            const int w = tt_font_fit(fitted, sizeof fitted, pt, 2, 0, mw);
+            tt_font_draw(out, px0 + (mw - w) / 2, py0, fitted, 2, 0, INK);
+        }
+        tt_canvas_frame(out, px0 - 1, my - 1, mw + 2, mh + 2, 1, RULE);
+
+        /* cells */
+        for (int i = 0; i < rows; i++) {
+            const float *row = vals + (p * rows + i) * cols;
+            const double a = rlo ? rlo[p * rows + i] : lo, b = rhi ? rhi[p * rows + i] : hi;
+            const double scale = b > a ? 1023.0 / (b - a) : 0.0;
+            for (int j = 0; j < cols; j++) {
+                const double v = row[j];
+                const int x = px0 + j * cw, y = my + i * ch;
+                if (isinf(v) && v < 0) { tt_canvas_hatch(out, x, y, cw - sep, ch - sep); continue; }
+                uint32_t rgb;
+                if (isnan(v)) rgb = TT_FIG_NAN_RGB;
+                else if (isinf(v)) rgb = lut[1023];
+                else {
+                    double t = (v - a) * scale;
+                    rgb = lut[t <= 0.0 ? 0 : t >= 1023.0 ? 1023 : (int)(t + 0.5)];
+                }
+                if (cw == 1 && ch == 1) put(out, x, y, rgb);
+                else tt_canvas_fill_rect(out, x, y, cw - sep, ch - sep, rgb);
+            }
+        }
+
+        /* numbers in the cells, dark on light and light on dark */
+        if (annotate)
+            for (int i = 0; i < rows; i++)
+                for (int j = 0; j < cols; j++) {
+                    const double v = vals[(p * rows + i) * cols + j];
+                    char buf[32];
+                    fmt_num(buf, sizeof buf, v, decimals);
+                    const int w = tt_font_width(buf, ascale, 0), hgt = TT_FONT_CAP * ascale;
+                    if (w + 4 > cw - sep) continue;
+                    const int x = px0 + j * cw + (cw - sep - w) / 2;
+                    const int y = my + i * ch + (ch - sep - hgt) / 2;
+                    uint32_t ink;
+                    if (isinf(v) && v < 0) {   /* a plain patch keeps the text legible */
+                        tt_canvas_fill_rect(out, x - 3, y - 3, w + 6, hgt + 6, TT_FIG_HATCH_LIGHT);
+                        ink = 0x3a3a3au;
+                    } else {
+                        ink = tt_rgb_luma(tt_canvas_get(out, px0 + j * cw, my + i * ch)) > 0.5
+                                  ? INK : 0xffffffu;
+                    }
+                    tt_font_draw(out, x, y, buf, ascale, 0, ink);
+                }
+
+        /* row labels on the left column of panels, column labels below the
+           panels that have none under them */
+        if (p % gcols == 0)
+            for (int k = 0; k < ylab.n; k++) {
+                const int cy = my + (int)(ylab.idx[k] / br) * ch + ch / 2;
+                const int w = tt_font_width(ylab.text[k], ylab.scale, 0);
+                tt_font_draw(out, px0 - 8 - w, cy - TT_FONT_CAP * ylab.scale / 2, ylab.text[k],
+                             ylab.scale, 0, INK);
+                if (ylab.step_gt1) tt_canvas_fill_rect(out, px0 - 5, cy, 4, 1, RULE);
+            }
+        if (p + gcols >= P)
+            for (int k = 0; k < xlab.n; k++) {
+                const int cx = px0 + (int)(xlab.idx[k] / bc) * cw + cw / 2;
+                const int w = tt_font_width(xlab.text[k], xlab.scale, 0);
+                if (xlab.vertical)
+                    tt_font_draw(out, cx - TT_FONT_CAP * xlab.scale / 2, my + mh + 8, xlab.text[k],
+                                 xlab.scale, TT_FONT_UP, INK);
+                else
+                    tt_font_draw(out, cx - w / 2, my + mh + 8, xlab.text[k], xlab.scale, 0, INK);
+                if (xlab.step_gt1) tt_canvas_fill_rect(out, cx, my + mh + 1, 1, 4, RULE);
+            }
+    }
+
+    /* axis titles, centred on the grid */
+    if (xtitle[0]) {
+        char fitted[96];
+        const int w = tt_font_fit(fitted, sizeof fitted, xtitle, 2, 0, grid_w);
+        tt_font_draw(out, gx + (grid_w - w) / 2, gy + grid_h + xlab_h + 4, fitted, 2, 0, INK_SOFT);
+    }
+    if (ytitle[0]) {
+        char fitted[96];
+        const int w = tt_font_fit(fitted, sizeof fitted, ytitle, 2, 0, grid_h - ptitle_h);
+        tt_font_draw(out, M, bar_y + (grid_h - ptitle_h - w) / 2, fitted, 2, TT_FONT_UP, INK_SOFT);
+    }
+
+    /* colour bar: top is vmax */
+    if (colorbar) {
+        for (int y = 0; y < bar_h; y++)
+            tt_canvas_fill_rect(out, bar_x, bar_y + y, bar_w, 1,
+                                tt_cmap_rgb((tt_cmap)cmap, 1.0 - (y + 0.5) / bar_h));
+        tt_canvas_frame(out, bar_x - 1, bar_y - 1, bar_w + 2, bar_h + 2, 1, RULE);
+        for (int k = 0; k < nticks; k++) {
+            const int y = bar_y + (int)lround((1.0 - tt_cmap_norm(tickval[k], lo, hi)) * (bar_h - 1));
+            tt_canvas_fill_rect(out, bar_x + bar_w + 1, y, 5, 1, INK_SOFT);
+            tt_font_draw(out, bar_x + bar_w + 10, y - TT_FONT_CAP, ticktext[k], 2, 0, INK);
+        }
+    }
+    for (int k = 0; k < legend_n; k++) {
+        const int y = legend_y + k * 32;
+        if (!strcmp(legend_text[k], "NaN")) tt_canvas_fill_rect(out, legend_x, y, 22, 22, TT_FIG_NAN_RGB);
+        else tt_canvas_hatch(out, legend_x, y, 22, 22);
+        tt_canvas_frame(out, legend_x - 1, y - 1, 24, 24, 1, RULE);
+        tt_font_draw(out, legend_x + 32, y + 11 - TT_FONT_CAP, legend_text[k], 2, 0, INK);
+    }
+
+    if (geom) {
+        geom->width = W; geom->height = H;
+        geom->gcols = gcols; geom->grows = grows; geom->dx = dx; geom->dy = dy;
+        geom->x0 = gx; geom->y0 = gy + ptitle_h; geom->cell_w = cw; geom->cell_h = ch;
+        geom->rows = rows; geom->cols = cols; geom->block_r = (int)br; geom->block_c = (int)bc;
+        geom->bar_x = bar_x; geom->bar_y = bar_y; geom->bar_w = bar_w; geom->bar_h = colorbar ? bar_h : 0;
+        geom->annotate_scale = annotate ? ascale : 0;
+        geom->cmap = (tt_cmap)cmap; geom->vmin = lo; geom->vmax = hi;
+    }
+    axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown);
+    return TT_OK;
+}
+
+tt_status tt_heatmap_write(const char *path, const float *data, int64_t P, int64_t R,
+                           int64_t C, const tt_heatmap_opts *opts)
+{
+    tt_canvas c;
+    tt_status st = tt_heatmap_render(&c, NULL, data, P, R, C, opts);
+    if (st != TT_OK) return st;
+    st = tt__figure_save("heatmap", path, &c, opts ? &opts->meta : NULL);
+    tt_canvas_free(&c);
+    return st;
+}
+
+/* ===== Bar charts ===== */
+
+void tt_bars_opts_init(tt_bars_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->decimals = -1;
+}
+
+/* seaborn's "deep" palette */
+static const uint32_t SERIES[8] = {
+    0x4c72b0u, 0xdd8452u, 0x55a868u, 0xc44e52u, 0x8172b3u, 0x937860u, 0xda8bc3u, 0x8c8c8cu,
+};
+
+tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C,
+                         const tt_bars_opts *opts)
+{
+    tt_bars_opts dflt;
+    if (!opts) { tt_bars_opts_init(&dflt); opts = &dflt; }
+    out->w = out->h = 0;
+    out->px = NULL;
+    if (R <= 0 || C <= 0)
+        return tt__err(TT_EARG, "bars: nothing to draw: the tensor [%lld,%lld] is empty",
+                       (long long)R, (long long)C);
+    if (R > 16 || C > 64)
+        return tt__err(TT_EARG, "bars: [%lld,%lld] is too big for a bar chart (at most 16 rows "
+                       "of 64 values); try tt.heatmap", (long long)R, (long long)C);
+    const int nr = (int)R, nc = (int)C;
+    const stats s = data_stats(data, R * C);
+    const int decimals = opts->decimals >= 0 ? imin(opts->decimals, 8)
+                                             : auto_decimals(data, R * C, s.maxabs);
+
+    /* value axis: nice ticks over [min(0, min), max(0, max)] */
+    double lo = s.nfinite ? fmin(0.0, s.fmin) : 0.0, hi = s.nfinite ? fmax(0.0, s.fmax) : 1.0;
+    if (!(hi > lo)) hi = lo + 1.0;
+    double ticks[16];
+    int td, nt = nice_ticks(lo, hi, 5, ticks, 16, &td);
+    const double step = nt >= 2 ? ticks[1] - ticks[0] : hi - lo;
+    if (ticks[0] > lo + 1e-12) lo = ticks[0] - step;
+    if (ticks[nt - 1] < hi - 1e-12) hi = ticks[nt - 1] + step;
+    nt = nice_ticks(lo, hi, 5, ticks, 16, &td);
+    char ticktext[16][32];
+    int tickw = 0;
+    for (int k = 0; k < nt; k++) {
+        fmt_num(ticktext[k], 32, ticks[k], td);
+        tickw = imax(tickw, tt_font_width(ticktext[k], 2, 0));
+    }
+
+    /* layout: one panel per row, up to 4 a line */
+    const int M = 36, pitch = imin(imax(420 / nc, 22), 110), barw = pitch * 2 / 3;
+    const int pw = nc * pitch + 16, ph = 320, gap = 44;
+    const int pcols = imin(nr, 4), prows = (nr + pcols - 1) / pcols;
+    const int title_h = opts->title && opts->title[0] ? TT_FONT_LINE * 3 + 14 : 0;
+    const int stitle_h = nr > 1 || opts->nseries > 0 ? TT_FONT_LINE * 2 + 8 : 0;
+    const int vlab_h = TT_FONT_LINE * 2 + 6;   /* head room for value labels */
+    const int lscale = tt_font_width("0000", 2, 0) <= pitch - 6 ? 2 : 1;
+    const int xlab_h = TT_FONT_LINE * lscale + 10;
+    const int ax = M + tickw + 12;            /* left edge of the first panel */
+    const int pdy = stitle_h + vlab_h + ph + xlab_h + 20;
+    const int W = ax + pcols * pw + (pcols - 1) * gap + M;
+    const int top = M + title_h;
+    const int H = top + prows * pdy + M - 20;
+    tt_status st = tt_canvas_init(out, W, H);
+    if (st != TT_OK) return st;
+
+    if (title_h) {
+        char t[256];
+        const int w = tt_font_fit(t, sizeof t, opts->title, 3, TT_FONT_BOLD, W - 2 * M);
+        tt_font_draw(out, (W - w) / 2, M, t, 3, TT_FONT_BOLD, INK);
+    }
+    for (int p = 0; p < nr; p++) {
+        const int x0 = ax + (p % pcols) * (pw + gap), py = top + (p / pcols) * pdy;
+        const int y0 = py + stitle_h + vlab_h;   /* top of the value axis */
+        const uint32_t colour = SERIES[p % 8];
+        #define YPOS(v) (y0 + (int)lround((hi - (v)) / (hi - lo) * ph))
+        if (stitle_h) {
+            char name[64], fitted[64];
+            if (p < opts->nseries && opts->series_labels[p])
+                snprintf(name, sizeof name, "%s", opts->series_labels[p]);
+            else
+                snprintf(name, sizeof name, "row %d", p + 1);
+            const int w = tt_font_fit(fitted, sizeof fitted, name, 2, 0, pw + gap - 8);
+            tt_font_draw(out, x0 + (pw - w) / 2, py, fitted, 2, 0, INK);
+        }
+        for (int k = 0; k < nt; k++) {
+            const int y = YPOS(ticks[k]);
+            tt_canvas_fill_rect(out, x0, y, pw, 1, GRID);
+            if (p % pcols == 0) {
+                tt_canvas_fill_rect(out, x0 - 5, y, 5, 1, RULE);
+                tt_font_draw(out, x0 - 9 - tt_font_width(ticktext[k], 2, 0), y - TT_FONT_CAP,
+                             ticktext[k], 2, 0, INK);
+            }
+        }
+        tt_canvas_fill_rect(out, x0, y0, 1, ph + 1, RULE);
+        const int yzero = YPOS(0.0);
+        for (int j = 0; j < nc; j++) {
+            const double v = data[p * nc + j];
+            const int bx = x0 + 8 + j * pitch + (pitch - barw) / 2;
+            char buf[32];
+            fmt_num(buf, sizeof buf, v, decimals);
+            int labely;
+            if (!isnan(v)) {
+                const double vc = v > hi ? hi : v < lo ? lo : v;
+                const int y = YPOS(vc);
+                const int ytop = imin(y, yzero), ybot = imax(y, yzero);
+                tt_canvas_fill_rect(out, bx, ytop, barw, imax(ybot - ytop, 1), colour);
+                labely = v >= 0 ? ytop - 6 - TT_FONT_CAP * 2 : ybot + 6;
+            } else {
+                labely = yzero - 6 - TT_FONT_CAP * 2;   /* NaN: just the word */
+            }
+            const int vs = tt_font_width(buf, 2, 0) <= pitch - 2 ? 2 : 1;
+            const int w = tt_font_width(buf, vs, 0);
+            if (w <= pitch)
+                tt_font_draw(out, bx + (barw - w) / 2, labely + (vs == 1 ? TT_FONT_CAP : 0), buf,
+                             vs, 0, isnan(v) ? TT_FIG_NAN_RGB : INK);
+            /* category label under the axis */
+            char name[48], fitted[48];
+            if (j < opts->nxlabels && opts->xlabels[j]) snprintf(name, sizeof name, "%s", opts->xlabels[j]);
+            else snprintf(name, sizeof name, "%d", j + 1);
+            const int lw = tt_font_fit(fitted, sizeof fitted, name, lscale, 0, pitch - 2);
+            tt_font_draw(out, bx + (barw - lw) / 2, y0 + ph + 8, fitted, lscale, 0, INK);
+        }
+        tt_canvas_fill_rect(out, x0, yzero, pw, 1, 0x404040u);
+        #undef YPOS
+    }
+    return TT_OK;
+}
+
+tt_status tt_bars_write(const char *path, const float *data, int64_t R, int64_t C,
+                        const tt_bars_opts *opts)
+{
+    tt_canvas c;
+    tt_status st = tt_bars_render(&c, data, R, C, opts);
+    if (st != TT_OK) return st;
+    st = tt__figure_save("bars", path, &c, opts ? &opts->meta : NULL);
+    tt_canvas_free(&c);
+    return st;
+}

@@ -1,0 +1,164 @@
+/*
+** figure.h — figures for teaching: heatmaps, bar charts, the flow diagram.
+** Rendering (figure.c, font.c) draws into an RGB canvas; png.c is the only
+** file that includes <png.h>. Inputs are plain arrays, not tensors.
+*/
+#ifndef TT_FIGURE_H
+#define TT_FIGURE_H
+
+#include <stdint.h>
+#include "tt.h"
+
+/* PNG tEXt chunks written with every figure (NULL fields are skipped).
+   "Software" is always written. */
+typedef struct tt_png_meta {
+    const char *source;   /* "lessons/03_causal_mask.lua:42" */
+    const char *shape;    /* "[B=2,N=5,N=5]" */
+    const char *title;
+} tt_png_meta;
+
+/* RGB canvas, 3 bytes per pixel, row stride = 3*w. */
+typedef struct tt_canvas {
+    int w, h;
+    uint8_t *px;
+} tt_canvas;
+
+/* ===== Canvas drawing (figure.c; shared with flow.c) =====
+   Colours are 0xRRGGBB. Everything clips to the canvas. */
+
+/* A white w x h canvas; TT_ENOMEM when too large. Free with tt_canvas_free
+   (accepts an empty canvas). */
+tt_status tt_canvas_init(tt_canvas *c, int w, int h);
+void tt_canvas_free(tt_canvas *c);
+uint32_t tt_canvas_get(const tt_canvas *c, int x, int y);
+void tt_canvas_fill_rect(tt_canvas *c, int x, int y, int w, int h, uint32_t rgb);
+/* Outline of thickness t inside the rectangle. */
+void tt_canvas_frame(tt_canvas *c, int x, int y, int w, int h, int t, uint32_t rgb);
+/* Anti-aliased line of the given width between two points. */
+void tt_canvas_line(tt_canvas *c, double x0, double y0, double x1, double y1,
+                    double width, uint32_t rgb);
+/* Anti-aliased filled triangle (arrow heads). */
+void tt_canvas_triangle(tt_canvas *c, const double xy[6], uint32_t rgb);
+/* Rounded rectangle: filled, with a border of width bw (0: none). */
+void tt_canvas_round_rect(tt_canvas *c, int x, int y, int w, int h, int r,
+                          uint32_t fill, uint32_t border, int bw);
+/* Grey diagonal hatching over a rectangle: the look of masked (-inf) cells.
+   The stripes follow x + y of the canvas, so neighbouring cells join up. */
+void tt_canvas_hatch(tt_canvas *c, int x, int y, int w, int h);
+
+/* ===== Colour maps (pure functions) ===== */
+
+typedef enum tt_cmap {
+    TT_CMAP_VIRIDIS = 0,    /* sequential, perceptually uniform: weights */
+    TT_CMAP_DIVERGING,      /* blue - white - red, centred: scores */
+    TT_CMAP_GRAY            /* black to white */
+} tt_cmap;
+
+#define TT_FIG_NAN_RGB     0xe8198cu   /* NaN cells: magenta, in no map */
+#define TT_FIG_HATCH_LIGHT 0xdcdcdcu   /* -inf cells: light grey ... */
+#define TT_FIG_HATCH_DARK  0xa6a6a6u   /* ... with darker stripes */
+
+/* "viridis", "diverging" (also "coolwarm", "RdBu"), "gray"; -1 if unknown. */
+int tt_cmap_from_name(const char *name);
+/* Colour at t in [0, 1] (clamped; NaN gives TT_FIG_NAN_RGB). */
+uint32_t tt_cmap_rgb(tt_cmap map, double t);
+/* Position of v on [vmin, vmax] clamped to [0, 1]; -inf 0, +inf 1, NaN NaN. */
+double tt_cmap_norm(double v, double vmin, double vmax);
+/* Perceived brightness 0..1 of a colour (decides annotation text colour). */
+double tt_rgb_luma(uint32_t rgb);
+
+/* Writes an 8-bit RGB PNG to path via path.tmp + rename; no time chunk,
+   fixed compression, so the same pixels give the same bytes.
+   TT_EIO with "path: reason" on failure (no file left behind). */
+tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
+                           int stride, const tt_png_meta *meta);
+/* Reads an 8-bit RGB PNG (for tests): *px malloc'd, caller frees. */
+tt_status tt_png_read_rgb(const char *path, uint8_t **px, int *w, int *h);
+
+typedef struct tt_heatmap_opts {
+    const char *title;
+    const char *const *xlabels; int nxlabels;   /* column tokens (may be NULL) */
+    const char *const *ylabels; int nylabels;   /* row tokens */
+    const char *xtitle, *ytitle;                /* NULL: "Key", "Query" */
+    const char *const *panel_titles; int npanel_titles;  /* NULL: "head 1".. */
+    int annotate;        /* -1 auto (on when R, C <= 16), 0 off, 1 on */
+    const char *cmap;    /* NULL auto, "viridis", "diverging", "gray" */
+    int has_vmin, has_vmax;
+    double vmin, vmax;
+    int colorbar;        /* -1 auto (on), 0 off, 1 on */
+    int decimals;        /* -1 auto */
+    int row_scale;       /* colour each row on its own min..max */
+    const char *downsample;  /* NULL/"mean" or "max": blocks of big matrices */
+    int max_annotate;    /* auto annotation up to this many rows/cols (16) */
+    tt_png_meta meta;
+} tt_heatmap_opts;
+
+/* Where things landed in a rendered heatmap (for tests and callers that
+   post-process). Shown cell (p, i, j) of panel p covers
+   x0 + (p % gcols)*dx + j*cell_w, y0 + (p / gcols)*dy + i*cell_h. Each shown
+   cell stands for block_r x block_c data cells (1 x 1 unless downsampled). */
+typedef struct tt_heatmap_geom {
+    int width, height;
+    int gcols, grows, dx, dy;
+    int x0, y0, cell_w, cell_h;
+    int rows, cols;              /* shown cells per panel */
+    int block_r, block_c;
+    int bar_x, bar_y, bar_w, bar_h;   /* colour bar; bar_w == 0 when off */
+    int annotate_scale;          /* font scale of annotations; 0 when none */
+    tt_cmap cmap;
+    double vmin, vmax;
+} tt_heatmap_geom;
+
+/* Renders the heatmap into *out (initialised here; free with
+   tt_canvas_free) without writing a file; geom may be NULL. Same errors as
+   tt_heatmap_write except TT_EIO. */
+tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *data,
+                            int64_t P, int64_t R, int64_t C, const tt_heatmap_opts *opts);
+
+/* Heatmap of a contiguous [P, R, C] float array: P == 1 one panel, else a
+   grid of P panels sharing one colour scale. -inf cells hatched grey, NaN
+   cells in their own colour. TT_EARG for empty input or non-finite
+   vmin/vmax; TT_EIO when the file cannot be written. */
+tt_status tt_heatmap_write(const char *path, const float *data, int64_t P, int64_t R,
+                           int64_t C, const tt_heatmap_opts *opts);
+void tt_heatmap_opts_init(tt_heatmap_opts *o);
+
+typedef struct tt_bars_opts {
+    const char *title;
+    const char *const *xlabels; int nxlabels;       /* one per column */
+    const char *const *series_labels; int nseries;  /* one per row (legend) */
+    int decimals;                                   /* -1 auto */
+    tt_png_meta meta;
+} tt_bars_opts;
+
+/* Bar chart of a contiguous [R, C] array: R groups of bars side by side
+   (R == 1 for a vector), one panel per row. */
+tt_status tt_bars_write(const char *path, const float *data, int64_t R, int64_t C,
+                        const tt_bars_opts *opts);
+/* The same into a canvas (initialised here), no file. */
+tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C,
+                         const tt_bars_opts *opts);
+void tt_bars_opts_init(tt_bars_opts *o);
+
+typedef struct tt_flow_opts {
+    const char *title;
+    tt_png_meta meta;
+} tt_flow_opts;
+
+/* Draws the pipeline recorded since the last tt_flow_reset (see flow.c):
+   one box per labelled tensor, arrows annotated with the ops between them.
+   TT_EARG when nothing labelled was recorded. */
+tt_status tt_flow_write(const char *path, const tt_flow_opts *opts);
+/* The same into a canvas (initialised here), no file. */
+tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts);
+/* The recorded graph as text (boxes "label [shape]", then arrows
+   "from -> to: op, op"), one a line, into buf (size n, always terminated);
+   returns the length it needed. For tests and debugging. */
+size_t tt_flow_describe(char *buf, size_t n);
+
+/* Writes canvas c through tt_png_write_rgb; on failure the message is
+   "what: cannot write 'path': reason". */
+tt_status tt__figure_save(const char *what, const char *path, const tt_canvas *c,
+                          const tt_png_meta *meta);
+
+#endif

@@ -1,0 +1,391 @@
+/*
+** kernels.c — scalar reference kernels, the portable path, run-time SIMD
+** dispatch, and the packed cache-blocked GEMM driver shared by all paths.
+** The SIMD micro-kernels live in kernels_avx2.c / kernels_avx512.c.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tt.h"
+#include "kernels.h"
+
+/* ===== Reference kernels ===== */
+
+/* M, N, K: rows of A and C, columns of B and C, inner size. */
+void tt_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                       const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                       const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                       float *c, const int64_t *coff, int64_t rsc, int64_t csc)
+{
+    for (int64_t t = 0; t < nbatch; t++) {
+        const float *A = a + aoff[t], *B = b + boff[t];
+        float *C = c + coff[t];
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                float s = 0.0f;
+                for (int64_t p = 0; p < K; p++) s += A[i*rsa + p*csa] * B[p*rsb + j*csb];
+                C[i*rsc + j*csc] = s;
+            }
+    }
+}
+
+void tt_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y)
+{
+    for (int64_t r = 0; r < nrows; r++, x += n, y += n) {
+        float m = -INFINITY, s = 0.0f;
+        for (int64_t j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
+        if (m == -INFINITY) {               /* all -inf: 0/0, as PyTorch */
+            for (int64_t j = 0; j < n; j++) y[j] = NAN;
+            continue;
+        }
+        for (int64_t j = 0; j < n; j++) { y[j] = expf(x[j] - m); s += y[j]; }
+        for (int64_t j = 0; j < n; j++) y[j] /= s;
+    }
+}
+
+void tt_exp_vec_ref(int64_t n, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = expf(x[i]);
+}
+
+/* ===== Portable path ===== */
+
+/* Register tile the compiler can keep in SSE registers (4 x 8 floats). */
+#define C_MR 4
+#define C_NR 8
+
+static void ukernel_c(int64_t kc, const float *ap, const float *bp, float *c,
+                      int64_t rsc, int m, int n, int acc)
+{
+    float t[C_MR][C_NR] = {{0.0f}};
+    for (int64_t p = 0; p < kc; p++, ap += C_MR, bp += C_NR)
+        for (int i = 0; i < C_MR; i++)
+            for (int j = 0; j < C_NR; j++) t[i][j] += ap[i] * bp[j];
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) c[i*rsc + j] = acc ? c[i*rsc + j] + t[i][j] : t[i][j];
+}
+
+static void axpy_c(int64_t n, float s, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] += s * x[i];
+}
+
+static float row_max_c(int64_t n, const float *x)
+{
+    float m = -INFINITY;
+    for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+static float exp_sum_c(int64_t n, const float *x, float m, float *y)
+{
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};   /* 4 partial sums: fixed order */
+    for (int64_t i = 0; i < n; i++) { y[i] = expf(x[i] - m); s[i & 3] += y[i]; }
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+static void scale_c(int64_t n, float s, const float *x, float *y, int stream)
+{
+    (void)stream;
+    for (int64_t i = 0; i < n; i++) y[i] = s * x[i];
+}
+
+const tt__kern tt__kern_scalar = {
+    "scalar", C_MR, C_NR, 256, 64, 2048,
+    ukernel_c, axpy_c, tt_exp_vec_ref, row_max_c, exp_sum_c, scale_c
+};
+
+/* ===== Dispatch ===== */
+
+static const tt__kern *kern_auto, *kern_forced;
+
+static const tt__kern *detect(void)
+{
+#ifdef TT__X86_SIMD
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return &tt__kern_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &tt__kern_avx2;
+#endif
+    return &tt__kern_scalar;
+}
+
+const tt__kern *tt__kern_now(void)
+{
+    if (kern_forced) return kern_forced;
+    if (!kern_auto) kern_auto = detect();
+    return kern_auto;
+}
+
+const char *tt_simd_path(void) { return tt__kern_now()->name; }
+
+int tt_simd_force(const char *path)
+{
+    if (!path) { kern_forced = NULL; return 1; }
+    if (strcmp(path, "scalar") == 0) { kern_forced = &tt__kern_scalar; return 1; }
+#ifdef TT__X86_SIMD
+    __builtin_cpu_init();
+    if (strcmp(path, "avx512") == 0 && __builtin_cpu_supports("avx512f")) {
+        kern_forced = &tt__kern_avx512;
+        return 1;
+    }
+    if (strcmp(path, "avx2") == 0 && __builtin_cpu_supports("avx2")
+        && __builtin_cpu_supports("fma")) {
+        kern_forced = &tt__kern_avx2;
+        return 1;
+    }
+#endif
+    return 0;
+}
+
+/* ===== GEMM =====
+   BLIS loop order: jc (nc columns of C) > pc (kc of the inner size: B panel
+   packed) > ic (mc rows: A block packed) > jr (nr) > ir (mr) micro-kernel.
+   Each C element is one register lane summed over p in order, then added
+   once per pc block, so the bits never depend on how the tiles are shared
+   out among threads. Letters: M rows of A/C, N columns of B/C, K inner. */
+
+enum { SLOT_A, SLOT_B, SLOT_T };
+
+/* A (mc x kc, strides rs/cs) into mr-row slivers, k-major, zero padded. */
+static void pack_a(int mr, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
+                   float *dst)
+{
+    for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
+        int m = mc - i0 < mr ? (int)(mc - i0) : mr;
+        const float *s = a + i0 * rs;
+        if (rs == 1 && m == mr) {            /* columns contiguous: copy runs */
+            for (int64_t p = 0; p < kc; p++)
+                memcpy(dst + p * mr, s + p * cs, (size_t)mr * sizeof(float));
+            continue;
+        }
+        for (int i = 0; i < m; i++)
+            for (int64_t p = 0; p < kc; p++) dst[p * mr + i] = s[i * rs + p * cs];
+        for (int i = m; i < mr; i++)
+            for (int64_t p = 0; p < kc; p++) dst[p * mr + i] = 0.0f;
+    }
+}
+
+/* B (kc x nc, strides rs/cs) into nr-column slivers, k-major, zero padded. */
+static void pack_b(int nr, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
+                   float *dst)
+{
+    for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
+        int n = nc - j0 < nr ? (int)(nc - j0) : nr;
+        const float *s = b + j0 * cs;
+        if (cs == 1) {                        /* rows contiguous: copy runs */
+            for (int64_t p = 0; p < kc; p++) {
+                memcpy(dst + p * nr, s + p * rs, (size_t)n * sizeof(float));
+                for (int j = n; j < nr; j++) dst[p * nr + j] = 0.0f;
+            }
+            continue;
+        }
+        for (int j = 0; j < n; j++)
+            for (int64_t p = 0; p < kc; p++) dst[p * nr + j] = s[p * rs + j * cs];
+        for (int j = n; j < nr; j++)
+            for (int64_t p = 0; p < kc; p++) dst[p * nr + j] = 0.0f;
+    }
+}
+
+typedef struct gemm_job {
+    const tt__kern *kn;
+    int64_t M, N, K;
+    const float *a; const int64_t *aoff; int64_t rsa, csa;
+    const float *b; const int64_t *boff; int64_t rsb, csb;
+    float *c; const int64_t *coff; int64_t rsc, csc;
+    int64_t mc, nc, nic, njc;     /* units: batch x njc x nic */
+    int failed;
+} gemm_job;
+
+/* Rows [ic0, ic1) of mc-blocks, columns block jc, batch t. */
+static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t ic0, int64_t ic1,
+                       float *ap, float *bp, float *tmp)
+{
+    const tt__kern *kn = g->kn;
+    int mr = kn->mr, nr = kn->nr;
+    const float *A = g->a + g->aoff[t], *B = g->b + g->boff[t];
+    float *C = g->c + g->coff[t];
+    int64_t j0 = jc * g->nc, ncur = g->N - j0 < g->nc ? g->N - j0 : g->nc;
+    for (int64_t p0 = 0; p0 < g->K; p0 += kn->kc) {
+        int64_t kc = g->K - p0 < kn->kc ? g->K - p0 : kn->kc;
+        int acc = p0 > 0;
+        pack_b(nr, kc, ncur, B + p0 * g->rsb + j0 * g->csb, g->rsb, g->csb, bp);
+        for (int64_t ic = ic0; ic < ic1; ic++) {
+            int64_t i0 = ic * g->mc, mcur = g->M - i0 < g->mc ? g->M - i0 : g->mc;
+            pack_a(mr, mcur, kc, A + i0 * g->rsa + p0 * g->csa, g->rsa, g->csa, ap);
+            for (int64_t jr = 0; jr < ncur; jr += nr) {
+                int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
+                for (int64_t ir = 0; ir < mcur; ir += mr) {
+                    int m = mcur - ir < mr ? (int)(mcur - ir) : mr;
+                    float *ct = C + (i0 + ir) * g->rsc + (j0 + jr) * g->csc;
+                    if (g->csc == 1) {
+                        kn->ukernel(kc, ap + ir * kc, bp + jr * kc, ct, g->rsc, m, n, acc);
+                        continue;
+                    }
+                    /* strided C: through a tile, same arithmetic per element */
+                    kn->ukernel(kc, ap + ir * kc, bp + jr * kc, tmp, nr, m, n, 0);
+                    for (int i = 0; i < m; i++)
+                        for (int j = 0; j < n; j++) {
+                            float *e = ct + i * g->rsc + j * g->csc;
+                            *e = acc ? *e + tmp[i * nr + j] : tmp[i * nr + j];
+                        }
+                }
+            }
+        }
+    }
+}
+
+static void gemm_range(void *ctx, int64_t begin, int64_t end)
+{
+    gemm_job *g = ctx;
+    const tt__kern *kn = g->kn;
+    int64_t kc = g->K < kn->kc ? g->K : kn->kc;
+    int64_t mcp = (g->mc + kn->mr - 1) / kn->mr * kn->mr;
+    int64_t ncp = (g->nc + kn->nr - 1) / kn->nr * kn->nr;
+    float *ap = tt__scratch(SLOT_A, (size_t)(mcp * kc) * sizeof(float));
+    float *bp = tt__scratch(SLOT_B, (size_t)(ncp * kc) * sizeof(float));
+    float *tmp = tt__scratch(SLOT_T, (size_t)(kn->mr * kn->nr) * sizeof(float));
+    if (!ap || !bp || !tmp) { g->failed = 1; return; }
+    int64_t per_b = g->njc * g->nic;
+    for (int64_t u = begin; u < end; ) {
+        int64_t t = u / per_b, jc = u % per_b / g->nic, ic0 = u % g->nic;
+        int64_t ic1 = g->nic < ic0 + (end - u) ? g->nic : ic0 + (end - u);
+        gemm_block(g, t, jc, ic0, ic1, ap, bp, tmp);
+        u += ic1 - ic0;
+    }
+}
+
+/* Small products: no packing; one C row at a time with axpy on rows of B. */
+typedef struct small_job {
+    const tt__kern *kn;
+    int64_t M, N, K;
+    const float *a; const int64_t *aoff; int64_t rsa, csa;
+    const float *b; const int64_t *boff; int64_t rsb, csb;
+    float *c; const int64_t *coff; int64_t rsc, csc;
+} small_job;
+
+static void small_range(void *ctx, int64_t begin, int64_t end)
+{
+    small_job *g = ctx;
+    for (int64_t t = begin; t < end; t++) {
+        const float *A = g->a + g->aoff[t], *B = g->b + g->boff[t];
+        float *C = g->c + g->coff[t];
+        for (int64_t i = 0; i < g->M; i++) {
+            float *ci = C + i * g->rsc;
+            if (g->csb == 1 && g->csc == 1) {
+                memset(ci, 0, (size_t)g->N * sizeof(float));
+                for (int64_t p = 0; p < g->K; p++)
+                    g->kn->axpy(g->N, A[i * g->rsa + p * g->csa], B + p * g->rsb, ci);
+                continue;
+            }
+            for (int64_t j = 0; j < g->N; j++) {
+                float s = 0.0f;
+                for (int64_t p = 0; p < g->K; p++)
+                    s += A[i * g->rsa + p * g->csa] * B[p * g->rsb + j * g->csb];
+                ci[j * g->csc] = s;
+            }
+        }
+    }
+}
+
+#define SMALL_MNK (32 * 32 * 32)     /* below this, packing costs more than it saves */
+#define PAR_FLOPS 200000.0           /* work per thread worth a wake-up */
+
+void tt_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                   const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                   const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                   float *c, const int64_t *coff, int64_t rsc, int64_t csc)
+{
+    if (nbatch <= 0 || M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        for (int64_t t = 0; t < nbatch; t++)
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) c[coff[t] + i * rsc + j * csc] = 0.0f;
+        return;
+    }
+    if (csc != 1 && rsc == 1) {
+        /* C column-major: compute C^T = B^T A^T so the tiles store rows */
+        tt_gemm_batch(nbatch, N, M, K, b, boff, csb, rsb, a, aoff, csa, rsa,
+                      c, coff, csc, rsc);
+        return;
+    }
+    const tt__kern *kn = tt__kern_now();
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    int nt = tt_get_num_threads();
+    if ((double)M * (double)N * (double)K <= SMALL_MNK || M < kn->mr / 2) {
+        small_job s = { kn, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc };
+        int64_t grain = (int64_t)(PAR_FLOPS / flops) + 1;
+        tt_parallel_for(nbatch, grain, small_range, &s);
+        return;
+    }
+    gemm_job g = { kn, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc,
+                   kn->mc, kn->nc, 0, 0, 0 };
+    g.nic = (M + g.mc - 1) / g.mc;
+    /* Too few row blocks to share: cut the columns finer (this never
+       changes the arithmetic, only who does it). */
+    if (nbatch * g.nic < 2 * nt && N > kn->nr) {
+        int64_t want = (2 * nt + nbatch * g.nic - 1) / (nbatch * g.nic);
+        int64_t nc = (N + want - 1) / want;
+        nc = (nc + kn->nr - 1) / kn->nr * kn->nr;
+        if (nc < g.nc) g.nc = nc;
+    }
+    g.njc = (N + g.nc - 1) / g.nc;
+    int64_t units = nbatch * g.njc * g.nic;
+    int64_t grain = (int64_t)(PAR_FLOPS * (double)units / (flops * (double)nbatch)) + 1;
+    tt_parallel_for(units, grain, gemm_range, &g);
+    if (g.failed)   /* no memory for packing: the reference needs none */
+        tt_gemm_batch_ref(nbatch, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb,
+                          c, coff, rsc, csc);
+}
+
+/* ===== Softmax and exp ===== */
+
+typedef struct rows_job {
+    const tt__kern *kn;
+    int64_t n;
+    const float *x;
+    float *y;
+    int stream;
+} rows_job;
+
+static void softmax_range(void *ctx, int64_t begin, int64_t end)
+{
+    rows_job *j = ctx;
+    const tt__kern *kn = j->kn;
+    int64_t n = j->n;
+    /* streaming: exp goes to an L1-resident row, the result bypasses caches */
+    float *e = j->stream ? tt__scratch(SLOT_T, (size_t)n * sizeof(float)) : NULL;
+    for (int64_t r = begin; r < end; r++) {
+        const float *x = j->x + r * n;
+        float *y = j->y + r * n, *t = e ? e : y;
+        float m = kn->row_max(n, x);
+        if (m == -INFINITY) {                 /* all -inf: NaN, as PyTorch */
+            for (int64_t i = 0; i < n; i++) y[i] = NAN;
+            continue;
+        }
+        float s = kn->exp_sum(n, x, m, t);
+        kn->scale(n, 1.0f / s, t, y, e != NULL);
+    }
+}
+
+void tt_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y)
+{
+    if (nrows <= 0 || n <= 0) return;
+    rows_job j = { tt__kern_now(), n, x, y, 0 };
+    /* beyond the last-level cache the result is not read back soon */
+    j.stream = (double)nrows * (double)n * 4.0 >= 16.0 * 1024 * 1024;
+    tt_parallel_for(nrows, 16384 / n + 1, softmax_range, &j);
+}
+
+static void exp_range(void *ctx, int64_t begin, int64_t end)
+{
+    rows_job *j = ctx;
+    j->kn->exp_vec(end - begin, j->x + begin, j->y + begin);
+}
+
+void tt_exp_vec(int64_t n, const float *x, float *y)
+{
+    if (n <= 0) return;
+    rows_job j = { tt__kern_now(), 1, x, y, 0 };
+    tt_parallel_for(n, 32768, exp_range, &j);
+}

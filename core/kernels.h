@@ -1,0 +1,114 @@
+/*
+** kernels.h — compute kernels on raw pointers. They never see tt_tensor and
+** assume valid arguments (the op front-ends in ops.c check everything).
+** Strides count elements. *_ref variants are the scalar references, always
+** compiled; the dispatching entry points pick SIMD paths at run time.
+*/
+#ifndef TT_KERNELS_H
+#define TT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ===== Threads ===== */
+
+/* Runs fn(ctx, begin, end) over disjoint ranges covering [0, n) on the
+   persistent pool; blocks until all are done. Ranges depend only on n and
+   the thread count's chunking rule, never on timing. Calls from inside a
+   running task run serially. */
+typedef void (*tt_range_fn)(void *ctx, int64_t begin, int64_t end);
+void tt_parallel_for(int64_t n, int64_t grain, tt_range_fn fn, void *ctx);
+
+/* ===== GEMM ===== */
+
+/* For each batch b < nbatch: C_b[M,N] = A_b[M,K] * B_b[K,N] (overwritten;
+   K == 0 gives zeros). A_b element (i,p) is a[aoff[b] + i*rsa + p*csa];
+   likewise B and C. Any strides (0 for broadcast, transposed, ...). */
+void tt_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                   const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                   const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                   float *c, const int64_t *coff, int64_t rsc, int64_t csc);
+void tt_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                       const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                       const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                       float *c, const int64_t *coff, int64_t rsc, int64_t csc);
+
+/* ===== Rows: softmax and friends ===== */
+
+/* y[r, :] = softmax(x[r, :]) for nrows contiguous rows of length n
+   (row stride n). Stable (subtracts the row max); an all -inf row gives NaN.
+   x == y allowed. */
+void tt_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y);
+void tt_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y);
+
+/* y[i] = exp(x[i]) for n contiguous floats (x == y allowed). */
+void tt_exp_vec(int64_t n, const float *x, float *y);
+void tt_exp_vec_ref(int64_t n, const float *x, float *y);
+
+/* ===== Fused attention ===== */
+
+/* B = flattened batch; query head h reads kv head h / (Hq / Hkv).
+   Element strides for q: (qs_b, qs_h, qs_n, qs_d); same for k, v.
+   mask: NULL or bool with strides (ms_b, ms_h, ms_q, ms_k) (0 = broadcast),
+   true = may attend. causal: lower-right (query i sees keys j <= i + Nk - Nq).
+   out: contiguous [B, Hq, Nq, Dv]. weights: NULL or contiguous [B, Hq, Nq, Nk].
+   Rows with no visible key give zeros (and zero weights). Returns the number
+   of such rows. */
+typedef struct tt_sdpa_args {
+    int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv;
+    const float *q; int64_t qs_b, qs_h, qs_n, qs_d;
+    const float *k; int64_t ks_b, ks_h, ks_n, ks_d;
+    const float *v; int64_t vs_b, vs_h, vs_n, vs_d;
+    const uint8_t *mask; int64_t ms_b, ms_h, ms_q, ms_k;
+    int causal;
+    float scale;
+    float *out;
+    float *weights;
+} tt_sdpa_args;
+
+int64_t tt_sdpa_kernel(const tt_sdpa_args *a);
+int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a);
+
+/* ===== Dispatch control (tests and benchmarks) ===== */
+
+/* "avx512", "avx2" or "scalar": the path the dispatchers use now. */
+const char *tt_simd_path(void);
+/* Force a path ("avx512", "avx2", "scalar"); returns 0 if this CPU or build
+   cannot run it. NULL restores the automatic choice. */
+int tt_simd_force(const char *path);
+
+/* ===== Internal: shared by threads.c, kernels*.c, sdpa_kernel.c ===== */
+
+/* Per-thread buffer for `slot`, 64-byte aligned, kept and grown between
+   calls (never shrinks). NULL when out of memory. */
+#define TT__SCRATCH_SLOTS 12
+void *tt__scratch(int slot, size_t bytes);
+
+/* One SIMD path: micro-tile, cache blocks and the row primitives.
+   ukernel: C[m,n] = (acc ? C + : ) Ap*Bp over kc, Ap an mr-row sliver
+   (kc columns of mr), Bp an nr-column sliver (kc rows of nr); C has row
+   stride rsc and unit column stride; m <= mr, n <= nr (edges inside). */
+typedef struct tt__kern {
+    const char *name;
+    int mr, nr;
+    int64_t kc, mc, nc;
+    void (*ukernel)(int64_t kc, const float *ap, const float *bp, float *c,
+                    int64_t rsc, int m, int n, int acc);
+    void (*axpy)(int64_t n, float s, const float *x, float *y);     /* y += s*x */
+    void (*exp_vec)(int64_t n, const float *x, float *y);
+    float (*row_max)(int64_t n, const float *x);                    /* -inf if n == 0 */
+    float (*exp_sum)(int64_t n, const float *x, float m, float *y); /* y = exp(x-m); sum */
+    /* y = s*x; stream != 0 bypasses the cache on y */
+    void (*scale)(int64_t n, float s, const float *x, float *y, int stream);
+} tt__kern;
+
+extern const tt__kern tt__kern_scalar;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(TT_NO_SIMD)
+#define TT__X86_SIMD 1
+extern const tt__kern tt__kern_avx2;
+extern const tt__kern tt__kern_avx512;
+#endif
+/* The path the dispatchers use now (see tt_simd_force). */
+const tt__kern *tt__kern_now(void);
+
+#endif

@@ -1,0 +1,182 @@
+/*
+** kernels_avx512.c — AVX-512F micro-kernel and row primitives (exp, max,
+** exp-sum, scale). Compiled with target attributes, picked at run time by
+** kernels.c; tails use masked vector ops so results never depend on where
+** a thread's range happens to start.
+*/
+#include "kernels.h"
+
+#ifdef TT__X86_SIMD
+#include <immintrin.h>
+#include <math.h>
+
+#define TARGET __attribute__((target("avx512f")))
+
+/* Micro-tile: MR rows of A broadcast, NR = 2 vectors of B. 24 accumulators
+   hide the FMA latency; 2 loads + 12 broadcasts per 24 FMAs. */
+#define MR 12
+#define NR 32
+
+static TARGET inline __mmask16 tail_mask(int64_t n)
+{
+    return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u);
+}
+
+/* kc: inner size; C tile m x n (m <= MR, n <= NR) at c with row stride rsc. */
+static TARGET void ukernel(int64_t kc, const float *ap, const float *bp, float *c,
+                           int64_t rsc, int m, int n, int acc)
+{
+    __m512 c0[MR], c1[MR];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) { c0[i] = _mm512_setzero_ps(); c1[i] = _mm512_setzero_ps(); }
+    for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
+        __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; i++) {
+            __m512 ai = _mm512_set1_ps(ap[i]);
+            c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
+            c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+        }
+    }
+    __mmask16 k0 = tail_mask(n), k1 = tail_mask(n - 16 > 0 ? n - 16 : 0);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+        if (i >= m) break;
+        float *ci = c + i * rsc;
+        __m512 v0 = c0[i], v1 = c1[i];
+        if (acc) {
+            v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(k0, ci), v0);
+            v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(k1, ci + 16), v1);
+        }
+        _mm512_mask_storeu_ps(ci, k0, v0);
+        _mm512_mask_storeu_ps(ci + 16, k1, v1);
+    }
+}
+
+/* exp(x): x = n ln2 + r, |r| <= ln2/2 (ln2 split in two for exactness),
+   degree-7 Taylor polynomial (truncation 5e-9), then scalef does p*2^n with
+   one rounding, so denormal results, overflow to inf and 0 come out right.
+   The clamps keep n finite; NaN passes through them (minps returns the
+   second operand on NaN). */
+static TARGET inline __m512 exp16(__m512 x)
+{
+    x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-110.0f), x);
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.98412698e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.38888889e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.33333333e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.16666667e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.66666667e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+static TARGET void exp_vec(int64_t n, const float *x, float *y)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, exp16(_mm512_loadu_ps(x + i)));
+    if (i < n) {                               /* leftovers */
+        __mmask16 k = tail_mask(n - i);
+        _mm512_mask_storeu_ps(y + i, k, exp16(_mm512_maskz_loadu_ps(k, x + i)));
+    }
+}
+
+static TARGET void axpy(int64_t n, float s, const float *x, float *y)
+{
+    __m512 vs = _mm512_set1_ps(s);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(vs, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+    if (i < n) {                               /* leftovers */
+        __mmask16 k = tail_mask(n - i);
+        _mm512_mask_storeu_ps(y + i, k, _mm512_fmadd_ps(vs, _mm512_maskz_loadu_ps(k, x + i),
+                                                          _mm512_maskz_loadu_ps(k, y + i)));
+    }
+}
+
+static TARGET float row_max(int64_t n, const float *x)
+{
+    __m512 ninf = _mm512_set1_ps(-INFINITY), m0 = ninf, m1 = ninf, m2 = ninf, m3 = ninf;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        m0 = _mm512_max_ps(m0, _mm512_loadu_ps(x + i));
+        m1 = _mm512_max_ps(m1, _mm512_loadu_ps(x + i + 16));
+        m2 = _mm512_max_ps(m2, _mm512_loadu_ps(x + i + 32));
+        m3 = _mm512_max_ps(m3, _mm512_loadu_ps(x + i + 48));
+    }
+    for (; i + 16 <= n; i += 16) m0 = _mm512_max_ps(m0, _mm512_loadu_ps(x + i));
+    if (i < n) m1 = _mm512_max_ps(m1, _mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i));
+    return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
+}
+
+/* y = exp(x - m), returns the sum (4 partial sums, fixed order). */
+static TARGET float exp_sum(int64_t n, const float *x, float m, float *y)
+{
+    __m512 vm = _mm512_set1_ps(m), s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        __m512 e0 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        __m512 e1 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vm));
+        __m512 e2 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 32), vm));
+        __m512 e3 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 48), vm));
+        _mm512_storeu_ps(y + i, e0);
+        _mm512_storeu_ps(y + i + 16, e1);
+        _mm512_storeu_ps(y + i + 32, e2);
+        _mm512_storeu_ps(y + i + 48, e3);
+        s0 = _mm512_add_ps(s0, e0); s1 = _mm512_add_ps(s1, e1);
+        s2 = _mm512_add_ps(s2, e2); s3 = _mm512_add_ps(s3, e3);
+    }
+    for (; i + 16 <= n; i += 16) {
+        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        _mm512_storeu_ps(y + i, e);
+        s0 = _mm512_add_ps(s0, e);
+    }
+    if (i < n) {                               /* leftovers: masked lanes add 0 */
+        __mmask16 k = tail_mask(n - i);
+        __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm)));
+        _mm512_mask_storeu_ps(y + i, k, e);
+        s1 = _mm512_add_ps(s1, e);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+static TARGET void scale(int64_t n, float s, const float *x, float *y, int stream)
+{
+    __m512 vs = _mm512_set1_ps(s);
+    int64_t i = 0;
+    if (stream) {
+        /* masked head up to a 64-byte boundary, then non-temporal stores */
+        int64_t head = (int64_t)((64 - ((uintptr_t)y & 63)) & 63) / 4;
+        if (((uintptr_t)y & 3) == 0 && head > 0) {
+            if (head > n) head = n;
+            __mmask16 k = tail_mask(head);
+            _mm512_mask_storeu_ps(y, k, _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(k, x)));
+            i = head;
+        }
+        if (((uintptr_t)(y + i) & 63) == 0) {
+            for (; i + 16 <= n; i += 16)
+                _mm512_stream_ps(y + i, _mm512_mul_ps(vs, _mm512_loadu_ps(x + i)));
+            _mm_sfence();
+        }
+    }
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(vs, _mm512_loadu_ps(x + i)));
+    if (i < n) {                               /* leftovers */
+        __mmask16 k = tail_mask(n - i);
+        _mm512_mask_storeu_ps(y + i, k, _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(k, x + i)));
+    }
+}
+
+const tt__kern tt__kern_avx512 = {
+    "avx512", MR, NR, 256, 96, 4096,
+    ukernel, axpy, exp_vec, row_max, exp_sum, scale
+};
+
+#else
+typedef int tt__no_avx512;   /* ISO C wants a non-empty file */
+#endif

@@ -1,0 +1,359 @@
+/*
+** matmul.c — front-ends of tt_matmul (PyTorch's rules: 1-D promotion,
+** broadcast batch dims) and tt_sdpa (scaled dot-product attention). Both
+** pass strided inputs straight to the kernels (a k:mT() view is read in
+** place, never copied) and copy only when batch strides cannot be merged.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "tt_internal.h"
+
+#define SHAPE_BUF 256
+
+static const char *shp(const tt_tensor *t, char *buf)
+{
+    return tt_shape_str(t, buf, SHAPE_BUF);
+}
+
+static const char *fmt_shape(char *buf, int nd, const int64_t *shape)
+{
+    tt_tensor t;
+    memset(&t, 0, sizeof t);
+    t.ndim = nd;
+    memcpy(t.shape, shape, (size_t)nd * sizeof *shape);
+    return shp(&t, buf);
+}
+
+/* Can dims [0, n) (outermost first) be walked with one stride? Size-1
+   dims do not count. On success *s gets that stride (0 if nothing moves). */
+static int collapse(int n, const int64_t *shape, const int64_t *stride, int64_t *s)
+{
+    int64_t span = 0;
+    *s = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        if (shape[i] == 0) {            /* nothing to walk */
+            *s = 0;
+            return 1;
+        }
+        if (shape[i] == 1) continue;
+        if (span == 0) {
+            *s = stride[i];
+            span = shape[i];
+        } else if (stride[i] == *s * span) {
+            span *= shape[i];
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ===== matmul ===== */
+
+/* a [..., M, K] @ b [..., K, N] -> [..., M, N]; a 1-D a is [1, K] and a 1-D
+   b is [K, 1], their promoted dim dropped from the result. */
+static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor *b, double *flops)
+{
+    char sa[SHAPE_BUF], sb[SHAPE_BUF];
+    if (a->dtype != TT_FLOAT32 || b->dtype != TT_FLOAT32)
+        return tt__err(TT_EARG, "matmul: expects float32, got %s %s @ %s %s; hint: x:float()",
+                       tt_dtype_name(a->dtype), shp(a, sa), tt_dtype_name(b->dtype), shp(b, sb));
+    int an = a->ndim, bn = b->ndim;
+    if (an == 0 || bn == 0)
+        return tt__err(TT_ESHAPE, "matmul: both arguments need at least 1 dim, got %s @ %s; "
+                       "hint: use * for a scalar", shp(a, sa), shp(b, sb));
+    /* M = rows of a, K = inner size, N = columns of b */
+    int64_t M = an >= 2 ? a->shape[an - 2] : 1, K = a->shape[an - 1];
+    int64_t rsa = an >= 2 ? a->stride[an - 2] : 0, csa = a->stride[an - 1];
+    int64_t Kb = bn >= 2 ? b->shape[bn - 2] : b->shape[0], N = bn >= 2 ? b->shape[bn - 1] : 1;
+    int64_t rsb = bn >= 2 ? b->stride[bn - 2] : b->stride[0], csb = bn >= 2 ? b->stride[bn - 1] : 0;
+    if (K != Kb) {
+        int hint = bn >= 2 && a->shape[an - 1] == b->shape[bn - 1];
+        return tt__err(TT_ESHAPE, "matmul: inner sizes differ: %s @ %s (%lld vs %lld)%s",
+                       shp(a, sa), shp(b, sb), (long long)K, (long long)Kb,
+                       hint ? "; did you mean k:mT()?" : "");
+    }
+    /* batch dims broadcast (right aligned), names unified */
+    int abn = an > 2 ? an - 2 : 0, bbn = bn > 2 ? bn - 2 : 0, nb = abn > bbn ? abn : bbn;
+    int64_t bshape[TT_MAX_DIMS], as[TT_MAX_DIMS], bs[TT_MAX_DIMS];
+    const char *names[TT_MAX_DIMS];
+    for (int i = 0; i < nb; i++) {
+        int ia = i - (nb - abn), ib = i - (nb - bbn);
+        int64_t x = ia >= 0 ? a->shape[ia] : 1, y = ib >= 0 ? b->shape[ib] : 1;
+        const char *p = ia >= 0 ? a->names[ia] : NULL, *q = ib >= 0 ? b->names[ib] : NULL;
+        if (x != y && x != 1 && y != 1)
+            return tt__err(TT_ESHAPE, "matmul: batch dims cannot broadcast: %s @ %s (batch dim %d: %lld vs %lld)",
+                           shp(a, sa), shp(b, sb), i + 1, (long long)x, (long long)y);
+        if (p && q && p != q && strcmp(p, q) != 0)
+            return tt__err(TT_ESHAPE, "matmul: batch dim names differ: '%s' vs '%s' at batch dim %d of %s @ %s; "
+                           "hint: rename with x:named(...)", p, q, i + 1, shp(a, sa), shp(b, sb));
+        bshape[i] = x == 1 ? y : x;
+        names[i] = p ? p : q;
+        as[i] = x == bshape[i] && ia >= 0 ? a->stride[ia] : 0;
+        bs[i] = y == bshape[i] && ib >= 0 ? b->stride[ib] : 0;
+    }
+    int nd = nb;
+    int64_t shape[TT_MAX_DIMS];
+    memcpy(shape, bshape, (size_t)nb * sizeof *shape);
+    if (an >= 2) {
+        shape[nd] = M;
+        names[nd++] = a->names[an - 2];
+    }
+    if (bn >= 2) {
+        shape[nd] = N;
+        names[nd++] = b->names[bn - 1];
+    }
+    tt_status st = tt__alloc(out, "matmul", TT_FLOAT32, nd, shape, names);
+    if (st) return st;
+    int64_t nbatch = 1;
+    for (int i = 0; i < nb; i++) nbatch *= bshape[i];
+    *flops = 2.0 * (double)M * (double)N * (double)K * (double)nbatch;
+    if (nbatch == 0 || M == 0 || N == 0) return TT_OK;
+    float *c = tt_data_f32(out);
+    int64_t rsc = N, csc = 1;               /* out is contiguous [batch..., M, N] */
+
+    /* b shared by every batch and a's batch dims fold into its rows
+       (x [B,N,D] @ w [D,E]): one GEMM of B*N rows, b packed once */
+    int shared = 1;
+    for (int i = 0; i < nb; i++) shared &= bs[i] == 0 || bshape[i] == 1;
+    if (an >= 2 && shared && nbatch > 1) {
+        int64_t fs[TT_MAX_DIMS], fst[TT_MAX_DIMS], s;
+        memcpy(fs, bshape, (size_t)nb * sizeof *fs);
+        memcpy(fst, as, (size_t)nb * sizeof *fst);
+        fs[nb] = M;
+        fst[nb] = rsa;
+        if (collapse(nb + 1, fs, fst, &s)) {
+            int64_t zero = 0;
+            tt_gemm_batch(1, M * nbatch, N, K, tt_data_f32(a), &zero, s, csa,
+                          tt_data_f32(b), &zero, rsb, csb, c, &zero, rsc, csc);
+            return TT_OK;
+        }
+    }
+    int64_t *off = malloc(3 * (size_t)nbatch * sizeof *off);
+    if (off == NULL) {
+        tt_tensor_release(out);
+        return tt__err(TT_ENOMEM, "matmul: out of memory for %lld batch offsets", (long long)nbatch);
+    }
+    int64_t *aoff = off, *boff = off + nbatch, *coff = off + 2 * nbatch;
+    int64_t idx[TT_MAX_DIMS] = {0}, ao = 0, bo = 0;
+    for (int64_t t = 0; t < nbatch; t++) {
+        aoff[t] = ao;
+        boff[t] = bo;
+        coff[t] = t * M * N;
+        for (int i = nb - 1; i >= 0; i--) {     /* odometer over the batch dims */
+            ao += as[i];
+            bo += bs[i];
+            if (++idx[i] < bshape[i]) break;
+            ao -= as[i] * bshape[i];
+            bo -= bs[i] * bshape[i];
+            idx[i] = 0;
+        }
+    }
+    tt_gemm_batch(nbatch, M, N, K, tt_data_f32(a), aoff, rsa, csa,
+                  tt_data_f32(b), boff, rsb, csb, c, coff, rsc, csc);
+    free(off);
+    return TT_OK;
+}
+
+tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b)
+{
+    memset(out, 0, sizeof *out);
+    tt__opscope sc = tt__op_enter();
+    double flops = 0.0;
+    tt_status st = matmul_impl(out, a, b, &flops);
+    tt_event ev;
+    if (st == TT_OK) {
+        tt__event_init(&ev, TT_OP_MATMUL, out, a, b, NULL);
+        ev.flops = flops;
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+/* ===== sdpa ===== */
+
+/* A tensor's batch dims [0, nbd) as one stride; a contiguous copy in *tmp
+   when they cannot merge (then *t points at it). */
+static tt_status flat_batch(const tt_tensor **t, tt_tensor *tmp, int nbd, int64_t *s)
+{
+    if (collapse(nbd, (*t)->shape, (*t)->stride, s)) return TT_OK;
+    tt_status st = tt_contiguous(tmp, *t);
+    if (st) return st;
+    *t = tmp;
+    collapse(nbd, tmp->shape, tmp->stride, s);
+    return TT_OK;
+}
+
+typedef struct sdpa_info {
+    double flops;
+    int64_t empty;
+    float scale;
+} sdpa_info;
+
+/* q [..., Hq, Nq, Dh], k [..., Hkv, Nk, Dh], v [..., Hkv, Nk, Dv]; 2-D
+   inputs are one head. Scores are [..., Hq, Nq, Nk]. */
+static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
+                           const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
+                           sdpa_info *info)
+{
+    char s1[SHAPE_BUF], s2[SHAPE_BUF], s3[SHAPE_BUF], s4[SHAPE_BUF];
+    const tt_tensor *in[3] = { q, k, v };
+    for (int i = 0; i < 3; i++)
+        if (in[i]->dtype != TT_FLOAT32)
+            return tt__err(TT_EARG, "sdpa: %c must be float32, got %s %s; hint: x:float()",
+                           "qkv"[i], tt_dtype_name(in[i]->dtype), shp(in[i], s1));
+    int nd = q->ndim;
+    if (nd < 2 || k->ndim != nd || v->ndim != nd)
+        return tt__err(TT_ESHAPE, "sdpa: q, k and v need the same number of dims (at least 2): "
+                       "q %s, k %s, v %s", shp(q, s1), shp(k, s2), shp(v, s3));
+    int nbd = nd >= 3 ? nd - 3 : 0;         /* leading batch dims */
+    int hd = nd - 3;                        /* head dim, if any */
+    int64_t Hq = hd >= 0 ? q->shape[hd] : 1, Hkv = hd >= 0 ? k->shape[hd] : 1;
+    int64_t Nq = q->shape[nd - 2], Dh = q->shape[nd - 1];
+    int64_t Nk = k->shape[nd - 2], Dv = v->shape[nd - 1];
+    for (int i = 0; i < nbd; i++)
+        if (k->shape[i] != q->shape[i] || v->shape[i] != q->shape[i])
+            return tt__err(TT_ESHAPE, "sdpa: batch dims differ: q %s, k %s, v %s",
+                           shp(q, s1), shp(k, s2), shp(v, s3));
+    if (k->shape[nd - 1] != Dh)
+        return tt__err(TT_ESHAPE, "sdpa: q and k head sizes differ: q %s, k %s (%lld vs %lld)",
+                       shp(q, s1), shp(k, s2), (long long)Dh, (long long)k->shape[nd - 1]);
+    if (v->shape[nd - 2] != Nk)
+        return tt__err(TT_ESHAPE, "sdpa: k and v lengths differ: k %s, v %s (%lld vs %lld)",
+                       shp(k, s1), shp(v, s2), (long long)Nk, (long long)v->shape[nd - 2]);
+    if (hd >= 0 && v->shape[hd] != Hkv)
+        return tt__err(TT_ESHAPE, "sdpa: k and v head counts differ: k %s, v %s (%lld vs %lld)",
+                       shp(k, s1), shp(v, s2), (long long)Hkv, (long long)v->shape[hd]);
+    if (Hkv == 0 ? Hq != 0 : Hq % Hkv != 0)
+        return tt__err(TT_ESHAPE, "sdpa: query heads (%lld) are not a multiple of kv heads (%lld): "
+                       "q %s, k %s", (long long)Hq, (long long)Hkv, shp(q, s1), shp(k, s2));
+
+    /* the scores' shape, which the mask must broadcast to */
+    int nt = nd;
+    int64_t tshape[TT_MAX_DIMS];
+    memcpy(tshape, q->shape, (size_t)nd * sizeof *tshape);
+    tshape[nt - 1] = Nk;
+    int64_t mst[TT_MAX_DIMS] = {0};
+    if (mask) {
+        if (mask->dtype != TT_BOOL)
+            return tt__err(TT_EARG, "sdpa: mask must be bool (true = may attend), got %s %s; hint: mask:bool()",
+                           tt_dtype_name(mask->dtype), shp(mask, s1));
+        int bad = mask->ndim > nt ? 0 : -1;
+        for (int i = 0; i < mask->ndim && bad < 0; i++) {
+            int ti = nt - mask->ndim + i;
+            if (mask->shape[i] != 1 && mask->shape[i] != tshape[ti]) bad = i;
+        }
+        if (bad >= 0)
+            return tt__err(TT_ESHAPE, "sdpa: mask %s does not broadcast to the scores %s (q %s, k %s)",
+                           shp(mask, s1), fmt_shape(s2, nt, tshape), shp(q, s3), shp(k, s4));
+        tt__broadcast_strides(mask, nt, tshape, mst);
+    }
+
+    tt_tensor qc = {0}, kc = {0}, vc = {0}, mc = {0};
+    int64_t qsb = 0, ksb = 0, vsb = 0, msb = 0;
+    tt_status st = flat_batch(&q, &qc, nbd, &qsb);
+    if (st == TT_OK) st = flat_batch(&k, &kc, nbd, &ksb);
+    if (st == TT_OK) st = flat_batch(&v, &vc, nbd, &vsb);
+    const uint8_t *mdata = mask ? tt_data_bool(mask) : NULL;
+    if (st == TT_OK && mask && !collapse(nbd, tshape, mst, &msb)) {
+        /* materialise the mask over the batch dims only */
+        tt_tensor h = *mask;
+        h.ndim = nt;
+        for (int i = 0; i < nt; i++) {
+            h.shape[i] = i < nbd || mst[i] ? tshape[i] : 1;
+            h.stride[i] = mst[i];
+            h.names[i] = NULL;
+        }
+        st = tt__alloc(&mc, "sdpa", TT_BOOL, nt, h.shape, NULL);
+        if (st == TT_OK) {
+            tt__copy(&mc, &h);
+            for (int i = 0; i < nt; i++) mst[i] = mc.shape[i] == 1 ? 0 : mc.stride[i];
+            collapse(nbd, tshape, mst, &msb);
+            mdata = tt_data_bool(&mc);
+        }
+    }
+    int64_t oshape[TT_MAX_DIMS];
+    const char *onames[TT_MAX_DIMS], *wnames[TT_MAX_DIMS];
+    memcpy(oshape, q->shape, (size_t)nd * sizeof *oshape);
+    memcpy(onames, q->names, (size_t)nd * sizeof *onames);
+    memcpy(wnames, q->names, (size_t)nd * sizeof *wnames);
+    oshape[nd - 1] = Dv;
+    onames[nd - 1] = v->names[nd - 1];
+    wnames[nd - 1] = k->names[nd - 2];
+    if (st == TT_OK) st = tt__alloc(out, "sdpa", TT_FLOAT32, nd, oshape, onames);
+    if (st == TT_OK && weights) {
+        st = tt__alloc(weights, "sdpa", TT_FLOAT32, nt, tshape, wnames);
+        if (st) tt_tensor_release(out);
+    }
+    if (st == TT_OK) {
+        int64_t B = 1;
+        for (int i = 0; i < nbd; i++) B *= q->shape[i];
+        float sc = scale > 0.0 ? (float)scale : Dh > 0 ? (float)(1.0 / sqrt((double)Dh)) : 1.0f;
+        info->scale = sc;
+        /* visible (query, key) pairs per head, for the FLOP count */
+        double pairs = (double)Nq * (double)Nk;
+        if (causal) {
+            pairs = 0.0;
+            for (int64_t i = 0; i < Nq; i++) {
+                int64_t lim = i + Nk - Nq + 1;
+                pairs += (double)(lim < 0 ? 0 : lim > Nk ? Nk : lim);
+            }
+        }
+        info->flops = 2.0 * (double)B * (double)Hq * pairs * (double)(Dh + Dv);
+        info->empty = 0;
+        if (B * Hq * Nq == 0) {
+            /* nothing to compute */
+        } else if (Nk == 0) {               /* no keys at all: every row is empty */
+            memset(tt_data_f32(out), 0, (size_t)tt_numel(out) * sizeof(float));
+            info->empty = B * Hq * Nq;
+        } else {
+            int m3 = nd >= 3;
+            tt_sdpa_args ar = {
+                B, Hq, Hkv, Nq, Nk, Dh, Dv,
+                tt_data_f32(q), qsb, m3 ? q->stride[hd] : 0, q->stride[nd - 2], q->stride[nd - 1],
+                tt_data_f32(k), ksb, m3 ? k->stride[hd] : 0, k->stride[nd - 2], k->stride[nd - 1],
+                tt_data_f32(v), vsb, m3 ? v->stride[hd] : 0, v->stride[nd - 2], v->stride[nd - 1],
+                mdata, msb, m3 ? mst[nt - 3] : 0, mst[nt - 2], mst[nt - 1],
+                causal != 0, sc, tt_data_f32(out), weights ? tt_data_f32(weights) : NULL,
+            };
+            info->empty = tt_sdpa_kernel(&ar);
+        }
+    }
+    tt_tensor_release(&qc);
+    tt_tensor_release(&kc);
+    tt_tensor_release(&vc);
+    tt_tensor_release(&mc);
+    return st;
+}
+
+tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
+                  const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
+                  int64_t *empty_rows)
+{
+    memset(out, 0, sizeof *out);
+    if (weights) memset(weights, 0, sizeof *weights);
+    tt__opscope sc = tt__op_enter();
+    sdpa_info info = {0};
+    tt_status st = sdpa_impl(out, weights, q, k, v, mask, causal, scale, &info);
+    if (empty_rows) *empty_rows = st == TT_OK ? info.empty : 0;
+    tt_event ev;
+    if (st == TT_OK) {
+        tt__event_init(&ev, TT_OP_SDPA, out, q, k, v);
+        if (mask) {
+            ev.inputs[ev.ninputs++] = mask;
+            ev.ninputs_total = ev.ninputs;
+            ev.bytes += (double)tt_numel(mask);
+        }
+        if (weights) ev.bytes += 4.0 * (double)tt_numel(weights);
+        ev.flops = info.flops;
+        snprintf(ev.args, sizeof ev.args, "%sscale=%.4g%s", causal ? "causal, " : "",
+                 (double)info.scale, weights ? ", weights" : "");
+        if (info.empty > 0)
+            snprintf(ev.note, sizeof ev.note, "%lld query row%s with no visible key: output zeros",
+                     (long long)info.empty, info.empty == 1 ? "" : "s");
+    }
+    return tt__op_leave(sc, st, &ev);
+}

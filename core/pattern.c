@@ -1,0 +1,1116 @@
+/*
+** pattern.c — einops patterns: tt_rearrange and tt_einsum, with their parsers.
+** Both are compositions of the public view ops, tt_reduce and tt_matmul, run
+** in nested trace scopes, so that a call shows as exactly one trace event.
+*/
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tt_internal.h"
+
+/* ===== Tokens =====
+
+   One side of a pattern ("b s (h d)") is a list of groups, one per tensor
+   dim: a bare axis, '...', or a parenthesised list of axes. Axes are named
+   identifiers, the unit axis '1', or '...'. einsum terms use the same
+   tokenizer without groups and units, or one letter per axis (see einsum). */
+
+#define PAT_NAME_MAX 32         /* identifier length + 1 */
+#define PAT_MAX_AXES 40         /* tokens on one side */
+#define PAT_MAX_GROUPS 16
+#define PAT_MAX_ELEM 48         /* elementary axes after '...' expands */
+
+enum { AX_NAMED, AX_UNIT, AX_ELLIPSIS };
+
+typedef struct pat_axis {
+    int kind;
+    char name[PAT_NAME_MAX];
+} pat_axis;
+
+typedef struct pat_group {
+    int first, count;           /* axes[first .. first+count) */
+    int paren;
+} pat_group;
+
+typedef struct pat_side {
+    pat_axis axes[PAT_MAX_AXES];
+    int naxes;
+    pat_group groups[PAT_MAX_GROUPS];
+    int ngroups;
+    int ellipsis;               /* index in axes[] of '...', or -1 */
+    int ellipsis_group;         /* the group holding it, or -1 */
+} pat_side;
+
+/* How a side may be written. */
+enum {
+    PS_GROUPS = 1,              /* '(' ... ')' and '()' allowed */
+    PS_UNITS = 2,               /* '1' allowed */
+    PS_REPEAT = 4,              /* a name may repeat (einsum diagonals) */
+    PS_LETTERS = 8              /* one letter per axis (classic einsum) */
+};
+
+/* What error messages name: the op, the pattern and the inputs' shapes. */
+typedef struct pat_ctx {
+    const char *op;
+    const char *text;
+    const tt_tensor *const *inputs;
+    int ninputs;                /* 0 while parsing: shapes add nothing there */
+} pat_ctx;
+
+static tt_status pat_verr(const pat_ctx *c, tt_status st, int shapes, const char *fmt, va_list ap)
+{
+    char msg[320], tail[200] = "";
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (shapes && c->ninputs > 0) {
+        size_t len = (size_t)snprintf(tail, sizeof tail, "; %s ", c->ninputs == 1 ? "input" : "inputs");
+        for (int i = 0; i < c->ninputs && len < sizeof tail; i++) {
+            char s[128];
+            tt_shape_str(c->inputs[i], s, sizeof s);
+            len += (size_t)snprintf(tail + len, sizeof tail - len, "%s%s", i ? ", " : "", s);
+        }
+    }
+    return tt__err(st, "%s: \"%.160s\": %s%s", c->op, c->text, msg, tail);
+}
+
+/* The message with the inputs' shapes appended ("; input [2,5,512]"). */
+static tt_status pat_err(const pat_ctx *c, tt_status st, const char *fmt, ...) TT__PRINTF(3, 4);
+static tt_status pat_err(const pat_ctx *c, tt_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    st = pat_verr(c, st, 1, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* The message alone, for messages that already show the shapes. */
+static tt_status pat_err_bare(const pat_ctx *c, tt_status st, const char *fmt, ...) TT__PRINTF(3, 4);
+static tt_status pat_err_bare(const pat_ctx *c, tt_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    st = pat_verr(c, st, 0, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static int is_ident_start(int ch) { return isalpha(ch) || ch == '_'; }
+static int is_ident_char(int ch) { return isalnum(ch) || ch == '_'; }
+
+/* Parses [s, end) into side; `where` ("on the left", "in operand 2", ...) names it in
+   errors. */
+static tt_status parse_side(const pat_ctx *c, const char *s, const char *end,
+                            const char *where, int flags, pat_side *side)
+{
+    side->naxes = side->ngroups = 0;
+    side->ellipsis = side->ellipsis_group = -1;
+    int open = -1;              /* group being filled, or -1 */
+    const char *p = s;
+    while (p < end) {
+        unsigned char ch = (unsigned char)*p;
+        if (isspace(ch)) {
+            p++;
+            continue;
+        }
+        if (ch == '(' || ch == ')') {
+            if (!(flags & PS_GROUPS))
+                return pat_err(c, TT_EARG, "parentheses are not allowed in %s (use tt.rearrange to "
+                               "split or merge axes)", c->op);
+            if (ch == '(') {
+                if (open >= 0)
+                    return pat_err(c, TT_EARG, "nested parentheses %s", where);
+                if (side->ngroups == PAT_MAX_GROUPS)
+                    return pat_err(c, TT_EARG, "too many axes %s", where);
+                open = side->ngroups++;
+                side->groups[open] = (pat_group){side->naxes, 0, 1};
+            } else {
+                if (open < 0)
+                    return pat_err(c, TT_EARG, "unbalanced parentheses %s: ')' without '('", where);
+                open = -1;
+            }
+            p++;
+            continue;
+        }
+        pat_axis ax;
+        if (ch == '.') {
+            if (end - p < 3 || strncmp(p, "...", 3) != 0)
+                return pat_err(c, TT_EARG, "a '.' that is not part of '...' %s", where);
+            if (side->ellipsis >= 0)
+                return pat_err(c, TT_EARG, "'...' appears twice %s", where);
+            ax.kind = AX_ELLIPSIS;
+            strcpy(ax.name, "...");
+            p += 3;
+        } else if ((flags & PS_LETTERS) ? isalpha(ch) : is_ident_start(ch)) {
+            const char *q = p + 1;
+            if (!(flags & PS_LETTERS))
+                while (q < end && is_ident_char((unsigned char)*q))
+                    q++;
+            if (q - p >= PAT_NAME_MAX)
+                return pat_err(c, TT_EARG, "axis name '%.*s...' %s is too long (at most %d characters)",
+                               PAT_NAME_MAX - 1, p, where, PAT_NAME_MAX - 1);
+            ax.kind = AX_NAMED;
+            memcpy(ax.name, p, (size_t)(q - p));
+            ax.name[q - p] = '\0';
+            p = q;
+        } else if (isdigit(ch) && !(flags & PS_LETTERS)) {
+            const char *q = p;
+            while (q < end && is_ident_char((unsigned char)*q))
+                q++;
+            if (!(flags & PS_UNITS))
+                return pat_err(c, TT_EARG, "'%.*s' %s is not an axis name", (int)(q - p), p, where);
+            if (q - p != 1 || ch != '1')
+                return pat_err(c, TT_EARG, "'%.*s' %s is not an axis: only '1' may stand for an "
+                               "unnamed axis (of length 1)", (int)(q - p), p, where);
+            ax.kind = AX_UNIT;
+            strcpy(ax.name, "1");
+            p = q;
+        } else {
+            return pat_err(c, TT_EARG, "unexpected character '%c' %s", ch, where);
+        }
+        if (side->naxes == PAT_MAX_AXES)
+            return pat_err(c, TT_EARG, "too many axes %s", where);
+        if (ax.kind == AX_NAMED && !(flags & PS_REPEAT))
+            for (int i = 0; i < side->naxes; i++)
+                if (side->axes[i].kind == AX_NAMED && strcmp(side->axes[i].name, ax.name) == 0)
+                    return pat_err(c, TT_EARG, "axis '%s' appears twice %s", ax.name, where);
+        int g = open;
+        if (g >= 0) {
+            side->groups[g].count++;
+        } else {
+            if (side->ngroups == PAT_MAX_GROUPS)
+                return pat_err(c, TT_EARG, "too many axes %s", where);
+            g = side->ngroups++;
+            side->groups[g] = (pat_group){side->naxes, 1, 0};
+        }
+        if (ax.kind == AX_ELLIPSIS) {
+            side->ellipsis = side->naxes;
+            side->ellipsis_group = g;
+        }
+        side->axes[side->naxes++] = ax;
+    }
+    if (open >= 0)
+        return pat_err(c, TT_EARG, "unbalanced parentheses %s: '(' without ')'", where);
+    return TT_OK;
+}
+
+/* Index of the named axis `name` in side, or -1. */
+static int side_find(const pat_side *side, const char *name)
+{
+    for (int i = 0; i < side->naxes; i++)
+        if (side->axes[i].kind == AX_NAMED && strcmp(side->axes[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* The group as written: "h", "(h d)", "()". */
+static const char *group_text(const pat_side *side, int g, char *buf, size_t n)
+{
+    const pat_group *gr = &side->groups[g];
+    size_t len = 0;
+    buf[0] = '\0';
+    if (gr->paren)
+        len += (size_t)snprintf(buf + len, n - len, "(");
+    for (int i = 0; i < gr->count && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? " " : "", side->axes[gr->first + i].name);
+    if (gr->paren && len < n)
+        snprintf(buf + len, n - len, ")");
+    return buf;
+}
+
+/* a*b, saturating at INT64_MAX (a, b >= 0): an impossible product then
+   fails the length checks instead of wrapping around. */
+static int64_t mul_sat(int64_t a, int64_t b)
+{
+    if (a != 0 && b > INT64_MAX / a)
+        return INT64_MAX;
+    return a * b;
+}
+
+/* Replaces *t by *next (the result of a step on it). */
+static void step(tt_tensor *t, tt_tensor *next)
+{
+    tt_tensor_release(t);
+    *t = *next;
+    next->storage = NULL;
+}
+
+static int is_identity(const int *perm, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (perm[i] != i)
+            return 0;
+    return 1;
+}
+
+/* '"pattern", h=8, w=3' (as the Lua call reads) into the event's args,
+   cut with "..." when long. The sizes come in the order of order[] (their
+   axes' order in the pattern, not the caller's: a Lua table has none). */
+static void event_args(tt_event *ev, const char *text, int nsizes, const int *order,
+                       const char *const *names, const int64_t *sizes)
+{
+    char buf[256];
+    size_t len = (size_t)snprintf(buf, sizeof buf, "\"%.200s\"", text);
+    for (int i = 0; i < nsizes && len < sizeof buf; i++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, ", %s=%lld", names[order[i]],
+                                (long long)sizes[order[i]]);
+    size_t cap = sizeof ev->args;
+    if (strlen(buf) >= cap)
+        strcpy(buf + cap - 4, "...");
+    memcpy(ev->args, buf, cap - 1);
+    ev->args[cap - 1] = '\0';
+}
+
+/* ===== rearrange =====
+
+   "b s (h d) -> b h s d", {h = 8}:
+     1. reshape the input into its elementary axes [b, s, h, d] (splitting a
+        dim is always a view; unit axes are dropped),
+     2. permute them into the right side's order [b, h, s, d] (a view),
+     3. reshape into the right side's grouping (a copy only when the
+        strides do not allow the merge, e.g. "b h s d -> b s (h d)").
+   Elementary axes that come from one input dim and stay neighbours are kept
+   together, and those of length 1 are left out: that changes nothing but
+   the number of dims the intermediate needs (at most TT_MAX_DIMS).
+
+   Output dim names: a bare axis is named by its identifier ("h"); a
+   composed group by its members joined with '*' ("h*d", so a trace row reads
+   [b=2,s=5,h*d=512]: the length is h times d, and the name has no spaces);
+   dims matched by '...' keep the input's names; '1' and '()' are unnamed. */
+
+typedef struct elem_axis {
+    int64_t size;
+    int dim;                    /* the input dim it comes from */
+    const char *name;           /* for '...' dims: the input dim's name */
+} elem_axis;
+
+/* Name of right group g ("h", "h*d", an input name for '...', or NULL). */
+static const char *group_name(const pat_side *R, int g, const elem_axis *elem, int ell_elem, int E)
+{
+    const pat_group *gr = &R->groups[g];
+    char buf[160];
+    size_t len = 0;
+    int members = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < gr->count; i++) {
+        const pat_axis *ax = &R->axes[gr->first + i];
+        if (ax->kind == AX_UNIT)
+            continue;
+        int n = ax->kind == AX_ELLIPSIS ? E : 1;
+        for (int k = 0; k < n; k++) {
+            const char *nm = ax->kind == AX_ELLIPSIS ? elem[ell_elem + k].name : ax->name;
+            if (!nm)
+                return NULL;    /* an unnamed input dim inside: no name */
+            len += (size_t)snprintf(buf + len, len < sizeof buf ? sizeof buf - len : 0, "%s%s",
+                                    members ? "*" : "", nm);
+            members++;
+        }
+    }
+    if (members == 0 || len >= sizeof buf)
+        return NULL;
+    return tt_intern(buf);
+}
+
+/* *out = a rearranged; size_order gets the sizes' indices in the order
+   their axes appear on the left. */
+static tt_status rearrange_impl(tt_tensor *out, const tt_tensor *a, const char *pattern, int nsizes,
+                                const char *const *size_names, const int64_t *sizes, int *size_order)
+{
+    pat_ctx c = {"rearrange", pattern, NULL, 0};
+    const char *arrow = strstr(pattern, "->");
+    if (!arrow)
+        return pat_err(&c, TT_EARG, "no '->' in the pattern");
+    if (strstr(arrow + 2, "->"))
+        return pat_err(&c, TT_EARG, "'->' appears twice");
+    pat_side L, R;
+    tt_status st = parse_side(&c, pattern, arrow, "on the left", PS_GROUPS | PS_UNITS, &L);
+    if (st == TT_OK)
+        st = parse_side(&c, arrow + 2, arrow + strlen(arrow), "on the right", PS_GROUPS | PS_UNITS, &R);
+    if (st != TT_OK)
+        return st;
+    if ((L.ellipsis >= 0) != (R.ellipsis >= 0))
+        return pat_err(&c, TT_EARG, "'...' is on the %s but not on the %s",
+                       L.ellipsis >= 0 ? "left" : "right", L.ellipsis >= 0 ? "right" : "left");
+    if (L.ellipsis >= 0 && L.groups[L.ellipsis_group].paren)
+        return pat_err(&c, TT_EARG, "'...' inside parentheses on the left: its dims cannot be split");
+
+    /* the input's rank against the left side */
+    c.inputs = &a;
+    c.ninputs = 1;
+    char ashape[160];
+    tt_shape_str(a, ashape, sizeof ashape);
+    int fixed = L.ngroups - (L.ellipsis >= 0);
+    if (L.ellipsis >= 0 ? a->ndim < fixed : a->ndim != fixed)
+        return pat_err_bare(&c, TT_ESHAPE, "pattern has %d ax%s%s on the left but the input %s has %d dim%s",
+                            fixed, fixed == 1 ? "is" : "es", L.ellipsis >= 0 ? " besides '...'" : "", ashape,
+                            a->ndim, a->ndim == 1 ? "" : "s");
+    int E = L.ellipsis >= 0 ? a->ndim - fixed : 0;
+
+    /* every axis on both sides; sizes only for axes of the pattern */
+    for (int i = 0; i < R.naxes; i++)
+        if (R.axes[i].kind == AX_NAMED && side_find(&L, R.axes[i].name) < 0)
+            return pat_err(&c, TT_EARG, "axis '%s' is missing on the left (rearrange cannot create axes "
+                           "other than '1' or '()')", R.axes[i].name);
+    for (int i = 0; i < L.naxes; i++)
+        if (L.axes[i].kind == AX_NAMED && side_find(&R, L.axes[i].name) < 0)
+            return pat_err(&c, TT_EARG, "axis '%s' is missing on the right (rearrange never drops an axis: "
+                           "reduce or select it first)", L.axes[i].name);
+    int given[PAT_MAX_AXES];    /* per left axis: index into sizes, or -1 */
+    for (int i = 0; i < L.naxes; i++)
+        given[i] = -1;
+    for (int j = 0; j < nsizes; j++) {
+        if (!size_names || !size_names[j] || !sizes)
+            return pat_err(&c, TT_EARG, "size %d has no name", j + 1);
+        int i = side_find(&L, size_names[j]);
+        if (i < 0)
+            return pat_err(&c, TT_EARG, "a size is given for '%s', which is not in the pattern", size_names[j]);
+        if (given[i] >= 0)
+            return pat_err(&c, TT_EARG, "the size of '%s' is given twice", size_names[j]);
+        if (sizes[j] < 0)
+            return pat_err(&c, TT_EARG, "size %s=%lld is negative", size_names[j], (long long)sizes[j]);
+        given[i] = j;
+    }
+    for (int i = 0, k = 0; i < L.naxes; i++)
+        if (given[i] >= 0)
+            size_order[k++] = given[i];
+
+    /* 1. elementary axes: sizes of each left group, inferring at most one */
+    elem_axis elem[PAT_MAX_ELEM];
+    int nelem = 0;
+    int elem_of[PAT_MAX_AXES];  /* per left axis: its first elementary axis, -1 for units */
+    int d = 0;
+    for (int g = 0; g < L.ngroups; g++) {
+        const pat_group *gr = &L.groups[g];
+        char gtext[128];
+        group_text(&L, g, gtext, sizeof gtext);
+        if (g == L.ellipsis_group) {
+            if (nelem + E > PAT_MAX_ELEM)
+                return pat_err(&c, TT_ESHAPE, "too many axes");
+            elem_of[gr->first] = nelem;
+            for (int k = 0; k < E; k++, d++)
+                elem[nelem++] = (elem_axis){a->shape[d], d, a->names[d]};
+            continue;
+        }
+        int64_t len = a->shape[d], known = 1;
+        int unknown = -1, nunknown = 0;
+        char known_text[160] = "";
+        size_t ktl = 0;
+        for (int i = gr->first; i < gr->first + gr->count; i++) {
+            if (L.axes[i].kind == AX_UNIT)
+                continue;
+            if (given[i] >= 0) {
+                known = mul_sat(known, sizes[given[i]]);
+                if (ktl < sizeof known_text)
+                    ktl += (size_t)snprintf(known_text + ktl, sizeof known_text - ktl, "%s%s=%lld",
+                                            ktl ? " x " : "", L.axes[i].name, (long long)sizes[given[i]]);
+            } else {
+                if (nunknown++ == 1)
+                    return pat_err(&c, TT_EARG, "cannot infer both '%s' and '%s' in '%s' of length %lld: "
+                                   "give one of them in the sizes", L.axes[unknown].name, L.axes[i].name,
+                                   gtext, (long long)len);
+                unknown = i;
+            }
+        }
+        if (nunknown == 0 && known != len) {
+            if (gr->count == 1 && L.axes[gr->first].kind == AX_NAMED)
+                return pat_err(&c, TT_ESHAPE, "axis '%s' has length %lld but %s was given",
+                               gtext, (long long)len, known_text);
+            if (ktl == 0)
+                return pat_err(&c, TT_ESHAPE, "axis '%s' has length %lld; a unit axis needs length 1",
+                               gtext, (long long)len);
+            return pat_err(&c, TT_ESHAPE, "axis '%s' has length %lld but %s make %lld",
+                           gtext, (long long)len, known_text, (long long)known);
+        }
+        if (nunknown == 1 && (known == 0 ? len != 0 : len % known != 0))
+            return pat_err(&c, TT_ESHAPE, "cannot split axis '%s' of length %lld into %s groups "
+                           "(%lld is not a multiple of %lld)", gtext, (long long)len, known_text,
+                           (long long)len, (long long)known);
+        if (nunknown == 1 && known == 0)
+            return pat_err(&c, TT_ESHAPE, "cannot infer '%s' in '%s' of length 0 when %s",
+                           L.axes[unknown].name, gtext, known_text);
+        for (int i = gr->first; i < gr->first + gr->count; i++) {
+            elem_of[i] = -1;
+            if (L.axes[i].kind == AX_UNIT)
+                continue;
+            if (nelem == PAT_MAX_ELEM)
+                return pat_err(&c, TT_ESHAPE, "too many axes");
+            elem_of[i] = nelem;
+            elem[nelem++] = (elem_axis){i == unknown ? len / known : sizes[given[i]], d, NULL};
+        }
+        d++;
+    }
+
+    /* 2. the right side's order of the elementary axes, and its grouping */
+    int order[PAT_MAX_ELEM], norder = 0;
+    int64_t oshape[TT_MAX_DIMS];
+    const char *onames[TT_MAX_DIMS];
+    int ondim = 0;
+    int ell_elem = L.ellipsis >= 0 ? elem_of[L.ellipsis] : 0;
+    for (int g = 0; g < R.ngroups; g++) {
+        const pat_group *gr = &R.groups[g];
+        int top_ellipsis = (g == R.ellipsis_group && !gr->paren);
+        int ndims = top_ellipsis ? E : 1;
+        if (ondim + ndims > TT_MAX_DIMS)
+            return pat_err(&c, TT_ESHAPE, "the result would have more than %d dims", TT_MAX_DIMS);
+        int64_t len = 1;
+        for (int i = gr->first; i < gr->first + gr->count; i++) {
+            const pat_axis *ax = &R.axes[i];
+            if (ax->kind == AX_UNIT)
+                continue;
+            int first = ax->kind == AX_ELLIPSIS ? ell_elem : elem_of[side_find(&L, ax->name)];
+            int n = ax->kind == AX_ELLIPSIS ? E : 1;
+            for (int k = 0; k < n; k++) {
+                order[norder++] = first + k;
+                len = mul_sat(len, elem[first + k].size);
+            }
+        }
+        if (top_ellipsis) {
+            for (int k = 0; k < E; k++) {
+                oshape[ondim] = elem[ell_elem + k].size;
+                onames[ondim++] = elem[ell_elem + k].name;
+            }
+        } else {
+            oshape[ondim] = len;
+            onames[ondim++] = group_name(&R, g, elem, ell_elem, E);
+        }
+    }
+
+    /* blocks: runs of elementary axes of one input dim that stay neighbours
+       (splitting a block again in step 3 is always a view). Axes of length
+       1 go: where they sit changes no element's place. */
+    int j2 = 0;
+    for (int j = 0; j < norder; j++)
+        if (elem[order[j]].size != 1)
+            order[j2++] = order[j];
+    norder = j2;
+    int block_first[PAT_MAX_ELEM], nblock = 0;       /* in right order: index into order[] */
+    for (int j = 0; j < norder; j++)
+        if (!(j > 0 && order[j] == order[j - 1] + 1 && elem[order[j]].dim == elem[order[j - 1]].dim))
+            block_first[nblock++] = j;
+    if (nblock > TT_MAX_DIMS)
+        return pat_err(&c, TT_ESHAPE, "the pattern needs %d separate axes at once (at most %d)",
+                       nblock, TT_MAX_DIMS);
+    /* each block's rank in the input's order */
+    int64_t bshape[TT_MAX_DIMS];
+    int perm[TT_MAX_DIMS];
+    for (int b = 0; b < nblock; b++) {
+        int rank = 0;
+        for (int b2 = 0; b2 < nblock; b2++)
+            rank += order[block_first[b2]] < order[block_first[b]];
+        int end = b + 1 < nblock ? block_first[b + 1] : norder;
+        int64_t size = 1;
+        for (int j = block_first[b]; j < end; j++)
+            size = mul_sat(size, elem[order[j]].size);
+        bshape[rank] = size;
+        perm[b] = rank;
+    }
+
+    tt_tensor t = {0}, u = {0};
+    st = tt_reshape(&t, a, nblock, bshape);
+    if (st == TT_OK && !is_identity(perm, nblock)) {
+        st = tt_permute(&u, &t, perm);
+        step(&t, &u);
+    }
+    int same = (t.ndim == ondim);
+    for (int i = 0; same && i < ondim; i++)
+        same = t.shape[i] == oshape[i];
+    if (st == TT_OK && !same) {
+        st = tt_reshape(&u, &t, ondim, oshape);
+        step(&t, &u);
+    }
+    if (st != TT_OK) {
+        tt_tensor_release(&t);
+        return st;
+    }
+    for (int i = 0; i < ondim; i++)
+        t.names[i] = onames[i];
+    *out = t;
+    return TT_OK;
+}
+
+tt_status tt_rearrange(tt_tensor *out, const tt_tensor *a, const char *pattern,
+                       int nsizes, const char *const *size_names, const int64_t *sizes)
+{
+    memset(out, 0, sizeof *out);
+    if (!a || !a->storage || !pattern)
+        return tt__err(TT_EARG, "rearrange: needs a tensor and a pattern");
+    if (nsizes < 0 || (nsizes > 0 && (!size_names || !sizes)))
+        return tt__err(TT_EARG, "rearrange: bad sizes");
+    if (nsizes > PAT_MAX_AXES)
+        return tt__err(TT_EARG, "rearrange: \"%.160s\": %d sizes for at most %d axes", pattern, nsizes,
+                       PAT_MAX_AXES);
+    int size_order[PAT_MAX_AXES];
+    tt__opscope sc = tt__op_enter();
+    tt_status st = rearrange_impl(out, a, pattern, nsizes, size_names, sizes, size_order);
+    tt_event ev;
+    tt__event_init(&ev, TT_OP_REARRANGE, out, a, NULL, NULL);
+    if (st == TT_OK) {
+        ev.view = out->storage == a->storage;
+        event_args(&ev, pattern, nsizes, size_order, size_names, sizes);
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+/* ===== einsum =====
+
+   "b h i d, b h j d -> b h i j": each axis is batch (in both operands and
+   the result), contracted (in both, not in the result), or free (in one
+   operand only). Axes in one operand only that the result drops are summed
+   first (tt_reduce). Then the operands are permuted and reshaped into
+   [batch..., M, K] and [batch..., K, N] (views when the strides allow), one
+   tt_matmul contracts them, and the product is reshaped and permuted into
+   the output's order. Three or more operands contract left to right. A name
+   that repeats in one operand ("i i -> i") takes the diagonal, as a view.
+
+   Named axes must agree in length exactly (a mismatch is a bug worth an
+   error); dims under '...' broadcast (NumPy rules, right-aligned). Without
+   '...' in the output, the '...' dims are summed, as numpy.einsum does.
+   A spec without whitespace inside its terms is read one letter per axis,
+   as NumPy and PyTorch read it ("bid,bjd->bij", "ij, jk -> ik"); only then
+   may '->' be left out, the output being every letter that occurs once, in
+   alphabetical order (after the '...' dims).
+
+   A pair with no contracted axis (a Hadamard or outer product) is a
+   broadcast multiply (tt_binary) instead: 1 x 1 matmuls would be slow.
+
+   FLOPs: 2*B*M*N*K per contraction (2 * the product of the lengths of every
+   axis it involves), B*M*N for a product without contraction, plus one add
+   per element for each summed axis. */
+
+#define ES_MAX_OPERANDS 16
+#define ES_MAX_IDS 64
+
+typedef struct es_spec {
+    int nids;                           /* distinct axes: names, then '...' dims */
+    char name[ES_MAX_IDS][PAT_NAME_MAX];
+    int64_t size[ES_MAX_IDS];
+    int owner[ES_MAX_IDS];              /* the operand that fixed the length */
+    const char *dimname[ES_MAX_IDS];    /* for '...' dims: an input's name */
+    double flops;
+} es_spec;
+
+/* A working operand: a header we own and the axis id of each of its dims. */
+typedef struct es_op {
+    tt_tensor t;
+    int ids[TT_MAX_DIMS];
+} es_op;
+
+static int es_find(const es_op *x, int id)
+{
+    for (int d = 0; d < x->t.ndim; d++)
+        if (x->ids[d] == id)
+            return d;
+    return -1;
+}
+
+/* Removes dim d from the header (a broadcast length-1 dim, or the second
+   copy of a diagonal once its stride is folded into the first). */
+static void es_drop_dim(es_op *x, int d)
+{
+    for (int i = d; i + 1 < x->t.ndim; i++) {
+        x->t.shape[i] = x->t.shape[i + 1];
+        x->t.stride[i] = x->t.stride[i + 1];
+        x->t.names[i] = x->t.names[i + 1];
+        x->ids[i] = x->ids[i + 1];
+    }
+    x->t.ndim--;
+}
+
+/* Sums out every dim of x whose id is not marked in keep[]. */
+static tt_status es_sum_out(es_spec *sp, es_op *x, const char *keep)
+{
+    for (int d = x->t.ndim - 1; d >= 0; d--) {
+        if (keep[x->ids[d]])
+            continue;
+        tt_tensor u = {0};
+        sp->flops += (double)tt_numel(&x->t);
+        tt_status st = tt_reduce(&u, TT_SUM, &x->t, d, 0);
+        if (st != TT_OK)
+            return st;
+        step(&x->t, &u);
+        for (int i = d; i < x->t.ndim; i++)
+            x->ids[i] = x->ids[i + 1];
+    }
+    return TT_OK;
+}
+
+/* Permutes x so that its ids follow order[0..n) (a permutation of them). */
+static tt_status es_permute(es_op *x, const int *order, int n)
+{
+    int perm[TT_MAX_DIMS];
+    for (int i = 0; i < n; i++)
+        perm[i] = es_find(x, order[i]);
+    if (is_identity(perm, n))
+        return TT_OK;
+    tt_tensor u = {0};
+    tt_status st = tt_permute(&u, &x->t, perm);
+    if (st != TT_OK)
+        return st;
+    step(&x->t, &u);
+    for (int i = 0; i < n; i++)
+        x->ids[i] = order[i];
+    return TT_OK;
+}
+
+static tt_status es_reshape(tt_tensor *t, int ndim, const int64_t *shape)
+{
+    tt_tensor u = {0};
+    tt_status st = tt_reshape(&u, t, ndim, shape);
+    if (st == TT_OK)
+        step(t, &u);
+    return st;
+}
+
+/* res = the contraction of a and b with exactly the axes keep[0..nkeep), in
+   that order (each in a or b). Consumes a and b, success or not. */
+static tt_status es_pair(es_spec *sp, es_op *a, es_op *b, const int *keep, int nkeep, es_op *res)
+{
+    char in_keep[ES_MAX_IDS] = {0}, keep_a[ES_MAX_IDS], keep_b[ES_MAX_IDS];
+    for (int i = 0; i < nkeep; i++)
+        in_keep[keep[i]] = 1;
+    for (int id = 0; id < ES_MAX_IDS; id++) {
+        keep_a[id] = in_keep[id] || es_find(b, id) >= 0;    /* the others: summed first */
+        keep_b[id] = in_keep[id] || es_find(a, id) >= 0;
+    }
+    res->t.storage = NULL;
+    tt_status st = es_sum_out(sp, a, keep_a);
+    if (st == TT_OK)
+        st = es_sum_out(sp, b, keep_b);
+    if (st != TT_OK)
+        goto done;
+
+    /* batch, M (a's own), N (b's own) in the result's order; K in a's order */
+    int bat[TT_MAX_DIMS], m[TT_MAX_DIMS], n[TT_MAX_DIMS], k[TT_MAX_DIMS];
+    int nbat = 0, nm = 0, nn = 0, nk = 0;
+    int64_t B = 1, M = 1, N = 1, K = 1;
+    for (int i = 0; i < nkeep; i++) {
+        int id = keep[i], ia = es_find(a, id) >= 0, ib = es_find(b, id) >= 0;
+        if (ia && ib) {
+            bat[nbat++] = id;
+            B = mul_sat(B, sp->size[id]);
+        } else if (ia) {
+            m[nm++] = id;
+            M = mul_sat(M, sp->size[id]);
+        } else {
+            n[nn++] = id;
+            N = mul_sat(N, sp->size[id]);
+        }
+    }
+    for (int d = 0; d < a->t.ndim; d++)
+        if (!in_keep[a->ids[d]]) {
+            k[nk++] = a->ids[d];
+            K = mul_sat(K, sp->size[a->ids[d]]);
+        }
+    int order[TT_MAX_DIMS], no = 0, ns = 0;
+    int64_t shape[TT_MAX_DIMS];
+    if (nk == 0) {
+        /* nothing to contract (a Hadamard or outer product): a broadcast
+           multiply [batch..., m..., 1...] * [batch..., 1..., n...], which
+           is what 1 x 1 matmuls would compute, many times slower */
+        sp->flops += (double)B * (double)M * (double)N;
+        for (int i = 0; i < nbat; i++) order[no++] = bat[i];
+        for (int i = 0; i < nm; i++) order[no++] = m[i];
+        for (int i = 0; i < no; i++) shape[i] = sp->size[order[i]];
+        for (int i = 0; i < nn; i++) shape[no + i] = 1;
+        st = es_permute(a, order, no);
+        if (st == TT_OK)
+            st = es_reshape(&a->t, no + nn, shape);
+        no = nbat;
+        for (int i = 0; i < nn; i++) order[no++] = n[i];
+        for (int i = 0; i < nbat; i++) shape[i] = sp->size[bat[i]];
+        for (int i = 0; i < nm; i++) shape[nbat + i] = 1;
+        for (int i = 0; i < nn; i++) shape[nbat + nm + i] = sp->size[n[i]];
+        if (st == TT_OK)
+            st = es_permute(b, order, no);
+        if (st == TT_OK)
+            st = es_reshape(&b->t, nbat + nm + nn, shape);
+        if (st == TT_OK)
+            st = tt_binary(&res->t, TT_MUL, &a->t, &b->t);
+        if (st != TT_OK)
+            goto done;
+        no = 0;
+        for (int i = 0; i < nbat; i++) res->ids[no++] = bat[i];
+        for (int i = 0; i < nm; i++) res->ids[no++] = m[i];
+        for (int i = 0; i < nn; i++) res->ids[no++] = n[i];
+        st = es_permute(res, keep, nkeep);
+        goto done;
+    }
+    sp->flops += 2.0 * (double)B * (double)M * (double)N * (double)K;
+
+    /* a -> [batch..., M, K], b -> [batch..., K, N]; the batch dims are
+       flattened into one only when they are too many to keep apart */
+    if (nbat + 2 > TT_MAX_DIMS)
+        shape[ns++] = B;
+    else
+        for (int i = 0; i < nbat; i++)
+            shape[ns++] = sp->size[bat[i]];
+    for (int i = 0; i < nbat; i++) order[no++] = bat[i];
+    for (int i = 0; i < nm; i++) order[no++] = m[i];
+    for (int i = 0; i < nk; i++) order[no++] = k[i];
+    shape[ns] = M;
+    shape[ns + 1] = K;
+    st = es_permute(a, order, no);
+    if (st == TT_OK)
+        st = es_reshape(&a->t, ns + 2, shape);
+    no = nbat;
+    for (int i = 0; i < nk; i++) order[no++] = k[i];
+    for (int i = 0; i < nn; i++) order[no++] = n[i];
+    shape[ns] = K;
+    shape[ns + 1] = N;
+    if (st == TT_OK)
+        st = es_permute(b, order, no);
+    if (st == TT_OK)
+        st = es_reshape(&b->t, ns + 2, shape);
+    if (st == TT_OK)
+        st = tt_matmul(&res->t, &a->t, &b->t);
+    if (st != TT_OK)
+        goto done;
+
+    /* [batch..., M, N] -> [batch..., m..., n...] -> keep's order */
+    no = 0;
+    for (int i = 0; i < nbat; i++) order[no++] = bat[i];
+    for (int i = 0; i < nm; i++) order[no++] = m[i];
+    for (int i = 0; i < nn; i++) order[no++] = n[i];
+    for (int i = 0; i < no; i++) {
+        shape[i] = sp->size[order[i]];
+        res->ids[i] = order[i];
+    }
+    st = es_reshape(&res->t, no, shape);
+    if (st == TT_OK)
+        st = es_permute(res, keep, nkeep);
+done:
+    tt_tensor_release(&a->t);
+    tt_tensor_release(&b->t);
+    if (st != TT_OK)
+        tt_tensor_release(&res->t);
+    return st;
+}
+
+/* The id of name (added when new), or -1 when the table is full. */
+static int es_id(es_spec *sp, const char *name, int add)
+{
+    for (int i = 0; i < sp->nids; i++)
+        if (strcmp(sp->name[i], name) == 0)
+            return i;
+    if (!add || sp->nids == ES_MAX_IDS)
+        return -1;
+    snprintf(sp->name[sp->nids], PAT_NAME_MAX, "%s", name);
+    sp->size[sp->nids] = -1;
+    sp->dimname[sp->nids] = NULL;
+    return sp->nids++;
+}
+
+static int cmp_name(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* Whether some term of spec has whitespace inside it (not just around the
+   ',' and '->' separators): then axis names are words. */
+static int es_spaced_terms(const char *spec)
+{
+    int seen_word = 0, gap = 0;
+    for (const char *p = spec; *p; p++) {
+        if (*p == ',' || (p[0] == '-' && p[1] == '>')) {
+            seen_word = gap = 0;
+            p += *p == '-';
+        } else if (isspace((unsigned char)*p)) {
+            gap = seen_word;
+        } else {
+            if (gap)
+                return 1;
+            seen_word = 1;
+        }
+    }
+    return 0;
+}
+
+/* Parses spec into the operand terms and the output term (term[n]);
+   *letters tells whether it is read one letter per axis. */
+static tt_status es_parse(const pat_ctx *c, const char *spec, int n, pat_side *term, int *has_output,
+                          int *letters_out)
+{
+    const char *arrow = strstr(spec, "->");
+    const char *end = spec + strlen(spec);
+    int letters = !es_spaced_terms(spec);
+    int flags = PS_REPEAT | (letters ? PS_LETTERS : 0);
+    *letters_out = letters;
+    if (arrow && strstr(arrow + 2, "->"))
+        return pat_err(c, TT_EARG, "'->' appears twice");
+    if (!arrow && !letters)
+        return pat_err(c, TT_EARG, "no '->' in the spec (e.g. \"i d, j d -> i j\")");
+    const char *lhs_end = arrow ? arrow : end;
+    int nterms = 0;
+    for (const char *p = spec;;) {
+        const char *q = memchr(p, ',', (size_t)(lhs_end - p));
+        if (!q)
+            q = lhs_end;
+        if (nterms == ES_MAX_OPERANDS)
+            return pat_err(c, TT_EARG, "more than %d operands", ES_MAX_OPERANDS);
+        char where[32];
+        snprintf(where, sizeof where, "in operand %d", nterms + 1);
+        tt_status st = parse_side(c, p, q, where, flags, &term[nterms++]);
+        if (st != TT_OK)
+            return st;
+        if (q == lhs_end)
+            break;
+        p = q + 1;
+    }
+    if (arrow) {
+        if (memchr(arrow + 2, ',', (size_t)(end - arrow - 2)))
+            return pat_err(c, TT_EARG, "',' after '->': einsum has one output");
+        tt_status st = parse_side(c, arrow + 2, end, "in the output", letters ? PS_LETTERS : 0, &term[nterms]);
+        if (st != TT_OK)
+            return st;
+    }
+    if (nterms != n)
+        return pat_err(c, TT_EARG, "the spec has %d operand%s but %d tensor%s given",
+                       nterms, nterms == 1 ? "" : "s", n, n == 1 ? " was" : "s were");
+    *has_output = arrow != NULL;
+    return TT_OK;
+}
+
+/* Axis ids and lengths of every operand dim (opids), checked across
+   operands; E = the number of dims '...' stands for. */
+static tt_status es_axes(const pat_ctx *c, const pat_side *term, const tt_tensor *const *list, int n,
+                         int letters, es_spec *sp, int (*opids)[TT_MAX_DIMS], int *E_out)
+{
+    int E = 0;
+    for (int i = 0; i < n; i++) {
+        int named = term[i].naxes - (term[i].ellipsis >= 0);
+        int nd = list[i]->ndim;
+        if (term[i].ellipsis >= 0 ? nd < named : nd != named) {
+            char s[128];
+            int multi = 0;      /* "ij" read as one name: say how names are split */
+            for (int j = 0; j < term[i].naxes; j++)
+                multi |= term[i].axes[j].kind == AX_NAMED && strlen(term[i].axes[j].name) > 1;
+            const char *hint = "";
+            if (multi && nd > named)
+                hint = "; axis names are separated by spaces (a spec without spaces inside its terms "
+                       "reads one letter per axis)";
+            else if (letters && nd < named && named > 1)
+                hint = "; a spec without spaces inside its terms reads one letter per axis (separate "
+                       "multi-letter names with spaces, e.g. \"seq d -> d seq\")";
+            return pat_err_bare(c, TT_ESHAPE, "operand %d has %d ax%s%s in the spec but is %s (%d dim%s)%s",
+                                i + 1, named, named == 1 ? "is" : "es", term[i].ellipsis >= 0 ? " besides '...'" : "",
+                                tt_shape_str(list[i], s, sizeof s), nd, nd == 1 ? "" : "s", hint);
+        }
+        if (term[i].ellipsis >= 0 && nd - named > E)
+            E = nd - named;
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < term[i].naxes; j++)
+            if (term[i].axes[j].kind == AX_NAMED && es_id(sp, term[i].axes[j].name, 1) < 0)
+                return pat_err(c, TT_EARG, "more than %d axis names", ES_MAX_IDS);
+    int first_ell = sp->nids;
+    if (first_ell + E > ES_MAX_IDS)
+        return pat_err(c, TT_EARG, "more than %d axes", ES_MAX_IDS);
+    for (int k = 0; k < E; k++) {
+        char nm[PAT_NAME_MAX];
+        snprintf(nm, sizeof nm, "...%d", k);
+        es_id(sp, nm, 1);
+    }
+    for (int i = 0; i < n; i++) {
+        const tt_tensor *t = list[i];
+        int e = t->ndim - (term[i].naxes - (term[i].ellipsis >= 0));
+        int d = 0;
+        for (int j = 0; j < term[i].naxes; j++) {
+            const pat_axis *ax = &term[i].axes[j];
+            int nids = ax->kind == AX_ELLIPSIS ? e : 1;
+            for (int k = 0; k < nids; k++, d++) {
+                int id = ax->kind == AX_ELLIPSIS ? first_ell + E - e + k : es_id(sp, ax->name, 0);
+                int64_t len = t->shape[d];
+                opids[i][d] = id;
+                if (sp->size[id] < 0 || (ax->kind == AX_ELLIPSIS && sp->size[id] == 1 && len != 1)) {
+                    sp->size[id] = len;
+                    sp->owner[id] = i;
+                    sp->dimname[id] = t->names[d];
+                    continue;
+                }
+                if (ax->kind == AX_ELLIPSIS && (len == 1 || len == sp->size[id])) {
+                    if (len == sp->size[id] && !sp->dimname[id])
+                        sp->dimname[id] = t->names[d];
+                    continue;
+                }
+                if (len == sp->size[id])
+                    continue;
+                char s1[128], s2[128];
+                tt_shape_str(list[sp->owner[id]], s1, sizeof s1);
+                tt_shape_str(t, s2, sizeof s2);
+                if (ax->kind == AX_ELLIPSIS)
+                    return pat_err_bare(c, TT_ESHAPE, "the dims under '...' do not broadcast: operand %d "
+                                        "is %s but operand %d is %s", sp->owner[id] + 1, s1, i + 1, s2);
+                if (sp->owner[id] == i)
+                    return pat_err_bare(c, TT_ESHAPE, "axis '%s' repeats in operand %d %s with lengths "
+                                        "%lld and %lld (a diagonal needs equal lengths)", ax->name, i + 1,
+                                        s2, (long long)sp->size[id], (long long)len);
+                return pat_err_bare(c, TT_ESHAPE, "axis '%s' has length %lld in operand %d %s but %lld "
+                                    "in operand %d %s", ax->name, (long long)sp->size[id],
+                                    sp->owner[id] + 1, s1, (long long)len, i + 1, s2);
+            }
+        }
+    }
+    *E_out = E;
+    return TT_OK;
+}
+
+static tt_status einsum_impl(tt_tensor *out, const char *spec, const tt_tensor *const *list, int n,
+                             double *flops)
+{
+    pat_ctx c = {"einsum", spec, NULL, 0};
+    pat_side term[ES_MAX_OPERANDS + 1];    /* the operands, then the output */
+    int has_output = 0, letters = 0;
+    tt_status st = es_parse(&c, spec, n, term, &has_output, &letters);
+    if (st != TT_OK)
+        return st;
+    c.inputs = list;
+    c.ninputs = n;
+    for (int i = 0; i < n; i++)
+        if (list[i]->dtype != TT_FLOAT32)
+            return pat_err(&c, TT_EARG, "operand %d is %s; einsum needs float32 (use :float())", i + 1,
+                           tt_dtype_name(list[i]->dtype));
+    es_spec *sp = &(es_spec){0};
+    int opids[ES_MAX_OPERANDS][TT_MAX_DIMS], E = 0;
+    st = es_axes(&c, term, list, n, letters, sp, opids, &E);
+    if (st != TT_OK)
+        return st;
+    int first_ell = sp->nids - E;
+
+    /* the output's axes */
+    int oids[ES_MAX_IDS], nout = 0;
+    const pat_side *oterm = &term[n];
+    if (has_output) {
+        for (int j = 0; j < oterm->naxes; j++) {
+            const pat_axis *ax = &oterm->axes[j];
+            if (ax->kind == AX_ELLIPSIS) {
+                for (int k = 0; k < E; k++)
+                    oids[nout++] = first_ell + k;
+                continue;
+            }
+            int id = es_id(sp, ax->name, 0);
+            if (id < 0)
+                return pat_err(&c, TT_EARG, "output axis '%s' is not in any input", ax->name);
+            for (int i = 0; i < nout; i++)
+                if (oids[i] == id)
+                    return pat_err(&c, TT_EARG, "axis '%s' appears twice in the output", ax->name);
+            oids[nout++] = id;
+        }
+    } else {
+        const char *once[ES_MAX_IDS];
+        int nonce = 0;
+        for (int k = 0; k < E; k++)
+            oids[nout++] = first_ell + k;
+        for (int id = 0; id < first_ell; id++) {
+            int count = 0;
+            for (int i = 0; i < n; i++)
+                for (int d = 0; d < list[i]->ndim; d++)
+                    count += opids[i][d] == id;
+            if (count == 1)
+                once[nonce++] = sp->name[id];
+        }
+        qsort(once, (size_t)nonce, sizeof once[0], cmp_name);
+        for (int i = 0; i < nonce; i++)
+            oids[nout++] = es_id(sp, once[i], 0);
+    }
+    if (nout > TT_MAX_DIMS)
+        return pat_err(&c, TT_ESHAPE, "the result would have %d dims (at most %d)", nout, TT_MAX_DIMS);
+
+    /* working operands: unnamed (the result is named from the spec),
+       diagonals taken, length-1 dims that '...' broadcasts dropped */
+    es_op ops[ES_MAX_OPERANDS];
+    for (int i = 0; i < n; i++) {
+        tt__view_of(&ops[i].t, list[i]);
+        memcpy(ops[i].ids, opids[i], sizeof opids[i]);
+        for (int d = 0; d < TT_MAX_DIMS; d++)
+            ops[i].t.names[d] = NULL;
+        for (int d = ops[i].t.ndim - 1; d >= 0; d--) {
+            int id = ops[i].ids[d], first = es_find(&ops[i], id);
+            if (first < d) {
+                ops[i].t.stride[first] += ops[i].t.stride[d];
+                es_drop_dim(&ops[i], d);
+            } else if (ops[i].t.shape[d] != sp->size[id]) {
+                es_drop_dim(&ops[i], d);
+            }
+        }
+    }
+
+    /* contract left to right, keeping what the output or later operands need */
+    es_op cur = ops[0];
+    int next = 1;
+    if (n == 1) {
+        char keep[ES_MAX_IDS] = {0};
+        for (int i = 0; i < nout; i++)
+            keep[oids[i]] = 1;
+        st = es_sum_out(sp, &cur, keep);
+        if (st == TT_OK)
+            st = es_permute(&cur, oids, nout);
+    }
+    for (; st == TT_OK && next < n; next++) {
+        char need[ES_MAX_IDS] = {0};
+        int keep[ES_MAX_IDS], nkeep = 0;
+        for (int i = 0; i < nout; i++)
+            need[oids[i]] = 1;
+        for (int i = next + 1; i < n; i++)
+            for (int d = 0; d < ops[i].t.ndim; d++)
+                need[ops[i].ids[d]] = 1;
+        if (next == n - 1) {
+            memcpy(keep, oids, sizeof oids[0] * (size_t)nout);
+            nkeep = nout;
+        } else {
+            const es_op *two[2] = {&cur, &ops[next]};
+            for (int s = 0; s < 2; s++)
+                for (int d = 0; d < two[s]->t.ndim; d++)
+                    if (need[two[s]->ids[d]] == 1) {
+                        need[two[s]->ids[d]] = 2;
+                        keep[nkeep++] = two[s]->ids[d];
+                    }
+            if (nkeep > TT_MAX_DIMS) {
+                st = pat_err(&c, TT_ESHAPE, "an intermediate result would have %d dims (at most %d)",
+                             nkeep, TT_MAX_DIMS);
+                break;
+            }
+        }
+        es_op res;
+        st = es_pair(sp, &cur, &ops[next], keep, nkeep, &res);
+        cur = res;
+    }
+    for (int i = next; i < n; i++)      /* operands a failure left unused */
+        tt_tensor_release(&ops[i].t);
+    if (st != TT_OK) {
+        tt_tensor_release(&cur.t);
+        return st;
+    }
+    for (int i = 0; i < nout; i++)
+        cur.t.names[i] = oids[i] >= first_ell ? sp->dimname[oids[i]] : tt_intern(sp->name[oids[i]]);
+    *out = cur.t;
+    *flops = sp->flops;
+    return TT_OK;
+}
+
+tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *list, int n)
+{
+    memset(out, 0, sizeof *out);
+    if (!spec || n < 1 || !list)
+        return tt__err(TT_EARG, "einsum: needs a spec and at least one tensor");
+    for (int i = 0; i < n; i++)
+        if (!list[i] || !list[i]->storage)
+            return tt__err(TT_EARG, "einsum: operand %d is not a tensor", i + 1);
+    tt__opscope sc = tt__op_enter();
+    double flops = 0;
+    tt_status st = einsum_impl(out, spec, list, n, &flops);
+    tt_event ev;
+    tt__event_init(&ev, TT_OP_EINSUM, out, list[0], n > 1 ? list[1] : NULL, n > 2 ? list[2] : NULL);
+    if (st == TT_OK) {
+        if (n > 3)
+            ev.inputs[3] = list[3];
+        ev.ninputs = n < TT_TRACE_MAX_INPUTS ? n : TT_TRACE_MAX_INPUTS;
+        ev.ninputs_total = n;
+        for (int i = 0; i < n; i++)
+            ev.view |= out->storage == list[i]->storage;
+        ev.flops = flops;
+        event_args(&ev, spec, 0, NULL, NULL, NULL);
+    }
+    return tt__op_leave(sc, st, &ev);
+}

@@ -1,0 +1,266 @@
+/*
+** sdpa_kernel.c — fused scaled dot-product attention: the scalar reference
+** and a tiled FlashAttention-style kernel (online softmax, O(N*Dh) extra
+** memory) built on the current path's micro-kernel and row primitives.
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tt.h"
+#include "kernels.h"
+
+/* Letters: B batch, Hq/Hkv query/key-value heads (G = Hq/Hkv queries per kv
+   head), Nq queries, Nk keys, Dh query/key size, Dv value size.
+   Causal is lower-right: query i sees key j when j <= i + (Nk - Nq). */
+
+/* ===== Reference ===== */
+
+int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a)
+{
+    int64_t empty = 0, G = a->Hq / a->Hkv, off = a->Nk - a->Nq;
+    float *s = malloc((size_t)(a->Nk > 0 ? a->Nk : 1) * sizeof(float));
+    if (!s) return -1;
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t h = 0; h < a->Hq; h++)
+            for (int64_t i = 0; i < a->Nq; i++) {
+                const float *q = a->q + b * a->qs_b + h * a->qs_h + i * a->qs_n;
+                const float *k = a->k + b * a->ks_b + (h / G) * a->ks_h;
+                const float *v = a->v + b * a->vs_b + (h / G) * a->vs_h;
+                float *o = a->out + ((b * a->Hq + h) * a->Nq + i) * a->Dv;
+                float *w = a->weights ? a->weights + ((b * a->Hq + h) * a->Nq + i) * a->Nk : NULL;
+                float m = -INFINITY, sum = 0.0f;
+                for (int64_t j = 0; j < a->Nk; j++) {
+                    int keep = !a->causal || j <= i + off;
+                    if (keep && a->mask)
+                        keep = a->mask[b * a->ms_b + h * a->ms_h + i * a->ms_q + j * a->ms_k] != 0;
+                    float d = 0.0f;
+                    for (int64_t e = 0; e < a->Dh; e++) d += q[e * a->qs_d] * k[j * a->ks_n + e * a->ks_d];
+                    s[j] = keep ? d * a->scale : -INFINITY;
+                    m = s[j] > m ? s[j] : m;
+                }
+                for (int64_t e = 0; e < a->Dv; e++) o[e] = 0.0f;
+                if (m == -INFINITY) {           /* no visible key: zeros */
+                    if (w) for (int64_t j = 0; j < a->Nk; j++) w[j] = 0.0f;
+                    empty++;
+                    continue;
+                }
+                for (int64_t j = 0; j < a->Nk; j++) { s[j] = expf(s[j] - m); sum += s[j]; }
+                for (int64_t j = 0; j < a->Nk; j++) {
+                    float p = s[j] / sum;
+                    if (w) w[j] = p;
+                    for (int64_t e = 0; e < a->Dv; e++) o[e] += p * v[j * a->vs_n + e * a->vs_d];
+                }
+            }
+    free(s);
+    return empty;
+}
+
+/* ===== Tiled kernel =====
+   A task is (b, h, block of BQ queries). Per task: Q block packed (scaled)
+   as micro-kernel A slivers; for each block of BK keys up to the last one
+   visible (blocks wholly above the causal diagonal are never touched):
+   S = Q K^T, mask, online softmax (running max m, sum l, O rescaled by
+   exp(m_old - m_new)), O += P V. K and V of a kv head are packed once per
+   thread and reused by every query block and every query head of its group
+   (GQA without copies). */
+
+enum { SL_K = 3, SL_V, SL_Q, SL_S, SL_P, SL_O };   /* scratch slots (0-2: GEMM) */
+
+#define BK_COLS 256
+
+typedef struct sdpa_job {
+    const tt_sdpa_args *a;
+    const tt__kern *kn;
+    int64_t G, off, bq, bk, nqb;
+    int64_t dvp;                 /* Dv rounded up to nr */
+    uint64_t call;
+    int64_t *empty;              /* per task */
+    int failed;
+} sdpa_job;
+
+/* Which (call, b, kv head) this thread has packed, and how many keys. */
+static _Thread_local struct { uint64_t call; int64_t b, hk, keys; } kv_cache;
+static uint64_t sdpa_calls;
+
+/* K rows [j0, j1) of head (b, hk) as B slivers of nr keys (Dh x nr each);
+   V rows as slivers of nr value columns (Nk x nr each), zero padded. */
+static void pack_kv(const sdpa_job *J, int64_t b, int64_t hk, int64_t j0, int64_t j1,
+                    float *kp, float *vp, int64_t nkp)
+{
+    const tt_sdpa_args *a = J->a;
+    int nr = J->kn->nr;
+    const float *K = a->k + b * a->ks_b + hk * a->ks_h, *V = a->v + b * a->vs_b + hk * a->vs_h;
+    for (int64_t j = j0; j < j1; j++) {
+        float *d = kp + (j / nr) * nr * a->Dh + j % nr;
+        if (j < a->Nk)
+            for (int64_t e = 0; e < a->Dh; e++) d[e * nr] = K[j * a->ks_n + e * a->ks_d];
+        else
+            for (int64_t e = 0; e < a->Dh; e++) d[e * nr] = 0.0f;
+        for (int64_t t = 0; t < J->dvp; t += nr) {
+            float *dv = vp + t * nkp + j * nr;
+            for (int64_t e = 0; e < nr; e++)
+                dv[e] = (j < a->Nk && t + e < a->Dv) ? V[j * a->vs_n + (t + e) * a->vs_d] : 0.0f;
+        }
+    }
+}
+
+static void sdpa_task(sdpa_job *J, int64_t task)
+{
+    const tt_sdpa_args *a = J->a;
+    const tt__kern *kn = J->kn;
+    int mr = kn->mr, nr = kn->nr;
+    int64_t bh = task / J->nqb, r = task % J->nqb;
+    int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / J->G;
+    /* causal: pair early and late query blocks so contiguous ranges balance */
+    int64_t qb = !a->causal ? r : (r % 2 == 0 ? r / 2 : J->nqb - 1 - r / 2);
+    int64_t i0 = qb * J->bq, nq = a->Nq - i0 < J->bq ? a->Nq - i0 : J->bq;
+    int64_t nqp = (nq + mr - 1) / mr * mr;
+    int64_t Dh = a->Dh, Dv = a->Dv, dvp = J->dvp, bk = J->bk;
+    float *out = a->out + (bh * a->Nq + i0) * Dv;
+    float *W = a->weights ? a->weights + (bh * a->Nq + i0) * a->Nk : NULL;
+
+    /* keys this block can see at all */
+    int64_t jend = a->Nk;
+    if (a->causal) {
+        int64_t last = i0 + nq - 1 + J->off + 1;
+        jend = last < 0 ? 0 : last < a->Nk ? last : a->Nk;
+    }
+    if (jend == 0) {
+        memset(out, 0, (size_t)(nq * Dv) * sizeof(float));
+        if (W) memset(W, 0, (size_t)(nq * a->Nk) * sizeof(float));
+        J->empty[task] = nq;
+        return;
+    }
+
+    int64_t nkp = (a->Nk + nr - 1) / nr * nr;
+    float *kp = tt__scratch(SL_K, (size_t)(nkp * (Dh > 0 ? Dh : 1)) * sizeof(float));
+    float *vp = tt__scratch(SL_V, (size_t)(nkp * dvp) * sizeof(float));
+    float *qp = tt__scratch(SL_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
+    float *S = tt__scratch(SL_S, (size_t)(nqp * bk) * sizeof(float));
+    float *pp = tt__scratch(SL_P, (size_t)(nqp * bk) * sizeof(float));
+    float *O = tt__scratch(SL_O, (size_t)(nqp * (dvp + 2)) * sizeof(float));
+    if (!kp || !vp || !qp || !S || !pp || !O) { J->failed = 1; return; }
+    float *mrow = O + nqp * dvp, *lrow = mrow + nqp;
+
+    if (kv_cache.call != J->call || kv_cache.b != b || kv_cache.hk != hk) {
+        kv_cache.call = J->call; kv_cache.b = b; kv_cache.hk = hk; kv_cache.keys = 0;
+    }
+    int64_t need = (jend + bk - 1) / bk * bk;
+    if (need > nkp) need = nkp;
+    if (kv_cache.keys < need) {
+        pack_kv(J, b, hk, kv_cache.keys, need, kp, vp, nkp);
+        kv_cache.keys = need;
+    }
+
+    /* Q block, scaled, as mr-row slivers (Dh x mr each) */
+    const float *Q = a->q + b * a->qs_b + h * a->qs_h + i0 * a->qs_n;
+    for (int64_t i = 0; i < nqp; i++) {
+        float *d = qp + (i / mr) * mr * Dh + i % mr;
+        for (int64_t e = 0; e < Dh; e++) d[e * mr] = i < nq ? Q[i * a->qs_n + e * a->qs_d] * a->scale : 0.0f;
+    }
+    memset(O, 0, (size_t)(nqp * dvp) * sizeof(float));
+    for (int64_t i = 0; i < nq; i++) { mrow[i] = -INFINITY; lrow[i] = 0.0f; }
+
+    const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + i0 * a->ms_q : NULL;
+    for (int64_t j0 = 0; j0 < jend; j0 += bk) {
+        int64_t nk = jend - j0 < bk ? jend - j0 : bk;
+        /* 1. S = (scale Q) K^T */
+        for (int64_t jr = 0; jr < nk; jr += nr) {
+            int n = nk - jr < nr ? (int)(nk - jr) : nr;
+            for (int64_t ir = 0; ir < nq; ir += mr) {
+                int m = nq - ir < mr ? (int)(nq - ir) : mr;
+                kn->ukernel(Dh, qp + ir * Dh, kp + (j0 + jr) * Dh, S + ir * bk + jr, bk, m, n, 0);
+            }
+        }
+        /* 2. mask and online softmax, row by row; P = exp(S - m) */
+        for (int64_t i = 0; i < nq; i++) {
+            float *s = S + i * bk, *p = s;
+            int64_t lim = nk;
+            if (a->causal) {
+                int64_t l = i0 + i + J->off + 1 - j0;
+                lim = l < 0 ? 0 : l < nk ? l : nk;
+            }
+            if (M) {
+                const uint8_t *mi = M + i * a->ms_q + j0 * a->ms_k;
+                for (int64_t j = 0; j < lim; j++) if (!mi[j * a->ms_k]) s[j] = -INFINITY;
+            }
+            for (int64_t j = lim; j < nk; j++) s[j] = -INFINITY;
+            if (W) memcpy(W + i * a->Nk + j0, s, (size_t)nk * sizeof(float));
+            float mnew = kn->row_max(lim, s);
+            if (mnew < mrow[i]) mnew = mrow[i];
+            if (mnew == -INFINITY) {            /* nothing visible yet */
+                memset(p, 0, (size_t)nk * sizeof(float));
+                continue;
+            }
+            float alpha = expf(mrow[i] - mnew);  /* 0 on the first visible block */
+            float sum = kn->exp_sum(lim, s, mnew, p);
+            memset(p + lim, 0, (size_t)(nk - lim) * sizeof(float));
+            lrow[i] = lrow[i] * alpha + sum;
+            mrow[i] = mnew;
+            if (alpha != 1.0f) kn->scale(Dv, alpha, O + i * dvp, O + i * dvp, 0);
+        }
+        /* 3. O += P V: P repacked as mr-row slivers (nk x mr each) */
+        for (int64_t i = 0; i < nqp; i++) {
+            float *d = pp + (i / mr) * mr * nk + i % mr;
+            const float *s = S + i * bk;
+            for (int64_t j = 0; j < nk; j++) d[j * mr] = i < nq ? s[j] : 0.0f;
+        }
+        for (int64_t t = 0; t < dvp; t += nr) {
+            int n = Dv - t < nr ? (int)(Dv - t) : nr;
+            for (int64_t ir = 0; ir < nq; ir += mr) {
+                int m = nq - ir < mr ? (int)(nq - ir) : mr;
+                kn->ukernel(nk, pp + ir * nk, vp + t * nkp + j0 * nr, O + ir * dvp + t, dvp, m, n, 1);
+            }
+        }
+    }
+
+    /* 4. out = O / l; rows that saw no key give zeros */
+    int64_t empty = 0;
+    for (int64_t i = 0; i < nq; i++) {
+        float *o = out + i * Dv, *w = W ? W + i * a->Nk : NULL;
+        if (mrow[i] == -INFINITY) {
+            memset(o, 0, (size_t)Dv * sizeof(float));
+            if (w) memset(w, 0, (size_t)a->Nk * sizeof(float));
+            empty++;
+            continue;
+        }
+        float inv = 1.0f / lrow[i];
+        kn->scale(Dv, inv, O + i * dvp, o, 0);
+        if (w) {   /* weights from the saved masked scores, final max and sum */
+            kn->exp_sum(jend, w, mrow[i], w);
+            kn->scale(jend, inv, w, w, 0);
+            memset(w + jend, 0, (size_t)(a->Nk - jend) * sizeof(float));
+        }
+    }
+    J->empty[task] = empty;
+}
+
+static void sdpa_range(void *ctx, int64_t begin, int64_t end)
+{
+    for (int64_t t = begin; t < end; t++) sdpa_task(ctx, t);
+}
+
+int64_t tt_sdpa_kernel(const tt_sdpa_args *a)
+{
+    if (a->B <= 0 || a->Hq <= 0 || a->Nq <= 0) return 0;
+    if (a->Nk <= 0) {                      /* no keys at all: every row empty */
+        memset(a->out, 0, (size_t)(a->B * a->Hq * a->Nq * a->Dv) * sizeof(float));
+        return a->B * a->Hq * a->Nq;
+    }
+    const tt__kern *kn = tt__kern_now();
+    sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, NULL, 0 };
+    J.bq = 64 / kn->mr * kn->mr;           /* about 64 query rows, whole slivers */
+    J.nqb = (a->Nq + J.bq - 1) / J.bq;
+    J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
+    J.call = ++sdpa_calls;
+    int64_t ntask = a->B * a->Hq * J.nqb;
+    J.empty = malloc((size_t)ntask * sizeof(int64_t));
+    if (!J.empty) return tt_sdpa_kernel_ref(a);
+    tt_parallel_for(ntask, 1, sdpa_range, &J);
+    int64_t empty = 0;
+    for (int64_t t = 0; t < ntask; t++) empty += J.empty[t];
+    free(J.empty);
+    if (J.failed) return tt_sdpa_kernel_ref(a);   /* out of scratch memory */
+    return empty;
+}

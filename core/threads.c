@@ -1,0 +1,176 @@
+/*
+** threads.c — the kernels' persistent thread pool and per-thread scratch.
+** One job at a time; work is cut into fixed ranges (so results never depend
+** on timing), and idle workers sleep on a condition variable.
+*/
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "tt.h"
+#include "kernels.h"
+
+/* ===== Per-thread scratch ===== */
+
+/* Kept between calls so big packing buffers are faulted in once. */
+static _Thread_local struct { void *p; size_t n; } scratch[TT__SCRATCH_SLOTS];
+
+void *tt__scratch(int slot, size_t bytes)
+{
+    if (bytes > scratch[slot].n) {
+        size_t n = (bytes + bytes / 4 + 4095) & ~(size_t)4095;  /* grow with headroom */
+        void *p = NULL;
+        if (posix_memalign(&p, 64, n) != 0) return NULL;
+        free(scratch[slot].p);
+        scratch[slot].p = p;
+        scratch[slot].n = n;
+    }
+    return scratch[slot].p;
+}
+
+static void scratch_free_all(void)
+{
+    for (int i = 0; i < TT__SCRATCH_SLOTS; i++) {
+        free(scratch[i].p);
+        scratch[i].p = NULL;
+        scratch[i].n = 0;
+    }
+}
+
+/* ===== Pool ===== */
+
+#define MAX_THREADS 256
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t wake, done;
+    pthread_t tid[MAX_THREADS];
+    int nworkers;              /* running workers (threads - 1) */
+    int quit;
+    uint64_t gen;              /* bumped per job */
+    /* the current job */
+    tt_range_fn fn;
+    void *ctx;
+    int64_t n;
+    int nchunks;
+    atomic_int next;           /* next chunk to take */
+    atomic_uint_fast64_t seen; /* generation the workers may run */
+    int left;                  /* workers not yet finished with this job */
+} pool = { .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
+            .done = PTHREAD_COND_INITIALIZER };
+
+static int nthreads;               /* 0: not chosen yet */
+static _Thread_local int in_task;  /* nested calls run serially */
+
+static int cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
+int tt_get_num_threads(void)
+{
+    if (nthreads == 0) {
+        const char *env = getenv("TT_NUM_THREADS");
+        int n = env ? atoi(env) : 0;
+        nthreads = n > 0 ? (n > MAX_THREADS ? MAX_THREADS : n) : cores();
+    }
+    return nthreads;
+}
+
+static void pool_stop(void)
+{
+    pthread_mutex_lock(&pool.mu);
+    pool.quit = 1;
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.mu);
+    for (int i = 0; i < pool.nworkers; i++) pthread_join(pool.tid[i], NULL);
+    pool.nworkers = 0;
+    pool.quit = 0;
+}
+
+void tt_set_num_threads(int n)
+{
+    if (n <= 0) n = cores();
+    if (n > MAX_THREADS) n = MAX_THREADS;
+    if (pool.nworkers != 0 && pool.nworkers != n - 1) pool_stop();
+    nthreads = n;
+}
+
+/* Chunk c of nchunks covers [c*n/nchunks, (c+1)*n/nchunks): fixed by n and
+   nchunks only. Returns when no chunk is left. */
+static void run_chunks(void)
+{
+    int c;
+    in_task = 1;
+    while ((c = atomic_fetch_add(&pool.next, 1)) < pool.nchunks) {
+        int64_t b = pool.n * c / pool.nchunks, e = pool.n * (c + 1) / pool.nchunks;
+        if (b < e) pool.fn(pool.ctx, b, e);
+    }
+    in_task = 0;
+}
+
+static void *worker(void *arg)
+{
+    uint64_t my = 0;
+    (void)arg;
+    for (;;) {
+        /* spin briefly: back-to-back ops then start without a syscall */
+        for (int s = 0; s < 20000 && atomic_load(&pool.seen) == my; s++) {
+#if defined(__x86_64__) || defined(__i386__)
+            __asm__ __volatile__("pause");
+#endif
+        }
+        pthread_mutex_lock(&pool.mu);
+        while (pool.gen == my && !pool.quit) pthread_cond_wait(&pool.wake, &pool.mu);
+        if (pool.quit) { pthread_mutex_unlock(&pool.mu); break; }
+        my = pool.gen;
+        pthread_mutex_unlock(&pool.mu);
+        run_chunks();
+        pthread_mutex_lock(&pool.mu);
+        if (--pool.left == 0) pthread_cond_signal(&pool.done);
+        pthread_mutex_unlock(&pool.mu);
+    }
+    scratch_free_all();
+    return NULL;
+}
+
+static void pool_start(int want)
+{
+    while (pool.nworkers < want) {
+        if (pthread_create(&pool.tid[pool.nworkers], NULL, worker, NULL) != 0) break;
+        pool.nworkers++;
+    }
+}
+
+void tt_parallel_for(int64_t n, int64_t grain, tt_range_fn fn, void *ctx)
+{
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    int64_t nch = (n + grain - 1) / grain;
+    int nt = tt_get_num_threads();
+    if (nch > nt) nch = nt;
+    if (nch <= 1 || in_task) { fn(ctx, 0, n); return; }
+    if (pool.nworkers < nt - 1) pool_start(nt - 1);
+    if (pool.nworkers == 0) { fn(ctx, 0, n); return; }  /* no threads to be had */
+
+    pthread_mutex_lock(&pool.mu);
+    pool.fn = fn;
+    pool.ctx = ctx;
+    pool.n = n;
+    pool.nchunks = (int)nch;
+    atomic_store(&pool.next, 0);
+    pool.left = pool.nworkers;
+    pool.gen++;
+    atomic_store(&pool.seen, pool.gen);
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.mu);
+
+    run_chunks();
+
+    pthread_mutex_lock(&pool.mu);
+    while (pool.left > 0) pthread_cond_wait(&pool.done, &pool.mu);
+    pthread_mutex_unlock(&pool.mu);
+}

@@ -1,0 +1,278 @@
+/*
+** trace.c — the op log: scopes around every public op, one event per
+** outermost op, per-kind statistics, and the text and JSON forms of an
+** event. The source line is added by the sink (lua/), which knows it.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "tt_internal.h"
+
+static const char *const TT_OP_NAME[] = {
+    "none",
+    "tensor", "empty", "zeros", "ones", "full", "arange", "eye", "rand", "randn",
+    "view", "reshape", "transpose", "mT", "permute", "narrow",
+    "select", "expand", "unsqueeze", "squeeze", "contiguous",
+    "clone", "named", "chunk", "split",
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum",
+    "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor",
+    "neg", "exp", "log", "sqrt", "abs", "not", "float", "bool",
+    "sum", "mean", "max", "min", "argmax", "argmin", "std", "var",
+    "softmax", "masked_fill", "tril", "triu", "causal_mask",
+    "repeat_interleave", "cat", "stack", "matmul", "sdpa",
+    "rearrange", "einsum",
+};
+_Static_assert(sizeof TT_OP_NAME / sizeof TT_OP_NAME[0] == TT_OP_COUNT, "TT_OP_NAME out of sync with tt_op");
+
+const char *tt_op_name(tt_op op)
+{
+    return op >= 0 && op < TT_OP_COUNT ? TT_OP_NAME[op] : "?";
+}
+
+/* ===== Scopes and dispatch ===== */
+
+tt_trace_fn tt__trace_sink;
+static void *sink_ud;
+static int depth;
+static tt_op_stats stats[TT_OP_COUNT];
+
+void tt_trace_set_sink(tt_trace_fn fn, void *ud)
+{
+    tt__trace_sink = fn;
+    sink_ud = ud;
+}
+
+int tt_trace_active(void) { return tt__trace_sink != NULL; }
+
+int64_t tt_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+tt__opscope tt__op_enter(void)
+{
+    tt__opscope sc;
+    sc.outer = depth++ == 0;
+    sc.t0 = sc.outer ? tt_now_ns() : 0;
+    return sc;
+}
+
+void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
+                    const tt_tensor *a, const tt_tensor *b, const tt_tensor *c)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->op = op;
+    ev->output = out;
+    const tt_tensor *in[3] = {a, b, c};
+    for (int i = 0; i < 3; i++)
+        if (in[i]) ev->inputs[ev->ninputs++] = in[i];
+    ev->ninputs_total = ev->ninputs;
+    if (out && out->storage) {
+        double b_out = (double)tt_numel(out) * (double)tt_dtype_size(out->dtype);
+        ev->bytes = b_out;
+        for (int i = 0; i < ev->ninputs; i++)
+            ev->bytes += (double)tt_numel(ev->inputs[i]) * (double)tt_dtype_size(ev->inputs[i]->dtype);
+    }
+}
+
+tt_status tt__op_leave(tt__opscope sc, tt_status st, tt_event *ev)
+{
+    depth--;
+    if (!sc.outer || st != TT_OK) return st;
+    ev->ns = tt_now_ns() - sc.t0;
+    if (ev->view) ev->bytes = 0;         /* a view moves no data */
+    tt_op_stats *s = &stats[ev->op];
+    s->calls++;
+    s->flops += ev->flops;
+    s->bytes += ev->bytes;
+    s->ns += ev->ns;
+    if (ev->output && !ev->view) {
+        int64_t nb = tt_numel(ev->output) * (int64_t)tt_dtype_size(ev->output->dtype);
+        if (nb > s->max_bytes) {
+            s->max_bytes = nb;
+            tt_shape_str(ev->output, s->max_shape, sizeof s->max_shape);
+        }
+    }
+    tt_flow_record(ev);
+    if (tt__trace_sink) tt__trace_sink(ev, sink_ud);
+    return st;
+}
+
+const tt_op_stats *tt_trace_stats(tt_op op)
+{
+    return op >= 0 && op < TT_OP_COUNT ? &stats[op] : NULL;
+}
+
+void tt_trace_stats_reset(void) { memset(stats, 0, sizeof stats); }
+
+/* ===== Text form ===== */
+
+static const char *infix_symbol(tt_op op)
+{
+    switch (op) {
+    case TT_OP_ADD: return "+";
+    case TT_OP_SUB: return "-";
+    case TT_OP_MUL: return "*";
+    case TT_OP_DIV: return "/";
+    case TT_OP_POW: return "^";
+    case TT_OP_MATMUL: return "@";
+    case TT_OP_AND: return "&";
+    case TT_OP_OR: return "|";
+    case TT_OP_XOR: return "~";
+    default: return NULL;
+    }
+}
+
+/* A scalar as a learner wrote it: 8 -> "8.0", 0.125 -> "0.125". */
+static void fmt_scalar(char *buf, size_t n, double v)
+{
+    if (isinf(v)) snprintf(buf, n, v < 0 ? "-inf" : "inf");
+    else if (v == floor(v) && fabs(v) < 1e15) snprintf(buf, n, "%.1f", v);
+    else snprintf(buf, n, "%.6g", v);
+}
+
+static size_t put_tensor(char *buf, size_t n, const tt_tensor *t)
+{
+    char shp[192];
+    tt_shape_str(t, shp, sizeof shp);
+    int len = t->label ? snprintf(buf, n, "%s%s", t->label, shp) : snprintf(buf, n, "%s", shp);
+    if (t->dtype == TT_BOOL && len > 0 && (size_t)len < n)
+        len += snprintf(buf + len, n - (size_t)len, " bool");
+    return len < 0 ? 0 : (size_t)len;
+}
+
+static void fmt_flops(char *buf, size_t n, double f)
+{
+    if (f >= 1e12) snprintf(buf, n, "%.1f TFLOP", f / 1e12);
+    else if (f >= 1e9) snprintf(buf, n, "%.1f GFLOP", f / 1e9);
+    else if (f >= 1e6) snprintf(buf, n, "%.1f MFLOP", f / 1e6);
+    else if (f >= 1e3) snprintf(buf, n, "%.1f kFLOP", f / 1e3);
+    else snprintf(buf, n, "%.0f FLOP", f);
+}
+
+#define APPEND(...) do { if (len < n) len += (size_t)snprintf(buf + len, n - len, __VA_ARGS__); } while (0)
+
+char *tt_event_format(const tt_event *ev, char *buf, size_t n)
+{
+    size_t len = 0;
+    char tmp[256];
+    buf[0] = 0;
+    APPEND("%-11s ", tt_op_name(ev->op));
+    const char *sym = infix_symbol(ev->op);
+    if (ev->has_scalar) {
+        fmt_scalar(tmp, sizeof tmp, ev->scalar);
+        if (ev->scalar_first) APPEND(sym ? "%s %s " : "%s%s ", tmp, sym ? sym : ",");
+        if (ev->ninputs) { if (len < n) len += put_tensor(buf + len, n - len, ev->inputs[0]); }
+        if (!ev->scalar_first) APPEND(sym ? " %s %s" : "%s %s", sym ? sym : ",", tmp);
+    } else {
+        for (int i = 0; i < ev->ninputs; i++) {
+            if (i) APPEND(sym ? " %s " : ", ", sym);
+            if (len < n) len += put_tensor(buf + len, n - len, ev->inputs[i]);
+        }
+        if (ev->ninputs_total > ev->ninputs) APPEND(", ... (%d tensors)", ev->ninputs_total);
+    }
+    if (ev->args[0]) APPEND(ev->ninputs ? " (%s)" : "(%s)", ev->args);
+    APPEND("%s-> ", ev->ninputs || ev->args[0] ? " " : "");
+    if (ev->output && len < n) len += put_tensor(buf + len, n - len, ev->output);
+    if (ev->view) {
+        APPEND("   view, strides (");
+        for (int i = 0; i < ev->output->ndim; i++)
+            APPEND("%s%lld", i ? "," : "", (long long)ev->output->stride[i]);
+        APPEND(")");
+    }
+    if (ev->flops > 0) {
+        fmt_flops(tmp, sizeof tmp, ev->flops);
+        APPEND("   %s", tmp);
+    }
+    if (ev->note[0]) APPEND("   !! %s", ev->note);
+    return buf;
+}
+
+/* ===== JSON form ===== */
+
+static void json_str(char *buf, size_t n, size_t *len, const char *s)
+{
+    size_t l = *len;
+#define PUT(c) do { if (l + 1 < n) buf[l] = (c); l++; } while (0)
+    PUT('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') { PUT('\\'); PUT((char)c); }
+        else if (c == '\n') { PUT('\\'); PUT('n'); }
+        else if (c == '\t') { PUT('\\'); PUT('t'); }
+        else if (c < 0x20) {
+            char u[8];
+            snprintf(u, sizeof u, "\\u%04x", c);
+            for (char *p = u; *p; p++) PUT(*p);
+        } else PUT((char)c);
+    }
+    PUT('"');
+#undef PUT
+    if (l < n) buf[l] = 0;
+    else if (n) buf[n - 1] = 0;
+    *len = l;
+}
+
+static void json_ints(char *buf, size_t n, size_t *lenp, int k, const int64_t *v)
+{
+    size_t len = *lenp;
+    APPEND("[");
+    for (int i = 0; i < k; i++) APPEND("%s%lld", i ? "," : "", (long long)v[i]);
+    APPEND("]");
+    *lenp = len;
+}
+
+static void json_tensor(char *buf, size_t n, size_t *lenp, const tt_tensor *t, int is_output, int view)
+{
+    size_t len = *lenp;
+    APPEND("{\"shape\":");
+    json_ints(buf, n, &len, t->ndim, t->shape);
+    APPEND(",\"stride\":");
+    json_ints(buf, n, &len, t->ndim, t->stride);
+    APPEND(",\"names\":[");
+    for (int i = 0; i < t->ndim; i++) {
+        if (i) APPEND(",");
+        if (t->names[i]) json_str(buf, n, &len, t->names[i]);
+        else APPEND("null");
+    }
+    APPEND("],\"dtype\":\"%s\"", tt_dtype_name(t->dtype));
+    if (is_output) APPEND(",\"view\":%s", view ? "true" : "false");
+    APPEND(",\"label\":");
+    if (t->label) json_str(buf, n, &len, t->label);
+    else APPEND("null");
+    APPEND("}");
+    *lenp = len;
+}
+
+char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, char *buf, size_t n)
+{
+    size_t len = 0;
+    APPEND("{\"seq\":%ld,\"op\":\"%s\",\"file\":", seq, tt_op_name(ev->op));
+    if (file) json_str(buf, n, &len, file);
+    else APPEND("null");
+    APPEND(",\"line\":%d,\"inputs\":[", line);
+    for (int i = 0; i < ev->ninputs; i++) {
+        if (i) APPEND(",");
+        json_tensor(buf, n, &len, ev->inputs[i], 0, 0);
+    }
+    APPEND("],\"output\":");
+    if (ev->output) json_tensor(buf, n, &len, ev->output, 1, ev->view);
+    else APPEND("null");
+    APPEND(",\"args\":");
+    json_str(buf, n, &len, ev->args);
+    if (ev->has_scalar) {
+        /* JSON has no inf/nan: such scalars go out as strings */
+        if (isfinite(ev->scalar)) APPEND(",\"scalar\":%.17g", ev->scalar);
+        else APPEND(",\"scalar\":\"%s\"", isnan(ev->scalar) ? "nan" : ev->scalar < 0 ? "-inf" : "inf");
+    }
+    if (ev->note[0]) {
+        APPEND(",\"note\":");
+        json_str(buf, n, &len, ev->note);
+    }
+    APPEND(",\"flops\":%.0f,\"bytes\":%.0f,\"ns\":%lld}", ev->flops, ev->bytes, (long long)ev->ns);
+    return buf;
+}

@@ -1,0 +1,294 @@
+/*
+** tt.h — the tensortrace C core: tensors, views, ops, tracing events.
+** No Lua in here (lua/ depends on core/, never the reverse).
+** Dims are 0-based here; lua/ converts from 1-based and negative dims once.
+*/
+#ifndef TT_H
+#define TT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TT_VERSION "0.1.0"
+#define TT_MAX_DIMS 8
+
+/* ===== Status and errors ===== */
+
+typedef enum tt_status {
+    TT_OK = 0,
+    TT_ENOMEM,   /* allocation failed or memory cap exceeded */
+    TT_ESHAPE,   /* shapes do not fit together */
+    TT_EARG,     /* a bad argument (dim out of range, wrong dtype, ...) */
+    TT_EIO       /* file could not be written */
+} tt_status;
+
+/* The message of the last failure ("op: what is wrong [shapes]; hint").
+   Static buffer: valid until the next failing call. */
+const char *tt_errmsg(void);
+
+/* ===== Tensors ===== */
+
+typedef enum tt_dtype { TT_FLOAT32 = 0, TT_BOOL = 1 } tt_dtype;
+
+/* Refcounted flat buffer. bool elements are one byte (0 or 1). */
+typedef struct tt_storage {
+    void *data;
+    int64_t nbytes;
+    int refcount;
+} tt_storage;
+
+/* A small value header over a storage. Strides and offset count elements.
+   names[] and label are interned strings (tt_intern) or NULL. */
+typedef struct tt_tensor {
+    tt_storage *storage;
+    int64_t offset;
+    int ndim;
+    tt_dtype dtype;
+    int64_t shape[TT_MAX_DIMS];
+    int64_t stride[TT_MAX_DIMS];
+    const char *names[TT_MAX_DIMS];
+    const char *label;
+    uint64_t id;          /* unique per op result; lineage for tt.flow */
+} tt_tensor;
+
+/* Conventions for every function below that takes `tt_tensor *out`:
+   inputs are borrowed; on TT_OK *out holds a new reference (release it with
+   tt_tensor_release); on failure *out is left empty (storage NULL). `out`
+   may not alias an input. */
+
+/* Drops the reference held by t (t may be NULL or empty); t becomes empty. */
+void tt_tensor_release(tt_tensor *t);
+/* *out = a second reference to a's storage with the same header. */
+void tt_tensor_retain(tt_tensor *out, const tt_tensor *a);
+
+int64_t tt_numel(const tt_tensor *t);
+int tt_is_contiguous(const tt_tensor *t);
+size_t tt_dtype_size(tt_dtype dt);
+const char *tt_dtype_name(tt_dtype dt);
+/* Pointer to element 0 of the view (storage data + offset). */
+float *tt_data_f32(const tt_tensor *t);
+uint8_t *tt_data_bool(const tt_tensor *t);
+/* Element at a flat row-major index of the view, as a double. */
+double tt_get(const tt_tensor *t, int64_t flat);
+
+/* "[2,3]" or, with names, "[B=2,N=3]"; returns buf. */
+char *tt_shape_str(const tt_tensor *t, char *buf, size_t n);
+
+/* Interned copy of s: equal strings give equal pointers; lives until exit. */
+const char *tt_intern(const char *s);
+
+/* Memory: cap on live tensor bytes (0 = none); current and peak usage. */
+void tt_set_max_memory(int64_t bytes);
+int64_t tt_get_max_memory(void);
+int64_t tt_memory_in_use(void);
+int64_t tt_memory_peak(void);
+void tt_memory_reset_peak(void);
+
+/* ===== Creation ===== */
+
+/* Uninitialised contiguous tensor. TT_EARG for a negative size or too many
+   dims, TT_ENOMEM when the size overflows or passes the memory cap. */
+tt_status tt_empty(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
+tt_status tt_full(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, double value);
+tt_status tt_zeros(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
+tt_status tt_ones(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
+/* Contiguous copy of data (float or one byte per bool, row-major). */
+tt_status tt_from_buffer(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, const void *data);
+/* [a, b) by step (step != 0), float32. */
+tt_status tt_arange(tt_tensor *out, double a, double b, double step);
+/* n x m identity, float32. */
+tt_status tt_eye(tt_tensor *out, int64_t n, int64_t m);
+
+/* Random numbers: xoshiro128** seeded through splitmix64 (see tensor.c);
+   integer arithmetic only, so a seed gives the same numbers everywhere. */
+void tt_manual_seed(uint64_t seed);
+tt_status tt_rand(tt_tensor *out, int ndim, const int64_t *shape);   /* U[0,1) */
+tt_status tt_randn(tt_tensor *out, int ndim, const int64_t *shape);  /* N(0,1) */
+
+/* ===== Views (share storage; never copy) ===== */
+
+/* shape may hold one -1 (inferred). view needs compatible strides
+   (TT_ESHAPE with a hint otherwise); reshape copies when it must. */
+tt_status tt_view(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape);
+tt_status tt_reshape(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape);
+tt_status tt_transpose(tt_tensor *out, const tt_tensor *a, int d1, int d2);
+tt_status tt_mT(tt_tensor *out, const tt_tensor *a);     /* swap the last two */
+tt_status tt_permute(tt_tensor *out, const tt_tensor *a, const int *perm); /* perm has a->ndim entries */
+tt_status tt_narrow(tt_tensor *out, const tt_tensor *a, int d, int64_t start, int64_t len);
+tt_status tt_select(tt_tensor *out, const tt_tensor *a, int d, int64_t i);
+/* -1 keeps a size; new leading dims allowed; only size-1 dims grow (stride 0). */
+tt_status tt_expand(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape);
+tt_status tt_unsqueeze(tt_tensor *out, const tt_tensor *a, int d);  /* 0 <= d <= ndim */
+tt_status tt_squeeze(tt_tensor *out, const tt_tensor *a, int d);    /* d < 0: all size-1 dims */
+/* A view when already contiguous, else a copy. */
+tt_status tt_contiguous(tt_tensor *out, const tt_tensor *a);
+tt_status tt_clone(tt_tensor *out, const tt_tensor *a);
+/* Same view with names (array of a->ndim interned names or NULLs). */
+tt_status tt_named(tt_tensor *out, const tt_tensor *a, const char *const *names);
+/* Pieces along d: chunk into n parts of ceil(size/n) (fewer when it runs out),
+   split into parts of `size` (last may be shorter). outs has room for max
+   entries; *count gets the number written; each is a new reference. */
+tt_status tt_chunk(tt_tensor *outs, int max, int *count, const tt_tensor *a, int64_t n, int d);
+tt_status tt_split(tt_tensor *outs, int max, int *count, const tt_tensor *a, int64_t size, int d);
+
+/* ===== Elementwise (NumPy broadcasting) ===== */
+
+typedef enum tt_binop {
+    TT_ADD, TT_SUB, TT_MUL, TT_DIV, TT_POW, TT_MAXIMUM, TT_MINIMUM,
+    TT_EQ, TT_NE, TT_LT, TT_LE, TT_GT, TT_GE,       /* -> bool */
+    TT_AND, TT_OR, TT_XOR,                          /* bool only */
+    TT_BINOP_COUNT
+} tt_binop;
+
+typedef enum tt_unop {
+    TT_NEG, TT_EXP, TT_LOG, TT_SQRT, TT_ABS,        /* float32 */
+    TT_NOT,                                         /* bool */
+    TT_UNOP_COUNT
+} tt_unop;
+
+tt_status tt_binary(tt_tensor *out, tt_binop op, const tt_tensor *a, const tt_tensor *b);
+/* a op s, or s op a when scalar_first. */
+tt_status tt_binary_scalar(tt_tensor *out, tt_binop op, const tt_tensor *a, double s, int scalar_first);
+tt_status tt_unary(tt_tensor *out, tt_unop op, const tt_tensor *a);
+/* float32 <-> bool (nonzero -> true); same dtype gives a copy-free view. */
+tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt);
+
+/* ===== Reductions ===== */
+
+typedef enum tt_redop {
+    TT_SUM, TT_MEAN, TT_MAX, TT_MIN, TT_ARGMAX, TT_ARGMIN, TT_STD, TT_VAR,
+    TT_REDOP_COUNT
+} tt_redop;
+
+/* Over dim d, or over everything when d < 0 (0-d result). std/var use
+   Bessel's correction (n-1), as PyTorch. ARGMAX/ARGMIN give float32
+   1-based indices (the first of ties). max/min of an empty dim: TT_EARG. */
+tt_status tt_reduce(tt_tensor *out, tt_redop op, const tt_tensor *a, int d, int keepdim);
+/* max/min over d with values and 1-based float32 indices. */
+tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, int d, int keepdim, int is_min);
+
+/* ===== Attention pieces ===== */
+
+/* Stable softmax over d: a row of all -inf gives NaN (as PyTorch). */
+tt_status tt_softmax(tt_tensor *out, const tt_tensor *a, int d);
+/* a where mask is false, value where true; mask is bool, broadcast to a. */
+tt_status tt_masked_fill(tt_tensor *out, const tt_tensor *a, const tt_tensor *mask, double value);
+/* Keep j - i <= k (tril) or j - i >= k (triu) on the last two dims. */
+tt_status tt_tril(tt_tensor *out, const tt_tensor *a, int64_t k);
+tt_status tt_triu(tt_tensor *out, const tt_tensor *a, int64_t k);
+/* bool [nq, nk], true = may attend. lower_right: query i sees keys
+   j <= i + (nk - nq); else (upper left, PyTorch is_causal) j <= i. */
+tt_status tt_causal_mask(tt_tensor *out, int64_t nq, int64_t nk, int lower_right);
+tt_status tt_repeat_interleave(tt_tensor *out, const tt_tensor *a, int64_t r, int d);
+tt_status tt_cat(tt_tensor *out, const tt_tensor *const *list, int n, int d);
+tt_status tt_stack(tt_tensor *out, const tt_tensor *const *list, int n, int d);
+
+/* PyTorch's matmul: 1-D promotion, broadcast batch dims, any strides. */
+tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b);
+
+/* Scaled dot-product attention. q [..., Hq, Nq, Dh], k [..., Hkv, Nk, Dh],
+   v [..., Hkv, Nk, Dv], Hq % Hkv == 0 (GQA: query head h uses kv head
+   h / (Hq/Hkv)). mask: NULL or bool broadcastable to [..., Hq, Nq, Nk],
+   true = may attend. causal: lower-right aligned. scale <= 0 means
+   1/sqrt(Dh). weights: NULL, or receives [..., Hq, Nq, Nk]. A query row with
+   no visible key gives zeros; *empty_rows (may be NULL) gets their count. */
+tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
+                  const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
+                  int64_t *empty_rows);
+
+/* einops: see pattern.c. sizes: n axis names with their lengths. */
+tt_status tt_rearrange(tt_tensor *out, const tt_tensor *a, const char *pattern,
+                       int nsizes, const char *const *size_names, const int64_t *sizes);
+tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *list, int n);
+
+/* ===== Printing ===== */
+
+/* PyTorch-like text of the tensor: values aligned, long dims summarised
+   with "...", a header line with shape and dtype. Returns a malloc'd string
+   (caller frees) or NULL when out of memory. */
+char *tt_tensor_format(const tt_tensor *t);
+
+/* ===== Tracing ===== */
+
+typedef enum tt_op {
+    TT_OP_NONE = 0,
+    /* creation */
+    TT_OP_TENSOR, TT_OP_EMPTY, TT_OP_ZEROS, TT_OP_ONES, TT_OP_FULL, TT_OP_ARANGE, TT_OP_EYE, TT_OP_RAND, TT_OP_RANDN,
+    /* views and copies */
+    TT_OP_VIEW, TT_OP_RESHAPE, TT_OP_TRANSPOSE, TT_OP_MT, TT_OP_PERMUTE, TT_OP_NARROW,
+    TT_OP_SELECT, TT_OP_EXPAND, TT_OP_UNSQUEEZE, TT_OP_SQUEEZE, TT_OP_CONTIGUOUS,
+    TT_OP_CLONE, TT_OP_NAMED, TT_OP_CHUNK, TT_OP_SPLIT,
+    /* elementwise */
+    TT_OP_ADD, TT_OP_SUB, TT_OP_MUL, TT_OP_DIV, TT_OP_POW, TT_OP_MAXIMUM, TT_OP_MINIMUM,
+    TT_OP_EQ, TT_OP_NE, TT_OP_LT, TT_OP_LE, TT_OP_GT, TT_OP_GE, TT_OP_AND, TT_OP_OR, TT_OP_XOR,
+    TT_OP_NEG, TT_OP_EXP, TT_OP_LOG, TT_OP_SQRT, TT_OP_ABS, TT_OP_NOT, TT_OP_FLOAT, TT_OP_BOOL,
+    /* reductions */
+    TT_OP_SUM, TT_OP_MEAN, TT_OP_MAX, TT_OP_MIN, TT_OP_ARGMAX, TT_OP_ARGMIN, TT_OP_STD, TT_OP_VAR,
+    /* attention */
+    TT_OP_SOFTMAX, TT_OP_MASKED_FILL, TT_OP_TRIL, TT_OP_TRIU, TT_OP_CAUSAL_MASK,
+    TT_OP_REPEAT_INTERLEAVE, TT_OP_CAT, TT_OP_STACK, TT_OP_MATMUL, TT_OP_SDPA,
+    TT_OP_REARRANGE, TT_OP_EINSUM,
+    TT_OP_COUNT
+} tt_op;
+
+const char *tt_op_name(tt_op op);
+
+#define TT_TRACE_MAX_INPUTS 4
+
+/* One traced op. Pointers are borrowed for the duration of the callback. */
+typedef struct tt_event {
+    tt_op op;
+    int ninputs;                     /* shown inputs (cat/stack show up to 4) */
+    int ninputs_total;
+    const tt_tensor *inputs[TT_TRACE_MAX_INPUTS];
+    const tt_tensor *output;
+    int view;                        /* output shares an input's storage */
+    int has_scalar, scalar_first;    /* binary op with a Lua number */
+    double scalar;
+    char args[64];                   /* op arguments as the user wrote them, 1-based: "dim=4" */
+    char note[96];                   /* a warning for this event ("2 rows fully masked") */
+    double flops;
+    double bytes;                    /* read + written */
+    int64_t ns;
+} tt_event;
+
+typedef void (*tt_trace_fn)(const tt_event *ev, void *ud);
+
+/* Install (or with NULL remove) the sink that receives every event. */
+void tt_trace_set_sink(tt_trace_fn fn, void *ud);
+int tt_trace_active(void);
+/* Monotonic clock in nanoseconds. */
+int64_t tt_now_ns(void);
+
+/* Per op kind totals since the last reset (always collected; cheap). */
+typedef struct tt_op_stats {
+    int64_t calls;
+    double flops, bytes;
+    int64_t ns;
+    int64_t max_bytes;              /* largest result of this kind */
+    char max_shape[96];             /* its shape, "[2,8,5,5]" */
+} tt_op_stats;
+const tt_op_stats *tt_trace_stats(tt_op op);
+void tt_trace_stats_reset(void);
+
+/* JSON object of an event (one line, no newline), keys as in DESIGN.md;
+   file may be NULL. Returns buf (truncated JSON only if n is too small:
+   callers give 8 KiB). */
+char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, char *buf, size_t n);
+
+/* The text row of an event (no source line), e.g.
+   "matmul  [2,5,64] @ [2,64,5] -> [2,5,5]   3.2 kFLOP". Returns buf. */
+char *tt_event_format(const tt_event *ev, char *buf, size_t n);
+
+/* Record of the pipeline for tt.flow (flow.c): every event passes through
+   tt_flow_record; tt_flow_reset starts a new section; labels attach later. */
+void tt_flow_record(const tt_event *ev);
+void tt_flow_reset(void);
+void tt_flow_set_label(uint64_t id, const char *label);
+
+/* ===== Threads ===== */
+
+void tt_set_num_threads(int n);     /* n <= 0: all cores */
+int tt_get_num_threads(void);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+** tt_internal.h — helpers shared by the core's files (tt__ prefix).
+** Not part of the public API.
+*/
+#ifndef TT_INTERNAL_H
+#define TT_INTERNAL_H
+
+#include "tt.h"
+
+#if defined(__GNUC__)
+#define TT__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define TT__PRINTF(f, a)
+#endif
+
+/* Sets the message returned by tt_errmsg and returns st. */
+tt_status tt__err(tt_status st, const char *fmt, ...) TT__PRINTF(2, 3);
+
+/* Storage: zeroed when zero != 0; counts against the memory cap. */
+tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero);
+void tt__storage_retain(tt_storage *s);
+void tt__storage_release(tt_storage *s);
+uint64_t tt__next_id(void);
+
+/* A fresh contiguous result shaped like shape[0..ndim) (names copied when
+   names != NULL). `op` names the operation for the error message. */
+tt_status tt__alloc(tt_tensor *out, const char *op, tt_dtype dt, int ndim,
+                    const int64_t *shape, const char *const *names);
+/* Header copy sharing storage (new reference, fresh id, no label). */
+void tt__view_of(tt_tensor *out, const tt_tensor *a);
+/* Row-major contiguous strides for shape. */
+void tt__contig_strides(int ndim, const int64_t *shape, int64_t *stride);
+/* Checked product of sizes: TT_ENOMEM on overflow of int64. */
+tt_status tt__numel_checked(const char *op, int ndim, const int64_t *shape, int64_t *n);
+/* Copies src into dst (same shape; dst contiguous or not; same dtype). */
+void tt__copy(const tt_tensor *dst, const tt_tensor *src);
+
+/* Broadcasts two shapes (NumPy rules) into out_shape/out_names; unifies
+   names. TT_ESHAPE naming both shapes on failure. */
+tt_status tt__broadcast(const char *op, const tt_tensor *a, const tt_tensor *b,
+                        int *ndim, int64_t *shape, const char **names);
+/* Strides of a viewed as shape (ndim >= a->ndim, right aligned, 0 for
+   broadcast dims). */
+void tt__broadcast_strides(const tt_tensor *a, int ndim, const int64_t *shape, int64_t *stride);
+
+/* Dim range check: TT_EARG "op: dim N out of range for [shape]". */
+tt_status tt__check_dim(const char *op, const tt_tensor *a, int d, int allow_end);
+tt_status tt__check_dtype(const char *op, const tt_tensor *a, tt_dtype want);
+
+/* ===== Tracing (trace.c) =====
+   Every public op wraps its work in tt__op_enter/tt__op_leave. Nested calls
+   (an op built from other ops) emit only the outermost event. */
+typedef struct tt__opscope {
+    int64_t t0;
+    int outer;
+} tt__opscope;
+
+tt__opscope tt__op_enter(void);
+/* Emits ev (op, output, inputs, ...) when st == TT_OK and this is the outer
+   scope; fills ev->ns. Returns st. */
+tt_status tt__op_leave(tt__opscope sc, tt_status st, tt_event *ev);
+/* Small helper to fill an event: ev zeroed, op, output, up to 3 inputs. */
+void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
+                    const tt_tensor *a, const tt_tensor *b, const tt_tensor *c);
+
+extern tt_trace_fn tt__trace_sink;
+
+#endif

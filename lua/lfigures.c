@@ -1,0 +1,277 @@
+/*
+** lfigures.c — tt.heatmap, tt.bars, tt.flow: the Lua side of the figures.
+** Turns a tensor view into a contiguous float array (directly, so that
+** drawing a figure adds no event to the trace) and an opts table into the
+** core's option structs; core/figure.c does the drawing.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ltt.h"
+#include "figure.h"
+
+/* ===== Arguments ===== */
+
+/* Row-major float copy of t (bool as 0/1); NULL when out of memory. */
+static float *to_floats(const tt_tensor *t, int64_t n)
+{
+    float *out = malloc((size_t)n * sizeof *out);
+    if (!out) return NULL;
+    const int nd = t->ndim;
+    const int64_t inner = nd ? t->shape[nd - 1] : 1, is = nd ? t->stride[nd - 1] : 0;
+    const float *f = t->dtype == TT_FLOAT32 ? tt_data_f32(t) : NULL;
+    const uint8_t *b = t->dtype == TT_BOOL ? tt_data_bool(t) : NULL;
+    int64_t idx[TT_MAX_DIMS] = { 0 };
+    for (int64_t o = 0; o < n / inner; o++) {
+        int64_t off = 0;
+        for (int d = 0; d < nd - 1; d++) off += idx[d] * t->stride[d];
+        float *dst = out + o * inner;
+        if (f) for (int64_t i = 0; i < inner; i++) dst[i] = f[off + i * is];
+        else for (int64_t i = 0; i < inner; i++) dst[i] = b[off + i * is] ? 1.0f : 0.0f;
+        for (int d = nd - 2; d >= 0; d--) {   /* next outer index */
+            if (++idx[d] < t->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+    return out;
+}
+
+/* opts.name as a string, or NULL when absent. The string stays alive in
+   the opts table, which is on the stack for the whole call. */
+static const char *opt_string(lua_State *L, int opts, const char *op, const char *name)
+{
+    if (!opts) return NULL;
+    const int t = lua_getfield(L, opts, name);
+    const char *s = NULL;
+    if (t == LUA_TSTRING) s = lua_tostring(L, -1);
+    else if (t != LUA_TNIL) luaL_error(L, "%s: opts.%s must be a string, not a %s", op, name, luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return s;
+}
+
+static int opt_flag(lua_State *L, int opts, const char *name, int dflt)
+{
+    if (!opts) return dflt;
+    const int t = lua_getfield(L, opts, name);
+    const int v = t == LUA_TNIL ? dflt : lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+/* opts.name as a number; *has = 0 when absent. */
+static double opt_number(lua_State *L, int opts, const char *op, const char *name, int *has)
+{
+    *has = 0;
+    if (!opts) return 0.0;
+    const int t = lua_getfield(L, opts, name);
+    double v = 0.0;
+    if (t != LUA_TNIL) {
+        int ok;
+        v = (double)lua_tonumberx(L, -1, &ok);
+        if (!ok) luaL_error(L, "%s: opts.%s must be a number, not a %s", op, name, luaL_typename(L, -1));
+        *has = 1;
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+/* opts.name as a list of strings (numbers are converted). The pointer array
+   is a userdata and converted strings live in an anchor table; both stay on
+   the stack, so nothing leaks if a later check raises. */
+static const char *const *opt_strings(lua_State *L, int opts, const char *op, const char *name, int *n)
+{
+    *n = 0;
+    if (!opts) return NULL;
+    const int t = lua_getfield(L, opts, name);
+    if (t == LUA_TNIL) { lua_pop(L, 1); return NULL; }
+    if (t != LUA_TTABLE) luaL_error(L, "%s: opts.%s must be a list of strings, not a %s", op, name, luaL_typename(L, -1));
+    luaL_checkstack(L, 4, "too many figure options");
+    const int list = lua_gettop(L);
+    const lua_Integer len = luaL_len(L, list);
+    if (len > 1000000) luaL_error(L, "%s: opts.%s has too many entries", op, name);
+    const char **arr = lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof *arr, 0);
+    lua_createtable(L, (int)len, 0);   /* anchor */
+    const int anchor = lua_gettop(L);
+    for (lua_Integer i = 1; i <= len; i++) {
+        lua_geti(L, list, i);
+        arr[i - 1] = lua_isnil(L, -1) ? NULL : luaL_tolstring(L, -1, NULL);
+        if (arr[i - 1]) lua_rawseti(L, anchor, i);   /* keeps the string */
+        lua_pop(L, 1);
+    }
+    /* the list, the pointer array and the anchor stay on the stack */
+    *n = (int)len;
+    return arr;
+}
+
+/* "file:line" of the calling script line, for the PNG's Source chunk. */
+static void where(lua_State *L, char *buf, size_t n)
+{
+    luaL_where(L, 1);
+    const char *w = lua_tostring(L, -1);
+    size_t len = strlen(w);
+    while (len && (w[len - 1] == ' ' || w[len - 1] == ':')) len--;
+    if (len >= n) len = n - 1;
+    memcpy(buf, w, len);
+    buf[len] = '\0';
+    lua_pop(L, 1);
+}
+
+/* ===== tt.heatmap(x, path [, opts]) ===== */
+
+static int ltt_heatmap(lua_State *L)
+{
+    const tt_tensor *x = ltt_checktensor(L, 1);
+    const char *path = luaL_checkstring(L, 2);
+    const int opts = lua_isnoneornil(L, 3) ? 0 : 3;
+    if (opts) luaL_checktype(L, 3, LUA_TTABLE);
+    char shape[256], source[256];
+    tt_shape_str(x, shape, sizeof shape);
+    if (x->ndim == 0 || x->ndim > 3)
+        return luaL_error(L, "heatmap: expected a 2-D or 3-D tensor, got %s%s", shape,
+                          x->ndim > 3 ? "; draw one slice, e.g. x[1]" : "");
+    const int nd = x->ndim;
+    const int64_t P = nd == 3 ? x->shape[0] : 1, R = nd >= 2 ? x->shape[nd - 2] : 1,
+                  C = x->shape[nd - 1];
+
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    o.title = opt_string(L, opts, "heatmap", "title");
+    if (!o.title) o.title = x->label;
+    o.xtitle = opt_string(L, opts, "heatmap", "xtitle");
+    o.ytitle = opt_string(L, opts, "heatmap", "ytitle");
+    /* axis titles from the dim names; one name on both axes ("N", "N")
+       says less than "Key (N)" and "Query (N)" */
+    const char *xn = x->names[nd - 1], *yn = nd >= 2 ? x->names[nd - 2] : NULL;
+    char xbuf[64], ybuf[64];
+    if (xn && yn && !strcmp(xn, yn)) {
+        snprintf(xbuf, sizeof xbuf, "Key (%.40s)", xn);
+        snprintf(ybuf, sizeof ybuf, "Query (%.40s)", yn);
+        xn = xbuf;
+        yn = ybuf;
+    }
+    if (!o.xtitle && xn) o.xtitle = xn;
+    if (!o.ytitle && yn) o.ytitle = yn;
+    o.xlabels = opt_strings(L, opts, "heatmap", "xlabels", &o.nxlabels);
+    o.ylabels = opt_strings(L, opts, "heatmap", "ylabels", &o.nylabels);
+    o.panel_titles = opt_strings(L, opts, "heatmap", "panel_titles", &o.npanel_titles);
+    o.cmap = opt_string(L, opts, "heatmap", "cmap");
+    o.downsample = opt_string(L, opts, "heatmap", "downsample");
+    o.vmin = opt_number(L, opts, "heatmap", "vmin", &o.has_vmin);
+    o.vmax = opt_number(L, opts, "heatmap", "vmax", &o.has_vmax);
+    int has;
+    const double dec = opt_number(L, opts, "heatmap", "decimals", &has);
+    if (has) o.decimals = dec < 0 ? 0 : dec > 8 ? 8 : (int)dec;
+    if (opts) {
+        if (lua_getfield(L, opts, "annotate") != LUA_TNIL) o.annotate = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+        if (lua_getfield(L, opts, "colorbar") != LUA_TNIL) o.colorbar = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+    }
+    o.row_scale = opt_flag(L, opts, "row_scale", 0);
+    if (nd == 3 && P <= 64 && !o.panel_titles && x->names[0] && strcmp(x->names[0], "H") &&
+        strcmp(x->names[0], "head")) {
+        /* panels named after their dim: "B 1", "B 2", ... */
+        char **titles = lua_newuserdatauv(L, (size_t)P * (sizeof(char *) + 32), 0);
+        char *text = (char *)(titles + P);
+        for (int64_t p = 0; p < P; p++) {
+            titles[p] = text + p * 32;
+            snprintf(titles[p], 32, "%.20s %lld", x->names[0], (long long)p + 1);
+        }
+        o.panel_titles = (const char *const *)titles;
+        o.npanel_titles = (int)P;
+    }
+    where(L, source, sizeof source);
+    o.meta.source = source;
+    o.meta.shape = shape;
+    o.meta.title = o.title;
+
+    const int64_t n = tt_numel(x);
+    tt_status st;
+    if (n == 0) {
+        st = tt_heatmap_write(path, NULL, P, R, C, &o);   /* reports the empty shape */
+    } else {
+        float *data = to_floats(x, n);
+        if (!data) return luaL_error(L, "heatmap: out of memory copying %s", shape);
+        st = tt_heatmap_write(path, data, P, R, C, &o);
+        free(data);
+    }
+    if (st != TT_OK) return luaL_error(L, "%s", tt_errmsg());
+    lua_pushstring(L, path);
+    return 1;
+}
+
+/* ===== tt.bars(x, path [, opts]) ===== */
+
+static int ltt_bars(lua_State *L)
+{
+    const tt_tensor *x = ltt_checktensor(L, 1);
+    const char *path = luaL_checkstring(L, 2);
+    const int opts = lua_isnoneornil(L, 3) ? 0 : 3;
+    if (opts) luaL_checktype(L, 3, LUA_TTABLE);
+    char shape[256], source[256];
+    tt_shape_str(x, shape, sizeof shape);
+    if (x->ndim == 0 || x->ndim > 2)
+        return luaL_error(L, "bars: expected a vector or a matrix (one group of bars a row), got %s",
+                          shape);
+    const int64_t R = x->ndim == 2 ? x->shape[0] : 1, C = x->shape[x->ndim - 1];
+
+    tt_bars_opts o;
+    tt_bars_opts_init(&o);
+    o.title = opt_string(L, opts, "bars", "title");
+    if (!o.title) o.title = x->label;
+    o.xlabels = opt_strings(L, opts, "bars", "xlabels", &o.nxlabels);
+    o.series_labels = opt_strings(L, opts, "bars", "labels", &o.nseries);
+    int has;
+    const double dec = opt_number(L, opts, "bars", "decimals", &has);
+    if (has) o.decimals = dec < 0 ? 0 : dec > 8 ? 8 : (int)dec;
+    where(L, source, sizeof source);
+    o.meta.source = source;
+    o.meta.shape = shape;
+    o.meta.title = o.title;
+
+    const int64_t n = tt_numel(x);
+    tt_status st;
+    if (n == 0) {
+        st = tt_bars_write(path, NULL, R, C, &o);
+    } else {
+        float *data = to_floats(x, n);
+        if (!data) return luaL_error(L, "bars: out of memory copying %s", shape);
+        st = tt_bars_write(path, data, R, C, &o);
+        free(data);
+    }
+    if (st != TT_OK) return luaL_error(L, "%s", tt_errmsg());
+    lua_pushstring(L, path);
+    return 1;
+}
+
+/* ===== tt.flow(path [, opts]) ===== */
+
+static int ltt_flow(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    const int opts = lua_isnoneornil(L, 2) ? 0 : 2;
+    if (opts) luaL_checktype(L, 2, LUA_TTABLE);
+    char source[256];
+    tt_flow_opts o;
+    memset(&o, 0, sizeof o);
+    o.title = opt_string(L, opts, "flow", "title");
+    where(L, source, sizeof source);
+    o.meta.source = source;
+    o.meta.title = o.title;
+    if (tt_flow_write(path, &o) != TT_OK) return luaL_error(L, "%s", tt_errmsg());
+    lua_pushstring(L, path);
+    return 1;
+}
+
+static const luaL_Reg figlib[] = {
+    { "heatmap", ltt_heatmap },
+    { "bars", ltt_bars },
+    { "flow", ltt_flow },
+    { NULL, NULL },
+};
+
+void ltt_open_figures(lua_State *L)
+{
+    luaL_setfuncs(L, figlib, 0);
+}

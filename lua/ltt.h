@@ -1,0 +1,53 @@
+/*
+** ltt.h — shared by the files of the `tt` Lua library (lua/): the tensor
+** userdata, argument helpers, and the trace glue. Indices and dims are
+** converted from Lua's 1-based (and negative) form here, once.
+*/
+#ifndef LTT_H
+#define LTT_H
+
+#include <lua.h>
+#include <lauxlib.h>
+
+#include "tt.h"
+
+#define LTT_TENSOR "tt.Tensor"
+
+/* A new empty tensor userdata (metatable set) on the stack; fill it with a
+   core call, then ltt_check. Empty userdata are harmless to collect. */
+tt_tensor *ltt_newtensor(lua_State *L);
+/* The tensor at idx (argument error otherwise). */
+tt_tensor *ltt_checktensor(lua_State *L, int idx);
+tt_tensor *ltt_totensor(lua_State *L, int idx);      /* NULL if not one */
+/* luaL_error with printf formats (%lld, %g); flushes the trace first. */
+int ltt_error(lua_State *L, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Raises tt_errmsg() as a Lua error (with file:line) unless st == TT_OK. */
+void ltt_check(lua_State *L, tt_status st);
+/* A dim argument: 1-based integer, negative from the end, or a dim name.
+   allow_end accepts ndim+1 (unsqueeze). Returns the 0-based dim. */
+int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const char *op);
+
+/* Trace (ltrace.c). */
+typedef enum { LTT_TRACE_OFF, LTT_TRACE_SHAPES, LTT_TRACE_VALUES } ltt_trace_mode;
+/* Starts tracing to stdout at `mode` and, when json_path != NULL, JSON
+   Lines to that file. Returns 0 and an error in *err on failure. */
+int ltt_trace_start(lua_State *L, ltt_trace_mode mode, const char *json_path, const char **err);
+/* Prints the events still held back (call before any other output). */
+void ltt_trace_flush(void);
+void ltt_trace_stop(void);
+/* While muted (nesting count), events are not shown (parameter init). */
+void ltt_trace_mute(int on);
+/* A label given to tensor id (updates held-back events and tt.flow). */
+void ltt_trace_label(uint64_t id, const char *label);
+/* Registers source text for a chunk name ("=(command line)", stdin). */
+void ltt_trace_source(const char *chunkname, const char *text);
+void ltt_open_trace(lua_State *L);        /* sets tt.trace in the table on top */
+void ltt_open_figures(lua_State *L);      /* tt.heatmap, tt.bars, tt.flow */
+
+int luaopen_tt(lua_State *L);
+
+#endif

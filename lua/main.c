@@ -1,0 +1,384 @@
+/*
+** main.c — the tensortrace command: runs a script, a chunk (-e) or the
+** REPL with the `tt` module loaded and the trace on. Errors go to stderr
+** with file:line and a traceback; exit 1 for a script error, 2 for usage.
+*/
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <lua.h>
+#include <lualib.h>
+#include <lauxlib.h>
+
+#include "ltt.h"
+
+#define PROGNAME "tensortrace"
+
+static const char usage_text[] =
+    "usage: " PROGNAME " [options] script.lua [args...]   run a lesson or any script\n"
+    "       " PROGNAME " [options] -e 'lua code'          run a chunk\n"
+    "       " PROGNAME "                                  interactive REPL\n"
+    "options:\n"
+    "  -q, --quiet                  no trace (same as --trace=off)\n"
+    "  --trace=off|shapes|values    shapes (default): one line per op; values: also print small results\n"
+    "  --trace-json FILE            also write the trace as JSON Lines\n"
+    "  --seed N                     seed of tt.randn / tt.rand (default 0)\n"
+    "  --threads N                  kernel threads (default: all cores; env TT_NUM_THREADS)\n"
+    "  --max-memory SIZE            cap on tensor memory, e.g. 512M or 2G\n"
+    "  --timeout SECONDS            stop a runaway script with an error\n"
+    "  --version, --help\n";
+
+typedef struct options {
+    ltt_trace_mode trace;
+    const char *json;
+    const char *chunk;           /* -e */
+    const char *script;
+    int script_arg;              /* argv index of the script */
+    long long seed;
+    int threads;
+    long long max_memory;
+    double timeout;
+} options;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, PROGNAME ": ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(try '" PROGNAME " --help')\n");
+    return 2;
+}
+
+/* "2G", "512M", "100K", "1000000" -> bytes; -1 when malformed. */
+static long long parse_size(const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v > 0)) return -1;
+    double mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0; end++; break;
+    case 'm': case 'M': mul = 1048576.0; end++; break;
+    case 'g': case 'G': mul = 1073741824.0; end++; break;
+    case 't': case 'T': mul = 1099511627776.0; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end || v * mul > 9e18) return -1;
+    return (long long)(v * mul);
+}
+
+/* Value of "--opt=value" or "--opt value"; advances *i for the latter. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (strcmp(argv[*i], name) == 0) return *i + 1 < argc ? argv[++*i] : NULL;
+    return NULL;
+}
+
+static int is_opt(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == 0 || arg[n] == '=');
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->trace = LTT_TRACE_SHAPES;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            o->script = a;
+            o->script_arg = i;
+            return -1;
+        }
+        if (strcmp(a, "--") == 0) {
+            if (i + 1 < argc) {
+                o->script = argv[i + 1];
+                o->script_arg = i + 1;
+            }
+            return -1;
+        }
+        if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            o->trace = LTT_TRACE_OFF;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0) {
+            printf(PROGNAME " " TT_VERSION " (%s)\n", LUA_RELEASE);
+            return 0;
+        } else if (strcmp(a, "-e") == 0) {
+            if (i + 1 >= argc) return usage_error("'-e' needs a chunk of Lua code%s", "");
+            o->chunk = argv[++i];
+            o->script_arg = i + 1;
+            return -1;
+        } else if (is_opt(a, "--trace")) {
+            if ((v = opt_value(argc, argv, &i, "--trace")) == NULL) return usage_error("'--trace' needs off, shapes or values%s", "");
+            if (strcmp(v, "off") == 0) o->trace = LTT_TRACE_OFF;
+            else if (strcmp(v, "shapes") == 0) o->trace = LTT_TRACE_SHAPES;
+            else if (strcmp(v, "values") == 0) o->trace = LTT_TRACE_VALUES;
+            else return usage_error("unknown trace level '%s' (expected off, shapes or values)", v);
+        } else if (is_opt(a, "--trace-json")) {
+            if ((v = opt_value(argc, argv, &i, "--trace-json")) == NULL || !*v) return usage_error("'--trace-json' needs a file name%s", "");
+            o->json = v;
+        } else if (is_opt(a, "--seed")) {
+            char *end;
+            if ((v = opt_value(argc, argv, &i, "--seed")) == NULL) return usage_error("'--seed' needs a number%s", "");
+            o->seed = strtoll(v, &end, 10);
+            if (*end || end == v) return usage_error("'--seed' needs an integer, got '%s'", v);
+        } else if (is_opt(a, "--threads")) {
+            char *end;
+            if ((v = opt_value(argc, argv, &i, "--threads")) == NULL) return usage_error("'--threads' needs a number%s", "");
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 1 || n > 1024) return usage_error("'--threads' needs a count from 1 to 1024, got '%s'", v);
+            o->threads = (int)n;
+        } else if (is_opt(a, "--max-memory")) {
+            if ((v = opt_value(argc, argv, &i, "--max-memory")) == NULL) return usage_error("'--max-memory' needs a size like 2G%s", "");
+            o->max_memory = parse_size(v);
+            if (o->max_memory < 0) return usage_error("'--max-memory' needs a size like 512M or 2G, got '%s'", v);
+        } else if (is_opt(a, "--timeout")) {
+            char *end;
+            if ((v = opt_value(argc, argv, &i, "--timeout")) == NULL) return usage_error("'--timeout' needs seconds%s", "");
+            o->timeout = strtod(v, &end);
+            if (*end || end == v || !(o->timeout > 0)) return usage_error("'--timeout' needs a positive number of seconds, got '%s'", v);
+        } else {
+            return usage_error("unknown option '%s'", a);
+        }
+    }
+    return -1;
+}
+
+/* ===== Running chunks ===== */
+
+static double deadline;          /* tt_now_ns seconds; 0 = none */
+static double timeout_s;
+
+static void timeout_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    if (deadline > 0 && (double)tt_now_ns() * 1e-9 > deadline)
+        ltt_error(L, "timeout: the script ran longer than %g s (--timeout)", timeout_s);
+}
+
+static int msghandler(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+static int report(lua_State *L, int status)
+{
+    if (status != LUA_OK) {
+        ltt_trace_flush();
+        fflush(stdout);
+        fprintf(stderr, PROGNAME ": %s\n", lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+    return status;
+}
+
+static int docall(lua_State *L, int narg, int nres)
+{
+    int base = lua_gettop(L) - narg;
+    lua_pushcfunction(L, msghandler);
+    lua_insert(L, base);
+    int status = lua_pcall(L, narg, nres, base);
+    lua_remove(L, base);
+    return status;
+}
+
+/* The global `arg` table as lua.c makes it: script at 0, its args 1..n. */
+static void create_arg_table(lua_State *L, int argc, char **argv, int script)
+{
+    lua_createtable(L, argc - script, script + 1);
+    for (int i = 0; i < argc; i++) {
+        lua_pushstring(L, argv[i]);
+        lua_rawseti(L, -2, i - script);
+    }
+    lua_setglobal(L, "arg");
+}
+
+static int run_script(lua_State *L, const char *path, int argc, char **argv, int script_arg)
+{
+    int status = luaL_loadfile(L, strcmp(path, "-") == 0 ? NULL : path);
+    if (status != LUA_OK) return report(L, status);  /* LUA_ERRFILE: exit 2 */
+    int n = 0;
+    for (int i = script_arg + 1; i < argc; i++, n++) lua_pushstring(L, argv[i]);
+    return report(L, docall(L, n, 0));
+}
+
+/* ===== REPL ===== */
+
+#if defined(TT_HAVE_READLINE)
+#include <readline/readline.h>
+#include <readline/history.h>
+static char *read_line(const char *prompt) { return readline(prompt); }
+static void remember(const char *line) { if (*line) add_history(line); }
+#else
+static char *read_line(const char *prompt)
+{
+    static char buf[4096];
+    fputs(prompt, stdout);
+    fflush(stdout);
+    if (fgets(buf, sizeof buf, stdin) == NULL) return NULL;
+    size_t n = strlen(buf);
+    if (n && buf[n - 1] == '\n') buf[n - 1] = 0;
+    char *copy = malloc(strlen(buf) + 1);
+    if (copy) strcpy(copy, buf);
+    return copy;
+}
+static void remember(const char *line) { (void)line; }
+#endif
+
+static int incomplete(lua_State *L, int status)
+{
+    if (status == LUA_ERRSYNTAX) {
+        size_t lmsg;
+        const char *msg = lua_tolstring(L, -1, &lmsg);
+        if (lmsg >= 5 && strcmp(msg + lmsg - 5, "<eof>") == 0) {
+            lua_pop(L, 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Compiles the buffer as "return <expr>" first, then as a statement. */
+static int load_repl_chunk(lua_State *L, const char *code)
+{
+    static const char *chunkname = "=stdin";
+    lua_pushfstring(L, "return %s;", code);
+    const char *ret = lua_tostring(L, -1);
+    int status = luaL_loadbuffer(L, ret, strlen(ret), chunkname);
+    lua_remove(L, -2);
+    if (status == LUA_OK) {
+        ltt_trace_source(chunkname, ret);
+        return status;
+    }
+    lua_pop(L, 1);
+    status = luaL_loadbuffer(L, code, strlen(code), chunkname);
+    if (status == LUA_OK) ltt_trace_source(chunkname, code);
+    return status;
+}
+
+static void print_results(lua_State *L)
+{
+    int n = lua_gettop(L);
+    if (n == 0) return;
+    luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
+    lua_getglobal(L, "print");
+    lua_insert(L, 1);
+    if (lua_pcall(L, n, 0, 0) != LUA_OK)
+        fprintf(stderr, PROGNAME ": error calling 'print' (%s)\n", lua_tostring(L, -1));
+}
+
+static void repl(lua_State *L)
+{
+    printf(PROGNAME " " TT_VERSION " — tensors of attention, traced. %s\n"
+           "Type Lua; the global 'tt' is loaded. Expressions print their value. Ctrl-D quits.\n",
+           LUA_RELEASE);
+    for (;;) {
+        char *line = read_line("tt> ");
+        if (line == NULL) break;
+        luaL_Buffer b;
+        luaL_buffinit(L, &b);
+        luaL_addstring(&b, line);
+        remember(line);
+        free(line);
+        luaL_pushresult(&b);
+        int status;
+        /* keep reading lines while the chunk is incomplete */
+        while ((status = load_repl_chunk(L, lua_tostring(L, -1))) != LUA_OK && incomplete(L, status)) {
+            char *more = read_line("  > ");
+            if (more == NULL) break;
+            remember(more);
+            lua_pushliteral(L, "\n");
+            lua_pushstring(L, more);
+            free(more);
+            lua_concat(L, 3);
+        }
+        if (status == LUA_OK) {
+            lua_remove(L, -2);           /* the source text */
+            deadline = timeout_s > 0 ? (double)tt_now_ns() * 1e-9 + timeout_s : 0;
+            status = docall(L, 0, LUA_MULTRET);
+            ltt_trace_flush();
+            if (status == LUA_OK) print_results(L);
+            else report(L, status);
+        } else {
+            if (lua_type(L, -1) == LUA_TSTRING) report(L, status);
+            else lua_pop(L, 1);
+            lua_pop(L, 1);
+        }
+        lua_settop(L, 0);
+    }
+    putchar('\n');
+}
+
+/* ===== main ===== */
+
+static int open_tt(lua_State *L)
+{
+    luaL_requiref(L, "tt", luaopen_tt, 1);   /* global tt and package.loaded.tt */
+    lua_pop(L, 1);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int r = parse_args(argc, argv, &o);
+    if (r >= 0) return r;
+
+    if (o.threads > 0) tt_set_num_threads(o.threads);
+    if (o.max_memory > 0) tt_set_max_memory(o.max_memory);
+    tt_manual_seed((uint64_t)o.seed);
+
+    lua_State *L = luaL_newstate();
+    if (L == NULL) {
+        fprintf(stderr, PROGNAME ": cannot create the Lua state (out of memory)\n");
+        return 1;
+    }
+    luaL_openlibs(L);
+    open_tt(L);
+    const char *err = NULL;
+    if (!ltt_trace_start(L, o.trace, o.json, &err)) {
+        fprintf(stderr, PROGNAME ": %s '%s': %s\n", err, o.json, strerror(errno));
+        lua_close(L);
+        return 2;
+    }
+    timeout_s = o.timeout;
+    if (o.timeout > 0) {
+        deadline = (double)tt_now_ns() * 1e-9 + o.timeout;
+        lua_sethook(L, timeout_hook, LUA_MASKCOUNT, 10000);
+    }
+
+    int status = LUA_OK;
+    if (o.chunk) {
+        create_arg_table(L, argc, argv, o.script_arg - 1);
+        ltt_trace_source("=(command line)", o.chunk);
+        status = luaL_loadbuffer(L, o.chunk, strlen(o.chunk), "=(command line)");
+        if (status == LUA_OK) status = docall(L, 0, 0);
+        report(L, status);
+    } else if (o.script) {
+        create_arg_table(L, argc, argv, o.script_arg);
+        status = run_script(L, o.script, argc, argv, o.script_arg);
+    } else {
+        create_arg_table(L, argc, argv, 0);
+        repl(L);
+    }
+    ltt_trace_stop();
+    lua_close(L);
+    if (status == LUA_ERRFILE) return 2;   /* the script named on the command line is missing */
+    return status == LUA_OK ? 0 : 1;
+}

@@ -1,0 +1,1217 @@
+/*
+** tt_lua.c — the `tt` Lua module: creation functions, the "tt.Tensor"
+** metatable (methods and operators), tt.nn.Linear and the checks.
+** Every call converts Lua arguments, calls one core op, and turns a
+** failure into a Lua error that carries the script's file:line.
+*/
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ltt.h"
+
+/* ===== Userdata and argument helpers ===== */
+
+tt_tensor *ltt_newtensor(lua_State *L)
+{
+    tt_tensor *t = lua_newuserdatauv(L, sizeof *t, 0);
+    memset(t, 0, sizeof *t);
+    luaL_setmetatable(L, LTT_TENSOR);
+    return t;
+}
+
+tt_tensor *ltt_totensor(lua_State *L, int idx)
+{
+    tt_tensor *t = luaL_testudata(L, idx, LTT_TENSOR);
+    return t && t->storage ? t : NULL;
+}
+
+tt_tensor *ltt_checktensor(lua_State *L, int idx)
+{
+    tt_tensor *t = luaL_checkudata(L, idx, LTT_TENSOR);
+    if (t->storage == NULL) luaL_argerror(L, idx, "tensor was closed");
+    return t;
+}
+
+void ltt_check(lua_State *L, tt_status st)
+{
+    if (st != TT_OK) ltt_error(L, "%s", tt_errmsg());
+}
+
+int ltt_error(lua_State *L, const char *fmt, ...)
+{
+    char buf[1024];                 /* lua_pushfstring lacks %lld and %g */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    ltt_trace_flush();
+    return luaL_error(L, "%s", buf);
+}
+
+static const char *shape_of(const tt_tensor *t, char *buf, size_t n) { return tt_shape_str(t, buf, n); }
+
+int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const char *op)
+{
+    char shp[256];
+    int n = t->ndim + (allow_end ? 1 : 0);
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        const char *name = tt_intern(lua_tostring(L, idx));
+        for (int i = 0; i < t->ndim; i++)
+            if (t->names[i] == name) return i;
+        return ltt_error(L, "%s: no dim named '%s' in %s", op, name, shape_of(t, shp, sizeof shp));
+    }
+    if (!lua_isinteger(L, idx)) {
+        if (lua_type(L, idx) == LUA_TNUMBER)
+            return ltt_error(L, "%s: dim must be an integer, got %s", op, lua_tostring(L, idx));
+        return ltt_error(L, "%s: dim must be an integer or a dim name, got %s", op, luaL_typename(L, idx));
+    }
+    lua_Integer d = lua_tointeger(L, idx);
+    if (d >= 1 && d <= n) return (int)(d - 1);
+    if (d < 0 && d >= -n) return (int)(d + n);
+    if (n == 0)
+        return ltt_error(L, "%s: dim %d given but %s has no dims", op, (int)d, shape_of(t, shp, sizeof shp));
+    return ltt_error(L, "%s: dim %lld out of range for %s (expected 1..%d or -%d..-1)", op, (long long)d,
+                      shape_of(t, shp, sizeof shp), n, n);
+}
+
+static int optdim(lua_State *L, int idx, const tt_tensor *t, int def, const char *op)
+{
+    return lua_isnoneornil(L, idx) ? def : ltt_checkdim(L, idx, t, 0, op);
+}
+
+/* Shape from varargs of integers or one table, starting at idx; stops at
+   the first non-number (dtype strings, values). Returns ndim. */
+static int checkshape(lua_State *L, int idx, int64_t *shape, const char *op, int *next)
+{
+    int n = 0;
+    if (lua_istable(L, idx)) {
+        lua_Integer len = luaL_len(L, idx);
+        if (len > TT_MAX_DIMS) ltt_error(L, "%s: %d dims given, at most %d are supported", op, (int)len, TT_MAX_DIMS);
+        for (lua_Integer i = 1; i <= len; i++) {
+            lua_geti(L, idx, i);
+            if (!lua_isinteger(L, -1))
+                ltt_error(L, "%s: size %d must be an integer, got %s", op, (int)i,
+                           lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
+            shape[n++] = lua_tointeger(L, -1);
+            lua_pop(L, 1);
+        }
+        if (next) *next = idx + 1;
+        return n;
+    }
+    int top = lua_gettop(L);
+    for (; idx <= top && lua_type(L, idx) == LUA_TNUMBER; idx++) {
+        if (n == TT_MAX_DIMS) ltt_error(L, "%s: more than %d dims given", op, TT_MAX_DIMS);
+        if (!lua_isinteger(L, idx))
+            ltt_error(L, "%s: size %d must be an integer, got %s", op, n + 1, lua_tostring(L, idx));
+        shape[n++] = lua_tointeger(L, idx);
+    }
+    if (next) *next = idx;
+    return n;
+}
+
+static void check_sizes(lua_State *L, int ndim, const int64_t *shape, const char *op)
+{
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0) ltt_error(L, "%s: size %lld at dim %d is negative", op, (long long)shape[i], i + 1);
+}
+
+static tt_dtype optdtype(lua_State *L, int idx, const char *op)
+{
+    if (lua_isnoneornil(L, idx)) return TT_FLOAT32;
+    const char *s = luaL_checkstring(L, idx);
+    if (strcmp(s, "float32") == 0 || strcmp(s, "float") == 0) return TT_FLOAT32;
+    if (strcmp(s, "bool") == 0) return TT_BOOL;
+    ltt_error(L, "%s: unknown dtype '%s' (expected \"float32\" or \"bool\")", op, s);
+    return TT_FLOAT32;
+}
+
+static void push_ints(lua_State *L, int n, const int64_t *v)
+{
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushinteger(L, v[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+/* ===== Creation ===== */
+
+/* tt.tensor(nested_table [, dtype]): walk once for the shape (rejecting
+   ragged tables), then fill a flat buffer. */
+typedef struct nested {
+    int ndim;
+    int64_t shape[TT_MAX_DIMS];
+    int has_bool, has_number;
+} nested;
+
+static void nested_shape(lua_State *L, int idx, int depth, nested *nt, const char *path)
+{
+    if (lua_istable(L, idx)) {
+        if (depth >= TT_MAX_DIMS) ltt_error(L, "tensor: table nested deeper than %d levels", TT_MAX_DIMS);
+        lua_Integer len = luaL_len(L, idx);
+        if (depth == nt->ndim) {
+            nt->shape[depth] = len;
+            nt->ndim++;
+        } else if (depth > nt->ndim || nt->shape[depth] != len) {
+            ltt_error(L, "tensor: ragged nested table: %s has %lld elements where %lld were expected", path,
+                       (long long)len, (long long)(depth < nt->ndim ? nt->shape[depth] : 0));
+        }
+        if (len > 0) {
+            lua_geti(L, idx, 1);
+            char sub[128];
+            snprintf(sub, sizeof sub, "%s[1]", path);
+            nested_shape(L, lua_gettop(L), depth + 1, nt, sub);
+            lua_pop(L, 1);
+        }
+        return;
+    }
+    if (depth != nt->ndim) ltt_error(L, "tensor: ragged nested table: %s is a %s where a table was expected",
+                                      path, luaL_typename(L, idx));
+}
+
+static void nested_fill(lua_State *L, int idx, int depth, const nested *nt, tt_dtype dt, char *buf,
+                        int64_t *pos, char *path, size_t pathlen)
+{
+    if (depth == nt->ndim) {
+        int ty = lua_type(L, idx);
+        if (ty == LUA_TTABLE)
+            ltt_error(L, "tensor: ragged nested table: %s is a table where a value was expected", path);
+        if (ty != LUA_TNUMBER && ty != LUA_TBOOLEAN)
+            ltt_error(L, "tensor: %s is a %s, expected a number%s", path, luaL_typename(L, idx),
+                       dt == TT_BOOL ? " or boolean" : "");
+        double v = ty == LUA_TBOOLEAN ? (double)lua_toboolean(L, idx) : lua_tonumber(L, idx);
+        if (dt == TT_BOOL) ((uint8_t *)buf)[*pos] = v != 0.0;
+        else ((float *)buf)[*pos] = (float)v;
+        (*pos)++;
+        return;
+    }
+    if (!lua_istable(L, idx))
+        ltt_error(L, "tensor: ragged nested table: %s is a %s where a table was expected", path, luaL_typename(L, idx));
+    lua_Integer len = luaL_len(L, idx);
+    if (len != nt->shape[depth])
+        ltt_error(L, "tensor: ragged nested table: %s has %lld elements where %lld were expected", path,
+                   (long long)len, (long long)nt->shape[depth]);
+    size_t base = strlen(path);
+    for (lua_Integer i = 1; i <= len; i++) {
+        snprintf(path + base, pathlen - base, "[%lld]", (long long)i);
+        lua_geti(L, idx, i);
+        nested_fill(L, lua_gettop(L), depth + 1, nt, dt, buf, pos, path, pathlen);
+        lua_pop(L, 1);
+    }
+    path[base] = 0;
+}
+
+static int ltt_tensor_new(lua_State *L)
+{
+    int ty = lua_type(L, 1);
+    if (ty != LUA_TTABLE && ty != LUA_TNUMBER && ty != LUA_TBOOLEAN)
+        return luaL_argerror(L, 1, lua_pushfstring(L, "nested table or number expected, got %s", luaL_typename(L, 1)));
+    nested nt = {0};
+    nested_shape(L, 1, 0, &nt, "t");
+    /* dtype: given, else bool when the first leaf is a boolean */
+    tt_dtype dt = TT_FLOAT32;
+    if (!lua_isnoneornil(L, 2)) dt = optdtype(L, 2, "tensor");
+    else {
+        lua_pushvalue(L, 1);
+        for (int d = 0; d < nt.ndim && lua_istable(L, -1); d++) {
+            if (nt.shape[d] == 0) break;
+            lua_geti(L, -1, 1);
+            lua_remove(L, -2);
+        }
+        if (lua_type(L, -1) == LUA_TBOOLEAN) dt = TT_BOOL;
+        lua_pop(L, 1);
+    }
+    int64_t n = 1;
+    for (int i = 0; i < nt.ndim; i++) n *= nt.shape[i];
+    /* the buffer is a userdata so a Lua error while filling cannot leak it */
+    char *buf = lua_newuserdatauv(L, (size_t)(n ? n : 1) * tt_dtype_size(dt), 0);
+    int64_t pos = 0;
+    char path[512] = "t";
+    nested_fill(L, 1, 0, &nt, dt, buf, &pos, path, sizeof path);
+    tt_tensor *t = ltt_newtensor(L);
+    ltt_check(L, tt_from_buffer(t, dt, nt.ndim, nt.shape, buf));
+    return 1;
+}
+
+/* tt.zeros / tt.ones / tt.rand / tt.randn share shape parsing. */
+static int create(lua_State *L, int kind, const char *op)
+{
+    int64_t shape[TT_MAX_DIMS];
+    int next;
+    int ndim = checkshape(L, 1, shape, op, &next);
+    check_sizes(L, ndim, shape, op);
+    tt_dtype dt = kind <= 1 ? optdtype(L, next, op) : TT_FLOAT32;
+    if (kind > 1 && !lua_isnone(L, next))
+        ltt_error(L, "%s: sizes must be integers, got %s", op, luaL_typename(L, next));
+    tt_tensor *t = ltt_newtensor(L);
+    tt_status st = kind == 0 ? tt_zeros(t, dt, ndim, shape)
+                 : kind == 1 ? tt_ones(t, dt, ndim, shape)
+                 : kind == 2 ? tt_rand(t, ndim, shape) : tt_randn(t, ndim, shape);
+    ltt_check(L, st);
+    return 1;
+}
+
+static int ltt_zeros(lua_State *L) { return create(L, 0, "zeros"); }
+static int ltt_ones(lua_State *L) { return create(L, 1, "ones"); }
+static int ltt_rand(lua_State *L) { return create(L, 2, "rand"); }
+static int ltt_randn(lua_State *L) { return create(L, 3, "randn"); }
+
+static int ltt_full(lua_State *L)
+{
+    int64_t shape[TT_MAX_DIMS];
+    int top = lua_gettop(L);
+    int ndim;
+    double v;
+    if (lua_istable(L, 1)) {
+        ndim = checkshape(L, 1, shape, "full", NULL);
+        v = luaL_checknumber(L, 2);
+    } else {
+        if (top < 1 || lua_type(L, top) != LUA_TNUMBER)
+            return ltt_error(L, "full: expects sizes then a value: tt.full(2, 3, 0.5) or tt.full({2, 3}, 0.5)");
+        v = lua_tonumber(L, top);
+        lua_settop(L, top - 1);
+        ndim = checkshape(L, 1, shape, "full", NULL);
+    }
+    check_sizes(L, ndim, shape, "full");
+    tt_tensor *t = ltt_newtensor(L);
+    ltt_check(L, tt_full(t, TT_FLOAT32, ndim, shape, v));
+    return 1;
+}
+
+static int ltt_arange(lua_State *L)
+{
+    double a = 0, b, step = 1;
+    if (lua_isnoneornil(L, 2)) b = luaL_checknumber(L, 1);
+    else {
+        a = luaL_checknumber(L, 1);
+        b = luaL_checknumber(L, 2);
+        step = luaL_optnumber(L, 3, 1);
+    }
+    tt_tensor *t = ltt_newtensor(L);
+    ltt_check(L, tt_arange(t, a, b, step));
+    return 1;
+}
+
+static int ltt_eye(lua_State *L)
+{
+    lua_Integer n = luaL_checkinteger(L, 1), m = luaL_optinteger(L, 2, n);
+    if (n < 0 || m < 0) return ltt_error(L, "eye: sizes must be non-negative, got %lld, %lld", (long long)n, (long long)m);
+    tt_tensor *t = ltt_newtensor(L);
+    ltt_check(L, tt_eye(t, n, m));
+    return 1;
+}
+
+static int ltt_manual_seed(lua_State *L)
+{
+    tt_manual_seed((uint64_t)luaL_checkinteger(L, 1));
+    return 0;
+}
+
+static int ltt_clock(lua_State *L)
+{
+    lua_pushnumber(L, (lua_Number)tt_now_ns() * 1e-9);
+    return 1;
+}
+
+/* ===== Inspection ===== */
+
+static int t_shape(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    push_ints(L, t->ndim, t->shape);
+    return 1;
+}
+
+static int t_size(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    if (lua_isnoneornil(L, 2)) return t_shape(L);
+    lua_pushinteger(L, t->shape[ltt_checkdim(L, 2, t, 0, "size")]);
+    return 1;
+}
+
+static int t_dim(lua_State *L) { lua_pushinteger(L, ltt_checktensor(L, 1)->ndim); return 1; }
+static int t_numel(lua_State *L) { lua_pushinteger(L, tt_numel(ltt_checktensor(L, 1))); return 1; }
+static int t_offset(lua_State *L) { lua_pushinteger(L, ltt_checktensor(L, 1)->offset); return 1; }
+static int t_dtype(lua_State *L) { lua_pushstring(L, tt_dtype_name(ltt_checktensor(L, 1)->dtype)); return 1; }
+static int t_is_contiguous(lua_State *L) { lua_pushboolean(L, tt_is_contiguous(ltt_checktensor(L, 1))); return 1; }
+
+static int t_stride(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    if (lua_isnoneornil(L, 2)) push_ints(L, t->ndim, t->stride);
+    else lua_pushinteger(L, t->stride[ltt_checkdim(L, 2, t, 0, "stride")]);
+    return 1;
+}
+
+static int t_shares_storage(lua_State *L)
+{
+    lua_pushboolean(L, ltt_checktensor(L, 1)->storage == ltt_checktensor(L, 2)->storage);
+    return 1;
+}
+
+static void push_elem(lua_State *L, const tt_tensor *t, int64_t flat)
+{
+    double v = tt_get(t, flat);
+    if (t->dtype == TT_BOOL) lua_pushboolean(L, v != 0.0);
+    else lua_pushnumber(L, v);
+}
+
+static int t_item(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    if (tt_numel(t) != 1) {
+        char shp[256];
+        return ltt_error(L, "item: needs a tensor with exactly one element, got %s (%lld elements)",
+                          shape_of(t, shp, sizeof shp), (long long)tt_numel(t));
+    }
+    push_elem(L, t, 0);
+    return 1;
+}
+
+static void totable_rec(lua_State *L, const tt_tensor *t, int d, int64_t *flat)
+{
+    if (d == t->ndim) {
+        push_elem(L, t, (*flat)++);
+        return;
+    }
+    lua_createtable(L, (int)t->shape[d], 0);
+    for (int64_t i = 0; i < t->shape[d]; i++) {
+        totable_rec(L, t, d + 1, flat);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+static int t_totable(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int64_t flat = 0;
+    luaL_checkstack(L, TT_MAX_DIMS + 4, "totable");
+    totable_rec(L, t, 0, &flat);
+    return 1;
+}
+
+static int t_tostring(lua_State *L)
+{
+    tt_tensor *t = luaL_checkudata(L, 1, LTT_TENSOR);
+    if (t->storage == NULL) {
+        lua_pushliteral(L, "tensor (closed)");
+        return 1;
+    }
+    char *s = tt_tensor_format(t);
+    if (s == NULL) return ltt_error(L, "tostring: out of memory");
+    lua_pushstring(L, s);
+    free(s);
+    return 1;
+}
+
+static int t_len(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    if (t->ndim == 0) return ltt_error(L, "#: a 0-d tensor has no length; use x:item()");
+    lua_pushinteger(L, t->shape[0]);
+    return 1;
+}
+
+static int t_gc(lua_State *L)
+{
+    tt_tensor *t = luaL_checkudata(L, 1, LTT_TENSOR);
+    tt_tensor_release(t);
+    return 0;
+}
+
+static int t_label(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    if (lua_isnoneornil(L, 2)) {
+        if (t->label) lua_pushstring(L, t->label);
+        else lua_pushnil(L);
+        return 1;
+    }
+    t->label = tt_intern(luaL_checkstring(L, 2));
+    ltt_trace_label(t->id, t->label);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_names(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    lua_createtable(L, t->ndim, 1);
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->names[i] == NULL) continue;
+        lua_pushstring(L, t->names[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_pushinteger(L, t->ndim);
+    lua_setfield(L, -2, "n");
+    return 1;
+}
+
+static int t_named(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    const char *names[TT_MAX_DIMS] = {0};
+    int table = lua_istable(L, 2);
+    int given = table ? (int)luaL_len(L, 2) : lua_gettop(L) - 1;
+    if (table && lua_getfield(L, 2, "n") == LUA_TNUMBER) given = (int)lua_tointeger(L, -1);
+    if (table) lua_pop(L, 1);
+    if (given != t->ndim) {
+        char shp[256];
+        return ltt_error(L, "named: %d names given for %s, which has %d dims", given,
+                          shape_of(t, shp, sizeof shp), t->ndim);
+    }
+    for (int i = 0; i < t->ndim; i++) {
+        int idx = i + 2;
+        if (table) { lua_geti(L, 2, i + 1); idx = -1; }
+        if (lua_type(L, idx) == LUA_TSTRING) names[i] = tt_intern(lua_tostring(L, idx));
+        else if (!lua_isnil(L, idx) && !(lua_isboolean(L, idx) && !lua_toboolean(L, idx)))
+            return ltt_error(L, "named: name %d must be a string or nil, got %s", i + 1, luaL_typename(L, idx));
+        if (table) lua_pop(L, 1);
+    }
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_named(out, t, names));
+    return 1;
+}
+
+/* ===== Views ===== */
+
+static int t_view_like(lua_State *L, int may_copy)
+{
+    const char *op = may_copy ? "reshape" : "view";
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int64_t shape[TT_MAX_DIMS];
+    int next;
+    int ndim = checkshape(L, 2, shape, op, &next);
+    if (!lua_isnone(L, next)) return ltt_error(L, "%s: sizes must be integers, got %s", op, luaL_typename(L, next));
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, may_copy ? tt_reshape(out, t, ndim, shape) : tt_view(out, t, ndim, shape));
+    return 1;
+}
+
+static int t_view(lua_State *L) { return t_view_like(L, 0); }
+static int t_reshape(lua_State *L) { return t_view_like(L, 1); }
+
+static int t_transpose(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int d1 = ltt_checkdim(L, 2, t, 0, "transpose"), d2 = ltt_checkdim(L, 3, t, 0, "transpose");
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_transpose(out, t, d1, d2));
+    return 1;
+}
+
+static int t_mT(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_mT(out, t));
+    return 1;
+}
+
+static int t_permute(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int perm[TT_MAX_DIMS];
+    int table = lua_istable(L, 2);
+    int given = table ? (int)luaL_len(L, 2) : lua_gettop(L) - 1;
+    if (given != t->ndim) {
+        char shp[256];
+        return ltt_error(L, "permute: %d dims given for %s, which has %d", given, shape_of(t, shp, sizeof shp), t->ndim);
+    }
+    for (int i = 0; i < t->ndim; i++) {
+        if (table) {
+            lua_geti(L, 2, i + 1);
+            perm[i] = ltt_checkdim(L, lua_gettop(L), t, 0, "permute");
+            lua_pop(L, 1);
+        } else {
+            perm[i] = ltt_checkdim(L, i + 2, t, 0, "permute");
+        }
+    }
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_permute(out, t, perm));
+    return 1;
+}
+
+static int t_narrow(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int d = ltt_checkdim(L, 2, t, 0, "narrow");
+    lua_Integer start = luaL_checkinteger(L, 3), len = luaL_checkinteger(L, 4);
+    if (start < 0) start += t->shape[d] + 1;     /* -1 is the last position */
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_narrow(out, t, d, start - 1, len));
+    return 1;
+}
+
+static int select_impl(lua_State *L, tt_tensor *t, int d, lua_Integer i)
+{
+    if (i < 0) i += t->shape[d] + 1;
+    if (i == 0) {
+        char shp[256];
+        return ltt_error(L, "select: index 0 is not valid for dim %d of %s; Lua counts from 1", d + 1,
+                          shape_of(t, shp, sizeof shp));
+    }
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_select(out, t, d, i - 1));
+    return 1;
+}
+
+static int t_select(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int d = ltt_checkdim(L, 2, t, 0, "select");
+    return select_impl(L, t, d, luaL_checkinteger(L, 3));
+}
+
+static int t_expand(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int64_t shape[TT_MAX_DIMS];
+    int ndim = checkshape(L, 2, shape, "expand", NULL);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_expand(out, t, ndim, shape));
+    return 1;
+}
+
+static int t_unsqueeze(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int d = ltt_checkdim(L, 2, t, 1, "unsqueeze");
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_unsqueeze(out, t, d));
+    return 1;
+}
+
+static int t_squeeze(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int d = optdim(L, 2, t, -1, "squeeze");
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_squeeze(out, t, d));
+    return 1;
+}
+
+static int t_contiguous(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_contiguous(out, t));
+    return 1;
+}
+
+static int t_clone(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_clone(out, t));
+    return 1;
+}
+
+/* chunk and split return a Lua list of views. */
+static int pieces(lua_State *L, int is_chunk)
+{
+    const char *op = is_chunk ? "chunk" : "split";
+    tt_tensor *t = ltt_checktensor(L, 1);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    int d = optdim(L, 3, t, 0, op);
+    if (n <= 0) return ltt_error(L, "%s: %s must be positive, got %lld", op, is_chunk ? "number of chunks" : "split size", (long long)n);
+    int64_t size = t->shape[d];
+    int64_t count = size == 0 ? 1 : is_chunk ? (n < size ? n : size) : (size + n - 1) / n;
+    if (count > 1000000) return ltt_error(L, "%s: %lld pieces is too many", op, (long long)count);
+    tt_tensor *outs = lua_newuserdatauv(L, (size_t)count * sizeof *outs, 0);   /* scratch, collected */
+    int got = 0;
+    tt_status st = is_chunk ? tt_chunk(outs, (int)count, &got, t, n, d) : tt_split(outs, (int)count, &got, t, n, d);
+    ltt_check(L, st);
+    lua_createtable(L, got, 0);
+    for (int i = 0; i < got; i++) {
+        tt_tensor *p = ltt_newtensor(L);
+        *p = outs[i];                   /* the reference moves into the userdata */
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+static int t_chunk(lua_State *L) { return pieces(L, 1); }
+static int t_split(lua_State *L) { return pieces(L, 0); }
+
+/* ===== Arithmetic and comparisons ===== */
+
+static int binop(lua_State *L, tt_binop op, const char *name)
+{
+    tt_tensor *a = ltt_totensor(L, 1), *b = ltt_totensor(L, 2);
+    if (a && b) {
+        tt_tensor *out = ltt_newtensor(L);
+        ltt_check(L, tt_binary(out, op, a, b));
+        return 1;
+    }
+    int ti = a ? 1 : 2, si = a ? 2 : 1;
+    if (!(a || b)) return ltt_error(L, "%s: expects a tensor operand, got %s and %s", name, luaL_typename(L, 1), luaL_typename(L, 2));
+    if (lua_type(L, si) != LUA_TNUMBER) {
+        char shp[256];
+        return ltt_error(L, "%s: expects a tensor or a number, got %s %s %s", name,
+                          a ? shape_of(a, shp, sizeof shp) : luaL_typename(L, 1), name,
+                          a ? luaL_typename(L, 2) : shape_of(b, shp, sizeof shp));
+    }
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_binary_scalar(out, op, a ? a : b, lua_tonumber(L, si), ti == 2));
+    return 1;
+}
+
+static int t_add(lua_State *L) { return binop(L, TT_ADD, "add"); }
+static int t_sub(lua_State *L) { return binop(L, TT_SUB, "sub"); }
+static int t_mul(lua_State *L) { return binop(L, TT_MUL, "mul"); }
+static int t_div(lua_State *L) { return binop(L, TT_DIV, "div"); }
+static int t_pow(lua_State *L) { return binop(L, TT_POW, "pow"); }
+static int t_maximum(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_MAXIMUM, "maximum"); }
+static int t_minimum(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_MINIMUM, "minimum"); }
+static int t_eq(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_EQ, "eq"); }
+static int t_ne(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_NE, "ne"); }
+static int t_lt(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_LT, "lt"); }
+static int t_le(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_LE, "le"); }
+static int t_gt(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_GT, "gt"); }
+static int t_ge(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_GE, "ge"); }
+static int t_band(lua_State *L) { return binop(L, TT_AND, "and"); }
+static int t_bor(lua_State *L) { return binop(L, TT_OR, "or"); }
+static int t_bxor(lua_State *L) { return binop(L, TT_XOR, "xor"); }
+
+static int unop(lua_State *L, tt_unop op)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_unary(out, op, t));
+    return 1;
+}
+
+static int t_unm(lua_State *L) { return unop(L, TT_NEG); }
+static int t_bnot(lua_State *L) { return unop(L, TT_NOT); }
+static int t_exp(lua_State *L) { return unop(L, TT_EXP); }
+static int t_log(lua_State *L) { return unop(L, TT_LOG); }
+static int t_sqrt(lua_State *L) { return unop(L, TT_SQRT); }
+static int t_abs(lua_State *L) { return unop(L, TT_ABS); }
+
+static int convert(lua_State *L, tt_dtype dt)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_to_dtype(out, t, dt));
+    return 1;
+}
+
+static int t_float(lua_State *L) { return convert(L, TT_FLOAT32); }
+static int t_bool(lua_State *L) { return convert(L, TT_BOOL); }
+
+/* ===== Reductions ===== */
+
+static int reduce(lua_State *L, tt_redop op, const char *name)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int d = optdim(L, 2, t, -1, name);
+    int keep = lua_toboolean(L, 3);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_reduce(out, op, t, d, keep));
+    return 1;
+}
+
+static int t_sum(lua_State *L) { return reduce(L, TT_SUM, "sum"); }
+static int t_mean(lua_State *L) { return reduce(L, TT_MEAN, "mean"); }
+static int t_std(lua_State *L) { return reduce(L, TT_STD, "std"); }
+static int t_var(lua_State *L) { return reduce(L, TT_VAR, "var"); }
+static int t_argmax(lua_State *L) { return reduce(L, TT_ARGMAX, "argmax"); }
+static int t_argmin(lua_State *L) { return reduce(L, TT_ARGMIN, "argmin"); }
+
+/* x:max() -> 0-d tensor; x:max(d [, keepdim]) -> values, 1-based indices */
+static int maxmin(lua_State *L, int is_min)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    if (lua_isnoneornil(L, 2)) return reduce(L, is_min ? TT_MIN : TT_MAX, is_min ? "min" : "max");
+    int d = ltt_checkdim(L, 2, t, 0, is_min ? "min" : "max");
+    int keep = lua_toboolean(L, 3);
+    tt_tensor *v = ltt_newtensor(L);
+    tt_tensor *i = ltt_newtensor(L);
+    ltt_check(L, tt_max_dim(v, i, t, d, keep, is_min));
+    return 2;
+}
+
+static int t_max(lua_State *L) { return maxmin(L, 0); }
+static int t_min(lua_State *L) { return maxmin(L, 1); }
+
+/* ===== Linear algebra and attention pieces ===== */
+
+static int ltt_matmul(lua_State *L)
+{
+    tt_tensor *a = ltt_checktensor(L, 1), *b = ltt_checktensor(L, 2);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_matmul(out, a, b));
+    return 1;
+}
+
+static int t_softmax(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    if (lua_isnoneornil(L, 2)) {
+        char shp[256];
+        return ltt_error(L, "softmax: dim is required for %s; hint: attention normalises over the keys, x:softmax(-1)",
+                          shape_of(t, shp, sizeof shp));
+    }
+    int d = ltt_checkdim(L, 2, t, 0, "softmax");
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_softmax(out, t, d));
+    return 1;
+}
+
+static int t_masked_fill(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *m = ltt_checktensor(L, 2);
+    double v = luaL_checknumber(L, 3);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_masked_fill(out, t, m, v));
+    return 1;
+}
+
+static int tri(lua_State *L, int upper)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    lua_Integer k = luaL_optinteger(L, 2, 0);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, upper ? tt_triu(out, t, k) : tt_tril(out, t, k));
+    return 1;
+}
+
+static int t_tril(lua_State *L) { return tri(L, 0); }
+static int t_triu(lua_State *L) { return tri(L, 1); }
+
+static int ltt_causal_mask(lua_State *L)
+{
+    lua_Integer nq = luaL_checkinteger(L, 1), nk = luaL_optinteger(L, 2, nq);
+    const char *align = luaL_optstring(L, 3, "lower_right");
+    int lower_right = strcmp(align, "lower_right") == 0;
+    if (!lower_right && strcmp(align, "upper_left") != 0)
+        return ltt_error(L, "causal_mask: align must be \"lower_right\" or \"upper_left\", got \"%s\"", align);
+    if (nq < 0 || nk < 0)
+        return ltt_error(L, "causal_mask: sizes must be non-negative, got %lld, %lld", (long long)nq, (long long)nk);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_causal_mask(out, nq, nk, lower_right));
+    return 1;
+}
+
+static int t_repeat_interleave(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    lua_Integer r = luaL_checkinteger(L, 2);
+    if (r < 0) return ltt_error(L, "repeat_interleave: repeats must be non-negative, got %lld", (long long)r);
+    int flatten = lua_isnoneornil(L, 3);
+    int d = flatten ? 0 : ltt_checkdim(L, 3, t, 0, "repeat_interleave");
+    lua_settop(L, 3);
+    tt_tensor *src = t;
+    if (flatten) {                         /* no dim: flatten first, as PyTorch */
+        src = ltt_newtensor(L);
+        int64_t flat = -1;
+        ltt_check(L, tt_reshape(src, t, 1, &flat));
+    }
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_repeat_interleave(out, src, r, d));
+    return 1;
+}
+
+/* tt.cat(list, d) / tt.stack(list, d): list of tensors. */
+static int joinop(lua_State *L, int is_stack)
+{
+    const char *op = is_stack ? "stack" : "cat";
+    lua_settop(L, 2);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    int n = (int)luaL_len(L, 1);
+    if (n == 0) return ltt_error(L, "%s: expects a non-empty list of tensors", op);
+    const tt_tensor **list = lua_newuserdatauv(L, (size_t)n * sizeof *list, 0);
+    int base = lua_gettop(L);
+    for (int i = 0; i < n; i++) {
+        lua_geti(L, 1, i + 1);
+        list[i] = ltt_totensor(L, -1);
+        if (list[i] == NULL)
+            return ltt_error(L, "%s: element %d of the list is a %s, expected a tensor", op, i + 1, luaL_typename(L, -1));
+    }   /* the tensors stay on the stack, so they stay alive */
+    int d = 0;
+    if (!lua_isnoneornil(L, 2)) {
+        tt_tensor probe = *list[0];
+        if (is_stack) probe.ndim = list[0]->ndim;
+        d = ltt_checkdim(L, 2, &probe, is_stack, op);
+    }
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, is_stack ? tt_stack(out, list, n, d) : tt_cat(out, list, n, d));
+    lua_replace(L, base);
+    lua_settop(L, base);
+    return 1;
+}
+
+static int ltt_cat(lua_State *L) { return joinop(L, 0); }
+static int ltt_stack(lua_State *L) { return joinop(L, 1); }
+
+/* Options tables: unknown keys are errors (a typo must not pass silently). */
+static void check_opts(lua_State *L, int idx, const char *op, const char *const *known)
+{
+    if (lua_isnoneornil(L, idx)) return;
+    luaL_checktype(L, idx, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TSTRING) ltt_error(L, "%s: option keys must be strings", op);
+        const char *k = lua_tostring(L, -1);
+        int ok = 0;
+        for (int i = 0; known[i]; i++) ok |= strcmp(k, known[i]) == 0;
+        if (!ok) {
+            luaL_Buffer b;
+            luaL_buffinit(L, &b);
+            for (int i = 0; known[i]; i++) {
+                if (i) luaL_addstring(&b, ", ");
+                luaL_addstring(&b, known[i]);
+            }
+            luaL_pushresult(&b);
+            ltt_error(L, "%s: unknown option '%s' (options: %s)", op, k, lua_tostring(L, -1));
+        }
+    }
+}
+
+static int ltt_sdpa(lua_State *L)
+{
+    static const char *const known[] = {"causal", "mask", "scale", "weights", NULL};
+    tt_tensor *q = ltt_checktensor(L, 1), *k = ltt_checktensor(L, 2), *v = ltt_checktensor(L, 3);
+    check_opts(L, 4, "sdpa", known);
+    int causal = 0, want_w = 0;
+    double scale = 0;
+    tt_tensor *mask = NULL;
+    if (lua_istable(L, 4)) {
+        lua_getfield(L, 4, "causal");
+        causal = lua_toboolean(L, -1);
+        lua_getfield(L, 4, "weights");
+        want_w = lua_toboolean(L, -1);
+        lua_getfield(L, 4, "scale");
+        if (!lua_isnil(L, -1)) {
+            if (lua_type(L, -1) != LUA_TNUMBER) return ltt_error(L, "sdpa: scale must be a number, got %s", luaL_typename(L, -1));
+            scale = lua_tonumber(L, -1);
+            if (!(scale > 0) || !isfinite(scale)) return ltt_error(L, "sdpa: scale must be a positive finite number, got %f", scale);
+        }
+        lua_getfield(L, 4, "mask");
+        if (!lua_isnil(L, -1)) {
+            mask = ltt_totensor(L, -1);
+            if (mask == NULL) return ltt_error(L, "sdpa: mask must be a bool tensor, got %s", luaL_typename(L, -1));
+        }
+    }   /* the mask stays on the stack while we use it */
+    tt_tensor *out = ltt_newtensor(L);
+    tt_tensor *w = want_w ? ltt_newtensor(L) : NULL;
+    int64_t empty = 0;
+    ltt_check(L, tt_sdpa(out, w, q, k, v, mask, causal, scale, &empty));
+    if (want_w) return 2;
+    return 1;
+}
+
+/* ===== einops ===== */
+
+static int ltt_rearrange(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    const char *pattern = luaL_checkstring(L, 2);
+    const char *names[64];
+    int64_t sizes[64];
+    int n = 0;
+    if (!lua_isnoneornil(L, 3)) {
+        luaL_checktype(L, 3, LUA_TTABLE);
+        lua_pushnil(L);
+        while (lua_next(L, 3)) {
+            if (lua_type(L, -2) != LUA_TSTRING || !lua_isinteger(L, -1))
+                return ltt_error(L, "rearrange: sizes must map axis names to integers, e.g. {h = 8}");
+            if (n == 64) return ltt_error(L, "rearrange: too many sizes");
+            names[n] = tt_intern(lua_tostring(L, -2));
+            sizes[n++] = lua_tointeger(L, -1);
+            lua_pop(L, 1);
+        }
+    }
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_rearrange(out, t, pattern, n, names, sizes));
+    return 1;
+}
+
+static int ltt_einsum(lua_State *L)
+{
+    const char *spec = luaL_checkstring(L, 1);
+    int n = lua_gettop(L) - 1;
+    if (n < 1) return ltt_error(L, "einsum: \"%s\" needs at least one tensor", spec);
+    if (n > 16) return ltt_error(L, "einsum: at most 16 tensors, got %d", n);
+    const tt_tensor *list[16];
+    for (int i = 0; i < n; i++) list[i] = ltt_checktensor(L, i + 2);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_einsum(out, spec, list, n));
+    return 1;
+}
+
+/* ===== Checks: allclose and assert_close ===== */
+
+/* A tensor from argument idx: a tensor, a number, or a nested table. The
+   tensor stays on the stack at the returned index. */
+static tt_tensor *operand(lua_State *L, int idx)
+{
+    tt_tensor *t = ltt_totensor(L, idx);
+    if (t) return t;
+    int ty = lua_type(L, idx);
+    if (ty != LUA_TNUMBER && ty != LUA_TTABLE && ty != LUA_TBOOLEAN)
+        ltt_error(L, "expected a tensor, number or nested table, got %s", luaL_typename(L, idx));
+    lua_pushcfunction(L, ltt_tensor_new);
+    lua_pushvalue(L, idx);
+    lua_call(L, 1, 1);
+    lua_replace(L, idx);
+    return ltt_checktensor(L, idx);
+}
+
+typedef struct closeness {
+    int64_t bad, n, first;
+    double got, want, tol;
+} closeness;
+
+static void compare(lua_State *L, const char *op, tt_tensor *a, tt_tensor *b, double rtol, double atol,
+                    closeness *c)
+{
+    char sa[256], sb[256];
+    int same = a->ndim == b->ndim;
+    for (int i = 0; same && i < a->ndim; i++) same = a->shape[i] == b->shape[i];
+    if (!same && tt_numel(b) != 1)
+        ltt_error(L, "%s: shapes differ: %s vs %s", op, shape_of(a, sa, sizeof sa), shape_of(b, sb, sizeof sb));
+    memset(c, 0, sizeof *c);
+    c->first = -1;
+    c->n = tt_numel(a);
+    for (int64_t i = 0; i < c->n; i++) {
+        double x = tt_get(a, i), y = tt_get(b, same ? i : 0);
+        double tol = atol + rtol * fabs(y);
+        int ok = (isnan(x) && isnan(y)) || x == y || fabs(x - y) <= tol;
+        if (!ok) {
+            if (c->bad++ == 0) {
+                c->first = i;
+                c->got = x;
+                c->want = y;
+                c->tol = tol;
+            }
+        }
+    }
+}
+
+static int ltt_allclose(lua_State *L)
+{
+    lua_settop(L, 4);
+    tt_tensor *a = operand(L, 1), *b = operand(L, 2);
+    closeness c;
+    compare(L, "allclose", a, b, luaL_optnumber(L, 3, 1e-5), luaL_optnumber(L, 4, 1e-8), &c);
+    lua_pushboolean(L, c.bad == 0);
+    return 1;
+}
+
+static int ltt_assert_close(lua_State *L)
+{
+    lua_settop(L, 5);
+    tt_tensor *a = operand(L, 1), *b = operand(L, 2);
+    /* PyTorch's float32 defaults */
+    double rtol = luaL_optnumber(L, 3, 1.3e-6), atol = luaL_optnumber(L, 4, 1e-5);
+    const char *msg = luaL_optstring(L, 5, NULL);
+    closeness c;
+    compare(L, "assert_close", a, b, rtol, atol, &c);
+    if (c.bad == 0) return 0;
+    /* position of the first mismatch as 1-based indices */
+    char pos[128] = "";
+    size_t len = 0;
+    int64_t rem = c.first, idx[TT_MAX_DIMS];
+    for (int i = a->ndim - 1; i >= 0; i--) {
+        idx[i] = rem % a->shape[i];
+        rem /= a->shape[i];
+    }
+    for (int i = 0; i < a->ndim; i++)
+        len += (size_t)snprintf(pos + len, sizeof pos - len, "%s%lld", i ? "," : "", (long long)idx[i] + 1);
+    char sa[256];
+    ltt_trace_flush();
+    return ltt_error(L, "assert_close: %s%s%lld of %lld elements of %s differ; first at [%s]: %.9g vs %.9g "
+                      "(|diff| %.3g > tolerance %.3g)", msg ? msg : "", msg ? ": " : "",
+                      (long long)c.bad, (long long)c.n, shape_of(a, sa, sizeof sa), pos, c.got, c.want,
+                      fabs(c.got - c.want), c.tol);
+}
+
+/* ===== tt.nn.Linear ===== */
+
+/* A table {weight = [out,in], bias = [out] or nil} with metatable
+   "tt.Linear", callable: proj(x) = x @ weight^T + bias. */
+static int linear_call(lua_State *L)
+{
+    luaL_checkudata(L, 1, "tt.Linear");
+    tt_tensor *x = ltt_checktensor(L, 2);
+    lua_getiuservalue(L, 1, 1);
+    tt_tensor *w = ltt_checktensor(L, -1);
+    lua_getiuservalue(L, 1, 2);
+    tt_tensor *b = ltt_totensor(L, -1);
+    if (x->ndim == 0 || x->shape[x->ndim - 1] != w->shape[1]) {
+        char sx[256], sw[256];
+        return ltt_error(L, "Linear: input %s does not end in in_features=%lld (weight %s)",
+                          shape_of(x, sx, sizeof sx), (long long)w->shape[1], shape_of(w, sw, sizeof sw));
+    }
+    tt_tensor *wt = ltt_newtensor(L);
+    ltt_check(L, tt_mT(wt, w));
+    tt_tensor *y = ltt_newtensor(L);
+    ltt_check(L, tt_matmul(y, x, wt));
+    if (b == NULL) return 1;
+    tt_tensor *yb = ltt_newtensor(L);
+    ltt_check(L, tt_binary(yb, TT_ADD, y, b));
+    return 1;
+}
+
+static int linear_index(lua_State *L)
+{
+    luaL_checkudata(L, 1, "tt.Linear");
+    const char *k = luaL_checkstring(L, 2);
+    if (strcmp(k, "weight") == 0) lua_getiuservalue(L, 1, 1);
+    else if (strcmp(k, "bias") == 0) lua_getiuservalue(L, 1, 2);
+    else if (strcmp(k, "in_features") == 0 || strcmp(k, "out_features") == 0) {
+        lua_getiuservalue(L, 1, 1);
+        tt_tensor *w = ltt_checktensor(L, -1);
+        lua_pushinteger(L, w->shape[k[0] == 'i' ? 1 : 0]);
+    } else lua_pushnil(L);
+    return 1;
+}
+
+static int linear_tostring(lua_State *L)
+{
+    luaL_checkudata(L, 1, "tt.Linear");
+    lua_getiuservalue(L, 1, 1);
+    tt_tensor *w = ltt_checktensor(L, -1);
+    lua_getiuservalue(L, 1, 2);
+    lua_pushfstring(L, "Linear(in_features=%d, out_features=%d, bias=%s)", (int)w->shape[1], (int)w->shape[0],
+                    lua_isnil(L, -1) ? "false" : "true");
+    return 1;
+}
+
+/* Uniform(-1/sqrt(in), 1/sqrt(in)) from the seeded generator, as PyTorch's
+   default init bound; creation is not traced (it is not part of the math). */
+static void uniform_param(lua_State *L, int ndim, const int64_t *shape, double bound)
+{
+    tt_tensor *t = ltt_newtensor(L);
+    tt_tensor r = {0};
+    tt_status st = tt_rand(&r, ndim, shape);
+    if (st != TT_OK) ltt_trace_mute(0);
+    if (st == TT_OK) {
+        float *p = tt_data_f32(&r);
+        int64_t n = tt_numel(&r);
+        for (int64_t i = 0; i < n; i++) p[i] = (float)((2.0 * (double)p[i] - 1.0) * bound);
+        *t = r;
+    }
+    ltt_check(L, st);
+}
+
+static int ltt_linear(lua_State *L)
+{
+    lua_Integer in = luaL_checkinteger(L, 1), out = luaL_checkinteger(L, 2);
+    static const char *const known[] = {"bias", NULL};
+    check_opts(L, 3, "Linear", known);
+    int bias = 1;
+    if (lua_istable(L, 3) && lua_getfield(L, 3, "bias") != LUA_TNIL) bias = lua_toboolean(L, -1);
+    if (in <= 0 || out <= 0)
+        return ltt_error(L, "Linear: in_features and out_features must be positive, got %lld, %lld",
+                          (long long)in, (long long)out);
+    lua_newuserdatauv(L, 0, 2);
+    int ud = lua_gettop(L);
+    luaL_setmetatable(L, "tt.Linear");
+    double bound = 1.0 / sqrt((double)in);
+    int64_t wshape[2] = {out, in}, bshape[1] = {out};
+    ltt_trace_mute(1);
+    uniform_param(L, 2, wshape, bound);
+    lua_setiuservalue(L, ud, 1);
+    if (bias) {
+        uniform_param(L, 1, bshape, bound);
+        lua_setiuservalue(L, ud, 2);
+    }
+    ltt_trace_mute(0);
+    lua_settop(L, ud);
+    return 1;
+}
+
+/* ===== Registration ===== */
+
+static int t_index(lua_State *L)
+{
+    if (lua_type(L, 2) == LUA_TNUMBER) {       /* x[i]: select on dim 1 */
+        tt_tensor *t = ltt_checktensor(L, 1);
+        if (!lua_isinteger(L, 2)) return ltt_error(L, "index: x[i] needs an integer, got %s", lua_tostring(L, 2));
+        if (t->ndim == 0) return ltt_error(L, "index: a 0-d tensor cannot be indexed; use x:item()");
+        return select_impl(L, t, 0, lua_tointeger(L, 2));
+    }
+    lua_getmetatable(L, 1);
+    lua_getfield(L, -1, "methods");
+    lua_pushvalue(L, 2);
+    lua_rawget(L, -2);
+    return 1;
+}
+
+static const luaL_Reg tensor_meth[] = {
+    {"shape", t_shape}, {"size", t_size}, {"dim", t_dim}, {"numel", t_numel},
+    {"stride", t_stride}, {"offset", t_offset}, {"dtype", t_dtype},
+    {"is_contiguous", t_is_contiguous}, {"shares_storage", t_shares_storage},
+    {"item", t_item}, {"totable", t_totable}, {"label", t_label},
+    {"named", t_named}, {"names", t_names},
+    {"view", t_view}, {"reshape", t_reshape}, {"transpose", t_transpose}, {"mT", t_mT},
+    {"permute", t_permute}, {"narrow", t_narrow}, {"select", t_select}, {"expand", t_expand},
+    {"unsqueeze", t_unsqueeze}, {"squeeze", t_squeeze}, {"contiguous", t_contiguous},
+    {"clone", t_clone}, {"chunk", t_chunk}, {"split", t_split},
+    {"exp", t_exp}, {"log", t_log}, {"sqrt", t_sqrt}, {"abs", t_abs},
+    {"maximum", t_maximum}, {"minimum", t_minimum},
+    {"eq", t_eq}, {"ne", t_ne}, {"lt", t_lt}, {"le", t_le}, {"gt", t_gt}, {"ge", t_ge},
+    {"float", t_float}, {"bool", t_bool},
+    {"sum", t_sum}, {"mean", t_mean}, {"max", t_max}, {"min", t_min},
+    {"argmax", t_argmax}, {"argmin", t_argmin}, {"std", t_std}, {"var", t_var},
+    {"matmul", ltt_matmul}, {"softmax", t_softmax}, {"masked_fill", t_masked_fill},
+    {"tril", t_tril}, {"triu", t_triu}, {"repeat_interleave", t_repeat_interleave},
+    {NULL, NULL}
+};
+
+static const luaL_Reg tensor_metameth[] = {
+    {"__index", t_index}, {"__tostring", t_tostring}, {"__len", t_len},
+    {"__gc", t_gc}, {"__close", t_gc},
+    {"__add", t_add}, {"__sub", t_sub}, {"__mul", t_mul}, {"__div", t_div},
+    {"__pow", t_pow}, {"__unm", t_unm},
+    {"__band", t_band}, {"__bor", t_bor}, {"__bxor", t_bxor}, {"__bnot", t_bnot},
+    {NULL, NULL}
+};
+
+static const luaL_Reg ttlib[] = {
+    {"tensor", ltt_tensor_new}, {"zeros", ltt_zeros}, {"ones", ltt_ones}, {"full", ltt_full},
+    {"arange", ltt_arange}, {"eye", ltt_eye}, {"randn", ltt_randn}, {"rand", ltt_rand},
+    {"manual_seed", ltt_manual_seed}, {"matmul", ltt_matmul}, {"cat", ltt_cat}, {"stack", ltt_stack},
+    {"causal_mask", ltt_causal_mask}, {"sdpa", ltt_sdpa},
+    {"rearrange", ltt_rearrange}, {"einsum", ltt_einsum},
+    {"allclose", ltt_allclose}, {"assert_close", ltt_assert_close}, {"clock", ltt_clock},
+    {NULL, NULL}
+};
+
+int luaopen_tt(lua_State *L)
+{
+    luaL_newmetatable(L, LTT_TENSOR);
+    luaL_setfuncs(L, tensor_metameth, 0);
+    luaL_newlib(L, tensor_meth);
+    lua_setfield(L, -2, "methods");
+    lua_pop(L, 1);
+
+    luaL_newmetatable(L, "tt.Linear");
+    lua_pushcfunction(L, linear_call);
+    lua_setfield(L, -2, "__call");
+    lua_pushcfunction(L, linear_index);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, linear_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+
+    luaL_newlib(L, ttlib);
+    lua_newtable(L);
+    lua_pushcfunction(L, ltt_linear);
+    lua_setfield(L, -2, "Linear");
+    lua_setfield(L, -2, "nn");
+    lua_pushliteral(L, TT_VERSION);
+    lua_setfield(L, -2, "version");
+    ltt_open_trace(L);
+    ltt_open_figures(L);
+    return 1;
+}

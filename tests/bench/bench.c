@@ -1,0 +1,457 @@
+/*
+** bench.c — `make bench`: our kernels next to their yardsticks in one run
+** (OpenBLAS loaded with dlopen, PyTorch through bench_torch.py, memcpy).
+** Medians after a warm-up, min-max in brackets. Never part of `make test`.
+*/
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels.h"
+#include "tt.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
+/* ===== Timing ===== */
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef struct stat3 { double med, min, max; } stat3;
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Seconds per call: one warm-up, then 3..11 runs within about `budget` s. */
+static stat3 timeit(void (*fn)(void *), void *ctx, double budget)
+{
+    double t = now(), ts[11];
+    fn(ctx);
+    double first = now() - t;
+    int reps = first > 0 ? (int)(budget / first) : 11;
+    reps = reps < 3 ? 3 : reps > 11 ? 11 : reps;
+    for (int r = 0; r < reps; r++) {
+        t = now();
+        fn(ctx);
+        ts[r] = now() - t;
+    }
+    qsort(ts, (size_t)reps, sizeof ts[0], cmpd);
+    stat3 s = { ts[reps / 2], ts[0], ts[reps - 1] };
+    return s;
+}
+
+/* "value (min-max)" of work/seconds, in a fixed width */
+static void put_rate(double work, stat3 s, const char *unit)
+{
+    char b[64];
+    snprintf(b, sizeof b, "%.1f (%.1f-%.1f) %s", work / s.med, work / s.max, work / s.min, unit);
+    printf("%-28s", b);
+}
+
+static void put_ms(stat3 s)
+{
+    char b[64];
+    snprintf(b, sizeof b, "%.1f (%.1f-%.1f) ms", s.med * 1e3, s.min * 1e3, s.max * 1e3);
+    printf("%-28s", b);
+}
+
+static float *frand(size_t n)
+{
+    float *p = NULL;
+    if (posix_memalign((void **)&p, 64, n * sizeof(float) + 64)) { perror("bench"); exit(1); }
+    uint32_t s = 12345;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = (float)(s >> 8) * (1.0f / 8388608.0f) - 1.0f;
+    }
+    return p;
+}
+
+/* ===== Memory (VmHWM reset via clear_refs) ===== */
+
+static long status_kib(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = 0;
+    size_t n = strlen(field);
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':') v = atol(line + n + 1);
+    fclose(f);
+    return v;
+}
+
+static void peak_reset(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) { fputs("5", f); fclose(f); }
+}
+
+/* ===== OpenBLAS, loaded at run time ===== */
+
+enum { CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112 };
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int,
+                         const float *, int, float, float *, int);
+static sgemm_fn ob_sgemm;
+static void (*ob_set_threads)(int);
+static char *(*ob_config)(void);
+
+static void openblas_load(void)
+{
+    /* its AVX-512 kernel only when it detects the core itself */
+    unsetenv("OPENBLAS_CORETYPE");
+    unsetenv("OPENBLAS_L2_SIZE");
+    static const char *names[] = { "libopenblas.so.0", "libopenblas.so", "libopenblasp.so.0" };
+    void *h = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW);
+    if (!h) {
+        printf("OpenBLAS: not found; install it with 'apt-get install libopenblas-dev' "
+               "(yardstick columns left empty)\n");
+        return;
+    }
+    *(void **)&ob_sgemm = dlsym(h, "cblas_sgemm");
+    *(void **)&ob_set_threads = dlsym(h, "openblas_set_num_threads");
+    *(void **)&ob_config = dlsym(h, "openblas_get_config");
+    if (!ob_sgemm || !ob_set_threads) { ob_sgemm = NULL; printf("OpenBLAS: symbols missing\n"); }
+}
+
+/* ===== FMA peak ===== */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f"))) static void peak512(void *ctx, int64_t b, int64_t e)
+{
+    __m512 a[12], m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(1e-3f);
+    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
+    for (int64_t k = b * 20000000; k < e * 20000000; k++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(a[i], m, c);
+    }
+    float s = 0.0f;
+    for (int i = 0; i < 12; i++) s += _mm512_reduce_add_ps(a[i]);
+    *(volatile float *)ctx = s;
+}
+__attribute__((target("avx2,fma"))) static void peak256(void *ctx, int64_t b, int64_t e)
+{
+    __m256 a[12], m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(1e-3f);
+    for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps((float)i);
+    for (int64_t k = b * 20000000; k < e * 20000000; k++) {
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) a[i] = _mm256_fmadd_ps(a[i], m, c);
+    }
+    float t[8];
+    _mm256_storeu_ps(t, a[0]);
+    *(volatile float *)ctx = t[0];
+}
+#endif
+
+static double peak1;   /* measured 1-thread FMA peak of the active path */
+
+static void bench_peak(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    float sink;
+    printf("\n== FMA peak (12 independent FMA chains; GFLOP/s)\n");
+    for (int w = 512; w >= 256; w -= 256) {
+        if (w == 512 && !__builtin_cpu_supports("avx512f")) continue;
+        if (w == 256 && !__builtin_cpu_supports("fma")) continue;
+        for (int th = 1; th <= 2; th++) {
+            tt_set_num_threads(th);
+            double t = now();
+            tt_parallel_for(th, 1, w == 512 ? peak512 : peak256, &sink);
+            t = now() - t;
+            double g = 20000000.0 * 12 * (w / 32) * 2 * th / t / 1e9;
+            printf("  %s  %d thread%s  %7.1f\n", w == 512 ? "avx512  " : "avx2+fma", th, th > 1 ? "s" : " ", g);
+            if (th == 1 && ((w == 512) == (strcmp(tt_simd_path(), "avx512") == 0))) peak1 = g;
+        }
+    }
+#endif
+}
+
+/* ===== GEMM ===== */
+
+typedef struct mm {
+    int64_t nb, M, N, K;
+    float *a, *b, *c;
+    int btrans;                /* B given as [N,K] rows (K^T view) */
+} mm;
+
+static void mm_ours(void *ctx)
+{
+    mm *m = ctx;
+    int64_t ao[64], bo[64], co[64];
+    for (int64_t t = 0; t < m->nb; t++) { ao[t] = t * m->M * m->K; bo[t] = t * m->K * m->N; co[t] = t * m->M * m->N; }
+    if (m->btrans)
+        tt_gemm_batch(m->nb, m->M, m->N, m->K, m->a, ao, m->K, 1, m->b, bo, 1, m->K, m->c, co, m->N, 1);
+    else
+        tt_gemm_batch(m->nb, m->M, m->N, m->K, m->a, ao, m->K, 1, m->b, bo, m->N, 1, m->c, co, m->N, 1);
+}
+
+static void mm_blas(void *ctx)
+{
+    mm *m = ctx;
+    for (int64_t t = 0; t < m->nb; t++)
+        ob_sgemm(CblasRowMajor, CblasNoTrans, m->btrans ? CblasTrans : CblasNoTrans,
+                 (int)m->M, (int)m->N, (int)m->K, 1.0f, m->a + t * m->M * m->K, (int)m->K,
+                 m->b + t * m->K * m->N, m->btrans ? (int)m->K : (int)m->N, 0.0f,
+                 m->c + t * m->M * m->N, (int)m->N);
+}
+
+static void mm_row(const char *label, mm *m, int th, double budget)
+{
+    double flop = 2.0 * (double)m->nb * (double)m->M * (double)m->N * (double)m->K / 1e9;
+    tt_set_num_threads(th);
+    stat3 ours = timeit(mm_ours, m, budget);
+    printf("  %-22s %d  ", label, th);
+    put_rate(flop, ours, "");
+    if (ob_sgemm) {
+        ob_set_threads(th);
+        stat3 ob = timeit(mm_blas, m, budget);
+        put_rate(flop, ob, "");
+        printf("%5.2f", ob.med / ours.med);
+    }
+    if (peak1 > 0 && th == 1) printf("   %3.0f%% of peak", 100.0 * flop / ours.med / peak1);
+    printf("\n");
+    fflush(stdout);
+}
+
+static void bench_gemm(void)
+{
+    printf("\n== matmul (GFLOP/s; ratio = ours / OpenBLAS)\n");
+    printf("  %-22s %-2s %-28s%-28s%s\n", "shape", "th", "ours", "OpenBLAS", "ratio");
+    for (int64_t n = 512; n <= 2048; n *= 2) {
+        mm m = { 1, n, n, n, frand((size_t)(n * n)), frand((size_t)(n * n)), frand((size_t)(n * n)), 0 };
+        char l[64];
+        snprintf(l, sizeof l, "%lldx%lldx%lld", (long long)n, (long long)n, (long long)n);
+        for (int th = 1; th <= 2; th++) mm_row(l, &m, th, n >= 2048 ? 1.5 : 0.6);
+        free(m.a); free(m.b); free(m.c);
+    }
+    for (int64_t n = 1024; n <= 4096; n *= 2) {
+        float *a = frand((size_t)(8 * n * n)), *b = frand((size_t)(8 * n * 64)), *c = frand((size_t)(8 * n * n));
+        mm qk = { 8, n, n, 64, b, b, c, 1 };   /* Q [N,64] @ K^T, K stored [N,64] */
+        mm pv = { 8, n, 64, n, a, b, c, 0 };   /* P [N,N] @ V [N,64] */
+        char l[64];
+        for (int th = 1; th <= 2; th++) {
+            snprintf(l, sizeof l, "8x QK^T (%lld,%lld,64)", (long long)n, (long long)n);
+            mm_row(l, &qk, th, 1.0);
+            snprintf(l, sizeof l, "8x PV (%lld,64,%lld)", (long long)n, (long long)n);
+            mm_row(l, &pv, th, 1.0);
+        }
+        free(a); free(b); free(c);
+    }
+}
+
+/* ===== softmax vs memcpy ===== */
+
+typedef struct sm { int64_t rows, n; float *x, *y; } sm;
+
+static void sm_ours(void *ctx)
+{
+    sm *s = ctx;
+    tt_softmax_rows(s->rows, s->n, s->x, s->y);
+}
+
+static void cp_range(void *ctx, int64_t b, int64_t e)
+{
+    sm *s = ctx;
+    memcpy(s->y + b * s->n, s->x + b * s->n, (size_t)((e - b) * s->n) * sizeof(float));
+}
+
+static void cp_run(void *ctx)
+{
+    sm *s = ctx;
+    tt_parallel_for(s->rows, 1, cp_range, s);
+}
+
+static void bench_softmax(const char *py)
+{
+    printf("\n== softmax [8,2048,2048] rows (GB/s = (read + write bytes) / time)\n");
+    printf("  %-22s %-2s %-28s%-28s%s\n", "", "th", "ours", "memcpy same bytes", "ratio");
+    sm s = { 8 * 2048, 2048, frand(8u << 22), frand(8u << 22) };
+    double gb = 2.0 * 4.0 * (double)s.rows * (double)s.n / 1e9;
+    for (int th = 1; th <= 2; th++) {
+        tt_set_num_threads(th);
+        stat3 o = timeit(sm_ours, &s, 1.0), c = timeit(cp_run, &s, 1.0);
+        printf("  %-22s %d  ", "softmax", th);
+        put_rate(gb, o, "");
+        put_rate(gb, c, "");
+        printf("%5.2f\n", c.med / o.med);
+    }
+    if (py) {
+        for (int th = 1; th <= 2; th++) {
+            char cmd[512], line[256];
+            snprintf(cmd, sizeof cmd, "%s tests/bench/bench_torch.py %d softmax 2>&1", py, th);
+            FILE *f = popen(cmd, "r");
+            while (f && fgets(line, sizeof line, f)) {
+                double med, mn, mx, pk;
+                if (sscanf(line, "softmax %lf %lf %lf %lf", &med, &mn, &mx, &pk) == 4) {
+                    stat3 t = { med / 1e3, mn / 1e3, mx / 1e3 };
+                    printf("  %-22s %d  ", "torch.softmax", th);
+                    put_rate(gb, t, "");
+                    printf("\n");
+                }
+            }
+            if (f) pclose(f);
+        }
+    }
+    free(s.x); free(s.y);
+}
+
+/* ===== sdpa vs PyTorch ===== */
+
+typedef struct at { tt_sdpa_args a; } at;
+
+static void at_run(void *ctx)
+{
+    at *t = ctx;
+    tt_sdpa_kernel(&t->a);
+}
+
+static void sdpa_args(tt_sdpa_args *a, int64_t N, int64_t Hkv, float *q, float *k, float *v, float *o)
+{
+    memset(a, 0, sizeof *a);
+    a->B = 1; a->Hq = 8; a->Hkv = Hkv; a->Nq = N; a->Nk = N; a->Dh = 64; a->Dv = 64;
+    a->q = q; a->qs_d = 1; a->qs_n = 64; a->qs_h = N * 64; a->qs_b = 8 * N * 64;
+    a->k = k; a->ks_d = 1; a->ks_n = 64; a->ks_h = N * 64; a->ks_b = Hkv * N * 64;
+    a->v = v; a->vs_d = 1; a->vs_n = 64; a->vs_h = N * 64; a->vs_b = Hkv * N * 64;
+    a->causal = 1;
+    a->scale = 0.125f;
+    a->out = o;
+}
+
+/* torch results by key "explicit_N_HKV" */
+static struct { char key[32]; stat3 t; double mib; } tres[32];
+static int ntres;
+
+static void torch_sdpa(const char *py, int th, const int64_t *ns, int nn)
+{
+    char cmd[512], line[256];
+    int len = snprintf(cmd, sizeof cmd, "%s tests/bench/bench_torch.py %d sdpa", py, th);
+    for (int i = 0; i < nn; i++)
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %lld 8 %lld 4", (long long)ns[i], (long long)ns[i]);
+    snprintf(cmd + len, sizeof cmd - (size_t)len, " 2>&1");
+    FILE *f = popen(cmd, "r");
+    ntres = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        char key[32];
+        double med, mn, mx, pk;
+        if (strncmp(line, "absent", 6) == 0 || strncmp(line, "info", 4) == 0) { printf("  torch: %s", line); continue; }
+        if (sscanf(line, "%31s %lf %lf %lf %lf", key, &med, &mn, &mx, &pk) == 5 && ntres < 32) {
+            snprintf(tres[ntres].key, sizeof tres[ntres].key, "%s", key);
+            tres[ntres].t.med = med / 1e3; tres[ntres].t.min = mn / 1e3; tres[ntres].t.max = mx / 1e3;
+            tres[ntres].mib = pk;
+            ntres++;
+        }
+    }
+    if (f) pclose(f);
+}
+
+static int torch_find(const char *kind, int64_t n, int64_t hkv)
+{
+    char key[32];
+    snprintf(key, sizeof key, "%s_%lld_%lld", kind, (long long)n, (long long)hkv);
+    for (int i = 0; i < ntres; i++) if (strcmp(tres[i].key, key) == 0) return i;
+    return -1;
+}
+
+static void bench_sdpa(const char *py)
+{
+    static const int64_t ns[] = { 1024, 2048, 4096 };
+    int nn = 3;
+    printf("\n== sdpa B=1 H=8 Dh=64 causal (ms; extra = peak RSS growth of the first call, MiB)\n");
+    printf("  %-22s %-2s %-28s%-9s%-28s%-9s%s\n", "", "th", "ours", "extra", "torch explicit formula", "extra", "speed-up");
+    for (int th = 1; th <= 2; th++) {
+        if (py) torch_sdpa(py, th, ns, nn);
+        tt_set_num_threads(th);
+        for (int i = 0; i < nn; i++)
+            for (int64_t hkv = 8; hkv >= 4; hkv -= 4) {
+                int64_t N = ns[i];
+                float *q = frand((size_t)(8 * N * 64)), *k = frand((size_t)(hkv * N * 64));
+                float *v = frand((size_t)(hkv * N * 64)), *o = frand((size_t)(8 * N * 64));
+                at t;
+                sdpa_args(&t.a, N, hkv, q, k, v, o);
+                long base = status_kib("VmRSS");
+                peak_reset();
+                at_run(&t);
+                double mib = (double)(status_kib("VmHWM") - base) / 1024.0;
+                stat3 s = timeit(at_run, &t, 1.5);
+                char l[64];
+                snprintf(l, sizeof l, "N=%lld %s", (long long)N, hkv == 8 ? "MHA" : "GQA G=2");
+                printf("  %-22s %d  ", l, th);
+                put_ms(s);
+                printf("%-9.1f", mib);
+                int j = torch_find("explicit", N, hkv);
+                if (j >= 0) {
+                    put_ms(tres[j].t);
+                    printf("%-9.1f%5.1fx", tres[j].mib, tres[j].t.med / s.med);
+                }
+                int f = torch_find("fused", N, hkv);
+                if (f >= 0) printf("   fused: %.1f ms (%.1fx)", tres[f].t.med * 1e3, tres[f].t.med / s.med);
+                printf("\n");
+                fflush(stdout);
+                free(q); free(k); free(v); free(o);
+            }
+    }
+    /* the long sequence: must fit in 1 GiB of extra memory */
+    int64_t N = 32768;
+    tt_set_num_threads(2);
+    float *q = frand((size_t)(8 * N * 64)), *k = frand((size_t)(8 * N * 64));
+    float *v = frand((size_t)(8 * N * 64)), *o = frand((size_t)(8 * N * 64));
+    at t;
+    sdpa_args(&t.a, N, 8, q, k, v, o);
+    long base = status_kib("VmRSS");
+    peak_reset();
+    double t0 = now();
+    at_run(&t);
+    t0 = now() - t0;
+    printf("  %-22s %d  %-28.0f%-9.1f(one run, ms)\n", "N=32768 MHA", 2, t0 * 1e3,
+           (double)(status_kib("VmHWM") - base) / 1024.0);
+    free(q); free(k); free(v); free(o);
+}
+
+static const char *find_python(void)
+{
+    static const char *cands[] = { "/usr/bin/python3", "python3" };
+    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "%s -c 'import torch' >/dev/null 2>&1", cands[i]);
+        if (system(cmd) == 0) return cands[i];
+    }
+    printf("PyTorch: not found; install Debian's python3-torch (apt-get install python3-torch) "
+           "for the PyTorch columns\n");
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int all = argc < 2;
+    int want[5] = { all, all, all, all, all };
+    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "torch" };
+    for (int i = 1; i < argc; i++)
+        for (int s = 0; s < 5; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = 1;
+    openblas_load();
+    const char *py = (want[2] || want[3]) ? find_python() : NULL;
+    time_t tm = time(NULL);
+    char date[64];
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&tm));
+    printf("tensortrace bench — %s; path %s; cores %d; %s\n", date, tt_simd_path(), tt_get_num_threads(),
+           ob_config ? ob_config() : "no OpenBLAS");
+    if (want[0]) bench_peak();
+    if (want[1]) bench_gemm();
+    if (want[2]) bench_softmax(py);
+    if (want[3]) bench_sdpa(py);
+    return 0;
+}

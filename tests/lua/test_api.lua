@@ -1,0 +1,211 @@
+-- test_api.lua — every function of the `tt` module from Lua, against
+-- values computed here by hand or with plain Lua loops.
+local T = dofile("tests/lua/check.lua")
+local check, close, checkerror = T.check, T.close, T.checkerror
+local tt = require "tt"
+
+check("global tt is require 'tt'", tt == _G.tt)
+
+-- ===== creation =====
+local a = tt.tensor{{1, 2, 3}, {4, 5, 6}}
+check("tensor shape", table.concat(a:shape(), ",") == "2,3")
+check("tensor dtype", a:dtype() == "float32")
+close("tensor values", a, {{1, 2, 3}, {4, 5, 6}})
+check("zeros(2,3) == zeros{2,3}", tt.allclose(tt.zeros(2, 3), tt.zeros{2, 3}))
+close("ones", tt.ones(2), {1, 1})
+close("full varargs", tt.full(2, 2, 0.5), {{0.5, 0.5}, {0.5, 0.5}})
+close("full table", tt.full({3}, -2), {-2, -2, -2})
+close("arange(n)", tt.arange(4), {0, 1, 2, 3})
+close("arange(a,b,step)", tt.arange(1, 2, 0.25), {1, 1.25, 1.5, 1.75})
+close("eye", tt.eye(2, 3), {{1, 0, 0}, {0, 1, 0}})
+check("bool inferred", tt.tensor{true, false}:dtype() == "bool")
+check("bool dtype arg", tt.tensor({1, 0}, "bool"):totable()[1] == true)
+check("zeros bool", tt.zeros(2, "bool"):dtype() == "bool")
+check("0-d tensor", tt.tensor(3.5):dim() == 0 and tt.tensor(3.5):item() == 3.5)
+check("empty tensor", tt.zeros(0, 5):numel() == 0)
+
+tt.manual_seed(7)
+local r1 = tt.randn(3, 4)
+tt.manual_seed(7)
+local r2 = tt.randn(3, 4)
+check("seeded randn repeats", tt.allclose(r1, r2, 0, 0))
+local big = tt.randn(20000)
+check("randn mean ~ 0", math.abs(big:mean():item()) < 0.03)
+check("randn std ~ 1", math.abs(big:std():item() - 1) < 0.03)
+local u = tt.rand(20000)
+check("rand in [0,1)", u:min():item() >= 0 and u:max():item() < 1)
+check("rand mean ~ 0.5", math.abs(u:mean():item() - 0.5) < 0.01)
+
+-- ===== inspection =====
+check("size(d)", a:size(2) == 3 and a:size(-1) == 3)
+check("dim/numel", a:dim() == 2 and a:numel() == 6)
+check("stride", table.concat(a:stride(), ",") == "3,1")
+check("offset", a:offset() == 0)
+check("is_contiguous", a:is_contiguous() and not a:mT():is_contiguous())
+check("#x", #a == 2)
+check("item", tt.tensor{{7}}:item() == 7)
+check("tostring header", tostring(a):find("[2,3] float32", 1, true) ~= nil)
+check("tostring values", tostring(a):find("[[1., 2., 3.],", 1, true) ~= nil)
+
+-- ===== views =====
+local x = tt.arange(24):view(2, 3, 4)
+local xt = x:transpose(1, 3)
+check("transpose shares storage", xt:shares_storage(x))
+check("transpose shape", table.concat(xt:shape(), ",") == "4,3,2")
+check("transpose strides", table.concat(xt:stride(), ",") == "1,4,12")
+check("transpose value", xt[4][3][2]:item() == x[2][3][4]:item())
+check("mT", table.concat(x:mT():shape(), ",") == "2,4,3")
+local p = x:permute(3, 1, 2)
+check("permute", table.concat(p:shape(), ",") == "4,2,3" and p[2][1][3]:item() == x[1][3][2]:item())
+local n = x:narrow(3, 2, 2)
+check("narrow view", n:shares_storage(x) and n:offset() == 1 and n[1][1][1]:item() == 1)
+local s = x:select(2, 3)
+check("select", table.concat(s:shape(), ",") == "2,4" and s[2][1]:item() == 20)
+check("x[i] is select(1,i)", x[2][1][1]:item() == 12 and x[-1][1][1]:item() == 12)
+local e = tt.tensor{{1}, {2}}:expand(2, 3)
+check("expand stride 0", e:stride()[2] == 0)
+close("expand values", e, {{1, 1, 1}, {2, 2, 2}})
+check("expand -1", table.concat(tt.ones(3, 1):expand(-1, 4):shape(), ",") == "3,4")
+check("unsqueeze", table.concat(a:unsqueeze(1):shape(), ",") == "1,2,3")
+check("unsqueeze -1 appends", table.concat(a:unsqueeze(-1):shape(), ",") == "2,3,1")
+check("squeeze all", table.concat(tt.zeros(1, 3, 1):squeeze():shape(), ",") == "3")
+check("squeeze d", table.concat(tt.zeros(1, 3, 1):squeeze(1):shape(), ",") == "3,1")
+local c = xt:contiguous()
+check("contiguous copies when needed", not c:shares_storage(xt) and c:is_contiguous())
+check("contiguous is a view when already", a:contiguous():shares_storage(a))
+check("clone copies", not a:clone():shares_storage(a))
+check("reshape is a view when possible", x:reshape(6, 4):shares_storage(x))
+check("reshape copies when not", not xt:reshape(24):shares_storage(xt))
+close("reshape of transposed keeps order", xt:reshape(24):narrow(1, 1, 3), {0, 12, 4})
+check("view -1", table.concat(x:view(-1, 4):shape(), ",") == "6,4")
+local parts = tt.arange(10):chunk(3)
+check("chunk sizes", #parts == 3 and parts[1]:numel() == 4 and parts[3]:numel() == 2)
+local sp = tt.arange(10):split(4)
+check("split sizes", #sp == 3 and sp[3]:numel() == 2 and sp[2][1]:item() == 4)
+check("chunk on dim 2", #x:chunk(2, 3) == 2 and x:chunk(2, 3)[2]:size(3) == 2)
+
+-- ===== arithmetic and broadcasting =====
+local b = tt.tensor{10, 20, 30}
+close("add broadcast", a + b, {{11, 22, 33}, {14, 25, 36}})
+close("scalar left", 1 - a, {{0, -1, -2}, {-3, -4, -5}})
+close("div scalar", a / 2, {{0.5, 1, 1.5}, {2, 2.5, 3}})
+close("mul", a * a, {{1, 4, 9}, {16, 25, 36}})
+close("pow", a ^ 2, {{1, 4, 9}, {16, 25, 36}})
+close("unm", -b, {-10, -20, -30})
+close("exp/log", tt.tensor{1, 2}:exp():log(), {1, 2})
+close("sqrt", tt.tensor{4, 9}:sqrt(), {2, 3})
+close("abs", tt.tensor{-1, 2}:abs(), {1, 2})
+close("maximum", tt.tensor{1, 5}:maximum(tt.tensor{3, 2}), {3, 5})
+close("minimum scalar", tt.tensor{1, 5}:minimum(2), {1, 2})
+close("column broadcast", tt.tensor{{1}, {2}} * tt.tensor{1, 10}, {{1, 10}, {2, 20}})
+local m = a:gt(2)
+check("gt gives bool", m:dtype() == "bool")
+close("comparisons", a:gt(2):float(), {{0, 0, 1}, {1, 1, 1}})
+close("eq", a:eq(tt.tensor{1, 0, 3}):float(), {{1, 0, 1}, {0, 0, 0}})
+close("ne/lt/le/ge", a:ne(2):float() + a:lt(2):float() + a:le(2):float() + a:ge(5):float(),
+      {{3, 1, 1}, {1, 2, 2}})
+close("not", (~m):float(), {{1, 1, 0}, {0, 0, 0}})
+close("and/or/xor", ((m & a:lt(5)):float() * 4 + (m | a:lt(2)):float() * 2 + (m ~ a:lt(5)):float()),
+      {{3, 1, 6}, {6, 3, 3}})
+check("bool() of floats", tt.tensor{0, 2}:bool():totable()[2] == true)
+
+-- ===== reductions =====
+close("sum all", a:sum(), 21)
+close("sum dim", a:sum(1), {5, 7, 9})
+close("sum keepdim", a:sum(2, true), {{6}, {15}})
+close("mean", a:mean(2), {2, 5})
+local mv, mi = a:max(2)
+close("max values", mv, {3, 6})
+close("max indices 1-based", mi, {3, 3})
+local nv, ni = tt.tensor{{3, 1, 2}}:min(2)
+close("min values/indices", nv, {1}); close("min index", ni, {2})
+close("argmax", tt.tensor{{1, 9, 3}, {7, 2, 7}}:argmax(2), {2, 1})
+close("std (unbiased)", tt.tensor{1, 2, 3, 4}:std(), math.sqrt(5 / 3))
+close("var", tt.tensor{1, 2, 3, 4}:var(), 5 / 3)
+close("max all", a:max(), 6)
+close("sum of empty is 0", tt.zeros(0, 3):sum(), 0)
+
+-- ===== matmul =====
+local A = tt.tensor{{1, 2}, {3, 4}, {5, 6}}
+local B = tt.tensor{{1, 0, 2}, {0, 1, 3}}
+close("matmul", A:matmul(B), {{1, 2, 8}, {3, 4, 18}, {5, 6, 28}})
+close("tt.matmul", tt.matmul(A, B), {{1, 2, 8}, {3, 4, 18}, {5, 6, 28}})
+close("matmul transposed view", A:matmul(A:mT()), {{5, 11, 17}, {11, 25, 39}, {17, 39, 61}})
+close("matvec 1-D", A:matmul(tt.tensor{1, 1}), {3, 7, 11})
+close("vecmat 1-D", tt.tensor{1, 1, 1}:matmul(A), {9, 12})
+close("dot 1-D", tt.tensor{1, 2}:matmul(tt.tensor{3, 4}), 11)
+local Bt = tt.stack({A, A * 2}, 1)
+check("batched matmul broadcast", table.concat(Bt:matmul(B):shape(), ",") == "2,3,3")
+close("batched values", Bt:matmul(B)[2], {{2, 4, 16}, {6, 8, 36}, {10, 12, 56}})
+
+-- ===== attention pieces =====
+local sm = tt.tensor{{1, 2, 3}, {0, 0, 0}}:softmax(2)
+local e1, e2, e3 = math.exp(1), math.exp(2), math.exp(3)
+close("softmax", sm, {{e1 / (e1 + e2 + e3), e2 / (e1 + e2 + e3), e3 / (e1 + e2 + e3)}, {1 / 3, 1 / 3, 1 / 3}})
+close("softmax dim 1", tt.tensor{{0, 0}, {0, 0}}:softmax(1), {{0.5, 0.5}, {0.5, 0.5}})
+close("softmax of large values is stable", tt.tensor{1000, 1000}:softmax(1), {0.5, 0.5})
+local ninf = -math.huge
+close("softmax with -inf", tt.tensor{0, ninf}:softmax(1), {1, 0})
+local nan = tt.tensor{ninf, ninf}:softmax(1):totable()
+check("all -inf row gives NaN", nan[1] ~= nan[1] and nan[2] ~= nan[2])
+local cm = tt.causal_mask(3)
+close("causal_mask", cm:float(), {{1, 0, 0}, {1, 1, 0}, {1, 1, 1}})
+close("causal_mask lower_right", tt.causal_mask(2, 4):float(), {{1, 1, 1, 0}, {1, 1, 1, 1}})
+close("causal_mask upper_left", tt.causal_mask(2, 4, "upper_left"):float(), {{1, 0, 0, 0}, {1, 1, 0, 0}})
+close("masked_fill", tt.zeros(3, 3):masked_fill(~cm, ninf),
+      {{0, ninf, ninf}, {0, 0, ninf}, {0, 0, 0}})
+close("tril", tt.ones(3, 3):tril(), {{1, 0, 0}, {1, 1, 0}, {1, 1, 1}})
+close("triu k=1", tt.ones(3, 3):triu(1), {{0, 1, 1}, {0, 0, 1}, {0, 0, 0}})
+close("repeat_interleave", tt.tensor{{1, 2}}:repeat_interleave(2, 2), {{1, 1, 2, 2}})
+close("repeat_interleave flat", tt.tensor{{1, 2}}:repeat_interleave(2), {1, 1, 2, 2})
+close("cat", tt.cat({tt.ones(1, 2), tt.zeros(2, 2)}, 1), {{1, 1}, {0, 0}, {0, 0}})
+close("cat dim 2", tt.cat({tt.ones(1, 1), tt.zeros(1, 2)}, 2), {{1, 0, 0}})
+close("stack", tt.stack({tt.tensor{1, 2}, tt.tensor{3, 4}}, 2), {{1, 3}, {2, 4}})
+
+-- the articles' 3-token hand example, through the formula and through sdpa
+local Q = tt.tensor{{1, 0}, {0, 1}, {1, 1}}
+local V = tt.tensor{{1, 0}, {0, 2}, {1, 1}}
+local S = Q:matmul(Q:mT()) / math.sqrt(2)
+close("hand example scores q3", S[3], {0.70710678, 0.70710678, 1.41421356})
+local W = S:softmax(2)
+close("hand example weights q3", W[3], {0.24825, 0.24825, 0.50350}, 1e-4)
+close("hand example output q3", W:matmul(V)[3], {0.75175, 1.00000}, 1e-4)
+local O, Ws = tt.sdpa(Q:view(1, 3, 2), Q:view(1, 3, 2), V:view(1, 3, 2), {weights = true})
+close("sdpa hand example", O[1][3], {0.75175, 1.00000}, 1e-4)
+close("sdpa weights", Ws[1], W:totable(), 1e-5)
+
+-- sdpa: causal, mask polarity, GQA, empty rows
+tt.manual_seed(1)
+local q, k, v = tt.randn(1, 4, 5, 8), tt.randn(1, 2, 5, 8), tt.randn(1, 2, 5, 8)
+local kr, vr = k:repeat_interleave(2, 2), v:repeat_interleave(2, 2)
+local ref = (q:matmul(kr:mT()) / math.sqrt(8)):masked_fill(~tt.causal_mask(5), ninf):softmax(-1):matmul(vr)
+tt.assert_close(tt.sdpa(q, k, v, {causal = true}), ref, 1e-5, 1e-5, "sdpa GQA causal")
+tt.assert_close(tt.sdpa(q, k, v, {mask = tt.causal_mask(5)}), ref, 1e-5, 1e-5, "sdpa mask keeps true")
+local scale = 0.3
+local ref2 = (q:matmul(kr:mT()) * scale):softmax(-1):matmul(vr)
+tt.assert_close(tt.sdpa(q, k, v, {scale = scale}), ref2, 1e-5, 1e-5, "sdpa scale")
+local none = tt.zeros(5, 5, "bool")
+close("sdpa fully masked rows give zeros", tt.sdpa(q, k, v, {mask = none})[1][1], tt.zeros(5, 8):totable())
+check("assert_close passes", pcall(tt.assert_close, tt.ones(2), {1, 1}))
+
+-- ===== nn.Linear =====
+tt.manual_seed(3)
+local proj = tt.nn.Linear(4, 3)
+check("Linear weight shape", table.concat(proj.weight:shape(), ",") == "3,4")
+check("Linear bias shape", table.concat(proj.bias:shape(), ",") == "3")
+check("Linear init bound", proj.weight:abs():max():item() <= 0.5)
+local xin = tt.randn(2, 5, 4)
+tt.assert_close(proj(xin), xin:matmul(proj.weight:mT()) + proj.bias, 1e-6, 1e-6, "Linear forward")
+check("Linear without bias", tt.nn.Linear(4, 3, {bias = false}).bias == nil)
+
+-- ===== allclose / assert_close / clock =====
+check("allclose true", tt.allclose(tt.tensor{1, 2}, tt.tensor{1, 2.000001}))
+check("allclose false", not tt.allclose(tt.tensor{1, 2}, tt.tensor{1, 2.1}))
+check("allclose number", tt.allclose(tt.ones(3), 1))
+local t0 = tt.clock()
+check("clock monotonic", type(t0) == "number" and tt.clock() >= t0)
+
+-- ===== labels =====
+check("label chains", a:label("scores") == a and a:label() == "scores")
+
+T.report()

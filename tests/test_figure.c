@@ -1,0 +1,725 @@
+/*
+** test_figure.c — figures: colour maps, font, heatmaps, bars, flow, PNG.
+** Every written PNG is decoded and checked pixel by pixel, with odd-sized,
+** asymmetric inputs so that a transposed or flipped picture cannot pass.
+** Output goes to a fresh temp directory, removed at the end.
+*/
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "figure.h"
+#include "font.h"
+#include "tt_internal.h"
+
+#ifdef TT_FIGURE_STANDALONE
+/* Built alone (-DTT_FIGURE_STANDALONE) while the rest of the core moves. */
+#include <stdarg.h>
+static char errbuf[1024];
+tt_status tt__err(tt_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    va_end(ap);
+    return st;
+}
+const char *tt_errmsg(void) { return errbuf; }
+const char *tt_op_name(tt_op op)
+{
+    switch (op) {
+    case TT_OP_MATMUL: return "matmul";
+    case TT_OP_MT: return "mT";
+    case TT_OP_DIV: return "div";
+    case TT_OP_SOFTMAX: return "softmax";
+    case TT_OP_MASKED_FILL: return "masked_fill";
+    case TT_OP_ADD: return "add";
+    case TT_OP_CAUSAL_MASK: return "causal_mask";
+    case TT_OP_NAMED: return "named";
+    default: return "op";
+    }
+}
+#endif
+
+static char tmpdir[256];
+
+static const char *tpath(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+    return buf[k];
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static uint32_t pix(const uint8_t *px, int w, int x, int y)
+{
+    const uint8_t *p = px + ((size_t)y * (size_t)w + (size_t)x) * 3;
+    return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
+
+static int is_grey(uint32_t c) { return (c >> 16 & 0xff) == (c >> 8 & 0xff) && (c >> 8 & 0xff) == (c & 0xff); }
+
+static int near_rgb(uint32_t a, uint32_t b, int tol)
+{
+    for (int k = 0; k < 24; k += 8)
+        if (abs((int)(a >> k & 0xff) - (int)(b >> k & 0xff)) > tol) return 0;
+    return 1;
+}
+
+/* Top-left interior pixel of shown cell (p, i, j). */
+static void cell_xy(const tt_heatmap_geom *g, int p, int i, int j, int *x, int *y)
+{
+    *x = g->x0 + (p % g->gcols) * g->dx + j * g->cell_w + 2;
+    *y = g->y0 + (p / g->gcols) * g->dy + i * g->cell_h + 2;
+}
+
+static char *slurp(const char *path, long *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)*n + 1);
+    if (b && fread(b, 1, (size_t)*n, f) != (size_t)*n) { free(b); b = NULL; }
+    fclose(f);
+    return b;
+}
+
+static int contains(const char *hay, long n, const char *needle)
+{
+    const size_t m = strlen(needle);
+    for (long i = 0; i + (long)m <= n; i++)
+        if (!memcmp(hay + i, needle, m)) return 1;
+    return 0;
+}
+
+/* ===== Colour maps ===== */
+
+static void test_cmap(void)
+{
+    CHECK("viridis starts at #440154", tt_cmap_rgb(TT_CMAP_VIRIDIS, 0.0) == 0x440154u);
+    CHECK("viridis ends at #fde725", tt_cmap_rgb(TT_CMAP_VIRIDIS, 1.0) == 0xfde725u);
+    CHECK("viridis clamps above 1", tt_cmap_rgb(TT_CMAP_VIRIDIS, 7.0) == 0xfde725u);
+    CHECK("viridis midpoint #21918c", tt_cmap_rgb(TT_CMAP_VIRIDIS, 0.5) == 0x21918cu);
+    CHECK("diverging centre is near white", tt_cmap_rgb(TT_CMAP_DIVERGING, 0.5) == 0xf7f7f7u);
+    uint32_t lo = tt_cmap_rgb(TT_CMAP_DIVERGING, 0.0), hi = tt_cmap_rgb(TT_CMAP_DIVERGING, 1.0);
+    CHECK("diverging low end is blue", (lo & 0xff) > (lo >> 16));
+    CHECK("diverging high end is red", (hi >> 16) > (hi & 0xff));
+    CHECK("gray ends", tt_cmap_rgb(TT_CMAP_GRAY, 0.0) == 0 && tt_cmap_rgb(TT_CMAP_GRAY, 1.0) == 0xffffffu);
+    CHECK("NaN maps to the NaN colour", tt_cmap_rgb(TT_CMAP_VIRIDIS, NAN) == TT_FIG_NAN_RGB);
+    int mono = 1;
+    for (int i = 1; i <= 200; i++)
+        mono &= tt_rgb_luma(tt_cmap_rgb(TT_CMAP_VIRIDIS, i / 200.0)) >
+                tt_rgb_luma(tt_cmap_rgb(TT_CMAP_VIRIDIS, (i - 1) / 200.0));
+    CHECK("viridis brightness rises monotonically", mono);
+    CHECK("norm: linear", fabs(tt_cmap_norm(2.5, 0.0, 10.0) - 0.25) < 1e-12);
+    const float got[3] = { (float)tt_cmap_norm(-1.0, -2.0, 2.0), (float)tt_cmap_norm(0.0, -2.0, 2.0),
+                           (float)tt_cmap_norm(1.5, -2.0, 2.0) };
+    const double want[3] = { 0.25, 0.5, 0.875 };
+    check_close("norm: a diverging range", got, want, 3, 0.0, 1e-7);
+    CHECK("norm: clamps", tt_cmap_norm(-3.0, 0.0, 1.0) == 0.0 && tt_cmap_norm(3.0, 0.0, 1.0) == 1.0);
+    CHECK("norm: infinities", tt_cmap_norm(-INFINITY, 0.0, 1.0) == 0.0 && tt_cmap_norm(INFINITY, 0.0, 1.0) == 1.0);
+    CHECK("norm: NaN stays NaN", isnan(tt_cmap_norm(NAN, 0.0, 1.0)));
+    CHECK("cmap names", tt_cmap_from_name("viridis") == TT_CMAP_VIRIDIS &&
+                        tt_cmap_from_name("diverging") == TT_CMAP_DIVERGING &&
+                        tt_cmap_from_name("gray") == TT_CMAP_GRAY && tt_cmap_from_name("jet") == -1);
+}
+
+/* ===== Font ===== */
+
+static void test_font(void)
+{
+    CHECK("width of 'L' at 1x is 5", tt_font_width("L", 1, 0) == 5);
+    CHECK("width scales", tt_font_width("Key", 2, 0) == 2 * tt_font_width("Key", 1, 0));
+    CHECK("digits are equal width", tt_font_width("1111", 1, 0) == tt_font_width("8888", 1, 0));
+    CHECK("proportional: i narrower than m", tt_font_width("i", 1, 0) < tt_font_width("m", 1, 0));
+    CHECK("UTF-8 sequence counts as one glyph", tt_font_width("\xc3\xa9", 1, 0) == tt_font_width("?", 1, 0));
+
+    char out[64];
+    int w = tt_font_fit(out, sizeof out, "a very long token label", 1, 0, 40);
+    CHECK("fit: shortened to the width", w <= 40 && w > 0);
+    CHECK("fit: ends with the ellipsis", out[strlen(out) - 1] == TT_FONT_ELLIPSIS);
+    w = tt_font_fit(out, sizeof out, "cat", 2, 0, 200);
+    CHECK("fit: short text unchanged", !strcmp(out, "cat") && w == tt_font_width("cat", 2, 0));
+
+    /* 'L' has no symmetry: stem on the left, foot at the bottom */
+    tt_canvas c;
+    if (tt_canvas_init(&c, 12, 12) != TT_OK) { CHECK("canvas", 0); return; }
+    tt_font_draw(&c, 1, 1, "L", 1, 0, 0x000000u);
+    int stem = 1, foot = 1;
+    for (int y = 0; y < 7; y++) stem &= tt_canvas_get(&c, 1, 1 + y) == 0;
+    for (int x = 0; x < 5; x++) foot &= tt_canvas_get(&c, 1 + x, 7) == 0;
+    CHECK("'L' stem on the left", stem);
+    CHECK("'L' foot at the bottom", foot);
+    CHECK("'L' top right is blank", tt_canvas_get(&c, 5, 1) == 0xffffffu);
+    /* rotated a quarter turn: the foot becomes a column on the right going up,
+       the stem the top row */
+    tt_canvas_fill_rect(&c, 0, 0, 12, 12, 0xffffffu);
+    tt_font_draw(&c, 1, 1, "L", 1, TT_FONT_UP, 0x000000u);
+    int top = 1, side = 1;
+    for (int x = 0; x < 7; x++) top &= tt_canvas_get(&c, 1 + x, 5) == 0;   /* stem */
+    for (int y = 0; y < 5; y++) side &= tt_canvas_get(&c, 7, 1 + y) == 0;  /* foot */
+    CHECK("rotated 'L': stem runs across the bottom", top);
+    CHECK("rotated 'L': foot runs up the right", side);
+    CHECK("rotated 'L': top left blank", tt_canvas_get(&c, 2, 1) == 0xffffffu);
+    tt_canvas_free(&c);
+}
+
+/* ===== Heatmaps ===== */
+
+/* 5 x 7 in [0, 1]: the maximum at (1, 5), -inf at (3, 0) and (3, 1), NaN
+   at (4, 6). */
+static void make_5x7(float *v)
+{
+    for (int i = 0; i < 35; i++) v[i] = (float)((i * 7) % 11) / 20.0f;
+    v[1 * 7 + 5] = 1.0f;
+    v[3 * 7 + 0] = v[3 * 7 + 1] = -INFINITY;
+    v[4 * 7 + 6] = NAN;
+}
+
+static void test_heatmap_pixels(void)
+{
+    float v[35];
+    make_5x7(v);
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    o.title = "weights";
+    o.annotate = 0;
+    tt_heatmap_geom g;
+    tt_canvas c;
+    if (tt_heatmap_render(&c, &g, v, 1, 5, 7, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    tt_canvas_free(&c);
+    const char *path = tpath("h5x7.png");
+    CHECK("heatmap written", tt_heatmap_write(path, v, 1, 5, 7, &o) == TT_OK);
+    CHECK("no .tmp left", !exists(tpath("h5x7.png.tmp")));
+    uint8_t *px;
+    int w, h;
+    if (tt_png_read_rgb(path, &px, &w, &h) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    CHECK("size matches the layout", w == g.width && h == g.height);
+    CHECK("[0,1] data picks viridis on [0,1]", g.cmap == TT_CMAP_VIRIDIS && g.vmin == 0.0 && g.vmax == 1.0);
+    CHECK("5 rows of 7 columns", g.rows == 5 && g.cols == 7);
+
+    int x, y;
+    cell_xy(&g, 0, 1, 5, &x, &y);
+    CHECK("largest value has the top colour", pix(px, w, x, y) == tt_cmap_rgb(TT_CMAP_VIRIDIS, 1.0));
+    cell_xy(&g, 0, 3, 1, &x, &y);   /* (1, 5) transposed / flipped would land elsewhere */
+    CHECK("flipped position is not the top colour", pix(px, w, x, y) != tt_cmap_rgb(TT_CMAP_VIRIDIS, 1.0));
+    cell_xy(&g, 0, 0, 0, &x, &y);
+    CHECK("cell (0,0) has value 0: the bottom colour", pix(px, w, x, y) == tt_cmap_rgb(TT_CMAP_VIRIDIS, 0.0));
+    cell_xy(&g, 0, 0, 1, &x, &y);
+    CHECK("cell (0,1) = 0.35", near_rgb(pix(px, w, x, y), tt_cmap_rgb(TT_CMAP_VIRIDIS, 0.35), 2));
+
+    /* masked cells: grey, two shades of hatching */
+    int grey = 1, light = 0, dark = 0;
+    cell_xy(&g, 0, 3, 0, &x, &y);
+    for (int yy = y; yy < y + g.cell_h - 4; yy++)
+        for (int xx = x; xx < x + g.cell_w - 4; xx++) {
+            const uint32_t p = pix(px, w, xx, yy);
+            grey &= is_grey(p);
+            light += p == TT_FIG_HATCH_LIGHT;
+            dark += p == TT_FIG_HATCH_DARK;
+        }
+    CHECK("-inf cell is grey", grey);
+    CHECK("-inf cell is hatched (both shades)", light > 10 && dark > 10);
+    cell_xy(&g, 0, 3, 2, &x, &y);
+    CHECK("cell next to the masked ones is not hatched", !is_grey(pix(px, w, x, y)));
+    cell_xy(&g, 0, 4, 6, &x, &y);
+    CHECK("NaN cell has the NaN colour", pix(px, w, x, y) == TT_FIG_NAN_RGB);
+
+    /* colour bar: brightest at the top, darker all the way down (8-bit
+       rounding may wobble one step by a hair; 8 pixels apart it may not) */
+    const int bx = g.bar_x + g.bar_w / 2;
+    int mono = 1;
+    for (int yy = g.bar_y + 1; yy < g.bar_y + g.bar_h; yy++) {
+        const double l = tt_rgb_luma(pix(px, w, bx, yy));
+        mono &= l <= tt_rgb_luma(pix(px, w, bx, yy - 1)) + 0.004;
+        if (yy >= g.bar_y + 8) mono &= l < tt_rgb_luma(pix(px, w, bx, yy - 8));
+    }
+    CHECK("colour bar is monotonic", mono);
+    CHECK("colour bar top is the top colour",
+          near_rgb(pix(px, w, bx, g.bar_y), tt_cmap_rgb(TT_CMAP_VIRIDIS, 1.0), 3));
+    CHECK("colour bar bottom is the bottom colour",
+          near_rgb(pix(px, w, bx, g.bar_y + g.bar_h - 1), tt_cmap_rgb(TT_CMAP_VIRIDIS, 0.0), 3));
+
+    /* legend swatches for -inf and NaN, right of the matrix */
+    int nan_swatch = 0, hatch_swatch = 0;
+    for (int yy = g.bar_y + g.bar_h; yy < h; yy++)
+        for (int xx = g.bar_x; xx < w; xx++) {
+            nan_swatch += pix(px, w, xx, yy) == TT_FIG_NAN_RGB;
+            hatch_swatch += pix(px, w, xx, yy) == TT_FIG_HATCH_DARK;
+        }
+    CHECK("legend shows the NaN colour", nan_swatch > 100);
+    CHECK("legend shows the hatching", hatch_swatch > 50);
+    CHECK("white background", pix(px, w, 2, 2) == 0xffffffu && pix(px, w, w - 3, h - 3) == 0xffffffu);
+    free(px);
+
+    /* tEXt chunks, no time chunk */
+    o.meta.source = "lessons/03_causal_mask.lua:42";
+    o.meta.shape = "[Nq=5,Nk=7]";
+    o.meta.title = "weights";
+    CHECK("written with meta", tt_heatmap_write(path, v, 1, 5, 7, &o) == TT_OK);
+    long n;
+    char *bytes = slurp(path, &n);
+    CHECK("file readable", bytes != NULL);
+    if (bytes) {
+        CHECK("tEXt Software", contains(bytes, n, "Software") && contains(bytes, n, "tensortrace"));
+        CHECK("tEXt Source", contains(bytes, n, "lessons/03_causal_mask.lua:42"));
+        CHECK("tEXt Shape", contains(bytes, n, "[Nq=5,Nk=7]"));
+        CHECK("tEXt Title", contains(bytes, n, "Title"));
+        CHECK("no tIME chunk", !contains(bytes, n, "tIME"));
+        free(bytes);
+    }
+}
+
+static int count_luma(const uint8_t *px, int w, int x, int y, int cw, int ch, double lo, double hi)
+{
+    int n = 0;
+    for (int yy = y; yy < y + ch; yy++)
+        for (int xx = x; xx < x + cw; xx++) {
+            const double l = tt_rgb_luma(pix(px, w, xx, yy));
+            n += l >= lo && l <= hi;
+        }
+    return n;
+}
+
+static void test_heatmap_annotations(void)
+{
+    /* 3 x 5: 0 (dark purple) at (0, 0), 1 (yellow) at (2, 3), -inf at (1, 4) */
+    float v[15] = { 0.0f, 0.5f, 0.25f, 0.5f, 0.5f,
+                    0.5f, 0.5f, 0.5f, 0.5f, -INFINITY,
+                    0.5f, 0.5f, 0.5f, 1.0f, 0.5f };
+    const char *toks[5] = { "The", "cat", "sat", "on", "a-rather-long-token" };
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    o.xlabels = toks;
+    o.nxlabels = 5;
+    tt_heatmap_geom g;
+    tt_canvas c;
+    if (tt_heatmap_render(&c, &g, v, 1, 3, 5, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    CHECK("small matrices are annotated by default", g.annotate_scale > 0);
+    const char *path = tpath("annot.png");
+    CHECK("annotated heatmap written", tt_heatmap_write(path, v, 1, 3, 5, &o) == TT_OK);
+    uint8_t *px;
+    int w, h;
+    if (tt_png_read_rgb(path, &px, &w, &h) != TT_OK) { tt_canvas_free(&c); CHECK(tt_errmsg(), 0); return; }
+    CHECK("decoded equals rendered", w == c.w && h == c.h && !memcmp(px, c.px, (size_t)w * h * 3));
+    int x, y;
+    cell_xy(&g, 0, 0, 0, &x, &y);
+    CHECK("light text inside the dark cell", count_luma(px, w, x, y, g.cell_w - 4, g.cell_h - 4, 0.8, 1.0) > 10);
+    cell_xy(&g, 0, 2, 3, &x, &y);
+    CHECK("dark text inside the light cell", count_luma(px, w, x, y, g.cell_w - 4, g.cell_h - 4, 0.0, 0.3) > 10);
+    cell_xy(&g, 0, 1, 4, &x, &y);
+    CHECK("'-inf' written in the masked cell", count_luma(px, w, x, y, g.cell_w - 4, g.cell_h - 4, 0.0, 0.3) > 10);
+    free(px);
+    tt_canvas_free(&c);
+
+    /* without annotations those cells are flat */
+    o.annotate = 0;
+    if (tt_heatmap_render(&c, &g, v, 1, 3, 5, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    cell_xy(&g, 0, 0, 0, &x, &y);
+    CHECK("annotate=0: dark cell has no text", count_luma(c.px, c.w, x, y, g.cell_w - 4, g.cell_h - 4, 0.8, 1.0) == 0);
+    cell_xy(&g, 0, 2, 3, &x, &y);
+    CHECK("annotate=0: light cell has no text", count_luma(c.px, c.w, x, y, g.cell_w - 4, g.cell_h - 4, 0.0, 0.3) == 0);
+    tt_canvas_free(&c);
+}
+
+static void test_heatmap_diverging_and_grid(void)
+{
+    /* scores with negatives: diverging, centred on 0 */
+    float s[3 * 5];
+    for (int i = 0; i < 15; i++) s[i] = (float)(i % 5) - 1.5f - (float)(i / 5) * 0.25f;
+    s[2 * 5 + 0] = -4.0f;   /* the most negative */
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    o.annotate = 0;
+    tt_heatmap_geom g;
+    tt_canvas c;
+    if (tt_heatmap_render(&c, &g, s, 1, 3, 5, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    CHECK("negatives pick the diverging map", g.cmap == TT_CMAP_DIVERGING);
+    CHECK("diverging scale is symmetric", g.vmin == -g.vmax && g.vmax == 4.0);
+    int x, y;
+    cell_xy(&g, 0, 2, 0, &x, &y);
+    CHECK("most negative cell has the bottom colour", tt_canvas_get(&c, x, y) == tt_cmap_rgb(TT_CMAP_DIVERGING, 0.0));
+    tt_canvas_free(&c);
+
+    /* vmin/vmax override */
+    o.has_vmin = o.has_vmax = 1;
+    o.vmin = -1.0;
+    o.vmax = 1.0;
+    if (tt_heatmap_render(&c, &g, s, 1, 3, 5, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    CHECK("vmin/vmax override", g.vmin == -1.0 && g.vmax == 1.0);
+    cell_xy(&g, 0, 0, 4, &x, &y);   /* 2.5 clamps to the top */
+    CHECK("values past vmax clamp to the top colour", tt_canvas_get(&c, x, y) == tt_cmap_rgb(TT_CMAP_DIVERGING, 1.0));
+    tt_canvas_free(&c);
+
+    /* a grid of 3 panels [3, 3, 5]: the maximum in panel 2 at (0, 4) */
+    float p3[3 * 15];
+    for (int i = 0; i < 45; i++) p3[i] = (float)(i % 7) / 10.0f;
+    p3[2 * 15 + 0 * 5 + 4] = 1.0f;
+    tt_heatmap_opts_init(&o);
+    o.annotate = 0;
+    if (tt_heatmap_render(&c, &g, p3, 3, 3, 5, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    CHECK("3 panels side by side", g.gcols == 3 && g.grows == 1);
+    cell_xy(&g, 2, 0, 4, &x, &y);
+    CHECK("panel 3's maximum has the top colour (shared scale)",
+          tt_canvas_get(&c, x, y) == tt_cmap_rgb(TT_CMAP_VIRIDIS, 1.0));
+    cell_xy(&g, 0, 0, 4, &x, &y);
+    CHECK("the same cell of panel 1 does not", tt_canvas_get(&c, x, y) != tt_cmap_rgb(TT_CMAP_VIRIDIS, 1.0));
+    tt_canvas_free(&c);
+
+    /* 8 heads: a 4 x 2 grid */
+    float p8[8 * 9];
+    for (int i = 0; i < 72; i++) p8[i] = (float)i / 72.0f;
+    if (tt_heatmap_render(&c, &g, p8, 8, 3, 3, NULL) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    CHECK("8 panels in 4 columns, 2 rows", g.gcols == 4 && g.grows == 2);
+    tt_canvas_free(&c);
+
+    /* per-row scaling: each row's maximum takes the top colour */
+    float r[3 * 4] = { 0.1f, 0.2f, 0.9f, 0.3f,
+                       0.01f, 0.03f, 0.02f, 0.0f,
+                       0.5f, 0.4f, 0.45f, 0.41f };
+    tt_heatmap_opts_init(&o);
+    o.annotate = 0;
+    o.row_scale = 1;
+    if (tt_heatmap_render(&c, &g, r, 1, 3, 4, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    const uint32_t top = tt_cmap_rgb(TT_CMAP_VIRIDIS, 1.0), bottom = tt_cmap_rgb(TT_CMAP_VIRIDIS, 0.0);
+    int ok = 1;
+    const int maxj[3] = { 2, 1, 0 }, minj[3] = { 0, 3, 1 };
+    for (int i = 0; i < 3; i++) {
+        cell_xy(&g, 0, i, maxj[i], &x, &y);
+        ok &= tt_canvas_get(&c, x, y) == top;
+        cell_xy(&g, 0, i, minj[i], &x, &y);
+        ok &= tt_canvas_get(&c, x, y) == bottom;
+    }
+    CHECK("row_scale: every row spans the whole map", ok);
+    tt_canvas_free(&c);
+}
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void test_heatmap_large(void)
+{
+    /* 2049 x 1537 (odd): causal -inf above the diagonal, a hot row 1000 */
+    const int R = 2049, C = 1537;
+    float *v = malloc((size_t)R * C * sizeof *v);
+    if (!v) { CHECK("alloc", 0); return; }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++)
+            v[(size_t)i * C + j] = j > i ? -INFINITY : (float)((i + 3 * j) % 97) / 200.0f;
+    for (int j = 0; j <= 1000 && j < C; j++) v[(size_t)1000 * C + j] = 1.0f;
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    o.title = "big";
+    o.downsample = "max";
+    tt_heatmap_geom g;
+    tt_canvas c;
+    if (tt_heatmap_render(&c, &g, v, 1, R, C, &o) != TT_OK) { free(v); CHECK(tt_errmsg(), 0); return; }
+    CHECK("downsampled to at most 1024 per side", g.rows <= 1024 && g.cols <= 1024 && g.block_r == 3 && g.block_c == 2);
+    CHECK("no annotations when downsampled", g.annotate_scale == 0);
+    int x = g.x0 + 300, y = g.y0 + 1000 / 3;   /* block max over row 1000 */
+    CHECK("hot row survives block max", tt_canvas_get(&c, x, y) == tt_cmap_rgb(TT_CMAP_VIRIDIS, 1.0));
+    x = g.x0 + g.cols - 2;
+    y = g.y0 + 2;
+    CHECK("upper right corner is masked grey", is_grey(tt_canvas_get(&c, x, y)));
+    tt_canvas_free(&c);
+    free(v);
+
+    /* speed (a benchmark line, not a timed test): 2048 x 2048 to a file */
+    const int N = 2048;
+    v = malloc((size_t)N * N * sizeof *v);
+    if (!v) { CHECK("alloc", 0); return; }
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) v[(size_t)i * N + j] = j > i ? -INFINITY : (float)((i ^ j) & 255) / 255.0f;
+    const double t0 = seconds();
+    CHECK("2048x2048 written", tt_heatmap_write(tpath("big.png"), v, 1, N, N, NULL) == TT_OK);
+    printf("bench: 2048x2048 heatmap rendered and written in %.3f s\n", seconds() - t0);
+    free(v);
+}
+
+static void test_heatmap_errors_and_determinism(void)
+{
+    float v[35];
+    make_5x7(v);
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+
+    /* determinism: byte-identical files */
+    const char *a = tpath("det_a.png"), *b = tpath("det_b.png");
+    CHECK("first copy", tt_heatmap_write(a, v, 1, 5, 7, &o) == TT_OK);
+    CHECK("second copy", tt_heatmap_write(b, v, 1, 5, 7, &o) == TT_OK);
+    long na, nb;
+    char *ba = slurp(a, &na), *bb = slurp(b, &nb);
+    CHECK("same input gives the same bytes", ba && bb && na == nb && !memcmp(ba, bb, (size_t)na));
+    free(ba);
+    free(bb);
+
+    /* missing directory */
+    const char *missing = tpath("no/such/dir/x.png");
+    tt_status st = tt_heatmap_write(missing, v, 1, 5, 7, &o);
+    CHECK("missing dir: TT_EIO", st == TT_EIO);
+    CHECK("missing dir: message names the op and the path",
+          strstr(tt_errmsg(), "heatmap: cannot write '") && strstr(tt_errmsg(), missing));
+    CHECK("missing dir: message gives the reason", strstr(tt_errmsg(), "No such file") != NULL);
+    CHECK("missing dir: no file", !exists(missing));
+
+    /* the path is a directory: the rename fails, the temp file goes away */
+    const char *dir = tpath("adir");
+    mkdir(dir, 0755);
+    st = tt_heatmap_write(dir, v, 1, 5, 7, &o);
+    CHECK("path is a directory: TT_EIO", st == TT_EIO && strstr(tt_errmsg(), dir));
+    CHECK("path is a directory: no temp file left", !exists(tpath("adir.tmp")));
+    rmdir(dir);
+
+    /* non-finite vmin, crossed limits, empty input, unknown cmap */
+    const char *p = tpath("bad.png");
+    o.has_vmin = 1;
+    o.vmin = NAN;
+    st = tt_heatmap_write(p, v, 1, 5, 7, &o);
+    CHECK("NaN vmin: TT_EARG", st == TT_EARG && strstr(tt_errmsg(), "vmin") && strstr(tt_errmsg(), "finite"));
+    CHECK("NaN vmin: no file", !exists(p));
+    o.vmin = 0.0;
+    o.has_vmax = 1;
+    o.vmax = INFINITY;
+    st = tt_heatmap_write(p, v, 1, 5, 7, &o);
+    CHECK("inf vmax: TT_EARG", st == TT_EARG && strstr(tt_errmsg(), "vmax"));
+    o.vmax = -1.0;
+    st = tt_heatmap_write(p, v, 1, 5, 7, &o);
+    CHECK("vmin >= vmax: TT_EARG", st == TT_EARG && strstr(tt_errmsg(), "less than"));
+    tt_heatmap_opts_init(&o);
+    st = tt_heatmap_write(p, v, 1, 0, 7, &o);
+    CHECK("empty: TT_EARG", st == TT_EARG && strstr(tt_errmsg(), "empty"));
+    o.cmap = "jet";
+    st = tt_heatmap_write(p, v, 1, 5, 7, &o);
+    CHECK("unknown cmap: TT_EARG naming it", st == TT_EARG && strstr(tt_errmsg(), "'jet'"));
+    CHECK("failures left no file", !exists(p) && !exists(tpath("bad.png.tmp")));
+
+    /* a written file is only ever complete: an existing figure survives a
+       failed rewrite */
+    CHECK("good file", tt_heatmap_write(p, v, 1, 5, 7, NULL) == TT_OK);
+    o.cmap = NULL;
+    o.has_vmin = 1;
+    o.vmin = INFINITY;
+    tt_heatmap_write(p, v, 1, 5, 7, &o);
+    uint8_t *px;
+    int w, h;
+    CHECK("old figure still decodes after a failed rewrite", tt_png_read_rgb(p, &px, &w, &h) == TT_OK);
+    if (px) free(px);
+}
+
+/* ===== Bars ===== */
+
+static void test_bars(void)
+{
+    /* the saturation figure: softmax of [0.2,0.5,0.8], [2,5,8], [20,50,80] */
+    const float logits[9] = { 0.2f, 0.5f, 0.8f, 2, 5, 8, 20, 50, 80 };
+    float v[9];
+    for (int r = 0; r < 3; r++) {
+        const double m = (double)logits[r * 3 + 2];
+        double sum = 0.0;
+        for (int j = 0; j < 3; j++) sum += exp((double)logits[r * 3 + j] - m);
+        for (int j = 0; j < 3; j++) v[r * 3 + j] = (float)(exp((double)logits[r * 3 + j] - m) / sum);
+    }
+    tt_bars_opts o;
+    tt_bars_opts_init(&o);
+    const char *series[3] = { "[0.2,0.5,0.8]", "[2,5,8]", "[20,50,80]" };
+    o.title = "softmax saturates";
+    o.series_labels = series;
+    o.nseries = 3;
+    const char *path = tpath("bars.png");
+    CHECK("bars written", tt_bars_write(path, v, 3, 3, &o) == TT_OK);
+    uint8_t *px;
+    int w, h;
+    if (tt_png_read_rgb(path, &px, &w, &h) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    /* each series has its colour; the third panel's last bar is the tallest
+       bar of all and its first bar is (almost) nothing */
+    int minx[3] = { w, w, w }, maxx[3] = { -1, -1, -1 }, top[3][3];
+    const uint32_t col[3] = { 0x4c72b0u, 0xdd8452u, 0x55a868u };
+    for (int s = 0; s < 3; s++)
+        for (int b = 0; b < 3; b++) top[s][b] = h;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int s = 0; s < 3; s++)
+                if (pix(px, w, x, y) == col[s]) {
+                    if (x < minx[s]) minx[s] = x;
+                    if (x > maxx[s]) maxx[s] = x;
+                }
+    CHECK("three series colours, left to right", maxx[0] < minx[1] && maxx[1] < minx[2]);
+    for (int s = 0; s < 3; s++) {
+        const int span = maxx[s] - minx[s] + 1;
+        for (int y = 0; y < h; y++)
+            for (int x = minx[s]; x <= maxx[s]; x++)
+                if (pix(px, w, x, y) == col[s]) {
+                    const int b = (x - minx[s]) * 3 / span;
+                    if (y < top[s][b]) top[s][b] = y;
+                }
+    }
+    CHECK("series 1 bars rise left to right", top[0][0] > top[0][1] && top[0][1] > top[0][2]);
+    CHECK("series 3: the last bar is the tallest of all", top[2][2] < top[1][2] && top[2][2] < top[0][2]);
+    free(px);
+    CHECK("bars: empty is an error", tt_bars_write(path, v, 0, 3, &o) == TT_EARG);
+    CHECK("bars: missing dir is TT_EIO", tt_bars_write(tpath("nope/b.png"), v, 3, 3, &o) == TT_EIO &&
+                                         strstr(tt_errmsg(), "bars: cannot write"));
+}
+
+/* ===== Flow ===== */
+
+static tt_tensor mk(uint64_t id, int ndim, const int64_t *shape, const char *const *names)
+{
+    tt_tensor t;
+    memset(&t, 0, sizeof t);
+    t.id = id;
+    t.ndim = ndim;
+    for (int i = 0; i < ndim; i++) { t.shape[i] = shape[i]; t.names[i] = names ? names[i] : NULL; }
+    return t;
+}
+
+static void emit(tt_op op, const tt_tensor *out, const tt_tensor *a, const tt_tensor *b)
+{
+    tt_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.op = op;
+    ev.output = out;
+    if (a) ev.inputs[ev.ninputs++] = a;
+    if (b) ev.inputs[ev.ninputs++] = b;
+    ev.ninputs_total = ev.ninputs;
+    tt_flow_record(&ev);
+}
+
+static void test_flow(void)
+{
+    const char *nx[3] = { "B", "N", "D" }, *nq[3] = { "B", "N", "Dh" }, *ns[3] = { "B", "N", "N" };
+    const int64_t sx[3] = { 2, 5, 16 }, sq[3] = { 2, 5, 8 }, st[3] = { 2, 8, 5 }, ss[3] = { 2, 5, 5 };
+    const int64_t sw[2] = { 16, 8 };
+    tt_flow_reset();
+    tt_tensor X = mk(1001, 3, sx, nx), Wq = mk(1002, 2, sw, NULL), Wk = mk(1003, 2, sw, NULL);
+    tt_tensor Q = mk(1004, 3, sq, nq), K = mk(1005, 3, sq, nq), Kt = mk(1006, 3, st, NULL);
+    tt_tensor S0 = mk(1007, 3, ss, ns), S = mk(1008, 3, ss, ns), M = mk(1009, 2, ss + 1, NULL);
+    tt_tensor SM = mk(1010, 3, ss, ns), Wt = mk(1011, 3, ss, ns);
+    tt_flow_set_label(1001, "X");          /* labelled before the section */
+    tt_flow_reset();
+    emit(TT_OP_MATMUL, &Q, &X, &Wq);
+    emit(TT_OP_MATMUL, &K, &X, &Wk);
+    emit(TT_OP_MT, &Kt, &K, NULL);
+    emit(TT_OP_MATMUL, &S0, &Q, &Kt);
+    tt_event div;
+    memset(&div, 0, sizeof div);
+    div.op = TT_OP_DIV;
+    div.output = &S;
+    div.inputs[0] = &S0;
+    div.ninputs = div.ninputs_total = 1;
+    div.has_scalar = 1;
+    div.scalar = 8.0;
+    tt_flow_record(&div);
+    emit(TT_OP_CAUSAL_MASK, &M, NULL, NULL);
+    emit(TT_OP_MASKED_FILL, &SM, &S, &M);
+    emit(TT_OP_SOFTMAX, &Wt, &SM, NULL);
+    tt_flow_set_label(1004, "Q");
+    tt_flow_set_label(1005, "K");
+    tt_flow_set_label(1008, "scores");     /* labels arrive after the events */
+    tt_flow_set_label(1011, "weights");
+
+    char text[2048];
+    tt_flow_describe(text, sizeof text);
+    CHECK("flow: X box with named shape", strstr(text, "X [B=2,N=5,D=16]\n") != NULL);
+    CHECK("flow: X -> Q via matmul", strstr(text, "X -> Q: matmul\n") != NULL);
+    CHECK("flow: X -> K via matmul", strstr(text, "X -> K: matmul\n") != NULL);
+    CHECK("flow: Q -> scores: matmul, div", strstr(text, "Q -> scores: matmul, div 8\n") != NULL);
+    CHECK("flow: K -> scores walks through mT", strstr(text, "K -> scores: mT, matmul, div 8\n") != NULL);
+    CHECK("flow: scores -> weights: masked_fill, softmax",
+          strstr(text, "scores -> weights: masked_fill, softmax\n") != NULL);
+    CHECK("flow: unlabelled weights matrices are no boxes", strstr(text, "[16,8]") == NULL);
+    CHECK("flow: no arrow skips a labelled tensor", strstr(text, "X -> scores") == NULL &&
+                                                  strstr(text, "Q -> weights") == NULL);
+    if (check_failed) printf("%s", text);
+
+    tt_flow_opts fo;
+    memset(&fo, 0, sizeof fo);
+    fo.title = "Causal self-attention";
+    const char *path = tpath("flow.png");
+    CHECK("flow written", tt_flow_write(path, &fo) == TT_OK);
+    uint8_t *px;
+    int w, h;
+    if (tt_png_read_rgb(path, &px, &w, &h) == TT_OK) {
+        int fill = 0;
+        for (int i = 0; i < w * h; i++) fill += pix(px, w, i % w, i / w) == 0xeaf1fbu;
+        CHECK("flow: boxes drawn", fill > 5 * 2000);
+        free(px);
+    } else {
+        CHECK(tt_errmsg(), 0);
+    }
+
+    /* a new section forgets the events (labels stay) */
+    tt_flow_reset();
+    CHECK("flow: empty section is an error", tt_flow_write(tpath("flow2.png"), &fo) == TT_EARG &&
+                                             strstr(tt_errmsg(), "nothing to draw"));
+    CHECK("flow: error leaves no file", !exists(tpath("flow2.png")));
+
+    /* bounded memory: far more events than the ring holds still work */
+    tt_tensor a = mk(5000, 3, sq, nq), b;
+    tt_flow_set_label(5000, "start");
+    for (int i = 1; i <= 10000; i++) {
+        b = mk(5000 + (uint64_t)i, 3, sq, nq);
+        emit(TT_OP_ADD, &b, &a, NULL);
+        a = b;
+    }
+    tt_flow_set_label(15000, "end");
+    tt_flow_describe(text, sizeof text);
+    CHECK("flow: the ring keeps the latest events", strstr(text, "end [B=2,N=5,Dh=8]") != NULL &&
+                                                  strstr(text, "start") == NULL);
+    tt_flow_reset();
+}
+
+/* ===== Main ===== */
+
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        remove(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/tt_figure_XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 1; }
+    test_cmap();
+    test_font();
+    test_heatmap_pixels();
+    test_heatmap_annotations();
+    test_heatmap_diverging_and_grid();
+    test_heatmap_large();
+    test_heatmap_errors_and_determinism();
+    test_bars();
+    test_flow();
+    if (getenv("TT_KEEP_FIGURES")) printf("figures kept in %s\n", tmpdir);
+    else remove_tree(tmpdir);
+    return check_report();
+}

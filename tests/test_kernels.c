@@ -1,0 +1,553 @@
+/*
+** test_kernels.c — every kernel in kernels.h against a float64 reference
+** computed here, at awkward sizes and strides, on each SIMD path this CPU
+** can run, and 1 vs N threads bit for bit.
+*/
+#include <float.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels.h"
+#include "tt.h"
+
+/* ===== Helpers ===== */
+
+#define DINF ((double)INFINITY)
+
+static uint64_t rng = 42;
+
+static double urand(void)   /* splitmix64 -> [0, 1) */
+{
+    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
+}
+
+static float *frand(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; i < n; i++) p[i] = (float)(2.0 * urand() - 1.0);
+    return p;
+}
+
+static const char *path_now = "auto";
+static int threads_max = 2;
+
+/* ===== GEMM ===== */
+
+/* Layouts of an operand R x C: row-major, transposed (column-major),
+   narrowed (row stride padded), expanded (stride 0 on rows). */
+enum { L_ROW, L_COL, L_PAD, L_BCAST, L_NLAYOUT };
+static const char *lay_name[] = { "row", "col", "pad", "bcast" };
+
+static void strides(int lay, int64_t R, int64_t C, int64_t *rs, int64_t *cs, int64_t *extent)
+{
+    switch (lay) {
+    case L_COL:   *rs = 1; *cs = R; break;
+    case L_PAD:   *rs = C + 3; *cs = 1; break;
+    case L_BCAST: *rs = 0; *cs = 1; break;
+    default:      *rs = C; *cs = 1; break;
+    }
+    *extent = (R - 1) * *rs + (C - 1) * *cs + 1;
+}
+
+/* Runs one batched product and checks it against a float64 reference with
+   the rounding bound (K+2) u sum|a||b|, and that C outside the result is
+   untouched (padded rows, strided columns). Returns the result's copy. */
+static void gemm_case(int64_t nb, int64_t M, int64_t N, int64_t K, int la, int lb, int lc,
+                      int bcast_batch)
+{
+    int64_t rsa, csa, ea, rsb, csb, eb, rsc, csc, ec;
+    strides(la, M, K, &rsa, &csa, &ea);
+    strides(lb, K, N, &rsb, &csb, &eb);
+    if (lc == L_COL) { rsc = 1; csc = M + 1; }          /* column-major with a gap */
+    else if (lc == L_PAD) { rsc = 2 * N + 1; csc = 2; } /* every other column */
+    else { rsc = N; csc = 1; }
+    ec = (M - 1) * rsc + (N - 1) * csc + 1;
+    float *a = frand((size_t)(ea * nb)), *b = frand((size_t)(eb * nb));
+    float *c = malloc((size_t)(ec * nb) * sizeof(float));
+    int64_t aoff[4], boff[4], coff[4];
+    for (int64_t t = 0; t < nb; t++) {
+        aoff[t] = bcast_batch ? 0 : t * ea;
+        boff[t] = t * eb;
+        coff[t] = t * ec;
+    }
+    for (int64_t i = 0; i < ec * nb; i++) c[i] = 777.0f;   /* sentinel */
+    tt_gemm_batch(nb, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc);
+
+    int bad = 0;
+    char *touched = calloc((size_t)(ec * nb), 1);
+    for (int64_t t = 0; t < nb && bad < 5; t++)
+        for (int64_t i = 0; i < M && bad < 5; i++)
+            for (int64_t j = 0; j < N && bad < 5; j++) {
+                double r = 0.0, ab = 0.0;
+                for (int64_t p = 0; p < K; p++) {
+                    double x = (double)a[aoff[t] + i * rsa + p * csa] * (double)b[boff[t] + p * rsb + j * csb];
+                    r += x;
+                    ab += fabs(x);
+                }
+                int64_t at = coff[t] + i * rsc + j * csc;
+                touched[at] = 1;
+                double tol = (double)(K + 2) * ldexp(1.0, -24) * ab;
+                if (!(fabs((double)c[at] - r) <= tol)) {
+                    printf("  gemm %s [%lld] %lldx%lldx%lld a=%s b=%s c=%s: C[%lld,%lld] got %.9g want %.9g\n",
+                           path_now, (long long)t, (long long)M, (long long)N, (long long)K,
+                           lay_name[la], lay_name[lb], lay_name[lc], (long long)i, (long long)j,
+                           (double)c[at], r);
+                    bad++;
+                }
+            }
+    for (int64_t i = 0; i < ec * nb; i++)
+        if (!touched[i] && c[i] != 777.0f) { bad++; printf("  gemm wrote outside C at %lld\n", (long long)i); break; }
+    CHECK("gemm matches float64 reference and writes only C", bad == 0);
+    free(touched);
+    free(a); free(b); free(c);
+}
+
+static void test_gemm(void)
+{
+    static const int64_t sz[] = { 1, 3, 15, 17, 31, 33, 63, 65, 127, 129, 255, 257 };
+    int nsz = (int)(sizeof sz / sizeof sz[0]);
+    /* sizes: every size as M, N and K at least once, in rotating triples */
+    for (int i = 0; i < nsz; i++)
+        gemm_case(1, sz[i], sz[(i + 5) % nsz], sz[(i + 9) % nsz], L_ROW, L_ROW, L_ROW, 0);
+    gemm_case(1, 1000, 17, 65, L_ROW, L_ROW, L_ROW, 0);
+    gemm_case(1, 33, 1000, 31, L_ROW, L_COL, L_ROW, 0);
+    gemm_case(1, 65, 63, 1000, L_COL, L_ROW, L_ROW, 0);   /* several kc blocks */
+    /* every layout of A, B and C on a shape with edges in all three sizes */
+    for (int la = 0; la < L_NLAYOUT; la++)
+        for (int lb = 0; lb < L_NLAYOUT; lb++)
+            gemm_case(2, 37, 45, 29, la, lb, L_ROW, 0);
+    for (int lc = 0; lc < 3; lc++) gemm_case(3, 70, 41, 300, L_PAD, L_COL, lc, 0);
+    for (int lc = 0; lc < 3; lc++) gemm_case(2, 5, 7, 3, L_ROW, L_COL, lc, 0);   /* small path */
+    gemm_case(3, 129, 65, 33, L_ROW, L_COL, L_ROW, 1);    /* A broadcast over the batch */
+    gemm_case(4, 2, 300, 200, L_ROW, L_ROW, L_ROW, 0);    /* thin M */
+
+    /* K == 0 gives zeros */
+    float c[6] = { 1, 2, 3, 4, 5, 6 }, dummy = 0.0f;
+    int64_t z = 0;
+    tt_gemm_batch(1, 2, 3, 0, &dummy, &z, 0, 0, &dummy, &z, 0, 0, c, &z, 3, 1);
+    int zeros = 1;
+    for (int i = 0; i < 6; i++) zeros &= c[i] == 0.0f;
+    CHECK("gemm K == 0 gives zeros", zeros);
+}
+
+/* Same product on 1, 2 and 3 threads: identical bits. */
+static void test_gemm_threads(void)
+{
+    static const int64_t shp[][4] = { { 1, 300, 257, 129 }, { 1, 65, 1000, 600 },
+                                      { 8, 64, 64, 64 }, { 3, 200, 40, 33 }, { 2, 5, 300, 200 } };
+    for (size_t s = 0; s < sizeof shp / sizeof shp[0]; s++) {
+        int64_t nb = shp[s][0], M = shp[s][1], N = shp[s][2], K = shp[s][3];
+        float *a = frand((size_t)(nb * M * K)), *b = frand((size_t)(nb * K * N));
+        float *c1 = malloc((size_t)(nb * M * N) * sizeof(float));
+        float *c2 = malloc((size_t)(nb * M * N) * sizeof(float));
+        int64_t ao[8], bo[8], co[8];
+        for (int64_t t = 0; t < nb; t++) { ao[t] = t * M * K; bo[t] = t * K * N; co[t] = t * M * N; }
+        tt_set_num_threads(1);
+        tt_gemm_batch(nb, M, N, K, a, ao, 1, M, b, bo, N, 1, c1, co, N, 1);
+        int same = 1;
+        for (int th = 2; th <= threads_max + 1; th++) {
+            tt_set_num_threads(th);
+            tt_gemm_batch(nb, M, N, K, a, ao, 1, M, b, bo, N, 1, c2, co, N, 1);
+            same &= memcmp(c1, c2, (size_t)(nb * M * N) * sizeof(float)) == 0;
+        }
+        tt_set_num_threads(threads_max);
+        CHECK("gemm: 1 vs N threads bit-identical", same);
+        free(a); free(b); free(c1); free(c2);
+    }
+}
+
+/* ===== exp ===== */
+
+static float from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* Relative error <= 2e-7 for normal results; a denormal result cannot be
+   that close in float, so there it may be off by one denormal step. */
+static void test_exp(void)
+{
+    /* a sweep over every 61st float from -110 to 90 (about 35 million) would
+       take long in double; every 509th bit pattern keeps it under 0.2 s */
+    size_t cap = 8u << 20, n = 0;
+    float *x = malloc(cap * sizeof(float)), *y = malloc(cap * sizeof(float));
+    for (uint32_t u = 0; u < 0x42B40000u && n < cap; u += 509) x[n++] = from_bits(u);          /* [0, 90) */
+    for (uint32_t u = 0x80000000u; u < 0xC2DC0000u && n < cap; u += 509) x[n++] = from_bits(u); /* (-110, -0] */
+    static const float special[] = { 88.7228f, 88.72283f, 88.7229f, 89.0f, 100.0f, FLT_MAX,
+                                     -87.3365f, -87.34f, -100.0f, -103.9f, -103.98f, -104.0f,
+                                     -150.0f, -FLT_MAX, 1e-30f, -1e-30f, 0.5f, -0.5f };
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) x[n++] = special[i];
+    tt_exp_vec((int64_t)n, x, y);
+    int bad = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double r = exp((double)x[i]), v = y[i];
+        int ok;
+        if (r > (double)FLT_MAX) ok = isinf(v) && v > 0;
+        else if (r >= (double)FLT_MIN) {
+            double rel = fabs(v - r) / r;
+            worst = rel > worst ? rel : worst;
+            ok = rel <= 2e-7;
+        } else ok = fabs(v - r) <= ldexp(1.0, -149);
+        if (!ok && bad++ < 5) printf("  exp %s: exp(%.9g) got %.9g want %.9g\n", path_now, (double)x[i], v, r);
+    }
+    printf("  exp %s: %zu points, worst relative error %.3g\n", path_now, n, worst);
+    CHECK("exp: relative error <= 2e-7, denormals within one step, overflow inf", bad == 0);
+
+    float sx[] = { -INFINITY, INFINITY, NAN, 0.0f, -0.0f }, sy[5];
+    tt_exp_vec(5, sx, sy);
+    CHECK("exp(-inf) = 0", sy[0] == 0.0f);
+    CHECK("exp(inf) = inf", isinf(sy[1]) && sy[1] > 0);
+    CHECK("exp(NaN) = NaN", isnan(sy[2]));
+    CHECK("exp(+-0) = 1", sy[3] == 1.0f && sy[4] == 1.0f);
+
+    /* in place, and the same bits whatever the length around an element */
+    float *z = frand(1001), *zc = malloc(1001 * sizeof(float)), *w = malloc(1001 * sizeof(float));
+    for (int i = 0; i < 1001; i++) z[i] *= 80.0f;
+    memcpy(zc, z, 1001 * sizeof(float));
+    tt_exp_vec(1001, z, w);
+    tt_exp_vec(1001, z, z);
+    CHECK("exp in place equals out of place", memcmp(z, w, 1001 * sizeof(float)) == 0);
+    int same = 1;
+    for (int s = 1; s < 40; s += 3) {
+        float t[64];
+        tt_exp_vec(17, zc + s, t);
+        same &= memcmp(t, w + s, 17 * sizeof(float)) == 0;
+    }
+    CHECK("exp bits do not depend on the position in the range", same);
+    free(x); free(y); free(z); free(zc); free(w);
+
+    /* the reference too */
+    float rx[4] = { -1.0f, 0.0f, 10.0f, -INFINITY }, ry[4];
+    tt_exp_vec_ref(4, rx, ry);
+    CHECK("exp_ref", fabs((double)ry[0] - exp(-1.0)) < 1e-7 && ry[1] == 1.0f
+          && fabs((double)ry[2] / exp(10.0) - 1.0) < 2e-7 && ry[3] == 0.0f);
+}
+
+/* ===== softmax ===== */
+
+static void softmax_ref(int64_t rows, int64_t n, const float *x, double *r)
+{
+    for (int64_t i = 0; i < rows; i++, x += n, r += n) {
+        double m = -DINF, s = 0.0;
+        for (int64_t j = 0; j < n; j++) m = (double)x[j] > m ? (double)x[j] : m;
+        for (int64_t j = 0; j < n; j++) s += (r[j] = exp((double)x[j] - m));
+        for (int64_t j = 0; j < n; j++) r[j] = m == -DINF ? (double)NAN : r[j] / s;
+    }
+}
+
+static void softmax_case(int64_t rows, int64_t n, float *x, int inplace, const char *what)
+{
+    double *r = malloc((size_t)(rows * n) * sizeof(double));
+    float *y = inplace ? x : malloc((size_t)(rows * n) * sizeof(float));
+    softmax_ref(rows, n, x, r);
+    tt_softmax_rows(rows, n, x, y);
+    char d[96];
+    snprintf(d, sizeof d, "softmax %s %s rows=%lld n=%lld", path_now, what, (long long)rows, (long long)n);
+    check_close(d, y, r, rows * n, 2e-6, 1e-12);
+    if (!inplace) free(y);
+    free(r);
+}
+
+static void test_softmax(void)
+{
+    static const int64_t sz[] = { 1, 3, 15, 17, 31, 33, 63, 65, 127, 129, 255, 257, 1000 };
+    for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {
+        float *x = frand((size_t)(7 * sz[i]));
+        for (int64_t j = 0; j < 7 * sz[i]; j++) x[j] *= 20.0f;
+        softmax_case(7, sz[i], x, 0, "random");
+        softmax_case(7, sz[i], x, 1, "in place");
+        free(x);
+    }
+    /* edge rows: some -inf, all -inf (NaN), huge, +inf (NaN), one element */
+    float e[6][5] = {
+        { -INFINITY, 1.0f, -INFINITY, 2.0f, 0.5f },
+        { -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY },
+        { 3e38f, -3e38f, 3e38f, 0.0f, 1e38f },
+        { 1.0f, INFINITY, 2.0f, 3.0f, 4.0f },
+        { -1e30f, -1e30f, -1e30f + 1e24f, -1e30f, -1e30f },
+        { 88.0f, -88.0f, 0.0f, 100.0f, -100.0f },
+    };
+    softmax_case(6, 5, &e[0][0], 0, "edges");
+    float *y = malloc(30 * sizeof(float));
+    tt_softmax_rows(6, 5, &e[0][0], y);
+    CHECK("softmax: -inf entries give exact 0", y[0] == 0.0f && y[2] == 0.0f);
+    int nan = 1;
+    for (int j = 0; j < 5; j++) nan &= isnan(y[5 + j]);
+    CHECK("softmax: all -inf row gives NaN", nan);
+    CHECK("softmax: huge values stay finite", y[10] == 0.5f && y[12] == 0.5f && y[11] == 0.0f);
+    float one = 7.0f, r1;
+    tt_softmax_rows(1, 1, &one, &r1);
+    CHECK("softmax of one element is 1", r1 == 1.0f);
+    /* reference kernel on the same edges */
+    tt_softmax_rows_ref(6, 5, &e[0][0], y);
+    double r[30];
+    softmax_ref(6, 5, &e[0][0], r);
+    check_close("softmax_ref edges", y, r, 30, 2e-6, 1e-12);
+    free(y);
+
+    /* big enough for the streaming stores, odd row length (unaligned rows) */
+    int64_t rows = 1031, n = 4099;
+    float *x = frand((size_t)(rows * n));
+    for (int64_t j = 0; j < rows * n; j += 97) x[j] = -INFINITY;
+    softmax_case(rows, n, x, 0, "streaming");
+    free(x);
+}
+
+static void test_softmax_threads(void)
+{
+    int64_t rows = 301, n = 777;
+    float *x = frand((size_t)(rows * n));
+    float *y1 = malloc((size_t)(rows * n) * sizeof(float)), *y2 = malloc((size_t)(rows * n) * sizeof(float));
+    tt_set_num_threads(1);
+    tt_softmax_rows(rows, n, x, y1);
+    tt_exp_vec(rows * n, x, x);
+    memcpy(y2, x, (size_t)(rows * n) * sizeof(float));
+    int same = 1;
+    for (int th = 2; th <= threads_max + 1; th++) {
+        tt_set_num_threads(th);
+        float *t = malloc((size_t)(rows * n) * sizeof(float));
+        tt_softmax_rows(rows, n, y2, t);      /* softmax of exp(x): any data will do */
+        tt_set_num_threads(1);
+        float *u = malloc((size_t)(rows * n) * sizeof(float));
+        tt_softmax_rows(rows, n, y2, u);
+        same &= memcmp(t, u, (size_t)(rows * n) * sizeof(float)) == 0;
+        free(t); free(u);
+    }
+    /* exp split across threads at arbitrary points */
+    float *e1 = frand((size_t)(rows * n)), *e2 = malloc((size_t)(rows * n) * sizeof(float));
+    float *e3 = malloc((size_t)(rows * n) * sizeof(float));
+    tt_set_num_threads(1);
+    tt_exp_vec(rows * n, e1, e2);
+    tt_set_num_threads(3);
+    tt_exp_vec(rows * n, e1, e3);
+    same &= memcmp(e2, e3, (size_t)(rows * n) * sizeof(float)) == 0;
+    tt_set_num_threads(threads_max);
+    CHECK("softmax/exp: 1 vs N threads bit-identical", same);
+    free(x); free(y1); free(y2); free(e1); free(e2); free(e3);
+}
+
+/* ===== sdpa ===== */
+
+typedef struct sdpa_case {
+    int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv;
+    int causal, mask, weights, layout;   /* mask: 0 none, 1 [Nq,Nk] bcast, 2 [B,1,Nq,Nk],
+                                            3 key padding [B,1,1,Nk], 4 [Nq,Nk] transposed */
+    float scale;
+} sdpa_case;
+
+/* The composed formula in float64: scores, mask, softmax, weights @ v;
+   a row with no visible key gives zeros. Returns the number of such rows. */
+static int64_t sdpa_ref64(const tt_sdpa_args *a, double *out, double *w)
+{
+    int64_t G = a->Hq / a->Hkv, off = a->Nk - a->Nq, empty = 0;
+    double *s = malloc((size_t)a->Nk * sizeof(double) + 8);
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t h = 0; h < a->Hq; h++)
+            for (int64_t i = 0; i < a->Nq; i++) {
+                double m = -DINF, sum = 0.0;
+                int64_t row = (b * a->Hq + h) * a->Nq + i;
+                for (int64_t j = 0; j < a->Nk; j++) {
+                    double d = 0.0;
+                    for (int64_t e = 0; e < a->Dh; e++)
+                        d += (double)a->q[b * a->qs_b + h * a->qs_h + i * a->qs_n + e * a->qs_d]
+                           * (double)a->k[b * a->ks_b + (h / G) * a->ks_h + j * a->ks_n + e * a->ks_d];
+                    int keep = !a->causal || j <= i + off;
+                    if (a->mask && !a->mask[b * a->ms_b + h * a->ms_h + i * a->ms_q + j * a->ms_k]) keep = 0;
+                    s[j] = keep ? d * (double)a->scale : -DINF;
+                    m = s[j] > m ? s[j] : m;
+                }
+                for (int64_t j = 0; j < a->Nk; j++) sum += (s[j] = m == -DINF ? 0.0 : exp(s[j] - m));
+                if (m == -DINF) empty++;
+                for (int64_t j = 0; j < a->Nk; j++) {
+                    s[j] = m == -DINF ? 0.0 : s[j] / sum;
+                    if (w) w[row * a->Nk + j] = s[j];
+                }
+                for (int64_t e = 0; e < a->Dv; e++) {
+                    double o = 0.0;
+                    for (int64_t j = 0; j < a->Nk; j++)
+                        o += s[j] * (double)a->v[b * a->vs_b + (h / G) * a->vs_h + j * a->vs_n + e * a->vs_d];
+                    out[row * a->Dv + e] = o;
+                }
+            }
+    free(s);
+    return empty;
+}
+
+static void sdpa_run(const sdpa_case *c, int use_ref)
+{
+    tt_sdpa_args a;
+    memset(&a, 0, sizeof a);
+    a.B = c->B; a.Hq = c->Hq; a.Hkv = c->Hkv; a.Nq = c->Nq; a.Nk = c->Nk; a.Dh = c->Dh; a.Dv = c->Dv;
+    int64_t nq = c->B * c->Hq * c->Nq * c->Dh, nk = c->B * c->Hkv * c->Nk * c->Dh;
+    int64_t nv = c->B * c->Hkv * c->Nk * c->Dv;
+    float *q = frand((size_t)nq), *k = frand((size_t)nk), *v = frand((size_t)nv);
+    for (int64_t i = 0; i < nq; i++) q[i] *= 3.0f;   /* peaked softmax rows too */
+    if (c->layout == 0) {    /* contiguous [B, H, N, D] */
+        a.qs_d = 1; a.qs_n = c->Dh; a.qs_h = c->Nq * c->Dh; a.qs_b = c->Hq * a.qs_h;
+        a.ks_d = 1; a.ks_n = c->Dh; a.ks_h = c->Nk * c->Dh; a.ks_b = c->Hkv * a.ks_h;
+        a.vs_d = 1; a.vs_n = c->Dv; a.vs_h = c->Nk * c->Dv; a.vs_b = c->Hkv * a.vs_h;
+    } else {                 /* stored [B, N, H, D] ("b s (h d)"), K with d outermost */
+        a.qs_d = 1; a.qs_h = c->Dh; a.qs_n = c->Hq * c->Dh; a.qs_b = c->Nq * a.qs_n;
+        a.ks_n = 1; a.ks_d = c->Nk; a.ks_h = c->Dh * c->Nk; a.ks_b = c->Hkv * a.ks_h;
+        a.vs_d = 1; a.vs_h = c->Dv; a.vs_n = c->Hkv * c->Dv; a.vs_b = c->Nk * a.vs_n;
+    }
+    a.q = q; a.k = k; a.v = v;
+    uint8_t *mask = NULL;
+    if (c->mask) {
+        int64_t nm = c->B * c->Nq * c->Nk;
+        mask = malloc((size_t)nm);
+        for (int64_t i = 0; i < nm; i++) mask[i] = urand() < 0.7;
+        if (c->mask == 1) { a.ms_b = 0; a.ms_h = 0; a.ms_q = c->Nk; a.ms_k = 1; }
+        else if (c->mask == 2) { a.ms_b = c->Nq * c->Nk; a.ms_h = 0; a.ms_q = c->Nk; a.ms_k = 1; }
+        else if (c->mask == 3) { a.ms_b = c->Nk; a.ms_h = 0; a.ms_q = 0; a.ms_k = 1; }
+        else { a.ms_b = 0; a.ms_h = 0; a.ms_q = 1; a.ms_k = c->Nq; }   /* stored [Nk, Nq] */
+        /* a few fully masked rows */
+        if (c->mask != 3 && c->Nq > 2)
+            for (int64_t j = 0; j < c->Nk; j++) mask[1 * a.ms_q + j * a.ms_k] = 0;
+        a.mask = mask;
+    }
+    a.causal = c->causal;
+    a.scale = c->scale > 0 ? c->scale : 1.0f / sqrtf((float)c->Dh);
+    int64_t no = c->B * c->Hq * c->Nq * c->Dv, nw = c->B * c->Hq * c->Nq * c->Nk;
+    a.out = malloc((size_t)no * sizeof(float) + 4);
+    a.weights = c->weights ? malloc((size_t)nw * sizeof(float)) : NULL;
+    double *ro = malloc((size_t)no * sizeof(double) + 8), *rw = c->weights ? malloc((size_t)nw * sizeof(double)) : NULL;
+    int64_t want = sdpa_ref64(&a, ro, rw);
+    int64_t got = use_ref ? tt_sdpa_kernel_ref(&a) : tt_sdpa_kernel(&a);
+    char d[160];
+    snprintf(d, sizeof d, "sdpa%s %s B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld Dh=%lld Dv=%lld causal=%d mask=%d layout=%d",
+             use_ref ? "_ref" : "", path_now, (long long)c->B, (long long)c->Hq, (long long)c->Hkv,
+             (long long)c->Nq, (long long)c->Nk, (long long)c->Dh, (long long)c->Dv, c->causal, c->mask, c->layout);
+    check_close(d, a.out, ro, no, 1e-5, 2e-6);
+    if (c->weights) check_close(d, a.weights, rw, nw, 1e-5, 1e-7);
+    if (got != want) printf("  %s: %lld empty rows, want %lld\n", d, (long long)got, (long long)want);
+    CHECK("sdpa counts the rows with no visible key", got == want);
+
+    if (!use_ref) {   /* 1 vs N threads */
+        float *o1 = malloc((size_t)no * sizeof(float) + 4);
+        memcpy(o1, a.out, (size_t)no * sizeof(float));
+        tt_set_num_threads(1);
+        tt_sdpa_kernel(&a);
+        tt_set_num_threads(threads_max);
+        CHECK("sdpa: 1 vs N threads bit-identical", memcmp(o1, a.out, (size_t)no * sizeof(float)) == 0);
+        free(o1);
+    }
+    free(q); free(k); free(v); free(mask); free(a.out); free(a.weights); free(ro); free(rw);
+}
+
+static void test_sdpa(int use_ref)
+{
+    static const sdpa_case cs[] = {
+        /* B Hq Hkv Nq  Nk   Dh  Dv causal mask w layout scale */
+        { 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0, 0 },
+        { 1, 1, 1, 3, 3, 2, 2, 1, 0, 1, 0, 0 },                 /* the hand example's size */
+        { 2, 2, 2, 17, 17, 16, 16, 1, 0, 0, 0, 0 },
+        { 1, 2, 2, 65, 129, 33, 33, 1, 0, 1, 0, 0 },            /* Nq < Nk: lower right */
+        { 1, 2, 2, 129, 65, 31, 31, 1, 0, 1, 0, 0 },            /* Nq > Nk: first rows empty */
+        { 1, 4, 2, 257, 257, 64, 64, 1, 0, 0, 0, 0 },           /* GQA, N not a tile multiple */
+        { 2, 4, 1, 63, 300, 15, 17, 0, 0, 1, 1, 0.3f },         /* MQA, Dv != Dh, strided */
+        { 2, 3, 3, 33, 65, 8, 8, 0, 1, 1, 0, 0 },               /* mask [Nq,Nk] broadcast */
+        { 2, 2, 1, 31, 31, 8, 12, 1, 2, 1, 1, 0 },              /* mask per batch + causal */
+        { 3, 2, 2, 5, 257, 8, 8, 0, 3, 1, 0, 0 },               /* key padding mask */
+        { 1, 2, 2, 40, 300, 8, 8, 1, 4, 1, 0, 0 },              /* mask transposed view */
+        { 1, 8, 2, 130, 130, 64, 64, 1, 0, 0, 1, 0 },
+        { 1, 1, 1, 1, 1000, 64, 64, 1, 0, 1, 0, 0 },            /* decoding: one query */
+        { 1, 2, 2, 3, 5, 0, 4, 0, 0, 1, 0, 1.0f },              /* Dh = 0: uniform weights */
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) sdpa_run(&cs[i], use_ref);
+}
+
+/* ===== Threads ===== */
+
+static atomic_llong hits[1000];
+static atomic_int nested_bad;
+
+static void mark(void *ctx, int64_t b, int64_t e)
+{
+    (void)ctx;
+    for (int64_t i = b; i < e; i++) hits[i]++;
+}
+
+static void whole(void *ctx, int64_t b, int64_t e)
+{
+    (void)ctx;
+    if (b != 0 || e != 3) nested_bad++;     /* nested: one serial range */
+    for (int64_t i = b; i < e; i++) hits[i]++;
+}
+
+static void nest(void *ctx, int64_t b, int64_t e)
+{
+    (void)ctx;
+    for (int64_t i = b; i < e; i++) tt_parallel_for(3, 1, whole, NULL);
+}
+
+static void hits_clear(void)
+{
+    for (int i = 0; i < 1000; i++) hits[i] = 0;
+}
+
+static void test_threads(void)
+{
+    for (int th = 1; th <= 4; th++) {
+        tt_set_num_threads(th);
+        CHECK("tt_get_num_threads follows tt_set_num_threads", tt_get_num_threads() == th);
+        for (int64_t n = 1; n <= 1000; n = n * 3 + 1) {
+            hits_clear();
+            tt_parallel_for(n, 1, mark, NULL);
+            int ok = 1;
+            for (int64_t i = 0; i < 1000; i++) ok &= hits[i] == (i < n);
+            CHECK("parallel_for covers [0,n) exactly once", ok);
+        }
+    }
+    hits_clear();
+    tt_set_num_threads(2);
+    tt_parallel_for(10, 1, nest, NULL);
+    CHECK("nested parallel_for runs every range", hits[0] == 10 && hits[1] == 10 && hits[2] == 10 && nested_bad == 0);
+    tt_set_num_threads(0);
+    CHECK("tt_set_num_threads(0) means all cores", tt_get_num_threads() >= 1);
+    tt_set_num_threads(threads_max);
+}
+
+int main(void)
+{
+    /* before anything reads the thread count: the variable must be honoured */
+    setenv("TT_NUM_THREADS", "3", 1);
+    CHECK("TT_NUM_THREADS is honoured at first use", tt_get_num_threads() == 3);
+    test_threads();
+
+    static const char *paths[] = { "avx512", "avx2", "scalar" };
+    int ran = 0;
+    for (int p = 0; p < 3; p++) {
+        if (!tt_simd_force(paths[p])) {
+            printf("skip: path %s cannot run on this CPU/build\n", paths[p]);
+            continue;
+        }
+        path_now = paths[p];
+        CHECK("tt_simd_path reports the forced path", strcmp(tt_simd_path(), paths[p]) == 0);
+        printf("path %s\n", paths[p]);
+        test_gemm();
+        test_gemm_threads();
+        test_exp();
+        test_softmax();
+        test_softmax_threads();
+        test_sdpa(0);
+        ran++;
+    }
+    CHECK("the scalar path always runs", ran >= 1);
+    tt_simd_force(NULL);
+    path_now = "ref";
+    test_sdpa(1);
+    {   /* the GEMM reference on one layout mix */
+        float a[6] = { 1, 2, 3, 4, 5, 6 }, b[6] = { 1, 0, -1, 2, 0.5f, 3 }, c[4];
+        int64_t z = 0;
+        tt_gemm_batch_ref(1, 2, 2, 3, a, &z, 3, 1, b, &z, 1, 3, c, &z, 2, 1);
+        /* A [[1,2,3],[4,5,6]], B^T stored: B = [[1,2],[0,0.5],[-1,3]] */
+        CHECK("gemm_ref", c[0] == -2.0f && c[1] == 12.0f && c[2] == -2.0f && c[3] == 28.5f);
+    }
+    return check_report();
+}

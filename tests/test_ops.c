@@ -1,0 +1,1496 @@
+/*
+** test_ops.c — ops.c and matmul.c against float64 references computed
+** here, element by element through the strides (never through the code
+** under test): broadcasting, elementwise, reductions, softmax, masking,
+** cat/stack, matmul, sdpa, names, error messages and trace events.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tt.h"
+
+#define DNAN ((double)NAN)
+#define DINF ((double)INFINITY)
+
+/* DIMS(3, 4) expands to a dim count and a shape array. */
+#define DIMS(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__}
+
+/* ===== Helpers ===== */
+
+static uint64_t rng = 88172645463325252u;
+
+static double urand(void)                   /* xorshift64, [0, 1) */
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static int ok(tt_status st)
+{
+    if (st != TT_OK) printf("  unexpected error: %s\n", tt_errmsg());
+    return st == TT_OK;
+}
+
+/* Element at idx, read through the tensor's own strides. */
+static double el(const tt_tensor *t, const int64_t *idx)
+{
+    int64_t o = t->offset;
+    for (int d = 0; d < t->ndim; d++) o += idx[d] * t->stride[d];
+    if (t->dtype == TT_BOOL) return ((const uint8_t *)t->storage->data)[o];
+    return ((const float *)t->storage->data)[o];
+}
+
+/* Element of t broadcast to an nd-dim index (right aligned). */
+static double elb(const tt_tensor *t, int nd, const int64_t *idx)
+{
+    int64_t j[TT_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++) {
+        int64_t i = idx[nd - t->ndim + d];
+        j[d] = t->shape[d] == 1 ? 0 : i;
+    }
+    return el(t, j);
+}
+
+/* Odometer over shape; 0 when it wraps around. */
+static int next_idx(int nd, const int64_t *shape, int64_t *idx)
+{
+    for (int d = nd - 1; d >= 0; d--) {
+        if (++idx[d] < shape[d]) return 1;
+        idx[d] = 0;
+    }
+    return 0;
+}
+
+static int64_t numel_of(int nd, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < nd; i++) n *= shape[i];
+    return n;
+}
+
+/* The values of t in row-major order (bools as 0/1); caller frees. */
+static float *flat(const tt_tensor *t)
+{
+    int64_t n = tt_numel(t), idx[TT_MAX_DIMS] = {0};
+    float *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++) {
+        v[i] = (float)el(t, idx);
+        next_idx(t->ndim, t->shape, idx);
+    }
+    return v;
+}
+
+static int same_shape(const tt_tensor *t, int nd, const int64_t *shape)
+{
+    if (t->ndim != nd) return 0;
+    for (int i = 0; i < nd; i++)
+        if (t->shape[i] != shape[i]) return 0;
+    return 1;
+}
+
+static void fill_rand(tt_tensor *t, double lo, double hi)
+{
+    float *p = tt_data_f32(t);
+    for (int64_t i = 0; i < tt_numel(t); i++) p[i] = (float)(lo + (hi - lo) * urand());
+}
+
+static tt_tensor rnd(int nd, const int64_t *shape)
+{
+    tt_tensor t;
+    ok(tt_empty(&t, TT_FLOAT32, nd, shape));
+    fill_rand(&t, -2.0, 2.0);
+    return t;
+}
+
+static tt_tensor from(const float *v, int nd, const int64_t *shape)
+{
+    tt_tensor t;
+    ok(tt_from_buffer(&t, TT_FLOAT32, nd, shape, v));
+    return t;
+}
+
+static tt_tensor from_bool(const uint8_t *v, int nd, const int64_t *shape)
+{
+    tt_tensor t;
+    ok(tt_from_buffer(&t, TT_BOOL, nd, shape, v));
+    return t;
+}
+
+static tt_tensor rnd_bool(int nd, const int64_t *shape)
+{
+    tt_tensor t;
+    ok(tt_empty(&t, TT_BOOL, nd, shape));
+    uint8_t *p = tt_data_bool(&t);
+    for (int64_t i = 0; i < tt_numel(&t); i++) p[i] = urand() < 0.6;
+    return t;
+}
+
+enum { L_CONTIG, L_TRANS, L_NARROW, L_EXPAND, L_PERM, L_COUNT };
+static const char *const LAYOUT[] = { "contiguous", "transposed", "narrowed", "expanded", "permuted" };
+
+/* A random float tensor of the given shape laid out in memory as `layout`
+   says (a view over a differently shaped base). */
+static tt_tensor make(int layout, int nd, const int64_t *shape)
+{
+    int64_t base[TT_MAX_DIMS];
+    tt_tensor b, t;
+    tt_status st = TT_OK;
+    memcpy(base, shape, (size_t)nd * sizeof *base);
+    if (layout == L_TRANS && nd >= 2) {
+        base[nd - 1] = shape[nd - 2];
+        base[nd - 2] = shape[nd - 1];
+        b = rnd(nd, base);
+        st = tt_transpose(&t, &b, nd - 2, nd - 1);
+    } else if (layout == L_NARROW && nd >= 1) {
+        base[nd - 1] = shape[nd - 1] + 3;
+        b = rnd(nd, base);
+        st = tt_narrow(&t, &b, nd - 1, 1, shape[nd - 1]);
+    } else if (layout == L_EXPAND && nd >= 1) {
+        base[0] = 1;
+        b = rnd(nd, base);
+        st = tt_expand(&t, &b, nd, shape);
+    } else if (layout == L_PERM && nd >= 2) {
+        int perm[TT_MAX_DIMS];
+        for (int i = 0; i < nd; i++) {
+            base[i] = shape[nd - 1 - i];
+            perm[i] = nd - 1 - i;
+        }
+        b = rnd(nd, base);
+        st = tt_permute(&t, &b, perm);
+    } else {
+        return rnd(nd, shape);
+    }
+    tt_tensor_release(&b);
+    if (st != TT_OK) {              /* a view this shape cannot have: plain */
+        printf("  note: %s layout unavailable: %s\n", LAYOUT[layout], tt_errmsg());
+        return rnd(nd, shape);
+    }
+    return t;
+}
+
+static int has(const char *s) { return strstr(tt_errmsg(), s) != NULL; }
+
+/* st must be `want` and the message must contain every non-NULL string. */
+static void check_err(const char *descr, tt_status st, tt_status want,
+                      const char *s1, const char *s2, const char *s3)
+{
+    int good = st == want && has(s1) && (!s2 || has(s2)) && (!s3 || has(s3));
+    if (!good) printf("  status %d, message: %s\n", (int)st, tt_errmsg());
+    CHECK(descr, good);
+}
+
+/* ===== Elementwise ===== */
+
+static double ref_binop(tt_binop op, double u, double w)
+{
+    switch (op) {
+    case TT_ADD: return (double)(float)(u + w);
+    case TT_SUB: return (double)(float)(u - w);
+    case TT_MUL: return (double)(float)(u * w);
+    case TT_DIV: return u / w;
+    case TT_POW: return pow(u, w);
+    case TT_MAXIMUM: return (isnan(u) || isnan(w)) ? DNAN : u > w ? u : w;
+    case TT_MINIMUM: return (isnan(u) || isnan(w)) ? DNAN : u < w ? u : w;
+    case TT_EQ: return u == w;
+    case TT_NE: return u != w;
+    case TT_LT: return u < w;
+    case TT_LE: return u <= w;
+    case TT_GT: return u > w;
+    case TT_GE: return u >= w;
+    case TT_AND: return (u != 0) && (w != 0);
+    case TT_OR: return (u != 0) || (w != 0);
+    case TT_XOR: return (u != 0) != (w != 0);
+    default: return NAN;
+    }
+}
+
+/* out = a op b checked element by element against the reference. */
+static void check_binary(const char *descr, tt_binop op, const tt_tensor *a, const tt_tensor *b)
+{
+    tt_tensor out;
+    if (!ok(tt_binary(&out, op, a, b))) {
+        CHECK(descr, 0);
+        return;
+    }
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    int64_t shape[TT_MAX_DIMS], idx[TT_MAX_DIMS] = {0};
+    for (int i = 0; i < nd; i++) {
+        int ia = a->ndim - nd + i, ib = b->ndim - nd + i;
+        int64_t x = ia >= 0 ? a->shape[ia] : 1, y = ib >= 0 ? b->shape[ib] : 1;
+        shape[i] = x == 1 ? y : x;
+    }
+    int64_t n = numel_of(nd, shape);
+    double *ref = malloc((size_t)(n ? n : 1) * sizeof *ref);
+    for (int64_t i = 0; i < n; i++) {
+        ref[i] = ref_binop(op, elb(a, nd, idx), elb(b, nd, idx));
+        next_idx(nd, shape, idx);
+    }
+    float *got = flat(&out);
+    int want_bool = op >= TT_EQ;
+    CHECK(descr, same_shape(&out, nd, shape) && tt_is_contiguous(&out) &&
+                 out.dtype == (want_bool ? TT_BOOL : TT_FLOAT32) && out.label == NULL);
+    check_close(descr, got, ref, n, op == TT_POW ? 1e-5 : 1e-6, 0.0);
+    free(ref);
+    free(got);
+    tt_tensor_release(&out);
+}
+
+static void test_binary(void)
+{
+    static const struct { int na; int64_t sa[4]; int nb; int64_t sb[4]; } pairs[] = {
+        { 2, {3, 5}, 2, {3, 5} },
+        { 3, {3, 1, 5}, 2, {4, 1} },       /* broadcast on both sides */
+        { 1, {7}, 3, {2, 3, 7} },
+        { 2, {17, 33}, 1, {33} },
+        { 2, {4, 1}, 2, {1, 6} },
+        { 2, {0, 3}, 2, {1, 3} },          /* zero-size */
+        { 2, {2, 3}, 0, {0} },             /* 0-d operand */
+        { 2, {300, 301}, 2, {300, 301} },  /* big enough for threads */
+    };
+    static const tt_binop ops[] = { TT_ADD, TT_SUB, TT_MUL, TT_DIV, TT_POW, TT_MAXIMUM,
+                                    TT_MINIMUM, TT_LT, TT_LE, TT_GT, TT_GE, TT_EQ, TT_NE };
+    char descr[128];
+    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++) {
+        for (int la = 0; la < L_COUNT; la++) {
+            int lb = (la + (int)p) % L_COUNT;
+            tt_tensor a = make(la, pairs[p].na, pairs[p].sa);
+            tt_tensor b = make(lb, pairs[p].nb, pairs[p].sb);
+            for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+                if (ops[o] == TT_POW) {       /* positive bases keep pow real */
+                    tt_tensor pa;
+                    ok(tt_unary(&pa, TT_ABS, &a));
+                    snprintf(descr, sizeof descr, "pow pair %zu %s/%s", p, LAYOUT[la], LAYOUT[lb]);
+                    check_binary(descr, TT_POW, &pa, &b);
+                    tt_tensor_release(&pa);
+                    continue;
+                }
+                snprintf(descr, sizeof descr, "%s pair %zu %s/%s", tt_op_name((tt_op)(TT_OP_ADD + ops[o])),
+                         p, LAYOUT[la], LAYOUT[lb]);
+                check_binary(descr, ops[o], &a, &b);
+                /* and swapped: the broadcast is symmetric */
+                check_binary(descr, ops[o], &b, &a);
+            }
+            tt_tensor_release(&a);
+            tt_tensor_release(&b);
+        }
+    }
+
+    /* special values: inf, NaN, division by zero, equal elements */
+    float av[] = { 1, -1, 0, NAN, INFINITY, 3, 2, -0.0f };
+    float bv[] = { 0, 0, 0, 1, 1, NAN, 2, 0 };
+    tt_tensor a = from(av, DIMS(8)), b = from(bv, DIMS(8));
+    static const tt_binop all[] = { TT_ADD, TT_SUB, TT_MUL, TT_DIV, TT_MAXIMUM, TT_MINIMUM,
+                                    TT_EQ, TT_NE, TT_LT, TT_LE, TT_GT, TT_GE };
+    for (size_t o = 0; o < sizeof all / sizeof all[0]; o++) {
+        snprintf(descr, sizeof descr, "special values %s", tt_op_name((tt_op)(TT_OP_ADD + all[o])));
+        check_binary(descr, all[o], &a, &b);
+    }
+    tt_tensor_release(&a);
+    tt_tensor_release(&b);
+}
+
+static void test_scalar(void)
+{
+    tt_tensor a = make(L_TRANS, DIMS(5, 9)), out, pa;
+    ok(tt_unary(&pa, TT_ABS, &a));
+    static const tt_binop ops[] = { TT_ADD, TT_SUB, TT_MUL, TT_DIV, TT_POW, TT_MAXIMUM, TT_MINIMUM,
+                                    TT_EQ, TT_NE, TT_LT, TT_LE, TT_GT, TT_GE };
+    double svals[] = { 0.5, -1.25, 2.0, 0.0 };
+    char descr[96];
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        for (size_t si = 0; si < 4; si++) {
+            for (int first = 0; first < 2; first++) {
+                const tt_tensor *x = ops[o] == TT_POW ? &pa : &a;
+                double s = svals[si];
+                if (ops[o] == TT_POW && first) s = fabs(s) + 0.5;
+                if (!ok(tt_binary_scalar(&out, ops[o], x, s, first))) {
+                    CHECK("scalar op runs", 0);
+                    continue;
+                }
+                int64_t n = tt_numel(x), idx[2] = {0, 0};
+                double *ref = malloc((size_t)n * sizeof *ref);
+                for (int64_t i = 0; i < n; i++) {
+                    double u = el(x, idx), w = (double)(float)s;
+                    ref[i] = first ? ref_binop(ops[o], w, u) : ref_binop(ops[o], u, w);
+                    next_idx(2, x->shape, idx);
+                }
+                float *got = flat(&out);
+                snprintf(descr, sizeof descr, "scalar %s s=%g first=%d",
+                         tt_op_name((tt_op)(TT_OP_ADD + ops[o])), s, first);
+                CHECK(descr, same_shape(&out, 2, x->shape));
+                check_close(descr, got, ref, n, 1e-5, 0.0);
+                free(ref);
+                free(got);
+                tt_tensor_release(&out);
+            }
+        }
+    }
+    /* x^2 is exactly x*x */
+    ok(tt_binary_scalar(&out, TT_POW, &a, 2.0, 0));
+    int exact = 1;
+    int64_t idx[2] = {0, 0};
+    float *got = flat(&out);
+    for (int64_t i = 0; i < tt_numel(&a); i++) {
+        float u = (float)el(&a, idx);
+        exact &= got[i] == u * u;
+        next_idx(2, a.shape, idx);
+    }
+    CHECK("pow 2 is exact x*x (negative bases too)", exact);
+    free(got);
+    tt_tensor_release(&out);
+    tt_tensor_release(&pa);
+    tt_tensor_release(&a);
+}
+
+static void test_bool_ops(void)
+{
+    tt_tensor a = rnd_bool(DIMS(4, 6)), b0 = rnd_bool(DIMS(6, 4)), b, c = rnd_bool(DIMS(6));
+    ok(tt_transpose(&b, &b0, 0, 1));
+    static const tt_binop ops[] = { TT_AND, TT_OR, TT_XOR, TT_EQ, TT_NE };
+    for (size_t o = 0; o < 5; o++) {
+        check_binary("bool op, transposed", ops[o], &a, &b);
+        check_binary("bool op, broadcast", ops[o], &a, &c);
+    }
+    tt_tensor out;
+    ok(tt_unary(&out, TT_NOT, &b));
+    float *got = flat(&out);
+    double ref[24];
+    int64_t idx[2] = {0, 0};
+    for (int i = 0; i < 24; i++) {
+        ref[i] = el(&b, idx) == 0;
+        next_idx(2, b.shape, idx);
+    }
+    check_close("not of transposed bool", got, ref, 24, 0, 0);
+    CHECK("not gives bool", out.dtype == TT_BOOL);
+    free(got);
+    tt_tensor_release(&out);
+    ok(tt_binary_scalar(&out, TT_EQ, &a, 1.0, 0));
+    got = flat(&out);
+    memset(idx, 0, sizeof idx);
+    for (int i = 0; i < 24; i++) {
+        ref[i] = el(&a, idx) == 1;
+        next_idx(2, a.shape, idx);
+    }
+    check_close("bool eq scalar", got, ref, 24, 0, 0);
+    free(got);
+    tt_tensor_release(&out);
+    tt_tensor_release(&a);
+    tt_tensor_release(&b);
+    tt_tensor_release(&b0);
+    tt_tensor_release(&c);
+}
+
+static void test_unary(void)
+{
+    static const tt_unop ops[] = { TT_NEG, TT_EXP, TT_LOG, TT_SQRT, TT_ABS };
+    char descr[96];
+    for (int l = 0; l < L_COUNT; l++) {
+        tt_tensor a = make(l, DIMS(3, 70, 33)), out;
+        for (size_t o = 0; o < 5; o++) {
+            if (!ok(tt_unary(&out, ops[o], &a))) continue;
+            int64_t n = tt_numel(&a), idx[3] = {0, 0, 0};
+            double *ref = malloc((size_t)n * sizeof *ref);
+            for (int64_t i = 0; i < n; i++) {
+                double u = el(&a, idx);
+                switch (ops[o]) {
+                case TT_NEG: ref[i] = -u; break;
+                case TT_EXP: ref[i] = exp(u); break;
+                case TT_LOG: ref[i] = u < 0 ? DNAN : log(u); break;
+                case TT_SQRT: ref[i] = u < 0 ? DNAN : sqrt(u); break;
+                default: ref[i] = fabs(u); break;
+                }
+                next_idx(3, a.shape, idx);
+            }
+            float *got = flat(&out);
+            snprintf(descr, sizeof descr, "%s on %s", tt_op_name((tt_op)(TT_OP_NEG + ops[o])), LAYOUT[l]);
+            CHECK(descr, same_shape(&out, 3, a.shape) && out.dtype == TT_FLOAT32);
+            check_close(descr, got, ref, n, 2e-6, 0.0);
+            free(ref);
+            free(got);
+            tt_tensor_release(&out);
+        }
+        tt_tensor_release(&a);
+    }
+    float sv[] = { 0, -INFINITY, INFINITY, NAN, 100, -100 };
+    tt_tensor s = from(sv, DIMS(6)), out;
+    ok(tt_unary(&out, TT_EXP, &s));
+    double ref[6] = { 1, 0, INFINITY, NAN, INFINITY, exp(-100.0) };
+    float *got = flat(&out);
+    check_close("exp of special values", got, ref, 6, 1e-6, 1e-44);   /* exp(-100) is subnormal */
+    free(got);
+    tt_tensor_release(&out);
+    ok(tt_unary(&out, TT_LOG, &s));
+    double lref[6] = { -INFINITY, NAN, INFINITY, NAN, log(100.0), NAN };
+    got = flat(&out);
+    check_close("log of special values", got, lref, 6, 1e-6, 0.0);
+    free(got);
+    tt_tensor_release(&out);
+    tt_tensor_release(&s);
+}
+
+static void test_to_dtype(void)
+{
+    float v[] = { 0, -0.0f, 1, -2.5f, NAN, INFINITY };
+    tt_tensor a = from(v, DIMS(2, 3)), t, b, f;
+    ok(tt_transpose(&t, &a, 0, 1));
+    ok(tt_to_dtype(&b, &t, TT_BOOL));
+    float *got = flat(&b);
+    double ref[6] = { 0, 1, 0, 1, 1, 1 };    /* transposed: 0,-2.5 / -0,nan / 1,inf */
+    CHECK("float -> bool dtype and shape", b.dtype == TT_BOOL && b.shape[0] == 3 && b.shape[1] == 2);
+    check_close("float -> bool (nonzero and NaN are true)", got, ref, 6, 0, 0);
+    free(got);
+    ok(tt_to_dtype(&f, &b, TT_FLOAT32));
+    got = flat(&f);
+    check_close("bool -> float is 0/1", got, ref, 6, 0, 0);
+    CHECK("bool -> float dtype", f.dtype == TT_FLOAT32);
+    free(got);
+    tt_tensor same;
+    ok(tt_to_dtype(&same, &t, TT_FLOAT32));
+    CHECK("same dtype shares storage", same.storage == t.storage && same.offset == t.offset);
+    tt_tensor_release(&same);
+    tt_tensor_release(&f);
+    tt_tensor_release(&b);
+    tt_tensor_release(&t);
+    tt_tensor_release(&a);
+}
+
+/* ===== Reductions ===== */
+
+/* Reference of one reduction over a line of n doubles (idx: 1-based). */
+static double ref_reduce(tt_redop op, const double *x, int64_t n)
+{
+    double s = 0, best = n ? x[0] : DNAN;
+    int64_t bi = 0;
+    for (int64_t i = 0; i < n; i++) s += x[i];
+    for (int64_t i = 1; i < n; i++) {
+        int better = (op == TT_MAX || op == TT_ARGMAX) ? x[i] > best : x[i] < best;
+        if (better) {
+            best = x[i];
+            bi = i;
+        }
+    }
+    double mean = s / (double)n, ss = 0;
+    for (int64_t i = 0; i < n; i++) ss += (x[i] - mean) * (x[i] - mean);
+    switch (op) {
+    case TT_SUM: return s;
+    case TT_MEAN: return mean;
+    case TT_MAX: case TT_MIN: return best;
+    case TT_ARGMAX: case TT_ARGMIN: return (double)(bi + 1);
+    case TT_VAR: return n > 1 ? ss / (double)(n - 1) : DNAN;
+    case TT_STD: return n > 1 ? sqrt(ss / (double)(n - 1)) : DNAN;
+    default: return NAN;
+    }
+}
+
+static void check_reduce(const char *descr, tt_redop op, const tt_tensor *a, int d, int keepdim)
+{
+    tt_tensor out;
+    if (!ok(tt_reduce(&out, op, a, d, keepdim))) {
+        CHECK(descr, 0);
+        return;
+    }
+    int nd = a->ndim;
+    int64_t oshape[TT_MAX_DIMS], idx[TT_MAX_DIMS] = {0};
+    int ond = 0;
+    for (int i = 0; i < nd; i++) {
+        if (d < 0 || i == d) {
+            if (keepdim) oshape[ond++] = 1;
+        } else {
+            oshape[ond++] = a->shape[i];
+        }
+    }
+    int64_t R = d < 0 ? tt_numel(a) : a->shape[d];
+    int64_t n = numel_of(ond, oshape);
+    double *ref = malloc((size_t)(n ? n : 1) * sizeof *ref);
+    double *line = malloc((size_t)(R ? R : 1) * sizeof *line);
+    /* walk the input shape with the reduced dim(s) pinned, one line per output */
+    int64_t ishape[TT_MAX_DIMS];
+    memcpy(ishape, a->shape, sizeof ishape);
+    for (int64_t o = 0; o < n; o++) {
+        if (d < 0) {
+            int64_t j[TT_MAX_DIMS] = {0};
+            for (int64_t r = 0; r < R; r++) {
+                line[r] = el(a, j);
+                next_idx(nd, ishape, j);
+            }
+        } else {
+            for (int64_t r = 0; r < R; r++) {
+                idx[d] = r;
+                line[r] = el(a, idx);
+            }
+            idx[d] = 0;
+            /* advance idx over every dim but d */
+            for (int i = nd - 1; i >= 0; i--) {
+                if (i == d) continue;
+                if (++idx[i] < a->shape[i]) break;
+                idx[i] = 0;
+            }
+        }
+        ref[o] = ref_reduce(op, line, R);
+    }
+    float *got = flat(&out);
+    CHECK(descr, same_shape(&out, ond, oshape));
+    check_close(descr, got, ref, n, 2e-6, 2e-6);
+    free(got);
+    free(ref);
+    free(line);
+    tt_tensor_release(&out);
+}
+
+static void test_reduce(void)
+{
+    char descr[128];
+    for (int l = 0; l < L_COUNT; l++) {
+        tt_tensor a = make(l, DIMS(4, 7, 130));
+        for (int op = 0; op < TT_REDOP_COUNT; op++) {
+            for (int d = -1; d < 3; d++) {
+                for (int kd = 0; kd < 2; kd++) {
+                    snprintf(descr, sizeof descr, "%s dim=%d keepdim=%d on %s",
+                             tt_op_name((tt_op)(TT_OP_SUM + op)), d + 1, kd, LAYOUT[l]);
+                    check_reduce(descr, (tt_redop)op, &a, d, kd);
+                }
+            }
+        }
+        tt_tensor_release(&a);
+    }
+    /* large: threads and long lines */
+    tt_tensor big = make(L_TRANS, DIMS(300, 400));
+    check_reduce("sum dim 1 of transposed [300,400]", TT_SUM, &big, 0, 0);
+    check_reduce("var dim 2 of transposed [300,400]", TT_VAR, &big, 1, 0);
+    check_reduce("mean of everything, transposed", TT_MEAN, &big, -1, 0);
+    tt_tensor_release(&big);
+
+    /* precision: double accumulation and two-pass variance */
+    tt_tensor c;
+    int64_t n = 100000;
+    ok(tt_full(&c, TT_FLOAT32, 1, &n, 1.0));
+    float *p = tt_data_f32(&c);
+    for (int64_t i = 0; i < n; i++) p[i] = 10000.0f + (i % 2 ? 0.5f : -0.5f);
+    tt_tensor s, v;
+    ok(tt_reduce(&s, TT_SUM, &c, 0, 0));
+    ok(tt_reduce(&v, TT_VAR, &c, 0, 0));
+    CHECK("sum of 1e5 values near 1e4 is exact", tt_data_f32(&s)[0] == 1.0e9f);
+    double vref = 0.25 * (double)n / (double)(n - 1);
+    CHECK("two-pass variance", fabs((double)tt_data_f32(&v)[0] - vref) < 1e-6);
+    CHECK("full reduction is 0-d", s.ndim == 0);
+    tt_tensor_release(&s);
+    tt_tensor_release(&v);
+    tt_tensor_release(&c);
+
+    /* ties and NaN */
+    float tv[] = { 1, 3, 3, 2, -1, -1, NAN, 5 };
+    tt_tensor t = from(tv, DIMS(2, 4)), vals, idxs;
+    ok(tt_max_dim(&vals, &idxs, &t, 1, 0, 0));
+    float *gv = flat(&vals), *gi = flat(&idxs);
+    double rv[] = { 3, NAN }, ri[] = { 2, 3 };
+    check_close("max values (first of ties; NaN wins)", gv, rv, 2, 0, 0);
+    check_close("max indices are 1-based, first of ties", gi, ri, 2, 0, 0);
+    free(gv);
+    free(gi);
+    tt_tensor_release(&vals);
+    tt_tensor_release(&idxs);
+    ok(tt_max_dim(&vals, &idxs, &t, 0, 1, 1));
+    gv = flat(&vals);
+    gi = flat(&idxs);
+    double mv[] = { -1, -1, NAN, 2 }, mi[] = { 2, 2, 2, 1 };
+    check_close("min over dim 1 values", gv, mv, 4, 0, 0);
+    check_close("min over dim 1 indices", gi, mi, 4, 0, 0);
+    CHECK("min keepdim shape", vals.ndim == 2 && vals.shape[0] == 1 && vals.shape[1] == 4 &&
+                               idxs.shape[0] == 1 && idxs.dtype == TT_FLOAT32);
+    free(gv);
+    free(gi);
+    tt_tensor_release(&vals);
+    tt_tensor_release(&idxs);
+    tt_tensor_release(&t);
+
+    /* zero-size */
+    tt_tensor e;
+    ok(tt_zeros(&e, TT_FLOAT32, DIMS(3, 0)));
+    ok(tt_reduce(&s, TT_SUM, &e, 1, 0));
+    gv = flat(&s);
+    double zr[3] = { 0, 0, 0 }, nr[3] = { NAN, NAN, NAN };
+    CHECK("sum over an empty dim: shape [3]", s.ndim == 1 && s.shape[0] == 3);
+    check_close("sum over an empty dim is 0", gv, zr, 3, 0, 0);
+    free(gv);
+    tt_tensor_release(&s);
+    ok(tt_reduce(&s, TT_MEAN, &e, 1, 0));
+    gv = flat(&s);
+    check_close("mean over an empty dim is NaN", gv, nr, 3, 0, 0);
+    free(gv);
+    tt_tensor_release(&s);
+    ok(tt_reduce(&s, TT_SUM, &e, 0, 0));
+    CHECK("sum over dim 1 of [3,0] is [0]", s.ndim == 1 && s.shape[0] == 0);
+    tt_tensor_release(&s);
+    ok(tt_reduce(&s, TT_SUM, &e, -1, 0));
+    CHECK("sum of an empty tensor is 0", s.ndim == 0 && tt_data_f32(&s)[0] == 0.0f);
+    tt_tensor_release(&s);
+    check_err("max over an empty dim", tt_reduce(&s, TT_MAX, &e, 1, 0), TT_EARG, "max", "[3,0]", "empty");
+    CHECK("failed op leaves out empty", s.storage == NULL);
+    check_err("argmax of an empty tensor", tt_reduce(&s, TT_ARGMAX, &e, -1, 0), TT_EARG, "argmax", "[3,0]", NULL);
+    check_err("max_dim over an empty dim", tt_max_dim(&vals, &idxs, &e, 1, 0, 0), TT_EARG, "max", "[3,0]", NULL);
+    tt_tensor_release(&e);
+}
+
+/* ===== Softmax ===== */
+
+static void check_softmax(const char *descr, const tt_tensor *a, int d)
+{
+    tt_tensor out;
+    if (!ok(tt_softmax(&out, a, d))) {
+        CHECK(descr, 0);
+        return;
+    }
+    int nd = a->ndim;
+    int64_t n = tt_numel(a), R = a->shape[d], idx[TT_MAX_DIMS] = {0};
+    double *ref = malloc((size_t)(n ? n : 1) * sizeof *ref);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j[TT_MAX_DIMS];
+        memcpy(j, idx, sizeof j);
+        double m = -INFINITY, s = 0;
+        for (int64_t r = 0; r < R; r++) {
+            j[d] = r;
+            double x = el(a, j);
+            if (x > m || isnan(x)) m = x;
+        }
+        for (int64_t r = 0; r < R; r++) {
+            j[d] = r;
+            s += exp(el(a, j) - m);
+        }
+        ref[i] = m == -DINF ? DNAN : exp(el(a, idx) - m) / s;
+        next_idx(nd, a->shape, idx);
+    }
+    float *got = flat(&out);
+    CHECK(descr, same_shape(&out, nd, a->shape) && tt_is_contiguous(&out));
+    check_close(descr, got, ref, n, 1e-5, 1e-7);
+    free(ref);
+    free(got);
+    tt_tensor_release(&out);
+}
+
+static void test_softmax(void)
+{
+    char descr[96];
+    for (int l = 0; l < L_COUNT; l++) {
+        tt_tensor a = make(l, DIMS(3, 5, 67));
+        for (int d = 0; d < 3; d++) {
+            snprintf(descr, sizeof descr, "softmax dim=%d on %s [3,5,67]", d + 1, LAYOUT[l]);
+            check_softmax(descr, &a, d);
+        }
+        tt_tensor_release(&a);
+    }
+    tt_tensor big = make(L_CONTIG, DIMS(5000, 3));
+    check_softmax("softmax over a 5000-long non-last dim", &big, 0);
+    tt_tensor_release(&big);
+    big = make(L_NARROW, DIMS(130, 1000));
+    check_softmax("softmax dim 2 of narrowed [130,1000]", &big, 1);
+    check_softmax("softmax dim 1 of narrowed [130,1000]", &big, 0);
+    tt_tensor_release(&big);
+
+    /* -inf entries, an all -inf row, huge values */
+    float v[] = { 0, -INFINITY, 1, -INFINITY,
+                  -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                  1e30f, -1e30f, 1e30f, 0,
+                  -1e30f, -1e30f, -1e30f, -1e30f };
+    tt_tensor s = from(v, DIMS(4, 4)), out;
+    ok(tt_softmax(&out, &s, 1));
+    double e1 = 1.0 / (1.0 + exp(1.0));
+    double ref[16] = { e1, 0, 1 - e1, 0, NAN, NAN, NAN, NAN, 0.5, 0, 0.5, 0, 0.25, 0.25, 0.25, 0.25 };
+    float *got = flat(&out);
+    check_close("softmax: -inf entries, all -inf row (NaN), 1e30 without overflow", got, ref, 16, 1e-6, 1e-7);
+    free(got);
+    tt_tensor_release(&out);
+    tt_tensor t;
+    ok(tt_transpose(&t, &s, 0, 1));
+    ok(tt_softmax(&out, &t, 0));             /* the same rows, reached through a column */
+    got = flat(&out);
+    double tref[16];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) tref[j * 4 + i] = ref[i * 4 + j];
+    check_close("softmax over dim 1 of the transpose", got, tref, 16, 1e-6, 1e-7);
+    free(got);
+    tt_tensor_release(&out);
+    tt_tensor_release(&t);
+    tt_tensor_release(&s);
+
+    tt_tensor e;
+    ok(tt_zeros(&e, TT_FLOAT32, DIMS(0, 4)));
+    CHECK("softmax of an empty tensor", ok(tt_softmax(&out, &e, 1)) && out.shape[0] == 0);
+    tt_tensor_release(&out);
+    tt_tensor_release(&e);
+}
+
+/* ===== Masking, tril/triu, causal_mask ===== */
+
+static void test_masking(void)
+{
+    /* masked_fill with broadcasts on either side */
+    static const struct { int na; int64_t sa[3]; int nm; int64_t sm[3]; } cases[] = {
+        { 2, {3, 5}, 2, {1, 5} }, { 2, {3, 5}, 2, {3, 5} }, { 2, {1, 5}, 3, {2, 4, 1} }, { 3, {2, 3, 4}, 1, {4} },
+    };
+    char descr[96];
+    for (size_t c = 0; c < 4; c++) {
+        tt_tensor a = make((int)c % L_COUNT, cases[c].na, cases[c].sa);
+        tt_tensor m = rnd_bool(cases[c].nm, cases[c].sm), out;
+        if (!ok(tt_masked_fill(&out, &a, &m, -INFINITY))) continue;
+        int nd = out.ndim;
+        int64_t n = tt_numel(&out), idx[TT_MAX_DIMS] = {0};
+        double *ref = malloc((size_t)n * sizeof *ref);
+        for (int64_t i = 0; i < n; i++) {
+            ref[i] = elb(&m, nd, idx) ? -DINF : elb(&a, nd, idx);
+            next_idx(nd, out.shape, idx);
+        }
+        float *got = flat(&out);
+        snprintf(descr, sizeof descr, "masked_fill case %zu", c);
+        check_close(descr, got, ref, n, 0, 0);
+        free(ref);
+        free(got);
+        tt_tensor_release(&out);
+        tt_tensor_release(&a);
+        tt_tensor_release(&m);
+    }
+    tt_tensor bm = rnd_bool(DIMS(3, 4)), mm = rnd_bool(DIMS(4)), out;
+    ok(tt_masked_fill(&out, &bm, &mm, 1.0));
+    int good = out.dtype == TT_BOOL;
+    int64_t idx[2] = {0, 0};
+    for (int i = 0; i < 12; i++) {
+        good &= tt_data_bool(&out)[i] == (el(&mm, idx + 1) ? 1 : el(&bm, idx));
+        next_idx(2, bm.shape, idx);
+    }
+    CHECK("masked_fill on a bool tensor", good);
+    tt_tensor_release(&out);
+    tt_tensor_release(&bm);
+    tt_tensor_release(&mm);
+
+    /* tril/triu at several k, batched, on a transposed input and on bool */
+    tt_tensor a = make(L_TRANS, DIMS(2, 5, 7));
+    int64_t ks[] = { 0, 1, -1, 3, -6, 100, -100 };
+    for (size_t ki = 0; ki < 7; ki++) {
+        for (int up = 0; up < 2; up++) {
+            int64_t k = ks[ki];
+            ok(up ? tt_triu(&out, &a, k) : tt_tril(&out, &a, k));
+            double ref[70];
+            int64_t j3[3] = {0, 0, 0};
+            for (int i = 0; i < 70; i++) {
+                int64_t r = j3[1], c = j3[2];
+                int keep = up ? c - r >= k : c - r <= k;
+                ref[i] = keep ? el(&a, j3) : 0.0;
+                next_idx(3, a.shape, j3);
+            }
+            float *got = flat(&out);
+            snprintf(descr, sizeof descr, "%s k=%lld", up ? "triu" : "tril", (long long)k);
+            CHECK(descr, same_shape(&out, 3, a.shape));
+            check_close(descr, got, ref, 70, 0, 0);
+            free(got);
+            tt_tensor_release(&out);
+        }
+    }
+    tt_tensor_release(&a);
+    tt_tensor ones;
+    ok(tt_ones(&ones, TT_BOOL, DIMS(3, 3)));
+    ok(tt_tril(&out, &ones, 0));
+    uint8_t want[9] = { 1, 0, 0, 1, 1, 0, 1, 1, 1 };
+    CHECK("tril of bool ones", out.dtype == TT_BOOL && memcmp(tt_data_bool(&out), want, 9) == 0);
+    tt_tensor_release(&out);
+    tt_tensor_release(&ones);
+
+    /* causal masks: upper-left and lower-right, square and not */
+    int64_t sizes[][2] = { {4, 4}, {2, 5}, {5, 2}, {1, 6}, {0, 3}, {3, 0} };
+    for (int s = 0; s < 6; s++) {
+        for (int lr = 0; lr < 2; lr++) {
+            int64_t nq = sizes[s][0], nk = sizes[s][1];
+            if (!ok(tt_causal_mask(&out, nq, nk, lr))) continue;
+            int g = out.dtype == TT_BOOL && out.ndim == 2 && out.shape[0] == nq && out.shape[1] == nk;
+            for (int64_t i = 0; i < nq && g; i++)
+                for (int64_t j = 0; j < nk; j++)
+                    g &= tt_data_bool(&out)[i * nk + j] == (j <= i + (lr ? nk - nq : 0));
+            snprintf(descr, sizeof descr, "causal_mask %lld x %lld %s", (long long)nq, (long long)nk,
+                     lr ? "lower_right" : "upper_left");
+            CHECK(descr, g);
+            tt_tensor_release(&out);
+        }
+    }
+    ok(tt_causal_mask(&out, 2, 4, 1));
+    uint8_t lr24[8] = { 1, 1, 1, 0, 1, 1, 1, 1 };
+    CHECK("lower-right 2x4: the queries are the last two positions", memcmp(tt_data_bool(&out), lr24, 8) == 0);
+    tt_tensor_release(&out);
+    check_err("causal_mask negative", tt_causal_mask(&out, -1, 3, 1), TT_EARG, "causal_mask", "-1", NULL);
+}
+
+/* ===== repeat_interleave, cat, stack ===== */
+
+static void test_repeat(void)
+{
+    char descr[96];
+    for (int l = 0; l < L_COUNT; l++) {
+        tt_tensor a = make(l, DIMS(3, 4, 5));
+        for (int d = 0; d < 3; d++) {
+            for (int64_t r = 0; r < 4; r++) {
+                tt_tensor out;
+                if (!ok(tt_repeat_interleave(&out, &a, r, d))) continue;
+                int64_t n = tt_numel(&out), idx[3] = {0, 0, 0};
+                double *ref = malloc((size_t)(n ? n : 1) * sizeof *ref);
+                for (int64_t i = 0; i < n; i++) {
+                    int64_t j[3] = { idx[0], idx[1], idx[2] };
+                    j[d] /= r;
+                    ref[i] = el(&a, j);
+                    next_idx(3, out.shape, idx);
+                }
+                float *got = flat(&out);
+                snprintf(descr, sizeof descr, "repeat_interleave r=%lld dim=%d %s", (long long)r, d + 1, LAYOUT[l]);
+                CHECK(descr, out.shape[d] == a.shape[d] * r);
+                check_close(descr, got, ref, n, 0, 0);
+                free(ref);
+                free(got);
+                tt_tensor_release(&out);
+            }
+        }
+        tt_tensor_release(&a);
+    }
+    /* 8-dim input: no room for the helper dim */
+    int64_t s8[8] = { 1, 2, 1, 2, 1, 2, 1, 3 };
+    tt_tensor a8 = rnd(8, s8), out;
+    ok(tt_repeat_interleave(&out, &a8, 2, 3));
+    int64_t n = tt_numel(&out), idx[8] = {0};
+    double *ref = malloc((size_t)n * sizeof *ref);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j[8];
+        memcpy(j, idx, sizeof j);
+        j[3] /= 2;
+        ref[i] = el(&a8, j);
+        next_idx(8, out.shape, idx);
+    }
+    float *got = flat(&out);
+    check_close("repeat_interleave on 8 dims", got, ref, n, 0, 0);
+    free(ref);
+    free(got);
+    tt_tensor_release(&out);
+    tt_tensor_release(&a8);
+}
+
+static void test_cat_stack(void)
+{
+    tt_tensor a = make(L_TRANS, DIMS(3, 4, 5)), b = make(L_NARROW, DIMS(3, 2, 5)),
+              c = make(L_EXPAND, DIMS(3, 1, 5)), e, out;
+    ok(tt_zeros(&e, TT_FLOAT32, DIMS(3, 0, 5)));
+    const tt_tensor *list[] = { &a, &b, &e, &c };
+    ok(tt_cat(&out, list, 4, 1));
+    CHECK("cat shape", out.ndim == 3 && out.shape[0] == 3 && out.shape[1] == 7 && out.shape[2] == 5);
+    int64_t n = tt_numel(&out), idx[3] = {0, 0, 0};
+    double *ref = malloc((size_t)n * sizeof *ref);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j[3] = { idx[0], idx[1], idx[2] };
+        const tt_tensor *src = &a;
+        if (j[1] >= 4 && j[1] < 6) { src = &b; j[1] -= 4; }
+        else if (j[1] >= 6) { src = &c; j[1] -= 6; }
+        ref[i] = el(src, j);
+        next_idx(3, out.shape, idx);
+    }
+    float *got = flat(&out);
+    check_close("cat along dim 2 of transposed/narrowed/empty/expanded", got, ref, n, 0, 0);
+    free(ref);
+    free(got);
+    tt_tensor_release(&out);
+
+    const tt_tensor *l2[] = { &a, &a };
+    ok(tt_cat(&out, l2, 2, 0));
+    CHECK("cat along dim 1", out.shape[0] == 6 && tt_data_f32(&out)[0] == (float)el(&a, (int64_t[]){0, 0, 0}) &&
+                             tt_data_f32(&out)[60] == (float)el(&a, (int64_t[]){0, 0, 0}) &&
+                             tt_data_f32(&out)[119] == (float)el(&a, (int64_t[]){2, 3, 4}));
+    tt_tensor_release(&out);
+
+    for (int d = 0; d <= 3; d++) {
+        tt_tensor x = make(L_PERM, DIMS(3, 4, 5)), y = make(L_CONTIG, DIMS(3, 4, 5));
+        const tt_tensor *ls[] = { &x, &y, &x };
+        if (!ok(tt_stack(&out, ls, 3, d))) continue;
+        n = tt_numel(&out);
+        int64_t id4[4] = {0, 0, 0, 0};
+        ref = malloc((size_t)n * sizeof *ref);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t j[3];
+            for (int k = 0, m = 0; k < 4; k++)
+                if (k != d) j[m++] = id4[k];
+            ref[i] = el(id4[d] == 1 ? &y : &x, j);
+            next_idx(4, out.shape, id4);
+        }
+        got = flat(&out);
+        char descr[64];
+        snprintf(descr, sizeof descr, "stack at dim %d", d + 1);
+        CHECK(descr, out.ndim == 4 && out.shape[d] == 3);
+        check_close(descr, got, ref, n, 0, 0);
+        free(ref);
+        free(got);
+        tt_tensor_release(&out);
+        tt_tensor_release(&x);
+        tt_tensor_release(&y);
+    }
+
+    /* errors */
+    tt_tensor f = make(L_CONTIG, DIMS(3, 4, 6)), bb = rnd_bool(DIMS(3, 4, 5));
+    const tt_tensor *bad1[] = { &a, &f };
+    check_err("cat shape mismatch", tt_cat(&out, bad1, 2, 1), TT_ESHAPE, "cat", "[3,4,5]", "[3,4,6]");
+    check_err("stack shape mismatch", tt_stack(&out, bad1, 2, 0), TT_ESHAPE, "stack", "[3,4,5]", "[3,4,6]");
+    const tt_tensor *bad2[] = { &a, &bb };
+    check_err("cat dtype mismatch", tt_cat(&out, bad2, 2, 0), TT_EARG, "cat", "bool", NULL);
+    check_err("cat dim out of range", tt_cat(&out, l2, 2, 3), TT_EARG, "cat", "dim 4", "[3,4,5]");
+    check_err("cat of nothing", tt_cat(&out, l2, 0, 0), TT_EARG, "cat", NULL, NULL);
+    tt_tensor_release(&f);
+    tt_tensor_release(&bb);
+    tt_tensor_release(&a);
+    tt_tensor_release(&b);
+    tt_tensor_release(&c);
+    tt_tensor_release(&e);
+}
+
+/* ===== matmul ===== */
+
+/* PyTorch's rules, spelled out with indices. */
+static void check_matmul(const char *descr, const tt_tensor *a, const tt_tensor *b, double rtol)
+{
+    tt_tensor out;
+    if (!ok(tt_matmul(&out, a, b))) {
+        CHECK(descr, 0);
+        return;
+    }
+    int an = a->ndim, bn = b->ndim;
+    int64_t M = an >= 2 ? a->shape[an - 2] : 1, K = a->shape[an - 1], N = bn >= 2 ? b->shape[bn - 1] : 1;
+    int abn = an > 2 ? an - 2 : 0, bbn = bn > 2 ? bn - 2 : 0, nb = abn > bbn ? abn : bbn;
+    int64_t bshape[TT_MAX_DIMS], shape[TT_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < nb; i++) {
+        int ia = i - (nb - abn), ib = i - (nb - bbn);
+        int64_t x = ia >= 0 ? a->shape[ia] : 1, y = ib >= 0 ? b->shape[ib] : 1;
+        bshape[i] = shape[nd++] = x == 1 ? y : x;
+    }
+    if (an >= 2) shape[nd++] = M;
+    if (bn >= 2) shape[nd++] = N;
+    int64_t nbatch = numel_of(nb, bshape), n = nbatch * M * N;
+    double *ref = malloc((size_t)(n ? n : 1) * sizeof *ref);
+    int64_t bi[TT_MAX_DIMS] = {0};
+    for (int64_t t = 0; t < nbatch; t++) {
+        for (int64_t i = 0; i < M; i++) {
+            for (int64_t j = 0; j < N; j++) {
+                double s = 0;
+                for (int64_t p = 0; p < K; p++) {
+                    int64_t ja[TT_MAX_DIMS], jb[TT_MAX_DIMS];
+                    for (int q = 0; q < abn; q++) ja[q] = a->shape[q] == 1 ? 0 : bi[q + nb - abn];
+                    for (int q = 0; q < bbn; q++) jb[q] = b->shape[q] == 1 ? 0 : bi[q + nb - bbn];
+                    if (an >= 2) { ja[an - 2] = i; ja[an - 1] = p; } else ja[0] = p;
+                    if (bn >= 2) { jb[bn - 2] = p; jb[bn - 1] = j; } else jb[0] = p;
+                    s += el(a, ja) * el(b, jb);
+                }
+                ref[(t * M + i) * N + j] = s;
+            }
+        }
+        next_idx(nb, bshape, bi);
+    }
+    float *got = flat(&out);
+    CHECK(descr, same_shape(&out, nd, shape) && out.dtype == TT_FLOAT32);
+    check_close(descr, got, ref, n, rtol, 1e-5 * sqrt((double)K + 1));
+    free(ref);
+    free(got);
+    tt_tensor_release(&out);
+}
+
+static void test_matmul(void)
+{
+    char descr[128];
+    int64_t sz[] = { 1, 7, 17, 65, 127 };
+    for (int i = 0; i < 5; i++) {
+        for (int j = 0; j < 5; j++) {
+            int64_t M = sz[i], K = sz[j], N = sz[(i + j) % 5];
+            for (int la = 0; la < 3; la++) {
+                int lb = (la + i) % 3;
+                tt_tensor a = make(la, DIMS(M, K)), b = make(lb, DIMS(K, N));
+                snprintf(descr, sizeof descr, "matmul %lldx%lldx%lld %s @ %s", (long long)M, (long long)K,
+                         (long long)N, LAYOUT[la], LAYOUT[lb]);
+                check_matmul(descr, &a, &b, 1e-5);
+                tt_tensor_release(&a);
+                tt_tensor_release(&b);
+            }
+        }
+    }
+    /* q @ k:mT() reads k in place: no copy of k is ever allocated */
+    tt_tensor q = rnd(DIMS(2, 3, 65, 64)), k = rnd(DIMS(2, 3, 65, 64)), kt, out;
+    ok(tt_mT(&kt, &k));
+    tt_memory_reset_peak();
+    int64_t before = tt_memory_in_use();
+    ok(tt_matmul(&out, &q, &kt));
+    int64_t extra = tt_memory_peak() - before;
+    CHECK("matmul with k:mT() allocates only its result", extra <= (int64_t)(2 * 3 * 65 * 65 * 4));
+    tt_tensor_release(&out);
+    check_matmul("batched q @ k:mT()", &q, &kt, 1e-5);
+    tt_tensor_release(&kt);
+    tt_tensor_release(&q);
+    tt_tensor_release(&k);
+
+    /* 1-D promotion */
+    static const struct { int na; int64_t sa[4]; int nb; int64_t sb[4]; } shapes[] = {
+        { 1, {7}, 1, {7} },                 /* dot -> 0-d */
+        { 1, {7}, 2, {7, 5} },              /* -> [5] */
+        { 2, {5, 7}, 1, {7} },              /* -> [5] */
+        { 1, {7}, 3, {3, 7, 5} },           /* -> [3,5] */
+        { 3, {3, 5, 7}, 1, {7} },           /* -> [3,5] */
+        { 3, {4, 17, 9}, 2, {9, 6} },       /* folds into one GEMM */
+        { 2, {17, 9}, 3, {4, 9, 6} },       /* a broadcast */
+        { 4, {2, 1, 5, 7}, 3, {3, 7, 4} },  /* batch dims broadcast on both sides */
+        { 4, {2, 3, 5, 7}, 4, {2, 3, 7, 4} },
+        { 3, {3, 0, 7}, 2, {7, 4} },        /* M = 0 */
+        { 3, {3, 5, 0}, 2, {0, 4} },        /* K = 0: zeros */
+        { 3, {0, 5, 7}, 3, {1, 7, 4} },     /* empty batch */
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        for (int l = 0; l < L_COUNT; l++) {
+            tt_tensor a = make(l, shapes[s].na, shapes[s].sa);
+            tt_tensor b = make((l + 1) % L_COUNT, shapes[s].nb, shapes[s].sb);
+            snprintf(descr, sizeof descr, "matmul shapes %zu, %s @ %s", s, LAYOUT[l], LAYOUT[(l + 1) % L_COUNT]);
+            check_matmul(descr, &a, &b, 1e-5);
+            tt_tensor_release(&a);
+            tt_tensor_release(&b);
+        }
+    }
+    /* a big one through the blocked kernel with a permuted batch */
+    tt_tensor a = make(L_PERM, DIMS(3, 130, 150)), b = make(L_TRANS, DIMS(150, 90));
+    check_matmul("matmul [3,130,150] permuted @ [150,90] transposed", &a, &b, 1e-5);
+    tt_tensor_release(&a);
+    tt_tensor_release(&b);
+    a = make(L_EXPAND, DIMS(4, 33, 20));
+    b = make(L_EXPAND, DIMS(4, 20, 31));
+    check_matmul("matmul of expanded batches", &a, &b, 1e-5);
+    tt_tensor_release(&a);
+    tt_tensor_release(&b);
+}
+
+/* ===== sdpa ===== */
+
+/* The composed formula in double: scores = scale q k^T, masked (mask false
+   or causal lower-right) to -inf, softmax, @ v; a row with nothing visible
+   gives zeros. out/w are [..., Hq, Nq, Dv] / [..., Hq, Nq, Nk]. */
+static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor *v, const tt_tensor *mask,
+                        int causal, double scale, double *out, double *w)
+{
+    int nd = q->ndim, nbd = nd >= 3 ? nd - 3 : 0;
+    int64_t Hq = nd >= 3 ? q->shape[nd - 3] : 1, Hkv = nd >= 3 ? k->shape[nd - 3] : 1;
+    int64_t Nq = q->shape[nd - 2], Dh = q->shape[nd - 1], Nk = k->shape[nd - 2], Dv = v->shape[nd - 1];
+    int64_t B = numel_of(nbd, q->shape), bi[TT_MAX_DIMS] = {0}, empty = 0;
+    if (scale <= 0) scale = 1.0 / sqrt((double)Dh);
+    double *sc = malloc((size_t)(Nk ? Nk : 1) * sizeof *sc);
+    for (int64_t b = 0; b < B; b++) {
+        for (int64_t h = 0; h < Hq; h++) {
+            int64_t hk = h / (Hq / Hkv);
+            for (int64_t i = 0; i < Nq; i++) {
+                int64_t row = (b * Hq + h) * Nq + i;
+                int64_t qi[TT_MAX_DIMS], ki[TT_MAX_DIMS], mi[TT_MAX_DIMS];
+                memcpy(qi, bi, sizeof qi);
+                memcpy(ki, bi, sizeof ki);
+                memcpy(mi, bi, sizeof mi);
+                if (nd >= 3) { qi[nd - 3] = h; ki[nd - 3] = hk; mi[nd - 3] = h; }
+                double m = -INFINITY;
+                for (int64_t j = 0; j < Nk; j++) {
+                    double s = 0;
+                    for (int64_t d = 0; d < Dh; d++) {
+                        qi[nd - 2] = i; qi[nd - 1] = d;
+                        ki[nd - 2] = j; ki[nd - 1] = d;
+                        s += el(q, qi) * el(k, ki);
+                    }
+                    s *= scale;
+                    mi[nd - 2] = i;
+                    mi[nd - 1] = j;
+                    int vis = (!causal || j <= i + Nk - Nq) && (!mask || elb(mask, nd, mi) != 0);
+                    sc[j] = vis ? s : -DINF;
+                    if (sc[j] > m) m = sc[j];
+                }
+                double sum = 0;
+                for (int64_t j = 0; j < Nk; j++) sum += m == -DINF ? 0 : exp(sc[j] - m);
+                if (m == -DINF) empty++;
+                for (int64_t j = 0; j < Nk; j++) {
+                    double p = m == -DINF ? 0 : exp(sc[j] - m) / sum;
+                    if (w) w[row * Nk + j] = p;
+                    sc[j] = p;
+                }
+                for (int64_t e = 0; e < Dv; e++) {
+                    double s = 0;
+                    for (int64_t j = 0; j < Nk; j++) {
+                        ki[nd - 2] = j;
+                        ki[nd - 1] = e;
+                        s += sc[j] * el(v, ki);
+                    }
+                    out[row * Dv + e] = s;
+                }
+            }
+        }
+        next_idx(nbd, q->shape, bi);
+    }
+    free(sc);
+    return empty;
+}
+
+static void check_sdpa(const char *descr, const tt_tensor *q, const tt_tensor *k, const tt_tensor *v,
+                       const tt_tensor *mask, int causal, double scale)
+{
+    tt_tensor out, w;
+    int64_t empty = -1;
+    if (!ok(tt_sdpa(&out, &w, q, k, v, mask, causal, scale, &empty))) {
+        CHECK(descr, 0);
+        return;
+    }
+    int nd = q->ndim;
+    int64_t Nk = k->shape[nd - 2], Dv = v->shape[nd - 1];
+    int64_t rows = numel_of(nd - 1, q->shape);
+    double *ro = malloc((size_t)(rows * Dv + 1) * sizeof *ro), *rw = malloc((size_t)(rows * Nk + 1) * sizeof *rw);
+    int64_t rempty = sdpa_ref(q, k, v, mask, causal, scale, ro, rw);
+    float *go = flat(&out), *gw = flat(&w);
+    int64_t oshape[TT_MAX_DIMS], wshape[TT_MAX_DIMS];
+    memcpy(oshape, q->shape, sizeof oshape);
+    memcpy(wshape, q->shape, sizeof wshape);
+    oshape[nd - 1] = Dv;
+    wshape[nd - 1] = Nk;
+    CHECK(descr, same_shape(&out, nd, oshape) && same_shape(&w, nd, wshape) && empty == rempty);
+    if (empty != rempty) printf("  empty rows %lld, reference %lld\n", (long long)empty, (long long)rempty);
+    check_close(descr, go, ro, rows * Dv, 1e-4, 1e-5);
+    check_close(descr, gw, rw, rows * Nk, 1e-4, 1e-6);
+    free(go);
+    free(gw);
+    free(ro);
+    free(rw);
+    tt_tensor_release(&out);
+    tt_tensor_release(&w);
+    /* and without weights: the same output */
+    if (ok(tt_sdpa(&out, NULL, q, k, v, mask, causal, scale, NULL))) {
+        ro = malloc((size_t)(rows * Dv + 1) * sizeof *ro);
+        sdpa_ref(q, k, v, mask, causal, scale, ro, NULL);
+        go = flat(&out);
+        check_close(descr, go, ro, rows * Dv, 1e-4, 1e-5);
+        free(go);
+        free(ro);
+        tt_tensor_release(&out);
+    }
+}
+
+static void test_sdpa(void)
+{
+    /* the article's hand example, numbers from the article */
+    float qv[] = { 1, 0, 0, 1, 1, 1 }, vv[] = { 1, 0, 0, 2, 1, 1 };
+    tt_tensor Q = from(qv, DIMS(3, 2)), V = from(vv, DIMS(3, 2)), out, w, kt, scores, ws, o2;
+    ok(tt_sdpa(&out, &w, &Q, &Q, &V, NULL, 0, 0.0, NULL));
+    double w3[] = { 0.2483, 0.2483, 0.5035 }, o3[] = { 0.7517, 1.0000 };
+    check_close("hand example: weights of query 3", tt_data_f32(&w) + 6, w3, 3, 0, 1e-4);
+    check_close("hand example: output of query 3", tt_data_f32(&out) + 4, o3, 2, 0, 1e-4);
+    tt_tensor_release(&out);
+    tt_tensor_release(&w);
+    ok(tt_mT(&kt, &Q));
+    ok(tt_matmul(&o2, &Q, &kt));
+    ok(tt_binary_scalar(&scores, TT_DIV, &o2, sqrt(2.0), 0));
+    tt_tensor_release(&o2);
+    double s3[] = { 0.7071, 0.7071, 1.4142 };
+    check_close("hand example, step by step: scores of query 3", tt_data_f32(&scores) + 6, s3, 3, 0, 1e-4);
+    ok(tt_softmax(&ws, &scores, 1));
+    check_close("hand example, step by step: weights of query 3", tt_data_f32(&ws) + 6, w3, 3, 0, 1e-4);
+    ok(tt_matmul(&o2, &ws, &V));
+    check_close("hand example, step by step: output of query 3", tt_data_f32(&o2) + 4, o3, 2, 0, 1e-4);
+    tt_tensor_release(&o2);
+    tt_tensor_release(&ws);
+    tt_tensor_release(&scores);
+    tt_tensor_release(&kt);
+    tt_tensor_release(&Q);
+    tt_tensor_release(&V);
+
+    /* against the composed formula */
+    static const struct { int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv; } cfg[] = {
+        { 2, 4, 4, 5, 5, 8, 8 },       /* MHA */
+        { 2, 4, 2, 5, 7, 8, 6 },       /* GQA, Nq < Nk, Dv != Dh */
+        { 1, 6, 1, 9, 4, 16, 16 },     /* MQA, Nq > Nk: early rows see nothing when causal */
+        { 1, 2, 2, 1, 33, 64, 64 },    /* decoding: one query */
+        { 3, 2, 1, 67, 67, 17, 17 },
+    };
+    char descr[128];
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        for (int causal = 0; causal < 2; causal++) {
+            int l = (int)(c + (size_t)causal) % L_COUNT;
+            tt_tensor q = make(l, DIMS(cfg[c].B, cfg[c].Hq, cfg[c].Nq, cfg[c].Dh));
+            tt_tensor k = make((l + 1) % L_COUNT, DIMS(cfg[c].B, cfg[c].Hkv, cfg[c].Nk, cfg[c].Dh));
+            tt_tensor v = make((l + 2) % L_COUNT, DIMS(cfg[c].B, cfg[c].Hkv, cfg[c].Nk, cfg[c].Dv));
+            snprintf(descr, sizeof descr, "sdpa cfg %zu causal=%d q %s", c, causal, LAYOUT[l]);
+            check_sdpa(descr, &q, &k, &v, NULL, causal, 0.0);
+            /* masks of several broadcast shapes */
+            tt_tensor m1 = rnd_bool(DIMS(cfg[c].Nk));
+            tt_tensor m2 = rnd_bool(DIMS(cfg[c].Nq, cfg[c].Nk));
+            tt_tensor m3 = rnd_bool(DIMS(cfg[c].B, 1, cfg[c].Nq, cfg[c].Nk));
+            tt_tensor m4 = rnd_bool(DIMS(cfg[c].B, cfg[c].Hq, 1, cfg[c].Nk));
+            const tt_tensor *ms[] = { &m1, &m2, &m3, &m4 };
+            for (int mi = 0; mi < 4; mi++) {
+                snprintf(descr, sizeof descr, "sdpa cfg %zu causal=%d mask %d", c, causal, mi + 1);
+                check_sdpa(descr, &q, &k, &v, ms[mi], causal, mi == 1 ? 0.3 : 0.0);
+            }
+            for (int mi = 0; mi < 4; mi++) tt_tensor_release((tt_tensor *)ms[mi]);
+            tt_tensor_release(&q);
+            tt_tensor_release(&k);
+            tt_tensor_release(&v);
+        }
+    }
+    /* two batch dims whose strides cannot merge (q, k, v and the mask) */
+    tt_tensor q0 = rnd(DIMS(3, 2, 2, 5, 8)), q;
+    ok(tt_transpose(&q, &q0, 0, 1));                 /* [2,3,2,5,8], batch not mergeable */
+    tt_tensor k = make(L_PERM, DIMS(2, 3, 1, 6, 8)), v = make(L_EXPAND, DIMS(2, 3, 1, 6, 4));
+    tt_tensor m0 = rnd_bool(DIMS(3, 2, 1, 5, 6)), m;
+    ok(tt_transpose(&m, &m0, 0, 1));
+    check_sdpa("sdpa with unmergeable batch dims and mask", &q, &k, &v, &m, 0, 0.0);
+    check_sdpa("sdpa with unmergeable batch dims, causal", &q, &k, &v, &m, 1, 0.0);
+    tt_tensor_release(&q0);
+    tt_tensor_release(&q);
+    tt_tensor_release(&k);
+    tt_tensor_release(&v);
+    tt_tensor_release(&m0);
+    tt_tensor_release(&m);
+
+    /* fully masked rows give zeros and are counted */
+    tt_tensor q3 = rnd(DIMS(2, 4, 8)), k3 = rnd(DIMS(2, 6, 8)), v3 = rnd(DIMS(2, 6, 3));
+    uint8_t mv[4 * 6] = { 1, 1, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0,  0, 1, 0, 1, 0, 1,  0, 0, 0, 0, 0, 0 };
+    tt_tensor mk = from_bool(mv, DIMS(4, 6));
+    check_sdpa("sdpa with fully masked rows (3-D, one head dim)", &q3, &k3, &v3, &mk, 0, 0.0);
+    int64_t empty = 0;
+    ok(tt_sdpa(&out, &w, &q3, &k3, &v3, &mk, 0, 0.0, &empty));
+    int zeros = 1;
+    for (int h = 0; h < 2; h++)
+        for (int e = 0; e < 3; e++)
+            zeros &= tt_data_f32(&out)[(h * 4 + 1) * 3 + e] == 0.0f && tt_data_f32(&out)[(h * 4 + 3) * 3 + e] == 0.0f;
+    CHECK("fully masked rows: zero output, counted", zeros && empty == 4);
+    tt_tensor_release(&out);
+    tt_tensor_release(&w);
+    /* no keys at all */
+    tt_tensor k0, v0;
+    ok(tt_zeros(&k0, TT_FLOAT32, DIMS(2, 0, 8)));
+    ok(tt_zeros(&v0, TT_FLOAT32, DIMS(2, 0, 3)));
+    ok(tt_sdpa(&out, &w, &q3, &k0, &v0, NULL, 0, 0.0, &empty));
+    CHECK("sdpa with no keys: zeros", out.shape[2] == 3 && w.shape[2] == 0 && empty == 8 &&
+                                      tt_data_f32(&out)[0] == 0.0f && tt_data_f32(&out)[23] == 0.0f);
+    tt_tensor_release(&out);
+    tt_tensor_release(&w);
+
+    /* errors */
+    tt_tensor kb = rnd(DIMS(3, 6, 8)), kd = rnd(DIMS(2, 6, 7)), vb = rnd(DIMS(2, 5, 3)), mf = rnd(DIMS(4, 6));
+    tt_tensor mbad = rnd_bool(DIMS(4, 5));
+    check_err("sdpa Hq not a multiple of Hkv", tt_sdpa(&out, NULL, &q3, &kb, &kb, NULL, 0, 0, NULL),
+              TT_ESHAPE, "sdpa", "[2,4,8]", "[3,6,8]");
+    CHECK("sdpa failure leaves out empty", out.storage == NULL);
+    check_err("sdpa head size differs", tt_sdpa(&out, NULL, &q3, &kd, &v3, NULL, 0, 0, NULL),
+              TT_ESHAPE, "sdpa", "[2,4,8]", "[2,6,7]");
+    check_err("sdpa k/v lengths differ", tt_sdpa(&out, NULL, &q3, &k3, &vb, NULL, 0, 0, NULL),
+              TT_ESHAPE, "sdpa", "[2,6,8]", "[2,5,3]");
+    check_err("sdpa float mask", tt_sdpa(&out, NULL, &q3, &k3, &v3, &mf, 0, 0, NULL),
+              TT_EARG, "sdpa", "mask", "bool");
+    check_err("sdpa mask does not broadcast", tt_sdpa(&out, NULL, &q3, &k3, &v3, &mbad, 0, 0, NULL),
+              TT_ESHAPE, "sdpa", "[4,5]", "[2,4,6]");
+    tt_tensor_release(&kb);
+    tt_tensor_release(&kd);
+    tt_tensor_release(&vb);
+    tt_tensor_release(&mf);
+    tt_tensor_release(&mbad);
+    tt_tensor_release(&mk);
+    tt_tensor_release(&k0);
+    tt_tensor_release(&v0);
+    tt_tensor_release(&q3);
+    tt_tensor_release(&k3);
+    tt_tensor_release(&v3);
+}
+
+/* ===== Names and labels ===== */
+
+static tt_tensor named(tt_tensor *a, const char *n0, const char *n1, const char *n2)
+{
+    const char *names[3] = { tt_intern(n0), tt_intern(n1), tt_intern(n2) };
+    tt_tensor t;
+    ok(tt_named(&t, a, names));
+    tt_tensor_release(a);
+    return t;
+}
+
+static void test_names(void)
+{
+    tt_tensor a = rnd(DIMS(2, 3, 4)), b = rnd(DIMS(3, 4)), c = rnd(DIMS(2, 4, 5)), out;
+    a = named(&a, "B", "N", "D");
+    const char *bn[2] = { NULL, tt_intern("D") };
+    tt_tensor b2;
+    ok(tt_named(&b2, &b, bn));
+    const char *B = tt_intern("B"), *N = tt_intern("N"), *D = tt_intern("D"), *E = tt_intern("E");
+    a.label = tt_intern("x");
+    ok(tt_binary(&out, TT_ADD, &a, &b2));
+    CHECK("add unifies names", out.names[0] == B && out.names[1] == N && out.names[2] == D);
+    CHECK("labels are not copied", out.label == NULL);
+    tt_tensor_release(&out);
+    ok(tt_reduce(&out, TT_SUM, &a, 1, 0));
+    CHECK("sum drops the reduced name", out.ndim == 2 && out.names[0] == B && out.names[1] == D);
+    tt_tensor_release(&out);
+    ok(tt_reduce(&out, TT_MEAN, &a, 1, 1));
+    CHECK("keepdim keeps it", out.ndim == 3 && out.names[1] == N);
+    tt_tensor_release(&out);
+    ok(tt_softmax(&out, &a, 2));
+    CHECK("softmax keeps names", out.names[0] == B && out.names[1] == N && out.names[2] == D && out.label == NULL);
+    tt_tensor_release(&out);
+    ok(tt_tril(&out, &a, 0));
+    CHECK("tril keeps names", out.names[2] == D);
+    tt_tensor_release(&out);
+    ok(tt_repeat_interleave(&out, &a, 2, 1));
+    CHECK("repeat_interleave keeps names", out.names[1] == N);
+    tt_tensor_release(&out);
+    c = named(&c, "B", "D", "E");
+    ok(tt_matmul(&out, &a, &c));
+    CHECK("matmul: batch, row from a, column from b", out.names[0] == B && out.names[1] == N && out.names[2] == E);
+    tt_tensor_release(&out);
+    const tt_tensor *l[] = { &a, &a };
+    ok(tt_cat(&out, l, 2, 1));
+    CHECK("cat keeps the first's names", out.names[0] == B && out.names[1] == N);
+    tt_tensor_release(&out);
+    ok(tt_stack(&out, l, 2, 0));
+    CHECK("stack: new dim unnamed", out.names[0] == NULL && out.names[1] == B);
+    tt_tensor_release(&out);
+    tt_tensor m = rnd_bool(DIMS(3, 1));
+    ok(tt_masked_fill(&out, &a, &m, 0.0));
+    CHECK("masked_fill keeps names", out.names[0] == B && out.names[1] == N && out.names[2] == D);
+    tt_tensor_release(&out);
+
+    /* conflicts */
+    tt_tensor x = rnd(DIMS(2, 3, 4));
+    x = named(&x, "B", "H", "D");
+    check_err("add: two names on one dim", tt_binary(&out, TT_ADD, &a, &x), TT_ESHAPE, "add", "'N'", "'H'");
+    CHECK("conflict leaves out empty", out.storage == NULL);
+    tt_tensor y = rnd(DIMS(2, 4, 4));
+    y = named(&y, "C", "D", "E");
+    check_err("matmul: batch names differ", tt_matmul(&out, &a, &y), TT_ESHAPE, "matmul", "'B'", "'C'");
+    tt_tensor_release(&x);
+    tt_tensor_release(&y);
+    tt_tensor_release(&m);
+    tt_tensor_release(&a);
+    tt_tensor_release(&b);
+    tt_tensor_release(&b2);
+    tt_tensor_release(&c);
+}
+
+/* ===== Error messages ===== */
+
+static void test_errors(void)
+{
+    tt_tensor q = rnd(DIMS(5, 64)), k = rnd(DIMS(5, 64)), out;
+    check_err("matmul inner sizes, mT hint", tt_matmul(&out, &q, &k), TT_ESHAPE,
+              "matmul: inner sizes differ: [5,64] @ [5,64] (64 vs 5)", "did you mean k:mT()?", NULL);
+    tt_tensor c = rnd(DIMS(7, 3));
+    check_err("matmul inner sizes, no hint", tt_matmul(&out, &q, &c), TT_ESHAPE, "matmul", "[5,64] @ [7,3]", "64 vs 7");
+    CHECK("no mT hint when it would not help", !has("mT"));
+    tt_tensor a = rnd(DIMS(2, 3)), b = rnd(DIMS(4)), bb = rnd_bool(DIMS(2, 3)), s0, b3 = rnd(DIMS(2, 3, 4)),
+              b4 = rnd(DIMS(3, 4, 5));
+    check_err("add broadcast", tt_binary(&out, TT_ADD, &a, &b), TT_ESHAPE,
+              "add: shapes [2,3] and [4] cannot broadcast (dim -1: 3 vs 4)", NULL, NULL);
+    check_err("softmax of bool", tt_softmax(&out, &bb, 1), TT_EARG, "softmax: expects float32, got bool", "x:float()", NULL);
+    check_err("softmax dim out of range", tt_softmax(&out, &a, 2), TT_EARG, "softmax", "dim 3", "[2,3]");
+    check_err("add float and bool", tt_binary(&out, TT_ADD, &a, &bb), TT_EARG, "add", "bool", "x:float()");
+    check_err("sub scalar on bool", tt_binary_scalar(&out, TT_SUB, &bb, 1.0, 0), TT_EARG, "sub", "bool [2,3]", "x:float()");
+    check_err("and on floats", tt_binary(&out, TT_AND, &a, &a), TT_EARG, "and: expects bool", "[2,3]", "x:bool()");
+    check_err("not on float", tt_unary(&out, TT_NOT, &a), TT_EARG, "not", "float32 [2,3]", "x:bool()");
+    check_err("exp on bool", tt_unary(&out, TT_EXP, &bb), TT_EARG, "exp", "bool [2,3]", "x:float()");
+    check_err("eq float vs bool", tt_binary(&out, TT_EQ, &a, &bb), TT_EARG, "eq", "[2,3]", "bool");
+    check_err("lt on bools", tt_binary(&out, TT_LT, &bb, &bb), TT_EARG, "lt", "bool", "x:float()");
+    check_err("sum of bool", tt_reduce(&out, TT_SUM, &bb, 0, 0), TT_EARG, "sum", "bool", "x:float()");
+    check_err("sum dim out of range", tt_reduce(&out, TT_SUM, &a, 5, 0), TT_EARG, "sum", "dim 6", "[2,3]");
+    check_err("masked_fill float mask", tt_masked_fill(&out, &a, &a, 0), TT_EARG, "masked_fill", "bool", "[2,3]");
+    tt_tensor m4 = rnd_bool(DIMS(4));
+    check_err("masked_fill mask broadcast", tt_masked_fill(&out, &a, &m4, 0), TT_ESHAPE, "masked_fill", "[2,3]", "[4]");
+    check_err("tril of 1-D", tt_tril(&out, &b, 0), TT_ESHAPE, "tril", "[4]", NULL);
+    check_err("matmul of bool", tt_matmul(&out, &bb, &a), TT_EARG, "matmul", "bool [2,3]", "x:float()");
+    ok(tt_full(&s0, TT_FLOAT32, 0, NULL, 1.0));
+    check_err("matmul of 0-d", tt_matmul(&out, &s0, &a), TT_ESHAPE, "matmul", "[]", "[2,3]");
+    check_err("matmul batch broadcast", tt_matmul(&out, &b3, &b4), TT_ESHAPE, "matmul", "[2,3,4]", "[3,4,5]");
+    check_err("repeat_interleave negative", tt_repeat_interleave(&out, &a, -1, 0), TT_EARG, "repeat_interleave", "-1", NULL);
+    check_err("repeat_interleave dim", tt_repeat_interleave(&out, &a, 2, 2), TT_EARG, "repeat_interleave", "dim 3", "[2,3]");
+    CHECK("errors leave out empty", out.storage == NULL);
+    tt_tensor *all[] = { &q, &k, &c, &a, &b, &bb, &s0, &b3, &b4, &m4 };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tt_tensor_release(all[i]);
+}
+
+/* ===== Trace events ===== */
+
+typedef struct seen {
+    int n;
+    tt_op op;
+    double flops;
+    int ninputs, ninputs_total, has_scalar;
+    char args[64], note[96];
+} seen;
+
+static void sink(const tt_event *ev, void *ud)
+{
+    seen *s = ud;
+    s->n++;
+    s->op = ev->op;
+    s->flops = ev->flops;
+    s->ninputs = ev->ninputs;
+    s->ninputs_total = ev->ninputs_total;
+    s->has_scalar = ev->has_scalar;
+    snprintf(s->args, sizeof s->args, "%s", ev->args);
+    snprintf(s->note, sizeof s->note, "%s", ev->note);
+}
+
+static void test_events(void)
+{
+    tt_tensor a = rnd(DIMS(2, 5, 64)), b = rnd(DIMS(2, 64, 7)), out, w;
+    tt_tensor q0 = rnd(DIMS(3, 2, 2, 4, 8)), q, k = rnd(DIMS(2, 3, 1, 6, 8));
+    ok(tt_transpose(&q, &q0, 0, 1));
+    seen s = {0};
+    tt_trace_set_sink(sink, &s);
+    ok(tt_matmul(&out, &a, &b));
+    CHECK("matmul: one event with 2*M*N*K*batch FLOPs", s.n == 1 && s.op == TT_OP_MATMUL && s.flops == 2.0 * 5 * 7 * 64 * 2);
+    tt_tensor_release(&out);
+    ok(tt_binary_scalar(&out, TT_DIV, &a, 8.0, 0));
+    CHECK("div by a scalar: one event with has_scalar", s.n == 2 && s.op == TT_OP_DIV && s.has_scalar);
+    tt_tensor_release(&out);
+    ok(tt_softmax(&out, &a, 2));
+    CHECK("softmax: args dim=3", s.n == 3 && strcmp(s.args, "dim=3") == 0);
+    tt_tensor_release(&out);
+    s.n = 0;
+    ok(tt_sdpa(&out, &w, &q, &k, &k, NULL, 1, 0.0, NULL));   /* copies q inside: still one event */
+    /* causal 4 queries, 6 keys: visible 3+4+5+6 = 18 pairs per head */
+    CHECK("sdpa: one event, FLOPs of the visible pairs", s.n == 1 && s.op == TT_OP_SDPA &&
+                                                         s.flops == 2.0 * 6 * 2 * 18 * (8 + 8));
+    tt_tensor_release(&out);
+    tt_tensor_release(&w);
+    const tt_tensor *l[] = { &a, &a, &a, &a, &a };
+    ok(tt_cat(&out, l, 5, 0));
+    CHECK("cat: 4 shown inputs of 5", s.op == TT_OP_CAT && s.ninputs == 4 && s.ninputs_total == 5);
+    tt_tensor_release(&out);
+    s.n = 0;
+    check_err("failed op", tt_matmul(&out, &a, &a), TT_ESHAPE, "matmul", NULL, NULL);
+    CHECK("a failed op emits no event", s.n == 0);
+    tt_trace_set_sink(NULL, NULL);
+    tt_tensor_release(&a);
+    tt_tensor_release(&b);
+    tt_tensor_release(&q0);
+    tt_tensor_release(&q);
+    tt_tensor_release(&k);
+}
+
+int main(void)
+{
+    int64_t base = tt_memory_in_use();
+    test_binary();
+    test_scalar();
+    test_bool_ops();
+    test_unary();
+    test_to_dtype();
+    test_reduce();
+    test_softmax();
+    test_masking();
+    test_repeat();
+    test_cat_stack();
+    test_matmul();
+    test_sdpa();
+    test_names();
+    test_errors();
+    test_events();
+    CHECK("no tensor memory leaked", tt_memory_in_use() == base);
+    if (tt_memory_in_use() != base)
+        printf("  %lld bytes still in use\n", (long long)(tt_memory_in_use() - base));
+    return check_report();
+}
