@@ -88,7 +88,7 @@ $(BUILD)/tests/%: tests/%.c $(CORE_OBJ) tests/check.h
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(CORE_OBJ) $(LDLIBS)
 
 # Every C test, Lua test, lesson, golden trace and figure; ends "N passed, N failed".
-test: all $(CTEST_BIN) $(BUILD)/tests/pngcmp
+test: all $(CTEST_BIN) $(BUILD)/tests/pngcmp tt.so
 	@sh tests/run.sh $(BUILD)
 
 # The README's first command: the causal-mask lesson with its trace.

@@ -348,7 +348,7 @@ static tt_status axis_pick(axis_labels *a, int64_t n, double px, const char *con
         /* numbers: horizontal, thinned so that they do not touch */
         char buf[32];
         snprintf(buf, sizeof buf, "%lld", (long long)n);
-        const double need = columns ? tt_font_width(buf, 2, 0) + 16.0 : 40.0;
+        const double need = columns ? tt_font_width(buf, 2, 0) + 16.0 : 28.0;
         if (px < need) step = nice_up(need / px);
     }
     a->step_gt1 = step > 1;
@@ -556,7 +556,7 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
     const int target = P == 1 ? 560 : gcols <= 2 ? 440 : gcols <= 4 ? 300 : 220;
     const int big = imax(rows, cols);
     int cell = imin(imax(target / big, 1), 120);
-    if (annotate && cell < textw + 10 && (textw + 10) * big <= (P == 1 ? 900 : target * 3 / 2))
+    if (annotate && cell < textw + 10 && (textw + 10) * big <= (P == 1 ? 1040 : target * 3 / 2))
         cell = textw + 10;   /* room for 2x numbers */
     int cw = cell, ch = cell;
     ch = imax(ch, imin(40, target / rows));   /* thin strips stay visible */
@@ -583,7 +583,12 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
     double tickval[16];
     int nticks = 0, tickw = 0;
     if (colorbar) {
-        if (opts->row_scale) {
+        if (opts->row_scale && cmap == TT_CMAP_DIVERGING) {   /* each row centred on 0 */
+            snprintf(ticktext[0], 32, "+row max|x|"); tickval[0] = hi;
+            snprintf(ticktext[1], 32, "0"); tickval[1] = (lo + hi) / 2.0;
+            snprintf(ticktext[2], 32, "-row max|x|"); tickval[2] = lo;
+            nticks = 3;
+        } else if (opts->row_scale) {
             snprintf(ticktext[0], 32, "row max"); tickval[0] = hi;
             snprintf(ticktext[1], 32, "row min"); tickval[1] = lo;
             nticks = 2;

@@ -325,6 +325,17 @@ static void arrow_curve(tt_canvas *c, double x0, double y0, double x1, double y1
     }
 }
 
+/* Index of an earlier label (0..i-1) that the rectangle would touch, or -1. */
+static int collide(int (*lab)[4], char (*etext)[160], int i, int lx, int ly,
+                   int lw, int lh)
+{
+    for (int k = 0; k < i; k++)
+        if (etext[k][0] && lx < lab[k][0] + lab[k][2] + 12 && lab[k][0] < lx + lw + 12 &&
+            ly < lab[k][1] + lab[k][3] + 8 && lab[k][1] < ly + lh + 8)
+            return k;
+    return -1;
+}
+
 tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts)
 {
     out->w = out->h = 0;
@@ -467,8 +478,8 @@ tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts)
         ends[i][3] = ROWY(t->layer);
     }
 
-    /* 6. labels beside the last leg of each arrow: on its outer side (left
-       of an arrow coming from the left), nudged down off earlier ones */
+    /* 6. labels beside the last leg of each arrow, on the outer side of the
+       arrows entering that row, moved off the labels placed before */
     double minx = 1e18, maxx = -1e18;
     for (int a = 0; a < nit; a++) {
         if (it[a].x - it[a].w / 2.0 < minx) minx = it[a].x - it[a].w / 2.0;
@@ -509,15 +520,12 @@ tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts)
             } else if (hit >= 0) {
                 lx = left ? lab[hit][0] - 20 - lw : lab[hit][0] + lab[hit][2] + 20;
             }
-            hit = -1;
-            for (int k = 0; k < i && hit < 0; k++)
-                if (etext[k][0] && lx < lab[k][0] + lab[k][2] + 12 && lab[k][0] < lx + lw + 12 &&
-                    ly < lab[k][1] + lab[k][3] + 8 && lab[k][1] < ly + lh + 8)
-                    hit = k;
+            hit = collide(lab, etext, i, lx, ly, lw, lh);
             if (hit < 0) break;
-            if (tries == 2) { /* back to the middle before sliding */
+            if (tries == 2) {   /* back to the middle before sliding */
                 lx = left ? (int)((x0 + x1) / 2.0) - 12 - lw : (int)((x0 + x1) / 2.0) + 12;
                 ly = (int)((y0 + y1) / 2.0) - lh / 2;
+                if ((hit = collide(lab, etext, i, lx, ly, lw, lh)) < 0) break;
             }
         }
         lab[i][0] = lx; lab[i][1] = ly; lab[i][2] = lw; lab[i][3] = lh;

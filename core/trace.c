@@ -163,18 +163,14 @@ char *tt_event_format(const tt_event *ev, char *buf, size_t n)
     buf[0] = 0;
     APPEND("%-11s ", tt_op_name(ev->op));
     const char *sym = infix_symbol(ev->op);
-    if (ev->has_scalar) {
-        fmt_scalar(tmp, sizeof tmp, ev->scalar);
-        if (ev->scalar_first) APPEND(sym ? "%s %s " : "%s%s ", tmp, sym ? sym : ",");
-        if (ev->ninputs) { if (len < n) len += put_tensor(buf + len, n - len, ev->inputs[0]); }
-        if (!ev->scalar_first) APPEND(sym ? " %s %s" : "%s %s", sym ? sym : ",", tmp);
-    } else {
-        for (int i = 0; i < ev->ninputs; i++) {
-            if (i) APPEND(sym ? " %s " : ", ", sym);
-            if (len < n) len += put_tensor(buf + len, n - len, ev->inputs[i]);
-        }
-        if (ev->ninputs_total > ev->ninputs) APPEND(", ... (%d tensors)", ev->ninputs_total);
+    if (ev->has_scalar) fmt_scalar(tmp, sizeof tmp, ev->scalar);
+    if (ev->has_scalar && ev->scalar_first) APPEND(sym ? "%s %s " : "%s%s ", tmp, sym ? sym : ",");
+    for (int i = 0; i < ev->ninputs; i++) {
+        if (i) APPEND(sym ? " %s " : ", ", sym);
+        if (len < n) len += put_tensor(buf + len, n - len, ev->inputs[i]);
     }
+    if (ev->ninputs_total > ev->ninputs) APPEND(", ... (%d tensors)", ev->ninputs_total);
+    if (ev->has_scalar && !ev->scalar_first) APPEND(sym ? " %s %s" : "%s %s", sym ? sym : ",", tmp);
     if (ev->args[0]) APPEND(ev->ninputs ? " (%s)" : "(%s)", ev->args);
     APPEND("%s-> ", ev->ninputs || ev->args[0] ? " " : "");
     if (ev->output && len < n) len += put_tensor(buf + len, n - len, ev->output);

@@ -19,7 +19,7 @@ static int check_passed, check_failed;
 /* |x - r| <= atol + rtol*|r| for every element; non-finite references must
    match exactly (NaN with NaN, inf with the same inf). Prints the first few
    mismatches and stops after 10. */
-static int check_close_impl(const char *descr, const float *x, const double *ref, long n,
+static inline int check_close_impl(const char *descr, const float *x, const double *ref, long n,
                             double rtol, double atol, const char *file, int line)
 {
     int bad = 0;
