@@ -120,3 +120,90 @@ clean:
 $(BUILD)/tests/pngcmp: tests/pngcmp.c $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(CORE_OBJ) $(LDLIBS)
+
+# Benchmarks (tests/bench; never run by `make test`): our kernels next to
+# OpenBLAS (dlopen'ed by the bench alone, never linked into the product),
+# memcpy and PyTorch (tests/bench/bench_torch.py). Needs only the kernel objects.
+BENCH_OBJ = $(BUILD)/core/threads.o $(BUILD)/core/kernels.o $(BUILD)/core/kernels_avx2.o \
+            $(BUILD)/core/kernels_avx512.o $(BUILD)/core/sdpa_kernel.o
+$(BUILD)/bench/bench: tests/bench/bench.c $(BENCH_OBJ) core/kernels.h
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ tests/bench/bench.c $(BENCH_OBJ) -ldl -lm -pthread
+
+bench: $(BUILD)/bench/bench
+	$(BUILD)/bench/bench $(BENCH_ARGS)
+
+# ===== Safety (issue 7): make asan · make scalar · make memcheck · make fuzz =====
+# Each variant builds into its own folder under build/ (objects, test
+# programs, binary) and runs the whole suite from a shadow root there whose
+# ./tensortrace is the variant: the normal build is never touched.
+.PHONY: asan scalar memcheck fuzz fuzz-batch fuzz-libfuzzer variant-test variant-bin
+SANITIZE  = -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all \
+            -fno-omit-frame-pointer
+SAN_ENV   = ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=1 \
+            UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+N            ?= 20000
+SEED         ?= 1
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+VALGRIND      = valgrind -q --leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite,indirect
+
+$(BUILD)/tensortrace: $(CORE_OBJ) $(LUA_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) $(MAIN_LIBS)
+
+variant-bin: $(BUILD)/tensortrace $(CTEST_BIN) $(BUILD)/tests/pngcmp
+
+# The suite of $(BUILD)/tensortrace, run from $(BUILD)/root (links to the tree).
+variant-test: variant-bin
+	@rm -rf $(BUILD)/root && mkdir -p $(BUILD)/root
+	@for d in core lua lessons tests images Makefile tt.so; do ln -s $(CURDIR)/$$d $(BUILD)/root/$$d; done
+	@ln -s $(CURDIR)/$(BUILD)/tensortrace $(BUILD)/root/tensortrace
+	@ln -s $(CURDIR)/$(BUILD) $(BUILD)/root/build
+	@cd $(BUILD)/root && sh tests/run.sh build
+
+# ASan + UBSan, halting on the first report: every test and every lesson.
+asan: tt.so
+	@$(SAN_ENV) $(MAKE) --no-print-directory BUILD=build/asan CFLAGS="$(SANITIZE)" variant-test
+
+# The portable scalar kernels (-DTT_NO_SIMD) against the same tests.
+scalar: tt.so
+	@$(MAKE) --no-print-directory BUILD=build/scalar SIMD=0 variant-test
+
+# valgrind on every lesson (run as tests/test_golden.sh does) and every Lua test.
+memcheck: all
+	@command -v valgrind >/dev/null || { echo "memcheck: valgrind is not installed"; exit 1; }
+	@tmp=$$(mktemp -d) && mkdir -p $$tmp/images && ln -s $(CURDIR)/lessons $$tmp/lessons && \
+	fail=0; n=0; \
+	for f in lessons/*.lua; do [ -f "$$f" ] || continue; n=$$((n + 1)); \
+	    if (cd $$tmp && $(VALGRIND) $(CURDIR)/tensortrace -q "$$f" >/dev/null 2>$$tmp/err); then echo "ok   $$f"; \
+	    else echo "FAIL $$f"; sed 's/^/    /' $$tmp/err | head -40; fail=$$((fail + 1)); fi; done; \
+	for f in tests/lua/test_*.lua; do n=$$((n + 1)); \
+	    if $(VALGRIND) ./tensortrace -q "$$f" >$$tmp/out 2>&1; then echo "ok   $$f"; \
+	    else echo "FAIL $$f"; sed 's/^/    /' $$tmp/out | tail -40; fail=$$((fail + 1)); fi; done; \
+	rm -rf $$tmp; echo "$$((n - fail)) passed, $$fail failed"; [ $$fail -eq 0 ]
+
+# Random programs over the whole tt API under the sanitizers: a fixed-seed
+# batch (CI) or a longer run, e.g. make fuzz N=100000 SEED=7.
+fuzz-batch:
+	@$(MAKE) --no-print-directory BUILD=build/asan CFLAGS="$(SANITIZE)" build/asan/tensortrace
+	@$(SAN_ENV) build/asan/tensortrace -q tests/fuzz/run.lua --seed $(SEED) --n $(N)
+
+# fuzz-batch, then each libFuzzer harness for FUZZ_SECONDS (needs clang).
+fuzz: fuzz-batch fuzz-libfuzzer
+
+FUZZ_HARNESSES = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=all $(PKG_CFLAGS) -Icore -Ilua -pthread
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC)) $(wildcard core/*.h lua/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC)) $(LDLIBS)
+
+fuzz-libfuzzer:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found; libFuzzer harnesses skipped"; exit 0; }; \
+	$(MAKE) --no-print-directory $(FUZZ_HARNESSES) || exit 1; \
+	for h in $(FUZZ_HARNESSES); do n=$$(basename $$h); mkdir -p build/fuzz/corpus-$$n; \
+	    echo "== $$n for $(FUZZ_SECONDS) s"; \
+	    $$h -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -print_final_stats=0 \
+	        -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n 2>build/fuzz/$$n.log \
+	        || { tail -60 build/fuzz/$$n.log; exit 1; }; \
+	    grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs" build/fuzz/$$n.log | tail -1; done

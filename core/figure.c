@@ -20,6 +20,9 @@
 #define RULE     0x9a9a9au   /* frames, ticks */
 #define GRID     0xe4e4e4u   /* bar chart grid lines */
 
+static int imax(int a, int b) { return a > b ? a : b; }
+static int imin(int a, int b) { return a < b ? a : b; }
+
 /* ===== Canvas ===== */
 
 tt_status tt_canvas_init(tt_canvas *c, int w, int h)
@@ -119,6 +122,40 @@ void tt_canvas_line(tt_canvas *c, double x0, double y0, double x1, double y1,
             const double d = hypot(px - (x0 + t * dx), py - (y0 + t * dy));
             blend(c, x, y, rgb, clamp01(hw + 0.5 - d));
         }
+}
+
+void tt_canvas_polyline(tt_canvas *c, const double (*pt)[2], int n, double width, uint32_t rgb)
+{
+    /* one blend a pixel, from its distance to the nearest segment: joints
+       do not darken as they would with a line per segment */
+    if (n < 1) return;
+    const double hw = width / 2.0, reach = hw + 1.0;
+    const int nseg = n > 1 ? n - 1 : 1;
+    double ya = pt[0][1], yb = pt[0][1];
+    for (int k = 1; k < n; k++) { ya = fmin(ya, pt[k][1]); yb = fmax(yb, pt[k][1]); }
+    for (int y = imax((int)floor(ya - reach), 0); y <= (int)ceil(yb + reach) && y < c->h; y++) {
+        const double py = y + 0.5;
+        double xa = 1e18, xb = -1e18;
+        for (int k = 0; k < nseg; k++) {
+            const double *p = pt[k], *q = pt[n > 1 ? k + 1 : k];
+            if (py < fmin(p[1], q[1]) - reach || py > fmax(p[1], q[1]) + reach) continue;
+            xa = fmin(xa, fmin(p[0], q[0]) - reach);
+            xb = fmax(xb, fmax(p[0], q[0]) + reach);
+        }
+        if (xa > xb) continue;
+        for (int x = imax((int)floor(xa), 0); x <= (int)ceil(xb) && x < c->w; x++) {
+            const double px = x + 0.5;
+            double d = 1e18;
+            for (int k = 0; k < nseg; k++) {
+                const double *p = pt[k], *q = pt[n > 1 ? k + 1 : k];
+                if (py < fmin(p[1], q[1]) - reach || py > fmax(p[1], q[1]) + reach) continue;
+                const double dx = q[0] - p[0], dy = q[1] - p[1], len2 = dx * dx + dy * dy;
+                const double t = len2 > 0.0 ? clamp01(((px - p[0]) * dx + (py - p[1]) * dy) / len2) : 0.0;
+                d = fmin(d, hypot(px - (p[0] + t * dx), py - (p[1] + t * dy)));
+            }
+            blend(c, x, y, rgb, clamp01(hw + 0.5 - d));
+        }
+    }
 }
 
 static double edge(double ax, double ay, double bx, double by, double px, double py)
@@ -280,8 +317,6 @@ static int64_t nice_up(double x)
     }
 }
 
-static int imax(int a, int b) { return a > b ? a : b; }
-static int imin(int a, int b) { return a < b ? a : b; }
 
 tt_status tt__figure_save(const char *what, const char *path, const tt_canvas *c,
                           const tt_png_meta *meta)
@@ -296,6 +331,30 @@ tt_status tt__figure_save(const char *what, const char *path, const tt_canvas *c
 }
 
 /* ===== Heatmap ===== */
+
+/* Margin between an annotation and its cell's edges, by font scale. */
+static const int ANNOT_PAD[3] = { 0, 5, 12 };
+
+/* Size in pixels that a panel aims at, by panel count and grid columns. */
+static int panel_target(int64_t P, int gcols)
+{
+    return P == 1 ? 560 : gcols <= 2 ? 440 : gcols <= 4 ? 300 : 220;
+}
+
+/* Width of the widest annotation of vals at this font scale. */
+static int widest_number(const float *vals, int64_t n, int decimals, int scale)
+{
+    int w = 0;
+    char last[32] = "";
+    for (int64_t k = 0; k < n; k++) {
+        char buf[32];
+        fmt_num(buf, sizeof buf, vals[k], decimals);
+        if (!strcmp(buf, last)) continue;   /* runs of equal values are common */
+        w = imax(w, tt_font_width(buf, scale, 0));
+        memcpy(last, buf, sizeof last);
+    }
+    return w;
+}
 
 void tt_heatmap_opts_init(tt_heatmap_opts *o)
 {
@@ -538,35 +597,49 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
     }
 
     /* 4. annotations: numbers inside small matrices */
-    const int decimals = opts->decimals >= 0 ? imin(opts->decimals, 8)
-                                             : auto_decimals(vals, nshown, s.maxabs);
+    int decimals = opts->decimals >= 0 ? imin(opts->decimals, 8)
+                                       : auto_decimals(vals, nshown, s.maxabs);
     const int maxa = opts->max_annotate > 0 ? opts->max_annotate : 16;
     int annotate = !down && (opts->annotate < 0 ? (R <= maxa && C <= maxa) : opts->annotate > 0);
-    int textw = 0;   /* widest annotation at scale 2 */
-    if (annotate)
-        for (int64_t k = 0; k < nshown; k++) {
-            char buf[32];
-            fmt_num(buf, sizeof buf, vals[k], decimals);
-            textw = imax(textw, tt_font_width(buf, 2, 0));
-        }
 
-    /* 5. cell size */
-    const int gcols = P <= 4 ? (int)P : P <= 8 ? 4 : (int)ceil(sqrt((double)P));
-    const int grows = (int)((P + gcols - 1) / gcols);
-    const int target = P == 1 ? 560 : gcols <= 2 ? 440 : gcols <= 4 ? 300 : 220;
+    /* 5. cell size: grown, within a limit, until the widest number fits
+       with a margin of ANNOT_PAD[scale] on each side; else smaller text,
+       then fewer decimals, then no numbers */
+    int gcols = P <= 4 ? (int)P : P <= 8 ? 4 : (int)ceil(sqrt((double)P));
     const int big = imax(rows, cols);
-    int cell = imin(imax(target / big, 1), 120);
-    if (annotate && cell < textw + 10 && (textw + 10) * big <= (P == 1 ? 1040 : target * 3 / 2))
-        cell = textw + 10;   /* room for 2x numbers */
+    int cell = imin(imax(panel_target(P, gcols) / big, 1), 120);
+    const int max_grid_w = P == 1 ? 1040 : 1600, max_grid_h = P == 1 ? 1040 : 1400;
+    int ascale = 0, reduced = 0;
+    const int smallest = TT_FONT_CAP + 2 * ANNOT_PAD[1];   /* "0" at scale 1 */
+    if (annotate && (gcols * cols * smallest > max_grid_w || rows * smallest > max_grid_h))
+        annotate = 0;
+    while (annotate && !ascale) {
+        /* big text in the usual grid, big text with the panels in fewer
+           columns, small text: the first that fits */
+        for (int k = 0; k < 3 && !ascale; k++) {
+            const int sc = k < 2 ? 2 : 1;
+            const int gc = k == 1 ? imin(gcols, (int)ceil(sqrt((double)P))) : gcols;
+            if (k == 1 && gc == gcols) continue;
+            const int gr = (int)((P + gc - 1) / gc);
+            const int need = imax(widest_number(vals, nshown, decimals, sc) + 2 * ANNOT_PAD[sc],
+                                  TT_FONT_CAP * sc + 2 * ANNOT_PAD[sc]);
+            const int c2 = imax(imin(imax(panel_target(P, gc) / big, 1), 120), need);
+            if (gc * cols * c2 + (gc - 1) * 36 <= max_grid_w &&
+                gr * rows * c2 + (gr - 1) * 60 <= max_grid_h) {
+                cell = c2;
+                gcols = gc;
+                ascale = sc;
+            }
+        }
+        if (ascale) break;
+        if (decimals > 0) { decimals--; reduced = 1; }
+        else annotate = 0;
+    }
+    const int grows = (int)((P + gcols - 1) / gcols);
+    const int target = panel_target(P, gcols);
     int cw = cell, ch = cell;
     ch = imax(ch, imin(40, target / rows));   /* thin strips stay visible */
     cw = imax(cw, imin(40, target / cols));
-    int ascale = 0;
-    if (annotate) {
-        if (textw + 8 <= cw && TT_FONT_CAP * 2 + 8 <= ch) ascale = 2;
-        else if ((textw + 1) / 2 + 4 <= cw && TT_FONT_CAP + 4 <= ch) ascale = 1;
-        annotate = ascale > 0;
-    }
     const int mw = cols * cw, mh = rows * ch;
 
     /* 6. labels */
@@ -602,15 +675,23 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
 
     const char *xtitle = opts->xtitle ? opts->xtitle : "Key";
     const char *ytitle = opts->ytitle ? opts->ytitle : "Query";
+    /* a note under the title when the figure shows less than was asked */
     char note[160] = "";
     if (down)
         snprintf(note, sizeof note, "%lldx%lld shown as %dx%d: block %s of %lldx%lld", (long long)R,
                  (long long)C, rows, cols, use_max ? "max" : "mean", (long long)br, (long long)bc);
+    else if (!annotate && opts->annotate > 0)
+        snprintf(note, sizeof note, "%lldx%lld cells: too many to print their values", (long long)R,
+                 (long long)C);
+    else if (reduced && opts->decimals >= 0)
+        snprintf(note, sizeof note, "values rounded to %d decimal%s to fit the cells", decimals,
+                 decimals == 1 ? "" : "s");
 
-    /* 7. layout (outer margin M; grid of panels at gx, gy) */
-    const int M = 36;
-    const int title_h = opts->title && opts->title[0] ? TT_FONT_LINE * 3 + 10 : 0;
-    const int note_h = note[0] ? TT_FONT_LINE * 2 + 6 : 0;
+    /* 7. layout (outer margin M; grid of panels at gx, gy). The width
+       comes from the grid and what sits beside it; a long title or note
+       wraps (or shrinks) to that width rather than widening the figure,
+       which only grows to MIN_TEXT_W for very narrow grids */
+    const int M = 36, MIN_TEXT_W = 360;
     const int ptitle_h = P > 1 ? TT_FONT_LINE * 2 + 4 : 0;
     const int ytitle_w = ytitle[0] ? TT_FONT_HEIGHT * 2 + 14 : 0;
     const int ylab_w = ylab.extent + 10;
@@ -619,12 +700,9 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
     const int gap_x = 36;
     const int inner_xlab = P > 1 && P % gcols != 0 && grows > 1;
     const int dx = mw + gap_x, dy = ptitle_h + mh + (inner_xlab ? xlab_h : 0) + 26;
-    const int gx = M + ytitle_w + ylab_w, gy = M + (title_h ? title_h + 8 : 0) + note_h;
     const int grid_w = gcols * mw + (gcols - 1) * gap_x;
     const int grid_h = (grows - 1) * dy + ptitle_h + mh;
-    const int bar_x = gx + grid_w + 28, bar_y = gy + ptitle_h, bar_w = colorbar ? 20 : 0;
-    const int bar_h = imax(grid_h - ptitle_h, 160);
-    int right_w = colorbar ? 28 + bar_w + 10 + tickw : 0;
+    int right_w = colorbar ? 28 + 20 + 10 + tickw : 0;
 
     const int legend_n = (s.has_ninf ? 1 : 0) + (s.has_nan ? 1 : 0);
     const char *legend_text[2];
@@ -634,19 +712,30 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
     int legend_w = 0;
     for (int k = 0; k < legend_n; k++)
         legend_w = imax(legend_w, 22 + 10 + tt_font_width(legend_text[k], 2, 0));
-    const int legend_x = colorbar ? bar_x : gx + grid_w + 28;
-    const int legend_y = colorbar ? bar_y + bar_h + 26 : bar_y;
     if (legend_n) right_w = imax(right_w, 28 + legend_w);
 
-    int W = gx + grid_w + right_w + M;
+    const int content_w = ytitle_w + ylab_w + grid_w + right_w;
+    int W = content_w + 2 * M;
+    tt_font_title title;
+    tt_font_title_layout(&title, opts->title, imax(W - 2 * M, MIN_TEXT_W));
+    char notes[2][TT_FONT_WRAP_LEN];
+    int nnotes = 0, notes_w = 0;
+    if (note[0]) {
+        nnotes = tt_font_wrap(note, 2, 0, imax(W - 2 * M, MIN_TEXT_W), notes, 2);
+        if (!nnotes) nnotes = 1, tt_font_fit(notes[0], sizeof notes[0], note, 2, 0, imax(W - 2 * M, MIN_TEXT_W));
+        for (int k = 0; k < nnotes; k++) notes_w = imax(notes_w, tt_font_width(notes[k], 2, 0));
+    }
+    W = imax(W, imax(title.w, notes_w) + 2 * M);
+    const int ox = (W - content_w) / 2;   /* left edge of the content */
+    const int title_h = title.nlines ? title.h + 16 : 0;
+    const int note_h = nnotes ? nnotes * TT_FONT_LINE * 2 + 6 : 0;
+    const int gx = ox + ytitle_w + ylab_w, gy = M + (title_h ? title_h + 8 : 0) + note_h;
+    const int bar_x = gx + grid_w + 28, bar_y = gy + ptitle_h, bar_w = colorbar ? 20 : 0;
+    const int bar_h = imax(grid_h - ptitle_h, 160);
+    const int legend_x = colorbar ? bar_x : gx + grid_w + 28;
+    const int legend_y = colorbar ? bar_y + bar_h + 26 : bar_y;
     int H = imax(gy + grid_h + xlab_h + xtitle_h + M, legend_n ? legend_y + legend_n * 32 + M : 0);
     H = imax(H, colorbar ? bar_y + bar_h + M : 0);
-    char title[256] = "";
-    if (title_h) {
-        const int tw = tt_font_width(opts->title, 3, TT_FONT_BOLD);
-        if (tw + 2 * M > W) W = imin(tw + 2 * M, imax(W, 1600));
-        tt_font_fit(title, sizeof title, opts->title, 3, TT_FONT_BOLD, W - 2 * M);
-    }
 
     st = tt_canvas_init(out, W, H);
     if (st != TT_OK) {
@@ -655,14 +744,10 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
     }
 
     /* 8. draw: title, note */
-    if (title[0])
-        tt_font_draw(out, (W - tt_font_width(title, 3, TT_FONT_BOLD)) / 2, M, title, 3,
-                     TT_FONT_BOLD, INK);
-    if (note[0]) {
-        char fitted[160];
-        const int nw = tt_font_fit(fitted, sizeof fitted, note, 2, 0, W - 2 * M);
-        tt_font_draw(out, (W - nw) / 2, M + (title_h ? title_h + 8 : 0), fitted, 2, 0, INK_SOFT);
-    }
+    tt_font_title_draw(out, &title, W / 2, M, INK);
+    for (int k = 0; k < nnotes; k++)
+        tt_font_draw(out, (W - tt_font_width(notes[k], 2, 0)) / 2,
+                     M + (title_h ? title_h + 8 : 0) + k * TT_FONT_LINE * 2, notes[k], 2, 0, INK_SOFT);
 
     const int sep = cw >= 24 && ch >= 24;   /* white rules between big cells */
     for (int64_t p = 0; p < P; p++) {
@@ -754,7 +839,7 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
     if (ytitle[0]) {
         char fitted[96];
         const int w = tt_font_fit(fitted, sizeof fitted, ytitle, 2, 0, grid_h - ptitle_h);
-        tt_font_draw(out, M, bar_y + (grid_h - ptitle_h - w) / 2, fitted, 2, TT_FONT_UP, INK_SOFT);
+        tt_font_draw(out, ox, bar_y + (grid_h - ptitle_h - w) / 2, fitted, 2, TT_FONT_UP, INK_SOFT);
     }
 
     /* colour bar: top is vmax */
@@ -784,6 +869,8 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
         geom->rows = rows; geom->cols = cols; geom->block_r = (int)br; geom->block_c = (int)bc;
         geom->bar_x = bar_x; geom->bar_y = bar_y; geom->bar_w = bar_w; geom->bar_h = colorbar ? bar_h : 0;
         geom->annotate_scale = annotate ? ascale : 0;
+        geom->annotate_w = annotate ? widest_number(vals, nshown, decimals, ascale) : 0;
+        geom->decimals = decimals;
         geom->cmap = (tt_cmap)cmap; geom->vmin = lo; geom->vmax = hi;
     }
     axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown);
@@ -848,30 +935,65 @@ tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C
         tickw = imax(tickw, tt_font_width(ticktext[k], 2, 0));
     }
 
-    /* layout: one panel per row, up to 4 a line */
-    const int M = 36, pitch = imin(imax(420 / nc, 22), 110), barw = pitch * 2 / 3;
-    const int pw = nc * pitch + 16, ph = 320, gap = 44;
+    /* category labels: the bar pitch grows (up to a total width) to fit
+       the widest on one line; labels still too wide wrap onto two lines,
+       then all drop to the small size, and only then are shortened */
+    char catlab[64][2][TT_FONT_WRAP_LEN];
+    char names[64][48];
+    int widest = 0;
+    for (int j = 0; j < nc; j++) {
+        if (j < opts->nxlabels && opts->xlabels[j]) snprintf(names[j], sizeof names[j], "%s", opts->xlabels[j]);
+        else snprintf(names[j], sizeof names[j], "%d", j + 1);
+        widest = imax(widest, tt_font_width(names[j], 2, 0));
+    }
+    const int M = 36, ph = 320, gap = 44, MAX_PANELS_W = 1500;
     const int pcols = imin(nr, 4), prows = (nr + pcols - 1) / pcols;
-    const int title_h = opts->title && opts->title[0] ? TT_FONT_LINE * 3 + 14 : 0;
+    const int pitch_cap = imax(((MAX_PANELS_W - (pcols - 1) * gap) / pcols - 16) / nc, 22);
+    const int pitch = imax(imin(imax(420 / nc, 22), 110), imin(widest + 22, imin(pitch_cap, 220)));
+    const int barw = pitch * 2 / 3, pw = nc * pitch + 16;
+    int lscale = 0, catlines = 1;
+    for (int sc = 2; sc >= 1 && !lscale; sc--) {
+        int ok = 1, most = 1;
+        for (int j = 0; j < nc && ok; j++) {
+            const int n = tt_font_wrap(names[j], sc, 0, pitch - 6, catlab[j], 2);
+            ok = n > 0 || !names[j][0];
+            most = imax(most, n);
+        }
+        if (ok) { lscale = sc; catlines = most; }
+    }
+    if (!lscale) {   /* shortened, small, one line */
+        lscale = 1;
+        catlines = 1;
+        for (int j = 0; j < nc; j++) {
+            tt_font_fit(catlab[j][0], sizeof catlab[j][0], names[j], 1, 0, pitch - 4);
+            catlab[j][1][0] = '\0';
+        }
+    } else {
+        for (int j = 0; j < nc; j++) {   /* rewrap: a label may have used one line */
+            const int n = tt_font_wrap(names[j], lscale, 0, pitch - 6, catlab[j], 2);
+            if (n == 0) catlab[j][0][0] = '\0';
+            if (n < 2) catlab[j][1][0] = '\0';
+        }
+    }
+    const int ax = M + tickw + 12;            /* left edge of the first panel */
+    const int W0 = ax + pcols * pw + (pcols - 1) * gap + M;
+    tt_font_title title;
+    tt_font_title_layout(&title, opts->title, W0 - 2 * M);
+    const int W = imax(W0, title.w + 2 * M);
+    const int xoff = (W - W0) / 2;
+    const int title_h = title.nlines ? title.h + 18 : 0;
     const int stitle_h = nr > 1 || opts->nseries > 0 ? TT_FONT_LINE * 2 + 8 : 0;
     const int vlab_h = TT_FONT_LINE * 2 + 6;   /* head room for value labels */
-    const int lscale = tt_font_width("0000", 2, 0) <= pitch - 6 ? 2 : 1;
-    const int xlab_h = TT_FONT_LINE * lscale + 10;
-    const int ax = M + tickw + 12;            /* left edge of the first panel */
+    const int xlab_h = TT_FONT_LINE * lscale * catlines + 10;
     const int pdy = stitle_h + vlab_h + ph + xlab_h + 20;
-    const int W = ax + pcols * pw + (pcols - 1) * gap + M;
     const int top = M + title_h;
     const int H = top + prows * pdy + M - 20;
     tt_status st = tt_canvas_init(out, W, H);
     if (st != TT_OK) return st;
 
-    if (title_h) {
-        char t[256];
-        const int w = tt_font_fit(t, sizeof t, opts->title, 3, TT_FONT_BOLD, W - 2 * M);
-        tt_font_draw(out, (W - w) / 2, M, t, 3, TT_FONT_BOLD, INK);
-    }
+    tt_font_title_draw(out, &title, W / 2, M, INK);
     for (int p = 0; p < nr; p++) {
-        const int x0 = ax + (p % pcols) * (pw + gap), py = top + (p / pcols) * pdy;
+        const int x0 = xoff + ax + (p % pcols) * (pw + gap), py = top + (p / pcols) * pdy;
         const int y0 = py + stitle_h + vlab_h;   /* top of the value axis */
         const uint32_t colour = SERIES[p % 8];
         #define YPOS(v) (y0 + (int)lround((hi - (v)) / (hi - lo) * ph))
@@ -915,12 +1037,12 @@ tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C
             if (w <= pitch)
                 tt_font_draw(out, bx + (barw - w) / 2, labely + (vs == 1 ? TT_FONT_CAP : 0), buf,
                              vs, 0, isnan(v) ? TT_FIG_NAN_RGB : INK);
-            /* category label under the axis */
-            char name[48], fitted[48];
-            if (j < opts->nxlabels && opts->xlabels[j]) snprintf(name, sizeof name, "%s", opts->xlabels[j]);
-            else snprintf(name, sizeof name, "%d", j + 1);
-            const int lw = tt_font_fit(fitted, sizeof fitted, name, lscale, 0, pitch - 2);
-            tt_font_draw(out, bx + (barw - lw) / 2, y0 + ph + 8, fitted, lscale, 0, INK);
+            /* category label under the axis, centred under its bar */
+            for (int k = 0; k < 2 && catlab[j][k][0]; k++) {
+                const int lw = tt_font_width(catlab[j][k], lscale, 0);
+                tt_font_draw(out, bx + (barw - lw) / 2, y0 + ph + 8 + k * TT_FONT_LINE * lscale,
+                             catlab[j][k], lscale, 0, INK);
+            }
         }
         tt_canvas_fill_rect(out, x0, yzero, pw, 1, 0x404040u);
         #undef YPOS

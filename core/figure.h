@@ -37,6 +37,9 @@ void tt_canvas_frame(tt_canvas *c, int x, int y, int w, int h, int t, uint32_t r
 /* Anti-aliased line of the given width between two points. */
 void tt_canvas_line(tt_canvas *c, double x0, double y0, double x1, double y1,
                     double width, uint32_t rgb);
+/* Anti-aliased polyline through n points (pt[k] = {x, y}), without the
+   darker joints of one line a segment. */
+void tt_canvas_polyline(tt_canvas *c, const double (*pt)[2], int n, double width, uint32_t rgb);
 /* Anti-aliased filled triangle (arrow heads). */
 void tt_canvas_triangle(tt_canvas *c, const double xy[6], uint32_t rgb);
 /* Rounded rectangle: filled, with a border of width bw (0: none). */
@@ -105,6 +108,8 @@ typedef struct tt_heatmap_geom {
     int block_r, block_c;
     int bar_x, bar_y, bar_w, bar_h;   /* colour bar; bar_w == 0 when off */
     int annotate_scale;          /* font scale of annotations; 0 when none */
+    int annotate_w;              /* widest annotation in pixels (0: none) */
+    int decimals;                /* decimals of the annotations */
     tt_cmap cmap;
     double vmin, vmax;
 } tt_heatmap_geom;
@@ -149,8 +154,27 @@ typedef struct tt_flow_opts {
    one box per labelled tensor, arrows annotated with the ops between them.
    TT_EARG when nothing labelled was recorded. */
 tt_status tt_flow_write(const char *path, const tt_flow_opts *opts);
-/* The same into a canvas (initialised here), no file. */
-tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts);
+#define TT_FLOW_MAX_BOXES 40
+#define TT_FLOW_MAX_ARROWS 160
+
+typedef struct tt_flow_rect { int x, y, w, h; } tt_flow_rect;
+
+/* Where things landed in a rendered flow diagram, in canvas pixels (for
+   tests). Arrow i's label is label[i] (w == 0: an arrow without ops). */
+typedef struct tt_flow_geom {
+    int width, height;
+    int nboxes, narrows;
+    tt_flow_rect box[TT_FLOW_MAX_BOXES];
+    tt_flow_rect head[TT_FLOW_MAX_ARROWS];     /* arrow heads */
+    tt_flow_rect label[TT_FLOW_MAX_ARROWS];
+    /* label i found a spot clear of boxes, arrows, heads and labels;
+       all_clear: every label did */
+    uint8_t label_clear[TT_FLOW_MAX_ARROWS];
+    int all_clear;
+} tt_flow_geom;
+
+/* The same into a canvas (initialised here), no file; geom may be NULL. */
+tt_status tt_flow_render(tt_canvas *out, tt_flow_geom *geom, const tt_flow_opts *opts);
 /* The recorded graph as text (boxes "label [shape]", then arrows
    "from -> to: op, op"), one a line, into buf (size n, always terminated);
    returns the length it needed. For tests and debugging. */

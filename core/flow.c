@@ -16,8 +16,8 @@
 
 #define FLOW_MAX_EVENTS 4096   /* ring of recent events (~2.7 MB) */
 #define FLOW_MAX_LABELS 1024   /* labels kept across sections, oldest dropped */
-#define FLOW_MAX_NODES 40      /* boxes in one diagram */
-#define FLOW_MAX_EDGES 160
+#define FLOW_MAX_NODES TT_FLOW_MAX_BOXES    /* boxes in one diagram */
+#define FLOW_MAX_EDGES TT_FLOW_MAX_ARROWS
 #define FLOW_EDGE_OPS 8        /* events remembered per arrow */
 #define FLOW_MAX_ITEMS 400     /* boxes plus the waypoints of long arrows */
 
@@ -252,6 +252,8 @@ static void free_graph(graph *g)
     free(g->prod_key_idx);
 }
 
+static int imax_(int a, int b) { return a > b ? a : b; }
+
 static void shape_text(char *buf, size_t n, const fshape *s)
 {
     size_t len = (size_t)snprintf(buf, n, "[");
@@ -290,7 +292,10 @@ static void edge_text(char *buf, size_t n, const graph *g, const fedge *e)
 /* ===== Layout and drawing =====
    Top to bottom: a row per layer (longest path from a source); arrows
    that skip rows get a waypoint in each row they cross (Sugiyama-style), so
-   they never run through a box. */
+   they never run through a box. Arrow labels go last, into free space: each
+   tries spots beside its arrow (middle first) and takes the best one that
+   touches no box, arrow, arrow head or other label; when some label finds
+   none, the rows move apart and everything is placed again. */
 
 typedef struct item {
     int node;               /* node index, or -1 for a waypoint */
@@ -300,43 +305,85 @@ typedef struct item {
     int pred;               /* waypoint: the item above it */
 } item;
 
+typedef struct frect { double x, y, w, h; } frect;
+
 #define BOX_FILL   0xeaf1fbu
 #define BOX_BORDER 0x4c72b0u
 #define ARROW      0x6b7b8cu
 #define EDGE_INK   0x3d4f61u
 #define INK        0x1f1f1fu
 
-static void arrow_curve(tt_canvas *c, double x0, double y0, double x1, double y1, int head)
+#define ROWH 70             /* box height */
+#define CURVE_STEPS 24      /* segments of one curved leg */
+#define HEAD_LEN 11.0       /* arrow head: length and half width */
+#define HEAD_HALF 6.5
+#define LABEL_MAXW 240      /* edge labels wrap to this width ... */
+#define LABEL_LINES 3       /* ... on at most this many lines */
+
+/* Points of a leg from (x0, y0) down to (x1, y1): a cubic Bezier with
+   vertical tangents at both ends, stopping short of the tip when an arrow
+   head follows. Writes CURVE_STEPS + 1 points. */
+static void leg_points(double x0, double y0, double x1, double y1, int head, double (*pt)[2])
 {
-    /* cubic Bezier with vertical tangents at both ends */
-    const double my = (y1 - y0) / 2.0;
-    double px = x0, py = y0;
-    const int steps = 40;
-    for (int s = 1; s <= steps; s++) {
-        const double t = (double)s / steps, u = 1.0 - t;
-        const double bx = u * u * u * x0 + 3 * u * u * t * x0 + 3 * u * t * t * x1 + t * t * t * x1;
-        const double by = u * u * u * y0 + 3 * u * u * t * (y0 + my) + 3 * u * t * t * (y1 - my) + t * t * t * (y1 - (head ? 9.0 : 0.0));
-        tt_canvas_line(c, px, py, bx, by, 2.0, ARROW);
-        px = bx; py = by;
-    }
-    if (head) {
-        const double tri[6] = { x1 - 6.5, y1 - 11.0, x1 + 6.5, y1 - 11.0, x1, y1 };
-        tt_canvas_triangle(c, tri, ARROW);
+    const double my = (y1 - y0) / 2.0, ye = y1 - (head ? HEAD_LEN - 2.0 : 0.0);
+    for (int s = 0; s <= CURVE_STEPS; s++) {
+        const double t = (double)s / CURVE_STEPS, u = 1.0 - t;
+        pt[s][0] = u * u * u * x0 + 3 * u * u * t * x0 + 3 * u * t * t * x1 + t * t * t * x1;
+        pt[s][1] = u * u * u * y0 + 3 * u * u * t * (y0 + my) + 3 * u * t * t * (y1 - my) + t * t * t * ye;
     }
 }
 
-/* Index of an earlier label (0..i-1) that the rectangle would touch, or -1. */
-static int collide(int (*lab)[4], char (*etext)[160], int i, int lx, int ly,
-                   int lw, int lh)
+static int rects_meet(const frect *a, const frect *b, double pad)
 {
-    for (int k = 0; k < i; k++)
-        if (etext[k][0] && lx < lab[k][0] + lab[k][2] + 12 && lab[k][0] < lx + lw + 12 &&
-            ly < lab[k][1] + lab[k][3] + 8 && lab[k][1] < ly + lh + 8)
-            return k;
-    return -1;
+    return a->x - pad < b->x + b->w && b->x < a->x + a->w + pad &&
+           a->y - pad < b->y + b->h && b->y < a->y + a->h + pad;
 }
 
-tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts)
+/* Whether segment p-q passes within pad of rectangle r (Liang-Barsky clip
+   against the grown rectangle). */
+static int segment_meets(const double *p, const double *q, const frect *r, double pad)
+{
+    const double x0 = r->x - pad, x1 = r->x + r->w + pad, y0 = r->y - pad, y1 = r->y + r->h + pad;
+    const double dx = q[0] - p[0], dy = q[1] - p[1];
+    const double pv[4] = { -dx, dx, -dy, dy }, qv[4] = { p[0] - x0, x1 - p[0], p[1] - y0, y1 - p[1] };
+    double t0 = 0.0, t1 = 1.0;
+    for (int k = 0; k < 4; k++) {
+        if (pv[k] == 0.0) { if (qv[k] < 0.0) return 0; continue; }
+        const double t = qv[k] / pv[k];
+        if (pv[k] < 0.0) { if (t > t1) return 0; if (t > t0) t0 = t; }
+        else { if (t < t0) return 0; if (t < t1) t1 = t; }
+    }
+    return t0 <= t1;
+}
+
+/* Everything an arrow label must keep clear of. */
+typedef struct scene {
+    const frect *box; int nbox;          /* boxes */
+    const double (*pt)[2];               /* arrow polylines, back to back */
+    const int *off, *npt; int narrow;    /* arrow i: pt[off[i] .. off[i]+npt[i]) */
+    const frect *head;                   /* arrow heads */
+    const frect *label; const int *placed;   /* labels so far */
+} scene;
+
+static int label_clear(const scene *sc, const frect *r)
+{
+    for (int b = 0; b < sc->nbox; b++)
+        if (rects_meet(r, &sc->box[b], 8.0)) return 0;
+    for (int i = 0; i < sc->narrow; i++) {
+        if (rects_meet(r, &sc->head[i], 5.0)) return 0;
+        if (sc->placed[i] && rects_meet(r, &sc->label[i], 12.0)) return 0;
+        for (int k = 1; k < sc->npt[i]; k++)
+            if (segment_meets(sc->pt[sc->off[i] + k - 1], sc->pt[sc->off[i] + k], r, 6.0)) return 0;
+    }
+    return 1;
+}
+
+static void free_all(void *a, void *b, void *c, void *d, void *e, void *f)
+{
+    free(a); free(b); free(c); free(d); free(e); free(f);
+}
+
+tt_status tt_flow_render(tt_canvas *out, tt_flow_geom *geom, const tt_flow_opts *opts)
 {
     out->w = out->h = 0;
     out->px = NULL;
@@ -349,11 +396,12 @@ tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts)
         return tt__err(TT_EARG, "flow: nothing to draw: no labelled tensor since the last "
                        "tt.trace.section (name one with x:label(\"scores\"))");
     }
+    const int ne = g->nedges;
 
     /* 1. layers: longest path from a source */
     int layer[FLOW_MAX_NODES] = { 0 };
     for (int pass = 0; pass < g->nnodes; pass++)
-        for (int i = 0; i < g->nedges; i++) {
+        for (int i = 0; i < ne; i++) {
             const fedge *e = &g->edge[i];
             if (layer[e->to] < layer[e->from] + 1) layer[e->to] = layer[e->from] + 1;
         }
@@ -365,7 +413,18 @@ tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts)
     int nit = 0;
     int route[FLOW_MAX_EDGES][2];   /* first waypoint item and count */
     char (*boxtext)[2][96] = malloc((size_t)g->nnodes * sizeof *boxtext);
-    if (!boxtext) { free_graph(g); free(g); return tt__err(TT_ENOMEM, "flow: out of memory"); }
+    /* per arrow: ends, label lines, label rectangle, head; polylines */
+    double (*ends)[4] = malloc((size_t)(ne ? ne : 1) * sizeof *ends);
+    char (*etext)[LABEL_LINES][TT_FONT_WRAP_LEN] = malloc((size_t)(ne ? ne : 1) * sizeof *etext);
+    frect *lab = malloc((size_t)(ne ? ne : 1) * 2 * sizeof *lab), *head = lab + (ne ? ne : 1);
+    int *meta = malloc((size_t)(ne ? ne : 1) * 5 * sizeof *meta);
+    int *nlines = meta, *placed = meta + ne, *off = meta + 2 * ne, *npt = meta + 3 * ne,
+        *onleft = meta + 4 * ne, *rowitems = NULL;
+    double (*pt)[2] = NULL;
+    if (!boxtext || !ends || !etext || !lab || !meta) {
+        free_all(boxtext, ends, etext, lab, meta, NULL); free_graph(g); free(g);
+        return tt__err(TT_ENOMEM, "flow: out of memory");
+    }
     for (int v = 0; v < g->nnodes; v++) {
         snprintf(boxtext[v][0], 96, "%s", g->node[v].label);
         shape_text(boxtext[v][1], 96, g->node[v].shape);
@@ -374,19 +433,28 @@ tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts)
         snprintf(boxtext[v][0], 96, "%s", tmp);
         const int w1 = tt_font_fit(tmp, sizeof tmp, boxtext[v][1], 2, 0, 420);
         snprintf(boxtext[v][1], 96, "%s", tmp);
-        it[nit] = (item){ v, layer[v], (double)v, 0.0, (w0 > w1 ? w0 : w1) + 36, 70, -1 };
+        it[nit] = (item){ v, layer[v], (double)v, 0.0, (w0 > w1 ? w0 : w1) + 36, ROWH, -1 };
         nit++;
     }
-    for (int i = 0; i < g->nedges; i++) {
+    int total_pts = 0;
+    for (int i = 0; i < ne; i++) {
         const fedge *e = &g->edge[i];
         route[i][0] = nit;
         route[i][1] = 0;
         int prev = e->from;
         for (int L = layer[e->from] + 1; L < layer[e->to] && nit < FLOW_MAX_ITEMS; L++) {
-            it[nit] = (item){ -1, L, 0.0, 0.0, 24, 70, prev };
+            it[nit] = (item){ -1, L, 0.0, 0.0, 24, ROWH, prev };
             prev = nit++;
             route[i][1]++;
         }
+        off[i] = total_pts;
+        total_pts += (route[i][1] + 1) * (CURVE_STEPS + 1);
+    }
+    pt = malloc((size_t)(total_pts ? total_pts : 1) * sizeof *pt);
+    rowitems = malloc((size_t)nit * sizeof *rowitems);
+    if (!pt || !rowitems) {
+        free_all(boxtext, ends, etext, lab, meta, pt); free(rowitems); free_graph(g); free(g);
+        return tt__err(TT_ENOMEM, "flow: out of memory");
     }
 
     /* 3. order within rows: barycentre of the items above, a few sweeps */
@@ -398,7 +466,7 @@ tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts)
                 int n = 0;
                 if (it[a].node < 0) { sum = it[it[a].pred].order; n = 1; }
                 else
-                    for (int i = 0; i < g->nedges; i++) {
+                    for (int i = 0; i < ne; i++) {
                         if (g->edge[i].to != it[a].node) continue;
                         const int src = route[i][1] ? route[i][0] + route[i][1] - 1 : g->edge[i].from;
                         sum += it[src].order; n++;
@@ -409,8 +477,6 @@ tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts)
     /* 4. x: rows packed left to right in order, each pulled under its
        predecessors, then pushed apart */
     const int gap = 56;
-    int *rowitems = malloc((size_t)nit * sizeof *rowitems);
-    if (!rowitems) { free(boxtext); free_graph(g); free(g); return tt__err(TT_ENOMEM, "flow: out of memory"); }
     for (int L = 0; L < nlayers; L++) {
         int n = 0;
         for (int a = 0; a < nit; a++) if (it[a].layer == L) rowitems[n++] = a;
@@ -426,7 +492,7 @@ tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts)
             if (L > 0) {
                 if (a->node < 0) { want = it[a->pred].x; m = 1; }
                 else
-                    for (int k = 0; k < g->nedges; k++) {
+                    for (int k = 0; k < ne; k++) {
                         if (g->edge[k].to != a->node) continue;
                         const int src = route[k][1] ? route[k][0] + route[k][1] - 1 : g->edge[k].from;
                         want += it[src].x; m++;
@@ -447,129 +513,185 @@ tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts)
         for (int i = 0; i < n; i++) it[rowitems[i]].x += shift;
     }
     free(rowitems);
-
-    /* 5. arrow ends: leave the source's bottom and enter the target's top
-       at points spread over the box, ordered by where the other end is */
-    const int rowh = 70, rowgap = 96;
-#define ROWY(L) ((L) * (rowh + rowgap))
-    double (*ends)[4] = malloc((size_t)(g->nedges ? g->nedges : 1) * sizeof *ends);
-    char (*etext)[160] = malloc((size_t)(g->nedges ? g->nedges : 1) * sizeof *etext);
-    int (*lab)[4] = malloc((size_t)(g->nedges ? g->nedges : 1) * sizeof *lab);
-    if (!ends || !etext || !lab) {
-        free(ends); free(etext); free(lab); free(boxtext); free_graph(g); free(g);
-        return tt__err(TT_ENOMEM, "flow: out of memory");
-    }
-    for (int i = 0; i < g->nedges; i++) {
-        const fedge *e = &g->edge[i];
-        const int nway = route[i][1], first_way = route[i][0];
-        const int en = nway ? first_way : e->to, last = nway ? first_way + nway - 1 : e->from;
-        int nout = 0, kout = 0, nin = 0, kin = 0;
-        for (int j = 0; j < g->nedges; j++) {
-            const fedge *f = &g->edge[j];
-            const int fn = route[j][1] ? route[j][0] : f->to;          /* first hop */
-            const int fl = route[j][1] ? route[j][0] + route[j][1] - 1 : f->from;
-            if (f->from == e->from) { nout++; kout += it[fn].x < it[en].x || (it[fn].x == it[en].x && j < i); }
-            if (f->to == e->to) { nin++; kin += it[fl].x < it[last].x || (it[fl].x == it[last].x && j < i); }
-        }
-        const item *s0 = &it[e->from], *t = &it[e->to];
-        ends[i][0] = s0->x + (s0->w * 0.6) * ((kout + 1.0) / (nout + 1.0) - 0.5);
-        ends[i][1] = ROWY(s0->layer) + rowh;
-        ends[i][2] = t->x + (t->w * 0.6) * ((kin + 1.0) / (nin + 1.0) - 0.5);
-        ends[i][3] = ROWY(t->layer);
-    }
-
-    /* 6. labels beside the last leg of each arrow, on the outer side of the
-       arrows entering that row, moved off the labels placed before */
-    double minx = 1e18, maxx = -1e18;
+    double bminx = 1e18, bmaxx = -1e18;   /* extent of boxes and waypoints */
     for (int a = 0; a < nit; a++) {
-        if (it[a].x - it[a].w / 2.0 < minx) minx = it[a].x - it[a].w / 2.0;
-        if (it[a].x + it[a].w / 2.0 > maxx) maxx = it[a].x + it[a].w / 2.0;
+        if (it[a].x - it[a].w / 2.0 < bminx) bminx = it[a].x - it[a].w / 2.0;
+        if (it[a].x + it[a].w / 2.0 > bmaxx) bmaxx = it[a].x + it[a].w / 2.0;
     }
-    double *mid = malloc((size_t)(g->nedges ? g->nedges : 1) * sizeof *mid);
-    if (!mid) {
-        free(ends); free(etext); free(lab); free(boxtext); free_graph(g); free(g);
-        return tt__err(TT_ENOMEM, "flow: out of memory");
-    }
-    for (int i = 0; i < g->nedges; i++) {
-        const int nway = route[i][1];
-        mid[i] = ((nway ? it[route[i][0] + nway - 1].x : ends[i][0]) + ends[i][2]) / 2.0;
-    }
-    for (int i = 0; i < g->nedges; i++) {
+
+    /* 5. label text: the ops of each arrow, wrapped at the commas */
+    int label_h_max = 0;
+    for (int i = 0; i < ne; i++) {
         char full[160];
         edge_text(full, sizeof full, g, &g->edge[i]);
-        const int lw = tt_font_fit(etext[i], sizeof etext[i], full, 2, 0, 300), lh = TT_FONT_CAP * 2;
-        /* left of the arrow when it is left of the others entering this row */
-        double avg = 0.0;
-        int n = 0;
-        for (int j = 0; j < g->nedges; j++)
-            if (layer[g->edge[j].to] == layer[g->edge[i].to]) { avg += mid[j]; n++; }
-        const int left = mid[i] < avg / n - 1.0;
-        /* try the middle of the leg, then lower, then higher; then slide out */
-        const int nway = route[i][1];
-        const double x0 = nway ? it[route[i][0] + nway - 1].x : ends[i][0];
-        const double y0 = nway ? ROWY(it[route[i][0] + nway - 1].layer) + rowh : ends[i][1];
-        const double x1 = ends[i][2], y1 = ends[i][3];
-        static const double at[3] = { 0.5, 0.78, 0.24 };
-        int lx = 0, ly = 0, hit = -1;
-        for (int tries = 0; tries < 15; tries++) {
-            if (tries < 3) {
-                const double f = at[tries], sm = f * f * (3.0 - 2.0 * f);   /* the curve's x */
-                const double cx = x0 + (x1 - x0) * sm;
-                lx = left ? (int)cx - 12 - lw : (int)cx + 12;
-                ly = (int)(y0 + (y1 - y0) * f) - lh / 2;
-            } else if (hit >= 0) {
-                lx = left ? lab[hit][0] - 20 - lw : lab[hit][0] + lab[hit][2] + 20;
-            }
-            hit = collide(lab, etext, i, lx, ly, lw, lh);
-            if (hit < 0) break;
-            if (tries == 2) {   /* back to the middle before sliding */
-                lx = left ? (int)((x0 + x1) / 2.0) - 12 - lw : (int)((x0 + x1) / 2.0) + 12;
-                ly = (int)((y0 + y1) / 2.0) - lh / 2;
-                if ((hit = collide(lab, etext, i, lx, ly, lw, lh)) < 0) break;
-            }
+        /* break only between ops: "masked_fill -inf" stays whole */
+        for (char *c = full; *c; c++) if (*c == ' ' && c > full && c[-1] != ',') *c = '\x01';
+        nlines[i] = full[0] ? tt_font_wrap(full, 2, 0, LABEL_MAXW, etext[i], LABEL_LINES) : 0;
+        for (char *c = full; *c; c++) if (*c == '\x01') *c = ' ';
+        for (int k = 0; k < nlines[i]; k++)
+            for (char *c = etext[i][k]; *c; c++) if (*c == '\x01') *c = ' ';
+        if (full[0] && !nlines[i]) {   /* one unbreakable name: shortened */
+            nlines[i] = 1;
+            tt_font_fit(etext[i][0], sizeof etext[i][0], full, 2, 0, LABEL_MAXW + 100);
         }
-        lab[i][0] = lx; lab[i][1] = ly; lab[i][2] = lw; lab[i][3] = lh;
-        if (etext[i][0] && lx - 4 < minx) minx = lx - 4;
-        if (etext[i][0] && lx + lw + 4 > maxx) maxx = lx + lw + 4;
+        int w = 0;
+        for (int k = 0; k < nlines[i]; k++) w = imax_(w, tt_font_width(etext[i][k], 2, 0));
+        lab[i] = (frect){ 0.0, 0.0, w, nlines[i] ? (nlines[i] - 1) * TT_FONT_LINE * 2 + TT_FONT_CAP * 2 : 0 };
+        label_h_max = imax_(label_h_max, (int)lab[i].h);
     }
-    free(mid);
 
-    /* 7. canvas, title, arrows, labels */
-    const char *title = opts && opts->title ? opts->title : "Pipeline";
-    const int M = 40, title_h = TT_FONT_LINE * 3 + 24;
-    int W = (int)(maxx - minx) + 2 * M;
-    const int tw = tt_font_width(title, 3, TT_FONT_BOLD);
-    if (W < tw + 2 * M) W = tw + 2 * M;
-    const double ox = (W - (maxx - minx)) / 2.0 - minx;
+    /* boxes as obstacles (y filled in per attempt) */
+    frect box[FLOW_MAX_NODES];
+    int rowgap = imax_(96, label_h_max + 60), all_placed = 0;
+    for (int attempt = 0; attempt < 6 && !all_placed; attempt++, rowgap += 40) {
+#define ROWY(L) ((L) * (ROWH + rowgap))
+        for (int v = 0; v < g->nnodes; v++)
+            box[v] = (frect){ it[v].x - it[v].w / 2.0, ROWY(it[v].layer), it[v].w, ROWH };
+
+        /* 6. arrow ends: leave the source's bottom and enter the target's
+           top at points spread over the box, ordered by the other end */
+        for (int i = 0; i < ne; i++) {
+            const fedge *e = &g->edge[i];
+            const int nway = route[i][1], first_way = route[i][0];
+            const int en = nway ? first_way : e->to, last = nway ? first_way + nway - 1 : e->from;
+            int nout = 0, kout = 0, nin = 0, kin = 0;
+            for (int j = 0; j < ne; j++) {
+                const fedge *f = &g->edge[j];
+                const int fn = route[j][1] ? route[j][0] : f->to;          /* first hop */
+                const int fl = route[j][1] ? route[j][0] + route[j][1] - 1 : f->from;
+                if (f->from == e->from) { nout++; kout += it[fn].x < it[en].x || (it[fn].x == it[en].x && j < i); }
+                if (f->to == e->to) { nin++; kin += it[fl].x < it[last].x || (it[fl].x == it[last].x && j < i); }
+            }
+            const item *s0 = &it[e->from], *t = &it[e->to];
+            ends[i][0] = s0->x + (s0->w * 0.6) * ((kout + 1.0) / (nout + 1.0) - 0.5);
+            ends[i][1] = ROWY(s0->layer) + ROWH;
+            ends[i][2] = t->x + (t->w * 0.6) * ((kin + 1.0) / (nin + 1.0) - 0.5);
+            ends[i][3] = ROWY(t->layer);
+            head[i] = (frect){ ends[i][2] - HEAD_HALF, ends[i][3] - HEAD_LEN, 2 * HEAD_HALF, HEAD_LEN };
+            /* the polyline: a curve into each waypoint, its straight run,
+               the last curve into the target */
+            double x0 = ends[i][0], y0 = ends[i][1];
+            npt[i] = 0;
+            for (int w = 0; w < nway; w++) {
+                const item *wp = &it[first_way + w];
+                const double wy = ROWY(wp->layer);
+                leg_points(x0, y0, wp->x, wy, 0, pt + off[i] + npt[i]);
+                npt[i] += CURVE_STEPS + 1;
+                x0 = wp->x;
+                y0 = wy + ROWH;
+            }
+            leg_points(x0, y0, ends[i][2], ends[i][3], 1, pt + off[i] + npt[i]);
+            npt[i] += CURVE_STEPS + 1;
+        }
+
+        /* 7. labels: candidates beside the last leg (middle first, on the
+           outer side of the arrows entering that row), then beside the
+           other legs; the cheapest one that is clear wins */
+        const scene sc = { box, g->nnodes, (const double (*)[2])pt, off, npt, ne, head, lab, placed };
+        all_placed = 1;
+        for (int i = 0; i < ne; i++) placed[i] = 0;
+        for (int i = 0; i < ne; i++) {
+            if (!nlines[i]) continue;
+            double avg = 0.0, mine = 0.0;
+            int n = 0;
+            for (int j = 0; j < ne; j++) {
+                if (layer[g->edge[j].to] != layer[g->edge[i].to]) continue;
+                const double m = (pt[off[j] + npt[j] - CURVE_STEPS - 1][0] + ends[j][2]) / 2.0;
+                avg += m; n++;
+                if (j == i) mine = m;
+            }
+            const int pref_left = mine < avg / n - 1.0;
+            static const double at[7] = { 0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8 };
+            static const double dist[4] = { 10.0, 22.0, 40.0, 64.0 };
+            const int nlegs = npt[i] / (CURVE_STEPS + 1);
+            double best = 1e18;
+            frect bestr = lab[i];
+            int bestleft = 0;
+            for (int leg = nlegs - 1; leg >= 0; leg--)
+                for (int a = 0; a < 7; a++)
+                    for (int side = 0; side < 2; side++)
+                        for (int d = 0; d < 4; d++) {
+                            const double *p = pt[off[i] + leg * (CURVE_STEPS + 1) +
+                                                 (int)lround(at[a] * CURVE_STEPS)];
+                            const int left = side ? !pref_left : pref_left;
+                            frect r = lab[i];
+                            r.x = left ? p[0] - dist[d] - r.w : p[0] + dist[d];
+                            r.y = p[1] - r.h / 2.0;
+                            const double over = fmax(0.0, bminx - r.x) + fmax(0.0, r.x + r.w - bmaxx);
+                            const double cost = fabs(at[a] - 0.5) * 100.0 + side * 30.0 + dist[d] * 0.6 +
+                                                over * 1.5 + (nlegs - 1 - leg) * 60.0;
+                            if (cost >= best || !label_clear(&sc, &r)) continue;
+                            best = cost;
+                            bestr = r;
+                            bestleft = left;
+                        }
+            lab[i] = bestr;
+            onleft[i] = bestleft;
+            placed[i] = best < 1e18;
+            if (!placed[i]) all_placed = 0;
+        }
+        if (!all_placed && attempt == 5)   /* give up on a clear spot: beside the middle */
+            for (int i = 0; i < ne; i++) {
+                if (!nlines[i] || placed[i]) continue;
+                const double *p = pt[off[i] + npt[i] - 1 - CURVE_STEPS / 2];
+                lab[i].x = p[0] + 10.0;
+                lab[i].y = p[1] - lab[i].h / 2.0;
+                onleft[i] = 0;
+                placed[i] = 2;
+            }
+        if (all_placed || attempt == 5) break;
+    }
+
+    /* 8. canvas: everything drawn, plus the margin, and the title */
+    double minx = bminx, maxx = bmaxx;
+    for (int i = 0; i < ne; i++) {
+        for (int k = 0; k < npt[i]; k++) {
+            minx = fmin(minx, pt[off[i] + k][0] - 2.0);
+            maxx = fmax(maxx, pt[off[i] + k][0] + 2.0);
+        }
+        minx = fmin(minx, head[i].x);
+        maxx = fmax(maxx, head[i].x + head[i].w);
+        if (nlines[i]) {
+            minx = fmin(minx, lab[i].x - 4.0);
+            maxx = fmax(maxx, lab[i].x + lab[i].w + 4.0);
+        }
+    }
+    const int M = 40;
+    const int diagram_w = (int)ceil(maxx - minx);
+    tt_font_title title;
+    tt_font_title_layout(&title, opts && opts->title ? opts->title : "Pipeline", imax_(diagram_w, 1000));
+    const int W = imax_(diagram_w, title.w) + 2 * M;
+    const int title_h = title.h + 30;
+    const double ox = floor((W - (maxx - minx)) / 2.0 - minx);
     const int oy = M + title_h;
-    const int H = oy + nlayers * rowh + (nlayers - 1) * rowgap + M;
+    const int H = oy + nlayers * ROWH + (nlayers - 1) * rowgap + M;
     st = tt_canvas_init(out, W, H);
     if (st != TT_OK) {
-        free(ends); free(etext); free(lab); free(boxtext); free_graph(g); free(g);
+        free_all(boxtext, ends, etext, lab, meta, pt); free_graph(g); free(g);
         return st;
     }
-    char fitted[256];
-    const int ftw = tt_font_fit(fitted, sizeof fitted, title, 3, TT_FONT_BOLD, W - 2 * M);
-    tt_font_draw(out, (W - ftw) / 2, M, fitted, 3, TT_FONT_BOLD, INK);
-    for (int i = 0; i < g->nedges; i++) {
-        double x0 = ends[i][0] + ox, y0 = ends[i][1] + oy;
-        for (int w = 0; w < route[i][1]; w++) {
-            const item *wp = &it[route[i][0] + w];
-            const double wx = wp->x + ox, wy = ROWY(wp->layer) + oy;
-            arrow_curve(out, x0, y0, wx, wy, 0);
-            tt_canvas_line(out, wx, wy, wx, wy + rowh, 2.0, ARROW);
-            x0 = wx; y0 = wy + rowh;
-        }
-        arrow_curve(out, x0, y0, ends[i][2] + ox, ends[i][3] + oy, 1);
-    }
-    for (int i = 0; i < g->nedges; i++) {
-        if (!etext[i][0]) continue;
-        const int lx = lab[i][0] + (int)lround(ox), ly = lab[i][1] + oy;
-        tt_canvas_fill_rect(out, lx - 4, ly - 4, lab[i][2] + 8, lab[i][3] + 8, 0xffffffu);
-        tt_font_draw(out, lx, ly, etext[i], 2, 0, EDGE_INK);
-    }
+    tt_font_title_draw(out, &title, W / 2, M, INK);
 
-    /* 8. boxes on top */
+    /* arrows, then their labels, then the boxes on top */
+    for (int i = 0; i < ne; i++) {
+        for (int k = 0; k < npt[i]; k++) {   /* to canvas coordinates */
+            pt[off[i] + k][0] += ox;
+            pt[off[i] + k][1] += oy;
+        }
+        tt_canvas_polyline(out, (const double (*)[2])(pt + off[i]), npt[i], 2.0, ARROW);
+        const double x1 = ends[i][2] + ox, y1 = ends[i][3] + oy;
+        const double tri[6] = { x1 - HEAD_HALF, y1 - HEAD_LEN, x1 + HEAD_HALF, y1 - HEAD_LEN, x1, y1 };
+        tt_canvas_triangle(out, tri, ARROW);
+    }
+    for (int i = 0; i < ne; i++) {
+        if (!nlines[i]) continue;
+        const int lx = (int)lround(lab[i].x + ox), ly = (int)lround(lab[i].y) + oy;
+        for (int k = 0; k < nlines[i]; k++) {   /* lines flush towards the arrow */
+            const int w = tt_font_width(etext[i][k], 2, 0);
+            tt_font_draw(out, lx + (onleft[i] ? (int)lab[i].w - w : 0), ly + k * TT_FONT_LINE * 2,
+                         etext[i][k], 2, 0, EDGE_INK);
+        }
+    }
     for (int v = 0; v < g->nnodes; v++) {
         const item *a = &it[v];
         const int x = (int)lround(a->x + ox - a->w / 2.0), y = ROWY(a->layer) + oy;
@@ -579,11 +701,28 @@ tt_status tt_flow_render(tt_canvas *out, const tt_flow_opts *opts)
         tt_font_draw(out, x + (a->w - w0) / 2, y + 14, boxtext[v][0], 2, TT_FONT_BOLD, INK);
         tt_font_draw(out, x + (a->w - w1) / 2, y + 40, boxtext[v][1], 2, 0, 0x555555u);
     }
+
+    if (geom) {
+        memset(geom, 0, sizeof *geom);
+        geom->width = W;
+        geom->height = H;
+        geom->nboxes = g->nnodes;
+        for (int v = 0; v < g->nnodes; v++)
+            geom->box[v] = (tt_flow_rect){ (int)lround(it[v].x + ox - it[v].w / 2.0), ROWY(it[v].layer) + oy,
+                                           it[v].w, ROWH };
+        geom->narrows = ne;
+        for (int i = 0; i < ne; i++) {
+            geom->head[i] = (tt_flow_rect){ (int)floor(head[i].x + ox), (int)floor(head[i].y) + oy,
+                                            (int)ceil(head[i].w) + 1, (int)ceil(head[i].h) + 1 };
+            if (nlines[i])
+                geom->label[i] = (tt_flow_rect){ (int)lround(lab[i].x + ox), (int)lround(lab[i].y) + oy,
+                                                 (int)lab[i].w, (int)lab[i].h };
+            geom->label_clear[i] = !nlines[i] || placed[i] == 1;
+        }
+        geom->all_clear = all_placed;
+    }
 #undef ROWY
-    free(ends);
-    free(lab);
-    free(etext);
-    free(boxtext);
+    free_all(boxtext, ends, etext, lab, meta, pt);
     free_graph(g);
     free(g);
     return TT_OK;
@@ -614,7 +753,7 @@ size_t tt_flow_describe(char *buf, size_t n)
 tt_status tt_flow_write(const char *path, const tt_flow_opts *opts)
 {
     tt_canvas c;
-    tt_status st = tt_flow_render(&c, opts);
+    tt_status st = tt_flow_render(&c, NULL, opts);
     if (st != TT_OK) return st;
     tt_png_meta meta = { NULL, NULL, NULL };
     if (opts) meta = opts->meta;

@@ -3,6 +3,7 @@
 ** Glyphs are drawn below as "font sheets": eight glyphs a strip, one string
 ** per pixel row, '#' = ink. Proportional spacing, digits kept equal width.
 */
+#include <stdio.h>
 #include <string.h>
 
 #include "font.h"
@@ -258,4 +259,99 @@ int tt_font_fit(char *out, size_t n, const char *s, int scale, int flags, int ma
     }
     out[0] = '\0';
     return 0;
+}
+
+/* ===== Wrapping ===== */
+
+/* Greedy fill of the words of s into lines at most maxw wide ('\n' always
+   breaks). Returns the line count, or -1 when a word alone is too wide or
+   a line would not fit TT_FONT_WRAP_LEN; fills out (when not NULL) with up
+   to maxlines lines. */
+static int wrap_greedy(const char *s, int scale, int flags, int maxw,
+                       char (*out)[TT_FONT_WRAP_LEN], int maxlines)
+{
+    char line[TT_FONT_WRAP_LEN], cand[TT_FONT_WRAP_LEN];
+    int nlines = 0;
+    size_t len = 0;
+    line[0] = '\0';
+    const char *p = s;
+    for (;;) {
+        while (*p == ' ') p++;
+        const char *w = p;
+        while (*p && *p != ' ' && *p != '\n') p++;
+        const size_t wl = (size_t)(p - w);
+        if (wl) {
+            if (wl >= sizeof cand) return -1;
+            if (len) snprintf(cand, sizeof cand, "%s %.*s", line, (int)wl, w);
+            else snprintf(cand, sizeof cand, "%.*s", (int)wl, w);
+            if (len && (strlen(cand) >= sizeof cand - 1 || tt_font_width(cand, scale, flags) > maxw)) {
+                if (out && nlines < maxlines) memcpy(out[nlines], line, len + 1);
+                nlines++;
+                snprintf(cand, sizeof cand, "%.*s", (int)wl, w);
+            }
+            if (tt_font_width(cand, scale, flags) > maxw) return -1;
+            len = strlen(cand);
+            memcpy(line, cand, len + 1);
+        }
+        while (*p == ' ') p++;
+        if (*p == '\n' || *p == '\0') {
+            if (len || *p == '\n') {
+                if (out && nlines < maxlines) memcpy(out[nlines], line, len + 1);
+                nlines++;
+            }
+            len = 0;
+            line[0] = '\0';
+            if (*p == '\0') break;
+            p++;
+        }
+    }
+    return nlines;
+}
+
+int tt_font_wrap(const char *s, int scale, int flags, int maxw,
+                 char (*out)[TT_FONT_WRAP_LEN], int maxlines)
+{
+    const int n = wrap_greedy(s, scale, flags, maxw, NULL, 0);
+    if (n <= 0 || n > maxlines) return 0;
+    /* balance: the narrowest width that still needs no more lines */
+    int lo = 1, hi = maxw;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        const int k = wrap_greedy(s, scale, flags, mid, NULL, 0);
+        if (k > 0 && k <= n) hi = mid;
+        else lo = mid + 1;
+    }
+    return wrap_greedy(s, scale, flags, hi, out, maxlines);
+}
+
+/* ===== Titles ===== */
+
+void tt_font_title_layout(tt_font_title *t, const char *s, int maxw)
+{
+    /* large on one or two lines, then body size on up to three */
+    static const int try_scale[5] = { 3, 3, 2, 2, 2 }, try_lines[5] = { 1, 2, 1, 2, 3 };
+    memset(t, 0, sizeof *t);
+    if (!s || !s[0]) return;
+    for (int k = 0; k < 5; k++) {
+        const int n = tt_font_wrap(s, try_scale[k], TT_FONT_BOLD, maxw, t->line, try_lines[k]);
+        if (n > 0) { t->scale = try_scale[k]; t->nlines = n; break; }
+    }
+    if (!t->nlines) {   /* a word wider than the room: shorten one line */
+        t->scale = 2;
+        t->nlines = 1;
+        tt_font_fit(t->line[0], sizeof t->line[0], s, 2, TT_FONT_BOLD, maxw);
+        for (char *c = t->line[0]; *c; c++) if (*c == '\n') *c = ' ';
+    }
+    for (int k = 0; k < t->nlines; k++) {
+        const int w = tt_font_width(t->line[k], t->scale, TT_FONT_BOLD);
+        if (w > t->w) t->w = w;
+    }
+    t->h = (t->nlines - 1) * TT_FONT_LINE * t->scale + TT_FONT_HEIGHT * t->scale;
+}
+
+void tt_font_title_draw(tt_canvas *c, const tt_font_title *t, int cx, int y, uint32_t rgb)
+{
+    for (int k = 0; k < t->nlines; k++)
+        tt_font_draw(c, cx - tt_font_width(t->line[k], t->scale, TT_FONT_BOLD) / 2,
+                     y + k * TT_FONT_LINE * t->scale, t->line[k], t->scale, TT_FONT_BOLD, rgb);
 }

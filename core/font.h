@@ -37,4 +37,26 @@ void tt_font_draw(tt_canvas *c, int x, int y, const char *s, int scale, int flag
    most maxw pixels wide; returns the width of what was copied. */
 int tt_font_fit(char *out, size_t n, const char *s, int scale, int flags, int maxw);
 
+/* Longest line tt_font_wrap writes, terminator included. */
+#define TT_FONT_WRAP_LEN 256
+
+/* Breaks s at spaces into at most maxlines lines of at most maxw pixels,
+   as even in width as the breaks allow ('\n' in s always breaks). Writes
+   the lines into out[0..k) and returns k; returns 0 when s cannot be set
+   that way (a word wider than maxw, or more lines needed). */
+int tt_font_wrap(const char *s, int scale, int flags, int maxw,
+                 char (*out)[TT_FONT_WRAP_LEN], int maxlines);
+
+/* A figure title set in bold to fit maxw pixels: large (scale 3) on one or
+   two lines, else body size (scale 2) on up to three, else one line
+   shortened with an ellipsis. nlines == 0 for an empty title; w and h are
+   the extent of the set text (h includes the last line's descenders). */
+typedef struct tt_font_title {
+    int scale, nlines, w, h;
+    char line[3][TT_FONT_WRAP_LEN];
+} tt_font_title;
+void tt_font_title_layout(tt_font_title *t, const char *s, int maxw);
+/* Draws the lines centred on x = cx, the first cap line's top at y. */
+void tt_font_title_draw(tt_canvas *c, const tt_font_title *t, int cx, int y, uint32_t rgb);
+
 #endif

@@ -93,7 +93,7 @@ static void scale_c(int64_t n, float s, const float *x, float *y, int stream)
 
 const tt__kern tt__kern_scalar = {
     "scalar", C_MR, C_NR, 256, 64, 2048,
-    ukernel_c, axpy_c, tt_exp_vec_ref, row_max_c, exp_sum_c, scale_c
+    ukernel_c, axpy_c, tt_exp_vec_ref, row_max_c, exp_sum_c, scale_c, NULL, NULL
 };
 
 /* ===== Dispatch ===== */
@@ -209,10 +209,14 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t ic0, int64_t 
     for (int64_t p0 = 0; p0 < g->K; p0 += kn->kc) {
         int64_t kc = g->K - p0 < kn->kc ? g->K - p0 : kn->kc;
         int acc = p0 > 0;
-        pack_b(nr, kc, ncur, B + p0 * g->rsb + j0 * g->csb, g->rsb, g->csb, bp);
+        const float *bs = B + p0 * g->rsb + j0 * g->csb;
+        if (!kn->pack_b || !kn->pack_b(kc, ncur, bs, g->rsb, g->csb, bp))
+            pack_b(nr, kc, ncur, bs, g->rsb, g->csb, bp);
         for (int64_t ic = ic0; ic < ic1; ic++) {
             int64_t i0 = ic * g->mc, mcur = g->M - i0 < g->mc ? g->M - i0 : g->mc;
-            pack_a(mr, mcur, kc, A + i0 * g->rsa + p0 * g->csa, g->rsa, g->csa, ap);
+            const float *as = A + i0 * g->rsa + p0 * g->csa;
+            if (!kn->pack_a || !kn->pack_a(mcur, kc, as, g->rsa, g->csa, ap))
+                pack_a(mr, mcur, kc, as, g->rsa, g->csa, ap);
             for (int64_t jr = 0; jr < ncur; jr += nr) {
                 int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
                 for (int64_t ir = 0; ir < mcur; ir += mr) {

@@ -53,7 +53,7 @@ void tt_exp_vec_ref(int64_t n, const float *x, float *y);
    true = may attend. causal: lower-right (query i sees keys j <= i + Nk - Nq).
    out: contiguous [B, Hq, Nq, Dv]. weights: NULL or contiguous [B, Hq, Nq, Nk].
    Rows with no visible key give zeros (and zero weights). Returns the number
-   of such rows. */
+   of such rows (-1 if it could not get memory). */
 typedef struct tt_sdpa_args {
     int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv;
     const float *q; int64_t qs_b, qs_h, qs_n, qs_d;
@@ -100,6 +100,11 @@ typedef struct tt__kern {
     float (*exp_sum)(int64_t n, const float *x, float m, float *y); /* y = exp(x-m); sum */
     /* y = s*x; stream != 0 bypasses the cache on y */
     void (*scale)(int64_t n, float s, const float *x, float *y, int stream);
+    /* optional fast packers for some strides (else the portable ones):
+       same layout as the portable pack_a/pack_b in kernels.c; return 0
+       when they do not handle these strides */
+    int (*pack_a)(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs, float *dst);
+    int (*pack_b)(int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs, float *dst);
 } tt__kern;
 
 extern const tt__kern tt__kern_scalar;

@@ -171,7 +171,7 @@ static TARGET void scale(int64_t n, float s, const float *x, float *y, int strea
 
 const tt__kern tt__kern_avx2 = {
     "avx2", MR, NR, 256, 72, 4096,
-    ukernel, axpy, exp_vec, row_max, exp_sum, scale
+    ukernel, axpy, exp_vec, row_max, exp_sum, scale, NULL, NULL
 };
 
 #else

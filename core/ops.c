@@ -543,6 +543,35 @@ static int is_extremum(int op)
     return op == TT_MAX || op == TT_MIN || op == TT_ARGMAX || op == TT_ARGMIN;
 }
 
+/* Sum of a contiguous line in double; four chains hide the add latency. */
+static double line_sum(const float *x, int64_t n)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        s0 += (double)x[j];
+        s1 += (double)x[j + 1];
+        s2 += (double)x[j + 2];
+        s3 += (double)x[j + 3];
+    }
+    for (; j < n; j++) s0 += (double)x[j];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* Sum of squared deviations from mean (the second pass of var). */
+static double line_sqdev(const float *x, int64_t n, double mean)
+{
+    double s0 = 0, s1 = 0;
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+        double d0 = (double)x[j] - mean, d1 = (double)x[j + 1] - mean;
+        s0 += d0 * d0;
+        s1 += d1 * d1;
+    }
+    for (; j < n; j++) s0 += ((double)x[j] - mean) * ((double)x[j] - mean);
+    return s0 + s1;
+}
+
 /* Reduces nb <= RED_BLOCK lines side by side: line i holds x[i*si + j*sd]
    for j < R. v[i] gets the value, ix[i] the 1-based index (extrema only).
    Sums go in double; variance is two-pass. */
@@ -551,9 +580,13 @@ static void reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t
 {
     if (!is_extremum(op)) {
         double acc[RED_BLOCK] = {0}, ss[RED_BLOCK] = {0};
-        for (int64_t j = 0; j < R; j++) {
-            const float *r = x + j * sd;
-            for (int64_t i = 0; i < nb; i++) acc[i] += (double)r[i * si];
+        if (nb == 1 && sd == 1) {
+            acc[0] = line_sum(x, R);
+        } else {
+            for (int64_t j = 0; j < R; j++) {
+                const float *r = x + j * sd;
+                for (int64_t i = 0; i < nb; i++) acc[i] += (double)r[i * si];
+            }
         }
         if (op == TT_SUM) {
             for (int64_t i = 0; i < nb; i++) v[i] = (float)acc[i];
@@ -564,11 +597,15 @@ static void reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t
             for (int64_t i = 0; i < nb; i++) v[i] = (float)acc[i];
             return;
         }
-        for (int64_t j = 0; j < R; j++) {
-            const float *r = x + j * sd;
-            for (int64_t i = 0; i < nb; i++) {
-                double dlt = (double)r[i * si] - acc[i];
-                ss[i] += dlt * dlt;
+        if (nb == 1 && sd == 1) {
+            ss[0] = line_sqdev(x, R, acc[0]);
+        } else {
+            for (int64_t j = 0; j < R; j++) {
+                const float *r = x + j * sd;
+                for (int64_t i = 0; i < nb; i++) {
+                    double dlt = (double)r[i * si] - acc[i];
+                    ss[i] += dlt * dlt;
+                }
             }
         }
         for (int64_t i = 0; i < nb; i++) {
@@ -749,52 +786,47 @@ tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, 
 
 /* ===== Softmax ===== */
 
-#define SM_BUF 4096             /* floats gathered per block (16 KiB of stack) */
+#define SM_COLS 256            /* columns normalised side by side */
 
-/* In place over n elements at stride s: the reference formula, used for
-   columns too long to gather. */
-static void softmax_strided(float *p, int64_t n, int64_t s)
-{
-    float m = -INFINITY;
-    for (int64_t j = 0; j < n; j++)
-        if (p[j * s] > m) m = p[j * s];
-    if (m == -INFINITY) {                       /* all -inf: NaN, as PyTorch */
-        for (int64_t j = 0; j < n; j++) p[j * s] = NAN;
-        return;
-    }
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; j++) {
-        float e = expf(p[j * s] - m);
-        p[j * s] = e;
-        sum += e;
-    }
-    for (int64_t j = 0; j < n; j++) p[j * s] /= sum;
-}
-
-/* Contiguous y viewed as [outer, n, inner], softmax over n: blocks of
-   columns are gathered into rows, run through the row kernel, scattered. */
+/* Contiguous y viewed as [outer, n, inner], softmax over n in place. Each
+   task takes up to SM_COLS neighbouring columns through the three passes
+   (max, exp-sum, normalise), so every access runs along contiguous rows. */
 typedef struct sm_job {
+    const float *x;         /* source, same layout as y (may be y) */
     float *y;
-    int64_t n, inner, cb, nblk;
+    int64_t n, inner, nblk;
 } sm_job;
 
 static void softmax_cols_range(void *p, int64_t begin, int64_t end)
 {
     const sm_job *j = p;
-    float buf[SM_BUF];
+    float mx[SM_COLS], sum[SM_COLS];
     for (int64_t t = begin; t < end; t++) {
-        int64_t o = t / j->nblk, c0 = (t % j->nblk) * j->cb;
-        int64_t cb = j->inner - c0 < j->cb ? j->inner - c0 : j->cb;
+        int64_t o = t / j->nblk, c0 = (t % j->nblk) * SM_COLS;
+        int64_t cb = j->inner - c0 < SM_COLS ? j->inner - c0 : SM_COLS;
+        const float *src = j->x + o * j->n * j->inner + c0;
         float *base = j->y + o * j->n * j->inner + c0;
-        if (j->n > SM_BUF) {
-            for (int64_t c = 0; c < cb; c++) softmax_strided(base + c, j->n, j->inner);
-            continue;
+        for (int64_t c = 0; c < cb; c++) {
+            mx[c] = -INFINITY;
+            sum[c] = 0.0f;
         }
-        for (int64_t r = 0; r < j->n; r++)
-            for (int64_t c = 0; c < cb; c++) buf[c * j->n + r] = base[r * j->inner + c];
-        tt_softmax_rows(cb, j->n, buf, buf);
-        for (int64_t r = 0; r < j->n; r++)
-            for (int64_t c = 0; c < cb; c++) base[r * j->inner + c] = buf[c * j->n + r];
+        for (int64_t r = 0; r < j->n; r++) {          /* 1: column maxima */
+            const float *row = src + r * j->inner;
+            for (int64_t c = 0; c < cb; c++)
+                if (row[c] > mx[c]) mx[c] = row[c];
+        }
+        /* 2: exp and sums; an all -inf column gives exp(NaN), so NaN, as PyTorch */
+        for (int64_t r = 0; r < j->n; r++) {
+            const float *in = src + r * j->inner;
+            float *row = base + r * j->inner;
+            for (int64_t c = 0; c < cb; c++) row[c] = in[c] - mx[c];
+            tt_exp_vec(cb, row, row);
+            for (int64_t c = 0; c < cb; c++) sum[c] += row[c];
+        }
+        for (int64_t r = 0; r < j->n; r++) {          /* 3: normalise */
+            float *row = base + r * j->inner;
+            for (int64_t c = 0; c < cb; c++) row[c] /= sum[c];
+        }
     }
 }
 
@@ -820,15 +852,16 @@ static tt_status softmax_impl(tt_tensor *out, const tt_tensor *a, int d)
         tt_softmax_rows(numel / n, n, x, y);
         return TT_OK;
     }
-    tt__copy(out, a);
-    sm_job j = { y, n, 1, 1, 1 };
+    sm_job j = { tt_data_f32(a), y, n, 1, 1 };
+    if (!tt_is_contiguous(a)) {
+        tt__copy(out, a);
+        j.x = y;
+    }
     for (int i = d + 1; i < a->ndim; i++) j.inner *= a->shape[i];
-    j.cb = n > SM_BUF ? 64 : SM_BUF / n;
-    if (j.cb > 64) j.cb = 64;
-    if (j.cb > j.inner) j.cb = j.inner;
-    j.nblk = (j.inner + j.cb - 1) / j.cb;
+    j.nblk = (j.inner + SM_COLS - 1) / SM_COLS;
     int64_t outer = numel / (n * j.inner), tasks = outer * j.nblk;
-    int64_t grain = PAR_GRAIN / (j.cb * n) + 1;
+    int64_t cols = j.inner < SM_COLS ? j.inner : SM_COLS;
+    int64_t grain = PAR_GRAIN / (cols * n) + 1;
     tt_parallel_for(tasks, grain, softmax_cols_range, &j);
     return TT_OK;
 }

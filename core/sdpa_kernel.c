@@ -201,11 +201,12 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             if (alpha != 1.0f) kn->scale(Dv, alpha, O + i * dvp, O + i * dvp, 0);
         }
         /* 3. O += P V: P repacked as mr-row slivers (nk x mr each) */
-        for (int64_t i = 0; i < nqp; i++) {
-            float *d = pp + (i / mr) * mr * nk + i % mr;
-            const float *s = S + i * bk;
-            for (int64_t j = 0; j < nk; j++) d[j * mr] = i < nq ? s[j] : 0.0f;
-        }
+        if (!kn->pack_a || !kn->pack_a(nq, nk, S, bk, 1, pp))
+            for (int64_t i = 0; i < nqp; i++) {
+                float *d = pp + (i / mr) * mr * nk + i % mr;
+                const float *s = S + i * bk;
+                for (int64_t j = 0; j < nk; j++) d[j * mr] = i < nq ? s[j] : 0.0f;
+            }
         for (int64_t t = 0; t < dvp; t += nr) {
             int n = Dv - t < nr ? (int)(Dv - t) : nr;
             for (int64_t ir = 0; ir < nq; ir += mr) {

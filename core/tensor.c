@@ -91,22 +91,103 @@ static void fmt_bytes(char *buf, size_t n, int64_t b)
     else snprintf(buf, n, "%lld bytes", (long long)b);
 }
 
+/* Freed buffers are kept and handed out again, in free lists per size
+   class: a fresh big buffer costs a page fault per 4 KiB on first touch
+   (at attention sizes that takes longer than the arithmetic), and small
+   aligned allocations are slow in most mallocs. Sizes round up to a
+   multiple of 64 below 256 bytes, else to one of four classes per power of
+   two (at most 25% slack). */
+#define NCLASSES 240
+#define SMALL_LIMIT (1 << 20)               /* below: up to 64 blocks a class */
+#define CACHE_MAX_BYTES ((int64_t)512 << 20) /* above: this many bytes in all */
+
+typedef struct freeblock { struct freeblock *next; } freeblock;
+static freeblock *freelist[NCLASSES];
+static int freecount[NCLASSES];
+static int64_t cache_bytes;
+static tt_storage *free_headers;
+
+static size_t size_class(size_t sz, int *idx)
+{
+    if (sz <= 256) {
+        sz = sz ? (sz + 63) & ~(size_t)63 : 64;
+        *idx = (int)(sz / 64) - 1;
+        return sz;
+    }
+    int o = 63 - __builtin_clzll((unsigned long long)sz);
+    size_t top = (size_t)1 << o, step = top / 4;
+    size_t c = (sz + step - 1) / step * step;
+    int sub = (int)((c - top) / step);      /* 1..4: 4 is the next octave */
+    *idx = 4 + (o - 8) * 4 + sub - 1;
+    return c;
+}
+
+static void *cache_take(int idx)
+{
+    freeblock *b = idx < NCLASSES ? freelist[idx] : NULL;
+    if (b == NULL) return NULL;
+    freelist[idx] = b->next;
+    freecount[idx]--;
+    return b;
+}
+
+static void cache_put(void *p, size_t sz, int idx)
+{
+    int keep = idx < NCLASSES && (sz < SMALL_LIMIT ? freecount[idx] < 64
+                                                   : cache_bytes + (int64_t)sz <= CACHE_MAX_BYTES);
+    if (!keep) {
+        free(p);
+        return;
+    }
+    freeblock *b = p;
+    b->next = freelist[idx];
+    freelist[idx] = b;
+    freecount[idx]++;
+    if (sz >= SMALL_LIMIT) cache_bytes += (int64_t)sz;
+}
+
+void tt_release_caches(void)
+{
+    for (int i = 0; i < NCLASSES; i++) {
+        while (freelist[i]) {
+            freeblock *b = freelist[i];
+            freelist[i] = b->next;
+            free(b);
+        }
+        freecount[i] = 0;
+    }
+    cache_bytes = 0;
+    while (free_headers) {
+        tt_storage *h = free_headers;
+        free_headers = h->data;
+        free(h);
+    }
+    for (size_t i = 0; i < intern_cap; i++) free(intern_tab[i]);
+    free(intern_tab);
+    intern_tab = NULL;
+    intern_cap = intern_len = 0;
+}
+
 tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
 {
     *out = NULL;
     if (mem_cap && nbytes > mem_cap - mem_in_use) {
-        char want[32], cap[32];
+        char want[32], cap[32], used[32];
         fmt_bytes(want, sizeof want, nbytes);
         fmt_bytes(cap, sizeof cap, mem_cap);
+        fmt_bytes(used, sizeof used, mem_in_use);
         return tt__err(TT_ENOMEM, "%s needed but the memory cap is %s (%s in use); "
-                       "hint: raise it with --max-memory", want, cap,
-                       (fmt_bytes(want, sizeof want, mem_in_use), want));
+                       "hint: raise it with --max-memory", want, cap, used);
     }
-    tt_storage *s = malloc(sizeof *s);
-    if (s == NULL) return tt__err(TT_ENOMEM, "out of memory");
-    /* 64-byte aligned for SIMD; round up since aligned_alloc requires it */
-    size_t sz = (size_t)((nbytes + 63) & ~(int64_t)63);
-    s->data = aligned_alloc(64, sz ? sz : 64);
+    tt_storage *s = free_headers;
+    if (s) free_headers = s->data;
+    else if ((s = malloc(sizeof *s)) == NULL) return tt__err(TT_ENOMEM, "out of memory");
+    /* 64-byte aligned for SIMD; aligned_alloc needs a multiple of 64 */
+    int idx;
+    size_t sz = size_class((size_t)nbytes, &idx);
+    s->data = cache_take(idx);
+    if (s->data == NULL) s->data = aligned_alloc(64, sz);
+    else if (sz >= SMALL_LIMIT) cache_bytes -= (int64_t)sz;
     if (s->data == NULL) {
         free(s);
         char want[32];
@@ -128,8 +209,11 @@ void tt__storage_release(tt_storage *s)
 {
     if (s == NULL || --s->refcount > 0) return;
     mem_in_use -= s->nbytes;
-    free(s->data);
-    free(s);
+    int idx;
+    size_t sz = size_class((size_t)s->nbytes, &idx);
+    cache_put(s->data, sz, idx);
+    s->data = free_headers;                 /* headers are reused too */
+    free_headers = s;
 }
 
 void tt_tensor_release(tt_tensor *t)
@@ -243,7 +327,7 @@ tt_status tt__alloc(tt_tensor *out, const char *op, tt_dtype dt, int ndim,
         char tmp[sizeof errbuf], shp[256];
         tt_tensor probe = {0};
         probe.ndim = ndim;
-        memcpy(probe.shape, shape, (size_t)ndim * sizeof *shape);
+        if (ndim) memcpy(probe.shape, shape, (size_t)ndim * sizeof *shape);
         snprintf(tmp, sizeof tmp, "%s", errbuf);
         return tt__err(st, "%s: cannot allocate %s %s: %s", op, tt_dtype_name(dt),
                        tt_shape_str(&probe, shp, sizeof shp), tmp);
@@ -251,7 +335,7 @@ tt_status tt__alloc(tt_tensor *out, const char *op, tt_dtype dt, int ndim,
     out->storage = s;
     out->ndim = ndim;
     out->dtype = dt;
-    memcpy(out->shape, shape, (size_t)ndim * sizeof *shape);
+    if (ndim) memcpy(out->shape, shape, (size_t)ndim * sizeof *shape);
     tt__contig_strides(ndim, shape, out->stride);
     if (names) memcpy(out->names, names, (size_t)ndim * sizeof *names);
     out->id = tt__next_id();

@@ -44,7 +44,7 @@ static void scratch_free_all(void)
 #define MAX_THREADS 256
 
 static struct {
-    pthread_mutex_t mu;
+    pthread_mutex_t mu, submit;
     pthread_cond_t wake, done;
     pthread_t tid[MAX_THREADS];
     int nworkers;              /* running workers (threads - 1) */
@@ -58,7 +58,8 @@ static struct {
     atomic_int next;           /* next chunk to take */
     atomic_uint_fast64_t seen; /* generation the workers may run */
     int left;                  /* workers not yet finished with this job */
-} pool = { .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
+} pool = { .mu = PTHREAD_MUTEX_INITIALIZER, .submit = PTHREAD_MUTEX_INITIALIZER,
+            .wake = PTHREAD_COND_INITIALIZER,
             .done = PTHREAD_COND_INITIALIZER };
 
 static int nthreads;               /* 0: not chosen yet */
@@ -155,6 +156,8 @@ void tt_parallel_for(int64_t n, int64_t grain, tt_range_fn fn, void *ctx)
     if (nch <= 1 || in_task) { fn(ctx, 0, n); return; }
     if (pool.nworkers < nt - 1) pool_start(nt - 1);
     if (pool.nworkers == 0) { fn(ctx, 0, n); return; }  /* no threads to be had */
+    /* one job at a time: a second caller (another thread) runs serially */
+    if (pthread_mutex_trylock(&pool.submit) != 0) { fn(ctx, 0, n); return; }
 
     pthread_mutex_lock(&pool.mu);
     pool.fn = fn;
@@ -173,4 +176,5 @@ void tt_parallel_for(int64_t n, int64_t grain, tt_range_fn fn, void *ctx)
     pthread_mutex_lock(&pool.mu);
     while (pool.left > 0) pthread_cond_wait(&pool.done, &pool.mu);
     pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&pool.submit);
 }

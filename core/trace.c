@@ -174,6 +174,8 @@ char *tt_event_format(const tt_event *ev, char *buf, size_t n)
     if (ev->args[0]) APPEND(ev->ninputs ? " (%s)" : "(%s)", ev->args);
     APPEND("%s-> ", ev->ninputs || ev->args[0] ? " " : "");
     if (ev->output && len < n) len += put_tensor(buf + len, n - len, ev->output);
+    if (!ev->view && (ev->op == TT_OP_RESHAPE || ev->op == TT_OP_CONTIGUOUS))
+        APPEND("   copy (the strides allow no view)");
     if (ev->view) {
         APPEND("   view, strides (");
         for (int i = 0; i < ev->output->ndim; i++)

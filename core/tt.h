@@ -83,6 +83,9 @@ int64_t tt_get_max_memory(void);
 int64_t tt_memory_in_use(void);
 int64_t tt_memory_peak(void);
 void tt_memory_reset_peak(void);
+/* Frees the buffers kept for reuse and the interned strings (at exit;
+   no tensor or name may be used afterwards). */
+void tt_release_caches(void);
 
 /* ===== Creation ===== */
 
@@ -196,7 +199,12 @@ tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const 
                   const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
                   int64_t *empty_rows);
 
-/* einops: see pattern.c. sizes: n axis names with their lengths. */
+/* einops (pattern.c). rearrange: a seen through a pattern such as
+   "b s (h d) -> b h s d" with sizes given by name (nsizes pairs); a view when
+   the strides allow; dims named from the pattern ("h*d" for a group).
+   einsum: an einops-style spec ("... i d, ... j d -> ... i j", or classic
+   "bid,bjd->bij") contracted through tt_matmul; dims named from the output
+   axes. Errors (TT_EARG/TT_ESHAPE) name the pattern, the shape and the axis. */
 tt_status tt_rearrange(tt_tensor *out, const tt_tensor *a, const char *pattern,
                        int nsizes, const char *const *size_names, const int64_t *sizes);
 tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *list, int n);

@@ -4,6 +4,7 @@
 ** drawing a figure adds no event to the trace) and an opts table into the
 ** core's option structs; core/figure.c does the drawing.
 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,9 @@ static float *to_floats(const tt_tensor *t, int64_t n)
     return out;
 }
 
+/* Options. Every getter names the option in its error; the keys were
+   checked against the op's list first (ltt_check_opts). */
+
 /* opts.name as a string, or NULL when absent. The string stays alive in
    the opts table, which is on the stack for the whole call. */
 static const char *opt_string(lua_State *L, int opts, const char *op, const char *name)
@@ -45,15 +49,18 @@ static const char *opt_string(lua_State *L, int opts, const char *op, const char
     const int t = lua_getfield(L, opts, name);
     const char *s = NULL;
     if (t == LUA_TSTRING) s = lua_tostring(L, -1);
-    else if (t != LUA_TNIL) luaL_error(L, "%s: opts.%s must be a string, not a %s", op, name, luaL_typename(L, -1));
+    else if (t != LUA_TNIL) ltt_error(L, "%s: option '%s' must be a string, not a %s", op, name, luaL_typename(L, -1));
     lua_pop(L, 1);
     return s;
 }
 
-static int opt_flag(lua_State *L, int opts, const char *name, int dflt)
+/* opts.name as a boolean: 1 or 0, or dflt when absent. */
+static int opt_flag(lua_State *L, int opts, const char *op, const char *name, int dflt)
 {
     if (!opts) return dflt;
     const int t = lua_getfield(L, opts, name);
+    if (t != LUA_TNIL && t != LUA_TBOOLEAN)
+        ltt_error(L, "%s: option '%s' must be true or false, not a %s", op, name, luaL_typename(L, -1));
     const int v = t == LUA_TNIL ? dflt : lua_toboolean(L, -1);
     lua_pop(L, 1);
     return v;
@@ -67,41 +74,67 @@ static double opt_number(lua_State *L, int opts, const char *op, const char *nam
     const int t = lua_getfield(L, opts, name);
     double v = 0.0;
     if (t != LUA_TNIL) {
-        int ok;
-        v = (double)lua_tonumberx(L, -1, &ok);
-        if (!ok) luaL_error(L, "%s: opts.%s must be a number, not a %s", op, name, luaL_typename(L, -1));
+        if (t != LUA_TNUMBER)
+            ltt_error(L, "%s: option '%s' must be a number, not a %s", op, name, luaL_typename(L, -1));
+        v = (double)lua_tonumber(L, -1);
         *has = 1;
     }
     lua_pop(L, 1);
     return v;
 }
 
-/* opts.name as a list of strings (numbers are converted). The pointer array
-   is a userdata and converted strings live in an anchor table; both stay on
-   the stack, so nothing leaks if a later check raises. */
+/* opts.decimals: an integer 0..8, or -1 when absent. */
+static int opt_decimals(lua_State *L, int opts, const char *op)
+{
+    int has;
+    const double d = opt_number(L, opts, op, "decimals", &has);
+    if (!has) return -1;
+    if (!(d >= 0 && d <= 8 && d == floor(d)))
+        ltt_error(L, "%s: option 'decimals' must be a whole number from 0 to 8, not %g", op, d);
+    return (int)d;
+}
+
+/* opts.name as a list of strings (numbers are converted; a nil hole keeps
+   the default label). The pointer array is a userdata and converted
+   strings live in an anchor table; both stay on the stack, so nothing
+   leaks if a later check raises. */
 static const char *const *opt_strings(lua_State *L, int opts, const char *op, const char *name, int *n)
 {
     *n = 0;
     if (!opts) return NULL;
     const int t = lua_getfield(L, opts, name);
     if (t == LUA_TNIL) { lua_pop(L, 1); return NULL; }
-    if (t != LUA_TTABLE) luaL_error(L, "%s: opts.%s must be a list of strings, not a %s", op, name, luaL_typename(L, -1));
+    if (t != LUA_TTABLE)
+        ltt_error(L, "%s: option '%s' must be a list of strings, not a %s", op, name, luaL_typename(L, -1));
     luaL_checkstack(L, 4, "too many figure options");
     const int list = lua_gettop(L);
     const lua_Integer len = luaL_len(L, list);
-    if (len > 1000000) luaL_error(L, "%s: opts.%s has too many entries", op, name);
+    if (len > 1000000) ltt_error(L, "%s: option '%s' has too many entries", op, name);
     const char **arr = lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof *arr, 0);
     lua_createtable(L, (int)len, 0);   /* anchor */
     const int anchor = lua_gettop(L);
     for (lua_Integer i = 1; i <= len; i++) {
-        lua_geti(L, list, i);
-        arr[i - 1] = lua_isnil(L, -1) ? NULL : luaL_tolstring(L, -1, NULL);
+        const int et = lua_geti(L, list, i);
+        if (et != LUA_TNIL && et != LUA_TSTRING && et != LUA_TNUMBER)
+            ltt_error(L, "%s: option '%s' must be a list of strings (entry %lld is a %s)", op, name,
+                      (long long)i, luaL_typename(L, -1));
+        arr[i - 1] = et == LUA_TNIL ? NULL : luaL_tolstring(L, -1, NULL);
         if (arr[i - 1]) lua_rawseti(L, anchor, i);   /* keeps the string */
         lua_pop(L, 1);
     }
     /* the list, the pointer array and the anchor stay on the stack */
     *n = (int)len;
     return arr;
+}
+
+/* Before any file is opened: the sandbox (--sandbox) may forbid the path;
+   the PNG goes to path.tmp first, so both names are checked. */
+static void check_write(lua_State *L, const char *path)
+{
+    ltt_sandbox_check_write(L, path);
+    lua_pushfstring(L, "%s.tmp", path);
+    ltt_sandbox_check_write(L, lua_tostring(L, -1));
+    lua_pop(L, 1);
 }
 
 /* "file:line" of the calling script line, for the PNG's Source chunk. */
@@ -119,16 +152,36 @@ static void where(lua_State *L, char *buf, size_t n)
 
 /* ===== tt.heatmap(x, path [, opts]) ===== */
 
+/* tt.heatmap options:
+     title         string (default: the tensor's label)
+     xlabels       list of strings: column tokens (default 1..C)
+     ylabels       list of strings: row tokens (default 1..R)
+     xtitle        string: axis title across (default from the dim name, "Key")
+     ytitle        string: axis title down (default from the dim name, "Query")
+     panel_titles  list of strings: one per panel of a 3-D x (default
+                   "head 1", ..., or "<dim name> 1", ... when dim 1 is named)
+     annotate      boolean: values in the cells (default: on up to 16x16)
+     decimals      whole number 0..8 (default from the data)
+     cmap          "viridis", "diverging" (also "coolwarm", "RdBu"), "gray"
+     vmin, vmax    numbers: ends of the colour scale
+     colorbar      boolean (default true)
+     row_scale     boolean: each row coloured on its own range
+     downsample    "mean" (default) or "max": blocks of matrices over 1024 */
+static const char *const heatmap_opts[] = {
+    "title", "xlabels", "ylabels", "xtitle", "ytitle", "panel_titles", "annotate", "decimals",
+    "cmap", "vmin", "vmax", "colorbar", "row_scale", "downsample", NULL,
+};
+
 static int ltt_heatmap(lua_State *L)
 {
     const tt_tensor *x = ltt_checktensor(L, 1);
     const char *path = luaL_checkstring(L, 2);
     const int opts = lua_isnoneornil(L, 3) ? 0 : 3;
-    if (opts) luaL_checktype(L, 3, LUA_TTABLE);
+    ltt_check_opts(L, 3, "heatmap", heatmap_opts);
     char shape[256], source[256];
     tt_shape_str(x, shape, sizeof shape);
     if (x->ndim == 0 || x->ndim > 3)
-        return luaL_error(L, "heatmap: expected a 2-D or 3-D tensor, got %s%s", shape,
+        return ltt_error(L, "heatmap: expected a 2-D or 3-D tensor, got %s%s", shape,
                           x->ndim > 3 ? "; draw one slice, e.g. x[1]" : "");
     const int nd = x->ndim;
     const int64_t P = nd == 3 ? x->shape[0] : 1, R = nd >= 2 ? x->shape[nd - 2] : 1,
@@ -159,16 +212,10 @@ static int ltt_heatmap(lua_State *L)
     o.downsample = opt_string(L, opts, "heatmap", "downsample");
     o.vmin = opt_number(L, opts, "heatmap", "vmin", &o.has_vmin);
     o.vmax = opt_number(L, opts, "heatmap", "vmax", &o.has_vmax);
-    int has;
-    const double dec = opt_number(L, opts, "heatmap", "decimals", &has);
-    if (has) o.decimals = dec < 0 ? 0 : dec > 8 ? 8 : (int)dec;
-    if (opts) {
-        if (lua_getfield(L, opts, "annotate") != LUA_TNIL) o.annotate = lua_toboolean(L, -1);
-        lua_pop(L, 1);
-        if (lua_getfield(L, opts, "colorbar") != LUA_TNIL) o.colorbar = lua_toboolean(L, -1);
-        lua_pop(L, 1);
-    }
-    o.row_scale = opt_flag(L, opts, "row_scale", 0);
+    o.decimals = opt_decimals(L, opts, "heatmap");
+    o.annotate = opt_flag(L, opts, "heatmap", "annotate", -1);
+    o.colorbar = opt_flag(L, opts, "heatmap", "colorbar", -1);
+    o.row_scale = opt_flag(L, opts, "heatmap", "row_scale", 0);
     if (nd == 3 && P <= 64 && !o.panel_titles && x->names[0] && strcmp(x->names[0], "H") &&
         strcmp(x->names[0], "head")) {
         /* panels named after their dim: "B 1", "B 2", ... */
@@ -186,33 +233,41 @@ static int ltt_heatmap(lua_State *L)
     o.meta.shape = shape;
     o.meta.title = o.title;
 
+    check_write(L, path);
     const int64_t n = tt_numel(x);
     tt_status st;
     if (n == 0) {
         st = tt_heatmap_write(path, NULL, P, R, C, &o);   /* reports the empty shape */
     } else {
         float *data = to_floats(x, n);
-        if (!data) return luaL_error(L, "heatmap: out of memory copying %s", shape);
+        if (!data) return ltt_error(L, "heatmap: out of memory copying %s", shape);
         st = tt_heatmap_write(path, data, P, R, C, &o);
         free(data);
     }
-    if (st != TT_OK) return luaL_error(L, "%s", tt_errmsg());
+    if (st != TT_OK) return ltt_error(L, "%s", tt_errmsg());
     lua_pushstring(L, path);
     return 1;
 }
 
 /* ===== tt.bars(x, path [, opts]) ===== */
 
+/* tt.bars options:
+     title     string (default: the tensor's label)
+     xlabels   list of strings: one per bar of a group (default 1..C)
+     labels    list of strings: one per row of a matrix, its group's title
+     decimals  whole number 0..8 for the value labels (default from the data) */
+static const char *const bars_opts[] = { "title", "xlabels", "labels", "decimals", NULL };
+
 static int ltt_bars(lua_State *L)
 {
     const tt_tensor *x = ltt_checktensor(L, 1);
     const char *path = luaL_checkstring(L, 2);
     const int opts = lua_isnoneornil(L, 3) ? 0 : 3;
-    if (opts) luaL_checktype(L, 3, LUA_TTABLE);
+    ltt_check_opts(L, 3, "bars", bars_opts);
     char shape[256], source[256];
     tt_shape_str(x, shape, sizeof shape);
     if (x->ndim == 0 || x->ndim > 2)
-        return luaL_error(L, "bars: expected a vector or a matrix (one group of bars a row), got %s",
+        return ltt_error(L, "bars: expected a vector or a matrix (one group of bars a row), got %s",
                           shape);
     const int64_t R = x->ndim == 2 ? x->shape[0] : 1, C = x->shape[x->ndim - 1];
 
@@ -222,36 +277,39 @@ static int ltt_bars(lua_State *L)
     if (!o.title) o.title = x->label;
     o.xlabels = opt_strings(L, opts, "bars", "xlabels", &o.nxlabels);
     o.series_labels = opt_strings(L, opts, "bars", "labels", &o.nseries);
-    int has;
-    const double dec = opt_number(L, opts, "bars", "decimals", &has);
-    if (has) o.decimals = dec < 0 ? 0 : dec > 8 ? 8 : (int)dec;
+    o.decimals = opt_decimals(L, opts, "bars");
     where(L, source, sizeof source);
     o.meta.source = source;
     o.meta.shape = shape;
     o.meta.title = o.title;
 
+    check_write(L, path);
     const int64_t n = tt_numel(x);
     tt_status st;
     if (n == 0) {
         st = tt_bars_write(path, NULL, R, C, &o);
     } else {
         float *data = to_floats(x, n);
-        if (!data) return luaL_error(L, "bars: out of memory copying %s", shape);
+        if (!data) return ltt_error(L, "bars: out of memory copying %s", shape);
         st = tt_bars_write(path, data, R, C, &o);
         free(data);
     }
-    if (st != TT_OK) return luaL_error(L, "%s", tt_errmsg());
+    if (st != TT_OK) return ltt_error(L, "%s", tt_errmsg());
     lua_pushstring(L, path);
     return 1;
 }
 
 /* ===== tt.flow(path [, opts]) ===== */
 
+/* tt.flow options:
+     title  string (default "Pipeline") */
+static const char *const flow_opts[] = { "title", NULL };
+
 static int ltt_flow(lua_State *L)
 {
     const char *path = luaL_checkstring(L, 1);
     const int opts = lua_isnoneornil(L, 2) ? 0 : 2;
-    if (opts) luaL_checktype(L, 2, LUA_TTABLE);
+    ltt_check_opts(L, 2, "flow", flow_opts);
     char source[256];
     tt_flow_opts o;
     memset(&o, 0, sizeof o);
@@ -259,7 +317,8 @@ static int ltt_flow(lua_State *L)
     where(L, source, sizeof source);
     o.meta.source = source;
     o.meta.title = o.title;
-    if (tt_flow_write(path, &o) != TT_OK) return luaL_error(L, "%s", tt_errmsg());
+    check_write(L, path);
+    if (tt_flow_write(path, &o) != TT_OK) return ltt_error(L, "%s", tt_errmsg());
     lua_pushstring(L, path);
     return 1;
 }

@@ -389,19 +389,21 @@ static int trace_section(lua_State *L)
     return 0;
 }
 
+/* off/on nest: a helper that pauses the trace leaves an outer pause alone.
+   Both return whether the trace was showing before the call. */
 static int trace_off(lua_State *L)
 {
-    (void)L;
     ltt_trace_flush();
-    tr.paused = 1;
-    return 0;
+    lua_pushboolean(L, tr.paused == 0);
+    tr.paused++;
+    return 1;
 }
 
 static int trace_on(lua_State *L)
 {
-    (void)L;
-    tr.paused = 0;
-    return 0;
+    lua_pushboolean(L, tr.paused == 0);
+    if (tr.paused > 0) tr.paused--;
+    return 1;
 }
 
 static void fmt_qty(char *buf, size_t n, double v, const char *unit)
@@ -413,8 +415,9 @@ static void fmt_qty(char *buf, size_t n, double v, const char *unit)
 }
 
 /* Per op kind: calls, FLOPs, bytes moved, time and share of it, and the
-   largest result. {times = false} leaves the time columns out (for
-   golden files, which must not depend on the machine). */
+   largest result; printed, and returned as {op = {calls, flops, bytes,
+   seconds, largest_bytes, largest_shape}} so scripts can check them.
+   {times = false} leaves the time columns out (for golden files). */
 static int trace_summary(lua_State *L)
 {
     int times = 1;
@@ -425,6 +428,8 @@ static int trace_summary(lua_State *L)
     }
     if (getenv("TT_TRACE_NO_TIMES")) times = 0;
     ltt_trace_flush();
+    lua_newtable(L);                    /* returned: op name -> counters */
+    int stats_idx = lua_gettop(L);
     int64_t total = 0;
     for (int op = 1; op < TT_OP_COUNT; op++) total += tt_trace_stats((tt_op)op)->ns;
     printf("\n%-18s %6s %12s %12s", "op", "calls", "FLOPs", "bytes");
@@ -447,10 +452,24 @@ static int trace_summary(lua_State *L)
         if (times)
             printf(" %8.3f ms %5.1f%%", (double)s->ns / 1e6, total ? 100.0 * (double)s->ns / (double)total : 0.0);
         printf("  %s\n", big);
+        lua_createtable(L, 0, 6);
+        lua_pushinteger(L, s->calls);
+        lua_setfield(L, -2, "calls");
+        lua_pushnumber(L, s->flops);
+        lua_setfield(L, -2, "flops");
+        lua_pushnumber(L, s->bytes);
+        lua_setfield(L, -2, "bytes");
+        lua_pushnumber(L, (double)s->ns * 1e-9);
+        lua_setfield(L, -2, "seconds");
+        lua_pushinteger(L, s->max_bytes);
+        lua_setfield(L, -2, "largest_bytes");
+        lua_pushstring(L, s->max_shape);
+        lua_setfield(L, -2, "largest_shape");
+        lua_setfield(L, stats_idx, tt_op_name((tt_op)op));
     }
     fflush(stdout);
     tr.output_since_header = 1;
-    return 0;
+    return 1;
 }
 
 static int trace_reset(lua_State *L)

@@ -31,6 +31,10 @@ void ltt_check(lua_State *L, tt_status st);
    allow_end accepts ndim+1 (unsqueeze). Returns the 0-based dim. */
 int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const char *op);
 
+/* Options table at idx (nil allowed): an unknown key is an error that lists
+   the known ones (NULL-terminated), so a typo never passes silently. */
+void ltt_check_opts(lua_State *L, int idx, const char *op, const char *const *known);
+
 /* Trace (ltrace.c). */
 typedef enum { LTT_TRACE_OFF, LTT_TRACE_SHAPES, LTT_TRACE_VALUES } ltt_trace_mode;
 /* Starts tracing to stdout at `mode` and, when json_path != NULL, JSON
@@ -49,5 +53,32 @@ void ltt_open_trace(lua_State *L);        /* sets tt.trace in the table on top *
 void ltt_open_figures(lua_State *L);      /* tt.heatmap, tt.bars, tt.flow */
 
 int luaopen_tt(lua_State *L);
+
+/* Limits and sandbox (lsandbox.c). */
+/* luaL_newstate whose allocator fails once the Lua heap plus the tensors in
+   use would pass max_bytes (0 = no cap); Lua then raises "not enough memory". */
+lua_State *ltt_newstate(int64_t max_bytes);
+/* 1 (once) when an allocation was refused by that cap since the last call. */
+int ltt_heap_cap_hit(void);
+/* (Re)starts the clock and the instruction budget before running a chunk:
+   past timeout seconds or max_instructions VM instructions (0 = none) the
+   running Lua code raises an error that pcall cannot swallow for long; a C
+   operation still running 25% (at least 1 s) past the timeout ends the
+   process with exit status 1. */
+void ltt_limits_start(lua_State *L, double timeout, long long max_instructions);
+void ltt_limits_pause(lua_State *L);       /* between REPL chunks */
+/* --sandbox: removes os.execute, io.popen, package.loadlib, C modules and
+   binary chunks; file writes only under images_dir, reads only under
+   read_dir (and images_dir); realpath defeats "..", absolute paths and
+   symlinks. images_given: a missing images_dir is then an error rather than
+   "no writes at all". Returns 0 and a message in *err on failure. */
+int ltt_sandbox_open(lua_State *L, const char *images_dir, int images_given, const char *read_dir,
+                     const char **err);
+int ltt_sandbox_active(void);
+/* With the sandbox on, raises a Lua error ("sandbox: cannot write 'p': ...")
+   unless path may be written; returns 1 otherwise (always when off). Call it
+   before opening any file for writing (figures: also for "path.tmp"). */
+int ltt_sandbox_check_write(lua_State *L, const char *path);
+int ltt_sandbox_check_read(lua_State *L, const char *path);
 
 #endif

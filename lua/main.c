@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <lua.h>
 #include <lualib.h>
@@ -28,8 +29,13 @@ static const char usage_text[] =
     "  --trace-json FILE            also write the trace as JSON Lines\n"
     "  --seed N                     seed of tt.randn / tt.rand (default 0)\n"
     "  --threads N                  kernel threads (default: all cores; env TT_NUM_THREADS)\n"
-    "  --max-memory SIZE            cap on tensor memory, e.g. 512M or 2G\n"
-    "  --timeout SECONDS            stop a runaway script with an error\n"
+    "  --max-memory SIZE            cap on tensor and Lua memory, e.g. 512M or 2G; 0 = none\n"
+    "                               (default: half the RAM; 1G or half the RAM with --sandbox)\n"
+    "  --timeout SECONDS            stop a runaway script with an error (default with --sandbox: 30)\n"
+    "  --max-instructions N         stop the script after N Lua VM instructions (e.g. 1e9)\n"
+    "  --sandbox                    for others' scripts: no os/io escape hatches, writes only\n"
+    "                               under --images DIR, reads only under the script's folder\n"
+    "  --images DIR                 the folder --sandbox lets scripts write (default images)\n"
     "  --version, --help\n";
 
 typedef struct options {
@@ -40,8 +46,11 @@ typedef struct options {
     int script_arg;              /* argv index of the script */
     long long seed;
     int threads;
-    long long max_memory;
-    double timeout;
+    long long max_memory;        /* -1: not given */
+    double timeout;              /* -1: not given */
+    long long max_instructions;
+    int sandbox;
+    const char *images;          /* NULL: not given */
 } options;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -52,13 +61,13 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
-/* "2G", "512M", "100K", "1000000" -> bytes; -1 when malformed. */
+/* "2G", "512M", "100K", "1000000" -> bytes; "0" -> 0; -1 when malformed. */
 static long long parse_size(const char *s)
 {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || errno || !(v > 0)) return -1;
+    if (end == s || errno || !(v >= 0) || (s[0] != '0' && s[0] != '.' && !(s[0] >= '1' && s[0] <= '9'))) return -1;
     double mul = 1;
     switch (*end) {
     case 'k': case 'K': mul = 1024.0; end++; break;
@@ -91,6 +100,8 @@ static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     o->trace = LTT_TRACE_SHAPES;
+    o->max_memory = -1;
+    o->timeout = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (a[0] != '-' || strcmp(a, "-") == 0) {
@@ -146,7 +157,20 @@ static int parse_args(int argc, char **argv, options *o)
             char *end;
             if ((v = opt_value(argc, argv, &i, "--timeout")) == NULL) return usage_error("'--timeout' needs seconds%s", "");
             o->timeout = strtod(v, &end);
-            if (*end || end == v || !(o->timeout > 0)) return usage_error("'--timeout' needs a positive number of seconds, got '%s'", v);
+            if (*end || end == v || !(o->timeout > 0) || o->timeout > 1e9)
+                return usage_error("'--timeout' needs a positive number of seconds, got '%s'", v);
+        } else if (is_opt(a, "--max-instructions")) {
+            char *end;
+            if ((v = opt_value(argc, argv, &i, "--max-instructions")) == NULL) return usage_error("'--max-instructions' needs a count%s", "");
+            double n = strtod(v, &end);
+            if (*end || end == v || !(n >= 1) || n > 9e18 || (v[0] < '0' || v[0] > '9'))
+                return usage_error("'--max-instructions' needs a positive count like 1e9, got '%s'", v);
+            o->max_instructions = (long long)n;
+        } else if (strcmp(a, "--sandbox") == 0) {
+            o->sandbox = 1;
+        } else if (is_opt(a, "--images")) {
+            if ((v = opt_value(argc, argv, &i, "--images")) == NULL || !*v) return usage_error("'--images' needs a folder%s", "");
+            o->images = v;
         } else {
             return usage_error("unknown option '%s'", a);
         }
@@ -156,15 +180,9 @@ static int parse_args(int argc, char **argv, options *o)
 
 /* ===== Running chunks ===== */
 
-static double deadline;          /* tt_now_ns seconds; 0 = none */
-static double timeout_s;
-
-static void timeout_hook(lua_State *L, lua_Debug *ar)
-{
-    (void)ar;
-    if (deadline > 0 && (double)tt_now_ns() * 1e-9 > deadline)
-        ltt_error(L, "timeout: the script ran longer than %g s (--timeout)", timeout_s);
-}
+static double timeout_s;          /* 0 = none */
+static long long max_instr;       /* 0 = none */
+static long long mem_cap;         /* 0 = none */
 
 static int msghandler(lua_State *L)
 {
@@ -177,12 +195,26 @@ static int msghandler(lua_State *L)
     return 1;
 }
 
+static void fmt_size(char *buf, size_t n, long long b)
+{
+    if (b >= (1LL << 30)) snprintf(buf, n, "%.1f GiB", (double)b / (double)(1LL << 30));
+    else snprintf(buf, n, "%.1f MiB", (double)b / (double)(1LL << 20));
+}
+
 static int report(lua_State *L, int status)
 {
     if (status != LUA_OK) {
         ltt_trace_flush();
         fflush(stdout);
-        fprintf(stderr, PROGNAME ": %s\n", lua_tostring(L, -1));
+        if (status == LUA_ERRMEM && ltt_heap_cap_hit()) {
+            char cap[32];
+            fmt_size(cap, sizeof cap, mem_cap);
+            fprintf(stderr, PROGNAME ": not enough memory: Lua data and tensors reached the cap of %s; "
+                    "hint: raise it with --max-memory\n", cap);
+        } else {
+            const char *msg = lua_tostring(L, -1);
+            fprintf(stderr, PROGNAME ": %s\n", msg ? msg : "(error object is not a string)");
+        }
         lua_pop(L, 1);
     }
     return status;
@@ -310,8 +342,9 @@ static void repl(lua_State *L)
         }
         if (status == LUA_OK) {
             lua_remove(L, -2);           /* the source text */
-            deadline = timeout_s > 0 ? (double)tt_now_ns() * 1e-9 + timeout_s : 0;
+            ltt_limits_start(L, timeout_s, max_instr);
             status = docall(L, 0, LUA_MULTRET);
+            ltt_limits_pause(L);
             ltt_trace_flush();
             if (status == LUA_OK) print_results(L);
             else report(L, status);
@@ -334,6 +367,32 @@ static int open_tt(lua_State *L)
     return 0;
 }
 
+/* Half the physical memory (0 when unknown): the default cap, so that a
+   runaway script gets an error rather than the OOM killer. */
+static long long default_max_memory(int sandbox)
+{
+    long long half = 0;
+#if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) half = (long long)pages / 2 * page;
+#endif
+    if (sandbox && (half == 0 || half > (1LL << 30))) return 1LL << 30;
+    return half;
+}
+
+/* The folder of the script (for --sandbox reads); "." for -e and the REPL. */
+static const char *script_dir(const char *script, char *buf, size_t n)
+{
+    const char *slash = script ? strrchr(script, '/') : NULL;
+    if (script == NULL || strcmp(script, "-") == 0 || slash == NULL) return ".";
+    size_t len = (size_t)(slash - script);
+    if (len == 0) return "/";
+    if (len >= n) len = n - 1;
+    memcpy(buf, script, len);
+    buf[len] = 0;
+    return buf;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -341,10 +400,13 @@ int main(int argc, char **argv)
     if (r >= 0) return r;
 
     if (o.threads > 0) tt_set_num_threads(o.threads);
-    if (o.max_memory > 0) tt_set_max_memory(o.max_memory);
+    mem_cap = o.max_memory >= 0 ? o.max_memory : default_max_memory(o.sandbox);
+    tt_set_max_memory(mem_cap);
+    timeout_s = o.timeout > 0 ? o.timeout : o.sandbox ? 30 : 0;
+    max_instr = o.max_instructions;
     tt_manual_seed((uint64_t)o.seed);
 
-    lua_State *L = luaL_newstate();
+    lua_State *L = ltt_newstate(mem_cap);
     if (L == NULL) {
         fprintf(stderr, PROGNAME ": cannot create the Lua state (out of memory)\n");
         return 1;
@@ -357,11 +419,23 @@ int main(int argc, char **argv)
         lua_close(L);
         return 2;
     }
-    timeout_s = o.timeout;
-    if (o.timeout > 0) {
-        deadline = (double)tt_now_ns() * 1e-9 + o.timeout;
-        lua_sethook(L, timeout_hook, LUA_MASKCOUNT, 10000);
+    if (o.sandbox || o.images) {
+        char dir[4096];
+        const char *images = o.images ? o.images : "images";
+        if (!o.sandbox) {
+            fprintf(stderr, PROGNAME ": '--images' only applies with --sandbox\n(try '" PROGNAME " --help')\n");
+            ltt_trace_stop();
+            lua_close(L);
+            return 2;
+        }
+        if (!ltt_sandbox_open(L, images, o.images != NULL, script_dir(o.script, dir, sizeof dir), &err)) {
+            fprintf(stderr, PROGNAME ": --sandbox: %s ('%s')\n", err, images);
+            ltt_trace_stop();
+            lua_close(L);
+            return 2;
+        }
     }
+    ltt_limits_start(L, timeout_s, max_instr);
 
     int status = LUA_OK;
     if (o.chunk) {
@@ -375,10 +449,13 @@ int main(int argc, char **argv)
         status = run_script(L, o.script, argc, argv, o.script_arg);
     } else {
         create_arg_table(L, argc, argv, 0);
+        ltt_limits_pause(L);             /* each chunk gets its own clock */
         repl(L);
     }
+    ltt_limits_pause(L);
     ltt_trace_stop();
     lua_close(L);
+    tt_release_caches();
     if (status == LUA_ERRFILE) return 2;   /* the script named on the command line is missing */
     return status == LUA_OK ? 0 : 1;
 }

@@ -851,7 +851,7 @@ static int ltt_cat(lua_State *L) { return joinop(L, 0); }
 static int ltt_stack(lua_State *L) { return joinop(L, 1); }
 
 /* Options tables: unknown keys are errors (a typo must not pass silently). */
-static void check_opts(lua_State *L, int idx, const char *op, const char *const *known)
+void ltt_check_opts(lua_State *L, int idx, const char *op, const char *const *known)
 {
     if (lua_isnoneornil(L, idx)) return;
     luaL_checktype(L, idx, LUA_TTABLE);
@@ -879,7 +879,7 @@ static int ltt_sdpa(lua_State *L)
 {
     static const char *const known[] = {"causal", "mask", "scale", "weights", NULL};
     tt_tensor *q = ltt_checktensor(L, 1), *k = ltt_checktensor(L, 2), *v = ltt_checktensor(L, 3);
-    check_opts(L, 4, "sdpa", known);
+    ltt_check_opts(L, 4, "sdpa", known);
     int causal = 0, want_w = 0;
     double scale = 0;
     tt_tensor *mask = NULL;
@@ -1107,7 +1107,7 @@ static int ltt_linear(lua_State *L)
 {
     lua_Integer in = luaL_checkinteger(L, 1), out = luaL_checkinteger(L, 2);
     static const char *const known[] = {"bias", NULL};
-    check_opts(L, 3, "Linear", known);
+    ltt_check_opts(L, 3, "Linear", known);
     int bias = 1;
     if (lua_istable(L, 3) && lua_getfield(L, 3, "bias") != LUA_TNIL) bias = lua_toboolean(L, -1);
     if (in <= 0 || out <= 0)
@@ -1136,9 +1136,11 @@ static int t_index(lua_State *L)
 {
     if (lua_type(L, 2) == LUA_TNUMBER) {       /* x[i]: select on dim 1 */
         tt_tensor *t = ltt_checktensor(L, 1);
-        if (!lua_isinteger(L, 2)) return ltt_error(L, "index: x[i] needs an integer, got %s", lua_tostring(L, 2));
+        int isint;
+        lua_Integer i = lua_tointegerx(L, 2, &isint);   /* 2.0 (from argmax) is fine */
+        if (!isint) return ltt_error(L, "index: x[i] needs a whole number, got %s", lua_tostring(L, 2));
         if (t->ndim == 0) return ltt_error(L, "index: a 0-d tensor cannot be indexed; use x:item()");
-        return select_impl(L, t, 0, lua_tointeger(L, 2));
+        return select_impl(L, t, 0, i);
     }
     lua_getmetatable(L, 1);
     lua_getfield(L, -1, "methods");

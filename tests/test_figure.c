@@ -688,6 +688,253 @@ static void test_flow(void)
     tt_flow_reset();
 }
 
+/* ===== Layout: text that fits its room ===== */
+
+static void test_wrap_and_titles(void)
+{
+    char lines[3][TT_FONT_WRAP_LEN];
+    int n = tt_font_wrap("matmul, add, view, transpose", 2, 0, 200, lines, 3);
+    CHECK("wrap: two balanced lines", n == 2 && !strcmp(lines[0], "matmul, add,") &&
+                                      !strcmp(lines[1], "view, transpose"));
+    CHECK("wrap: one line when it fits", tt_font_wrap("softmax", 2, 0, 200, lines, 3) == 1 &&
+                                         !strcmp(lines[0], "softmax"));
+    CHECK("wrap: a word wider than the room is 0", tt_font_wrap("a verylongwordindeed", 2, 0, 60, lines, 3) == 0);
+    CHECK("wrap: more lines than allowed is 0", tt_font_wrap("a b c d e f", 2, 0, 10, lines, 3) == 0);
+    CHECK("wrap: newline always breaks", tt_font_wrap("a\nb", 2, 0, 500, lines, 3) == 2 &&
+                                         !strcmp(lines[0], "a") && !strcmp(lines[1], "b"));
+
+    const char *long_title = "Causal tiles: 1 = full, 0.5 = diagonal (masked inside), 0 = skipped";
+    tt_font_title t;
+    tt_font_title_layout(&t, long_title, 660);
+    int ok = t.nlines >= 2 && t.w <= 660;
+    char joined[512] = "";
+    for (int k = 0; k < t.nlines; k++) {
+        ok &= tt_font_width(t.line[k], t.scale, TT_FONT_BOLD) <= 660;
+        if (k) strcat(joined, " ");
+        strcat(joined, t.line[k]);
+    }
+    CHECK("title: wrapped within the room, nothing dropped", ok && !strcmp(joined, long_title));
+    tt_font_title_layout(&t, "Scores", 660);
+    CHECK("title: short titles stay large on one line", t.nlines == 1 && t.scale == 3);
+    tt_font_title_layout(&t, "", 660);
+    CHECK("title: empty has no lines", t.nlines == 0 && t.h == 0);
+
+    /* a long title does not widen a heatmap: the same width as without */
+    float v[16];
+    for (int i = 0; i < 16; i++) v[i] = (float)(i % 5) / 4.0f;
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    o.colorbar = 0;
+    tt_heatmap_geom g0, g1;
+    tt_canvas c;
+    if (tt_heatmap_render(&c, &g0, v, 1, 4, 4, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    tt_canvas_free(&c);
+    o.title = long_title;
+    if (tt_heatmap_render(&c, &g1, v, 1, 4, 4, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    CHECK("heatmap: a long title keeps the width", g1.width == g0.width);
+    CHECK("heatmap: the title takes height instead", g1.height > g0.height);
+    tt_canvas_free(&c);
+    /* a very narrow grid grows only to the minimum text width */
+    o.title = "GQA, H=8 query heads, G=2 K/V heads";
+    if (tt_heatmap_render(&c, &g1, v, 1, 8, 2, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    CHECK("heatmap: narrow grid, modest width", g1.width <= 360 + 2 * 36 + 8);
+    tt_canvas_free(&c);
+}
+
+/* The annotations of every cell keep at least `pad` pixels from its edges:
+   no pixel near the edge differs from the cell's own colour. */
+static int annotations_clear_of_edges(const tt_canvas *c, const tt_heatmap_geom *g, int P, int pad)
+{
+    const int sep = g->cell_w >= 24 && g->cell_h >= 24;
+    for (int p = 0; p < P; p++)
+        for (int i = 0; i < g->rows; i++)
+            for (int j = 0; j < g->cols; j++) {
+                const int x0 = g->x0 + (p % g->gcols) * g->dx + j * g->cell_w;
+                const int y0 = g->y0 + (p / g->gcols) * g->dy + i * g->cell_h;
+                const int w = g->cell_w - sep, h = g->cell_h - sep;
+                const uint32_t fill = tt_canvas_get(c, x0, y0);
+                for (int y = y0; y < y0 + h; y++)
+                    for (int x = x0; x < x0 + w; x++) {
+                        const int edge = x < x0 + pad || x >= x0 + w - pad || y < y0 + pad || y >= y0 + h - pad;
+                        if (edge && tt_canvas_get(c, x, y) != fill) return 0;
+                    }
+            }
+    return 1;
+}
+
+static void test_heatmap_annotation_fit(void)
+{
+    /* four 6x6 panels of scores with two decimals (the reported case):
+       every number keeps a margin inside its cell */
+    float v[4 * 36];
+    uint32_t seed = 12345;
+    for (int i = 0; i < 4 * 36; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        v[i] = (float)((int)(seed >> 9 & 0x3ff) - 512) / 128.0f;   /* -4.00 .. 3.99 */
+    }
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    o.decimals = 2;
+    tt_heatmap_geom g;
+    tt_canvas c;
+    if (tt_heatmap_render(&c, &g, v, 4, 6, 6, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    CHECK("annot fit: numbers at full size", g.annotate_scale == 2 && g.decimals == 2);
+    CHECK("annot fit: cells wider than the numbers plus margins", g.cell_w - 1 >= g.annotate_w + 2 * 10);
+    CHECK("annot fit: no ink within 8 px of a cell edge", annotations_clear_of_edges(&c, &g, 4, 8));
+    CHECK("annot fit: the figure stays slide-sized", g.width <= 1800 && g.height <= 1600);
+    tt_canvas_free(&c);
+
+    /* the same with weights in [0, 1] */
+    for (int i = 0; i < 4 * 36; i++) v[i] = fabsf(v[i]) / 4.0f;
+    if (tt_heatmap_render(&c, &g, v, 4, 6, 6, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    CHECK("annot fit (weights): full size, margins", g.annotate_scale == 2 &&
+          annotations_clear_of_edges(&c, &g, 4, 8));
+    tt_canvas_free(&c);
+
+    /* far too many cells for numbers: fewer decimals first, then none;
+       never numbers that do not fit */
+    float *big = malloc(8 * 16 * 16 * sizeof *big);
+    if (!big) { CHECK("out of memory", 0); return; }
+    for (int i = 0; i < 8 * 256; i++) big[i] = -123.456f + (float)i * 0.37f;
+    o.decimals = 3;
+    o.annotate = 1;
+    if (tt_heatmap_render(&c, &g, big, 8, 16, 16, &o) != TT_OK) { free(big); CHECK(tt_errmsg(), 0); return; }
+    CHECK("annot crowded: fewer decimals or none", g.annotate_scale == 0 || g.decimals < 3);
+    if (g.annotate_scale)
+        CHECK("annot crowded: what is shown fits", g.cell_w - 1 >= g.annotate_w + 2 * 5 &&
+              annotations_clear_of_edges(&c, &g, 8, 4));
+    tt_canvas_free(&c);
+    free(big);
+}
+
+/* Horizontal extent of the ink below the bars: the category labels. */
+static void test_bars_labels(void)
+{
+    const float v[5] = { 0.3f, 0.2f, 0.1f, 0.25f, 0.15f };
+    const char *names[5] = { "Q/K/V proj", "scores", "softmax", "weights @ V", "output proj" };
+    tt_bars_opts o;
+    tt_bars_opts_init(&o);
+    o.xlabels = names;
+    o.nxlabels = 5;
+    tt_canvas c;
+    if (tt_bars_render(&c, v, 1, 5, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    int bottom = 0;   /* lowest bar pixel: the zero line */
+    for (int y = 0; y < c.h; y++)
+        for (int x = 0; x < c.w; x++) if (tt_canvas_get(&c, x, y) == 0x4c72b0u) bottom = y;
+    /* runs of columns with ink below the axis, split at gaps of 14 px */
+    int runs[16][2], nruns = 0, last = -100;
+    for (int x = 0; x < c.w; x++) {
+        int ink = 0;
+        for (int y = bottom + 10; y < c.h && !ink; y++) ink = tt_canvas_get(&c, x, y) == 0x1f1f1fu;
+        if (!ink) continue;
+        if (x - last > 14 && nruns < 16) { runs[nruns][0] = x; nruns++; }
+        if (nruns) runs[nruns - 1][1] = x;
+        last = x;
+    }
+    int ok = nruns == 5;
+    for (int j = 0; j < 5 && ok; j++)
+        ok = runs[j][1] - runs[j][0] + 1 == tt_font_width(names[j], 2, 0);
+    CHECK("bars: five labels, each whole at full size (no ellipsis)", ok);
+    if (!ok) printf("    %d runs\n", nruns);
+    tt_canvas_free(&c);
+
+    /* many long labels in little room: wrapped or small, never touching */
+    const char *many[12] = { "query projection", "key projection", "value projection", "scores",
+                             "scale", "mask", "softmax", "dropout", "weights @ V", "concat heads",
+                             "output projection", "residual" };
+    float w[36];
+    for (int i = 0; i < 36; i++) w[i] = (float)(i % 12 + 1);
+    o.xlabels = many;
+    o.nxlabels = 12;
+    if (tt_bars_render(&c, w, 3, 12, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    CHECK("bars: three panels of twelve stay slide-sized", c.w <= 1700);
+    tt_canvas_free(&c);
+}
+
+static int rect_overlap(const tt_flow_rect *a, const tt_flow_rect *b, int pad)
+{
+    return a->x - pad < b->x + b->w && b->x < a->x + a->w + pad &&
+           a->y - pad < b->y + b->h && b->y < a->y + a->h + pad;
+}
+
+/* The multi-head pipeline of lesson 6: three long labels fan out of X, a
+   long arrow from V skips two rows. */
+static void test_flow_labels(void)
+{
+    const char *nx[3] = { "B", "N", "D" }, *nh[4] = { "B", "H", "N", "Dh" }, *ns[4] = { "B", "H", "N", "N" };
+    const int64_t sx[3] = { 2, 6, 64 }, sh[4] = { 2, 4, 6, 16 }, ss[4] = { 2, 4, 6, 6 }, sw[2] = { 64, 64 };
+    const int64_t s3[3] = { 2, 6, 64 }, s4[4] = { 2, 6, 4, 16 };
+    tt_flow_reset();
+    uint64_t id = 7000;
+    tt_tensor X = mk(id++, 3, sx, nx), W = mk(id++, 2, sw, NULL);
+    tt_flow_set_label(X.id, "X");
+    tt_tensor proj[3];
+    const char *pname[3] = { "Q", "K", "V" };
+    for (int k = 0; k < 3; k++) {   /* matmul, add, view, transpose */
+        tt_tensor a = mk(id++, 3, s3, NULL), b = mk(id++, 3, s3, NULL), r = mk(id++, 4, s4, NULL);
+        proj[k] = mk(id++, 4, sh, nh);
+        emit(TT_OP_MATMUL, &a, &X, &W);
+        emit(TT_OP_ADD, &b, &a, NULL);
+        emit(TT_OP_VIEW, &r, &b, NULL);
+        emit(TT_OP_TRANSPOSE, &proj[k], &r, NULL);
+        tt_flow_set_label(proj[k].id, pname[k]);
+    }
+    tt_tensor Kt = mk(id++, 4, sh, NULL), S = mk(id++, 4, ss, ns), Wt = mk(id++, 4, ss, ns);
+    tt_tensor Hd = mk(id++, 4, sh, nh), Cc = mk(id++, 3, s3, NULL), Y = mk(id++, 3, s3, NULL);
+    emit(TT_OP_MT, &Kt, &proj[1], NULL);
+    emit(TT_OP_MATMUL, &S, &proj[0], &Kt);
+    emit(TT_OP_SOFTMAX, &Wt, &S, NULL);
+    emit(TT_OP_MATMUL, &Hd, &Wt, &proj[2]);
+    emit(TT_OP_TRANSPOSE, &Cc, &Hd, NULL);
+    emit(TT_OP_MATMUL, &Y, &Cc, &W);
+    tt_flow_set_label(S.id, "Scores");
+    tt_flow_set_label(Wt.id, "Weights");
+    tt_flow_set_label(Hd.id, "Heads");
+    tt_flow_set_label(Cc.id, "Concat");
+    tt_flow_set_label(Y.id, "Y");
+
+    char text[4096];
+    tt_flow_describe(text, sizeof text);
+    CHECK("flow labels: X -> V with its four ops", strstr(text, "X -> V: matmul, add, view, transpose\n") != NULL);
+    tt_flow_opts fo;
+    memset(&fo, 0, sizeof fo);
+    fo.title = "Multi-head attention: split, attend per head, merge, W_O";
+    tt_flow_geom g;
+    tt_canvas c;
+    if (tt_flow_render(&c, &g, &fo) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    CHECK("flow labels: 9 boxes, 10 arrows", g.nboxes == 9 && g.narrows == 10);
+    if (g.nboxes != 9 || g.narrows != 10) printf("    %d boxes, %d arrows\n%s", g.nboxes, g.narrows, text);
+    CHECK("flow labels: every label found a clear spot", g.all_clear);
+    int inside = 1, off_boxes = 1, off_heads = 1, apart = 1, clean = 1;
+    for (int i = 0; i < g.narrows; i++) {
+        const tt_flow_rect *r = &g.label[i];
+        if (r->w == 0) continue;
+        inside &= r->x >= 0 && r->y >= 0 && r->x + r->w <= g.width && r->y + r->h <= g.height;
+        for (int b = 0; b < g.nboxes; b++) off_boxes &= !rect_overlap(r, &g.box[b], 4);
+        for (int k = 0; k < g.narrows; k++) {
+            off_heads &= !rect_overlap(r, &g.head[k], 3);
+            if (k != i && g.label[k].w) apart &= !rect_overlap(r, &g.label[k], 6);
+        }
+        /* around the text only white and text ink: no arrow crosses it */
+        for (int y = r->y - 3; y < r->y + r->h + 3; y++)
+            for (int x = r->x - 3; x < r->x + r->w + 3; x++) {
+                const uint32_t p = tt_canvas_get(&c, x, y);
+                if (p != 0xffffffu && p != 0x3d4f61u) clean = 0;
+            }
+    }
+    CHECK("flow labels: inside the canvas", inside);
+    CHECK("flow labels: off the boxes", off_boxes);
+    CHECK("flow labels: off the arrow heads", off_heads);
+    CHECK("flow labels: apart from each other", apart);
+    CHECK("flow labels: no arrow runs through a label", clean);
+    int heads_in = 1;
+    for (int k = 0; k < g.narrows; k++)
+        heads_in &= g.head[k].x >= 0 && g.head[k].x + g.head[k].w <= g.width;
+    CHECK("flow labels: arrow heads inside the canvas", heads_in);
+    tt_canvas_free(&c);
+    tt_flow_reset();
+}
+
 /* ===== Main ===== */
 
 static void remove_tree(const char *dir)
@@ -719,6 +966,10 @@ int main(void)
     test_heatmap_errors_and_determinism();
     test_bars();
     test_flow();
+    test_wrap_and_titles();
+    test_heatmap_annotation_fit();
+    test_bars_labels();
+    test_flow_labels();
     if (getenv("TT_KEEP_FIGURES")) printf("figures kept in %s\n", tmpdir);
     else remove_tree(tmpdir);
     return check_report();

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels.h"
 #include "tt.h"
 
 #define DNAN ((double)NAN)
@@ -42,7 +43,7 @@ static double el(const tt_tensor *t, const int64_t *idx)
     int64_t o = t->offset;
     for (int d = 0; d < t->ndim; d++) o += idx[d] * t->stride[d];
     if (t->dtype == TT_BOOL) return ((const uint8_t *)t->storage->data)[o];
-    return ((const float *)t->storage->data)[o];
+    return (double)((const float *)t->storage->data)[o];
 }
 
 /* Element of t broadcast to an nd-dim index (right aligned). */
@@ -205,7 +206,7 @@ static double ref_binop(tt_binop op, double u, double w)
     case TT_AND: return (u != 0) && (w != 0);
     case TT_OR: return (u != 0) || (w != 0);
     case TT_XOR: return (u != 0) != (w != 0);
-    default: return NAN;
+    default: return DNAN;
     }
 }
 
@@ -419,13 +420,13 @@ static void test_unary(void)
     float sv[] = { 0, -INFINITY, INFINITY, NAN, 100, -100 };
     tt_tensor s = from(sv, DIMS(6)), out;
     ok(tt_unary(&out, TT_EXP, &s));
-    double ref[6] = { 1, 0, INFINITY, NAN, INFINITY, exp(-100.0) };
+    double ref[6] = { 1, 0, DINF, DNAN, DINF, exp(-100.0) };
     float *got = flat(&out);
     check_close("exp of special values", got, ref, 6, 1e-6, 1e-44);   /* exp(-100) is subnormal */
     free(got);
     tt_tensor_release(&out);
     ok(tt_unary(&out, TT_LOG, &s));
-    double lref[6] = { -INFINITY, NAN, INFINITY, NAN, log(100.0), NAN };
+    double lref[6] = { -DINF, DNAN, DINF, DNAN, log(100.0), DNAN };
     got = flat(&out);
     check_close("log of special values", got, lref, 6, 1e-6, 0.0);
     free(got);
@@ -483,7 +484,7 @@ static double ref_reduce(tt_redop op, const double *x, int64_t n)
     case TT_ARGMAX: case TT_ARGMIN: return (double)(bi + 1);
     case TT_VAR: return n > 1 ? ss / (double)(n - 1) : DNAN;
     case TT_STD: return n > 1 ? sqrt(ss / (double)(n - 1)) : DNAN;
-    default: return NAN;
+    default: return DNAN;
     }
 }
 
@@ -587,7 +588,7 @@ static void test_reduce(void)
     tt_tensor t = from(tv, DIMS(2, 4)), vals, idxs;
     ok(tt_max_dim(&vals, &idxs, &t, 1, 0, 0));
     float *gv = flat(&vals), *gi = flat(&idxs);
-    double rv[] = { 3, NAN }, ri[] = { 2, 3 };
+    double rv[] = { 3, DNAN }, ri[] = { 2, 3 };
     check_close("max values (first of ties; NaN wins)", gv, rv, 2, 0, 0);
     check_close("max indices are 1-based, first of ties", gi, ri, 2, 0, 0);
     free(gv);
@@ -597,7 +598,7 @@ static void test_reduce(void)
     ok(tt_max_dim(&vals, &idxs, &t, 0, 1, 1));
     gv = flat(&vals);
     gi = flat(&idxs);
-    double mv[] = { -1, -1, NAN, 2 }, mi[] = { 2, 2, 2, 1 };
+    double mv[] = { -1, -1, DNAN, 2 }, mi[] = { 2, 2, 2, 1 };
     check_close("min over dim 1 values", gv, mv, 4, 0, 0);
     check_close("min over dim 1 indices", gi, mi, 4, 0, 0);
     CHECK("min keepdim shape", vals.ndim == 2 && vals.shape[0] == 1 && vals.shape[1] == 4 &&
@@ -613,7 +614,7 @@ static void test_reduce(void)
     ok(tt_zeros(&e, TT_FLOAT32, DIMS(3, 0)));
     ok(tt_reduce(&s, TT_SUM, &e, 1, 0));
     gv = flat(&s);
-    double zr[3] = { 0, 0, 0 }, nr[3] = { NAN, NAN, NAN };
+    double zr[3] = { 0, 0, 0 }, nr[3] = { DNAN, DNAN, DNAN };
     CHECK("sum over an empty dim: shape [3]", s.ndim == 1 && s.shape[0] == 3);
     check_close("sum over an empty dim is 0", gv, zr, 3, 0, 0);
     free(gv);
@@ -651,7 +652,7 @@ static void check_softmax(const char *descr, const tt_tensor *a, int d)
     for (int64_t i = 0; i < n; i++) {
         int64_t j[TT_MAX_DIMS];
         memcpy(j, idx, sizeof j);
-        double m = -INFINITY, s = 0;
+        double m = -DINF, s = 0;
         for (int64_t r = 0; r < R; r++) {
             j[d] = r;
             double x = el(a, j);
@@ -699,7 +700,7 @@ static void test_softmax(void)
     tt_tensor s = from(v, DIMS(4, 4)), out;
     ok(tt_softmax(&out, &s, 1));
     double e1 = 1.0 / (1.0 + exp(1.0));
-    double ref[16] = { e1, 0, 1 - e1, 0, NAN, NAN, NAN, NAN, 0.5, 0, 0.5, 0, 0.25, 0.25, 0.25, 0.25 };
+    double ref[16] = { e1, 0, 1 - e1, 0, DNAN, DNAN, DNAN, DNAN, 0.5, 0, 0.5, 0, 0.25, 0.25, 0.25, 0.25 };
     float *got = flat(&out);
     check_close("softmax: -inf entries, all -inf row (NaN), 1e30 without overflow", got, ref, 16, 1e-6, 1e-7);
     free(got);
@@ -736,7 +737,7 @@ static void test_masking(void)
     for (size_t c = 0; c < 4; c++) {
         tt_tensor a = make((int)c % L_COUNT, cases[c].na, cases[c].sa);
         tt_tensor m = rnd_bool(cases[c].nm, cases[c].sm), out;
-        if (!ok(tt_masked_fill(&out, &a, &m, -INFINITY))) continue;
+        if (!ok(tt_masked_fill(&out, &a, &m, -DINF))) continue;
         int nd = out.ndim;
         int64_t n = tt_numel(&out), idx[TT_MAX_DIMS] = {0};
         double *ref = malloc((size_t)n * sizeof *ref);
@@ -1036,6 +1037,8 @@ static void test_matmul(void)
         { 1, {7}, 3, {3, 7, 5} },           /* -> [3,5] */
         { 3, {3, 5, 7}, 1, {7} },           /* -> [3,5] */
         { 3, {4, 17, 9}, 2, {9, 6} },       /* folds into one GEMM */
+        { 3, {5, 1, 7}, 2, {7, 3} },        /* folds with M = 1: the batch stride walks the rows */
+        { 4, {2, 3, 4, 9}, 1, {9} },        /* folds, b 1-D */
         { 2, {17, 9}, 3, {4, 9, 6} },       /* a broadcast */
         { 4, {2, 1, 5, 7}, 3, {3, 7, 4} },  /* batch dims broadcast on both sides */
         { 4, {2, 3, 5, 7}, 4, {2, 3, 7, 4} },
@@ -1089,7 +1092,7 @@ static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor 
                 memcpy(ki, bi, sizeof ki);
                 memcpy(mi, bi, sizeof mi);
                 if (nd >= 3) { qi[nd - 3] = h; ki[nd - 3] = hk; mi[nd - 3] = h; }
-                double m = -INFINITY;
+                double m = -DINF;
                 for (int64_t j = 0; j < Nk; j++) {
                     double s = 0;
                     for (int64_t d = 0; d < Dh; d++) {
@@ -1400,7 +1403,8 @@ static void test_errors(void)
     check_err("masked_fill mask broadcast", tt_masked_fill(&out, &a, &m4, 0), TT_ESHAPE, "masked_fill", "[2,3]", "[4]");
     check_err("tril of 1-D", tt_tril(&out, &b, 0), TT_ESHAPE, "tril", "[4]", NULL);
     check_err("matmul of bool", tt_matmul(&out, &bb, &a), TT_EARG, "matmul", "bool [2,3]", "x:float()");
-    ok(tt_full(&s0, TT_FLOAT32, 0, NULL, 1.0));
+    int64_t none[1] = {0};
+    ok(tt_full(&s0, TT_FLOAT32, 0, none, 1.0));
     check_err("matmul of 0-d", tt_matmul(&out, &s0, &a), TT_ESHAPE, "matmul", "[]", "[2,3]");
     check_err("matmul batch broadcast", tt_matmul(&out, &b3, &b4), TT_ESHAPE, "matmul", "[2,3,4]", "[3,4,5]");
     check_err("repeat_interleave negative", tt_repeat_interleave(&out, &a, -1, 0), TT_EARG, "repeat_interleave", "-1", NULL);
@@ -1486,6 +1490,12 @@ int main(void)
     test_cat_stack();
     test_matmul();
     test_sdpa();
+    if (tt_simd_force("scalar")) {      /* the portable kernels get the same checks */
+        test_matmul();
+        test_sdpa();
+        test_softmax();
+        tt_simd_force(NULL);
+    }
     test_names();
     test_errors();
     test_events();
