@@ -16,7 +16,7 @@ WARN    = -std=c11 -Wall -Wextra -pedantic -Wshadow -Wundef -Wwrite-strings \
 ifeq ($(CI),true)
 WARN   += -Werror
 endif
-DEFS    = -D_POSIX_C_SOURCE=200809L
+DEFS    = -D_XOPEN_SOURCE=700
 ifeq ($(SIMD),0)
 DEFS   += -DTT_NO_SIMD
 endif
@@ -25,7 +25,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(LUA_PC) $(PNG_PC) 2>/dev/null)
 # Line editing and history in the REPL when readline is there (optional).
 READLINE  ?= $(shell pkg-config --exists readline 2>/dev/null && echo 1)
 ifeq ($(READLINE),1)
-MAIN_CFLAGS = -DTT_HAVE_READLINE $(shell pkg-config --cflags readline)
+MAIN_CFLAGS = -DTT_HAVE_READLINE $(filter-out -D%,$(shell pkg-config --cflags readline))
 MAIN_LIBS   = $(shell pkg-config --libs readline)
 endif
 ALL_CFLAGS = $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -Icore -pthread

@@ -786,7 +786,7 @@ tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, 
 
 /* ===== Softmax ===== */
 
-#define SM_COLS 256            /* columns normalised side by side */
+#define SM_COLS 4096            /* columns side by side at most (wide rows: fewer TLB misses) */
 
 /* Contiguous y viewed as [outer, n, inner], softmax over n in place. Each
    task takes up to SM_COLS neighbouring columns through the three passes
@@ -794,7 +794,7 @@ tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, 
 typedef struct sm_job {
     const float *x;         /* source, same layout as y (may be y) */
     float *y;
-    int64_t n, inner, nblk;
+    int64_t n, inner, cols, nblk;
 } sm_job;
 
 static void softmax_cols_range(void *p, int64_t begin, int64_t end)
@@ -802,8 +802,8 @@ static void softmax_cols_range(void *p, int64_t begin, int64_t end)
     const sm_job *j = p;
     float mx[SM_COLS], sum[SM_COLS];
     for (int64_t t = begin; t < end; t++) {
-        int64_t o = t / j->nblk, c0 = (t % j->nblk) * SM_COLS;
-        int64_t cb = j->inner - c0 < SM_COLS ? j->inner - c0 : SM_COLS;
+        int64_t o = t / j->nblk, c0 = (t % j->nblk) * j->cols;
+        int64_t cb = j->inner - c0 < j->cols ? j->inner - c0 : j->cols;
         const float *src = j->x + o * j->n * j->inner + c0;
         float *base = j->y + o * j->n * j->inner + c0;
         for (int64_t c = 0; c < cb; c++) {
@@ -852,15 +852,21 @@ static tt_status softmax_impl(tt_tensor *out, const tt_tensor *a, int d)
         tt_softmax_rows(numel / n, n, x, y);
         return TT_OK;
     }
-    sm_job j = { tt_data_f32(a), y, n, 1, 1 };
+    sm_job j = { tt_data_f32(a), y, n, 1, 1, 1 };
     if (!tt_is_contiguous(a)) {
         tt__copy(out, a);
         j.x = y;
     }
     for (int i = d + 1; i < a->ndim; i++) j.inner *= a->shape[i];
-    j.nblk = (j.inner + SM_COLS - 1) / SM_COLS;
-    int64_t outer = numel / (n * j.inner), tasks = outer * j.nblk;
-    int64_t cols = j.inner < SM_COLS ? j.inner : SM_COLS;
+    int64_t outer = numel / (n * j.inner);
+    /* wide blocks, but enough of them for every thread (columns are
+       independent, so the split never changes the result) */
+    int64_t nt = tt_get_num_threads(), want = (nt + outer - 1) / outer;
+    j.cols = (j.inner + want - 1) / want;
+    j.cols = j.cols < 64 ? 64 : j.cols > SM_COLS ? SM_COLS : j.cols;
+    j.nblk = (j.inner + j.cols - 1) / j.cols;
+    int64_t tasks = outer * j.nblk;
+    int64_t cols = j.inner < j.cols ? j.inner : j.cols;
     int64_t grain = PAR_GRAIN / (cols * n) + 1;
     tt_parallel_for(tasks, grain, softmax_cols_range, &j);
     return TT_OK;

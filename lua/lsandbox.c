@@ -260,7 +260,8 @@ int ltt_sandbox_check_write(lua_State *L, const char *path)
         return path_error(L, "write", path, why);
     }
     struct stat st;
-    snprintf(full, sizeof full, "%s/%s", dir, base);
+    if (snprintf(full, sizeof full, "%s/%s", dir, base) >= (int)sizeof full)
+        return path_error(L, "write", path, "the path is too long");
     if (lstat(full, &st) == 0 && S_ISLNK(st.st_mode))
         return path_error(L, "write", path, "it is a symbolic link");
     return 1;
