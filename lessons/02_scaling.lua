@@ -1,0 +1,144 @@
+-- 02_scaling.lua — why attention divides the scores by sqrt(Dh).
+--
+-- A dot product of two Dh-long vectors adds up Dh products, so its spread
+-- grows with Dh. Big scores make softmax nearly one-hot, and a nearly one-hot
+-- softmax passes back almost no gradient. Dividing by sqrt(Dh) puts the scores
+-- back on a scale of about 1 for every head size, without changing which key
+-- scores highest.
+--
+-- Run it:   ./tensortrace lessons/02_scaling.lua        (narrative + shapes)
+--           ./tensortrace -q lessons/02_scaling.lua     (narrative only)
+-- Figures:  images/02_softmax_sharpness.png  images/02_scaled_vs_raw.png
+
+tt.manual_seed(2)
+
+local function untraced(fn, ...)
+  tt.trace.off(); fn(...); tt.trace.on()
+end
+local function fmt_row(t, f)
+  local out = {}
+  for i, x in ipairs(t) do out[i] = string.format(f or "%.4f", x) end
+  return "[" .. table.concat(out, ", ") .. "]"
+end
+
+tt.trace.section("1. The spread of q.k grows like sqrt(Dh)")
+print("Draw random q and k whose entries have mean 0 and variance 1. Each product")
+print("q_r*k_r then has variance 1, and q.k adds Dh of them: variance Dh, std sqrt(Dh).")
+print("Measured over 4096 random pairs per width (the trace shows the first width):")
+local S = 4096
+local widths = {4, 8, 16, 32, 64, 128, 256}
+local measured = {}
+print("     Dh   std(q.k)   sqrt(Dh)   ratio   std(q.k / sqrt(Dh))")
+for i, Dh in ipairs(widths) do
+  if i == 2 then tt.trace.off() end
+  local q = tt.randn(S, Dh)
+  local k = tt.randn(S, Dh)
+  local dots = (q * k):sum(-1)                 -- S dot products
+  local sd = dots:std():item()
+  local sd_scaled = (dots / math.sqrt(Dh)):std():item()
+  measured[i] = sd
+  print(string.format("  %5d   %8.3f   %8.3f   %5.3f   %8.3f", Dh, sd, math.sqrt(Dh), sd / math.sqrt(Dh), sd_scaled))
+  if math.abs(sd / math.sqrt(Dh) - 1) > 0.1 then
+    error(string.format("std of q.k at Dh=%d is %.3f, not within 10%% of sqrt(Dh)=%.3f", Dh, sd, math.sqrt(Dh)))
+  end
+  if math.abs(sd_scaled - 1) > 0.1 then
+    error(string.format("scaled std at Dh=%d is %.3f, not within 10%% of 1", Dh, sd_scaled))
+  end
+end
+tt.trace.on()
+print("Checked: every measured std is within 10% of sqrt(Dh), and after dividing")
+print("by sqrt(Dh) the std is about 1 at every width. From Dh=4 to 256 the raw")
+print(string.format("spread grew %.1fx (sqrt(256/4) = 8).", measured[#widths] / measured[1]))
+
+tt.trace.section("2. Big scores make softmax nearly one-hot")
+print("The same pattern of scores at three scales:")
+local logits = tt.tensor{{0.2, 0.5, 0.8}, {2, 5, 8}, {20, 50, 80}}:label("logits")
+local P = logits:softmax(-1):label("weights")
+local names = {"[0.2, 0.5, 0.8]", "[2, 5, 8]", "[20, 50, 80]"}
+untraced(function()
+  for i, row in ipairs(P:totable()) do
+    print(string.format("  softmax(%-15s) = %s", names[i], fmt_row(row, "%.4g")))
+  end
+end)
+tt.bars(P, "images/02_softmax_sharpness.png", {
+  title = "softmax of the same scores at three scales",
+  xlabels = {"key 1", "key 2", "key 3"}, labels = names })
+print("Figure: images/02_softmax_sharpness.png")
+local top = P:max(-1):totable()
+print(string.format("Largest weight: %.4f (smooth), %.4f (sharp), %.10f (saturated).", top[1], top[2], top[3]))
+if not (top[1] < 0.5 and top[2] > 0.95 and top[3] > 0.999999) then
+  error("expected a smooth, a sharp and a saturated softmax")
+end
+
+tt.trace.section("3. A saturated softmax passes back almost no gradient")
+print("How much do the weights move when a score moves? That is the Jacobian of")
+print("softmax, J[i][j] = d p_i / d s_j = p_i*(1[i=j] - p_j), or diag(p) - p p^T.")
+-- J for every row of P at once: [3 rows, 3, 3].
+local function softmax_jacobian(p)
+  local n = p:size(-1)
+  local diag = tt.eye(n) * p:unsqueeze(-1)                 -- diag(p) per row
+  local outer = p:unsqueeze(-1):matmul(p:unsqueeze(-2))    -- p p^T per row
+  return diag - outer
+end
+local J = softmax_jacobian(P):label("jacobian")
+local frob = (J * J):sum(-1):sum(-1):sqrt():label("frobenius")
+local maxabs = J:abs():reshape(3, 9):max(-1)
+local f, m = frob:totable(), maxabs:totable()
+print("  scores             ||J|| (Frobenius)   largest |J| entry")
+for i = 1, 3 do print(string.format("  %-17s  %14.3g   %14.3g", names[i], f[i], m[i])) end
+print("The gradient that reaches the scores (and from there W_Q and W_K) is J times")
+print("the gradient arriving at the weights. At [20, 50, 80] it is about 1e-13:")
+print("learning stalls.")
+if not (f[1] > f[2] and f[2] > f[3]) then error("the Jacobian should shrink as the softmax saturates") end
+if f[3] > 1e-6 then error("the saturated Jacobian should be tiny") end
+
+print("Is the formula right? Nudge each score by +-h and watch the weights move:")
+local h = 1e-2
+local s0 = logits[1]                                       -- [0.2, 0.5, 0.8]
+local nudge = tt.eye(3) * h                                -- row j nudges score j
+local up = (s0 + nudge):softmax(-1)
+local down = (s0 - nudge):softmax(-1)
+local J_numeric = ((up - down) / (2 * h)):label("jacobian_numeric")  -- row j = d p / d s_j
+tt.assert_close(J_numeric, J[1]:mT(), 0, 1e-3, "finite differences match diag(p) - p p^T")
+print("  the central differences match diag(p) - p p^T to 1e-3: checked.")
+
+tt.trace.section("4. Real widths: raw vs scaled scores at Dh = 256")
+print("32 random queries against 8 random keys, Dh = 256, entries of variance 1.")
+local Dh = 256
+local q = tt.randn(32, Dh):named("Nq", "Dh")
+local k = tt.randn(8, Dh):named("Nk", "Dh")
+local raw = q:matmul(k:mT()):label("raw_scores")
+local scaled = (raw / math.sqrt(Dh)):label("scaled_scores")
+local P_raw = raw:softmax("Nk"):label("raw_weights")
+local P_scaled = scaled:softmax("Nk"):label("scaled_weights")
+local both = tt.stack({P_raw, P_scaled}, 1)               -- [2, 32, 8]: raw, scaled
+local top_mean = both:max(-1):mean(-1):totable()           -- mean largest weight
+local J2 = softmax_jacobian(both)                          -- [2, 32, 8, 8]
+local J_mean = (J2 * J2):sum(-1):sum(-1):sqrt():mean(-1):totable()
+local top_raw, top_scaled, g_raw, g_scaled = top_mean[1], top_mean[2], J_mean[1], J_mean[2]
+untraced(function()
+  print(string.format("  std of the scores:       raw %6.2f   scaled %6.2f", raw:std():item(), scaled:std():item()))
+  print(string.format("  mean largest weight:     raw %6.3f   scaled %6.3f", top_raw, top_scaled))
+  print(string.format("  mean ||J|| per query:    raw %6.3f   scaled %6.3f", g_raw, g_scaled))
+end)
+if not (top_raw > 0.8 and top_scaled < top_raw) then
+  error("raw scores at Dh=256 should give nearly one-hot weights, scaled ones should not")
+end
+if not (g_scaled > 2 * g_raw) then error("scaling should give a clearly larger Jacobian") end
+print("Unscaled, most queries put nearly all their weight on one key and the")
+print("Jacobian is small; scaled, the weights stay spread and the gradient flows.")
+tt.heatmap(tt.stack({P_raw:narrow(1, 1, 8), P_scaled:narrow(1, 1, 8)}, 1),
+  "images/02_scaled_vs_raw.png", {
+  title = "Weights of 8 queries over 8 keys at Dh = 256",
+  panel_titles = {"raw scores q.k", "scaled scores q.k / sqrt(Dh)"},
+  xtitle = "Key", ytitle = "Query", cmap = "viridis", vmin = 0, vmax = 1, annotate = false })
+print("Figure: images/02_scaled_vs_raw.png (first 8 queries, raw vs scaled)")
+
+tt.trace.section("5. Scaling never changes which key wins")
+print("Dividing every score of a row by the same positive number keeps their order,")
+print("so each query's top key is the same; only how sharply it wins changes.")
+local best_raw = raw:argmax(-1)
+local best_scaled = scaled:argmax(-1)
+tt.assert_close(best_raw, best_scaled, 0, 0, "argmax of raw and scaled scores agree for every query")
+tt.assert_close(P_raw:argmax(-1), P_scaled:argmax(-1), 0, 0, "and so do the argmax of the weights")
+print("Checked for all 32 queries.")

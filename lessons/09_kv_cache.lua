@@ -1,0 +1,152 @@
+-- 09_kv_cache.lua — autoregressive decoding with a growing K/V cache.
+--
+-- Training sees the whole sequence at once and hides the future with a causal
+-- mask. Generation makes one token at a time: each step has ONE new query, and
+-- the keys and values of all earlier tokens are kept in a cache instead of
+-- being recomputed. This lesson decodes step by step, checks every step
+-- against full causal attention, measures the cache per token for MHA, GQA and
+-- MQA, and shows why a single new query needs lower-right causal alignment.
+--
+-- Run:  ./tensortrace lessons/09_kv_cache.lua      (trace of every shape)
+--       ./tensortrace -q lessons/09_kv_cache.lua   (narrative only)
+-- Figures: images/09_decode_weights.png, images/09_alignment.png
+
+tt.manual_seed(0)
+
+local B, N, D = 1, 6, 32      -- one sequence of 6 tokens, model width 32
+local H, Hkv = 4, 2           -- 4 query heads share 2 K/V heads (GQA, lesson 07)
+local Dh = D // H             -- 8
+
+tt.trace.section("Training: all 6 positions at once, future hidden by the causal mask")
+print("With the whole sequence known (teacher forcing), one pass computes every")
+print("position; the causal mask keeps position i from reading positions after i.")
+local x = tt.randn(B, N, D):named("B", "N", "D"):label("X")
+local Wq = tt.nn.Linear(D, H * Dh, {bias = false})
+local Wk = tt.nn.Linear(D, Hkv * Dh, {bias = false})
+local Wv = tt.nn.Linear(D, Hkv * Dh, {bias = false})
+-- xs: [B, n, D] -> q [B,H,n,Dh], k and v [B,Hkv,n,Dh]; `tag` names them in the trace
+local function project(xs, tag)
+  return tt.rearrange(Wq(xs), "B N (H Dh) -> B H N Dh", {H = H}):label("q" .. tag),
+         tt.rearrange(Wk(xs), "B N (G Dh) -> B G N Dh", {G = Hkv}):label("k" .. tag),
+         tt.rearrange(Wv(xs), "B N (G Dh) -> B G N Dh", {G = Hkv}):label("v" .. tag)
+end
+local q, k, v = project(x, "")
+local full, full_w = tt.sdpa(q, k, v, {causal = true, weights = true})
+full:label("full causal output")
+
+tt.trace.section("Decoding: one token per step, K and V appended to a cache")
+print("Now pretend the tokens arrive one by one. At step t we project only token t:")
+print("one query [B,H,1,Dh], one key and one value [B,Hkv,1,Dh]. The key and value")
+print("are appended to the cache along the sequence dim (tt.cat on N), and the new")
+print("query attends over the whole cache. Earlier K/V are never recomputed.")
+local k_cache, v_cache
+local step_rows = {}          -- each step's weights, padded to N columns (for the figure)
+for t = 1, N do
+  if t == 3 then
+    tt.trace.off()
+    print("(trace paused for steps 3..6: the same ops, only the cache length grows)")
+  end
+  local q_t, k_t, v_t = project(x:narrow("N", t, 1), " new")
+  if k_cache == nil then
+    k_cache, v_cache = k_t:label("K cache"), v_t:label("V cache")   -- token 1 starts the cache
+  else
+    k_cache = tt.cat({k_cache, k_t}, "N"):label("K cache")
+    v_cache = tt.cat({v_cache, v_t}, "N"):label("V cache")
+  end
+  local out_t, w_t = tt.sdpa(q_t, k_cache, v_cache, {causal = true, weights = true})
+  print(string.format("step %d: query [%s]  K cache [%s]  V cache [%s]  weights [%s]", t,
+        table.concat(q_t:shape(), ","), table.concat(k_cache:shape(), ","),
+        table.concat(v_cache:shape(), ","), table.concat(w_t:shape(), ",")))
+  if t < 3 then tt.trace.off() end   -- checks and figure bookkeeping: not traced
+  tt.assert_close(out_t, full:narrow("N", t, 1), 1e-5, 1e-5,
+                  "decode step " .. t .. " == row " .. t .. " of full causal attention")
+  -- keys t+1..N do not exist yet at step t: their weight is 0 by construction
+  step_rows[t] = t < N and tt.cat({w_t, tt.zeros(B, H, 1, N - t)}, -1) or w_t
+  if t < 3 then tt.trace.on() end
+end
+tt.trace.on()
+print("Checked: every step's output equals the matching row of full causal attention.")
+tt.assert_close(k_cache, k, 0, 0, "the finished K cache is exactly K of the full pass")
+tt.assert_close(v_cache, v, 0, 0, "the finished V cache is exactly V of the full pass")
+print("Checked: the final cache holds exactly the K and V the training pass computed.")
+
+local stacked = tt.cat(step_rows, -2):label("weights, row by row")
+tt.assert_close(stacked, full_w, 1e-5, 1e-6, "decode weights, stacked, == full causal weights")
+print("Stacking the 6 one-row weight vectors rebuilds the full causal weight matrix.")
+local tok = {"t1", "t2", "t3", "t4", "t5", "t6"}
+local two_heads = tt.stack({stacked[1][1], stacked[1][3]}, 1)   -- one head from each K/V group
+tt.heatmap(two_heads, "images/09_decode_weights.png", {
+  title = "Decode steps stacked: row t = weights of step t",
+  panel_titles = {"head 1 (K/V head 1)", "head 3 (K/V head 2)"},
+  xlabels = tok, ylabels = {"step 1", "step 2", "step 3", "step 4", "step 5", "step 6"},
+  xtitle = "cached key (later keys do not exist yet)", ytitle = "decode step",
+  cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
+print("Figure: images/09_decode_weights.png")
+
+tt.trace.section("How much memory does the cache take per token?")
+print("Per layer and per token the cache stores one key and one value for each K/V")
+print("head: 2 * Hkv * Dh numbers, 4 bytes each in float32. Our cache:")
+local bytes_now = (k_cache:numel() + v_cache:numel()) * 4
+print(string.format("  K and V cache [%s] each: %d bytes for %d tokens = %d bytes per token",
+      table.concat(k_cache:shape(), ","), bytes_now, N, bytes_now // N))
+if bytes_now // N ~= 2 * Hkv * Dh * 4 then error("cache bytes per token should be 2*Hkv*Dh*4") end
+print("For a 4096-wide model with 32 query heads of 128 (one new token's K and V):")
+local Hbig, Dhbig = 32, 128
+local per_token = {}
+for _, cfg in ipairs{{"MHA", 32}, {"GQA", 8}, {"MQA", 1}} do
+  local name, g = cfg[1], cfg[2]
+  local k1, v1 = tt.zeros(1, g, 1, Dhbig), tt.zeros(1, g, 1, Dhbig)   -- one token's K and V
+  per_token[name] = (k1:numel() + v1:numel()) * 4
+  print(string.format("  %s  Hkv=%2d  %6d bytes per token per layer; 32 layers x 4096 tokens: %7.0f MiB",
+        name, g, per_token[name], per_token[name] * 32 * 4096 / 2^20))
+end
+if per_token.GQA * Hbig ~= per_token.MHA * 8 then error("GQA/MHA cache ratio should be G/H = 8/32") end
+if per_token.MQA * Hbig ~= per_token.MHA then error("MQA/MHA cache ratio should be 1/H") end
+print("The cache grows linearly with the context. GQA (8 K/V heads) needs 1/4 of")
+print("MHA's, MQA 1/32: that is why they matter for inference, not for the formula.")
+
+tt.trace.section("Why one new query needs lower-right causal alignment")
+print("At the last step there is 1 query but 6 keys. The query IS the newest token,")
+print("position 6, so it may see all 6 keys. A causal mask for 1 x 6 must therefore")
+print("line up with the bottom row of the full 6 x 6 triangle (lower-right).")
+print("PyTorch's is_causal lines it up with the TOP row instead (upper-left), which")
+print("lets the new token see only key 1. Both masks as tables:")
+local lower_right = tt.causal_mask(1, N)
+local upper_left = tt.causal_mask(1, N, "upper_left")
+local function row_str(m)
+  local s = {}
+  for j, ok in ipairs(m:totable()[1]) do s[j] = ok and "v" or "x" end
+  return table.concat(s, "  ")
+end
+print("                keys:  1  2  3  4  5  6")
+print("  lower-right (right):  " .. row_str(lower_right))
+print("  upper-left  (trap):   " .. row_str(upper_left))
+local q_last = q:narrow("N", N, 1)
+local right = tt.sdpa(q_last, k_cache, v_cache, {mask = lower_right}):label("lower-right output")
+local wrong = tt.sdpa(q_last, k_cache, v_cache, {mask = upper_left}):label("upper-left output")
+tt.assert_close(right, full:narrow("N", N, 1), 1e-5, 1e-5, "lower-right mask == correct last row")
+-- seeing only key 1, each query head just copies value 1 of its K/V head
+local v1 = v_cache:narrow("N", 1, 1):repeat_interleave(H // Hkv, 2)
+tt.assert_close(wrong, v1, 1e-6, 1e-6, "upper-left: the new token only sees token 1")
+local gap = (wrong - right):abs():max():item()
+if gap < 1e-3 then error("the upper-left output should differ from the correct one") end
+print(string.format("Checked: lower-right gives the correct row; upper-left just copies token 1's"))
+print(string.format("value (max difference from the correct output: %.3f). A silent bug: no error.", gap))
+
+tt.trace.section("Several new tokens at once: the same rule")
+print("A prompt chunk or a speculative batch feeds several new queries at once.")
+print("Here tokens 5 and 6 arrive together while tokens 1..4 are cached: 2 queries")
+print("over 6 keys. Lower-right alignment makes query 1 of the chunk position 5.")
+local q_chunk = q:narrow("N", 5, 2)
+local out_chunk = tt.sdpa(q_chunk, k_cache, v_cache, {causal = true})
+tt.assert_close(out_chunk, full:narrow("N", 5, 2), 1e-5, 1e-5, "2-token chunk == rows 5..6")
+local wrong_chunk = tt.sdpa(q_chunk, k_cache, v_cache, {mask = tt.causal_mask(2, N, "upper_left")})
+if tt.allclose(wrong_chunk, out_chunk, 1e-3, 1e-3) then error("upper-left should be wrong here too") end
+print("Checked: causal = true (lower-right) gives rows 5 and 6; upper-left does not.")
+local masks = tt.stack({tt.causal_mask(2, N):float(), tt.causal_mask(2, N, "upper_left"):float()}, 1)
+tt.heatmap(masks, "images/09_alignment.png", {
+  title = "2 new queries over 6 cached keys: 1 = may attend",
+  panel_titles = {"lower-right (correct for a cache)", "upper-left (the trap)"},
+  xlabels = tok, ylabels = {"t5", "t6"}, xtitle = "key", ytitle = "new query",
+  cmap = "viridis", vmin = 0, vmax = 1, decimals = 0, colorbar = false })
+print("Figure: images/09_alignment.png")
