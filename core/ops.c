@@ -337,9 +337,9 @@ static void masked_fill_bool_row(void *p, int64_t n, const int64_t *off, const i
 }
 #undef T
 
-/* Runs fn over out (contiguous, shape of out) with inputs x and y (y may be
-   NULL: a unary op) whose strides are broadcast to out's shape. A scalar
-   operand is passed as a tensor-less pointer with xs/ys NULL (stride 0). */
+/* Runs fn over out with c->x and c->y laid out as tensors x and y,
+   broadcast to out's shape. A NULL tensor gets stride 0 everywhere: its
+   pointer in c is a scalar (or unused, for a unary op). */
 static void run_ew(row_fn fn, ew_ctx *c, const tt_tensor *out,
                    const tt_tensor *x, const tt_tensor *y)
 {
@@ -451,7 +451,7 @@ tt_status tt_binary(tt_tensor *out, tt_binop op, const tt_tensor *a, const tt_te
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, BINOP_OP[op], out, a, b, NULL);
-        ev.flops = (double)tt_numel(out);
+        ev.flops = op <= TT_MINIMUM ? (double)tt_numel(out) : 0.0;   /* float arithmetic only */
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -468,7 +468,7 @@ tt_status tt_binary_scalar(tt_tensor *out, tt_binop op, const tt_tensor *a, doub
         ev.has_scalar = 1;
         ev.scalar = s;
         ev.scalar_first = scalar_first;
-        ev.flops = (double)tt_numel(out);
+        ev.flops = op <= TT_MINIMUM ? (double)tt_numel(out) : 0.0;
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -499,7 +499,7 @@ tt_status tt_unary(tt_tensor *out, tt_unop op, const tt_tensor *a)
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, UNOP_OP[op], out, a, NULL, NULL);
-        ev.flops = (double)tt_numel(out);
+        ev.flops = op == TT_NOT ? 0.0 : (double)tt_numel(out);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -693,7 +693,9 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, int op, const tt_
         } else {
             shape[nd] = a->shape[i];
         }
-        names[nd++] = a->names[i];
+        /* a kept size-1 dim is there to broadcast: unnamed, so it cannot
+           lend its name to a full-size dim of another tensor */
+        names[nd++] = (d < 0 || i == d) ? NULL : a->names[i];
     }
     if (vals && (st = tt__alloc(vals, name, TT_FLOAT32, nd, shape, names))) return st;
     if (idxs && (st = tt__alloc(idxs, name, TT_FLOAT32, nd, shape, names))) {
@@ -872,6 +874,27 @@ static tt_status softmax_impl(tt_tensor *out, const tt_tensor *a, int d)
     return TT_OK;
 }
 
+/* Rows of a along d whose every entry is -inf (softmax gives NaN there).
+   Only looked for while a trace is showing, where the count becomes a note. */
+static int64_t all_masked_rows(const tt_tensor *a, int d)
+{
+    int64_t n = a->shape[d], rows = n ? tt_numel(a) / n : 0, count = 0;
+    if (n == 0 || a->dtype != TT_FLOAT32) return 0;
+    const float *base = (const float *)a->storage->data + a->offset;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t off = 0, rem = r;
+        for (int i = a->ndim - 1; i >= 0; i--) {
+            if (i == d) continue;
+            off += (rem % a->shape[i]) * a->stride[i];
+            rem /= a->shape[i];
+        }
+        int64_t j = 0;
+        while (j < n && isinf(base[off + j * a->stride[d]]) && base[off + j * a->stride[d]] < 0) j++;
+        count += j == n;
+    }
+    return count;
+}
+
 tt_status tt_softmax(tt_tensor *out, const tt_tensor *a, int d)
 {
     clear(out);
@@ -882,6 +905,10 @@ tt_status tt_softmax(tt_tensor *out, const tt_tensor *a, int d)
         tt__event_init(&ev, TT_OP_SOFTMAX, out, a, NULL, NULL);
         ev.flops = 5.0 * (double)tt_numel(a);   /* max, sub, exp, sum, div */
         snprintf(ev.args, sizeof ev.args, "dim=%d", d + 1);
+        int64_t masked = tt_trace_active() ? all_masked_rows(a, d) : 0;
+        if (masked)
+            snprintf(ev.note, sizeof ev.note, "%lld row%s all -inf: softmax gives NaN there",
+                     (long long)masked, masked == 1 ? " is" : "s are");
     }
     return tt__op_leave(sc, st, &ev);
 }

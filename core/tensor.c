@@ -337,7 +337,7 @@ tt_status tt__alloc(tt_tensor *out, const char *op, tt_dtype dt, int ndim,
     out->dtype = dt;
     if (ndim) memcpy(out->shape, shape, (size_t)ndim * sizeof *shape);
     tt__contig_strides(ndim, shape, out->stride);
-    if (names) memcpy(out->names, names, (size_t)ndim * sizeof *names);
+    if (names && ndim) memcpy(out->names, names, (size_t)ndim * sizeof *names);
     out->id = tt__next_id();
     return TT_OK;
 }
@@ -472,7 +472,7 @@ tt_status tt_from_buffer(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *s
     tt_status st = tt__alloc(out, "tensor", dt, ndim, shape, NULL);
     tt_event ev;
     if (st == TT_OK) {
-        memcpy(out->storage->data, data, (size_t)(tt_numel(out) * (int64_t)tt_dtype_size(dt)));
+        if (tt_numel(out)) memcpy(out->storage->data, data, (size_t)(tt_numel(out) * (int64_t)tt_dtype_size(dt)));
         tt__event_init(&ev, TT_OP_TENSOR, out, NULL, NULL, NULL);
     }
     return tt__op_leave(sc, st, &ev);
@@ -488,7 +488,7 @@ tt_status tt_arange(tt_tensor *out, double a, double b, double step)
         st = tt__err(TT_EARG, "arange: needs finite bounds and a nonzero step (got %g, %g, step %g)", a, b, step);
     } else {
         double cnt = ceil((b - a) / step);
-        int64_t n = cnt > 0 ? (int64_t)cnt : 0;
+        int64_t n = cnt > 0 && cnt <= 1e15 ? (int64_t)cnt : 0;   /* no cast of an out-of-range double */
         if (cnt > 1e15) st = tt__err(TT_ENOMEM, "arange: %g elements is too many", cnt);
         else st = tt__alloc(out, "arange", TT_FLOAT32, 1, &n, NULL);
         if (st == TT_OK) {
@@ -1025,7 +1025,7 @@ tt_status tt_chunk(tt_tensor *outs, int max, int *count, const tt_tensor *a, int
     if (n <= 0) return tt__err(TT_EARG, "chunk: number of chunks must be positive, got %lld", (long long)n);
     tt_status st = tt__check_dim("chunk", a, d, 0);
     if (st) return st;
-    int64_t piece = (a->shape[d] + n - 1) / n;
+    int64_t piece = a->shape[d] / n + (a->shape[d] % n != 0);   /* ceil without overflow */
     return pieces(outs, max, count, a, piece ? piece : 1, d, TT_OP_CHUNK, "chunk");
 }
 

@@ -24,7 +24,7 @@ static inline int check_close_impl(const char *descr, const float *x, const doub
 {
     int bad = 0;
     for (long i = 0; i < n && bad < 10; i++) {
-        double r = ref[i], v = x[i];
+        double r = ref[i], v = (double)x[i];
         int ok;
         if (isnan(r)) ok = isnan(v);
         else if (isinf(r)) ok = (v == r);

@@ -64,6 +64,10 @@ check("values: small tensors shown whole", has(out, "[[0., 1.],"))
 check("values: -inf counted", has(out, "-inf 2"))
 check("values: NaN flagged where it first appears", has(out, "NaN appears here"))
 
+out = run(vals)
+check("shapes trace notes an all -inf softmax row", has(out, "!! 1 row is all -inf: softmax gives NaN there"))
+check("bool ops count no FLOPs", not out:find("bool %-> [^\n]*FLOP"))
+
 -- ===== JSON Lines =====
 local jpath = dir .. "/trace.jsonl"
 out, err, code = run("-q --trace-json " .. jpath .. " " .. script)
