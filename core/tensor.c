@@ -168,9 +168,19 @@ void tt_release_caches(void)
     intern_cap = intern_len = 0;
 }
 
+static void (*reclaim_fn)(void *);
+static void *reclaim_ud;
+
+void tt_set_reclaim(void (*fn)(void *ud), void *ud)
+{
+    reclaim_fn = fn;
+    reclaim_ud = ud;
+}
+
 tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
 {
     *out = NULL;
+    if (mem_cap && nbytes > mem_cap - mem_in_use && reclaim_fn) reclaim_fn(reclaim_ud);
     if (mem_cap && nbytes > mem_cap - mem_in_use) {
         char want[32], cap[32], used[32];
         fmt_bytes(want, sizeof want, nbytes);

@@ -83,6 +83,9 @@ int64_t tt_get_max_memory(void);
 int64_t tt_memory_in_use(void);
 int64_t tt_memory_peak(void);
 void tt_memory_reset_peak(void);
+/* Called when an allocation would pass the memory cap, before giving up:
+   the interpreter collects garbage tensors there. */
+void tt_set_reclaim(void (*fn)(void *ud), void *ud);
 /* Frees the buffers kept for reuse and the interned strings (at exit;
    no tensor or name may be used afterwards). */
 void tt_release_caches(void);

@@ -19,8 +19,8 @@ local B, H, N, Dh = 1, 2, 16, 8
 local Br, Bc = 4, 4                   -- query rows and key columns per tile
 local scale = 1 / math.sqrt(Dh)
 tt.trace.section("The standard way: the whole N x N matrix at once")
--- Plain [B, H, N, Dh] tensors, labelled but without dim names: the running
--- max m below is a keepdim reduction whose size-1 dim would carry a key name.
+-- Plain [B, H, N, Dh] tensors, labelled but without dim names, so the tile
+-- arithmetic below (narrow, keepdim max, broadcasts) reads as plain shapes.
 local q = tt.randn(B, H, N, Dh):label("Q")
 local k = tt.randn(B, H, N, Dh):label("K")
 local v = tt.randn(B, H, N, Dh):label("V")

@@ -14,8 +14,24 @@
 
 /* ===== Userdata and argument helpers ===== */
 
+/* Lua's collector sees a tensor as a small userdata and does not know of
+   the buffer behind it, so big temporaries would pile up between cycles
+   (as in Torch7, we track the heap ourselves): when tensor memory doubles
+   since the last full collection, run one. */
+static int64_t gc_threshold = 64 << 20;
+
+static void collect(lua_State *L)
+{
+    lua_gc(L, LUA_GCCOLLECT);
+    int64_t live = tt_memory_in_use();
+    gc_threshold = live > (32 << 20) ? 2 * live : 64 << 20;
+}
+
+static void reclaim(void *ud) { collect(ud); }
+
 tt_tensor *ltt_newtensor(lua_State *L)
 {
+    if (tt_memory_in_use() > gc_threshold) collect(L);
     tt_tensor *t = lua_newuserdatauv(L, sizeof *t, 0);
     memset(t, 0, sizeof *t);
     luaL_setmetatable(L, LTT_TENSOR);
@@ -1191,6 +1207,7 @@ static const luaL_Reg ttlib[] = {
 
 int luaopen_tt(lua_State *L)
 {
+    tt_set_reclaim(reclaim, L);
     luaL_newmetatable(L, LTT_TENSOR);
     luaL_setfuncs(L, tensor_metameth, 0);
     luaL_newlib(L, tensor_meth);

@@ -18,34 +18,6 @@
 #include "font.h"
 #include "tt_internal.h"
 
-#ifdef TT_FIGURE_STANDALONE
-/* Built alone (-DTT_FIGURE_STANDALONE) while the rest of the core moves. */
-#include <stdarg.h>
-static char errbuf[1024];
-tt_status tt__err(tt_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
-    va_end(ap);
-    return st;
-}
-const char *tt_errmsg(void) { return errbuf; }
-const char *tt_op_name(tt_op op)
-{
-    switch (op) {
-    case TT_OP_MATMUL: return "matmul";
-    case TT_OP_MT: return "mT";
-    case TT_OP_DIV: return "div";
-    case TT_OP_SOFTMAX: return "softmax";
-    case TT_OP_MASKED_FILL: return "masked_fill";
-    case TT_OP_ADD: return "add";
-    case TT_OP_CAUSAL_MASK: return "causal_mask";
-    case TT_OP_NAMED: return "named";
-    default: return "op";
-    }
-}
-#endif
 
 static char tmpdir[256];
 
