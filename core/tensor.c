@@ -148,6 +148,7 @@ static void cache_put(void *p, size_t sz, int idx)
 
 void tt_release_caches(void)
 {
+    tt_threads_stop();
     for (int i = 0; i < NCLASSES; i++) {
         while (freelist[i]) {
             freeblock *b = freelist[i];

@@ -138,6 +138,12 @@ static void *worker(void *arg)
     return NULL;
 }
 
+void tt_threads_stop(void)
+{
+    pool_stop();
+    scratch_free_all();            /* the calling thread's own buffers */
+}
+
 static void pool_start(int want)
 {
     while (pool.nworkers < want) {

@@ -86,8 +86,8 @@ void tt_memory_reset_peak(void);
 /* Called when an allocation would pass the memory cap, before giving up:
    the interpreter collects garbage tensors there. */
 void tt_set_reclaim(void (*fn)(void *ud), void *ud);
-/* Frees the buffers kept for reuse and the interned strings (at exit;
-   no tensor or name may be used afterwards). */
+/* Frees the buffers kept for reuse and the interned strings, and stops
+   the thread pool (at exit; no tensor or name may be used afterwards). */
 void tt_release_caches(void);
 
 /* ===== Creation ===== */
@@ -301,5 +301,8 @@ void tt_flow_set_label(uint64_t id, const char *label);
 
 void tt_set_num_threads(int n);     /* n <= 0: all cores */
 int tt_get_num_threads(void);
+/* Joins the pool's workers and frees their scratch (at exit); the pool
+   starts again on the next parallel op. */
+void tt_threads_stop(void);
 
 #endif
