@@ -49,6 +49,55 @@ void tt_exp_vec_ref(int64_t n, const float *x, float *y)
     for (int64_t i = 0; i < n; i++) y[i] = expf(x[i]);
 }
 
+/* x[i*sx] op y[i*sy] for i < n, o contiguous. */
+#define EW_LOOP(EXPR) \
+    for (int64_t i = 0; i < n; i++) { const float u = x[i * sx], w = y[i * sy]; o[i] = (EXPR); }
+
+void tt_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o)
+{
+    switch (op) {
+    case TT_EW_ADD: EW_LOOP(u + w); break;
+    case TT_EW_SUB: EW_LOOP(u - w); break;
+    case TT_EW_MUL: EW_LOOP(u * w); break;
+    case TT_EW_DIV: EW_LOOP(u / w); break;
+    case TT_EW_MAX: EW_LOOP((u > w || isnan(u)) ? u : w); break;
+    case TT_EW_MIN: EW_LOOP((u < w || isnan(u)) ? u : w); break;
+    default: break;
+    }
+}
+
+void tt_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o)
+{
+    switch (op) {
+    case TT_EW_EQ: EW_LOOP(u == w); break;
+    case TT_EW_NE: EW_LOOP(u != w); break;
+    case TT_EW_LT: EW_LOOP(u < w); break;
+    case TT_EW_LE: EW_LOOP(u <= w); break;
+    case TT_EW_GT: EW_LOOP(u > w); break;
+    case TT_EW_GE: EW_LOOP(u >= w); break;
+    default: break;
+    }
+}
+#undef EW_LOOP
+
+void tt_ew_unary_ref(int op, int64_t n, const float *x, float *o)
+{
+    switch (op) {
+    case TT_EW_NEG: for (int64_t i = 0; i < n; i++) o[i] = -x[i]; break;
+    case TT_EW_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(x[i]); break;
+    case TT_EW_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(x[i]); break;
+    case TT_EW_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(x[i]); break;
+    case TT_EW_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(x[i]); break;
+    default: break;
+    }
+}
+
+void tt_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
+                           float v, float *o)
+{
+    for (int64_t i = 0; i < n; i++) o[i] = m[i * sm] ? v : x[i * sx];
+}
+
 /* ===== Portable path ===== */
 
 /* Register tile the compiler can keep in SSE registers (4 x 8 floats). */
@@ -93,7 +142,8 @@ static void scale_c(int64_t n, float s, const float *x, float *y, int stream)
 
 const tt__kern tt__kern_scalar = {
     "scalar", C_MR, C_NR, 256, 64, 2048,
-    ukernel_c, axpy_c, tt_exp_vec_ref, row_max_c, exp_sum_c, scale_c, NULL, NULL
+    ukernel_c, axpy_c, tt_exp_vec_ref, row_max_c, exp_sum_c, scale_c, NULL, NULL,
+    tt_ew_binary_ref, tt_ew_compare_ref, tt_ew_unary_ref, tt_ew_masked_fill_ref
 };
 
 /* ===== Dispatch ===== */
@@ -392,4 +442,27 @@ void tt_exp_vec(int64_t n, const float *x, float *y)
     if (n <= 0) return;
     rows_job j = { tt__kern_now(), 1, x, y, 0 };
     tt_parallel_for(n, 32768, exp_range, &j);
+}
+
+/* ===== Elementwise rows (serial; the op front-end shares them out) ===== */
+
+void tt_ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o)
+{
+    if (n > 0) tt__kern_now()->ew_binary(op, n, x, sx, y, sy, o);
+}
+
+void tt_ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o)
+{
+    if (n > 0) tt__kern_now()->ew_compare(op, n, x, sx, y, sy, o);
+}
+
+void tt_ew_unary(int op, int64_t n, const float *x, float *o)
+{
+    if (n > 0) tt__kern_now()->ew_unary(op, n, x, o);
+}
+
+void tt_ew_masked_fill(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
+                       float v, float *o)
+{
+    if (n > 0) tt__kern_now()->ew_masked_fill(n, x, sx, m, sm, v, o);
 }

@@ -45,6 +45,36 @@ void tt_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y);
 void tt_exp_vec(int64_t n, const float *x, float *y);
 void tt_exp_vec_ref(int64_t n, const float *x, float *y);
 
+/* ===== Elementwise =====
+   One row of n elements; the output o is contiguous, each input has stride
+   sx / sy of 1 (contiguous) or 0 (one broadcast scalar). These run on the
+   calling thread: the op front-end shares the rows out. Results never depend
+   on where a row starts (tails use the same arithmetic). */
+
+/* Binary float ops. ADD..DIV are IEEE-exact, so every path gives the bits
+   of the scalar expression; MAX/MIN are (x > y || isnan(x)) ? x : y and
+   (x < y || isnan(x)) ? x : y: NaN propagates (x's when both are NaN). */
+enum { TT_EW_ADD, TT_EW_SUB, TT_EW_MUL, TT_EW_DIV, TT_EW_MAX, TT_EW_MIN, TT_EW_NBIN };
+/* Comparisons to bool bytes 0/1 (ordered: NaN compares false; NE true). */
+enum { TT_EW_EQ, TT_EW_NE, TT_EW_LT, TT_EW_LE, TT_EW_GT, TT_EW_GE, TT_EW_NCMP };
+/* Unary float ops. NEG, ABS, SQRT are exact. EXP as tt_exp_vec; LOG within
+   2 ulp of the exact result on the SIMD paths (logf on the scalar one);
+   log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN stays NaN. */
+enum { TT_EW_NEG, TT_EW_ABS, TT_EW_SQRT, TT_EW_EXP, TT_EW_LOG, TT_EW_NUN };
+
+void tt_ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
+void tt_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
+void tt_ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
+void tt_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
+/* o == x allowed. */
+void tt_ew_unary(int op, int64_t n, const float *x, float *o);
+void tt_ew_unary_ref(int op, int64_t n, const float *x, float *o);
+/* o[i] = m[i*sm] ? v : x[i*sx] (any non-zero byte is true); sx, sm 0 or 1. */
+void tt_ew_masked_fill(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
+                       float v, float *o);
+void tt_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
+                           float v, float *o);
+
 /* ===== Fused attention ===== */
 
 /* B = flattened batch; query head h reads kv head h / (Hq / Hkv).
@@ -105,6 +135,14 @@ typedef struct tt__kern {
        when they do not handle these strides */
     int (*pack_a)(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs, float *dst);
     int (*pack_b)(int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs, float *dst);
+    /* elementwise rows, as tt_ew_* above */
+    void (*ew_binary)(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy,
+                      float *o);
+    void (*ew_compare)(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy,
+                       uint8_t *o);
+    void (*ew_unary)(int op, int64_t n, const float *x, float *o);
+    void (*ew_masked_fill)(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
+                           float v, float *o);
 } tt__kern;
 
 extern const tt__kern tt__kern_scalar;

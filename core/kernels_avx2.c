@@ -169,9 +169,192 @@ static TARGET void scale(int64_t n, float s, const float *x, float *y, int strea
     for (; i < n; i++) y[i] = s * x[i];        /* leftovers */
 }
 
+/* ===== Elementwise rows ===== */
+
+static TARGET inline __m256 neg8(__m256 u) { return _mm256_xor_ps(u, _mm256_set1_ps(-0.0f)); }
+static TARGET inline __m256 abs8(__m256 u) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), u); }
+
+/* (u > w || isnan(u)) ? u : w: maxps gives w on NaN or equality, so only
+   u's NaN lanes need u put back. */
+static TARGET inline __m256 max8(__m256 u, __m256 w)
+{
+    return _mm256_blendv_ps(_mm256_max_ps(u, w), u, _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
+}
+
+static TARGET inline __m256 min8(__m256 u, __m256 w)
+{
+    return _mm256_blendv_ps(_mm256_min_ps(u, w), u, _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
+}
+
+/* log(x) as in kernels_avx512.c; without getexp/getmant the exponent and
+   mantissa come from the bits, denormals scaled up by 2^23 first. */
+static TARGET inline __m256 log8(__m256 x)
+{
+    __m256 den = _mm256_cmp_ps(x, _mm256_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
+    __m256 xs = _mm256_blendv_ps(x, _mm256_mul_ps(x, _mm256_set1_ps(8388608.0f)), den);
+    __m256i xi = _mm256_castps_si256(xs);
+    __m256i ei = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_and_si256(xi, _mm256_set1_epi32(0x7f800000)), 23),
+                                  _mm256_set1_epi32(127));
+    __m256 e = _mm256_add_ps(_mm256_cvtepi32_ps(ei), _mm256_and_ps(den, _mm256_set1_ps(-23.0f)));
+    __m256 m = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(xi, _mm256_set1_epi32(0x007fffff)),
+                                                   _mm256_set1_epi32(0x3f800000)));
+    __m256 big = _mm256_cmp_ps(m, _mm256_set1_ps(1.41421356f), _CMP_GT_OQ);
+    m = _mm256_blendv_ps(m, _mm256_mul_ps(m, _mm256_set1_ps(0.5f)), big);
+    e = _mm256_add_ps(e, _mm256_and_ps(big, _mm256_set1_ps(1.0f)));
+    __m256 f = _mm256_sub_ps(m, _mm256_set1_ps(1.0f));
+    __m256 z = _mm256_mul_ps(f, f);
+    __m256 p = _mm256_set1_ps(7.0376836292e-2f);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.1514610310e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.1676998740e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.2420140846e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.4249322787e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.6668057665e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.0000714765e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-2.4999993993e-1f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(3.3333331174e-1f));
+    __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, f), z);
+    y = _mm256_fmadd_ps(e, _mm256_set1_ps(-2.12194440e-4f), y);
+    y = _mm256_fnmadd_ps(_mm256_set1_ps(0.5f), z, y);
+    __m256 r = _mm256_fmadd_ps(e, _mm256_set1_ps(0.693359375f), f);   /* e ln2_hi exact */
+    r = _mm256_add_ps(r, y);
+    __m256 zero = _mm256_setzero_ps(), inf = _mm256_set1_ps(INFINITY);
+    r = _mm256_blendv_ps(r, inf, _mm256_cmp_ps(x, inf, _CMP_EQ_OQ));
+    r = _mm256_blendv_ps(r, _mm256_castsi256_ps(_mm256_set1_epi32((int)0xffc00000u)),  /* as logf */
+                         _mm256_cmp_ps(x, zero, _CMP_LT_OQ));
+    r = _mm256_blendv_ps(r, neg8(inf), _mm256_cmp_ps(x, zero, _CMP_EQ_OQ));
+    return _mm256_blendv_ps(r, _mm256_add_ps(x, x), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+/* One loop per stride pattern, two vectors an iteration; the leftovers run
+   the scalar expression SEXPR(u, w), which rounds the same way. */
+#define EW_BIN_LOOPS(OPV, SEXPR) do { \
+    __m256 vx = _mm256_set1_ps(x[0]), vy = _mm256_set1_ps(y[0]); \
+    int64_t i = 0; \
+    if (sx && sy) { \
+        for (; i + 16 <= n; i += 16) { \
+            _mm256_storeu_ps(o + i, OPV(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i))); \
+            _mm256_storeu_ps(o + i + 8, OPV(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8))); \
+        } \
+        for (; i + 8 <= n; i += 8) \
+            _mm256_storeu_ps(o + i, OPV(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i))); \
+    } else if (sx) { \
+        for (; i + 16 <= n; i += 16) { \
+            _mm256_storeu_ps(o + i, OPV(_mm256_loadu_ps(x + i), vy)); \
+            _mm256_storeu_ps(o + i + 8, OPV(_mm256_loadu_ps(x + i + 8), vy)); \
+        } \
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, OPV(_mm256_loadu_ps(x + i), vy)); \
+    } else if (sy) { \
+        for (; i + 16 <= n; i += 16) { \
+            _mm256_storeu_ps(o + i, OPV(vx, _mm256_loadu_ps(y + i))); \
+            _mm256_storeu_ps(o + i + 8, OPV(vx, _mm256_loadu_ps(y + i + 8))); \
+        } \
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, OPV(vx, _mm256_loadu_ps(y + i))); \
+    } \
+    for (; i < n; i++) { const float u = x[i * sx], w = y[i * sy]; o[i] = (SEXPR); } \
+} while (0)
+
+static TARGET void ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy,
+                             float *o)
+{
+    switch (op) {
+    case TT_EW_ADD: EW_BIN_LOOPS(_mm256_add_ps, u + w); break;
+    case TT_EW_SUB: EW_BIN_LOOPS(_mm256_sub_ps, u - w); break;
+    case TT_EW_MUL: EW_BIN_LOOPS(_mm256_mul_ps, u * w); break;
+    case TT_EW_DIV: EW_BIN_LOOPS(_mm256_div_ps, u / w); break;
+    case TT_EW_MAX: EW_BIN_LOOPS(max8, (u > w || isnan(u)) ? u : w); break;
+    case TT_EW_MIN: EW_BIN_LOOPS(min8, (u < w || isnan(u)) ? u : w); break;
+    default: break;
+    }
+}
+
+/* 32 compares at a time: four all-ones/zero lane masks packed to bytes
+   (packs works within 128-bit halves; the permute restores the order). */
+#define EW_CMP_LOOPS(PRED, SEXPR) do { \
+    __m256 vx = _mm256_set1_ps(x[0]), vy = _mm256_set1_ps(y[0]); \
+    __m256i ord = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7), one = _mm256_set1_epi8(1); \
+    int64_t i = 0; \
+    for (; i + 32 <= n; i += 32) { \
+        __m256i c[4]; \
+        for (int q = 0; q < 4; q++) { \
+            __m256 u = sx ? _mm256_loadu_ps(x + i + 8 * q) : vx; \
+            __m256 w = sy ? _mm256_loadu_ps(y + i + 8 * q) : vy; \
+            c[q] = _mm256_castps_si256(_mm256_cmp_ps(u, w, PRED)); \
+        } \
+        __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3])); \
+        b = _mm256_and_si256(_mm256_permutevar8x32_epi32(b, ord), one); \
+        _mm256_storeu_si256((__m256i *)(o + i), b); \
+    } \
+    for (; i < n; i++) { const float u = x[i * sx], w = y[i * sy]; o[i] = (SEXPR); } \
+} while (0)
+
+static TARGET void ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy,
+                              uint8_t *o)
+{
+    switch (op) {
+    case TT_EW_EQ: EW_CMP_LOOPS(_CMP_EQ_OQ, u == w); break;
+    case TT_EW_NE: EW_CMP_LOOPS(_CMP_NEQ_UQ, u != w); break;
+    case TT_EW_LT: EW_CMP_LOOPS(_CMP_LT_OQ, u < w); break;
+    case TT_EW_LE: EW_CMP_LOOPS(_CMP_LE_OQ, u <= w); break;
+    case TT_EW_GT: EW_CMP_LOOPS(_CMP_GT_OQ, u > w); break;
+    case TT_EW_GE: EW_CMP_LOOPS(_CMP_GE_OQ, u >= w); break;
+    default: break;
+    }
+}
+
+/* Exact ops finish with the scalar expression; exp and log run their
+   leftovers through the vector code on a padded copy. */
+#define EW_UN_LOOP(OPV) do { \
+    for (; i + 16 <= n; i += 16) { \
+        __m256 a0 = _mm256_loadu_ps(x + i), a1 = _mm256_loadu_ps(x + i + 8); \
+        _mm256_storeu_ps(o + i, OPV(a0)); \
+        _mm256_storeu_ps(o + i + 8, OPV(a1)); \
+    } \
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, OPV(_mm256_loadu_ps(x + i))); \
+} while (0)
+
+static TARGET void ew_unary(int op, int64_t n, const float *x, float *o)
+{
+    int64_t i = 0;
+    switch (op) {
+    case TT_EW_NEG: EW_UN_LOOP(neg8); for (; i < n; i++) o[i] = -x[i]; return;
+    case TT_EW_ABS: EW_UN_LOOP(abs8); for (; i < n; i++) o[i] = fabsf(x[i]); return;
+    case TT_EW_SQRT: EW_UN_LOOP(_mm256_sqrt_ps); for (; i < n; i++) o[i] = sqrtf(x[i]); return;
+    case TT_EW_EXP: EW_UN_LOOP(exp8); break;
+    case TT_EW_LOG: EW_UN_LOOP(log8); break;
+    default: return;
+    }
+    if (i < n) {                               /* exp, log leftovers: padded copy */
+        float t[8] = {0.0f};
+        memcpy(t, x + i, (size_t)(n - i) * sizeof(float));
+        __m256 v = _mm256_loadu_ps(t);
+        _mm256_storeu_ps(t, op == TT_EW_EXP ? exp8(v) : log8(v));
+        memcpy(o + i, t, (size_t)(n - i) * sizeof(float));
+    }
+}
+
+static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
+                                  float v, float *o)
+{
+    __m256 vv = _mm256_set1_ps(v), vx = _mm256_set1_ps(x[0]);
+    int64_t i = 0;
+    if (!sm) {                                 /* one mask byte: a fill or a copy */
+        if (sx && !m[0]) { memmove(o, x, (size_t)n * sizeof(float)); return; }
+        __m256 r = m[0] ? vv : vx;
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, r);
+    } else {
+        for (; i + 8 <= n; i += 8) {
+            __m256i mb = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(m + i)));
+            __m256 clear = _mm256_castsi256_ps(_mm256_cmpeq_epi32(mb, _mm256_setzero_si256()));
+            _mm256_storeu_ps(o + i, _mm256_blendv_ps(vv, sx ? _mm256_loadu_ps(x + i) : vx, clear));
+        }
+    }
+    for (; i < n; i++) o[i] = m[i * sm] ? v : x[i * sx];   /* leftovers */
+}
+
 const tt__kern tt__kern_avx2 = {
     "avx2", MR, NR, 256, 72, 4096,
-    ukernel, axpy, exp_vec, row_max, exp_sum, scale, NULL, NULL
+    ukernel, axpy, exp_vec, row_max, exp_sum, scale, NULL, NULL,
+    ew_binary, ew_compare, ew_unary, ew_masked_fill
 };
 
 #else

@@ -9,6 +9,7 @@
 #ifdef TT__X86_SIMD
 #include <immintrin.h>
 #include <math.h>
+#include <stdint.h>
 
 #define TARGET __attribute__((target("avx512f")))
 
@@ -234,11 +235,193 @@ static TARGET void scale(int64_t n, float s, const float *x, float *y, int strea
     }
 }
 
+/* ===== Elementwise rows ===== */
+
+static TARGET inline __m512 neg16(__m512 u)
+{
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(u), _mm512_set1_epi32(INT32_MIN)));
+}
+
+/* (u > w || isnan(u)) ? u : w. maxps gives its second operand when either is
+   NaN or both are equal, so only u's NaN lanes need u put back. */
+static TARGET inline __m512 max16(__m512 u, __m512 w)
+{
+    return _mm512_mask_mov_ps(_mm512_max_ps(u, w), _mm512_cmp_ps_mask(u, u, _CMP_UNORD_Q), u);
+}
+
+static TARGET inline __m512 min16(__m512 u, __m512 w)
+{
+    return _mm512_mask_mov_ps(_mm512_min_ps(u, w), _mm512_cmp_ps_mask(u, u, _CMP_UNORD_Q), u);
+}
+
+/* log(x): x = m 2^e with m in [sqrt(1/2), sqrt(2)) (getexp/getmant see
+   denormals as normal numbers), f = m - 1 exactly, log(1+f) by the Cephes
+   logf polynomial, e ln2 added in two parts (the high part exact). Within
+   2 ulp over all positive floats (tests/test_kernels.c sweeps them);
+   0, negatives, inf and NaN are put right at the end. */
+static TARGET inline __m512 log16(__m512 x)
+{
+    __m512 m = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
+    __m512 e = _mm512_getexp_ps(x);
+    __mmask16 big = _mm512_cmp_ps_mask(m, _mm512_set1_ps(1.41421356f), _CMP_GT_OQ);
+    m = _mm512_mask_mul_ps(m, big, m, _mm512_set1_ps(0.5f));
+    e = _mm512_mask_add_ps(e, big, e, _mm512_set1_ps(1.0f));
+    __m512 f = _mm512_sub_ps(m, _mm512_set1_ps(1.0f));
+    __m512 z = _mm512_mul_ps(f, f);
+    __m512 p = _mm512_set1_ps(7.0376836292e-2f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.1514610310e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.1676998740e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.2420140846e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.4249322787e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.6668057665e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.0000714765e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-2.4999993993e-1f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(3.3333331174e-1f));
+    __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, f), z);
+    y = _mm512_fmadd_ps(e, _mm512_set1_ps(-2.12194440e-4f), y);
+    y = _mm512_fnmadd_ps(_mm512_set1_ps(0.5f), z, y);
+    __m512 r = _mm512_fmadd_ps(e, _mm512_set1_ps(0.693359375f), f);   /* e ln2_hi exact */
+    r = _mm512_add_ps(r, y);
+    __m512 zero = _mm512_setzero_ps(), inf = _mm512_set1_ps(INFINITY);
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, inf, _CMP_EQ_OQ), inf);
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ),
+                           _mm512_castsi512_ps(_mm512_set1_epi32((int)0xffc00000u)));  /* default NaN, as logf */
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, zero, _CMP_EQ_OQ), neg16(inf));
+    return _mm512_mask_add_ps(r, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x);
+}
+
+/* One loop per stride pattern (contiguous or broadcast scalar), two vectors
+   an iteration, masked tail. OPV(u, w) is the vector op. */
+#define EW_BIN_LOOPS(OPV) do { \
+    __m512 vx = _mm512_set1_ps(x[0]), vy = _mm512_set1_ps(y[0]); \
+    int64_t i = 0; \
+    if (sx && sy) { \
+        for (; i + 32 <= n; i += 32) { \
+            _mm512_storeu_ps(o + i, OPV(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i))); \
+            _mm512_storeu_ps(o + i + 16, OPV(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16))); \
+        } \
+        for (; i < n; i += 16) { \
+            __mmask16 k = tail_mask(n - i); \
+            _mm512_mask_storeu_ps(o + i, k, OPV(_mm512_maskz_loadu_ps(k, x + i), _mm512_maskz_loadu_ps(k, y + i))); \
+        } \
+    } else if (sx) { \
+        for (; i + 32 <= n; i += 32) { \
+            _mm512_storeu_ps(o + i, OPV(_mm512_loadu_ps(x + i), vy)); \
+            _mm512_storeu_ps(o + i + 16, OPV(_mm512_loadu_ps(x + i + 16), vy)); \
+        } \
+        for (; i < n; i += 16) { \
+            __mmask16 k = tail_mask(n - i); \
+            _mm512_mask_storeu_ps(o + i, k, OPV(_mm512_maskz_loadu_ps(k, x + i), vy)); \
+        } \
+    } else if (sy) { \
+        for (; i + 32 <= n; i += 32) { \
+            _mm512_storeu_ps(o + i, OPV(vx, _mm512_loadu_ps(y + i))); \
+            _mm512_storeu_ps(o + i + 16, OPV(vx, _mm512_loadu_ps(y + i + 16))); \
+        } \
+        for (; i < n; i += 16) { \
+            __mmask16 k = tail_mask(n - i); \
+            _mm512_mask_storeu_ps(o + i, k, OPV(vx, _mm512_maskz_loadu_ps(k, y + i))); \
+        } \
+    } else { \
+        __m512 r = OPV(vx, vy); \
+        for (; i < n; i += 16) _mm512_mask_storeu_ps(o + i, tail_mask(n - i), r); \
+    } \
+} while (0)
+
+static TARGET void ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy,
+                             float *o)
+{
+    switch (op) {
+    case TT_EW_ADD: EW_BIN_LOOPS(_mm512_add_ps); break;
+    case TT_EW_SUB: EW_BIN_LOOPS(_mm512_sub_ps); break;
+    case TT_EW_MUL: EW_BIN_LOOPS(_mm512_mul_ps); break;
+    case TT_EW_DIV: EW_BIN_LOOPS(_mm512_div_ps); break;
+    case TT_EW_MAX: EW_BIN_LOOPS(max16); break;
+    case TT_EW_MIN: EW_BIN_LOOPS(min16); break;
+    default: break;
+    }
+}
+
+/* 16 compare bits to 16 bytes 0/1 (vpmovdb: AVX-512F only). */
+#define CMP_STORE(P, I, K) \
+    _mm512_mask_cvtepi32_storeu_epi8(o + (I), (K), _mm512_maskz_mov_epi32(P, one))
+#define EW_CMP_LOOPS(PRED) do { \
+    __m512 vx = _mm512_set1_ps(x[0]), vy = _mm512_set1_ps(y[0]); \
+    __m512i one = _mm512_set1_epi32(1); \
+    for (int64_t i = 0; i < n; i += 16) { \
+        __mmask16 k = tail_mask(n - i); \
+        __m512 u = sx ? _mm512_maskz_loadu_ps(k, x + i) : vx; \
+        __m512 w = sy ? _mm512_maskz_loadu_ps(k, y + i) : vy; \
+        CMP_STORE(_mm512_cmp_ps_mask(u, w, PRED), i, k); \
+    } \
+} while (0)
+
+static TARGET void ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy,
+                              uint8_t *o)
+{
+    switch (op) {
+    case TT_EW_EQ: EW_CMP_LOOPS(_CMP_EQ_OQ); break;
+    case TT_EW_NE: EW_CMP_LOOPS(_CMP_NEQ_UQ); break;
+    case TT_EW_LT: EW_CMP_LOOPS(_CMP_LT_OQ); break;
+    case TT_EW_LE: EW_CMP_LOOPS(_CMP_LE_OQ); break;
+    case TT_EW_GT: EW_CMP_LOOPS(_CMP_GT_OQ); break;
+    case TT_EW_GE: EW_CMP_LOOPS(_CMP_GE_OQ); break;
+    default: break;
+    }
+}
+
+#define EW_UN_LOOP(OPV) do { \
+    int64_t i = 0; \
+    for (; i + 32 <= n; i += 32) { \
+        __m512 a0 = _mm512_loadu_ps(x + i), a1 = _mm512_loadu_ps(x + i + 16); \
+        _mm512_storeu_ps(o + i, OPV(a0)); \
+        _mm512_storeu_ps(o + i + 16, OPV(a1)); \
+    } \
+    for (; i < n; i += 16) { \
+        __mmask16 k = tail_mask(n - i); \
+        _mm512_mask_storeu_ps(o + i, k, OPV(_mm512_maskz_loadu_ps(k, x + i))); \
+    } \
+} while (0)
+
+static TARGET void ew_unary(int op, int64_t n, const float *x, float *o)
+{
+    switch (op) {
+    case TT_EW_NEG: EW_UN_LOOP(neg16); break;
+    case TT_EW_ABS: EW_UN_LOOP(_mm512_abs_ps); break;
+    case TT_EW_SQRT: EW_UN_LOOP(_mm512_sqrt_ps); break;
+    case TT_EW_EXP: EW_UN_LOOP(exp16); break;
+    case TT_EW_LOG: EW_UN_LOOP(log16); break;
+    default: break;
+    }
+}
+
+static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
+                                  float v, float *o)
+{
+    __m512 vv = _mm512_set1_ps(v), vx = _mm512_set1_ps(x[0]);
+    int64_t i = 0;
+    if (!sm) {                                 /* one mask byte: a fill or a copy */
+        __m512 r = m[0] ? vv : vx;
+        for (; i < n; i += 16) {
+            __mmask16 k = tail_mask(n - i);
+            _mm512_mask_storeu_ps(o + i, k, (sx && !m[0]) ? _mm512_maskz_loadu_ps(k, x + i) : r);
+        }
+        return;
+    }
+    for (; i + 16 <= n; i += 16) {
+        __m512i mb = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(m + i)));
+        __mmask16 k = _mm512_test_epi32_mask(mb, mb);
+        _mm512_storeu_ps(o + i, _mm512_mask_mov_ps(sx ? _mm512_loadu_ps(x + i) : vx, k, vv));
+    }
+    for (; i < n; i++) o[i] = m[i] ? v : x[i * sx];   /* leftovers: a select, same result */
+}
+
 /* kc 384, mc 96: measured best on the 2-core EPYC (kc 128-384, mc 48-192 tried);
    the A block (144 KiB) stays in L2, the B panel in L3. */
 const tt__kern tt__kern_avx512 = {
     "avx512", MR, NR, 384, 96, 4096,
-    ukernel, axpy, exp_vec, row_max, exp_sum, scale, pack_a, pack_b
+    ukernel, axpy, exp_vec, row_max, exp_sum, scale, pack_a, pack_b,
+    ew_binary, ew_compare, ew_unary, ew_masked_fill
 };
 
 #else

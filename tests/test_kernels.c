@@ -228,6 +228,250 @@ static void test_exp(void)
           && fabs((double)ry[2] / exp(10.0) - 1.0) < 2e-7 && ry[3] == 0.0f);
 }
 
+/* ===== Elementwise rows ===== */
+
+static uint32_t bits_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* Inputs with the awkward values sprinkled in: NaN (two payloads), +-inf,
+   +-0, denormals, huge and tiny; the rest random in [-4, 4). */
+static float *ew_input(size_t n, int salt)
+{
+    static const float special[] = { NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -3e-42f,
+                                     FLT_MAX, -FLT_MAX, FLT_MIN, 1.0f, -1.0f, 2.0f, 0.5f };
+    float *p = frand(n + 1);
+    for (size_t i = 0; i < n; i++) {
+        p[i] *= 4.0f;
+        if ((i * 7 + (size_t)salt) % 5 == 0) p[i] = special[(i + (size_t)salt) % (sizeof special / sizeof special[0])];
+    }
+    if (n > 3) p[3] = from_bits(0x7fc01234u);               /* a NaN with a payload */
+    return p;
+}
+
+static float bin_expr(int op, float u, float w)
+{
+    switch (op) {
+    case TT_EW_ADD: return u + w;
+    case TT_EW_SUB: return u - w;
+    case TT_EW_MUL: return u * w;
+    case TT_EW_DIV: return u / w;
+    case TT_EW_MAX: return (u > w || isnan(u)) ? u : w;
+    default: return (u < w || isnan(u)) ? u : w;
+    }
+}
+
+static int cmp_expr(int op, float u, float w)
+{
+    switch (op) {
+    case TT_EW_EQ: return u == w;
+    case TT_EW_NE: return u != w;
+    case TT_EW_LT: return u < w;
+    case TT_EW_LE: return u <= w;
+    case TT_EW_GT: return u > w;
+    default: return u >= w;
+    }
+}
+
+/* The bits of x op y against the exact reference: for + - * / the float64
+   result rounded once (exact for float operands), checked to equal the
+   float expression; max/min the NaN-propagating select, payloads included. */
+static void test_ew_binary(void)
+{
+    static const int64_t sizes[] = { 0, 1, 3, 15, 16, 17, 31, 33, 63, 65, 1000 };
+    static const char *const names[] = { "add", "sub", "mul", "div", "max", "min" };
+    static const char *const cnames[] = { "eq", "ne", "lt", "le", "gt", "ge" };
+    int bad_b = 0, bad_c = 0, bad_pos = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        int64_t n = sizes[si];
+        float *x = ew_input((size_t)n + 1, 1), *y = ew_input((size_t)n + 1, 2);
+        float *o = malloc((size_t)(n + 1) * sizeof(float));
+        uint8_t *ob = malloc((size_t)(n + 1));
+        for (int pat = 0; pat < 4; pat++) {
+            int64_t sx = pat & 1 ? 0 : 1, sy = pat & 2 ? 0 : 1;
+            for (int op = 0; op < TT_EW_NBIN; op++) {
+                o[n] = 777.0f;
+                tt_ew_binary(op, n, x, sx, y, sy, o);
+                for (int64_t i = 0; i < n; i++) {
+                    float u = x[i * sx], w = y[i * sy], want = bin_expr(op, u, w);
+                    if (op <= TT_EW_DIV && !isnan(want)) {
+                        double d = op == TT_EW_ADD ? (double)u + (double)w : op == TT_EW_SUB ? (double)u - (double)w
+                                 : op == TT_EW_MUL ? (double)u * (double)w : (double)u / (double)w;
+                        if (bits_of((float)d) != bits_of(want)) bad_b++;    /* the reference itself */
+                    }
+                    int good = isnan(want) && op <= TT_EW_DIV ? isnan(o[i]) : bits_of(o[i]) == bits_of(want);
+                    if (!good && bad_b++ < 5)
+                        printf("  %s %s n=%lld sx=%lld sy=%lld [%lld]: %.9g, %.9g -> %.9g want %.9g\n", names[op],
+                               path_now, (long long)n, (long long)sx, (long long)sy, (long long)i,
+                               (double)u, (double)w, (double)o[i], (double)want);
+                }
+                if (o[n] != 777.0f) bad_b++;                                   /* wrote past the end */
+            }
+            for (int op = 0; op < TT_EW_NCMP; op++) {
+                ob[n] = 99;
+                tt_ew_compare(op, n, x, sx, y, sy, ob);
+                for (int64_t i = 0; i < n; i++) {
+                    int want = cmp_expr(op, x[i * sx], y[i * sy]);
+                    if (ob[i] != want && bad_c++ < 5)
+                        printf("  %s %s n=%lld [%lld]: %.9g, %.9g -> %d\n", cnames[op], path_now, (long long)n,
+                               (long long)i, (double)x[i * sx], (double)y[i * sy], ob[i]);
+                }
+                if (ob[n] != 99) bad_c++;
+            }
+        }
+        /* the same bits whatever the row's start */
+        if (n >= 33) {
+            float *full = malloc((size_t)n * sizeof(float)), t[40];
+            for (int op = 0; op < TT_EW_NBIN; op++) {
+                tt_ew_binary(op, n, x, 1, y, 1, full);
+                for (int s = 1; s < 16; s += 5) {
+                    tt_ew_binary(op, 17, x + s, 1, y + s, 1, t);
+                    bad_pos += memcmp(t, full + s, 17 * sizeof(float)) != 0;
+                }
+            }
+            free(full);
+        }
+        free(x); free(y); free(o); free(ob);
+    }
+    char d[96];
+    snprintf(d, sizeof d, "ew binary %s: exact bits, NaN payloads, stride 0 and 1, no overrun", path_now);
+    CHECK(d, bad_b == 0);
+    snprintf(d, sizeof d, "ew compare %s: as the C operators (NaN unordered)", path_now);
+    CHECK(d, bad_c == 0);
+    snprintf(d, sizeof d, "ew binary %s: bits do not depend on the row's start", path_now);
+    CHECK(d, bad_pos == 0);
+
+    /* maximum/minimum on the cases the blend is for */
+    float u[4] = { NAN, 1.0f, 0.0f, -0.0f }, w[4] = { 1.0f, NAN, -0.0f, 0.0f }, r[4];
+    tt_ew_binary(TT_EW_MAX, 4, u, 1, w, 1, r);
+    CHECK("max(NaN, 1) and max(1, NaN) are NaN; max(0, -0) = -0 as the select gives",
+          isnan(r[0]) && isnan(r[1]) && bits_of(r[2]) == 0x80000000u && bits_of(r[3]) == 0u);
+    tt_ew_binary(TT_EW_MIN, 4, u, 1, w, 1, r);
+    CHECK("min(NaN, 1) and min(1, NaN) are NaN", isnan(r[0]) && isnan(r[1]));
+}
+
+/* ulps between v and the float64 value r, in units of the float spacing at r */
+static double ulp_err(float v, double r)
+{
+    float f = (float)r;
+    double sp = (double)nextafterf(fabsf(f), INFINITY) - (double)fabsf(f);
+    return fabs((double)v - r) / sp;
+}
+
+static void test_ew_unary(void)
+{
+    static const int64_t sizes[] = { 0, 1, 3, 15, 16, 17, 31, 33, 63, 65, 1000 };
+    static const char *const names[] = { "neg", "abs", "sqrt", "exp", "log" };
+    int bad = 0, bad_pos = 0;
+    double worst_exp = 0.0, worst_log = 0.0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        int64_t n = sizes[si];
+        float *x = ew_input((size_t)n + 1, 3), *o = malloc((size_t)(n + 1) * sizeof(float));
+        for (int op = 0; op < TT_EW_NUN; op++) {
+            o[n] = 777.0f;
+            tt_ew_unary(op, n, x, o);
+            for (int64_t i = 0; i < n; i++) {
+                float u = x[i], v = o[i];
+                int good;
+                if (op == TT_EW_NEG) good = bits_of(v) == (bits_of(u) ^ 0x80000000u) || (isnan(u) && isnan(v));
+                else if (op == TT_EW_ABS) good = bits_of(v) == (bits_of(u) & 0x7fffffffu) || (isnan(u) && isnan(v));
+                else if (op == TT_EW_SQRT) good = isnan(u) || u < 0 ? isnan(v) : bits_of(v) == bits_of(sqrtf(u));
+                else {
+                    double r = op == TT_EW_EXP ? exp((double)u) : log((double)u);
+                    if (isnan(r)) good = isnan(v);
+                    else if (isinf(r) || r > (double)FLT_MAX) good = isinf(v) && (v > 0) == (r > 0);
+                    else if (fabs(r) < (double)FLT_MIN) good = fabs((double)v - r) <= ldexp(1.0, -149);
+                    else {
+                        double e = op == TT_EW_EXP ? fabs((double)v - r) / fabs(r) : ulp_err(v, r);
+                        if (op == TT_EW_EXP) worst_exp = e > worst_exp ? e : worst_exp;
+                        else worst_log = e > worst_log ? e : worst_log;
+                        good = op == TT_EW_EXP ? e <= 2e-7 : e <= 2.0;
+                    }
+                }
+                if (!good && bad++ < 5)
+                    printf("  %s %s n=%lld [%lld]: f(%.9g) = %.9g\n", names[op], path_now, (long long)n,
+                           (long long)i, (double)u, (double)v);
+            }
+            if (o[n] != 777.0f) bad++;
+            if (n >= 33) {                                  /* position and in place */
+                float t[20], *c = malloc((size_t)n * sizeof(float));
+                for (int s = 1; s < 16; s += 5) {
+                    tt_ew_unary(op, 17, x + s, t);
+                    bad_pos += memcmp(t, o + s, 17 * sizeof(float)) != 0;
+                }
+                memcpy(c, x, (size_t)n * sizeof(float));
+                tt_ew_unary(op, n, c, c);
+                bad_pos += memcmp(c, o, (size_t)n * sizeof(float)) != 0;
+                free(c);
+            }
+        }
+        free(x); free(o);
+    }
+    char d[128];
+    snprintf(d, sizeof d, "ew unary %s: neg/abs/sqrt exact, exp <= 2e-7, log <= 2 ulp, specials", path_now);
+    CHECK(d, bad == 0);
+    snprintf(d, sizeof d, "ew unary %s: bits independent of the start; in place = out of place", path_now);
+    CHECK(d, bad_pos == 0);
+
+    /* log over the whole positive range (every 1021st bit pattern, denormals
+       included) and densely around 1, where the cancellation is */
+    size_t cap = 4u << 20, n = 0;
+    float *x = malloc(cap * sizeof(float)), *y = malloc(cap * sizeof(float));
+    for (uint32_t u = 1; u < 0x7f800000u && n < cap; u += 1021) x[n++] = from_bits(u);
+    for (uint32_t u = 0x3f300000u; u < 0x3fc00000u && n < cap; u += 37) x[n++] = from_bits(u);
+    tt_ew_unary(TT_EW_LOG, (int64_t)n, x, y);
+    int badl = 0;
+    for (size_t i = 0; i < n; i++) {
+        double r = log((double)x[i]), e = ulp_err(y[i], r);
+        worst_log = e > worst_log ? e : worst_log;
+        if (!(e <= 2.0) && badl++ < 5) printf("  log %s: log(%.9g) got %.9g want %.9g\n", path_now,
+                                               (double)x[i], (double)y[i], r);
+    }
+    printf("  log %s: %zu points, worst %.3f ulp; exp worst relative %.3g\n", path_now, n, worst_log, worst_exp);
+    snprintf(d, sizeof d, "log %s: within 2 ulp over the positive floats", path_now);
+    CHECK(d, badl == 0);
+    float sx[6] = { 0.0f, -0.0f, -1.0f, INFINITY, -INFINITY, NAN }, sy[6];
+    tt_ew_unary(TT_EW_LOG, 6, sx, sy);
+    CHECK("log(+-0) = -inf, log(-1) = log(-inf) = NaN, log(inf) = inf, log(NaN) = NaN",
+          isinf(sy[0]) && sy[0] < 0 && isinf(sy[1]) && sy[1] < 0 && isnan(sy[2]) && isinf(sy[3])
+          && sy[3] > 0 && isnan(sy[4]) && isnan(sy[5]));
+    free(x); free(y);
+}
+
+static void test_ew_masked_fill(void)
+{
+    static const int64_t sizes[] = { 0, 1, 3, 15, 16, 17, 31, 33, 63, 65, 1000 };
+    int bad = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        int64_t n = sizes[si];
+        float *x = ew_input((size_t)n + 1, 4), *o = malloc((size_t)(n + 1) * sizeof(float));
+        uint8_t *m = malloc((size_t)n + 1);
+        for (int64_t i = 0; i <= n; i++) m[i] = urand() < 0.4 ? (uint8_t)(1 + (i % 3 == 0) * 6) : 0;
+        for (int pat = 0; pat < 4; pat++) {
+            int64_t sx = pat & 1 ? 0 : 1, sm = pat & 2 ? 0 : 1;
+            for (int f = 0; f < 2; f++) {
+                float v = f ? -INFINITY : NAN;
+                o[n] = 777.0f;
+                tt_ew_masked_fill(n, x, sx, m, sm, v, o);
+                for (int64_t i = 0; i < n; i++) {
+                    float want = m[i * sm] ? v : x[i * sx];
+                    if (bits_of(o[i]) != bits_of(want) && bad++ < 5)
+                        printf("  masked_fill %s n=%lld [%lld] got %.9g want %.9g\n", path_now,
+                               (long long)n, (long long)i, (double)o[i], (double)want);
+                }
+                if (o[n] != 777.0f) bad++;
+            }
+        }
+        free(x); free(o); free(m);
+    }
+    char d[96];
+    snprintf(d, sizeof d, "ew masked_fill %s: exact, any non-zero byte true, stride 0 and 1", path_now);
+    CHECK(d, bad == 0);
+}
+
 /* ===== softmax ===== */
 
 static void softmax_ref(int64_t rows, int64_t n, const float *x, double *r)
@@ -533,12 +777,27 @@ int main(void)
         test_gemm();
         test_gemm_threads();
         test_exp();
+        test_ew_binary();
+        test_ew_unary();
+        test_ew_masked_fill();
         test_softmax();
         test_softmax_threads();
         test_sdpa(0);
         ran++;
     }
     CHECK("the scalar path always runs", ran >= 1);
+    {   /* the references as such */
+        float x[3] = { 1.0f, NAN, 4.0f }, y[3] = { 2.0f, 1.0f, NAN }, o[3];
+        uint8_t b[3], m[3] = { 0, 1, 0 };
+        tt_ew_binary_ref(TT_EW_MAX, 3, x, 1, y, 1, o);
+        CHECK("ew_binary_ref max", o[0] == 2.0f && isnan(o[1]) && isnan(o[2]));
+        tt_ew_compare_ref(TT_EW_NE, 3, x, 1, y, 0, b);
+        CHECK("ew_compare_ref ne with a scalar", b[0] == 1 && b[1] == 1 && b[2] == 1);
+        tt_ew_unary_ref(TT_EW_LOG, 3, x, o);
+        CHECK("ew_unary_ref log", o[0] == 0.0f && isnan(o[1]) && fabsf(o[2] - 1.3862944f) < 1e-7f);
+        tt_ew_masked_fill_ref(3, x, 1, m, 1, -1.0f, o);
+        CHECK("ew_masked_fill_ref", o[0] == 1.0f && o[1] == -1.0f && o[2] == 4.0f);
+    }
     tt_simd_force(NULL);
     path_now = "ref";
     test_sdpa(1);

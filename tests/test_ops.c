@@ -1475,6 +1475,109 @@ static void test_events(void)
     tt_tensor_release(&k);
 }
 
+/* Elementwise where the operands disagree on the innermost stride (the
+   tiled path of ops.c): shapes around the tile sizes, each SIMD path; the
+   bits must equal the same op on a contiguous copy. */
+static int same_bits(const tt_tensor *x, const tt_tensor *y)
+{
+    if (!x->storage || !y->storage || x->dtype != y->dtype || tt_numel(x) != tt_numel(y)) return 0;
+    return memcmp(x->storage->data, y->storage->data,
+                  (size_t)tt_numel(x) * tt_dtype_size(x->dtype)) == 0;  /* both fresh, contiguous */
+}
+
+static void tiled_case(const char *path, int nd, const int64_t *shape, int trans_a)
+{
+    char descr[160], sh[64];
+    int64_t n = numel_of(nd, shape);
+    snprintf(sh, sizeof sh, "[%lld..%lld,%lld] %s", (long long)shape[0], (long long)shape[nd - 2],
+             (long long)shape[nd - 1], path);
+    tt_tensor a = make(trans_a ? L_TRANS : L_CONTIG, nd, shape), b = make(L_TRANS, nd, shape);
+    tt_tensor ac, bc, out, ref;
+    ok(tt_contiguous(&ac, &a));
+    ok(tt_contiguous(&bc, &b));
+    float *pb = tt_data_f32(&b);                   /* specials in the transposed operand */
+    pb[0] = NAN;
+    pb[1] = INFINITY;
+    if (tt_numel(&b) > 40) pb[40] = -0.0f;
+    tt_tensor_release(&bc);
+    ok(tt_contiguous(&bc, &b));
+    static const tt_binop ops[] = { TT_ADD, TT_SUB, TT_MUL, TT_DIV, TT_MAXIMUM, TT_MINIMUM, TT_LT, TT_NE };
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        snprintf(descr, sizeof descr, "%s %s^T %s", tt_op_name((tt_op)(TT_OP_ADD + ops[o])),
+                 trans_a ? "a^T, b" : "a, b", sh);
+        check_binary(descr, ops[o], &a, &b);
+        ok(tt_binary(&out, ops[o], &a, &b));
+        ok(tt_binary(&ref, ops[o], &ac, &bc));
+        snprintf(descr, sizeof descr, "%s on views = on contiguous copies, bit for bit, %s",
+                 tt_op_name((tt_op)(TT_OP_ADD + ops[o])), sh);
+        CHECK(descr, same_bits(&out, &ref));
+        tt_tensor_release(&out);
+        tt_tensor_release(&ref);
+    }
+    static const tt_unop uops[] = { TT_NEG, TT_EXP, TT_LOG, TT_SQRT, TT_ABS };
+    for (size_t o = 0; o < sizeof uops / sizeof uops[0]; o++) {
+        ok(tt_unary(&out, uops[o], &b));
+        ok(tt_unary(&ref, uops[o], &bc));
+        snprintf(descr, sizeof descr, "%s of a transposed view = of its copy, %s",
+                 tt_op_name((tt_op)(TT_OP_NEG + uops[o])), sh);
+        CHECK(descr, same_bits(&out, &ref));
+        tt_tensor_release(&out);
+        tt_tensor_release(&ref);
+    }
+    /* bool operands: a transposed mask, a transposed bool */
+    tt_tensor mb, mt, mc, bo;
+    ok(tt_binary_scalar(&mb, TT_GT, &bc, 0.0, 0));
+    ok(tt_mT(&mt, &mb));
+    ok(tt_contiguous(&mc, &mt));
+    tt_tensor bt;                                  /* a view the shape of mt */
+    ok(tt_mT(&bt, &bc));
+    ok(tt_masked_fill(&out, &bt, &mt, -DINF));
+    ok(tt_masked_fill(&ref, &bt, &mc, -DINF));
+    int good = same_bits(&out, &ref);
+    int64_t idx[TT_MAX_DIMS] = {0};
+    const float *po = tt_data_f32(&out);
+    for (int64_t i = 0; i < n; i++) {       /* and against the definition */
+        double want = el(&mt, idx) ? -DINF : el(&bt, idx), got = (double)po[i];
+        good &= (isnan(want) && isnan(got)) || want == got;
+        next_idx(nd, mt.shape, idx);
+    }
+    snprintf(descr, sizeof descr, "masked_fill with a transposed mask %s", sh);
+    CHECK(descr, good);
+    tt_tensor_release(&out);
+    tt_tensor_release(&ref);
+    tt_tensor m2;                                  /* a contiguous bool the shape of mt */
+    ok(tt_binary_scalar(&m2, TT_LT, &bt, 0.5, 0));
+    ok(tt_binary(&out, TT_XOR, &m2, &mt));
+    ok(tt_binary(&bo, TT_XOR, &m2, &mc));
+    tt_tensor_release(&m2);
+    snprintf(descr, sizeof descr, "xor of bool and transposed bool %s", sh);
+    CHECK(descr, same_bits(&out, &bo));
+    tt_tensor_release(&out);
+    tt_tensor_release(&bo);
+    ok(tt_to_dtype(&out, &mt, TT_FLOAT32));
+    ok(tt_to_dtype(&bo, &mc, TT_FLOAT32));
+    snprintf(descr, sizeof descr, "float() of a transposed bool %s", sh);
+    CHECK(descr, same_bits(&out, &bo));
+    tt_tensor_release(&out);
+    tt_tensor_release(&bo);
+    tt_tensor_release(&mb); tt_tensor_release(&mt); tt_tensor_release(&mc); tt_tensor_release(&bt);
+    tt_tensor_release(&a); tt_tensor_release(&b); tt_tensor_release(&ac); tt_tensor_release(&bc);
+}
+
+static void test_tiled(void)
+{
+    static const char *const paths[] = { "avx512", "avx2", "scalar" };
+    for (int p = 0; p < 3; p++) {
+        if (!tt_simd_force(paths[p])) continue;
+        tiled_case(paths[p], DIMS(8, 8), 0);
+        tiled_case(paths[p], DIMS(33, 129), 0);    /* edge tiles on both dims */
+        tiled_case(paths[p], DIMS(3, 45, 140), 1); /* batched, a transposed too */
+        tiled_case(paths[p], DIMS(257, 300), 0);   /* enough for the threads */
+        tiled_case(paths[p], DIMS(2, 7, 100), 0);  /* too few rows to tile */
+    }
+    tt_simd_force(NULL);
+}
+
 int main(void)
 {
     int64_t base = tt_memory_in_use();
@@ -1482,6 +1585,7 @@ int main(void)
     test_scalar();
     test_bool_ops();
     test_unary();
+    test_tiled();
     test_to_dtype();
     test_reduce();
     test_softmax();

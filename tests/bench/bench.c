@@ -310,6 +310,99 @@ static void bench_softmax(const char *py)
     free(s.x); free(s.y);
 }
 
+/* ===== elementwise vs memcpy ===== */
+
+/* [8,2048,256] floats (16 MiB a tensor), as PyTorch would see them */
+#define EW_N (8 * 2048 * 256)
+
+typedef struct ewb { int kind, op; float *x, *y, *o; uint8_t *m; } ewb;
+enum { EWB_BIN, EWB_SCALAR, EWB_UN, EWB_CMP, EWB_FILL };
+
+static void ew_range(void *ctx, int64_t b, int64_t e)
+{
+    ewb *w = ctx;
+    switch (w->kind) {
+    case EWB_BIN: tt_ew_binary(w->op, e - b, w->x + b, 1, w->y + b, 1, w->o + b); break;
+    case EWB_SCALAR: tt_ew_binary(w->op, e - b, w->x + b, 1, w->y, 0, w->o + b); break;
+    case EWB_UN: tt_ew_unary(w->op, e - b, w->x + b, w->o + b); break;
+    case EWB_CMP: tt_ew_compare(w->op, e - b, w->x + b, 1, w->y + b, 1, (uint8_t *)w->o + b); break;
+    default: tt_ew_masked_fill(e - b, w->x + b, 1, w->m + b, 1, -INFINITY, w->o + b); break;
+    }
+}
+
+static void ew_run(void *ctx) { tt_parallel_for(EW_N, 16384, ew_range, ctx); }
+
+typedef struct cpb { char *d; const char *s; size_t n; } cpb;
+
+static void cpb_range(void *ctx, int64_t b, int64_t e)
+{
+    cpb *c = ctx;
+    memcpy(c->d + b, c->s + b, (size_t)(e - b));
+}
+
+static void cpb_run(void *ctx)
+{
+    cpb *c = ctx;
+    tt_parallel_for((int64_t)c->n, 1 << 16, cpb_range, c);
+}
+
+static void bench_ew(const char *py)
+{
+    static const struct { const char *name, *tname; int kind, op, rd, wr; } cases[] = {
+        { "x + y", "add", EWB_BIN, TT_EW_ADD, 8, 4 },
+        { "x / 2", "div_scalar", EWB_SCALAR, TT_EW_DIV, 4, 4 },
+        { "maximum(x, y)", "maximum", EWB_BIN, TT_EW_MAX, 8, 4 },
+        { "x > y", "gt", EWB_CMP, TT_EW_GT, 8, 1 },
+        { "exp(x)", "exp", EWB_UN, TT_EW_EXP, 4, 4 },
+        { "log(x)", "log", EWB_UN, TT_EW_LOG, 4, 4 },
+        { "sqrt(x)", "sqrt", EWB_UN, TT_EW_SQRT, 4, 4 },
+        { "masked_fill(x, m, -inf)", "masked_fill", EWB_FILL, 0, 5, 4 },
+    };
+    printf("\n== elementwise on [8,2048,256] (GB/s = (read + write bytes) / time; ratio = ours / memcpy\n"
+           "   of the same bytes; torch: the same op allocating its result, as tensortrace's ops do)\n");
+    printf("  %-24s %-2s %-28s%-28s%-7s%s\n", "", "th", "ours", "memcpy same bytes", "ratio", "torch");
+    float *x = frand(EW_N), *y = frand(EW_N), *o = frand(EW_N);
+    uint8_t *m = malloc(EW_N);
+    for (size_t i = 0; i < EW_N; i++) { x[i] += 1.5f; m[i] = (uint8_t)((i * 2654435761u) >> 31); }
+    float two = 2.0f;
+    char *src = malloc((size_t)EW_N * 8), *dst = malloc((size_t)EW_N * 8);
+    memset(src, 1, (size_t)EW_N * 8);
+    memset(dst, 0, (size_t)EW_N * 8);
+    double tms[2][16];
+    int nt = 0;
+    for (int th = 1; th <= 2; th++) {
+        nt = 0;
+        if (py) {
+            char cmd[512], line[256];
+            snprintf(cmd, sizeof cmd, "%s tests/bench/bench_torch.py %d ew 2>&1", py, th);
+            FILE *f = popen(cmd, "r");
+            while (f && fgets(line, sizeof line, f)) {
+                char key[64];
+                double med, mn, mx, pk;
+                if (sscanf(line, "%63s %lf %lf %lf %lf", key, &med, &mn, &mx, &pk) == 5 && nt < 16)
+                    tms[th - 1][nt++] = med / 1e3;
+            }
+            if (f) pclose(f);
+        }
+        tt_set_num_threads(th);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            ewb w = { cases[c].kind, cases[c].op, x, cases[c].kind == EWB_SCALAR ? &two : y, o, m };
+            size_t bytes = (size_t)EW_N * (size_t)(cases[c].rd + cases[c].wr);
+            cpb cp = { dst, src, bytes / 2 };        /* memcpy reads and writes n bytes each */
+            double gb = (double)bytes / 1e9;
+            stat3 so = timeit(ew_run, &w, 0.5), sc = timeit(cpb_run, &cp, 0.5);
+            printf("  %-24s %d  ", cases[c].name, th);
+            put_rate(gb, so, "");
+            put_rate(gb, sc, "");
+            printf("%5.2f  ", sc.med / so.med);
+            if ((int)c < nt) printf(" %.1f GB/s (%.1fx)", gb / tms[th - 1][c], tms[th - 1][c] / so.med);
+            printf("\n");
+            fflush(stdout);
+        }
+    }
+    free(x); free(y); free(o); free(m); free(src); free(dst);
+}
+
 /* ===== sdpa vs PyTorch ===== */
 
 typedef struct at { tt_sdpa_args a; } at;
@@ -439,12 +532,12 @@ static const char *find_python(void)
 int main(int argc, char **argv)
 {
     int all = argc < 2;
-    int want[5] = { all, all, all, all, all };
-    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "torch" };
+    int want[6] = { all, all, all, all, all, all };
+    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "torch", "ew" };
     for (int i = 1; i < argc; i++)
-        for (int s = 0; s < 5; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = 1;
+        for (int s = 0; s < 6; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = 1;
     openblas_load();
-    const char *py = (want[2] || want[3]) ? find_python() : NULL;
+    const char *py = (want[2] || want[3] || want[5]) ? find_python() : NULL;
     time_t tm = time(NULL);
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&tm));
@@ -453,6 +546,7 @@ int main(int argc, char **argv)
     if (want[0]) bench_peak();
     if (want[1]) bench_gemm();
     if (want[2]) bench_softmax(py);
+    if (want[5]) bench_ew(py);
     if (want[3]) bench_sdpa(py);
     return 0;
 }

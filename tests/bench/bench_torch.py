@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # bench_torch.py — PyTorch yardstick for `make bench` (called by bench.c).
 # Prints one line per measurement: "<name> <median_ms> <min_ms> <max_ms> <peak_extra_mib>".
-# Usage: bench_torch.py THREADS softmax | sdpa N HKV [N HKV ...]
+# Usage: bench_torch.py THREADS softmax | ew | sdpa N HKV [N HKV ...]
 import math
 import sys
 import time
@@ -59,6 +59,17 @@ def main():
             x = torch.randn(8, 2048, 2048)
             r = measure(lambda: torch.softmax(x, -1))
             print("softmax %.3f %.3f %.3f %.1f" % r)
+            return
+        if what == "ew":          # same order as bench.c's bench_ew
+            x = torch.rand(8, 2048, 256) + 1.5
+            y = torch.rand(8, 2048, 256)
+            m = torch.rand(8, 2048, 256) < 0.5
+            for name, fn in (("add", lambda: x + y), ("div_scalar", lambda: x / 2),
+                             ("maximum", lambda: torch.maximum(x, y)), ("gt", lambda: x > y),
+                             ("exp", lambda: torch.exp(x)), ("log", lambda: torch.log(x)),
+                             ("sqrt", lambda: torch.sqrt(x)),
+                             ("masked_fill", lambda: x.masked_fill(m, float("-inf")))):
+                print("%s %.3f %.3f %.3f %.1f" % ((name,) + measure(fn, 0.5)))
             return
         args = sys.argv[3:]
         for i in range(0, len(args), 2):
