@@ -306,11 +306,11 @@ void tt__contig_strides(int ndim, const int64_t *shape, int64_t *stride)
 
 tt_status tt__numel_checked(const char *op, int ndim, const int64_t *shape, int64_t *n)
 {
-    int64_t p = 1;
+    int64_t p = 1, nz = 1;   /* nz: product of the nonzero sizes, which bounds the strides */
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return tt__err(TT_EARG, "%s: negative size %lld at dim %d", op, (long long)shape[i], i + 1);
-        if (shape[i] && p > INT64_MAX / 8 / shape[i]) {
+        if (shape[i] && nz > INT64_MAX / 8 / shape[i]) {
             char buf[256];
             size_t len = 0;
             for (int j = 0; j < ndim && len < sizeof buf - 24; j++)
@@ -318,6 +318,7 @@ tt_status tt__numel_checked(const char *op, int ndim, const int64_t *shape, int6
             return tt__err(TT_ENOMEM, "%s: shape [%s] is too large (its element count overflows)", op, buf);
         }
         p *= shape[i];
+        if (shape[i]) nz *= shape[i];
     }
     *n = p;
     return TT_OK;
@@ -381,6 +382,39 @@ tt_status tt__check_dtype(const char *op, const tt_tensor *a, tt_dtype want)
                    want == TT_BOOL ? "bool" : "float");
 }
 
+/* Copy of the last two dims in square tiles: when src is read across its
+   rows (a transposed view), a row-by-row walk would touch a new cache line
+   and TLB page per element. */
+#define COPY_TILE 32
+#define TILE_LOOP(T) do { \
+    T *dp = (T *)d + doff; \
+    const T *sp = (const T *)s + soff; \
+    for (int64_t i0 = 0; i0 < R; i0 += COPY_TILE) \
+        for (int64_t j0 = 0; j0 < C; j0 += COPY_TILE) \
+            for (int64_t i = i0; i < R && i < i0 + COPY_TILE; i++) \
+                for (int64_t j = j0; j < C && j < j0 + COPY_TILE; j++) \
+                    dp[i * drs + j * dcs] = sp[i * srs + j * scs]; \
+} while (0)
+
+static void copy_tiled(const tt_tensor *dst, const tt_tensor *src, char *d, const char *s, size_t es)
+{
+    int nd = dst->ndim;
+    int64_t R = dst->shape[nd - 2], C = dst->shape[nd - 1];
+    int64_t drs = dst->stride[nd - 2], dcs = dst->stride[nd - 1];
+    int64_t srs = src->stride[nd - 2], scs = src->stride[nd - 1];
+    int64_t planes = R * C != 0 ? tt_numel(dst) / (R * C) : 0;
+    for (int64_t p = 0; p < planes; p++) {
+        int64_t doff = 0, soff = 0, rem = p;
+        for (int i = nd - 3; i >= 0; i--) {
+            doff += (rem % dst->shape[i]) * dst->stride[i];
+            soff += (rem % dst->shape[i]) * src->stride[i];
+            rem /= dst->shape[i];
+        }
+        if (es == 4) TILE_LOOP(float);
+        else TILE_LOOP(uint8_t);
+    }
+}
+
 /* Strided copy of same-shaped tensors, walking dst in row-major order. */
 void tt__copy(const tt_tensor *dst, const tt_tensor *src)
 {
@@ -394,6 +428,10 @@ void tt__copy(const tt_tensor *dst, const tt_tensor *src)
         return;
     }
     int nd = dst->ndim;
+    if (nd >= 2 && src->stride[nd - 1] != 1 && src->stride[nd - 1] != 0) {
+        copy_tiled(dst, src, d, s, es);
+        return;
+    }
     int64_t idx[TT_MAX_DIMS] = {0};
     int64_t inner = nd ? dst->shape[nd - 1] : 1;
     int64_t ds = nd ? dst->stride[nd - 1] : 0, ss = nd ? src->stride[nd - 1] : 0;
@@ -643,7 +681,7 @@ static tt_status infer_shape(const char *op, const tt_tensor *a, int ndim, const
     if (ndim < 0 || ndim > TT_MAX_DIMS)
         return tt__err(TT_EARG, "%s: %d dims requested but at most %d are supported", op, ndim, TT_MAX_DIMS);
     int infer = -1;
-    int64_t known = 1;
+    int64_t known = 1, nz = 1;       /* nz: product of the nonzero sizes (bounds the strides) */
     for (int i = 0; i < ndim; i++) {
         if (shape[i] == -1) {
             if (infer >= 0) return tt__err(TT_EARG, "%s: only one size may be -1", op);
@@ -651,9 +689,10 @@ static tt_status infer_shape(const char *op, const tt_tensor *a, int ndim, const
         } else if (shape[i] < 0) {
             return tt__err(TT_EARG, "%s: invalid size %lld at dim %d", op, (long long)shape[i], i + 1);
         } else {
-            if (shape[i] && known > INT64_MAX / shape[i])
+            if (shape[i] && nz > INT64_MAX / 8 / shape[i])
                 return tt__err(TT_EARG, "%s: requested shape is too large", op);
             known *= shape[i];
+            if (shape[i]) nz *= shape[i];
         }
         res[i] = shape[i];
     }
@@ -907,6 +946,8 @@ tt_status tt_expand(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t 
             r.stride[i] = (j < 0 || (cur == 1 && want_i != 1)) ? 0 : a->stride[j];
             r.names[i] = j >= 0 ? a->names[j] : NULL;
         }
+        int64_t n;
+        if (st == TT_OK) st = tt__numel_checked("expand", ndim, r.shape, &n);   /* no wrapped numel */
         if (st == TT_OK) {
             r.ndim = ndim;
             tt__view_of(out, &r);

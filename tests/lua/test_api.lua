@@ -78,6 +78,16 @@ check("reshape is a view when possible", x:reshape(6, 4):shares_storage(x))
 check("reshape copies when not", not xt:reshape(24):shares_storage(xt))
 close("reshape of transposed keeps order", xt:reshape(24):narrow(1, 1, 3), {0, 12, 4})
 check("view -1", table.concat(x:view(-1, 4):shape(), ",") == "6,4")
+-- a transposed copy bigger than one 32x32 tile, checked element by element
+local big3 = tt.arange(3 * 37 * 45):view(3, 37, 45)
+local tc = big3:transpose(2, 3):contiguous()
+local tcok, tct, bt = true, tc:totable(), big3:totable()
+for b = 1, 3 do for i = 1, 45 do for j = 1, 37 do
+  tcok = tcok and tct[b][i][j] == bt[b][j][i]
+end end end
+check("contiguous of a transposed view (tiled copy)", tcok and tc:is_contiguous())
+local bt2 = tt.tensor({{true, false, true}}):expand(40, 3):mT():contiguous()
+check("tiled copy of bool", bt2:size(1) == 3 and bt2[2][40]:item() == false and bt2[3][1]:item() == true)
 local parts = tt.arange(10):chunk(3)
 check("chunk sizes", #parts == 3 and parts[1]:numel() == 4 and parts[3]:numel() == 2)
 local sp = tt.arange(10):split(4)
