@@ -606,18 +606,20 @@ static uint32_t rng_next(void)
 static double rng_uniform(void) { return (double)(rng_next() >> 8) * (1.0 / 16777216.0); }
 
 /* ln(x) for x > 0: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), then
-   ln m = 2 atanh(z), z = (m-1)/(m+1), |z| < 0.172, summed to 1e-17. */
+   ln m = 2 atanh(z) = 2 (z + z^3/3 + z^5/5 + ...), z = (m-1)/(m+1).
+   |z| < 0.172, so z^2 < 0.0295 and 12 terms reach 1e-18. */
 static double det_log(double x)
 {
+    static const double inv_odd[12] = {
+        1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11,
+        1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21, 1.0 / 23,
+    };
     int e;
     double m = frexp(x, &e);             /* exact: m in [0.5, 1) */
     if (m < 0.70710678118654752) { m *= 2; e--; }
-    double z = (m - 1) / (m + 1), z2 = z * z, term = z, sum = 0;
-    for (int k = 1; k < 40; k += 2) {
-        sum += term / k;
-        term *= z2;
-    }
-    return 2 * sum + e * 0.69314718055994530942;
+    double z = (m - 1) / (m + 1), z2 = z * z, poly = 0;
+    for (int k = 11; k >= 0; k--) poly = poly * z2 + inv_odd[k];   /* Horner */
+    return 2 * z * poly + e * 0.69314718055994530942;
 }
 
 tt_status tt_rand(tt_tensor *out, int ndim, const int64_t *shape)

@@ -24,8 +24,8 @@ end
 tt.trace.section("1. The spread of q.k grows like sqrt(Dh)")
 print("Draw random q and k whose entries have mean 0 and variance 1. Each product")
 print("q_r*k_r then has variance 1, and q.k adds Dh of them: variance Dh, std sqrt(Dh).")
-print("Measured over 4096 random pairs per width (the trace shows the first width):")
-local S = 4096
+print("Measured over 2048 random pairs per width (the trace shows the first width):")
+local S = 2048
 local widths = {4, 8, 16, 32, 64, 128, 256}
 local measured = {}
 print("     Dh   std(q.k)   sqrt(Dh)   ratio   std(q.k / sqrt(Dh))")
