@@ -138,9 +138,10 @@ bench: $(BUILD)/bench/bench
 # programs, binary) and runs the whole suite from a shadow root there whose
 # ./tensortrace is the variant: the normal build is never touched.
 .PHONY: asan scalar memcheck fuzz fuzz-batch fuzz-libfuzzer variant-test variant-bin
+# (-Wno-error: -O1 brings other warnings; the normal build enforces -Werror)
 SANITIZE  = -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all \
-            -fno-omit-frame-pointer
-SAN_ENV   = ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=1 \
+            -fno-omit-frame-pointer -Wno-error
+SAN_ENV   = ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=1:allocator_may_return_null=1 \
             UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 N            ?= 20000
 SEED         ?= 1
@@ -175,24 +176,31 @@ memcheck: all
 	@tmp=$$(mktemp -d) && mkdir -p $$tmp/images && ln -s $(CURDIR)/lessons $$tmp/lessons && \
 	fail=0; n=0; \
 	for f in lessons/*.lua; do [ -f "$$f" ] || continue; n=$$((n + 1)); \
-	    if (cd $$tmp && $(VALGRIND) $(CURDIR)/tensortrace -q "$$f" >/dev/null 2>$$tmp/err); then echo "ok   $$f"; \
+	    if (cd $$tmp && $(VALGRIND) $(CURDIR)/tensortrace "$$f" >/dev/null 2>$$tmp/err); then echo "ok   $$f"; \
 	    else echo "FAIL $$f"; sed 's/^/    /' $$tmp/err | head -40; fail=$$((fail + 1)); fi; done; \
 	for f in tests/lua/test_*.lua; do n=$$((n + 1)); \
 	    if $(VALGRIND) ./tensortrace -q "$$f" >$$tmp/out 2>&1; then echo "ok   $$f"; \
 	    else echo "FAIL $$f"; sed 's/^/    /' $$tmp/out | tail -40; fail=$$((fail + 1)); fi; done; \
 	rm -rf $$tmp; echo "$$((n - fail)) passed, $$fail failed"; [ $$fail -eq 0 ]
 
-# Random programs over the whole tt API under the sanitizers: a fixed-seed
-# batch (CI) or a longer run, e.g. make fuzz N=100000 SEED=7.
+# Random programs over the whole tt API under the sanitizers (trace on, so
+# its formatting is fuzzed too): a fixed-seed batch of FUZZ_N programs (CI),
+# or a longer run with make fuzz N=100000 SEED=7. After a crash, the
+# culprit is the current.lua named at the start.
+FUZZ_N   ?= 3000
+FUZZ_OPTS = --max-memory 256M --trace=values --trace-json /dev/null tests/fuzz/run.lua --seed $(SEED)
 fuzz-batch:
 	@$(MAKE) --no-print-directory BUILD=build/asan CFLAGS="$(SANITIZE)" build/asan/tensortrace
-	@$(SAN_ENV) build/asan/tensortrace -q tests/fuzz/run.lua --seed $(SEED) --n $(N)
+	@$(SAN_ENV) build/asan/tensortrace --timeout 900 $(FUZZ_OPTS) --n $(FUZZ_N) >/dev/null
 
-# fuzz-batch, then each libFuzzer harness for FUZZ_SECONDS (needs clang).
-fuzz: fuzz-batch fuzz-libfuzzer
+# N random programs, then each libFuzzer harness for FUZZ_SECONDS (clang).
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=build/asan CFLAGS="$(SANITIZE)" build/asan/tensortrace
+	@$(SAN_ENV) build/asan/tensortrace --timeout $$(( $(N) / 10 + 900 )) $(FUZZ_OPTS) --n $(N) >/dev/null
+	@$(MAKE) --no-print-directory fuzz-libfuzzer
 
 FUZZ_HARNESSES = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fsanitize=fuzzer,address,undefined \
+FUZZ_CFLAGS = -std=c11 $(DEFS) -O1 -g -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all $(PKG_CFLAGS) -Icore -Ilua -pthread
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC)) $(wildcard core/*.h lua/*.h)
 	@mkdir -p $(dir $@)
@@ -203,7 +211,7 @@ fuzz-libfuzzer:
 	$(MAKE) --no-print-directory $(FUZZ_HARNESSES) || exit 1; \
 	for h in $(FUZZ_HARNESSES); do n=$$(basename $$h); mkdir -p build/fuzz/corpus-$$n; \
 	    echo "== $$n for $(FUZZ_SECONDS) s"; \
-	    $$h -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -print_final_stats=0 \
+	    $$h -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -close_fd_mask=3 \
 	        -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n 2>build/fuzz/$$n.log \
 	        || { tail -60 build/fuzz/$$n.log; exit 1; }; \
 	    grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs" build/fuzz/$$n.log | tail -1; done

@@ -27,7 +27,7 @@ static void sb_add(sbuf *b, const char *fmt, ...)
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->cap - b->len, fmt, ap);   /* no NULL + 0 */
         va_end(ap);
         if (n < 0) { b->oom = 1; return; }
         if ((size_t)n < b->cap - b->len) { b->len += (size_t)n; return; }
@@ -87,7 +87,10 @@ static void scan(const tt_tensor *t, int d, int64_t *idx, fmt *f, double *stats,
         return;
     }
     for (int64_t i = 0; i < t->shape[d]; i++) {
-        if (!shown(t, d, i, f)) continue;
+        if (!shown(t, d, i, f)) {
+            i = t->shape[d] - EDGE_ITEMS - 1;    /* jump the summarised middle */
+            continue;
+        }
         idx[d] = i;
         scan(t, d + 1, idx, f, stats, pass);
     }
@@ -111,6 +114,7 @@ static void emit(sbuf *b, const tt_tensor *t, int d, int64_t *idx, const fmt *f,
                 if (d == t->ndim - 1) sb_add(b, ", ...");
                 else sb_add(b, ",\n%*s...", indent + 1, "");
             }
+            i = t->shape[d] - EDGE_ITEMS - 1;        /* jump the summarised middle */
             continue;
         }
         if (!first) {
@@ -138,7 +142,7 @@ char *tt_tensor_format(const tt_tensor *t)
     int64_t idx[TT_MAX_DIMS] = {0};
     if (t->dtype == TT_BOOL) {
         f.kind = 3;
-    } else {
+    } else if (tt_numel(t) > 0) {     /* [1,2^40,0] has no element to scan */
         double stats[3] = {1, 0, INFINITY};     /* all integers, max |v|, min nonzero |v| */
         scan(t, 0, idx, &f, stats, 0);
         if (stats[0] && stats[1] < 1e8) f.kind = 0;

@@ -1055,7 +1055,7 @@ static tt_status pieces(tt_tensor *outs, int max, int *count, const tt_tensor *a
     tt_status st = tt__check_dim(opname, a, d, 0);
     if (st) return st;
     int64_t size = a->shape[d];
-    int64_t n = size == 0 ? 1 : (size + piece - 1) / piece;
+    int64_t n = size == 0 ? 1 : size / piece + (size % piece != 0);   /* ceil without overflow */
     if (n > max) return tt__err(TT_EARG, "%s: %lld pieces is more than the %d allowed", opname, (long long)n, max);
     for (int64_t i = 0; i < n; i++) {
         int64_t start = i * piece, len = size - start < piece ? size - start : piece;

@@ -5,6 +5,9 @@
 ** confines file access (writes under --images, reads under the script's
 ** folder). Used by main.c; lfigures.c may call ltt_sandbox_check_write.
 */
+#if !defined(_XOPEN_SOURCE)
+#define _XOPEN_SOURCE 700       /* realpath */
+#endif
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -314,15 +317,24 @@ static int sb_io_open(lua_State *L)
     return call_orig(L);
 }
 
+/* A file name argument: strings and numbers (which the originals accept
+   too, as "123"), converted in place so the original sees what we checked. */
+static const char *name_arg(lua_State *L, int idx)
+{
+    return lua_type(L, idx) == LUA_TSTRING || lua_type(L, idx) == LUA_TNUMBER ? lua_tostring(L, idx) : NULL;
+}
+
 static int sb_read_arg1(lua_State *L)          /* io.lines, io.input */
 {
-    if (lua_type(L, 1) == LUA_TSTRING) ltt_sandbox_check_read(L, lua_tostring(L, 1));
+    const char *path = name_arg(L, 1);
+    if (path) ltt_sandbox_check_read(L, path);
     return call_orig(L);
 }
 
 static int sb_write_arg1(lua_State *L)         /* io.output, os.remove */
 {
-    if (lua_type(L, 1) == LUA_TSTRING) ltt_sandbox_check_write(L, lua_tostring(L, 1));
+    const char *path = name_arg(L, 1);
+    if (path) ltt_sandbox_check_write(L, path);
     return call_orig(L);
 }
 
@@ -340,11 +352,17 @@ static int sb_getenv(lua_State *L)
     return 1;
 }
 
-/* load(chunk [, name [, mode [, env]]]): text chunks only. */
+/* load(chunk [, name [, mode [, env]]]): text chunks only, and a name
+   "@file" becomes "=file": the trace reads the source lines of "@" chunks
+   from the file, which would read around the sandbox. */
 static int sb_load(lua_State *L)
 {
     int n = lua_gettop(L);
     if (n < 3) lua_settop(L, 3);
+    if (lua_type(L, 2) == LUA_TSTRING && lua_tostring(L, 2)[0] == '@') {
+        lua_pushfstring(L, "=%s", lua_tostring(L, 2) + 1);
+        lua_replace(L, 2);
+    }
     lua_pushliteral(L, "t");
     lua_replace(L, 3);
     if (n < 4) lua_settop(L, 3);               /* no env: keep the globals */
@@ -439,8 +457,8 @@ static void set_fn(lua_State *L, const char *lib, const char *name, lua_CFunctio
 static int sb_figure(lua_State *L)
 {
     int idx = (int)lua_tointeger(L, lua_upvalueindex(2));
-    if (lua_type(L, idx) == LUA_TSTRING) {
-        const char *path = lua_tostring(L, idx);
+    const char *path = name_arg(L, idx);
+    if (path) {
         ltt_sandbox_check_write(L, path);
         lua_pushfstring(L, "%s.tmp", path);     /* the PNG writer's temporary */
         ltt_sandbox_check_write(L, lua_tostring(L, -1));

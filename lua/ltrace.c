@@ -181,12 +181,14 @@ void ltt_trace_flush(void)
 
 /* Summary of a result for --trace=values: range, moments, non-finite
    counts, and the values themselves when small. */
+#define VALUES_SCAN_MAX ((int64_t)1 << 20)   /* a huge (expanded) view must not stall the trace */
+
 static char *values_text(const tt_tensor *t, const tt_event *ev)
 {
-    int64_t n = tt_numel(t);
+    int64_t n = tt_numel(t), scan = n < VALUES_SCAN_MAX ? n : VALUES_SCAN_MAX;
     double mn = INFINITY, mx = -INFINITY, sum = 0, sq = 0;
     int64_t nan = 0, pinf = 0, ninf = 0, finite = 0;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < scan; i++) {
         double v = tt_get(t, i);
         if (isnan(v)) { nan++; continue; }
         if (isinf(v)) { if (v > 0) pinf++; else ninf++; continue; }
@@ -196,7 +198,7 @@ static char *values_text(const tt_tensor *t, const tt_event *ev)
         if (v > mx) mx = v;
     }
     double mean = finite ? sum / (double)finite : (double)NAN;
-    for (int64_t i = 0; i < n && finite > 1; i++) {
+    for (int64_t i = 0; i < scan && finite > 1; i++) {
         double v = tt_get(t, i);
         if (isfinite(v)) sq += (v - mean) * (v - mean);
     }
@@ -206,7 +208,8 @@ static char *values_text(const tt_tensor *t, const tt_event *ev)
     if (buf == NULL) return NULL;
     if (n == 0) len += (size_t)snprintf(buf, cap, "        (empty)\n");
     else if (t->dtype == TT_BOOL)
-        len += (size_t)snprintf(buf, cap, "        true %lld of %lld\n", (long long)(int64_t)sum, (long long)n);
+        len += (size_t)snprintf(buf, cap, "        true %lld of %lld%s\n", (long long)(int64_t)sum, (long long)scan,
+                                scan < n ? " (the first ones)" : "");
     else if (finite)
         len += (size_t)snprintf(buf, cap, "        min %.4g  max %.4g  mean %.4g  std %.4g", mn, mx, mean, sd);
     else
@@ -215,9 +218,10 @@ static char *values_text(const tt_tensor *t, const tt_event *ev)
         if (nan) len += (size_t)snprintf(buf + len, cap - len, "  NaN %lld", (long long)nan);
         if (pinf) len += (size_t)snprintf(buf + len, cap - len, "  +inf %lld", (long long)pinf);
         if (ninf) len += (size_t)snprintf(buf + len, cap - len, "  -inf %lld", (long long)ninf);
+        if (scan < n) len += (size_t)snprintf(buf + len, cap - len, "  (of the first %lld)", (long long)scan);
         int in_nan = 0;
-        for (int j = 0; j < ev->ninputs; j++)
-            for (int64_t i = 0, m = tt_numel(ev->inputs[j]); i < m && !in_nan; i++)
+        for (int j = 0; j < ev->ninputs && nan; j++)     /* (only when there is a NaN to place) */
+            for (int64_t i = 0, m = tt_numel(ev->inputs[j]); i < m && i < VALUES_SCAN_MAX && !in_nan; i++)
                 in_nan = isnan(tt_get(ev->inputs[j], i));
         if (nan && !in_nan)
             len += (size_t)snprintf(buf + len, cap - len, "   !! NaN appears here%s",

@@ -168,6 +168,7 @@ static void nested_shape(lua_State *L, int idx, int depth, nested *nt, const cha
     if (lua_istable(L, idx)) {
         if (depth >= TT_MAX_DIMS) ltt_error(L, "tensor: table nested deeper than %d levels", TT_MAX_DIMS);
         lua_Integer len = luaL_len(L, idx);
+        if (len < 0) ltt_error(L, "tensor: %s has a negative length (%lld)", path, (long long)len);
         if (depth == nt->ndim) {
             nt->shape[depth] = len;
             nt->ndim++;
@@ -241,7 +242,12 @@ static int ltt_tensor_new(lua_State *L)
         lua_pop(L, 1);
     }
     int64_t n = 1;
-    for (int i = 0; i < nt.ndim; i++) n *= nt.shape[i];
+    for (int i = 0; i < nt.ndim; i++) {
+        if (nt.shape[i] && n > INT64_MAX / 8 / nt.shape[i])   /* a __len can claim anything */
+            return ltt_error(L, "tensor: nested table is too large (dim %d has %lld elements)", i + 1,
+                              (long long)nt.shape[i]);
+        n *= nt.shape[i];
+    }
     /* the buffer is a userdata so a Lua error while filling cannot leak it */
     char *buf = lua_newuserdatauv(L, (size_t)(n ? n : 1) * tt_dtype_size(dt), 0);
     int64_t pos = 0;
@@ -636,7 +642,7 @@ static int pieces(lua_State *L, int is_chunk)
     int d = optdim(L, 3, t, 0, op);
     if (n <= 0) return ltt_error(L, "%s: %s must be positive, got %lld", op, is_chunk ? "number of chunks" : "split size", (long long)n);
     int64_t size = t->shape[d];
-    int64_t count = size == 0 ? 1 : is_chunk ? (n < size ? n : size) : (size + n - 1) / n;
+    int64_t count = size == 0 ? 1 : is_chunk ? (n < size ? n : size) : size / n + (size % n != 0);
     if (count > 1000000) return ltt_error(L, "%s: %lld pieces is too many", op, (long long)count);
     tt_tensor *outs = lua_newuserdatauv(L, (size_t)count * sizeof *outs, 0);   /* scratch, collected */
     int got = 0;

@@ -1,0 +1,3 @@
+-- Lua indices start at 1
+local x = tt.randn(3, 4)
+local first = x[0]

@@ -1,0 +1,3 @@
+-- ~ negates bool masks only
+local scores = tt.randn(4, 4)
+local inv = ~scores

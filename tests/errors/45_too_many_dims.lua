@@ -1,0 +1,2 @@
+-- at most 8 dims
+local x = tt.zeros(1, 1, 1, 1, 1, 1, 1, 1, 1)

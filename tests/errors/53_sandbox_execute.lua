@@ -1,0 +1,3 @@
+-- options: --sandbox
+-- no shell in the sandbox
+os.execute("ls")

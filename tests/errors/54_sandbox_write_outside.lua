@@ -1,0 +1,3 @@
+-- options: --sandbox
+-- the sandbox writes only under images/
+local f = io.open("notes.txt", "w")

@@ -1,0 +1,147 @@
+-- test_limits.lua — resource limits: memory cap (tensors and the Lua heap),
+-- overflowing shapes, the dims limit, --timeout and --max-instructions
+-- (also against pcall loops and coroutines, and inside a long C op),
+-- zero-size dims as in PyTorch, and the usage errors of the limit options.
+local T = dofile("tests/lua/check.lua")
+local check, close, checkerror = T.check, T.close, T.checkerror
+local tt = require "tt"
+
+local dir = os.tmpname()
+os.remove(dir)
+assert(os.execute("mkdir -p " .. dir))
+
+local function write(name, text)
+  local path = dir .. "/" .. name
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+  return path
+end
+
+local function slurp(p) local f = io.open(p); local s = f:read("a"); f:close(); return s end
+
+-- Runs ./tensortrace with args; returns stdout, stderr, exit code, seconds.
+local function run(args, stdin)
+  local out, err = dir .. "/out", dir .. "/err"
+  local t0 = tt.clock()
+  local _, _, code = os.execute("./tensortrace " .. args .. " >" .. out .. " 2>" .. err .. " <" .. (stdin or "/dev/null"))
+  return slurp(out), slurp(err), code, tt.clock() - t0
+end
+
+local has = function(s, pat) return s:find(pat, 1, true) ~= nil end
+
+-- ===== memory =====
+local out, err, code = run("-q --max-memory 1M -e 'local x = tt.zeros(1000, 1000)'")
+check("tensor past --max-memory: exit 1", code == 1)
+check("... names the op, the shape and the bytes asked for",
+      has(err, "(command line):1: zeros: cannot allocate float32 [1000,1000]: 3.8 MiB needed but the memory cap is 1.0 MiB"))
+check("... and the hint", has(err, "hint: raise it with --max-memory"))
+
+out, err, code = run("-q --max-memory 64M -e 'local t = {} for i = 1, 1e9 do t[i] = i end'")
+check("Lua heap past the cap: exit 1, not an OOM kill", code == 1)
+check("... says which cap", has(err, "not enough memory: Lua data and tensors reached the cap of 64.0 MiB; hint: raise it with --max-memory"))
+
+out, err, code = run("-q --max-memory 64M -e 'local ok = pcall(function() local t = {} for i = 1, 1e9 do t[i] = i end end) collectgarbage() print(ok, tt.zeros(10):sum():item())'")
+check("after a caught memory error the script goes on", code == 0 and has(out, "false\t0.0"))
+
+out, err, code = run("-q -e 'print(pcall(tt.zeros, 1 << 40))'")
+check("the default cap stops a 4 TiB tensor with an error", code == 0 and has(out, "false") and has(out, "memory cap"))
+
+out, err, code = run("-q --max-memory 0 -e 'print(pcall(tt.zeros, 1 << 50))'")
+check("--max-memory 0 lifts the cap (malloc still fails cleanly)", code == 0 and has(out, "false") and has(out, "out of memory"))
+
+-- ===== shapes =====
+checkerror({"zeros", "[1099511627776,1099511627776]", "too large"}, tt.zeros, 1 << 40, 1 << 40)
+checkerror({"ones", "too large"}, tt.ones, {1 << 31, 1 << 31, 1 << 31})
+checkerror({"zeros", "too large"}, tt.zeros, 0, 1 << 62, 1000)     -- strides would overflow
+checkerror({"expand", "too large"}, function() return tt.zeros(1, 1):expand(1 << 40, 1 << 40) end)
+checkerror({"view", "too large"}, function() return tt.zeros(0):view(0, 1 << 62, 1000) end)
+checkerror({"tensor", "too large"}, tt.tensor, setmetatable({}, {__len = function() return 1 << 62 end}))
+checkerror({"tensor", "negative length"}, tt.tensor, setmetatable({}, {__len = function() return -1 end}))
+checkerror({"chunk"}, function() return tt.zeros(3):chunk(0) end)
+check("chunk into maxinteger pieces", #tt.zeros(3):chunk(math.maxinteger) == 3)
+check("split by maxinteger", #tt.zeros(3):split(math.maxinteger) == 1)
+checkerror({"arange", "too many"}, tt.arange, 0, 1e30)
+checkerror({"zeros", "9 dims given, at most 8"}, tt.zeros, {1, 1, 1, 1, 1, 1, 1, 1, 1})
+checkerror({"zeros", "more than 8 dims"}, tt.zeros, 1, 1, 1, 1, 1, 1, 1, 1, 1)
+checkerror({"unsqueeze", "at most 8 dims"}, function() return tt.zeros(1, 1, 1, 1, 1, 1, 1, 1):unsqueeze(1) end)
+checkerror({"tensor", "deeper than 8"}, tt.tensor, {{{{{{{{{1}}}}}}}}})
+checkerror({"zeros", "negative"}, tt.zeros, 2, -1)
+local big = tt.zeros(1):expand(1 << 40)
+check("a huge expanded view prints summarised, at once", has(tostring(big), "[0., 0., 0., ..., 0., 0., 0.]"))
+check("an empty tensor with a huge dim prints at once", has(tostring(tt.zeros(1, 1 << 40, 0)), "[]"))
+
+out, err, code = run("--timeout 20 --trace=values -e 'local x = tt.tensor(1.5):expand(3, 1 << 31)'")
+check("--trace=values of a huge expanded view is quick", code == 0 and has(out, "mean 1.5") and has(out, "of the first"))
+
+-- ===== zero-size dims, as in PyTorch =====
+local e = tt.zeros(0, 5)
+check("[0,5] is legal", e:numel() == 0 and e:size(2) == 5)
+close("sum of empty is 0", e:sum(), 0)
+close("sum over the empty dim: zeros", e:sum(1), {0, 0, 0, 0, 0})
+check("sum over the other dim: [0]", e:sum(2):numel() == 0 and e:sum(2):dim() == 1)
+checkerror({"max", "empty"}, function() return e:max() end)
+checkerror({"max"}, function() return e:max(1) end)
+check("mean of empty is NaN", e:mean():item() ~= e:mean():item())
+local mm = tt.zeros(2, 0):matmul(tt.zeros(0, 3))
+check("[2,0] @ [0,3] is [2,3] zeros", mm:size(1) == 2 and mm:size(2) == 3)
+close("... of zeros", mm, {{0, 0, 0}, {0, 0, 0}})
+check("softmax of [0,5]", e:softmax(-1):numel() == 0)
+check("cat with an empty part", tt.cat({tt.ones(2, 3), tt.zeros(0, 3)}, 1):size(1) == 2)
+check("narrow to length 0", tt.ones(4):narrow(1, 3, 0):numel() == 0)
+check("view of [0,5] as [5,0]", e:view(5, 0):size(1) == 5)
+checkerror({"cannot infer -1"}, function() return e:reshape(0, -1) end)  -- ambiguous, as PyTorch
+checkerror({"cannot infer -1"}, function() return e:reshape(-1, 0) end)
+check("sdpa with no keys gives zeros",
+      tt.sdpa(tt.ones(1, 2, 4), tt.zeros(1, 0, 4), tt.zeros(1, 0, 4)):sum():item() == 0)
+check("empty causal mask", tt.causal_mask(0):numel() == 0)
+
+-- ===== timeout and instruction budget =====
+out, err, code = run("-q --timeout 0.3 -e 'while true do end'")
+check("--timeout stops a loop: exit 1", code == 1)
+check("... with file:line and the option", has(err, "(command line):1: timeout: the script ran longer than 0.3 s (--timeout)"))
+
+out, err, code = run("-q --timeout 0.3 -e 'while true do pcall(function() while true do end end) end'")
+check("pcall in a loop cannot swallow the timeout", code == 1 and has(err, "timeout"))
+
+out, err, code = run("-q --timeout 0.3 -e 'local f = coroutine.wrap(function() while true do pcall(function() while true do end end) end end) f()'")
+check("nor can a coroutine", code == 1 and has(err, "timeout"))
+
+out, err, code = run("-q --timeout 0.3 -e 'xpcall(function() while true do end end, function() while true do end end)'")
+check("nor a looping message handler", code == 1)
+
+local script = write("loop.lua", "local n = 0\nwhile true do\n  n = n + 1\nend\n")
+out, err, code = run("-q --max-instructions 100000 " .. script)
+check("--max-instructions stops a loop", code == 1)
+check("... naming the line and the option",
+      has(err, "loop.lua:3: instruction limit: the script ran more than 100000 Lua instructions (--max-instructions)")
+      or has(err, "loop.lua:2: instruction limit"))
+
+out, err, code = run("-q --max-instructions 1e6 -e 'local s = 0 for i = 1, 1000 do s = s + i end print(s)'")
+check("a short script runs under the budget", code == 0 and has(out, "500500"))
+
+local t
+out, err, code, t = run("-q --timeout 1 -e 'local x = tt.ones(1, 1):expand(1 << 14, 1 << 14) print(x:matmul(x))'")
+check("a C operation past the timeout is stopped", code == 1)
+check("... by the watchdog, with a message", has(err, "timeout: the script ran longer than 1 s (--timeout) and was stopped inside a tensor operation"))
+check("... within the grace period (" .. string.format("%.1f", t) .. " s)", t < 6)
+
+out, err, code = run("-q --timeout 5 -e 'print(tt.ones(3):sum():item())'")
+check("a quick script with --timeout exits at once", code == 0 and has(out, "3.0"))
+
+-- REPL: each chunk has its own clock
+out, err, code = run("--timeout 0.5", write("repl.lua", "while true do end\nprint('next' .. 1)\n"))
+check("REPL: a runaway line times out, the next one runs", has(err, "timeout") and has(out, "next1"))
+
+-- ===== usage errors =====
+for _, a in ipairs{"--timeout -1", "--timeout abc", "--timeout 0", "--max-memory abc", "--max-memory -5",
+                   "--max-memory 5X", "--max-instructions 0", "--max-instructions x", "--max-instructions",
+                   "--images out -e 1", "--images"} do
+  out, err, code = run(a)
+  check("usage error (exit 2): " .. a, code == 2 and has(err, "tensortrace: "))
+end
+out, err, code = run("--max-memory 512k -q -e 'print(tt.get_max_memory and 1 or 2)'")
+check("--max-memory 512k is accepted", code == 0)
+
+os.execute("rm -rf " .. dir)
+T.report()

@@ -1,0 +1,231 @@
+-- test_sandbox.lua — --sandbox: each escape hatch gives an error and
+-- nothing escapes (.., absolute paths, symlinks out of the folders), writes
+-- land only under --images, reads only under the script's folder, and the
+-- memory cap and timeout are on by default. Runs ./tensortrace --sandbox on
+-- scripts in a temporary tree:
+--   root/outside/secret.txt          a file the script must not read or write
+--   root/class/script.lua            the sandboxed scripts (read root)
+--   root/class/lib/mod.lua           a Lua module it may require
+--   root/class/images/               the --images folder
+--   root/class/images/link -> ../../outside/secret.txt
+--   root/class/images/out  -> ../../outside
+--   root/class/up -> ..
+local T = dofile("tests/lua/check.lua")
+local check = T.check
+
+local root = os.tmpname()
+os.remove(root)
+local class, outside = root .. "/class", root .. "/outside"
+assert(os.execute("mkdir -p " .. class .. "/images " .. class .. "/lib " .. outside))
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+  return path
+end
+local function slurp(p) local f = io.open(p); if not f then return nil end local s = f:read("a"); f:close(); return s end
+local function exists(p) local f = io.open(p); if f then f:close() end return f ~= nil end
+
+write(outside .. "/secret.txt", "secret\n")
+write(class .. "/lib/mod.lua", "return {answer = 42}\n")
+write(class .. "/data.txt", "hello\n")
+write(class .. "/binary.luac", string.dump(function() return 1 end))
+assert(os.execute("ln -s ../../outside/secret.txt " .. class .. "/images/link"))
+assert(os.execute("ln -s ../../outside " .. class .. "/images/out"))
+assert(os.execute("ln -s .. " .. class .. "/up"))
+local repo = io.popen("pwd"):read("l")
+local bin = repo .. "/tensortrace"
+
+-- Runs a script in class/ with --sandbox (from class/, so images/ is the
+-- default --images); returns stdout, stderr, exit code.
+local function run(text, opts)
+  local script = write(class .. "/script.lua", text)
+  local out, err = root .. "/out", root .. "/err"
+  local cmd = string.format("cd %s && %s -q --sandbox %s %s >%s 2>%s </dev/null", class, bin, opts or "",
+                            script, out, err)
+  local _, _, code = os.execute(cmd)
+  return slurp(out), slurp(err), code
+end
+
+local has = function(s, pat) return s ~= nil and s:find(pat, 1, true) ~= nil end
+
+-- Each line "name|ok|message" of a script that pcalls every attempt.
+local probes = [[
+local function try(name, f, ...)
+  local ok, a, b = pcall(f, ...)
+  if ok and a == nil and b then ok, a = false, b end   -- io.open style failure
+  print(name .. "|" .. tostring(ok) .. "|" .. tostring(a):gsub("\n", " "))
+end
+local OUT = "]] .. outside .. [["
+try("os.execute", os.execute, "touch " .. OUT .. "/x")
+try("io.popen", io.popen, "ls")
+try("package.loadlib", package.loadlib, "libc.so.6", "*")
+try("os.tmpname", os.tmpname)
+try("io.tmpfile", io.tmpfile)
+try("debug.sethook", function() return debug.sethook(print, "l") end)
+try("debug.getupvalue", function() return debug.getupvalue(io.open, 1) end)
+try("getenv", function() return os.getenv("HOME") == nil end)
+try("load binary", load, string.dump(function() return 1 end))
+try("load binary mode b", load, string.dump(function() return 1 end), "x", "b")
+try("load text", function() return load("return 7")() end)
+try("loadfile binary", loadfile, "binary.luac")
+try("dofile outside", dofile, OUT .. "/secret.txt")
+try("loadfile outside", loadfile, OUT .. "/secret.txt")
+try("loadfile dotdot", loadfile, "../outside/secret.txt")
+try("read absolute", io.open, OUT .. "/secret.txt")
+try("read dotdot", io.open, "../outside/secret.txt")
+try("read via dir symlink", io.open, "up/outside/secret.txt")
+try("read via file symlink", io.open, "images/link")
+try("read /etc/passwd", io.open, "/etc/passwd")
+try("read inside", function() return io.open("data.txt"):read("l") end)
+try("read inside via ./", function() return io.open("./lib/../data.txt"):read("l") end)
+try("io.lines outside", io.lines, OUT .. "/secret.txt")
+try("io.input outside", io.input, OUT .. "/secret.txt")
+try("write outside", io.open, OUT .. "/new.txt", "w")
+try("append outside", io.open, OUT .. "/secret.txt", "a")
+try("read-write outside", io.open, OUT .. "/secret.txt", "r+")
+try("write script folder", io.open, "new.txt", "w")
+try("write images/..", io.open, "images/../new.txt", "w")
+try("write via symlink file", io.open, "images/link", "w")
+try("write via symlink dir", io.open, "images/out/new.txt", "w")
+try("write missing folder", io.open, "images/nope/x.txt", "w")
+try("write images", function() local f = io.open("images/ok.txt", "w"); f:write("ok"); f:close(); return true end)
+try("io.output outside", io.output, OUT .. "/new.txt")
+try("io.output number name", io.output, 123)
+try("io.lines number name", io.lines, 123)
+try("os.remove outside", os.remove, OUT .. "/secret.txt")
+try("os.rename out of images", os.rename, "images/ok.txt", OUT .. "/moved.txt")
+try("os.rename into images", os.rename, OUT .. "/secret.txt", "images/stolen.txt")
+try("require lua module", function() return require("lib.mod").answer end)
+try("require C module", function() package.cpath = "/usr/lib/x86_64-linux-gnu/lua/5.4/?.so;" .. package.cpath; return require "lpeg" end)
+try("require via path outside", function() package.path = OUT .. "/?.txt;" .. package.path; return require "secret" end)
+if tt.heatmap then
+  try("heatmap outside", tt.heatmap, tt.ones(2, 2), OUT .. "/h.png")
+  try("heatmap via symlink dir", tt.heatmap, tt.ones(2, 2), "images/out/h.png")
+  try("heatmap images", tt.heatmap, tt.ones(2, 2), "images/h.png")
+  try("heatmap number name", tt.heatmap, tt.ones(2, 2), 123)
+  try("bars outside", tt.bars, tt.ones(3), OUT .. "/b.png")
+  try("flow outside", tt.flow, OUT .. "/f.png")
+end
+try("memory cap on", tt.zeros, 1 << 29)
+]]
+
+local out, err, code = run(probes)
+check("probe script ran (exit " .. tostring(code) .. ")", code == 0)
+local res = {}
+for line in (out or ""):gmatch("[^\n]+") do
+  local name, ok, msg = line:match("^(.-)|(.-)|(.*)$")
+  if name then res[name] = {ok = ok == "true", msg = msg} end
+end
+if code ~= 0 then print(err) end
+
+local function denied(name, pat)
+  local r = res[name]
+  check(name .. ": denied" .. (r and (" (" .. r.msg .. ")") or " (no result)"),
+        r and not r.ok and (pat == nil or has(r.msg, pat)))
+end
+local function allowed(name, want)
+  local r = res[name]
+  check(name .. ": allowed" .. (r and (" (" .. r.msg .. ")") or " (no result)"),
+        r and r.ok and (want == nil or r.msg == want))
+end
+
+denied("os.execute", "sandbox: 'os.execute' is not available with --sandbox")
+denied("io.popen", "sandbox: 'io.popen' is not available with --sandbox")
+denied("package.loadlib", "sandbox: 'package.loadlib' is not available")
+denied("os.tmpname", "not available")
+denied("io.tmpfile", "not available")
+denied("debug.sethook", "attempt to call a nil value")
+denied("debug.getupvalue", "attempt to call a nil value")
+allowed("getenv", "true")
+denied("load binary", "attempt to load a binary chunk")
+denied("load binary mode b", "attempt to load a binary chunk")
+allowed("load text", "7")
+denied("loadfile binary", "attempt to load a binary chunk")
+for _, n in ipairs{"dofile outside", "loadfile outside", "loadfile dotdot", "read absolute", "read dotdot",
+                   "read via dir symlink", "read via file symlink", "read /etc/passwd", "io.lines outside",
+                   "io.input outside"} do
+  denied(n, "files may be read only under the script's folder")
+end
+allowed("read inside", "hello")
+allowed("read inside via ./", "hello")
+for _, n in ipairs{"write outside", "append outside", "read-write outside", "write script folder",
+                   "write images/..", "write via symlink dir", "io.output outside", "os.remove outside",
+                   "os.rename out of images", "os.rename into images"} do
+  denied(n, "files may be written only under 'images' (--images)")
+end
+denied("io.output number name", "cannot write '123'")
+denied("io.lines number name", "'123'")  -- class/123 may be read; it is missing
+denied("write via symlink file", "it is a symbolic link")
+denied("write missing folder", "sandbox: cannot write 'images/nope/x.txt': its folder does not exist")
+allowed("write images", "true")
+allowed("require lua module", "42")
+denied("require C module", "not found")
+denied("require via path outside", "not found")
+if res["heatmap outside"] then
+  denied("heatmap outside", "files may be written only under 'images'")
+  denied("heatmap via symlink dir", "files may be written only under 'images'")
+  allowed("heatmap images")
+  denied("heatmap number name", "cannot write '123'")
+  denied("bars outside", "files may be written only under 'images'")
+  denied("flow outside", "files may be written only under 'images'")
+end
+denied("memory cap on", "the memory cap is 1.0 GiB")
+
+-- nothing escaped
+check("secret.txt untouched", slurp(outside .. "/secret.txt") == "secret\n")
+local p = io.popen("ls " .. outside)
+local listing = p:read("a")
+p:close()
+check("nothing new outside (" .. listing:gsub("\n", " ") .. ")", listing == "secret.txt\n")
+check("no file in the script folder", not exists(class .. "/new.txt"))
+check("the allowed write happened", slurp(class .. "/images/ok.txt") == "ok")
+
+-- an uncaught violation: exit 1 with file:line
+out, err, code = run("local x = 1\nos.execute('true')\n")
+check("uncaught: exit 1", code == 1)
+check("uncaught: file:line and message", has(err, "script.lua:2: sandbox: 'os.execute' is not available with --sandbox"))
+out, err, code = run("local f = io.open('" .. outside .. "/secret.txt')\n")
+check("uncaught read: file:line", has(err, "script.lua:1: sandbox: cannot read '" .. outside .. "/secret.txt': files may be read only under the script's folder"))
+
+-- a chunk named "@file" must not make the trace print that file's lines
+write(class .. "/trace.lua", "local f = load('local x = tt.zeros(2)', '@" .. outside .. "/secret.txt')\nf()\n")
+local _, _, c4 = os.execute(string.format("cd %s && %s --sandbox trace.lua >%s/out 2>&1", class, bin, root))
+local o4 = slurp(root .. "/out")
+check("trace of a chunk named after a file outside: runs", c4 == 0 and has(o4, "zeros"))
+check("... but does not print that file", not has(o4, "secret\n") and not o4:find("secret%s*$"))
+
+-- the default timeout can be shortened; it is on without --timeout (30 s),
+-- which the help text states
+out, err, code = run("while true do end\n", "--timeout 0.3")
+check("sandbox timeout: exit 1", code == 1 and has(err, "timeout: the script ran longer than 0.3 s"))
+out, err, code = run("while true do pcall(error) end\n", "--timeout 0.3")
+check("sandbox timeout cannot be caught", code == 1 and has(err, "timeout"))
+local help = io.popen(bin .. " --help"):read("a")
+check("--help documents --sandbox and --images", has(help, "--sandbox") and has(help, "--images DIR"))
+
+-- --images elsewhere; a missing --images folder is a usage error
+assert(os.execute("mkdir -p " .. root .. "/figs"))
+out, err, code = run("local f = assert(io.open('" .. root .. "/figs/a.txt', 'w')) f:write('x') f:close()\n" ..
+                     "print(pcall(io.open, 'images/b.txt', 'w'))\n", "--images " .. root .. "/figs")
+check("--images DIR: writes go there", code == 0 and slurp(root .. "/figs/a.txt") == "x")
+check("--images DIR: the default folder is then closed", has(out, "false") and has(out, "--images"))
+out, err, code = run("print(1)\n", "--images " .. root .. "/missing")
+check("--images of a missing folder: exit 2", code == 2 and has(err, "--images folder does not exist"))
+
+-- without --images and without images/: every write is refused, with a reason
+assert(os.execute("mkdir -p " .. root .. "/bare"))
+write(root .. "/bare/s.lua", "print(pcall(io.open, 'images/x.txt', 'w'))\n")
+local _, _, c2 = os.execute(string.format("cd %s/bare && %s -q --sandbox s.lua >%s/out 2>&1", root, bin, root))
+check("no images/ folder: writes refused with a reason",
+      c2 == 0 and has(slurp(root .. "/out"), "files may be written only under 'images', which does not exist"))
+
+-- -e and the REPL read under the current folder
+local _, _, c3 = os.execute(string.format("cd %s && %s -q --sandbox -e 'print(io.open(\"data.txt\"):read(\"l\")) print(pcall(io.open, \"../outside/secret.txt\"))' >%s/out 2>&1",
+                                          class, bin, root))
+local o3 = slurp(root .. "/out")
+check("-e: reads under the current folder", c3 == 0 and has(o3, "hello") and has(o3, "false"))
+
+os.execute("rm -rf " .. root)
+T.report()

@@ -1,0 +1,3 @@
+#!/bin/sh
+# The error catalogue (tests/errors/run.sh): the exact message of each mistake.
+exec sh tests/errors/run.sh
