@@ -58,6 +58,42 @@ function M.checkerror(pats, f, ...)
   return msg
 end
 
+-- ===== running ./tensortrace from a test =====
+
+-- A fresh temporary folder.
+function M.tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p '" .. dir .. "'"))
+  return dir
+end
+
+-- Writes text to dir/name and returns the path.
+function M.write(dir, name, text)
+  local path = dir .. "/" .. name
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+  return path
+end
+
+function M.slurp(path)
+  local f = assert(io.open(path))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Runs ./tensortrace with args (a shell string), stdin from the file
+-- stdin_path (or /dev/null): stdout, stderr, exit code, seconds.
+function M.run(dir, args, stdin_path)
+  local out, err = dir .. "/out", dir .. "/err"
+  local t0 = tt and tt.clock() or 0
+  local _, _, code = os.execute("./tensortrace " .. args .. " >" .. out .. " 2>" .. err
+                                .. " <" .. (stdin_path or "/dev/null"))
+  return M.slurp(out), M.slurp(err), code, (tt and tt.clock() or 0) - t0
+end
+
 function M.report()
   print(string.format("%d passed, %d failed", M.passed, M.failed))
   if M.failed > 0 then os.exit(1) end

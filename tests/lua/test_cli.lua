@@ -4,26 +4,12 @@ local T = dofile("tests/lua/check.lua")
 local json = dofile("tests/lua/json.lua")
 local check, checkerror = T.check, T.checkerror
 
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute("mkdir -p " .. dir))
-
-local function write(name, text)
-  local path = dir .. "/" .. name
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-  return path
-end
+local dir = T.tmpdir()
+local function write(name, text) return T.write(dir, name, text) end
 
 -- Runs the command; returns stdout, stderr, exit code.
 local function run(args, stdin)
-  local out, err = dir .. "/out", dir .. "/err"
-  local cmd = "./tensortrace " .. args .. " >" .. out .. " 2>" .. err
-  if stdin then cmd = cmd .. " <" .. write("stdin", stdin) else cmd = cmd .. " </dev/null" end
-  local _, _, code = os.execute(cmd)
-  local function slurp(p) local f = io.open(p); local s = f:read("a"); f:close(); return s end
-  return slurp(out), slurp(err), code
+  return T.run(dir, args, stdin and write("stdin", stdin))
 end
 
 local has = function(s, pat) return s:find(pat, 1, true) ~= nil end

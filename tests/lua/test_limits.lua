@@ -6,27 +6,10 @@ local T = dofile("tests/lua/check.lua")
 local check, close, checkerror = T.check, T.close, T.checkerror
 local tt = require "tt"
 
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute("mkdir -p " .. dir))
-
-local function write(name, text)
-  local path = dir .. "/" .. name
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-  return path
-end
-
-local function slurp(p) local f = io.open(p); local s = f:read("a"); f:close(); return s end
-
+local dir = T.tmpdir()
+local function write(name, text) return T.write(dir, name, text) end
 -- Runs ./tensortrace with args; returns stdout, stderr, exit code, seconds.
-local function run(args, stdin)
-  local out, err = dir .. "/out", dir .. "/err"
-  local t0 = tt.clock()
-  local _, _, code = os.execute("./tensortrace " .. args .. " >" .. out .. " 2>" .. err .. " <" .. (stdin or "/dev/null"))
-  return slurp(out), slurp(err), code, tt.clock() - t0
-end
+local function run(args, stdin_path) return T.run(dir, args, stdin_path) end
 
 local has = function(s, pat) return s:find(pat, 1, true) ~= nil end
 
