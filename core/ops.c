@@ -74,10 +74,12 @@ tt_status tt__broadcast(const char *op, const tt_tensor *a, const tt_tensor *b,
     if (r == 0) return TT_OK;
     char sa[SHAPE_BUF], sb[SHAPE_BUF];
     int ia = a->ndim - bad, ib = b->ndim - bad;
-    if (r == 1)
-        return tt__err(TT_ESHAPE, "%s: shapes %s and %s cannot broadcast (dim -%d: %lld vs %lld)",
+    if (r == 1)   /* x * W with matrix shapes is usually a matmul meant */
+        return tt__err(TT_ESHAPE, "%s: shapes %s and %s cannot broadcast (dim -%d: %lld vs %lld)%s",
                        op, shp(a, sa), shp(b, sb), bad, (long long)a->shape[ia],
-                       (long long)b->shape[ib]);
+                       (long long)b->shape[ib],
+                       strcmp(op, "mul") == 0 && a->ndim >= 2 && b->ndim >= 2
+                           ? "; hint: * is elementwise, use x:matmul(w) for the matrix product" : "");
     return tt__err(TT_ESHAPE, "%s: dim names differ: '%s' vs '%s' at dim -%d of %s and %s; "
                    "hint: rename with x:named(...)", op, a->names[ia], b->names[ib], bad,
                    shp(a, sa), shp(b, sb));
@@ -1163,7 +1165,7 @@ tt_status tt_causal_mask(tt_tensor *out, int64_t nq, int64_t nk, int lower_right
     if (st == TT_OK) {
         uint8_t *m = tt_data_bool(out);
         int64_t shift = lower_right ? nk - nq : 0;
-        for (int64_t i = 0; i < nq; i++) {
+        for (int64_t i = 0; i < nq && nk > 0; i++) {   /* no keys: nothing to visit */
             int64_t lim = i + shift + 1;        /* keys j < lim are visible */
             if (lim < 0) lim = 0;
             if (lim > nk) lim = nk;

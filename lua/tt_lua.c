@@ -87,6 +87,9 @@ int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const
     lua_Integer d = lua_tointeger(L, idx);
     if (d >= 1 && d <= n) return (int)(d - 1);
     if (d < 0 && d >= -n) return (int)(d + n);
+    if (d == 0 && n > 0)
+        return ltt_error(L, "%s: dim 0 out of range for %s (expected 1..%d or -%d..-1; Lua counts dims from 1)",
+                         op, shape_of(t, shp, sizeof shp), n, n);
     if (n == 0)
         return ltt_error(L, "%s: dim %d given but %s has no dims", op, (int)d, shape_of(t, shp, sizeof shp));
     return ltt_error(L, "%s: dim %lld out of range for %s (expected 1..%d or -%d..-1)", op, (long long)d,
@@ -914,7 +917,7 @@ static int ltt_sdpa(lua_State *L)
         if (!lua_isnil(L, -1)) {
             if (lua_type(L, -1) != LUA_TNUMBER) return ltt_error(L, "sdpa: scale must be a number, got %s", luaL_typename(L, -1));
             scale = lua_tonumber(L, -1);
-            if (!(scale > 0) || !isfinite(scale)) return ltt_error(L, "sdpa: scale must be a positive finite number, got %f", scale);
+            if (!(scale > 0) || !isfinite(scale)) return ltt_error(L, "sdpa: scale must be a positive finite number, got %g", scale);
         }
         lua_getfield(L, 4, "mask");
         if (!lua_isnil(L, -1)) {

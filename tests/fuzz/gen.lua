@@ -12,8 +12,6 @@ local M = {}
 -- so that the CI batch stays green (TT_FUZZ_ALL=1 generates them anyway).
 -- Each entry is a reproducer; delete the entry once it passes.
 M.known = {
-  -- core/ops.c tt_causal_mask loops over every row even when nk == 0
-  causal_mask_huge_empty = "tt.causal_mask(1 << 40, 0)   -- hangs",
 }
 local known = os.getenv("TT_FUZZ_ALL") ~= "1" and M.known or {}
 
