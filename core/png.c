@@ -97,7 +97,11 @@ tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
 
     tt_status st = TT_OK;
     FILE *fp = fopen(tmp, "wb");
-    if (!fp) {
+    const char *slash = strrchr(path, '/');
+    if (!fp && errno == ENOENT && slash)     /* say which folder is missing */
+        st = tt__err(TT_EIO, "cannot write '%s': folder '%.*s' does not exist", path,
+                     (int)(slash - path), path);
+    else if (!fp) {
         st = tt__err(TT_EIO, "cannot write '%s': %s", path, strerror(errno));
     } else {
         char errtext[128] = "";

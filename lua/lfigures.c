@@ -181,7 +181,7 @@ static int ltt_heatmap(lua_State *L)
     char shape[256], source[256];
     tt_shape_str(x, shape, sizeof shape);
     if (x->ndim == 0 || x->ndim > 3)
-        return ltt_error(L, "heatmap: expected a 2-D or 3-D tensor, got %s%s", shape,
+        return ltt_error(L, "heatmap: expected a 2-D tensor (or 1-D: one row; 3-D: a grid of panels), got %s%s", shape,
                           x->ndim > 3 ? "; draw one slice, e.g. x[1]" : "");
     const int nd = x->ndim;
     const int64_t P = nd == 3 ? x->shape[0] : 1, R = nd >= 2 ? x->shape[nd - 2] : 1,

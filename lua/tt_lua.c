@@ -1053,7 +1053,7 @@ static int ltt_assert_close(lua_State *L)
         len += (size_t)snprintf(pos + len, sizeof pos - len, "%s%lld", i ? "," : "", (long long)idx[i] + 1);
     char sa[256];
     ltt_trace_flush();
-    return ltt_error(L, "assert_close: %s%s%lld of %lld elements of %s differ; first at [%s]: %.9g vs %.9g "
+    return ltt_error(L, "assert_close: %s%s%lld of %lld elements of %s differ; first at [%s]: %.7g vs %.7g "
                       "(|diff| %.3g > tolerance %.3g)", msg ? msg : "", msg ? ": " : "",
                       (long long)c.bad, (long long)c.n, shape_of(a, sa, sizeof sa), pos, c.got, c.want,
                       fabs(c.got - c.want), c.tol);
