@@ -142,7 +142,7 @@ static void scale_c(int64_t n, float s, const float *x, float *y, int stream)
 
 const tt__kern tt__kern_scalar = {
     "scalar", C_MR, C_NR, 256, 64, 2048,
-    ukernel_c, axpy_c, tt_exp_vec_ref, row_max_c, exp_sum_c, scale_c, NULL, NULL,
+    ukernel_c, NULL, axpy_c, tt_exp_vec_ref, row_max_c, exp_sum_c, scale_c, NULL, NULL,
     tt_ew_binary_ref, tt_ew_compare_ref, tt_ew_unary_ref, tt_ew_masked_fill_ref
 };
 
@@ -243,12 +243,43 @@ typedef struct gemm_job {
     const float *a; const int64_t *aoff; int64_t rsa, csa;
     const float *b; const int64_t *boff; int64_t rsb, csb;
     float *c; const int64_t *coff; int64_t rsc, csc;
-    int64_t mc, nc, nic, njc;     /* units: batch x njc x nic */
-    int failed;
+    int64_t nc, njc;              /* column blocks */
+    int64_t slivers, parts;       /* mr-row slivers of C, cut into `parts` row ranges */
+    int failed;                   /* units: batch x njc x parts */
 } gemm_job;
 
-/* Rows [ic0, ic1) of mc-blocks, columns block jc, batch t. */
-static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t ic0, int64_t ic1,
+/* First row of part k: parts differ by at most one sliver. */
+static int64_t part_row(const gemm_job *g, int64_t k)
+{
+    int64_t r = g->slivers * k / g->parts * g->kn->mr;
+    return r < g->M ? r : g->M;
+}
+
+/* C rows [r0, r1) (+)= A rows times the packed B panel (kc x ncur), A read
+   in place with unit column stride; each A sliver serves all column slivers
+   while it is in L1. A last partial sliver goes through a packed copy. */
+static void gemm_rows(const gemm_job *g, const float *A, float *C, int64_t r0, int64_t r1,
+                      int64_t kc, int64_t ncur, int acc, const float *bp, float *ap)
+{
+    const tt__kern *kn = g->kn;
+    int mr = kn->mr, nr = kn->nr;
+    for (int64_t i0 = r0; i0 < r1; i0 += mr) {
+        int m = r1 - i0 < mr ? (int)(r1 - i0) : mr;
+        const float *as = A + i0 * g->rsa;
+        if (m < mr && (!kn->pack_a || !kn->pack_a(m, kc, as, g->rsa, 1, ap)))
+            pack_a(mr, m, kc, as, g->rsa, 1, ap);
+        for (int64_t jr = 0; jr < ncur; jr += nr) {
+            int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
+            float *ct = C + i0 * g->rsc + jr;
+            if (m == mr) kn->ukernel_rows(kc, as, g->rsa, bp + jr * kc, ct, g->rsc, n, acc);
+            else kn->ukernel(kc, ap, bp + jr * kc, ct, g->rsc, m, n, acc);
+        }
+    }
+}
+
+/* Rows [r0, r1) of C, column block jc, batch t: the B panel is packed once
+   per pc block, then the rows go by in mc blocks of equal size. */
+static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r1,
                        float *ap, float *bp, float *tmp)
 {
     const tt__kern *kn = g->kn;
@@ -256,14 +287,23 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t ic0, int64_t 
     const float *A = g->a + g->aoff[t], *B = g->b + g->boff[t];
     float *C = g->c + g->coff[t];
     int64_t j0 = jc * g->nc, ncur = g->N - j0 < g->nc ? g->N - j0 : g->nc;
+    int64_t sl = (r1 - r0 + mr - 1) / mr, nblk = (sl * mr + kn->mc - 1) / kn->mc;
+    int64_t mc = (sl + nblk - 1) / nblk * mr;
+    /* a narrow B (A·V: N = Dh) would reuse a packed A block only a few
+       times: read A where it is instead */
+    int in_place = kn->ukernel_rows && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr;
     for (int64_t p0 = 0; p0 < g->K; p0 += kn->kc) {
         int64_t kc = g->K - p0 < kn->kc ? g->K - p0 : kn->kc;
         int acc = p0 > 0;
         const float *bs = B + p0 * g->rsb + j0 * g->csb;
         if (!kn->pack_b || !kn->pack_b(kc, ncur, bs, g->rsb, g->csb, bp))
             pack_b(nr, kc, ncur, bs, g->rsb, g->csb, bp);
-        for (int64_t ic = ic0; ic < ic1; ic++) {
-            int64_t i0 = ic * g->mc, mcur = g->M - i0 < g->mc ? g->M - i0 : g->mc;
+        if (in_place) {
+            gemm_rows(g, A + p0, C + j0, r0, r1, kc, ncur, acc, bp, ap);
+            continue;
+        }
+        for (int64_t i0 = r0; i0 < r1; i0 += mc) {
+            int64_t mcur = r1 - i0 < mc ? r1 - i0 : mc;
             const float *as = A + i0 * g->rsa + p0 * g->csa;
             if (!kn->pack_a || !kn->pack_a(mcur, kc, as, g->rsa, g->csa, ap))
                 pack_a(mr, mcur, kc, as, g->rsa, g->csa, ap);
@@ -294,18 +334,18 @@ static void gemm_range(void *ctx, int64_t begin, int64_t end)
     gemm_job *g = ctx;
     const tt__kern *kn = g->kn;
     int64_t kc = g->K < kn->kc ? g->K : kn->kc;
-    int64_t mcp = (g->mc + kn->mr - 1) / kn->mr * kn->mr;
     int64_t ncp = (g->nc + kn->nr - 1) / kn->nr * kn->nr;
-    float *ap = tt__scratch(SLOT_A, (size_t)(mcp * kc) * sizeof(float));
+    float *ap = tt__scratch(SLOT_A, (size_t)(kn->mc * kc) * sizeof(float));
     float *bp = tt__scratch(SLOT_B, (size_t)(ncp * kc) * sizeof(float));
     float *tmp = tt__scratch(SLOT_T, (size_t)(kn->mr * kn->nr) * sizeof(float));
     if (!ap || !bp || !tmp) { g->failed = 1; return; }
-    int64_t per_b = g->njc * g->nic;
     for (int64_t u = begin; u < end; ) {
-        int64_t t = u / per_b, jc = u % per_b / g->nic, ic0 = u % g->nic;
-        int64_t ic1 = g->nic < ic0 + (end - u) ? g->nic : ic0 + (end - u);
-        gemm_block(g, t, jc, ic0, ic1, ap, bp, tmp);
-        u += ic1 - ic0;
+        /* consecutive parts of one (batch, column block) are one row range */
+        int64_t k0 = u % g->parts, left = g->parts - k0;
+        int64_t k1 = k0 + (end - u < left ? end - u : left);
+        int64_t t = u / g->parts / g->njc, jc = u / g->parts % g->njc;
+        gemm_block(g, t, jc, part_row(g, k0), part_row(g, k1), ap, bp, tmp);
+        u += k1 - k0;
     }
 }
 
@@ -373,18 +413,22 @@ void tt_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
         return;
     }
     gemm_job g = { kn, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc,
-                   kn->mc, kn->nc, 0, 0, 0 };
-    g.nic = (M + g.mc - 1) / g.mc;
-    /* Too few row blocks to share: cut the columns finer (this never
-       changes the arithmetic, only who does it). */
-    if (nbatch * g.nic < 2 * nt && N > kn->nr) {
-        int64_t want = (2 * nt + nbatch * g.nic - 1) / (nbatch * g.nic);
+                   kn->nc, 0, (M + kn->mr - 1) / kn->mr, 1, 0 };
+    /* Too few rows to share: cut the columns finer (this never changes the
+       arithmetic, only who does it). */
+    if (nbatch * g.slivers < 4 * nt && N > kn->nr) {
+        int64_t want = (2 * nt + nbatch - 1) / nbatch;
         int64_t nc = (N + want - 1) / want;
         nc = (nc + kn->nr - 1) / kn->nr * kn->nr;
         if (nc < g.nc) g.nc = nc;
     }
     g.njc = (N + g.nc - 1) / g.nc;
-    int64_t units = nbatch * g.njc * g.nic;
+    /* Cut the rows so that the units share out evenly over the threads:
+       lcm(nbatch * njc, nt) units in all. */
+    int64_t base = nbatch * g.njc, x = base, y = nt;
+    while (y) { int64_t r = x % y; x = y; y = r; }
+    g.parts = nt / x < g.slivers ? nt / x : g.slivers;
+    int64_t units = base * g.parts;
     int64_t grain = (int64_t)(PAR_FLOPS * (double)units / (flops * (double)nbatch)) + 1;
     tt_parallel_for(units, grain, gemm_range, &g);
     if (g.failed)   /* no memory for packing: the reference needs none */

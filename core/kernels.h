@@ -124,6 +124,11 @@ typedef struct tt__kern {
     int64_t kc, mc, nc;
     void (*ukernel)(int64_t kc, const float *ap, const float *bp, float *c,
                     int64_t rsc, int m, int n, int acc);
+    /* optional: the same with the A sliver read in place from mr rows of a
+       row-major A (row stride rsa, m == mr), for products too narrow to
+       repay packing A */
+    void (*ukernel_rows)(int64_t kc, const float *a, int64_t rsa, const float *bp, float *c,
+                         int64_t rsc, int n, int acc);
     void (*axpy)(int64_t n, float s, const float *x, float *y);     /* y += s*x */
     void (*exp_vec)(int64_t n, const float *x, float *y);
     float (*row_max)(int64_t n, const float *x);                    /* -inf if n == 0 */

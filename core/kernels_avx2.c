@@ -353,7 +353,7 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
 
 const tt__kern tt__kern_avx2 = {
     "avx2", MR, NR, 256, 72, 4096,
-    ukernel, axpy, exp_vec, row_max, exp_sum, scale, NULL, NULL,
+    ukernel, NULL, axpy, exp_vec, row_max, exp_sum, scale, NULL, NULL,
     ew_binary, ew_compare, ew_unary, ew_masked_fill
 };
 

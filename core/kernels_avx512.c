@@ -23,18 +23,26 @@ static TARGET inline __mmask16 tail_mask(int64_t n)
     return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u);
 }
 
-/* kc: inner size; C tile m x n (m <= MR, n <= NR) at c with row stride rsc. */
-static TARGET void ukernel(int64_t kc, const float *ap, const float *bp, float *c,
-                           int64_t rsc, int m, int n, int acc)
+/* kc: inner size; C tile m x n (m <= MR, n <= NR) at c with row stride rsc.
+   Row i of the A sliver at step p is a[i*is + p*ps]: packed (1, MR) or
+   straight from a row-major A (rsa, 1). */
+static TARGET inline __attribute__((always_inline)) void
+tile(int64_t kc, const float *a, int64_t is, int64_t ps, const float *bp, float *c,
+     int64_t rsc, int m, int n, int acc)
 {
     __m512 c0[MR], c1[MR];
+    /* the C tile is needed only at the end: fetch it while the loop runs */
+    for (int i = 0; i < m; i++) {
+        _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * rsc + NR - 1), _MM_HINT_T0);
+    }
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) { c0[i] = _mm512_setzero_ps(); c1[i] = _mm512_setzero_ps(); }
-    for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
+    for (int64_t p = 0; p < kc; p++, a += ps, bp += NR) {
         __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
 #pragma GCC unroll 12
         for (int i = 0; i < MR; i++) {
-            __m512 ai = _mm512_set1_ps(ap[i]);
+            __m512 ai = _mm512_set1_ps(a[i * is]);
             c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
             c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
         }
@@ -52,6 +60,18 @@ static TARGET void ukernel(int64_t kc, const float *ap, const float *bp, float *
         _mm512_mask_storeu_ps(ci, k0, v0);
         _mm512_mask_storeu_ps(ci + 16, k1, v1);
     }
+}
+
+static TARGET void ukernel(int64_t kc, const float *ap, const float *bp, float *c,
+                           int64_t rsc, int m, int n, int acc)
+{
+    tile(kc, ap, 1, MR, bp, c, rsc, m, n, acc);
+}
+
+static TARGET void ukernel_rows(int64_t kc, const float *a, int64_t rsa, const float *bp,
+                                float *c, int64_t rsc, int n, int acc)
+{
+    tile(kc, a, rsa, 1, bp, c, rsc, MR, n, acc);
 }
 
 /* Transposes a block of `rows` (<= 16) rows of 16 contiguous floats (row
@@ -420,7 +440,7 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
    the A block (144 KiB) stays in L2, the B panel in L3. */
 const tt__kern tt__kern_avx512 = {
     "avx512", MR, NR, 384, 96, 4096,
-    ukernel, axpy, exp_vec, row_max, exp_sum, scale, pack_a, pack_b,
+    ukernel, ukernel_rows, axpy, exp_vec, row_max, exp_sum, scale, pack_a, pack_b,
     ew_binary, ew_compare, ew_unary, ew_masked_fill
 };
 

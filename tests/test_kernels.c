@@ -127,6 +127,9 @@ static void test_gemm(void)
     for (int lc = 0; lc < 3; lc++) gemm_case(2, 5, 7, 3, L_ROW, L_COL, lc, 0);   /* small path */
     gemm_case(3, 129, 65, 33, L_ROW, L_COL, L_ROW, 1);    /* A broadcast over the batch */
     gemm_case(4, 2, 300, 200, L_ROW, L_ROW, L_ROW, 0);    /* thin M */
+    /* narrow B: A read in place, partial last sliver, several kc blocks */
+    gemm_case(1, 1000, 64, 1000, L_ROW, L_ROW, L_ROW, 0);
+    gemm_case(2, 77, 128, 300, L_PAD, L_COL, L_ROW, 0);
 
     /* K == 0 gives zeros */
     float c[6] = { 1, 2, 3, 4, 5, 6 }, dummy = 0.0f;
@@ -137,24 +140,29 @@ static void test_gemm(void)
     CHECK("gemm K == 0 gives zeros", zeros);
 }
 
-/* Same product on 1, 2 and 3 threads: identical bits. */
+/* Same product on 1, 2 and 3 threads: identical bits (A column-major, then
+   row-major, which a narrow B reads in place). */
 static void test_gemm_threads(void)
 {
     static const int64_t shp[][4] = { { 1, 300, 257, 129 }, { 1, 65, 1000, 600 },
-                                      { 8, 64, 64, 64 }, { 3, 200, 40, 33 }, { 2, 5, 300, 200 } };
-    for (size_t s = 0; s < sizeof shp / sizeof shp[0]; s++) {
-        int64_t nb = shp[s][0], M = shp[s][1], N = shp[s][2], K = shp[s][3];
+                                      { 8, 64, 64, 64 }, { 3, 200, 40, 33 }, { 2, 5, 300, 200 },
+                                      { 1, 1000, 64, 500 } };
+    for (size_t s = 0; s < 2 * sizeof shp / sizeof shp[0]; s++) {
+        size_t i = s % (sizeof shp / sizeof shp[0]);
+        int arow = s >= sizeof shp / sizeof shp[0];
+        int64_t nb = shp[i][0], M = shp[i][1], N = shp[i][2], K = shp[i][3];
+        int64_t rsa = arow ? K : 1, csa = arow ? 1 : M;
         float *a = frand((size_t)(nb * M * K)), *b = frand((size_t)(nb * K * N));
         float *c1 = malloc((size_t)(nb * M * N) * sizeof(float));
         float *c2 = malloc((size_t)(nb * M * N) * sizeof(float));
         int64_t ao[8], bo[8], co[8];
         for (int64_t t = 0; t < nb; t++) { ao[t] = t * M * K; bo[t] = t * K * N; co[t] = t * M * N; }
         tt_set_num_threads(1);
-        tt_gemm_batch(nb, M, N, K, a, ao, 1, M, b, bo, N, 1, c1, co, N, 1);
+        tt_gemm_batch(nb, M, N, K, a, ao, rsa, csa, b, bo, N, 1, c1, co, N, 1);
         int same = 1;
         for (int th = 2; th <= threads_max + 1; th++) {
             tt_set_num_threads(th);
-            tt_gemm_batch(nb, M, N, K, a, ao, 1, M, b, bo, N, 1, c2, co, N, 1);
+            tt_gemm_batch(nb, M, N, K, a, ao, rsa, csa, b, bo, N, 1, c2, co, N, 1);
             same &= memcmp(c1, c2, (size_t)(nb * M * N) * sizeof(float)) == 0;
         }
         tt_set_num_threads(threads_max);
