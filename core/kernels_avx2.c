@@ -16,18 +16,21 @@
 #define MR 6
 #define NR 16
 
-/* kc: inner size; C tile m x n (m <= MR, n <= NR) at c with row stride rsc. */
-static TARGET void ukernel(int64_t kc, const float *ap, const float *bp, float *c,
-                           int64_t rsc, int m, int n, int acc)
+/* kc: inner size; C tile m x n (m <= MR, n <= NR) at c with row stride rsc.
+   Row i of the A sliver at step p is a[i*is + p*ps]: packed (1, MR) or
+   straight from a row-major A (rsa, 1). */
+static TARGET inline __attribute__((always_inline)) void
+tile(int64_t kc, const float *a, int64_t is, int64_t ps, const float *bp, float *c,
+     int64_t rsc, int m, int n, int acc)
 {
     __m256 c0[MR], c1[MR];
 #pragma GCC unroll 6
     for (int i = 0; i < MR; i++) { c0[i] = _mm256_setzero_ps(); c1[i] = _mm256_setzero_ps(); }
-    for (int64_t p = 0; p < kc; p++, ap += MR, bp += NR) {
+    for (int64_t p = 0; p < kc; p++, a += ps, bp += NR) {
         __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
 #pragma GCC unroll 6
         for (int i = 0; i < MR; i++) {
-            __m256 ai = _mm256_broadcast_ss(ap + i);
+            __m256 ai = _mm256_broadcast_ss(a + i * is);
             c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
             c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
         }
@@ -55,6 +58,18 @@ static TARGET void ukernel(int64_t kc, const float *ap, const float *bp, float *
         float *ci = c + i * rsc;
         for (int j = 0; j < n; j++) ci[j] = acc ? ci[j] + t[j] : t[j];
     }
+}
+
+static TARGET void ukernel(int64_t kc, const float *ap, const float *bp, float *c,
+                           int64_t rsc, int m, int n, int acc)
+{
+    tile(kc, ap, 1, MR, bp, c, rsc, m, n, acc);
+}
+
+static TARGET void ukernel_rows(int64_t kc, const float *a, int64_t rsa, const float *bp,
+                                float *c, int64_t rsc, int n, int acc)
+{
+    tile(kc, a, rsa, 1, bp, c, rsc, MR, n, acc);
 }
 
 /* exp(x) as in kernels_avx512.c; without scalef, 2^n is applied in two
@@ -353,7 +368,7 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
 
 const tt__kern tt__kern_avx2 = {
     "avx2", MR, NR, 256, 72, 4096,
-    ukernel, NULL, axpy, exp_vec, row_max, exp_sum, scale, NULL, NULL,
+    ukernel, ukernel_rows, axpy, exp_vec, row_max, exp_sum, scale, NULL, NULL,
     ew_binary, ew_compare, ew_unary, ew_masked_fill
 };
 

@@ -138,7 +138,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     float *vp = tt__scratch(SL_V, (size_t)(nkp * dvp) * sizeof(float));
     float *qp = tt__scratch(SL_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
     float *S = tt__scratch(SL_S, (size_t)(nqp * bk) * sizeof(float));
-    float *pp = tt__scratch(SL_P, (size_t)(nqp * bk) * sizeof(float));
+    float *pp = tt__scratch(SL_P, (size_t)(mr * bk) * sizeof(float));
     float *O = tt__scratch(SL_O, (size_t)(nqp * (dvp + 2)) * sizeof(float));
     if (!kp || !vp || !qp || !S || !pp || !O) { J->failed = 1; return; }
     float *mrow = O + nqp * dvp, *lrow = mrow + nqp;
@@ -200,18 +200,22 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             mrow[i] = mnew;
             if (alpha != 1.0f) kn->scale(Dv, alpha, O + i * dvp, O + i * dvp, 0);
         }
-        /* 3. O += P V: P repacked as mr-row slivers (nk x mr each) */
-        if (!kn->pack_a || !kn->pack_a(nq, nk, S, bk, 1, pp))
-            for (int64_t i = 0; i < nqp; i++) {
-                float *d = pp + (i / mr) * mr * nk + i % mr;
-                const float *s = S + i * bk;
-                for (int64_t j = 0; j < nk; j++) d[j * mr] = i < nq ? s[j] : 0.0f;
+        /* 3. O += P V, P read in place by full slivers (a last partial
+           sliver is packed, zero padded) */
+        for (int64_t ir = 0; ir < nq; ir += mr) {
+            int m = nq - ir < mr ? (int)(nq - ir) : mr;
+            const float *P = S + ir * bk;
+            if (m < mr || !kn->ukernel_rows) {
+                for (int64_t i = 0; i < mr; i++)
+                    for (int64_t j = 0; j < nk; j++) pp[j * mr + i] = i < m ? P[i * bk + j] : 0.0f;
+                P = NULL;
             }
-        for (int64_t t = 0; t < dvp; t += nr) {
-            int n = Dv - t < nr ? (int)(Dv - t) : nr;
-            for (int64_t ir = 0; ir < nq; ir += mr) {
-                int m = nq - ir < mr ? (int)(nq - ir) : mr;
-                kn->ukernel(nk, pp + ir * nk, vp + t * nkp + j0 * nr, O + ir * dvp + t, dvp, m, n, 1);
+            for (int64_t t = 0; t < dvp; t += nr) {
+                int n = Dv - t < nr ? (int)(Dv - t) : nr;
+                const float *vs = vp + t * nkp + j0 * nr;
+                float *o = O + ir * dvp + t;
+                if (P) kn->ukernel_rows(nk, P, bk, vs, o, dvp, n, 1);
+                else kn->ukernel(nk, pp, vs, o, dvp, m, n, 1);
             }
         }
     }

@@ -152,8 +152,10 @@ __attribute__((target("avx2,fma"))) static void peak256(void *ctx, int64_t b, in
 #pragma GCC unroll 12
         for (int i = 0; i < 12; i++) a[i] = _mm256_fmadd_ps(a[i], m, c);
     }
+    __m256 s = a[0];   /* every chain feeds the result, or the compiler drops it */
+    for (int i = 1; i < 12; i++) s = _mm256_add_ps(s, a[i]);
     float t[8];
-    _mm256_storeu_ps(t, a[0]);
+    _mm256_storeu_ps(t, s);
     *(volatile float *)ctx = t[0];
 }
 #endif
