@@ -67,7 +67,7 @@ int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a)
 
 enum { SL_K = 3, SL_V, SL_Q, SL_S, SL_P, SL_O };   /* scratch slots (0-2: GEMM) */
 
-#define BK_COLS 256
+#define BK_COLS 512
 
 typedef struct sdpa_job {
     const tt_sdpa_args *a;

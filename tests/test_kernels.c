@@ -709,6 +709,8 @@ static void test_sdpa(int use_ref)
         { 1, 2, 2, 40, 300, 8, 8, 1, 4, 1, 0, 0 },              /* mask transposed view */
         { 1, 8, 2, 130, 130, 64, 64, 1, 0, 0, 1, 0 },
         { 1, 1, 1, 1, 1000, 64, 64, 1, 0, 1, 0, 0 },            /* decoding: one query */
+        { 1, 1, 1, 100, 1100, 16, 24, 1, 0, 0, 0, 0 },          /* several key blocks */
+        { 1, 2, 1, 70, 1100, 16, 16, 0, 3, 1, 0, 0 },           /* the same, padding mask */
         { 1, 2, 2, 3, 5, 0, 4, 0, 0, 1, 0, 1.0f },              /* Dh = 0: uniform weights */
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) sdpa_run(&cs[i], use_ref);
