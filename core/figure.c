@@ -330,6 +330,29 @@ tt_status tt__figure_save(const char *what, const char *path, const tt_canvas *c
     return st;
 }
 
+/* ===== Messages ===== */
+
+/* "scores [Nq=4,Nk=4]", or the shape alone when the tensor has no label. */
+static const char *what(char *buf, size_t n, const char *name, const char *shape)
+{
+    if (name && name[0]) snprintf(buf, n, "%.60s %s", name, shape);
+    else snprintf(buf, n, "%s", shape);
+    return buf;
+}
+
+/* A label list of the wrong length: given entries of option opt for want
+   units ("column") of each ("" or " of each panel") of the tensor. Without
+   the error, a short list ends in numbers and a long one loses its tail
+   without a word, which hides tokens of another sentence and swapped
+   rows and columns. */
+static tt_status count_err(const char *op, const char *opt, int given, int64_t want,
+                           const char *unit, const char *each, const char *tensor, const char *hint)
+{
+    const size_t len = strlen(opt) - (given == 1);   /* "1 xlabel", "3 xlabels" */
+    return tt__err(TT_EARG, "%s: %d %.*s for the %lld %s%s%s of %s; hint: %s", op, given, (int)len,
+                   opt, (long long)want, unit, want == 1 ? "" : "s", each, tensor, hint);
+}
+
 /* ===== Heatmap ===== */
 
 /* Margin between an annotation and its cell's edges, by font scale. */
@@ -509,17 +532,39 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
     if (!opts) { tt_heatmap_opts_init(&dflt); opts = &dflt; }
     out->w = out->h = 0;
     out->px = NULL;
-    char shp[96];
+    char shp[256], tname[320];
     if (opts->meta.shape) snprintf(shp, sizeof shp, "%s", opts->meta.shape);
     else if (P == 1) snprintf(shp, sizeof shp, "[%lld,%lld]", (long long)R, (long long)C);
     else snprintf(shp, sizeof shp, "[%lld,%lld,%lld]", (long long)P, (long long)R, (long long)C);
+    what(tname, sizeof tname, opts->name, shp);
 
     /* 1. check the arguments */
     if (P <= 0 || R <= 0 || C <= 0)
-        return tt__err(TT_EARG, "heatmap: nothing to draw: the tensor %s is empty", shp);
+        return tt__err(TT_EARG, "heatmap: nothing to draw: the tensor %s is empty", tname);
     if (P > 64)
-        return tt__err(TT_EARG, "heatmap: %lld panels are too many for one figure %s; "
-                       "draw a slice such as x[1]", (long long)P, shp);
+        return tt__err(TT_EARG, "heatmap: %s has %lld panels, too many for one figure (at most 64); "
+                       "hint: draw a slice such as x[1] or x:narrow(1, 1, 8)", tname, (long long)P);
+    /* label lists: one entry a column, row and panel; the labels of a
+       downsampled axis still count its data cells, not its blocks */
+    const char *each = P > 1 ? " of each panel" : "";
+    if (opts->xlabels && opts->nxlabels != C) {
+        const char *hint = opts->nxlabels == R && R != C
+            ? "xlabels name the columns (keys), ylabels the rows (queries)"
+            : "one label a column (\"\" for a blank one)";
+        return count_err("heatmap", "xlabels", opts->nxlabels, C, "column", each, tname, hint);
+    }
+    if (opts->ylabels && opts->nylabels != R) {
+        char hint[96];
+        if (R == 1) snprintf(hint, sizeof hint, "this is one row; xlabels name its %lld column%s",
+                             (long long)C, C == 1 ? "" : "s");
+        else if (opts->nylabels == C) snprintf(hint, sizeof hint, "ylabels name the rows (queries), "
+                                               "xlabels the columns (keys)");
+        else snprintf(hint, sizeof hint, "one label a row (\"\" for a blank one)");
+        return count_err("heatmap", "ylabels", opts->nylabels, R, "row", each, tname, hint);
+    }
+    if (opts->panel_titles && opts->npanel_titles != P)
+        return count_err("heatmap", "panel_titles", opts->npanel_titles, P, "panel", "", tname,
+                         "one title a panel (dim 1); title names the whole figure");
     if (opts->has_vmin && !isfinite(opts->vmin))
         return tt__err(TT_EARG, "heatmap: vmin must be a finite number (got %s)",
                        isnan(opts->vmin) ? "NaN" : opts->vmin > 0 ? "inf" : "-inf");
@@ -908,12 +953,29 @@ tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C
     if (!opts) { tt_bars_opts_init(&dflt); opts = &dflt; }
     out->w = out->h = 0;
     out->px = NULL;
+    char shp[256], tname[320];
+    if (opts->meta.shape) snprintf(shp, sizeof shp, "%s", opts->meta.shape);
+    else snprintf(shp, sizeof shp, "[%lld,%lld]", (long long)R, (long long)C);
+    what(tname, sizeof tname, opts->name, shp);
     if (R <= 0 || C <= 0)
-        return tt__err(TT_EARG, "bars: nothing to draw: the tensor [%lld,%lld] is empty",
-                       (long long)R, (long long)C);
+        return tt__err(TT_EARG, "bars: nothing to draw: the tensor %s is empty", tname);
     if (R > 16 || C > 64)
-        return tt__err(TT_EARG, "bars: [%lld,%lld] is too big for a bar chart (at most 16 rows "
-                       "of 64 values); try tt.heatmap", (long long)R, (long long)C);
+        return tt__err(TT_EARG, "bars: %s is too big for a bar chart (at most 16 rows of 64 "
+                       "values); hint: tt.heatmap draws it", tname);
+    if (opts->xlabels && opts->nxlabels != C)
+        return count_err("bars", "xlabels", opts->nxlabels, C, "bar", R > 1 ? " of each row" : "", tname,
+                         R > 1 && opts->nxlabels == R
+                             ? "xlabels name the bars (columns), labels the rows"
+                             : "one label a bar (\"\" for a blank one)");
+    if (opts->series_labels && opts->nseries != R) {
+        char hint[96];
+        if (R == 1) snprintf(hint, sizeof hint, "this is one row; xlabels name its %lld bar%s",
+                             (long long)C, C == 1 ? "" : "s");
+        else if (opts->nseries == C) snprintf(hint, sizeof hint, "labels name the rows (one title a "
+                                              "panel), xlabels the bars");
+        else snprintf(hint, sizeof hint, "one label a row, the title of its panel");
+        return count_err("bars", "labels", opts->nseries, R, "row", "", tname, hint);
+    }
     const int nr = (int)R, nc = (int)C;
     const stats s = data_stats(data, R * C);
     const int decimals = opts->decimals >= 0 ? imin(opts->decimals, 8)

@@ -80,7 +80,11 @@ tt_status tt_png_read_rgb(const char *path, uint8_t **px, int *w, int *h);
 
 typedef struct tt_heatmap_opts {
     const char *title;
-    const char *const *xlabels; int nxlabels;   /* column tokens (may be NULL) */
+    const char *name;    /* the tensor's label, for error messages (may be NULL) */
+    /* Token lists (may be NULL). When given, xlabels has one entry a column
+       (C), ylabels one a row (R) and panel_titles one a panel (P); a NULL
+       entry keeps the number. Other lengths are TT_EARG. */
+    const char *const *xlabels; int nxlabels;   /* column tokens */
     const char *const *ylabels; int nylabels;   /* row tokens */
     const char *xtitle, *ytitle;                /* NULL: "Key", "Query" */
     const char *const *panel_titles; int npanel_titles;  /* NULL: "head 1".. */
@@ -122,22 +126,27 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
 
 /* Heatmap of a contiguous [P, R, C] float array: P == 1 one panel, else a
    grid of P panels sharing one colour scale. -inf cells hatched grey, NaN
-   cells in their own colour. TT_EARG for empty input or non-finite
-   vmin/vmax; TT_EIO when the file cannot be written. */
+   cells in their own colour. TT_EARG for empty input, more than 64 panels,
+   non-finite vmin/vmax, an unknown cmap or downsample, or a label list of
+   the wrong length; TT_EIO when the file cannot be written. */
 tt_status tt_heatmap_write(const char *path, const float *data, int64_t P, int64_t R,
                            int64_t C, const tt_heatmap_opts *opts);
 void tt_heatmap_opts_init(tt_heatmap_opts *o);
 
 typedef struct tt_bars_opts {
     const char *title;
+    const char *name;    /* the tensor's label, for error messages (may be NULL) */
+    /* When given (non-NULL), exactly one entry a column, one a row; a NULL
+       entry keeps the default. Other lengths are TT_EARG. */
     const char *const *xlabels; int nxlabels;       /* one per column */
-    const char *const *series_labels; int nseries;  /* one per row (legend) */
+    const char *const *series_labels; int nseries;  /* one per row (panel title) */
     int decimals;                                   /* -1 auto */
     tt_png_meta meta;
 } tt_bars_opts;
 
 /* Bar chart of a contiguous [R, C] array: R groups of bars side by side
-   (R == 1 for a vector), one panel per row. */
+   (R == 1 for a vector), one panel per row. TT_EARG for empty input, more
+   than 16 rows or 64 columns, or a label list of the wrong length. */
 tt_status tt_bars_write(const char *path, const float *data, int64_t R, int64_t C,
                         const tt_bars_opts *opts);
 /* The same into a canvas (initialised here), no file. */

@@ -19,12 +19,15 @@ static const char *shp(const tt_tensor *t, char *buf)
     return tt_shape_str(t, buf, SHAPE_BUF);
 }
 
-static const char *fmt_shape(char *buf, int nd, const int64_t *shape)
+/* A shape that no tensor holds yet, with its dim names (names may be
+   NULL), in the form of tt_shape_str: "[B=2,H=4,5,5]". */
+static const char *fmt_shape(char *buf, int nd, const int64_t *shape, const char *const *names)
 {
     tt_tensor t;
     memset(&t, 0, sizeof t);
     t.ndim = nd;
     memcpy(t.shape, shape, (size_t)nd * sizeof *shape);
+    if (names) memcpy(t.names, names, (size_t)nd * sizeof *names);
     return shp(&t, buf);
 }
 
@@ -85,9 +88,17 @@ static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor
         int ia = i - (nb - abn), ib = i - (nb - bbn);
         int64_t x = ia >= 0 ? a->shape[ia] : 1, y = ib >= 0 ? b->shape[ib] : 1;
         const char *p = ia >= 0 ? a->names[ia] : NULL, *q = ib >= 0 ? b->names[ib] : NULL;
-        if (x != y && x != 1 && y != 1)
-            return tt__err(TT_ESHAPE, "matmul: batch dims cannot broadcast: %s @ %s (batch dim %d: %lld vs %lld)",
-                           shp(a, sa), shp(b, sb), i + 1, (long long)x, (long long)y);
+        if (x != y && x != 1 && y != 1) {
+            /* one a multiple of the other: heads shared as in GQA */
+            char hint[SHAPE_BUF] = "";
+            if (x > 0 && y > 0 && (x % y == 0 || y % x == 0))
+                snprintf(hint, sizeof hint, "; hint: x:repeat_interleave(%lld, %d) repeats the %s operand's "
+                         "%lld into %lld (as in GQA; tt.sdpa shares K/V heads without a copy)",
+                         (long long)(x > y ? x / y : y / x), (x > y ? ib : ia) + 1, x > y ? "right" : "left",
+                         (long long)(x > y ? y : x), (long long)(x > y ? x : y));
+            return tt__err(TT_ESHAPE, "matmul: batch dims cannot broadcast: %s @ %s (batch dim %d: %lld vs %lld)%s",
+                           shp(a, sa), shp(b, sb), i + 1, (long long)x, (long long)y, hint);
+        }
         if (p && q && p != q && strcmp(p, q) != 0)
             return tt__err(TT_ESHAPE, "matmul: batch dim names differ: '%s' vs '%s' at batch dim %d of %s @ %s; "
                            "hint: rename with x:named(...)", p, q, i + 1, shp(a, sa), shp(b, sb));
@@ -199,25 +210,55 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
                            const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
                            sdpa_info *info)
 {
-    char s1[SHAPE_BUF], s2[SHAPE_BUF], s3[SHAPE_BUF], s4[SHAPE_BUF];
+    char s1[SHAPE_BUF], s2[SHAPE_BUF], s3[SHAPE_BUF];
     const tt_tensor *in[3] = { q, k, v };
     for (int i = 0; i < 3; i++)
         if (in[i]->dtype != TT_FLOAT32)
             return tt__err(TT_EARG, "sdpa: %c must be float32, got %s %s; hint: x:float()",
                            "qkv"[i], tt_dtype_name(in[i]->dtype), shp(in[i], s1));
     int nd = q->ndim;
-    if (nd < 2 || k->ndim != nd || v->ndim != nd)
+    if (nd < 2 || k->ndim != nd || v->ndim != nd) {
+        /* one input a dim short: usually the head dim */
+        int lo = 0, hi = 0;
+        for (int i = 1; i < 3; i++) {
+            if (in[i]->ndim < in[lo]->ndim) lo = i;
+            if (in[i]->ndim > in[hi]->ndim) hi = i;
+        }
+        char hint[96] = "";
+        if (in[lo]->ndim < 2)
+            snprintf(hint, sizeof hint, "; hint: one position is a row, %c:unsqueeze(1)", "qkv"[lo]);
+        else if (in[hi]->ndim - in[lo]->ndim == 1)
+            snprintf(hint, sizeof hint, "; hint: %c:unsqueeze(-3) gives %c a head dim of size 1",
+                     "qkv"[lo], "qkv"[lo]);
         return tt__err(TT_ESHAPE, "sdpa: q, k and v need the same number of dims (at least 2): "
-                       "q %s, k %s, v %s", shp(q, s1), shp(k, s2), shp(v, s3));
+                       "q %s, k %s, v %s%s", shp(q, s1), shp(k, s2), shp(v, s3), hint);
+    }
     int nbd = nd >= 3 ? nd - 3 : 0;         /* leading batch dims */
     int hd = nd - 3;                        /* head dim, if any */
     int64_t Hq = hd >= 0 ? q->shape[hd] : 1, Hkv = hd >= 0 ? k->shape[hd] : 1;
     int64_t Nq = q->shape[nd - 2], Dh = q->shape[nd - 1];
     int64_t Nk = k->shape[nd - 2], Dv = v->shape[nd - 1];
     for (int i = 0; i < nbd; i++)
-        if (k->shape[i] != q->shape[i] || v->shape[i] != q->shape[i])
-            return tt__err(TT_ESHAPE, "sdpa: batch dims differ: q %s, k %s, v %s",
-                           shp(q, s1), shp(k, s2), shp(v, s3));
+        if (k->shape[i] != q->shape[i] || v->shape[i] != q->shape[i]) {
+            /* no broadcasting here; a size-1 batch dim of k or v expands */
+            const tt_tensor *t = k->shape[i] != q->shape[i] ? k : v;
+            int ones = 1;
+            for (int j = 0; j < nbd; j++) ones &= t->shape[j] == q->shape[j] || t->shape[j] == 1;
+            char hint[SHAPE_BUF] = "q, k and v need the same batch dims";
+            if (ones) {
+                int len = snprintf(hint, sizeof hint, "sdpa does not broadcast them: %c:expand(",
+                                   t == k ? 'k' : 'v');
+                for (int j = 0; j < nd && len < (int)sizeof hint; j++)
+                    len += snprintf(hint + len, sizeof hint - (size_t)len, "%s%lld", j ? ", " : "",
+                                    (long long)(j < nbd ? q->shape[j] : t->shape[j]));
+                if (len < (int)sizeof hint)
+                    snprintf(hint + len, sizeof hint - (size_t)len, ")%s",
+                             t == k && v->shape[i] != q->shape[i] ? ", and v likewise" : "");
+            }
+            return tt__err(TT_ESHAPE, "sdpa: batch dims differ: q %s, k %s, v %s (dim %d: %lld, %lld, %lld); "
+                           "hint: %s", shp(q, s1), shp(k, s2), shp(v, s3), i + 1, (long long)q->shape[i],
+                           (long long)k->shape[i], (long long)v->shape[i], hint);
+        }
     if (k->shape[nd - 1] != Dh)
         return tt__err(TT_ESHAPE, "sdpa: q and k head sizes differ: q %s, k %s (%lld vs %lld)",
                        shp(q, s1), shp(k, s2), (long long)Dh, (long long)k->shape[nd - 1]);
@@ -241,14 +282,45 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
         if (mask->dtype != TT_BOOL)
             return tt__err(TT_EARG, "sdpa: mask must be bool (true = may attend), got %s %s; hint: mask:bool()",
                            tt_dtype_name(mask->dtype), shp(mask, s1));
-        int bad = mask->ndim > nt ? 0 : -1;
-        for (int i = 0; i < mask->ndim && bad < 0; i++) {
-            int ti = nt - mask->ndim + i;
-            if (mask->shape[i] != 1 && mask->shape[i] != tshape[ti]) bad = i;
+        int bad = -1;   /* failing dim of the mask, counted from the end (1 = last) */
+        for (int i = 1; i <= mask->ndim && i <= nt && bad < 0; i++) {
+            const int64_t m = mask->shape[mask->ndim - i];
+            if (m != 1 && m != tshape[nt - i]) bad = i;
         }
-        if (bad >= 0)
-            return tt__err(TT_ESHAPE, "sdpa: mask %s does not broadcast to the scores %s (q %s, k %s)",
-                           shp(mask, s1), fmt_shape(s2, nt, tshape), shp(q, s3), shp(k, s4));
+        if (bad >= 0 || mask->ndim > nt) {
+            /* the scores as matmul would name them: batch and head dims
+               from q (else k), rows from q, columns from k */
+            const char *tnames[TT_MAX_DIMS];
+            for (int i = 0; i < nt; i++) tnames[i] = q->names[i] ? q->names[i] : k->names[i];
+            tnames[nt - 2] = q->names[nd - 2];
+            tnames[nt - 1] = k->names[nd - 2];
+            fmt_shape(s2, nt, tshape, tnames);
+            if (bad < 0)
+                return tt__err(TT_ESHAPE, "sdpa: mask %s has more dims than the scores %s (%d vs %d); "
+                               "hint: the mask is [..., Nq, Nk], Nq = %lld queries and Nk = %lld keys",
+                               shp(mask, s1), s2, mask->ndim, nt, (long long)Nq, (long long)Nk);
+            char hint[160];
+            if (mask->ndim == 2 && nt >= 3 && mask->shape[0] == tshape[0] && mask->shape[1] == Nk) {
+                /* a padding mask [B, Nk] meant as [B, 1, .., 1, Nk] */
+                int len = snprintf(hint, sizeof hint, "a padding mask [B, Nk] needs mask:reshape(%lld",
+                                   (long long)tshape[0]);
+                for (int i = 1; i < nt - 1 && len < (int)sizeof hint; i++)
+                    len += snprintf(hint + len, sizeof hint - (size_t)len, ", 1");
+                if (len < (int)sizeof hint)
+                    snprintf(hint + len, sizeof hint - (size_t)len, ", %lld) to broadcast over the %s",
+                             (long long)Nk, nt > 3 ? "heads and queries" : "queries");
+            } else if (mask->ndim >= 2 && Nq != Nk && mask->shape[mask->ndim - 2] == Nk &&
+                       mask->shape[mask->ndim - 1] == Nq) {
+                snprintf(hint, sizeof hint, "the mask is [Nk, Nq]; mask:mT() puts the %lld queries "
+                         "first", (long long)Nq);
+            } else {
+                snprintf(hint, sizeof hint, "the mask's last two dims are Nq = %lld queries and Nk = %lld keys "
+                         "(or 1 to broadcast)", (long long)Nq, (long long)Nk);
+            }
+            return tt__err(TT_ESHAPE, "sdpa: mask %s does not broadcast to the scores %s (dim -%d: %lld vs %lld); "
+                           "hint: %s", shp(mask, s1), s2, bad, (long long)mask->shape[mask->ndim - bad],
+                           (long long)tshape[nt - bad], hint);
+        }
         tt__broadcast_strides(mask, nt, tshape, mst);
     }
 

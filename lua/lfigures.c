@@ -116,8 +116,12 @@ static const char *const *opt_strings(lua_State *L, int opts, const char *op, co
     for (lua_Integer i = 1; i <= len; i++) {
         const int et = lua_geti(L, list, i);
         if (et != LUA_TNIL && et != LUA_TSTRING && et != LUA_TNUMBER)
-            ltt_error(L, "%s: option '%s' must be a list of strings (entry %lld is a %s)", op, name,
-                      (long long)i, luaL_typename(L, -1));
+            ltt_error(L, "%s: option '%s' must be a list of strings (entry %lld is a %s)%s", op, name,
+                      (long long)i, luaL_typename(L, -1),
+                      et == LUA_TTABLE && strstr(name, "labels") && !strcmp(op, "heatmap")
+                          ? "; hint: one list serves every panel; for tokens of their own, draw "
+                            "each panel alone, e.g. x[1]"
+                          : "");
         arr[i - 1] = et == LUA_TNIL ? NULL : luaL_tolstring(L, -1, NULL);
         if (arr[i - 1]) lua_rawseti(L, anchor, i);   /* keeps the string */
         lua_pop(L, 1);
@@ -154,11 +158,11 @@ static void where(lua_State *L, char *buf, size_t n)
 
 /* tt.heatmap options:
      title         string (default: the tensor's label)
-     xlabels       list of strings: column tokens (default 1..C)
-     ylabels       list of strings: row tokens (default 1..R)
+     xlabels       list of strings: column tokens, one a column (default 1..C)
+     ylabels       list of strings: row tokens, one a row (default 1..R)
      xtitle        string: axis title across (default from the dim name, "Key")
      ytitle        string: axis title down (default from the dim name, "Query")
-     panel_titles  list of strings: one per panel of a 3-D x (default
+     panel_titles  list of strings: one a panel of a 3-D x (default
                    "head 1", ..., or "<dim name> 1", ... when dim 1 is named)
      annotate      boolean: values in the cells (default: on up to 16x16)
      decimals      whole number 0..8 (default from the data)
@@ -191,6 +195,7 @@ static int ltt_heatmap(lua_State *L)
     tt_heatmap_opts_init(&o);
     o.title = opt_string(L, opts, "heatmap", "title");
     if (!o.title) o.title = x->label;
+    o.name = x->label;
     o.xtitle = opt_string(L, opts, "heatmap", "xtitle");
     o.ytitle = opt_string(L, opts, "heatmap", "ytitle");
     /* axis titles from the dim names; one name on both axes ("N", "N")
@@ -208,6 +213,10 @@ static int ltt_heatmap(lua_State *L)
     o.xlabels = opt_strings(L, opts, "heatmap", "xlabels", &o.nxlabels);
     o.ylabels = opt_strings(L, opts, "heatmap", "ylabels", &o.nylabels);
     o.panel_titles = opt_strings(L, opts, "heatmap", "panel_titles", &o.npanel_titles);
+    if (o.panel_titles && nd < 3)   /* the core cannot tell [R, C] from [1, R, C] */
+        return ltt_error(L, "heatmap: panel_titles are for a 3-D tensor (one title a panel), got %.60s%s%s; "
+                         "hint: title names a single matrix", x->label ? x->label : "",
+                         x->label ? " " : "", shape);
     o.cmap = opt_string(L, opts, "heatmap", "cmap");
     o.downsample = opt_string(L, opts, "heatmap", "downsample");
     o.vmin = opt_number(L, opts, "heatmap", "vmin", &o.has_vmin);
@@ -253,8 +262,8 @@ static int ltt_heatmap(lua_State *L)
 
 /* tt.bars options:
      title     string (default: the tensor's label)
-     xlabels   list of strings: one per bar of a group (default 1..C)
-     labels    list of strings: one per row of a matrix, its group's title
+     xlabels   list of strings: one a bar of a group (default 1..C)
+     labels    list of strings: one a row (a vector is one), its group's title
      decimals  whole number 0..8 for the value labels (default from the data) */
 static const char *const bars_opts[] = { "title", "xlabels", "labels", "decimals", NULL };
 
@@ -267,14 +276,15 @@ static int ltt_bars(lua_State *L)
     char shape[256], source[256];
     tt_shape_str(x, shape, sizeof shape);
     if (x->ndim == 0 || x->ndim > 2)
-        return ltt_error(L, "bars: expected a vector or a matrix (one group of bars a row), got %s",
-                          shape);
+        return ltt_error(L, "bars: expected a vector or a matrix (one group of bars a row), got %s%s",
+                          shape, x->ndim > 2 ? "; hint: draw one slice, e.g. x[1], or use tt.heatmap" : "");
     const int64_t R = x->ndim == 2 ? x->shape[0] : 1, C = x->shape[x->ndim - 1];
 
     tt_bars_opts o;
     tt_bars_opts_init(&o);
     o.title = opt_string(L, opts, "bars", "title");
     if (!o.title) o.title = x->label;
+    o.name = x->label;
     o.xlabels = opt_strings(L, opts, "bars", "xlabels", &o.nxlabels);
     o.series_labels = opt_strings(L, opts, "bars", "labels", &o.nseries);
     o.decimals = opt_decimals(L, opts, "bars");

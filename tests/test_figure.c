@@ -497,6 +497,108 @@ static void test_heatmap_errors_and_determinism(void)
     if (px) free(px);
 }
 
+/* Label lists of the wrong length are errors in the core too (a C caller
+   gets the same message as a script, without the tensor's label unless it
+   gives opts.name); the right lengths still draw, labels per data cell
+   even when the matrix is shown by blocks. */
+static void test_label_counts(void)
+{
+    float v[35];
+    make_5x7(v);
+    const char *toks[8] = { "a", "b", "c", "d", "e", "f", "g", "h" };
+    const char *p = tpath("labels.png");
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    o.xlabels = toks;
+    o.nxlabels = 6;
+    tt_status st = tt_heatmap_write(p, v, 1, 5, 7, &o);
+    CHECK("6 xlabels for 7 columns: TT_EARG", st == TT_EARG);
+    CHECK("xlabels count: message", !strcmp(tt_errmsg(), "heatmap: 6 xlabels for the 7 columns of [5,7]; "
+                                                          "hint: one label a column (\"\" for a blank one)"));
+    o.nxlabels = 5;
+    o.name = "scores";
+    o.meta.shape = "[Nq=5,Nk=7]";
+    st = tt_heatmap_write(p, v, 1, 5, 7, &o);
+    CHECK("xlabels count = rows: the swap hint, the name and the named shape",
+          st == TT_EARG && !strcmp(tt_errmsg(), "heatmap: 5 xlabels for the 7 columns of scores [Nq=5,Nk=7]; "
+                                                "hint: xlabels name the columns (keys), ylabels the rows (queries)"));
+    o.nxlabels = 7;
+    o.ylabels = toks;
+    o.nylabels = 1;
+    st = tt_heatmap_write(p, v, 1, 5, 7, &o);
+    CHECK("1 ylabel for 5 rows", st == TT_EARG && strstr(tt_errmsg(), "heatmap: 1 ylabel for the 5 rows of scores"));
+    o.nylabels = 5;
+    o.panel_titles = toks;
+    o.npanel_titles = 2;
+    st = tt_heatmap_write(p, v, 1, 5, 7, &o);
+    CHECK("2 panel titles for 1 panel", st == TT_EARG &&
+          strstr(tt_errmsg(), "heatmap: 2 panel_titles for the 1 panel of scores [Nq=5,Nk=7]"));
+    CHECK("label count errors leave no file", !exists(p) && !exists(tpath("labels.png.tmp")));
+    o.npanel_titles = 1;
+    CHECK("the right counts draw", tt_heatmap_write(p, v, 1, 5, 7, &o) == TT_OK);
+
+    /* 3-D: the lists serve every panel */
+    float v3[70];
+    for (int i = 0; i < 70; i++) v3[i] = v[i % 35];
+    tt_heatmap_opts_init(&o);
+    o.xlabels = toks;
+    o.nxlabels = 8;
+    st = tt_heatmap_write(p, v3, 2, 5, 7, &o);
+    CHECK("3-D: 8 xlabels for the 7 columns of each panel", st == TT_EARG &&
+          strstr(tt_errmsg(), "heatmap: 8 xlabels for the 7 columns of each panel of [2,5,7]"));
+
+    /* downsampled: the count is the data's, and the labels land on blocks */
+    const int64_t R = 3, C = 1030;
+    float *big = malloc((size_t)(R * C) * sizeof *big);
+    const char **many = malloc((size_t)C * sizeof *many);
+    if (!big || !many) { free(big); free(many); CHECK("out of memory", 0); return; }
+    for (int64_t i = 0; i < R * C; i++) big[i] = (float)(i % 13);
+    for (int64_t j = 0; j < C; j++) many[j] = "t";
+    tt_heatmap_opts_init(&o);
+    o.xlabels = many;
+    o.nxlabels = (int)C / 2;   /* one a shown block: still wrong */
+    tt_canvas c;
+    st = tt_heatmap_render(&c, NULL, big, 1, R, C, &o);
+    CHECK("downsampled: labels count the data columns", st == TT_EARG &&
+          strstr(tt_errmsg(), "heatmap: 515 xlabels for the 1030 columns of [3,1030]"));
+    o.nxlabels = (int)C;
+    tt_heatmap_geom g;
+    st = tt_heatmap_render(&c, &g, big, 1, R, C, &o);
+    CHECK("downsampled with one label a data column draws", st == TT_OK && g.block_c == 2);
+    if (st == TT_OK) tt_canvas_free(&c);
+    free(many);
+    free(big);
+
+    /* bars: one xlabel a bar, one label a row; shapes as the caller gave them */
+    const float b[6] = { 1, 2, 3, 4, 5, 6 };
+    tt_bars_opts bo;
+    tt_bars_opts_init(&bo);
+    bo.xlabels = toks;
+    bo.nxlabels = 2;
+    st = tt_bars_write(p, b, 2, 3, &bo);
+    CHECK("bars: 2 xlabels for 3 bars", st == TT_EARG &&
+          !strcmp(tt_errmsg(), "bars: 2 xlabels for the 3 bars of each row of [2,3]; "
+                               "hint: xlabels name the bars (columns), labels the rows"));
+    bo.nxlabels = 3;
+    bo.series_labels = toks;
+    bo.nseries = 4;
+    bo.name = "p";
+    st = tt_bars_write(p, b, 2, 3, &bo);
+    CHECK("bars: 4 labels for 2 rows", st == TT_EARG &&
+          !strcmp(tt_errmsg(), "bars: 4 labels for the 2 rows of p [2,3]; hint: one label a row, the title of its panel"));
+    bo.nseries = 2;
+    CHECK("bars: the right counts draw", tt_bars_write(p, b, 2, 3, &bo) == TT_OK);
+    tt_bars_opts_init(&bo);
+    bo.meta.shape = "[70]";
+    st = tt_bars_write(p, v3, 1, 70, &bo);
+    CHECK("bars: too big names the shape given", st == TT_EARG &&
+          strstr(tt_errmsg(), "bars: [70] is too big for a bar chart"));
+    bo.meta.shape = "[0]";
+    st = tt_bars_write(p, b, 1, 0, &bo);
+    CHECK("bars: empty names the shape given", st == TT_EARG &&
+          strstr(tt_errmsg(), "bars: nothing to draw: the tensor [0] is empty"));
+}
+
 /* ===== Bars ===== */
 
 static void test_bars(void)
@@ -936,6 +1038,7 @@ int main(void)
     test_heatmap_diverging_and_grid();
     test_heatmap_large();
     test_heatmap_errors_and_determinism();
+    test_label_counts();
     test_bars();
     test_flow();
     test_wrap_and_titles();

@@ -59,6 +59,70 @@ checkerror({"sdpa", "mask"}, tt.sdpa, x4, x4, x4, {mask = tt.causal_mask(3)})
 checkerror({"sdpa", "unknown option 'casual'"}, tt.sdpa, x4, x4, x4, {casual = true})
 checkerror({"sdpa", "scale"}, tt.sdpa, x4, x4, x4, {scale = -1})
 
+-- sdpa: every message names the op and the shapes, with a hint where one helps
+local qn = tt.zeros(2, 4, 5, 8):named("B", "H", "Nq", "Dh")
+local kn = tt.zeros(2, 4, 6, 8):named("B", "H", "Nk", "Dh")
+checkerror({"sdpa: mask [4,4] does not broadcast to the scores [B=2,H=4,Nq=5,Nk=6] (dim -1: 4 vs 6); "
+            .. "hint: the mask's last two dims are Nq = 5 queries and Nk = 6 keys (or 1 to broadcast)"},
+           tt.sdpa, qn, kn, kn, {mask = tt.causal_mask(4)})
+checkerror({"sdpa: mask [2,6] does not broadcast to the scores [B=2,H=4,Nq=5,Nk=6] (dim -2: 2 vs 5); "
+            .. "hint: a padding mask [B, Nk] needs mask:reshape(2, 1, 1, 6) to broadcast over the heads and queries"},
+           tt.sdpa, qn, kn, kn, {mask = tt.ones(2, 6):bool()})
+checkerror({"sdpa: mask [6,5] does not broadcast to the scores [B=2,H=4,Nq=5,Nk=6] (dim -1: 5 vs 6); "
+            .. "hint: the mask is [Nk, Nq]; mask:mT() puts the 5 queries first"},
+           tt.sdpa, qn, kn, kn, {mask = tt.causal_mask(6, 5)})
+checkerror({"sdpa: mask [1,2,4,5,6] has more dims than the scores [B=2,H=4,Nq=5,Nk=6] (5 vs 4); "
+            .. "hint: the mask is [..., Nq, Nk], Nq = 5 queries and Nk = 6 keys"},
+           tt.sdpa, qn, kn, kn, {mask = tt.ones(1, 2, 4, 5, 6):bool()})
+-- unnamed inputs: the scores without names; names from k alone show too
+checkerror({"sdpa: mask [3,6] does not broadcast to the scores [3,5,6] (dim -2: 3 vs 5); "
+            .. "hint: a padding mask [B, Nk] needs mask:reshape(3, 1, 6) to broadcast over the queries"},
+           tt.sdpa, tt.zeros(3, 5, 8), tt.zeros(3, 6, 8), tt.zeros(3, 6, 8), {mask = tt.ones(3, 6):bool()})
+checkerror({"sdpa: mask [4,4] does not broadcast to the scores [B=2,H=4,5,Nk=6]"},
+           tt.sdpa, tt.zeros(2, 4, 5, 8), kn, kn, {mask = tt.causal_mask(4)})
+checkerror({"sdpa: mask must be bool (true = may attend), got float32 [5,5]; hint: mask:bool()"},
+           tt.sdpa, x4, x4, x4, {mask = tt.zeros(5, 5)})
+checkerror({"sdpa: q must be float32, got bool [1,4,5,8]; hint: x:float()"}, tt.sdpa, x4:bool(), x4, x4)
+checkerror({"sdpa: q, k and v need the same number of dims (at least 2): q [B=2,H=4,Nq=5,Dh=8], k [2,6,8], "
+            .. "v [B=2,H=4,Nk=6,Dh=8]; hint: k:unsqueeze(-3) gives k a head dim of size 1"},
+           tt.sdpa, qn, tt.zeros(2, 6, 8), kn)
+checkerror({"sdpa: q, k and v need the same number of dims (at least 2): q [8], k [5,8], v [5,8]; "
+            .. "hint: one position is a row, q:unsqueeze(1)"}, tt.sdpa, tt.zeros(8), tt.zeros(5, 8), tt.zeros(5, 8))
+checkerror({"sdpa: batch dims differ: q [B=2,H=4,Nq=5,Dh=8], k [1,4,6,8], v [B=2,H=4,Nk=6,Dh=8] (dim 1: 2, 1, 2); "
+            .. "hint: sdpa does not broadcast them: k:expand(2, 4, 6, 8)"}, tt.sdpa, qn, tt.zeros(1, 4, 6, 8), kn)
+checkerror({"k:expand(2, 4, 6, 8), and v likewise"}, tt.sdpa, qn, tt.zeros(1, 4, 6, 8), tt.zeros(1, 4, 6, 8))
+checkerror({"sdpa: batch dims differ: q [B=2,H=4,Nq=5,Dh=8], k [3,4,6,8], v [3,4,6,8] (dim 1: 2, 3, 3); "
+            .. "hint: q, k and v need the same batch dims"}, tt.sdpa, qn, tt.zeros(3, 4, 6, 8), tt.zeros(3, 4, 6, 8))
+checkerror({"sdpa: q and k head sizes differ: q [B=2,H=4,Nq=5,Dh=8], k [2,4,6,16] (8 vs 16)"},
+           tt.sdpa, qn, tt.zeros(2, 4, 6, 16), tt.zeros(2, 4, 6, 16))
+checkerror({"sdpa: k and v lengths differ: k [B=2,H=4,Nk=6,Dh=8], v [2,4,7,8] (6 vs 7)"},
+           tt.sdpa, qn, kn, tt.zeros(2, 4, 7, 8))
+checkerror({"sdpa: k and v head counts differ: k [1,2,5,8], v [1,4,5,8] (2 vs 4)"},
+           tt.sdpa, x4, tt.zeros(1, 2, 5, 8), x4)
+checkerror({"sdpa: query heads (4) are not a multiple of kv heads (3): q [1,4,5,8], k [1,3,5,8]"},
+           tt.sdpa, x4, tt.zeros(1, 3, 5, 8), tt.zeros(1, 3, 5, 8))
+checkerror({"sdpa: mask must be a bool tensor, got number"}, tt.sdpa, x4, x4, x4, {mask = 3})
+checkerror({"sdpa: scale must be a number, got string"}, tt.sdpa, x4, x4, x4, {scale = "a"})
+checkerror({"sdpa: scale must be a positive finite number, got -1"}, tt.sdpa, x4, x4, x4, {scale = -1})
+
+-- matmul: dtypes, scalars, batch dims (GQA by hand gets a hint)
+checkerror({"matmul: expects float32, got bool [2,3] @ float32 [3,2]; hint: x:float()"},
+           tt.matmul, tt.zeros(2, 3):bool(), tt.zeros(3, 2))
+checkerror({"matmul: both arguments need at least 1 dim, got [] @ [2]; hint: use * for a scalar"},
+           tt.matmul, tt.tensor(1), tt.zeros(2))
+checkerror({"matmul: inner sizes differ: [5,64] @ [5,64] (64 vs 5); did you mean k:mT()?"},
+           function() return q:matmul(q) end)
+checkerror({"matmul: inner sizes differ: [2,3] @ [4,5] (3 vs 4)"}, tt.matmul, tt.zeros(2, 3), tt.zeros(4, 5))
+checkerror({"matmul: batch dims cannot broadcast: [B=1,H=8,N=5,Dh=4] @ [1,2,4,5] (batch dim 2: 8 vs 2); "
+            .. "hint: x:repeat_interleave(4, 2) repeats the right operand's 2 into 8 (as in GQA; "
+            .. "tt.sdpa shares K/V heads without a copy)"},
+           tt.matmul, tt.zeros(1, 8, 5, 4):named("B", "H", "N", "Dh"), tt.zeros(1, 2, 4, 5))
+checkerror({"batch dim 1: 2 vs 6); hint: x:repeat_interleave(3, 1) repeats the left operand's 2 into 6"},
+           tt.matmul, tt.zeros(2, 5, 4), tt.zeros(6, 4, 5))
+local bmsg = checkerror({"matmul: batch dims cannot broadcast: [3,5,4] @ [2,4,5] (batch dim 1: 3 vs 2)"},
+                        tt.matmul, tt.zeros(3, 5, 4), tt.zeros(2, 4, 5))
+check("no hint when no dim is a multiple of the other", not bmsg:find("hint", 1, true))
+
 -- cat/stack
 checkerror({"cat", "[2,3]", "[2,4]"}, tt.cat, {tt.zeros(2, 3), tt.zeros(2, 4)}, 1)
 checkerror({"stack", "[2,3]", "[3,2]"}, tt.stack, {tt.zeros(2, 3), tt.zeros(3, 2)})

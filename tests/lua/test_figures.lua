@@ -63,6 +63,102 @@ checkerror({"heatmap: unknown cmap 'rainbow'"}, tt.heatmap, x, tmp("h.png"), {cm
 checkerror({"heatmap: vmin (1) must be less than vmax (0)"}, tt.heatmap, x, tmp("h.png"), {vmin = 1, vmax = 0})
 check("no file after a type error", not exists(tmp("h.png")) and not exists(tmp("b.png")))
 
+-- ===== label lists: one entry a column, row, panel or bar =====
+-- (a short list used to end in numbers, a long one lost its tail silently)
+local sq = tt.rand(4, 4):named("Nq", "Nk"):label("scores")
+checkerror({"heatmap: 3 xlabels for the 4 columns of scores [Nq=4,Nk=4]; hint: one label a column (\"\" for a blank one)"},
+           tt.heatmap, sq, tmp("h.png"), {xlabels = {"a", "b", "c"}})
+checkerror({"heatmap: 5 xlabels for the 4 columns of scores [Nq=4,Nk=4]"},
+           tt.heatmap, sq, tmp("h.png"), {xlabels = {"a", "b", "c", "d", "e"}})
+checkerror({"heatmap: 1 xlabel for the 4 columns of scores"}, tt.heatmap, sq, tmp("h.png"), {xlabels = {"a"}})
+checkerror({"heatmap: 0 xlabels for the 4 columns of scores"}, tt.heatmap, sq, tmp("h.png"), {xlabels = {}})
+checkerror({"heatmap: 2 ylabels for the 4 rows of scores [Nq=4,Nk=4]; hint: one label a row (\"\" for a blank one)"},
+           tt.heatmap, sq, tmp("h.png"), {ylabels = {"a", "b"}})
+msg = checkerror({"heatmap: 3 ylabels"}, function() tt.heatmap(sq, tmp("h.png"), {ylabels = {"a", "b", "c"}}) end)
+check("a label count error names the calling line", msg:find("test_figures.lua:%d+: heatmap") ~= nil)
+-- rectangular cross-attention scores with the token lists swapped
+local rect = tt.rand(4, 6):named("Nq", "Nk"):label("scores")
+local en, fr = {"the", "black", "cat", "sleeps", "now", "."}, {"le", "chat", "noir", "dort"}
+checkerror({"heatmap: 4 xlabels for the 6 columns of scores [Nq=4,Nk=6]; hint: xlabels name the columns (keys), ylabels the rows (queries)"},
+           tt.heatmap, rect, tmp("h.png"), {xlabels = fr, ylabels = en})
+checkerror({"heatmap: 6 ylabels for the 4 rows of scores [Nq=4,Nk=6]; hint: ylabels name the rows (queries), xlabels the columns (keys)"},
+           tt.heatmap, rect, tmp("h.png"), {xlabels = en, ylabels = en})
+-- 3-D: the lists serve every panel; panel_titles one a panel
+checkerror({"heatmap: 2 xlabels for the 4 columns of each panel of [2,3,4]; hint: one label a column"},
+           tt.heatmap, x3, tmp("h.png"), {xlabels = {"a", "b"}})
+checkerror({"heatmap: 4 ylabels for the 3 rows of each panel of [2,3,4]"},
+           tt.heatmap, x3, tmp("h.png"), {ylabels = {"a", "b", "c", "d"}})
+checkerror({"heatmap: 1 panel_title for the 2 panels of [2,3,4]; hint: one title a panel (dim 1); title names the whole figure"},
+           tt.heatmap, x3, tmp("h.png"), {panel_titles = {"only"}})
+checkerror({"heatmap: 3 panel_titles for the 2 panels of [2,3,4]"},
+           tt.heatmap, x3, tmp("h.png"), {panel_titles = {"a", "b", "c"}})
+checkerror({"heatmap: panel_titles are for a 3-D tensor (one title a panel), got scores [Nq=4,Nk=4]; hint: title names a single matrix"},
+           tt.heatmap, sq, tmp("h.png"), {panel_titles = {"a"}})
+checkerror({"heatmap: option 'xlabels' must be a list of strings (entry 1 is a table); hint: one list serves every panel",
+            "draw each panel alone, e.g. x[1]"},
+           tt.heatmap, x3, tmp("h.png"), {xlabels = {{"a", "b", "c", "d"}, {"e", "f", "g", "h"}}})
+-- 1-D: one row
+local v5 = tt.rand(5)
+checkerror({"heatmap: 5 ylabels for the 1 row of [5]; hint: this is one row; xlabels name its 5 columns"},
+           tt.heatmap, v5, tmp("h.png"), {ylabels = {"a", "b", "c", "d", "e"}})
+-- downsampled: the labels still count the data columns, not the blocks
+local wide = tt.rand(3, 1030)
+local many = {}
+for i = 1, 1029 do many[i] = "t" .. i end
+checkerror({"heatmap: 1029 xlabels for the 1030 columns of [3,1030]"}, tt.heatmap, wide, tmp("h.png"), {xlabels = many})
+check("no file after a label count error", not exists(tmp("h.png")))
+many[1030] = "t1030"
+ok, err = pcall(tt.heatmap, wide, tmp("wide.png"), {xlabels = many})
+check("downsampled heatmap with one label a data column: " .. tostring(err), ok and exists(tmp("wide.png")))
+-- a nil hole or "" keeps the count; 1-D with one label a column; one ylabel
+ok, err = pcall(tt.heatmap, sq, tmp("holes.png"), {xlabels = {"a", nil, "", "d"}, ylabels = {"q1", "q2", "q3", "q4"}})
+check("nil and \"\" entries count as labels: " .. tostring(err), ok and exists(tmp("holes.png")))
+ok, err = pcall(tt.heatmap, v5, tmp("v5.png"), {xlabels = {"a", "b", "c", "d", "e"}, ylabels = {"p"}})
+check("1-D heatmap with 5 xlabels and 1 ylabel: " .. tostring(err), ok and exists(tmp("v5.png")))
+
+-- bars: xlabels one a bar, labels one a row
+local p3 = tt.rand(3):label("p")
+checkerror({"bars: 4 xlabels for the 3 bars of p [3]; hint: one label a bar (\"\" for a blank one)"},
+           tt.bars, p3, tmp("b.png"), {xlabels = {"a", "b", "c", "d"}})
+checkerror({"bars: 2 xlabels for the 3 bars of each row of [2,3]; hint: xlabels name the bars (columns), labels the rows"},
+           tt.bars, x, tmp("b.png"), {xlabels = {"a", "b"}})
+checkerror({"bars: 1 xlabel for the 3 bars of each row of [2,3]; hint: one label a bar"},
+           tt.bars, x, tmp("b.png"), {xlabels = {"a"}})
+checkerror({"bars: 3 labels for the 2 rows of [2,3]; hint: labels name the rows (one title a panel), xlabels the bars"},
+           tt.bars, x, tmp("b.png"), {labels = {"a", "b", "c"}})
+checkerror({"bars: 1 label for the 2 rows of [2,3]; hint: one label a row, the title of its panel"},
+           tt.bars, x, tmp("b.png"), {labels = {"a"}})
+checkerror({"bars: 2 labels for the 1 row of p [3]; hint: this is one row; xlabels name its 3 bars"},
+           tt.bars, p3, tmp("b.png"), {labels = {"a", "b"}})
+check("no file after a bars label count error", not exists(tmp("b.png")))
+ok, err = pcall(tt.bars, p3, tmp("p3.png"), {xlabels = {"a", "b", "c"}, labels = {"softmax"}})
+check("bars of a vector with its labels: " .. tostring(err), ok and exists(tmp("p3.png")))
+
+-- ===== the other messages of the figures =====
+checkerror({"heatmap: expected a 2-D tensor (or 1-D: one row; 3-D: a grid of panels), got [2,2,2,2]; draw one slice, e.g. x[1]"},
+           tt.heatmap, tt.rand(2, 2, 2, 2), tmp("h.png"))
+checkerror({"heatmap: expected a 2-D tensor (or 1-D: one row; 3-D: a grid of panels), got []"},
+           tt.heatmap, tt.tensor(1), tmp("h.png"))
+checkerror({"heatmap: nothing to draw: the tensor scores [Nq=0,Nk=4] is empty"},
+           tt.heatmap, tt.zeros(0, 4):named("Nq", "Nk"):label("scores"), tmp("h.png"))
+checkerror({"heatmap: [65,2,2] has 65 panels, too many for one figure (at most 64); hint: draw a slice such as x[1]"},
+           tt.heatmap, tt.rand(65, 2, 2), tmp("h.png"))
+checkerror({"heatmap: vmin must be a finite number (got -inf)"}, tt.heatmap, x, tmp("h.png"), {vmin = -math.huge})
+checkerror({"heatmap: vmax must be a finite number (got NaN)"}, tt.heatmap, x, tmp("h.png"), {vmax = 0 / 0})
+checkerror({"heatmap: unknown downsample 'median' (use 'mean' or 'max')"}, tt.heatmap, x, tmp("h.png"), {downsample = "median"})
+checkerror({"heatmap: cannot write '" .. dir .. "/no/h.png': folder '" .. dir .. "/no' does not exist"},
+           tt.heatmap, x, dir .. "/no/h.png")
+checkerror({"bars: expected a vector or a matrix (one group of bars a row), got [2,3,4]; hint: draw one slice, e.g. x[1], or use tt.heatmap"},
+           tt.bars, x3, tmp("b.png"))
+checkerror({"bars: nothing to draw: the tensor [0] is empty"}, tt.bars, tt.zeros(0), tmp("b.png"))
+checkerror({"bars: [100] is too big for a bar chart (at most 16 rows of 64 values); hint: tt.heatmap draws it"},
+           tt.bars, tt.rand(100), tmp("b.png"))
+checkerror({"bars: scores [Nq=20,Nk=3] is too big for a bar chart"},
+           tt.bars, tt.rand(20, 3):named("Nq", "Nk"):label("scores"), tmp("b.png"))
+checkerror({"bars: cannot write '" .. dir .. "/no/b.png': folder '" .. dir .. "/no' does not exist"},
+           tt.bars, x, dir .. "/no/b.png")
+check("no file after a figure error", not exists(tmp("h.png")) and not exists(tmp("b.png")))
+
 -- ===== every documented option is accepted =====
 local ok, err = pcall(tt.heatmap, x3, tmp("all.png"), {
   title = "every option", xlabels = {"a", "b", "c", 4}, ylabels = {"r1", nil, "r3"},
@@ -78,6 +174,13 @@ local q = tt.randn(2, 3, 4):label("Q")
 local s = q:matmul(q:mT()):label("scores")
 ok, err = pcall(tt.flow, tmp("flow.png"), {title = "a flow"})
 check("flow with its option: " .. tostring(err), ok and exists(tmp("flow.png")))
+checkerror({"flow: cannot write '" .. dir .. "/no/f.png': folder '" .. dir .. "/no' does not exist"},
+           tt.flow, dir .. "/no/f.png")
+tt.trace.section("nothing labelled")
+local _ = tt.rand(2) + 1
+checkerror({"flow: nothing to draw: no labelled tensor since the last tt.trace.section",
+            "(name one with x:label(\"scores\"))"}, tt.flow, tmp("f0.png"))
+check("no file after a flow error", not exists(tmp("f0.png")))
 ok, err = pcall(tt.heatmap, x, tmp("nil_opts.png"), nil)
 check("nil options are fine: " .. tostring(err), ok and exists(tmp("nil_opts.png")))
 ok, err = pcall(tt.heatmap, x, tmp("empty_opts.png"), {})
