@@ -910,6 +910,7 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, int op, const tt_
 
 static void reduce_args(tt_event *ev, int d, int keepdim)
 {
+    if (!tt__tracing()) return;         /* only a sink reads args */
     if (d >= 0) snprintf(ev->args, sizeof ev->args, keepdim ? "dim=%d, keepdim" : "dim=%d", d + 1);
     else if (keepdim) snprintf(ev->args, sizeof ev->args, "keepdim");
 }
@@ -1064,8 +1065,8 @@ tt_status tt_softmax(tt_tensor *out, const tt_tensor *a, int d)
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_SOFTMAX, out, a, NULL, NULL);
         ev.flops = 5.0 * (double)tt_numel(a);   /* max, sub, exp, sum, div */
-        snprintf(ev.args, sizeof ev.args, "dim=%d", d + 1);
-        int64_t masked = tt_trace_active() ? all_masked_rows(a, d) : 0;
+        if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "dim=%d", d + 1);
+        int64_t masked = tt__tracing() ? all_masked_rows(a, d) : 0;
         if (masked)
             snprintf(ev.note, sizeof ev.note, "%lld row%s all -inf: softmax gives NaN there",
                      (long long)masked, masked == 1 ? " is" : "s are");
@@ -1144,7 +1145,7 @@ static tt_status tri(tt_tensor *out, const tt_tensor *a, int64_t k, int upper)
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, upper ? TT_OP_TRIU : TT_OP_TRIL, out, a, NULL, NULL);
-        snprintf(ev.args, sizeof ev.args, "k=%lld", (long long)k);
+        if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "k=%lld", (long long)k);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -1176,8 +1177,9 @@ tt_status tt_causal_mask(tt_tensor *out, int64_t nq, int64_t nk, int lower_right
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_CAUSAL_MASK, out, NULL, NULL, NULL);
-        snprintf(ev.args, sizeof ev.args, "nq=%lld, nk=%lld%s", (long long)nq, (long long)nk,
-                 lower_right ? "" : ", upper_left");
+        if (tt__tracing())
+            snprintf(ev.args, sizeof ev.args, "nq=%lld, nk=%lld%s", (long long)nq, (long long)nk,
+                     lower_right ? "" : ", upper_left");
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -1239,7 +1241,7 @@ tt_status tt_repeat_interleave(tt_tensor *out, const tt_tensor *a, int64_t r, in
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_REPEAT_INTERLEAVE, out, a, NULL, NULL);
-        snprintf(ev.args, sizeof ev.args, "r=%lld, dim=%d", (long long)r, d + 1);
+        if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "r=%lld, dim=%d", (long long)r, d + 1);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -1287,7 +1289,7 @@ static void list_event(tt_event *ev, tt_op op, const tt_tensor *out, const tt_te
     ev->ninputs_total = n;
     ev->bytes = nbytes(out);
     for (int i = 0; i < n; i++) ev->bytes += nbytes(list[i]);
-    snprintf(ev->args, sizeof ev->args, "dim=%d", d + 1);
+    if (tt__tracing()) snprintf(ev->args, sizeof ev->args, "dim=%d", d + 1);
 }
 
 static tt_status cat_impl(tt_tensor *out, const tt_tensor *const *list, int n, int d)

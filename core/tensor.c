@@ -3,13 +3,20 @@
 ** generator, and every view op (views never copy; reshape copies only when
 ** the strides leave no choice). Part of the C core: no Lua here.
 */
+#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE             /* madvise */
+#endif
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
+#include "kernels.h"
 #include "tt_internal.h"
 
 /* ===== Errors ===== */
@@ -96,15 +103,20 @@ static void fmt_bytes(char *buf, size_t n, int64_t b)
    (at attention sizes that takes longer than the arithmetic), and small
    aligned allocations are slow in most mallocs. Sizes round up to a
    multiple of 64 below 256 bytes, else to one of four classes per power of
-   two (at most 25% slack). */
+   two (at most 25% slack). Lua frees dead tensors in batches, one
+   collection cycle at a time, so a loop of small ops frees hundreds of
+   same-sized buffers at once: below SMALL_LIMIT a class keeps 64 blocks,
+   or more while all the small blocks kept stay under SMALL_CACHE_BYTES
+   (else each op would go back to aligned_alloc, the slowest part of it). */
 #define NCLASSES 240
-#define SMALL_LIMIT (1 << 20)               /* below: up to 64 blocks a class */
+#define SMALL_LIMIT (1 << 20)               /* below: 64 blocks a class, more within: */
+#define SMALL_CACHE_BYTES ((int64_t)16 << 20)
 #define CACHE_MAX_BYTES ((int64_t)512 << 20) /* above: this many bytes in all */
 
 typedef struct freeblock { struct freeblock *next; } freeblock;
 static freeblock *freelist[NCLASSES];
 static int freecount[NCLASSES];
-static int64_t cache_bytes;
+static int64_t cache_bytes, small_bytes;
 static tt_storage *free_headers;
 
 static size_t size_class(size_t sz, int *idx)
@@ -122,19 +134,22 @@ static size_t size_class(size_t sz, int *idx)
     return c;
 }
 
-static void *cache_take(int idx)
+static void *cache_take(int idx, size_t sz)
 {
     freeblock *b = idx < NCLASSES ? freelist[idx] : NULL;
     if (b == NULL) return NULL;
     freelist[idx] = b->next;
     freecount[idx]--;
+    if (sz >= SMALL_LIMIT) cache_bytes -= (int64_t)sz;
+    else small_bytes -= (int64_t)sz;
     return b;
 }
 
 static void cache_put(void *p, size_t sz, int idx)
 {
-    int keep = idx < NCLASSES && (sz < SMALL_LIMIT ? freecount[idx] < 64
-                                                   : cache_bytes + (int64_t)sz <= CACHE_MAX_BYTES);
+    int keep = idx < NCLASSES && (sz < SMALL_LIMIT
+                                  ? freecount[idx] < 64 || small_bytes + (int64_t)sz <= SMALL_CACHE_BYTES
+                                  : cache_bytes + (int64_t)sz <= CACHE_MAX_BYTES);
     if (!keep) {
         free(p);
         return;
@@ -144,6 +159,7 @@ static void cache_put(void *p, size_t sz, int idx)
     freelist[idx] = b;
     freecount[idx]++;
     if (sz >= SMALL_LIMIT) cache_bytes += (int64_t)sz;
+    else small_bytes += (int64_t)sz;
 }
 
 void tt_release_caches(void)
@@ -157,7 +173,7 @@ void tt_release_caches(void)
         }
         freecount[i] = 0;
     }
-    cache_bytes = 0;
+    cache_bytes = small_bytes = 0;
     while (free_headers) {
         tt_storage *h = free_headers;
         free_headers = h->data;
@@ -167,6 +183,25 @@ void tt_release_caches(void)
     free(intern_tab);
     intern_tab = NULL;
     intern_cap = intern_len = 0;
+}
+
+/* A fresh buffer. Big ones are asked for in transparent huge pages where
+   the kernel offers them: the first touch of a fresh buffer then faults
+   once per 2 MiB instead of once per 4 KiB, which at attention sizes costs
+   more than the arithmetic (an 8 MiB result: ~2 ms of faults). */
+#define HUGE_MIN ((size_t)2 << 20)
+
+static void *buffer_alloc(size_t sz)
+{
+#if defined(MADV_HUGEPAGE)
+    if (sz >= HUGE_MIN) {
+        void *p = NULL;
+        if (posix_memalign(&p, HUGE_MIN, sz) != 0) return NULL;
+        madvise(p, sz, MADV_HUGEPAGE);      /* advice only: failure is harmless */
+        return p;
+    }
+#endif
+    return aligned_alloc(64, sz);           /* 64-byte aligned for SIMD */
 }
 
 static void (*reclaim_fn)(void *);
@@ -193,12 +228,10 @@ tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
     tt_storage *s = free_headers;
     if (s) free_headers = s->data;
     else if ((s = malloc(sizeof *s)) == NULL) return tt__err(TT_ENOMEM, "out of memory");
-    /* 64-byte aligned for SIMD; aligned_alloc needs a multiple of 64 */
-    int idx;
+    int idx;                                /* classes are multiples of 64, as aligned_alloc needs */
     size_t sz = size_class((size_t)nbytes, &idx);
-    s->data = cache_take(idx);
-    if (s->data == NULL) s->data = aligned_alloc(64, sz);
-    else if (sz >= SMALL_LIMIT) cache_bytes -= (int64_t)sz;
+    s->data = cache_take(idx, sz);
+    if (s->data == NULL) s->data = buffer_alloc(sz);
     if (s->data == NULL) {
         free(s);
         char want[32];
@@ -495,7 +528,7 @@ static tt_status full_op(tt_tensor *out, tt_op op, tt_dtype dt, int ndim, const 
     if (st == TT_OK) {
         fill(out, value);
         tt__event_init(&ev, op, out, NULL, NULL, NULL);
-        if (op == TT_OP_FULL) snprintf(ev.args, sizeof ev.args, "value=%g", value);
+        if (op == TT_OP_FULL && tt__tracing()) snprintf(ev.args, sizeof ev.args, "value=%g", value);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -544,7 +577,7 @@ tt_status tt_arange(tt_tensor *out, double a, double b, double step)
             float *p = tt_data_f32(out);
             for (int64_t i = 0; i < n; i++) p[i] = (float)(a + (double)i * step);
             tt__event_init(&ev, TT_OP_ARANGE, out, NULL, NULL, NULL);
-            snprintf(ev.args, sizeof ev.args, "%g, %g, step=%g", a, b, step);
+            if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "%g, %g, step=%g", a, b, step);
         }
     }
     return tt__op_leave(sc, st, &ev);
@@ -589,34 +622,61 @@ void tt_manual_seed(uint64_t seed)
     rng_s[2] = (uint32_t)b; rng_s[3] = (uint32_t)(b >> 32);
 }
 
-static uint32_t rotl32(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
+/* A copy of the state in locals for the length of one tensor (the compiler
+   keeps it in registers); rng_save writes it back. xoshiro never reaches
+   the all-zero state from another, so checking once per tensor is enough. */
+typedef struct rng { uint32_t s[4]; } rng;
 
-static uint32_t rng_next(void)
+static rng rng_load(void)
 {
     if ((rng_s[0] | rng_s[1] | rng_s[2] | rng_s[3]) == 0) tt_manual_seed(0);
-    uint32_t result = rotl32(rng_s[1] * 5, 7) * 9;
-    uint32_t t = rng_s[1] << 9;
-    rng_s[2] ^= rng_s[0]; rng_s[3] ^= rng_s[1];
-    rng_s[1] ^= rng_s[2]; rng_s[0] ^= rng_s[3];
-    rng_s[2] ^= t;
-    rng_s[3] = rotl32(rng_s[3], 11);
+    rng r = {{rng_s[0], rng_s[1], rng_s[2], rng_s[3]}};
+    return r;
+}
+
+static void rng_save(const rng *r) { memcpy(rng_s, r->s, sizeof rng_s); }
+
+static uint32_t rotl32(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
+
+static uint32_t rng_next(rng *r)
+{
+    uint32_t *s = r->s;
+    uint32_t result = rotl32(s[1] * 5, 7) * 9;
+    uint32_t t = s[1] << 9;
+    s[2] ^= s[0]; s[3] ^= s[1];
+    s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl32(s[3], 11);
     return result;
 }
 
-static double rng_uniform(void) { return (double)(rng_next() >> 8) * (1.0 / 16777216.0); }
+static double rng_uniform(rng *r) { return (double)(rng_next(r) >> 8) * (1.0 / 16777216.0); }
 
 /* ln(x) for x > 0: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), then
    ln m = 2 atanh(z) = 2 (z + z^3/3 + z^5/5 + ...), z = (m-1)/(m+1).
-   |z| < 0.172, so z^2 < 0.0295 and 12 terms reach 1e-18. */
-static double det_log(double x)
+   |z| < 0.172, so z^2 < 0.0295 and 12 terms reach 1e-18. m and e are what
+   frexp gives, read from the bits for normal numbers (no libm call). */
+static inline double det_log(double x)
 {
     static const double inv_odd[12] = {
         1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11,
         1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21, 1.0 / 23,
     };
     int e;
-    double m = frexp(x, &e);             /* exact: m in [0.5, 1) */
-    if (m < 0.70710678118654752) { m *= 2; e--; }
+    double m;
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int biased = (int)(bits >> 52) & 0x7ff;
+    if (biased == 0 || biased == 0x7ff) {
+        m = frexp(x, &e);                /* zero, subnormal, inf, NaN */
+    } else {
+        e = biased - 1022;               /* exact: m in [0.5, 1) */
+        bits = (bits & ~(0x7ffull << 52)) | (0x3feull << 52);
+        memcpy(&m, &bits, sizeof m);
+    }
+    int low = m < 0.70710678118654752;  /* a select, not a branch: it is a coin toss */
+    m = low ? m * 2 : m;
+    e -= low;
     double z = (m - 1) / (m + 1), z2 = z * z, poly = 0;
     for (int k = 11; k >= 0; k--) poly = poly * z2 + inv_odd[k];   /* Horner */
     return 2 * z * poly + e * 0.69314718055994530942;
@@ -630,10 +690,35 @@ tt_status tt_rand(tt_tensor *out, int ndim, const int64_t *shape)
     if (st == TT_OK) {
         float *p = tt_data_f32(out);
         int64_t n = tt_numel(out);
-        for (int64_t i = 0; i < n; i++) p[i] = (float)rng_uniform();
+        rng r = rng_load();
+        for (int64_t i = 0; i < n; i++) p[i] = (float)rng_uniform(&r);
+        rng_save(&r);
         tt__event_init(&ev, TT_OP_RAND, out, NULL, NULL, NULL);
     }
     return tt__op_leave(sc, st, &ev);
+}
+
+/* Normals come in two passes. 1: the polar method's draws, a serial chain
+   through the generator, written as float pairs (a, b) into the result
+   (exact: both are multiples of 2^-23 in [-1, 1)); a rejected pair is
+   overwritten by the next one, without a branch. 2: each pair becomes two
+   normals in place. The pairs are independent there, so they overlap in
+   the CPU and split across threads; the numbers are those of drawing and
+   transforming one pair at a time. */
+#define RANDN_GRAIN 16384           /* pairs per thread at least */
+
+static inline void polar_pair(double a, double b, float *out, int both)
+{
+    double q = a * a + b * b;
+    double f = sqrt(-2 * det_log(q) / q);
+    out[0] = (float)(a * f);
+    if (both) out[1] = (float)(b * f);
+}
+
+static void polar_range(void *ctx, int64_t begin, int64_t end)
+{
+    float *p = ctx;
+    for (int64_t k = begin; k < end; k++) polar_pair(p[2 * k], p[2 * k + 1], p + 2 * k, 1);
 }
 
 tt_status tt_randn(tt_tensor *out, int ndim, const int64_t *shape)
@@ -643,18 +728,25 @@ tt_status tt_randn(tt_tensor *out, int ndim, const int64_t *shape)
     tt_event ev;
     if (st == TT_OK) {
         float *p = tt_data_f32(out);
-        int64_t n = tt_numel(out);
-        for (int64_t i = 0; i < n; i += 2) {
-            double u, v, s;
-            do {
-                u = 2 * rng_uniform() - 1;
-                v = 2 * rng_uniform() - 1;
-                s = u * u + v * v;
-            } while (s >= 1 || s == 0);
-            double f = sqrt(-2 * det_log(s) / s);
-            p[i] = (float)(u * f);
-            if (i + 1 < n) p[i + 1] = (float)(v * f);
+        int64_t n = tt_numel(out), pairs = n / 2;
+        rng r = rng_load();
+        for (int64_t k = 0; k < pairs;) {            /* 1: draws, kept when inside the disc */
+            double a = 2 * rng_uniform(&r) - 1, b = 2 * rng_uniform(&r) - 1, q = a * a + b * b;
+            p[2 * k] = (float)a;
+            p[2 * k + 1] = (float)b;
+            k += q < 1 && q != 0;
         }
+        if (n % 2) {                                 /* the last element still draws a pair */
+            double a, b, q;
+            do {
+                a = 2 * rng_uniform(&r) - 1;
+                b = 2 * rng_uniform(&r) - 1;
+                q = a * a + b * b;
+            } while (q >= 1 || q == 0);
+            polar_pair(a, b, p + n - 1, 0);
+        }
+        rng_save(&r);
+        tt_parallel_for(pairs, RANDN_GRAIN, polar_range, p);   /* 2: the transforms */
         tt__event_init(&ev, TT_OP_RANDN, out, NULL, NULL, NULL);
     }
     return tt__op_leave(sc, st, &ev);
@@ -662,7 +754,8 @@ tt_status tt_randn(tt_tensor *out, int ndim, const int64_t *shape)
 
 /* ===== Views ===== */
 
-/* Emits a view event with its args; shared by the view ops below. */
+/* Emits a view event with its args; shared by the view ops below, which
+   format args only when tt__tracing() (else they pass ""). */
 static tt_status leave_view(tt__opscope sc, tt_status st, tt_op op, tt_tensor *out,
                             const tt_tensor *a, const char *args)
 {
@@ -670,7 +763,7 @@ static tt_status leave_view(tt__opscope sc, tt_status st, tt_op op, tt_tensor *o
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, NULL, NULL);
         ev.view = out->storage == a->storage;
-        if (args) snprintf(ev.args, sizeof ev.args, "%s", args);
+        if (args && args[0]) snprintf(ev.args, sizeof ev.args, "%s", args);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -824,8 +917,8 @@ tt_status tt_transpose(tt_tensor *out, const tt_tensor *a, int d1, int d2)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = transpose_impl(out, a, d1, d2, "transpose");
-    char args[32];
-    snprintf(args, sizeof args, "%d, %d", d1 + 1, d2 + 1);
+    char args[32] = "";
+    if (tt__tracing()) snprintf(args, sizeof args, "%d, %d", d1 + 1, d2 + 1);
     return leave_view(sc, st, TT_OP_TRANSPOSE, out, a, args);
 }
 
@@ -843,22 +936,31 @@ tt_status tt_mT(tt_tensor *out, const tt_tensor *a)
     return leave_view(sc, st, TT_OP_MT, out, a, NULL);
 }
 
+/* "2, 1, 3": the first k entries of perm, 1-based. */
+static void perm_args(char *buf, size_t n, const int *perm, int k)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; i < k && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? ", " : "", perm[i] + 1);
+}
+
 tt_status tt_permute(tt_tensor *out, const tt_tensor *a, const int *perm)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = TT_OK;
     int seen[TT_MAX_DIMS] = {0};
     char args[64] = "";
-    size_t len = 0;
     memset(out, 0, sizeof *out);
-    for (int i = 0; i < a->ndim; i++) {
-        len += (size_t)snprintf(args + len, sizeof args - len, "%s%d", i ? ", " : "", perm[i] + 1);
-        if (st == TT_OK && (perm[i] < 0 || perm[i] >= a->ndim || seen[perm[i]]++)) {
+    for (int i = 0; i < a->ndim && st == TT_OK; i++) {
+        if (perm[i] < 0 || perm[i] >= a->ndim || seen[perm[i]]++) {
             char shp[256];
+            perm_args(args, sizeof args, perm, i + 1);
             st = tt__err(TT_EARG, "permute: (%s...) is not a permutation of the %d dims of %s", args,
                          a->ndim, tt_shape_str(a, shp, sizeof shp));
         }
     }
+    if (st == TT_OK && tt__tracing()) perm_args(args, sizeof args, perm, a->ndim);
     if (st == TT_OK) {
         tt__view_of(out, a);
         for (int i = 0; i < a->ndim; i++) {
@@ -891,8 +993,9 @@ tt_status tt_narrow(tt_tensor *out, const tt_tensor *a, int d, int64_t start, in
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = narrow_impl(out, a, d, start, len, "narrow");
-    char args[64];
-    snprintf(args, sizeof args, "dim=%d, start=%lld, len=%lld", d + 1, (long long)start + 1, (long long)len);
+    char args[64] = "";
+    if (tt__tracing())
+        snprintf(args, sizeof args, "dim=%d, start=%lld, len=%lld", d + 1, (long long)start + 1, (long long)len);
     return leave_view(sc, st, TT_OP_NARROW, out, a, args);
 }
 
@@ -917,8 +1020,8 @@ tt_status tt_select(tt_tensor *out, const tt_tensor *a, int d, int64_t i)
         out->ndim--;
         out->names[out->ndim] = NULL;
     }
-    char args[48];
-    snprintf(args, sizeof args, "dim=%d, index=%lld", d + 1, (long long)i + 1);
+    char args[48] = "";
+    if (tt__tracing()) snprintf(args, sizeof args, "dim=%d, index=%lld", d + 1, (long long)i + 1);
     return leave_view(sc, st, TT_OP_SELECT, out, a, args);
 }
 
@@ -977,8 +1080,8 @@ tt_status tt_unsqueeze(tt_tensor *out, const tt_tensor *a, int d)
         out->names[d] = NULL;
         out->ndim++;
     }
-    char args[16];
-    snprintf(args, sizeof args, "dim=%d", d + 1);
+    char args[16] = "";
+    if (tt__tracing()) snprintf(args, sizeof args, "dim=%d", d + 1);
     return leave_view(sc, st, TT_OP_UNSQUEEZE, out, a, args);
 }
 
@@ -1002,7 +1105,7 @@ tt_status tt_squeeze(tt_tensor *out, const tt_tensor *a, int d)
         out->ndim = k;
     }
     char args[16] = "";
-    if (d >= 0) snprintf(args, sizeof args, "dim=%d", d + 1);
+    if (d >= 0 && tt__tracing()) snprintf(args, sizeof args, "dim=%d", d + 1);
     return leave_view(sc, st, TT_OP_SQUEEZE, out, a, args);
 }
 
@@ -1061,8 +1164,9 @@ static tt_status pieces(tt_tensor *outs, int max, int *count, const tt_tensor *a
         int64_t start = i * piece, len = size - start < piece ? size - start : piece;
         tt__opscope sc = tt__op_enter();
         st = narrow_impl(&outs[i], a, d, start, len, opname);
-        char args[48];
-        snprintf(args, sizeof args, "%lld of %lld, dim=%d", (long long)i + 1, (long long)n, d + 1);
+        char args[48] = "";
+        if (tt__tracing())
+            snprintf(args, sizeof args, "%lld of %lld, dim=%d", (long long)i + 1, (long long)n, d + 1);
         st = leave_view(sc, st, op, &outs[i], a, args);
         if (st) {
             for (int64_t j = 0; j < i; j++) tt_tensor_release(&outs[j]);

@@ -64,9 +64,17 @@ tt__opscope tt__op_enter(void)
 void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
                     const tt_tensor *a, const tt_tensor *b, const tt_tensor *c)
 {
-    memset(ev, 0, sizeof *ev);
+    /* field by field: the two text buffers are most of the struct, and
+       only their first byte needs clearing */
     ev->op = op;
+    ev->ninputs = 0;
+    for (int i = 0; i < TT_TRACE_MAX_INPUTS; i++) ev->inputs[i] = NULL;
     ev->output = out;
+    ev->view = ev->has_scalar = ev->scalar_first = 0;
+    ev->scalar = 0;
+    ev->args[0] = ev->note[0] = 0;
+    ev->flops = ev->bytes = 0;
+    ev->ns = 0;
     const tt_tensor *in[3] = {a, b, c};
     for (int i = 0; i < 3; i++)
         if (in[i]) ev->inputs[ev->ninputs++] = in[i];

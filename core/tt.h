@@ -267,6 +267,9 @@ typedef void (*tt_trace_fn)(const tt_event *ev, void *ud);
 
 /* Install (or with NULL remove) the sink that receives every event. */
 void tt_trace_set_sink(tt_trace_fn fn, void *ud);
+/* Whether a sink is installed. The interpreter installs it only while the
+   trace shows (not under -q, nor while tt.trace.off() pauses it), and ops
+   skip what only a sink reads (the args and note text) when there is none. */
 int tt_trace_active(void);
 /* Monotonic clock in nanoseconds. */
 int64_t tt_now_ns(void);

@@ -59,10 +59,16 @@ tt__opscope tt__op_enter(void);
 /* Emits ev (op, output, inputs, ...) when st == TT_OK and this is the outer
    scope; fills ev->ns. Returns st. */
 tt_status tt__op_leave(tt__opscope sc, tt_status st, tt_event *ev);
-/* Small helper to fill an event: ev zeroed, op, output, up to 3 inputs. */
+/* Small helper to fill an event: every field cleared (args and note to
+   ""), op, output, up to 3 inputs, bytes read and written. */
 void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
                     const tt_tensor *a, const tt_tensor *b, const tt_tensor *c);
 
 extern tt_trace_fn tt__trace_sink;
+
+/* Whether a sink will see this op's event. Only a sink reads the text
+   fields (args, note), so ops format them only then: for a tiny view the
+   snprintf costs more than the view. */
+static inline int tt__tracing(void) { return tt__trace_sink != NULL; }
 
 #endif

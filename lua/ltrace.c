@@ -29,6 +29,7 @@ static struct {
     lua_State *L;
     ltt_trace_mode mode;
     FILE *json;
+    int wanted;                          /* a text or JSON trace was asked for */
     int paused, muted;
     pending *pend;
     int npend, cap;
@@ -265,6 +266,15 @@ static int script_location(lua_State *L, const char **src, int *line)
     return 0;
 }
 
+static void sink(const tt_event *ev, void *ud);
+
+/* The sink is installed only while events are shown: with none, the core
+   skips the work only a reader of the event needs (its args and notes). */
+static void update_sink(void)
+{
+    tt_trace_set_sink(tr.wanted && !tr.paused && !tr.muted ? sink : NULL, NULL);
+}
+
 static void sink(const tt_event *ev, void *ud)
 {
     (void)ud;
@@ -307,7 +317,11 @@ void ltt_trace_label(uint64_t id, const char *label)
     tt_flow_set_label(id, label);
 }
 
-void ltt_trace_mute(int on) { tr.muted += on ? 1 : (tr.muted > 0 ? -1 : 0); }
+void ltt_trace_mute(int on)
+{
+    tr.muted += on ? 1 : (tr.muted > 0 ? -1 : 0);
+    update_sink();
+}
 
 /* ===== Output from the script: flush first so the order is kept ===== */
 
@@ -354,7 +368,8 @@ int ltt_trace_start(lua_State *L, ltt_trace_mode mode, const char *json_path, co
         }
     }
     if (mode != LTT_TRACE_OFF || tr.json) {
-        tt_trace_set_sink(sink, NULL);
+        tr.wanted = 1;
+        update_sink();
         wrap_global(L, NULL, "print");
         wrap_global(L, "io", "write");
     }
@@ -364,7 +379,8 @@ int ltt_trace_start(lua_State *L, ltt_trace_mode mode, const char *json_path, co
 void ltt_trace_stop(void)
 {
     ltt_trace_flush();
-    tt_trace_set_sink(NULL, NULL);
+    tr.wanted = 0;
+    update_sink();
     if (tr.json) fclose(tr.json);
     tr.json = NULL;
     free(tr.pend);
@@ -400,6 +416,7 @@ static int trace_off(lua_State *L)
     ltt_trace_flush();
     lua_pushboolean(L, tr.paused == 0);
     tr.paused++;
+    update_sink();
     return 1;
 }
 
@@ -407,6 +424,7 @@ static int trace_on(lua_State *L)
 {
     lua_pushboolean(L, tr.paused == 0);
     if (tr.paused > 0) tr.paused--;
+    update_sink();
     return 1;
 }
 

@@ -29,24 +29,55 @@ static void collect(lua_State *L)
 
 static void reclaim(void *ud) { collect(ud); }
 
+/* Every op checks its tensors and makes one, so both skip the lookup of
+   "tt.Tensor" by name (a string hash and compare per call): the metatable
+   sits in the registry under a light userdata key too, and its address is
+   kept for a pointer compare. The address is only trusted for the state
+   that made it (it is forgotten when that state closes); any other case
+   takes luaL_testudata's way, which is always exact. */
+static const char tensor_mt_key;    /* registry[&tensor_mt_key] = the metatable */
+static const void *tensor_mt;       /* its address, in the state that made it */
+static const void *tensor_mt_state; /* that state's registry */
+
+static tt_tensor *testtensor(lua_State *L, int idx)
+{
+    void *p = lua_touserdata(L, idx);
+    if (p == NULL) return NULL;
+    if (tensor_mt != NULL && lua_getmetatable(L, idx)) {
+        const void *mt = lua_topointer(L, -1);
+        lua_pop(L, 1);
+        if (mt == tensor_mt) return p;
+    }
+    return luaL_testudata(L, idx, LTT_TENSOR);
+}
+
+/* Finalizer of a registry sentinel: runs when the state closes. */
+static int forget_mt(lua_State *L)
+{
+    if (tensor_mt_state == lua_topointer(L, LUA_REGISTRYINDEX)) tensor_mt = tensor_mt_state = NULL;
+    return 0;
+}
+
 tt_tensor *ltt_newtensor(lua_State *L)
 {
     if (tt_memory_in_use() > gc_threshold) collect(L);
     tt_tensor *t = lua_newuserdatauv(L, sizeof *t, 0);
     memset(t, 0, sizeof *t);
-    luaL_setmetatable(L, LTT_TENSOR);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
+    lua_setmetatable(L, -2);
     return t;
 }
 
 tt_tensor *ltt_totensor(lua_State *L, int idx)
 {
-    tt_tensor *t = luaL_testudata(L, idx, LTT_TENSOR);
+    tt_tensor *t = testtensor(L, idx);
     return t && t->storage ? t : NULL;
 }
 
 tt_tensor *ltt_checktensor(lua_State *L, int idx)
 {
-    tt_tensor *t = luaL_checkudata(L, idx, LTT_TENSOR);
+    tt_tensor *t = testtensor(L, idx);
+    if (t == NULL) t = luaL_checkudata(L, idx, LTT_TENSOR);   /* raises the usual error */
     if (t->storage == NULL) luaL_argerror(L, idx, "tensor was closed");
     return t;
 }
@@ -73,13 +104,13 @@ int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const
 {
     char shp[256];
     int n = t->ndim + (allow_end ? 1 : 0);
-    if (lua_type(L, idx) == LUA_TSTRING) {
-        const char *name = tt_intern(lua_tostring(L, idx));
-        for (int i = 0; i < t->ndim; i++)
-            if (t->names[i] == name) return i;
-        return ltt_error(L, "%s: no dim named '%s' in %s", op, name, shape_of(t, shp, sizeof shp));
-    }
-    if (!lua_isinteger(L, idx)) {
+    if (!lua_isinteger(L, idx)) {           /* an integer (the common case) is never a string */
+        if (lua_type(L, idx) == LUA_TSTRING) {
+            const char *name = tt_intern(lua_tostring(L, idx));
+            for (int i = 0; i < t->ndim; i++)
+                if (t->names[i] == name) return i;
+            return ltt_error(L, "%s: no dim named '%s' in %s", op, name, shape_of(t, shp, sizeof shp));
+        }
         if (lua_type(L, idx) == LUA_TNUMBER)
             return ltt_error(L, "%s: dim must be an integer, got %s", op, lua_tostring(L, idx));
         return ltt_error(L, "%s: dim must be an integer or a dim name, got %s", op, luaL_typename(L, idx));
@@ -224,18 +255,20 @@ static void nested_fill(lua_State *L, int idx, int depth, const nested *nt, tt_d
     path[base] = 0;
 }
 
-static int ltt_tensor_new(lua_State *L)
+/* A tensor from the nested table (or number or boolean) at idx, pushed on
+   the stack; the dtype is the string at dtidx, or with dtidx == 0 (or nil
+   there) bool when the first leaf is a boolean. Errors are raised from the
+   C function that called this one, so they carry the script's file:line. */
+static tt_tensor *from_nested(lua_State *L, int idx, int dtidx)
 {
-    int ty = lua_type(L, 1);
-    if (ty != LUA_TTABLE && ty != LUA_TNUMBER && ty != LUA_TBOOLEAN)
-        return luaL_argerror(L, 1, lua_pushfstring(L, "nested table or number expected, got %s", luaL_typename(L, 1)));
+    idx = lua_absindex(L, idx);
+    luaL_checkstack(L, TT_MAX_DIMS + 8, "tensor");   /* one slot per level, and a few */
     nested nt = {0};
-    nested_shape(L, 1, 0, &nt, "t");
-    /* dtype: given, else bool when the first leaf is a boolean */
+    nested_shape(L, idx, 0, &nt, "t");
     tt_dtype dt = TT_FLOAT32;
-    if (!lua_isnoneornil(L, 2)) dt = optdtype(L, 2, "tensor");
+    if (dtidx && !lua_isnoneornil(L, dtidx)) dt = optdtype(L, dtidx, "tensor");
     else {
-        lua_pushvalue(L, 1);
+        lua_pushvalue(L, idx);
         for (int d = 0; d < nt.ndim && lua_istable(L, -1); d++) {
             if (nt.shape[d] == 0) break;
             lua_geti(L, -1, 1);
@@ -247,17 +280,27 @@ static int ltt_tensor_new(lua_State *L)
     int64_t n = 1;
     for (int i = 0; i < nt.ndim; i++) {
         if (nt.shape[i] && n > INT64_MAX / 8 / nt.shape[i])   /* a __len can claim anything */
-            return ltt_error(L, "tensor: nested table is too large (dim %d has %lld elements)", i + 1,
-                              (long long)nt.shape[i]);
+            ltt_error(L, "tensor: nested table is too large (dim %d has %lld elements)", i + 1,
+                      (long long)nt.shape[i]);
         n *= nt.shape[i];
     }
     /* the buffer is a userdata so a Lua error while filling cannot leak it */
     char *buf = lua_newuserdatauv(L, (size_t)(n ? n : 1) * tt_dtype_size(dt), 0);
     int64_t pos = 0;
     char path[512] = "t";
-    nested_fill(L, 1, 0, &nt, dt, buf, &pos, path, sizeof path);
+    nested_fill(L, idx, 0, &nt, dt, buf, &pos, path, sizeof path);
     tt_tensor *t = ltt_newtensor(L);
     ltt_check(L, tt_from_buffer(t, dt, nt.ndim, nt.shape, buf));
+    lua_remove(L, -2);                  /* the buffer */
+    return t;
+}
+
+static int ltt_tensor_new(lua_State *L)
+{
+    int ty = lua_type(L, 1);
+    if (ty != LUA_TTABLE && ty != LUA_TNUMBER && ty != LUA_TBOOLEAN)
+        return luaL_argerror(L, 1, lua_pushfstring(L, "nested table or number expected, got %s", luaL_typename(L, 1)));
+    from_nested(L, 1, 2);
     return 1;
 }
 
@@ -421,7 +464,8 @@ static int t_totable(lua_State *L)
 
 static int t_tostring(lua_State *L)
 {
-    tt_tensor *t = luaL_checkudata(L, 1, LTT_TENSOR);
+    tt_tensor *t = testtensor(L, 1);
+    if (t == NULL) t = luaL_checkudata(L, 1, LTT_TENSOR);
     if (t->storage == NULL) {
         lua_pushliteral(L, "tensor (closed)");
         return 1;
@@ -443,7 +487,8 @@ static int t_len(lua_State *L)
 
 static int t_gc(lua_State *L)
 {
-    tt_tensor *t = luaL_checkudata(L, 1, LTT_TENSOR);
+    tt_tensor *t = testtensor(L, 1);
+    if (t == NULL) t = luaL_checkudata(L, 1, LTT_TENSOR);
     tt_tensor_release(t);
     return 0;
 }
@@ -983,11 +1028,9 @@ static tt_tensor *operand(lua_State *L, int idx)
     int ty = lua_type(L, idx);
     if (ty != LUA_TNUMBER && ty != LUA_TTABLE && ty != LUA_TBOOLEAN)
         ltt_error(L, "expected a tensor, number or nested table, got %s", luaL_typename(L, idx));
-    lua_pushcfunction(L, ltt_tensor_new);
-    lua_pushvalue(L, idx);
-    lua_call(L, 1, 1);
+    t = from_nested(L, idx, 0);         /* in this frame: its errors get file:line */
     lua_replace(L, idx);
-    return ltt_checktensor(L, idx);
+    return t;
 }
 
 typedef struct closeness {
@@ -1167,10 +1210,8 @@ static int t_index(lua_State *L)
         if (t->ndim == 0) return ltt_error(L, "index: a 0-d tensor cannot be indexed; use x:item()");
         return select_impl(L, t, 0, i);
     }
-    lua_getmetatable(L, 1);
-    lua_getfield(L, -1, "methods");
     lua_pushvalue(L, 2);
-    lua_rawget(L, -2);
+    lua_rawget(L, lua_upvalueindex(1));     /* the methods table */
     return 1;
 }
 
@@ -1196,7 +1237,7 @@ static const luaL_Reg tensor_meth[] = {
 };
 
 static const luaL_Reg tensor_metameth[] = {
-    {"__index", t_index}, {"__tostring", t_tostring}, {"__len", t_len},
+    {"__tostring", t_tostring}, {"__len", t_len},   /* __index: a closure, below */
     {"__gc", t_gc}, {"__close", t_gc},
     {"__add", t_add}, {"__sub", t_sub}, {"__mul", t_mul}, {"__div", t_div},
     {"__pow", t_pow}, {"__unm", t_unm},
@@ -1220,7 +1261,23 @@ int luaopen_tt(lua_State *L)
     luaL_newmetatable(L, LTT_TENSOR);
     luaL_setfuncs(L, tensor_metameth, 0);
     luaL_newlib(L, tensor_meth);
+    lua_pushvalue(L, -1);
+    lua_pushcclosure(L, t_index, 1);        /* methods as an upvalue: no lookup by name */
+    lua_setfield(L, -3, "__index");
     lua_setfield(L, -2, "methods");
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
+    tensor_mt = lua_topointer(L, -1);
+    tensor_mt_state = lua_topointer(L, LUA_REGISTRYINDEX);
+    lua_pop(L, 1);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_state) == LUA_TNIL) {
+        lua_newuserdatauv(L, 0, 0);      /* forgets tensor_mt when the state closes */
+        lua_createtable(L, 0, 1);
+        lua_pushcfunction(L, forget_mt);
+        lua_setfield(L, -2, "__gc");
+        lua_setmetatable(L, -2);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &tensor_mt_state);
+    }
     lua_pop(L, 1);
 
     luaL_newmetatable(L, "tt.Linear");

@@ -214,6 +214,13 @@ check("allclose false", not tt.allclose(tt.tensor{1, 2}, tt.tensor{1, 2.1}))
 check("allclose number", tt.allclose(tt.ones(3), 1))
 local t0 = tt.clock()
 check("clock monotonic", type(t0) == "number" and tt.clock() >= t0)
+-- a nested table that does not convert: the error names the script line
+local x22 = tt.tensor{{1, 2}, {3, 4}}
+local line = debug.getinfo(1, "l").currentline
+checkerror({"test_api.lua:" .. (line + 2) .. ": tensor: ragged nested table: t[2] has 1 elements where 2 "
+            .. "were expected"}, function() tt.assert_close(x22, {{1, 2}, {3}}) end)
+checkerror({"test_api.lua:" .. (line + 4) .. ": tensor: t[2][2] is a string, expected a number"},
+           function() tt.allclose({{1, 2}, {3, "4"}}, x22) end)
 
 -- ===== labels =====
 check("label chains", a:label("scores") == a and a:label() == "scores")
