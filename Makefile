@@ -130,8 +130,9 @@ $(BUILD)/bench/bench: tests/bench/bench.c $(BENCH_OBJ) core/kernels.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ tests/bench/bench.c $(BENCH_OBJ) -ldl -lm -pthread
 
-bench: $(BUILD)/bench/bench
+bench: all $(BUILD)/bench/bench
 	$(BUILD)/bench/bench $(BENCH_ARGS)
+	./tensortrace -q tests/bench/overhead.lua $(BENCH_ARGS)
 
 # ===== Safety (issue 7): make asan · make scalar · make memcheck · make fuzz =====
 # Each variant builds into its own folder under build/ (objects, test

@@ -1,0 +1,117 @@
+-- overhead.lua — the interpreter's side of `make bench`: what a tiny op
+-- costs from Lua with the trace off (target: at most 1 us), and the wall
+-- time of every lesson as a learner runs it (target: under 100 ms).
+-- Run: ./tensortrace -q tests/bench/overhead.lua [ops] [lessons]
+-- (no section named: both; only bench.c's sections named: neither).
+
+local OP_TARGET_US, LESSON_TARGET_MS = 1.0, 100
+local RUNS, CALLS = 7, 100000          -- per tiny op: runs of CALLS calls, after a warm-up
+local LESSON_RUNS = 3
+
+local want = {}
+for _, a in ipairs(arg) do want[a] = true end
+local any = next(want) ~= nil
+local known = want.ops or want.lessons or want.overhead
+if any and not known then return end  -- `make bench BENCH_ARGS=gemm`: not ours
+local all = not any or want.overhead
+
+local function median_min_max(ts)
+  table.sort(ts)
+  return ts[(#ts + 1) // 2], ts[1], ts[#ts]
+end
+
+local function verdict(med, target)
+  return med <= target and string.format("ok (%.0f%%)", 100 * med / target)
+                        or string.format("OVER (%.1fx)", med / target)
+end
+
+-- ===== tiny ops =====
+
+local function bench_ops()
+  tt.trace.off()                       -- also when run with the trace on
+  local x, y = tt.randn(4), tt.randn(4)
+  local m = tt.randn(2, 3)
+  local a, b = tt.randn(2, 2), tt.randn(2, 2)
+  local cases = {
+    {"add [4] + [4]", function(n) for _ = 1, n do local _ = x + y end end},
+    {"transpose [2,3] (view)", function(n) for _ = 1, n do local _ = m:transpose(1, 2) end end},
+    {"matmul [2,2] @ [2,2]", function(n) for _ = 1, n do local _ = a:matmul(b) end end},
+    {"softmax [4]", function(n) for _ = 1, n do local _ = x:softmax(1) end end},
+  }
+  print(string.format("\n== tiny ops from Lua, trace off (us per op: median (min-max) of %d runs of %d calls"
+                      .. " after a warm-up)", RUNS, CALLS))
+  print(string.format("  %-24s %-28s%-10s%s", "op", "ours", "target", "verdict"))
+  for _, c in ipairs(cases) do
+    local name, loop = c[1], c[2]
+    loop(CALLS // 5)                   -- warm-up: caches, free lists, the collector's pace
+    local ts = {}
+    for r = 1, RUNS do
+      local t0 = tt.clock()
+      loop(CALLS)
+      ts[r] = (tt.clock() - t0) / CALLS * 1e6
+    end
+    local med, lo, hi = median_min_max(ts)
+    print(string.format("  %-24s %-28s%-10s%s", name, string.format("%.2f (%.2f-%.2f) us", med, lo, hi),
+                        string.format("%.1f us", OP_TARGET_US), verdict(med, OP_TARGET_US)))
+    io.stdout:flush()
+  end
+  tt.trace.on()
+end
+
+-- ===== lessons =====
+
+local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function read_cmd(cmd)
+  local f = io.popen(cmd)
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- The interpreter running this script (as lua.c's arg: the lowest index),
+-- made absolute so lessons can run in a scratch folder.
+local function interpreter(cwd)
+  local i = 0
+  while arg[i - 1] do i = i - 1 end
+  local exe = arg[i]
+  if exe:sub(1, 1) ~= "/" then exe = cwd .. "/" .. exe end
+  return exe
+end
+
+local function bench_lessons()
+  local cwd = read_cmd("pwd"):gsub("%s+$", "")
+  local exe = interpreter(cwd)
+  -- lessons write their figures to images/: run them in a scratch folder
+  -- so the committed ones are never touched (as tests/test_golden.sh does)
+  local tmp = os.tmpname()
+  os.remove(tmp)
+  assert(os.execute("mkdir -p " .. sh_quote(tmp .. "/images") .. " && ln -s " .. sh_quote(cwd .. "/lessons")
+                    .. " " .. sh_quote(tmp .. "/lessons")))
+  print(string.format("\n== lessons: ./tensortrace lessons/NN.lua > /dev/null, trace on (wall ms: median"
+                      .. " (min-max) of %d runs)", LESSON_RUNS))
+  print(string.format("  %-24s %-28s%-10s%s", "lesson", "ours", "target", "verdict"))
+  local worst = 0
+  for path in read_cmd("ls lessons/*.lua"):gmatch("[^\n]+") do
+    local name = path:match("([^/]+)%.lua$")
+    local cmd = "cd " .. sh_quote(tmp) .. " && " .. sh_quote(exe) .. " " .. sh_quote(path) .. " >/dev/null 2>&1"
+    local ts, failed = {}, false
+    for r = 1, LESSON_RUNS do
+      local t0 = tt.clock()
+      local ok = os.execute(cmd)
+      ts[r] = (tt.clock() - t0) * 1e3
+      failed = failed or not ok
+    end
+    local med, lo, hi = median_min_max(ts)
+    worst = math.max(worst, med)
+    print(string.format("  %-24s %-28s%-10s%s", name, string.format("%.1f (%.1f-%.1f) ms", med, lo, hi),
+                        string.format("%d ms", LESSON_TARGET_MS),
+                        failed and "FAILED (the lesson raised an error)" or verdict(med, LESSON_TARGET_MS)))
+    io.stdout:flush()
+  end
+  os.execute("rm -rf " .. sh_quote(tmp))
+  print(string.format("  slowest lesson: %.1f ms (target %d ms)", worst, LESSON_TARGET_MS))
+end
+
+if all or want.ops then bench_ops() end
+if all or want.lessons then bench_lessons() end
