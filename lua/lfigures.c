@@ -54,18 +54,6 @@ static const char *opt_string(lua_State *L, int opts, const char *op, const char
     return s;
 }
 
-/* opts.name as a boolean: 1 or 0, or dflt when absent. */
-static int opt_flag(lua_State *L, int opts, const char *op, const char *name, int dflt)
-{
-    if (!opts) return dflt;
-    const int t = lua_getfield(L, opts, name);
-    if (t != LUA_TNIL && t != LUA_TBOOLEAN)
-        ltt_error(L, "%s: option '%s' must be true or false, not a %s", op, name, luaL_typename(L, -1));
-    const int v = t == LUA_TNIL ? dflt : lua_toboolean(L, -1);
-    lua_pop(L, 1);
-    return v;
-}
-
 /* opts.name as a number; *has = 0 when absent. */
 static double opt_number(lua_State *L, int opts, const char *op, const char *name, int *has)
 {
@@ -222,9 +210,9 @@ static int ltt_heatmap(lua_State *L)
     o.vmin = opt_number(L, opts, "heatmap", "vmin", &o.has_vmin);
     o.vmax = opt_number(L, opts, "heatmap", "vmax", &o.has_vmax);
     o.decimals = opt_decimals(L, opts, "heatmap");
-    o.annotate = opt_flag(L, opts, "heatmap", "annotate", -1);
-    o.colorbar = opt_flag(L, opts, "heatmap", "colorbar", -1);
-    o.row_scale = opt_flag(L, opts, "heatmap", "row_scale", 0);
+    o.annotate = ltt_optflag(L, opts, "heatmap", "annotate", -1);
+    o.colorbar = ltt_optflag(L, opts, "heatmap", "colorbar", -1);
+    o.row_scale = ltt_optflag(L, opts, "heatmap", "row_scale", 0);
     if (nd == 3 && P <= 64 && !o.panel_titles && x->names[0] && strcmp(x->names[0], "H") &&
         strcmp(x->names[0], "head")) {
         /* panels named after their dim: "B 1", "B 2", ... */

@@ -442,12 +442,7 @@ static void fmt_qty(char *buf, size_t n, double v, const char *unit)
    {times = false} leaves the time columns out (for golden files). */
 static int trace_summary(lua_State *L)
 {
-    int times = 1;
-    if (lua_istable(L, 1)) {
-        lua_getfield(L, 1, "times");
-        if (!lua_isnil(L, -1)) times = lua_toboolean(L, -1);
-        lua_pop(L, 1);
-    }
+    int times = ltt_optflag(L, lua_istable(L, 1) ? 1 : 0, "trace.summary", "times", 1);
     if (getenv("TT_TRACE_NO_TIMES")) times = 0;
     ltt_trace_flush();
     lua_newtable(L);                    /* returned: op name -> counters */

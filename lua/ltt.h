@@ -34,6 +34,10 @@ int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const
 /* Options table at idx (nil allowed): an unknown key is an error that lists
    the known ones (NULL-terminated), so a typo never passes silently. */
 void ltt_check_opts(lua_State *L, int idx, const char *op, const char *const *known);
+/* opts.name (opts: a table's stack index, or 0 for none) as 1 or 0, dflt
+   when absent; anything but a boolean is an error (a string "no" would
+   otherwise count as true). */
+int ltt_optflag(lua_State *L, int opts, const char *op, const char *name, int dflt);
 
 /* Trace (ltrace.c). */
 typedef enum { LTT_TRACE_OFF, LTT_TRACE_SHAPES, LTT_TRACE_VALUES } ltt_trace_mode;

@@ -921,6 +921,17 @@ static int ltt_cat(lua_State *L) { return joinop(L, 0); }
 static int ltt_stack(lua_State *L) { return joinop(L, 1); }
 
 /* Options tables: unknown keys are errors (a typo must not pass silently). */
+int ltt_optflag(lua_State *L, int opts, const char *op, const char *name, int dflt)
+{
+    if (!opts) return dflt;
+    const int t = lua_getfield(L, opts, name);
+    if (t != LUA_TNIL && t != LUA_TBOOLEAN)
+        ltt_error(L, "%s: option '%s' must be true or false, not a %s", op, name, luaL_typename(L, -1));
+    const int v = t == LUA_TNIL ? dflt : lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
 void ltt_check_opts(lua_State *L, int idx, const char *op, const char *const *known)
 {
     if (lua_isnoneornil(L, idx)) return;
@@ -954,10 +965,8 @@ static int ltt_sdpa(lua_State *L)
     double scale = 0;
     tt_tensor *mask = NULL;
     if (lua_istable(L, 4)) {
-        lua_getfield(L, 4, "causal");
-        causal = lua_toboolean(L, -1);
-        lua_getfield(L, 4, "weights");
-        want_w = lua_toboolean(L, -1);
+        causal = ltt_optflag(L, 4, "sdpa", "causal", 0);
+        want_w = ltt_optflag(L, 4, "sdpa", "weights", 0);
         lua_getfield(L, 4, "scale");
         if (!lua_isnil(L, -1)) {
             if (lua_type(L, -1) != LUA_TNUMBER) return ltt_error(L, "sdpa: scale must be a number, got %s", luaL_typename(L, -1));
@@ -1176,8 +1185,7 @@ static int ltt_linear(lua_State *L)
     lua_Integer in = luaL_checkinteger(L, 1), out = luaL_checkinteger(L, 2);
     static const char *const known[] = {"bias", NULL};
     ltt_check_opts(L, 3, "Linear", known);
-    int bias = 1;
-    if (lua_istable(L, 3) && lua_getfield(L, 3, "bias") != LUA_TNIL) bias = lua_toboolean(L, -1);
+    int bias = ltt_optflag(L, lua_istable(L, 3) ? 3 : 0, "Linear", "bias", 1);
     if (in <= 0 || out <= 0)
         return ltt_error(L, "Linear: in_features and out_features must be positive, got %lld, %lld",
                           (long long)in, (long long)out);

@@ -58,6 +58,11 @@ checkerror({"sdpa", "[1,3,5,8]", "[1,4,5,8]"}, tt.sdpa, x4, tt.zeros(1, 3, 5, 8)
 checkerror({"sdpa", "mask"}, tt.sdpa, x4, x4, x4, {mask = tt.causal_mask(3)})
 checkerror({"sdpa", "unknown option 'casual'"}, tt.sdpa, x4, x4, x4, {casual = true})
 checkerror({"sdpa", "scale"}, tt.sdpa, x4, x4, x4, {scale = -1})
+-- boolean options take booleans only: "no" would otherwise count as true
+checkerror({"sdpa: option 'causal' must be true or false, not a string"}, tt.sdpa, x4, x4, x4, {causal = "no"})
+checkerror({"sdpa: option 'weights' must be true or false, not a number"}, tt.sdpa, x4, x4, x4, {weights = 1})
+checkerror({"Linear: option 'bias' must be true or false, not a string"}, tt.nn.Linear, 2, 3, {bias = "false"})
+checkerror({"trace.summary: option 'times' must be true or false, not a number"}, tt.trace.summary, {times = 0})
 
 -- sdpa: every message names the op and the shapes, with a hint where one helps
 local qn = tt.zeros(2, 4, 5, 8):named("B", "H", "Nq", "Dh")
