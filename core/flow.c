@@ -121,6 +121,7 @@ typedef struct graph {
     int nev;
     fnode node[FLOW_MAX_NODES];
     int nnodes;
+    int overflow;           /* a labelled tensor found no room */
     fedge edge[FLOW_MAX_EDGES];
     int nedges;
     int *prod_key_idx;      /* open hash: id -> latest producing event */
@@ -196,9 +197,10 @@ static void walk(graph *g, int target, int k, int *path, int depth, uint8_t *see
 
 static void add_node(graph *g, uint64_t id, const fshape *shape, int producer)
 {
-    if (g->nnodes == FLOW_MAX_NODES || node_of(g, id) >= 0) return;
+    if (node_of(g, id) >= 0) return;
     const char *lab = label_of(id);
     if (!lab) return;
+    if (g->nnodes == FLOW_MAX_NODES) { g->overflow = 1; return; }
     fnode *n = &g->node[g->nnodes++];
     n->id = id;
     n->label = lab;
@@ -395,6 +397,12 @@ tt_status tt_flow_render(tt_canvas *out, tt_flow_geom *geom, const tt_flow_opts 
         free_graph(g); free(g);
         return tt__err(TT_EARG, "flow: nothing to draw: no labelled tensor since the last "
                        "tt.trace.section (name one with x:label(\"scores\"))");
+    }
+    if (g->overflow) {
+        free_graph(g); free(g);
+        return tt__err(TT_EARG, "flow: more than %d labelled tensors since the last tt.trace.section, "
+                       "too many for one figure; hint: start a tt.trace.section(\"...\") just before "
+                       "the part to draw", FLOW_MAX_NODES);
     }
     const int ne = g->nedges;
 

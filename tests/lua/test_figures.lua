@@ -181,6 +181,16 @@ local _ = tt.rand(2) + 1
 checkerror({"flow: nothing to draw: no labelled tensor since the last tt.trace.section",
             "(name one with x:label(\"scores\"))"}, tt.flow, tmp("f0.png"))
 check("no file after a flow error", not exists(tmp("f0.png")))
+tt.trace.section("too many boxes")
+local chain = tt.randn(2, 2):label("x0")
+for i = 1, 40 do chain = (chain * 2):label("x" .. i) end   -- 41 labelled tensors
+checkerror({"flow: more than 40 labelled tensors since the last tt.trace.section, too many for one figure; "
+            .. "hint: start a tt.trace.section(\"...\") just before the part to draw"}, tt.flow, tmp("f41.png"))
+tt.trace.section("forty fit")
+chain = tt.randn(2, 2):label("y0")
+for i = 1, 39 do chain = (chain * 2):label("y" .. i) end
+ok, err = pcall(tt.flow, tmp("f40.png"))
+check("flow draws 40 boxes: " .. tostring(err), ok and exists(tmp("f40.png")))
 ok, err = pcall(tt.heatmap, x, tmp("nil_opts.png"), nil)
 check("nil options are fine: " .. tostring(err), ok and exists(tmp("nil_opts.png")))
 ok, err = pcall(tt.heatmap, x, tmp("empty_opts.png"), {})
