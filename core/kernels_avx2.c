@@ -24,6 +24,10 @@ tile(int64_t kc, const float *a, int64_t is, int64_t ps, const float *bp, float 
      int64_t rsc, int m, int n, int acc)
 {
     __m256 c0[MR], c1[MR];
+    for (int i = 0; i < m; i++) {   /* fetch the C tile while the loop runs */
+        _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * rsc + NR - 1), _MM_HINT_T0);
+    }
 #pragma GCC unroll 6
     for (int i = 0; i < MR; i++) { c0[i] = _mm256_setzero_ps(); c1[i] = _mm256_setzero_ps(); }
     for (int64_t p = 0; p < kc; p++, a += ps, bp += NR) {
@@ -35,11 +39,13 @@ tile(int64_t kc, const float *a, int64_t is, int64_t ps, const float *bp, float 
             c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
         }
     }
-    if (n == NR) {
+    /* constant indices only (the loop unrolls), or the accumulators would
+       live on the stack: an edge tile goes through t, element by element */
 #pragma GCC unroll 6
-        for (int i = 0; i < MR; i++) {
-            if (i >= m) break;
-            float *ci = c + i * rsc;
+    for (int i = 0; i < MR; i++) {
+        if (i >= m) break;
+        float *ci = c + i * rsc;
+        if (n == NR) {
             __m256 v0 = c0[i], v1 = c1[i];
             if (acc) {
                 v0 = _mm256_add_ps(_mm256_loadu_ps(ci), v0);
@@ -47,15 +53,11 @@ tile(int64_t kc, const float *a, int64_t is, int64_t ps, const float *bp, float 
             }
             _mm256_storeu_ps(ci, v0);
             _mm256_storeu_ps(ci + 8, v1);
+            continue;
         }
-        return;
-    }
-    /* edge tile: same sums, stored element by element */
-    float t[NR];
-    for (int i = 0; i < m; i++) {
+        float t[NR];
         _mm256_storeu_ps(t, c0[i]);
         _mm256_storeu_ps(t + 8, c1[i]);
-        float *ci = c + i * rsc;
         for (int j = 0; j < n; j++) ci[j] = acc ? ci[j] + t[j] : t[j];
     }
 }
