@@ -198,8 +198,8 @@ int tt_simd_force(const char *path)
 enum { SLOT_A, SLOT_B, SLOT_T };
 
 /* A (mc x kc, strides rs/cs) into mr-row slivers, k-major, zero padded. */
-static void pack_a(int mr, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
-                   float *dst)
+static void pack_a_c(int mr, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
+                     float *dst)
 {
     for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
         int m = mc - i0 < mr ? (int)(mc - i0) : mr;
@@ -217,8 +217,8 @@ static void pack_a(int mr, int64_t mc, int64_t kc, const float *a, int64_t rs, i
 }
 
 /* B (kc x nc, strides rs/cs) into nr-column slivers, k-major, zero padded. */
-static void pack_b(int nr, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
-                   float *dst)
+static void pack_b_c(int nr, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
+                     float *dst)
 {
     for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
         int n = nc - j0 < nr ? (int)(nc - j0) : nr;
@@ -235,6 +235,18 @@ static void pack_b(int nr, int64_t kc, int64_t nc, const float *b, int64_t rs, i
         for (int j = n; j < nr; j++)
             for (int64_t p = 0; p < kc; p++) dst[p * nr + j] = 0.0f;
     }
+}
+
+void tt__pack_a(const tt__kern *kn, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
+                float *dst)
+{
+    if (!kn->pack_a || !kn->pack_a(mc, kc, a, rs, cs, dst)) pack_a_c(kn->mr, mc, kc, a, rs, cs, dst);
+}
+
+void tt__pack_b(const tt__kern *kn, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
+                float *dst)
+{
+    if (!kn->pack_b || !kn->pack_b(kc, nc, b, rs, cs, dst)) pack_b_c(kn->nr, kc, nc, b, rs, cs, dst);
 }
 
 typedef struct gemm_job {
@@ -266,8 +278,7 @@ static void gemm_rows(const gemm_job *g, const float *A, float *C, int64_t r0, i
     for (int64_t i0 = r0; i0 < r1; i0 += mr) {
         int m = r1 - i0 < mr ? (int)(r1 - i0) : mr;
         const float *as = A + i0 * g->rsa;
-        if (m < mr && (!kn->pack_a || !kn->pack_a(m, kc, as, g->rsa, 1, ap)))
-            pack_a(mr, m, kc, as, g->rsa, 1, ap);
+        if (m < mr) tt__pack_a(kn, m, kc, as, g->rsa, 1, ap);
         for (int64_t jr = 0; jr < ncur; jr += nr) {
             int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
             float *ct = C + i0 * g->rsc + jr;
@@ -296,8 +307,7 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
         int64_t kc = g->K - p0 < kn->kc ? g->K - p0 : kn->kc;
         int acc = p0 > 0;
         const float *bs = B + p0 * g->rsb + j0 * g->csb;
-        if (!kn->pack_b || !kn->pack_b(kc, ncur, bs, g->rsb, g->csb, bp))
-            pack_b(nr, kc, ncur, bs, g->rsb, g->csb, bp);
+        tt__pack_b(kn, kc, ncur, bs, g->rsb, g->csb, bp);
         if (in_place) {
             gemm_rows(g, A + p0, C + j0, r0, r1, kc, ncur, acc, bp, ap);
             continue;
@@ -305,8 +315,7 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
         for (int64_t i0 = r0; i0 < r1; i0 += mc) {
             int64_t mcur = r1 - i0 < mc ? r1 - i0 : mc;
             const float *as = A + i0 * g->rsa + p0 * g->csa;
-            if (!kn->pack_a || !kn->pack_a(mcur, kc, as, g->rsa, g->csa, ap))
-                pack_a(mr, mcur, kc, as, g->rsa, g->csa, ap);
+            tt__pack_a(kn, mcur, kc, as, g->rsa, g->csa, ap);
             for (int64_t jr = 0; jr < ncur; jr += nr) {
                 int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
                 for (int64_t ir = 0; ir < mcur; ir += mr) {

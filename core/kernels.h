@@ -150,6 +150,14 @@ typedef struct tt__kern {
                            float v, float *o);
 } tt__kern;
 
+/* Micro-kernel operands: A (mc x kc, any strides) as mr-row slivers, B
+   (kc x nc) as nr-column slivers, k-major, zero padded to whole slivers;
+   the path's fast packer where it handles the strides, else portable. */
+void tt__pack_a(const tt__kern *kn, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
+                float *dst);
+void tt__pack_b(const tt__kern *kn, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
+                float *dst);
+
 extern const tt__kern tt__kern_scalar;
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(TT_NO_SIMD)
 #define TT__X86_SIMD 1

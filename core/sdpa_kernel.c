@@ -84,24 +84,26 @@ static _Thread_local struct { uint64_t call; int64_t b, hk, keys; } kv_cache;
 static uint64_t sdpa_calls;
 
 /* K rows [j0, j1) of head (b, hk) as B slivers of nr keys (Dh x nr each);
-   V rows as slivers of nr value columns (Nk x nr each), zero padded. */
+   V rows as slivers of nr value columns (Nk x nr each), zero padded. j0 is
+   a multiple of nr; rows from Nk on are zeros. */
 static void pack_kv(const sdpa_job *J, int64_t b, int64_t hk, int64_t j0, int64_t j1,
                     float *kp, float *vp, int64_t nkp)
 {
     const tt_sdpa_args *a = J->a;
-    int nr = J->kn->nr;
+    const tt__kern *kn = J->kn;
+    int nr = kn->nr;
     const float *K = a->k + b * a->ks_b + hk * a->ks_h, *V = a->v + b * a->vs_b + hk * a->vs_h;
-    for (int64_t j = j0; j < j1; j++) {
-        float *d = kp + (j / nr) * nr * a->Dh + j % nr;
-        if (j < a->Nk)
-            for (int64_t e = 0; e < a->Dh; e++) d[e * nr] = K[j * a->ks_n + e * a->ks_d];
-        else
-            for (int64_t e = 0; e < a->Dh; e++) d[e * nr] = 0.0f;
-        for (int64_t t = 0; t < J->dvp; t += nr) {
-            float *dv = vp + t * nkp + j * nr;
-            for (int64_t e = 0; e < nr; e++)
-                dv[e] = (j < a->Nk && t + e < a->Dv) ? V[j * a->vs_n + (t + e) * a->vs_d] : 0.0f;
+    int64_t jv = j1 < a->Nk ? j1 : a->Nk;     /* rows that exist */
+    if (jv > j0 && a->Dh > 0)                 /* K^T: Dh x keys */
+        tt__pack_b(kn, a->Dh, jv - j0, K + j0 * a->ks_n, a->ks_d, a->ks_n, kp + j0 * a->Dh);
+    for (int64_t t = 0; t < J->dvp; t += nr) {
+        float *dv = vp + t * nkp;
+        if (jv > j0) {
+            int64_t nc = a->Dv - t < nr ? a->Dv - t : nr;
+            tt__pack_b(kn, jv - j0, nc, V + j0 * a->vs_n + t * a->vs_d, a->vs_n, a->vs_d, dv + j0 * nr);
         }
+        int64_t z0 = jv > j0 ? jv : j0;
+        if (j1 > z0) memset(dv + z0 * nr, 0, (size_t)((j1 - z0) * nr) * sizeof(float));
     }
 }
 
@@ -153,11 +155,11 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         kv_cache.keys = need;
     }
 
-    /* Q block, scaled, as mr-row slivers (Dh x mr each) */
+    /* Q block as mr-row slivers (Dh x mr each), then scaled */
     const float *Q = a->q + b * a->qs_b + h * a->qs_h + i0 * a->qs_n;
-    for (int64_t i = 0; i < nqp; i++) {
-        float *d = qp + (i / mr) * mr * Dh + i % mr;
-        for (int64_t e = 0; e < Dh; e++) d[e * mr] = i < nq ? Q[i * a->qs_n + e * a->qs_d] * a->scale : 0.0f;
+    if (Dh > 0) {
+        tt__pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, qp);
+        kn->scale(nqp * Dh, a->scale, qp, qp, 0);
     }
     memset(O, 0, (size_t)(nqp * dvp) * sizeof(float));
     for (int64_t i = 0; i < nq; i++) { mrow[i] = -INFINITY; lrow[i] = 0.0f; }
