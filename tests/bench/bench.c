@@ -35,7 +35,8 @@ static int cmpd(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Seconds per call: one warm-up, then 3..11 runs within about `budget` s. */
+/* Seconds per call: one warm-up, then 3..11 runs within about `budget` s
+   (for what has no yardstick in this process). */
 static stat3 timeit(void (*fn)(void *), void *ctx, double budget)
 {
     double t = now(), ts[11];
@@ -51,6 +52,38 @@ static stat3 timeit(void (*fn)(void *), void *ctx, double budget)
     qsort(ts, (size_t)reps, sizeof ts[0], cmpd);
     stat3 s = { ts[reps / 2], ts[0], ts[reps - 1] };
     return s;
+}
+
+/* Ours and a yardstick measured in turns: three rounds, each a warm-up
+   and 1..4 runs of A, then the same of B, all within about 2 * budget s. A noisy spell on
+   this shared machine then tends to hit both sides, not one. */
+static void timeit_pair(void (*fa)(void *), void *ca, void (*fb)(void *), void *cb, double budget,
+                        stat3 *sa, stat3 *sb)
+{
+    double ta[12], tb[12];
+    int na = 0, nb = 0;
+    for (int round = 0; round < 3; round++) {
+        for (int side = 0; side < 2; side++) {
+            void (*fn)(void *) = side ? fb : fa;
+            void *ctx = side ? cb : ca;
+            double *ts = side ? tb : ta;
+            int *n = side ? &nb : &na;
+            double t = now();
+            fn(ctx);
+            double first = now() - t;
+            int reps = first > 0 ? (int)(budget / 3 / first) : 4;
+            reps = reps < 1 ? 1 : reps > 4 ? 4 : reps;
+            for (int r = 0; r < reps; r++) {
+                t = now();
+                fn(ctx);
+                ts[(*n)++] = now() - t;
+            }
+        }
+    }
+    qsort(ta, (size_t)na, sizeof ta[0], cmpd);
+    qsort(tb, (size_t)nb, sizeof tb[0], cmpd);
+    *sa = (stat3){ ta[na / 2], ta[0], ta[na - 1] };
+    *sb = (stat3){ tb[nb / 2], tb[0], tb[nb - 1] };
 }
 
 /* "value (min-max)" of work/seconds, in a fixed width */
@@ -216,12 +249,16 @@ static void mm_row(const char *label, mm *m, int th, double budget)
 {
     double flop = 2.0 * (double)m->nb * (double)m->M * (double)m->N * (double)m->K / 1e9;
     tt_set_num_threads(th);
-    stat3 ours = timeit(mm_ours, m, budget);
+    stat3 ours, ob;
+    if (ob_sgemm) {
+        ob_set_threads(th);
+        timeit_pair(mm_ours, m, mm_blas, m, budget, &ours, &ob);
+    } else {
+        ours = timeit(mm_ours, m, budget);
+    }
     printf("  %-22s %d  ", label, th);
     put_rate(flop, ours, "");
     if (ob_sgemm) {
-        ob_set_threads(th);
-        stat3 ob = timeit(mm_blas, m, budget);
         put_rate(flop, ob, "");
         printf("%5.2f", ob.med / ours.med);
     }
@@ -292,7 +329,8 @@ static void bench_softmax(const char *py)
     double gb = 2.0 * 4.0 * (double)s.rows * (double)s.n / 1e9;
     for (int th = 1; th <= 2; th++) {
         tt_set_num_threads(th);
-        stat3 o = timeit(sm_ours, &s, 1.0), c = timeit(cp_run, &s, 1.0);
+        stat3 o, c;
+        timeit_pair(sm_ours, &s, cp_run, &s, 1.0, &o, &c);
         printf("  %-22s %d  ", "softmax", th);
         put_rate(gb, o, "");
         put_rate(gb, c, "");
@@ -398,7 +436,8 @@ static void bench_ew(const char *py)
             size_t bytes = (size_t)EW_N * (size_t)(cases[c].rd + cases[c].wr);
             cpb cp = { dst, src, bytes / 2 };        /* memcpy reads and writes n bytes each */
             double gb = (double)bytes / 1e9;
-            stat3 so = timeit(ew_run, &w, 0.5), sc = timeit(cpb_run, &cp, 0.5);
+            stat3 so, sc;
+            timeit_pair(ew_run, &w, cpb_run, &cp, 0.5, &so, &sc);
             printf("  %-24s %d  ", cases[c].name, th);
             put_rate(gb, so, "");
             put_rate(gb, sc, "");
