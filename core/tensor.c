@@ -3,18 +3,12 @@
 ** generator, and every view op (views never copy; reshape copies only when
 ** the strides leave no choice). Part of the C core: no Lua here.
 */
-#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
-#define _DEFAULT_SOURCE             /* madvise */
-#endif
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "kernels.h"
 #include "tt_internal.h"
@@ -185,25 +179,6 @@ void tt_release_caches(void)
     intern_cap = intern_len = 0;
 }
 
-/* A fresh buffer. Big ones are asked for in transparent huge pages where
-   the kernel offers them: the first touch of a fresh buffer then faults
-   once per 2 MiB instead of once per 4 KiB, which at attention sizes costs
-   more than the arithmetic (an 8 MiB result: ~2 ms of faults). */
-#define HUGE_MIN ((size_t)2 << 20)
-
-static void *buffer_alloc(size_t sz)
-{
-#if defined(MADV_HUGEPAGE)
-    if (sz >= HUGE_MIN) {
-        void *p = NULL;
-        if (posix_memalign(&p, HUGE_MIN, sz) != 0) return NULL;
-        madvise(p, sz, MADV_HUGEPAGE);      /* advice only: failure is harmless */
-        return p;
-    }
-#endif
-    return aligned_alloc(64, sz);           /* 64-byte aligned for SIMD */
-}
-
 static void (*reclaim_fn)(void *);
 static void *reclaim_ud;
 
@@ -231,7 +206,7 @@ tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
     int idx;                                /* classes are multiples of 64, as aligned_alloc needs */
     size_t sz = size_class((size_t)nbytes, &idx);
     s->data = cache_take(idx, sz);
-    if (s->data == NULL) s->data = buffer_alloc(sz);
+    if (s->data == NULL) s->data = aligned_alloc(64, sz);   /* 64-byte aligned for SIMD */
     if (s->data == NULL) {
         free(s);
         char want[32];
