@@ -13,9 +13,10 @@
 /* ===== Threads ===== */
 
 /* Runs fn(ctx, begin, end) over disjoint ranges covering [0, n) on the
-   persistent pool; blocks until all are done. Ranges depend only on n and
-   the thread count's chunking rule, never on timing. Calls from inside a
-   running task run serially. */
+   persistent pool; blocks until all are done. The ranges (a few a thread,
+   at least `grain` long) depend only on n, grain and the thread count;
+   which thread takes which depends on timing, so fn's results must not.
+   Calls from inside a running task run serially. */
 typedef void (*tt_range_fn)(void *ctx, int64_t begin, int64_t end);
 void tt_parallel_for(int64_t n, int64_t grain, tt_range_fn fn, void *ctx);
 

@@ -62,6 +62,8 @@ static struct {
             .wake = PTHREAD_COND_INITIALIZER,
             .done = PTHREAD_COND_INITIALIZER };
 
+#define CHUNKS_PER_THREAD 4
+
 static int nthreads;               /* 0: not chosen yet */
 static _Thread_local int in_task;  /* nested calls run serially */
 
@@ -158,7 +160,9 @@ void tt_parallel_for(int64_t n, int64_t grain, tt_range_fn fn, void *ctx)
     if (grain < 1) grain = 1;
     int64_t nch = (n + grain - 1) / grain;
     int nt = tt_get_num_threads();
-    if (nch > nt) nch = nt;
+    /* a few chunks a thread: when another process holds up one core, the
+       others take over its share instead of waiting for it */
+    if (nch > (int64_t)CHUNKS_PER_THREAD * nt) nch = (int64_t)CHUNKS_PER_THREAD * nt;
     if (nch <= 1 || in_task) { fn(ctx, 0, n); return; }
     if (pool.nworkers < nt - 1) pool_start(nt - 1);
     if (pool.nworkers == 0) { fn(ctx, 0, n); return; }  /* no threads to be had */
