@@ -318,7 +318,8 @@ static void cp_range(void *ctx, int64_t b, int64_t e)
 static void cp_run(void *ctx)
 {
     sm *s = ctx;
-    tt_parallel_for(s->rows, 1, cp_range, s);
+    int nt = tt_get_num_threads();   /* one range a thread: memcpy at its best */
+    tt_parallel_for(s->rows, (s->rows + nt - 1) / nt, cp_range, s);
 }
 
 static void bench_softmax(const char *py)
@@ -389,7 +390,8 @@ static void cpb_range(void *ctx, int64_t b, int64_t e)
 static void cpb_run(void *ctx)
 {
     cpb *c = ctx;
-    tt_parallel_for((int64_t)c->n, 1 << 16, cpb_range, c);
+    int nt = tt_get_num_threads();   /* one range a thread: memcpy at its best */
+    tt_parallel_for((int64_t)c->n, ((int64_t)c->n + nt - 1) / nt, cpb_range, c);
 }
 
 static void bench_ew(const char *py)
