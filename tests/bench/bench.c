@@ -205,9 +205,13 @@ static void bench_peak(void)
         if (w == 256 && !__builtin_cpu_supports("fma")) continue;
         for (int th = 1; th <= 2; th++) {
             tt_set_num_threads(th);
-            double t = now();
-            tt_parallel_for(th, 1, w == 512 ? peak512 : peak256, &sink);
-            t = now() - t;
+            double t = 1e30;
+            for (int r = 0; r < 3; r++) {   /* the best of three: a fresh worker may start late */
+                double t0 = now();
+                tt_parallel_for(th, 1, w == 512 ? peak512 : peak256, &sink);
+                t0 = now() - t0;
+                if (t0 < t) t = t0;
+            }
             double g = 20000000.0 * 12 * (w / 32) * 2 * th / t / 1e9;
             printf("  %s  %d thread%s  %7.1f\n", w == 512 ? "avx512  " : "avx2+fma", th, th > 1 ? "s" : " ", g);
             if (th == 1 && ((w == 512) == (strcmp(tt_simd_path(), "avx512") == 0))) peak1 = g;
