@@ -282,18 +282,18 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
         if (mask->dtype != TT_BOOL)
             return tt__err(TT_EARG, "sdpa: mask must be bool (true = may attend), got %s %s; hint: mask:bool()",
                            tt_dtype_name(mask->dtype), shp(mask, s1));
+        /* the scores as matmul would name them: batch and head dims from q
+           (else k), rows from q, columns from k */
+        const char *tnames[TT_MAX_DIMS];
+        for (int i = 0; i < nt; i++) tnames[i] = q->names[i] ? q->names[i] : k->names[i];
+        tnames[nt - 2] = q->names[nd - 2];
+        tnames[nt - 1] = k->names[nd - 2];
         int bad = -1;   /* failing dim of the mask, counted from the end (1 = last) */
         for (int i = 1; i <= mask->ndim && i <= nt && bad < 0; i++) {
             const int64_t m = mask->shape[mask->ndim - i];
             if (m != 1 && m != tshape[nt - i]) bad = i;
         }
         if (bad >= 0 || mask->ndim > nt) {
-            /* the scores as matmul would name them: batch and head dims
-               from q (else k), rows from q, columns from k */
-            const char *tnames[TT_MAX_DIMS];
-            for (int i = 0; i < nt; i++) tnames[i] = q->names[i] ? q->names[i] : k->names[i];
-            tnames[nt - 2] = q->names[nd - 2];
-            tnames[nt - 1] = k->names[nd - 2];
             fmt_shape(s2, nt, tshape, tnames);
             if (bad < 0)
                 return tt__err(TT_ESHAPE, "sdpa: mask %s has more dims than the scores %s (%d vs %d); "
@@ -320,6 +320,22 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
             return tt__err(TT_ESHAPE, "sdpa: mask %s does not broadcast to the scores %s (dim -%d: %lld vs %lld); "
                            "hint: %s", shp(mask, s1), s2, bad, (long long)mask->shape[mask->ndim - bad],
                            (long long)tshape[nt - bad], hint);
+        }
+        /* named dims must agree, as in elementwise ops: a square [Nk, Nq]
+           mask has the right shape and the wrong meaning */
+        for (int i = 1; i <= mask->ndim; i++) {
+            const char *a = mask->names[mask->ndim - i], *b = tnames[nt - i];
+            if (a && b && a != b && strcmp(a, b) != 0) {
+                fmt_shape(s2, nt, tshape, tnames);
+                int swapped = i <= 2 && mask->ndim >= 2 && tnames[nt - 1] && tnames[nt - 2] &&
+                              mask->names[mask->ndim - 1] && mask->names[mask->ndim - 2] &&
+                              strcmp(mask->names[mask->ndim - 1], tnames[nt - 2]) == 0 &&
+                              strcmp(mask->names[mask->ndim - 2], tnames[nt - 1]) == 0;
+                return tt__err(TT_ESHAPE, "sdpa: dim names differ: '%s' vs '%s' at dim -%d of mask %s and "
+                               "the scores %s; hint: %s", a, b, i, shp(mask, s1), s2,
+                               swapped ? "the mask is [keys, queries]; mask:mT() swaps them"
+                                       : "rename with x:named(...)");
+            }
         }
         tt__broadcast_strides(mask, nt, tshape, mst);
     }

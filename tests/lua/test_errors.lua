@@ -67,6 +67,17 @@ checkerror({"trace.summary: option 'times' must be true or false, not a number"}
 -- sdpa: every message names the op and the shapes, with a hint where one helps
 local qn = tt.zeros(2, 4, 5, 8):named("B", "H", "Nq", "Dh")
 local kn = tt.zeros(2, 4, 6, 8):named("B", "H", "Nk", "Dh")
+-- a square mask of the right shape and the wrong meaning: names catch it
+local qs = tt.zeros(2, 4, 8):named("B", "Nq", "Dh")
+local ks = tt.zeros(2, 4, 8):named("B", "Nk", "Dh")
+checkerror({"sdpa: dim names differ: 'Nq' vs 'Nk' at dim -1 of mask [Nk=4,Nq=4] and the scores [B=2,Nq=4,Nk=4]; "
+            .. "hint: the mask is [keys, queries]; mask:mT() swaps them"},
+           tt.sdpa, qs, ks, ks, {mask = tt.causal_mask(4):named("Nk", "Nq")})
+checkerror({"sdpa: dim names differ: 'T' vs 'Nk' at dim -1 of mask [Nq=4,T=4] and the scores [B=2,Nq=4,Nk=4]; "
+            .. "hint: rename with x:named(...)"},
+           tt.sdpa, qs, ks, ks, {mask = tt.causal_mask(4):named("Nq", "T")})
+check("sdpa: a mask named like the scores is fine",
+      pcall(tt.sdpa, qs, ks, ks, {mask = tt.causal_mask(4):named("Nq", "Nk")}))
 checkerror({"sdpa: mask [4,4] does not broadcast to the scores [B=2,H=4,Nq=5,Nk=6] (dim -1: 4 vs 6); "
             .. "hint: the mask's last two dims are Nq = 5 queries and Nk = 6 keys (or 1 to broadcast)"},
            tt.sdpa, qn, kn, kn, {mask = tt.causal_mask(4)})
