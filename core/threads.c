@@ -55,6 +55,7 @@ static struct {
     void *ctx;
     int64_t n;
     int nchunks;
+    int helpers;               /* workers 0 .. helpers-1 take part in this job */
     atomic_int next;           /* next chunk to take */
     atomic_uint_fast64_t seen; /* generation the workers may run */
     int left;                  /* workers not yet finished with this job */
@@ -98,8 +99,7 @@ void tt_set_num_threads(int n)
 {
     if (n <= 0) n = cores();
     if (n > MAX_THREADS) n = MAX_THREADS;
-    if (pool.nworkers != 0 && pool.nworkers != n - 1) pool_stop();
-    nthreads = n;
+    nthreads = n;   /* workers beyond n - 1 stay, asleep: a fresh thread may start on a busy core */
 }
 
 /* Chunk c of nchunks covers [c*n/nchunks, (c+1)*n/nchunks): fixed by n and
@@ -118,7 +118,7 @@ static void run_chunks(void)
 static void *worker(void *arg)
 {
     uint64_t my = 0;
-    (void)arg;
+    const int index = (int)(intptr_t)arg;
     for (;;) {
         /* spin briefly: back-to-back ops then start without a syscall */
         for (int s = 0; s < 20000 && atomic_load(&pool.seen) == my; s++) {
@@ -130,7 +130,9 @@ static void *worker(void *arg)
         while (pool.gen == my && !pool.quit) pthread_cond_wait(&pool.wake, &pool.mu);
         if (pool.quit) { pthread_mutex_unlock(&pool.mu); break; }
         my = pool.gen;
+        const int helps = index < pool.helpers;
         pthread_mutex_unlock(&pool.mu);
+        if (!helps) continue;          /* fewer threads asked for now */
         run_chunks();
         pthread_mutex_lock(&pool.mu);
         if (--pool.left == 0) pthread_cond_signal(&pool.done);
@@ -149,7 +151,8 @@ void tt_threads_stop(void)
 static void pool_start(int want)
 {
     while (pool.nworkers < want) {
-        if (pthread_create(&pool.tid[pool.nworkers], NULL, worker, NULL) != 0) break;
+        if (pthread_create(&pool.tid[pool.nworkers], NULL, worker, (void *)(intptr_t)pool.nworkers) != 0)
+            break;
         pool.nworkers++;
     }
 }
@@ -163,7 +166,7 @@ void tt_parallel_for(int64_t n, int64_t grain, tt_range_fn fn, void *ctx)
     /* a few chunks a thread: when another process holds up one core, the
        others take over its share instead of waiting for it */
     if (nch > (int64_t)CHUNKS_PER_THREAD * nt) nch = (int64_t)CHUNKS_PER_THREAD * nt;
-    if (nch <= 1 || in_task) { fn(ctx, 0, n); return; }
+    if (nch <= 1 || nt <= 1 || in_task) { fn(ctx, 0, n); return; }
     if (pool.nworkers < nt - 1) pool_start(nt - 1);
     if (pool.nworkers == 0) { fn(ctx, 0, n); return; }  /* no threads to be had */
     /* one job at a time: a second caller (another thread) runs serially */
@@ -175,7 +178,8 @@ void tt_parallel_for(int64_t n, int64_t grain, tt_range_fn fn, void *ctx)
     pool.n = n;
     pool.nchunks = (int)nch;
     atomic_store(&pool.next, 0);
-    pool.left = pool.nworkers;
+    pool.helpers = pool.nworkers < nt - 1 ? pool.nworkers : nt - 1;
+    pool.left = pool.helpers;
     pool.gen++;
     atomic_store(&pool.seen, pool.gen);
     pthread_cond_broadcast(&pool.wake);
