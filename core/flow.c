@@ -424,15 +424,17 @@ tt_status tt_flow_render(tt_canvas *out, tt_flow_geom *geom, const tt_flow_opts 
     /* per arrow: ends, label lines, label rectangle, head; polylines */
     double (*ends)[4] = malloc((size_t)(ne ? ne : 1) * sizeof *ends);
     char (*etext)[LABEL_LINES][TT_FONT_WRAP_LEN] = malloc((size_t)(ne ? ne : 1) * sizeof *etext);
-    frect *lab = malloc((size_t)(ne ? ne : 1) * 2 * sizeof *lab), *head = lab + (ne ? ne : 1);
+    frect *lab = malloc((size_t)(ne ? ne : 1) * 2 * sizeof *lab);
     int *meta = malloc((size_t)(ne ? ne : 1) * 5 * sizeof *meta);
-    int *nlines = meta, *placed = meta + ne, *off = meta + 2 * ne, *npt = meta + 3 * ne,
-        *onleft = meta + 4 * ne, *rowitems = NULL;
+    int *rowitems = NULL;
     double (*pt)[2] = NULL;
     if (!boxtext || !ends || !etext || !lab || !meta) {
         free_all(boxtext, ends, etext, lab, meta, NULL); free_graph(g); free(g);
         return tt__err(TT_ENOMEM, "flow: out of memory");
     }
+    frect *head = lab + (ne ? ne : 1);   /* carved out only once the blocks exist */
+    int *nlines = meta, *placed = meta + ne, *off = meta + 2 * ne, *npt = meta + 3 * ne,
+        *onleft = meta + 4 * ne;
     for (int v = 0; v < g->nnodes; v++) {
         snprintf(boxtext[v][0], 96, "%s", g->node[v].label);
         shape_text(boxtext[v][1], 96, g->node[v].shape);
