@@ -159,6 +159,23 @@ void tt__pack_a(const tt__kern *kn, int64_t mc, int64_t kc, const float *a, int6
 void tt__pack_b(const tt__kern *kn, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
                 float *dst);
 
+/* The vector exp and log of both SIMD paths, one set of constants so the
+   paths cannot drift apart. ln 2 = LN2_HI + LN2_LO, LN2_HI with few bits so
+   n * LN2_HI is exact. exp: Taylor 1/7! .. 1/0! on |r| <= ln2/2, highest
+   first (truncation 5e-9). log: log(1+f) = f - f^2/2 + f^3 P(f), P's
+   coefficients highest first. */
+#define TT__LOG2E 1.44269504f
+#define TT__LN2_HI 0.693359375f
+#define TT__LN2_LO (-2.12194440e-4f)
+static const float tt__exp_poly[8] = {
+    1.98412698e-4f, 1.38888889e-3f, 8.33333333e-3f, 4.16666667e-2f,
+    1.66666667e-1f, 0.5f, 1.0f, 1.0f,
+};
+static const float tt__log_poly[9] = {
+    7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f, 1.4249322787e-1f,
+    -1.6668057665e-1f, 2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f,
+};
+
 extern const tt__kern tt__kern_scalar;
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(TT_NO_SIMD)
 #define TT__X86_SIMD 1

@@ -80,18 +80,13 @@ static TARGET inline __m256 exp8(__m256 x)
 {
     x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);     /* NaN passes (2nd operand) */
     x = _mm256_max_ps(_mm256_set1_ps(-110.0f), x);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(TT__LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.98412698e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.38888889e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.33333333e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.16666667e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.66666667e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TT__LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TT__LN2_LO), r);
+    __m256 p = _mm256_set1_ps(tt__exp_poly[0]);
+#pragma GCC unroll 8
+    for (int i = 1; i < 8; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(tt__exp_poly[i]));
     __m256i ni = _mm256_cvtps_epi32(n);
     __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
     __m256i bias = _mm256_set1_epi32(127);
@@ -220,19 +215,13 @@ static TARGET inline __m256 log8(__m256 x)
     e = _mm256_add_ps(e, _mm256_and_ps(big, _mm256_set1_ps(1.0f)));
     __m256 f = _mm256_sub_ps(m, _mm256_set1_ps(1.0f));
     __m256 z = _mm256_mul_ps(f, f);
-    __m256 p = _mm256_set1_ps(7.0376836292e-2f);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.1514610310e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.1676998740e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.2420140846e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.4249322787e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-1.6668057665e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.0000714765e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(-2.4999993993e-1f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(3.3333331174e-1f));
+    __m256 p = _mm256_set1_ps(tt__log_poly[0]);
+#pragma GCC unroll 9
+    for (int i = 1; i < 9; i++) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(tt__log_poly[i]));
     __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, f), z);
-    y = _mm256_fmadd_ps(e, _mm256_set1_ps(-2.12194440e-4f), y);
+    y = _mm256_fmadd_ps(e, _mm256_set1_ps(TT__LN2_LO), y);
     y = _mm256_fnmadd_ps(_mm256_set1_ps(0.5f), z, y);
-    __m256 r = _mm256_fmadd_ps(e, _mm256_set1_ps(0.693359375f), f);   /* e ln2_hi exact */
+    __m256 r = _mm256_fmadd_ps(e, _mm256_set1_ps(TT__LN2_HI), f);   /* e ln2_hi exact */
     r = _mm256_add_ps(r, y);
     __m256 zero = _mm256_setzero_ps(), inf = _mm256_set1_ps(INFINITY);
     r = _mm256_blendv_ps(r, inf, _mm256_cmp_ps(x, inf, _CMP_EQ_OQ));

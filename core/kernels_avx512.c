@@ -145,18 +145,13 @@ static TARGET inline __m512 exp16(__m512 x)
 {
     x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
     x = _mm512_max_ps(_mm512_set1_ps(-110.0f), x);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(TT__LOG2E)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.98412698e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.38888889e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.33333333e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.16666667e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.66666667e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(TT__LN2_HI), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(TT__LN2_LO), r);
+    __m512 p = _mm512_set1_ps(tt__exp_poly[0]);
+#pragma GCC unroll 8
+    for (int i = 1; i < 8; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(tt__exp_poly[i]));
     return _mm512_scalef_ps(p, n);
 }
 
@@ -288,19 +283,13 @@ static TARGET inline __m512 log16(__m512 x)
     e = _mm512_mask_add_ps(e, big, e, _mm512_set1_ps(1.0f));
     __m512 f = _mm512_sub_ps(m, _mm512_set1_ps(1.0f));
     __m512 z = _mm512_mul_ps(f, f);
-    __m512 p = _mm512_set1_ps(7.0376836292e-2f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.1514610310e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.1676998740e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.2420140846e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.4249322787e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-1.6668057665e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.0000714765e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(-2.4999993993e-1f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(3.3333331174e-1f));
+    __m512 p = _mm512_set1_ps(tt__log_poly[0]);
+#pragma GCC unroll 9
+    for (int i = 1; i < 9; i++) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(tt__log_poly[i]));
     __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, f), z);
-    y = _mm512_fmadd_ps(e, _mm512_set1_ps(-2.12194440e-4f), y);
+    y = _mm512_fmadd_ps(e, _mm512_set1_ps(TT__LN2_LO), y);
     y = _mm512_fnmadd_ps(_mm512_set1_ps(0.5f), z, y);
-    __m512 r = _mm512_fmadd_ps(e, _mm512_set1_ps(0.693359375f), f);   /* e ln2_hi exact */
+    __m512 r = _mm512_fmadd_ps(e, _mm512_set1_ps(TT__LN2_HI), f);   /* e ln2_hi exact */
     r = _mm512_add_ps(r, y);
     __m512 zero = _mm512_setzero_ps(), inf = _mm512_set1_ps(INFINITY);
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, inf, _CMP_EQ_OQ), inf);
