@@ -1,6 +1,6 @@
 # tensortrace — make · make test · make lesson · make lessons · make figures · make golden
 #               make bench · make asan · make memcheck · make module · make install · make clean
-.PHONY: all test lesson lessons figures golden bench asan memcheck module install clean deps check-deps
+.PHONY: all test lesson lessons figures golden bench asan memcheck module install clean deps check-deps check-test-deps
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -40,29 +40,37 @@ CTEST_BIN = $(CTEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 all: check-deps tensortrace
 
-# Lua 5.4 and libpng come from the system; install them when missing.
+# Lua 5.4 and libpng come from the system; install them when missing. The
+# tests also run a stock lua5.4 interpreter (the tt.so module test), so
+# `make test` checks for it as well: the README's two commands are all a
+# fresh machine needs.
 check-deps:
 	@if [ -z "$(LUA_PC)" ] || ! pkg-config --exists $(PNG_PC) 2>/dev/null; then \
 	    $(MAKE) --no-print-directory deps; fi
+
+check-test-deps: check-deps
+	@command -v lua5.4 >/dev/null 2>&1 || $(MAKE) --no-print-directory deps
 
 deps:
 	@need=""; \
 	if ! command -v pkg-config >/dev/null 2>&1; then need="pkg-config"; fi; \
 	if [ -z "$(LUA_PC)" ]; then need="$$need lua"; fi; \
 	if ! pkg-config --exists $(PNG_PC) 2>/dev/null; then need="$$need png"; fi; \
-	[ -z "$$need" ] && { echo "deps: Lua 5.4 and libpng found"; exit 0; }; \
+	if ! command -v lua5.4 >/dev/null 2>&1; then need="$$need lua5.4"; fi; \
+	[ -z "$$need" ] && { echo "deps: Lua 5.4, libpng and the lua5.4 interpreter found"; exit 0; }; \
 	sudo=""; [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo="sudo"; \
 	if command -v apt-get >/dev/null 2>&1; then \
-	    cmd="$$sudo apt-get install -y liblua5.4-dev libpng-dev pkg-config"; \
+	    cmd="$$sudo apt-get install -y liblua5.4-dev libpng-dev pkg-config lua5.4"; \
 	    echo "deps: missing:$$need; running: $$sudo apt-get update && $$cmd"; \
 	    $$sudo apt-get update -qq && $$cmd; \
 	elif command -v dnf >/dev/null 2>&1; then \
-	    cmd="$$sudo dnf install -y lua-devel libpng-devel pkgconf-pkg-config"; echo "deps: running: $$cmd"; $$cmd; \
+	    cmd="$$sudo dnf install -y lua lua-devel libpng-devel pkgconf-pkg-config"; echo "deps: running: $$cmd"; $$cmd; \
 	elif command -v brew >/dev/null 2>&1; then \
 	    cmd="brew install lua libpng pkg-config"; echo "deps: running: $$cmd"; $$cmd; \
 	else \
-	    echo "deps: missing:$$need. Install Lua 5.4 and libpng development files and pkg-config,"; \
-	    echo "      e.g. 'apt-get install liblua5.4-dev libpng-dev pkg-config'"; exit 1; \
+	    echo "deps: missing:$$need. Install Lua 5.4 (library, headers and interpreter), libpng"; \
+	    echo "      development files and pkg-config, e.g."; \
+	    echo "      'apt-get install liblua5.4-dev libpng-dev pkg-config lua5.4'"; exit 1; \
 	fi
 
 tensortrace: $(CORE_OBJ) $(LUA_OBJ)
@@ -88,7 +96,7 @@ $(BUILD)/tests/%: tests/%.c $(CORE_OBJ) tests/check.h
 	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(CORE_OBJ) $(LDLIBS)
 
 # Every C test, Lua test, lesson, golden trace and figure; ends "N passed, N failed".
-test: all $(CTEST_BIN) $(BUILD)/tests/pngcmp tt.so
+test: check-test-deps all $(CTEST_BIN) $(BUILD)/tests/pngcmp tt.so
 	@sh tests/run.sh $(BUILD)
 
 # The README's first command: the causal-mask lesson with its trace.
