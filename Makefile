@@ -1,6 +1,6 @@
 # tensortrace — make · make test · make lesson · make lessons · make figures · make golden
-#               make bench · make asan · make memcheck · make module · make install · make clean
-.PHONY: all test lesson lessons figures golden bench asan memcheck module install clean deps check-deps check-test-deps
+#               make bench · make asan · make memcheck · make module · make install · make uninstall · make clean
+.PHONY: all test lesson lessons figures golden bench asan memcheck module install uninstall clean deps check-deps check-test-deps
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -117,9 +117,25 @@ golden: all
 	@for f in tests/golden/*.lua; do TT_TRACE_NO_TIMES=1 ./tensortrace "$$f" > "$${f%.lua}.trace" 2>&1 || exit 1; done
 	@echo "golden traces written to tests/golden/"
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+# make install [PREFIX=/usr/local] [DESTDIR=...]: the binary, tt.so where a
+# stock lua5.4 looks for C modules, the lessons with their figures, the man
+# page. Under /usr the module goes to the distribution's INSTALL_CMOD
+# (pkg-config); elsewhere to PREFIX/lib/lua/5.4, which lua5.4 also searches.
+LUA_CMOD ?= $(if $(filter /usr,$(PREFIX)),$(shell pkg-config --variable=INSTALL_CMOD $(LUA_PC) 2>/dev/null),$(PREFIX)/lib/lua/5.4)
+SHARE     = $(PREFIX)/share/tensortrace
+MAN1      = $(PREFIX)/share/man/man1
+install: all tt.so
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LUA_CMOD) $(DESTDIR)$(MAN1) \
+	    $(DESTDIR)$(SHARE)/lessons $(DESTDIR)$(SHARE)/images
 	install -m 755 tensortrace $(DESTDIR)$(PREFIX)/bin/tensortrace
+	install -m 755 tt.so $(DESTDIR)$(LUA_CMOD)/tt.so
+	install -m 644 lessons/*.lua $(DESTDIR)$(SHARE)/lessons/
+	install -m 644 images/*.png $(DESTDIR)$(SHARE)/images/
+	install -m 644 lua/tensortrace.1 $(DESTDIR)$(MAN1)/tensortrace.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/tensortrace $(DESTDIR)$(LUA_CMOD)/tt.so $(DESTDIR)$(MAN1)/tensortrace.1
+	rm -rf $(DESTDIR)$(SHARE)
 
 clean:
 	rm -rf $(BUILD) tensortrace tt.so
