@@ -5,7 +5,8 @@
 --   scores = Q K^T / sqrt(Dk),  weights = softmax(scores) over the keys,  Z = weights V
 -- This lesson runs that pipeline once with every shape in the trace, checks
 -- each piece, explains why Q, K and V are three different things, and shows
--- that cross-attention is the same formula with Q taken from another sequence.
+-- that cross-attention is the same formula with Q taken from another sequence
+-- (through its own projection weights).
 --
 -- Run it:   ./tensortrace lessons/01_qkv_projection.lua      (every shape, line by line)
 --           ./tensortrace -q lessons/01_qkv_projection.lua   (narrative only)
@@ -36,7 +37,7 @@ local W_V = tt.nn.Linear(D, Dv)
 local Q = W_Q(X):named("B", "Nq", "Dk"):label("Q")
 local K = W_K(X):named("B", "Nk", "Dk"):label("K")
 local V = W_V(X):named("B", "Nk", "Dv"):label("V")
-print("Every query is compared with every key by a dot product: [N,Dk] @ [Dk,N] -> [N,N].")
+print("Every query is compared with every key by a dot product: [Nq,Dk] @ [Dk,Nk] -> [Nq,Nk].")
 local scores = (Q:matmul(K:mT()) / math.sqrt(Dk)):label("Scores")
 print("Softmax along the key dim turns each query's row of scores into weights.")
 local weights = scores:softmax("Nk"):label("Weights")
@@ -95,7 +96,8 @@ print("from V. Q and K must have the same width (Dk) to be dotted; V need not:")
 print(string.format("here Dk = %d but Dv = %d, and Z comes out Dv wide.", Dk, Dv))
 print("Without projections, scores would be X X^T: symmetric, so token i would")
 print("match token j exactly as much as j matches i. With W_Q and W_K it need not.")
-local XXt = X:matmul(X:mT())
+-- X plays both roles here, so its token dim gets both names: Nq as rows, Nk as columns.
+local XXt = X:named("B", "Nq", "D"):matmul(X:named("B", "Nk", "D"):mT())
 tt.assert_close(XXt, XXt:mT(), 1e-5, 1e-5, "X X^T is symmetric")
 local QKt = Q:matmul(K:mT())
 if tt.allclose(QKt, QKt:mT(), 0, 1e-2) then error("Q K^T should not be symmetric") end
@@ -110,11 +112,14 @@ local function attention(q, k, v)
   local w = s:softmax(-1):label("Weights")
   return w:matmul(v)
 end
+print("A decoder layer has its own cross-attention projections, separate from its")
+print("self-attention ones, so this block gets three new Linear layers.")
+local W_Qc, W_Kc, W_Vc = tt.nn.Linear(D, Dk), tt.nn.Linear(D, Dk), tt.nn.Linear(D, Dv)
 local target = {"Le", "chat", "est", "assis"}
 local Y = tt.randn(B, #target, D):named("B", "M", "D"):label("Y_decoder")
-local Qc = W_Q(Y):named("B", "Nq", "Dk"):label("Q_cross")
-local Kc = W_K(X):named("B", "Nk", "Dk"):label("K_enc")
-local Vc = W_V(X):named("B", "Nk", "Dv"):label("V_enc")
+local Qc = W_Qc(Y):named("B", "Nq", "Dk"):label("Q_cross")
+local Kc = W_Kc(X):named("B", "Nk", "Dk"):label("K_enc")
+local Vc = W_Vc(X):named("B", "Nk", "Dv"):label("V_enc")
 local Zc = attention(Qc, Kc, Vc):label("Z_cross")
 tt.flow("images/01_cross_attention.png", {title = "Cross-attention: Q from the decoder, K and V from the encoder"})
 print("Figure: images/01_cross_attention.png")
@@ -127,4 +132,5 @@ local Zself = attention(Q, K, V)
 tt.assert_close(Zself, Z, 1e-6, 1e-6, "the same attention() on X, X, X is the self-attention above")
 if Zc:size(2) ~= #target or Zc:size(3) ~= Dv then error("cross-attention output should be [B, M, Dv]") end
 print("The same attention() function gives self-attention when all three come from X")
-print("(checked against section 2). Only the sources of Q, K and V changed.")
+print("(checked against section 2). Cross-attention changes only where Q, K and V")
+print("come from, and which weights project them.")

@@ -3,8 +3,8 @@
 -- Sentences in a batch have different lengths, so the short ones are filled
 -- up with <pad> tokens. No real token should read a pad, so the pad KEYS (the
 -- columns of the score matrix) are hidden. In a decoder the padding mask is
--- combined with the causal mask: hide = future OR pad. And a query row with
--- nothing left to see turns into NaN; we show it and fix it two ways.
+-- combined with the causal mask: hide = future OR pad. With left padding, a
+-- query row with nothing left to see turns into NaN; we show it and fix it two ways.
 --
 -- Run it:   ./tensortrace lessons/04_padding_mask.lua         (narrative + shapes)
 --           ./tensortrace -q lessons/04_padding_mask.lua      (narrative only)
@@ -108,42 +108,71 @@ heatmaps(masked, "masked_scores", "Causal + padding masked scores", "diverging")
 heatmaps(weights, "weights", "Causal + padding weights", "viridis")
 print("Figures: images/04_masked_scores_b1.png, _b2.png and 04_weights_b1.png, _b2.png")
 
-tt.trace.section("4. A query that sees nothing gives NaN")
-print("Some code also hides the pad tokens' own ROWS (hide pad queries too).")
-print("Then a pad query has every key hidden: softmax of all -inf is 0/0 = NaN.")
-print("(Left padding under a causal mask does the same to a sentence's first rows:")
-print("they may only look back, and behind them there are only pads.)")
-local pad_queries = is_pad:unsqueeze(3)                   -- [B, N, 1]
-local hide_all = (hide | pad_queries):label("hide_rows_too")
-local w_nan = scores:masked_fill(hide_all, NEG_INF):softmax(-1):label("weights_nan")
+tt.trace.section("4. Left padding: a query that sees nothing gives NaN")
+print("A decoder that generates for a whole batch usually pads on the LEFT, so that")
+print("every sentence ends in the last position, where the next token is read.")
+print("Same tokens, same q, k, v, with sentence 2's pads moved to the front:")
+-- Moves each sentence's pad positions (right padding) to the front, along dim 2.
+local function to_left_padding(x)
+  local rows = {}
+  for b = 1, B do
+    local n_pad = N - lengths[b]
+    rows[b] = n_pad == 0 and x[b]
+      or tt.cat({x[b]:narrow(1, lengths[b] + 1, n_pad), x[b]:narrow(1, 1, lengths[b])}, 1)
+  end
+  return tt.stack(rows, 1)
+end
+local sentences_left = {}
+for b = 1, B do
+  sentences_left[b] = {}
+  local n_pad = N - lengths[b]
+  for i = 1, N do sentences_left[b][i] = sentences[b][(i - n_pad - 1) % N + 1] end
+end
+local q_left = to_left_padding(q):named("B", "Nq", "Dh"):label("q_left")
+local k_left = to_left_padding(k):named("B", "Nk", "Dh"):label("k_left")
+local v_left = to_left_padding(v):named("B", "Nk", "Dh"):label("v_left")
+local is_pad_left = positions:lt(N - len):label("is_pad_left")   -- the first N - length positions
+local hide_left = (future | is_pad_left:unsqueeze(2)):label("hide_left")
+visibility_table(hide_left[2], sentences_left[2])
+print("Under the causal mask a query may only look back, and behind the two pads")
+print("there are only pads: their rows have every key hidden. Softmax of a row of")
+print("-inf is NaN (its max is -inf too, and -inf - (-inf) is NaN; written naively,")
+print("exp/sum is 0/0).")
+local scores_left = (q_left:matmul(k_left:mT()) / math.sqrt(Dh)):label("scores_left")
+local w_nan = scores_left:masked_fill(hide_left, NEG_INF):softmax("Nk"):label("weights_nan")
 print("Sentence 2 weights:")
-print_rows(w_nan[2], sentences[2])
+print_rows(w_nan[2], sentences_left[2])
 local nan_rows = w_nan:ne(w_nan):float():sum(-1)          -- NaN count per row
-tt.assert_close(nan_rows, {{0, 0, 0, 0, 0}, {0, 0, 0, N, N}}, 0, 0, "exactly the pad query rows are NaN")
-local Z_nan = w_nan:matmul(v):label("Z_nan")
+tt.assert_close(nan_rows, {{0, 0, 0, 0, 0}, {N, N, 0, 0, 0}}, 0, 0, "exactly the left pad query rows are NaN")
+local Z_nan = w_nan:matmul(v_left):label("Z_nan")
 local total = Z_nan:sum():item()
 if total == total then error("a loss over Z should be NaN once a row is NaN") end
-print(string.format("Checked: the two pad rows are all NaN. One NaN row is enough to poison a"))
-print(string.format("loss: the sum over the whole output is %s.", tostring(total)))
+print("Checked: the two pad rows are all NaN, and only they. One NaN row is enough")
+print(string.format("to poison a loss: the sum over the whole output is %s.", tostring(total)))
+local pad_queries = is_pad_left:unsqueeze(3)                -- [B, N, 1], true = pad query
+local Z_real = Z_nan:masked_fill(pad_queries, 0)            -- the real rows, pad rows set to 0
+tt.assert_close(Z_real, to_left_padding(Z):masked_fill(pad_queries, 0), 1e-5, 1e-5,
+  "real queries get the same output with left padding as with right padding")
+print("The real tokens' rows are fine: they equal section 3's output, moved with")
+print("their tokens (checked).")
 tt.heatmap(w_nan[2], "images/04_nan_weights_b2.png", {
-  title = "Pad rows hidden too: NaN rows, sentence 2",
-  xlabels = sentences[2], ylabels = sentences[2], xtitle = "Key", ytitle = "Query",
+  title = "Left padding + causal: NaN rows, sentence 2",
+  xlabels = sentences_left[2], ylabels = sentences_left[2], xtitle = "Key", ytitle = "Query",
   cmap = "viridis", decimals = 2 })
 
 tt.trace.section("5. Two fixes")
 print("Fix 1: tt.sdpa returns zeros for a row with no visible key (as PyTorch's")
 print("SDPA and FlashAttention do) and the trace warns about it.")
-local Z_fix1 = tt.sdpa(q, k, v, {mask = ~hide_all}):label("Z_fix1")
-local real_q = (~pad_queries):float()                     -- [B, N, 1], 1 for real queries
-tt.assert_close(Z_fix1, Z * real_q, 1e-5, 1e-5, "sdpa: real rows as before, pad rows zero")
-print("  checked: real queries get the same output as in section 3, pad rows are 0.")
+local Z_fix1 = tt.sdpa(q_left, k_left, v_left, {mask = ~hide_left}):label("Z_fix1")
+tt.assert_close(Z_fix1, Z_real, 1e-5, 1e-5, "sdpa: real rows as before, pad rows zero")
+print("  checked: real queries get the same output as in section 4, pad rows are 0.")
 
 print("Fix 2: make sure every query keeps one visible key, here itself, and")
 print("zero the pad rows' output afterwards.")
 local self_key = tt.eye(N):bool()
-local hide_fixed = (hide_all & ~self_key):label("hide_fixed")
-local w_fix2 = scores:masked_fill(hide_fixed, NEG_INF):softmax(-1):label("weights_fix2")
-local Z_fix2 = (w_fix2:matmul(v) * real_q):label("Z_fix2")
+local hide_fixed = (hide_left & ~self_key):label("hide_fixed")
+local w_fix2 = scores_left:masked_fill(hide_fixed, NEG_INF):softmax("Nk"):label("weights_fix2")
+local Z_fix2 = w_fix2:matmul(v_left):masked_fill(pad_queries, 0):label("Z_fix2")
 local nans = w_fix2:ne(w_fix2):float():sum():item()
 if nans ~= 0 then error("fix 2 should leave no NaN, found " .. nans) end
 tt.assert_close(Z_fix2, Z_fix1, 1e-5, 1e-5, "keeping a visible key, then zeroing pad rows, equals sdpa")

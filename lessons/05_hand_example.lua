@@ -14,11 +14,22 @@
 local function untraced(fn, ...)
   tt.trace.off(); fn(...); tt.trace.on()
 end
-local function vec(t)
+local function vec(t, f)
   local out = {}
-  for i, x in ipairs(t) do out[i] = string.format("%.4f", x) end
+  for i, x in ipairs(t) do out[i] = string.format(f or "%.4f", x) end
   return "[" .. table.concat(out, ", ") .. "]"
 end
+
+-- The reference numbers, computed independently in float64 with Lua's math
+-- library: the tensors below compute in float32, and must agree to 1e-6 relative.
+local r2 = math.sqrt(2)
+local ref_s = {1 / r2, 1 / r2, r2}                         -- q3 . k_j / sqrt(2)
+local ref_e, ref_total = {}, 0
+for j = 1, 3 do ref_e[j] = math.exp(ref_s[j]); ref_total = ref_total + ref_e[j] end
+local ref_a = {}
+for j = 1, 3 do ref_a[j] = ref_e[j] / ref_total end
+local ref_z = {ref_a[1] * 1 + ref_a[2] * 0 + ref_a[3] * 1, ref_a[1] * 0 + ref_a[2] * 2 + ref_a[3] * 1}
+local RTOL = 1e-6
 
 local tokens = {"t1", "t2", "t3"}
 tt.trace.section("0. The example")
@@ -45,7 +56,7 @@ tt.assert_close(dots, {1, 1, 2}, 0, 0, "dot products of q3 are 1, 1, 2")
 print(string.format("Step 2: divide by sqrt(Dh) = sqrt(%d) = %.4f.", Dh, math.sqrt(Dh)))
 local s3 = (dots / math.sqrt(Dh)):label("scaled")
 untraced(function() print("  scaled scores " .. vec(s3:totable())) end)
-tt.assert_close(s3, {0.70710678, 0.70710678, 1.41421356}, 1e-6, 1e-6, "scaled 0.707, 0.707, 1.414")
+tt.assert_close(s3, ref_s, RTOL, 0, "scaled 1/sqrt(2), 1/sqrt(2), sqrt(2)")
 
 print("Step 3: softmax: exponentiate, divide by the total.")
 local e3 = s3:exp():label("exp")
@@ -54,12 +65,18 @@ local a3 = s3:softmax(-1):label("weights")
 untraced(function()
   print("  exp(scores)   " .. vec(e3:totable()) .. string.format("   total %.4f", total:item()))
   print("  weights       " .. vec(a3:totable()))
+  print("  to 8 digits   " .. vec(a3:totable(), "%.8f") .. "   (float32, as computed)")
+  print("  by hand       " .. vec(ref_a, "%.8f") .. "   (float64, Lua's math)")
   local a = a3:totable()
   print(string.format("  (to 3 decimals, as the article prints them: %.3f, %.3f, %.3f)", a[1], a[2], a[3]))
 end)
+tt.assert_close(e3, ref_e, RTOL, 0, "exp of the scores")
+tt.assert_close(total, ref_total, RTOL, 0, "total of the exps")
 tt.assert_close(a3, e3 / total, 1e-6, 1e-7, "softmax is exp / sum of exp")
-tt.assert_close(a3, {0.24825, 0.24825, 0.50350}, 0, 5e-5, "weights 0.248, 0.248, 0.503")
-print("  Key 3 matches q3 best (score 2 against 1), and gets about twice the weight.")
+tt.assert_close(a3, ref_a, RTOL, 0, "weights 0.24825508, 0.24825508, 0.50348984")
+print("  The float32 weights agree with the float64 ones to 1e-6 relative (checked).")
+print(string.format("  Key 3 matches q3 best (score 2 against 1) and gets e^(1/sqrt 2) = %.3f", ref_e[1]))
+print("  times the weight of key 1 or key 2.")
 
 print("Step 4: the output is the weighted sum of the value rows.")
 local z3 = a3:matmul(V):label("z3")
@@ -67,8 +84,10 @@ untraced(function()
   local a = a3:totable()
   print(string.format("  z3 = %.4f*[1,0] + %.4f*[0,2] + %.4f*[1,1] = %s",
     a[1], a[2], a[3], vec(z3:totable())))
+  print("  to 8 digits: " .. vec(z3:totable(), "%.8f") .. " (float32); by hand "
+    .. vec(ref_z, "%.8f") .. " (float64)")
 end)
-tt.assert_close(z3, {0.75175, 1.0}, 0, 5e-5, "z3 = [0.7517, 1.0000]")
+tt.assert_close(z3, ref_z, RTOL, 0, "z3 = [0.75174492, 1]")
 print("  The second number is exactly 1: it is 0*a1 + 2*a2 + 1*a3 and a1 = a2,")
 print("  so it equals a1 + a2 + a3, the sum of the weights.")
 tt.assert_close(z3[2], a3:sum(), 1e-6, 1e-6, "z3[2] equals the sum of the weights")
@@ -128,6 +147,9 @@ untraced(function()
 end)
 tt.assert_close(a3_rounded, {0.248, 0.248, 0.503}, 0, 1e-6, "rounded weights are the article's")
 tt.assert_close(z3_rounded, {0.751, 0.999}, 0, 1e-6, "rounded weights reproduce [0.751, 0.999]")
-print("The rounded weights sum to 0.999, so the output comes out short by about")
-print("0.001 in each place. Nothing is wrong with the method; keep full precision")
-print("until the end, as the tensor code does.")
+untraced(function()
+  local zr = z3_rounded:totable()
+  print(string.format("The rounded weights sum to 0.999, so the output comes out short, by %.5f", ref_z[1] - zr[1]))
+  print(string.format("and %.5f. Nothing is wrong with the method; keep full precision until", ref_z[2] - zr[2]))
+  print("the end, as the tensor code does.")
+end)

@@ -57,12 +57,13 @@ print(string.format("  checked for all %d heads.", H))
 
 tt.trace.section("2. The whole multi-head layer, batched")
 print("Split Q, K and V, then one batched matmul computes the scores of every")
-print("head of every sentence: [B,H,N,Dh] @ [B,H,Dh,N] -> [B,H,N,N].")
+print("head of every sentence: [B,H,Nq,Dh] @ [B,H,Dh,Nk] -> [B,H,Nq,Nk].")
+print("(Nq and Nk are the same N tokens, named by role: asking, and being asked.)")
 local Q = W_Q(X):view(B, N, H, Dh):transpose(2, 3):named("B", "H", "Nq", "Dh"):label("Q")
 local K = W_K(X):view(B, N, H, Dh):transpose(2, 3):named("B", "H", "Nk", "Dh"):label("K")
 local V = W_V(X):view(B, N, H, Dh):transpose(2, 3):named("B", "H", "Nk", "Dh"):label("V")
 local scores = (Q:matmul(K:mT()) / math.sqrt(Dh)):label("Scores")
-print("A causal mask [N,N] broadcasts over B and H; softmax runs over the keys.")
+print("A causal mask [Nq,Nk] broadcasts over B and H; softmax runs over the keys.")
 local weights = scores:masked_fill(~causal, -math.huge):softmax("Nk"):label("Weights")
 local heads = weights:matmul(V):label("Heads")
 print("Merge: move H back next to Dh and flatten [H,Dh] into D. After the")
@@ -79,17 +80,19 @@ print("Checked: every row of every head sums to 1.")
 tt.trace.section("3. The same, one head at a time")
 print("The textbook form: for each head take its slice of Q, K, V, attend,")
 print("then concatenate the H outputs. The trace shows head 1 only.")
-local q_all, k_all, v_all = q_flat, W_K(X), W_V(X)    -- [B,N,D] each, heads side by side
+-- [B,Nq,D] and [B,Nk,D]: every head side by side, tokens named by role
+local q_all = q_flat:named("B", "Nq", "D")
+local k_all, v_all = W_K(X):named("B", "Nk", "D"), W_V(X):named("B", "Nk", "D")
 local outs = {}
 for h = 1, H do
   if h == 2 then tt.trace.off() end
   local cols = (h - 1) * Dh + 1
-  local qh = q_all:narrow(3, cols, Dh)                  -- [B,N,Dh], a view
+  local qh = q_all:narrow(3, cols, Dh)                  -- [B,Nq,Dh], a view
   local kh = k_all:narrow(3, cols, Dh)
   local vh = v_all:narrow(3, cols, Dh)
-  local sh = qh:matmul(kh:mT()) / math.sqrt(Dh)         -- [B,N,N]
-  local wh = sh:masked_fill(~causal, -math.huge):softmax(-1)
-  outs[h] = wh:matmul(vh)                               -- [B,N,Dh]
+  local sh = qh:matmul(kh:mT()) / math.sqrt(Dh)         -- [B,Nq,Nk]
+  local wh = sh:masked_fill(~causal, -math.huge):softmax("Nk")
+  outs[h] = wh:matmul(vh)                               -- [B,Nq,Dh]
 end
 tt.trace.on()
 local concat_loop = tt.cat(outs, 3):label("Concat_loop")

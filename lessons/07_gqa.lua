@@ -58,16 +58,17 @@ local q_proj = tt.nn.Linear(D, H * Dh, {bias = false})
 local k_proj = tt.nn.Linear(D, G * Dh, {bias = false})
 local v_proj = tt.nn.Linear(D, G * Dh, {bias = false})
 local o_proj = tt.nn.Linear(H * Dh, D, {bias = false})
-local q = tt.rearrange(q_proj(x), "B N (H Dh) -> B H N Dh", {H = H}):label("Q")
-local k = tt.rearrange(k_proj(x), "B N (G Dh) -> B G N Dh", {G = G}):label("K")
-local v = tt.rearrange(v_proj(x), "B N (G Dh) -> B G N Dh", {G = G}):label("V")
+-- The same N tokens, named by role: Nq as queries, Nk as keys and values.
+local q = tt.rearrange(q_proj(x), "B Nq (H Dh) -> B H Nq Dh", {H = H}):label("Q")
+local k = tt.rearrange(k_proj(x), "B Nk (G Dh) -> B G Nk Dh", {G = G}):label("K")
+local v = tt.rearrange(v_proj(x), "B Nk (G Dh) -> B G Nk Dh", {G = G}):label("V")
 
 tt.trace.section("Teaching version: copy each K/V head R times")
 print("repeat_interleave along the head dim turns [B,G,N,Dh] into [B,H,N,Dh],")
 print("so ordinary batched matmuls can pair query head h with K/V head g(h).")
 -- After the copy the head dim has H entries, so we rename it H.
-local k_rep = k:repeat_interleave(R, "G"):named("B", "H", "N", "Dh"):label("K repeated")
-local v_rep = v:repeat_interleave(R, "G"):named("B", "H", "N", "Dh"):label("V repeated")
+local k_rep = k:repeat_interleave(R, "G"):named("B", "H", "Nk", "Dh"):label("K repeated")
+local v_rep = v:repeat_interleave(R, "G"):named("B", "H", "Nk", "Dh"):label("V repeated")
 tt.trace.off()   -- 16 small checks; their views would flood the trace
 for h = 1, H do
   tt.assert_close(k_rep:select(2, h), k:select(2, group_of[h]), 0, 0,
@@ -81,7 +82,7 @@ print(string.format("K repeated holds %d floats, K itself %d: the copy is %dx bi
 
 local scores = (q:matmul(k_rep:mT()) / math.sqrt(Dh)):label("scores")
 local future = ~tt.causal_mask(N)                 -- true above the diagonal: hide
-local weights = scores:masked_fill(future, -math.huge):softmax(-1):label("weights")
+local weights = scores:masked_fill(future, -math.huge):softmax("Nk"):label("weights")
 local heads = weights:matmul(v_rep):label("heads")          -- [B, H, N, Dh]
 
 tt.trace.section("Production version: tt.sdpa shares K/V without copying")
@@ -113,7 +114,8 @@ for h = 1, H do panel_titles[h] = string.format("q head %d -> kv %d", h, group_o
 local tok = {"t1", "t2", "t3", "t4", "t5"}
 tt.heatmap(weights_fused:select(1, 1), "images/07_gqa_weights.png", {
   title = "GQA causal weights, batch 1: heads 1-4 share kv 1, heads 5-8 share kv 2",
-  panel_titles = panel_titles, xlabels = tok, ylabels = tok, cmap = "viridis", decimals = 2 })
+  panel_titles = panel_titles, xlabels = tok, ylabels = tok, xtitle = "Key", ytitle = "Query",
+  cmap = "viridis", decimals = 2 })
 print("Figure: images/07_gqa_weights.png (one panel per query head, titled with its K/V head)")
 
 tt.trace.section("How big is the K/V cache? G/H of MHA's")
@@ -124,8 +126,8 @@ for _, cfg in ipairs{{"MHA", H}, {"GQA", G}, {"MQA", 1}} do
   local name, g = cfg[1], cfg[2]
   local kp = tt.nn.Linear(D, g * Dh, {bias = false})
   local vp = tt.nn.Linear(D, g * Dh, {bias = false})
-  local kc = tt.rearrange(kp(x), "B N (G Dh) -> B G N Dh", {G = g})
-  local vc = tt.rearrange(vp(x), "B N (G Dh) -> B G N Dh", {G = g})
+  local kc = tt.rearrange(kp(x), "B Nk (G Dh) -> B G Nk Dh", {G = g})
+  local vc = tt.rearrange(vp(x), "B Nk (G Dh) -> B G Nk Dh", {G = g})
   kv_numel[name] = kc:numel() + vc:numel()
   print(string.format("  %s  G=%d  K %-14s V %-14s %6d floats = %7d bytes (float32)",
         name, g, "[" .. table.concat(kc:shape(), ",") .. "]", "[" .. table.concat(vc:shape(), ",") .. "]",

@@ -29,10 +29,11 @@ local B, Nk, Nq = #en, #en[1], #fr[1]
 
 tt.trace.section("A hand-built example: translations share a meaning")
 print("With random, untrained weights the attention pattern would be noise. So we")
-print("build the example by hand, the way a trained model would end up: each word")
-print("has a meaning vector, a French word's embedding is the meaning of its English")
+print("build it by hand, in the spirit of what training would learn: each word has")
+print("a meaning vector, a French word's embedding is the meaning of its English")
 print("translation plus a little noise, and W_Q = W_K (one shared random projection,")
-print("which roughly keeps dot products). '<s>' and '<pad>' mean nothing in particular.")
+print("which keeps dot products roughly in proportion: on average it scales them by")
+print("Dh/(3 D) = 1/3). '<s>' and '<pad>' mean nothing in particular.")
 local meaning_of = {the = 1, le = 1, black = 2, noir = 2, cat = 3, chat = 3, sleeps = 4, dort = 4,
                     ["."] = 5, dog = 6, chien = 6, runs = 7, court = 7, ["<s>"] = 8, ["<pad>"] = 9}
 tt.trace.off()   -- building the embedding tables is bookkeeping, not attention
@@ -103,9 +104,10 @@ print(string.format("Without the mask, up to %.1f%% of a query's weight would la
                     100 * leak))
 
 tt.trace.section("What the weights show")
-print("Each French query puts most weight on its English translation. Word order")
-print("differs ('chat noir' vs 'black cat'), and cross-attention follows the meaning,")
-print("not the position: row 'noir' peaks at column 'black', row 'chat' at 'cat'.")
+print("In sentence 1 each French word puts most weight on its English translation")
+print("('<s>' has none). Word order differs ('chat noir' vs 'black cat'), and")
+print("cross-attention follows the meaning, not the position: row 'noir' peaks at")
+print("column 'black', row 'chat' at 'cat'.")
 local _, best = weights:max("Nk")
 local expect = {{"le", "the"}, {"chat", "cat"}, {"noir", "black"}, {"dort", "sleeps"}}
 tt.trace.off()

@@ -4,8 +4,9 @@
 -- mask. Generation makes one token at a time: each step has ONE new query, and
 -- the keys and values of all earlier tokens are kept in a cache instead of
 -- being recomputed. This lesson decodes step by step, checks every step
--- against full causal attention, measures the cache per token for MHA, GQA and
--- MQA, and shows why a single new query needs lower-right causal alignment.
+-- against full causal attention, reads from the trace's FLOP counters what the
+-- cache saves at each step, measures the cache per token for MHA, GQA and MQA,
+-- and shows why a single new query needs lower-right causal alignment.
 --
 -- Run:  ./tensortrace lessons/09_kv_cache.lua      (trace of every shape)
 --       ./tensortrace -q lessons/09_kv_cache.lua   (narrative only)
@@ -24,11 +25,18 @@ local x = tt.randn(B, N, D):named("B", "N", "D"):label("X")
 local Wq = tt.nn.Linear(D, H * Dh, {bias = false})
 local Wk = tt.nn.Linear(D, Hkv * Dh, {bias = false})
 local Wv = tt.nn.Linear(D, Hkv * Dh, {bias = false})
--- xs: [B, n, D] -> q [B,H,n,Dh], k and v [B,Hkv,n,Dh]; `tag` names them in the trace
+-- xs: [B, n, D] -> q [B,H,Nq,Dh], k and v [B,Hkv,Nk,Dh]; `tag` names them in the
+-- trace. The same tokens are named by role: Nq as queries, Nk as keys and values.
 local function project(xs, tag)
-  return tt.rearrange(Wq(xs), "B N (H Dh) -> B H N Dh", {H = H}):label("q" .. tag),
-         tt.rearrange(Wk(xs), "B N (G Dh) -> B G N Dh", {G = Hkv}):label("k" .. tag),
-         tt.rearrange(Wv(xs), "B N (G Dh) -> B G N Dh", {G = Hkv}):label("v" .. tag)
+  return tt.rearrange(Wq(xs), "B Nq (H Dh) -> B H Nq Dh", {H = H}):label("q" .. tag),
+         tt.rearrange(Wk(xs), "B Nk (G Dh) -> B G Nk Dh", {G = Hkv}):label("k" .. tag),
+         tt.rearrange(Wv(xs), "B Nk (G Dh) -> B G Nk Dh", {G = Hkv}):label("v" .. tag)
+end
+-- Total FLOPs the trace counted since the last tt.trace.reset().
+local function counted_flops()
+  local total = 0
+  for _, op in pairs(tt.trace.summary{print = false}) do total = total + op.flops end
+  return total
 end
 local q, k, v = project(x, "")
 local full, full_w = tt.sdpa(q, k, v, {causal = true, weights = true})
@@ -37,11 +45,13 @@ full:label("full causal output")
 tt.trace.section("Decoding: one token per step, K and V appended to a cache")
 print("Now pretend the tokens arrive one by one. At step t we project only token t:")
 print("one query [B,H,1,Dh], one key and one value [B,Hkv,1,Dh]. The key and value")
-print("are appended to the cache along the sequence dim (tt.cat on N), and the new")
+print("are appended to the cache along the sequence dim (tt.cat on Nk), and the new")
 print("query attends over the whole cache. Earlier K/V are never recomputed.")
 local k_cache, v_cache
 local step_rows = {}          -- each step's weights, padded to N columns (for the figure)
+local flops_cached = {}       -- FLOPs of each decode step, as the trace counted them
 for t = 1, N do
+  tt.trace.reset()
   if t == 3 then
     tt.trace.off()
     print("(trace paused for steps 3..6: the same ops, only the cache length grows)")
@@ -50,15 +60,16 @@ for t = 1, N do
   if k_cache == nil then
     k_cache, v_cache = k_t:label("K cache"), v_t:label("V cache")   -- token 1 starts the cache
   else
-    k_cache = tt.cat({k_cache, k_t}, "N"):label("K cache")
-    v_cache = tt.cat({v_cache, v_t}, "N"):label("V cache")
+    k_cache = tt.cat({k_cache, k_t}, "Nk"):label("K cache")
+    v_cache = tt.cat({v_cache, v_t}, "Nk"):label("V cache")
   end
   local out_t, w_t = tt.sdpa(q_t, k_cache, v_cache, {causal = true, weights = true})
+  flops_cached[t] = counted_flops()
   print(string.format("step %d: query [%s]  K cache [%s]  V cache [%s]  weights [%s]", t,
         table.concat(q_t:shape(), ","), table.concat(k_cache:shape(), ","),
         table.concat(v_cache:shape(), ","), table.concat(w_t:shape(), ",")))
   if t < 3 then tt.trace.off() end   -- checks and figure bookkeeping: not traced
-  tt.assert_close(out_t, full:narrow("N", t, 1), 1e-5, 1e-5,
+  tt.assert_close(out_t, full:narrow("Nq", t, 1), 1e-5, 1e-5,
                   "decode step " .. t .. " == row " .. t .. " of full causal attention")
   -- keys t+1..N do not exist yet at step t: their weight is 0 by construction
   step_rows[t] = t < N and tt.cat({w_t, tt.zeros(B, H, 1, N - t)}, -1) or w_t
@@ -83,20 +94,57 @@ tt.heatmap(two_heads, "images/09_decode_weights.png", {
   cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
 print("Figure: images/09_decode_weights.png")
 
+tt.trace.section("What the cache saves: FLOPs per decode step, from the trace")
+print("Without a cache, step t would project the keys and values of all t tokens")
+print("again. We run that too (trace paused) and read both costs from the trace's")
+print("FLOP counters (tt.trace.reset() before a step, tt.trace.summary{print = false}")
+print("after it):")
+tt.trace.off()
+local flops_recomputed = {}
+for t = 1, N do
+  tt.trace.reset()
+  local x_all = x:narrow("N", 1, t)
+  local q_t = tt.rearrange(Wq(x:narrow("N", t, 1)), "B Nq (H Dh) -> B H Nq Dh", {H = H})
+  local k_all = tt.rearrange(Wk(x_all), "B Nk (G Dh) -> B G Nk Dh", {G = Hkv})
+  local v_all = tt.rearrange(Wv(x_all), "B Nk (G Dh) -> B G Nk Dh", {G = Hkv})
+  tt.sdpa(q_t, k_all, v_all, {causal = true})
+  flops_recomputed[t] = counted_flops()
+end
+tt.trace.on()
+-- Projecting one token's key or value: [1, D] @ [D, Hkv*Dh], 2 FLOPs per multiply-add.
+local kv_proj_flops = 2 * (2 * D * Hkv * Dh)
+print("  step   keys   with cache   recomputing K,V   saved")
+for t = 1, N do
+  local saved = flops_recomputed[t] - flops_cached[t]
+  print(string.format("  %4d   %4d   %10d   %15d   %5d", t, t, flops_cached[t], flops_recomputed[t], saved))
+  -- the cache must save exactly the K and V projections of the t-1 earlier tokens
+  if saved ~= (t - 1) * kv_proj_flops then
+    error(string.format("step %d saves %d FLOPs, expected (t-1) * %d", t, saved, kv_proj_flops))
+  end
+end
+print(string.format("Checked: step t saves exactly (t-1) x %d FLOPs, the K and V projections", kv_proj_flops))
+print(string.format("of the t-1 earlier tokens (2 x 2 x D x Hkv x Dh = %d per token).", kv_proj_flops))
+print("The saving grows with every step. In a real model it is larger still: the")
+print("keys and values of layer 2 are computed from layer 1's outputs, so without a")
+print("cache every layer would be recomputed for every earlier token.")
+
 tt.trace.section("How much memory does the cache take per token?")
 print("Per layer and per token the cache stores one key and one value for each K/V")
-print("head: 2 * Hkv * Dh numbers, 4 bytes each in float32. Our cache:")
-local bytes_now = (k_cache:numel() + v_cache:numel()) * 4
+print("head: 2 * Hkv * Dh numbers. Real caches hold them in fp16 or bf16, 2 bytes")
+print("each (half of float32); this lesson computes in float32 but counts what an")
+print("fp16 cache would store. Our cache:")
+local BYTES = 2                                   -- fp16 / bf16
+local bytes_now = (k_cache:numel() + v_cache:numel()) * BYTES
 print(string.format("  K and V cache [%s] each: %d bytes for %d tokens = %d bytes per token",
       table.concat(k_cache:shape(), ","), bytes_now, N, bytes_now // N))
-if bytes_now // N ~= 2 * Hkv * Dh * 4 then error("cache bytes per token should be 2*Hkv*Dh*4") end
-print("For a 4096-wide model with 32 query heads of 128 (one new token's K and V):")
+if bytes_now // N ~= 2 * Hkv * Dh * BYTES then error("cache bytes per token should be 2*Hkv*Dh*2") end
+print("For a 4096-wide model with 32 query heads of 128 (one new token's K and V, fp16):")
 local Hbig, Dhbig = 32, 128
 local per_token = {}
 for _, cfg in ipairs{{"MHA", 32}, {"GQA", 8}, {"MQA", 1}} do
   local name, g = cfg[1], cfg[2]
   local k1, v1 = tt.zeros(1, g, 1, Dhbig), tt.zeros(1, g, 1, Dhbig)   -- one token's K and V
-  per_token[name] = (k1:numel() + v1:numel()) * 4
+  per_token[name] = (k1:numel() + v1:numel()) * BYTES
   print(string.format("  %s  Hkv=%2d  %6d bytes per token per layer; 32 layers x 4096 tokens: %7.0f MiB",
         name, g, per_token[name], per_token[name] * 32 * 4096 / 2^20))
 end
@@ -121,12 +169,12 @@ end
 print("                keys:  1  2  3  4  5  6")
 print("  lower-right (right):  " .. row_str(lower_right))
 print("  upper-left  (trap):   " .. row_str(upper_left))
-local q_last = q:narrow("N", N, 1)
+local q_last = q:narrow("Nq", N, 1)
 local right = tt.sdpa(q_last, k_cache, v_cache, {mask = lower_right}):label("lower-right output")
 local wrong = tt.sdpa(q_last, k_cache, v_cache, {mask = upper_left}):label("upper-left output")
-tt.assert_close(right, full:narrow("N", N, 1), 1e-5, 1e-5, "lower-right mask == correct last row")
+tt.assert_close(right, full:narrow("Nq", N, 1), 1e-5, 1e-5, "lower-right mask == correct last row")
 -- seeing only key 1, each query head just copies value 1 of its K/V head
-local v1 = v_cache:narrow("N", 1, 1):repeat_interleave(H // Hkv, 2)
+local v1 = v_cache:narrow("Nk", 1, 1):repeat_interleave(H // Hkv, 2)
 tt.assert_close(wrong, v1, 1e-6, 1e-6, "upper-left: the new token only sees token 1")
 local gap = (wrong - right):abs():max():item()
 if gap < 1e-3 then error("the upper-left output should differ from the correct one") end
@@ -137,9 +185,9 @@ tt.trace.section("Several new tokens at once: the same rule")
 print("A prompt chunk or a speculative batch feeds several new queries at once.")
 print("Here tokens 5 and 6 arrive together while tokens 1..4 are cached: 2 queries")
 print("over 6 keys. Lower-right alignment makes query 1 of the chunk position 5.")
-local q_chunk = q:narrow("N", 5, 2)
+local q_chunk = q:narrow("Nq", 5, 2)
 local out_chunk = tt.sdpa(q_chunk, k_cache, v_cache, {causal = true})
-tt.assert_close(out_chunk, full:narrow("N", 5, 2), 1e-5, 1e-5, "2-token chunk == rows 5..6")
+tt.assert_close(out_chunk, full:narrow("Nq", 5, 2), 1e-5, 1e-5, "2-token chunk == rows 5..6")
 local wrong_chunk = tt.sdpa(q_chunk, k_cache, v_cache, {mask = tt.causal_mask(2, N, "upper_left")})
 if tt.allclose(wrong_chunk, out_chunk, 1e-3, 1e-3) then error("upper-left should be wrong here too") end
 print("Checked: causal = true (lower-right) gives rows 5 and 6; upper-left does not.")

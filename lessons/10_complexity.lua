@@ -3,9 +3,9 @@
 -- "Attention is O(N^2)" is only half the story. Two steps grow with N^2 (the
 -- scores and the value aggregation, plus the softmax over the N x N matrix);
 -- the projections grow with N * D^2. This lesson runs one multi-head attention
--- layer at N = 64, 256 and 1024 (D = 64), counts the floating-point operations
--- of each step from the real tensors, prints them next to the formulas, finds
--- where the N^2 part takes over, and measures the N x N memory.
+-- layer at N = 64, 256 and 1024 (D = 64), reads the floating-point operations
+-- of each step from the trace's counters, prints them next to the formulas,
+-- finds where the N^2 part takes over, and measures the N x N memory.
 --
 -- Counting convention (the trace's too): a matmul [M,K] @ [K,N] costs 2*M*K*N
 -- FLOPs (a multiply and an add each), an elementwise op 1 per element, a
@@ -26,29 +26,37 @@ local Wk = tt.nn.Linear(D, D, {bias = false})
 local Wv = tt.nn.Linear(D, D, {bias = false})
 local Wo = tt.nn.Linear(D, D, {bias = false})
 
--- One attention layer. Returns the tensors each step produced, to count from.
-local function attention(x)
-  local q = tt.rearrange(Wq(x), "B N (H Dh) -> B H N Dh", {H = H}):label("Q")
-  local k = tt.rearrange(Wk(x), "B N (H Dh) -> B H N Dh", {H = H}):label("K")
-  local v = tt.rearrange(Wv(x), "B N (H Dh) -> B H N Dh", {H = H}):label("V")
-  local scores = (q:matmul(k:mT()) / math.sqrt(Dh)):label("scores")
-  local weights = scores:softmax(-1):label("weights")
-  local heads = weights:matmul(v):label("heads")
-  local y = Wo(tt.rearrange(heads, "B H N Dh -> B N (H Dh)")):label("Y")
-  return {q = q, scores = scores, weights = weights, heads = heads, y = y}
+-- All FLOPs the trace has counted since the last tt.trace.reset(), over every op kind.
+local function counted_flops()
+  local total = 0
+  for _, op in pairs(tt.trace.summary{print = false}) do total = total + op.flops end
+  return total
 end
 
--- FLOPs of each step, counted from the shapes of the tensors that really ran.
-local function measured(t)
-  local N = t.q:size("N")
-  return {
-    proj    = 3 * 2 * (t.q:numel() * D),                 -- three [N,D] @ [D,D]
-    scores  = 2 * t.scores:numel() * Dh + t.scores:numel(), -- Q K^T, then / sqrt(Dh)
-    softmax = 5 * t.weights:numel(),
-    agg     = 2 * t.heads:numel() * N,                   -- weights [N,N] @ V [N,Dh]
-    out     = 2 * t.y:numel() * D,                       -- [N,D] @ [D,D]
-  }
+-- One attention layer. Returns the q and scores tensors (for the memory table)
+-- and `cost`: the FLOPs of each step, as the trace counted them.
+local function attention(x)
+  local cost, before = {}, counted_flops()
+  local function step_done(step)                 -- FLOPs counted since the last step
+    local now = counted_flops()
+    cost[step], before = now - before, now
+  end
+  -- The same N tokens, named by role: Nq as queries, Nk as keys and values.
+  local q = tt.rearrange(Wq(x), "B Nq (H Dh) -> B H Nq Dh", {H = H}):label("Q")
+  local k = tt.rearrange(Wk(x), "B Nk (H Dh) -> B H Nk Dh", {H = H}):label("K")
+  local v = tt.rearrange(Wv(x), "B Nk (H Dh) -> B H Nk Dh", {H = H}):label("V")
+  step_done("proj")
+  local scores = (q:matmul(k:mT()) / math.sqrt(Dh)):label("scores")
+  step_done("scores")
+  local weights = scores:softmax("Nk"):label("weights")
+  step_done("softmax")
+  local heads = weights:matmul(v):label("heads")
+  step_done("agg")
+  local y = Wo(tt.rearrange(heads, "B H Nq Dh -> B Nq (H Dh)")):label("Y")
+  step_done("out")
+  return {q = q, scores = scores, cost = cost}
 end
+local function measured(run) return run.cost end
 
 -- The same from the formulas.
 local function formula(N)
@@ -82,12 +90,17 @@ tt.trace.reset()
 tt.trace.off()
 runs[1024] = attention(tt.randn(1, 1024, D):named("B", "N", "D"))
 tt.trace.on()
-tt.trace.summary()
+local summary = tt.trace.summary()
 print("Read the FLOPs column: matmul holds the projections, the scores and the")
 print("aggregation; div is the 1/sqrt(Dh) scaling; softmax is 5 FLOPs per score.")
 local f = formula(1024)
 print(string.format("Formulas for N = 1024: matmul %.2f MFLOP, div %.2f MFLOP, softmax %.2f MFLOP.",
       (f.proj + f.out + 4 * 1024 * 1024 * D) / 1e6, H * 1024 * 1024 / 1e6, f.softmax / 1e6))
+if summary.matmul.flops ~= f.proj + f.out + 4 * 1024 * 1024 * D or summary.div.flops ~= H * 1024 * 1024
+   or summary.softmax.flops ~= f.softmax then
+  error("the trace's FLOP counts for N = 1024 differ from the formulas")
+end
+print("Checked: the summary's FLOP counts equal the formulas.")
 print("(The time column varies from run to run and machine to machine; FLOPs do not.)")
 local nn_bytes = runs[1024].scores:numel() * 4
 print(string.format("Bytes: softmax reads and writes the N x N matrix, 2 x %.2f MB, for %.2f MFLOP:",
@@ -112,7 +125,7 @@ for _, s in ipairs(steps) do
   print(string.format("%-19s %-16s %s", step_name[s], step_formula[s], table.concat(cells, " ")))
 end
 print(string.format("%-19s %-16s %14.0f %14.0f %14.0f", "total", "", totals[64], totals[256], totals[1024]))
-print("Checked: for every step and every N the count from the tensors equals the formula.")
+print("Checked: for every step and every N the trace's count equals the formula.")
 print("N x4 -> projections x4, but scores, softmax and aggregation x16.")
 for _, s in ipairs{"scores", "softmax", "agg"} do
   if measured(runs[1024])[s] ~= 16 * measured(runs[256])[s] then error(s .. " should grow x16") end
@@ -137,8 +150,10 @@ print("Linear in N:    projections        6 N D^2 + 2 N D^2          = 8 N D^2")
 print("Quadratic in N: scores, softmax, AV 4 N^2 D + H N^2 + 5 H N^2   = N^2 (4 D + 6 H)")
 local crossover = 8 * D * D / (4 * D + 6 * H)
 print(string.format("They are equal at N = 8 D^2 / (4 D + 6 H) = %.1f for D = %d, H = %d.", crossover, D, H))
-print("Roughly N = 2D: below it the projections (and in a full block, the FFN) cost")
-print("more; above it the N x N part dominates, and it keeps growing 4x per doubling.")
+print("Roughly N = 2D: below it the projections cost more; above it the N x N part")
+print("dominates, and it keeps growing 4x per doubling. (In a full transformer block")
+print("the feed-forward layer adds about 16 N D^2 more linear work, which moves the")
+print("crossover to about N = 6D.)")
 for _, N in ipairs(Ns) do
   local m = measured(runs[N])
   local lin, quad = m.proj + m.out, m.scores + m.softmax + m.agg

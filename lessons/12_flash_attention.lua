@@ -36,7 +36,8 @@ print("scores s arrives, m_new = max(m, max(s)); everything summed so far was")
 print("computed relative to the old max, so it is rescaled by alpha = exp(m - m_new):")
 print("    l   = alpha * l   + sum(exp(s - m_new))")
 print("    acc = alpha * acc + exp(s - m_new) @ V_block")
-print("After the last block, output = acc / l. Every step is exact: no approximation.")
+print("After the last block, output = acc / l. Every step is exact algebra: no")
+print("approximation, only float rounding.")
 
 -- Online-softmax attention over tiles. Returns the output and a table per
 -- (query tile, key tile): 1 = full tile, 0.5 = diagonal tile (masked inside),
@@ -150,10 +151,11 @@ tt.trace.on()
 tt.trace.reset()
 local s2 = (q2:matmul(k2:mT()) / math.sqrt(Dh2)):masked_fill(~tt.causal_mask(N2), -math.huge)
 local ref2 = s2:softmax(-1):matmul(v2)
-tt.trace.summary()
+local standard_counts = tt.trace.summary()
 tt.trace.reset()
 local fused2 = tt.sdpa(q2, k2, v2, {causal = true})
-tt.trace.summary()
+local fused_counts = tt.trace.summary()
+local flop_ratio = fused_counts.sdpa.flops / standard_counts.matmul.flops
 tt.assert_close(fused2, ref2, 1e-4, 1e-5, "sdpa == standard at N = 1024")
 local nn_bytes = s2:numel() * 4
 local out_bytes = fused2:numel() * 4
@@ -166,9 +168,12 @@ print(string.format("  ratio N x N / state = %.1f, and it grows linearly with N.
 if not (nn_bytes > 10 * state_bytes) then error("the N x N matrix should dwarf the running state") end
 print(string.format("Compare the two summaries: the standard path writes and re-reads %.2f MB", nn_bytes / 1e6))
 print("several times (div, masked_fill, softmax, matmul); sdpa moves only its inputs")
-print("and output. Its FLOPs are about half the two matmuls' because, like our Lua")
-print("version, it skips key tiles that lie in the future. Without a mask the FLOPs")
-print("would be the same: FlashAttention saves memory and memory traffic, exactly.")
+print(string.format("and output. Its FLOPs are %.3f of the two matmuls': the trace counts only", flop_ratio))
+print("the (query, key) pairs the causal mask leaves visible, N(N+1)/2 of N^2, and like")
+print("our Lua version the kernel skips key tiles that lie entirely in the future.")
+print("Without a mask the FLOPs would be the same: FlashAttention saves memory and")
+print("memory traffic, and still computes exact attention, not an approximation.")
+if math.abs(flop_ratio - 0.5) > 0.01 then error("causal sdpa should do about half the FLOPs") end
 
 tt.trace.section("How to read any attention variant")
 print("Ask: where do Q, K, V come from? Which keys may each query read? Is an N x N")
@@ -177,17 +182,20 @@ print("kept when decoding? What is saved: FLOPs, activation memory, K/V cache, o
 print("memory traffic? Is the result exact, a controlled approximation, or a new")
 print("definition of attention? With those questions the common names sort out:")
 print("")
-print(string.format("  %-17s %-47s %-19s %s", "variant", "what it changes", "N x N stored?", "result"))
+print(string.format("  %-17s %-47s %-21s %s", "variant", "what it changes", "N x N stored?", "result"))
 local variants = {
   {"Sparse attention", "the connection graph: which keys a query reads", "only allowed pairs", "new definition"},
   {"Linear attention", "the algebra / similarity: phi(Q) (phi(K)^T V)", "no", "new definition"},
   {"FlashAttention", "how exact attention is executed (tiles)", "no, tiles only", "exact"},
-  {"MQA / GQA", "how query heads map to K/V heads", "yes (per q head)", "new model, smaller cache"},
-  {"Cross-attention", "where Q and K/V come from", "yes, Nq x Nk", "same formula"},
+  {"MQA / GQA", "how query heads map to K/V heads", "up to the kernel", "new model, smaller cache"},
+  {"Cross-attention", "where Q and K/V come from", "up to the kernel", "same formula"},
 }
 for _, r in ipairs(variants) do
-  print(string.format("  %-17s %-47s %-19s %s", r[1], r[2], r[3], r[4]))
+  print(string.format("  %-17s %-47s %-21s %s", r[1], r[2], r[3], r[4]))
 end
 print("")
+print("MQA/GQA and cross-attention say nothing about how the scores are computed:")
+print("the step-by-step formula stores them ([Nq, Nk] per query head), a fused")
+print("kernel does not (lesson 07 runs GQA through tt.sdpa without them).")
 print("FlashAttention and linear attention are both 'faster attention', but one runs")
 print("the same math differently and the other changes the math: not the same kind.")

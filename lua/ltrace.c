@@ -439,19 +439,24 @@ static void fmt_qty(char *buf, size_t n, double v, const char *unit)
 /* Per op kind: calls, FLOPs, bytes moved, time and share of it, and the
    largest result; printed, and returned as {op = {calls, flops, bytes,
    seconds, largest_bytes, largest_shape}} so scripts can check them.
-   {times = false} leaves the time columns out (for golden files). */
+   {times = false} leaves the time columns out (for golden files);
+   {print = false} only returns the table (a lesson measuring step by step). */
 static int trace_summary(lua_State *L)
 {
-    int times = ltt_optflag(L, lua_istable(L, 1) ? 1 : 0, "trace.summary", "times", 1);
+    const int opts = lua_istable(L, 1) ? 1 : 0;
+    int times = ltt_optflag(L, opts, "trace.summary", "times", 1);
+    const int print = ltt_optflag(L, opts, "trace.summary", "print", 1);
     if (getenv("TT_TRACE_NO_TIMES")) times = 0;
     ltt_trace_flush();
     lua_newtable(L);                    /* returned: op name -> counters */
     int stats_idx = lua_gettop(L);
     int64_t total = 0;
     for (int op = 1; op < TT_OP_COUNT; op++) total += tt_trace_stats((tt_op)op)->ns;
-    printf("\n%-18s %6s %12s %12s", "op", "calls", "FLOPs", "bytes");
-    if (times) printf(" %10s %6s", "time", "share");
-    printf("  %s\n", "largest result");
+    if (print) {
+        printf("\n%-18s %6s %12s %12s", "op", "calls", "FLOPs", "bytes");
+        if (times) printf(" %10s %6s", "time", "share");
+        printf("  %s\n", "largest result");
+    }
     for (int op = 1; op < TT_OP_COUNT; op++) {
         const tt_op_stats *s = tt_trace_stats((tt_op)op);
         if (s->calls == 0) continue;
@@ -465,10 +470,12 @@ static int trace_summary(lua_State *L)
         } else {
             snprintf(big, sizeof big, "(views only)");
         }
-        printf("%-18s %6lld %12s %12s", tt_op_name((tt_op)op), (long long)s->calls, s->flops ? fl : "-", by);
-        if (times)
-            printf(" %8.3f ms %5.1f%%", (double)s->ns / 1e6, total ? 100.0 * (double)s->ns / (double)total : 0.0);
-        printf("  %s\n", big);
+        if (print) {
+            printf("%-18s %6lld %12s %12s", tt_op_name((tt_op)op), (long long)s->calls, s->flops ? fl : "-", by);
+            if (times)
+                printf(" %8.3f ms %5.1f%%", (double)s->ns / 1e6, total ? 100.0 * (double)s->ns / (double)total : 0.0);
+            printf("  %s\n", big);
+        }
         lua_createtable(L, 0, 6);
         lua_pushinteger(L, s->calls);
         lua_setfield(L, -2, "calls");
@@ -484,8 +491,10 @@ static int trace_summary(lua_State *L)
         lua_setfield(L, -2, "largest_shape");
         lua_setfield(L, stats_idx, tt_op_name((tt_op)op));
     }
-    fflush(stdout);
-    tr.output_since_header = 1;
+    if (print) {
+        fflush(stdout);
+        tr.output_since_header = 1;
+    }
     return 1;
 }
 

@@ -39,6 +39,18 @@ check("-q prints no trace", not has(out, "matmul") and has(out, "between"))
 out = run("--trace=off " .. script)
 check("--trace=off is -q", not has(out, "matmul"))
 
+-- tt.trace.summary{print = false} returns the counters without printing them
+local summ = write("summ.lua", [[
+local a = tt.randn(3, 4):matmul(tt.randn(4, 2))
+local s = tt.trace.summary{print = false}
+print(string.format("matmul %d FLOP, randn %d calls", s.matmul.flops, s.randn.calls))
+]])
+out = run("-q " .. summ)
+check("summary{print = false} returns the counters", has(out, "matmul 48 FLOP, randn 2 calls"))
+check("summary{print = false} prints no table", not has(out, "largest result"))
+out = run("-q " .. write("summ_printed.lua", "tt.randn(2)\ntt.trace.summary()\n"))
+check("summary() prints its table", has(out, "largest result") and has(out, "randn"))
+
 -- ===== values =====
 local vals = write("vals.lua", [[
 local m = tt.tensor{{0, 1}, {2, 3}}

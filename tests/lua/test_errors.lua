@@ -63,6 +63,7 @@ checkerror({"sdpa: option 'causal' must be true or false, not a string"}, tt.sdp
 checkerror({"sdpa: option 'weights' must be true or false, not a number"}, tt.sdpa, x4, x4, x4, {weights = 1})
 checkerror({"Linear: option 'bias' must be true or false, not a string"}, tt.nn.Linear, 2, 3, {bias = "false"})
 checkerror({"trace.summary: option 'times' must be true or false, not a number"}, tt.trace.summary, {times = 0})
+checkerror({"trace.summary: option 'print' must be true or false, not a string"}, tt.trace.summary, {print = "no"})
 
 -- sdpa: every message names the op and the shapes, with a hint where one helps
 local qn = tt.zeros(2, 4, 5, 8):named("B", "H", "Nq", "Dh")
