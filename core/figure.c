@@ -741,7 +741,7 @@ tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_
         if (!(v >= 1 && v <= ncat && v == floor(v))) {
             const int64_t p = k / ((int64_t)rows * cols), i = k / cols % rows, j = k % cols;
             char vb[32], cell[96];
-            fmt_num(vb, sizeof vb, v, 2);
+            fmt_num(vb, sizeof vb, v, v == floor(v) ? 0 : 2);
             if (P > 1) snprintf(cell, sizeof cell, "panel %lld, cell (%lld, %lld)", (long long)p + 1,
                                 (long long)(i * br + 1), (long long)(j * bc + 1));
             else snprintf(cell, sizeof cell, "cell (%lld, %lld)", (long long)(i * br + 1),
@@ -930,12 +930,13 @@ tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_
     legend_entry legend[LEGEND_MAX];
     int legend_n = 0;
     {
-        int ninf_plain = 0;
+        int ninf_plain = 0, nan_plain = 0;   /* shown as such, not under a mask */
         unsigned kinds = 0;
         for (int64_t k = 0; k < nshown; k++) {
             const unsigned m = mbits ? mbits[k] : 0;
             kinds |= m;
             if (!m && isinf(vals[k]) && vals[k] < 0) ninf_plain = 1;
+            if (!m && isnan(vals[k])) nan_plain = 1;
         }
         if (ncat)
             for (int k = 0; k < ncat; k++) {
@@ -949,7 +950,7 @@ tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_
                 legend_add(legend, &legend_n, LEG_MASK, k,
                            opts->mask_names && opts->mask_names[k] ? opts->mask_names[k] : "masked");
         if (ninf_plain) legend_add(legend, &legend_n, LEG_NINF, 0, "-inf (masked)");
-        if (s.has_nan && !ncat) legend_add(legend, &legend_n, LEG_NAN, 0, "NaN");
+        if (nan_plain && !ncat) legend_add(legend, &legend_n, LEG_NAN, 0, "NaN");
     }
 
     /* 7. layout (outer margin M; grid of panels at gx, gy). The width

@@ -240,34 +240,6 @@ tt_status tt_flow_render(tt_canvas *out, tt_flow_geom *geom, const tt_flow_opts 
    returns the length it needed. For tests and debugging. */
 size_t tt_flow_describe(char *buf, size_t n);
 
-/* The head-groups diagram of MHA / GQA / MQA: one panel per variant, a
-   row of q_heads query-head boxes over a row of kv_heads[v] K/V-head
-   boxes, a line from each query head h (1-based) to the K/V head it reads,
-   ceil(h / (q_heads / kv_heads[v])), coloured by group. */
-#define TT_HEAD_GROUPS_MAX_VARIANTS 6
-#define TT_HEAD_GROUPS_MAX_HEADS 64
-typedef struct tt_head_groups_opts {
-    const char *title;                  /* may be NULL */
-    int q_heads;                        /* 1..TT_HEAD_GROUPS_MAX_HEADS */
-    int nvariants;                      /* 1..TT_HEAD_GROUPS_MAX_VARIANTS */
-    int kv_heads[TT_HEAD_GROUPS_MAX_VARIANTS];   /* each divides q_heads */
-    const char *titles[TT_HEAD_GROUPS_MAX_VARIANTS];   /* NULL: "H=8, G=2" */
-    tt_png_meta meta;
-} tt_head_groups_opts;
-
-/* Where a variant's boxes landed (for tests): q[h] and kv[g], 0-based. */
-typedef struct tt_head_groups_geom {
-    int width, height;
-    tt_flow_rect q[TT_HEAD_GROUPS_MAX_VARIANTS][TT_HEAD_GROUPS_MAX_HEADS];
-    tt_flow_rect kv[TT_HEAD_GROUPS_MAX_VARIANTS][TT_HEAD_GROUPS_MAX_HEADS];
-} tt_head_groups_geom;
-
-/* TT_EARG for counts out of range or a kv_heads that does not divide
-   q_heads (the message names the variant). geom may be NULL. */
-tt_status tt_head_groups_render(tt_canvas *out, tt_head_groups_geom *geom,
-                                const tt_head_groups_opts *opts);
-tt_status tt_head_groups_write(const char *path, const tt_head_groups_opts *opts);
-
 /* Writes canvas c through tt_png_write_rgb; on failure the message is
    "what: cannot write 'path': reason". */
 tt_status tt__figure_save(const char *what, const char *path, const tt_canvas *c,
