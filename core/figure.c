@@ -209,6 +209,36 @@ void tt_canvas_hatch(tt_canvas *c, int x, int y, int w, int h)
             put(c, xx, yy, (xx + yy) % 8 < 3 ? TT_FIG_HATCH_DARK : TT_FIG_HATCH_LIGHT);
 }
 
+/* Mask kinds: a light background and strokes, each kind its own colour
+   and pattern, so that they tell apart in grey print too. */
+static const uint32_t MASK_BG[TT_FIG_MASK_KINDS] = { 0xf6e7d2u, 0xdfe8f3u, 0xeadff0u, 0xdff0e0u };
+static const uint32_t MASK_INK[TT_FIG_MASK_KINDS] = { 0xb0641eu, 0x2e5d92u, 0x7b4a9cu, 0x2f7d3bu };
+
+static int mask_stroke(int kind, int x, int y)
+{
+    switch (kind) {
+    case 0: return (x + y) % 8 < 2;                  /* diagonal / */
+    case 1: return x % 7 == 0 || y % 7 == 0;         /* cross hatch */
+    case 2: return ((x - y) % 8 + 8) % 8 < 2;        /* diagonal \ */
+    default: return x % 4 < 2 && y % 4 < 2;          /* dots */
+    }
+}
+
+void tt_canvas_hatch_kinds(tt_canvas *c, int x, int y, int w, int h, unsigned kinds)
+{
+    kinds &= (1u << TT_FIG_MASK_KINDS) - 1;
+    if (!kinds) return;
+    int first = 0;
+    while (!(kinds >> first & 1)) first++;
+    for (int yy = y; yy < y + h; yy++)
+        for (int xx = x; xx < x + w; xx++) {
+            uint32_t rgb = MASK_BG[first];
+            for (int k = 0; k < TT_FIG_MASK_KINDS; k++)
+                if ((kinds >> k & 1) && mask_stroke(k, xx, yy)) rgb = MASK_INK[k];
+            put(c, xx, yy, rgb);
+        }
+}
+
 /* ===== Colour maps ===== */
 
 /* viridis (van der Walt & Smith, matplotlib 2.0) at t = 0, 0.1, ..., 1 */
@@ -258,7 +288,18 @@ double tt_cmap_norm(double v, double vmin, double vmax)
     if (isnan(v)) return v;
     if (isinf(v)) return v > 0 ? 1.0 : 0.0;
     if (!(vmax > vmin)) return 1.0;
-    return clamp01((v - vmin) / (vmax - vmin));
+    /* in halves: exact, and no overflow for ends near +-DBL_MAX */
+    return clamp01((v / 2 - vmin / 2) / (vmax / 2 - vmin / 2));
+}
+
+/* seaborn's "deep" palette */
+static const uint32_t DEEP[TT_FIG_NCOLOURS] = {
+    0x4c72b0u, 0xdd8452u, 0x55a868u, 0xc44e52u, 0x8172b3u, 0x937860u, 0xda8bc3u, 0x8c8c8cu,
+};
+
+uint32_t tt_fig_colour(int k)
+{
+    return DEEP[((k % TT_FIG_NCOLOURS) + TT_FIG_NCOLOURS) % TT_FIG_NCOLOURS];
 }
 
 double tt_rgb_luma(uint32_t rgb)
@@ -296,6 +337,12 @@ static int auto_decimals(const float *v, int64_t n, double maxabs)
 static int nice_ticks(double lo, double hi, int want, double *ticks, int max, int *decimals)
 {
     const double raw = (hi - lo) / want;
+    if (!(raw > 0.0 && isfinite(raw))) {   /* a range past the doubles: its two ends */
+        ticks[0] = lo;
+        ticks[1] = hi;
+        *decimals = 2;
+        return max >= 2 ? 2 : 0;
+    }
     const double mag = pow(10.0, floor(log10(raw)));
     const double r = raw / mag;
     const double step = (r < 1.5 ? 1.0 : r < 3.0 ? 2.0 : r < 7.0 ? 5.0 : 10.0) * mag;
@@ -483,33 +530,61 @@ static stats data_stats(const float *v, int64_t n)
     return s;
 }
 
-/* Block mean or max of [P, R, C] into [P, rows, cols]. Mean of the finite
-   values; a block with none is NaN if it holds a NaN, else its infinity. */
-static tt_status downsample(float **out, const float *data, int64_t P, int64_t R, int64_t C,
-                            int64_t br, int64_t bc, int rows, int cols, int use_max)
+static double src_at(const tt_fig_src *src, int64_t off)
 {
-    float *dst = malloc((size_t)P * (size_t)rows * (size_t)cols * sizeof *dst);
+    return src->f32 ? (double)src->f32[off] : src->b8[off] ? 1.0 : 0.0;
+}
+
+/* One pass over src [P, R, C] into the shown grid dst [P, rows, cols],
+   each shown cell the block mean or max of br x bc data cells: memory
+   grows with the grid, never with the tensor. Mean of the finite values;
+   a block with none is NaN if it holds a NaN, else its infinity; in a
+   block max, +inf wins. */
+static tt_status gather(float *dst, const tt_fig_src *src, int64_t P, int64_t R, int64_t C,
+                        int64_t br, int64_t bc, int rows, int cols, int use_max)
+{
+    const int64_t sp = src->stride[0], sr = src->stride[1], sc = src->stride[2];
+    if (br == 1 && bc == 1) {   /* every cell shown: a strided copy */
+        for (int64_t p = 0; p < P; p++)
+            for (int64_t r = 0; r < R; r++) {
+                float *o = dst + (p * R + r) * C;
+                const int64_t base = p * sp + r * sr;
+                if (src->f32) for (int64_t c = 0; c < C; c++) o[c] = src->f32[base + c * sc];
+                else for (int64_t c = 0; c < C; c++) o[c] = src->b8[base + c * sc] ? 1.0f : 0.0f;
+            }
+        return TT_OK;
+    }
     double *acc = malloc((size_t)cols * sizeof *acc);
     int64_t *cnt = malloc((size_t)cols * sizeof *cnt);
     uint8_t *seen = malloc((size_t)cols);   /* 1 NaN, 2 +inf, 4 -inf */
-    if (!dst || !acc || !cnt || !seen) {
-        free(dst); free(acc); free(cnt); free(seen);
+    if (!acc || !cnt || !seen) {
+        free(acc); free(cnt); free(seen);
         return tt__err(TT_ENOMEM, "heatmap: out of memory downsampling");
     }
     for (int64_t p = 0; p < P; p++)
         for (int i = 0; i < rows; i++) {
             for (int j = 0; j < cols; j++) { acc[j] = use_max ? -HUGE_VAL : 0.0; cnt[j] = 0; seen[j] = 0; }
             for (int64_t r = i * br; r < (i + 1) * br && r < R; r++) {
-                const float *row = data + (p * R + r) * C;
-                for (int64_t cc = 0; cc < C; cc++) {
-                    const int j = (int)(cc / bc);
-                    const double x = row[cc];
-                    if (isfinite(x)) {
-                        if (use_max) { if (x > acc[j]) acc[j] = x; }
-                        else acc[j] += x;
-                        cnt[j]++;
-                    } else {
-                        seen[j] |= isnan(x) ? 1 : x > 0 ? 2 : 4;
+                const int64_t base = p * sp + r * sr;
+                for (int j = 0; j < cols; j++) {
+                    const int64_t c1 = (j + 1) * bc < C ? (j + 1) * bc : C;
+                    if (src->b8) {   /* bool: finite 0/1, the common big mask */
+                        int64_t ones = 0;
+                        for (int64_t c = j * bc; c < c1; c++) ones += src->b8[base + c * sc] != 0;
+                        if (use_max) { if (ones && acc[j] < 1.0) acc[j] = 1.0; else if (acc[j] < 0.0) acc[j] = 0.0; }
+                        else acc[j] += (double)ones;
+                        cnt[j] += c1 - j * bc;
+                        continue;
+                    }
+                    for (int64_t c = j * bc; c < c1; c++) {
+                        const double x = src->f32[base + c * sc];
+                        if (isfinite(x)) {
+                            if (use_max) { if (x > acc[j]) acc[j] = x; }
+                            else acc[j] += x;
+                            cnt[j]++;
+                        } else {
+                            seen[j] |= isnan(x) ? 1 : x > 0 ? 2 : 4;
+                        }
                     }
                 }
             }
@@ -521,12 +596,57 @@ static tt_status downsample(float **out, const float *data, int64_t P, int64_t R
             }
         }
     free(acc); free(cnt); free(seen);
-    *out = dst;
     return TT_OK;
 }
 
+/* ORs bit into bits [P, rows, cols] for each shown cell whose block holds
+   a true (nonzero) mask element. */
+static void gather_mask(uint8_t *bits, uint8_t bit, const tt_fig_src *m, int64_t P, int64_t R,
+                        int64_t C, int64_t br, int64_t bc, int rows, int cols)
+{
+    for (int64_t p = 0; p < P; p++)
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++) {
+                uint8_t *b = bits + (p * rows + i) * cols + j;
+                for (int64_t r = i * br; r < (i + 1) * br && r < R && !(*b & bit); r++)
+                    for (int64_t c = j * bc; c < (j + 1) * bc && c < C; c++)
+                        if (src_at(m, p * m->stride[0] + r * m->stride[1] + c * m->stride[2]) != 0.0) {
+                            *b |= bit;
+                            break;
+                        }
+            }
+}
+
+/* Legend entries right of the grid: what each special look means. */
+typedef enum { LEG_NINF, LEG_NAN, LEG_MASK, LEG_CATEGORY } legend_kind;
+typedef struct legend_entry {
+    legend_kind kind;
+    int k;              /* mask kind or category index */
+    char text[64];
+} legend_entry;
+#define LEGEND_MAX (2 + TT_FIG_MASK_KINDS + TT_FIG_NCOLOURS)
+
+static void legend_add(legend_entry *leg, int *n, legend_kind kind, int k, const char *text)
+{
+    leg[*n].kind = kind;
+    leg[*n].k = k;
+    tt_font_fit(leg[*n].text, sizeof leg[*n].text, text, 2, 0, 260);
+    (*n)++;
+}
+
+#define ROW_SUMS_GAP 10   /* between a panel and its row-sum margin */
+#define ROW_SUMS_BG 0xf0f0f0u
+#define TILE_INK 0x202020u
+
 tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *data,
                             int64_t P, int64_t R, int64_t C, const tt_heatmap_opts *opts)
+{
+    const tt_fig_src src = { data, NULL, { R * C, C, 1 } };
+    return tt_heatmap_render_src(out, geom, &src, P, R, C, opts);
+}
+
+tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_fig_src *src,
+                                int64_t P, int64_t R, int64_t C, const tt_heatmap_opts *opts)
 {
     tt_heatmap_opts dflt;
     if (!opts) { tt_heatmap_opts_init(&dflt); opts = &dflt; }
@@ -578,24 +698,60 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
     if (opts->cmap && (cmap = tt_cmap_from_name(opts->cmap)) < 0)
         return tt__err(TT_EARG, "heatmap: unknown cmap '%s' (use 'viridis', 'diverging' "
                        "or 'gray')", opts->cmap);
-    const int use_max = opts->downsample && !strcmp(opts->downsample, "max");
-    if (opts->downsample && !use_max && strcmp(opts->downsample, "mean"))
+    const int ncat = opts->categories ? opts->ncategories : 0;
+    /* codes: a block mean would invent categories */
+    const int use_max = ncat > 0 || (opts->downsample && !strcmp(opts->downsample, "max"));
+    if (opts->downsample && strcmp(opts->downsample, "max") && strcmp(opts->downsample, "mean"))
         return tt__err(TT_EARG, "heatmap: unknown downsample '%s' (use 'mean' or 'max')",
                        opts->downsample);
+    if (opts->masks && (opts->nmasks < 1 || opts->nmasks > TT_FIG_MASK_KINDS))
+        return tt__err(TT_EARG, "heatmap: %d masks; one to %d kinds can be told apart",
+                       opts->nmasks, TT_FIG_MASK_KINDS);
+    if (opts->categories && (ncat < 1 || ncat > TT_FIG_NCOLOURS))
+        return tt__err(TT_EARG, "heatmap: %d categories; one to %d have colours of their own",
+                       ncat, TT_FIG_NCOLOURS);
+    if (opts->tile_rows < 0 || opts->tile_cols < 0)
+        return tt__err(TT_EARG, "heatmap: tiles must be positive sizes");
 
-    /* 2. big matrices: one shown cell per block */
+    /* 2. big matrices: one shown cell per block, read in one pass */
     const int limit = P > 1 ? 512 : 1024;
     const int64_t br = (R + limit - 1) / limit, bc = (C + limit - 1) / limit;
     const int rows = (int)((R + br - 1) / br), cols = (int)((C + bc - 1) / bc);
     const int down = br > 1 || bc > 1;
-    float *shown = NULL;
-    const float *vals = data;
-    if (down) {
-        tt_status st = downsample(&shown, data, P, R, C, br, bc, rows, cols, use_max);
-        if (st != TT_OK) return st;
-        vals = shown;
-    }
+    if (opts->row_sums && br > 1)
+        return tt__err(TT_EARG, "heatmap: row_sums: %s has %lld rows, too many to show each "
+                       "one's sum (at most %d); hint: draw a slice with x:narrow", tname,
+                       (long long)R, limit);
     const int64_t nshown = P * rows * cols;
+    float *shown = malloc((size_t)nshown * sizeof *shown);
+    uint8_t *mbits = opts->masks ? calloc((size_t)nshown, 1) : NULL;
+    if (!shown || (opts->masks && !mbits)) {
+        free(shown); free(mbits);
+        return tt__err(TT_ENOMEM, "heatmap: out of memory for %lld shown cells", (long long)nshown);
+    }
+    {
+        tt_status st = gather(shown, src, P, R, C, br, bc, rows, cols, use_max);
+        if (st != TT_OK) { free(shown); free(mbits); return st; }
+    }
+    for (int k = 0; opts->masks && k < opts->nmasks; k++)
+        gather_mask(mbits, (uint8_t)(1u << k), &opts->masks[k], P, R, C, br, bc, rows, cols);
+    const float *vals = shown;
+    for (int64_t k = 0; k < nshown && ncat; k++) {
+        const double v = vals[k];
+        if (!(v >= 1 && v <= ncat && v == floor(v))) {
+            const int64_t p = k / ((int64_t)rows * cols), i = k / cols % rows, j = k % cols;
+            char vb[32], cell[96];
+            fmt_num(vb, sizeof vb, v, v == floor(v) ? 0 : 2);
+            if (P > 1) snprintf(cell, sizeof cell, "panel %lld, cell (%lld, %lld)", (long long)p + 1,
+                                (long long)(i * br + 1), (long long)(j * bc + 1));
+            else snprintf(cell, sizeof cell, "cell (%lld, %lld)", (long long)(i * br + 1),
+                          (long long)(j * bc + 1));
+            free(shown); free(mbits);
+            return tt__err(TT_EARG, "heatmap: categories: %s of %s holds %s, not a category code "
+                           "1..%d; hint: the tensor holds 1-based codes into categories", cell,
+                           tname, vb, ncat);
+        }
+    }
 
     /* 3. colour scale */
     const stats s = data_stats(vals, nshown);
@@ -627,7 +783,7 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
         rlo = malloc((size_t)(P * rows) * sizeof *rlo);
         rhi = malloc((size_t)(P * rows) * sizeof *rhi);
         if (!rlo || !rhi) {
-            free(rlo); free(rhi); free(shown);
+            free(rlo); free(rhi); free(shown); free(mbits);
             return tt__err(TT_ENOMEM, "heatmap: out of memory");
         }
         for (int64_t k = 0; k < P * rows; k++) {
@@ -645,7 +801,8 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
     int decimals = opts->decimals >= 0 ? imin(opts->decimals, 8)
                                        : auto_decimals(vals, nshown, s.maxabs);
     const int maxa = opts->max_annotate > 0 ? opts->max_annotate : 16;
-    int annotate = !down && (opts->annotate < 0 ? (R <= maxa && C <= maxa) : opts->annotate > 0);
+    /* categories: the colours and the legend say it; numbers only on request */
+    int annotate = !down && (opts->annotate < 0 ? (!ncat && R <= maxa && C <= maxa) : opts->annotate > 0);
 
     /* 5. cell size: grown, within a limit, until the widest number fits
        with a margin of ANNOT_PAD[scale] on each side; else smaller text,
@@ -694,9 +851,9 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
         st = axis_pick(&xlab, C, (double)cw / (double)bc, opts->xlabels, opts->nxlabels, 1);
         if (st != TT_OK) axis_free(&ylab);
     }
-    if (st != TT_OK) { free(rlo); free(rhi); free(shown); return st; }
+    if (st != TT_OK) { free(rlo); free(rhi); free(shown); free(mbits); return st; }
 
-    const int colorbar = opts->colorbar != 0;
+    const int colorbar = opts->colorbar != 0 && !ncat;   /* categories have a legend instead */
     char ticktext[16][32];
     double tickval[16];
     int nticks = 0, tickw = 0;
@@ -732,6 +889,70 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
         snprintf(note, sizeof note, "values rounded to %d decimal%s to fit the cells", decimals,
                  decimals == 1 ? "" : "s");
 
+    /* row sums: each row's true sum (in double; -inf and NaN stay), printed
+       like the annotations, in a margin column as tall as the cells */
+    double *rsum = NULL;
+    int rs_scale = 0, rs_w = 0, rs_lab_scale = 2, rs_lab_up = 0;
+    static const char RS_LABEL[] = "\xce\xa3 row";
+    if (opts->row_sums) {
+        rs_scale = annotate ? ascale : ch >= TT_FONT_CAP * 2 + 6 ? 2 : ch >= TT_FONT_CAP + 3 ? 1 : 0;
+        if (!rs_scale) {
+            axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown); free(mbits); free(rsum);
+            return tt__err(TT_EARG, "heatmap: row_sums: the %d rows of %s are too thin (%d pixels) "
+                           "to print their sums; hint: draw fewer rows, e.g. x:narrow(1, 1, 64)",
+                           rows, tname, ch);
+        }
+        rsum = malloc((size_t)(P * rows) * sizeof *rsum);
+        if (!rsum) {
+            axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown); free(mbits); free(rsum);
+            return tt__err(TT_ENOMEM, "heatmap: out of memory");
+        }
+        int widest = 0;
+        for (int64_t k = 0; k < P * rows; k++) {
+            double sum = 0.0;
+            for (int j = 0; j < cols; j++) sum += (double)vals[k * cols + j];
+            rsum[k] = sum;
+            char buf[32];
+            fmt_num(buf, sizeof buf, sum, decimals);
+            widest = imax(widest, tt_font_width(buf, rs_scale, 0));
+        }
+        rs_w = imax(cw, widest + 2 * ANNOT_PAD[rs_scale]);
+        /* its column title sits with the column labels: across when it fits */
+        const int lw = tt_font_width(RS_LABEL, 2, 0);
+        if (lw > rs_w + ROW_SUMS_GAP) {
+            if (tt_font_width(RS_LABEL, 1, 0) <= rs_w + ROW_SUMS_GAP) rs_lab_scale = 1;
+            else rs_lab_up = 1;
+        }
+    }
+    const int rs_total = opts->row_sums ? ROW_SUMS_GAP + rs_w : 0;
+
+    /* legend: one entry for each look the cells use */
+    legend_entry legend[LEGEND_MAX];
+    int legend_n = 0;
+    {
+        int ninf_plain = 0, nan_plain = 0;   /* shown as such, not under a mask */
+        unsigned kinds = 0;
+        for (int64_t k = 0; k < nshown; k++) {
+            const unsigned m = mbits ? mbits[k] : 0;
+            kinds |= m;
+            if (!m && isinf(vals[k]) && vals[k] < 0) ninf_plain = 1;
+            if (!m && isnan(vals[k])) nan_plain = 1;
+        }
+        if (ncat)
+            for (int k = 0; k < ncat; k++) {
+                char t[32];
+                snprintf(t, sizeof t, "%d", k + 1);
+                legend_add(legend, &legend_n, LEG_CATEGORY, k,
+                           opts->categories[k] ? opts->categories[k] : t);
+            }
+        for (int k = 0; k < (opts->masks ? opts->nmasks : 0); k++)
+            if (kinds >> k & 1)
+                legend_add(legend, &legend_n, LEG_MASK, k,
+                           opts->mask_names && opts->mask_names[k] ? opts->mask_names[k] : "masked");
+        if (ninf_plain) legend_add(legend, &legend_n, LEG_NINF, 0, "-inf (masked)");
+        if (nan_plain && !ncat) legend_add(legend, &legend_n, LEG_NAN, 0, "NaN");
+    }
+
     /* 7. layout (outer margin M; grid of panels at gx, gy). The width
        comes from the grid and what sits beside it; a long title or note
        wraps (or shrinks) to that width rather than widening the figure,
@@ -740,23 +961,22 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
     const int ptitle_h = P > 1 ? TT_FONT_LINE * 2 + 4 : 0;
     const int ytitle_w = ytitle[0] ? TT_FONT_HEIGHT * 2 + 14 : 0;
     const int ylab_w = ylab.extent + 10;
-    const int xlab_h = (xlab.vertical ? xlab.extent : TT_FONT_HEIGHT * xlab.scale) + 10;
+    int xlab_h = (xlab.vertical ? xlab.extent : TT_FONT_HEIGHT * xlab.scale) + 10;
+    if (opts->row_sums)
+        xlab_h = imax(xlab_h, (rs_lab_up ? tt_font_width(RS_LABEL, 2, 0)
+                                         : TT_FONT_HEIGHT * rs_lab_scale) + 10);
     const int xtitle_h = xtitle[0] ? TT_FONT_LINE * 2 + 6 : 0;
     const int gap_x = 36;
     const int inner_xlab = P > 1 && P % gcols != 0 && grows > 1;
-    const int dx = mw + gap_x, dy = ptitle_h + mh + (inner_xlab ? xlab_h : 0) + 26;
-    const int grid_w = gcols * mw + (gcols - 1) * gap_x;
+    const int pw = mw + rs_total;   /* a panel with its row-sum margin */
+    const int dx = pw + gap_x, dy = ptitle_h + mh + (inner_xlab ? xlab_h : 0) + 26;
+    const int grid_w = gcols * pw + (gcols - 1) * gap_x;
     const int grid_h = (grows - 1) * dy + ptitle_h + mh;
     int right_w = colorbar ? 28 + 20 + 10 + tickw : 0;
 
-    const int legend_n = (s.has_ninf ? 1 : 0) + (s.has_nan ? 1 : 0);
-    const char *legend_text[2];
-    int ln = 0;
-    if (s.has_ninf) legend_text[ln++] = "-inf (masked)";
-    if (s.has_nan) legend_text[ln++] = "NaN";
     int legend_w = 0;
     for (int k = 0; k < legend_n; k++)
-        legend_w = imax(legend_w, 22 + 10 + tt_font_width(legend_text[k], 2, 0));
+        legend_w = imax(legend_w, 22 + 10 + tt_font_width(legend[k].text, 2, 0));
     if (legend_n) right_w = imax(right_w, 28 + legend_w);
 
     const int content_w = ytitle_w + ylab_w + grid_w + right_w;
@@ -784,7 +1004,7 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
 
     st = tt_canvas_init(out, W, H);
     if (st != TT_OK) {
-        axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown);
+        axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown); free(mbits); free(rsum);
         return st;
     }
 
@@ -813,17 +1033,22 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
         for (int i = 0; i < rows; i++) {
             const float *row = vals + (p * rows + i) * cols;
             const double a = rlo ? rlo[p * rows + i] : lo, b = rhi ? rhi[p * rows + i] : hi;
-            const double scale = b > a ? 1023.0 / (b - a) : 0.0;
+            /* halves: the same numbers, but a range near +-DBL_MAX does not overflow */
+            const double scale = b > a ? 1023.0 / (b / 2 - a / 2) : 0.0;
             for (int j = 0; j < cols; j++) {
                 const double v = row[j];
                 const int x = px0 + j * cw, y = my + i * ch;
+                const unsigned m = mbits ? mbits[(p * rows + i) * cols + j] : 0;
+                if (m) { tt_canvas_hatch_kinds(out, x, y, cw - sep, ch - sep, m); continue; }
                 if (isinf(v) && v < 0) { tt_canvas_hatch(out, x, y, cw - sep, ch - sep); continue; }
                 uint32_t rgb;
-                if (isnan(v)) rgb = TT_FIG_NAN_RGB;
+                if (ncat) rgb = tt_fig_colour((int)v - 1);   /* codes checked: 1..ncat */
+                else if (isnan(v)) rgb = TT_FIG_NAN_RGB;
                 else if (isinf(v)) rgb = lut[1023];
                 else {
-                    double t = (v - a) * scale;
-                    rgb = lut[t <= 0.0 ? 0 : t >= 1023.0 ? 1023 : (int)(t + 0.5)];
+                    /* !(t > 0) also catches NaN from a range that overflowed */
+                    const double t = (v / 2 - a / 2) * scale;
+                    rgb = lut[!(t > 0.0) ? 0 : t >= 1023.0 ? 1023 : (int)(t + 0.5)];
                 }
                 if (cw == 1 && ch == 1) put(out, x, y, rgb);
                 else tt_canvas_fill_rect(out, x, y, cw - sep, ch - sep, rgb);
@@ -842,7 +1067,10 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
                     const int x = px0 + j * cw + (cw - sep - w) / 2;
                     const int y = my + i * ch + (ch - sep - hgt) / 2;
                     uint32_t ink;
-                    if (isinf(v) && v < 0) {   /* a plain patch keeps the text legible */
+                    if (mbits && mbits[(p * rows + i) * cols + j]) {
+                        tt_canvas_fill_rect(out, x - 3, y - 3, w + 6, hgt + 6, 0xffffffu);
+                        ink = 0x3a3a3au;
+                    } else if (isinf(v) && v < 0) {   /* a plain patch keeps the text legible */
                         tt_canvas_fill_rect(out, x - 3, y - 3, w + 6, hgt + 6, TT_FIG_HATCH_LIGHT);
                         ink = 0x3a3a3au;
                     } else {
@@ -851,6 +1079,38 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
                     }
                     tt_font_draw(out, x, y, buf, ascale, 0, ink);
                 }
+
+        /* tile borders: a thick line every tile_rows rows and tile_cols
+           columns, and round the matrix */
+        if (opts->tile_rows > 0 || opts->tile_cols > 0) {
+            for (int64_t r = opts->tile_rows; opts->tile_rows > 0 && r < R; r += opts->tile_rows)
+                tt_canvas_fill_rect(out, px0, my + (int)(r / br) * ch - 2 + !sep, mw - sep, 3, TILE_INK);
+            for (int64_t c = opts->tile_cols; opts->tile_cols > 0 && c < C; c += opts->tile_cols)
+                tt_canvas_fill_rect(out, px0 + (int)(c / bc) * cw - 2 + !sep, my, 3, mh - sep, TILE_INK);
+            tt_canvas_frame(out, px0 - 2, my - 2, mw - sep + 4, mh - sep + 4, 2, TILE_INK);
+        }
+
+        /* the row-sum margin, its title with the column labels */
+        if (opts->row_sums) {
+            const int sx = px0 + mw + ROW_SUMS_GAP;
+            tt_canvas_frame(out, sx - 1, my - 1, rs_w + 2, mh + 2, 1, RULE);
+            for (int i = 0; i < rows; i++) {
+                char buf[32];
+                fmt_num(buf, sizeof buf, rsum[p * rows + i], decimals);
+                const int y = my + i * ch;
+                tt_canvas_fill_rect(out, sx, y, rs_w - sep, ch - sep, ROW_SUMS_BG);
+                const int w = tt_font_width(buf, rs_scale, 0);
+                tt_font_draw(out, sx + (rs_w - sep - w) / 2, y + (ch - sep - TT_FONT_CAP * rs_scale) / 2,
+                             buf, rs_scale, 0, INK);
+            }
+            if (p + gcols >= P) {
+                const int lw = tt_font_width(RS_LABEL, rs_lab_up ? 2 : rs_lab_scale, 0);
+                if (rs_lab_up)
+                    tt_font_draw(out, sx + rs_w / 2 - TT_FONT_CAP, my + mh + 8, RS_LABEL, 2, TT_FONT_UP, INK);
+                else
+                    tt_font_draw(out, sx + (rs_w - lw) / 2, my + mh + 8, RS_LABEL, rs_lab_scale, 0, INK);
+            }
+        }
 
         /* row labels on the left column of panels, column labels below the
            panels that have none under them */
@@ -901,10 +1161,14 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
     }
     for (int k = 0; k < legend_n; k++) {
         const int y = legend_y + k * 32;
-        if (!strcmp(legend_text[k], "NaN")) tt_canvas_fill_rect(out, legend_x, y, 22, 22, TT_FIG_NAN_RGB);
-        else tt_canvas_hatch(out, legend_x, y, 22, 22);
+        switch (legend[k].kind) {
+        case LEG_NAN: tt_canvas_fill_rect(out, legend_x, y, 22, 22, TT_FIG_NAN_RGB); break;
+        case LEG_NINF: tt_canvas_hatch(out, legend_x, y, 22, 22); break;
+        case LEG_MASK: tt_canvas_hatch_kinds(out, legend_x, y, 22, 22, 1u << legend[k].k); break;
+        case LEG_CATEGORY: tt_canvas_fill_rect(out, legend_x, y, 22, 22, tt_fig_colour(legend[k].k)); break;
+        }
         tt_canvas_frame(out, legend_x - 1, y - 1, 24, 24, 1, RULE);
-        tt_font_draw(out, legend_x + 32, y + 11 - TT_FONT_CAP, legend_text[k], 2, 0, INK);
+        tt_font_draw(out, legend_x + 32, y + 11 - TT_FONT_CAP, legend[k].text, 2, 0, INK);
     }
 
     if (geom) {
@@ -917,16 +1181,25 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
         geom->annotate_w = annotate ? widest_number(vals, nshown, decimals, ascale) : 0;
         geom->decimals = decimals;
         geom->cmap = (tt_cmap)cmap; geom->vmin = lo; geom->vmax = hi;
+        geom->sums_x = opts->row_sums ? gx + mw + ROW_SUMS_GAP : 0; geom->sums_w = rs_w;
+        geom->legend_x = legend_x; geom->legend_y = legend_y; geom->legend_n = legend_n;
     }
-    axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown);
+    axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown); free(mbits); free(rsum);
     return TT_OK;
 }
 
 tt_status tt_heatmap_write(const char *path, const float *data, int64_t P, int64_t R,
                            int64_t C, const tt_heatmap_opts *opts)
 {
+    const tt_fig_src src = { data, NULL, { R * C, C, 1 } };
+    return tt_heatmap_write_src(path, &src, P, R, C, opts);
+}
+
+tt_status tt_heatmap_write_src(const char *path, const tt_fig_src *src, int64_t P, int64_t R,
+                               int64_t C, const tt_heatmap_opts *opts)
+{
     tt_canvas c;
-    tt_status st = tt_heatmap_render(&c, NULL, data, P, R, C, opts);
+    tt_status st = tt_heatmap_render_src(&c, NULL, src, P, R, C, opts);
     if (st != TT_OK) return st;
     st = tt__figure_save("heatmap", path, &c, opts ? &opts->meta : NULL);
     tt_canvas_free(&c);
@@ -941,10 +1214,6 @@ void tt_bars_opts_init(tt_bars_opts *o)
     o->decimals = -1;
 }
 
-/* seaborn's "deep" palette */
-static const uint32_t SERIES[8] = {
-    0x4c72b0u, 0xdd8452u, 0x55a868u, 0xc44e52u, 0x8172b3u, 0x937860u, 0xda8bc3u, 0x8c8c8cu,
-};
 
 tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C,
                          const tt_bars_opts *opts)
@@ -1057,7 +1326,7 @@ tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C
     for (int p = 0; p < nr; p++) {
         const int x0 = xoff + ax + (p % pcols) * (pw + gap), py = top + (p / pcols) * pdy;
         const int y0 = py + stitle_h + vlab_h;   /* top of the value axis */
-        const uint32_t colour = SERIES[p % 8];
+        const uint32_t colour = tt_fig_colour(p);
         #define YPOS(v) (y0 + (int)lround((hi - (v)) / (hi - lo) * ph))
         if (stitle_h) {
             char name[64], fitted[64];

@@ -48,6 +48,13 @@ void tt_canvas_round_rect(tt_canvas *c, int x, int y, int w, int h, int r,
 /* Grey diagonal hatching over a rectangle: the look of masked (-inf) cells.
    The stripes follow x + y of the canvas, so neighbouring cells join up. */
 void tt_canvas_hatch(tt_canvas *c, int x, int y, int w, int h);
+/* Hatching of mask kinds over a rectangle: kinds is a bit set (bit k =
+   kind k < TT_FIG_MASK_KINDS); the background is the lowest kind's, the
+   strokes of every kind are drawn over it, so a cell under two masks shows
+   both patterns. Kind 0 diagonal, 1 cross hatch, 2 the other diagonal,
+   3 dots, each in its own colour. Follows canvas coordinates as above. */
+#define TT_FIG_MASK_KINDS 4
+void tt_canvas_hatch_kinds(tt_canvas *c, int x, int y, int w, int h, unsigned kinds);
 
 /* ===== Colour maps (pure functions) ===== */
 
@@ -78,6 +85,20 @@ tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
 /* Reads an 8-bit RGB PNG (for tests): *px malloc'd, caller frees. */
 tt_status tt_png_read_rgb(const char *path, uint8_t **px, int *w, int *h);
 
+/* A [P, R, C] array read in place through element strides (0 for a
+   broadcast dim): float32 (f32) or bool (b8, drawn as 0/1), exactly one
+   non-NULL. Lets a tensor of any layout be drawn without a copy. */
+typedef struct tt_fig_src {
+    const float *f32;
+    const uint8_t *b8;
+    int64_t stride[3];
+} tt_fig_src;
+
+/* Distinct categorical colours (seaborn "deep"); categories and
+   head_groups use them in order. */
+#define TT_FIG_NCOLOURS 8
+uint32_t tt_fig_colour(int k);
+
 typedef struct tt_heatmap_opts {
     const char *title;
     const char *name;    /* the tensor's label, for error messages (may be NULL) */
@@ -97,6 +118,26 @@ typedef struct tt_heatmap_opts {
     int row_scale;       /* colour each row on its own min..max */
     const char *downsample;  /* NULL/"mean" or "max": blocks of big matrices */
     int max_annotate;    /* auto annotation up to this many rows/cols (16) */
+    /* Masks, true = hidden (masked_fill's polarity): nmasks (at most
+       TT_FIG_MASK_KINDS) [P, R, C] sources, broadcast with 0 strides.
+       Mask k hatches its cells with kind k (tt_canvas_hatch_kinds), over
+       any value, -inf included; mask_names[k] is its legend entry ("masked"
+       when NULL). A downsampled cell is hatched when any of its block is. */
+    const tt_fig_src *masks;
+    const char *const *mask_names;
+    int nmasks;
+    /* A margin column right of each panel with each row's sum ("Σ row"),
+       neutral grey, same decimals; TT_EARG when rows are downsampled. */
+    int row_sums;
+    /* Categorical heatmap: the data are codes 1..ncategories (whole
+       numbers, else TT_EARG naming the cell), each drawn in
+       tt_fig_colour(code - 1) with a legend entry, no colour bar; at most
+       TT_FIG_NCOLOURS. Blocks of a downsampled one show their largest code. */
+    const char *const *categories;
+    int ncategories;
+    /* Tile borders: a thick line every tile_rows rows and tile_cols
+       columns (0: none). */
+    int tile_rows, tile_cols;
     tt_png_meta meta;
 } tt_heatmap_opts;
 
@@ -116,6 +157,9 @@ typedef struct tt_heatmap_geom {
     int decimals;                /* decimals of the annotations */
     tt_cmap cmap;
     double vmin, vmax;
+    int sums_x, sums_w;          /* row-sum margin of panel 0; sums_w == 0 when off */
+    /* legend entry k: a 22x22 swatch at legend_x, legend_y + 32*k */
+    int legend_x, legend_y, legend_n;
 } tt_heatmap_geom;
 
 /* Renders the heatmap into *out (initialised here; free with
@@ -131,6 +175,13 @@ tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *
    the wrong length; TT_EIO when the file cannot be written. */
 tt_status tt_heatmap_write(const char *path, const float *data, int64_t P, int64_t R,
                            int64_t C, const tt_heatmap_opts *opts);
+/* The same from a strided source: data are read in one pass straight
+   into the shown grid (block mean or max when downsampled), so memory is
+   bounded by the figure, not by the tensor. */
+tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_fig_src *src,
+                                int64_t P, int64_t R, int64_t C, const tt_heatmap_opts *opts);
+tt_status tt_heatmap_write_src(const char *path, const tt_fig_src *src, int64_t P, int64_t R,
+                               int64_t C, const tt_heatmap_opts *opts);
 void tt_heatmap_opts_init(tt_heatmap_opts *o);
 
 typedef struct tt_bars_opts {

@@ -11,7 +11,8 @@
 /* ===== The glyphs ===== */
 
 #define GLYPHS_PER_STRIP 8
-#define NSTRIPS 12          /* 96 glyphs: ASCII 32..126 and the ellipsis */
+#define NSTRIPS 13          /* ASCII 32..126, the ellipsis, then the Greek strip */
+#define GLYPH_SIGMA 96      /* capital sigma, UTF-8 "\xce\xa3": the row-sum margin */
 
 static const char *const SHEET[NSTRIPS][TT_FONT_HEIGHT] = {
     {   /*  space   !       "       #       $       %       &       '   */
@@ -134,6 +135,16 @@ static const char *const SHEET[NSTRIPS][TT_FONT_HEIGHT] = {
         "#...# .#### ##### ...## ..#.. ##... ..... #.#.#",
         "..... ....# ..... ..... ..#.. ..... ..... .....",
         "..... .###. ..... ..... ..... ..... ..... .....",
+    }, {/*  Sigma   (unused)                                          */
+        "##### ..... ..... ..... ..... ..... ..... .....",
+        "#.... ..... ..... ..... ..... ..... ..... .....",
+        ".#... ..... ..... ..... ..... ..... ..... .....",
+        "..#.. ..... ..... ..... ..... ..... ..... .....",
+        ".#... ..... ..... ..... ..... ..... ..... .....",
+        "#.... ..... ..... ..... ..... ..... ..... .....",
+        "##### ..... ..... ..... ..... ..... ..... .....",
+        "..... ..... ..... ..... ..... ..... ..... .....",
+        "..... ..... ..... ..... ..... ..... ..... .....",
     },
 };
 
@@ -171,7 +182,7 @@ static void decode(void)
 }
 
 /* Next glyph of s (advancing *s): ASCII as is, UTF-8 "…" as the ellipsis,
-   any other multi-byte sequence as '?'. */
+   "\xce\xa3" (capital sigma) as itself, any other multi-byte sequence as '?'. */
 static const glyph *next_glyph(const char **s)
 {
     const unsigned char *p = (const unsigned char *)*s;
@@ -182,6 +193,9 @@ static const glyph *next_glyph(const char **s)
     } else if (p[0] == 0xe2 && p[1] == 0x80 && p[2] == 0xa6) {
         g = TT_FONT_ELLIPSIS - 32;
         p += 3;
+    } else if (p[0] == 0xce && p[1] == 0xa3) {
+        g = GLYPH_SIGMA;
+        p += 2;
     } else {
         g = '?' - 32;
         p++;

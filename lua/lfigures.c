@@ -1,8 +1,11 @@
 /*
-** lfigures.c — tt.heatmap, tt.bars, tt.flow: the Lua side of the figures.
-** Turns a tensor view into a contiguous float array (directly, so that
-** drawing a figure adds no event to the trace) and an opts table into the
-** core's option structs; core/figure.c does the drawing.
+** lfigures.c — tt.heatmap, tt.bars, tt.flow, tt.head_groups: the Lua side
+** of the figures. Turns an opts table into the core's option structs and a
+** tensor view into a strided source the core reads in place (no copy, no
+** trace event); core/figure.c does the drawing.
+** Order matters: every option is read first (an __index may run any Lua
+** code, even close the tensor), each string stays on the stack until the
+** end of the call, and only then is the tensor checked again and read.
 */
 #include <math.h>
 #include <stdio.h>
@@ -14,7 +17,8 @@
 
 /* ===== Arguments ===== */
 
-/* Row-major float copy of t (bool as 0/1); NULL when out of memory. */
+/* Row-major float copy of t (bool as 0/1); NULL when out of memory. Only
+   for small tensors (a bar chart's at most 16 x 64). */
 static float *to_floats(const tt_tensor *t, int64_t n)
 {
     float *out = malloc((size_t)n * sizeof *out);
@@ -41,17 +45,31 @@ static float *to_floats(const tt_tensor *t, int64_t n)
 /* Options. Every getter names the option in its error; the keys were
    checked against the op's list first (ltt_check_opts). */
 
-/* opts.name as a string, or NULL when absent. The string stays alive in
-   the opts table, which is on the stack for the whole call. */
+/* A C string from Lua must not hold a NUL: the C side would stop there
+   and draw (or write to) something else than asked. */
+static const char *no_nul(lua_State *L, const char *s, size_t len, const char *op, const char *what)
+{
+    if (s && strlen(s) != len)
+        ltt_error(L, "%s: %s contains a NUL byte (\\0); hint: C strings end there", op, what);
+    return s;
+}
+
+/* opts.name as a string, or NULL when absent. The value stays on the
+   stack for the rest of the call: an __index may return a string nothing
+   else holds, and the collector must not free it while we draw. */
 static const char *opt_string(lua_State *L, int opts, const char *op, const char *name)
 {
     if (!opts) return NULL;
+    luaL_checkstack(L, 2, "too many figure options");
     const int t = lua_getfield(L, opts, name);
-    const char *s = NULL;
-    if (t == LUA_TSTRING) s = lua_tostring(L, -1);
-    else if (t != LUA_TNIL) ltt_error(L, "%s: option '%s' must be a string, not a %s", op, name, luaL_typename(L, -1));
-    lua_pop(L, 1);
-    return s;
+    if (t == LUA_TNIL) { lua_pop(L, 1); return NULL; }
+    if (t != LUA_TSTRING)
+        ltt_error(L, "%s: option '%s' must be a string, not a %s", op, name, luaL_typename(L, -1));
+    size_t len;
+    const char *s = lua_tolstring(L, -1, &len);
+    char what[64];
+    snprintf(what, sizeof what, "option '%s'", name);
+    return no_nul(L, s, len, op, what);   /* left on the stack */
 }
 
 /* opts.name as a number; *has = 0 when absent. */
@@ -110,8 +128,14 @@ static const char *const *opt_strings(lua_State *L, int opts, const char *op, co
                           ? "; hint: one list serves every panel; for tokens of their own, draw "
                             "each panel alone, e.g. x[1]"
                           : "");
-        arr[i - 1] = et == LUA_TNIL ? NULL : luaL_tolstring(L, -1, NULL);
-        if (arr[i - 1]) lua_rawseti(L, anchor, i);   /* keeps the string */
+        size_t slen = 0;
+        arr[i - 1] = et == LUA_TNIL ? NULL : luaL_tolstring(L, -1, &slen);
+        if (arr[i - 1]) {
+            char what[96];
+            snprintf(what, sizeof what, "option '%s' (entry %lld)", name, (long long)i);
+            no_nul(L, arr[i - 1], slen, op, what);
+            lua_rawseti(L, anchor, i);   /* keeps the string */
+        }
         lua_pop(L, 1);
     }
     /* the list, the pointer array and the anchor stay on the stack */
@@ -144,6 +168,144 @@ static void where(lua_State *L, char *buf, size_t n)
 
 /* ===== tt.heatmap(x, path [, opts]) ===== */
 
+/* The path argument: a string without NUL bytes. */
+static const char *check_path(lua_State *L, int idx, const char *op)
+{
+    size_t len;
+    const char *path = luaL_checklstring(L, idx, &len);
+    return no_nul(L, path, len, op, "the path");
+}
+
+/* The strided source of tensor t seen as the figure's [P, R, C] (t is
+   1-D, 2-D or 3-D; a missing leading dim has stride 0). */
+static tt_fig_src fig_src(const tt_tensor *t)
+{
+    tt_fig_src src;
+    src.f32 = t->dtype == TT_FLOAT32 ? tt_data_f32(t) : NULL;
+    src.b8 = t->dtype == TT_BOOL ? tt_data_bool(t) : NULL;
+    for (int k = 0; k < 3; k++) {
+        const int d = t->ndim - 3 + k;
+        src.stride[k] = d >= 0 ? t->stride[d] : 0;
+    }
+    return src;
+}
+
+/* A mask tensor at idx, checked against the figure tensor x: bool, and
+   broadcastable to x's shape (each of its trailing dims equal or 1). */
+static const tt_tensor *check_mask(lua_State *L, int idx, const tt_tensor *x, const char *what)
+{
+    const tt_tensor *m = ltt_totensor(L, idx);
+    if (!m && luaL_testudata(L, idx, LTT_TENSOR)) ltt_error(L, "heatmap: %s is a closed tensor", what);
+    if (!m)
+        ltt_error(L, "heatmap: %s must be a bool tensor (true = hidden), not a %s", what,
+                  luaL_typename(L, idx));
+    char ms[256], xs[256];
+    tt_shape_str(m, ms, sizeof ms);
+    tt_shape_str(x, xs, sizeof xs);
+    if (m->dtype != TT_BOOL)
+        ltt_error(L, "heatmap: %s must be a bool tensor (true = hidden, as in masked_fill), got %s %s; "
+                  "hint: a comparison such as w:eq(0) gives one", what, tt_dtype_name(m->dtype), ms);
+    int ok = m->ndim <= x->ndim;
+    for (int k = 1; ok && k <= m->ndim; k++) {
+        const int64_t a = m->shape[m->ndim - k], b = x->shape[x->ndim - k];
+        ok = a == b || a == 1;
+    }
+    if (!ok)
+        ltt_error(L, "heatmap: %s %s does not broadcast to the figure's shape %s; hint: true = hidden, "
+                  "one entry a cell (or size 1 to repeat)", what, ms, xs);
+    return m;
+}
+
+/* m broadcast to x's figure shape [P, R, C]: stride 0 where m has size 1
+   or no dim. */
+static tt_fig_src mask_src(const tt_tensor *m, const tt_tensor *x)
+{
+    tt_fig_src src = { NULL, tt_data_bool(m), { 0, 0, 0 } };
+    for (int k = 0; k < 3; k++) {
+        const int dx = x->ndim - 3 + k, dm = m->ndim - 3 + k;
+        if (dx >= 0 && dm >= 0 && m->shape[dm] == x->shape[dx] && x->shape[dx] > 1)
+            src.stride[k] = m->stride[dm];
+    }
+    return src;
+}
+
+/* opts.mask: one bool tensor ("masked") or a table of named ones, kinds
+   in the order of their sorted names. Each tensor and name is left on the
+   stack (the tensor of kind k at pos[k]); returns the number of kinds. */
+static int opt_masks(lua_State *L, int opts, const tt_tensor *x, const char **names, int *pos)
+{
+    if (!opts) return 0;
+    luaL_checkstack(L, 2 * TT_FIG_MASK_KINDS + 4, "too many figure options");
+    const int t = lua_getfield(L, opts, "mask");
+    if (t == LUA_TNIL) { lua_pop(L, 1); return 0; }
+    const int v = lua_gettop(L);
+    if (t == LUA_TUSERDATA) {
+        check_mask(L, v, x, "option 'mask'");
+        names[0] = NULL;
+        pos[0] = v;
+        return 1;
+    }
+    if (t != LUA_TTABLE)
+        ltt_error(L, "heatmap: option 'mask' must be a bool tensor or a table of named bool tensors "
+                  "(e.g. {causal = m1, padding = m2}), not a %s", luaL_typename(L, v));
+    int n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, v)) {   /* collect the names (keys), raw */
+        if (lua_type(L, -2) != LUA_TSTRING)
+            ltt_error(L, "heatmap: option 'mask' as a table names each mask: {causal = m1, padding = m2} "
+                      "(found a %s key)", luaL_typename(L, -2));
+        if (n == TT_FIG_MASK_KINDS)
+            ltt_error(L, "heatmap: option 'mask' has more than %d kinds; hint: combine some with |",
+                      TT_FIG_MASK_KINDS);
+        size_t len;
+        const char *k = lua_tolstring(L, -2, &len);
+        no_nul(L, k, len, "heatmap", "a name in option 'mask'");
+        names[n++] = k;   /* the key lives in the table, which is on the stack */
+        lua_pop(L, 1);
+    }
+    if (n == 0) ltt_error(L, "heatmap: option 'mask' is an empty table");
+    for (int i = 1; i < n; i++)   /* sorted: the kinds do not depend on table order */
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            const char *tmp = names[j]; names[j] = names[j - 1]; names[j - 1] = tmp;
+        }
+    for (int i = 0; i < n; i++) {
+        names[i] = lua_pushstring(L, names[i]);   /* the name, anchored */
+        lua_pushvalue(L, -1);
+        lua_rawget(L, v);                          /* its tensor above it */
+        pos[i] = lua_gettop(L);
+        char what[96];
+        snprintf(what, sizeof what, "mask '%.60s'", names[i]);
+        check_mask(L, -1, x, what);
+    }
+    return n;
+}
+
+/* opts.tiles = {rows, cols}: tile sizes for the borders. */
+static void opt_tiles(lua_State *L, int opts, int *tr, int *tc)
+{
+    *tr = *tc = 0;
+    if (!opts) return;
+    const int t = lua_getfield(L, opts, "tiles");
+    if (t == LUA_TNIL) { lua_pop(L, 1); return; }
+    const int v = lua_gettop(L);
+    if (t != LUA_TTABLE || luaL_len(L, v) != 2)
+        ltt_error(L, "heatmap: option 'tiles' must be {rows, cols}: the tile size in cells");
+    int out[2];
+    for (int k = 0; k < 2; k++) {
+        lua_geti(L, v, k + 1);
+        const int isnum = lua_type(L, -1) == LUA_TNUMBER;
+        const double d = isnum ? (double)lua_tonumber(L, -1) : 0.0;
+        if (!isnum || !(d >= 1 && d <= 1e9 && d == floor(d)))
+            ltt_error(L, "heatmap: option 'tiles' must be {rows, cols}, two whole numbers of cells "
+                      "(entry %d is %s)", k + 1, isnum ? lua_tostring(L, -1) : luaL_typename(L, -1));
+        out[k] = (int)d;
+        lua_pop(L, 1);
+    }
+    *tr = out[0];
+    *tc = out[1];
+    lua_pop(L, 1);
+}
+
 /* tt.heatmap options:
      title         string (default: the tensor's label)
      xlabels       list of strings: column tokens, one a column (default 1..C)
@@ -158,16 +320,24 @@ static void where(lua_State *L, char *buf, size_t n)
      vmin, vmax    numbers: ends of the colour scale
      colorbar      boolean (default true)
      row_scale     boolean: each row coloured on its own range
-     downsample    "mean" (default) or "max": blocks of matrices over 1024 */
+     downsample    "mean" (default) or "max": blocks of matrices over 1024
+     mask          bool tensor, true = hidden (masked_fill's polarity),
+                   broadcast to x: those cells hatched, legend "masked";
+                   or {name = mask, ...}: a hatch and a legend entry a name
+     row_sums      boolean: a margin column with each row's sum ("Σ row")
+     categories    list of strings: x holds codes 1..n, drawn in distinct
+                   colours with a legend of these names, no colour bar
+     tiles         {rows, cols}: thick borders every rows rows, cols columns */
 static const char *const heatmap_opts[] = {
     "title", "xlabels", "ylabels", "xtitle", "ytitle", "panel_titles", "annotate", "decimals",
-    "cmap", "vmin", "vmax", "colorbar", "row_scale", "downsample", NULL,
+    "cmap", "vmin", "vmax", "colorbar", "row_scale", "downsample", "mask", "row_sums",
+    "categories", "tiles", NULL,
 };
 
 static int ltt_heatmap(lua_State *L)
 {
     const tt_tensor *x = ltt_checktensor(L, 1);
-    const char *path = luaL_checkstring(L, 2);
+    const char *path = check_path(L, 2, "heatmap");
     const int opts = lua_isnoneornil(L, 3) ? 0 : 3;
     ltt_check_opts(L, 3, "heatmap", heatmap_opts);
     char shape[256], source[256];
@@ -179,6 +349,7 @@ static int ltt_heatmap(lua_State *L)
     const int64_t P = nd == 3 ? x->shape[0] : 1, R = nd >= 2 ? x->shape[nd - 2] : 1,
                   C = x->shape[nd - 1];
 
+    /* 1. every option, before any tensor data is touched */
     tt_heatmap_opts o;
     tt_heatmap_opts_init(&o);
     o.title = opt_string(L, opts, "heatmap", "title");
@@ -213,6 +384,12 @@ static int ltt_heatmap(lua_State *L)
     o.annotate = ltt_optflag(L, opts, "heatmap", "annotate", -1);
     o.colorbar = ltt_optflag(L, opts, "heatmap", "colorbar", -1);
     o.row_scale = ltt_optflag(L, opts, "heatmap", "row_scale", 0);
+    o.row_sums = ltt_optflag(L, opts, "heatmap", "row_sums", 0);
+    o.categories = opt_strings(L, opts, "heatmap", "categories", &o.ncategories);
+    opt_tiles(L, opts, &o.tile_rows, &o.tile_cols);
+    const char *mask_names[TT_FIG_MASK_KINDS];
+    int mask_pos[TT_FIG_MASK_KINDS];
+    const int nmasks = opt_masks(L, opts, x, mask_names, mask_pos);
     if (nd == 3 && P <= 64 && !o.panel_titles && x->names[0] && strcmp(x->names[0], "H") &&
         strcmp(x->names[0], "head")) {
         /* panels named after their dim: "B 1", "B 2", ... */
@@ -229,17 +406,28 @@ static int ltt_heatmap(lua_State *L)
     o.meta.source = source;
     o.meta.shape = shape;
     o.meta.title = o.title;
-
     check_write(L, path);
-    const int64_t n = tt_numel(x);
+
+    /* 2. an option's code may have closed a tensor: check again, then read */
+    x = ltt_checktensor(L, 1);
+    tt_fig_src masks[TT_FIG_MASK_KINDS];
+    for (int k = 0; k < nmasks; k++) {
+        char what[96];
+        if (mask_names[k]) snprintf(what, sizeof what, "mask '%.60s'", mask_names[k]);
+        else snprintf(what, sizeof what, "option 'mask'");
+        masks[k] = mask_src(check_mask(L, mask_pos[k], x, what), x);
+    }
+    if (nmasks) {
+        o.masks = masks;
+        o.mask_names = mask_names;
+        o.nmasks = nmasks;
+    }
     tt_status st;
-    if (n == 0) {
+    if (tt_numel(x) == 0) {
         st = tt_heatmap_write(path, NULL, P, R, C, &o);   /* reports the empty shape */
     } else {
-        float *data = to_floats(x, n);
-        if (!data) return ltt_error(L, "heatmap: out of memory copying %s", shape);
-        st = tt_heatmap_write(path, data, P, R, C, &o);
-        free(data);
+        const tt_fig_src src = fig_src(x);
+        st = tt_heatmap_write_src(path, &src, P, R, C, &o);
     }
     if (st != TT_OK) return ltt_error(L, "%s", tt_errmsg());
     lua_pushstring(L, path);
@@ -258,7 +446,7 @@ static const char *const bars_opts[] = { "title", "xlabels", "labels", "decimals
 static int ltt_bars(lua_State *L)
 {
     const tt_tensor *x = ltt_checktensor(L, 1);
-    const char *path = luaL_checkstring(L, 2);
+    const char *path = check_path(L, 2, "bars");
     const int opts = lua_isnoneornil(L, 3) ? 0 : 3;
     ltt_check_opts(L, 3, "bars", bars_opts);
     char shape[256], source[256];
@@ -282,9 +470,10 @@ static int ltt_bars(lua_State *L)
     o.meta.title = o.title;
 
     check_write(L, path);
+    x = ltt_checktensor(L, 1);   /* an option's code may have closed it */
     const int64_t n = tt_numel(x);
     tt_status st;
-    if (n == 0) {
+    if (n == 0 || R > 16 || C > 64) {   /* the core says what is wrong, no copy made */
         st = tt_bars_write(path, NULL, R, C, &o);
     } else {
         float *data = to_floats(x, n);
@@ -305,7 +494,7 @@ static const char *const flow_opts[] = { "title", NULL };
 
 static int ltt_flow(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = check_path(L, 1, "flow");
     const int opts = lua_isnoneornil(L, 2) ? 0 : 2;
     ltt_check_opts(L, 2, "flow", flow_opts);
     char source[256];

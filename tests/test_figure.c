@@ -1011,6 +1011,120 @@ static void test_flow_labels(void)
 
 /* ===== Main ===== */
 
+/* Masks, row sums, categories and tiles on a 5x7 (asymmetric) matrix, and
+   a strided source drawn exactly as its contiguous copy. */
+static void test_heatmap_options(void)
+{
+    float v[35];
+    make_5x7(v);
+    /* mask kind 0: (1,4) and (3,0); kind 1: column 6 (broadcast, stride 0 down) */
+    uint8_t m0[35] = { 0 }, m1[7] = { 0, 0, 0, 0, 0, 0, 1 };
+    m0[1 * 7 + 4] = 1;
+    m0[3 * 7 + 0] = 1;
+    const tt_fig_src masks[2] = { { NULL, m0, { 35, 7, 1 } }, { NULL, m1, { 0, 0, 1 } } };
+    const char *names[2] = { "causal", "padding" };
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    o.masks = masks; o.mask_names = names; o.nmasks = 2;
+    o.annotate = 0;
+    tt_canvas c;
+    tt_heatmap_geom g;
+    CHECK("masked heatmap renders", tt_heatmap_render(&c, &g, v, 1, 5, 7, &o) == TT_OK);
+    int x, y;
+    cell_xy(&g, 0, 1, 4, &x, &y);
+    const int cw = g.cell_w - 4, ch = g.cell_h - 4;
+    int kinds_seen = 0, plain = 1;
+    for (int yy = y; yy < y + ch; yy++)
+        for (int xx = x; xx < x + cw; xx++) {
+            const uint32_t px = tt_canvas_get(&c, xx, yy);
+            kinds_seen |= px == 0xb0641eu ? 1 : px == 0x2e5d92u ? 2 : 0;
+        }
+    CHECK("mask kind 0 hatches cell (1,4) in its colour only", kinds_seen == 1);
+    cell_xy(&g, 0, 4, 6, &x, &y);
+    kinds_seen = 0;
+    for (int yy = y; yy < y + ch; yy++)
+        for (int xx = x; xx < x + cw; xx++) {
+            const uint32_t px = tt_canvas_get(&c, xx, yy);
+            kinds_seen |= px == 0xb0641eu ? 1 : px == 0x2e5d92u ? 2 : 0;
+        }
+    CHECK("the broadcast mask hatches column 7 in kind 1", kinds_seen == 2);
+    cell_xy(&g, 0, 0, 4, &x, &y);   /* (0,4) is not masked: one plain colour */
+    const uint32_t c0 = tt_canvas_get(&c, x, y);
+    for (int yy = y; yy < y + ch; yy++)
+        for (int xx = x; xx < x + cw; xx++) plain &= tt_canvas_get(&c, xx, yy) == c0;
+    CHECK("an unmasked cell stays plain", plain);
+    /* causal, padding, then the -inf of make_5x7 that no mask covers (its NaN is under one) */
+    CHECK("three legend entries, right of the grid", g.legend_n == 3 &&
+          g.legend_x > g.x0 + 7 * g.cell_w);
+    int strokes[2] = { 0, 0 };
+    for (int k = 0; k < 2; k++)
+        for (int yy = 0; yy < 22; yy++)
+            for (int xx = 0; xx < 22; xx++)
+                strokes[k] += tt_canvas_get(&c, g.legend_x + xx, g.legend_y + 32 * k + yy) == (k ? 0x2e5d92u : 0xb0641eu);
+    CHECK("legend swatches: kind 0 then kind 1", strokes[0] > 20 && strokes[1] > 20);
+    tt_canvas_free(&c);
+
+    /* a strided (transposed) source draws as its contiguous copy */
+    float vt[35];
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 7; j++) vt[j * 5 + i] = v[i * 7 + j];
+    const tt_fig_src st = { vt, NULL, { 35, 1, 5 } };
+    tt_canvas c2;
+    tt_heatmap_opts_init(&o);
+    CHECK("strided render", tt_heatmap_render_src(&c2, NULL, &st, 1, 5, 7, &o) == TT_OK);
+    CHECK("contiguous render", tt_heatmap_render(&c, NULL, v, 1, 5, 7, &o) == TT_OK);
+    CHECK("strided == contiguous, pixel for pixel", c.w == c2.w && c.h == c2.h &&
+          !memcmp(c.px, c2.px, (size_t)c.w * (size_t)c.h * 3));
+    tt_canvas_free(&c); tt_canvas_free(&c2);
+
+    /* row sums: margin right of the grid, neutral grey, ink in it */
+    tt_heatmap_opts_init(&o);
+    o.row_sums = 1;
+    CHECK("row sums render", tt_heatmap_render(&c, &g, v, 1, 5, 7, &o) == TT_OK);
+    CHECK("the margin sits right of column 7", g.sums_w > 0 && g.sums_x >= g.x0 + 7 * g.cell_w);
+    CHECK("margin is neutral grey", tt_canvas_get(&c, g.sums_x + 2, g.y0 + 2) == 0xf0f0f0u);
+    int ink = 0;
+    for (int yy = g.y0 + 4 * g.cell_h; yy < g.y0 + 5 * g.cell_h; yy++)
+        for (int xx = g.sums_x; xx < g.sums_x + g.sums_w; xx++)
+            ink += tt_rgb_luma(tt_canvas_get(&c, xx, yy)) < 0.3;
+    CHECK("row 5's sum is printed", ink > 10);
+    tt_canvas_free(&c);
+
+    /* huge colour range: 1 of eye(3) sits mid-scale (no int overflow) */
+    const float eye[9] = { 1, 0, 0, 0, 1, 0, 0, 0, 1 };
+    tt_heatmap_opts_init(&o);
+    o.has_vmin = o.has_vmax = 1; o.vmin = -1e308; o.vmax = 1e308; o.annotate = 0; o.cmap = "viridis";
+    CHECK("eye(3) on [-1e308, 1e308]", tt_heatmap_render(&c, &g, eye, 1, 3, 3, &o) == TT_OK);
+    cell_xy(&g, 0, 0, 0, &x, &y);
+    CHECK("the value 1 takes the middle colour", near_rgb(tt_canvas_get(&c, x, y), tt_cmap_rgb(TT_CMAP_VIRIDIS, 0.5), 3));
+    tt_canvas_free(&c);
+
+    /* categories with tile borders: codes 1..3 in their colours, a legend */
+    float codes[35];
+    for (int k = 0; k < 35; k++) codes[k] = (float)(1 + (k / 7 + 2 * (k % 7)) % 3);
+    const char *cats[3] = { "skipped", "computed", "masked" };
+    tt_heatmap_opts_init(&o);
+    o.categories = cats; o.ncategories = 3; o.tile_rows = 2; o.tile_cols = 3;
+    CHECK("categories render", tt_heatmap_render(&c, &g, codes, 1, 5, 7, &o) == TT_OK);
+    int ok = 1;
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 7; j++) {
+            cell_xy(&g, 0, i, j, &x, &y);
+            ok &= tt_canvas_get(&c, x + 2, y + 2) == tt_fig_colour((int)codes[i * 7 + j] - 1);
+        }
+    CHECK("each cell in its category's colour", ok);
+    CHECK("no colour bar with categories", g.bar_h == 0 && g.legend_n == 3);
+    CHECK("legend swatch 3 in colour 3", tt_canvas_get(&c, g.legend_x + 10, g.legend_y + 64 + 10) == tt_fig_colour(2));
+    CHECK("a tile border under row 2", tt_canvas_get(&c, g.x0 + g.cell_w / 2, g.y0 + 2 * g.cell_h - 1) == 0x202020u);
+    CHECK("no border under row 1", tt_canvas_get(&c, g.x0 + g.cell_w / 2, g.y0 + g.cell_h + 3) != 0x202020u);
+    CHECK("a tile border after column 3", tt_canvas_get(&c, g.x0 + 3 * g.cell_w - 1, g.y0 + g.cell_h / 2) == 0x202020u);
+    tt_canvas_free(&c);
+    codes[8] = 4;
+    const tt_status bad = tt_heatmap_render(&c, NULL, codes, 1, 5, 7, &o);
+    CHECK("a code past the categories is refused", bad == TT_EARG &&
+          strstr(tt_errmsg(), "categories: cell (2, 2) of [5,7] holds 4, not a category code 1..3"));
+}
+
 static void remove_tree(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -1045,6 +1159,7 @@ int main(void)
     test_heatmap_annotation_fit();
     test_bars_labels();
     test_flow_labels();
+    test_heatmap_options();
     if (getenv("TT_KEEP_FIGURES")) printf("figures kept in %s\n", tmpdir);
     else remove_tree(tmpdir);
     return check_report();

@@ -16,7 +16,7 @@ local x3 = tt.rand(2, 3, 4)
 
 -- ===== unknown options =====
 local msg = checkerror({"heatmap: unknown option 'colour'", "(options: title, xlabels, ylabels",
-                        "panel_titles", "downsample)"},
+                        "panel_titles", "downsample, mask, row_sums, categories, tiles)"},
                        function() tt.heatmap(x, tmp("h.png"), {colour = "red"}) end)
 check("the error names the calling line", msg:find("test_figures.lua:%d+: heatmap") ~= nil)
 checkerror({"bars: unknown option 'series'", "(options: title, xlabels, labels, decimals)"},
@@ -195,6 +195,80 @@ ok, err = pcall(tt.heatmap, x, tmp("nil_opts.png"), nil)
 check("nil options are fine: " .. tostring(err), ok and exists(tmp("nil_opts.png")))
 ok, err = pcall(tt.heatmap, x, tmp("empty_opts.png"), {})
 check("empty options are fine: " .. tostring(err), ok and exists(tmp("empty_opts.png")))
+
+-- ===== hostile options: read all of them before the tensor's data =====
+-- an __index that closes the tensor mid-call used to crash (NULL data)
+for _, fig in ipairs({{"heatmap", tt.heatmap}, {"bars", tt.bars}}) do
+  local t = tt.rand(3, 4)
+  local sneaky = setmetatable({}, {__index = function(_, k)
+    if k == "decimals" then getmetatable(t).__gc(t) end
+  end})
+  checkerror({"tensor was closed"}, fig[2], t, tmp("closed.png"), sneaky)
+  t = tt.rand(3, 4)
+  sneaky = setmetatable({}, {__index = function(_, k)
+    if k == "title" then getmetatable(t).__close(t) end
+  end})
+  checkerror({"tensor was closed"}, fig[2], t, tmp("closed.png"), sneaky)
+end
+check("no file after a closed tensor", not exists(tmp("closed.png")))
+-- a mask closed by a later option's code is caught too
+do
+  local m = tt.eye(3):gt(0)
+  local sneaky = setmetatable({mask = m}, {__index = function(_, k)
+    if k == "row_sums" then getmetatable(m).__gc(m) end
+  end})
+  checkerror({"heatmap: option 'mask' is a closed tensor"}, tt.heatmap, tt.rand(3, 3), tmp("closed.png"), sneaky)
+end
+-- a title that only the __index call holds must survive the later options
+-- (it was freed by the collector and the PNG got another string)
+do
+  local seed = tostring(os.time() % 97)
+  local opts = setmetatable({}, {__index = function(_, k)
+    -- a fresh long string, held by nothing but this return value
+    if k == "title" then return string.rep("kept alive ", 12) .. "#" .. seed end
+    collectgarbage(); collectgarbage()
+    local junk = {}
+    for i = 1, 200 do junk[i] = string.rep(string.char(65 + i % 26), 133 + #seed) end
+  end})
+  local wantcopy = string.rep("kept alive ", 12) .. "#" .. seed
+  tt.heatmap(tt.rand(3, 5), tmp("title_gc.png"), opts)
+  local png = assert(io.open(tmp("title_gc.png"), "rb")):read("a")
+  check("a title from __index reaches the PNG intact", png:find(wantcopy, 1, true) ~= nil)
+end
+
+-- ===== NUL bytes: refused, naming the option (C would stop at them) =====
+checkerror({"heatmap: option 'title' contains a NUL byte"}, tt.heatmap, x, tmp("n.png"), {title = "a\0b"})
+checkerror({"heatmap: option 'xlabels' (entry 2) contains a NUL byte"}, tt.heatmap, x, tmp("n.png"),
+           {xlabels = {"a", "b\0c", "d"}})
+checkerror({"heatmap: the path contains a NUL byte"}, tt.heatmap, x, tmp("n.png\0.txt"))
+checkerror({"bars: the path contains a NUL byte"}, tt.bars, x, tmp("n\0.png"))
+checkerror({"bars: option 'labels' (entry 1) contains a NUL byte"}, tt.bars, x, tmp("n.png"), {labels = {"\0", "b"}})
+checkerror({"flow: option 'title' contains a NUL byte"}, tt.flow, tmp("n.png"), {title = "x\0"})
+checkerror({"flow: the path contains a NUL byte"}, tt.flow, tmp("n\0.png"))
+checkerror({"heatmap: option 'ytitle' contains a NUL byte"}, tt.heatmap, x, tmp("n.png"), {ytitle = "\0"})
+check("no file after a NUL", not exists(tmp("n.png")) and not exists(tmp("n")))
+
+-- ===== huge ranges and huge tensors =====
+ok, err = pcall(tt.heatmap, tt.eye(3), tmp("huge_range.png"), {vmin = -1e308, vmax = 1e308})
+check("vmin/vmax at the ends of the doubles: " .. tostring(err), ok and exists(tmp("huge_range.png")))
+-- a big figure is read in one bounded pass, never copied: 3000x30000 bool
+-- and 5x2e7 float views (360 and 400 MB as float copies) under a 300 MB
+-- address-space limit
+do
+  local script2 = tmp("big.lua")
+  local g = assert(io.open(script2, "w"))
+  g:write(string.format([[
+tt.heatmap(tt.ones(1, 1):gt(0):expand(3000, 30000), %q)
+tt.heatmap(tt.ones(1, 1):expand(5, 20000000), %q, {downsample = "max"})
+tt.bars(tt.ones(1, 1):expand(20, 10000000), %q)
+]], tmp("big1.png"), tmp("big2.png"), tmp("big3.png")))
+  g:close()
+  local res = io.popen("ulimit -v 300000; " .. os.getenv("PWD") .. "/tensortrace -q --max-memory 64M "
+                       .. script2 .. " 2>&1"):read("a")
+  check("huge heatmaps drawn within bounded memory: " .. res, exists(tmp("big1.png")) and exists(tmp("big2.png")))
+  check("a huge bar chart is refused without a copy: " .. res,
+        res:find("bars: [20,10000000] is too big for a bar chart", 1, true) ~= nil)
+end
 
 -- ===== --sandbox: figures only under --images =====
 local images = tmp("images")
