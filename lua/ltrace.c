@@ -381,7 +381,6 @@ static pending *new_row(void)
         tr.grp = g;
         tr.grp.name = malloc(strlen(name) + 1);
         if (tr.grp.name) strcpy(tr.grp.name, name);
-        else tr.grp.name = NULL;
         tr.output_since_header = 0;
     }
     if (tr.npend == HOLD_MAX) ltt_trace_flush();     /* a long loop on one line: keep memory flat */
@@ -623,35 +622,40 @@ static void put_literal(char *buf, size_t n, size_t *len, const tt_tensor *t, in
     if (*len < n) *len += (size_t)snprintf(buf + *len, n - *len, "}");
 }
 
+/* Folds the held-back row of this line that made t from nothing but
+   constants (a Lua table the check converted, tt.ones(...) written as its
+   argument): returns that row, or NULL. */
+static const pending *fold_constant(const tt_tensor *t)
+{
+    for (int i = 0; i < tr.npend; i++) {
+        pending *p = &tr.pend[i];
+        if (p->text || p->out.id != t->id || p->ev.ninputs != 0) continue;
+        if (p->ev.op == TT_OP_RAND || p->ev.op == TT_OP_RANDN) return NULL;
+        p->folded = 1;
+        return p;
+    }
+    return NULL;
+}
+
 /* An operand as the row shows it: a small Lua table by its values, a
-   larger one as table[shape], a tensor as label[shape]. */
-static void describe_operand(char *buf, size_t n, const tt_tensor *t, int literal)
+   larger one as table[shape], a constant as ones[shape], a tensor as
+   label[shape]. */
+static void describe_operand(char *buf, size_t n, const tt_tensor *t, const pending *made)
 {
     char shp[192];
     tt_shape_str(t, shp, sizeof shp);
     size_t len = 0;
-    if (literal && tt_numel(t) <= 8) {
+    if (made && made->ev.op == TT_OP_TENSOR && tt_numel(t) <= 8) {
         int64_t flat = 0;
         put_literal(buf, n, &len, t, 0, &flat);
-    } else if (literal) {
+    } else if (made && made->ev.op == TT_OP_TENSOR) {
         snprintf(buf, n, "table%s", shp);
+    } else if (made) {
+        snprintf(buf, n, "%s%s%s%s%s", tt_op_name(made->ev.op), shp, made->ev.args[0] ? " (" : "", made->ev.args,
+                 made->ev.args[0] ? ")" : "");
     } else {
         snprintf(buf, n, "%.200s%s%s", t->label ? t->label : "", shp, t->dtype == TT_BOOL ? " bool" : "");
     }
-}
-
-/* Folds the held-back row of this line that made t from a Lua table (the
-   check converted it): returns 1 when t is such a literal. */
-static int fold_literal(const tt_tensor *t)
-{
-    for (int i = 0; i < tr.npend; i++) {
-        pending *p = &tr.pend[i];
-        if (!p->text && p->ev.op == TT_OP_TENSOR && p->out.id == t->id) {
-            p->folded = 1;
-            return 1;
-        }
-    }
-    return 0;
 }
 
 void ltt_trace_check(const char *fn, const tt_tensor *a, const tt_tensor *b, double rtol, double atol, int ok)
@@ -660,11 +664,11 @@ void ltt_trace_check(const char *fn, const tt_tensor *a, const tt_tensor *b, dou
     group g;
     locate_group(&g);
     if (!is_current(&g)) return;         /* a check that made no row needs none */
-    int la = fold_literal(a), lb = fold_literal(b);
+    const pending *ma = fold_constant(a), *mb = fold_constant(b);
     pending *p = new_row();
     char sa[512], sb[512], tol[96], rt[32], at[32];
-    describe_operand(sa, sizeof sa, a, la);
-    describe_operand(sb, sizeof sb, b, lb);
+    describe_operand(sa, sizeof sa, a, ma);
+    describe_operand(sb, sizeof sb, b, mb);
     fmt_tol(rt, sizeof rt, rtol);
     fmt_tol(at, sizeof at, atol);
     if (rtol == 0 && atol == 0) snprintf(tol, sizeof tol, "exactly");

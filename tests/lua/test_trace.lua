@@ -168,6 +168,7 @@ tt.assert_close(big:exp(), tt.ones(3, 4):totable(), 0, 0)
 if tt.allclose(w, {1, 2, 3}) then error("not close") end
 tt.assert_close(w, w)
 tt.assert_close(w[1], 1)
+tt.assert_close(w:exp() / math.exp(1), tt.ones(3))
 ]])
 local jc = dir .. "/checks.json"
 out, err, code = run("--trace-json " .. jc .. " " .. script)
@@ -179,6 +180,8 @@ check("a large table shows by shape", has(out, "\u{2713} checked   [3,4] \u{2248
 check("allclose shows its answer", has(out, "allclose    w[3] \u{2248} {1, 2, 3} (rtol 1e-5, atol 1e-8) -> false"))
 check("a check with no rows of its own adds none", not has(out, "checks.lua:6"))
 check("a scalar operand", has(out, "\u{2713} checked   [] \u{2248} 1 (rtol 1.3e-6, atol 1e-5)"))
+check("a constant built as the argument folds too",
+      has(out, "    div         [3] / 2.71828 -> [3]   3 FLOP\n    \u{2713} checked   [3] \u{2248} ones[3] (rtol 1.3e-6, atol 1e-5)\n"))
 local tensors = 0
 for line in io.lines(jc) do if json.decode(line).op == "tensor" then tensors = tensors + 1 end end
 check("the JSON still has the literal's event", tensors == 4)
