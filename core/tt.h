@@ -218,6 +218,11 @@ tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *li
    with "...", a header line with shape and dtype. Returns a malloc'd string
    (caller frees) or NULL when out of memory. */
 char *tt_tensor_format(const tt_tensor *t);
+/* Digits after the point in tt_tensor_format (and the values trace): 4 by
+   default as PyTorch; clamped to 0..TT_PRINT_PRECISION_MAX. */
+#define TT_PRINT_PRECISION_MAX 16
+void tt_set_print_precision(int digits);
+int tt_print_precision(void);
 
 /* ===== Tracing ===== */
 
@@ -286,8 +291,9 @@ const tt_op_stats *tt_trace_stats(tt_op op);
 void tt_trace_stats_reset(void);
 
 /* JSON object of an event (one line, no newline), keys as in DESIGN.md;
-   file may be NULL. Returns buf (truncated JSON only if n is too small:
-   callers give 8 KiB). */
+   file may be NULL. Strings are valid UTF-8 (bad bytes become U+FFFD) and
+   cut with "..." past 256 bytes, so 16 KiB always holds the object; in a
+   smaller buf it is {"seq","op","truncated":true}. Returns buf. */
 char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, char *buf, size_t n);
 
 /* The text row of an event (no source line), e.g.

@@ -51,6 +51,10 @@ void ltt_trace_stop(void);
 void ltt_trace_mute(int on);
 /* A label given to tensor id (updates held-back events and tt.flow). */
 void ltt_trace_label(uint64_t id, const char *label);
+/* The row of a check that passed (fn "assert_close") or of allclose's
+   answer ok, in place of the rows that made its operands from constants
+   (Lua tables, tt.ones...); only on a line that made rows. Call after comparing a and b. */
+void ltt_trace_check(const char *fn, const tt_tensor *a, const tt_tensor *b, double rtol, double atol, int ok);
 /* Registers source text for a chunk name ("=(command line)", stdin). */
 void ltt_trace_source(const char *chunkname, const char *text);
 void ltt_open_trace(lua_State *L);        /* sets tt.trace in the table on top */

@@ -27,6 +27,7 @@ static const char usage_text[] =
     "  -q, --quiet                  no trace (same as --trace=off)\n"
     "  --trace=off|shapes|values    shapes (default): one line per op; values: also print small results\n"
     "  --trace-json FILE            also write the trace as JSON Lines\n"
+    "  --precision N                digits after the point in printed tensors and --trace=values (default 4)\n"
     "  --seed N                     seed of tt.randn / tt.rand (default 0)\n"
     "  --threads N                  kernel threads (default: all cores; env TT_NUM_THREADS)\n"
     "  --max-memory SIZE            cap on tensor and Lua memory, e.g. 512M or 2G; 0 = none\n"
@@ -138,6 +139,13 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (is_opt(a, "--trace-json")) {
             if ((v = opt_value(argc, argv, &i, "--trace-json")) == NULL || !*v) return usage_error("'--trace-json' needs a file name%s", "");
             o->json = v;
+        } else if (is_opt(a, "--precision")) {
+            char *end;
+            if ((v = opt_value(argc, argv, &i, "--precision")) == NULL) return usage_error("'--precision' needs a number of digits%s", "");
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 0 || n > TT_PRINT_PRECISION_MAX)
+                return usage_error("'--precision' needs a number of digits from 0 to 16, got '%s'", v);
+            tt_set_print_precision((int)n);
         } else if (is_opt(a, "--seed")) {
             char *end;
             if ((v = opt_value(argc, argv, &i, "--seed")) == NULL) return usage_error("'--seed' needs a number%s", "");

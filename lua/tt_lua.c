@@ -1078,7 +1078,9 @@ static int ltt_allclose(lua_State *L)
     lua_settop(L, 4);
     tt_tensor *a = operand(L, 1), *b = operand(L, 2);
     closeness c;
-    compare(L, "allclose", a, b, luaL_optnumber(L, 3, 1e-5), luaL_optnumber(L, 4, 1e-8), &c);
+    double rtol = luaL_optnumber(L, 3, 1e-5), atol = luaL_optnumber(L, 4, 1e-8);
+    compare(L, "allclose", a, b, rtol, atol, &c);
+    ltt_trace_check("allclose", a, b, rtol, atol, c.bad == 0);
     lua_pushboolean(L, c.bad == 0);
     return 1;
 }
@@ -1092,7 +1094,10 @@ static int ltt_assert_close(lua_State *L)
     const char *msg = luaL_optstring(L, 5, NULL);
     closeness c;
     compare(L, "assert_close", a, b, rtol, atol, &c);
-    if (c.bad == 0) return 0;
+    if (c.bad == 0) {
+        ltt_trace_check("assert_close", a, b, rtol, atol, 1);   /* one row, not the literals' */
+        return 0;
+    }
     /* position of the first mismatch as 1-based indices */
     char pos[128] = "";
     size_t len = 0;
