@@ -22,7 +22,8 @@ check("... and the hint", has(err, "hint: raise it with --max-memory"))
 
 out, err, code = run("-q --max-memory 64M -e 'local t = {} for i = 1, 1e9 do t[i] = i end'")
 check("Lua heap past the cap: exit 1, not an OOM kill", code == 1)
-check("... says which cap", has(err, "not enough memory: Lua data and tensors reached the cap of 64.0 MiB; hint: raise it with --max-memory"))
+check("... says which cap and the option", has(err, "would pass the cap of 64.0 MiB (Lua data ") and has(err, "; hint: raise it with --max-memory"))
+check("... the line and what was being allocated", has(err, "tensortrace: (command line):1: not enough memory: growing a Lua block"))
 
 out, err, code = run("-q --max-memory 64M -e 'local ok = pcall(function() local t = {} for i = 1, 1e9 do t[i] = i end end) collectgarbage() print(ok, tt.zeros(10):sum():item())'")
 check("after a caught memory error the script goes on", code == 0 and has(out, "false\t0.0"))
@@ -123,8 +124,16 @@ for _, a in ipairs{"--timeout -1", "--timeout abc", "--timeout 0", "--max-memory
   out, err, code = run(a)
   check("usage error (exit 2): " .. a, code == 2 and has(err, "tensortrace: "))
 end
-out, err, code = run("--max-memory 512k -q -e 'print(tt.get_max_memory and 1 or 2)'")
-check("--max-memory 512k is accepted", code == 0)
+-- below 1M the interpreter would PANIC setting itself up: a usage error
+for _, size in ipairs{"20K", "16K", "512k", "1000"} do
+  out, err, code = run("-q --max-memory " .. size .. " -e 'print(1)'")
+  check("--max-memory " .. size .. ": usage error, not a PANIC (exit " .. tostring(code) .. ")",
+        code == 2 and has(err, "is below the minimum of 1M") and not has(err, "PANIC"))
+end
+out, err, code = run("--max-memory 1M -q -e 'print(tt.ones(3):sum():item())'")
+check("--max-memory 1M is accepted", code == 0 and has(out, "3.0"))
+out = run("--help")
+check("--help states the minimum", has(out, "at least 1M"))
 
 os.execute("rm -rf " .. dir)
 T.report()
