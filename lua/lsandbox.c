@@ -907,11 +907,20 @@ int ltt_sandbox_open(lua_State *L, const char *images_dir, int images_given, con
 
     /* debug only as traceback: the rest reaches the originals through
        upvalues (getupvalue), the call stack (getinfo "f", getlocal) and
-       the registry, and drops the hooks (sethook) */
-    lua_createtable(L, 0, 1);
+       the registry, and drops the hooks (sethook); they raise instead */
+    lua_createtable(L, 0, 20);
     if (lua_getglobal(L, "debug") == LUA_TTABLE) {
-        lua_getfield(L, -1, "traceback");
-        lua_setfield(L, -3, "traceback");
+        lua_pushnil(L);
+        while (lua_next(L, -2)) {
+            if (lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), "traceback") != 0) {
+                lua_pop(L, 1);
+                lua_pushfstring(L, "debug.%s", lua_tostring(L, -1));
+                lua_pushcclosure(L, forbidden, 1);
+            }
+            lua_pushvalue(L, -2);
+            lua_insert(L, -2);
+            lua_settable(L, -5);
+        }
     }
     lua_pop(L, 1);
     lua_pushvalue(L, -1);
