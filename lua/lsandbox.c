@@ -168,7 +168,7 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t th;
-    int started;
+    int started, quit;
     double hard;                /* monotonic seconds; 0 = disarmed */
     int fired;                  /* lim.fired, for this thread */
     int exiting;                /* lua_close is running the finalizers */
@@ -215,7 +215,7 @@ static void *watchdog(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&wd.mu);
-    for (;;) {
+    while (!wd.quit) {
         if (wd.hard <= 0) {
             pthread_cond_wait(&wd.cv, &wd.mu);
             continue;
@@ -229,6 +229,7 @@ static void *watchdog(void *arg)
         ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
         pthread_cond_timedwait(&wd.cv, &wd.mu, &ts);
     }
+    pthread_mutex_unlock(&wd.mu);
     return NULL;
 }
 
@@ -243,7 +244,6 @@ static int watchdog_start(void)
     pthread_cond_init(&wd.cv, &ca);
     pthread_condattr_destroy(&ca);
     if (pthread_create(&wd.th, NULL, watchdog, NULL) != 0) return 0;
-    pthread_detach(wd.th);
     wd.started = 1;
     return 1;
 }
@@ -331,7 +331,13 @@ void ltt_limits_exit(void)
 
 void ltt_limits_done(void)
 {
-    watchdog_set(0, 0, 0);
+    if (!wd.started) return;
+    pthread_mutex_lock(&wd.mu);
+    wd.quit = 1;
+    pthread_cond_signal(&wd.cv);
+    pthread_mutex_unlock(&wd.mu);
+    pthread_join(wd.th, NULL);
+    wd.started = wd.quit = 0;
 }
 
 /* ===== Sandbox: paths ===== */

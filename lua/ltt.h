@@ -78,7 +78,7 @@ void ltt_limits_pause(lua_State *L);       /* between REPL chunks */
 /* Call before lua_close: the finalizers it runs stay under the watchdog
    (at least 1 s more; in the REPL, one more timeout). */
 void ltt_limits_exit(void);
-void ltt_limits_done(void);               /* after lua_close: disarms the watchdog */
+void ltt_limits_done(void);               /* after lua_close: stops the watchdog thread */
 /* --sandbox: removes os.execute, io.popen, package.loadlib, C modules,
    binary chunks and the debug library (but traceback); file writes only
    under images_dir, reads only under read_dir (and images_dir); realpath
