@@ -46,6 +46,8 @@ void tt_trace_set_sink(tt_trace_fn fn, void *ud)
 
 int tt_trace_active(void) { return tt__trace_sink != NULL; }
 
+int tt_op_running(void) { return depth > 0; }
+
 int64_t tt_now_ns(void)
 {
     struct timespec ts;

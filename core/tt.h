@@ -276,6 +276,8 @@ void tt_trace_set_sink(tt_trace_fn fn, void *ud);
    trace shows (not under -q, nor while tt.trace.off() pauses it), and ops
    skip what only a sink reads (the args and note text) when there is none. */
 int tt_trace_active(void);
+/* 1 while a tensor op runs (read by the --timeout watchdog thread). */
+int tt_op_running(void);
 /* Monotonic clock in nanoseconds. */
 int64_t tt_now_ns(void);
 
