@@ -288,6 +288,9 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
         for (int i = 0; i < nt; i++) tnames[i] = q->names[i] ? q->names[i] : k->names[i];
         tnames[nt - 2] = q->names[nd - 2];
         tnames[nt - 1] = k->names[nd - 2];
+        tt_tensor scores_names = {.ndim = nt};
+        tt__set_names(&scores_names, tnames);
+        memcpy(tnames, scores_names.names, sizeof tnames);
         int bad = -1;   /* failing dim of the mask, counted from the end (1 = last) */
         for (int i = 1; i <= mask->ndim && i <= nt && bad < 0; i++) {
             const int64_t m = mask->shape[mask->ndim - i];

@@ -524,8 +524,7 @@ static tt_status rearrange_impl(tt_tensor *out, const tt_tensor *a, const char *
         tt_tensor_release(&t);
         return st;
     }
-    for (int i = 0; i < ondim; i++)
-        t.names[i] = onames[i];
+    tt__set_names(&t, onames);
     *out = t;
     return TT_OK;
 }
@@ -1082,8 +1081,10 @@ static tt_status einsum_impl(tt_tensor *out, const char *spec, const tt_tensor *
         tt_tensor_release(&cur.t);
         return st;
     }
+    const char *onames[TT_MAX_DIMS];
     for (int i = 0; i < nout; i++)
-        cur.t.names[i] = oids[i] >= first_ell ? sp->dimname[oids[i]] : tt_intern(sp->name[oids[i]]);
+        onames[i] = oids[i] >= first_ell ? sp->dimname[oids[i]] : tt_intern(sp->name[oids[i]]);
+    tt__set_names(&cur.t, onames);
     *out = cur.t;
     *flops = sp->flops;
     return TT_OK;

@@ -357,9 +357,27 @@ tt_status tt__alloc(tt_tensor *out, const char *op, tt_dtype dt, int ndim,
     out->dtype = dt;
     if (ndim) memcpy(out->shape, shape, (size_t)ndim * sizeof *shape);
     tt__contig_strides(ndim, shape, out->stride);
-    if (names && ndim) memcpy(out->names, names, (size_t)ndim * sizeof *names);
+    tt__set_names(out, names);
     out->id = tt__next_id();
     return TT_OK;
+}
+
+/* The one place that names a result's dims. A tensor never carries a
+   name on two dims: such a name would make x:softmax("N") pick one of
+   them silently, so both dims lose it and a lookup by it fails loudly. */
+void tt__set_names(tt_tensor *t, const char *const *names)
+{
+    for (int i = 0; i < TT_MAX_DIMS; i++) t->names[i] = names && i < t->ndim ? names[i] : NULL;
+    for (int i = 0; i < t->ndim; i++) {
+        const char *n = t->names[i];
+        int repeated = 0;
+        for (int j = i + 1; j < t->ndim; j++)
+            if (t->names[j] && n && strcmp(t->names[j], n) == 0) {
+                t->names[j] = NULL;
+                repeated = 1;
+            }
+        if (repeated) t->names[i] = NULL;
+    }
 }
 
 void tt__view_of(tt_tensor *out, const tt_tensor *a)
@@ -817,14 +835,15 @@ static int view_strides(const tt_tensor *a, int ndim, const int64_t *shape, int6
 /* Names survive where leading or trailing dims are unchanged. */
 static void reshape_names(const tt_tensor *a, tt_tensor *out)
 {
-    memset(out->names, 0, sizeof out->names);
+    const char *names[TT_MAX_DIMS] = {0};
     int i = 0;
-    for (; i < a->ndim && i < out->ndim && a->shape[i] == out->shape[i]; i++) out->names[i] = a->names[i];
+    for (; i < a->ndim && i < out->ndim && a->shape[i] == out->shape[i]; i++) names[i] = a->names[i];
     for (int j = 1; j <= a->ndim && j <= out->ndim; j++) {
         int ia = a->ndim - j, io = out->ndim - j;
         if (io < i || a->shape[ia] != out->shape[io]) break;
-        out->names[io] = a->names[ia];
+        names[io] = a->names[ia];
     }
+    tt__set_names(out, names);   /* [N=1] viewed as [1,1] would name both dims N */
 }
 
 static tt_status view_impl(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape, int may_copy)

@@ -107,9 +107,19 @@ int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const
     if (!lua_isinteger(L, idx)) {           /* an integer (the common case) is never a string */
         if (lua_type(L, idx) == LUA_TSTRING) {
             const char *name = tt_intern(lua_tostring(L, idx));
-            for (int i = 0; i < t->ndim; i++)
-                if (t->names[i] == name) return i;
-            return ltt_error(L, "%s: no dim named '%s' in %s", op, name, shape_of(t, shp, sizeof shp));
+            int found = -1, unnamed = 0;
+            for (int i = 0; i < t->ndim; i++) {
+                unnamed += t->names[i] == NULL;
+                if (t->names[i] != name) continue;
+                if (found >= 0)             /* core never builds this; never guess between them */
+                    return ltt_error(L, "%s: dim name '%s' is ambiguous in %s (dims %d and %d)", op, name,
+                                     shape_of(t, shp, sizeof shp), found + 1, i + 1);
+                found = i;
+            }
+            if (found >= 0) return found;
+            return ltt_error(L, "%s: no dim named '%s' in %s%s", op, name, shape_of(t, shp, sizeof shp),
+                             unnamed ? "; hint: names that would repeat are dropped: name queries and keys "
+                                       "apart, e.g. 'Nq' and 'Nk'" : "");
         }
         if (lua_type(L, idx) == LUA_TNUMBER)
             return ltt_error(L, "%s: dim must be an integer, got %s", op, lua_tostring(L, idx));

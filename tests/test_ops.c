@@ -1312,6 +1312,107 @@ static tt_tensor named(tt_tensor *a, const char *n0, const char *n1, const char 
     return t;
 }
 
+/* Whether no name appears on two dims of t (the names invariant). */
+static int names_unique(const tt_tensor *t)
+{
+    for (int i = 0; i < t->ndim; i++)
+        for (int j = i + 1; j < t->ndim; j++)
+            if (t->names[i] && t->names[i] == t->names[j]) return 0;
+    return 1;
+}
+
+/* A result that would carry one name on two dims carries it on neither,
+   whichever op family builds it. */
+static void test_names_unique(void)
+{
+    const char *B = tt_intern("B"), *N = tt_intern("N"), *D = tt_intern("D"), *H = tt_intern("h");
+    tt_tensor x = rnd(DIMS(2, 3, 4)), xt, out, r;
+    x = named(&x, "B", "N", "D");
+    const char *rep[3] = { B, N, N };
+    check_err("named: a repeated name is an error naming both dims", tt_named(&out, &x, rep), TT_EARG,
+              "named", "'N'", "dims 2 and 3");
+
+    ok(tt_mT(&xt, &x));
+    ok(tt_matmul(&out, &x, &xt));             /* [B,N,D] @ [B,D,N] */
+    CHECK("matmul [N,D]@[D,N]: both N dims lose the name, B stays",
+          out.names[0] == B && out.names[1] == NULL && out.names[2] == NULL);
+    ok(tt_transpose(&r, &out, 1, 2));
+    CHECK("transpose of it: still unique", names_unique(&r) && r.names[0] == B);
+    tt_tensor_release(&r);
+    const int perm[3] = { 2, 0, 1 };
+    ok(tt_permute(&r, &out, perm));
+    CHECK("permute of it: still unique", names_unique(&r) && r.names[1] == B);
+    tt_tensor_release(&r);
+    ok(tt_reduce(&r, TT_SUM, &out, 2, 0));
+    CHECK("reduction of it: unique, B kept", names_unique(&r) && r.names[0] == B && r.names[1] == NULL);
+    tt_tensor_release(&r);
+    const tt_tensor *two[] = { &out, &out };
+    ok(tt_cat(&r, two, 2, 1));
+    CHECK("cat of it: unique", names_unique(&r) && r.names[0] == B && r.names[1] == NULL);
+    tt_tensor_release(&r);
+    ok(tt_stack(&r, two, 2, 0));
+    CHECK("stack of it: unique", names_unique(&r) && r.names[1] == B && !r.names[2] && !r.names[3]);
+    tt_tensor_release(&r);
+    tt_tensor_release(&out);
+
+    /* elementwise broadcast: [N,1] + [1,N] would be [N,N] */
+    tt_tensor col = rnd(DIMS(3, 1)), row = rnd(DIMS(1, 3)), cn, rn;
+    const char *cnames[2] = { N, NULL }, *rnames[2] = { NULL, N };
+    ok(tt_named(&cn, &col, cnames));
+    ok(tt_named(&rn, &row, rnames));
+    ok(tt_binary(&out, TT_ADD, &cn, &rn));
+    CHECK("broadcast [N,1] + [1,N]: neither dim named N", out.names[0] == NULL && out.names[1] == NULL);
+    tt_tensor_release(&out);
+    tt_tensor mask = rnd_bool(DIMS(1, 3)), mn;
+    ok(tt_named(&mn, &mask, rnames));
+    ok(tt_masked_fill(&out, &cn, &mn, 0.0));
+    CHECK("masked_fill [N,1] by [1,N]: neither dim named N", out.names[0] == NULL && out.names[1] == NULL);
+    tt_tensor_release(&out);
+
+    /* reshape [N=1] -> [1,1]: the leading and trailing rules would both name N */
+    tt_tensor one = rnd(DIMS(1)), on;
+    const char *one_name[1] = { N };
+    ok(tt_named(&on, &one, one_name));
+    ok(tt_reshape(&out, &on, DIMS(1, 1)));
+    CHECK("reshape [N=1] -> [1,1]: unique", names_unique(&out));
+    tt_tensor_release(&out);
+
+    /* einsum: the ellipsis dim is named h and so is an output axis */
+    tt_tensor e = rnd(DIMS(2, 3, 4)), en;
+    const char *enames[3] = { H, NULL, NULL };
+    ok(tt_named(&en, &e, enames));
+    const tt_tensor *ops2[] = { &en, &en };
+    ok(tt_einsum(&out, "... h d, ... j d -> ... h j", ops2, 2));
+    CHECK("einsum: ellipsis named h and axis h: both unnamed",
+          out.ndim == 3 && out.names[0] == NULL && out.names[1] == NULL && out.names[2] == tt_intern("j"));
+    tt_tensor_release(&out);
+    ok(tt_einsum(&out, "b i d, b j d -> b i j", (const tt_tensor *const[]){ &x, &x }, 2));
+    CHECK("einsum: distinct axes keep their names", names_unique(&out) && out.names[1] == tt_intern("i"));
+    tt_tensor_release(&out);
+
+    /* rearrange: the same, and a plain pattern keeps names */
+    ok(tt_rearrange(&out, &en, "... h d -> ... h d", 0, NULL, NULL));
+    CHECK("rearrange: ellipsis named h and axis h: both unnamed",
+          out.names[0] == NULL && out.names[1] == NULL && out.names[2] == tt_intern("d"));
+    tt_tensor_release(&out);
+    ok(tt_rearrange(&out, &x, "b n d -> b d n", 0, NULL, NULL));
+    CHECK("rearrange: distinct names kept", names_unique(&out) && out.names[1] == tt_intern("d"));
+    tt_tensor_release(&out);
+
+    /* sdpa weights [B,N,N] lose N; a mask named [Nq,Nk] still fits them */
+    tt_tensor w, am = rnd_bool(DIMS(3, 3)), amn;
+    const char *mnames[2] = { tt_intern("Nq"), tt_intern("Nk") };
+    ok(tt_named(&amn, &am, mnames));
+    ok(tt_sdpa(&out, &w, &x, &x, &x, &amn, 0, DNAN, NULL));
+    CHECK("sdpa weights: the two N dims unnamed", w.names[0] == B && !w.names[1] && !w.names[2]);
+    CHECK("sdpa output keeps [B,N,D]", out.names[0] == B && out.names[1] == N && out.names[2] == D);
+    tt_tensor_release(&out);
+    tt_tensor_release(&w);
+
+    tt_tensor *all[] = { &x, &xt, &col, &row, &cn, &rn, &mask, &mn, &one, &on, &e, &en, &am, &amn };
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) tt_tensor_release(all[i]);
+}
+
 static void test_names(void)
 {
     tt_tensor a = rnd(DIMS(2, 3, 4)), b = rnd(DIMS(3, 4)), c = rnd(DIMS(2, 4, 5)), out;
@@ -1601,6 +1702,7 @@ int main(void)
         tt_simd_force(NULL);
     }
     test_names();
+    test_names_unique();
     test_errors();
     test_events();
     CHECK("no tensor memory leaked", tt_memory_in_use() == base);
