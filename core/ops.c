@@ -1164,15 +1164,20 @@ tt_status tt_causal_mask(tt_tensor *out, int64_t nq, int64_t nk, int lower_right
     int64_t shape[2] = { nq, nk };
     if (st == TT_OK) st = tt__alloc(out, "causal_mask", TT_BOOL, 2, shape, NULL);
     if (st == TT_OK) {
+        /* Query i sees keys j < i + shift + 1. Rows [0, i0) see none and rows
+           [i1, nq) see all, each run one memset; only the at most nk rows
+           between need their own, so the work is bounded by nq*nk. */
         uint8_t *m = tt_data_bool(out);
         int64_t shift = lower_right ? nk - nq : 0;
-        for (int64_t i = 0; i < nq && nk > 0; i++) {   /* no keys: nothing to visit */
-            int64_t lim = i + shift + 1;        /* keys j < lim are visible */
-            if (lim < 0) lim = 0;
-            if (lim > nk) lim = nk;
+        int64_t i0 = -shift < 0 ? 0 : -shift > nq ? nq : -shift;
+        int64_t i1 = nk - shift - 1 < i0 ? i0 : nk - shift - 1 > nq ? nq : nk - shift - 1;
+        memset(m, 0, (size_t)(i0 * nk));
+        for (int64_t i = i0; i < i1; i++) {
+            int64_t lim = i + shift + 1;        /* 0 < lim < nk here */
             memset(m + i * nk, 1, (size_t)lim);
             memset(m + i * nk + lim, 0, (size_t)(nk - lim));
         }
+        memset(m + i1 * nk, 1, (size_t)((nq - i1) * nk));
     }
     tt_event ev;
     if (st == TT_OK) {
