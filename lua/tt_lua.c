@@ -972,7 +972,7 @@ static int ltt_sdpa(lua_State *L)
     tt_tensor *q = ltt_checktensor(L, 1), *k = ltt_checktensor(L, 2), *v = ltt_checktensor(L, 3);
     ltt_check_opts(L, 4, "sdpa", known);
     int causal = 0, want_w = 0;
-    double scale = 0;
+    double scale = NAN;             /* absent: the default 1/sqrt(Dh) */
     tt_tensor *mask = NULL;
     if (lua_istable(L, 4)) {
         causal = ltt_optflag(L, 4, "sdpa", "causal", 0);
