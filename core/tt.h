@@ -198,7 +198,10 @@ tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b);
    true = may attend. causal: lower-right aligned. scale: NAN means the
    default 1/sqrt(Dh); any finite value is used as is (0 gives uniform
    weights over the visible keys, as PyTorch); TT_EARG when infinite. weights: NULL, or receives [..., Hq, Nq, Nk]. A query row with
-   no visible key gives zeros; *empty_rows (may be NULL) gets their count. */
+   no visible key (all hidden by causal or mask) gives zeros; *empty_rows
+   (may be NULL) gets their count. Otherwise the result is the formula's
+   softmax(scale q k^T) @ v, NaN included (a NaN or +inf visible score, or
+   visible scores all -inf, make the row NaN). */
 tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
                   const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
                   int64_t *empty_rows);

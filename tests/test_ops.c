@@ -1087,8 +1087,8 @@ static void test_matmul(void)
 /* ===== sdpa ===== */
 
 /* The composed formula in double: scores = scale q k^T, masked (mask false
-   or causal lower-right) to -inf, softmax, @ v; a row with nothing visible
-   gives zeros. out/w are [..., Hq, Nq, Dv] / [..., Hq, Nq, Nk]. */
+   or causal lower-right) to -inf, softmax (its max propagating NaN, as
+   PyTorch's), @ v; a row with no visible key gives zeros, the one exception. out/w are [..., Hq, Nq, Dv] / [..., Hq, Nq, Nk]. */
 static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor *v, const tt_tensor *mask,
                         int causal, double scale, double *out, double *w)
 {
@@ -1096,7 +1096,7 @@ static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor 
     int64_t Hq = nd >= 3 ? q->shape[nd - 3] : 1, Hkv = nd >= 3 ? k->shape[nd - 3] : 1;
     int64_t Nq = q->shape[nd - 2], Dh = q->shape[nd - 1], Nk = k->shape[nd - 2], Dv = v->shape[nd - 1];
     int64_t B = numel_of(nbd, q->shape), bi[TT_MAX_DIMS] = {0}, empty = 0;
-    if (isnan(scale)) scale = 1.0 / sqrt((double)Dh);
+    if (isnan(scale)) scale = Dh > 0 ? 1.0 / sqrt((double)Dh) : 1.0;   /* Dh = 0: uniform weights */
     double *sc = malloc((size_t)(Nk ? Nk : 1) * sizeof *sc);
     for (int64_t b = 0; b < B; b++) {
         for (int64_t h = 0; h < Hq; h++) {
@@ -1109,6 +1109,7 @@ static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor 
                 memcpy(mi, bi, sizeof mi);
                 if (nd >= 3) { qi[nd - 3] = h; ki[nd - 3] = hk; mi[nd - 3] = h; }
                 double m = -DINF;
+                int seen = 0;
                 for (int64_t j = 0; j < Nk; j++) {
                     double s = 0;
                     for (int64_t d = 0; d < Dh; d++) {
@@ -1121,13 +1122,14 @@ static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor 
                     mi[nd - 1] = j;
                     int vis = (!causal || j <= i + Nk - Nq) && (!mask || elb(mask, nd, mi) != 0);
                     sc[j] = vis ? s : -DINF;
-                    if (sc[j] > m) m = sc[j];
+                    seen |= vis;
+                    if (sc[j] > m || isnan(sc[j])) m = isnan(m) ? m : sc[j];
                 }
                 double sum = 0;
-                for (int64_t j = 0; j < Nk; j++) sum += m == -DINF ? 0 : exp(sc[j] - m);
-                if (m == -DINF) empty++;
+                for (int64_t j = 0; j < Nk; j++) sum += !seen ? 0 : exp(sc[j] - m);
+                if (!seen) empty++;
                 for (int64_t j = 0; j < Nk; j++) {
-                    double p = m == -DINF ? 0 : exp(sc[j] - m) / sum;
+                    double p = !seen ? 0 : exp(sc[j] - m) / sum;
                     if (w) w[row * Nk + j] = p;
                     sc[j] = p;
                 }
@@ -1138,7 +1140,7 @@ static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor 
                         ki[nd - 1] = e;
                         s += sc[j] * el(v, ki);
                     }
-                    out[row * Dv + e] = s;
+                    out[row * Dv + e] = seen ? s : 0.0;   /* even when v has NaN */
                 }
             }
         }
@@ -1259,6 +1261,29 @@ static void test_sdpa(void)
     ok(tt_transpose(&m, &m0, 0, 1));
     check_sdpa("sdpa with unmergeable batch dims and mask", &q, &k, &v, &m, 0, DNAN);
     check_sdpa("sdpa with unmergeable batch dims, causal", &q, &k, &v, &m, 1, DNAN);
+    /* a size 0 in each of B, H, Nq, Nk, Dh (and Dh = Dv = 0, the issue's
+       tt.zeros(5,2,6,0) as q, k and v), with and without causal and mask */
+    static const int64_t zdims[][6] = {   /* B, Hq, Nq, Nk, Dh, Dv */
+        { 0, 2, 3, 4, 5, 5 }, { 2, 0, 3, 4, 5, 5 }, { 2, 2, 0, 4, 5, 5 },
+        { 2, 2, 3, 0, 5, 5 }, { 2, 2, 3, 4, 0, 5 }, { 5, 2, 6, 6, 0, 0 }, { 2, 2, 3, 4, 5, 0 },
+    };
+    for (size_t zi = 0; zi < sizeof zdims / sizeof *zdims; zi++) {
+        const int64_t *z = zdims[zi];
+        tt_threads_stop();    /* fresh scratch: a 0-byte request once failed, leaving counters unwritten */
+        tt_tensor zq = rnd(DIMS(z[0], z[1], z[2], z[4])), zk = rnd(DIMS(z[0], z[1], z[3], z[4]));
+        tt_tensor zv = rnd(DIMS(z[0], z[1], z[3], z[5])), zm = rnd_bool(DIMS(z[2], z[3]));
+        for (int zc = 0; zc < 4; zc++) {
+            snprintf(descr, sizeof descr, "sdpa zero size B=%lld H=%lld Nq=%lld Nk=%lld Dh=%lld Dv=%lld%s%s",
+                     (long long)z[0], (long long)z[1], (long long)z[2], (long long)z[3], (long long)z[4],
+                     (long long)z[5], zc & 1 ? " causal" : "", zc & 2 ? " mask" : "");
+            check_sdpa(descr, &zq, &zk, &zv, zc & 2 ? &zm : NULL, zc & 1, DNAN);
+        }
+        tt_tensor_release(&zq);
+        tt_tensor_release(&zk);
+        tt_tensor_release(&zv);
+        tt_tensor_release(&zm);
+    }
+
     /* scale: NAN is the default; any finite value is used as is */
     check_sdpa("sdpa negative scale matches the formula", &q, &k, &v, &m, 0, -0.7);
     check_sdpa("sdpa negative scale, causal", &q, &k, &v, NULL, 1, -2.5);
