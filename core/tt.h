@@ -261,7 +261,7 @@ typedef struct tt_event {
     int has_scalar, scalar_first;    /* binary op with a Lua number */
     double scalar;
     char args[64];                   /* op arguments as the user wrote them, 1-based: "dim=4" */
-    char note[96];                   /* a warning for this event ("2 rows fully masked") */
+    char note[160];                  /* a warning for this event ("2 rows fully masked") */
     double flops;
     double bytes;                    /* read + written */
     int64_t ns;

@@ -1585,7 +1585,7 @@ typedef struct seen {
     tt_op op;
     double flops;
     int ninputs, ninputs_total, has_scalar;
-    char args[64], note[96];
+    char args[64], note[160];
 } seen;
 
 static void sink(const tt_event *ev, void *ud)
@@ -1599,6 +1599,55 @@ static void sink(const tt_event *ev, void *ud)
     s->has_scalar = ev->has_scalar;
     snprintf(s->args, sizeof s->args, "%s", ev->args);
     snprintf(s->note, sizeof s->note, "%s", ev->note);
+}
+
+/* masked_fill's note when the "may attend" mask is passed where the
+   "hidden" one belongs (a sink is listening). */
+static void mask_note_case(seen *s, const char *descr, const tt_tensor *scores, const tt_tensor *mask,
+                           double value, const char *want)
+{
+    tt_tensor out;
+    s->note[0] = 0;
+    ok(tt_masked_fill(&out, scores, mask, value));
+    int good = want ? strstr(s->note, want) != NULL : s->note[0] == 0;
+    if (!good) printf("  note: \"%s\"\n", s->note);
+    CHECK(descr, good);
+    tt_tensor_release(&out);
+}
+
+static void test_mask_polarity_note(seen *s)
+{
+    tt_tensor sq = rnd(DIMS(2, 4, 4)), wide = rnd(DIMS(2, 3, 5)), tall = rnd(DIMS(2, 5, 3));
+    tt_tensor c44, c35ul, c35lr, c53lr, nc44, pad, pad_ok, pad_bad, rnd_m;
+    ok(tt_causal_mask(&c44, 4, 4, 1));
+    ok(tt_causal_mask(&c35ul, 3, 5, 0));
+    ok(tt_causal_mask(&c35lr, 3, 5, 1));
+    ok(tt_causal_mask(&c53lr, 5, 3, 1));
+    ok(tt_unary(&nc44, TT_NOT, &c44));
+    const uint8_t keep[] = { 1, 1, 1, 1, 1, 1, 0, 0 };      /* lengths 4 and 2 as "keep" */
+    const uint8_t hide[] = { 0, 0, 0, 0, 0, 0, 1, 1 };      /* the right polarity */
+    const uint8_t odd[] = { 1, 0, 1, 1, 1, 1, 0, 0 };       /* not a padding pattern */
+    ok(tt_from_buffer(&pad, TT_BOOL, DIMS(2, 1, 4), keep));
+    ok(tt_from_buffer(&pad_ok, TT_BOOL, DIMS(2, 1, 4), hide));
+    ok(tt_from_buffer(&pad_bad, TT_BOOL, DIMS(2, 1, 4), odd));
+    ok(tt_ones(&rnd_m, TT_BOOL, DIMS(4, 4)));
+    mask_note_case(s, "masked_fill(causal_mask(4), -inf) names the slip", &sq, &c44, -DINF,
+                   "mask hides every key of 1 row (softmax gives NaN there); this is the causal 'may attend' "
+                   "pattern: did you mean ~mask?");
+    mask_note_case(s, "masked_fill(~causal_mask(4), -inf): no note", &sq, &nc44, -DINF, NULL);
+    mask_note_case(s, "masked_fill(causal_mask(4), -1e9): no NaN, no note", &sq, &c44, -1e9, NULL);
+    mask_note_case(s, "upper-left 3x5 causal pattern", &wide, &c35ul, -DINF, NULL);   /* no whole row hidden */
+    mask_note_case(s, "lower-right 3x5 causal pattern: the last row hidden", &wide, &c35lr, -DINF,
+                   "of 1 row (softmax gives NaN there); this is the causal");
+    mask_note_case(s, "lower-right 5x3: its complement hides rows too, no hint", &tall, &c53lr, -DINF, NULL);
+    mask_note_case(s, "padding 'keep' mask [B,1,Nk]", &sq, &pad, -DINF,
+                   "mask hides every key of 4 rows (softmax gives NaN there); this is the padding");
+    mask_note_case(s, "padding 'hide' mask: no note", &sq, &pad_ok, -DINF, NULL);
+    mask_note_case(s, "not a keep pattern: no hint", &sq, &pad_bad, -DINF, NULL);
+    mask_note_case(s, "all-true mask: every key of every row, padding of full length", &sq, &rnd_m, -DINF,
+                   "of 4 rows");
+    tt_tensor *all[] = { &sq, &wide, &tall, &c44, &c35ul, &c35lr, &c53lr, &nc44, &pad, &pad_ok, &pad_bad, &rnd_m };
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) tt_tensor_release(all[i]);
 }
 
 static void test_events(void)
@@ -1628,6 +1677,7 @@ static void test_events(void)
     ok(tt_cat(&out, l, 5, 0));
     CHECK("cat: 4 shown inputs of 5", s.op == TT_OP_CAT && s.ninputs == 4 && s.ninputs_total == 5);
     tt_tensor_release(&out);
+    test_mask_polarity_note(&s);
     s.n = 0;
     check_err("failed op", tt_matmul(&out, &a, &a), TT_ESHAPE, "matmul", NULL, NULL);
     CHECK("a failed op emits no event", s.n == 0);
