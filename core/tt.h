@@ -74,7 +74,9 @@ double tt_get(const tt_tensor *t, int64_t flat);
 /* "[2,3]" or, with names, "[B=2,N=3]"; returns buf. */
 char *tt_shape_str(const tt_tensor *t, char *buf, size_t n);
 
-/* Interned copy of s: equal strings give equal pointers; lives until exit. */
+/* Interned copy of s: equal strings give equal pointers; lives until exit
+   (dim names and labels). Their bytes count against the memory cap: NULL
+   (tt_errmsg says why) when out of memory or when s would pass the cap. */
 const char *tt_intern(const char *s);
 
 /* Memory: cap on live tensor bytes (0 = none); current and peak usage. */

@@ -1792,6 +1792,51 @@ static void test_tiled(void)
     tt_simd_force(NULL);
 }
 
+/* Peak resident memory of this process in KiB (VmHWM), or -1. */
+static long peak_rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0) kib = atol(line + 6);
+    if (f) fclose(f);
+    return kib;
+}
+
+/* Labels (and dim names) are interned until exit, so a loop labelling a
+   million tensors with fresh strings counts them against the memory cap:
+   it meets the cap's message instead of growing without bound. */
+static void test_label_memory(void)
+{
+    const int64_t cap = 64 << 20;
+    long rss0 = peak_rss_kib();
+    tt_set_max_memory(cap);
+    tt_status st = TT_OK;
+    char label[128];
+    int i = 0, stopped = 0;
+    for (; i < 1000000 && !stopped; i++) {
+        tt_tensor t;
+        if ((st = tt_zeros(&t, TT_FLOAT32, DIMS(4))) != TT_OK) { stopped = 1; break; }
+        snprintf(label, sizeof label, "tensor %07d of a long loop that labels every tensor it makes, "
+                 "with a fresh string each time", i);
+        t.label = tt_intern(label);
+        if (t.label == NULL) stopped = 2;
+        tt_tensor_release(&t);
+    }
+    CHECK("a million fresh labels under a 64M cap stop at the cap", stopped != 0 && i < 1000000);
+    CHECK("... with the cap's message naming the labels", strstr(tt_errmsg(), "the memory cap is 64") &&
+          strstr(tt_errmsg(), "dim names and labels") && strstr(tt_errmsg(), "--max-memory"));
+    tt_tensor t;
+    st = tt_zeros(&t, TT_FLOAT32, DIMS(cap / 16));   /* a quarter of the cap */
+    CHECK("the next big tensor meets the cap too", st == TT_ENOMEM && strstr(tt_errmsg(), "dim names and labels"));
+    tt_tensor_release(&t);
+    tt_set_max_memory(0);
+    long grown = peak_rss_kib() - rss0;
+    CHECK("peak memory grew by about the cap, not more", rss0 < 0 || grown < 2 * (cap >> 10));
+    if (rss0 >= 0 && grown >= 2 * (cap >> 10)) printf("  VmHWM grew by %ld KiB\n", grown);
+}
+
 int main(void)
 {
     int64_t base = tt_memory_in_use();
@@ -1819,6 +1864,7 @@ int main(void)
     test_errors();
     test_events();
     CHECK("no tensor memory leaked", tt_memory_in_use() == base);
+    test_label_memory();                /* last: fills the intern table up to a cap */
     if (tt_memory_in_use() != base)
         printf("  %lld bytes still in use\n", (long long)(tt_memory_in_use() - base));
     return check_report();
