@@ -113,6 +113,7 @@ end
 heatmaps(masked, "masked_scores", "Masked scores", "-inf", "diverging", kinds)
 heatmaps(weights, "weights", "Weights", "exactly 0", "viridis", kinds)
 print("Figures: images/04_masked_scores_b1.png, _b2.png and 04_weights_b1.png, _b2.png")
+print("(hatched: the hidden cells, the causal ones and the pad keys each their own way)")
 
 tt.trace.section("4. Left padding: a query that sees nothing gives NaN")
 print("A decoder that generates for a whole batch usually pads on the LEFT, so that")
