@@ -249,4 +249,44 @@ size_t tt_flow_describe(char *buf, size_t n);
 tt_status tt__figure_save(const char *what, const char *path, const tt_canvas *c,
                           const tt_png_meta *meta);
 
+/* ===== Head groups (head_groups.c): the MHA / GQA / MQA diagram ===== */
+
+#define TT_HEAD_GROUPS_MAX_Q 64
+#define TT_HEAD_GROUPS_MAX_VARIANTS 8
+
+typedef struct tt_head_groups_opts {
+    const char *title;                  /* over the panels (NULL: none) */
+    int q_heads;                        /* 1..TT_HEAD_GROUPS_MAX_Q */
+    /* one panel a variant: its number of K/V heads, each dividing q_heads */
+    const int *kv_heads; int nvariants; /* 1..TT_HEAD_GROUPS_MAX_VARIANTS */
+    /* one name a variant, or NULL: "MHA", "GQA", "MQA" from the counts;
+       a NULL entry also takes that name */
+    const char *const *titles; int ntitles;
+    tt_png_meta meta;
+} tt_head_groups_opts;
+
+/* Where things landed (for tests): query box h of every panel covers
+   q_x[h], q_y[p], box_w x box_h; K/V box k of panel p covers kv_x[p][k],
+   kv_y[p]. */
+typedef struct tt_head_groups_geom {
+    int width, height, npanels, box_w, box_h;
+    int q_x[TT_HEAD_GROUPS_MAX_Q];
+    int q_y[TT_HEAD_GROUPS_MAX_VARIANTS], kv_y[TT_HEAD_GROUPS_MAX_VARIANTS];
+    int kv_x[TT_HEAD_GROUPS_MAX_VARIANTS][TT_HEAD_GROUPS_MAX_Q];
+} tt_head_groups_geom;
+
+void tt_head_groups_opts_init(tt_head_groups_opts *o);
+/* One panel a variant: query heads Q1..Qn in a row, K/V heads below, a
+   line from query head h (1-based) to the K/V head it reads,
+   ceil(h / (q_heads / kv_heads)); each group in its tt_fig_colour; the
+   panel title with the counts and a caption with the KV-cache size next
+   to MHA's. Renders into *out (initialised here; free with
+   tt_canvas_free); geom may be NULL. TT_EARG when q_heads is out of
+   range, a kv_heads entry does not divide it, there are no or too many
+   variants, or ntitles differs from nvariants. */
+tt_status tt_head_groups_render(tt_canvas *out, tt_head_groups_geom *geom,
+                                const tt_head_groups_opts *opts);
+/* The same written to path (tt__figure_save); TT_EIO when it cannot be. */
+tt_status tt_head_groups_write(const char *path, const tt_head_groups_opts *opts);
+
 #endif

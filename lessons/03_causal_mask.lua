@@ -77,19 +77,20 @@ tt.heatmap(scores[1], "images/03_scores.png", {
 tt.trace.section("3. The right way: mask the scores, then softmax")
 print("Hidden cells get -inf. Softmax turns exp(-inf) into exactly 0, so the")
 print("future takes no share and the visible keys split the whole weight of 1.")
-local masked = scores:masked_fill(~allowed, NEG_INF):label("masked_scores")
+local future = ~allowed                       -- true = hidden, masked_fill's polarity
+local masked = scores:masked_fill(future, NEG_INF):label("masked_scores")
 print("Masked scores of the first sentence:")
 print_rows(masked[1], tokens)
 print("Softmax runs along each row (over the keys, dim Nk):")
 local weights = masked:softmax("Nk"):label("weights")
 tt.heatmap(masked[1], "images/03_masked_scores.png", {
   title = "Masked scores (future = -inf)", xlabels = tokens, ylabels = tokens,
-  xtitle = "Key", ytitle = "Query",
+  xtitle = "Key", ytitle = "Query", mask = {["masked: -inf"] = future},
   cmap = "diverging", decimals = 2 })
 tt.heatmap(weights[1], "images/03_weights.png", {
-  title = "Causal attention weights", xlabels = tokens, ylabels = tokens,
-  xtitle = "Key", ytitle = "Query",
-  cmap = "viridis", decimals = 2, vmin = 0, vmax = 1 })
+  title = "Causal attention weights (rows sum to 1)", xlabels = tokens, ylabels = tokens,
+  xtitle = "Key", ytitle = "Query", mask = {["masked: exactly 0"] = future},
+  row_sums = true, cmap = "viridis", decimals = 2, vmin = 0, vmax = 1 })
 
 print("Weights of the first sentence (row = query, column = key):")
 print_rows(weights[1], tokens)
@@ -97,7 +98,7 @@ print_rows(weights[1], tokens)
 -- Claim 1: each row is a complete distribution over the visible keys.
 tt.assert_close(weights:sum(-1), tt.ones(B, N), 1e-6, 1e-6, "every row of weights sums to 1")
 -- Claim 2: the future gets exactly zero, not just something small.
-local future_total = (weights * (~allowed):float()):abs():sum():item()
+local future_total = (weights * future:float()):abs():sum():item()
 if future_total ~= 0 then error("future weights should be exactly 0, got " .. future_total) end
 tt.assert_close(weights:triu(1), tt.zeros(B, N, N), 0, 0, "upper triangle is exactly 0")
 print("Checked: every row sums to 1, and every weight above the diagonal is exactly 0.")
@@ -136,8 +137,8 @@ end
 print("Every row except the last sums to less than 1: checked.")
 tt.heatmap(wrong[1], "images/03_wrong_way.png", {
   title = "WRONG: softmax, then x mask (rows sum < 1)", xlabels = tokens, ylabels = tokens,
-  xtitle = "Key", ytitle = "Query",
-  cmap = "viridis", decimals = 2, vmin = 0, vmax = 1 })
+  xtitle = "Key", ytitle = "Query", mask = {["zeroed after softmax"] = future},
+  row_sums = true, cmap = "viridis", decimals = 2, vmin = 0, vmax = 1 })
 
 print("Dividing each row by its sum repairs it and gives the right weights again,")
 print("but that is a second normalisation pass; the -inf mask gets it in one.")

@@ -47,12 +47,14 @@ local function print_rows(x, words)
     end
   end)
 end
-local function heatmaps(x, stem, title, cmap)
+-- One figure per sentence b; kinds(b) names its masks ({name = bool
+-- tensor}, true = hidden), each kind hatched its own way.
+local function heatmaps(x, stem, what, hidden, cmap, kinds)
   for b = 1, B do
     tt.heatmap(x[b], string.format("images/04_%s_b%d.png", stem, b), {
-      title = string.format("%s, sentence %d (length %d)", title, b, lengths[b]),
+      title = string.format("%s, sentence %d (length %d): hidden = %s", what, b, lengths[b], hidden),
       xlabels = sentences[b], ylabels = sentences[b], xtitle = "Key", ytitle = "Query",
-      cmap = cmap, decimals = 2 })
+      mask = kinds(b), cmap = cmap, decimals = 2 })
   end
 end
 
@@ -104,9 +106,14 @@ print("Checked: every hidden cell is exactly 0 and every row sums to 1.")
 local Z_sdpa = tt.sdpa(q, k, v, {mask = ~hide})           -- sdpa's mask says what to KEEP
 tt.assert_close(Z_sdpa, Z, 1e-5, 1e-5, "tt.sdpa with mask = ~hide equals the step-by-step output")
 print("tt.sdpa(q, k, v, {mask = ~hide}) agrees (its mask marks what to KEEP).")
-heatmaps(masked, "masked_scores", "Causal + padding masked scores", "diverging")
-heatmaps(weights, "weights", "Causal + padding weights", "viridis")
+-- the two reasons to hide a cell, hatched differently in the figures
+local function kinds(b)
+  return {["causal (future key)"] = future, ["padding (<pad> key)"] = pad_keys[b]}
+end
+heatmaps(masked, "masked_scores", "Masked scores", "-inf", "diverging", kinds)
+heatmaps(weights, "weights", "Weights", "exactly 0", "viridis", kinds)
 print("Figures: images/04_masked_scores_b1.png, _b2.png and 04_weights_b1.png, _b2.png")
+print("(hatched: the hidden cells, the causal ones and the pad keys each their own way)")
 
 tt.trace.section("4. Left padding: a query that sees nothing gives NaN")
 print("A decoder that generates for a whole batch usually pads on the LEFT, so that")

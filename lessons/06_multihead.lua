@@ -127,11 +127,13 @@ tt.trace.section("5. What the heads look at")
 print("Each head has its own slice of W_Q, W_K, W_V, so each makes its own")
 print("pattern of weights. Sentence 1, all heads:")
 local w1 = weights[1]:label("Weights_sentence1")          -- [H, N, N]
+local future = ~causal                                    -- [N, N] hatched in every panel
 tt.heatmap(w1, "images/06_heads.png", {
   title = "Causal attention weights of each head (sentence 1)",
   xlabels = tokens, ylabels = tokens, xtitle = "Key", ytitle = "Query",
+  mask = {["masked: exactly 0"] = future},
   cmap = "viridis", vmin = 0, vmax = 1, decimals = 1 })
-print("Figure: images/06_heads.png, one panel per head.")
+print("Figure: images/06_heads.png, one panel per head (hatched: the masked future).")
 untraced(function()
   local best = w1:argmax(-1):totable()
   for h = 1, H do

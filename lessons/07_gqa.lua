@@ -42,14 +42,10 @@ local assign = groups:view(H, 1):eq(tt.arange(1, G + 1):view(1, G)):float():labe
 tt.assert_close(assign:sum(2), tt.ones(H), 0, 0, "every query head reads exactly one K/V head")
 tt.assert_close(assign:sum(1), tt.full({G}, R), 0, 0, "every K/V head serves R query heads")
 
-local qlabels, kvlabels = {}, {}
-for h = 1, H do qlabels[h] = "q" .. h end
-for g = 1, G do kvlabels[g] = "kv" .. g end
-tt.heatmap(assign, "images/07_head_groups.png", {
-  title = string.format("GQA, H=%d query heads, G=%d K/V heads", H, G),
-  xlabels = kvlabels, ylabels = qlabels, xtitle = "K/V head", ytitle = "Query head",
-  cmap = "viridis", annotate = true, decimals = 0, colorbar = false })
-print("Figure: images/07_head_groups.png (1 = this query head reads that K/V head)")
+tt.head_groups("images/07_head_groups.png", {
+  q_heads = H, kv_heads = {H, G, 1}, titles = {"MHA", "GQA", "MQA"},
+  title = "Which K/V head each query head reads" })
+print("Figure: images/07_head_groups.png (a line from each query head to the K/V head it reads)")
 
 tt.trace.section("Projections: 8 query heads but only 2 K/V heads")
 print("Q is projected to H*Dh numbers per token, K and V only to G*Dh.")
@@ -115,7 +111,7 @@ local tok = {"t1", "t2", "t3", "t4", "t5"}
 tt.heatmap(weights_fused:select(1, 1), "images/07_gqa_weights.png", {
   title = "GQA causal weights, batch 1: heads 1-4 share kv 1, heads 5-8 share kv 2",
   panel_titles = panel_titles, xlabels = tok, ylabels = tok, xtitle = "Key", ytitle = "Query",
-  cmap = "viridis", decimals = 2 })
+  mask = {["masked: exactly 0"] = future}, cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
 print("Figure: images/07_gqa_weights.png (one panel per query head, titled with its K/V head)")
 
 tt.trace.section("How big is the K/V cache? G/H of MHA's")

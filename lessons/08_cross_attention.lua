@@ -123,14 +123,17 @@ tt.heatmap(weights:select(1, 1), "images/08_weights.png", {
   title = "Cross-attention weights: each French word finds its English word",
   xlabels = en[1], ylabels = fr[1], xtitle = "encoder key (English)",
   ytitle = "decoder query (French)", cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
+local pad2 = pad:select(1, 2)                        -- [1, Nk]: hatches whole columns
 tt.heatmap(masked:select(1, 2), "images/08_masked_scores.png", {
   title = "Masked scores, sentence 2: <pad> keys are -inf",
   xlabels = en[2], ylabels = fr[2], xtitle = "encoder key (English)",
-  ytitle = "decoder query (French)", cmap = "diverging", decimals = 1 })
+  ytitle = "decoder query (French)", mask = {["<pad> key: -inf"] = pad2},
+  cmap = "diverging", decimals = 1 })
 tt.heatmap(weights:select(1, 2), "images/08_weights_padded.png", {
   title = "Weights, sentence 2: <pad> columns get exactly 0",
   xlabels = en[2], ylabels = fr[2], xtitle = "encoder key (English)",
-  ytitle = "decoder query (French)", cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
+  ytitle = "decoder query (French)", mask = {["<pad> key: exactly 0"] = pad2},
+  row_sums = true, cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
 print("Figures: images/08_weights.png, images/08_masked_scores.png, images/08_weights_padded.png")
 
 tt.trace.section("The same with tt.sdpa")

@@ -86,11 +86,12 @@ tt.assert_close(stacked, full_w, 1e-5, 1e-6, "decode weights, stacked, == full c
 print("Stacking the 6 one-row weight vectors rebuilds the full causal weight matrix.")
 local tok = {"t1", "t2", "t3", "t4", "t5", "t6"}
 local two_heads = tt.stack({stacked[1][1], stacked[1][3]}, 1)   -- one head from each K/V group
+local not_yet = ~tt.causal_mask(N)          -- at step t, keys t+1..N are not in the cache
 tt.heatmap(two_heads, "images/09_decode_weights.png", {
   title = "Decode steps stacked: row t = weights of step t",
   panel_titles = {"head 1 (K/V head 1)", "head 3 (K/V head 2)"},
   xlabels = tok, ylabels = {"step 1", "step 2", "step 3", "step 4", "step 5", "step 6"},
-  xtitle = "cached key (later keys do not exist yet)", ytitle = "decode step",
+  xtitle = "cached key", ytitle = "decode step", mask = {["key not in the cache yet"] = not_yet},
   cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
 print("Figure: images/09_decode_weights.png")
 

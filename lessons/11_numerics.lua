@@ -139,8 +139,9 @@ tt.heatmap(panels, "images/11_fully_masked_row.png", {
   title = "Query 2 sees no key: three different answers",
   panel_titles = {"masked with -1e9", "masked with -inf", "tt.sdpa"},
   xlabels = {"k1", "k2", "k3", "k4"}, ylabels = {"q1", "q2", "q3"},
-  cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
-print("Figure: images/11_fully_masked_row.png (NaN cells are drawn in their own colour)")
+  mask = {["masked key"] = ~keep}, cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
+print("Figure: images/11_fully_masked_row.png (hatched: masked; row q2 is masked")
+print("throughout, and each panel prints what it gave there: 0.25, NaN or 0)")
 
 tt.trace.section("NaN spreads")
 print("In the next layer every query that reads position 2 mixes a NaN into its sum,")

@@ -102,13 +102,21 @@ end
 print(string.format("Causal skipping: of %d tiles, %d are full, %d sit on the diagonal and need", total, full, diag))
 print(string.format("the mask, and %d are never touched.", total - full - diag))
 if full ~= 6 or diag ~= 4 or total ~= 16 then error("16 tiles: 6 below the diagonal, 4 on it") end
-local tile_names = {"keys 1-4", "keys 5-8", "keys 9-12", "keys 13-16"}
-tt.heatmap(tt.tensor(done), "images/12_tiles.png", {
-  title = "Causal tiles: 1 = full, 0.5 = diagonal (masked inside), 0 = skipped",
-  xlabels = tile_names, ylabels = {"queries 1-4", "queries 5-8", "queries 9-12", "queries 13-16"},
-  xtitle = "key tile", ytitle = "query tile", cmap = "viridis", vmin = 0, vmax = 1,
-  decimals = 1, colorbar = false })
-print("Figure: images/12_tiles.png")
+-- The figure shows every (query, key) element: what the tiled loop did with it.
+local COMPUTED, MASKED, SKIPPED = 1, 2, 3
+local what = {}
+for i = 1, N do
+  what[i] = {}
+  for j = 1, N do
+    local tile = done[(i - 1) // Br + 1][(j - 1) // Bc + 1]
+    what[i][j] = tile == 0 and SKIPPED or (tile == 0.5 and j > i) and MASKED or COMPUTED
+  end
+end
+tt.heatmap(tt.tensor(what), "images/12_tiles.png", {
+  title = string.format("Causal attention in %dx%d tiles: what happens to each score", Br, Bc),
+  categories = {"computed", "masked (diagonal tile)", "skipped (future tile)"},
+  tiles = {Br, Bc}, annotate = false, xtitle = "key", ytitle = "query" })
+print("Figure: images/12_tiles.png (every query x key element; thick lines: the tiles)")
 
 tt.trace.section("Watching one row: query 8, head 1")
 print("Key tile 1 gives a first max and sum (alpha = exp(-inf) = 0: nothing to rescale")

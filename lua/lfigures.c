@@ -510,10 +510,76 @@ static int ltt_flow(lua_State *L)
     return 1;
 }
 
+/* ===== tt.head_groups(path, opts) ===== */
+
+/* A positive whole number at the top of the stack (popped), naming what
+   it is in the error. The core checks the ranges. */
+static int pop_count(lua_State *L, const char *what)
+{
+    const int isnum = lua_type(L, -1) == LUA_TNUMBER;
+    const double d = isnum ? (double)lua_tonumber(L, -1) : 0.0;
+    if (!isnum || !(d >= 1 && d <= 1e6 && d == floor(d)))
+        ltt_error(L, "head_groups: %s must be a positive whole number, not %s", what,
+                  isnum ? lua_tostring(L, -1) : luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return (int)d;
+}
+
+/* tt.head_groups options:
+     q_heads   whole number 1..64: the query heads (required)
+     kv_heads  list of whole numbers, each dividing q_heads: the K/V heads
+               of each variant, one panel each (required), e.g. {8, 2, 1}
+     titles    list of strings, one a variant (default "MHA", "GQA", "MQA"
+               from the counts)
+     title     string over the panels */
+static const char *const head_groups_opts[] = { "title", "q_heads", "kv_heads", "titles", NULL };
+
+static int ltt_head_groups(lua_State *L)
+{
+    const char *path = check_path(L, 1, "head_groups");
+    luaL_checktype(L, 2, LUA_TTABLE);
+    ltt_check_opts(L, 2, "head_groups", head_groups_opts);
+    tt_head_groups_opts o;
+    tt_head_groups_opts_init(&o);
+    o.title = opt_string(L, 2, "head_groups", "title");
+    if (lua_getfield(L, 2, "q_heads") == LUA_TNIL)
+        return ltt_error(L, "head_groups: option 'q_heads' is missing (the number of query heads, e.g. 8)");
+    o.q_heads = pop_count(L, "option 'q_heads'");
+    const int t = lua_getfield(L, 2, "kv_heads");
+    if (t == LUA_TNIL)
+        return ltt_error(L, "head_groups: option 'kv_heads' is missing (the K/V heads of each variant, "
+                         "e.g. {8, 2, 1})");
+    if (t != LUA_TTABLE)
+        return ltt_error(L, "head_groups: option 'kv_heads' must be a list of whole numbers, not a %s",
+                         luaL_typename(L, -1));
+    const int list = lua_gettop(L);
+    const lua_Integer n = luaL_len(L, list);
+    if (n > 1000) return ltt_error(L, "head_groups: option 'kv_heads' has too many entries");
+    int *kv = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *kv, 0);   /* freed by the GC */
+    for (lua_Integer i = 1; i <= n; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "option 'kv_heads' (entry %lld)", (long long)i);
+        lua_geti(L, list, i);
+        kv[i - 1] = pop_count(L, what);
+    }
+    o.kv_heads = kv;
+    o.nvariants = (int)n;
+    o.titles = opt_strings(L, 2, "head_groups", "titles", &o.ntitles);
+    char source[256];
+    where(L, source, sizeof source);
+    o.meta.source = source;
+    o.meta.title = o.title;
+    check_write(L, path);
+    if (tt_head_groups_write(path, &o) != TT_OK) return ltt_error(L, "%s", tt_errmsg());
+    lua_pushstring(L, path);
+    return 1;
+}
+
 static const luaL_Reg figlib[] = {
     { "heatmap", ltt_heatmap },
     { "bars", ltt_bars },
     { "flow", ltt_flow },
+    { "head_groups", ltt_head_groups },
     { NULL, NULL },
 };
 

@@ -1125,6 +1125,110 @@ static void test_heatmap_options(void)
           strstr(tt_errmsg(), "categories: cell (2, 2) of [5,7] holds 4, not a category code 1..3"));
 }
 
+/* tt_head_groups: boxes where the geometry says, in their group's colour;
+   each query head's line reaches the K/V head ceil(h / (Q / G)); a K/V
+   head sits under the middle of its group; bad options are TT_EARG. */
+static void test_head_groups(void)
+{
+    const int kv[3] = { 8, 2, 1 };
+    const char *const titles[3] = { "MHA", "GQA", "MQA" };
+    tt_head_groups_opts o;
+    tt_head_groups_opts_init(&o);
+    o.title = "Query heads and their K/V heads";
+    o.q_heads = 8;
+    o.kv_heads = kv;
+    o.nvariants = 3;
+    o.titles = titles;
+    o.ntitles = 3;
+    tt_canvas c;
+    tt_head_groups_geom g;
+    CHECK("head_groups renders", tt_head_groups_render(&c, &g, &o) == TT_OK && c.px);
+    if (!c.px) return;
+    CHECK("head_groups: three panels", g.npanels == 3 && g.width == c.w && g.height == c.h);
+    const int bw = g.box_w, bh = g.box_h;
+    for (int v = 0; v < 3; v++) {
+        const int per = 8 / kv[v];
+        for (int h = 0; h < 8; h++) {   /* query box: its group's colour on the border */
+            const uint32_t want = tt_fig_colour(h / per);
+            CHECK("head_groups: query box border in its group's colour",
+                  near_rgb(tt_canvas_get(&c, g.q_x[h] + 1, g.q_y[v] + bh / 2), want, 40));
+            CHECK("head_groups: query box filled (not white)",
+                  tt_canvas_get(&c, g.q_x[h] + 4, g.q_y[v] + 4) != 0xffffffu);
+        }
+        for (int k = 0; k < kv[v]; k++) {
+            CHECK("head_groups: K/V box filled with its group's colour",
+                  tt_canvas_get(&c, g.kv_x[v][k] + 3, g.kv_y[v] + bh - 5) == tt_fig_colour(k));
+            /* under the middle of its query heads k*per .. (k+1)*per - 1 */
+            const int mid = (g.q_x[k * per] + g.q_x[(k + 1) * per - 1]) / 2;
+            CHECK("head_groups: K/V box under the middle of its group", abs(g.kv_x[v][k] - mid) <= 1);
+        }
+        CHECK("head_groups: no K/V box beyond the count", kv[v] == 8 || g.kv_x[v][kv[v]] == 0);
+        /* the middle of each line is in the reader's group colour:
+           query head h (1-based) reads K/V head ceil(h / per) */
+        for (int h = 0; h < 8; h++) {
+            const int k = h / per;
+            const double x0 = g.q_x[h] + bw / 2.0, y0 = g.q_y[v] + bh;
+            const double x1 = g.kv_x[v][k] + bw / 2.0, y1 = g.kv_y[v];
+            const int mx = (int)((x0 + x1) / 2), my = (int)((y0 + y1) / 2);
+            CHECK("head_groups: line pixel between a query head and its K/V head",
+                  near_rgb(tt_canvas_get(&c, mx, my), tt_fig_colour(k), 60));
+        }
+    }
+    /* GQA: Q1's line leans towards KV1, so straight below Q1 is blank */
+    CHECK("head_groups: GQA line of Q1 is not vertical",
+          tt_canvas_get(&c, g.q_x[0] + bw / 2, (g.q_y[1] + bh + g.kv_y[1]) / 2) == 0xffffffu);
+    CHECK("head_groups: MHA K/V head h right under query head h",
+          g.kv_x[0][0] == g.q_x[0] && g.kv_x[0][7] == g.q_x[7]);
+    CHECK("head_groups: MQA's single K/V head under the middle",
+          abs(g.kv_x[2][0] - (g.q_x[0] + g.q_x[7]) / 2) <= 1);
+
+    /* written: the same pixels, decoded */
+    CHECK("head_groups writes", tt_head_groups_write(tpath("head_groups.png"), &o) == TT_OK);
+    uint8_t *px = NULL;
+    int w = 0, h = 0;
+    CHECK("head_groups PNG decodes", tt_png_read_rgb(tpath("head_groups.png"), &px, &w, &h) == TT_OK);
+    CHECK("head_groups PNG holds the rendered pixels",
+          px && w == c.w && h == c.h && !memcmp(px, c.px, (size_t)w * (size_t)h * 3));
+    free(px);
+    tt_canvas_free(&c);
+    CHECK("head_groups: unwritable path is TT_EIO naming the figure",
+          tt_head_groups_write(tpath("no/such/dir/h.png"), &o) == TT_EIO &&
+          strstr(tt_errmsg(), "head_groups: ") != NULL);
+
+    /* errors */
+    const int three[1] = { 3 };
+    tt_head_groups_opts bad = o;
+    bad.q_heads = 0;
+    CHECK("head_groups: q_heads 0 refused", tt_head_groups_render(&c, NULL, &bad) == TT_EARG &&
+          strstr(tt_errmsg(), "q_heads must be a whole number from 1 to 64, got 0") && !c.px);
+    bad.q_heads = 65;
+    CHECK("head_groups: q_heads 65 refused", tt_head_groups_render(&c, NULL, &bad) == TT_EARG);
+    bad = o;
+    bad.kv_heads = three;
+    bad.nvariants = 1;
+    bad.titles = NULL;
+    CHECK("head_groups: 3 K/V heads for 8 query heads refused",
+          tt_head_groups_render(&c, NULL, &bad) == TT_EARG &&
+          strstr(tt_errmsg(), "kv_heads[1] = 3 does not divide q_heads = 8"));
+    bad = o;
+    bad.ntitles = 2;
+    CHECK("head_groups: title count checked", tt_head_groups_render(&c, NULL, &bad) == TT_EARG &&
+          strstr(tt_errmsg(), "2 titles for the 3 variants"));
+    bad = o;
+    bad.nvariants = 0;
+    CHECK("head_groups: no variant refused", tt_head_groups_render(&c, NULL, &bad) == TT_EARG);
+    /* 64 query heads, the most: no labels fit, still drawn */
+    const int sixty_four[2] = { 64, 4 };
+    bad = o;
+    bad.q_heads = 64;
+    bad.kv_heads = sixty_four;
+    bad.nvariants = 2;
+    bad.titles = NULL;
+    CHECK("head_groups: 64 query heads drawn", tt_head_groups_render(&c, &g, &bad) == TT_OK &&
+          c.w <= 1600 && g.q_x[63] + g.box_w < c.w);
+    tt_canvas_free(&c);
+}
+
 static void remove_tree(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -1160,6 +1264,7 @@ int main(void)
     test_bars_labels();
     test_flow_labels();
     test_heatmap_options();
+    test_head_groups();
     if (getenv("TT_KEEP_FIGURES")) printf("figures kept in %s\n", tmpdir);
     else remove_tree(tmpdir);
     return check_report();

@@ -1,4 +1,4 @@
--- test_figures.lua — tt.heatmap, tt.bars and tt.flow from Lua: option
+-- test_figures.lua — tt.heatmap, tt.bars, tt.flow and tt.head_groups from Lua: option
 -- names and types are checked (a typo is an error that lists the valid
 -- options), valid calls write their PNG, and --sandbox guards the path.
 -- Pixels are tested in tests/test_figure.c.
@@ -270,6 +270,51 @@ tt.bars(tt.ones(1, 1):expand(20, 10000000), %q)
         res:find("bars: [20,10000000] is too big for a bar chart", 1, true) ~= nil)
 end
 
+-- ===== tt.head_groups: the MHA / GQA / MQA diagram =====
+do
+  local hg = {q_heads = 8, kv_heads = {8, 2, 1}, titles = {"MHA", "GQA", "MQA"}, title = "Heads"}
+  check("head_groups returns its path", tt.head_groups(tmp("hg.png"), hg) == tmp("hg.png"))
+  local png = assert(io.open(tmp("hg.png"), "rb")):read("a")
+  check("head_groups writes a PNG with its source line",
+        png:sub(2, 4) == "PNG" and png:find("test_figures.lua:", 1, true) ~= nil)
+  check("head_groups: titles and title are optional",
+        tt.head_groups(tmp("hg2.png"), {q_heads = 4, kv_heads = {2}}) and exists(tmp("hg2.png")))
+  local function hg_with(k, v)
+    local o = {q_heads = 8, kv_heads = {8, 2, 1}}
+    o[k] = v
+    return o
+  end
+  checkerror({"head_groups: unknown option 'heads'", "(options: title, q_heads, kv_heads, titles)"},
+             tt.head_groups, tmp("e.png"), hg_with("heads", 8))
+  checkerror({"head_groups: option 'q_heads' is missing"}, tt.head_groups, tmp("e.png"), {kv_heads = {1}})
+  checkerror({"head_groups: option 'kv_heads' is missing", "e.g. {8, 2, 1}"}, tt.head_groups, tmp("e.png"),
+             {q_heads = 8})
+  checkerror({"head_groups: option 'q_heads' must be a positive whole number, not 2.5"},
+             tt.head_groups, tmp("e.png"), hg_with("q_heads", 2.5))
+  checkerror({"head_groups: option 'q_heads' must be a positive whole number, not string"},
+             tt.head_groups, tmp("e.png"), hg_with("q_heads", "8"))
+  checkerror({"head_groups: option 'q_heads' must be a positive whole number, not 0"},
+             tt.head_groups, tmp("e.png"), hg_with("q_heads", 0))
+  checkerror({"head_groups: q_heads must be a whole number from 1 to 64, got 128"},
+             tt.head_groups, tmp("e.png"), {q_heads = 128, kv_heads = {1}})
+  checkerror({"head_groups: kv_heads[2] = 3 does not divide q_heads = 8", "hint:"},
+             tt.head_groups, tmp("e.png"), hg_with("kv_heads", {8, 3}))
+  checkerror({"head_groups: kv_heads[1] = 16 does not divide q_heads = 8"},
+             tt.head_groups, tmp("e.png"), hg_with("kv_heads", {16}))
+  checkerror({"head_groups: option 'kv_heads' (entry 2) must be a positive whole number, not boolean"},
+             tt.head_groups, tmp("e.png"), hg_with("kv_heads", {8, true}))
+  checkerror({"head_groups: option 'kv_heads' must be a list of whole numbers, not a number"},
+             tt.head_groups, tmp("e.png"), hg_with("kv_heads", 2))
+  checkerror({"head_groups: kv_heads must list 1 to 8 variants", "got 0"},
+             tt.head_groups, tmp("e.png"), hg_with("kv_heads", {}))
+  checkerror({"head_groups: 2 titles for the 3 variants in kv_heads"},
+             tt.head_groups, tmp("e.png"), hg_with("titles", {"MHA", "GQA"}))
+  checkerror({"head_groups: option 'title' must be a string, not a number"},
+             tt.head_groups, tmp("e.png"), hg_with("title", 5))
+  checkerror({"bad argument #2 to", "head_groups'", "table expected"}, tt.head_groups, tmp("e.png"))
+  check("no file after a head_groups error", not exists(tmp("e.png")))
+end
+
 -- ===== --sandbox: figures only under --images =====
 local images = tmp("images")
 assert(os.execute("mkdir -p " .. images))
@@ -280,12 +325,15 @@ local x = tt.rand(3, 4)
 print(select(2, pcall(tt.heatmap, x, "/tmp/tt_sandbox_escape.png")))
 print(select(2, pcall(tt.bars, tt.rand(3), "../bars_escape.png")))
 print(select(2, pcall(tt.flow, "/tmp/tt_sandbox_escape.png")))
+print(select(2, pcall(tt.head_groups, "/tmp/tt_sandbox_hg.png", {q_heads = 2, kv_heads = {1}})))
 print(tt.heatmap(x, "images/ok.png"))
 ]])
 f:close()
 local out = io.popen("cd " .. dir .. " && " .. os.getenv("PWD") .. "/tensortrace -q --sandbox sbx.lua 2>&1"):read("a")
 check("sandbox: heatmap outside --images refused", out:find("sandbox: cannot write '/tmp/tt_sandbox_escape.png'", 1, true) ~= nil)
 check("sandbox: bars outside --images refused", out:find("sandbox: cannot write '../bars_escape.png'", 1, true) ~= nil)
+check("sandbox: head_groups outside --images refused",
+      out:find("sandbox: cannot write '/tmp/tt_sandbox_hg.png'", 1, true) ~= nil and not exists("/tmp/tt_sandbox_hg.png"))
 check("sandbox: no escaped file", not exists("/tmp/tt_sandbox_escape.png") and not exists(dir .. "/../bars_escape.png"))
 check("sandbox: heatmap under --images written", out:find("images/ok.png", 1, true) ~= nil and exists(images .. "/ok.png"))
 
