@@ -1,6 +1,7 @@
 /*
 ** png.c — canvas -> 8-bit RGB PNG, and back (for tests). The only file that
-** includes <png.h>. Writes go to path.tmp and are renamed into place, so a
+** includes <png.h>. Also the one atomic writer of every figure format
+** (tt__write_file): writes go to path.tmp and are renamed into place, so a
 ** failure never leaves a half-written figure; bytes are deterministic.
 */
 #include <errno.h>
@@ -79,21 +80,15 @@ static int encode(FILE *fp, png_bytep *rows, int w, int h, const tt_png_meta *me
     return 0;
 }
 
-tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
-                           int stride, const tt_png_meta *meta)
+/* ===== Atomic writes (every figure format) ===== */
+
+tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx)
 {
-    if (w <= 0 || h <= 0 || stride < 3 * w)
-        return tt__err(TT_EARG, "cannot write '%s': bad image size %dx%d", path, w, h);
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 5);
-    png_bytep *rows = malloc((size_t)h * sizeof *rows);   /* before setjmp */
-    if (!tmp || !rows) {
-        free(tmp); free(rows);
-        return tt__err(TT_ENOMEM, "cannot write '%s': out of memory", path);
-    }
+    if (!tmp) return tt__err(TT_ENOMEM, "cannot write '%s': out of memory", path);
     memcpy(tmp, path, plen);
     memcpy(tmp + plen, ".tmp", 5);
-    for (int y = 0; y < h; y++) rows[y] = (png_bytep)(uintptr_t)(px + (size_t)y * (size_t)stride);
 
     tt_status st = TT_OK;
     FILE *fp = fopen(tmp, "wb");
@@ -105,7 +100,7 @@ tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
         st = tt__err(TT_EIO, "cannot write '%s': %s", path, strerror(errno));
     } else {
         char errtext[128] = "";
-        int rc = encode(fp, rows, w, h, meta, errtext);
+        int rc = emit(fp, ctx, errtext);
         int werr = ferror(fp);
         int saved = errno;
         if (fclose(fp) != 0 && !werr) { werr = 1; saved = errno; }
@@ -118,8 +113,35 @@ tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
             st = tt__err(TT_EIO, "cannot write '%s': %s", path, strerror(errno));
         if (st != TT_OK) remove(tmp);
     }
-    free(rows);
     free(tmp);
+    return st;
+}
+
+/* ===== PNG ===== */
+
+typedef struct png_job {
+    png_bytep *rows;
+    int w, h;
+    const tt_png_meta *meta;
+} png_job;
+
+static int emit_png(FILE *fp, void *ctx, char errtext[128])
+{
+    const png_job *j = ctx;
+    return encode(fp, j->rows, j->w, j->h, j->meta, errtext);
+}
+
+tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
+                           int stride, const tt_png_meta *meta)
+{
+    if (w <= 0 || h <= 0 || stride < 3 * w)
+        return tt__err(TT_EARG, "cannot write '%s': bad image size %dx%d", path, w, h);
+    png_bytep *rows = malloc((size_t)h * sizeof *rows);   /* before setjmp */
+    if (!rows) return tt__err(TT_ENOMEM, "cannot write '%s': out of memory", path);
+    for (int y = 0; y < h; y++) rows[y] = (png_bytep)(uintptr_t)(px + (size_t)y * (size_t)stride);
+    png_job job = { rows, w, h, meta };
+    tt_status st = tt__write_file(path, emit_png, &job);
+    free(rows);
     return st;
 }
 
