@@ -211,14 +211,17 @@ static void put_raw(sbuf *b, const char *s, size_t k)
 
 static void put_str(sbuf *b, const char *s) { put_raw(b, s, strlen(s)); }
 
+/* Short formatted pieces (numbers, fixed markup); a piece that would not
+   fit marks the buffer failed rather than cut the markup. */
 static void put_fmt(sbuf *b, const char *fmt, ...)
 {
-    char t[256];
+    char t[1024];
     va_list ap;
     va_start(ap, fmt);
     const int k = vsnprintf(t, sizeof t, fmt, ap);
     va_end(ap);
-    if (k > 0) put_raw(b, t, (size_t)k < sizeof t ? (size_t)k : sizeof t - 1);
+    if (k < 0 || (size_t)k >= sizeof t) { b->oom = 1; return; }
+    put_raw(b, t, (size_t)k);
 }
 
 /* A coordinate: two decimals at most, trailing zeros trimmed ("12.5",
