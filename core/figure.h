@@ -82,11 +82,15 @@ double tt_cmap_norm(double v, double vmin, double vmax);
 /* Perceived brightness 0..1 of a colour (decides annotation text colour). */
 double tt_rgb_luma(uint32_t rgb);
 
-/* Writes an 8-bit RGB PNG to path via path.tmp + rename; no time chunk,
-   fixed compression, so the same pixels give the same bytes.
+/* Writes an 8-bit RGB PNG to path via a temporary file + rename; no time
+   chunk, fixed compression, so the same pixels give the same bytes.
    TT_EIO with "path: reason" on failure (no file left behind). */
 tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
                            int stride, const tt_png_meta *meta);
+/* For a hard stop from another thread (the --timeout watchdog): the path of
+   the figure being written (NULL when none), and removing its temporary. */
+const char *tt_png_in_progress(void);
+void tt_png_discard_temp(void);
 /* Reads an 8-bit RGB PNG (for tests): *px malloc'd, caller frees. */
 tt_status tt_png_read_rgb(const char *path, uint8_t **px, int *w, int *h);
 
@@ -100,7 +104,7 @@ int tt_figure_path_is_svg(const char *path);
 
 /* The one atomic file writer of every figure format (png.c): emit writes
    the bytes into fp and returns 0, or nonzero with the reason in errtext.
-   The file appears at path complete or not at all (path.tmp + rename;
+   The file appears at path complete or not at all (a temporary + rename;
    removed on failure). TT_EIO "cannot write 'path': reason". */
 typedef int (*tt_file_emit)(FILE *fp, void *ctx, char errtext[128]);
 tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx);

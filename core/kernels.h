@@ -83,7 +83,8 @@ void tt_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t 
    mask: NULL or bool with strides (ms_b, ms_h, ms_q, ms_k) (0 = broadcast),
    true = may attend. causal: lower-right (query i sees keys j <= i + Nk - Nq).
    out: contiguous [B, Hq, Nq, Dv]. weights: NULL or contiguous [B, Hq, Nq, Nk].
-   Rows with no visible key give zeros (and zero weights). Returns the number
+   Rows with no visible key (causal, mask) give zeros (and zero weights);
+   other rows follow the formula, NaN and inf included. Returns the number
    of such rows (-1 if it could not get memory). */
 typedef struct tt_sdpa_args {
     int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv;

@@ -4,6 +4,7 @@
 ** pass strided inputs straight to the kernels (a k:mT() view is read in
 ** place, never copied) and copy only when batch strides cannot be merged.
 */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,6 +212,8 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
                            sdpa_info *info)
 {
     char s1[SHAPE_BUF], s2[SHAPE_BUF], s3[SHAPE_BUF];
+    if (!isnan(scale) && !(fabs(scale) <= (double)FLT_MAX))
+        return tt__err(TT_EARG, "sdpa: scale must be a finite float32, got %g", scale);
     const tt_tensor *in[3] = { q, k, v };
     for (int i = 0; i < 3; i++)
         if (in[i]->dtype != TT_FLOAT32)
@@ -288,6 +291,9 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
         for (int i = 0; i < nt; i++) tnames[i] = q->names[i] ? q->names[i] : k->names[i];
         tnames[nt - 2] = q->names[nd - 2];
         tnames[nt - 1] = k->names[nd - 2];
+        tt_tensor scores_names = {.ndim = nt};
+        tt__set_names(&scores_names, tnames);
+        memcpy(tnames, scores_names.names, sizeof tnames);
         int bad = -1;   /* failing dim of the mask, counted from the end (1 = last) */
         for (int i = 1; i <= mask->ndim && i <= nt && bad < 0; i++) {
             const int64_t m = mask->shape[mask->ndim - i];
@@ -379,7 +385,7 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
     if (st == TT_OK) {
         int64_t B = 1;
         for (int i = 0; i < nbd; i++) B *= q->shape[i];
-        float sc = scale > 0.0 ? (float)scale : Dh > 0 ? (float)(1.0 / sqrt((double)Dh)) : 1.0f;
+        float sc = isnan(scale) ? (Dh > 0 ? (float)(1.0 / sqrt((double)Dh)) : 1.0f) : (float)scale;
         info->scale = sc;
         /* visible (query, key) pairs per head, for the FLOP count */
         double pairs = (double)Nq * (double)Nk;

@@ -1094,6 +1094,57 @@ static tt_status masked_fill_impl(tt_tensor *out, const tt_tensor *a, const tt_t
     return TT_OK;
 }
 
+/* The mask polarity slip: masked_fill hides where the mask is true, so
+   passing the "may attend" mask (tt.causal_mask, or a padding mask that
+   keeps keys 1..L) hides what should be seen, and rows hidden entirely end
+   in NaN after softmax. When filling with -inf and every matrix of the mask
+   (broadcast to the last two dims of out) is such a keep pattern whose
+   complement would hide no whole row, writes a note naming the slip. Only
+   looked for while a trace is showing. */
+static void mask_polarity_note(const tt_tensor *out, const tt_tensor *mask, double value,
+                               char *note, size_t n)
+{
+    if (!(isinf(value) && value < 0) || out->ndim < 2 || mask->ndim < 1) return;
+    int64_t R = out->shape[out->ndim - 2], C = out->shape[out->ndim - 1];
+    if (R * C == 0) return;
+    int md = mask->ndim;
+    int64_t mr = md >= 2 ? mask->shape[md - 2] : 1, mc = mask->shape[md - 1];
+    int64_t sr = md >= 2 && mr != 1 ? mask->stride[md - 2] : 0, sc = mc != 1 ? mask->stride[md - 1] : 0;
+    int64_t nmat = md > 2 ? tt_numel(mask) / (mr * mc) : 1;
+    const uint8_t *base = (const uint8_t *)mask->storage->data + mask->offset;
+    int upper = 1, lower = 1, padding = 1;   /* every matrix so far matches */
+    int64_t hidden_rows = 0;
+    for (int64_t m = 0; m < nmat && (upper || lower || padding); m++) {
+        int64_t off = 0, rem = m;
+        for (int i = md - 3; i >= 0; i--) {
+            off += (rem % mask->shape[i]) * mask->stride[i];
+            rem /= mask->shape[i];
+        }
+        const uint8_t *M = base + off;
+        int64_t first_len = -1;
+        for (int64_t i = 0; i < R; i++) {
+            int64_t len = 0, all = 1;        /* leading run of true; whether the row is all true */
+            int prefix = 1;                  /* row is 1^len 0^(C-len) */
+            for (int64_t j = 0; j < C; j++) {
+                int t = M[i * sr + j * sc] != 0;
+                all &= t;
+                if (t && prefix && len == j) len++;
+                else if (t) prefix = 0;
+                upper &= t == (j <= i);
+                lower &= t == (j <= i + C - R);
+            }
+            hidden_rows += all;
+            if (first_len < 0) first_len = len;
+            padding &= prefix && len >= 1 && len == first_len;   /* the complement keeps key 1 */
+        }
+    }
+    lower &= R <= C;          /* with R > C the complement hides the first rows whole */
+    if (hidden_rows == 0 || !(upper || lower || padding)) return;
+    snprintf(note, n, "mask hides every key of %lld row%s (softmax gives NaN there); this is the %s "
+             "pattern: did you mean ~mask?", (long long)hidden_rows, hidden_rows == 1 ? "" : "s",
+             upper || lower ? "causal 'may attend'" : "padding 'keep keys 1..L'");
+}
+
 tt_status tt_masked_fill(tt_tensor *out, const tt_tensor *a, const tt_tensor *mask, double value)
 {
     clear(out);
@@ -1104,6 +1155,7 @@ tt_status tt_masked_fill(tt_tensor *out, const tt_tensor *a, const tt_tensor *ma
         tt__event_init(&ev, TT_OP_MASKED_FILL, out, a, mask, NULL);
         ev.has_scalar = 1;
         ev.scalar = value;
+        if (tt__tracing()) mask_polarity_note(out, mask, value, ev.note, sizeof ev.note);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -1164,15 +1216,20 @@ tt_status tt_causal_mask(tt_tensor *out, int64_t nq, int64_t nk, int lower_right
     int64_t shape[2] = { nq, nk };
     if (st == TT_OK) st = tt__alloc(out, "causal_mask", TT_BOOL, 2, shape, NULL);
     if (st == TT_OK) {
+        /* Query i sees keys j < i + shift + 1. Rows [0, i0) see none and rows
+           [i1, nq) see all, each run one memset; only the at most nk rows
+           between need their own, so the work is bounded by nq*nk. */
         uint8_t *m = tt_data_bool(out);
         int64_t shift = lower_right ? nk - nq : 0;
-        for (int64_t i = 0; i < nq && nk > 0; i++) {   /* no keys: nothing to visit */
-            int64_t lim = i + shift + 1;        /* keys j < lim are visible */
-            if (lim < 0) lim = 0;
-            if (lim > nk) lim = nk;
+        int64_t i0 = -shift < 0 ? 0 : -shift > nq ? nq : -shift;
+        int64_t i1 = nk - shift - 1 < i0 ? i0 : nk - shift - 1 > nq ? nq : nk - shift - 1;
+        memset(m, 0, (size_t)(i0 * nk));
+        for (int64_t i = i0; i < i1; i++) {
+            int64_t lim = i + shift + 1;        /* 0 < lim < nk here */
             memset(m + i * nk, 1, (size_t)lim);
             memset(m + i * nk + lim, 0, (size_t)(nk - lim));
         }
+        memset(m + i1 * nk, 1, (size_t)((nq - i1) * nk));
     }
     tt_event ev;
     if (st == TT_OK) {

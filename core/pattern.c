@@ -135,41 +135,56 @@ static tt_status parse_side(const pat_ctx *c, const char *s, const char *end,
             continue;
         }
         pat_axis ax;
-        if (ch == '.') {
-            if (end - p < 3 || strncmp(p, "...", 3) != 0)
-                return pat_err(c, TT_EARG, "a '.' that is not part of '...' %s", where);
+        /* einops' grammar: a token runs to the next space or parenthesis and
+           is '...', '1' (where allowed) or an identifier that neither starts
+           nor ends with '_'. The classic spec ("bid,bjd->bij") reads one
+           letter at a time, with '...' glued to them as NumPy allows. */
+        const char *q = p;
+        if (flags & PS_LETTERS) q = *p == '.' ? p + 3 : p + 1;
+        else while (q < end && !isspace((unsigned char)*q) && *q != '(' && *q != ')') q++;
+        if (q > end) q = end;
+        int len = (int)(q - p);
+        if (len == 3 && strncmp(p, "...", 3) == 0) {
             if (side->ellipsis >= 0)
                 return pat_err(c, TT_EARG, "'...' appears twice %s", where);
             ax.kind = AX_ELLIPSIS;
             strcpy(ax.name, "...");
-            p += 3;
-        } else if ((flags & PS_LETTERS) ? isalpha(ch) : is_ident_start(ch)) {
-            const char *q = p + 1;
-            if (!(flags & PS_LETTERS))
-                while (q < end && is_ident_char((unsigned char)*q))
-                    q++;
-            if (q - p >= PAT_NAME_MAX)
+        } else if (memchr(p, '.', (size_t)len)) {
+            int glued = 0;
+            for (int i = 0; i + 3 <= len && !glued; i++) glued = strncmp(p + i, "...", 3) == 0;
+            if (glued)
+                return pat_err(c, TT_EARG, "'%.*s' %s glues '...' to a name; write them apart, e.g. '... x'",
+                               len, p, where);
+            return pat_err(c, TT_EARG, "a '.' that is not part of '...' %s, in '%.*s'", where, len, p);
+        } else if (isdigit(ch) && !(flags & PS_LETTERS)) {
+            if (!(flags & PS_UNITS))
+                return pat_err(c, TT_EARG, "'%.*s' %s is not an axis name", len, p, where);
+            if (len != 1 || ch != '1')
+                return pat_err(c, TT_EARG, "'%.*s' %s is not an axis: only '1' may stand for an "
+                               "unnamed axis (of length 1)", len, p, where);
+            ax.kind = AX_UNIT;
+            strcpy(ax.name, "1");
+        } else {
+            for (int i = 0; i < len; i++) {
+                int good = (flags & PS_LETTERS) ? isalpha((unsigned char)p[i])
+                         : i == 0 ? is_ident_start((unsigned char)p[i]) : is_ident_char((unsigned char)p[i]);
+                if (!good) {
+                    if (len == 1)
+                        return pat_err(c, TT_EARG, "unexpected character '%c' %s", p[i], where);
+                    return pat_err(c, TT_EARG, "unexpected character '%c' %s, in '%.*s'", p[i], where, len, p);
+                }
+            }
+            if (p[0] == '_' || p[len - 1] == '_')
+                return pat_err(c, TT_EARG, "axis name '%.*s' %s starts or ends with '_', which einops "
+                               "does not allow", len, p, where);
+            if (len >= PAT_NAME_MAX)
                 return pat_err(c, TT_EARG, "axis name '%.*s...' %s is too long (at most %d characters)",
                                PAT_NAME_MAX - 1, p, where, PAT_NAME_MAX - 1);
             ax.kind = AX_NAMED;
-            memcpy(ax.name, p, (size_t)(q - p));
-            ax.name[q - p] = '\0';
-            p = q;
-        } else if (isdigit(ch) && !(flags & PS_LETTERS)) {
-            const char *q = p;
-            while (q < end && is_ident_char((unsigned char)*q))
-                q++;
-            if (!(flags & PS_UNITS))
-                return pat_err(c, TT_EARG, "'%.*s' %s is not an axis name", (int)(q - p), p, where);
-            if (q - p != 1 || ch != '1')
-                return pat_err(c, TT_EARG, "'%.*s' %s is not an axis: only '1' may stand for an "
-                               "unnamed axis (of length 1)", (int)(q - p), p, where);
-            ax.kind = AX_UNIT;
-            strcpy(ax.name, "1");
-            p = q;
-        } else {
-            return pat_err(c, TT_EARG, "unexpected character '%c' %s", ch, where);
+            memcpy(ax.name, p, (size_t)len);
+            ax.name[len] = '\0';
         }
+        p = q;
         if (side->naxes == PAT_MAX_AXES)
             return pat_err(c, TT_EARG, "too many axes %s", where);
         if (ax.kind == AX_NAMED && !(flags & PS_REPEAT))
@@ -524,8 +539,7 @@ static tt_status rearrange_impl(tt_tensor *out, const tt_tensor *a, const char *
         tt_tensor_release(&t);
         return st;
     }
-    for (int i = 0; i < ondim; i++)
-        t.names[i] = onames[i];
+    tt__set_names(&t, onames);
     *out = t;
     return TT_OK;
 }
@@ -1082,8 +1096,10 @@ static tt_status einsum_impl(tt_tensor *out, const char *spec, const tt_tensor *
         tt_tensor_release(&cur.t);
         return st;
     }
+    const char *onames[TT_MAX_DIMS];
     for (int i = 0; i < nout; i++)
-        cur.t.names[i] = oids[i] >= first_ell ? sp->dimname[oids[i]] : tt_intern(sp->name[oids[i]]);
+        onames[i] = oids[i] >= first_ell ? sp->dimname[oids[i]] : tt_intern(sp->name[oids[i]]);
+    tt__set_names(&cur.t, onames);
     *out = cur.t;
     *flops = sp->flops;
     return TT_OK;

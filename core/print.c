@@ -14,6 +14,15 @@
 #define SUMMARY_THRESHOLD 1000   /* PyTorch's default */
 #define EDGE_ITEMS 3
 
+static int precision = 4;        /* digits after the point, PyTorch's default */
+
+void tt_set_print_precision(int digits)
+{
+    precision = digits < 0 ? 0 : digits > TT_PRINT_PRECISION_MAX ? TT_PRINT_PRECISION_MAX : digits;
+}
+
+int tt_print_precision(void) { return precision; }
+
 typedef struct sbuf {
     char *p;
     size_t len, cap;
@@ -64,8 +73,8 @@ static int fmt_value(char *buf, size_t n, double v, const fmt *f)
     if (isnan(v)) return snprintf(buf, n, "nan");
     if (isinf(v)) return snprintf(buf, n, v < 0 ? "-inf" : "inf");
     if (f->kind == 0) return snprintf(buf, n, "%.0f.", v);
-    if (f->kind == 1) return snprintf(buf, n, "%.4f", v);
-    return snprintf(buf, n, "%.4e", v);
+    if (f->kind == 1) return snprintf(buf, n, "%.*f", precision, v);
+    return snprintf(buf, n, "%.*e", precision, v);
 }
 
 /* Visits every shown element (row-major) to choose format and width. */

@@ -12,7 +12,11 @@
 
 /* Letters: B batch, Hq/Hkv query/key-value heads (G = Hq/Hkv queries per kv
    head), Nq queries, Nk keys, Dh query/key size, Dv value size.
-   Causal is lower-right: query i sees key j when j <= i + (Nk - Nq). */
+   Causal is lower-right: query i sees key j when j <= i + (Nk - Nq).
+   A row is the formula softmax(scale q k^T) @ v, but for one exception: a
+   row with no visible key (all hidden by causal or mask) gives zeros. So a
+   visible score that is NaN or +inf, or visible scores that are all -inf,
+   make the row NaN, as the formula does; they never make it "empty". */
 
 /* ===== Reference ===== */
 
@@ -30,6 +34,7 @@ int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a)
                 float *o = a->out + ((b * a->Hq + h) * a->Nq + i) * a->Dv;
                 float *w = a->weights ? a->weights + ((b * a->Hq + h) * a->Nq + i) * a->Nk : NULL;
                 float m = -INFINITY, sum = 0.0f;
+                int seen = 0, bad = 0;
                 for (int64_t j = 0; j < a->Nk; j++) {
                     int keep = !a->causal || j <= i + off;
                     if (keep && a->mask)
@@ -37,14 +42,18 @@ int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a)
                     float d = 0.0f;
                     for (int64_t e = 0; e < a->Dh; e++) d += q[e * a->qs_d] * k[j * a->ks_n + e * a->ks_d];
                     s[j] = keep ? d * a->scale : -INFINITY;
+                    seen |= keep;
+                    bad |= keep && !(s[j] < INFINITY);     /* NaN or +inf */
                     m = s[j] > m ? s[j] : m;
                 }
-                for (int64_t e = 0; e < a->Dv; e++) o[e] = 0.0f;
-                if (m == -INFINITY) {           /* no visible key: zeros */
-                    if (w) for (int64_t j = 0; j < a->Nk; j++) w[j] = 0.0f;
-                    empty++;
+                if (!seen || bad || m == -INFINITY) {
+                    float fill = seen ? NAN : 0.0f;  /* no visible key: zeros */
+                    for (int64_t e = 0; e < a->Dv; e++) o[e] = fill;
+                    if (w) for (int64_t j = 0; j < a->Nk; j++) w[j] = fill;
+                    empty += !seen;
                     continue;
                 }
+                for (int64_t e = 0; e < a->Dv; e++) o[e] = 0.0f;
                 for (int64_t j = 0; j < a->Nk; j++) { s[j] = expf(s[j] - m); sum += s[j]; }
                 for (int64_t j = 0; j < a->Nk; j++) {
                     float p = s[j] / sum;
@@ -120,6 +129,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     int64_t nqp = (nq + mr - 1) / mr * mr;
     int64_t Dh = a->Dh, Dv = a->Dv, dvp = J->dvp, bk = J->bk;
     float *out = a->out + (bh * a->Nq + i0) * Dv;
+    J->empty[task] = 0;                     /* read by the caller even if this task fails */
     float *W = a->weights ? a->weights + (bh * a->Nq + i0) * a->Nk : NULL;
 
     /* keys this block can see at all */
@@ -137,13 +147,15 @@ static void sdpa_task(sdpa_job *J, int64_t task)
 
     int64_t nkp = (a->Nk + nr - 1) / nr * nr;
     float *kp = tt__scratch(SL_K, (size_t)(nkp * (Dh > 0 ? Dh : 1)) * sizeof(float));
-    float *vp = tt__scratch(SL_V, (size_t)(nkp * dvp) * sizeof(float));
+    float *vp = tt__scratch(SL_V, (size_t)(nkp * (dvp > 0 ? dvp : 1)) * sizeof(float));
     float *qp = tt__scratch(SL_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
     float *S = tt__scratch(SL_S, (size_t)(nqp * bk) * sizeof(float));
     float *pp = tt__scratch(SL_P, (size_t)(mr * bk) * sizeof(float));
-    float *O = tt__scratch(SL_O, (size_t)(nqp * (dvp + 2)) * sizeof(float));
+    float *O = tt__scratch(SL_O, (size_t)(nqp * (dvp + 4)) * sizeof(float));
     if (!kp || !vp || !qp || !S || !pp || !O) { J->failed = 1; return; }
-    float *mrow = O + nqp * dvp, *lrow = mrow + nqp;
+    /* per row: running max and sum; whether a key was visible; whether a
+       visible score was NaN or +inf (the row is then NaN) */
+    float *mrow = O + nqp * dvp, *lrow = mrow + nqp, *seen = lrow + nqp, *bad = seen + nqp;
 
     if (kv_cache.call != J->call || kv_cache.b != b || kv_cache.hk != hk) {
         kv_cache.call = J->call; kv_cache.b = b; kv_cache.hk = hk; kv_cache.keys = 0;
@@ -162,7 +174,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         kn->scale(nqp * Dh, a->scale, qp, qp, 0);
     }
     memset(O, 0, (size_t)(nqp * dvp) * sizeof(float));
-    for (int64_t i = 0; i < nq; i++) { mrow[i] = -INFINITY; lrow[i] = 0.0f; }
+    for (int64_t i = 0; i < nq; i++) { mrow[i] = -INFINITY; lrow[i] = seen[i] = bad[i] = 0.0f; }
 
     const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + i0 * a->ms_q : NULL;
     for (int64_t j0 = 0; j0 < jend; j0 += bk) {
@@ -183,12 +195,24 @@ static void sdpa_task(sdpa_job *J, int64_t task)
                 int64_t l = i0 + i + J->off + 1 - j0;
                 lim = l < 0 ? 0 : l < nk ? l : nk;
             }
+            int64_t visible = lim;
             if (M) {
                 const uint8_t *mi = M + i * a->ms_q + j0 * a->ms_k;
-                for (int64_t j = 0; j < lim; j++) if (!mi[j * a->ms_k]) s[j] = -INFINITY;
+                for (int64_t j = 0; j < lim; j++)
+                    if (!mi[j * a->ms_k]) { s[j] = -INFINITY; visible--; }
             }
             for (int64_t j = lim; j < nk; j++) s[j] = -INFINITY;
             if (W) memcpy(W + i * a->Nk + j0, s, (size_t)nk * sizeof(float));
+            if (visible > 0) {
+                int nonfinite = 0;              /* hidden scores are -inf here */
+                for (int64_t j = 0; j < lim; j++) nonfinite |= !(s[j] < INFINITY);
+                seen[i] = 1.0f;
+                if (nonfinite) bad[i] = 1.0f;
+            }
+            if (bad[i] != 0.0f) {               /* the row will be NaN: skip its softmax */
+                memset(p, 0, (size_t)nk * sizeof(float));
+                continue;
+            }
             float mnew = kn->row_max(lim, s);
             if (mnew < mrow[i]) mnew = mrow[i];
             if (mnew == -INFINITY) {            /* nothing visible yet */
@@ -222,14 +246,16 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         }
     }
 
-    /* 4. out = O / l; rows that saw no key give zeros */
+    /* 4. out = O / l; rows that saw no key give zeros; rows with a NaN or
+       +inf score, or only -inf scores, give NaN as the formula does */
     int64_t empty = 0;
     for (int64_t i = 0; i < nq; i++) {
         float *o = out + i * Dv, *w = W ? W + i * a->Nk : NULL;
-        if (mrow[i] == -INFINITY) {
-            memset(o, 0, (size_t)Dv * sizeof(float));
-            if (w) memset(w, 0, (size_t)a->Nk * sizeof(float));
-            empty++;
+        if (seen[i] == 0.0f || bad[i] != 0.0f || mrow[i] == -INFINITY) {
+            float fill = seen[i] != 0.0f ? NAN : 0.0f;
+            for (int64_t e = 0; e < Dv; e++) o[e] = fill;
+            if (w) for (int64_t j = 0; j < a->Nk; j++) w[j] = fill;
+            empty += seen[i] == 0.0f;
             continue;
         }
         float inv = 1.0f / lrow[i];
@@ -262,7 +288,7 @@ int64_t tt_sdpa_kernel(const tt_sdpa_args *a)
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
     J.call = ++sdpa_calls;
     int64_t ntask = a->B * a->Hq * J.nqb;
-    J.empty = malloc((size_t)ntask * sizeof(int64_t));
+    J.empty = calloc((size_t)ntask, sizeof(int64_t));
     if (!J.empty) return tt_sdpa_kernel_ref(a);
     tt_parallel_for(ntask, 1, sdpa_range, &J);
     int64_t empty = 0;

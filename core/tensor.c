@@ -33,6 +33,8 @@ const char *tt_errmsg(void) { return errbuf; }
 
 static char **intern_tab;
 static size_t intern_cap, intern_len;
+static int64_t intern_bytes;            /* strings and table: counted against the memory cap */
+static tt_status intern_reserve(int64_t bytes);
 
 static uint32_t hash_str(const char *s)
 {
@@ -46,6 +48,7 @@ const char *tt_intern(const char *s)
     if (s == NULL) return NULL;
     if (intern_len * 2 >= intern_cap) {
         size_t ncap = intern_cap ? intern_cap * 2 : 64;
+        if (intern_reserve((int64_t)((ncap - intern_cap) * sizeof *intern_tab))) return NULL;
         char **nt = calloc(ncap, sizeof *nt);
         if (nt == NULL) return NULL;
         for (size_t i = 0; i < intern_cap; i++) {
@@ -64,6 +67,7 @@ const char *tt_intern(const char *s)
         j = (j + 1) & (intern_cap - 1);
     }
     size_t n = strlen(s) + 1;
+    if (intern_reserve((int64_t)n + 16)) return NULL;   /* 16: malloc's own header */
     char *c = malloc(n);
     if (c == NULL) return NULL;
     memcpy(c, s, n);
@@ -177,6 +181,7 @@ void tt_release_caches(void)
     free(intern_tab);
     intern_tab = NULL;
     intern_cap = intern_len = 0;
+    intern_bytes = 0;
 }
 
 static void (*reclaim_fn)(void *);
@@ -188,18 +193,42 @@ void tt_set_reclaim(void (*fn)(void *ud), void *ud)
     reclaim_ud = ud;
 }
 
+/* Whether nbytes more fit under the cap, after collecting garbage tensors;
+   else TT_ENOMEM with the cap's message. Interned names and labels count:
+   they live until exit, so a script making fresh labels in a loop meets the
+   cap instead of growing without bound. */
+static tt_status cap_check(int64_t nbytes)
+{
+    if (mem_cap && nbytes > mem_cap - mem_in_use - intern_bytes && reclaim_fn) reclaim_fn(reclaim_ud);
+    if (mem_cap && nbytes > mem_cap - mem_in_use - intern_bytes) {
+        char want[32], cap[32], used[32], names[96] = "";
+        fmt_bytes(want, sizeof want, nbytes);
+        fmt_bytes(cap, sizeof cap, mem_cap);
+        fmt_bytes(used, sizeof used, mem_in_use + intern_bytes);
+        if (intern_bytes > mem_cap / 4) {
+            char nb[32];
+            fmt_bytes(nb, sizeof nb, intern_bytes);
+            snprintf(names, sizeof names, ", %s of it dim names and labels, kept until exit", nb);
+        }
+        return tt__err(TT_ENOMEM, "%s needed but the memory cap is %s (%s in use%s); "
+                       "hint: raise it with --max-memory%s", want, cap, used, names,
+                       names[0] ? ", or reuse labels" : "");
+    }
+    return TT_OK;
+}
+
+static tt_status intern_reserve(int64_t bytes)
+{
+    tt_status st = cap_check(bytes);
+    if (st == TT_OK) intern_bytes += bytes;
+    return st;
+}
+
 tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
 {
     *out = NULL;
-    if (mem_cap && nbytes > mem_cap - mem_in_use && reclaim_fn) reclaim_fn(reclaim_ud);
-    if (mem_cap && nbytes > mem_cap - mem_in_use) {
-        char want[32], cap[32], used[32];
-        fmt_bytes(want, sizeof want, nbytes);
-        fmt_bytes(cap, sizeof cap, mem_cap);
-        fmt_bytes(used, sizeof used, mem_in_use);
-        return tt__err(TT_ENOMEM, "%s needed but the memory cap is %s (%s in use); "
-                       "hint: raise it with --max-memory", want, cap, used);
-    }
+    tt_status st = cap_check(nbytes);
+    if (st) return st;
     tt_storage *s = free_headers;
     if (s) free_headers = s->data;
     else if ((s = malloc(sizeof *s)) == NULL) return tt__err(TT_ENOMEM, "out of memory");
@@ -357,9 +386,27 @@ tt_status tt__alloc(tt_tensor *out, const char *op, tt_dtype dt, int ndim,
     out->dtype = dt;
     if (ndim) memcpy(out->shape, shape, (size_t)ndim * sizeof *shape);
     tt__contig_strides(ndim, shape, out->stride);
-    if (names && ndim) memcpy(out->names, names, (size_t)ndim * sizeof *names);
+    tt__set_names(out, names);
     out->id = tt__next_id();
     return TT_OK;
+}
+
+/* The one place that names a result's dims. A tensor never carries a
+   name on two dims: such a name would make x:softmax("N") pick one of
+   them silently, so both dims lose it and a lookup by it fails loudly. */
+void tt__set_names(tt_tensor *t, const char *const *names)
+{
+    for (int i = 0; i < TT_MAX_DIMS; i++) t->names[i] = names && i < t->ndim ? names[i] : NULL;
+    for (int i = 0; i < t->ndim; i++) {
+        const char *n = t->names[i];
+        int repeated = 0;
+        for (int j = i + 1; j < t->ndim; j++)
+            if (t->names[j] && n && strcmp(t->names[j], n) == 0) {
+                t->names[j] = NULL;
+                repeated = 1;
+            }
+        if (repeated) t->names[i] = NULL;
+    }
 }
 
 void tt__view_of(tt_tensor *out, const tt_tensor *a)
@@ -817,14 +864,15 @@ static int view_strides(const tt_tensor *a, int ndim, const int64_t *shape, int6
 /* Names survive where leading or trailing dims are unchanged. */
 static void reshape_names(const tt_tensor *a, tt_tensor *out)
 {
-    memset(out->names, 0, sizeof out->names);
+    const char *names[TT_MAX_DIMS] = {0};
     int i = 0;
-    for (; i < a->ndim && i < out->ndim && a->shape[i] == out->shape[i]; i++) out->names[i] = a->names[i];
+    for (; i < a->ndim && i < out->ndim && a->shape[i] == out->shape[i]; i++) names[i] = a->names[i];
     for (int j = 1; j <= a->ndim && j <= out->ndim; j++) {
         int ia = a->ndim - j, io = out->ndim - j;
         if (io < i || a->shape[ia] != out->shape[io]) break;
-        out->names[io] = a->names[ia];
+        names[io] = a->names[ia];
     }
+    tt__set_names(out, names);   /* [N=1] viewed as [1,1] would name both dims N */
 }
 
 static tt_status view_impl(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape, int may_copy)

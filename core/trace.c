@@ -46,6 +46,8 @@ void tt_trace_set_sink(tt_trace_fn fn, void *ud)
 
 int tt_trace_active(void) { return tt__trace_sink != NULL; }
 
+int tt_op_running(void) { return depth > 0; }
+
 int64_t tt_now_ns(void)
 {
     struct timespec ts;
@@ -200,21 +202,55 @@ char *tt_event_format(const tt_event *ev, char *buf, size_t n)
 
 /* ===== JSON form ===== */
 
+#define JSON_STR_MAX 256      /* bytes of one string's text; past it "..." ends the string */
+
+/* Length of the valid UTF-8 sequence at s (1..4), 0 if s starts none. */
+static int utf8_seq(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    int n;
+    unsigned char lo = 0x80, hi = 0xBF;    /* range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF) n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0) lo = 0xA0;          /* no overlong forms */
+        if (c == 0xED) hi = 0x9F;          /* no surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;          /* at most U+10FFFF */
+    } else return 0;
+    if (s[1] < lo || s[1] > hi) return 0;
+    for (int i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+    return n;
+}
+
+/* s as a JSON string, whatever bytes it holds: quotes, backslashes and
+   control characters escaped, bad UTF-8 as U+FFFD, long text cut. */
 static void json_str(char *buf, size_t n, size_t *len, const char *s)
 {
-    size_t l = *len;
+    size_t l = *len, used = 0;
 #define PUT(c) do { if (l + 1 < n) buf[l] = (c); l++; } while (0)
     PUT('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') { PUT('\\'); PUT((char)c); }
-        else if (c == '\n') { PUT('\\'); PUT('n'); }
-        else if (c == '\t') { PUT('\\'); PUT('t'); }
-        else if (c < 0x20) {
-            char u[8];
-            snprintf(u, sizeof u, "\\u%04x", c);
-            for (char *p = u; *p; p++) PUT(*p);
-        } else PUT((char)c);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        char esc[8];
+        const char *out = esc;
+        size_t k = 1, adv = 1;
+        if (*p == '"' || *p == '\\') { esc[0] = '\\'; esc[1] = (char)*p; k = 2; }
+        else if (*p == '\n') { esc[0] = '\\'; esc[1] = 'n'; k = 2; }
+        else if (*p == '\t') { esc[0] = '\\'; esc[1] = 't'; k = 2; }
+        else if (*p < 0x20 || *p == 0x7f) k = (size_t)snprintf(esc, sizeof esc, "\\u%04x", *p);
+        else if (*p < 0x80) esc[0] = (char)*p;
+        else if ((adv = (size_t)utf8_seq(p)) > 0) { out = (const char *)p; k = adv; }
+        else { out = "\\ufffd"; k = 6; adv = 1; }
+        if (used + k > JSON_STR_MAX) {
+            for (const char *m = "..."; *m; m++) PUT(*m);
+            break;
+        }
+        for (size_t i = 0; i < k; i++) PUT(out[i]);
+        used += k;
+        p += adv;
     }
     PUT('"');
 #undef PUT
@@ -280,5 +316,7 @@ char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, ch
         json_str(buf, n, &len, ev->note);
     }
     APPEND(",\"flops\":%.0f,\"bytes\":%.0f,\"ns\":%lld}", ev->flops, ev->bytes, (long long)ev->ns);
+    if (len >= n)       /* cannot happen with 16 KiB (strings are capped); stay valid anyway */
+        snprintf(buf, n, "{\"seq\":%ld,\"op\":\"%s\",\"truncated\":true}", seq, tt_op_name(ev->op));
     return buf;
 }

@@ -74,7 +74,9 @@ double tt_get(const tt_tensor *t, int64_t flat);
 /* "[2,3]" or, with names, "[B=2,N=3]"; returns buf. */
 char *tt_shape_str(const tt_tensor *t, char *buf, size_t n);
 
-/* Interned copy of s: equal strings give equal pointers; lives until exit. */
+/* Interned copy of s: equal strings give equal pointers; lives until exit
+   (dim names and labels). Their bytes count against the memory cap: NULL
+   (tt_errmsg says why) when out of memory or when s would pass the cap. */
 const char *tt_intern(const char *s);
 
 /* Memory: cap on live tensor bytes (0 = none); current and peak usage. */
@@ -195,9 +197,13 @@ tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b);
 /* Scaled dot-product attention. q [..., Hq, Nq, Dh], k [..., Hkv, Nk, Dh],
    v [..., Hkv, Nk, Dv], Hq % Hkv == 0 (GQA: query head h uses kv head
    h / (Hq/Hkv)). mask: NULL or bool broadcastable to [..., Hq, Nq, Nk],
-   true = may attend. causal: lower-right aligned. scale <= 0 means
-   1/sqrt(Dh). weights: NULL, or receives [..., Hq, Nq, Nk]. A query row with
-   no visible key gives zeros; *empty_rows (may be NULL) gets their count. */
+   true = may attend. causal: lower-right aligned. scale: NAN means the
+   default 1/sqrt(Dh); any finite value is used as is (0 gives uniform
+   weights over the visible keys, as PyTorch); TT_EARG when infinite. weights: NULL, or receives [..., Hq, Nq, Nk]. A query row with
+   no visible key (all hidden by causal or mask) gives zeros; *empty_rows
+   (may be NULL) gets their count. Otherwise the result is the formula's
+   softmax(scale q k^T) @ v, NaN included (a NaN or +inf visible score, or
+   visible scores all -inf, make the row NaN). */
 tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
                   const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
                   int64_t *empty_rows);
@@ -218,6 +224,11 @@ tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *li
    with "...", a header line with shape and dtype. Returns a malloc'd string
    (caller frees) or NULL when out of memory. */
 char *tt_tensor_format(const tt_tensor *t);
+/* Digits after the point in tt_tensor_format (and the values trace): 4 by
+   default as PyTorch; clamped to 0..TT_PRINT_PRECISION_MAX. */
+#define TT_PRINT_PRECISION_MAX 16
+void tt_set_print_precision(int digits);
+int tt_print_precision(void);
 
 /* ===== Tracing ===== */
 
@@ -257,7 +268,7 @@ typedef struct tt_event {
     int has_scalar, scalar_first;    /* binary op with a Lua number */
     double scalar;
     char args[64];                   /* op arguments as the user wrote them, 1-based: "dim=4" */
-    char note[96];                   /* a warning for this event ("2 rows fully masked") */
+    char note[160];                  /* a warning for this event ("2 rows fully masked") */
     double flops;
     double bytes;                    /* read + written */
     int64_t ns;
@@ -271,6 +282,8 @@ void tt_trace_set_sink(tt_trace_fn fn, void *ud);
    trace shows (not under -q, nor while tt.trace.off() pauses it), and ops
    skip what only a sink reads (the args and note text) when there is none. */
 int tt_trace_active(void);
+/* 1 while a tensor op runs (read by the --timeout watchdog thread). */
+int tt_op_running(void);
 /* Monotonic clock in nanoseconds. */
 int64_t tt_now_ns(void);
 
@@ -286,8 +299,9 @@ const tt_op_stats *tt_trace_stats(tt_op op);
 void tt_trace_stats_reset(void);
 
 /* JSON object of an event (one line, no newline), keys as in DESIGN.md;
-   file may be NULL. Returns buf (truncated JSON only if n is too small:
-   callers give 8 KiB). */
+   file may be NULL. Strings are valid UTF-8 (bad bytes become U+FFFD) and
+   cut with "..." past 256 bytes, so 16 KiB always holds the object; in a
+   smaller buf it is {"seq","op","truncated":true}. Returns buf. */
 char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, char *buf, size_t n);
 
 /* The text row of an event (no source line), e.g.

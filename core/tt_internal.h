@@ -26,6 +26,9 @@ uint64_t tt__next_id(void);
    names != NULL). `op` names the operation for the error message. */
 tt_status tt__alloc(tt_tensor *out, const char *op, tt_dtype dt, int ndim,
                     const int64_t *shape, const char *const *names);
+/* Sets t's dim names from names[0..t->ndim) (NULL: none), dropping a name
+   that would appear on two dims from both: the names invariant. */
+void tt__set_names(tt_tensor *t, const char *const *names);
 /* Header copy sharing storage (new reference, fresh id, no label). */
 void tt__view_of(tt_tensor *out, const tt_tensor *a);
 /* Row-major contiguous strides for shape. */

@@ -143,14 +143,11 @@ static const char *const *opt_strings(lua_State *L, int opts, const char *op, co
     return arr;
 }
 
-/* Before any file is opened: the sandbox (--sandbox) may forbid the path;
-   the PNG goes to path.tmp first, so both names are checked. */
+/* Before any file is opened: the sandbox (--sandbox) may forbid the path
+   (the PNG's temporary file goes in the same folder). */
 static void check_write(lua_State *L, const char *path)
 {
     ltt_sandbox_check_write(L, path);
-    lua_pushfstring(L, "%s.tmp", path);
-    ltt_sandbox_check_write(L, lua_tostring(L, -1));
-    lua_pop(L, 1);
 }
 
 /* "file:line" of the calling script line, for the PNG's Source chunk. */
@@ -430,6 +427,7 @@ static int ltt_heatmap(lua_State *L)
         st = tt_heatmap_write_src(path, &src, P, R, C, &o);
     }
     if (st != TT_OK) return ltt_error(L, "%s", tt_errmsg());
+    ltt_sandbox_wrote(L, path);
     lua_pushstring(L, path);
     return 1;
 }
@@ -482,6 +480,7 @@ static int ltt_bars(lua_State *L)
         free(data);
     }
     if (st != TT_OK) return ltt_error(L, "%s", tt_errmsg());
+    ltt_sandbox_wrote(L, path);
     lua_pushstring(L, path);
     return 1;
 }
@@ -506,6 +505,7 @@ static int ltt_flow(lua_State *L)
     o.meta.title = o.title;
     check_write(L, path);
     if (tt_flow_write(path, &o) != TT_OK) return ltt_error(L, "%s", tt_errmsg());
+    ltt_sandbox_wrote(L, path);
     lua_pushstring(L, path);
     return 1;
 }

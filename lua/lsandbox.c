@@ -9,8 +9,10 @@
 #define _XOPEN_SOURCE 700       /* realpath */
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@
 #include <lauxlib.h>
 
 #include "ltt.h"
+#include "figure.h"
 
 #ifndef PATH_MAX
 #define PATH_MAX 4096
@@ -33,9 +36,52 @@
 static struct {
     lua_Alloc f;
     void *ud;
+    lua_State *L;               /* the main thread: the line of a refusal */
     int64_t used, cap;
     int hit;
+    char why[512];              /* the last refusal, as the message to show */
 } heap;
+
+static void fmt_bytes(char *buf, size_t n, double b)
+{
+    if (b >= 1073741824.0) snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
+    else if (b >= 1048576.0) snprintf(buf, n, "%.1f MiB", b / 1048576.0);
+    else if (b >= 1024.0) snprintf(buf, n, "%.1f KiB", b / 1024.0);
+    else snprintf(buf, n, "%.0f bytes", b);
+}
+
+/* Words the refusal: the script line (when the stack may be read from
+   inside the allocator), what was asked (Lua passes a new object's type in
+   osize) and the budget. */
+static void note_refusal(const void *ptr, size_t osize, size_t nsize)
+{
+    char where[256] = "", ask[32], old[32], cap[32], lua[32], tens[32], what[160];
+#if LUA_VERSION_RELEASE_NUM <= 50404
+    /* up to 5.4.4 the stack and its frames stay valid while Lua allocates
+       (5.4.6 turns them into offsets while the stack is reallocated) */
+    lua_Debug ar;
+    for (int level = 0; heap.L && lua_getstack(heap.L, level, &ar); level++)
+        if (lua_getinfo(heap.L, "Sl", &ar) && ar.currentline > 0) {
+            snprintf(where, sizeof where, "%s:%d: ", ar.short_src, ar.currentline);
+            break;
+        }
+#endif
+    fmt_bytes(ask, sizeof ask, (double)nsize);
+    if (ptr) {
+        fmt_bytes(old, sizeof old, (double)osize);
+        snprintf(what, sizeof what, "growing a Lua block (a table, string buffer or stack) from %s to %s", old, ask);
+    } else {
+        const char *kind = osize == LUA_TSTRING ? "a string" : osize == LUA_TTABLE ? "a table"
+                         : osize == LUA_TUSERDATA ? "a userdata" : osize == LUA_TFUNCTION ? "a function"
+                         : osize == LUA_TTHREAD ? "a coroutine" : "a Lua block";
+        snprintf(what, sizeof what, "%s of %s", kind, ask);
+    }
+    fmt_bytes(cap, sizeof cap, (double)heap.cap);
+    fmt_bytes(lua, sizeof lua, (double)heap.used);
+    fmt_bytes(tens, sizeof tens, (double)tt_memory_in_use());
+    snprintf(heap.why, sizeof heap.why, "%snot enough memory: %s would pass the cap of %s "
+             "(Lua data %s, tensors %s); hint: raise it with --max-memory", where, what, cap, lua, tens);
+}
 
 /* Growth beyond the cap fails (Lua then collects and raises "not enough
    memory"); shrinking never fails, as Lua requires. Tensors count too:
@@ -47,6 +93,7 @@ static void *capped_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     if (nsize > old && heap.cap > 0 &&
         (int64_t)(nsize - old) > heap.cap - heap.used - tt_memory_in_use()) {
         heap.hit = 1;
+        note_refusal(ptr, osize, nsize);
         return NULL;
     }
     void *p = heap.f(heap.ud, ptr, osize, nsize);
@@ -59,6 +106,7 @@ lua_State *ltt_newstate(int64_t max_bytes)
     lua_State *L = luaL_newstate();
     if (L == NULL) return NULL;
     heap.f = lua_getallocf(L, &heap.ud);
+    heap.L = L;
     heap.used = (int64_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + lua_gc(L, LUA_GCCOUNTB, 0);
     heap.cap = max_bytes > 0 ? max_bytes : 0;
     heap.hit = 0;
@@ -66,25 +114,38 @@ lua_State *ltt_newstate(int64_t max_bytes)
     return L;
 }
 
-int ltt_heap_cap_hit(void)
+int ltt_heap_cap_hit(char *msg, size_t n)
 {
     int h = heap.hit;
     heap.hit = 0;
+    if (h && msg && n) snprintf(msg, n, "%s", heap.why);
     return h;
 }
 
 /* ===== Timeout and instruction budget ===== */
 
 #define HOOK_STEP 1000          /* VM instructions between two checks */
+#define STOP_GRACE 1.0          /* seconds a limit error gets to unwind (handlers, finalizers) */
+
+enum { LIMIT_TIME = 1, LIMIT_INSTR = 2 };
 
 static struct {
     double timeout;             /* seconds; 0 = none */
     long long max_instr;        /* 0 = none */
     double deadline;            /* monotonic seconds */
     long long used;
+    int fired;                  /* 0, or the limit whose error was raised */
 } lim;
 
 static double now_s(void) { return (double)tt_now_ns() * 1e-9; }
+
+/* The figure being drawn, for the watchdog's message: set when a figure
+   function checks its path, cleared once it has written or Lua code runs
+   again (the hook). */
+static struct {
+    char path[PATH_MAX];
+    atomic_int on;
+} drawing;
 
 /* Raises with the file:line of the running Lua function (level 0: a hook
    runs inside it, not in a call of its own). */
@@ -99,50 +160,68 @@ static int limit_error(lua_State *L, const char *what)
     return lua_error(L);
 }
 
-static void limit_hook(lua_State *L, lua_Debug *ar)
-{
-    (void)ar;
-    lim.used += lua_gethookcount(L);
-    char msg[160];
-    if (lim.timeout > 0 && now_s() > lim.deadline)
-        snprintf(msg, sizeof msg, "timeout: the script ran longer than %g s (--timeout)", lim.timeout);
-    else if (lim.max_instr > 0 && lim.used > lim.max_instr)
-        snprintf(msg, sizeof msg, "instruction limit: the script ran more than %lld Lua instructions "
-                 "(--max-instructions)", lim.max_instr);
-    else
-        return;
-    /* From now on check at every instruction of this coroutine, so that a
-       pcall in a loop cannot swallow the error forever. */
-    lua_sethook(L, limit_hook, LUA_MASKCOUNT, 1);
-    limit_error(L, msg);
-}
-
-/* The watchdog stops the process when a single C operation (a huge matmul)
-   runs past the deadline, where the Lua hook cannot act. */
+/* The watchdog stops the process where the Lua hook cannot act: a single
+   long C operation (a huge matmul), and Lua code that runs with hooks off
+   (__gc finalizers, message handlers after a limit error, finalizers at
+   exit). Its message says where the time went. */
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t th;
-    int started;
+    int started, quit;
     double hard;                /* monotonic seconds; 0 = disarmed */
-    char msg[200];
+    int fired;                  /* lim.fired, for this thread */
+    int exiting;                /* lua_close is running the finalizers */
+    double timeout;
+    long long max_instr;
 } wd = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* In the watchdog thread, wd.mu held: says what ran, removes the figure's
+   temporary file, ends the process. */
+static void hard_stop(void)
+{
+    char head[160], place[PATH_MAX + 64], msg[PATH_MAX + 320];
+    const char *fig = tt_png_in_progress();
+    if (wd.fired == LIMIT_INSTR)
+        snprintf(head, sizeof head, "instruction limit: the script ran more than %lld Lua instructions "
+                 "(--max-instructions)", wd.max_instr);
+    else
+        snprintf(head, sizeof head, "timeout: the script ran longer than %g s (--timeout)", wd.timeout);
+    if (wd.exiting)
+        snprintf(place, sizeof place, "in a __gc finalizer run at exit (finalizers run without Lua hooks)");
+    else if (fig)
+        snprintf(place, sizeof place, "while writing the figure '%s'", fig);
+    else if (tt_op_running())
+        snprintf(place, sizeof place, "inside a tensor operation");
+    else if (atomic_load(&drawing.on))
+        snprintf(place, sizeof place, "while drawing the figure '%s'", drawing.path);
+    else if (wd.fired)
+        snprintf(place, sizeof place, "in an error handler or __gc finalizer that ran on after the error "
+                 "(Lua hooks are off there)");
+    else
+        snprintf(place, sizeof place, "in a __gc finalizer or a long Lua library call (Lua hooks are off there)");
+    snprintf(msg, sizeof msg, "tensortrace: %s and was stopped %s\n", head, place);
+    tt_png_discard_temp();
+    if (ftrylockfile(stdout) == 0) {    /* the script's output so far, unless stdout is busy */
+        fflush(stdout);
+        funlockfile(stdout);
+    }
+    ssize_t r = write(2, msg, strlen(msg));
+    (void)r;
+    _exit(1);
+}
 
 static void *watchdog(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&wd.mu);
-    for (;;) {
+    while (!wd.quit) {
         if (wd.hard <= 0) {
             pthread_cond_wait(&wd.cv, &wd.mu);
             continue;
         }
         double left = wd.hard - now_s();
-        if (left <= 0) {
-            ssize_t r = write(2, wd.msg, strlen(wd.msg));
-            (void)r;
-            _exit(1);
-        }
+        if (left <= 0) hard_stop();
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         double t = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + left;
@@ -150,27 +229,78 @@ static void *watchdog(void *arg)
         ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
         pthread_cond_timedwait(&wd.cv, &wd.mu, &ts);
     }
+    pthread_mutex_unlock(&wd.mu);
     return NULL;
 }
 
-static void watchdog_arm(double hard)
+/* Starts the thread once; 0 when it cannot be started. */
+static int watchdog_start(void)
 {
-    if (!wd.started && hard > 0) {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_destroy(&wd.cv);
-        pthread_cond_init(&wd.cv, &ca);
-        pthread_condattr_destroy(&ca);
-        if (pthread_create(&wd.th, NULL, watchdog, NULL) != 0) return;
-        pthread_detach(wd.th);
-        wd.started = 1;
-    }
+    if (wd.started) return 1;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_destroy(&wd.cv);
+    pthread_cond_init(&wd.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&wd.th, NULL, watchdog, NULL) != 0) return 0;
+    wd.started = 1;
+    return 1;
+}
+
+/* Sets the hard stop (0: none); the state the message reads is updated
+   under the same lock. */
+static void watchdog_set(double hard, int fired, int exiting)
+{
+    if (hard > 0 && !watchdog_start()) return;
     if (!wd.started) return;
     pthread_mutex_lock(&wd.mu);
     wd.hard = hard;
+    wd.fired = fired;
+    wd.exiting = exiting;
+    wd.timeout = lim.timeout;
+    wd.max_instr = lim.max_instr;
     pthread_cond_signal(&wd.cv);
     pthread_mutex_unlock(&wd.mu);
+}
+
+static double hard_now(void)
+{
+    double h = 0;
+    pthread_mutex_lock(&wd.mu);
+    if (wd.started) h = wd.hard;
+    pthread_mutex_unlock(&wd.mu);
+    return h;
+}
+
+static void limit_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lim.used += lua_gethookcount(L);
+    atomic_store(&drawing.on, 0);           /* back in Lua code */
+    char msg[160];
+    int which;
+    if (lim.timeout > 0 && now_s() > lim.deadline) {
+        which = LIMIT_TIME;
+        snprintf(msg, sizeof msg, "timeout: the script ran longer than %g s (--timeout)", lim.timeout);
+    } else if (lim.max_instr > 0 && lim.used > lim.max_instr) {
+        which = LIMIT_INSTR;
+        snprintf(msg, sizeof msg, "instruction limit: the script ran more than %lld Lua instructions "
+                 "(--max-instructions)", lim.max_instr);
+    } else {
+        return;
+    }
+    if (!lim.fired) {
+        /* Lua runs message handlers and finalizers with hooks off: what
+           runs there after this error only the watchdog can stop */
+        lim.fired = which;
+        double h = hard_now(), soon = now_s() + STOP_GRACE;
+        watchdog_set(h > 0 && h < soon ? h : soon, which, 0);
+    }
+    /* From now on check at every instruction of this coroutine, so that a
+       pcall in a loop cannot swallow the error forever. */
+    lua_sethook(L, limit_hook, LUA_MASKCOUNT, 1);
+    limit_error(L, msg);
 }
 
 void ltt_limits_start(lua_State *L, double timeout, long long max_instructions)
@@ -178,21 +308,36 @@ void ltt_limits_start(lua_State *L, double timeout, long long max_instructions)
     lim.timeout = timeout > 0 ? timeout : 0;
     lim.max_instr = max_instructions > 0 ? max_instructions : 0;
     lim.used = 0;
+    lim.fired = 0;
     lim.deadline = now_s() + lim.timeout;
     if (lim.timeout > 0 || lim.max_instr > 0) lua_sethook(L, limit_hook, LUA_MASKCOUNT, HOOK_STEP);
     else lua_sethook(L, NULL, 0, 0);
-    if (lim.timeout > 0) {
-        double grace = lim.timeout * 0.25 < 1.0 ? 1.0 : lim.timeout * 0.25;
-        snprintf(wd.msg, sizeof wd.msg, "tensortrace: timeout: the script ran longer than %g s (--timeout) "
-                 "and was stopped inside a tensor operation\n", lim.timeout);
-        watchdog_arm(lim.deadline + grace);
-    }
+    double grace = lim.timeout * 0.25 < 1.0 ? 1.0 : lim.timeout * 0.25;
+    watchdog_set(lim.timeout > 0 ? lim.deadline + grace : 0, 0, 0);
 }
 
 void ltt_limits_pause(lua_State *L)
 {
     lua_sethook(L, NULL, 0, 0);
-    if (wd.started) watchdog_arm(0);
+    watchdog_set(0, 0, 0);
+}
+
+void ltt_limits_exit(void)
+{
+    double h = hard_now(), soon = now_s() + STOP_GRACE;
+    if (h > 0) watchdog_set(h > soon ? h : soon, lim.fired, 1);   /* at least STOP_GRACE to free */
+    else if (lim.timeout > 0) watchdog_set(now_s() + lim.timeout, lim.fired, 1);   /* the REPL */
+}
+
+void ltt_limits_done(void)
+{
+    if (!wd.started) return;
+    pthread_mutex_lock(&wd.mu);
+    wd.quit = 1;
+    pthread_cond_signal(&wd.cv);
+    pthread_mutex_unlock(&wd.mu);
+    pthread_join(wd.th, NULL);
+    wd.started = wd.quit = 0;
 }
 
 /* ===== Sandbox: paths ===== */
@@ -240,35 +385,35 @@ static int path_error(lua_State *L, const char *verb, const char *path, const ch
     return ltt_error(L, "sandbox: cannot %s '%s': %s", verb, path, why);
 }
 
-int ltt_sandbox_check_write(lua_State *L, const char *path)
+/* Raises unless path may be written; full gets its resolved form. */
+static void writable(lua_State *L, const char *path, char full[PATH_MAX])
 {
-    if (!sbx.on) return 1;
-    char dir[PATH_MAX], full[PATH_MAX], why[PATH_MAX + 128];
+    char dir[PATH_MAX], why[PATH_MAX + 128];
     const char *base;
-    if (path == NULL || *path == 0) return path_error(L, "write", "", "empty file name");
-    if (strlen(path) >= PATH_MAX) return path_error(L, "write", path, "the name is too long");
+    if (path == NULL || *path == 0) path_error(L, "write", "", "empty file name");
+    if (strlen(path) >= PATH_MAX) path_error(L, "write", path, "the name is too long");
     if (sbx.images[0] == 0) {
         snprintf(why, sizeof why, "files may be written only under '%s', which does not exist", sbx.images_arg);
-        return path_error(L, "write", path, why);
+        path_error(L, "write", path, why);
     }
     if (!resolve_parent(path, dir, &base)) {
         if (errno == ENOENT) snprintf(why, sizeof why, "its folder does not exist");
         else snprintf(why, sizeof why, "%s", strerror(errno));
-        return path_error(L, "write", path, why);
+        path_error(L, "write", path, why);
     }
     if (*base == 0 || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-        return path_error(L, "write", path, "not a file name");
+        path_error(L, "write", path, "not a file name");
     if (!is_under(dir, sbx.images)) {
         snprintf(why, sizeof why, "files may be written only under '%s' (--images)", sbx.images_arg);
-        return path_error(L, "write", path, why);
+        path_error(L, "write", path, why);
     }
     struct stat st;
-    if (snprintf(full, sizeof full, "%s/%s", dir, base) >= (int)sizeof full)
-        return path_error(L, "write", path, "the path is too long");
+    if (snprintf(full, PATH_MAX, "%s/%s", dir, base) >= PATH_MAX)
+        path_error(L, "write", path, "the path is too long");
     if (lstat(full, &st) == 0 && S_ISLNK(st.st_mode))
-        return path_error(L, "write", path, "it is a symbolic link");
-    return 1;
+        path_error(L, "write", path, "it is a symbolic link");
 }
+
 
 /* 1 when path may be read: it resolves under the script's folder or the
    images folder; a missing file is judged by its folder (the open then
@@ -291,6 +436,135 @@ int ltt_sandbox_check_read(lua_State *L, const char *path)
     return path_error(L, "read", path, why);
 }
 
+/* A file name argument: strings and numbers (which the originals accept
+   too, as "123"), converted in place so the original sees what we checked;
+   NULL for other types. A NUL byte would cut the name short in C: refused. */
+static const char *name_arg(lua_State *L, int idx, const char *verb)
+{
+    if (lua_type(L, idx) != LUA_TSTRING && lua_type(L, idx) != LUA_TNUMBER) return NULL;
+    size_t len;
+    const char *name = lua_tolstring(L, idx, &len);
+    if (strlen(name) != len) {
+        const char *shown = lua_pushfstring(L, "%s\\0%s", name, name + strlen(name) + 1);
+        path_error(L, verb, shown, "the name contains a NUL byte");
+    }
+    return name;
+}
+
+/* ===== Sandbox: the write quota =====
+   Bytes written (io writes, figure files, holes made by seeking past the
+   end) and files written (each path counted once: opened for writing or
+   written as a figure), over the whole run. */
+
+static struct {
+    int64_t max_bytes, max_files;   /* 0 = no cap */
+    int64_t bytes, files;
+} quota = {.max_bytes = LTT_DEFAULT_MAX_WRITE, .max_files = LTT_DEFAULT_MAX_FILES};
+
+void ltt_sandbox_set_quota(int64_t max_bytes, int64_t max_files)
+{
+    quota.max_bytes = max_bytes > 0 ? max_bytes : 0;
+    quota.max_files = max_files > 0 ? max_files : 0;
+}
+
+static int bytes_error(lua_State *L, const char *path, int64_t more)
+{
+    char cap[32], done[32], add[32];
+    fmt_bytes(cap, sizeof cap, (double)quota.max_bytes);
+    fmt_bytes(done, sizeof done, (double)quota.bytes);
+    fmt_bytes(add, sizeof add, (double)more);
+    return ltt_error(L, "sandbox: write quota: %s%s%s%s would pass the cap of %s on bytes written "
+                     "(%s so far); hint: raise it with --max-write SIZE", more > 0 ? "writing " : "",
+                     more > 0 ? add : "", path ? (more > 0 ? " to " : "writing ") : "", path ? path : "", cap, done);
+}
+
+static int files_error(lua_State *L, const char *path)
+{
+    return ltt_error(L, "sandbox: file quota: writing '%s' would pass the cap of %lld files written "
+                     "(--max-files); hint: raise it with --max-files N", path, (long long)quota.max_files);
+}
+
+/* The set of files written, in the registry, keyed by resolved path. */
+static int written_before(lua_State *L, const char *full)
+{
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &quota) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    int seen = lua_getfield(L, -1, full) != LUA_TNIL;
+    lua_pop(L, 2);
+    return seen;
+}
+
+static void note_written(lua_State *L, const char *full)
+{
+    if (written_before(L, full)) return;
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &quota) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &quota);
+    }
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, full);
+    lua_pop(L, 1);
+    quota.files++;
+}
+
+/* Before opening path (resolved: full) for writing or writing a figure to
+   it: raises when a cap is already reached. */
+static void check_quota(lua_State *L, const char *path, const char *full)
+{
+    if (quota.max_bytes > 0 && quota.bytes >= quota.max_bytes) bytes_error(L, path, 0);
+    if (quota.max_files > 0 && quota.files >= quota.max_files && !written_before(L, full))
+        files_error(L, path);
+}
+
+/* A name that came from the stack (luaL_checkstring gives the string's own
+   bytes, so the pointer finds it): refused when a NUL byte cut it short. */
+static void check_not_cut(lua_State *L, const char *path)
+{
+    for (int i = 1, top = lua_gettop(L); i <= top; i++)
+        if (lua_type(L, i) == LUA_TSTRING && lua_tostring(L, i) == path) {
+            name_arg(L, i, "write");
+            return;
+        }
+}
+
+int ltt_sandbox_check_write(lua_State *L, const char *path)
+{
+    char full[PATH_MAX];
+    atomic_store(&drawing.on, 0);
+    snprintf(drawing.path, sizeof drawing.path, "%s", path);
+    atomic_store(&drawing.on, 1);
+    if (!sbx.on) return 1;
+    check_not_cut(L, path);
+    writable(L, path, full);
+    check_quota(L, path, full);
+    return 1;
+}
+
+/* Counts n more bytes; raises, having written nothing, past the cap. */
+static void charge(lua_State *L, int64_t n)
+{
+    if (quota.max_bytes > 0 && n > quota.max_bytes - quota.bytes) bytes_error(L, NULL, n);
+    quota.bytes += n;
+}
+
+void ltt_sandbox_wrote(lua_State *L, const char *path)
+{
+    char dir[PATH_MAX], full[PATH_MAX];
+    const char *base;
+    struct stat st;
+    atomic_store(&drawing.on, 0);
+    if (!sbx.on || !resolve_parent(path, dir, &base) || stat(path, &st) != 0) return;
+    if (snprintf(full, sizeof full, "%s/%s", dir, base) >= (int)sizeof full) return;
+    quota.bytes += (int64_t)st.st_size;
+    note_written(L, full);
+    if (quota.max_bytes > 0 && quota.bytes > quota.max_bytes) bytes_error(L, path, 0);
+    if (quota.max_files > 0 && quota.files > quota.max_files) files_error(L, path);
+}
+
 /* ===== Sandbox: wrapped library functions ===== */
 
 static int forbidden(lua_State *L)
@@ -308,40 +582,55 @@ static int call_orig(lua_State *L)
     return lua_gettop(L);
 }
 
-static int sb_io_open(lua_State *L)
+/* Opens (or makes the default output) a file for writing: the path
+   checks, the file quota, then the original; counts the file once open. */
+static int open_for_write(lua_State *L, const char *path)
 {
-    const char *path = luaL_checkstring(L, 1);
-    const char *mode = luaL_optstring(L, 2, "r");
-    if (strpbrk(mode, "wa+")) ltt_sandbox_check_write(L, path);
-    else ltt_sandbox_check_read(L, path);
-    return call_orig(L);
+    char full[PATH_MAX];
+    writable(L, path, full);
+    check_quota(L, path, full);
+    int n = call_orig(L);
+    if (n > 0 && lua_toboolean(L, 1)) note_written(L, full);
+    return n;
 }
 
-/* A file name argument: strings and numbers (which the originals accept
-   too, as "123"), converted in place so the original sees what we checked. */
-static const char *name_arg(lua_State *L, int idx)
+static int sb_io_open(lua_State *L)
 {
-    return lua_type(L, idx) == LUA_TSTRING || lua_type(L, idx) == LUA_TNUMBER ? lua_tostring(L, idx) : NULL;
+    const char *path = name_arg(L, 1, "open");
+    if (path == NULL) path = luaL_checkstring(L, 1);
+    const char *mode = luaL_optstring(L, 2, "r");
+    if (strpbrk(mode, "wa+")) return open_for_write(L, path);
+    ltt_sandbox_check_read(L, path);
+    return call_orig(L);
 }
 
 static int sb_read_arg1(lua_State *L)          /* io.lines, io.input */
 {
-    const char *path = name_arg(L, 1);
+    const char *path = name_arg(L, 1, "read");
     if (path) ltt_sandbox_check_read(L, path);
     return call_orig(L);
 }
 
-static int sb_write_arg1(lua_State *L)         /* io.output, os.remove */
+static int sb_io_output(lua_State *L)          /* io.output(name) opens it "w" */
 {
-    const char *path = name_arg(L, 1);
-    if (path) ltt_sandbox_check_write(L, path);
+    const char *path = name_arg(L, 1, "write");
+    return path ? open_for_write(L, path) : call_orig(L);
+}
+
+static int sb_os_remove(lua_State *L)
+{
+    char full[PATH_MAX];
+    const char *path = name_arg(L, 1, "write");
+    if (path) writable(L, path, full);
     return call_orig(L);
 }
 
 static int sb_os_rename(lua_State *L)
 {
-    ltt_sandbox_check_write(L, luaL_checkstring(L, 1));
-    ltt_sandbox_check_write(L, luaL_checkstring(L, 2));
+    char full[PATH_MAX];
+    const char *from = name_arg(L, 1, "write"), *to = name_arg(L, 2, "write");
+    writable(L, from ? from : luaL_checkstring(L, 1), full);
+    writable(L, to ? to : luaL_checkstring(L, 2), full);
     return call_orig(L);
 }
 
@@ -352,30 +641,131 @@ static int sb_getenv(lua_State *L)
     return 1;
 }
 
-/* load(chunk [, name [, mode [, env]]]): text chunks only, and a name
-   "@file" becomes "=file": the trace reads the source lines of "@" chunks
-   from the file, which would read around the sandbox. */
+/* Bytes that write(...) puts out from argument `first` on: strings as
+   they are, numbers as liolib formats them (other values: the original
+   raises). */
+static int64_t write_size(lua_State *L, int first)
+{
+    int64_t n = 0;
+    for (int i = first, top = lua_gettop(L); i <= top; i++) {
+        if (lua_type(L, i) == LUA_TNUMBER) {
+            n += lua_isinteger(L, i)
+                 ? snprintf(NULL, 0, LUA_INTEGER_FMT, (LUAI_UACINT)lua_tointeger(L, i))
+                 : snprintf(NULL, 0, LUA_NUMBER_FMT, (LUAI_UACNUMBER)lua_tonumber(L, i));
+        } else if (lua_type(L, i) == LUA_TSTRING) {
+            n += (int64_t)lua_rawlen(L, i);
+        }
+    }
+    return n;
+}
+
+/* An open file on disk (stdout and stderr are not the quota's business). */
+static FILE *disk_file(lua_State *L, int idx)
+{
+    luaL_Stream *p = luaL_testudata(L, idx, LUA_FILEHANDLE);
+    if (p == NULL || p->closef == NULL || p->f == NULL || p->f == stdout || p->f == stderr) return NULL;
+    return p->f;
+}
+
+static int sb_file_write(lua_State *L)         /* file:write(...) */
+{
+    if (disk_file(L, 1)) charge(L, write_size(L, 2));
+    return call_orig(L);
+}
+
+static int sb_io_write(lua_State *L)           /* io.write(...): to the default output */
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, "_IO_output");   /* liolib's key for it */
+    FILE *f = disk_file(L, -1);
+    lua_pop(L, 1);
+    if (f) charge(L, write_size(L, 1));
+    return call_orig(L);
+}
+
+/* file:seek past the end of a file open for writing: the next write
+   makes a file that long, so the hole counts as written. */
+static int sb_file_seek(lua_State *L)
+{
+    FILE *f = disk_file(L, 1);
+    int n = call_orig(L);
+    int flags = f ? fcntl(fileno(f), F_GETFL) : -1;
+    struct stat st;
+    if (flags == -1 || (flags & O_ACCMODE) == O_RDONLY || fflush(f) != 0 || fstat(fileno(f), &st) != 0)
+        return n;
+    off_t pos = ftello(f);
+    if (pos > st.st_size) {
+        int64_t hole = (int64_t)(pos - st.st_size);
+        if (quota.max_bytes > 0 && hole > quota.max_bytes - quota.bytes) fseeko(f, st.st_size, SEEK_SET);
+        charge(L, hole);
+    }
+    return n;
+}
+
+/* load(chunk [, name [, mode [, env]]]) as the base library's, written
+   out here so that the unrestricted load is nowhere to be reached: text
+   chunks only, and a name "@file" becomes "=file" (the trace reads the
+   lines of "@" chunks from the file, which would read around the sandbox). */
+#define LOAD_SLOT 5                             /* keeps the reader's last piece */
+
+static const char *load_reader(lua_State *L, void *ud, size_t *size)
+{
+    (void)ud;
+    luaL_checkstack(L, 2, "too many nested functions");
+    lua_pushvalue(L, 1);
+    lua_call(L, 0, 1);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        *size = 0;
+        return NULL;
+    }
+    if (!lua_isstring(L, -1)) luaL_error(L, "reader function must return a string");
+    lua_replace(L, LOAD_SLOT);
+    return lua_tolstring(L, LOAD_SLOT, size);
+}
+
 static int sb_load(lua_State *L)
 {
-    int n = lua_gettop(L);
-    if (n < 3) lua_settop(L, 3);
-    if (lua_type(L, 2) == LUA_TSTRING && lua_tostring(L, 2)[0] == '@') {
-        lua_pushfstring(L, "=%s", lua_tostring(L, 2) + 1);
-        lua_replace(L, 2);
+    size_t len;
+    const char *s = lua_tolstring(L, 1, &len);
+    int env = !lua_isnone(L, 4) ? 4 : 0;
+    const char *name = luaL_optstring(L, 2, s ? s : "=(load)");
+    luaL_optstring(L, 3, "t");                  /* mode: checked, then text regardless */
+    if (s == NULL) luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, LOAD_SLOT);
+    if (name[0] == '@') name = lua_pushfstring(L, "=%s", name + 1);
+    else lua_pushstring(L, name);               /* anchored above the reader's slot */
+    int status = s ? luaL_loadbufferx(L, s, len, name, "t") : lua_load(L, load_reader, NULL, name, "t");
+    if (status != LUA_OK) {
+        luaL_pushfail(L);
+        lua_insert(L, -2);
+        return 2;
     }
-    lua_pushliteral(L, "t");
-    lua_replace(L, 3);
-    if (n < 4) lua_settop(L, 3);               /* no env: keep the globals */
-    return call_orig(L);
+    if (env) {                                  /* env is the first upvalue */
+        lua_pushvalue(L, env);
+        if (!lua_setupvalue(L, -2, 1)) lua_pop(L, 1);
+    }
+    return 1;
+}
+
+/* luaL_loadfilex in text mode, the message naming the file. */
+static int load_text_file(lua_State *L, const char *path)
+{
+    int status = luaL_loadfilex(L, path, "t");
+    if (status == LUA_ERRSYNTAX && strstr(lua_tostring(L, -1), "binary chunk")) {
+        lua_pushfstring(L, "%s: %s; --sandbox runs Lua source only", path ? path : "stdin", lua_tostring(L, -1));
+        lua_remove(L, -2);
+    }
+    return status;
 }
 
 /* loadfile(path [, mode [, env]]) with the read check, text only. */
 static int sb_loadfile(lua_State *L)
 {
-    const char *path = luaL_optstring(L, 1, NULL);
+    const char *path = name_arg(L, 1, "read");
     int env = !lua_isnone(L, 3) ? 3 : 0;
     if (path) ltt_sandbox_check_read(L, path);
-    if (luaL_loadfilex(L, path, "t") != LUA_OK) {
+    else luaL_optstring(L, 1, NULL);
+    if (load_text_file(L, path) != LUA_OK) {
         luaL_pushfail(L);
         lua_insert(L, -2);
         return 2;
@@ -389,10 +779,11 @@ static int sb_loadfile(lua_State *L)
 
 static int sb_dofile(lua_State *L)
 {
-    const char *path = luaL_optstring(L, 1, NULL);
-    lua_settop(L, 1);
+    const char *path = name_arg(L, 1, "read");
     if (path) ltt_sandbox_check_read(L, path);
-    if (luaL_loadfilex(L, path, "t") != LUA_OK) return lua_error(L);
+    else luaL_optstring(L, 1, NULL);
+    lua_settop(L, 1);
+    if (load_text_file(L, path) != LUA_OK) return lua_error(L);
     lua_call(L, 0, LUA_MULTRET);
     return lua_gettop(L) - 1;
 }
@@ -419,7 +810,7 @@ static int sb_searcher(lua_State *L)
             FILE *f = NULL;
             if (may_read(file, why, sizeof why) && (f = fopen(file, "r")) != NULL) {
                 fclose(f);
-                if (luaL_loadfilex(L, file, "t") != LUA_OK)
+                if (load_text_file(L, file) != LUA_OK)
                     return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s",
                                       lua_tostring(L, 1), file, lua_tostring(L, -1));
                 lua_pushstring(L, file);
@@ -438,6 +829,17 @@ static int sb_searcher(lua_State *L)
     return 1;
 }
 
+/* t[name] = f, with the old t[name] as upvalue 1 when wrap, else the
+   name for messages; t is at idx. */
+static void set_field_fn(lua_State *L, int idx, const char *label, const char *name, lua_CFunction f, int wrap)
+{
+    idx = lua_absindex(L, idx);
+    if (wrap) lua_getfield(L, idx, name);
+    else lua_pushstring(L, label);
+    lua_pushcclosure(L, f, 1);
+    lua_setfield(L, idx, name);
+}
+
 static void set_fn(lua_State *L, const char *lib, const char *name, lua_CFunction f, int wrap)
 {
     if (lib) {
@@ -445,49 +847,16 @@ static void set_fn(lua_State *L, const char *lib, const char *name, lua_CFunctio
     } else {
         lua_pushglobaltable(L);
     }
-    if (wrap) lua_getfield(L, -1, name);        /* the original as upvalue 1 */
-    else lua_pushfstring(L, "%s%s%s", lib ? lib : "", lib ? "." : "", name);
-    lua_pushcclosure(L, f, 1);
-    lua_setfield(L, -2, name);
-    lua_pop(L, 1);
-}
-
-/* tt.heatmap(x, path, ...), tt.bars(x, path, ...), tt.flow(path, ...):
-   upvalue 1 the original, upvalue 2 the index of the path argument. */
-static int sb_figure(lua_State *L)
-{
-    int idx = (int)lua_tointeger(L, lua_upvalueindex(2));
-    const char *path = name_arg(L, idx);
-    if (path) {
-        ltt_sandbox_check_write(L, path);
-        lua_pushfstring(L, "%s.tmp", path);     /* the PNG writer's temporary */
-        ltt_sandbox_check_write(L, lua_tostring(L, -1));
-        lua_pop(L, 1);
-    }
-    int n = lua_gettop(L);
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, n, LUA_MULTRET);
-    return lua_gettop(L);
-}
-
-static void wrap_figure(lua_State *L, const char *name, int path_arg)
-{
-    if (lua_getglobal(L, "tt") != LUA_TTABLE) { lua_pop(L, 1); return; }
-    if (lua_getfield(L, -1, name) == LUA_TFUNCTION) {
-        lua_pushinteger(L, path_arg);
-        lua_pushcclosure(L, sb_figure, 2);
-        lua_setfield(L, -2, name);
-    } else {
-        lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
+    lua_pushfstring(L, "%s%s%s", lib ? lib : "", lib ? "." : "", name);
+    set_field_fn(L, -2, lua_tostring(L, -1), name, f, wrap);
+    lua_pop(L, 2);
 }
 
 int ltt_sandbox_open(lua_State *L, const char *images_dir, int images_given, const char *read_dir,
                      const char **err)
 {
     memset(&sbx, 0, sizeof sbx);
+    quota.bytes = quota.files = 0;
     snprintf(sbx.images_arg, sizeof sbx.images_arg, "%s", images_dir);
     if (realpath(images_dir, sbx.images) == NULL) {
         sbx.images[0] = 0;
@@ -498,6 +867,7 @@ int ltt_sandbox_open(lua_State *L, const char *images_dir, int images_given, con
     }
     if (realpath(read_dir, sbx.root) == NULL) { *err = "cannot resolve the script's folder"; return 0; }
     sbx.on = 1;
+    int top = lua_gettop(L);
 
     static const char *const gone[][2] = {
         {"os", "execute"}, {"io", "popen"}, {"os", "tmpname"}, {"io", "tmpfile"},
@@ -507,13 +877,22 @@ int ltt_sandbox_open(lua_State *L, const char *images_dir, int images_given, con
     set_fn(L, "io", "open", sb_io_open, 1);
     set_fn(L, "io", "lines", sb_read_arg1, 1);
     set_fn(L, "io", "input", sb_read_arg1, 1);
-    set_fn(L, "io", "output", sb_write_arg1, 1);
-    set_fn(L, "os", "remove", sb_write_arg1, 1);
+    set_fn(L, "io", "output", sb_io_output, 1);
+    set_fn(L, "io", "write", sb_io_write, 1);
+    set_fn(L, "os", "remove", sb_os_remove, 1);
     set_fn(L, "os", "rename", sb_os_rename, 1);
     set_fn(L, "os", "getenv", sb_getenv, 0);
-    set_fn(L, NULL, "load", sb_load, 1);
+    set_fn(L, NULL, "load", sb_load, 0);
     set_fn(L, NULL, "loadfile", sb_loadfile, 0);
     set_fn(L, NULL, "dofile", sb_dofile, 0);
+
+    /* the methods of every file handle: writes count against the quota */
+    luaL_getmetatable(L, LUA_FILEHANDLE);
+    if (lua_istable(L, -1) && lua_getfield(L, -1, "__index") == LUA_TTABLE) {
+        set_field_fn(L, -1, "write", "write", sb_file_write, 1);
+        set_field_fn(L, -1, "seek", "seek", sb_file_seek, 1);
+    }
+    lua_settop(L, top);
 
     /* require: preloaded modules and Lua files only; no C modules */
     if (lua_getglobal(L, "package") == LUA_TTABLE) {
@@ -532,13 +911,22 @@ int ltt_sandbox_open(lua_State *L, const char *images_dir, int images_given, con
     }
     lua_pop(L, 1);
 
-    /* debug would reach the originals through upvalues and drop the hooks */
-    lua_createtable(L, 0, 2);
+    /* debug only as traceback: the rest reaches the originals through
+       upvalues (getupvalue), the call stack (getinfo "f", getlocal) and
+       the registry, and drops the hooks (sethook); they raise instead */
+    lua_createtable(L, 0, 20);
     if (lua_getglobal(L, "debug") == LUA_TTABLE) {
-        lua_getfield(L, -1, "traceback");
-        lua_setfield(L, -3, "traceback");
-        lua_getfield(L, -1, "getinfo");
-        lua_setfield(L, -3, "getinfo");
+        lua_pushnil(L);
+        while (lua_next(L, -2)) {
+            if (lua_type(L, -2) == LUA_TSTRING && strcmp(lua_tostring(L, -2), "traceback") != 0) {
+                lua_pop(L, 1);
+                lua_pushfstring(L, "debug.%s", lua_tostring(L, -1));
+                lua_pushcclosure(L, forbidden, 1);
+            }
+            lua_pushvalue(L, -2);
+            lua_insert(L, -2);
+            lua_settable(L, -5);
+        }
     }
     lua_pop(L, 1);
     lua_pushvalue(L, -1);
@@ -547,9 +935,5 @@ int ltt_sandbox_open(lua_State *L, const char *images_dir, int images_given, con
     lua_insert(L, -2);
     lua_setfield(L, -2, "debug");
     lua_pop(L, 1);
-
-    wrap_figure(L, "heatmap", 2);
-    wrap_figure(L, "bars", 2);
-    wrap_figure(L, "flow", 1);
     return 1;
 }

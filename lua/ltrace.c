@@ -1,9 +1,11 @@
 /*
 ** ltrace.c — the trace as a learner reads it: events grouped under the
-** script line that made them (source text shown once), optional values,
-** JSON Lines, and the tt.trace table (section, off, on, summary).
-** Events of the current line are held back until the line changes or the
-** script prints, so a label given on the same line shows in its row.
+** script line that made them (source text shown once, with the call sites
+** when the line is inside a function), optional values, JSON Lines, the
+** folded rows of checks, and the tt.trace table (section, off, on, summary).
+** The first rows of the current line are held back until the line changes
+** or the script prints, so a label given later on the same line shows in
+** them; a label given on another line never changes a row already made.
 */
 #include <math.h>
 #include <stdio.h>
@@ -12,17 +14,44 @@
 
 #include "ltt.h"
 
+#define HOLD_MAX 64                    /* rows held back; more are printed at once */
+#define MAX_CALLERS 3                  /* call sites shown after a line inside a function */
+#define MAX_SOURCES 64                 /* chunks whose text is kept ... */
+#define MAX_SOURCE_BYTES (4 << 20)     /* ... and their total size; the least recently used go */
+
 typedef struct pending {
     tt_event ev;
     tt_tensor in[TT_TRACE_MAX_INPUTS];   /* header copies; storage not owned */
     tt_tensor out;
+    unsigned char prev[TT_TRACE_MAX_INPUTS + 1];   /* its label has since gone to a newer tensor (out last) */
+    unsigned char folded;                /* a check's literal operand: JSON only */
     char *values;                        /* --trace=values text, or NULL */
+    char *text;                          /* a row that is no event (a check), or NULL */
 } pending;
+
+/* A place in the script: a Lua frame's chunk (identified by its source
+   string, which may be gone by the time rows print) and line. */
+typedef struct frame {
+    const char *src;                     /* lua_Debug.source: compared, never read later */
+    size_t srclen;
+    uint32_t sum;                        /* of the source's ends: a reused address is a new chunk */
+    int line;
+} frame;
+
+typedef struct group {
+    frame f[1 + MAX_CALLERS];            /* the line, then its callers outwards */
+    int n;
+    char *name;                          /* display name of f[0]'s chunk (for JSON) */
+} group;
 
 typedef struct source {
     char *name;                          /* chunk name as Lua gives it */
+    size_t namelen;
+    uint32_t hash;
     char **lines;
     int nlines;
+    size_t bytes;
+    unsigned long used;                  /* last use, for eviction */
 } source;
 
 static struct {
@@ -31,73 +60,154 @@ static struct {
     FILE *json;
     int wanted;                          /* a text or JSON trace was asked for */
     int paused, muted;
-    pending *pend;
-    int npend, cap;
-    const char *group_src;               /* chunk name of the last header */
-    int group_line;
+    pending pend[HOLD_MAX];
+    int npend;
+    group grp;                           /* the line of the last header */
     int output_since_header;
     long seq;
-    source *srcs;
+    uint64_t values_id;                  /* result whose values the last row showed */
+    source srcs[MAX_SOURCES];
     int nsrcs;
+    size_t src_bytes;
+    unsigned long src_clock;
+    struct holder { const char *label; uint64_t id; } *holders;   /* label -> newest tensor given it */
+    size_t nholders, holders_cap;
 } tr;
 
 /* ===== Source text ===== */
 
-static void split_lines(source *s, const char *text)
+static void free_source(source *s)
 {
-    size_t n = strlen(text);
-    char *copy = malloc(n + 1);
-    if (copy == NULL) return;
-    memcpy(copy, text, n + 1);
-    int cap = 16;
-    s->lines = malloc((size_t)cap * sizeof *s->lines);
-    for (char *p = copy; s->lines && *p;) {
-        if (s->nlines == cap) {
-            char **nl = realloc(s->lines, (size_t)(cap *= 2) * sizeof *nl);
-            if (nl == NULL) break;
-            s->lines = nl;
+    if (s->nlines) free(s->lines[0]);
+    free(s->lines);
+    free(s->name);
+    tr.src_bytes -= s->bytes;
+    memset(s, 0, sizeof *s);
+}
+
+static void drop_source(int i)
+{
+    free_source(&tr.srcs[i]);
+    tr.srcs[i] = tr.srcs[--tr.nsrcs];
+}
+
+/* Splits text into s's lines; 0 when the text does not fit the budget. */
+static int split_lines(source *s, const char *text)
+{
+    size_t n = strlen(text), nl = 1;
+    for (const char *p = text; (p = strchr(p, '\n')) != NULL; p++) nl++;
+    size_t bytes = n + 1 + nl * sizeof(char *) + s->namelen + 1;
+    if (bytes > MAX_SOURCE_BYTES) return 0;
+    while (tr.src_bytes + bytes > MAX_SOURCE_BYTES && tr.nsrcs > 1) {
+        int old = -1;                    /* least recently used, not s itself */
+        for (int i = 0; i < tr.nsrcs; i++)
+            if (&tr.srcs[i] != s && (old < 0 || tr.srcs[i].used < tr.srcs[old].used)) old = i;
+        if (&tr.srcs[tr.nsrcs - 1] == s) {  /* s moves into the freed slot */
+            drop_source(old);
+            s = &tr.srcs[old];
+        } else {
+            drop_source(old);
         }
+    }
+    char *copy = malloc(n + 1);
+    s->lines = malloc(nl * sizeof *s->lines);
+    if (copy == NULL || s->lines == NULL) {
+        free(copy);
+        free(s->lines);
+        s->lines = NULL;
+        return 0;
+    }
+    memcpy(copy, text, n + 1);
+    for (char *p = copy;;) {
         s->lines[s->nlines++] = p;
         char *e = strchr(p, '\n');
         if (e == NULL) break;
         *e = 0;
         p = e + 1;
     }
-    if (s->nlines == 0) free(copy);     /* lines[0] owns the copy otherwise */
+    s->bytes = bytes;
+    tr.src_bytes += bytes;
+    return 1;
+}
+
+static uint32_t name_hash(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;            /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
 }
 
 static source *find_source(const char *name)
 {
+    size_t len = strlen(name);
+    uint32_t h = name_hash(name, len);
     for (int i = 0; i < tr.nsrcs; i++)
-        if (strcmp(tr.srcs[i].name, name) == 0) return &tr.srcs[i];
+        if (tr.srcs[i].namelen == len && tr.srcs[i].hash == h && memcmp(tr.srcs[i].name, name, len) == 0) {
+            tr.srcs[i].used = ++tr.src_clock;
+            return &tr.srcs[i];
+        }
     return NULL;
 }
 
+/* A new entry for name (the least recently used one makes room), or NULL. */
 static source *add_source(const char *name)
 {
-    source *ns = realloc(tr.srcs, (size_t)(tr.nsrcs + 1) * sizeof *ns);
-    if (ns == NULL) return NULL;
-    tr.srcs = ns;
-    source *s = &tr.srcs[tr.nsrcs++];
+    size_t len = strlen(name);
+    if (len + 1 > MAX_SOURCE_BYTES / 2) return NULL;    /* a huge string chunk: no text kept */
+    if (tr.nsrcs == MAX_SOURCES) {
+        int old = 0;
+        for (int i = 1; i < tr.nsrcs; i++)
+            if (tr.srcs[i].used < tr.srcs[old].used) old = i;
+        drop_source(old);
+    }
+    source *s = &tr.srcs[tr.nsrcs];
     memset(s, 0, sizeof *s);
-    s->name = malloc(strlen(name) + 1);
-    if (s->name) strcpy(s->name, name);
-    else tr.nsrcs--;
-    return s->name ? s : NULL;
+    if ((s->name = malloc(len + 1)) == NULL) return NULL;
+    memcpy(s->name, name, len + 1);
+    s->namelen = len;
+    s->hash = name_hash(name, len);
+    s->used = ++tr.src_clock;
+    tr.nsrcs++;
+    return s;
 }
 
 void ltt_trace_source(const char *chunkname, const char *text)
 {
     source *s = find_source(chunkname);
     if (s) {                            /* the REPL reuses its chunk name */
-        if (s->nlines) free(s->lines[0]);
-        free(s->lines);
-        s->lines = NULL;
-        s->nlines = 0;
+        char *name = s->name;
+        s->name = NULL;
+        free_source(s);
+        s->name = name;
+        s->namelen = strlen(name);
+        s->hash = name_hash(name, s->namelen);
+        s->used = ++tr.src_clock;
     } else if ((s = add_source(chunkname)) == NULL) {
         return;
     }
     split_lines(s, text);
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0, got;
+    char tmp[4096];
+    while ((got = fread(tmp, 1, sizeof tmp, f)) > 0 && len + got < MAX_SOURCE_BYTES) {
+        if (len + got + 1 > cap) {
+            cap = (len + got + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (nb == NULL) break;
+            buf = nb;
+        }
+        memcpy(buf + len, tmp, got);
+        len += got;
+    }
+    fclose(f);
+    if (buf) buf[len] = 0;
+    return buf;
 }
 
 static const char *source_line(const char *chunk, int line)
@@ -106,31 +216,17 @@ static const char *source_line(const char *chunk, int line)
     if (s == NULL) {
         if ((s = add_source(chunk)) == NULL) return "";
         if (chunk[0] == '@') {
-            FILE *f = fopen(chunk + 1, "rb");
-            if (f) {
-                char *buf = NULL;
-                size_t len = 0, cap = 0, got;
-                char tmp[4096];
-                while ((got = fread(tmp, 1, sizeof tmp, f)) > 0) {
-                    if (len + got + 1 > cap) {
-                        cap = (len + got + 1) * 2;
-                        char *nb = realloc(buf, cap);
-                        if (nb == NULL) break;
-                        buf = nb;
-                    }
-                    memcpy(buf + len, tmp, got);
-                    len += got;
-                }
-                fclose(f);
-                if (buf) {
-                    buf[len] = 0;
-                    split_lines(s, buf);
-                    free(buf);
-                }
+            char *text = read_file(chunk + 1);
+            if (text) {
+                if (!split_lines(s, text)) s = NULL;
+                free(text);
             }
         } else if (chunk[0] != '=') {
-            split_lines(s, chunk);      /* a string chunk is its own source */
+            if (!split_lines(s, chunk)) s = NULL;      /* a string chunk is its own source */
         }
+        if (s == NULL) return "";
+        s = find_source(chunk);          /* making room may have moved it */
+        if (s == NULL) return "";
     }
     if (line < 1 || line > s->nlines) return "";
     const char *p = s->lines[line - 1];
@@ -144,17 +240,51 @@ static const char *display_name(const char *chunk)
     return "(string)";
 }
 
-/* ===== Held-back events ===== */
+/* ===== Where an event comes from ===== */
 
-static void print_values_line(FILE *out, const pending *p)
+static uint32_t ends_sum(const char *s, size_t n)
 {
-    if (p->values) fputs(p->values, out);
+    uint32_t h = 2166136261u;            /* FNV-1a over the first and last 32 bytes */
+    for (size_t i = 0; i < n && i < 32; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    for (size_t i = n > 32 ? n - 32 : 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
 }
 
-static void free_pending(pending *p)
+static int same_frame(const frame *a, const frame *b)
 {
-    free(p->values);
-    p->values = NULL;
+    return a->src == b->src && a->srclen == b->srclen && a->sum == b->sum && a->line == b->line;
+}
+
+/* The innermost Lua line running, then the lines that called it, up to
+   MAX_CALLERS and stopping at a main chunk. Returns the frame count. */
+static int locate(lua_State *L, frame *f, int max)
+{
+    lua_Debug ar;
+    int n = 0;
+    for (int level = 0; n < max && lua_getstack(L, level, &ar); level++) {
+        if (!lua_getinfo(L, "Sl", &ar)) break;
+        if (ar.currentline <= 0) continue;          /* C functions */
+        int again = n > 0 && f[n - 1].src == ar.source && f[n - 1].line == ar.currentline;
+        if (again) {                     /* a function called on the line that defines it */
+            if (strcmp(ar.what, "main") == 0) break;
+            continue;
+        }
+        f[n].src = ar.source;
+        f[n].srclen = ar.srclen;
+        f[n].sum = ends_sum(ar.source, ar.srclen);
+        f[n].line = ar.currentline;
+        n++;
+        if (strcmp(ar.what, "main") == 0) break;
+    }
+    return n;
+}
+
+/* ===== Held-back rows ===== */
+
+static const char *previous_label(const tt_tensor *t, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.200s (previous)", t->label);
+    return buf;
 }
 
 void ltt_trace_flush(void)
@@ -164,29 +294,185 @@ void ltt_trace_flush(void)
     static char json[16384];
     for (int i = 0; i < tr.npend; i++) {
         pending *p = &tr.pend[i];
+        if (p->text) {
+            if (tr.mode != LTT_TRACE_OFF) printf("    %s\n", p->text);
+            free(p->text);
+            p->text = NULL;
+            continue;
+        }
         p->ev.output = &p->out;
         for (int j = 0; j < p->ev.ninputs; j++) p->ev.inputs[j] = &p->in[j];
-        if (tr.mode != LTT_TRACE_OFF) {
-            printf("    %s\n", tt_event_format(&p->ev, row, sizeof row));
-            if (tr.mode == LTT_TRACE_VALUES) print_values_line(stdout, p);
-        }
         if (tr.json) {
-            fputs(tt_event_json(&p->ev, ++tr.seq, display_name(tr.group_src), tr.group_line, json, sizeof json), tr.json);
+            fputs(tt_event_json(&p->ev, ++tr.seq, tr.grp.name, tr.grp.f[0].line, json, sizeof json), tr.json);
             fputc('\n', tr.json);
         }
-        free_pending(p);
+        if (tr.mode != LTT_TRACE_OFF && !p->folded) {
+            /* the text shows "label (previous)" where a newer tensor took the label */
+            tt_tensor shown[TT_TRACE_MAX_INPUTS + 1];
+            char names[TT_TRACE_MAX_INPUTS + 1][224];
+            tt_event ev = p->ev;
+            for (int j = 0; j <= ev.ninputs; j++) {
+                const tt_tensor *t = j < ev.ninputs ? &p->in[j] : &p->out;
+                int k = j < ev.ninputs ? j : TT_TRACE_MAX_INPUTS;
+                shown[j] = *t;
+                if (p->prev[k] && t->label) shown[j].label = previous_label(t, names[j], sizeof names[j]);
+                if (j < ev.ninputs) ev.inputs[j] = &shown[j];
+                else ev.output = &shown[j];
+            }
+            printf("    %s\n", tt_event_format(&ev, row, sizeof row));
+            if (tr.mode == LTT_TRACE_VALUES && p->values) fputs(p->values, stdout);
+        }
+        free(p->values);
+        p->values = NULL;
     }
     tr.npend = 0;
     fflush(stdout);
 }
 
+static void free_group(group *g)
+{
+    free(g->name);
+    g->name = NULL;
+    g->n = 0;
+}
+
+/* "file:12 ← line 30 ← other.lua:4  source text of line 12" */
+static void print_header(const group *g)
+{
+    const char *name = display_name(g->f[0].src);
+    printf("%s:%d", name, g->f[0].line);
+    for (int i = 1; i < g->n; i++) {
+        if (g->f[i].src == g->f[0].src) printf(" \xe2\x86\x90 line %d", g->f[i].line);
+        else printf(" \xe2\x86\x90 %s:%d", display_name(g->f[i].src), g->f[i].line);
+    }
+    printf("  %s\n", source_line(g->f[0].src, g->f[0].line));
+}
+
+/* A slot for a new row of the line running now: prints the header first
+   when the line (or the calls that led to it) changed. NULL if out of
+   Lua state (no trace). */
+static void locate_group(group *g)
+{
+    memset(g, 0, sizeof *g);
+    g->n = locate(tr.L, g->f, 1 + MAX_CALLERS);
+    if (g->n == 0) {                     /* no Lua code running (a C caller) */
+        g->f[0].src = "=?";
+        g->n = 1;
+    }
+}
+
+/* Whether g is the group of the last header, with no script output since. */
+static int is_current(const group *g)
+{
+    int same = g->n == tr.grp.n && !tr.output_since_header;
+    for (int i = 0; same && i < g->n; i++) same = same_frame(&g->f[i], &tr.grp.f[i]);
+    return same;
+}
+
+static pending *new_row(void)
+{
+    group g;
+    locate_group(&g);
+    if (!is_current(&g)) {
+        ltt_trace_flush();
+        if (tr.mode != LTT_TRACE_OFF) print_header(&g);
+        const char *name = display_name(g.f[0].src);
+        free_group(&tr.grp);
+        tr.grp = g;
+        tr.grp.name = malloc(strlen(name) + 1);
+        if (tr.grp.name) strcpy(tr.grp.name, name);
+        tr.output_since_header = 0;
+    }
+    if (tr.npend == HOLD_MAX) ltt_trace_flush();     /* a long loop on one line: keep memory flat */
+    pending *p = &tr.pend[tr.npend++];
+    memset(p->prev, 0, sizeof p->prev);
+    p->folded = 0;
+    p->values = p->text = NULL;
+    return p;
+}
+
+/* ===== Labels: the newest tensor given each label ===== */
+
+static size_t holder_slot(const char *label)
+{
+    size_t h = (size_t)((uintptr_t)label >> 4) * 2654435761u;
+    size_t i = h & (tr.holders_cap - 1);
+    while (tr.holders[i].label && tr.holders[i].label != label) i = (i + 1) & (tr.holders_cap - 1);
+    return i;
+}
+
+/* The id of the newest tensor labelled `label` (interned), 0 if none. */
+static uint64_t holder(const char *label)
+{
+    if (label == NULL || tr.holders_cap == 0) return 0;
+    return tr.holders[holder_slot(label)].id;
+}
+
+static void set_holder(const char *label, uint64_t id)
+{
+    if (tr.nholders * 2 >= tr.holders_cap) {
+        size_t ncap = tr.holders_cap ? tr.holders_cap * 2 : 64;
+        struct holder *old = tr.holders, *nh = calloc(ncap, sizeof *nh);
+        if (nh == NULL) return;
+        size_t ocap = tr.holders_cap;
+        tr.holders = nh;
+        tr.holders_cap = ncap;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].label) tr.holders[holder_slot(old[i].label)] = old[i];
+        free(old);
+    }
+    size_t i = holder_slot(label);
+    if (tr.holders[i].label == NULL) tr.nholders++;
+    tr.holders[i].label = label;
+    tr.holders[i].id = id;
+}
+
+static int is_previous(const tt_tensor *t)
+{
+    uint64_t h = holder(t->label);
+    return h != 0 && h != t->id;
+}
+
+void ltt_trace_label(uint64_t id, const char *label)
+{
+    tt_flow_set_label(id, label);
+    if (!tr.wanted || label == NULL) return;
+    set_holder(label, id);
+    if (tr.npend == 0) return;
+    /* only rows of the line giving the label (or of a function it called) */
+    frame here;
+    if (locate(tr.L, &here, 1) != 1) return;
+    int mine = 0;
+    for (int i = 0; i < tr.grp.n && !mine; i++) mine = same_frame(&here, &tr.grp.f[i]);
+    if (!mine) return;
+    for (int i = 0; i < tr.npend; i++) {
+        pending *p = &tr.pend[i];
+        if (p->text) continue;
+        for (int j = 0; j <= p->ev.ninputs; j++) {
+            tt_tensor *t = j < p->ev.ninputs ? &p->in[j] : &p->out;
+            int k = j < p->ev.ninputs ? j : TT_TRACE_MAX_INPUTS;
+            if (t->id == id) {
+                t->label = label;
+                p->prev[k] = 0;
+            } else if (t->label == label) {
+                p->prev[k] = 1;
+            }
+        }
+    }
+}
+
+
+/* ===== --trace=values ===== */
+
 /* Summary of a result for --trace=values: range, moments, non-finite
    counts, and the values themselves when small. */
 #define VALUES_SCAN_MAX ((int64_t)1 << 20)   /* a huge (expanded) view must not stall the trace */
+#define VALUES_SHOWN_MAX 36                  /* results this small are shown in full */
 
 static char *values_text(const tt_tensor *t, const tt_event *ev)
 {
     int64_t n = tt_numel(t), scan = n < VALUES_SCAN_MAX ? n : VALUES_SCAN_MAX;
+    int prec = tt_print_precision();
     double mn = INFINITY, mx = -INFINITY, sum = 0, sq = 0;
     int64_t nan = 0, pinf = 0, ninf = 0, finite = 0;
     for (int64_t i = 0; i < scan; i++) {
@@ -212,7 +498,8 @@ static char *values_text(const tt_tensor *t, const tt_event *ev)
         len += (size_t)snprintf(buf, cap, "        true %lld of %lld%s\n", (long long)(int64_t)sum, (long long)scan,
                                 scan < n ? " (the first ones)" : "");
     else if (finite)
-        len += (size_t)snprintf(buf, cap, "        min %.4g  max %.4g  mean %.4g  std %.4g", mn, mx, mean, sd);
+        len += (size_t)snprintf(buf, cap, "        min %.*g  max %.*g  mean %.*g  std %.*g", prec, mn, prec, mx,
+                                prec, mean, prec, sd);
     else
         len += (size_t)snprintf(buf, cap, "        no finite values");
     if (n && t->dtype != TT_BOOL) {
@@ -229,7 +516,7 @@ static char *values_text(const tt_tensor *t, const tt_event *ev)
                                     ev->op == TT_OP_SOFTMAX ? " (a row with every entry -inf)" : "");
         len += (size_t)snprintf(buf + len, cap - len, "\n");
     }
-    if (n > 0 && n <= 36) {
+    if (n > 0 && n <= VALUES_SHOWN_MAX) {
         char *s = tt_tensor_format(t);
         if (s) {
             const char *body = strchr(s, '\n');
@@ -251,20 +538,30 @@ static char *values_text(const tt_tensor *t, const tt_event *ev)
     return buf;
 }
 
-/* Where in the script the event comes from: the innermost Lua function. */
-static int script_location(lua_State *L, const char **src, int *line)
+/* Storage index of element `flat` (row-major) of t. */
+static int64_t elem_offset(const tt_tensor *t, int64_t flat)
 {
-    lua_Debug ar;
-    for (int level = 0; lua_getstack(L, level, &ar); level++) {
-        if (!lua_getinfo(L, "Sl", &ar)) break;
-        if (ar.currentline > 0) {
-            *src = ar.source;
-            *line = ar.currentline;
-            return 1;
-        }
+    int64_t off = t->offset;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        off += flat % t->shape[d] * t->stride[d];
+        flat /= t->shape[d];
     }
-    return 0;
+    return off;
 }
+
+/* A view that reads the same elements as its input: in the same order when
+   the values are shown in full, in any order when only the summary is. */
+static int same_values(const tt_tensor *a, const tt_tensor *v)
+{
+    int64_t n = tt_numel(a);
+    if (a->storage != v->storage || a->dtype != v->dtype || n != tt_numel(v) || n == 0) return 0;
+    if (n > VALUES_SHOWN_MAX) return 1;
+    for (int64_t i = 0; i < n; i++)
+        if (elem_offset(a, i) != elem_offset(v, i)) return 0;
+    return 1;
+}
+
+/* ===== The sink ===== */
 
 static void sink(const tt_event *ev, void *ud);
 
@@ -279,42 +576,115 @@ static void sink(const tt_event *ev, void *ud)
 {
     (void)ud;
     if (tr.paused || tr.muted) return;
-    const char *src = "=?";
-    int line = 0;
-    script_location(tr.L, &src, &line);
-    const char *isrc = tt_intern(src);
-    if (isrc != tr.group_src || line != tr.group_line || tr.output_since_header) {
-        ltt_trace_flush();
-        if (tr.mode != LTT_TRACE_OFF) {
-            const char *text = source_line(src, line);
-            printf("%s:%d  %s\n", display_name(src), line, text);
-        }
-        tr.group_src = isrc;
-        tr.group_line = line;
-        tr.output_since_header = 0;
-    }
-    if (tr.npend == tr.cap) {
-        int ncap = tr.cap ? tr.cap * 2 : 16;
-        pending *np = realloc(tr.pend, (size_t)ncap * sizeof *np);
-        if (np == NULL) return;
-        tr.pend = np;
-        tr.cap = ncap;
-    }
-    pending *p = &tr.pend[tr.npend++];
+    pending *p = new_row();
     p->ev = *ev;
     p->out = *ev->output;
-    for (int j = 0; j < ev->ninputs; j++) p->in[j] = *ev->inputs[j];
-    p->values = tr.mode == LTT_TRACE_VALUES ? values_text(ev->output, ev) : NULL;
+    p->prev[TT_TRACE_MAX_INPUTS] = (unsigned char)is_previous(ev->output);
+    for (int j = 0; j < ev->ninputs; j++) {
+        p->in[j] = *ev->inputs[j];
+        p->prev[j] = (unsigned char)is_previous(ev->inputs[j]);
+    }
+    if (tr.mode == LTT_TRACE_VALUES) {
+        static const char same[] = "        (a view of the values above)\n";
+        if (ev->view && ev->ninputs > 0 && ev->inputs[0]->id == tr.values_id && same_values(ev->inputs[0], ev->output)) {
+            p->values = malloc(sizeof same);
+            if (p->values) memcpy(p->values, same, sizeof same);
+        } else {
+            p->values = values_text(ev->output, ev);
+        }
+        tr.values_id = ev->output->id;
+    }
 }
 
-void ltt_trace_label(uint64_t id, const char *label)
+/* ===== Checks: one row instead of their literal operands ===== */
+
+/* "1e-06" -> "1e-6" */
+static void fmt_tol(char *buf, size_t n, double v)
+{
+    snprintf(buf, n, "%g", v);
+    char *e = strstr(buf, "e-0");
+    if (e) memmove(e + 2, e + 3, strlen(e + 3) + 1);
+}
+
+static void put_literal(char *buf, size_t n, size_t *len, const tt_tensor *t, int d, int64_t *flat)
+{
+    if (d == t->ndim) {
+        double v = tt_get(t, (*flat)++);
+        if (t->dtype == TT_BOOL) *len += (size_t)snprintf(buf + *len, n - *len, "%s", v != 0 ? "true" : "false");
+        else *len += (size_t)snprintf(buf + *len, n - *len, "%.7g", v);
+        return;
+    }
+    *len += (size_t)snprintf(buf + *len, n - *len, "{");
+    for (int64_t i = 0; i < t->shape[d] && *len < n; i++) {
+        if (i) *len += (size_t)snprintf(buf + *len, n - *len, ", ");
+        put_literal(buf, n, len, t, d + 1, flat);
+    }
+    if (*len < n) *len += (size_t)snprintf(buf + *len, n - *len, "}");
+}
+
+/* Folds the held-back row of this line that made t from nothing but
+   constants (a Lua table the check converted, tt.ones(...) written as its
+   argument): returns that row, or NULL. */
+static const pending *fold_constant(const tt_tensor *t)
 {
     for (int i = 0; i < tr.npend; i++) {
-        if (tr.pend[i].out.id == id) tr.pend[i].out.label = label;
-        for (int j = 0; j < tr.pend[i].ev.ninputs; j++)
-            if (tr.pend[i].in[j].id == id) tr.pend[i].in[j].label = label;
+        pending *p = &tr.pend[i];
+        if (p->text || p->out.id != t->id || p->ev.ninputs != 0) continue;
+        if (p->ev.op == TT_OP_RAND || p->ev.op == TT_OP_RANDN) return NULL;
+        p->folded = 1;
+        return p;
     }
-    tt_flow_set_label(id, label);
+    return NULL;
+}
+
+/* An operand as the row shows it: a small Lua table by its values, a
+   larger one as table[shape], a constant as ones[shape], a tensor as
+   label[shape]. */
+static void describe_operand(char *buf, size_t n, const tt_tensor *t, const pending *made)
+{
+    char shp[192];
+    tt_shape_str(t, shp, sizeof shp);
+    size_t len = 0;
+    if (made && made->ev.op == TT_OP_TENSOR && tt_numel(t) <= 8) {
+        int64_t flat = 0;
+        put_literal(buf, n, &len, t, 0, &flat);
+    } else if (made && made->ev.op == TT_OP_TENSOR) {
+        snprintf(buf, n, "table%s", shp);
+    } else if (made) {
+        snprintf(buf, n, "%s%s%s%s%s", tt_op_name(made->ev.op), shp, made->ev.args[0] ? " (" : "", made->ev.args,
+                 made->ev.args[0] ? ")" : "");
+    } else {
+        snprintf(buf, n, "%.200s%s%s", t->label ? t->label : "", shp, t->dtype == TT_BOOL ? " bool" : "");
+    }
+}
+
+void ltt_trace_check(const char *fn, const tt_tensor *a, const tt_tensor *b, double rtol, double atol, int ok)
+{
+    if (!tr.wanted || tr.paused || tr.muted || tr.mode == LTT_TRACE_OFF) return;
+    group g;
+    locate_group(&g);
+    if (!is_current(&g)) return;         /* a check that made no row needs none */
+    const pending *ma = fold_constant(a), *mb = fold_constant(b);
+    pending *p = new_row();
+    char sa[512], sb[512], tol[96], rt[32], at[32];
+    describe_operand(sa, sizeof sa, a, ma);
+    describe_operand(sb, sizeof sb, b, mb);
+    fmt_tol(rt, sizeof rt, rtol);
+    fmt_tol(at, sizeof at, atol);
+    if (rtol == 0 && atol == 0) snprintf(tol, sizeof tol, "exactly");
+    else if (rtol == 0) snprintf(tol, sizeof tol, "atol %s", at);
+    else if (atol == 0) snprintf(tol, sizeof tol, "rtol %s", rt);
+    else snprintf(tol, sizeof tol, "rtol %s, atol %s", rt, at);
+    size_t n = strlen(sa) + strlen(sb) + strlen(tol) + 64;
+    if ((p->text = malloc(n)) == NULL) {
+        tr.npend--;
+        return;
+    }
+    if (strcmp(fn, "assert_close") == 0)
+        snprintf(p->text, n, "\xe2\x9c\x93 checked   %s \xe2\x89\x88 %s (%s)", sa, sb, tol);
+    else
+        snprintf(p->text, n, "%-11s %s \xe2\x89\x88 %s (%s) -> %s", fn, sa, sb, tol, ok ? "true" : "false");
+    tr.values_id = 0;
 }
 
 void ltt_trace_mute(int on)
@@ -383,17 +753,11 @@ void ltt_trace_stop(void)
     update_sink();
     if (tr.json) fclose(tr.json);
     tr.json = NULL;
-    free(tr.pend);
-    tr.pend = NULL;
-    tr.npend = tr.cap = 0;
-    for (int i = 0; i < tr.nsrcs; i++) {
-        if (tr.srcs[i].nlines) free(tr.srcs[i].lines[0]);
-        free(tr.srcs[i].lines);
-        free(tr.srcs[i].name);
-    }
-    free(tr.srcs);
-    tr.srcs = NULL;
-    tr.nsrcs = 0;
+    while (tr.nsrcs > 0) drop_source(tr.nsrcs - 1);
+    free_group(&tr.grp);
+    free(tr.holders);
+    tr.holders = NULL;
+    tr.nholders = tr.holders_cap = 0;
 }
 
 /* ===== tt.trace ===== */
@@ -511,8 +875,28 @@ static const luaL_Reg tracelib[] = {
     {NULL, NULL}
 };
 
+/* tt.set_printoptions{precision = n}: digits after the point in printed
+   tensors and in --trace=values (as PyTorch's; 4 by default). */
+static int set_printoptions(lua_State *L)
+{
+    static const char *const known[] = {"precision", NULL};
+    luaL_checktype(L, 1, LUA_TTABLE);
+    ltt_check_opts(L, 1, "set_printoptions", known);
+    if (lua_getfield(L, 1, "precision") != LUA_TNIL) {
+        int isint;
+        lua_Integer p = lua_tointegerx(L, -1, &isint);
+        if (!isint || p < 0 || p > TT_PRINT_PRECISION_MAX)
+            return ltt_error(L, "set_printoptions: precision must be a whole number from 0 to %d, got %s",
+                             TT_PRINT_PRECISION_MAX, luaL_tolstring(L, -1, NULL));
+        tt_set_print_precision((int)p);
+    }
+    return 0;
+}
+
 void ltt_open_trace(lua_State *L)
 {
     luaL_newlib(L, tracelib);
     lua_setfield(L, -2, "trace");
+    lua_pushcfunction(L, set_printoptions);
+    lua_setfield(L, -2, "set_printoptions");
 }

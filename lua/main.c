@@ -27,15 +27,21 @@ static const char usage_text[] =
     "  -q, --quiet                  no trace (same as --trace=off)\n"
     "  --trace=off|shapes|values    shapes (default): one line per op; values: also print small results\n"
     "  --trace-json FILE            also write the trace as JSON Lines\n"
+    "  --precision N                digits after the point in printed tensors and --trace=values (default 4)\n"
     "  --seed N                     seed of tt.randn / tt.rand (default 0)\n"
     "  --threads N                  kernel threads (default: all cores; env TT_NUM_THREADS)\n"
-    "  --max-memory SIZE            cap on tensor and Lua memory, e.g. 512M or 2G; 0 = none\n"
-    "                               (default: half the RAM; 1G or half the RAM with --sandbox)\n"
-    "  --timeout SECONDS            stop a runaway script with an error (default with --sandbox: 30)\n"
+    "  --max-memory SIZE            cap on tensor and Lua memory, e.g. 512M or 2G; 0 = none;\n"
+    "                               at least 1M (default: half the RAM; 1G or half the RAM\n"
+    "                               with --sandbox)\n"
+    "  --timeout SECONDS            stop a runaway script with an error, also in __gc finalizers,\n"
+    "                               error handlers and at exit (default with --sandbox: 30)\n"
     "  --max-instructions N         stop the script after N Lua VM instructions (e.g. 1e9)\n"
-    "  --sandbox                    for others' scripts: no os/io escape hatches, writes only\n"
-    "                               under --images DIR, reads only under the script's folder\n"
+    "  --sandbox                    for others' scripts: no os/io escape hatches, text chunks\n"
+    "                               only, writes only under --images DIR, reads only under\n"
+    "                               the script's folder\n"
     "  --images DIR                 the folder --sandbox lets scripts write (default images)\n"
+    "  --max-write SIZE             --sandbox: cap on bytes written (default 256M; 0 = none)\n"
+    "  --max-files N                --sandbox: cap on files written (default 1000; 0 = none)\n"
     "  --version, --help\n";
 
 typedef struct options {
@@ -51,7 +57,13 @@ typedef struct options {
     long long max_instructions;
     int sandbox;
     const char *images;          /* NULL: not given */
+    long long max_write;         /* -1: not given */
+    long long max_files;         /* -1: not given */
 } options;
+
+/* Below this the interpreter itself (about 32K of Lua data) and any tensor
+   hardly fit: a smaller --max-memory is a usage error, never a PANIC. */
+#define MIN_MAX_MEMORY (1LL << 20)
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -102,6 +114,8 @@ static int parse_args(int argc, char **argv, options *o)
     o->trace = LTT_TRACE_SHAPES;
     o->max_memory = -1;
     o->timeout = -1;
+    o->max_write = -1;
+    o->max_files = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (a[0] != '-' || strcmp(a, "-") == 0) {
@@ -138,6 +152,13 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (is_opt(a, "--trace-json")) {
             if ((v = opt_value(argc, argv, &i, "--trace-json")) == NULL || !*v) return usage_error("'--trace-json' needs a file name%s", "");
             o->json = v;
+        } else if (is_opt(a, "--precision")) {
+            char *end;
+            if ((v = opt_value(argc, argv, &i, "--precision")) == NULL) return usage_error("'--precision' needs a number of digits%s", "");
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 0 || n > TT_PRINT_PRECISION_MAX)
+                return usage_error("'--precision' needs a number of digits from 0 to 16, got '%s'", v);
+            tt_set_print_precision((int)n);
         } else if (is_opt(a, "--seed")) {
             char *end;
             if ((v = opt_value(argc, argv, &i, "--seed")) == NULL) return usage_error("'--seed' needs a number%s", "");
@@ -153,6 +174,9 @@ static int parse_args(int argc, char **argv, options *o)
             if ((v = opt_value(argc, argv, &i, "--max-memory")) == NULL) return usage_error("'--max-memory' needs a size like 2G%s", "");
             o->max_memory = parse_size(v);
             if (o->max_memory < 0) return usage_error("'--max-memory' needs a size like 512M or 2G, got '%s'", v);
+            if (o->max_memory > 0 && o->max_memory < MIN_MAX_MEMORY)
+                return usage_error("'--max-memory %s' is below the minimum of 1M (0 lifts the cap); "
+                                   "hint: a size without a unit is in bytes, e.g. 512M", v);
         } else if (is_opt(a, "--timeout")) {
             char *end;
             if ((v = opt_value(argc, argv, &i, "--timeout")) == NULL) return usage_error("'--timeout' needs seconds%s", "");
@@ -168,6 +192,16 @@ static int parse_args(int argc, char **argv, options *o)
             o->max_instructions = (long long)n;
         } else if (strcmp(a, "--sandbox") == 0) {
             o->sandbox = 1;
+        } else if (is_opt(a, "--max-write")) {
+            if ((v = opt_value(argc, argv, &i, "--max-write")) == NULL) return usage_error("'--max-write' needs a size like 256M%s", "");
+            o->max_write = parse_size(v);
+            if (o->max_write < 0) return usage_error("'--max-write' needs a size like 64M or 1G, got '%s'", v);
+        } else if (is_opt(a, "--max-files")) {
+            char *end;
+            if ((v = opt_value(argc, argv, &i, "--max-files")) == NULL) return usage_error("'--max-files' needs a count%s", "");
+            o->max_files = strtoll(v, &end, 10);
+            if (*end || end == v || o->max_files < 0)
+                return usage_error("'--max-files' needs a count like 1000 (0 = none), got '%s'", v);
         } else if (is_opt(a, "--images")) {
             if ((v = opt_value(argc, argv, &i, "--images")) == NULL || !*v) return usage_error("'--images' needs a folder%s", "");
             o->images = v;
@@ -182,7 +216,7 @@ static int parse_args(int argc, char **argv, options *o)
 
 static double timeout_s;          /* 0 = none */
 static long long max_instr;       /* 0 = none */
-static long long mem_cap;         /* 0 = none */
+static int text_only;             /* --sandbox: no binary chunks from anywhere */
 
 static int msghandler(lua_State *L)
 {
@@ -195,22 +229,14 @@ static int msghandler(lua_State *L)
     return 1;
 }
 
-static void fmt_size(char *buf, size_t n, long long b)
-{
-    if (b >= (1LL << 30)) snprintf(buf, n, "%.1f GiB", (double)b / (double)(1LL << 30));
-    else snprintf(buf, n, "%.1f MiB", (double)b / (double)(1LL << 20));
-}
-
 static int report(lua_State *L, int status)
 {
     if (status != LUA_OK) {
         ltt_trace_flush();
         fflush(stdout);
-        if (status == LUA_ERRMEM && ltt_heap_cap_hit()) {
-            char cap[32];
-            fmt_size(cap, sizeof cap, mem_cap);
-            fprintf(stderr, PROGNAME ": not enough memory: Lua data and tensors reached the cap of %s; "
-                    "hint: raise it with --max-memory\n", cap);
+        char why[512];
+        if (status == LUA_ERRMEM && ltt_heap_cap_hit(why, sizeof why)) {
+            fprintf(stderr, PROGNAME ": %s\n", why);
         } else {
             const char *msg = lua_tostring(L, -1);
             fprintf(stderr, PROGNAME ": %s\n", msg ? msg : "(error object is not a string)");
@@ -243,7 +269,11 @@ static void create_arg_table(lua_State *L, int argc, char **argv, int script)
 
 static int run_script(lua_State *L, const char *path, int argc, char **argv, int script_arg)
 {
-    int status = luaL_loadfile(L, strcmp(path, "-") == 0 ? NULL : path);
+    int status = luaL_loadfilex(L, strcmp(path, "-") == 0 ? NULL : path, text_only ? "t" : NULL);
+    if (status == LUA_ERRSYNTAX && text_only && strstr(lua_tostring(L, -1), "binary chunk")) {
+        lua_pushfstring(L, "%s: %s; --sandbox runs Lua source only", path, lua_tostring(L, -1));
+        lua_remove(L, -2);
+    }
     if (status != LUA_OK) return report(L, status);  /* LUA_ERRFILE: exit 2 */
     int n = 0;
     for (int i = script_arg + 1; i < argc; i++, n++) lua_pushstring(L, argv[i]);
@@ -292,14 +322,14 @@ static int load_repl_chunk(lua_State *L, const char *code)
     static const char *chunkname = "=stdin";
     lua_pushfstring(L, "return %s;", code);
     const char *ret = lua_tostring(L, -1);
-    int status = luaL_loadbuffer(L, ret, strlen(ret), chunkname);
+    int status = luaL_loadbufferx(L, ret, strlen(ret), chunkname, text_only ? "t" : NULL);
     lua_remove(L, -2);
     if (status == LUA_OK) {
         ltt_trace_source(chunkname, ret);
         return status;
     }
     lua_pop(L, 1);
-    status = luaL_loadbuffer(L, code, strlen(code), chunkname);
+    status = luaL_loadbufferx(L, code, strlen(code), chunkname, text_only ? "t" : NULL);
     if (status == LUA_OK) ltt_trace_source(chunkname, code);
     return status;
 }
@@ -400,7 +430,7 @@ int main(int argc, char **argv)
     if (r >= 0) return r;
 
     if (o.threads > 0) tt_set_num_threads(o.threads);
-    mem_cap = o.max_memory >= 0 ? o.max_memory : default_max_memory(o.sandbox);
+    long long mem_cap = o.max_memory >= 0 ? o.max_memory : default_max_memory(o.sandbox);
     tt_set_max_memory(mem_cap);
     timeout_s = o.timeout > 0 ? o.timeout : o.sandbox ? 30 : 0;
     max_instr = o.max_instructions;
@@ -419,15 +449,19 @@ int main(int argc, char **argv)
         lua_close(L);
         return 2;
     }
-    if (o.sandbox || o.images) {
+    if (o.sandbox || o.images || o.max_write >= 0 || o.max_files >= 0) {
         char dir[4096];
         const char *images = o.images ? o.images : "images";
         if (!o.sandbox) {
-            fprintf(stderr, PROGNAME ": '--images' only applies with --sandbox\n(try '" PROGNAME " --help')\n");
+            fprintf(stderr, PROGNAME ": '%s' only applies with --sandbox\n(try '" PROGNAME " --help')\n",
+                    o.images ? "--images" : o.max_write >= 0 ? "--max-write" : "--max-files");
             ltt_trace_stop();
             lua_close(L);
             return 2;
         }
+        text_only = 1;
+        ltt_sandbox_set_quota(o.max_write >= 0 ? o.max_write : LTT_DEFAULT_MAX_WRITE,
+                              o.max_files >= 0 ? o.max_files : LTT_DEFAULT_MAX_FILES);
         if (!ltt_sandbox_open(L, images, o.images != NULL, script_dir(o.script, dir, sizeof dir), &err)) {
             fprintf(stderr, PROGNAME ": --sandbox: %s ('%s')\n", err, images);
             ltt_trace_stop();
@@ -441,7 +475,7 @@ int main(int argc, char **argv)
     if (o.chunk) {
         create_arg_table(L, argc, argv, o.script_arg - 1);
         ltt_trace_source("=(command line)", o.chunk);
-        status = luaL_loadbuffer(L, o.chunk, strlen(o.chunk), "=(command line)");
+        status = luaL_loadbufferx(L, o.chunk, strlen(o.chunk), "=(command line)", text_only ? "t" : NULL);
         if (status == LUA_OK) status = docall(L, 0, 0);
         report(L, status);
     } else if (o.script) {
@@ -452,9 +486,11 @@ int main(int argc, char **argv)
         ltt_limits_pause(L);             /* each chunk gets its own clock */
         repl(L);
     }
-    ltt_limits_pause(L);
+    lua_sethook(L, NULL, 0, 0);
+    ltt_limits_exit();                   /* finalizers at lua_close stay under the watchdog */
     ltt_trace_stop();
     lua_close(L);
+    ltt_limits_done();
     tt_release_caches();
     if (status == LUA_ERRFILE) return 2;   /* the script named on the command line is missing */
     return status == LUA_OK ? 0 : 1;

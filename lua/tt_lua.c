@@ -107,9 +107,19 @@ int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const
     if (!lua_isinteger(L, idx)) {           /* an integer (the common case) is never a string */
         if (lua_type(L, idx) == LUA_TSTRING) {
             const char *name = tt_intern(lua_tostring(L, idx));
-            for (int i = 0; i < t->ndim; i++)
-                if (t->names[i] == name) return i;
-            return ltt_error(L, "%s: no dim named '%s' in %s", op, name, shape_of(t, shp, sizeof shp));
+            int found = -1, unnamed = 0;
+            for (int i = 0; i < t->ndim; i++) {
+                unnamed += t->names[i] == NULL;
+                if (t->names[i] != name) continue;
+                if (found >= 0)             /* core never builds this; never guess between them */
+                    return ltt_error(L, "%s: dim name '%s' is ambiguous in %s (dims %d and %d)", op, name,
+                                     shape_of(t, shp, sizeof shp), found + 1, i + 1);
+                found = i;
+            }
+            if (found >= 0) return found;
+            return ltt_error(L, "%s: no dim named '%s' in %s%s", op, name, shape_of(t, shp, sizeof shp),
+                             unnamed ? "; hint: names that would repeat are dropped: name queries and keys "
+                                       "apart, e.g. 'Nq' and 'Nk'" : "");
         }
         if (lua_type(L, idx) == LUA_TNUMBER)
             return ltt_error(L, "%s: dim must be an integer, got %s", op, lua_tostring(L, idx));
@@ -962,7 +972,7 @@ static int ltt_sdpa(lua_State *L)
     tt_tensor *q = ltt_checktensor(L, 1), *k = ltt_checktensor(L, 2), *v = ltt_checktensor(L, 3);
     ltt_check_opts(L, 4, "sdpa", known);
     int causal = 0, want_w = 0;
-    double scale = 0;
+    double scale = NAN;             /* absent: the default 1/sqrt(Dh) */
     tt_tensor *mask = NULL;
     if (lua_istable(L, 4)) {
         causal = ltt_optflag(L, 4, "sdpa", "causal", 0);
@@ -1078,7 +1088,9 @@ static int ltt_allclose(lua_State *L)
     lua_settop(L, 4);
     tt_tensor *a = operand(L, 1), *b = operand(L, 2);
     closeness c;
-    compare(L, "allclose", a, b, luaL_optnumber(L, 3, 1e-5), luaL_optnumber(L, 4, 1e-8), &c);
+    double rtol = luaL_optnumber(L, 3, 1e-5), atol = luaL_optnumber(L, 4, 1e-8);
+    compare(L, "allclose", a, b, rtol, atol, &c);
+    ltt_trace_check("allclose", a, b, rtol, atol, c.bad == 0);
     lua_pushboolean(L, c.bad == 0);
     return 1;
 }
@@ -1092,7 +1104,10 @@ static int ltt_assert_close(lua_State *L)
     const char *msg = luaL_optstring(L, 5, NULL);
     closeness c;
     compare(L, "assert_close", a, b, rtol, atol, &c);
-    if (c.bad == 0) return 0;
+    if (c.bad == 0) {
+        ltt_trace_check("assert_close", a, b, rtol, atol, 1);   /* one row, not the literals' */
+        return 0;
+    }
     /* position of the first mismatch as 1-based indices */
     char pos[128] = "";
     size_t len = 0;

@@ -592,8 +592,9 @@ typedef struct sdpa_case {
     float scale;
 } sdpa_case;
 
-/* The composed formula in float64: scores, mask, softmax, weights @ v;
-   a row with no visible key gives zeros. Returns the number of such rows. */
+/* The composed formula in float64: scores, mask, softmax (its max
+   propagating NaN, as PyTorch's), weights @ v; a row with no visible key
+   gives zeros, the one exception. Returns the number of such rows. */
 static int64_t sdpa_ref64(const tt_sdpa_args *a, double *out, double *w)
 {
     int64_t G = a->Hq / a->Hkv, off = a->Nk - a->Nq, empty = 0;
@@ -602,6 +603,7 @@ static int64_t sdpa_ref64(const tt_sdpa_args *a, double *out, double *w)
         for (int64_t h = 0; h < a->Hq; h++)
             for (int64_t i = 0; i < a->Nq; i++) {
                 double m = -DINF, sum = 0.0;
+                int seen = 0;
                 int64_t row = (b * a->Hq + h) * a->Nq + i;
                 for (int64_t j = 0; j < a->Nk; j++) {
                     double d = 0.0;
@@ -611,26 +613,32 @@ static int64_t sdpa_ref64(const tt_sdpa_args *a, double *out, double *w)
                     int keep = !a->causal || j <= i + off;
                     if (a->mask && !a->mask[b * a->ms_b + h * a->ms_h + i * a->ms_q + j * a->ms_k]) keep = 0;
                     s[j] = keep ? d * (double)a->scale : -DINF;
-                    m = s[j] > m ? s[j] : m;
+                    seen |= keep;
+                    if (s[j] > m || isnan(s[j])) m = isnan(m) ? m : s[j];
                 }
-                for (int64_t j = 0; j < a->Nk; j++) sum += (s[j] = m == -DINF ? 0.0 : exp(s[j] - m));
-                if (m == -DINF) empty++;
+                for (int64_t j = 0; j < a->Nk; j++) sum += (s[j] = !seen ? 0.0 : exp(s[j] - m));
+                if (!seen) empty++;
                 for (int64_t j = 0; j < a->Nk; j++) {
-                    s[j] = m == -DINF ? 0.0 : s[j] / sum;
+                    s[j] = !seen ? 0.0 : s[j] / sum;
                     if (w) w[row * a->Nk + j] = s[j];
                 }
                 for (int64_t e = 0; e < a->Dv; e++) {
                     double o = 0.0;
                     for (int64_t j = 0; j < a->Nk; j++)
                         o += s[j] * (double)a->v[b * a->vs_b + (h / G) * a->vs_h + j * a->vs_n + e * a->vs_d];
-                    out[row * a->Dv + e] = o;
+                    out[row * a->Dv + e] = seen ? o : 0.0;   /* even when v has NaN */
                 }
             }
     free(s);
     return empty;
 }
 
-static void sdpa_run(const sdpa_case *c, int use_ref)
+/* Non-finite inputs a case may be given (applied to batch 0, kv head 0). */
+enum { P_NONE, P_Q_NAN, P_K_POSINF, P_K_LAST_NAN, P_ALL_NEGINF, P_V_NAN, P_COUNT };
+static const char *const POISON[] = { "", " q row NaN", " k all +inf", " last key NaN",
+                                      " row 0 all -inf", " v NaN" };
+
+static void sdpa_run(const sdpa_case *c, int use_ref, int poison)
 {
     tt_sdpa_args a;
     memset(&a, 0, sizeof a);
@@ -649,6 +657,18 @@ static void sdpa_run(const sdpa_case *c, int use_ref)
         a.vs_d = 1; a.vs_h = c->Dv; a.vs_n = c->Hkv * c->Dv; a.vs_b = c->Nk * a.vs_n;
     }
     a.q = q; a.k = k; a.v = v;
+    int64_t qrow = c->Nq > 1 ? 1 : 0;
+    for (int64_t e = 0; e < c->Dh; e++) {
+        for (int64_t j = 0; j < c->Nk; j++) {
+            float *kj = k + j * a.ks_n + e * a.ks_d;
+            if (poison == P_K_POSINF) *kj = INFINITY;
+            if (poison == P_ALL_NEGINF) *kj = -INFINITY;
+            if (poison == P_K_LAST_NAN && j == c->Nk - 1) *kj = NAN;
+        }
+        if (poison == P_Q_NAN && e == 0) q[qrow * a.qs_n] = NAN;
+        if (poison == P_ALL_NEGINF) q[e * a.qs_d] = 1.0f;   /* row 0 scores all -inf */
+    }
+    if (poison == P_V_NAN) v[0] = NAN;
     uint8_t *mask = NULL;
     if (c->mask) {
         int64_t nm = c->B * c->Nq * c->Nk;
@@ -672,8 +692,8 @@ static void sdpa_run(const sdpa_case *c, int use_ref)
     int64_t want = sdpa_ref64(&a, ro, rw);
     int64_t got = use_ref ? tt_sdpa_kernel_ref(&a) : tt_sdpa_kernel(&a);
     char d[160];
-    snprintf(d, sizeof d, "sdpa%s %s B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld Dh=%lld Dv=%lld causal=%d mask=%d layout=%d",
-             use_ref ? "_ref" : "", path_now, (long long)c->B, (long long)c->Hq, (long long)c->Hkv,
+    snprintf(d, sizeof d, "sdpa%s %s%s B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld Dh=%lld Dv=%lld causal=%d mask=%d layout=%d",
+             use_ref ? "_ref" : "", path_now, POISON[poison], (long long)c->B, (long long)c->Hq, (long long)c->Hkv,
              (long long)c->Nq, (long long)c->Nk, (long long)c->Dh, (long long)c->Dv, c->causal, c->mask, c->layout);
     check_close(d, a.out, ro, no, 1e-5, 2e-6);
     if (c->weights) check_close(d, a.weights, rw, nw, 1e-5, 1e-7);
@@ -713,7 +733,20 @@ static void test_sdpa(int use_ref)
         { 1, 2, 1, 70, 1100, 16, 16, 0, 3, 1, 0, 0 },           /* the same, padding mask */
         { 1, 2, 2, 3, 5, 0, 4, 0, 0, 1, 0, 1.0f },              /* Dh = 0: uniform weights */
     };
-    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) sdpa_run(&cs[i], use_ref);
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) sdpa_run(&cs[i], use_ref, P_NONE);
+
+    /* NaN and inf propagate as in the formula; only rows whose keys are all
+       hidden (causal, mask; row 1 of masks 1, 2 and 4 is) give zeros and
+       count as empty. Several key blocks, GQA, both layouts. */
+    static const sdpa_case nf[] = {
+        { 1, 2, 1, 9, 9, 8, 8, 1, 0, 1, 0, 0 },
+        { 2, 2, 2, 5, 7, 4, 4, 0, 1, 1, 1, 0 },
+        { 1, 2, 2, 6, 600, 8, 8, 1, 2, 1, 0, 0 },
+        { 2, 2, 1, 3, 530, 8, 8, 0, 3, 1, 1, 0 },
+        { 1, 1, 1, 700, 700, 8, 8, 1, 0, 0, 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof nf / sizeof nf[0]; i++)
+        for (int p = P_Q_NAN; p < P_COUNT; p++) sdpa_run(&nf[i], use_ref, p);
 }
 
 /* ===== Threads ===== */

@@ -800,8 +800,8 @@ static void test_masking(void)
     tt_tensor_release(&ones);
 
     /* causal masks: upper-left and lower-right, square and not */
-    int64_t sizes[][2] = { {4, 4}, {2, 5}, {5, 2}, {1, 6}, {0, 3}, {3, 0} };
-    for (int s = 0; s < 6; s++) {
+    int64_t sizes[][2] = { {4, 4}, {2, 5}, {5, 2}, {1, 6}, {0, 3}, {3, 0}, {9, 1}, {1, 9}, {7, 3}, {0, 0} };
+    for (int s = 0; s < 10; s++) {
         for (int lr = 0; lr < 2; lr++) {
             int64_t nq = sizes[s][0], nk = sizes[s][1];
             if (!ok(tt_causal_mask(&out, nq, nk, lr))) continue;
@@ -820,6 +820,22 @@ static void test_masking(void)
     CHECK("lower-right 2x4: the queries are the last two positions", memcmp(tt_data_bool(&out), lr24, 8) == 0);
     tt_tensor_release(&out);
     check_err("causal_mask negative", tt_causal_mask(&out, -1, 3, 1), TT_EARG, "causal_mask", "-1", NULL);
+
+    /* The work is bounded by the result's size: 2^24 rows of one key cost
+       about what one row of 2^24 keys costs (a loop per row took ~30x). */
+    double rows_ns = 1e30, cols_ns = 1e30;
+    for (int rep = 0; rep < 3; rep++) {
+        for (int tall = 0; tall < 2; tall++) {
+            int64_t t0 = tt_now_ns();
+            ok(tt_causal_mask(&out, tall ? 1 << 24 : 1, tall ? 1 : 1 << 24, 1));
+            double ns = (double)(tt_now_ns() - t0);
+            if (tall && ns < rows_ns) rows_ns = ns;
+            if (!tall && ns < cols_ns) cols_ns = ns;
+            tt_tensor_release(&out);
+        }
+    }
+    CHECK("causal_mask(2^24, 1) costs no more than 4x causal_mask(1, 2^24)", rows_ns <= 4.0 * cols_ns + 2e6);
+    if (rows_ns > 4.0 * cols_ns + 2e6) printf("  %.1f ms vs %.1f ms\n", rows_ns / 1e6, cols_ns / 1e6);
 }
 
 /* ===== repeat_interleave, cat, stack ===== */
@@ -1071,8 +1087,8 @@ static void test_matmul(void)
 /* ===== sdpa ===== */
 
 /* The composed formula in double: scores = scale q k^T, masked (mask false
-   or causal lower-right) to -inf, softmax, @ v; a row with nothing visible
-   gives zeros. out/w are [..., Hq, Nq, Dv] / [..., Hq, Nq, Nk]. */
+   or causal lower-right) to -inf, softmax (its max propagating NaN, as
+   PyTorch's), @ v; a row with no visible key gives zeros, the one exception. out/w are [..., Hq, Nq, Dv] / [..., Hq, Nq, Nk]. */
 static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor *v, const tt_tensor *mask,
                         int causal, double scale, double *out, double *w)
 {
@@ -1080,7 +1096,7 @@ static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor 
     int64_t Hq = nd >= 3 ? q->shape[nd - 3] : 1, Hkv = nd >= 3 ? k->shape[nd - 3] : 1;
     int64_t Nq = q->shape[nd - 2], Dh = q->shape[nd - 1], Nk = k->shape[nd - 2], Dv = v->shape[nd - 1];
     int64_t B = numel_of(nbd, q->shape), bi[TT_MAX_DIMS] = {0}, empty = 0;
-    if (scale <= 0) scale = 1.0 / sqrt((double)Dh);
+    if (isnan(scale)) scale = Dh > 0 ? 1.0 / sqrt((double)Dh) : 1.0;   /* Dh = 0: uniform weights */
     double *sc = malloc((size_t)(Nk ? Nk : 1) * sizeof *sc);
     for (int64_t b = 0; b < B; b++) {
         for (int64_t h = 0; h < Hq; h++) {
@@ -1093,6 +1109,7 @@ static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor 
                 memcpy(mi, bi, sizeof mi);
                 if (nd >= 3) { qi[nd - 3] = h; ki[nd - 3] = hk; mi[nd - 3] = h; }
                 double m = -DINF;
+                int seen = 0;
                 for (int64_t j = 0; j < Nk; j++) {
                     double s = 0;
                     for (int64_t d = 0; d < Dh; d++) {
@@ -1105,13 +1122,14 @@ static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor 
                     mi[nd - 1] = j;
                     int vis = (!causal || j <= i + Nk - Nq) && (!mask || elb(mask, nd, mi) != 0);
                     sc[j] = vis ? s : -DINF;
-                    if (sc[j] > m) m = sc[j];
+                    seen |= vis;
+                    if (sc[j] > m || isnan(sc[j])) m = isnan(m) ? m : sc[j];
                 }
                 double sum = 0;
-                for (int64_t j = 0; j < Nk; j++) sum += m == -DINF ? 0 : exp(sc[j] - m);
-                if (m == -DINF) empty++;
+                for (int64_t j = 0; j < Nk; j++) sum += !seen ? 0 : exp(sc[j] - m);
+                if (!seen) empty++;
                 for (int64_t j = 0; j < Nk; j++) {
-                    double p = m == -DINF ? 0 : exp(sc[j] - m) / sum;
+                    double p = !seen ? 0 : exp(sc[j] - m) / sum;
                     if (w) w[row * Nk + j] = p;
                     sc[j] = p;
                 }
@@ -1122,7 +1140,7 @@ static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor 
                         ki[nd - 1] = e;
                         s += sc[j] * el(v, ki);
                     }
-                    out[row * Dv + e] = s;
+                    out[row * Dv + e] = seen ? s : 0.0;   /* even when v has NaN */
                 }
             }
         }
@@ -1179,7 +1197,7 @@ static void test_sdpa(void)
     /* the article's hand example, numbers from the article */
     float qv[] = { 1, 0, 0, 1, 1, 1 }, vv[] = { 1, 0, 0, 2, 1, 1 };
     tt_tensor Q = from(qv, DIMS(3, 2)), V = from(vv, DIMS(3, 2)), out, w, kt, scores, ws, o2;
-    ok(tt_sdpa(&out, &w, &Q, &Q, &V, NULL, 0, 0.0, NULL));
+    ok(tt_sdpa(&out, &w, &Q, &Q, &V, NULL, 0, DNAN, NULL));
     double w3[] = { 0.2483, 0.2483, 0.5035 }, o3[] = { 0.7517, 1.0000 };
     check_close("hand example: weights of query 3", tt_data_f32(&w) + 6, w3, 3, 0, 1e-4);
     check_close("hand example: output of query 3", tt_data_f32(&out) + 4, o3, 2, 0, 1e-4);
@@ -1218,7 +1236,7 @@ static void test_sdpa(void)
             tt_tensor k = make((l + 1) % L_COUNT, DIMS(cfg[c].B, cfg[c].Hkv, cfg[c].Nk, cfg[c].Dh));
             tt_tensor v = make((l + 2) % L_COUNT, DIMS(cfg[c].B, cfg[c].Hkv, cfg[c].Nk, cfg[c].Dv));
             snprintf(descr, sizeof descr, "sdpa cfg %zu causal=%d q %s", c, causal, LAYOUT[l]);
-            check_sdpa(descr, &q, &k, &v, NULL, causal, 0.0);
+            check_sdpa(descr, &q, &k, &v, NULL, causal, DNAN);
             /* masks of several broadcast shapes */
             tt_tensor m1 = rnd_bool(DIMS(cfg[c].Nk));
             tt_tensor m2 = rnd_bool(DIMS(cfg[c].Nq, cfg[c].Nk));
@@ -1227,7 +1245,7 @@ static void test_sdpa(void)
             const tt_tensor *ms[] = { &m1, &m2, &m3, &m4 };
             for (int mi = 0; mi < 4; mi++) {
                 snprintf(descr, sizeof descr, "sdpa cfg %zu causal=%d mask %d", c, causal, mi + 1);
-                check_sdpa(descr, &q, &k, &v, ms[mi], causal, mi == 1 ? 0.3 : 0.0);
+                check_sdpa(descr, &q, &k, &v, ms[mi], causal, mi == 1 ? 0.3 : DNAN);
             }
             for (int mi = 0; mi < 4; mi++) tt_tensor_release((tt_tensor *)ms[mi]);
             tt_tensor_release(&q);
@@ -1241,8 +1259,53 @@ static void test_sdpa(void)
     tt_tensor k = make(L_PERM, DIMS(2, 3, 1, 6, 8)), v = make(L_EXPAND, DIMS(2, 3, 1, 6, 4));
     tt_tensor m0 = rnd_bool(DIMS(3, 2, 1, 5, 6)), m;
     ok(tt_transpose(&m, &m0, 0, 1));
-    check_sdpa("sdpa with unmergeable batch dims and mask", &q, &k, &v, &m, 0, 0.0);
-    check_sdpa("sdpa with unmergeable batch dims, causal", &q, &k, &v, &m, 1, 0.0);
+    check_sdpa("sdpa with unmergeable batch dims and mask", &q, &k, &v, &m, 0, DNAN);
+    check_sdpa("sdpa with unmergeable batch dims, causal", &q, &k, &v, &m, 1, DNAN);
+    /* a size 0 in each of B, H, Nq, Nk, Dh (and Dh = Dv = 0, the issue's
+       tt.zeros(5,2,6,0) as q, k and v), with and without causal and mask */
+    static const int64_t zdims[][6] = {   /* B, Hq, Nq, Nk, Dh, Dv */
+        { 0, 2, 3, 4, 5, 5 }, { 2, 0, 3, 4, 5, 5 }, { 2, 2, 0, 4, 5, 5 },
+        { 2, 2, 3, 0, 5, 5 }, { 2, 2, 3, 4, 0, 5 }, { 5, 2, 6, 6, 0, 0 }, { 2, 2, 3, 4, 5, 0 },
+    };
+    for (size_t zi = 0; zi < sizeof zdims / sizeof *zdims; zi++) {
+        const int64_t *z = zdims[zi];
+        tt_threads_stop();    /* fresh scratch: a 0-byte request once failed, leaving counters unwritten */
+        tt_tensor zq = rnd(DIMS(z[0], z[1], z[2], z[4])), zk = rnd(DIMS(z[0], z[1], z[3], z[4]));
+        tt_tensor zv = rnd(DIMS(z[0], z[1], z[3], z[5])), zm = rnd_bool(DIMS(z[2], z[3]));
+        for (int zc = 0; zc < 4; zc++) {
+            snprintf(descr, sizeof descr, "sdpa zero size B=%lld H=%lld Nq=%lld Nk=%lld Dh=%lld Dv=%lld%s%s",
+                     (long long)z[0], (long long)z[1], (long long)z[2], (long long)z[3], (long long)z[4],
+                     (long long)z[5], zc & 1 ? " causal" : "", zc & 2 ? " mask" : "");
+            check_sdpa(descr, &zq, &zk, &zv, zc & 2 ? &zm : NULL, zc & 1, DNAN);
+        }
+        tt_tensor_release(&zq);
+        tt_tensor_release(&zk);
+        tt_tensor_release(&zv);
+        tt_tensor_release(&zm);
+    }
+
+    /* scale: NAN is the default; any finite value is used as is */
+    check_sdpa("sdpa negative scale matches the formula", &q, &k, &v, &m, 0, -0.7);
+    check_sdpa("sdpa negative scale, causal", &q, &k, &v, NULL, 1, -2.5);
+    check_sdpa("sdpa scale 0 matches the formula", &q, &k, &v, &m, 1, 0.0);
+    {
+        tt_tensor o0, w0;
+        ok(tt_sdpa(&o0, &w0, &q, &k, &v, NULL, 1, 0.0, NULL));   /* Nq=5, Nk=6: row i sees i+2 keys */
+        float *wf = flat(&w0);
+        int uniform = 1;
+        for (int64_t r = 0; r < tt_numel(&w0) / 6; r++)
+            for (int64_t j = 0; j < 6; j++) {
+                int64_t i = r % 5;
+                double want = j <= i + 1 ? 1.0 / (double)(i + 2) : 0.0;
+                uniform &= fabs((double)wf[r * 6 + j] - want) < 1e-6;
+            }
+        CHECK("sdpa scale 0: uniform weights over the visible keys", uniform);
+        free(wf);
+        tt_tensor_release(&o0);
+        tt_tensor_release(&w0);
+        check_err("sdpa infinite scale", tt_sdpa(&o0, NULL, &q, &k, &v, NULL, 0, DINF, NULL), TT_EARG,
+                  "sdpa", "scale", "inf");
+    }
     tt_tensor_release(&q0);
     tt_tensor_release(&q);
     tt_tensor_release(&k);
@@ -1254,9 +1317,9 @@ static void test_sdpa(void)
     tt_tensor q3 = rnd(DIMS(2, 4, 8)), k3 = rnd(DIMS(2, 6, 8)), v3 = rnd(DIMS(2, 6, 3));
     uint8_t mv[4 * 6] = { 1, 1, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0,  0, 1, 0, 1, 0, 1,  0, 0, 0, 0, 0, 0 };
     tt_tensor mk = from_bool(mv, DIMS(4, 6));
-    check_sdpa("sdpa with fully masked rows (3-D, one head dim)", &q3, &k3, &v3, &mk, 0, 0.0);
+    check_sdpa("sdpa with fully masked rows (3-D, one head dim)", &q3, &k3, &v3, &mk, 0, DNAN);
     int64_t empty = 0;
-    ok(tt_sdpa(&out, &w, &q3, &k3, &v3, &mk, 0, 0.0, &empty));
+    ok(tt_sdpa(&out, &w, &q3, &k3, &v3, &mk, 0, DNAN, &empty));
     int zeros = 1;
     for (int h = 0; h < 2; h++)
         for (int e = 0; e < 3; e++)
@@ -1268,7 +1331,7 @@ static void test_sdpa(void)
     tt_tensor k0, v0;
     ok(tt_zeros(&k0, TT_FLOAT32, DIMS(2, 0, 8)));
     ok(tt_zeros(&v0, TT_FLOAT32, DIMS(2, 0, 3)));
-    ok(tt_sdpa(&out, &w, &q3, &k0, &v0, NULL, 0, 0.0, &empty));
+    ok(tt_sdpa(&out, &w, &q3, &k0, &v0, NULL, 0, DNAN, &empty));
     CHECK("sdpa with no keys: zeros", out.shape[2] == 3 && w.shape[2] == 0 && empty == 8 &&
                                       tt_data_f32(&out)[0] == 0.0f && tt_data_f32(&out)[23] == 0.0f);
     tt_tensor_release(&out);
@@ -1277,16 +1340,16 @@ static void test_sdpa(void)
     /* errors */
     tt_tensor kb = rnd(DIMS(3, 6, 8)), kd = rnd(DIMS(2, 6, 7)), vb = rnd(DIMS(2, 5, 3)), mf = rnd(DIMS(4, 6));
     tt_tensor mbad = rnd_bool(DIMS(4, 5));
-    check_err("sdpa Hq not a multiple of Hkv", tt_sdpa(&out, NULL, &q3, &kb, &kb, NULL, 0, 0, NULL),
+    check_err("sdpa Hq not a multiple of Hkv", tt_sdpa(&out, NULL, &q3, &kb, &kb, NULL, 0, DNAN, NULL),
               TT_ESHAPE, "sdpa", "[2,4,8]", "[3,6,8]");
     CHECK("sdpa failure leaves out empty", out.storage == NULL);
-    check_err("sdpa head size differs", tt_sdpa(&out, NULL, &q3, &kd, &v3, NULL, 0, 0, NULL),
+    check_err("sdpa head size differs", tt_sdpa(&out, NULL, &q3, &kd, &v3, NULL, 0, DNAN, NULL),
               TT_ESHAPE, "sdpa", "[2,4,8]", "[2,6,7]");
-    check_err("sdpa k/v lengths differ", tt_sdpa(&out, NULL, &q3, &k3, &vb, NULL, 0, 0, NULL),
+    check_err("sdpa k/v lengths differ", tt_sdpa(&out, NULL, &q3, &k3, &vb, NULL, 0, DNAN, NULL),
               TT_ESHAPE, "sdpa", "[2,6,8]", "[2,5,3]");
-    check_err("sdpa float mask", tt_sdpa(&out, NULL, &q3, &k3, &v3, &mf, 0, 0, NULL),
+    check_err("sdpa float mask", tt_sdpa(&out, NULL, &q3, &k3, &v3, &mf, 0, DNAN, NULL),
               TT_EARG, "sdpa", "mask", "bool");
-    check_err("sdpa mask does not broadcast", tt_sdpa(&out, NULL, &q3, &k3, &v3, &mbad, 0, 0, NULL),
+    check_err("sdpa mask does not broadcast", tt_sdpa(&out, NULL, &q3, &k3, &v3, &mbad, 0, DNAN, NULL),
               TT_ESHAPE, "sdpa", "[4,5]", "[2,4,6]");
     tt_tensor_release(&kb);
     tt_tensor_release(&kd);
@@ -1310,6 +1373,107 @@ static tt_tensor named(tt_tensor *a, const char *n0, const char *n1, const char 
     ok(tt_named(&t, a, names));
     tt_tensor_release(a);
     return t;
+}
+
+/* Whether no name appears on two dims of t (the names invariant). */
+static int names_unique(const tt_tensor *t)
+{
+    for (int i = 0; i < t->ndim; i++)
+        for (int j = i + 1; j < t->ndim; j++)
+            if (t->names[i] && t->names[i] == t->names[j]) return 0;
+    return 1;
+}
+
+/* A result that would carry one name on two dims carries it on neither,
+   whichever op family builds it. */
+static void test_names_unique(void)
+{
+    const char *B = tt_intern("B"), *N = tt_intern("N"), *D = tt_intern("D"), *H = tt_intern("h");
+    tt_tensor x = rnd(DIMS(2, 3, 4)), xt, out, r;
+    x = named(&x, "B", "N", "D");
+    const char *rep[3] = { B, N, N };
+    check_err("named: a repeated name is an error naming both dims", tt_named(&out, &x, rep), TT_EARG,
+              "named", "'N'", "dims 2 and 3");
+
+    ok(tt_mT(&xt, &x));
+    ok(tt_matmul(&out, &x, &xt));             /* [B,N,D] @ [B,D,N] */
+    CHECK("matmul [N,D]@[D,N]: both N dims lose the name, B stays",
+          out.names[0] == B && out.names[1] == NULL && out.names[2] == NULL);
+    ok(tt_transpose(&r, &out, 1, 2));
+    CHECK("transpose of it: still unique", names_unique(&r) && r.names[0] == B);
+    tt_tensor_release(&r);
+    const int perm[3] = { 2, 0, 1 };
+    ok(tt_permute(&r, &out, perm));
+    CHECK("permute of it: still unique", names_unique(&r) && r.names[1] == B);
+    tt_tensor_release(&r);
+    ok(tt_reduce(&r, TT_SUM, &out, 2, 0));
+    CHECK("reduction of it: unique, B kept", names_unique(&r) && r.names[0] == B && r.names[1] == NULL);
+    tt_tensor_release(&r);
+    const tt_tensor *two[] = { &out, &out };
+    ok(tt_cat(&r, two, 2, 1));
+    CHECK("cat of it: unique", names_unique(&r) && r.names[0] == B && r.names[1] == NULL);
+    tt_tensor_release(&r);
+    ok(tt_stack(&r, two, 2, 0));
+    CHECK("stack of it: unique", names_unique(&r) && r.names[1] == B && !r.names[2] && !r.names[3]);
+    tt_tensor_release(&r);
+    tt_tensor_release(&out);
+
+    /* elementwise broadcast: [N,1] + [1,N] would be [N,N] */
+    tt_tensor col = rnd(DIMS(3, 1)), row = rnd(DIMS(1, 3)), cn, rn;
+    const char *cnames[2] = { N, NULL }, *rnames[2] = { NULL, N };
+    ok(tt_named(&cn, &col, cnames));
+    ok(tt_named(&rn, &row, rnames));
+    ok(tt_binary(&out, TT_ADD, &cn, &rn));
+    CHECK("broadcast [N,1] + [1,N]: neither dim named N", out.names[0] == NULL && out.names[1] == NULL);
+    tt_tensor_release(&out);
+    tt_tensor mask = rnd_bool(DIMS(1, 3)), mn;
+    ok(tt_named(&mn, &mask, rnames));
+    ok(tt_masked_fill(&out, &cn, &mn, 0.0));
+    CHECK("masked_fill [N,1] by [1,N]: neither dim named N", out.names[0] == NULL && out.names[1] == NULL);
+    tt_tensor_release(&out);
+
+    /* reshape [N=1] -> [1,1]: the leading and trailing rules would both name N */
+    tt_tensor one = rnd(DIMS(1)), on;
+    const char *one_name[1] = { N };
+    ok(tt_named(&on, &one, one_name));
+    ok(tt_reshape(&out, &on, DIMS(1, 1)));
+    CHECK("reshape [N=1] -> [1,1]: unique", names_unique(&out));
+    tt_tensor_release(&out);
+
+    /* einsum: the ellipsis dim is named h and so is an output axis */
+    tt_tensor e = rnd(DIMS(2, 3, 4)), en;
+    const char *enames[3] = { H, NULL, NULL };
+    ok(tt_named(&en, &e, enames));
+    const tt_tensor *ops2[] = { &en, &en };
+    ok(tt_einsum(&out, "... h d, ... j d -> ... h j", ops2, 2));
+    CHECK("einsum: ellipsis named h and axis h: both unnamed",
+          out.ndim == 3 && out.names[0] == NULL && out.names[1] == NULL && out.names[2] == tt_intern("j"));
+    tt_tensor_release(&out);
+    ok(tt_einsum(&out, "b i d, b j d -> b i j", (const tt_tensor *const[]){ &x, &x }, 2));
+    CHECK("einsum: distinct axes keep their names", names_unique(&out) && out.names[1] == tt_intern("i"));
+    tt_tensor_release(&out);
+
+    /* rearrange: the same, and a plain pattern keeps names */
+    ok(tt_rearrange(&out, &en, "... h d -> ... h d", 0, NULL, NULL));
+    CHECK("rearrange: ellipsis named h and axis h: both unnamed",
+          out.names[0] == NULL && out.names[1] == NULL && out.names[2] == tt_intern("d"));
+    tt_tensor_release(&out);
+    ok(tt_rearrange(&out, &x, "b n d -> b d n", 0, NULL, NULL));
+    CHECK("rearrange: distinct names kept", names_unique(&out) && out.names[1] == tt_intern("d"));
+    tt_tensor_release(&out);
+
+    /* sdpa weights [B,N,N] lose N; a mask named [Nq,Nk] still fits them */
+    tt_tensor w, am = rnd_bool(DIMS(3, 3)), amn;
+    const char *mnames[2] = { tt_intern("Nq"), tt_intern("Nk") };
+    ok(tt_named(&amn, &am, mnames));
+    ok(tt_sdpa(&out, &w, &x, &x, &x, &amn, 0, DNAN, NULL));
+    CHECK("sdpa weights: the two N dims unnamed", w.names[0] == B && !w.names[1] && !w.names[2]);
+    CHECK("sdpa output keeps [B,N,D]", out.names[0] == B && out.names[1] == N && out.names[2] == D);
+    tt_tensor_release(&out);
+    tt_tensor_release(&w);
+
+    tt_tensor *all[] = { &x, &xt, &col, &row, &cn, &rn, &mask, &mn, &one, &on, &e, &en, &am, &amn };
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) tt_tensor_release(all[i]);
 }
 
 static void test_names(void)
@@ -1421,7 +1585,7 @@ typedef struct seen {
     tt_op op;
     double flops;
     int ninputs, ninputs_total, has_scalar;
-    char args[64], note[96];
+    char args[64], note[160];
 } seen;
 
 static void sink(const tt_event *ev, void *ud)
@@ -1435,6 +1599,55 @@ static void sink(const tt_event *ev, void *ud)
     s->has_scalar = ev->has_scalar;
     snprintf(s->args, sizeof s->args, "%s", ev->args);
     snprintf(s->note, sizeof s->note, "%s", ev->note);
+}
+
+/* masked_fill's note when the "may attend" mask is passed where the
+   "hidden" one belongs (a sink is listening). */
+static void mask_note_case(seen *s, const char *descr, const tt_tensor *scores, const tt_tensor *mask,
+                           double value, const char *want)
+{
+    tt_tensor out;
+    s->note[0] = 0;
+    ok(tt_masked_fill(&out, scores, mask, value));
+    int good = want ? strstr(s->note, want) != NULL : s->note[0] == 0;
+    if (!good) printf("  note: \"%s\"\n", s->note);
+    CHECK(descr, good);
+    tt_tensor_release(&out);
+}
+
+static void test_mask_polarity_note(seen *s)
+{
+    tt_tensor sq = rnd(DIMS(2, 4, 4)), wide = rnd(DIMS(2, 3, 5)), tall = rnd(DIMS(2, 5, 3));
+    tt_tensor c44, c35ul, c35lr, c53lr, nc44, pad, pad_ok, pad_bad, rnd_m;
+    ok(tt_causal_mask(&c44, 4, 4, 1));
+    ok(tt_causal_mask(&c35ul, 3, 5, 0));
+    ok(tt_causal_mask(&c35lr, 3, 5, 1));
+    ok(tt_causal_mask(&c53lr, 5, 3, 1));
+    ok(tt_unary(&nc44, TT_NOT, &c44));
+    const uint8_t keep[] = { 1, 1, 1, 1, 1, 1, 0, 0 };      /* lengths 4 and 2 as "keep" */
+    const uint8_t hide[] = { 0, 0, 0, 0, 0, 0, 1, 1 };      /* the right polarity */
+    const uint8_t odd[] = { 1, 0, 1, 1, 1, 1, 0, 0 };       /* not a padding pattern */
+    ok(tt_from_buffer(&pad, TT_BOOL, DIMS(2, 1, 4), keep));
+    ok(tt_from_buffer(&pad_ok, TT_BOOL, DIMS(2, 1, 4), hide));
+    ok(tt_from_buffer(&pad_bad, TT_BOOL, DIMS(2, 1, 4), odd));
+    ok(tt_ones(&rnd_m, TT_BOOL, DIMS(4, 4)));
+    mask_note_case(s, "masked_fill(causal_mask(4), -inf) names the slip", &sq, &c44, -DINF,
+                   "mask hides every key of 1 row (softmax gives NaN there); this is the causal 'may attend' "
+                   "pattern: did you mean ~mask?");
+    mask_note_case(s, "masked_fill(~causal_mask(4), -inf): no note", &sq, &nc44, -DINF, NULL);
+    mask_note_case(s, "masked_fill(causal_mask(4), -1e9): no NaN, no note", &sq, &c44, -1e9, NULL);
+    mask_note_case(s, "upper-left 3x5 causal pattern", &wide, &c35ul, -DINF, NULL);   /* no whole row hidden */
+    mask_note_case(s, "lower-right 3x5 causal pattern: the last row hidden", &wide, &c35lr, -DINF,
+                   "of 1 row (softmax gives NaN there); this is the causal");
+    mask_note_case(s, "lower-right 5x3: its complement hides rows too, no hint", &tall, &c53lr, -DINF, NULL);
+    mask_note_case(s, "padding 'keep' mask [B,1,Nk]", &sq, &pad, -DINF,
+                   "mask hides every key of 4 rows (softmax gives NaN there); this is the padding");
+    mask_note_case(s, "padding 'hide' mask: no note", &sq, &pad_ok, -DINF, NULL);
+    mask_note_case(s, "not a keep pattern: no hint", &sq, &pad_bad, -DINF, NULL);
+    mask_note_case(s, "all-true mask: every key of every row, padding of full length", &sq, &rnd_m, -DINF,
+                   "of 4 rows");
+    tt_tensor *all[] = { &sq, &wide, &tall, &c44, &c35ul, &c35lr, &c53lr, &nc44, &pad, &pad_ok, &pad_bad, &rnd_m };
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) tt_tensor_release(all[i]);
 }
 
 static void test_events(void)
@@ -1454,7 +1667,7 @@ static void test_events(void)
     CHECK("softmax: args dim=3", s.n == 3 && strcmp(s.args, "dim=3") == 0);
     tt_tensor_release(&out);
     s.n = 0;
-    ok(tt_sdpa(&out, &w, &q, &k, &k, NULL, 1, 0.0, NULL));   /* copies q inside: still one event */
+    ok(tt_sdpa(&out, &w, &q, &k, &k, NULL, 1, DNAN, NULL));   /* copies q inside: still one event */
     /* causal 4 queries, 6 keys: visible 3+4+5+6 = 18 pairs per head */
     CHECK("sdpa: one event, FLOPs of the visible pairs", s.n == 1 && s.op == TT_OP_SDPA &&
                                                          s.flops == 2.0 * 6 * 2 * 18 * (8 + 8));
@@ -1464,6 +1677,7 @@ static void test_events(void)
     ok(tt_cat(&out, l, 5, 0));
     CHECK("cat: 4 shown inputs of 5", s.op == TT_OP_CAT && s.ninputs == 4 && s.ninputs_total == 5);
     tt_tensor_release(&out);
+    test_mask_polarity_note(&s);
     s.n = 0;
     check_err("failed op", tt_matmul(&out, &a, &a), TT_ESHAPE, "matmul", NULL, NULL);
     CHECK("a failed op emits no event", s.n == 0);
@@ -1578,6 +1792,51 @@ static void test_tiled(void)
     tt_simd_force(NULL);
 }
 
+/* Peak resident memory of this process in KiB (VmHWM), or -1. */
+static long peak_rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0) kib = atol(line + 6);
+    if (f) fclose(f);
+    return kib;
+}
+
+/* Labels (and dim names) are interned until exit, so a loop labelling a
+   million tensors with fresh strings counts them against the memory cap:
+   it meets the cap's message instead of growing without bound. */
+static void test_label_memory(void)
+{
+    const int64_t cap = 64 << 20;
+    long rss0 = peak_rss_kib();
+    tt_set_max_memory(cap);
+    tt_status st = TT_OK;
+    char label[128];
+    int i = 0, stopped = 0;
+    for (; i < 1000000 && !stopped; i++) {
+        tt_tensor t;
+        if ((st = tt_zeros(&t, TT_FLOAT32, DIMS(4))) != TT_OK) { stopped = 1; break; }
+        snprintf(label, sizeof label, "tensor %07d of a long loop that labels every tensor it makes, "
+                 "with a fresh string each time", i);
+        t.label = tt_intern(label);
+        if (t.label == NULL) stopped = 2;
+        tt_tensor_release(&t);
+    }
+    CHECK("a million fresh labels under a 64M cap stop at the cap", stopped != 0 && i < 1000000);
+    CHECK("... with the cap's message naming the labels", strstr(tt_errmsg(), "the memory cap is 64") &&
+          strstr(tt_errmsg(), "dim names and labels") && strstr(tt_errmsg(), "--max-memory"));
+    tt_tensor t;
+    st = tt_zeros(&t, TT_FLOAT32, DIMS(cap / 16));   /* a quarter of the cap */
+    CHECK("the next big tensor meets the cap too", st == TT_ENOMEM && strstr(tt_errmsg(), "dim names and labels"));
+    tt_tensor_release(&t);
+    tt_set_max_memory(0);
+    long grown = peak_rss_kib() - rss0;
+    CHECK("peak memory grew by about the cap, not more", rss0 < 0 || grown < 2 * (cap >> 10));
+    if (rss0 >= 0 && grown >= 2 * (cap >> 10)) printf("  VmHWM grew by %ld KiB\n", grown);
+}
+
 int main(void)
 {
     int64_t base = tt_memory_in_use();
@@ -1601,9 +1860,11 @@ int main(void)
         tt_simd_force(NULL);
     }
     test_names();
+    test_names_unique();
     test_errors();
     test_events();
     CHECK("no tensor memory leaked", tt_memory_in_use() == base);
+    test_label_memory();                /* last: fills the intern table up to a cap */
     if (tt_memory_in_use() != base)
         printf("  %lld bytes still in use\n", (long long)(tt_memory_in_use() - base));
     return check_report();

@@ -492,6 +492,31 @@ static void test_rearrange_errors(void)
     expect_err("bad character", st, TT_EARG, &y, "unexpected character '*' on the right", NULL);
     st = rr(&y, &x, "b s d -> b s d..", NULL);
     expect_err("two dots", st, TT_EARG, &y, "a '.' that is not part of '...'", NULL);
+    /* einops' grammar: identifiers that neither start nor end with '_',
+       and '...' standing apart from names */
+    st = rr(&y, &x, "b s _d -> b s _d", NULL);
+    expect_err("name starting with _", st, TT_EARG, &y, "axis name '_d' on the left starts or ends with '_'", NULL);
+    st = rr(&y, &x, "b s d -> b s d_", NULL);
+    expect_err("name ending with _", st, TT_EARG, &y, "axis name 'd_' on the right starts or ends with '_'", NULL);
+    st = rr(&y, &x, "b s _ -> b s _", NULL);
+    expect_err("_ alone", st, TT_EARG, &y, "axis name '_' on the left starts or ends with '_'", NULL);
+    st = rr(&y, &x, "...pre -> pre...", NULL);
+    expect_err("... glued before a name", st, TT_EARG, &y, "'...pre' on the left glues '...' to a name", NULL);
+    st = rr(&y, &x, "... pre -> pre...", NULL);
+    expect_err("... glued after a name", st, TT_EARG, &y, "'pre...' on the right glues '...' to a name", NULL);
+    st = rr(&y, &x, "b (s...) d -> b s d", NULL);
+    expect_err("... glued inside a group", st, TT_EARG, &y, "'s...' on the left glues", NULL);
+    st = rr(&y, &x, "b s d -> b s*d", NULL);
+    expect_err("bad character names the token", st, TT_EARG, &y, "unexpected character '*' on the right, in 's*d'", NULL);
+    st = rr(&y, &x, "b seq_len d -> b d seq_len", NULL);
+    CHECK("inner underscores are fine", st == TT_OK && y.shape[2] == 7);
+    tt_tensor_release(&y);
+    st = rr(&y, &x, "b ...->b ...", NULL);
+    CHECK("'...' next to '->' is fine", st == TT_OK);
+    tt_tensor_release(&y);
+    st = rr(&y, &x, "b ... d -> (b)... d", NULL);
+    CHECK("'...' right after ')' is a token of its own, as in einops", st == TT_OK && y.ndim == 3 && y.shape[1] == 7);
+    tt_tensor_release(&y);
     st = rr(&y, &x, "b s (h d) -> b h s d", "h=0");
     expect_err("split by 0", st, TT_ESHAPE, &y, "cannot split axis '(h d)' of length 12", NULL);
     st = rr(&y, &x, "b s d -> b s d 1 1 1 1 1 1", NULL);
@@ -829,6 +854,13 @@ static void test_einsum_errors(void)
     expect_err("number", st, TT_EARG, &out, "'1' in the output is not an axis name", NULL);
     st = tt_einsum(&out, "i d, j $ -> i j", ac, 2);
     expect_err("bad character", st, TT_EARG, &out, "unexpected character '$' in operand 2", NULL);
+    st = tt_einsum(&out, "i _d, j _d -> i j", ac, 2);
+    expect_err("einsum name starting with _", st, TT_EARG, &out, "axis name '_d' in operand 1 starts or ends", NULL);
+    st = tt_einsum(&out, "...i d, ... j d -> ... i j", ac, 2);
+    expect_err("einsum ... glued", st, TT_EARG, &out, "'...i' in operand 1 glues '...' to a name", NULL);
+    st = tt_einsum(&out, "...id,...jd->...ij", ac, 2);
+    CHECK("classic spec: '...' glued to letters as NumPy allows", st == TT_OK);
+    tt_tensor_release(&out);
     st = tt_einsum(&out, "i2,j2->ij", ac, 2);
     expect_err("digit in a classic spec", st, TT_EARG, &out, "unexpected character '2' in operand 1", NULL);
     st = tt_einsum(&out, "... i d, ... j d -> ... i j", qk, 2);

@@ -22,7 +22,8 @@ check("... and the hint", has(err, "hint: raise it with --max-memory"))
 
 out, err, code = run("-q --max-memory 64M -e 'local t = {} for i = 1, 1e9 do t[i] = i end'")
 check("Lua heap past the cap: exit 1, not an OOM kill", code == 1)
-check("... says which cap", has(err, "not enough memory: Lua data and tensors reached the cap of 64.0 MiB; hint: raise it with --max-memory"))
+check("... says which cap and the option", has(err, "would pass the cap of 64.0 MiB (Lua data ") and has(err, "; hint: raise it with --max-memory"))
+check("... the line and what was being allocated", has(err, "tensortrace: (command line):1: not enough memory: growing a Lua block"))
 
 out, err, code = run("-q --max-memory 64M -e 'local ok = pcall(function() local t = {} for i = 1, 1e9 do t[i] = i end end) collectgarbage() print(ok, tt.zeros(10):sum():item())'")
 check("after a caught memory error the script goes on", code == 0 and has(out, "false\t0.0"))
@@ -90,8 +91,61 @@ check("pcall in a loop cannot swallow the timeout", code == 1 and has(err, "time
 out, err, code = run("-q --timeout 0.3 -e 'local f = coroutine.wrap(function() while true do pcall(function() while true do end end) end end) f()'")
 check("nor can a coroutine", code == 1 and has(err, "timeout"))
 
-out, err, code = run("-q --timeout 0.3 -e 'xpcall(function() while true do end end, function() while true do end end)'")
-check("nor a looping message handler", code == 1)
+-- Lua runs message handlers and finalizers with hooks off: the watchdog
+-- stops them and says where the time went. (Bounded by `timeout` when the
+-- system has it, so that a regression fails rather than hangs.)
+local bounded = os.execute("command -v timeout >/dev/null 2>&1") and "timeout 20 " or ""
+local function run_bounded(args)
+  local t0 = tt.clock()
+  local _, _, c = os.execute(bounded .. "./tensortrace " .. args .. " >" .. dir .. "/out 2>" .. dir .. "/err </dev/null")
+  return T.slurp(dir .. "/out"), T.slurp(dir .. "/err"), c, tt.clock() - t0
+end
+local t
+local handler = "xpcall(function() while true do end end, function() while true do end end)"
+out, err, code, t = run_bounded("-q --timeout 0.3 -e '" .. handler .. "'")
+check("a looping message handler is stopped (exit " .. tostring(code) .. ", " .. string.format("%.1f", t) .. " s)",
+      code == 1 and t < 6)
+check("... saying where", has(err, "tensortrace: timeout: the script ran longer than 0.3 s (--timeout) and was stopped in an error handler or __gc finalizer that ran on after the error"))
+out, err, code, t = run_bounded("-q --max-instructions 100000 -e '" .. handler .. "'")
+check("--max-instructions stops a looping message handler too (exit " .. tostring(code) .. ")", code == 1 and t < 6)
+check("... saying which limit", has(err, "instruction limit: the script ran more than 100000 Lua instructions (--max-instructions) and was stopped in an error handler"))
+
+local gc_loop = "setmetatable({}, {__gc = function() while true do end end})"
+out, err, code, t = run_bounded("-q --timeout 0.3 -e '" .. gc_loop .. " print(\"done\")'")
+check("a finalizer looping at exit is stopped (exit " .. tostring(code) .. ", " .. string.format("%.1f", t) .. " s)",
+      code == 1 and t < 6 and has(out, "done"))
+check("... saying it was the exit", has(err, "timeout: the script ran longer than 0.3 s (--timeout) and was stopped in a __gc finalizer run at exit"))
+out, err, code, t = run_bounded("-q --timeout 0.3 -e '" .. gc_loop .. " collectgarbage() print(\"after\")'")
+check("a finalizer looping mid-script is stopped", code == 1 and t < 6 and not has(out, "after"))
+check("... saying where", has(err, "and was stopped in a __gc finalizer or a long Lua library call"))
+out, err, code, t = run_bounded("-q --sandbox --timeout 0.3 -e '" .. gc_loop .. "'")
+check("... and under --sandbox", code == 1 and t < 6 and has(err, "__gc finalizer run at exit"))
+
+-- a figure being written when the watchdog stops the script leaves no
+-- temporary file; nor does SIGKILL; a leftover of a dead process goes
+local figs = dir .. "/figs"
+os.execute("mkdir -p " .. figs)
+local function leftovers()
+  local p = io.popen("ls -A " .. figs)
+  local names = {}
+  for n in p:lines() do if n ~= "h.png" then names[#names + 1] = n end end
+  p:close()
+  return table.concat(names, " ")
+end
+local figloop = write("figloop.lua", "local x = tt.rand(64, 100, 100)\nfor i = 1, 1000 do tt.heatmap(x, '" .. figs .. "/h.png') end\n")
+out, err, code, t = run_bounded("-q --timeout 0.1 " .. figloop)
+check("watchdog stop during figures: exit 1", code == 1)
+check("... says which figure", has(err, "figure '" .. figs .. "/h.png'"))
+check("... no temporary file left (" .. leftovers() .. ")", leftovers() == "")
+os.execute(bounded .. "sh -c './tensortrace -q " .. figloop .. " & p=$!; sleep 1.5; kill -9 $p; wait $p' >/dev/null 2>&1")
+check("SIGKILL during figures: no temporary file left (" .. leftovers() .. ")", leftovers() == "")
+local p = io.popen("sh -c 'echo $$'")
+local dead = p:read("l")
+p:close()
+T.write(figs, ".h.png.tt-tmp-" .. dead, "half a figure")
+T.write(figs, ".k.png.tt-tmp-1", "pid 1 is alive")
+run("-q -e 'tt.heatmap(tt.ones(2, 2), \"" .. figs .. "/h.png\")'")
+check("a later write removes a dead process's temporary", leftovers() == ".k.png.tt-tmp-1")
 
 local script = write("loop.lua", "local n = 0\nwhile true do\n  n = n + 1\nend\n")
 out, err, code = run("-q --max-instructions 100000 " .. script)
@@ -103,7 +157,6 @@ check("... naming the line and the option",
 out, err, code = run("-q --max-instructions 1e6 -e 'local s = 0 for i = 1, 1000 do s = s + i end print(s)'")
 check("a short script runs under the budget", code == 0 and has(out, "500500"))
 
-local t
 out, err, code, t = run("-q --timeout 1 -e 'local x = tt.ones(1, 1):expand(1 << 14, 1 << 14) print(x:matmul(x))'")
 check("a C operation past the timeout is stopped", code == 1)
 check("... by the watchdog, with a message", has(err, "timeout: the script ran longer than 1 s (--timeout) and was stopped inside a tensor operation"))
@@ -123,8 +176,16 @@ for _, a in ipairs{"--timeout -1", "--timeout abc", "--timeout 0", "--max-memory
   out, err, code = run(a)
   check("usage error (exit 2): " .. a, code == 2 and has(err, "tensortrace: "))
 end
-out, err, code = run("--max-memory 512k -q -e 'print(tt.get_max_memory and 1 or 2)'")
-check("--max-memory 512k is accepted", code == 0)
+-- below 1M the interpreter would PANIC setting itself up: a usage error
+for _, size in ipairs{"20K", "16K", "512k", "1000"} do
+  out, err, code = run("-q --max-memory " .. size .. " -e 'print(1)'")
+  check("--max-memory " .. size .. ": usage error, not a PANIC (exit " .. tostring(code) .. ")",
+        code == 2 and has(err, "is below the minimum of 1M") and not has(err, "PANIC"))
+end
+out, err, code = run("--max-memory 1M -q -e 'print(tt.ones(3):sum():item())'")
+check("--max-memory 1M is accepted", code == 0 and has(out, "3.0"))
+out = run("--help")
+check("--help states the minimum", has(out, "at least 1M"))
 
 os.execute("rm -rf " .. dir)
 T.report()

@@ -77,4 +77,29 @@ check("sdpa keeps the query's names", names(tt.sdpa(q4, k4, k4)) == "B,H,Nq,Dh")
 checkerror({"softmax", "no dim named 'K'", "[B=2,N=3,D=4]"}, function() return x:softmax("K") end)
 checkerror({"matmul", "[B=2,N=3,D=4]"}, function() return x:matmul(x) end)
 
+-- a tensor never carries one name on two dims: a result that would has
+-- neither, and a lookup by that name fails with a hint
+local qn = tt.randn(1, 2, 4, 3):named("b", "h", "n", "d")
+local sc = qn:matmul(qn:mT())
+check("matmul [n,d]@[d,n]: both n dims unnamed", names(sc) == "b,h,_,_")
+checkerror({"softmax", "no dim named 'n'", "[b=1,h=2,4,4]", "names that would repeat are dropped", "'Nq' and 'Nk'"},
+           function() return sc:softmax("n") end)
+checkerror({"transpose", "no dim named 'n'", "hint"}, function() return sc:transpose("n", "h") end)
+checkerror({"softmax", "no dim named 'K'"}, function() return x:softmax("K") end)
+check("no hint when every dim is named", not select(2, pcall(x.softmax, x, "K")):find("hint"))
+check("einsum drops a repeated name", names(tt.einsum("b h n d, b h m d -> b h n m", qn, qn)) == "b,h,n,m")
+check("einsum: ellipsis named like an axis", names(tt.einsum("... n d, ... m d -> ... n m",
+      tt.randn(2, 3, 4):named("n", nil, nil), tt.randn(2, 5, 4))) == "_,_,m")
+check("rearrange: ellipsis named like an axis", names(tt.rearrange(tt.zeros(2, 3):named("h", nil), "... h -> ... h")) == "_,_")
+check("broadcast [N,1] + [1,N]", names(tt.zeros(3, 1):named("N", nil) + tt.zeros(1, 3):named(nil, "N")) == "_,_")
+check("transpose/permute of it keep it unique", names(sc:transpose(1, 3)) == "_,h,b,_" and names(sc:permute(3, 1, 2, 4)) == "_,b,h,_")
+check("cat/stack of it", names(tt.cat({sc, sc}, 3)) == "b,h,_,_" and names(tt.stack({sc, sc}, 1)) == "_,b,h,_,_")
+check("reduction of it", names(sc:sum(4)) == "b,h,_")
+check("expand/unsqueeze add unnamed dims", names(tt.zeros(3):named("N"):expand(3, 3)) == "_,N")
+check("reshape [N=1] -> [1,1]", names(tt.zeros(1):named("N"):reshape(1, 1)) == "_,_")
+local qq = tt.randn(1, 2, 4, 3):named("B", "H", "N", "Dh")
+local _, wts = tt.sdpa(qq, qq, qq, {weights = true, mask = tt.causal_mask(4):named("Nq", "Nk")})
+check("sdpa weights of [N] @ [N]: unnamed, mask [Nq,Nk] fits", names(wts) == "B,H,_,_")
+check("Nq/Nk stay apart", names(tt.randn(1, 4, 3):named("B", "Nq", "D"):matmul(tt.randn(1, 5, 3):named("B", "Nk", "D"):mT())) == "B,Nq,Nk")
+
 T.report()

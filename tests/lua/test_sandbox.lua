@@ -31,6 +31,7 @@ write(outside .. "/secret.txt", "secret\n")
 write(class .. "/lib/mod.lua", "return {answer = 42}\n")
 write(class .. "/data.txt", "hello\n")
 write(class .. "/binary.luac", string.dump(function() return 1 end))
+write(class .. "/lib/binmod.lua", string.dump(function() return 1 end))
 assert(os.execute("ln -s ../../outside/secret.txt " .. class .. "/images/link"))
 assert(os.execute("ln -s ../../outside " .. class .. "/images/out"))
 assert(os.execute("ln -s .. " .. class .. "/up"))
@@ -109,6 +110,33 @@ if tt.heatmap then
   try("flow outside", tt.flow, OUT .. "/f.png")
 end
 try("memory cap on", tt.zeros, 1 << 29)
+-- the real load must be out of reach: no debug but traceback
+for _, f in ipairs{"getinfo", "getlocal", "getupvalue", "getregistry", "getmetatable", "upvalueid", "setupvalue"} do
+  try("no debug." .. f, debug[f], 1)
+end
+try("debug.traceback", function() return type(debug.traceback("x")) end)
+try("load reader: stack", function()
+  local got
+  local once = false
+  local f, msg = load(function() if once then return nil end once = true got = debug.getinfo(2, "f").func return "return 1" end)
+  return got == nil and not f and msg
+end)
+try("load reader text", function()
+  local parts = {"return ", "5"}
+  return load(function() return table.remove(parts, 1) end)()
+end)
+try("load env", function() return load("return x", "n", "t", {x = 3})() end)
+try("load mode b of text", function() return load("return 8", "n", "b")() end)
+try("load dump via reader", function()
+  local s = string.dump(function() return 1 end)
+  return load(function() local r = s s = nil return r end)
+end)
+try("require binary module", function() return require("lib.binmod") end)
+try("dofile binary", dofile, "binary.luac")
+try("open NUL write", io.open, "images/a\0b", "w")
+try("open NUL read", io.open, "data.txt\0x")
+try("io.output NUL", io.output, "images/o\0p")
+try("heatmap NUL", tt.heatmap, tt.ones(2, 2), "images/h\0x.png")
 ]]
 
 local out, err, code = run(probes)
@@ -136,8 +164,8 @@ denied("io.popen", "sandbox: 'io.popen' is not available with --sandbox")
 denied("package.loadlib", "sandbox: 'package.loadlib' is not available")
 denied("os.tmpname", "not available")
 denied("io.tmpfile", "not available")
-denied("debug.sethook", "attempt to call a nil value")
-denied("debug.getupvalue", "attempt to call a nil value")
+denied("debug.sethook", "sandbox: 'debug.sethook' is not available with --sandbox")
+denied("debug.getupvalue", "sandbox: 'debug.getupvalue' is not available with --sandbox")
 allowed("getenv", "true")
 denied("load binary", "attempt to load a binary chunk")
 denied("load binary mode b", "attempt to load a binary chunk")
@@ -172,6 +200,25 @@ if res["heatmap outside"] then
   denied("flow outside", "files may be written only under 'images'")
 end
 denied("memory cap on", "the memory cap is 1.0 GiB")
+for _, f in ipairs{"getinfo", "getlocal", "getupvalue", "getregistry", "getmetatable", "upvalueid", "setupvalue"} do
+  denied("no debug." .. f, "sandbox: 'debug." .. f .. "' is not available with --sandbox")
+end
+allowed("debug.traceback", "string")
+local r = res["load reader: stack"]
+check("the reader passed to load cannot reach the real load (" .. (r and r.msg or "no result") .. ")",
+      r and r.ok and has(r.msg, "sandbox: 'debug.getinfo' is not available with --sandbox"))
+allowed("load reader text", "5")
+allowed("load env", "3")
+allowed("load mode b of text", "8")
+denied("load dump via reader", "attempt to load a binary chunk")
+denied("require binary module", "binmod.lua: attempt to load a binary chunk")
+denied("dofile binary", "binary.luac: attempt to load a binary chunk (mode is 't'); --sandbox runs Lua source only")
+denied("open NUL write", "sandbox: cannot open 'images/a\\0b': the name contains a NUL byte")
+denied("open NUL read", "the name contains a NUL byte")
+denied("io.output NUL", "the name contains a NUL byte")
+denied("heatmap NUL", "path contains a NUL byte")
+check("a NUL name created nothing", not exists(class .. "/images/a") and not exists(class .. "/images/o")
+      and not exists(class .. "/images/h"))
 
 -- nothing escaped
 check("secret.txt untouched", slurp(outside .. "/secret.txt") == "secret\n")
@@ -196,6 +243,72 @@ local o4 = slurp(root .. "/out")
 check("trace of a chunk named after a file outside: runs", c4 == 0 and has(o4, "zeros"))
 check("... but does not print that file", not has(o4, "secret\n") and not o4:find("secret%s*$"))
 
+-- a precompiled main script does not run (a crafted one could crash the VM)
+local _, _, cb = os.execute(string.format("cd %s && %s -q --sandbox binary.luac >%s/out 2>%s/err", class, bin, root, root))
+check("binary main script: exit 1", cb == 1)
+check("... says why", has(slurp(root .. "/err"), "binary.luac: attempt to load a binary chunk (mode is 't'); --sandbox runs Lua source only"))
+
+-- a figure's error keeps the script line under the sandbox
+out, err, code = run("local x = 1\ntt.heatmap(tt.zeros(2, 2, 2, 2), 'images/x.png')\n")
+check("figure error under --sandbox: file:line", code == 1 and has(err, "script.lua:2: heatmap: expected a 2-D tensor"))
+
+-- ===== the write quota =====
+local function count_images()
+  local p = io.popen("ls -A " .. class .. "/images | wc -l")
+  local n = tonumber(p:read("a"))
+  p:close()
+  return n
+end
+local function clean_images() os.execute("rm -f " .. class .. "/images/q*") end
+local before = count_images()
+out, err, code = run([[
+local s = string.rep("x", 100000)
+local f = assert(io.open("images/q_big.bin", "w"))
+for i = 1, 100 do f:write(s) end
+]], "--max-write 1M")
+check("--max-write: exit 1", code == 1)
+check("... names the cap and the option", has(err, "script.lua:3: sandbox: write quota: writing 97.7 KiB would pass the cap of 1.0 MiB on bytes written") and has(err, "hint: raise it with --max-write SIZE"))
+local sz = #(slurp(class .. "/images/q_big.bin") or "")
+check("... nothing past the cap was written (" .. sz .. " bytes)", sz <= 1 << 20)
+clean_images()
+
+out, err, code = run([[for i = 1, 2000 do local f = assert(io.open("images/q" .. i, "w")) f:write("x") f:close() end]], "--max-files 5")
+check("--max-files: exit 1", code == 1 and has(err, "sandbox: file quota: writing 'images/q6' would pass the cap of 5 files written (--max-files); hint: raise it with --max-files N"))
+check("... 5 files and no more", count_images() == before + 5)
+clean_images()
+
+out, err, code = run([[for i = 1, 20 do local f = assert(io.open("images/q_same", "w")) f:write("x") f:close() end
+for i = 1, 3 do tt.heatmap(tt.ones(2, 2), "images/q_same.png") end print("ok")]], "--max-files 2")
+check("rewriting the same files counts each once", code == 0 and has(out, "ok"))
+clean_images()
+
+out, err, code = run([[for i = 1, 3 do tt.heatmap(tt.ones(2, 2), "images/q" .. i .. ".png") end]], "--max-files 2")
+check("figures count as files", code == 1 and has(err, "script.lua:1: sandbox: file quota: writing 'images/q3.png'"))
+check("... the figure past the cap is not written", count_images() == before + 2)
+clean_images()
+
+out, err, code = run([[tt.heatmap(tt.rand(40, 40), "images/q1.png") tt.heatmap(tt.rand(40, 40), "images/q2.png")]], "--max-write 2K")
+check("figure bytes count", code == 1 and has(err, "sandbox: write quota") and has(err, "--max-write"))
+clean_images()
+
+out, err, code = run([[io.output("images/q_out.txt") for i = 1, 1000 do io.write(string.rep("y", 1000)) end]], "--max-write 100K")
+check("io.write to a file counts", code == 1 and has(err, "sandbox: write quota"))
+clean_images()
+
+out, err, code = run([[local f = assert(io.open("images/q_hole", "w")) f:seek("set", 1 << 40) f:write("x")]], "--max-write 1M")
+check("seeking past the end counts the hole", code == 1 and has(err, "sandbox: write quota: writing 1.0 TiB") or has(err, "sandbox: write quota: writing 1024.0 GiB"))
+clean_images()
+
+out, err, code = run([[for i = 1, 100 do io.write(string.rep("z", 1000)) end print()]], "--max-write 1K")
+check("stdout does not count", code == 0 and #out > 100000)
+
+out, err, code = run("print(1)", "--max-write 1K --max-files 1")
+check("quota options run", code == 0)
+local _, _, cu = os.execute(bin .. " --max-write 1M -e 1 >/dev/null 2>" .. root .. "/err")
+check("--max-write without --sandbox: usage error", cu == 2 and has(slurp(root .. "/err"), "'--max-write' only applies with --sandbox"))
+_, _, cu = os.execute(bin .. " --sandbox --max-files x -e 1 >/dev/null 2>" .. root .. "/err")
+check("--max-files x: usage error", cu == 2)
+
 -- the default timeout can be shortened; it is on without --timeout (30 s),
 -- which the help text states
 out, err, code = run("while true do end\n", "--timeout 0.3")
@@ -204,6 +317,8 @@ out, err, code = run("while true do pcall(error) end\n", "--timeout 0.3")
 check("sandbox timeout cannot be caught", code == 1 and has(err, "timeout"))
 local help = io.popen(bin .. " --help"):read("a")
 check("--help documents --sandbox and --images", has(help, "--sandbox") and has(help, "--images DIR"))
+check("--help documents the quota and its defaults", has(help, "--max-write SIZE") and has(help, "default 256M")
+      and has(help, "--max-files N") and has(help, "default 1000"))
 
 -- --images elsewhere; a missing --images folder is a usage error
 assert(os.execute("mkdir -p " .. root .. "/figs"))

@@ -1,0 +1,224 @@
+-- test_trace.lua — the text trace tells the truth and stays bounded: labels,
+-- call sites, check rows, precision, values of views, memory of held-back
+-- rows and chunk sources, and JSON Lines that parse whatever the script does.
+local T = dofile("tests/lua/check.lua")
+local json = dofile("tests/lua/json.lua")
+local check, checkerror = T.check, T.checkerror
+
+local dir = T.tmpdir()
+local function write(name, text) return T.write(dir, name, text) end
+local function run(args) return T.run(dir, args) end
+local has = function(s, pat) return s:find(pat, 1, true) ~= nil end
+local function count(s, pat)
+  local n = 0
+  for _ in s:gmatch(pat) do n = n + 1 end
+  return n
+end
+-- Peak resident memory of the tensortrace run (the script prints it last);
+-- nil where /proc is missing or a sanitizer inflates it.
+local peak_kb_code = [[
+local f = io.open("/proc/self/status")
+if f then print("PEAK " .. f:read("a"):match("VmHWM:%s*(%d+)")) f:close() end]]
+local function peak_kb(out)
+  if os.getenv("ASAN_OPTIONS") then return nil end
+  return tonumber(out:match("PEAK (%d+)"))
+end
+
+-- ===== held-back rows are bounded =====
+-- One line, many ops: rows come out while the line still runs, and memory
+-- stays flat (it grew by ~1.5 KB a row before).
+local out_path = dir .. "/out"
+local script = write("loop.lua", string.format([[
+local x = tt.ones(2)
+for i = 1, 100000 do local y = x + 1 end local f = io.open(%q) SEEN = select(2, f:read("a"):gsub("\n    add ", "")) f:close()
+print("seen while the line ran: " .. SEEN)
+]], out_path) .. peak_kb_code)
+local out, err, code = run(script)
+check("one-line loop runs", code == 0, 1)
+local seen = tonumber(out:match("seen while the line ran: (%d+)"))
+check("rows of a long line are printed while it runs (" .. tostring(seen) .. ")", seen and seen >= 100000 - 64)
+check("every row is printed once", count(out, "\n    add ") == 100000)
+check("the header is printed once", count(out, "loop.lua:2 ") == 1)
+local kb = peak_kb(out)
+check("held-back rows use bounded memory (" .. tostring(kb) .. " KB)", kb == nil or kb < 64 * 1024)
+
+-- ===== chunk sources are bounded =====
+script = write("loads.lua", [[
+local body = string.rep("a = 1 ", 3000)
+for i = 1, 2000 do assert(load(body .. "-- " .. i .. "\nreturn tt.ones(1)"))() end
+local z = tt.zeros(1)
+]] .. peak_kb_code)
+out, err, code = run(script)
+check("a loop of load() runs", code == 0)
+kb = peak_kb(out)
+check("the text of loaded chunks uses bounded memory (" .. tostring(kb) .. " KB)", kb == nil or kb < 48 * 1024)
+check("a loaded chunk's line still shows", has(out, "(string):2  return tt.ones(1)"))
+check("the script's own lines still show after many chunks", has(out, "loads.lua:3  local z = tt.zeros(1)"))
+
+-- ===== JSON Lines stay valid =====
+local jpath = dir .. "/trace.json"
+script = write("json.lua", [[
+local x = tt.ones(2, 3):label(string.rep("\xc3\xa9", 20000))        -- 40 KB of valid UTF-8
+local y = (x + 1):label("bad \xff\xfe \xc0\x80 \xed\xa0\x80 cut \xe2\x82")  -- invalid UTF-8
+local z = y:named(string.rep("N", 5000), "q\"uo\\te\n\1\127")                  -- long and control names
+local w = (z * 2):label(string.rep("x", 16384) .. "\"")
+]])
+out, err, code = run("-q --trace-json " .. jpath .. " " .. script)
+check("json script runs", code == 0, 1)
+local n, bad = 0, nil
+for line in io.lines(jpath) do
+  n = n + 1
+  local ok, ev = pcall(json.decode, line)
+  if not ok then bad = bad or ("line " .. n .. ": " .. tostring(ev)) end
+  if ok and not utf8.len(line) then bad = bad or ("line " .. n .. ": not UTF-8") end
+  if ok and ev.op == "ones" then
+    check("a long label is cut with a marker", ev.output.label:sub(-3) == "..." and #ev.output.label < 1024)
+    check("a long label keeps its text", ev.output.label:sub(1, 4) == "\xc3\xa9\xc3\xa9")
+  elseif ok and ev.op == "add" then
+    check("invalid UTF-8 becomes U+FFFD", ev.output.label:find("bad \u{FFFD}\u{FFFD} ", 1, true) == 1,
+          1)
+    check("a cut sequence at the end becomes U+FFFD", ev.output.label:sub(-3) == "\u{FFFD}")
+  elseif ok and ev.op == "named" then
+    check("control characters survive as escapes", ev.output.names[2] == "q\"uo\\te\n\1\127")
+  end
+end
+check("every JSON line parses and is UTF-8: " .. tostring(bad), n == 4 and bad == nil)
+
+-- ===== labels: the one the tensor had when the op ran =====
+script = write("labels.lua", [[
+local function project(x)
+  return (x * 2):label("v new")
+end
+local v = project(tt.ones(2))
+local cache = v:label("V cache")
+local a = (tt.ones(3) + 1):label("same line")
+local b = tt.ones(4)
+b:label("later line")
+local function attend(q) return q:exp() end
+local z = attend(tt.ones(5)):label("Z at the call")
+]])
+out = run(script)
+check("a row keeps the label given on its own line", has(out, "mul         [2] * 2.0 -> v new[2]"))
+check("a label given on a later line does not rewrite a row", not has(out, "V cache"))
+check("a label later on the same line shows", has(out, "-> same line[3]"))
+check("later line: not shown", has(out, "ones        -> [4]") and not has(out, "later line"))
+check("a label at the call site shows on the function's row", has(out, "exp         [5] -> Z at the call[5]"))
+
+-- a label moved to a newer tensor: the older one is "(previous)"
+script = write("previous.lua", [[
+local m = tt.zeros(2):label("m")
+for i = 1, 2 do
+  local m_new = m:maximum(tt.ones(2) * i):label("m_new")
+  local alpha = (m - m_new):exp():label("alpha")
+  m = m_new
+end
+]])
+out = run(script)
+check("first pass: the old m", has(out, "sub         m[2] - m_new[2] -> [2]"))
+check("second pass: the tensor that kept the old label says so",
+      has(out, "sub         m_new (previous)[2] - m_new[2] -> [2]"))
+check("an op on the same line that moves the label marks its input",
+      has(out, "maximum     m_new (previous)[2], [2] -> m_new[2]"))
+local j2 = dir .. "/prev.json"
+run("-q --trace-json " .. j2 .. " " .. script)
+local labels = {}
+for line in io.lines(j2) do
+  local ev = json.decode(line)
+  if ev.op == "sub" then labels[#labels + 1] = ev.inputs[1].label end
+end
+check("JSON keeps the true label", labels[2] == "m_new")
+
+-- ===== call sites =====
+script = write("calls.lua", [[
+local function inner(x)
+  return x + 1
+end
+local function outer(x)
+  return inner(x) * 2
+end
+local a = inner(tt.ones(2))
+local b = inner(tt.ones(3))
+local c = outer(tt.ones(4))
+local d = (function(x) return x - 1 end)(tt.ones(5))
+]])
+out = run(script)
+check("a function's row shows its caller", has(out, "calls.lua:2 \u{2190} line 7  return x + 1"))
+check("a second call is a second group", has(out, "calls.lua:2 \u{2190} line 8  return x + 1"))
+check("callers nest outwards", has(out, "calls.lua:2 \u{2190} line 5 \u{2190} line 9  return x + 1"))
+check("a function called on its own line names no caller", has(out, "calls.lua:10  local d ="))
+script = write("lib.lua", "local M = {}\nfunction M.f(x)\n  return x:exp()\nend\nreturn M\n")
+local main = write("usesLib.lua", "package.path = '" .. dir .. "/?.lua;' .. package.path\n"
+                   .. "local lib = require 'lib'\nlocal y = lib.f(tt.ones(2))\n")
+out = run(main)
+check("a caller in another file is named with its file", has(out, "lib.lua:3 \u{2190} " .. main .. ":3  return x:exp()"))
+
+-- -e: the relevant line of the chunk, not the whole chunk
+out = run([[-e 'local x = tt.ones(2)
+local y = x + 1
+print("done")']])
+check("-e shows the line that ran", has(out, "(command line):2  local y = x + 1\n"))
+check("-e does not echo the whole chunk", not has(out, "x + 1\nprint"))
+
+-- ===== checks fold into one row =====
+script = write("checks.lua", [[
+local w = tt.ones(3):label("w")
+tt.assert_close(w, {1, 1, 1.0000001}, 1e-5, 0, "ones")
+local big = tt.zeros(3, 4)
+tt.assert_close(big:exp(), tt.ones(3, 4):totable(), 0, 0)
+if tt.allclose(w, {1, 2, 3}) then error("not close") end
+tt.assert_close(w, w)
+tt.assert_close(w[1], 1)
+tt.assert_close(w:exp() / math.exp(1), tt.ones(3))
+]])
+local jc = dir .. "/checks.json"
+out, err, code = run("--trace-json " .. jc .. " " .. script)
+check("checks script runs", code == 0, 1)
+check("a table literal folds into one check row",
+      has(out, "checks.lua:2  tt.assert_close(w, {1, 1, 1.0000001}, 1e-5, 0, \"ones\")\n    \u{2713} checked   w[3] \u{2248} {1, 1, 1} (rtol 1e-5)\n"))
+check("no row for the literal", not has(out, "tensor      ->"))
+check("a large table shows by shape", has(out, "\u{2713} checked   [3,4] \u{2248} table[3,4] (exactly)"))
+check("allclose shows its answer", has(out, "allclose    w[3] \u{2248} {1, 2, 3} (rtol 1e-5, atol 1e-8) -> false"))
+check("a check with no rows of its own adds none", not has(out, "checks.lua:6"))
+check("a scalar operand", has(out, "\u{2713} checked   [] \u{2248} 1 (rtol 1.3e-6, atol 1e-5)"))
+check("a constant built as the argument folds too",
+      has(out, "    div         [3] / 2.71828 -> [3]   3 FLOP\n    \u{2713} checked   [3] \u{2248} ones[3] (rtol 1.3e-6, atol 1e-5)\n"))
+local tensors = 0
+for line in io.lines(jc) do if json.decode(line).op == "tensor" then tensors = tensors + 1 end end
+check("the JSON still has the literal's event", tensors == 4)
+out = run("-q " .. script)
+check("-q: no check rows", not has(out, "checked"))
+script = write("failing.lua", "tt.assert_close(tt.ones(2), {1, 2})\n")
+out, err, code = run(script)
+check("a failing check shows no check row", code == 1 and not has(out, "checked") and has(err, "assert_close"))
+
+-- ===== precision =====
+script = write("prec.lua", [[
+local x = tt.tensor{1, 2, 3} / 3
+print(x)
+tt.set_printoptions{precision = 8}
+print(x)
+print(tostring(x / 1e6))
+]])
+out = run("-q " .. script)
+check("4 decimals by default", has(out, "[0.3333, 0.6667, 1.0000]"))
+check("set_printoptions changes print", has(out, "[0.33333334, 0.66666669, 1.00000000]"))
+check("and the scientific format", has(out, "[3.33333332e-07, 6.66666665e-07, 9.99999997e-07]"))
+out = run("-q --precision 6 -e 'print(tt.tensor{1, 2} / 3)'")
+check("--precision sets the digits", has(out, "[0.333333, 0.666667]"))
+out = run("--precision 7 --trace=values -e 'local x = tt.tensor{1, 2} / 3'")
+check("--trace=values uses the precision", has(out, "[0.3333333, 0.6666667]") and has(out, "max 0.6666667"))
+out, err, code = run("--precision 40 -e ''")
+check("--precision out of range is a usage error", code == 2 and has(err, "'--precision' needs a number of digits"))
+checkerror({"set_printoptions", "precision", "0 to 16", "-1"}, tt.set_printoptions, {precision = -1})
+checkerror({"set_printoptions", "unknown option 'precison'"}, tt.set_printoptions, {precison = 3})
+checkerror({"set_printoptions", "table expected"}, tt.set_printoptions, 3)
+
+-- ===== --trace=values does not repeat a view's values =====
+out = run([[--trace=values -e 'local x = tt.tensor{{1, 2}, {3, 4}}:named("a", "b")
+local t = x:mT()']])
+check("a view of the values just shown refers to them",
+      has(out, "named       [2,2] -> [a=2,b=2]   view, strides (2,1)\n        (a view of the values above)\n"))
+check("the values show once", count(out, "%[%[1%., 2%.%]") == 1)
+check("a view that reorders shows its values", has(out, "[[1., 3.],"))
+
+T.report()
