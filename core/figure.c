@@ -10,6 +10,7 @@
 
 #include "figure.h"
 #include "font.h"
+#include "svg.h"
 #include "tt_internal.h"
 
 #define MAX_PIXELS (64L * 1024 * 1024)
@@ -29,12 +30,14 @@ tt_status tt_canvas_init(tt_canvas *c, int w, int h)
 {
     c->w = c->h = 0;
     c->px = NULL;
+    c->vec = NULL;
     if (w <= 0 || h <= 0 || (long)w * (long)h > MAX_PIXELS)
         return tt__err(TT_ENOMEM, "figure: a %dx%d image is too large", w, h);
     size_t n = (size_t)w * (size_t)h * 3;
     c->px = malloc(n);
     if (!c->px) return tt__err(TT_ENOMEM, "figure: out of memory for a %dx%d image", w, h);
     memset(c->px, 0xff, n);
+    c->vec = tt__svg_new();   /* NULL: pixels only, and an SVG write says why */
     c->w = w;
     c->h = h;
     return TT_OK;
@@ -44,7 +47,9 @@ void tt_canvas_free(tt_canvas *c)
 {
     if (!c) return;
     free(c->px);
+    tt__svg_free(c->vec);
     c->px = NULL;
+    c->vec = NULL;
     c->w = c->h = 0;
 }
 
@@ -81,7 +86,8 @@ static void blend(tt_canvas *c, int x, int y, uint32_t rgb, double a)
     }
 }
 
-void tt_canvas_fill_rect(tt_canvas *c, int x, int y, int w, int h, uint32_t rgb)
+/* Pixels only: the primitives record themselves once, then draw with this. */
+static void fill_px(tt_canvas *c, int x, int y, int w, int h, uint32_t rgb)
 {
     int x1 = x + w, y1 = y + h;
     if (x < 0) x = 0;
@@ -96,12 +102,31 @@ void tt_canvas_fill_rect(tt_canvas *c, int x, int y, int w, int h, uint32_t rgb)
     }
 }
 
+/* Clips a rectangle to the canvas; 0 when nothing is left. */
+static int clip(const tt_canvas *c, int *x, int *y, int *w, int *h)
+{
+    const int x1 = imin(*x + *w, c->w), y1 = imin(*y + *h, c->h);
+    *x = imax(*x, 0);
+    *y = imax(*y, 0);
+    *w = x1 - *x;
+    *h = y1 - *y;
+    return *w > 0 && *h > 0;
+}
+
+void tt_canvas_fill_rect(tt_canvas *c, int x, int y, int w, int h, uint32_t rgb)
+{
+    if (!clip(c, &x, &y, &w, &h)) return;
+    tt__svg_rect(c->vec, x, y, w, h, rgb);
+    fill_px(c, x, y, w, h, rgb);
+}
+
 void tt_canvas_frame(tt_canvas *c, int x, int y, int w, int h, int t, uint32_t rgb)
 {
-    tt_canvas_fill_rect(c, x, y, w, t, rgb);
-    tt_canvas_fill_rect(c, x, y + h - t, w, t, rgb);
-    tt_canvas_fill_rect(c, x, y, t, h, rgb);
-    tt_canvas_fill_rect(c, x + w - t, y, t, h, rgb);
+    tt__svg_frame(c->vec, x, y, w, h, t, rgb);
+    fill_px(c, x, y, w, t, rgb);
+    fill_px(c, x, y + h - t, w, t, rgb);
+    fill_px(c, x, y, t, h, rgb);
+    fill_px(c, x + w - t, y, t, h, rgb);
 }
 
 static double clamp01(double v) { return v < 0.0 ? 0.0 : v > 1.0 ? 1.0 : v; }
@@ -109,6 +134,7 @@ static double clamp01(double v) { return v < 0.0 ? 0.0 : v > 1.0 ? 1.0 : v; }
 void tt_canvas_line(tt_canvas *c, double x0, double y0, double x1, double y1,
                     double width, uint32_t rgb)
 {
+    tt__svg_line(c->vec, x0, y0, x1, y1, width, rgb);
     /* coverage from the distance of each pixel centre to the segment */
     const double hw = width / 2.0, dx = x1 - x0, dy = y1 - y0;
     const double len2 = dx * dx + dy * dy;
@@ -129,6 +155,7 @@ void tt_canvas_polyline(tt_canvas *c, const double (*pt)[2], int n, double width
     /* one blend a pixel, from its distance to the nearest segment: joints
        do not darken as they would with a line per segment */
     if (n < 1) return;
+    tt__svg_polyline(c->vec, pt, n, width, rgb);
     const double hw = width / 2.0, reach = hw + 1.0;
     const int nseg = n > 1 ? n - 1 : 1;
     double ya = pt[0][1], yb = pt[0][1];
@@ -169,6 +196,7 @@ void tt_canvas_triangle(tt_canvas *c, const double xy[6], uint32_t rgb)
     const int ya = (int)floor(fmin(xy[1], fmin(xy[3], xy[5]))), yb = (int)ceil(fmax(xy[1], fmax(xy[3], xy[5])));
     const double area = edge(xy[0], xy[1], xy[2], xy[3], xy[4], xy[5]);
     if (area == 0.0) return;
+    tt__svg_triangle(c->vec, xy, rgb);
     for (int y = ya; y <= yb; y++)
         for (int x = xa; x <= xb; x++) {
             int in = 0;   /* 4x4 samples a pixel */
@@ -186,6 +214,7 @@ void tt_canvas_triangle(tt_canvas *c, const double xy[6], uint32_t rgb)
 void tt_canvas_round_rect(tt_canvas *c, int x, int y, int w, int h, int r,
                           uint32_t fill, uint32_t border, int bw)
 {
+    tt__svg_round_rect(c->vec, x, y, w, h, r, fill, border, bw);
     const double cx = x + w / 2.0, cy = y + h / 2.0;
     const double hx = w / 2.0 - r, hy = h / 2.0 - r;
     for (int yy = y; yy < y + h; yy++)
@@ -204,6 +233,8 @@ void tt_canvas_round_rect(tt_canvas *c, int x, int y, int w, int h, int r,
 
 void tt_canvas_hatch(tt_canvas *c, int x, int y, int w, int h)
 {
+    if (!clip(c, &x, &y, &w, &h)) return;
+    tt__svg_hatch(c->vec, x, y, w, h, 0);
     for (int yy = y; yy < y + h; yy++)
         for (int xx = x; xx < x + w; xx++)
             put(c, xx, yy, (xx + yy) % 8 < 3 ? TT_FIG_HATCH_DARK : TT_FIG_HATCH_LIGHT);
@@ -213,6 +244,11 @@ void tt_canvas_hatch(tt_canvas *c, int x, int y, int w, int h)
    and pattern, so that they tell apart in grey print too. */
 static const uint32_t MASK_BG[TT_FIG_MASK_KINDS] = { 0xf6e7d2u, 0xdfe8f3u, 0xeadff0u, 0xdff0e0u };
 static const uint32_t MASK_INK[TT_FIG_MASK_KINDS] = { 0xb0641eu, 0x2e5d92u, 0x7b4a9cu, 0x2f7d3bu };
+
+uint32_t tt__mask_rgb(int kind, int ink)
+{
+    return (ink ? MASK_INK : MASK_BG)[kind];
+}
 
 static int mask_stroke(int kind, int x, int y)
 {
@@ -227,7 +263,8 @@ static int mask_stroke(int kind, int x, int y)
 void tt_canvas_hatch_kinds(tt_canvas *c, int x, int y, int w, int h, unsigned kinds)
 {
     kinds &= (1u << TT_FIG_MASK_KINDS) - 1;
-    if (!kinds) return;
+    if (!kinds || !clip(c, &x, &y, &w, &h)) return;
+    tt__svg_hatch(c->vec, x, y, w, h, kinds);
     int first = 0;
     while (!(kinds >> first & 1)) first++;
     for (int yy = y; yy < y + h; yy++)
@@ -368,7 +405,8 @@ static int64_t nice_up(double x)
 tt_status tt__figure_save(const char *what, const char *path, const tt_canvas *c,
                           const tt_png_meta *meta)
 {
-    tt_status st = tt_png_write_rgb(path, c->px, c->w, c->h, 3 * c->w, meta);
+    tt_status st = tt_figure_path_is_svg(path) ? tt_svg_write(path, c, meta)
+                                               : tt_png_write_rgb(path, c->px, c->w, c->h, 3 * c->w, meta);
     if (st != TT_OK) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", tt_errmsg());   /* tt__err overwrites it */
@@ -1050,8 +1088,12 @@ tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_
                     const double t = (v / 2 - a / 2) * scale;
                     rgb = lut[!(t > 0.0) ? 0 : t >= 1023.0 ? 1023 : (int)(t + 0.5)];
                 }
-                if (cw == 1 && ch == 1) put(out, x, y, rgb);
-                else tt_canvas_fill_rect(out, x, y, cw - sep, ch - sep, rgb);
+                if (cw == 1 && ch == 1) {   /* the common big case: no clipping to do */
+                    tt__svg_rect(out->vec, x, y, 1, 1, rgb);
+                    put(out, x, y, rgb);
+                } else {
+                    tt_canvas_fill_rect(out, x, y, cw - sep, ch - sep, rgb);
+                }
             }
         }
 

@@ -1,12 +1,14 @@
 /*
 ** figure.h — figures for teaching: heatmaps, bar charts, the flow diagram.
-** Rendering (figure.c, font.c) draws into an RGB canvas; png.c is the only
-** file that includes <png.h>. Inputs are plain arrays, not tensors.
+** Rendering (figure.c, font.c) draws into an RGB canvas that also records
+** what it draws; png.c writes the pixels (the only file that includes
+** <png.h>), svg.c the recording. Inputs are plain arrays, not tensors.
 */
 #ifndef TT_FIGURE_H
 #define TT_FIGURE_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "tt.h"
 
 /* PNG tEXt chunks written with every figure (NULL fields are skipped).
@@ -17,10 +19,13 @@ typedef struct tt_png_meta {
     const char *title;
 } tt_png_meta;
 
-/* RGB canvas, 3 bytes per pixel, row stride = 3*w. */
+/* RGB canvas, 3 bytes per pixel, row stride = 3*w. vec is the display
+list of what was drawn (svg.c), for SVG output; NULL when it could not be
+allocated. */
 typedef struct tt_canvas {
     int w, h;
     uint8_t *px;
+    struct tt_svg *vec;
 } tt_canvas;
 
 /* ===== Canvas drawing (figure.c; shared with flow.c) =====
@@ -88,6 +93,21 @@ const char *tt_png_in_progress(void);
 void tt_png_discard_temp(void);
 /* Reads an 8-bit RGB PNG (for tests): *px malloc'd, caller frees. */
 tt_status tt_png_read_rgb(const char *path, uint8_t **px, int *w, int *h);
+
+/* Writes canvas c's recording as SVG (svg.c): the PNG's layout and
+   colours, text as <text>, the meta in <title> and <desc>; written like
+   the PNG (tt__write_file), deterministic bytes. TT_EARG when the figure
+   drew more than TT_SVG_MAX_ITEMS shapes, TT_ENOMEM, TT_EIO. */
+tt_status tt_svg_write(const char *path, const tt_canvas *c, const tt_png_meta *meta);
+/* 1 when path ends in ".svg" (any case): figures are then written as SVG. */
+int tt_figure_path_is_svg(const char *path);
+
+/* The one atomic file writer of every figure format (png.c): emit writes
+   the bytes into fp and returns 0, or nonzero with the reason in errtext.
+   The file appears at path complete or not at all (a temporary + rename;
+   removed on failure). TT_EIO "cannot write 'path': reason". */
+typedef int (*tt_file_emit)(FILE *fp, void *ctx, char errtext[128]);
+tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx);
 
 /* A [P, R, C] array read in place through element strides (0 for a
    broadcast dim): float32 (f32) or bool (b8, drawn as 0/1), exactly one
@@ -244,8 +264,8 @@ tt_status tt_flow_render(tt_canvas *out, tt_flow_geom *geom, const tt_flow_opts 
    returns the length it needed. For tests and debugging. */
 size_t tt_flow_describe(char *buf, size_t n);
 
-/* Writes canvas c through tt_png_write_rgb; on failure the message is
-   "what: cannot write 'path': reason". */
+/* Writes canvas c as SVG when path ends in ".svg" (any case), else as PNG;
+   on failure the message is "what: cannot write 'path': reason". */
 tt_status tt__figure_save(const char *what, const char *path, const tt_canvas *c,
                           const tt_png_meta *meta);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "font.h"
+#include "svg.h"
 
 /* ===== The glyphs ===== */
 
@@ -235,6 +236,7 @@ void tt_font_draw(tt_canvas *c, int x, int y, const char *s, int scale, int flag
     if (!decoded) decode();
     const int bold = (flags & TT_FONT_BOLD) ? 1 : 0;
     const int total = (flags & TT_FONT_UP) ? tt_font_width(s, scale, flags) : 0;
+    tt__svg_text(c->vec, x, y, s, scale, flags, rgb, total ? total : tt_font_width(s, scale, flags));
     int pen = 0;   /* along the text direction */
     while (*s) {
         const glyph *gl = next_glyph(&s);

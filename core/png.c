@@ -1,6 +1,7 @@
 /*
 ** png.c — canvas -> 8-bit RGB PNG, and back (for tests). The only file that
-** includes <png.h>. A figure is never seen half-written: on Linux it is
+** includes <png.h>, and the one atomic writer of every figure format
+** (tt__write_file, used by svg.c too). A figure is never seen half-written: on Linux it is
 ** encoded into an unnamed O_TMPFILE (a SIGKILL leaves nothing behind), then
 ** linked under a temporary name and renamed into place; elsewhere, or when
 ** the filesystem refuses O_TMPFILE, into ".name.tt-tmp-PID", which a later
@@ -161,11 +162,10 @@ static int open_temp(const char *dir, const char *tmp, int *named)
     return fd;
 }
 
-tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
-                           int stride, const tt_png_meta *meta)
+/* ===== Atomic writes (every figure format) ===== */
+
+tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx)
 {
-    if (w <= 0 || h <= 0 || stride < 3 * w)
-        return tt__err(TT_EARG, "cannot write '%s': bad image size %dx%d", path, w, h);
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     char dir[PATH_MAX], tmp[PATH_MAX];
@@ -173,9 +173,6 @@ tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
     if (snprintf(dir, sizeof dir, "%.*s", dlen, slash ? path : ".") >= (int)sizeof dir ||
         snprintf(tmp, sizeof tmp, "%s/.%s" TMP_MARK "%ld", dir, base, (long)getpid()) >= (int)sizeof tmp)
         return tt__err(TT_EIO, "cannot write '%s': the path is too long", path);
-    png_bytep *rows = malloc((size_t)h * sizeof *rows);   /* before setjmp */
-    if (!rows) return tt__err(TT_ENOMEM, "cannot write '%s': out of memory", path);
-    for (int y = 0; y < h; y++) rows[y] = (png_bytep)(uintptr_t)(px + (size_t)y * (size_t)stride);
     clean_stale(dir);
 
     atomic_store(&cur.busy, 0);
@@ -200,7 +197,7 @@ tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
         st = tt__err(TT_EIO, "cannot write '%s': %s", path, strerror(errno));
     } else {
         char errtext[128] = "";
-        int rc = encode(fp, rows, w, h, meta, errtext);
+        int rc = emit(fp, ctx, errtext);
         int werr = fflush(fp) != 0 || ferror(fp);
         int saved = errno;
         if (rc != 0)
@@ -225,6 +222,33 @@ tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
         if (st != TT_OK) unlink(tmp);
     }
     atomic_store(&cur.busy, 0);
+    return st;
+}
+
+/* ===== PNG ===== */
+
+typedef struct png_job {
+    png_bytep *rows;
+    int w, h;
+    const tt_png_meta *meta;
+} png_job;
+
+static int emit_png(FILE *fp, void *ctx, char errtext[128])
+{
+    const png_job *j = ctx;
+    return encode(fp, j->rows, j->w, j->h, j->meta, errtext);
+}
+
+tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
+                           int stride, const tt_png_meta *meta)
+{
+    if (w <= 0 || h <= 0 || stride < 3 * w)
+        return tt__err(TT_EARG, "cannot write '%s': bad image size %dx%d", path, w, h);
+    png_bytep *rows = malloc((size_t)h * sizeof *rows);   /* before setjmp */
+    if (!rows) return tt__err(TT_ENOMEM, "cannot write '%s': out of memory", path);
+    for (int y = 0; y < h; y++) rows[y] = (png_bytep)(uintptr_t)(px + (size_t)y * (size_t)stride);
+    png_job job = { rows, w, h, meta };
+    tt_status st = tt__write_file(path, emit_png, &job);
     free(rows);
     return st;
 }

@@ -1229,6 +1229,149 @@ static void test_head_groups(void)
     tt_canvas_free(&c);
 }
 
+/* ===== SVG ===== */
+
+/* The <rect .../> at x, y in the SVG text (the first one there, after the
+   full-canvas background), with its width, height and fill; 0 if none. */
+static int svg_rect_at(const char *svg, int x, int y, int *w, int *h, uint32_t *fill)
+{
+    char key[64];
+    snprintf(key, sizeof key, "<rect x=\"%d\" y=\"%d\" ", x, y);
+    const char *r = strstr(svg, key);
+    unsigned rgb;
+    if (!r || sscanf(r + strlen(key), "width=\"%d\" height=\"%d\" fill=\"#%6x\"", w, h, &rgb) != 3) return 0;
+    *fill = rgb;
+    return 1;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    long na, nb;
+    char *x = slurp(a, &na), *y = slurp(b, &nb);
+    const int same = x && y && na == nb && !memcmp(x, y, (size_t)na);
+    free(x); free(y);
+    return same;
+}
+
+static void test_svg(void)
+{
+    /* 1. a heatmap's cells sit where the PNG's are, in the PNG's colours */
+    float v[35];
+    make_5x7(v);
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    o.title = "weights <script>alert(1)</script> & \"more\"";
+    o.meta.source = "lessons/03_causal_mask.lua:42";
+    o.meta.shape = "[Nq=5,Nk=7]";
+    o.meta.title = o.title;
+    static const char *const xl[7] = { "na\xc3\xafve", "bad\xff", "ctl\x01", "a&b", "<i>", "s", "t" };
+    o.xlabels = xl;
+    o.nxlabels = 7;
+    tt_heatmap_geom g;
+    tt_canvas c;
+    if (tt_heatmap_render(&c, &g, v, 1, 5, 7, &o) != TT_OK) { CHECK(tt_errmsg(), 0); return; }
+    const char *svg = tpath("h5x7.svg"), *png = tpath("h5x7s.png");
+    CHECK("svg written", tt__figure_save("heatmap", svg, &c, &o.meta) == TT_OK);
+    CHECK("png written", tt__figure_save("heatmap", png, &c, &o.meta) == TT_OK);
+    tt_canvas_free(&c);
+    uint8_t *px = NULL;
+    int w = 0, h = 0;
+    long n = 0;
+    char *text = slurp(svg, &n);
+    if (!text || tt_png_read_rgb(png, &px, &w, &h) != TT_OK) { CHECK("read back", 0); free(text); free(px); return; }
+    char head[128];
+    snprintf(head, sizeof head, "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\"", w, h, w, h);
+    CHECK("svg: the PNG's size", strstr(text, head) != NULL);
+    CHECK("svg: no PNG bytes", memcmp(text, "<?xml", 5) == 0 && !contains(text, n, "IHDR"));
+    int cells = 0, placed = 0;
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < 7; j++) {
+            if (i == 3 && j < 2) continue;   /* -inf: a pattern, checked below */
+            const int x = g.x0 + j * g.cell_w, y = g.y0 + i * g.cell_h;
+            int rw, rh;
+            uint32_t fill;
+            cells++;
+            if (!svg_rect_at(text, x, y, &rw, &rh, &fill)) continue;
+            /* the rect covers the cell (less the white rule), in the PNG's colour */
+            placed += (rw == g.cell_w || rw == g.cell_w - 1) && (rh == g.cell_h || rh == g.cell_h - 1) &&
+                      fill == pix(px, w, x, y) && fill == pix(px, w, x + rw - 1, y + rh - 1) &&
+                      pix(px, w, x + rw, y + rh) != fill && pix(px, w, x - 1, y - 1) != fill;
+        }
+    CHECK("svg: every cell a rect at the PNG cell's pixels and colour", cells == 33 && placed == cells);
+    char inf[2][128];
+    for (int j = 0; j < 2; j++)
+        snprintf(inf[j], sizeof inf[j], "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                 "fill=\"url(#tt-hatch)\"/>", g.x0 + j * g.cell_w, g.y0 + 3 * g.cell_h, g.cell_w - 1, g.cell_h - 1);
+    CHECK("svg: -inf cells hatched", strstr(text, inf[0]) && strstr(text, inf[1]));
+    CHECK("svg: hatch pattern defined once", strstr(text, "<pattern id=\"tt-hatch\"") != NULL &&
+          strstr(strstr(text, "<pattern id=\"tt-hatch\"") + 1, "<pattern id=\"tt-hatch\"") == NULL);
+    CHECK("svg: text is text", contains(text, n, ">weights &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;more&quot;</text>"));
+    CHECK("svg: no raw markup from the title", !contains(text, n, "<script"));
+    CHECK("svg: UTF-8 kept", contains(text, n, ">na\xc3\xafve</text>"));
+    CHECK("svg: broken UTF-8 and control bytes become '?'", contains(text, n, ">bad?</text>") &&
+          contains(text, n, ">ctl?</text>") && !contains(text, n, "\xff") && !contains(text, n, "\x01"));
+    CHECK("svg: labels escaped", contains(text, n, ">a&amp;b</text>") && contains(text, n, ">&lt;i&gt;</text>"));
+    CHECK("svg: meta in desc", contains(text, n, "<desc>Software: tensortrace") &&
+          contains(text, n, "Source: lessons/03_causal_mask.lua:42") && contains(text, n, "Shape: [Nq=5,Nk=7]"));
+    CHECK("svg: numbers have at most 2 decimals", !contains(text, n, ".000") && !contains(text, n, "e+") &&
+          !contains(text, n, "-0\""));
+    free(text);
+    free(px);
+
+    /* 2. deterministic, written by every figure; ".SVG" counts */
+    CHECK("heatmap svg twice", tt_heatmap_write(tpath("a.svg"), v, 1, 5, 7, &o) == TT_OK &&
+          tt_heatmap_write(tpath("b.SVG"), v, 1, 5, 7, &o) == TT_OK);
+    CHECK("same input, same bytes; .SVG is SVG", same_file(tpath("a.svg"), tpath("b.SVG")));
+    CHECK("the render + save bytes equal the write's", same_file(tpath("a.svg"), svg));
+    const float bars[6] = { 0.2f, 0.5f, 0.8f, 2.0f, -5.0f, 8.0f };
+    CHECK("bars svg", tt_bars_write(tpath("bars.svg"), bars, 2, 3, NULL) == TT_OK);
+    text = slurp(tpath("bars.svg"), &n);
+    CHECK("bars svg has text and bars", text && contains(text, n, "</text>") &&
+          contains(text, n, "fill=\"#4c72b0\"") && contains(text, n, "</svg>\n"));
+    free(text);
+    CHECK("no .tmp left", !exists(tpath("a.svg.tmp")) && !exists(tpath("bars.svg.tmp")));
+
+    /* a downsampled heatmap: one rect a run of equal cells in a row */
+    const int D = 1100;
+    float *flat = malloc((size_t)D * D * sizeof *flat);
+    if (!flat) { CHECK("alloc", 0); return; }
+    for (size_t k = 0; k < (size_t)D * D; k++) flat[k] = (k % D) < D / 2 ? 0.25f : 0.75f;
+    if (tt_heatmap_render(&c, &g, flat, 1, D, D, NULL) == TT_OK) {
+        CHECK("flat svg", tt__figure_save("heatmap", tpath("flat.svg"), &c, NULL) == TT_OK);
+        tt_canvas_free(&c);
+        text = slurp(tpath("flat.svg"), &n);
+        int rw = 0, rh = 0;
+        uint32_t fill = 0;
+        CHECK("runs merged: half a row in one rect", text && g.cell_w == 1 &&
+              svg_rect_at(text, g.x0, g.y0 + 7, &rw, &rh, &fill) && rw == g.cols / 2 && rh == 1);
+        CHECK("runs merged: a small file", n < 200000);
+        free(text);
+    }
+    free(flat);
+
+    /* 3. a failed write leaves nothing */
+    const char *missing = tpath("nodir/x.svg");
+    CHECK("missing folder: TT_EIO", tt_heatmap_write(missing, v, 1, 5, 7, &o) == TT_EIO);
+    CHECK("missing folder: the message", strstr(tt_errmsg(), "heatmap: cannot write") &&
+          strstr(tt_errmsg(), "folder") && strstr(tt_errmsg(), "does not exist"));
+    CHECK("missing folder: no file", !exists(missing) && !exists(tpath("nodir/x.svg.tmp")));
+
+    /* 4. too many shapes: refused, no file; the PNG of it is fine.
+       4 panels of 512 x 512 distinct cells (no runs to merge) */
+    const int P = 4, N = 512;
+    float *big = malloc((size_t)P * N * N * sizeof *big);
+    if (!big) { CHECK("alloc", 0); return; }
+    for (size_t k = 0; k < (size_t)P * N * N; k++) big[k] = (float)((k * 2654435761u) % 1000u) / 1000.0f;
+    const char *huge = tpath("huge.svg");
+    const tt_status st = tt_heatmap_write(huge, big, P, N, N, NULL);
+    CHECK("huge svg: TT_EARG", st == TT_EARG);
+    CHECK("huge svg: says why and what to do", strstr(tt_errmsg(), "too many for an SVG") &&
+          strstr(tt_errmsg(), "hint: write a .png"));
+    CHECK("huge svg: no file", !exists(huge) && !exists(tpath("huge.svg.tmp")));
+    CHECK("huge png: fine", tt_heatmap_write(tpath("huge.png"), big, P, N, N, NULL) == TT_OK);
+    free(big);
+}
+
 static void remove_tree(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -1265,6 +1408,7 @@ int main(void)
     test_flow_labels();
     test_heatmap_options();
     test_head_groups();
+    test_svg();
     if (getenv("TT_KEEP_FIGURES")) printf("figures kept in %s\n", tmpdir);
     else remove_tree(tmpdir);
     return check_report();

@@ -337,5 +337,160 @@ check("sandbox: head_groups outside --images refused",
 check("sandbox: no escaped file", not exists("/tmp/tt_sandbox_escape.png") and not exists(dir .. "/../bars_escape.png"))
 check("sandbox: heatmap under --images written", out:find("images/ok.png", 1, true) ~= nil and exists(images .. "/ok.png"))
 
+-- ===== SVG: a path ending in .svg (any case) gives an SVG =====
+-- A strict XML well-formedness check (our own, so the test never skips):
+-- UTF-8, no control characters, one root, nesting, unique quoted
+-- attributes, only the predefined or numeric entity references.
+local function xml_check(s)
+  if not utf8.len(s) then return nil, "not UTF-8" end
+  if s:find("[%z\1-\8\11\12\14-\31\127]") then return nil, "control character" end
+  local NAME = "[%a_:][%w_:%.%-]*"
+  local function chars(t, where)
+    if t:find("<", 1, true) then return nil, "'<' in " .. where end
+    if t:find("]]>", 1, true) then return nil, "']]>' in " .. where end
+    local i = 1
+    while true do
+      local a = t:find("&", i, true)
+      if not a then return true end
+      local ref = t:match("^&(#?%w+);", a)
+      if not (ref == "lt" or ref == "gt" or ref == "amp" or ref == "quot" or ref == "apos"
+              or (ref and (ref:match("^#%d+$") or ref:match("^#x%x+$")))) then
+        return nil, "bad '&' in " .. where
+      end
+      i = a + 1
+    end
+  end
+  local pos, stack, roots = 1, {}, 0
+  local decl = s:match("^<%?xml [^?]*%?>")
+  if decl then pos = #decl + 1 end
+  while pos <= #s do
+    local lt = s:find("<", pos, true)
+    local text = s:sub(pos, (lt or #s + 1) - 1)
+    if #stack == 0 and text:find("%S") then return nil, "text outside the root" end
+    local ok, why = chars(text, "text")
+    if not ok then return nil, why end
+    if not lt then break end
+    if s:sub(lt, lt + 3) == "<!--" then
+      local e = s:find("-->", lt + 4, true)
+      if not e or s:sub(lt + 4, e - 1):find("--", 1, true) then return nil, "bad comment" end
+      pos = e + 3
+    elseif s:sub(lt, lt + 1) == "</" then
+      local name, e = s:match("^</(" .. NAME .. ")%s*>()", lt)
+      if not name or stack[#stack] ~= name then return nil, "mismatched </" .. tostring(name) .. ">" end
+      stack[#stack] = nil
+      pos = e
+    else
+      local name, p = s:match("^<(" .. NAME .. ")()", lt)
+      if not name then return nil, "bad tag at byte " .. lt end
+      if #stack == 0 then roots = roots + 1 end
+      if roots > 1 then return nil, "two roots" end
+      local seen = {}
+      while true do
+        local ws, q = s:match("^(%s*)()", p)
+        p = q
+        if s:sub(p, p + 1) == "/>" then pos = p + 2; break end
+        if s:sub(p, p) == ">" then stack[#stack + 1] = name; pos = p + 1; break end
+        local an, val, e = s:match("^(" .. NAME .. ")%s*=%s*([\"'])", p), nil, nil
+        if not an or ws == "" then return nil, "bad attribute in <" .. name .. ">" end
+        local quote
+        an, quote, val, e = s:match("^(" .. NAME .. ")%s*=%s*([\"'])(.-)%2()", p)
+        if not an then return nil, "unterminated attribute in <" .. name .. ">" end
+        if seen[an] then return nil, "attribute " .. an .. " twice" end
+        seen[an] = true
+        ok, why = chars(val, "attribute " .. an)
+        if not ok then return nil, why end
+        p = e
+      end
+    end
+  end
+  if #stack > 0 then return nil, "unclosed <" .. stack[#stack] .. ">" end
+  if roots ~= 1 then return nil, "no root" end
+  return true
+end
+-- the checker itself can fail
+for _, bad in ipairs{"<a><b></a></b>", "<a x='1' x='2'/>", "<a>a & b</a>", "<a/><b/>", "<a>",
+                     "<a>\1</a>", "<a>\xff</a>", "<a x=1/>", "<a x='<'/>", "<a>&foo;</a>", "x<a/>"} do
+  check("xml_check refuses " .. bad, not xml_check(bad))
+end
+check("xml_check accepts", xml_check('<?xml version="1.0"?>\n<a x="1&amp;2"><b/>t&#39;&lt;<!-- c --></a>\n'))
+
+local function slurp(p) local f = assert(io.open(p, "rb")); local d = f:read("a"); f:close(); return d end
+-- the PNG's size from its IHDR
+local function png_size(p)
+  local d = slurp(p)
+  return string.unpack(">I4I4", d, 17)
+end
+
+tt.manual_seed(7)
+local sw = tt.rand(2, 5, 6):softmax(-1)
+local sm = tt.causal_mask(5, 6)
+local scores = tt.tensor({{0.1, -0.7, 0.2}, {0.5, -1/0, 0.25}, {0/0, 2, 1}})
+local kinds = {
+  {"heatmap", function(p) return tt.heatmap(scores, p, {title = "scores <script>alert(1)</script> & co",
+                                                      xlabels = {"a&b", "<i>", "naïve"}}) end},
+  {"heatmap3", function(p) return tt.heatmap(sw, p, {mask = {causal = ~sm, pad = sm:narrow(2, 1, 1)},
+                                                    row_sums = true, tiles = {2, 3}}) end},
+  {"categories", function(p) return tt.heatmap(tt.tensor({{1, 2}, {3, 1}}), p, {categories = {"x", "y", "z"}}) end},
+  {"downsampled", function(p) return tt.heatmap(tt.arange(1200 * 1100):view(1200, 1100), p) end},
+  {"bars", function(p) return tt.bars(tt.tensor({{0.2, 0.5, 0.8}, {2, -5, 8}}), p, {labels = {"small", "big & <b>"}}) end},
+  {"flow", function(p)
+    tt.trace.section("svg flow")
+    local a = tt.randn(2, 3):label("A")
+    local b = (a * 2):label("B")
+    return tt.flow(p, {title = "flow & <friends>"})
+  end},
+}
+for _, k in ipairs(kinds) do
+  local name, draw = k[1], k[2]
+  local p = tmp(name .. ".svg")
+  check(name .. ": returns the path", draw(p) == p)
+  local d = slurp(p)
+  local ok, why = xml_check(d)
+  check(name .. ": well-formed XML" .. (why and (": " .. why) or ""), ok)
+  check(name .. ": an svg root", d:find('^<%?xml[^>]*>\n<svg xmlns="http://www.w3.org/2000/svg"') ~= nil)
+  check(name .. ": text as <text>", d:find("<text ", 1, true) ~= nil)
+  check(name .. ": the script's line in desc", d:find("Source: tests/lua/test_figures.lua:%d+") ~= nil)
+  check(name .. ": no <script>", not d:find("<script", 1, true))
+  draw(tmp(name .. "2.svg"))
+  check(name .. ": same input, same bytes", slurp(tmp(name .. "2.svg")) == d)
+  draw(tmp(name .. ".png"))
+  local pw, ph = png_size(tmp(name .. ".png"))
+  local w, h = d:match('<svg [^>]*width="(%d+)" height="(%d+)"')
+  check(name .. ": the PNG's size", tonumber(w) == pw and tonumber(h) == ph)
+  check(name .. ": no temporary left", not exists(p .. ".tmp"))
+end
+local d = slurp(tmp("heatmap.svg"))
+check("svg: title escaped", d:find("<title>scores &lt;script&gt;alert(1)&lt;/script&gt; &amp; co</title>", 1, true)
+      and d:find(">&lt;script&gt;alert(1)&lt;/script&gt; &amp; co</text>", 1, true))
+check("svg: labels escaped, UTF-8 kept", d:find(">a&amp;b</text>", 1, true) and d:find(">&lt;i&gt;</text>", 1, true)
+      and d:find(">naïve</text>", 1, true))
+check("svg: -inf hatched with a pattern", d:find('fill="url(#tt-hatch)"', 1, true) ~= nil)
+check("svg: mask kinds as patterns", slurp(tmp("heatmap3.svg")):find('fill="url(#tt-mask1)"', 1, true) ~= nil)
+check("svg: flow boxes rounded", slurp(tmp("flow.svg")):find(' rx="', 1, true) ~= nil)
+tt.heatmap(scores, tmp("upper.SVG"))
+check("svg: .SVG is SVG too", slurp(tmp("upper.SVG")):sub(1, 5) == "<?xml")
+tt.heatmap(scores, tmp("plain.png"))
+check("svg: .png stays PNG", slurp(tmp("plain.png")):sub(2, 4) == "PNG")
+checkerror({"heatmap: cannot write '" .. tmp("nodir/x.svg") .. "': folder", "does not exist"},
+           tt.heatmap, scores, tmp("nodir/x.svg"))
+check("svg: a failed write leaves no file", not exists(tmp("nodir/x.svg")) and not exists(tmp("nodir/x.svg.tmp")))
+
+-- --sandbox: an .svg outside --images is refused like a .png
+local script3 = tmp("sbx_svg.lua")
+f = assert(io.open(script3, "w"))
+f:write([[
+local x = tt.rand(3, 4)
+print(select(2, pcall(tt.heatmap, x, "/tmp/tt_sandbox_escape.svg")))
+print(select(2, pcall(tt.bars, tt.rand(3), "../bars_escape.SVG")))
+print(tt.heatmap(x, "images/ok.svg"))
+]])
+f:close()
+out = io.popen("cd " .. dir .. " && " .. os.getenv("PWD") .. "/tensortrace -q --sandbox sbx_svg.lua 2>&1"):read("a")
+check("sandbox: svg outside --images refused",
+      out:find("sandbox: cannot write '/tmp/tt_sandbox_escape.svg'", 1, true) ~= nil and
+      out:find("sandbox: cannot write '../bars_escape.SVG'", 1, true) ~= nil)
+check("sandbox: no escaped svg", not exists("/tmp/tt_sandbox_escape.svg") and not exists(dir .. "/../bars_escape.SVG"))
+check("sandbox: svg under --images written", exists(images .. "/ok.svg") and xml_check(slurp(images .. "/ok.svg")))
+
 os.execute("rm -rf " .. dir)
 T.report()
