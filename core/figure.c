@@ -1102,6 +1102,8 @@ tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_
             for (int i = 0; i < rows; i++)
                 for (int j = 0; j < cols; j++) {
                     const double v = vals[(p * rows + i) * cols + j];
+                    const unsigned m = mbits ? mbits[(p * rows + i) * cols + j] : 0;
+                    if (m && v == 0.0) continue;   /* the hatch says it: a masked weight of exactly 0 */
                     char buf[32];
                     fmt_num(buf, sizeof buf, v, decimals);
                     const int w = tt_font_width(buf, ascale, 0), hgt = TT_FONT_CAP * ascale;
@@ -1109,7 +1111,7 @@ tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_
                     const int x = px0 + j * cw + (cw - sep - w) / 2;
                     const int y = my + i * ch + (ch - sep - hgt) / 2;
                     uint32_t ink;
-                    if (mbits && mbits[(p * rows + i) * cols + j]) {
+                    if (m) {
                         tt_canvas_fill_rect(out, x - 3, y - 3, w + 6, hgt + 6, 0xffffffu);
                         ink = 0x3a3a3au;
                     } else if (isinf(v) && v < 0) {   /* a plain patch keeps the text legible */

@@ -137,11 +137,11 @@ print("  sdpa  zeros, with a warning in the trace: the PyTorch >= 2.5 / FlashAtt
 local panels = tt.stack({w_big3:reshape(3, 4), w_inf3:reshape(3, 4), w_sdpa:reshape(3, 4)}, 1)
 tt.heatmap(panels, "images/11_fully_masked_row.png", {
   title = "Query 2 sees no key: three different answers",
-  panel_titles = {"masked with -1e9", "masked with -inf", "tt.sdpa"},
+  panel_titles = {"masked with -1e9", "masked with -inf", "tt.sdpa (q2: zeros)"},
   xlabels = {"k1", "k2", "k3", "k4"}, ylabels = {"q1", "q2", "q3"},
   mask = {["masked key"] = ~keep}, cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
-print("Figure: images/11_fully_masked_row.png (hatched: masked; row q2 is masked")
-print("throughout, and each panel prints what it gave there: 0.25, NaN or 0)")
+print("Figure: images/11_fully_masked_row.png (hatched: masked; a hatched cell with")
+print("no number holds exactly 0). Row q2 is masked throughout: 0.25, NaN, or zeros.")
 
 tt.trace.section("NaN spreads")
 print("In the next layer every query that reads position 2 mixes a NaN into its sum,")

@@ -1064,6 +1064,26 @@ static void test_heatmap_options(void)
     CHECK("legend swatches: kind 0 then kind 1", strokes[0] > 20 && strokes[1] > 20);
     tt_canvas_free(&c);
 
+    /* annotated: a masked cell holding exactly 0 shows the hatch alone; a
+       masked cell with another value shows its number on a white patch */
+    float z[35];
+    memcpy(z, v, sizeof z);
+    z[1 * 7 + 4] = 0.0f;                         /* masked, exactly 0 */
+    z[3 * 7 + 0] = 0.25f;                        /* masked, not 0 */
+    o.annotate = 1;
+    CHECK("annotated masked heatmap renders", tt_heatmap_render(&c, &g, z, 1, 5, 7, &o) == TT_OK);
+    int whites[2] = { 0, 0 };
+    const int cells[2][2] = { { 1, 4 }, { 3, 0 } };
+    for (int k = 0; k < 2; k++) {
+        cell_xy(&g, 0, cells[k][0], cells[k][1], &x, &y);
+        for (int yy = y; yy < y + ch; yy++)
+            for (int xx = x; xx < x + cw; xx++) whites[k] += tt_canvas_get(&c, xx, yy) == 0xffffffu;
+    }
+    CHECK("a masked 0 carries no number (no white patch)", whites[0] == 0);
+    CHECK("a masked 0.25 carries its number on a white patch", whites[1] > 20);
+    tt_canvas_free(&c);
+    o.annotate = 0;
+
     /* a strided (transposed) source draws as its contiguous copy */
     float vt[35];
     for (int i = 0; i < 5; i++)
