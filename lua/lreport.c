@@ -19,7 +19,7 @@
 
 #include "ltt.h"
 
-#define REPORT_MAX_BYTES ((size_t)64 << 20)   /* the page's body; past it the rest is left out, and said */
+#define REPORT_MAX_BYTES ((size_t)32 << 20)   /* the page's body; past it the rest is left out, and said */
 #define FIGURE_MAX_BYTES ((long)16 << 20)     /* a larger figure is named, not embedded */
 
 /* ===== A growing string ===== */
@@ -179,6 +179,7 @@ static struct {
     int nchecks, nfigures, nwarnings;
     char *error;                /* message and traceback, as on stderr */
     char *err_where, *err_source;
+    size_t safe;                /* see mark_safe */
     int truncated, finished;
 } rp;
 
@@ -192,17 +193,21 @@ static char *dup_str(const char *s)
     return d;
 }
 
-/* Whether the body may grow; the first time it may not, says why. */
+/* Whether the page may grow (the body and the open group together); past
+   the cap the rest is left out and the page says so at its end. */
 static int room(void)
 {
-    if (rp.body.n < REPORT_MAX_BYTES && !rp.body.oom) return 1;
-    if (!rp.truncated) {
-        rp.truncated = 1;
-        rp.body.oom = 0;
-        sb_fmt(&rp.body, "<p class=\"note\">The report stops here: the page passed %zu MiB "
-               "(the terminal trace goes on).</p>\n", REPORT_MAX_BYTES >> 20);
-    }
+    if (rp.body.n + rp.rows.n + rp.figs.n < REPORT_MAX_BYTES && !rp.body.oom && !rp.rows.oom && !rp.figs.oom)
+        return 1;
+    rp.truncated = 1;
     return 0;
+}
+
+/* The body is whole up to here (no element open): where it is cut back to
+   if memory runs out later. */
+static void mark_safe(void)
+{
+    if (!rp.body.oom) rp.safe = rp.body.n;
 }
 
 static void close_group(void)
@@ -239,9 +244,10 @@ static void close_group(void)
 /* Ends the open narrative block or group: the next item starts afresh. */
 static void close_item(void)
 {
-    if (rp.in == IN_SAY && room()) sb_str(&rp.body, "</pre>\n");
+    if (rp.in == IN_SAY) sb_str(&rp.body, "</pre>\n");
     if (rp.in == IN_GROUP) close_group();
     rp.in = IN_NONE;
+    mark_safe();
 }
 
 /* ===== Narrative: what the script printed ===== */
@@ -315,6 +321,7 @@ void ltt_report_section(const char *title)
     sb_fmt(&rp.toc, "<li><a href=\"#s%d\">", rp.nsections);
     sb_esc(&rp.toc, title);
     sb_str(&rp.toc, "</a></li>\n");
+    mark_safe();
 }
 
 /* ===== Trace groups ===== */
@@ -421,10 +428,7 @@ void ltt_report_row(const tt_event *ev, const char *values)
 {
     if (!ltt_report_active()) return;
     sbuf *b = rows_buf();
-    if (rp.rows.n > REPORT_MAX_BYTES) {   /* a group that never ends (a loop on one line) */
-        room();
-        return;
-    }
+    if (!room()) return;
     rp.g_rows++;
     rp.g_flops += ev->flops > 0 ? ev->flops : 0;
     if (ev->note[0]) {
@@ -491,6 +495,7 @@ void ltt_report_check(const char *text)
 {
     if (!ltt_report_active()) return;
     sbuf *b = rows_buf();
+    if (!room()) return;
     /* the trace starts the row of a check that passed with its check mark */
     int passed = strncmp(text, "\xe2\x9c\x93", 3) == 0;
     if (passed) {
@@ -570,9 +575,9 @@ void ltt_report_figure(const char *path, const char *title)
         b = &rp.figs;                    /* shown after the rows of the line that wrote it */
     } else {
         close_item();
-        if (!room()) return;
         b = &rp.body;
     }
+    if (!room()) return;
     rp.nfigures++;
     const char *caption = title && title[0] ? title : path;
     long n = 0;
@@ -604,6 +609,7 @@ void ltt_report_figure(const char *path, const char *title)
     sb_str(b, " <span class=\"path\">");
     sb_esc(b, path);
     sb_str(b, "</span></figcaption></figure>\n");
+    if (b == &rp.body) mark_safe();
 }
 
 /* ===== The error ===== */
@@ -863,7 +869,10 @@ static void build_page(sbuf *pg, int by_exit)
         sb_str(pg, "</ol></nav>\n");
     }
     sb_str(pg, "<main>\n");
-    if (rp.body.p) sb_add(pg, rp.body.p, rp.body.n);
+    if (rp.body.p) sb_add(pg, rp.body.p, rp.body.oom ? rp.safe : rp.body.n);
+    if (rp.truncated || rp.body.oom)
+        sb_fmt(pg, "<p class=\"note\">The page stops here: it passed %zu MiB (or memory ran out); "
+               "the terminal trace went on.</p>\n", REPORT_MAX_BYTES >> 20);
     if (rp.error) {
         const char *tb = strstr(rp.error, "\nstack traceback:");
         size_t mlen = tb ? (size_t)(tb - rp.error) : strlen(rp.error);

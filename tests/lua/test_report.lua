@@ -312,6 +312,33 @@ local yhtml = T.slurp(ypath)
 check("invalid UTF-8 and control characters replaced", xml_check(yhtml) == nil and has(yhtml, "ok é")
       and has(yhtml, "bad \u{FFFD}\u{FFFD} utf8"))
 
+-- a syntax error: the page says so
+local syn = write("syntax.lua", 'print("ok")\nlocal = 3\n')
+local xpath = dir .. "/syntax.html"
+out, err, code = T.run(dir, "--report " .. xpath .. " " .. syn)
+local xhtml = T.slurp(xpath)
+check("syntax error: page with the message", code == 1 and has(xhtml, "syntax.lua:2:") and xml_check(xhtml) == nil)
+
+-- -e: a chunk has a page too
+local epath = dir .. "/chunk.html"
+out, err, code = T.run(dir, "--report " .. epath .. " -e 'print(tt.ones(2):sum():item())'")
+local ehtml = T.slurp(epath)
+check("-e: page with the chunk's output", code == 0 and has(ehtml, "2.0") and xml_check(ehtml) == nil)
+
+-- a run that prints more than the page holds: cut, said, still well-formed
+local flood = write("flood.lua", [[
+for i = 1, 36000 do print(string.rep("x", 999)) end
+print("last line")
+error("after the flood")
+]])
+local fpath = dir .. "/flood.html"
+out, err, code = T.run(dir, "-q --report " .. fpath .. " " .. flood)
+local fhtml = T.slurp(fpath)
+check("a flood: stdout keeps all of it", has(out, "last line"))
+check("a flood: the page is cut at 32 MiB and says so", #fhtml < 33 * 2^20 and has(fhtml, "The page stops here")
+      and not has(fhtml, "last line"))
+check("a flood: the error is still there", has(fhtml, "after the flood") and xml_check(fhtml) == nil)
+
 -- ===== usage errors: detected before the script runs =====
 
 local marker = dir .. "/ran"
