@@ -3,12 +3,14 @@
    images or styles that fail to load, console.error), then, once the page
    has loaded, checks it as a reader would use it and writes one line a
    check ("PASS name" / "FAIL name: why") into a pre element with the id
-   tt-results, which chromium --dump-dom prints. */
+   tt-results, which chromium --dump-dom prints. In a frame (the phone
+   width: headless windows are at least 500 px wide, a frame is not) the
+   lines go to the parent page, which shows them. */
 (function () {
   var errors = [];
   window.addEventListener('error', function (e) {
     var t = e.target;
-    errors.push(e.message || ('cannot load ' + (t.src || t.href || t.tagName)));
+    errors.push(e.message || ('cannot load ' + String(t.src || t.href || t.tagName).slice(0, 60)));
   }, true);
   var consoleError = console.error;
   console.error = function () {
@@ -33,6 +35,7 @@
     pre.id = 'tt-results';
     pre.textContent = '\n' + out.join('\n') + '\n';
     document.body.appendChild(pre);
+    if (window.parent !== window) window.parent.postMessage(pre.textContent, '*');
   });
 
   function checks(check) {
@@ -61,6 +64,14 @@
       var allOpen = Array.prototype.every.call(groups, function (d) { return d.open; });
       check('"Collapse all" then "Expand all"', !button.hidden && allClosed && allOpen,
             'hidden ' + button.hidden + ', all closed ' + allClosed + ', all open ' + allOpen);
+      g.open = false;
+      window.dispatchEvent(new Event('beforeprint'));
+      var printed = Array.prototype.every.call(groups, function (d) { return d.open; });
+      window.dispatchEvent(new Event('afterprint'));
+      var restored = !g.open;
+      g.open = true;
+      check('printing unfolds every group, and folds back after', printed && restored,
+            'all open for print ' + printed + ', folded back ' + restored);
     }
 
     var anchors = Array.prototype.slice.call(document.querySelectorAll('a[href^="#"]'));

@@ -22,13 +22,25 @@ ok() {  # status, description
     if [ "$1" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $2"; fi
 }
 
-# page.html width -> $tmp/NAME-WIDTH.dom and $shots/NAME-WIDTH.png
+# page.html width height -> $tmp/NAME-WIDTH.dom and $shots/NAME-WIDTH.png.
+# Headless windows are at least 500 px wide: a narrower width puts the page
+# in a frame of that width (its own viewport), at the window's left edge,
+# which the screenshot of that width shows.
 browse() {
     name=$(basename "$1" .html)
     copy=$tmp/$name-$2.html
     awk -v h=tests/browser/harness.js '{ print }
         !done && /<meta charset=/ { print "<script>"; while ((getline l < h) > 0) print l; print "</script>"; done = 1 }' \
         "$1" >"$copy"
+    if [ "$2" -lt 500 ]; then
+        frame=$copy
+        copy=$tmp/$name-$2-frame.html
+        printf '%s\n' '<!DOCTYPE html><html><head><meta charset="utf-8"/><style>body{margin:0}</style>' \
+            "<script>window.addEventListener('message', function (e) { var p = document.createElement('pre');" \
+            "p.id = 'tt-results'; p.textContent = e.data; document.body.appendChild(p); });</script></head><body>" \
+            "<iframe src=\"$(basename "$frame")\" style=\"width:$2px;height:$3px;border:0;display:block\"></iframe>" \
+            '</body></html>' >"$copy"
+    fi
     profile=$(mktemp -d "$tmp/profile.XXXXXX")
     timeout 90 "$chrome" --headless --no-sandbox --disable-gpu --disable-background-networking \
         --disable-component-update --disable-sync --no-first-run --user-data-dir="$profile" \
@@ -44,7 +56,7 @@ judge() {  # page.html width
     results=$(sed -n '/<pre id="tt-results">/,/<\/pre>/p' "$dom" | grep -E '^(PASS|FAIL) ')
     [ -n "$results" ]; ok $? "$name at $2 px: the page's checks never ran ($(tail -c 300 "$dom"))"
     echo "$results" | while IFS= read -r line; do
-        case $line in FAIL*) echo "FAIL $name at $2 px: ${line#FAIL }";; esac
+        case $line in FAIL*) echo "FAIL $name at $2 px: ${line#FAIL }" | cut -c1-400;; esac
     done
     p=$(echo "$results" | grep -c '^PASS'); f=$(echo "$results" | grep -c '^FAIL')
     passed=$((passed + p)); failed=$((failed + f))
