@@ -170,7 +170,7 @@ static struct {
     long long seed;
     sbuf body;                  /* the page between the header and the error */
     enum { IN_NONE, IN_SAY, IN_GROUP } in;
-    sbuf head, rows, figs;      /* the open group: its summary, rows, and figures written meanwhile */
+    sbuf head, src, rows, figs; /* the open group: file:line and callers, source, rows, figures written meanwhile */
     int g_rows, g_checks, g_warns;
     double g_flops;
     sbuf toc;
@@ -216,6 +216,7 @@ static void close_group(void)
         sb_str(&rp.body, rp.g_warns ? "<details class=\"g warn\" open=\"open\">" : "<details class=\"g\" open=\"open\">");
         sb_str(&rp.body, "<summary>");
         sb_add(&rp.body, rp.head.p ? rp.head.p : "", rp.head.n);
+        sb_add(&rp.body, rp.src.p ? rp.src.p : "", rp.src.n);
         sb_str(&rp.body, "<span class=\"badges\">");
         if (rp.g_rows) sb_fmt(&rp.body, "<span class=\"b\">%d op%s</span>", rp.g_rows, rp.g_rows == 1 ? "" : "s");
         if (rp.g_flops > 0) {
@@ -235,8 +236,8 @@ static void close_group(void)
         sb_str(&rp.body, "</div></details>\n");
         sb_add(&rp.body, rp.figs.p ? rp.figs.p : "", rp.figs.n);
     }
-    rp.head.n = rp.rows.n = rp.figs.n = 0;
-    rp.head.oom = rp.rows.oom = rp.figs.oom = 0;
+    rp.head.n = rp.src.n = rp.rows.n = rp.figs.n = 0;
+    rp.head.oom = rp.src.oom = rp.rows.oom = rp.figs.oom = 0;
     rp.g_rows = rp.g_checks = rp.g_warns = 0;
     rp.g_flops = 0;
 }
@@ -334,9 +335,9 @@ void ltt_report_group(const char *file, int line, const char *source)
     sb_str(&rp.head, "<span class=\"loc\">");
     sb_esc(&rp.head, file);
     sb_fmt(&rp.head, ":%d</span>", line);
-    sb_str(&rp.head, "<code class=\"src\">");
-    sb_esc(&rp.head, source);
-    sb_str(&rp.head, "</code>");
+    sb_str(&rp.src, "<code class=\"src\">");
+    sb_esc(&rp.src, source);
+    sb_str(&rp.src, "</code>");
 }
 
 void ltt_report_caller(const char *file, int line)
@@ -930,6 +931,7 @@ static void free_state(void)
     free(rp.err_source);
     sb_free(&rp.body);
     sb_free(&rp.head);
+    sb_free(&rp.src);
     sb_free(&rp.rows);
     sb_free(&rp.figs);
     sb_free(&rp.toc);

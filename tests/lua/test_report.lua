@@ -312,6 +312,26 @@ local yhtml = T.slurp(ypath)
 check("invalid UTF-8 and control characters replaced", xml_check(yhtml) == nil and has(yhtml, "ok é")
       and has(yhtml, "bad \u{FFFD}\u{FFFD} utf8"))
 
+-- a warning and a call site: the group opens with its note, under the
+-- line inside the function and the line that called it
+local warn = write("warn.lua", [[
+local function attend(q, k, v, mask)
+  return tt.sdpa(q, k, v, {mask = mask})
+end
+local q = tt.randn(1, 2, 3, 4)
+local mask = tt.tensor({{true, true, true}, {false, false, false}, {true, false, true}}, "bool")
+local out = attend(q, q, q, mask)
+]])
+local wpath = dir .. "/warn.html"
+out = T.run(dir, "--report " .. wpath .. " " .. warn)
+local whtml = T.slurp(wpath)
+check("warning: row and note styled", has(whtml, '<div class="row warn"><span class="op">sdpa</span>')
+      and has(whtml, '<span class="note">⚠ 2 query rows with no visible key'))
+check("warning: its group marked, badge and header count", has(whtml, '<details class="g warn" open="open">')
+      and has(whtml, '<span class="b w">⚠ 1</span>') and has(whtml, "1 warning"))
+check("call site after file:line, before the source, as in the text trace",
+      has(whtml, 'warn.lua:2</span><span class="via">← line 6</span><code class="src">return tt.sdpa'))
+
 -- a syntax error: the page says so
 local syn = write("syntax.lua", 'print("ok")\nlocal = 3\n')
 local xpath = dir .. "/syntax.html"
