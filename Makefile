@@ -1,6 +1,8 @@
 # tensortrace — make · make test · make lesson · make lessons · make figures · make golden
-#               make bench · make asan · make memcheck · make module · make install · make uninstall · make clean
-.PHONY: all test lesson lessons figures golden bench asan memcheck module install uninstall clean deps check-deps check-test-deps
+#               make report · make test-browser · make bench · make asan · make memcheck · make module
+#               make install · make uninstall · make clean
+.PHONY: all test lesson lessons figures golden report test-browser bench asan memcheck module install uninstall \
+        clean deps check-deps check-test-deps
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -116,6 +118,33 @@ golden: all
 	    TT_TRACE_NO_TIMES=1 ./tensortrace "$$f" > tests/golden/$$n.trace || exit 1; done
 	@for f in tests/golden/*.lua; do TT_TRACE_NO_TIMES=1 ./tensortrace "$$f" > "$${f%.lua}.trace" 2>&1 || exit 1; done
 	@echo "golden traces written to tests/golden/"
+
+# Every lesson as one self-contained HTML page (tensortrace --report) in
+# $(BUILD)/report, and index.html linking them in the README's order with
+# the README's one-line descriptions. (Figures are redrawn into images/ on
+# the way, as make figures does: the same bytes.)
+REPORT_DIR = $(BUILD)/report
+report: all
+	@mkdir -p $(REPORT_DIR)
+	@for f in lessons/*.lua; do n=$$(basename "$$f" .lua); echo "$(REPORT_DIR)/$$n.html"; \
+	    ./tensortrace --report $(REPORT_DIR)/$$n.html "$$f" >/dev/null || exit 1; done
+	@./tensortrace -q lua/report_index.lua README.md $(REPORT_DIR)
+
+# The reports in headless Chromium (tests/browser/run.sh; never run by make
+# test). Installs Debian's chromium when it is missing, saying what it runs.
+test-browser: report $(BUILD)/tests/pngcolors
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+	    sudo=""; [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo="sudo"; \
+	    if command -v apt-get >/dev/null 2>&1; then \
+	        echo "test-browser: chromium is missing; running: $$sudo apt-get update && $$sudo apt-get install -y chromium"; \
+	        $$sudo apt-get update -qq && $$sudo apt-get install -y chromium || exit 1; \
+	    else echo "test-browser: install Chromium (e.g. 'apt-get install chromium')"; echo "0 passed, 1 failed"; exit 1; fi; \
+	fi
+	@sh tests/browser/run.sh $(BUILD)
+
+$(BUILD)/tests/pngcolors: tests/browser/pngcolors.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]: the binary, tt.so where a
 # stock lua5.4 looks for C modules, the lessons with their figures, the man

@@ -428,6 +428,7 @@ static int ltt_heatmap(lua_State *L)
     }
     if (st != TT_OK) return ltt_error(L, "%s", tt_errmsg());
     ltt_sandbox_wrote(L, path);
+    ltt_report_figure(path, o.title);
     lua_pushstring(L, path);
     return 1;
 }
@@ -481,6 +482,7 @@ static int ltt_bars(lua_State *L)
     }
     if (st != TT_OK) return ltt_error(L, "%s", tt_errmsg());
     ltt_sandbox_wrote(L, path);
+    ltt_report_figure(path, o.title);
     lua_pushstring(L, path);
     return 1;
 }
@@ -506,6 +508,7 @@ static int ltt_flow(lua_State *L)
     check_write(L, path);
     if (tt_flow_write(path, &o) != TT_OK) return ltt_error(L, "%s", tt_errmsg());
     ltt_sandbox_wrote(L, path);
+    ltt_report_figure(path, o.title ? o.title : "Pipeline");
     lua_pushstring(L, path);
     return 1;
 }
@@ -571,6 +574,7 @@ static int ltt_head_groups(lua_State *L)
     o.meta.title = o.title;
     check_write(L, path);
     if (tt_head_groups_write(path, &o) != TT_OK) return ltt_error(L, "%s", tt_errmsg());
+    ltt_report_figure(path, o.title);
     lua_pushstring(L, path);
     return 1;
 }

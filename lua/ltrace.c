@@ -295,7 +295,10 @@ void ltt_trace_flush(void)
     for (int i = 0; i < tr.npend; i++) {
         pending *p = &tr.pend[i];
         if (p->text) {
-            if (tr.mode != LTT_TRACE_OFF) printf("    %s\n", p->text);
+            if (tr.mode != LTT_TRACE_OFF) {
+                printf("    %s\n", p->text);
+                ltt_report_check(p->text);
+            }
             free(p->text);
             p->text = NULL;
             continue;
@@ -321,6 +324,7 @@ void ltt_trace_flush(void)
             }
             printf("    %s\n", tt_event_format(&ev, row, sizeof row));
             if (tr.mode == LTT_TRACE_VALUES && p->values) fputs(p->values, stdout);
+            ltt_report_row(&ev, tr.mode == LTT_TRACE_VALUES ? p->values : NULL);
         }
         free(p->values);
         p->values = NULL;
@@ -340,12 +344,16 @@ static void free_group(group *g)
 static void print_header(const group *g)
 {
     const char *name = display_name(g->f[0].src);
+    const char *text = source_line(g->f[0].src, g->f[0].line);
     printf("%s:%d", name, g->f[0].line);
+    ltt_report_group(name, g->f[0].line, text);
     for (int i = 1; i < g->n; i++) {
-        if (g->f[i].src == g->f[0].src) printf(" \xe2\x86\x90 line %d", g->f[i].line);
+        int same = g->f[i].src == g->f[0].src;
+        if (same) printf(" \xe2\x86\x90 line %d", g->f[i].line);
         else printf(" \xe2\x86\x90 %s:%d", display_name(g->f[i].src), g->f[i].line);
+        ltt_report_caller(same ? NULL : display_name(g->f[i].src), g->f[i].line);
     }
-    printf("  %s\n", source_line(g->f[0].src, g->f[0].line));
+    printf("  %s\n", text);
 }
 
 /* A slot for a new row of the line running now: prints the header first
@@ -699,6 +707,7 @@ static int wrapped_print(lua_State *L)
 {
     ltt_trace_flush();
     tr.output_since_header = 1;
+    ltt_report_output(L, lua_toboolean(L, lua_upvalueindex(2)));
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
@@ -718,7 +727,8 @@ static void wrap_global(lua_State *L, const char *table, const char *name)
     }
     lua_getfield(L, -1, name);
     if (lua_isfunction(L, -1)) {
-        lua_pushcclosure(L, wrapped_print, 1);
+        lua_pushboolean(L, table != NULL);     /* io.write, not print */
+        lua_pushcclosure(L, wrapped_print, 2);
         lua_setfield(L, -2, name);
     } else {
         lua_pop(L, 1);
@@ -737,7 +747,7 @@ int ltt_trace_start(lua_State *L, ltt_trace_mode mode, const char *json_path, co
             return 0;
         }
     }
-    if (mode != LTT_TRACE_OFF || tr.json) {
+    if (mode != LTT_TRACE_OFF || tr.json || ltt_report_active()) {
         tr.wanted = 1;
         update_sink();
         wrap_global(L, NULL, "print");
@@ -767,6 +777,7 @@ static int trace_section(lua_State *L)
     const char *title = luaL_checkstring(L, 1);
     ltt_trace_flush();
     printf("\n=== %s ===\n", title);
+    ltt_report_section(title);
     fflush(stdout);
     tr.output_since_header = 1;
     tt_flow_reset();
@@ -817,9 +828,9 @@ static int trace_summary(lua_State *L)
     int64_t total = 0;
     for (int op = 1; op < TT_OP_COUNT; op++) total += tt_trace_stats((tt_op)op)->ns;
     if (print) {
-        printf("\n%-18s %6s %12s %12s", "op", "calls", "FLOPs", "bytes");
-        if (times) printf(" %10s %6s", "time", "share");
-        printf("  %s\n", "largest result");
+        ltt_report_printf("\n%-18s %6s %12s %12s", "op", "calls", "FLOPs", "bytes");
+        if (times) ltt_report_printf(" %10s %6s", "time", "share");
+        ltt_report_printf("  %s\n", "largest result");
     }
     for (int op = 1; op < TT_OP_COUNT; op++) {
         const tt_op_stats *s = tt_trace_stats((tt_op)op);
@@ -835,10 +846,10 @@ static int trace_summary(lua_State *L)
             snprintf(big, sizeof big, "(views only)");
         }
         if (print) {
-            printf("%-18s %6lld %12s %12s", tt_op_name((tt_op)op), (long long)s->calls, s->flops ? fl : "-", by);
+            ltt_report_printf("%-18s %6lld %12s %12s", tt_op_name((tt_op)op), (long long)s->calls, s->flops ? fl : "-", by);
             if (times)
-                printf(" %8.3f ms %5.1f%%", (double)s->ns / 1e6, total ? 100.0 * (double)s->ns / (double)total : 0.0);
-            printf("  %s\n", big);
+                ltt_report_printf(" %8.3f ms %5.1f%%", (double)s->ns / 1e6, total ? 100.0 * (double)s->ns / (double)total : 0.0);
+            ltt_report_printf("  %s\n", big);
         }
         lua_createtable(L, 0, 6);
         lua_pushinteger(L, s->calls);

@@ -27,6 +27,8 @@ static const char usage_text[] =
     "  -q, --quiet                  no trace (same as --trace=off)\n"
     "  --trace=off|shapes|values    shapes (default): one line per op; values: also print small results\n"
     "  --trace-json FILE            also write the trace as JSON Lines\n"
+    "  --report FILE.html           also write the run as one self-contained HTML page\n"
+    "                               (narrative, trace, figures, checks, error)\n"
     "  --precision N                digits after the point in printed tensors and --trace=values (default 4)\n"
     "  --seed N                     seed of tt.randn / tt.rand (default 0)\n"
     "  --threads N                  kernel threads (default: all cores; env TT_NUM_THREADS)\n"
@@ -47,6 +49,7 @@ static const char usage_text[] =
 typedef struct options {
     ltt_trace_mode trace;
     const char *json;
+    const char *report;          /* --report FILE.html */
     const char *chunk;           /* -e */
     const char *script;
     int script_arg;              /* argv index of the script */
@@ -152,6 +155,9 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (is_opt(a, "--trace-json")) {
             if ((v = opt_value(argc, argv, &i, "--trace-json")) == NULL || !*v) return usage_error("'--trace-json' needs a file name%s", "");
             o->json = v;
+        } else if (is_opt(a, "--report")) {
+            if ((v = opt_value(argc, argv, &i, "--report")) == NULL || !*v) return usage_error("'--report' needs a file name, e.g. lesson.html%s", "");
+            o->report = v;
         } else if (is_opt(a, "--precision")) {
             char *end;
             if ((v = opt_value(argc, argv, &i, "--precision")) == NULL) return usage_error("'--precision' needs a number of digits%s", "");
@@ -225,6 +231,7 @@ static int msghandler(lua_State *L)
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
+    ltt_report_error_where(L);
     luaL_traceback(L, L, msg, 1);
     return 1;
 }
@@ -237,9 +244,11 @@ static int report(lua_State *L, int status)
         char why[512];
         if (status == LUA_ERRMEM && ltt_heap_cap_hit(why, sizeof why)) {
             fprintf(stderr, PROGNAME ": %s\n", why);
+            ltt_report_error(why);
         } else {
             const char *msg = lua_tostring(L, -1);
             fprintf(stderr, PROGNAME ": %s\n", msg ? msg : "(error object is not a string)");
+            ltt_report_error(msg ? msg : "(error object is not a string)");
         }
         lua_pop(L, 1);
     }
@@ -429,6 +438,16 @@ int main(int argc, char **argv)
     int r = parse_args(argc, argv, &o);
     if (r >= 0) return r;
 
+    if (o.report) {
+        /* the path comes from the person running the command, so --sandbox
+           does not restrict it; it is tried now, not after the run */
+        const char *why = NULL;
+        if (!o.script && !o.chunk) return usage_error("'--report' needs a script or -e chunk to run%s", "");
+        if (!ltt_report_open(o.report, argc, argv, o.seed, o.script, &why)) {
+            fprintf(stderr, PROGNAME ": cannot write the report '%s': %s\n(try '" PROGNAME " --help')\n", o.report, why);
+            return 2;
+        }
+    }
     if (o.threads > 0) tt_set_num_threads(o.threads);
     long long mem_cap = o.max_memory >= 0 ? o.max_memory : default_max_memory(o.sandbox);
     tt_set_max_memory(mem_cap);
@@ -491,7 +510,8 @@ int main(int argc, char **argv)
     ltt_trace_stop();
     lua_close(L);
     ltt_limits_done();
+    int report_ok = ltt_report_finish();     /* after lua_close: what finalizers print is in */
     tt_release_caches();
     if (status == LUA_ERRFILE) return 2;   /* the script named on the command line is missing */
-    return status == LUA_OK ? 0 : 1;
+    return status == LUA_OK && report_ok ? 0 : 1;
 }

@@ -1,0 +1,1041 @@
+/*
+** lreport.c — --report FILE.html: one self-contained HTML page of a run.
+** The script's printed narrative, its trace groups (collapsible, built from
+** the events' fields, never from the text rows), the figures embedded where
+** they were written, the checks and the error. The page is built in memory
+** while the script runs and written at exit: a temporary file in the
+** report's folder, renamed into place, so a reader never sees half a page.
+** Output is XHTML-compatible (every tag closed, attributes quoted) so a
+** strict XML parser accepts it; no byte of it comes from the network.
+*/
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ltt.h"
+
+#define REPORT_MAX_BYTES ((size_t)32 << 20)   /* the page's body; past it the rest is left out, and said */
+#define FIGURE_MAX_BYTES ((long)16 << 20)     /* a larger figure is named, not embedded */
+
+/* ===== A growing string ===== */
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (np == NULL) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+
+static void sb_vfmt(sbuf *b, const char *fmt, va_list ap)
+{
+    char tmp[512];
+    va_list ap2;
+    va_copy(ap2, ap);
+    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    if (k >= 0 && (size_t)k < sizeof tmp) {
+        sb_add(b, tmp, (size_t)k);
+    } else if (k >= 0) {
+        char *big = malloc((size_t)k + 1);
+        if (big) {
+            vsnprintf(big, (size_t)k + 1, fmt, ap2);
+            sb_add(b, big, (size_t)k);
+            free(big);
+        } else {
+            b->oom = 1;
+        }
+    }
+    va_end(ap2);
+}
+
+static void sb_fmt(sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void sb_fmt(sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vfmt(b, fmt, ap);
+    va_end(ap);
+}
+
+static void sb_free(sbuf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), 0 if none starts there;
+   U+FFFE/U+FFFF count as invalid (XML forbids them). */
+static int utf8_len(const unsigned char *s, size_t left)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+    int n;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0) lo = 0xA0;          /* no overlong forms */
+        if (c == 0xED) hi = 0x9F;          /* no surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else return 0;
+    if ((size_t)n > left || s[1] < lo || s[1] > hi) return 0;
+    for (int i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+    if (n == 3 && c == 0xEF && s[1] == 0xBF && s[2] >= 0xBE) return 0;
+    return n;
+}
+
+/* s[0..n) as HTML text or attribute value: the five special characters as
+   entities, bad UTF-8 and control characters (but tab and newline) as U+FFFD. */
+static void sb_esc_n(sbuf *b, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        const unsigned char *run = p;   /* plain bytes go in one piece */
+        while (p < end && *p >= 0x20 && *p < 0x7F && *p != '&' && *p != '<' && *p != '>' && *p != '"' && *p != '\'')
+            p++;
+        if (p > run) sb_add(b, (const char *)run, (size_t)(p - run));
+        if (p == end) break;
+        int k;
+        switch (*p) {
+        case '&': sb_str(b, "&amp;"); p++; continue;
+        case '<': sb_str(b, "&lt;"); p++; continue;
+        case '>': sb_str(b, "&gt;"); p++; continue;
+        case '"': sb_str(b, "&quot;"); p++; continue;
+        case '\'': sb_str(b, "&#39;"); p++; continue;
+        case '\n': case '\t': sb_add(b, (const char *)p, 1); p++; continue;
+        default: break;
+        }
+        if (*p >= 0x80 && (k = utf8_len(p, (size_t)(end - p))) > 0) {
+            sb_add(b, (const char *)p, (size_t)k);
+            p += k;
+        } else {
+            sb_str(b, "\xef\xbf\xbd");
+            p++;
+        }
+    }
+}
+
+static void sb_esc(sbuf *b, const char *s) { sb_esc_n(b, s, strlen(s)); }
+
+static void sb_base64(sbuf *b, const unsigned char *d, size_t n)
+{
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char q[4];
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)d[i] << 16 | (i + 1 < n ? (unsigned)d[i + 1] << 8 : 0) | (i + 2 < n ? d[i + 2] : 0);
+        q[0] = A[v >> 18 & 63];
+        q[1] = A[v >> 12 & 63];
+        q[2] = i + 1 < n ? A[v >> 6 & 63] : '=';
+        q[3] = i + 2 < n ? A[v & 63] : '=';
+        sb_add(b, q, 4);
+    }
+}
+
+/* ===== The report's state ===== */
+
+static struct {
+    char *path;                 /* NULL: no report */
+    char *command, *script;
+    long long seed;
+    sbuf body;                  /* the page between the header and the error */
+    enum { IN_NONE, IN_SAY, IN_GROUP } in;
+    sbuf head, src, rows, figs; /* the open group: file:line and callers, source, rows, figures written meanwhile */
+    int g_rows, g_checks, g_warns;
+    double g_flops;
+    sbuf toc;
+    int nsections;
+    char *first_section;
+    int nchecks, nfigures, nwarnings;
+    char *error;                /* message and traceback, as on stderr */
+    char *err_where, *err_source;
+    size_t safe;                /* see mark_safe */
+    int truncated, finished;
+} rp;
+
+int ltt_report_active(void) { return rp.path != NULL && !rp.finished; }
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* Whether the page may grow (the body and the open group together); past
+   the cap the rest is left out and the page says so at its end. */
+static int room(void)
+{
+    if (rp.body.n + rp.rows.n + rp.figs.n < REPORT_MAX_BYTES && !rp.body.oom && !rp.rows.oom && !rp.figs.oom)
+        return 1;
+    rp.truncated = 1;
+    return 0;
+}
+
+/* The body is whole up to here (no element open): where it is cut back to
+   if memory runs out later. */
+static void mark_safe(void)
+{
+    if (!rp.body.oom) rp.safe = rp.body.n;
+}
+
+static void close_group(void)
+{
+    if (room()) {
+        sb_str(&rp.body, rp.g_warns ? "<details class=\"g warn\" open=\"open\">" : "<details class=\"g\" open=\"open\">");
+        sb_str(&rp.body, "<summary>");
+        sb_add(&rp.body, rp.head.p ? rp.head.p : "", rp.head.n);
+        sb_add(&rp.body, rp.src.p ? rp.src.p : "", rp.src.n);
+        sb_str(&rp.body, "<span class=\"badges\">");
+        if (rp.g_rows) sb_fmt(&rp.body, "<span class=\"b\">%d op%s</span>", rp.g_rows, rp.g_rows == 1 ? "" : "s");
+        if (rp.g_flops > 0) {
+            char fl[32];
+            double f = rp.g_flops;
+            if (f >= 1e12) snprintf(fl, sizeof fl, "%.1f TFLOP", f / 1e12);
+            else if (f >= 1e9) snprintf(fl, sizeof fl, "%.1f GFLOP", f / 1e9);
+            else if (f >= 1e6) snprintf(fl, sizeof fl, "%.1f MFLOP", f / 1e6);
+            else if (f >= 1e3) snprintf(fl, sizeof fl, "%.1f kFLOP", f / 1e3);
+            else snprintf(fl, sizeof fl, "%.0f FLOP", f);
+            sb_fmt(&rp.body, "<span class=\"b fl\">%s</span>", fl);
+        }
+        if (rp.g_checks) sb_fmt(&rp.body, "<span class=\"b ok\">\xe2\x9c\x93 %d</span>", rp.g_checks);
+        if (rp.g_warns) sb_fmt(&rp.body, "<span class=\"b w\">\xe2\x9a\xa0 %d</span>", rp.g_warns);
+        sb_str(&rp.body, "</span></summary>\n<div class=\"rows\">");
+        sb_add(&rp.body, rp.rows.p ? rp.rows.p : "", rp.rows.n);
+        sb_str(&rp.body, "</div></details>\n");
+        sb_add(&rp.body, rp.figs.p ? rp.figs.p : "", rp.figs.n);
+    }
+    rp.head.n = rp.src.n = rp.rows.n = rp.figs.n = 0;
+    rp.head.oom = rp.src.oom = rp.rows.oom = rp.figs.oom = 0;
+    rp.g_rows = rp.g_checks = rp.g_warns = 0;
+    rp.g_flops = 0;
+}
+
+/* Ends the open narrative block or group: the next item starts afresh. */
+static void close_item(void)
+{
+    if (rp.in == IN_SAY) sb_str(&rp.body, "</pre>\n");
+    if (rp.in == IN_GROUP) close_group();
+    rp.in = IN_NONE;
+    mark_safe();
+}
+
+/* ===== Narrative: what the script printed ===== */
+
+static void say(const char *s, size_t n)
+{
+    if (rp.in != IN_SAY) {
+        close_item();
+        if (!room()) return;
+        sb_str(&rp.body, "<pre class=\"say\">\n");   /* the parser drops this first newline, not a printed one */
+        rp.in = IN_SAY;
+    }
+    if (room()) sb_esc_n(&rp.body, s, n);
+}
+
+void ltt_report_output(lua_State *L, int is_write)
+{
+    if (!ltt_report_active()) return;
+    int n = lua_gettop(L);
+    for (int i = 1; i <= n; i++) {
+        size_t len;
+        const char *s;
+        char num[64];
+        if (!is_write) {                 /* print's text; print then meets strings only */
+            s = luaL_tolstring(L, i, &len);
+            lua_replace(L, i);
+            if (i > 1) say("\t", 1);
+        } else if (lua_type(L, i) == LUA_TNUMBER) {   /* as io.write writes it */
+            if (lua_isinteger(L, i)) snprintf(num, sizeof num, LUA_INTEGER_FMT, (LUAI_UACINT)lua_tointeger(L, i));
+            else snprintf(num, sizeof num, LUA_NUMBER_FMT, (LUAI_UACNUMBER)lua_tonumber(L, i));
+            s = num;
+            len = strlen(num);
+        } else if (lua_type(L, i) == LUA_TSTRING) {
+            s = lua_tolstring(L, i, &len);
+        } else {
+            break;                       /* io.write stops with an error there */
+        }
+        say(s, len);
+    }
+    if (!is_write) say("\n", 1);
+}
+
+int ltt_report_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (ltt_report_active()) {
+        sbuf t = {0};
+        va_list ap2;
+        va_copy(ap2, ap);
+        sb_vfmt(&t, fmt, ap2);
+        va_end(ap2);
+        if (t.p) say(t.p, t.n);
+        sb_free(&t);
+    }
+    int k = vprintf(fmt, ap);
+    va_end(ap);
+    return k;
+}
+
+void ltt_report_section(const char *title)
+{
+    if (!ltt_report_active()) return;
+    close_item();
+    rp.nsections++;
+    if (rp.first_section == NULL) rp.first_section = dup_str(title);
+    if (!room()) return;
+    sb_fmt(&rp.body, "<h2 class=\"sec\" id=\"s%d\">", rp.nsections);
+    sb_esc(&rp.body, title);
+    sb_str(&rp.body, "</h2>\n");
+    sb_fmt(&rp.toc, "<li><a href=\"#s%d\">", rp.nsections);
+    sb_esc(&rp.toc, title);
+    sb_str(&rp.toc, "</a></li>\n");
+    mark_safe();
+}
+
+/* ===== Trace groups ===== */
+
+void ltt_report_group(const char *file, int line, const char *source)
+{
+    if (!ltt_report_active()) return;
+    close_item();
+    rp.in = IN_GROUP;
+    sb_str(&rp.head, "<span class=\"loc\">");
+    sb_esc(&rp.head, file);
+    sb_fmt(&rp.head, ":%d</span>", line);
+    sb_str(&rp.src, "<code class=\"src\">");
+    sb_esc(&rp.src, source);
+    sb_str(&rp.src, "</code>");
+}
+
+void ltt_report_caller(const char *file, int line)
+{
+    if (!ltt_report_active() || rp.in != IN_GROUP) return;
+    sb_str(&rp.head, "<span class=\"via\">\xe2\x86\x90 ");
+    if (file) {
+        sb_esc(&rp.head, file);
+        sb_fmt(&rp.head, ":%d</span>", line);
+    } else {
+        sb_fmt(&rp.head, "line %d</span>", line);
+    }
+}
+
+/* Rows come inside a group; one without (no header was shown) gets its own. */
+static sbuf *rows_buf(void)
+{
+    if (rp.in != IN_GROUP) ltt_report_group("?", 0, "");
+    return &rp.rows;
+}
+
+/* As core/trace.c's text row shows them: infix symbol, scalar, FLOPs. */
+static const char *infix_symbol(tt_op op)
+{
+    switch (op) {
+    case TT_OP_ADD: return "+";
+    case TT_OP_SUB: return "-";
+    case TT_OP_MUL: return "*";
+    case TT_OP_DIV: return "/";
+    case TT_OP_POW: return "^";
+    case TT_OP_MATMUL: return "@";
+    case TT_OP_AND: return "&";
+    case TT_OP_OR: return "|";
+    case TT_OP_XOR: return "~";
+    default: return NULL;
+    }
+}
+
+static void put_scalar(sbuf *b, double v)
+{
+    char tmp[64];
+    if (v != v) snprintf(tmp, sizeof tmp, "nan");
+    else if (v > 1e308 || v < -1e308) snprintf(tmp, sizeof tmp, v < 0 ? "-inf" : "inf");
+    else if (v == (double)(long long)v && v < 1e15 && v > -1e15) snprintf(tmp, sizeof tmp, "%.1f", v);
+    else snprintf(tmp, sizeof tmp, "%.6g", v);
+    sb_fmt(b, "<span class=\"num\">%s</span>", tmp);
+}
+
+/* label[B=2,N=5] bool: the label, the dim names and the dtype each styled. */
+static void put_tensor(sbuf *b, const tt_tensor *t)
+{
+    sb_str(b, "<span class=\"t\">");
+    if (t->label) {
+        sb_str(b, "<span class=\"lbl\">");
+        sb_esc(b, t->label);
+        sb_str(b, "</span>");
+    }
+    sb_str(b, "<span class=\"shp\">[");
+    for (int i = 0; i < t->ndim; i++) {
+        if (i) sb_str(b, ",");
+        if (t->names[i]) {
+            sb_str(b, "<span class=\"dn\">");
+            sb_esc(b, t->names[i]);
+            sb_str(b, "</span>=");
+        }
+        sb_fmt(b, "%lld", (long long)t->shape[i]);
+    }
+    sb_str(b, "]</span>");
+    if (t->dtype == TT_BOOL) sb_str(b, " <span class=\"dt\">bool</span>");
+    sb_str(b, "</span>");
+}
+
+/* --trace=values text without its 8-space indent (the page indents it). */
+static void put_values(sbuf *b, const char *v)
+{
+    sb_str(b, "<pre class=\"vals\">\n");
+    while (*v) {
+        const char *e = strchr(v, '\n');
+        size_t n = e ? (size_t)(e - v) + 1 : strlen(v);
+        size_t skip = 0;
+        while (skip < 8 && skip < n && v[skip] == ' ') skip++;
+        sb_esc_n(b, v + skip, n - skip);
+        v += n;
+    }
+    sb_str(b, "</pre>");
+}
+
+void ltt_report_row(const tt_event *ev, const char *values)
+{
+    if (!ltt_report_active()) return;
+    sbuf *b = rows_buf();
+    if (!room()) return;
+    rp.g_rows++;
+    rp.g_flops += ev->flops > 0 ? ev->flops : 0;
+    if (ev->note[0]) {
+        rp.g_warns++;
+        rp.nwarnings++;
+    }
+    sb_str(b, ev->note[0] ? "<div class=\"row warn\">" : "<div class=\"row\">");
+    sb_str(b, "<span class=\"op\">");
+    sb_esc(b, tt_op_name(ev->op));
+    sb_str(b, "</span> ");
+    const char *sym = infix_symbol(ev->op);
+    if (ev->has_scalar && ev->scalar_first) {
+        put_scalar(b, ev->scalar);
+        sb_fmt(b, "%s ", sym ? " " : ",");
+        if (sym) sb_fmt(b, "<span class=\"sym\">%s</span> ", sym);
+    }
+    for (int i = 0; i < ev->ninputs; i++) {
+        if (i) {
+            if (sym) sb_fmt(b, " <span class=\"sym\">%s</span> ", sym);
+            else sb_str(b, ", ");
+        }
+        put_tensor(b, ev->inputs[i]);
+    }
+    if (ev->ninputs_total > ev->ninputs) sb_fmt(b, ", \xe2\x80\xa6 (%d tensors)", ev->ninputs_total);
+    if (ev->has_scalar && !ev->scalar_first) {
+        if (sym) sb_fmt(b, " <span class=\"sym\">%s</span> ", sym);
+        else sb_str(b, ", ");
+        put_scalar(b, ev->scalar);
+    }
+    if (ev->args[0]) {
+        sb_str(b, ev->ninputs ? " <span class=\"args\">(" : "<span class=\"args\">(");
+        sb_esc(b, ev->args);
+        sb_str(b, ")</span>");
+    }
+    sb_str(b, ev->ninputs || ev->args[0] ? " <span class=\"arrow\">\xe2\x86\x92</span> " : "<span class=\"arrow\">\xe2\x86\x92</span> ");
+    if (ev->output) put_tensor(b, ev->output);
+    if (!ev->view && (ev->op == TT_OP_RESHAPE || ev->op == TT_OP_CONTIGUOUS))
+        sb_str(b, " <span class=\"mark copy\">copy</span><span class=\"why\"> the strides allow no view</span>");
+    if (ev->view && ev->output) {
+        sb_str(b, " <span class=\"mark view\">view</span><span class=\"why\"> strides (");
+        for (int i = 0; i < ev->output->ndim; i++) sb_fmt(b, "%s%lld", i ? "," : "", (long long)ev->output->stride[i]);
+        sb_str(b, ")</span>");
+    }
+    if (ev->flops > 0) {
+        char fl[32];
+        double f = ev->flops;
+        if (f >= 1e12) snprintf(fl, sizeof fl, "%.1f TFLOP", f / 1e12);
+        else if (f >= 1e9) snprintf(fl, sizeof fl, "%.1f GFLOP", f / 1e9);
+        else if (f >= 1e6) snprintf(fl, sizeof fl, "%.1f MFLOP", f / 1e6);
+        else if (f >= 1e3) snprintf(fl, sizeof fl, "%.1f kFLOP", f / 1e3);
+        else snprintf(fl, sizeof fl, "%.0f FLOP", f);
+        sb_fmt(b, " <span class=\"flops\">%s</span>", fl);
+    }
+    if (ev->note[0]) {
+        sb_str(b, " <span class=\"note\">\xe2\x9a\xa0 ");
+        sb_esc(b, ev->note);
+        sb_str(b, "</span>");
+    }
+    sb_str(b, "</div>");
+    if (values) put_values(b, values);
+}
+
+void ltt_report_check(const char *text)
+{
+    if (!ltt_report_active()) return;
+    sbuf *b = rows_buf();
+    if (!room()) return;
+    /* the trace starts the row of a check that passed with its check mark */
+    int passed = strncmp(text, "\xe2\x9c\x93", 3) == 0;
+    if (passed) {
+        rp.g_checks++;
+        rp.nchecks++;
+    }
+    sb_str(b, passed ? "<div class=\"row check pass\">" : "<div class=\"row check\">");
+    sb_esc(b, text);
+    sb_str(b, "</div>");
+}
+
+/* ===== Figures ===== */
+
+static unsigned char *read_all(const char *path, long *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return NULL;
+    unsigned char *d = NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (*n = ftell(f)) >= 0 && *n <= FIGURE_MAX_BYTES && fseek(f, 0, SEEK_SET) == 0) {
+        d = malloc((size_t)*n + 1);
+        if (d && fread(d, 1, (size_t)*n, f) != (size_t)*n) {
+            free(d);
+            d = NULL;
+        }
+        if (d) d[*n] = 0;
+    }
+    fclose(f);
+    return d;
+}
+
+/* An SVG the figure code wrote, inlined: its XML declaration and namespace
+   go (the HTML parser knows <svg>), its ids get the figure's number (two
+   figures' hatch patterns must not meet). 0 when it holds anything an
+   inline SVG should not (then it goes in as an image, which runs nothing). */
+static int put_inline_svg(sbuf *b, const char *s, int fig)
+{
+    static const char *const banned[] = { "<script", "<!", "<?", "href", "foreignObject", "javascript:",
+                                          "onload", "onerror", "onclick", "<iframe", "<style", NULL };
+    if (strncmp(s, "<?xml", 5) == 0) {
+        const char *e = strstr(s, "?>");
+        if (e == NULL) return 0;
+        s = e + 2;
+    }
+    while (*s == '\n' || *s == ' ' || *s == '\r' || *s == '\t') s++;
+    if (strncmp(s, "<svg", 4) != 0) return 0;
+    for (int i = 0; banned[i]; i++)
+        if (strstr(s, banned[i])) return 0;
+    static const char xmlns[] = " xmlns=\"http://www.w3.org/2000/svg\"";
+    while (*s) {
+        const char *a = strstr(s, xmlns), *c = strstr(s, "id=\""), *u = strstr(s, "url(#");
+        const char *next = a;
+        if (c && (next == NULL || c < next)) next = c;
+        if (u && (next == NULL || u < next)) next = u;
+        if (next == NULL) {
+            sb_str(b, s);
+            break;
+        }
+        sb_add(b, s, (size_t)(next - s));
+        if (next == a) {
+            s = a + sizeof xmlns - 1;
+        } else if (next == c) {
+            sb_fmt(b, "id=\"f%d-", fig);
+            s = c + 4;
+        } else {
+            sb_fmt(b, "url(#f%d-", fig);
+            s = u + 5;
+        }
+    }
+    return 1;
+}
+
+void ltt_report_figure(const char *path, const char *title)
+{
+    if (!ltt_report_active()) return;
+    sbuf *b;
+    if (rp.in == IN_GROUP) {
+        b = &rp.figs;                    /* shown after the rows of the line that wrote it */
+    } else {
+        close_item();
+        b = &rp.body;
+    }
+    if (!room()) return;
+    rp.nfigures++;
+    const char *caption = title && title[0] ? title : path;
+    long n = 0;
+    unsigned char *d = read_all(path, &n);
+    sb_str(b, "<figure class=\"fig\">");
+    static const unsigned char png_sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+    if (d && n >= 24 && memcmp(d, png_sig, 8) == 0) {
+        unsigned w = (unsigned)d[16] << 24 | (unsigned)d[17] << 16 | (unsigned)d[18] << 8 | d[19];
+        unsigned h = (unsigned)d[20] << 24 | (unsigned)d[21] << 16 | (unsigned)d[22] << 8 | d[23];
+        sb_str(b, "<img src=\"data:image/png;base64,");
+        sb_base64(b, d, (size_t)n);
+        sb_fmt(b, "\" width=\"%u\" height=\"%u\" alt=\"", w, h);
+        sb_esc(b, caption);
+        sb_str(b, "\"/>");
+    } else if (d && strstr((const char *)d, "<svg") && !put_inline_svg(b, (const char *)d, rp.nfigures)) {
+        sb_str(b, "<img src=\"data:image/svg+xml;base64,");
+        sb_base64(b, d, (size_t)n);
+        sb_str(b, "\" alt=\"");
+        sb_esc(b, caption);
+        sb_str(b, "\"/>");
+    } else if (!d || !strstr((const char *)d, "<svg")) {
+        sb_str(b, "<p class=\"note\">(not embedded: ");
+        sb_str(b, d ? "neither a PNG nor an SVG file" : n > FIGURE_MAX_BYTES ? "larger than 16 MiB" : "cannot be read back");
+        sb_str(b, ")</p>");
+    }
+    free(d);
+    sb_str(b, "<figcaption>");
+    sb_esc(b, caption);
+    sb_str(b, " <span class=\"path\">");
+    sb_esc(b, path);
+    sb_str(b, "</span></figcaption></figure>\n");
+    if (b == &rp.body) mark_safe();
+}
+
+/* ===== The error ===== */
+
+/* The script's line text (for the error box); "" when unknown. */
+static char *script_line(const char *file, int line)
+{
+    FILE *f = fopen(file, "r");
+    if (f == NULL) return NULL;
+    char buf[1024];
+    int at = 0;
+    char *found = NULL;
+    while (fgets(buf, sizeof buf, f)) {
+        size_t n = strlen(buf);
+        int whole = n > 0 && buf[n - 1] == '\n';
+        if (++at == line) {
+            if (whole) buf[n - 1] = 0;
+            char *p = buf;
+            while (*p == ' ' || *p == '\t') p++;
+            found = dup_str(p);
+            break;
+        }
+        while (!whole && fgets(buf, sizeof buf, f)) {   /* the rest of a long line */
+            n = strlen(buf);
+            whole = n > 0 && buf[n - 1] == '\n';
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+void ltt_report_error_where(lua_State *L)
+{
+    if (!ltt_report_active()) return;
+    lua_Debug ar;
+    for (int level = 1; level < 64 && lua_getstack(L, level, &ar); level++) {
+        if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
+        char where[LUA_IDSIZE + 32];
+        snprintf(where, sizeof where, "%s:%d", ar.short_src, ar.currentline);
+        free(rp.err_where);
+        free(rp.err_source);
+        rp.err_where = dup_str(where);
+        rp.err_source = ar.source[0] == '@' ? script_line(ar.source + 1, ar.currentline) : NULL;
+        return;
+    }
+}
+
+void ltt_report_error(const char *msg)
+{
+    if (!ltt_report_active()) return;
+    free(rp.error);
+    rp.error = dup_str(msg);
+}
+
+/* ===== The page ===== */
+
+/* One piece a rule (C99 caps a string literal at 4095 bytes). */
+static const char *const page_css[] = {
+    ":root{--ink:#1f2328;--muted:#59636e;--line:#d1d9e0;--paper:#ffffff;--wash:#f6f8fa;"
+    "--accent:#0969da;--op:#8250df;--lbl:#0a7b83;--dim:#bc4c00;--ok:#1a7f37;--warn:#b35900;--bad:#cf222e;"
+    "--mono:ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,'Liberation Mono',monospace}\n",
+    "*{box-sizing:border-box}\n",
+    "html{-webkit-text-size-adjust:100%;text-size-adjust:100%}\n",
+    "body{margin:0;background:#eef1f4;color:var(--ink);font:16px/1.5 system-ui,-apple-system,'Segoe UI',"
+    "Roboto,'DejaVu Sans',sans-serif}\n",
+    ".page{max-width:1040px;margin:0 auto;background:var(--paper);padding:28px 40px 40px;min-height:100vh}\n",
+    "header.top{border-bottom:1px solid var(--line);padding-bottom:14px;margin-bottom:18px}\n",
+    ".kicker{margin:0;color:var(--muted);font:600 13px/1.4 var(--mono);letter-spacing:.02em}\n",
+    "h1{font-size:30px;line-height:1.2;margin:6px 0 12px}\n",
+    "dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0;font-size:14px}\n",
+    "dl.meta dt{color:var(--muted)}dl.meta dd{margin:0;min-width:0}\n",
+    "dl.meta code{font:13px var(--mono);background:var(--wash);padding:1px 5px;border-radius:4px;"
+    "overflow-wrap:anywhere}\n",
+    ".status.ok{color:var(--ok);font-weight:600}.status.bad{color:var(--bad);font-weight:600}\n",
+    "button#toggle{margin-top:12px;font:13px system-ui,sans-serif;padding:4px 12px;border:1px solid var(--line);"
+    "border-radius:6px;background:var(--wash);color:var(--ink);cursor:pointer}\n",
+    "nav.toc{background:var(--wash);border:1px solid var(--line);border-radius:8px;padding:10px 18px;margin:0 0 20px}\n",
+    "nav.toc h2{font-size:14px;margin:0 0 4px;color:var(--muted);text-transform:uppercase;letter-spacing:.06em}\n",
+    "nav.toc ol{margin:0;padding:0;list-style:none;font-size:15px}nav.toc a{color:var(--accent);text-decoration:none}\n",
+    "nav.toc a:hover{text-decoration:underline}\n",
+    "h2.sec{font-size:21px;margin:30px 0 10px;padding-top:12px;border-top:2px solid var(--line)}\n",
+    "pre{font:13.5px/1.45 var(--mono);margin:0}\n",
+    "pre.say{white-space:pre-wrap;overflow-wrap:anywhere;margin:10px 0;padding:2px 0 2px 12px;"
+    "border-left:3px solid #9fb3c8;color:#24292f;font-size:14px}\n",
+    "details.g{margin:6px 0;border:1px solid var(--line);border-radius:6px;background:var(--paper)}\n",
+    "details.g.warn{border-color:#e8a25b}\n",
+    "details.g summary{cursor:pointer;padding:4px 10px;background:var(--wash);border-radius:6px;"
+    "font:13px/1.5 var(--mono);list-style-position:inside}\n",
+    "details.g[open] summary{border-bottom:1px solid var(--line);border-radius:6px 6px 0 0}\n",
+    "summary .loc{color:var(--accent);font-weight:600;margin-right:10px}\n",
+    "summary .via{color:var(--muted);margin-right:10px}\n",
+    "summary code.src{font:inherit;color:var(--ink);white-space:pre-wrap;overflow-wrap:anywhere}\n",
+    ".badges{float:right;margin-left:10px}\n",
+    ".b{display:inline-block;font:11.5px/1.6 var(--mono);padding:0 7px;margin-left:5px;border-radius:9px;"
+    "background:#e7ecf0;color:var(--muted)}\n",
+    ".b.fl{background:#e6f4ea;color:var(--ok)}.b.ok{background:#dafbe1;color:var(--ok);font-weight:700}\n",
+    ".b.w{background:#fff1e5;color:var(--warn);font-weight:700}\n",
+    ".rows{overflow-x:auto;padding:6px 10px;font:13px/1.6 var(--mono)}\n",
+    ".row{white-space:pre}\n",
+    ".op{display:inline-block;min-width:12ch;color:var(--op);font-weight:600}\n",
+    ".lbl{color:var(--lbl);font-weight:700}.dn{color:var(--dim)}.dt{color:var(--muted);font-style:italic}\n",
+    ".shp{color:var(--ink)}.num{color:#0550ae}.sym{color:var(--muted)}.args{color:var(--muted)}\n",
+    ".arrow{color:#8c959f}.why{color:var(--muted)}\n",
+    ".mark{display:inline-block;font-size:11px;line-height:1.5;padding:0 6px;border-radius:8px;margin-left:6px;"
+    "font-weight:700;text-transform:uppercase;letter-spacing:.04em}\n",
+    ".mark.view{background:#ddf4ff;color:#0969da}.mark.copy{background:#fff1e5;color:var(--warn)}\n",
+    ".flops{margin-left:8px;color:var(--ok)}\n",
+    ".note{color:var(--bad);font-weight:600;margin-left:8px}\n",
+    ".row.warn{background:#fff8f0}\n",
+    ".row.check{color:var(--muted)}.row.check.pass{color:var(--ok);font-weight:600}\n",
+    "pre.vals{color:var(--muted);font-size:12px;padding:0 0 4px 3ch;border-left:2px solid #e7ecf0;margin-left:1ch}\n",
+    "figure.fig{margin:14px 0 18px;text-align:center}\n",
+    "figure.fig img,figure.fig svg{max-width:100%;height:auto;border:1px solid var(--line);border-radius:4px}\n",
+    "figcaption{font-size:14px;color:var(--muted);margin-top:4px}\n",
+    "figcaption .path{font:12px var(--mono);margin-left:6px}\n",
+    "p.note{color:var(--warn)}\n",
+    "section.error{margin:24px 0;border:2px solid var(--bad);border-radius:8px;background:#fff5f5;padding:12px 16px}\n",
+    "section.error h2{color:var(--bad);margin:0 0 8px;font-size:20px}\n",
+    "section.error .where{font:13px var(--mono);margin:0 0 8px}\n",
+    "section.error .where code{font:inherit;background:#ffe3e3;padding:1px 5px;border-radius:4px}\n",
+    "section.error pre{overflow-x:auto;white-space:pre;padding:8px;background:var(--paper);"
+    "border:1px solid #f2c4c4;border-radius:4px}\n",
+    "section.error pre.msg{white-space:pre-wrap;overflow-wrap:anywhere;color:var(--bad);font-weight:600}\n",
+    "section.error summary{cursor:pointer;color:var(--muted);margin:8px 0 4px;font-size:14px}\n",
+    "footer{margin-top:30px;padding-top:10px;border-top:1px solid var(--line);color:var(--muted);font-size:13px}\n",
+    "@media (max-width:640px){body{font-size:15px}.page{padding:14px 12px 28px}h1{font-size:23px}"
+    "h2.sec{font-size:18px}.badges{float:none;display:block;margin:2px 0 0}.b{margin:0 5px 0 0}"
+    ".rows{font-size:12px}pre.say{font-size:13px}}\n",
+    "@media print{body{background:#fff}.page{max-width:none;padding:0}button#toggle{display:none}"
+    "details.g::details-content{content-visibility:visible;display:block}"
+    ".rows,.row,pre{white-space:pre-wrap;overflow:visible}figure.fig,.row{break-inside:avoid}"
+    "h2.sec{break-after:avoid}}\n",
+    NULL};
+
+/* Collapse/expand all, and every group open while printing. Written
+   without '<' or '&' so the page stays well-formed XML. */
+static const char page_js[] =
+    "(function () {\n"
+    "  function groups() { return Array.prototype.slice.call(document.querySelectorAll('details.g')); }\n"
+    "  var button = document.getElementById('toggle');\n"
+    "  function label() {\n"
+    "    button.textContent = groups().some(function (d) { return d.open; }) ? 'Collapse all' : 'Expand all';\n"
+    "  }\n"
+    "  if (button) {\n"
+    "    button.hidden = false;\n"
+    "    button.addEventListener('click', function () {\n"
+    "      var open = !groups().some(function (d) { return d.open; });\n"
+    "      groups().forEach(function (d) { d.open = open; });\n"
+    "      label();\n"
+    "    });\n"
+    "    document.addEventListener('toggle', label, true);\n"
+    "  }\n"
+    "  var closed = [];\n"
+    "  window.addEventListener('beforeprint', function () {\n"
+    "    closed = groups().filter(function (d) { return !d.open; });\n"
+    "    closed.forEach(function (d) { d.open = true; });\n"
+    "  });\n"
+    "  window.addEventListener('afterprint', function () {\n"
+    "    closed.forEach(function (d) { d.open = false; });\n"
+    "  });\n"
+    "})();\n";
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* The lesson's title: its first comment line ("-- 03_causal_mask.lua — the
+   causal mask: ..." without the file name), else the first section, else
+   the script's name. */
+static void put_title(sbuf *b)
+{
+    char line[512] = "";
+    FILE *f = rp.script && strcmp(rp.script, "-") != 0 ? fopen(rp.script, "r") : NULL;
+    if (f) {
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "#!", 2) == 0) continue;
+            if (strncmp(line, "--", 2) != 0) line[0] = 0;
+            break;
+        }
+        fclose(f);
+    }
+    char *t = line;
+    while (*t == '-' || *t == '[' || *t == ' ' || *t == '\t') t++;
+    t[strcspn(t, "\r\n")] = 0;
+    const char *base = rp.script ? base_name(rp.script) : "";
+    size_t bl = strlen(base);
+    if (bl && strncmp(t, base, bl) == 0) {
+        t += bl;
+        while (*t == ' ' || *t == ':' || *t == '-') t++;
+        if (strncmp(t, "\xe2\x80\x94", 3) == 0 || strncmp(t, "\xe2\x80\x93", 3) == 0) t += 3;
+        while (*t == ' ') t++;
+    }
+    size_t n = strlen(t);
+    while (n && (t[n - 1] == '.' || t[n - 1] == ' ')) t[--n] = 0;
+    if (n == 0) {
+        const char *alt = rp.first_section ? rp.first_section : rp.script ? base : "tensortrace run";
+        sb_esc(b, alt);
+        return;
+    }
+    if (t[0] >= 'a' && t[0] <= 'z') t[0] = (char)(t[0] - 'a' + 'A');
+    sb_esc(b, t);
+}
+
+static void build_page(sbuf *pg, int by_exit)
+{
+    sbuf title = {0};
+    put_title(&title);
+    const char *tt = title.p ? title.p : "";
+    sb_str(pg, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
+               "<meta name=\"generator\" content=\"tensortrace " TT_VERSION "\"/>\n<title>");
+    sb_str(pg, tt);
+    sb_str(pg, " \xe2\x80\x94 tensortrace</title>\n<style>\n");
+    for (int i = 0; page_css[i]; i++) sb_str(pg, page_css[i]);
+    sb_str(pg, "</style>\n</head>\n<body>\n<div class=\"page\">\n<header class=\"top\">\n<p class=\"kicker\">tensortrace report");
+    if (rp.script) {
+        sb_str(pg, " \xc2\xb7 ");
+        sb_esc(pg, rp.script);
+    }
+    sb_str(pg, "</p>\n<h1>");
+    sb_str(pg, tt);
+    sb_str(pg, "</h1>\n<dl class=\"meta\">\n<dt>command</dt><dd><code>");
+    sb_esc(pg, rp.command ? rp.command : "");
+    sb_fmt(pg, "</code></dd>\n<dt>seed</dt><dd>%lld</dd>\n<dt>date</dt><dd>", rp.seed);
+    const char *date = getenv("TT_REPORT_DATE");
+    char now[64] = "";
+    if (date == NULL) {
+        time_t t = time(NULL);
+        struct tm tm;
+        if (localtime_r(&t, &tm)) strftime(now, sizeof now, "%Y-%m-%d %H:%M %Z", &tm);
+        date = now;
+    }
+    sb_esc(pg, date);
+    sb_str(pg, "</dd>\n<dt>result</dt><dd>");
+    if (rp.error) {
+        sb_str(pg, "<span class=\"status bad\">\xe2\x9c\x97 stopped with an error");
+        if (rp.err_where) {
+            sb_str(pg, " at ");
+            sb_esc(pg, rp.err_where);
+        }
+        sb_str(pg, "</span>");
+    } else if (by_exit) {
+        sb_str(pg, "<span class=\"status\">ended by os.exit</span>");
+    } else {
+        sb_str(pg, "<span class=\"status ok\">\xe2\x9c\x93 ran to the end</span>");
+    }
+    sb_fmt(pg, " \xc2\xb7 %d check%s passed \xc2\xb7 %d figure%s", rp.nchecks, rp.nchecks == 1 ? "" : "s",
+           rp.nfigures, rp.nfigures == 1 ? "" : "s");
+    if (rp.nwarnings) sb_fmt(pg, " \xc2\xb7 %d warning%s", rp.nwarnings, rp.nwarnings == 1 ? "" : "s");
+    sb_str(pg, "</dd>\n</dl>\n<button id=\"toggle\" type=\"button\" hidden=\"hidden\">Collapse all</button>\n"
+               "</header>\n");
+    if (rp.toc.n) {
+        sb_str(pg, "<nav class=\"toc\"><h2>Contents</h2><ol>\n");
+        sb_add(pg, rp.toc.p, rp.toc.n);
+        sb_str(pg, "</ol></nav>\n");
+    }
+    sb_str(pg, "<main>\n");
+    if (rp.body.p) sb_add(pg, rp.body.p, rp.body.oom ? rp.safe : rp.body.n);
+    if (rp.truncated || rp.body.oom)
+        sb_fmt(pg, "<p class=\"note\">The page stops here: it passed %zu MiB (or memory ran out); "
+               "the terminal trace went on.</p>\n", REPORT_MAX_BYTES >> 20);
+    if (rp.error) {
+        const char *tb = strstr(rp.error, "\nstack traceback:");
+        size_t mlen = tb ? (size_t)(tb - rp.error) : strlen(rp.error);
+        sb_str(pg, "<section class=\"error\" id=\"error\">\n<h2>\xe2\x9c\x97 The script stopped with an error</h2>\n");
+        if (rp.err_where) {
+            sb_str(pg, "<p class=\"where\">");
+            sb_esc(pg, rp.err_where);
+            if (rp.err_source) {
+                sb_str(pg, " <code>");
+                sb_esc(pg, rp.err_source);
+                sb_str(pg, "</code>");
+            }
+            sb_str(pg, "</p>\n");
+        }
+        sb_str(pg, "<pre class=\"msg\">");
+        sb_esc_n(pg, rp.error, mlen);
+        sb_str(pg, "</pre>\n");
+        if (tb) {
+            sb_str(pg, "<details open=\"open\"><summary>stack traceback</summary><pre>");
+            const char *t = tb + strlen("\nstack traceback:");
+            if (*t == '\n') t++;
+            sb_esc(pg, t);
+            sb_str(pg, "</pre></details>\n");
+        }
+        sb_str(pg, "</section>\n");
+    }
+    sb_str(pg, "</main>\n<footer>Written by tensortrace " TT_VERSION
+               ": one file, no network; figures embedded. Click a line&#39;s header to fold its trace.</footer>\n"
+               "</div>\n<script>\n");
+    sb_str(pg, page_js);
+    sb_str(pg, "</script>\n</body>\n</html>\n");
+    sb_free(&title);
+}
+
+/* The temporary file next to the report: "dir/.name.XXXXXX". */
+static int open_temp(const char *path, char *tmp, size_t n)
+{
+    const char *base = base_name(path);
+    int k = snprintf(tmp, n, "%.*s.%s.XXXXXX", (int)(base - path), path, base);
+    if (k < 0 || (size_t)k >= n) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return mkstemp(tmp);
+}
+
+static void free_state(void)
+{
+    free(rp.path);
+    free(rp.command);
+    free(rp.script);
+    free(rp.first_section);
+    free(rp.error);
+    free(rp.err_where);
+    free(rp.err_source);
+    sb_free(&rp.body);
+    sb_free(&rp.head);
+    sb_free(&rp.src);
+    sb_free(&rp.rows);
+    sb_free(&rp.figs);
+    sb_free(&rp.toc);
+    memset(&rp, 0, sizeof rp);
+    rp.finished = 1;
+}
+
+static int finish(int by_exit)
+{
+    if (!ltt_report_active()) return 1;
+    close_item();
+    sbuf pg = {0};
+    build_page(&pg, by_exit);
+    char tmp[4096];
+    int fd = -1, ok = 0, err = ENOMEM;
+    if (!pg.oom && (fd = open_temp(rp.path, tmp, sizeof tmp)) >= 0) {
+        mode_t mask = umask(0);
+        umask(mask);
+        FILE *f = fdopen(fd, "wb");
+        if (f) {
+            ok = fchmod(fd, 0666 & ~mask) == 0 && fwrite(pg.p, 1, pg.n, f) == pg.n;
+            if (!ok) err = errno;
+            if (fclose(f) != 0 && ok) {
+                ok = 0;
+                err = errno;
+            }
+        } else {
+            err = errno;
+            close(fd);
+        }
+        if (ok && rename(tmp, rp.path) != 0) {
+            ok = 0;
+            err = errno;
+        }
+        if (!ok) unlink(tmp);
+    } else if (fd < 0 && !pg.oom) {
+        err = errno;
+    }
+    if (!ok) fprintf(stderr, "tensortrace: cannot write the report '%s': %s\n", rp.path, strerror(err));
+    sb_free(&pg);
+    free_state();
+    return ok;
+}
+
+int ltt_report_finish(void) { return finish(0); }
+
+/* os.exit ends the process from inside the script: the page is still written. */
+static void at_exit(void)
+{
+    if (!ltt_report_active()) return;
+    ltt_trace_flush();
+    finish(1);
+}
+
+/* Shell-like quoting, for the command shown in the header. */
+static void put_arg(sbuf *b, const char *a)
+{
+    int plain = *a != 0;
+    for (const char *p = a; *p && plain; p++)
+        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-@%", *p) != NULL;
+    if (plain) {
+        sb_str(b, a);
+        return;
+    }
+    sb_str(b, "'");
+    for (const char *p = a; *p; p++) {
+        if (*p == '\'') sb_str(b, "'\\''");
+        else sb_add(b, p, 1);
+    }
+    sb_str(b, "'");
+}
+
+int ltt_report_open(const char *path, int argc, char **argv, long long seed, const char *script, const char **err)
+{
+    static char why[160];
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        *err = "it is a folder";
+        return 0;
+    }
+    char tmp[4096];
+    int fd = open_temp(path, tmp, sizeof tmp);
+    if (fd < 0) {
+        snprintf(why, sizeof why, "%s", strerror(errno));
+        *err = why;
+        return 0;
+    }
+    close(fd);
+    unlink(tmp);           /* made again at exit: a killed run leaves nothing behind */
+    rp.finished = 0;
+    rp.path = dup_str(path);
+    rp.script = script ? dup_str(script) : NULL;
+    rp.seed = seed;
+    sbuf cmd = {0};
+    for (int i = 0; i < argc; i++) {
+        if (i) sb_str(&cmd, " ");
+        put_arg(&cmd, i == 0 ? base_name(argv[0]) : argv[i]);
+    }
+    rp.command = cmd.p;
+    if (rp.path == NULL || (script && rp.script == NULL) || cmd.oom) {
+        *err = "out of memory";
+        free_state();
+        return 0;
+    }
+    atexit(at_exit);
+    return 1;
+}
