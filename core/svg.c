@@ -239,25 +239,6 @@ static void put_num(sbuf *b, double v)
 
 static void put_rgb(sbuf *b, uint32_t rgb) { put_fmt(b, "#%06x", (unsigned)(rgb & 0xffffffu)); }
 
-/* Length of the well-formed UTF-8 sequence at p that XML allows, or 0. */
-static int utf8_ok(const unsigned char *p)
-{
-    int n;
-    uint32_t c;
-    if (p[0] < 0xc2) return 0;   /* continuation byte or overlong lead */
-    if (p[0] < 0xe0) { n = 2; c = p[0] & 0x1fu; }
-    else if (p[0] < 0xf0) { n = 3; c = p[0] & 0x0fu; }
-    else if (p[0] < 0xf5) { n = 4; c = p[0] & 0x07u; }
-    else return 0;
-    for (int k = 1; k < n; k++) {
-        if ((p[k] & 0xc0) != 0x80) return 0;
-        c = c << 6 | (p[k] & 0x3fu);
-    }
-    if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff))) return 0;   /* overlong */
-    if ((c >= 0xd800 && c <= 0xdfff) || c == 0xfffe || c == 0xffff) return 0;   /* not XML chars */
-    return n;
-}
-
 /* s as XML character data: markup characters escaped, UTF-8 kept; what
    XML cannot hold (control bytes, broken UTF-8) becomes '?', as the bitmap
    font draws it, and the font's ellipsis byte becomes U+2026. */
@@ -276,7 +257,7 @@ static void put_text(sbuf *b, const char *s)
         else if (c < 0x20) put_str(b, "?");
         else if (c < 0x80) put_raw(b, (const char *)p, 1);
         else {
-            const int n = utf8_ok(p);
+            const int n = tt_utf8_len(p, 4);   /* the NUL ends any sequence */
             if (n) { put_raw(b, (const char *)p, (size_t)n); p += n; continue; }
             put_str(b, "?");
             p++;

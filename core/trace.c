@@ -121,7 +121,7 @@ void tt_trace_stats_reset(void) { memset(stats, 0, sizeof stats); }
 
 /* ===== Text form ===== */
 
-static const char *infix_symbol(tt_op op)
+const char *tt_op_infix(tt_op op)
 {
     switch (op) {
     case TT_OP_ADD: return "+";
@@ -138,7 +138,7 @@ static const char *infix_symbol(tt_op op)
 }
 
 /* A scalar as a learner wrote it: 8 -> "8.0", 0.125 -> "0.125". */
-static void fmt_scalar(char *buf, size_t n, double v)
+void tt_fmt_scalar(char *buf, size_t n, double v)
 {
     if (isinf(v)) snprintf(buf, n, v < 0 ? "-inf" : "inf");
     else if (v == floor(v) && fabs(v) < 1e15) snprintf(buf, n, "%.1f", v);
@@ -155,7 +155,7 @@ static size_t put_tensor(char *buf, size_t n, const tt_tensor *t)
     return len < 0 ? 0 : (size_t)len;
 }
 
-static void fmt_flops(char *buf, size_t n, double f)
+void tt_fmt_flops(char *buf, size_t n, double f)
 {
     if (f >= 1e12) snprintf(buf, n, "%.1f TFLOP", f / 1e12);
     else if (f >= 1e9) snprintf(buf, n, "%.1f GFLOP", f / 1e9);
@@ -172,8 +172,8 @@ char *tt_event_format(const tt_event *ev, char *buf, size_t n)
     char tmp[256];
     buf[0] = 0;
     APPEND("%-11s ", tt_op_name(ev->op));
-    const char *sym = infix_symbol(ev->op);
-    if (ev->has_scalar) fmt_scalar(tmp, sizeof tmp, ev->scalar);
+    const char *sym = tt_op_infix(ev->op);
+    if (ev->has_scalar) tt_fmt_scalar(tmp, sizeof tmp, ev->scalar);
     if (ev->has_scalar && ev->scalar_first) APPEND(sym ? "%s %s " : "%s%s ", tmp, sym ? sym : ",");
     for (int i = 0; i < ev->ninputs; i++) {
         if (i) APPEND(sym ? " %s " : ", ", sym);
@@ -193,7 +193,7 @@ char *tt_event_format(const tt_event *ev, char *buf, size_t n)
         APPEND(")");
     }
     if (ev->flops > 0) {
-        fmt_flops(tmp, sizeof tmp, ev->flops);
+        tt_fmt_flops(tmp, sizeof tmp, ev->flops);
         APPEND("   %s", tmp);
     }
     if (ev->note[0]) APPEND("   !! %s", ev->note);
@@ -204,12 +204,11 @@ char *tt_event_format(const tt_event *ev, char *buf, size_t n)
 
 #define JSON_STR_MAX 256      /* bytes of one string's text; past it "..." ends the string */
 
-/* Length of the valid UTF-8 sequence at s (1..4), 0 if s starts none. */
-static int utf8_seq(const unsigned char *s)
+int tt_utf8_len(const unsigned char *s, size_t left)
 {
-    unsigned char c = s[0];
+    unsigned char c = s[0], lo = 0x80, hi = 0xBF;   /* range of the second byte */
     int n;
-    unsigned char lo = 0x80, hi = 0xBF;    /* range of the second byte */
+    if (c < 0x80) return 1;
     if (c >= 0xC2 && c <= 0xDF) n = 2;
     else if (c >= 0xE0 && c <= 0xEF) {
         n = 3;
@@ -220,9 +219,10 @@ static int utf8_seq(const unsigned char *s)
         if (c == 0xF0) lo = 0x90;
         if (c == 0xF4) hi = 0x8F;          /* at most U+10FFFF */
     } else return 0;
-    if (s[1] < lo || s[1] > hi) return 0;
+    if ((size_t)n > left || s[1] < lo || s[1] > hi) return 0;
     for (int i = 2; i < n; i++)
         if (s[i] < 0x80 || s[i] > 0xBF) return 0;
+    if (n == 3 && c == 0xEF && s[1] == 0xBF && s[2] >= 0xBE) return 0;   /* U+FFFE, U+FFFF */
     return n;
 }
 
@@ -242,7 +242,7 @@ static void json_str(char *buf, size_t n, size_t *len, const char *s)
         else if (*p == '\t') { esc[0] = '\\'; esc[1] = 't'; k = 2; }
         else if (*p < 0x20 || *p == 0x7f) k = (size_t)snprintf(esc, sizeof esc, "\\u%04x", *p);
         else if (*p < 0x80) esc[0] = (char)*p;
-        else if ((adv = (size_t)utf8_seq(p)) > 0) { out = (const char *)p; k = adv; }
+        else if ((adv = (size_t)tt_utf8_len(p, 4)) > 0)   /* the NUL ends any sequence */ { out = (const char *)p; k = adv; }
         else { out = "\\ufffd"; k = 6; adv = 1; }
         if (used + k > JSON_STR_MAX) {
             for (const char *m = "..."; *m; m++) PUT(*m);

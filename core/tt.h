@@ -254,6 +254,17 @@ typedef enum tt_op {
 } tt_op;
 
 const char *tt_op_name(tt_op op);
+/* The infix symbol a trace row shows between the inputs ("+", "@", "&"),
+   or NULL for an op written as a call. */
+const char *tt_op_infix(tt_op op);
+/* Numbers as the trace shows them: a scalar as a learner wrote it (8 ->
+   "8.0", 0.125 -> "0.125", "-inf"); a FLOP count with its unit ("25.6 kFLOP"). */
+void tt_fmt_scalar(char *buf, size_t n, double v);
+void tt_fmt_flops(char *buf, size_t n, double flops);
+/* Length (2..4) of the well-formed UTF-8 sequence of a non-ASCII character
+   at s, within left bytes, that XML allows (no surrogates, U+FFFE, U+FFFF);
+   0 when none starts there. ASCII (s[0] < 0x80) gives 1. */
+int tt_utf8_len(const unsigned char *s, size_t left);
 
 #define TT_TRACE_MAX_INPUTS 4
 

@@ -150,6 +150,14 @@ static void check_write(lua_State *L, const char *path)
     ltt_sandbox_check_write(L, path);
 }
 
+/* After a figure file was written: it counts against the sandbox's quota
+   (raises past a cap) and goes into the --report page. */
+static void written(lua_State *L, const char *path, const char *title)
+{
+    ltt_sandbox_wrote(L, path);
+    ltt_report_figure(path, title);
+}
+
 /* "file:line" of the calling script line, for the PNG's Source chunk. */
 static void where(lua_State *L, char *buf, size_t n)
 {
@@ -427,8 +435,7 @@ static int ltt_heatmap(lua_State *L)
         st = tt_heatmap_write_src(path, &src, P, R, C, &o);
     }
     if (st != TT_OK) return ltt_error(L, "%s", tt_errmsg());
-    ltt_sandbox_wrote(L, path);
-    ltt_report_figure(path, o.title);
+    written(L, path, o.title);
     lua_pushstring(L, path);
     return 1;
 }
@@ -481,8 +488,7 @@ static int ltt_bars(lua_State *L)
         free(data);
     }
     if (st != TT_OK) return ltt_error(L, "%s", tt_errmsg());
-    ltt_sandbox_wrote(L, path);
-    ltt_report_figure(path, o.title);
+    written(L, path, o.title);
     lua_pushstring(L, path);
     return 1;
 }
@@ -507,8 +513,7 @@ static int ltt_flow(lua_State *L)
     o.meta.title = o.title;
     check_write(L, path);
     if (tt_flow_write(path, &o) != TT_OK) return ltt_error(L, "%s", tt_errmsg());
-    ltt_sandbox_wrote(L, path);
-    ltt_report_figure(path, o.title ? o.title : "Pipeline");
+    written(L, path, o.title ? o.title : "Pipeline");
     lua_pushstring(L, path);
     return 1;
 }
@@ -574,7 +579,7 @@ static int ltt_head_groups(lua_State *L)
     o.meta.title = o.title;
     check_write(L, path);
     if (tt_head_groups_write(path, &o) != TT_OK) return ltt_error(L, "%s", tt_errmsg());
-    ltt_report_figure(path, o.title);
+    written(L, path, o.title);
     lua_pushstring(L, path);
     return 1;
 }

@@ -91,30 +91,6 @@ static void sb_free(sbuf *b)
     memset(b, 0, sizeof *b);
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), 0 if none starts there;
-   U+FFFE/U+FFFF count as invalid (XML forbids them). */
-static int utf8_len(const unsigned char *s, size_t left)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    int n;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) n = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        if (c == 0xE0) lo = 0xA0;          /* no overlong forms */
-        if (c == 0xED) hi = 0x9F;          /* no surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else return 0;
-    if ((size_t)n > left || s[1] < lo || s[1] > hi) return 0;
-    for (int i = 2; i < n; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
-    if (n == 3 && c == 0xEF && s[1] == 0xBF && s[2] >= 0xBE) return 0;
-    return n;
-}
-
 /* s[0..n) as HTML text or attribute value: the five special characters as
    entities, bad UTF-8 and control characters (but tab and newline) as U+FFFD. */
 static void sb_esc_n(sbuf *b, const char *s, size_t n)
@@ -136,7 +112,7 @@ static void sb_esc_n(sbuf *b, const char *s, size_t n)
         case '\n': case '\t': sb_add(b, (const char *)p, 1); p++; continue;
         default: break;
         }
-        if (*p >= 0x80 && (k = utf8_len(p, (size_t)(end - p))) > 0) {
+        if (*p >= 0x80 && (k = tt_utf8_len(p, (size_t)(end - p))) > 0) {
             sb_add(b, (const char *)p, (size_t)k);
             p += k;
         } else {
@@ -221,12 +197,7 @@ static void close_group(void)
         if (rp.g_rows) sb_fmt(&rp.body, "<span class=\"b\">%d op%s</span>", rp.g_rows, rp.g_rows == 1 ? "" : "s");
         if (rp.g_flops > 0) {
             char fl[32];
-            double f = rp.g_flops;
-            if (f >= 1e12) snprintf(fl, sizeof fl, "%.1f TFLOP", f / 1e12);
-            else if (f >= 1e9) snprintf(fl, sizeof fl, "%.1f GFLOP", f / 1e9);
-            else if (f >= 1e6) snprintf(fl, sizeof fl, "%.1f MFLOP", f / 1e6);
-            else if (f >= 1e3) snprintf(fl, sizeof fl, "%.1f kFLOP", f / 1e3);
-            else snprintf(fl, sizeof fl, "%.0f FLOP", f);
+            tt_fmt_flops(fl, sizeof fl, rp.g_flops);
             sb_fmt(&rp.body, "<span class=\"b fl\">%s</span>", fl);
         }
         if (rp.g_checks) sb_fmt(&rp.body, "<span class=\"b ok\">\xe2\x9c\x93 %d</span>", rp.g_checks);
@@ -359,30 +330,10 @@ static sbuf *rows_buf(void)
     return &rp.rows;
 }
 
-/* As core/trace.c's text row shows them: infix symbol, scalar, FLOPs. */
-static const char *infix_symbol(tt_op op)
-{
-    switch (op) {
-    case TT_OP_ADD: return "+";
-    case TT_OP_SUB: return "-";
-    case TT_OP_MUL: return "*";
-    case TT_OP_DIV: return "/";
-    case TT_OP_POW: return "^";
-    case TT_OP_MATMUL: return "@";
-    case TT_OP_AND: return "&";
-    case TT_OP_OR: return "|";
-    case TT_OP_XOR: return "~";
-    default: return NULL;
-    }
-}
-
 static void put_scalar(sbuf *b, double v)
 {
     char tmp[64];
-    if (v != v) snprintf(tmp, sizeof tmp, "nan");
-    else if (v > 1e308 || v < -1e308) snprintf(tmp, sizeof tmp, v < 0 ? "-inf" : "inf");
-    else if (v == (double)(long long)v && v < 1e15 && v > -1e15) snprintf(tmp, sizeof tmp, "%.1f", v);
-    else snprintf(tmp, sizeof tmp, "%.6g", v);
+    tt_fmt_scalar(tmp, sizeof tmp, v);
     sb_fmt(b, "<span class=\"num\">%s</span>", tmp);
 }
 
@@ -440,7 +391,7 @@ void ltt_report_row(const tt_event *ev, const char *values)
     sb_str(b, "<span class=\"op\">");
     sb_esc(b, tt_op_name(ev->op));
     sb_str(b, "</span> ");
-    const char *sym = infix_symbol(ev->op);
+    const char *sym = tt_op_infix(ev->op);
     if (ev->has_scalar && ev->scalar_first) {
         put_scalar(b, ev->scalar);
         sb_fmt(b, "%s ", sym ? " " : ",");
@@ -475,12 +426,7 @@ void ltt_report_row(const tt_event *ev, const char *values)
     }
     if (ev->flops > 0) {
         char fl[32];
-        double f = ev->flops;
-        if (f >= 1e12) snprintf(fl, sizeof fl, "%.1f TFLOP", f / 1e12);
-        else if (f >= 1e9) snprintf(fl, sizeof fl, "%.1f GFLOP", f / 1e9);
-        else if (f >= 1e6) snprintf(fl, sizeof fl, "%.1f MFLOP", f / 1e6);
-        else if (f >= 1e3) snprintf(fl, sizeof fl, "%.1f kFLOP", f / 1e3);
-        else snprintf(fl, sizeof fl, "%.0f FLOP", f);
+        tt_fmt_flops(fl, sizeof fl, ev->flops);
         sb_fmt(b, " <span class=\"flops\">%s</span>", fl);
     }
     if (ev->note[0]) {

@@ -287,6 +287,13 @@ check("figures count as files", code == 1 and has(err, "script.lua:1: sandbox: f
 check("... the figure past the cap is not written", count_images() == before + 2)
 clean_images()
 
+out, err, code = run([[for i = 1, 3 do tt.head_groups("images/q" .. i .. ".png", {q_heads = 4, kv_heads = {2}}) end]], "--max-files 2")
+check("head_groups figures count as files too", code == 1 and has(err, "sandbox: file quota: writing 'images/q3.png'"))
+clean_images()
+out, err, code = run([[tt.head_groups("images/q1.png", {q_heads = 8, kv_heads = {8, 2, 1}}) print("ok")]], "--max-write 1K")
+check("head_groups bytes count against --max-write", code == 1 and has(err, "--max-write"))
+clean_images()
+
 out, err, code = run([[tt.heatmap(tt.rand(40, 40), "images/q1.png") tt.heatmap(tt.rand(40, 40), "images/q2.png")]], "--max-write 2K")
 check("figure bytes count", code == 1 and has(err, "sandbox: write quota") and has(err, "--max-write"))
 clean_images()
