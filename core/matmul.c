@@ -379,7 +379,7 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
     if (st == TT_OK) {
         int64_t B = 1;
         for (int i = 0; i < nbd; i++) B *= q->shape[i];
-        float sc = scale > 0.0 ? (float)scale : Dh > 0 ? (float)(1.0 / sqrt((double)Dh)) : 1.0f;
+        float sc = !isnan(scale) ? (float)scale : Dh > 0 ? (float)(1.0 / sqrt((double)Dh)) : 1.0f;
         info->scale = sc;
         /* visible (query, key) pairs per head, for the FLOP count */
         double pairs = (double)Nq * (double)Nk;

@@ -195,8 +195,8 @@ tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b);
 /* Scaled dot-product attention. q [..., Hq, Nq, Dh], k [..., Hkv, Nk, Dh],
    v [..., Hkv, Nk, Dv], Hq % Hkv == 0 (GQA: query head h uses kv head
    h / (Hq/Hkv)). mask: NULL or bool broadcastable to [..., Hq, Nq, Nk],
-   true = may attend. causal: lower-right aligned. scale <= 0 means
-   1/sqrt(Dh). weights: NULL, or receives [..., Hq, Nq, Nk]. A query row with
+   true = may attend. causal: lower-right aligned. scale: NAN means
+   1/sqrt(Dh); any other value is used as is (0 gives uniform weights). weights: NULL, or receives [..., Hq, Nq, Nk]. A query row with
    no visible key gives zeros; *empty_rows (may be NULL) gets their count. */
 tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
                   const tt_tensor *v, const tt_tensor *mask, int causal, double scale,

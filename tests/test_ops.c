@@ -1080,7 +1080,7 @@ static int64_t sdpa_ref(const tt_tensor *q, const tt_tensor *k, const tt_tensor 
     int64_t Hq = nd >= 3 ? q->shape[nd - 3] : 1, Hkv = nd >= 3 ? k->shape[nd - 3] : 1;
     int64_t Nq = q->shape[nd - 2], Dh = q->shape[nd - 1], Nk = k->shape[nd - 2], Dv = v->shape[nd - 1];
     int64_t B = numel_of(nbd, q->shape), bi[TT_MAX_DIMS] = {0}, empty = 0;
-    if (scale <= 0) scale = 1.0 / sqrt((double)Dh);
+    if (isnan(scale)) scale = 1.0 / sqrt((double)Dh);
     double *sc = malloc((size_t)(Nk ? Nk : 1) * sizeof *sc);
     for (int64_t b = 0; b < B; b++) {
         for (int64_t h = 0; h < Hq; h++) {
@@ -1179,7 +1179,7 @@ static void test_sdpa(void)
     /* the article's hand example, numbers from the article */
     float qv[] = { 1, 0, 0, 1, 1, 1 }, vv[] = { 1, 0, 0, 2, 1, 1 };
     tt_tensor Q = from(qv, DIMS(3, 2)), V = from(vv, DIMS(3, 2)), out, w, kt, scores, ws, o2;
-    ok(tt_sdpa(&out, &w, &Q, &Q, &V, NULL, 0, 0.0, NULL));
+    ok(tt_sdpa(&out, &w, &Q, &Q, &V, NULL, 0, NAN, NULL));
     double w3[] = { 0.2483, 0.2483, 0.5035 }, o3[] = { 0.7517, 1.0000 };
     check_close("hand example: weights of query 3", tt_data_f32(&w) + 6, w3, 3, 0, 1e-4);
     check_close("hand example: output of query 3", tt_data_f32(&out) + 4, o3, 2, 0, 1e-4);
@@ -1218,7 +1218,7 @@ static void test_sdpa(void)
             tt_tensor k = make((l + 1) % L_COUNT, DIMS(cfg[c].B, cfg[c].Hkv, cfg[c].Nk, cfg[c].Dh));
             tt_tensor v = make((l + 2) % L_COUNT, DIMS(cfg[c].B, cfg[c].Hkv, cfg[c].Nk, cfg[c].Dv));
             snprintf(descr, sizeof descr, "sdpa cfg %zu causal=%d q %s", c, causal, LAYOUT[l]);
-            check_sdpa(descr, &q, &k, &v, NULL, causal, 0.0);
+            check_sdpa(descr, &q, &k, &v, NULL, causal, NAN);
             /* masks of several broadcast shapes */
             tt_tensor m1 = rnd_bool(DIMS(cfg[c].Nk));
             tt_tensor m2 = rnd_bool(DIMS(cfg[c].Nq, cfg[c].Nk));
@@ -1227,7 +1227,7 @@ static void test_sdpa(void)
             const tt_tensor *ms[] = { &m1, &m2, &m3, &m4 };
             for (int mi = 0; mi < 4; mi++) {
                 snprintf(descr, sizeof descr, "sdpa cfg %zu causal=%d mask %d", c, causal, mi + 1);
-                check_sdpa(descr, &q, &k, &v, ms[mi], causal, mi == 1 ? 0.3 : 0.0);
+                check_sdpa(descr, &q, &k, &v, ms[mi], causal, mi == 1 ? 0.3 : (double)NAN);
             }
             for (int mi = 0; mi < 4; mi++) tt_tensor_release((tt_tensor *)ms[mi]);
             tt_tensor_release(&q);
@@ -1241,8 +1241,8 @@ static void test_sdpa(void)
     tt_tensor k = make(L_PERM, DIMS(2, 3, 1, 6, 8)), v = make(L_EXPAND, DIMS(2, 3, 1, 6, 4));
     tt_tensor m0 = rnd_bool(DIMS(3, 2, 1, 5, 6)), m;
     ok(tt_transpose(&m, &m0, 0, 1));
-    check_sdpa("sdpa with unmergeable batch dims and mask", &q, &k, &v, &m, 0, 0.0);
-    check_sdpa("sdpa with unmergeable batch dims, causal", &q, &k, &v, &m, 1, 0.0);
+    check_sdpa("sdpa with unmergeable batch dims and mask", &q, &k, &v, &m, 0, NAN);
+    check_sdpa("sdpa with unmergeable batch dims, causal", &q, &k, &v, &m, 1, NAN);
     tt_tensor_release(&q0);
     tt_tensor_release(&q);
     tt_tensor_release(&k);
@@ -1254,9 +1254,9 @@ static void test_sdpa(void)
     tt_tensor q3 = rnd(DIMS(2, 4, 8)), k3 = rnd(DIMS(2, 6, 8)), v3 = rnd(DIMS(2, 6, 3));
     uint8_t mv[4 * 6] = { 1, 1, 0, 0, 0, 0,  0, 0, 0, 0, 0, 0,  0, 1, 0, 1, 0, 1,  0, 0, 0, 0, 0, 0 };
     tt_tensor mk = from_bool(mv, DIMS(4, 6));
-    check_sdpa("sdpa with fully masked rows (3-D, one head dim)", &q3, &k3, &v3, &mk, 0, 0.0);
+    check_sdpa("sdpa with fully masked rows (3-D, one head dim)", &q3, &k3, &v3, &mk, 0, NAN);
     int64_t empty = 0;
-    ok(tt_sdpa(&out, &w, &q3, &k3, &v3, &mk, 0, 0.0, &empty));
+    ok(tt_sdpa(&out, &w, &q3, &k3, &v3, &mk, 0, NAN, &empty));
     int zeros = 1;
     for (int h = 0; h < 2; h++)
         for (int e = 0; e < 3; e++)
@@ -1268,7 +1268,7 @@ static void test_sdpa(void)
     tt_tensor k0, v0;
     ok(tt_zeros(&k0, TT_FLOAT32, DIMS(2, 0, 8)));
     ok(tt_zeros(&v0, TT_FLOAT32, DIMS(2, 0, 3)));
-    ok(tt_sdpa(&out, &w, &q3, &k0, &v0, NULL, 0, 0.0, &empty));
+    ok(tt_sdpa(&out, &w, &q3, &k0, &v0, NULL, 0, NAN, &empty));
     CHECK("sdpa with no keys: zeros", out.shape[2] == 3 && w.shape[2] == 0 && empty == 8 &&
                                       tt_data_f32(&out)[0] == 0.0f && tt_data_f32(&out)[23] == 0.0f);
     tt_tensor_release(&out);
@@ -1277,16 +1277,16 @@ static void test_sdpa(void)
     /* errors */
     tt_tensor kb = rnd(DIMS(3, 6, 8)), kd = rnd(DIMS(2, 6, 7)), vb = rnd(DIMS(2, 5, 3)), mf = rnd(DIMS(4, 6));
     tt_tensor mbad = rnd_bool(DIMS(4, 5));
-    check_err("sdpa Hq not a multiple of Hkv", tt_sdpa(&out, NULL, &q3, &kb, &kb, NULL, 0, 0, NULL),
+    check_err("sdpa Hq not a multiple of Hkv", tt_sdpa(&out, NULL, &q3, &kb, &kb, NULL, 0, NAN, NULL),
               TT_ESHAPE, "sdpa", "[2,4,8]", "[3,6,8]");
     CHECK("sdpa failure leaves out empty", out.storage == NULL);
-    check_err("sdpa head size differs", tt_sdpa(&out, NULL, &q3, &kd, &v3, NULL, 0, 0, NULL),
+    check_err("sdpa head size differs", tt_sdpa(&out, NULL, &q3, &kd, &v3, NULL, 0, NAN, NULL),
               TT_ESHAPE, "sdpa", "[2,4,8]", "[2,6,7]");
-    check_err("sdpa k/v lengths differ", tt_sdpa(&out, NULL, &q3, &k3, &vb, NULL, 0, 0, NULL),
+    check_err("sdpa k/v lengths differ", tt_sdpa(&out, NULL, &q3, &k3, &vb, NULL, 0, NAN, NULL),
               TT_ESHAPE, "sdpa", "[2,6,8]", "[2,5,3]");
-    check_err("sdpa float mask", tt_sdpa(&out, NULL, &q3, &k3, &v3, &mf, 0, 0, NULL),
+    check_err("sdpa float mask", tt_sdpa(&out, NULL, &q3, &k3, &v3, &mf, 0, NAN, NULL),
               TT_EARG, "sdpa", "mask", "bool");
-    check_err("sdpa mask does not broadcast", tt_sdpa(&out, NULL, &q3, &k3, &v3, &mbad, 0, 0, NULL),
+    check_err("sdpa mask does not broadcast", tt_sdpa(&out, NULL, &q3, &k3, &v3, &mbad, 0, NAN, NULL),
               TT_ESHAPE, "sdpa", "[4,5]", "[2,4,6]");
     tt_tensor_release(&kb);
     tt_tensor_release(&kd);
@@ -1454,7 +1454,7 @@ static void test_events(void)
     CHECK("softmax: args dim=3", s.n == 3 && strcmp(s.args, "dim=3") == 0);
     tt_tensor_release(&out);
     s.n = 0;
-    ok(tt_sdpa(&out, &w, &q, &k, &k, NULL, 1, 0.0, NULL));   /* copies q inside: still one event */
+    ok(tt_sdpa(&out, &w, &q, &k, &k, NULL, 1, NAN, NULL));   /* copies q inside: still one event */
     /* causal 4 queries, 6 keys: visible 3+4+5+6 = 18 pairs per head */
     CHECK("sdpa: one event, FLOPs of the visible pairs", s.n == 1 && s.op == TT_OP_SDPA &&
                                                          s.flops == 2.0 * 6 * 2 * 18 * (8 + 8));
