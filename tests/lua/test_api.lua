@@ -284,7 +284,8 @@ do
   -- result starts (tensor memory past the collector's threshold)
   local A = tt.ones(3)
   local ballast = tt.zeros(17 * 2^20)       -- 68 MB: the next allocation collects
-  setmetatable({}, {__gc = function() local c <close> = A end})
+  -- (the trap is made in a coroutine: no stale register keeps it alive)
+  coroutine.wrap(function() setmetatable({}, {__gc = function() local c <close> = A end}) end)()
   checkerror({"add: tensor was closed during the call (input 1, by a metamethod or a finalizer)"},
              function() return A + 1 end)
   ballast = nil
@@ -292,7 +293,7 @@ do
   -- and in totable, whose tables are allocations too
   local B = tt.ones(200, 200)
   ballast = tt.zeros(17 * 2^20)
-  setmetatable({}, {__gc = function() local c <close> = B end})
+  coroutine.wrap(function() setmetatable({}, {__gc = function() local c <close> = B end}) end)()
   local ok, e = pcall(function() return B:totable() end)
   check("totable of a tensor closed meanwhile", ok or tostring(e):find("totable: tensor was closed", 1, true))
   ballast = nil
