@@ -161,7 +161,16 @@ int ltt_error(lua_State *L, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     ltt_trace_flush();
-    return luaL_error(L, "%s", buf);
+    /* file:line of the nearest Lua caller: an op called by a C function
+       (pcall, or string arithmetic trying the tensor's __pow) has none */
+    lua_Debug ar;
+    int level = 1;
+    while (level < 8 && lua_getstack(L, level, &ar) && lua_getinfo(L, "l", &ar) && ar.currentline <= 0) level++;
+    if (level == 8 || !lua_getstack(L, level, &ar)) level = 1;
+    luaL_where(L, level);
+    lua_pushstring(L, buf);
+    lua_concat(L, 2);
+    return lua_error(L);
 }
 
 static const char *shape_of(const tt_tensor *t, char *buf, size_t n) { return tt_shape_str(t, buf, n); }
