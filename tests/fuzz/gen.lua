@@ -18,6 +18,12 @@ local M = {}
 -- so that the CI batch stays green (TT_FUZZ_ALL=1 generates them anyway).
 -- Each entry is a reproducer; delete the entry once it passes.
 M.known = {
+  -- lua/lfigures.c + core/figure.c (figures): a heatmap's image buffers are
+  -- outside the memory cap; under --max-memory 64M the peak RSS passes the
+  -- cap by 40..70 MB: tt.heatmap(tt.randn(64, 3000, 64), "/tmp/x.png",
+  -- {annotate = true}) peaks at 130 MB, tt.heatmap(tt.randn(2048, 2048),
+  -- "/tmp/x.png") adds 41 MB. Big programs draw small figures meanwhile.
+  figure_memory_outside_cap = true,
 }
 local known = os.getenv("TT_FUZZ_ALL") ~= "1" and M.known or {}
 
@@ -437,6 +443,7 @@ local function NS(n) local s = {} for i = 1, n do s[i] = "d" .. i end return s e
 
 local BIG = {"1000", "1024", "2048", "3000", "4096", "5000", "8192", "(1<<16)", "(1<<20)", "(1<<31)", "0", "1"}
 local function big() return pick(BIG) end
+local function fig() return known.figure_memory_outside_cap and pick({"1", "64", "256"}) or big() end
 local function mid() return pick({"256", "512", "1000", "1024"}) end
 
 local BIG_CALLS = {
@@ -446,9 +453,9 @@ local BIG_CALLS = {
   function() return "tt.sdpa(tt.randn(1, 2, " .. big() .. ", 16), tt.randn(1, 2, " .. big() .. ", 16), tt.randn(1, 2, " ..
                     big() .. ", 16), {causal = " .. pick({"true", "false"}) .. ", weights = " .. pick({"true", "false"}) .. "})" end,
   function() return "tt.causal_mask(" .. big() .. ", " .. big() .. ")" end,
-  function() return "tt.heatmap(tt.randn(" .. big() .. ", " .. big() .. "), %q)" end,
-  function() return "tt.heatmap(tt.randn(" .. pick({"1", "64", "1000"}) .. ", " .. big() .. ", " .. pick({"1", "64"}) .. "), %q, {annotate = true})" end,
-  function() return "tt.bars(tt.randn(" .. pick({"1", "64"}) .. ", " .. big() .. "), %q)" end,
+  function() return "tt.heatmap(tt.randn(" .. fig() .. ", " .. fig() .. "), %q)" end,
+  function() return "tt.heatmap(tt.randn(" .. pick({"1", "64", "1000"}) .. ", " .. fig() .. ", " .. pick({"1", "64"}) .. "), %q, {annotate = true})" end,
+  function() return "tt.bars(tt.randn(" .. pick({"1", "64"}) .. ", " .. fig() .. "), %q)" end,
   function() return "#tt.randn(" .. big() .. "):totable()" end,
   function() return "#tostring(tt.randn(" .. big() .. ", " .. big() .. "))" end,
   function() return "tt.cat(L(" .. pick({"100", "1000", "3000"}) .. ", tt.randn(" .. mid() .. ", 16)), 1)" end,
