@@ -24,6 +24,11 @@ M.known = {
   -- {annotate = true}) peaks at 130 MB, tt.heatmap(tt.randn(2048, 2048),
   -- "/tmp/x.png") adds 41 MB. Big programs draw small figures meanwhile.
   figure_memory_outside_cap = true,
+  -- lua/lfigures.c (figures): an options table whose __index closes the
+  -- tensor crashes tt.heatmap (exit 139): local x = tt.randn(3, 4);
+  -- tt.heatmap(x, "/tmp/x.png", setmetatable({}, {__index = function()
+  -- local c <close> = x end})). Figure options meddle without closing.
+  figure_opts_close = true,
 }
 local known = os.getenv("TT_FUZZ_ALL") ~= "1" and M.known or {}
 
@@ -132,8 +137,9 @@ end
 -- ===== tables that run code in the middle of a call =====
 
 -- what an __index (or __len) function does before it answers
-local function meddle(k)
+local function meddle(k, no_close)
   local j = rnd(math.max(1, k - 1))
+  if no_close then return pick({"collectgarbage()", "error('meddle')", "for i = 1, 50 do local g = tt.zeros(64) end", ""}) end
   return pick({
     "local c <close> = t(" .. j .. ")",
     "collectgarbage()",
@@ -152,11 +158,11 @@ local ODD = {"nil", "1", "0", "-1", "true", "'x'", "{}", "(0/0)", "math.huge", "
 -- answers an odd value (the keys it was given stay raw, as options must)
 -- (a huge __len only where the call refuses it before walking: a nested
 -- table claiming 1e9 elements makes tt.tensor call __index 1e9 times)
-local function evil(k, base, huge_len)
+local function evil(k, base, huge_len, no_close)
   local lens = {"1", "2", "3", "0", "-1", "1.5", "'x'"}
   if huge_len then lens[#lens + 1] = pick({"2^31", "1e9", "math.maxinteger"}) end
-  return "setmetatable(" .. base .. ", {__index = function() " .. meddle(k) .. "; return " ..
-         pick(ODD) .. " end" .. (chance(0.3) and ", __len = function() " .. meddle(k) .. "; return " ..
+  return "setmetatable(" .. base .. ", {__index = function() " .. meddle(k, no_close) .. "; return " ..
+         pick(ODD) .. " end" .. (chance(0.3) and ", __len = function() " .. meddle(k, no_close) .. "; return " ..
          pick(lens) .. " end" or "") .. "})"
 end
 
@@ -252,7 +258,7 @@ local function figure_opts(k)
   local t = {}
   for i = 1, rnd(0, 4) do t[i] = pick(keys)() end
   local o = "{" .. table.concat(t, ", ") .. "}"
-  return chance(0.15) and evil(k, o) or o
+  return chance(0.15) and evil(k, o, false, known.figure_opts_close) or o
 end
 
 local function sdpa_opts(k)
