@@ -460,7 +460,8 @@ local BIG_CALLS = {
                     big() .. ", 16), {causal = " .. pick({"true", "false"}) .. ", weights = " .. pick({"true", "false"}) .. "})" end,
   function() return "tt.causal_mask(" .. big() .. ", " .. big() .. ")" end,
   function() return "tt.heatmap(tt.randn(" .. fig() .. ", " .. fig() .. "), %q)" end,
-  function() return "tt.heatmap(tt.randn(" .. pick({"1", "64", "1000"}) .. ", " .. fig() .. ", " .. pick({"1", "64"}) .. "), %q, {annotate = true})" end,
+  function() return "tt.heatmap(tt.randn(" .. (known.figure_memory_outside_cap and pick({"1", "16"}) or pick({"1", "64", "1000"})) ..
+                    ", " .. fig() .. ", " .. pick({"1", "64"}) .. "), %q, {annotate = true})" end,
   function() return "tt.bars(tt.randn(" .. pick({"1", "64"}) .. ", " .. fig() .. "), %q)" end,
   function() return "#tt.randn(" .. big() .. "):totable()" end,
   function() return "#tostring(tt.randn(" .. big() .. ", " .. big() .. "))" end,
