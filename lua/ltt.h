@@ -16,7 +16,10 @@
 /* A new empty tensor userdata (metatable set) on the stack; fill it with a
    core call, then ltt_check. Empty userdata are harmless to collect. */
 tt_tensor *ltt_newtensor(lua_State *L);
-/* The tensor at idx (argument error otherwise). */
+/* The tensor at idx (argument error otherwise, "tensor was closed" for a
+   closed one). Lua code run afterwards (an options table's __index, a
+   finalizer run by any allocation) may close it: check t->storage again
+   after such code, before reading its data. */
 tt_tensor *ltt_checktensor(lua_State *L, int idx);
 tt_tensor *ltt_totensor(lua_State *L, int idx);      /* NULL if not one */
 /* luaL_error with printf formats (%lld, %g); flushes the trace first. */

@@ -4,6 +4,7 @@
 ** Every call converts Lua arguments, calls one core op, and turns a
 ** failure into a Lua error that carries the script's file:line.
 */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,12 +30,27 @@ static void collect(lua_State *L)
 
 static void reclaim(void *ud) { collect(ud); }
 
+/* The userdata behind a tensor: its header, and how many core calls are
+   reading it right now. Scripts can run in the middle of a binding (an
+   options table's __index, a finalizer run by an allocation, the collection
+   the memory cap triggers inside a core op), and such code may close a
+   tensor the binding holds. A close asked while a core call holds the
+   tensor waits for the call to end (hold/unhold below); any other close
+   releases at once, and the binding checks its inputs again just before
+   the core call. */
+typedef struct ltensor {
+    tt_tensor t;        /* first: the userdata's address is a tt_tensor * */
+    int holds;          /* core calls in progress that read this tensor */
+    int close_asked;    /* closed while held: release when the last hold ends */
+} ltensor;
+
 /* Every op checks its tensors and makes one, so both skip the lookup of
    "tt.Tensor" by name (a string hash and compare per call): the metatable
    sits in the registry under a light userdata key too, and its address is
    kept for a pointer compare. The address is only trusted for the state
    that made it (it is forgotten when that state closes); any other case
-   takes luaL_testudata's way, which is always exact. */
+   takes luaL_testudata's way, which is always exact. The size check keeps
+   out a foreign userdata given our metatable through debug.setmetatable. */
 static const char tensor_mt_key;    /* registry[&tensor_mt_key] = the metatable */
 static const void *tensor_mt;       /* its address, in the state that made it */
 static const void *tensor_mt_state; /* that state's registry */
@@ -46,9 +62,10 @@ static tt_tensor *testtensor(lua_State *L, int idx)
     if (tensor_mt != NULL && lua_getmetatable(L, idx)) {
         const void *mt = lua_topointer(L, -1);
         lua_pop(L, 1);
-        if (mt == tensor_mt) return p;
+        if (mt == tensor_mt) return lua_rawlen(L, idx) == sizeof(ltensor) ? p : NULL;
     }
-    return luaL_testudata(L, idx, LTT_TENSOR);
+    p = luaL_testudata(L, idx, LTT_TENSOR);
+    return p && lua_rawlen(L, idx) == sizeof(ltensor) ? p : NULL;
 }
 
 /* Finalizer of a registry sentinel: runs when the state closes. */
@@ -61,11 +78,11 @@ static int forget_mt(lua_State *L)
 tt_tensor *ltt_newtensor(lua_State *L)
 {
     if (tt_memory_in_use() > gc_threshold) collect(L);
-    tt_tensor *t = lua_newuserdatauv(L, sizeof *t, 0);
-    memset(t, 0, sizeof *t);
+    ltensor *u = lua_newuserdatauv(L, sizeof *u, 0);
+    memset(u, 0, sizeof *u);
     lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
     lua_setmetatable(L, -2);
-    return t;
+    return &u->t;
 }
 
 tt_tensor *ltt_totensor(lua_State *L, int idx)
@@ -77,10 +94,59 @@ tt_tensor *ltt_totensor(lua_State *L, int idx)
 tt_tensor *ltt_checktensor(lua_State *L, int idx)
 {
     tt_tensor *t = testtensor(L, idx);
-    if (t == NULL) t = luaL_checkudata(L, idx, LTT_TENSOR);   /* raises the usual error */
+    if (t == NULL) luaL_typeerror(L, idx, LTT_TENSOR);
     if (t->storage == NULL) luaL_argerror(L, idx, "tensor was closed");
     return t;
 }
+
+/* A tensor operand that may also be a number (binops, allclose): the
+   tensor, or NULL for anything else; a closed tensor is an error that
+   names the op rather than "got userdata". */
+static tt_tensor *opttensor(lua_State *L, int idx, const char *op)
+{
+    tt_tensor *t = testtensor(L, idx);
+    if (t && t->storage == NULL) ltt_error(L, "%s: tensor was closed (argument %d)", op, idx);
+    return t;
+}
+
+/* Each of in[0..n) (NULL entries skipped) must still be open: Lua code run
+   since it was checked (a metamethod, a finalizer) may have closed it. */
+static void check_open(lua_State *L, const char *op, int n, tt_tensor *const *in)
+{
+    for (int i = 0; i < n; i++)
+        if (in[i] && in[i]->storage == NULL)
+            ltt_error(L, "%s: tensor was closed during the call (input %d, by a metamethod or a finalizer)",
+                      op, i + 1);
+}
+
+/* Before a core call that reads in[0..n): check_open, then a close asked
+   during the call (by a finalizer its allocation runs) waits for
+   ltt_unhold. Nothing between the two may raise: core calls never do. */
+static void ltt_hold(lua_State *L, const char *op, int n, tt_tensor *const *in)
+{
+    check_open(L, op, n, in);
+    for (int i = 0; i < n; i++)
+        if (in[i]) ((ltensor *)in[i])->holds++;
+}
+
+/* After the core call whose status is st: applies the closes asked
+   meanwhile, then raises st's error if any. */
+static void ltt_unhold(lua_State *L, int n, tt_tensor *const *in, tt_status st)
+{
+    for (int i = 0; i < n; i++) {
+        ltensor *u = (ltensor *)in[i];
+        if (u && --u->holds == 0 && u->close_asked) {
+            u->close_asked = 0;
+            tt_tensor_release(&u->t);
+        }
+    }
+    ltt_check(L, st);
+}
+
+#define LEN(a) ((int)(sizeof(a) / sizeof *(a)))
+/* The core call `call` with the tensors of the array `in` held; raises its
+   error. (The comma operator runs ltt_hold before the call.) */
+#define CALL_HELD(L, op, in, call) (ltt_hold(L, op, LEN(in), in), ltt_unhold(L, LEN(in), in, (call)))
 
 void ltt_check(lua_State *L, tt_status st)
 {
@@ -95,18 +161,49 @@ int ltt_error(lua_State *L, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     ltt_trace_flush();
-    return luaL_error(L, "%s", buf);
+    /* file:line of the nearest Lua caller: an op called by a C function
+       (pcall, or string arithmetic trying the tensor's __pow) has none */
+    lua_Debug ar;
+    int level = 1;
+    while (level < 8 && lua_getstack(L, level, &ar) && lua_getinfo(L, "l", &ar) && ar.currentline <= 0) level++;
+    if (level == 8 || !lua_getstack(L, level, &ar)) level = 1;
+    luaL_where(L, level);
+    lua_pushstring(L, buf);
+    lua_concat(L, 2);
+    return lua_error(L);
 }
 
 static const char *shape_of(const tt_tensor *t, char *buf, size_t n) { return tt_shape_str(t, buf, n); }
+
+/* The integer value of the number at idx, as math.tointeger gives it: 2 and
+   2.0 (and 2^40) are integers, 1.5 and strings are not. */
+static int tointeger(lua_State *L, int idx, int64_t *v)
+{
+    int ok = 0;
+    *v = lua_type(L, idx) == LUA_TNUMBER ? (int64_t)lua_tointegerx(L, idx, &ok) : 0;
+    return ok;
+}
+
+/* A string argument (or option) that must not hold a NUL byte: C would
+   read only its first part, and a name, label or pattern cut short in
+   silence is worse than an error. */
+static const char *checkcstring(lua_State *L, int idx, const char *op, const char *what)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    if (s == NULL) return luaL_checklstring(L, idx, NULL);  /* raises the usual type error */
+    if (strlen(s) != len) ltt_error(L, "%s: %s contains a NUL byte (\\0)", op, what);
+    return s;
+}
 
 int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const char *op)
 {
     char shp[256];
     int n = t->ndim + (allow_end ? 1 : 0);
-    if (!lua_isinteger(L, idx)) {           /* an integer (the common case) is never a string */
+    int64_t d;
+    if (!tointeger(L, idx, &d)) {           /* a number (the common case) is never a name */
         if (lua_type(L, idx) == LUA_TSTRING) {
-            const char *name = tt_intern(lua_tostring(L, idx));
+            const char *name = tt_intern(checkcstring(L, idx, op, "dim name"));
             int found = -1, unnamed = 0;
             for (int i = 0; i < t->ndim; i++) {
                 unnamed += t->names[i] == NULL;
@@ -125,14 +222,13 @@ int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const
             return ltt_error(L, "%s: dim must be an integer, got %s", op, lua_tostring(L, idx));
         return ltt_error(L, "%s: dim must be an integer or a dim name, got %s", op, luaL_typename(L, idx));
     }
-    lua_Integer d = lua_tointeger(L, idx);
     if (d >= 1 && d <= n) return (int)(d - 1);
     if (d < 0 && d >= -n) return (int)(d + n);
     if (d == 0 && n > 0)
         return ltt_error(L, "%s: dim 0 out of range for %s (expected 1..%d or -%d..-1; Lua counts dims from 1)",
                          op, shape_of(t, shp, sizeof shp), n, n);
     if (n == 0)
-        return ltt_error(L, "%s: dim %d given but %s has no dims", op, (int)d, shape_of(t, shp, sizeof shp));
+        return ltt_error(L, "%s: dim %lld given but %s has no dims", op, (long long)d, shape_of(t, shp, sizeof shp));
     return ltt_error(L, "%s: dim %lld out of range for %s (expected 1..%d or -%d..-1)", op, (long long)d,
                       shape_of(t, shp, sizeof shp), n, n);
 }
@@ -152,10 +248,10 @@ static int checkshape(lua_State *L, int idx, int64_t *shape, const char *op, int
         if (len > TT_MAX_DIMS) ltt_error(L, "%s: %d dims given, at most %d are supported", op, (int)len, TT_MAX_DIMS);
         for (lua_Integer i = 1; i <= len; i++) {
             lua_geti(L, idx, i);
-            if (!lua_isinteger(L, -1))
+            if (!tointeger(L, -1, &shape[n]))
                 ltt_error(L, "%s: size %d must be an integer, got %s", op, (int)i,
                            lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
-            shape[n++] = lua_tointeger(L, -1);
+            n++;
             lua_pop(L, 1);
         }
         if (next) *next = idx + 1;
@@ -164,9 +260,9 @@ static int checkshape(lua_State *L, int idx, int64_t *shape, const char *op, int
     int top = lua_gettop(L);
     for (; idx <= top && lua_type(L, idx) == LUA_TNUMBER; idx++) {
         if (n == TT_MAX_DIMS) ltt_error(L, "%s: more than %d dims given", op, TT_MAX_DIMS);
-        if (!lua_isinteger(L, idx))
+        if (!tointeger(L, idx, &shape[n]))
             ltt_error(L, "%s: size %d must be an integer, got %s", op, n + 1, lua_tostring(L, idx));
-        shape[n++] = lua_tointeger(L, idx);
+        n++;
     }
     if (next) *next = idx;
     return n;
@@ -181,7 +277,7 @@ static void check_sizes(lua_State *L, int ndim, const int64_t *shape, const char
 static tt_dtype optdtype(lua_State *L, int idx, const char *op)
 {
     if (lua_isnoneornil(L, idx)) return TT_FLOAT32;
-    const char *s = luaL_checkstring(L, idx);
+    const char *s = checkcstring(L, idx, op, "dtype");
     if (strcmp(s, "float32") == 0 || strcmp(s, "float") == 0) return TT_FLOAT32;
     if (strcmp(s, "bool") == 0) return TT_BOOL;
     ltt_error(L, "%s: unknown dtype '%s' (expected \"float32\" or \"bool\")", op, s);
@@ -433,6 +529,8 @@ static int t_shares_storage(lua_State *L)
 
 static void push_elem(lua_State *L, const tt_tensor *t, int64_t flat)
 {
+    if (t->storage == NULL)             /* closed by a finalizer an allocation ran */
+        ltt_error(L, "totable: tensor was closed during the call (by a finalizer)");
     double v = tt_get(t, flat);
     if (t->dtype == TT_BOOL) lua_pushboolean(L, v != 0.0);
     else lua_pushnumber(L, v);
@@ -475,7 +573,7 @@ static int t_totable(lua_State *L)
 static int t_tostring(lua_State *L)
 {
     tt_tensor *t = testtensor(L, 1);
-    if (t == NULL) t = luaL_checkudata(L, 1, LTT_TENSOR);
+    if (t == NULL) return luaL_typeerror(L, 1, LTT_TENSOR);
     if (t->storage == NULL) {
         lua_pushliteral(L, "tensor (closed)");
         return 1;
@@ -495,11 +593,15 @@ static int t_len(lua_State *L)
     return 1;
 }
 
+/* __gc and __close (safe twice, and on a closed tensor). The collector
+   never finalizes a held tensor (a binding holds its inputs on its stack),
+   so only a close asked by a script can be delayed. */
 static int t_gc(lua_State *L)
 {
-    tt_tensor *t = testtensor(L, 1);
-    if (t == NULL) t = luaL_checkudata(L, 1, LTT_TENSOR);
-    tt_tensor_release(t);
+    ltensor *u = (ltensor *)testtensor(L, 1);
+    if (u == NULL) return luaL_typeerror(L, 1, LTT_TENSOR);
+    if (u->holds > 0) u->close_asked = 1;
+    else tt_tensor_release(&u->t);
     return 0;
 }
 
@@ -511,7 +613,7 @@ static int t_label(lua_State *L)
         else lua_pushnil(L);
         return 1;
     }
-    t->label = tt_intern(luaL_checkstring(L, 2));
+    t->label = tt_intern(checkcstring(L, 2, "label", "the label"));
     ltt_trace_label(t->id, t->label);
     lua_settop(L, 1);
     return 1;
@@ -536,24 +638,31 @@ static int t_named(lua_State *L)
     tt_tensor *t = ltt_checktensor(L, 1);
     const char *names[TT_MAX_DIMS] = {0};
     int table = lua_istable(L, 2);
-    int given = table ? (int)luaL_len(L, 2) : lua_gettop(L) - 1;
-    if (table && lua_getfield(L, 2, "n") == LUA_TNUMBER) given = (int)lua_tointeger(L, -1);
+    lua_Integer given = table ? luaL_len(L, 2) : lua_gettop(L) - 1;
+    int64_t n;
+    if (table && lua_getfield(L, 2, "n") != LUA_TNIL) {
+        if (!tointeger(L, -1, &n) || n < 0 || n > TT_MAX_DIMS)
+            return ltt_error(L, "named: field 'n' must be a count of names from 0 to %d, got %s", TT_MAX_DIMS,
+                             lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
+        given = (int)n;
+    }
     if (table) lua_pop(L, 1);
     if (given != t->ndim) {
         char shp[256];
-        return ltt_error(L, "named: %d names given for %s, which has %d dims", given,
+        return ltt_error(L, "named: %lld names given for %s, which has %d dims", (long long)given,
                           shape_of(t, shp, sizeof shp), t->ndim);
     }
     for (int i = 0; i < t->ndim; i++) {
         int idx = i + 2;
         if (table) { lua_geti(L, 2, i + 1); idx = -1; }
-        if (lua_type(L, idx) == LUA_TSTRING) names[i] = tt_intern(lua_tostring(L, idx));
+        if (lua_type(L, idx) == LUA_TSTRING) names[i] = tt_intern(checkcstring(L, idx, "named", "a name"));
         else if (!lua_isnil(L, idx) && !(lua_isboolean(L, idx) && !lua_toboolean(L, idx)))
             return ltt_error(L, "named: name %d must be a string or nil, got %s", i + 1, luaL_typename(L, idx));
         if (table) lua_pop(L, 1);
     }
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_named(out, t, names));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    ltt_hold(L, "named", LEN(in), in);
+    ltt_unhold(L, LEN(in), in, tt_named(out, t, names));
     return 1;
 }
 
@@ -567,8 +676,8 @@ static int t_view_like(lua_State *L, int may_copy)
     int next;
     int ndim = checkshape(L, 2, shape, op, &next);
     if (!lua_isnone(L, next)) return ltt_error(L, "%s: sizes must be integers, got %s", op, luaL_typename(L, next));
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, may_copy ? tt_reshape(out, t, ndim, shape) : tt_view(out, t, ndim, shape));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, op, in, may_copy ? tt_reshape(out, t, ndim, shape) : tt_view(out, t, ndim, shape));
     return 1;
 }
 
@@ -579,16 +688,16 @@ static int t_transpose(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     int d1 = ltt_checkdim(L, 2, t, 0, "transpose"), d2 = ltt_checkdim(L, 3, t, 0, "transpose");
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_transpose(out, t, d1, d2));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, "transpose", in, tt_transpose(out, t, d1, d2));
     return 1;
 }
 
 static int t_mT(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_mT(out, t));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, "mT", in, tt_mT(out, t));
     return 1;
 }
 
@@ -597,10 +706,11 @@ static int t_permute(lua_State *L)
     tt_tensor *t = ltt_checktensor(L, 1);
     int perm[TT_MAX_DIMS];
     int table = lua_istable(L, 2);
-    int given = table ? (int)luaL_len(L, 2) : lua_gettop(L) - 1;
+    lua_Integer given = table ? luaL_len(L, 2) : lua_gettop(L) - 1;
     if (given != t->ndim) {
         char shp[256];
-        return ltt_error(L, "permute: %d dims given for %s, which has %d", given, shape_of(t, shp, sizeof shp), t->ndim);
+        return ltt_error(L, "permute: %lld dims given for %s, which has %d", (long long)given,
+                         shape_of(t, shp, sizeof shp), t->ndim);
     }
     for (int i = 0; i < t->ndim; i++) {
         if (table) {
@@ -611,8 +721,8 @@ static int t_permute(lua_State *L)
             perm[i] = ltt_checkdim(L, i + 2, t, 0, "permute");
         }
     }
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_permute(out, t, perm));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, "permute", in, tt_permute(out, t, perm));
     return 1;
 }
 
@@ -621,22 +731,34 @@ static int t_narrow(lua_State *L)
     tt_tensor *t = ltt_checktensor(L, 1);
     int d = ltt_checkdim(L, 2, t, 0, "narrow");
     lua_Integer start = luaL_checkinteger(L, 3), len = luaL_checkinteger(L, 4);
-    if (start < 0) start += t->shape[d] + 1;     /* -1 is the last position */
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_narrow(out, t, d, start - 1, len));
+    int64_t size = t->shape[d];
+    lua_Integer first = start < 0 ? start + size + 1 : start;     /* -1 is the last position */
+    if (start <= 0 && (first < 1 || len < 0 || first - 1 > size - len)) {   /* say what the script wrote */
+        char shp[256];
+        return ltt_error(L, "narrow: range start %lld, length %lld is outside dim %d of %s (size %lld); %s",
+                         (long long)start, (long long)len, d + 1, shape_of(t, shp, sizeof shp), (long long)size,
+                         start == 0 ? "Lua counts from 1" : "-1 is the last position");
+    }
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, "narrow", in, tt_narrow(out, t, d, first - 1, len));
     return 1;
 }
 
 static int select_impl(lua_State *L, tt_tensor *t, int d, lua_Integer i)
 {
-    if (i < 0) i += t->shape[d] + 1;
-    if (i == 0) {
-        char shp[256];
+    char shp[256];
+    int64_t size = t->shape[d];
+    if (i == 0)
         return ltt_error(L, "select: index 0 is not valid for dim %d of %s; Lua counts from 1", d + 1,
                           shape_of(t, shp, sizeof shp));
+    if (i < 0) {                        /* -1 is the last; errors say what the script wrote */
+        if (i < -size)
+            return ltt_error(L, "select: index %lld out of range for dim %d of %s (valid 1..%lld or -%lld..-1)",
+                             (long long)i, d + 1, shape_of(t, shp, sizeof shp), (long long)size, (long long)size);
+        i += size + 1;
     }
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_select(out, t, d, i - 1));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, "select", in, tt_select(out, t, d, i - 1));
     return 1;
 }
 
@@ -652,8 +774,8 @@ static int t_expand(lua_State *L)
     tt_tensor *t = ltt_checktensor(L, 1);
     int64_t shape[TT_MAX_DIMS];
     int ndim = checkshape(L, 2, shape, "expand", NULL);
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_expand(out, t, ndim, shape));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, "expand", in, tt_expand(out, t, ndim, shape));
     return 1;
 }
 
@@ -661,8 +783,8 @@ static int t_unsqueeze(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     int d = ltt_checkdim(L, 2, t, 1, "unsqueeze");
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_unsqueeze(out, t, d));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, "unsqueeze", in, tt_unsqueeze(out, t, d));
     return 1;
 }
 
@@ -670,24 +792,24 @@ static int t_squeeze(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     int d = optdim(L, 2, t, -1, "squeeze");
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_squeeze(out, t, d));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, "squeeze", in, tt_squeeze(out, t, d));
     return 1;
 }
 
 static int t_contiguous(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_contiguous(out, t));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, "contiguous", in, tt_contiguous(out, t));
     return 1;
 }
 
 static int t_clone(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_clone(out, t));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, "clone", in, tt_clone(out, t));
     return 1;
 }
 
@@ -702,14 +824,21 @@ static int pieces(lua_State *L, int is_chunk)
     int64_t size = t->shape[d];
     int64_t count = size == 0 ? 1 : is_chunk ? (n < size ? n : size) : size / n + (size % n != 0);
     if (count > 1000000) return ltt_error(L, "%s: %lld pieces is too many", op, (long long)count);
-    tt_tensor *outs = lua_newuserdatauv(L, (size_t)count * sizeof *outs, 0);   /* scratch, collected */
+    /* Every userdata is made first: between the core call and the moves
+       below nothing allocates, so no error can strand a reference. */
+    tt_tensor **dst = lua_newuserdatauv(L, (size_t)count * sizeof *dst, 0);
+    tt_tensor *outs = lua_newuserdatauv(L, (size_t)count * sizeof *outs, 0);
+    lua_createtable(L, (int)count, 0);
+    for (int i = 0; i < count; i++) {
+        dst[i] = ltt_newtensor(L);
+        lua_rawseti(L, -2, i + 1);
+    }
     int got = 0;
-    tt_status st = is_chunk ? tt_chunk(outs, (int)count, &got, t, n, d) : tt_split(outs, (int)count, &got, t, n, d);
-    ltt_check(L, st);
-    lua_createtable(L, got, 0);
-    for (int i = 0; i < got; i++) {
-        tt_tensor *p = ltt_newtensor(L);
-        *p = outs[i];                   /* the reference moves into the userdata */
+    tt_tensor *in[] = {t};
+    CALL_HELD(L, op, in, is_chunk ? tt_chunk(outs, (int)count, &got, t, n, d) : tt_split(outs, (int)count, &got, t, n, d));
+    for (int i = 0; i < got; i++) *dst[i] = outs[i];    /* the references move into the userdata */
+    for (int i = got; i < count; i++) {                 /* fewer pieces than planned */
+        lua_pushnil(L);
         lua_rawseti(L, -2, i + 1);
     }
     return 1;
@@ -722,10 +851,10 @@ static int t_split(lua_State *L) { return pieces(L, 0); }
 
 static int binop(lua_State *L, tt_binop op, const char *name)
 {
-    tt_tensor *a = ltt_totensor(L, 1), *b = ltt_totensor(L, 2);
+    tt_tensor *a = opttensor(L, 1, name), *b = opttensor(L, 2, name);
     if (a && b) {
-        tt_tensor *out = ltt_newtensor(L);
-        ltt_check(L, tt_binary(out, op, a, b));
+        tt_tensor *out = ltt_newtensor(L), *in[] = {a, b};
+        CALL_HELD(L, name, in, tt_binary(out, op, a, b));
         return 1;
     }
     int ti = a ? 1 : 2, si = a ? 2 : 1;
@@ -736,8 +865,8 @@ static int binop(lua_State *L, tt_binop op, const char *name)
                           a ? shape_of(a, shp, sizeof shp) : luaL_typename(L, 1), name,
                           a ? luaL_typename(L, 2) : shape_of(b, shp, sizeof shp));
     }
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_binary_scalar(out, op, a ? a : b, lua_tonumber(L, si), ti == 2));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {a ? a : b};
+    CALL_HELD(L, name, in, tt_binary_scalar(out, op, a ? a : b, lua_tonumber(L, si), ti == 2));
     return 1;
 }
 
@@ -758,26 +887,26 @@ static int t_band(lua_State *L) { return binop(L, TT_AND, "and"); }
 static int t_bor(lua_State *L) { return binop(L, TT_OR, "or"); }
 static int t_bxor(lua_State *L) { return binop(L, TT_XOR, "xor"); }
 
-static int unop(lua_State *L, tt_unop op)
+static int unop(lua_State *L, tt_unop op, const char *name)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_unary(out, op, t));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, name, in, tt_unary(out, op, t));
     return 1;
 }
 
-static int t_unm(lua_State *L) { return unop(L, TT_NEG); }
-static int t_bnot(lua_State *L) { return unop(L, TT_NOT); }
-static int t_exp(lua_State *L) { return unop(L, TT_EXP); }
-static int t_log(lua_State *L) { return unop(L, TT_LOG); }
-static int t_sqrt(lua_State *L) { return unop(L, TT_SQRT); }
-static int t_abs(lua_State *L) { return unop(L, TT_ABS); }
+static int t_unm(lua_State *L) { return unop(L, TT_NEG, "neg"); }
+static int t_bnot(lua_State *L) { return unop(L, TT_NOT, "not"); }
+static int t_exp(lua_State *L) { return unop(L, TT_EXP, "exp"); }
+static int t_log(lua_State *L) { return unop(L, TT_LOG, "log"); }
+static int t_sqrt(lua_State *L) { return unop(L, TT_SQRT, "sqrt"); }
+static int t_abs(lua_State *L) { return unop(L, TT_ABS, "abs"); }
 
 static int convert(lua_State *L, tt_dtype dt)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_to_dtype(out, t, dt));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, dt == TT_BOOL ? "bool" : "float", in, tt_to_dtype(out, t, dt));
     return 1;
 }
 
@@ -791,8 +920,8 @@ static int reduce(lua_State *L, tt_redop op, const char *name)
     tt_tensor *t = ltt_checktensor(L, 1);
     int d = optdim(L, 2, t, -1, name);
     int keep = lua_toboolean(L, 3);
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_reduce(out, op, t, d, keep));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, name, in, tt_reduce(out, op, t, d, keep));
     return 1;
 }
 
@@ -811,8 +940,8 @@ static int maxmin(lua_State *L, int is_min)
     int d = ltt_checkdim(L, 2, t, 0, is_min ? "min" : "max");
     int keep = lua_toboolean(L, 3);
     tt_tensor *v = ltt_newtensor(L);
-    tt_tensor *i = ltt_newtensor(L);
-    ltt_check(L, tt_max_dim(v, i, t, d, keep, is_min));
+    tt_tensor *i = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, is_min ? "min" : "max", in, tt_max_dim(v, i, t, d, keep, is_min));
     return 2;
 }
 
@@ -824,8 +953,8 @@ static int t_min(lua_State *L) { return maxmin(L, 1); }
 static int ltt_matmul(lua_State *L)
 {
     tt_tensor *a = ltt_checktensor(L, 1), *b = ltt_checktensor(L, 2);
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_matmul(out, a, b));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {a, b};
+    CALL_HELD(L, "matmul", in, tt_matmul(out, a, b));
     return 1;
 }
 
@@ -838,8 +967,8 @@ static int t_softmax(lua_State *L)
                           shape_of(t, shp, sizeof shp));
     }
     int d = ltt_checkdim(L, 2, t, 0, "softmax");
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_softmax(out, t, d));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, "softmax", in, tt_softmax(out, t, d));
     return 1;
 }
 
@@ -848,8 +977,8 @@ static int t_masked_fill(lua_State *L)
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *m = ltt_checktensor(L, 2);
     double v = luaL_checknumber(L, 3);
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_masked_fill(out, t, m, v));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t, m};
+    CALL_HELD(L, "masked_fill", in, tt_masked_fill(out, t, m, v));
     return 1;
 }
 
@@ -857,8 +986,8 @@ static int tri(lua_State *L, int upper)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     lua_Integer k = luaL_optinteger(L, 2, 0);
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, upper ? tt_triu(out, t, k) : tt_tril(out, t, k));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, upper ? "triu" : "tril", in, upper ? tt_triu(out, t, k) : tt_tril(out, t, k));
     return 1;
 }
 
@@ -868,7 +997,7 @@ static int t_triu(lua_State *L) { return tri(L, 1); }
 static int ltt_causal_mask(lua_State *L)
 {
     lua_Integer nq = luaL_checkinteger(L, 1), nk = luaL_optinteger(L, 2, nq);
-    const char *align = luaL_optstring(L, 3, "lower_right");
+    const char *align = lua_isnoneornil(L, 3) ? "lower_right" : checkcstring(L, 3, "causal_mask", "align");
     int lower_right = strcmp(align, "lower_right") == 0;
     if (!lower_right && strcmp(align, "upper_left") != 0)
         return ltt_error(L, "causal_mask: align must be \"lower_right\" or \"upper_left\", got \"%s\"", align);
@@ -890,40 +1019,46 @@ static int t_repeat_interleave(lua_State *L)
     tt_tensor *src = t;
     if (flatten) {                         /* no dim: flatten first, as PyTorch */
         src = ltt_newtensor(L);
+        tt_tensor *in[] = {t};
         int64_t flat = -1;
-        ltt_check(L, tt_reshape(src, t, 1, &flat));
+        CALL_HELD(L, "repeat_interleave", in, tt_reshape(src, t, 1, &flat));
     }
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_repeat_interleave(out, src, r, d));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {src};
+    CALL_HELD(L, "repeat_interleave", in, tt_repeat_interleave(out, src, r, d));
     return 1;
 }
 
-/* tt.cat(list, d) / tt.stack(list, d): list of tensors. */
+/* tt.cat(list, d) / tt.stack(list, d): list of tensors. The tensors are
+   kept alive in a table of our own (not on the stack, whose size is
+   limited, nor in the script's list, which its metamethods may change). */
 static int joinop(lua_State *L, int is_stack)
 {
     const char *op = is_stack ? "stack" : "cat";
     lua_settop(L, 2);
     luaL_checktype(L, 1, LUA_TTABLE);
-    int n = (int)luaL_len(L, 1);
-    if (n == 0) return ltt_error(L, "%s: expects a non-empty list of tensors", op);
-    const tt_tensor **list = lua_newuserdatauv(L, (size_t)n * sizeof *list, 0);
-    int base = lua_gettop(L);
+    lua_Integer len = luaL_len(L, 1);
+    if (len <= 0) return ltt_error(L, "%s: expects a non-empty list of tensors", op);
+    if (len > INT_MAX / (lua_Integer)sizeof(tt_tensor *))
+        return ltt_error(L, "%s: the list has %lld elements, at most %d are supported", op, (long long)len,
+                         (int)(INT_MAX / sizeof(tt_tensor *)));
+    int n = (int)len;
+    tt_tensor **list = lua_newuserdatauv(L, (size_t)n * sizeof *list, 0);
+    lua_createtable(L, n, 0);
+    int keep = lua_gettop(L);
     for (int i = 0; i < n; i++) {
         lua_geti(L, 1, i + 1);
-        list[i] = ltt_totensor(L, -1);
+        list[i] = testtensor(L, -1);
         if (list[i] == NULL)
             return ltt_error(L, "%s: element %d of the list is a %s, expected a tensor", op, i + 1, luaL_typename(L, -1));
-    }   /* the tensors stay on the stack, so they stay alive */
-    int d = 0;
-    if (!lua_isnoneornil(L, 2)) {
-        tt_tensor probe = *list[0];
-        if (is_stack) probe.ndim = list[0]->ndim;
-        d = ltt_checkdim(L, 2, &probe, is_stack, op);
+        if (list[i]->storage == NULL) return ltt_error(L, "%s: element %d of the list is a closed tensor", op, i + 1);
+        lua_rawseti(L, keep, i + 1);
     }
+    int d = 0;
+    if (!lua_isnoneornil(L, 2)) d = ltt_checkdim(L, 2, list[0], is_stack, op);
     tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, is_stack ? tt_stack(out, list, n, d) : tt_cat(out, list, n, d));
-    lua_replace(L, base);
-    lua_settop(L, base);
+    ltt_hold(L, op, n, list);
+    ltt_unhold(L, n, list, is_stack ? tt_stack(out, (const tt_tensor *const *)list, n, d)
+                                    : tt_cat(out, (const tt_tensor *const *)list, n, d));
     return 1;
 }
 
@@ -966,14 +1101,15 @@ void ltt_check_opts(lua_State *L, int idx, const char *op, const char *const *kn
     }
 }
 
+/* The options are read before the tensors are checked: an options table
+   may run a script's code (its __index), which may close a tensor. */
 static int ltt_sdpa(lua_State *L)
 {
     static const char *const known[] = {"causal", "mask", "scale", "weights", NULL};
-    tt_tensor *q = ltt_checktensor(L, 1), *k = ltt_checktensor(L, 2), *v = ltt_checktensor(L, 3);
+    lua_settop(L, 4);
     ltt_check_opts(L, 4, "sdpa", known);
     int causal = 0, want_w = 0;
-    double scale = NAN;             /* absent: the default 1/sqrt(Dh) */
-    tt_tensor *mask = NULL;
+    double scale = NAN;                 /* NaN: the default 1/sqrt(Dh) */
     if (lua_istable(L, 4)) {
         causal = ltt_optflag(L, 4, "sdpa", "causal", 0);
         want_w = ltt_optflag(L, 4, "sdpa", "weights", 0);
@@ -981,20 +1117,27 @@ static int ltt_sdpa(lua_State *L)
         if (!lua_isnil(L, -1)) {
             if (lua_type(L, -1) != LUA_TNUMBER) return ltt_error(L, "sdpa: scale must be a number, got %s", luaL_typename(L, -1));
             scale = lua_tonumber(L, -1);
-            if (!(scale > 0) || !isfinite(scale)) return ltt_error(L, "sdpa: scale must be a positive finite number, got %g", scale);
+            if (isnan(scale)) return ltt_error(L, "sdpa: scale must be a finite number, got nan");
+            if (isinf(scale)) return ltt_error(L, "sdpa: scale must be a finite number, got %sinf", scale < 0 ? "-" : "");
         }
-        lua_getfield(L, 4, "mask");
-        if (!lua_isnil(L, -1)) {
-            mask = ltt_totensor(L, -1);
-            if (mask == NULL) return ltt_error(L, "sdpa: mask must be a bool tensor, got %s", luaL_typename(L, -1));
-        }
-    }   /* the mask stays on the stack while we use it */
+        lua_getfield(L, 4, "mask");     /* index 6: stays on the stack while we use it */
+    } else {
+        lua_pushnil(L);
+        lua_pushnil(L);
+    }
+    tt_tensor *mask = NULL;
+    if (!lua_isnil(L, 6)) {
+        mask = testtensor(L, 6);
+        if (mask == NULL) return ltt_error(L, "sdpa: mask must be a bool tensor, got %s", luaL_typename(L, 6));
+        if (mask->storage == NULL) return ltt_error(L, "sdpa: the mask tensor was closed");
+    }
+    tt_tensor *q = ltt_checktensor(L, 1), *k = ltt_checktensor(L, 2), *v = ltt_checktensor(L, 3);
     tt_tensor *out = ltt_newtensor(L);
     tt_tensor *w = want_w ? ltt_newtensor(L) : NULL;
     int64_t empty = 0;
-    ltt_check(L, tt_sdpa(out, w, q, k, v, mask, causal, scale, &empty));
-    if (want_w) return 2;
-    return 1;
+    tt_tensor *in[] = {q, k, v, mask};
+    CALL_HELD(L, "sdpa", in, tt_sdpa(out, w, q, k, v, mask, causal, scale, &empty));
+    return want_w ? 2 : 1;
 }
 
 /* ===== einops ===== */
@@ -1002,7 +1145,7 @@ static int ltt_sdpa(lua_State *L)
 static int ltt_rearrange(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
-    const char *pattern = luaL_checkstring(L, 2);
+    const char *pattern = checkcstring(L, 2, "rearrange", "the pattern");
     const char *names[64];
     int64_t sizes[64];
     int n = 0;
@@ -1010,29 +1153,29 @@ static int ltt_rearrange(lua_State *L)
         luaL_checktype(L, 3, LUA_TTABLE);
         lua_pushnil(L);
         while (lua_next(L, 3)) {
-            if (lua_type(L, -2) != LUA_TSTRING || !lua_isinteger(L, -1))
+            if (lua_type(L, -2) != LUA_TSTRING || !tointeger(L, -1, &sizes[n]))
                 return ltt_error(L, "rearrange: sizes must map axis names to integers, e.g. {h = 8}");
             if (n == 64) return ltt_error(L, "rearrange: too many sizes");
-            names[n] = tt_intern(lua_tostring(L, -2));
-            sizes[n++] = lua_tointeger(L, -1);
+            names[n++] = tt_intern(checkcstring(L, -2, "rearrange", "an axis name in sizes"));
             lua_pop(L, 1);
         }
     }
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_rearrange(out, t, pattern, n, names, sizes));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    CALL_HELD(L, "rearrange", in, tt_rearrange(out, t, pattern, n, names, sizes));
     return 1;
 }
 
 static int ltt_einsum(lua_State *L)
 {
-    const char *spec = luaL_checkstring(L, 1);
+    const char *spec = checkcstring(L, 1, "einsum", "the pattern");
     int n = lua_gettop(L) - 1;
     if (n < 1) return ltt_error(L, "einsum: \"%s\" needs at least one tensor", spec);
     if (n > 16) return ltt_error(L, "einsum: at most 16 tensors, got %d", n);
-    const tt_tensor *list[16];
+    tt_tensor *list[16];
     for (int i = 0; i < n; i++) list[i] = ltt_checktensor(L, i + 2);
     tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_einsum(out, spec, list, n));
+    ltt_hold(L, "einsum", n, list);
+    ltt_unhold(L, n, list, tt_einsum(out, spec, (const tt_tensor *const *)list, n));
     return 1;
 }
 
@@ -1040,13 +1183,13 @@ static int ltt_einsum(lua_State *L)
 
 /* A tensor from argument idx: a tensor, a number, or a nested table. The
    tensor stays on the stack at the returned index. */
-static tt_tensor *operand(lua_State *L, int idx)
+static tt_tensor *operand(lua_State *L, int idx, const char *op)
 {
-    tt_tensor *t = ltt_totensor(L, idx);
+    tt_tensor *t = opttensor(L, idx, op);
     if (t) return t;
     int ty = lua_type(L, idx);
     if (ty != LUA_TNUMBER && ty != LUA_TTABLE && ty != LUA_TBOOLEAN)
-        ltt_error(L, "expected a tensor, number or nested table, got %s", luaL_typename(L, idx));
+        ltt_error(L, "%s: expected a tensor, number or nested table, got %s", op, luaL_typename(L, idx));
     t = from_nested(L, idx, 0);         /* in this frame: its errors get file:line */
     lua_replace(L, idx);
     return t;
@@ -1061,6 +1204,8 @@ static void compare(lua_State *L, const char *op, tt_tensor *a, tt_tensor *b, do
                     closeness *c)
 {
     char sa[256], sb[256];
+    tt_tensor *in[] = {a, b};           /* the loop below runs no Lua code: a check is enough */
+    check_open(L, op, LEN(in), in);
     int same = a->ndim == b->ndim;
     for (int i = 0; same && i < a->ndim; i++) same = a->shape[i] == b->shape[i];
     if (!same && tt_numel(b) != 1)
@@ -1086,7 +1231,7 @@ static void compare(lua_State *L, const char *op, tt_tensor *a, tt_tensor *b, do
 static int ltt_allclose(lua_State *L)
 {
     lua_settop(L, 4);
-    tt_tensor *a = operand(L, 1), *b = operand(L, 2);
+    tt_tensor *a = operand(L, 1, "allclose"), *b = operand(L, 2, "allclose");
     closeness c;
     double rtol = luaL_optnumber(L, 3, 1e-5), atol = luaL_optnumber(L, 4, 1e-8);
     compare(L, "allclose", a, b, rtol, atol, &c);
@@ -1098,7 +1243,7 @@ static int ltt_allclose(lua_State *L)
 static int ltt_assert_close(lua_State *L)
 {
     lua_settop(L, 5);
-    tt_tensor *a = operand(L, 1), *b = operand(L, 2);
+    tt_tensor *a = operand(L, 1, "assert_close"), *b = operand(L, 2, "assert_close");
     /* PyTorch's float32 defaults */
     double rtol = luaL_optnumber(L, 3, 1.3e-6), atol = luaL_optnumber(L, 4, 1e-5);
     const char *msg = luaL_optstring(L, 5, NULL);
@@ -1143,13 +1288,13 @@ static int linear_call(lua_State *L)
         return ltt_error(L, "Linear: input %s does not end in in_features=%lld (weight %s)",
                           shape_of(x, sx, sizeof sx), (long long)w->shape[1], shape_of(w, sw, sizeof sw));
     }
-    tt_tensor *wt = ltt_newtensor(L);
-    ltt_check(L, tt_mT(wt, w));
-    tt_tensor *y = ltt_newtensor(L);
-    ltt_check(L, tt_matmul(y, x, wt));
+    tt_tensor *wt = ltt_newtensor(L), *in_w[] = {w};
+    CALL_HELD(L, "Linear", in_w, tt_mT(wt, w));
+    tt_tensor *y = ltt_newtensor(L), *in_xw[] = {x, wt};
+    CALL_HELD(L, "Linear", in_xw, tt_matmul(y, x, wt));
     if (b == NULL) return 1;
-    tt_tensor *yb = ltt_newtensor(L);
-    ltt_check(L, tt_binary(yb, TT_ADD, y, b));
+    tt_tensor *yb = ltt_newtensor(L), *in_yb[] = {y, b};
+    CALL_HELD(L, "Linear", in_yb, tt_binary(yb, TT_ADD, y, b));
     return 1;
 }
 
@@ -1283,6 +1428,11 @@ int luaopen_tt(lua_State *L)
     tt_set_reclaim(reclaim, L);
     luaL_newmetatable(L, LTT_TENSOR);
     luaL_setfuncs(L, tensor_metameth, 0);
+    /* getmetatable(x) gives this name, not the table: a script cannot call
+       __gc by hand or change the methods (debug.getmetatable still can,
+       so every metamethod stays safe on any tensor, closed or not) */
+    lua_pushliteral(L, LTT_TENSOR);
+    lua_setfield(L, -2, "__metatable");
     luaL_newlib(L, tensor_meth);
     lua_pushvalue(L, -1);
     lua_pushcclosure(L, t_index, 1);        /* methods as an upvalue: no lookup by name */
@@ -1304,6 +1454,8 @@ int luaopen_tt(lua_State *L)
     lua_pop(L, 1);
 
     luaL_newmetatable(L, "tt.Linear");
+    lua_pushliteral(L, "tt.Linear");
+    lua_setfield(L, -2, "__metatable");
     lua_pushcfunction(L, linear_call);
     lua_setfield(L, -2, "__call");
     lua_pushcfunction(L, linear_index);

@@ -5,13 +5,30 @@
 -- Lua error in one call does not stop the others. Arguments are drawn from
 -- earlier results and from lists of awkward values: dims 0, 1, negative and
 -- out of range, sizes from 0 to 2^62, NaN and ±inf, wrong types, nil, bool
--- tensors where floats are expected, bad einops patterns, bad figure options.
+-- tensors where floats are expected, bad einops patterns, bad figure options,
+-- long lists (cat/stack of 30..3000 tensors, shape tables of hundreds of
+-- entries), tables whose metamethods close tensors, collect garbage, raise
+-- or answer nonsense in the middle of a call, finalizers that close tensors
+-- while an op allocates, zero-size dims everywhere. gen.big_program makes
+-- programs of huge shapes for a run under a small memory cap (run.lua
+-- checks the peak RSS of such a run against the cap).
 local M = {}
 
 -- Known bugs in code owned by others, kept out of the programs until fixed
 -- so that the CI batch stays green (TT_FUZZ_ALL=1 generates them anyway).
 -- Each entry is a reproducer; delete the entry once it passes.
 M.known = {
+  -- lua/lfigures.c + core/figure.c (figures): a heatmap's image buffers are
+  -- outside the memory cap; under --max-memory 64M the peak RSS passes the
+  -- cap by 40..70 MB: tt.heatmap(tt.randn(64, 3000, 64), "/tmp/x.png",
+  -- {annotate = true}) peaks at 130 MB, tt.heatmap(tt.randn(2048, 2048),
+  -- "/tmp/x.png") adds 41 MB. Big programs draw small figures meanwhile.
+  figure_memory_outside_cap = true,
+  -- lua/lfigures.c (figures): an options table whose __index closes the
+  -- tensor crashes tt.heatmap (exit 139): local x = tt.randn(3, 4);
+  -- tt.heatmap(x, "/tmp/x.png", setmetatable({}, {__index = function()
+  -- local c <close> = x end})). Figure options meddle without closing.
+  figure_opts_close = true,
 }
 local known = os.getenv("TT_FUZZ_ALL") ~= "1" and M.known or {}
 
@@ -60,8 +77,12 @@ local function slot(k)
   return chance(0.8) and "t(" .. j .. ")" or "v[" .. j .. "]"
 end
 
+local ZERO_SIZE = {"tt.zeros(0, 3)", "tt.randn(2, 0, 3)", "tt.zeros(0)", "tt.ones(3, 0):bool()",
+                   "tt.randn(0, 0)", "tt.randn(1, 2, 0, 4)", "tt.zeros(2, 3, 0)"}
+
 local function tensor(k)
   if k > 1 and chance(0.85) then return slot(k) end
+  if chance(0.1) then return pick(ZERO_SIZE) end
   local r = rnd(6)
   if r == 1 then return "tt.randn(" .. rnd(0, 4) .. ", " .. rnd(0, 5) .. ")" end
   if r == 2 then return "tt.tensor{{1, 2, 3}, {4, 5, 6}}" end
@@ -112,6 +133,56 @@ local function nested(depth, budget)
   end
   return "{" .. table.concat(items, ", ") .. "}"
 end
+
+-- ===== tables that run code in the middle of a call =====
+
+-- what an __index (or __len) function does before it answers
+local function meddle(k, no_close)
+  local j = rnd(math.max(1, k - 1))
+  if no_close then return pick({"collectgarbage()", "error('meddle')", "for i = 1, 50 do local g = tt.zeros(64) end", ""}) end
+  return pick({
+    "local c <close> = t(" .. j .. ")",
+    "collectgarbage()",
+    "collectgarbage('step')",
+    "error('meddle')",
+    "for i = 1, 50 do local g = tt.zeros(64) end",
+    "local c <close> = v[" .. j .. "]",
+    "",
+  })
+end
+
+local ODD = {"nil", "1", "0", "-1", "true", "'x'", "{}", "(0/0)", "math.huge", "2^40", "1.5",
+             "tt.zeros(1)", "print", "'\\0'"}
+
+-- `base` (a table constructor) with a metatable whose __index meddles then
+-- answers an odd value (the keys it was given stay raw, as options must)
+-- (a huge __len only where the call refuses it before walking: a nested
+-- table claiming 1e9 elements makes tt.tensor call __index 1e9 times)
+local function evil(k, base, huge_len, no_close)
+  local lens = {"1", "2", "3", "0", "-1", "1.5", "'x'"}
+  if huge_len then lens[#lens + 1] = pick({"2^31", "1e9", "math.maxinteger"}) end
+  return "setmetatable(" .. base .. ", {__index = function() " .. meddle(k, no_close) .. "; return " ..
+         pick(ODD) .. " end" .. (chance(0.3) and ", __len = function() " .. meddle(k, no_close) .. "; return " ..
+         pick(lens) .. " end" or "") .. "})"
+end
+
+-- a finalizer armed to run at some later allocation, made in a coroutine
+-- so that no stale register keeps the trap alive
+local function trap(k)
+  return "coroutine.wrap(function() setmetatable({}, {__gc = function() " .. meddle(k) .. " end}) end)()"
+end
+
+-- a list of n elements built at run time: the same tensor, distinct views,
+-- or one odd element somewhere
+local function long_list(k, n)
+  local r = rnd(4)
+  if r == 1 then return "L(" .. n .. ", " .. tensor(k) .. ")" end
+  if r == 2 then return "LV(" .. n .. ", " .. tensor(k) .. ")" end
+  if r == 3 then return "LX(" .. n .. ", " .. tensor(k) .. ", " .. rnd(n) .. ", " .. anyval(k) .. ")" end
+  return evil(k, "L(" .. n .. ", " .. tensor(k) .. ")", true)
+end
+
+local function list_len() return chance(0.5) and rnd(30, 300) or pick({30, 40, 41, 64, 100, 1000, 3000}) end
 
 -- ===== einops patterns =====
 
@@ -186,7 +257,8 @@ local function figure_opts(k)
   }
   local t = {}
   for i = 1, rnd(0, 4) do t[i] = pick(keys)() end
-  return "{" .. table.concat(t, ", ") .. "}"
+  local o = "{" .. table.concat(t, ", ") .. "}"
+  return chance(0.15) and evil(k, o, false, known.figure_opts_close) or o
 end
 
 local function sdpa_opts(k)
@@ -200,7 +272,8 @@ local function sdpa_opts(k)
   }
   local t = {}
   for i = 1, rnd(0, 3) do t[i] = pick(keys)() end
-  return "{" .. table.concat(t, ", ") .. "}"
+  local o = "{" .. table.concat(t, ", ") .. "}"
+  return chance(0.15) and evil(k, o) or o
 end
 
 local function path(tmp)
@@ -289,7 +362,8 @@ local CALLS = {
   end,
   function(k) return "tt.sdpa(" .. T(k) .. ", " .. T(k) .. ", " .. T(k) .. ", " .. sdpa_opts(k) .. ")" end,
   function(k)       -- a well-formed attention call, so that the kernels run on odd shapes
-    local b, hkv, g, nq, nk, dh = rnd(0, 2), rnd(1, 3), rnd(1, 3), rnd(0, 7), rnd(0, 7), rnd(1, 9)
+    local b, hkv, g, nq, nk, dh = rnd(0, 2), rnd(chance(0.1) and 0 or 1, 3), rnd(1, 3), rnd(0, 7), rnd(0, 7),
+                                  rnd(chance(0.15) and 0 or 1, 9)
     return string.format("tt.sdpa(tt.randn(%d, %d, %d, %d), tt.randn(%d, %d, %d, %d), tt.randn(%d, %d, %d, %d), %s)",
                          b, hkv * g, nq, dh, b, hkv, nk, dh, b, hkv, nk, dh, sdpa_opts(k))
   end,
@@ -307,6 +381,41 @@ local CALLS = {
   function(k) return "tt.heatmap(tt.randn(" .. rnd(1, 3) .. ", " .. rnd(0, 9) .. ", " .. rnd(0, 9) .. "), " .. path(M.tmp) .. ", " .. figure_opts(k) .. ")" end,
   function(k) return "tt.bars(" .. T(k) .. ", " .. path(M.tmp) .. ", " .. figure_opts(k) .. ")" end,
   function(k) return "tt.flow(" .. path(M.tmp) .. ", " .. figure_opts(k) .. ")" end,
+  -- long lists and long shape tables
+  function(k) return "tt." .. pick({"cat", "stack"}) .. "(" .. long_list(k, list_len()) .. (chance(0.8) and ", " .. D() or "") .. ")" end,
+  function(k) return "tt.cat(LV(" .. list_len() .. ", tt.randn(" .. rnd(0, 3) .. ", " .. rnd(0, 4) .. ")), " .. pick({"1", "2", "-1"}) .. ")" end,
+  function(k) return T(k) .. ":" .. pick({"view", "reshape", "expand", "permute", "named"}) .. "(" ..
+                     pick({"N1(", "N1(", "NS("}) .. pick({"9", "30", "300", "3000"}) .. "))" end,
+  function(k) return pick({"tt.zeros", "tt.ones", "tt.randn"}) .. "(table.unpack(N1(" .. pick({"9", "40", "200"}) .. ")))" end,
+  function(k) return T(k) .. ":" .. pick({"chunk", "split"}) .. "(" .. pick({"1", "2", "1000", "100000"}) .. ")" end,
+  function(k) return "#tt.arange(" .. pick({"3000", "40000"}) .. "):chunk(" .. pick({"3000", "40000"}) .. ")" end,
+  -- tables that meddle: as shapes, lists, options, nested data
+  function(k) return T(k) .. ":" .. pick({"view", "reshape", "expand", "permute", "named"}) .. "(" .. evil(k, "{}") .. ")" end,
+  function(k) return pick({"tt.zeros", "tt.ones", "tt.full"}) .. "(" .. evil(k, "{2, 3}") .. (chance(0.5) and ", 1" or "") .. ")" end,
+  function(k) return "tt.tensor(" .. evil(k, "{1, 2}") .. ")" end,
+  function(k) return "tt.allclose(" .. T(k) .. ", " .. evil(k, "{{1, 2, 3}, {4, 5, 6}}") .. ")" end,
+  function(k) return "tt.nn.Linear(2, 3, " .. evil(k, "{}") .. ")" end,
+  function(k) return "tt.trace.summary(" .. evil(k, "{}") .. ")" end,
+  function(k) return "tt.rearrange(" .. T(k) .. ", 'a b -> b a', " .. evil(k, "{}") .. ")" end,
+  -- finalizers that run while an op allocates
+  function(k) return trap(k) end,
+  function(k) return "(function() " .. trap(k) .. "; local g = tt.zeros(" .. pick({"1", "1000", "1e6"}) .. "); return " ..
+                     T(k) .. " + 1 end)()" end,
+  -- zero-size attention and figures of nothing
+  function(k)
+    local nq, nk = rnd(0, 2), rnd(0, 2)
+    return string.format("tt.sdpa(tt.randn(%d, %d, %d), tt.randn(%d, %d, %d), tt.randn(%d, %d, %d), {causal = %s, weights = %s%s})",
+                         rnd(0, 2), nq, rnd(0, 3), rnd(0, 2), nk, rnd(0, 3), rnd(0, 2), nk, rnd(0, 3),
+                         pick({"true", "false"}), pick({"true", "false"}),
+                         chance(0.3) and ", mask = tt.causal_mask(" .. nq .. ", " .. nk .. ")" or "")
+  end,
+  function(k) return pick({"tt.heatmap", "tt.bars"}) .. "(" .. pick(ZERO_SIZE) .. ", " .. path(M.tmp) .. ", " .. figure_opts(k) .. ")" end,
+  -- the metatable and the debug library
+  function(k) return "getmetatable(" .. T(k) .. ")" end,
+  function(k) return "debug.getregistry()['tt.Tensor']." .. pick({"__gc", "__close"}) .. "(" .. T(k) .. ")" end,
+  function(k) return "debug.getregistry()['tt.Tensor'].__gc(" .. A(k) .. ")" end,
+  function(k) return "debug.getregistry()['tt.Tensor']." .. pick({"__index", "__add", "__len", "__tostring", "__unm"}) ..
+                     "(" .. A(k) .. ", " .. A(k) .. ")" end,
   -- closing a tensor that is still referenced
   function(k) return "(function() local c <close> = " .. T(k) .. " end)()" end,
   function(k) return "collectgarbage()" end,
@@ -323,7 +432,66 @@ local function t(j)
   for i = j, 1, -1 do if getmetatable(v[i]) == TM then return v[i] end end
   return tt.randn(2, 3)
 end
+-- lists for cat/stack: n times x; n views of x; n times x but e at i
+local function L(n, x) local s = {} for i = 1, n do s[i] = x end return s end
+local function LV(n, x)
+  local s = {}
+  for i = 1, n do s[i] = getmetatable(x) == TM and x:view(x:shape()) or x end
+  return s
+end
+local function LX(n, x, i, e) local s = L(n, x); s[i] = e; return s end
+-- shape tables: n ones; n strings
+local function N1(n) local s = {} for i = 1, n do s[i] = 1 end return s end
+local function NS(n) local s = {} for i = 1, n do s[i] = "d" .. i end return s end
 ]]
+
+-- ===== huge shapes under a small memory cap =====
+
+local BIG = {"1000", "1024", "2048", "3000", "4096", "5000", "8192", "(1<<16)", "(1<<20)", "(1<<31)", "0", "1"}
+local function big() return pick(BIG) end
+local function fig() return known.figure_memory_outside_cap and pick({"1", "64", "256"}) or big() end
+local function mid() return pick({"256", "512", "1000", "1024"}) end
+
+local BIG_CALLS = {
+  function() return "tt." .. pick({"zeros", "ones", "randn", "rand"}) .. "(" .. big() .. ", " .. big() .. ")" end,
+  function() return "tt.full(" .. big() .. ", " .. big() .. ", 1)" end,
+  function() return "tt.randn(" .. mid() .. ", " .. mid() .. "):matmul(tt.randn(" .. mid() .. ", " .. mid() .. "))" end,
+  function() return "tt.sdpa(tt.randn(1, 2, " .. big() .. ", 16), tt.randn(1, 2, " .. big() .. ", 16), tt.randn(1, 2, " ..
+                    big() .. ", 16), {causal = " .. pick({"true", "false"}) .. ", weights = " .. pick({"true", "false"}) .. "})" end,
+  function() return "tt.causal_mask(" .. big() .. ", " .. big() .. ")" end,
+  function() return "tt.heatmap(tt.randn(" .. fig() .. ", " .. fig() .. "), %q)" end,
+  function() return "tt.heatmap(tt.randn(" .. (known.figure_memory_outside_cap and pick({"1", "16"}) or pick({"1", "64", "1000"})) ..
+                    ", " .. fig() .. ", " .. pick({"1", "64"}) .. "), %q, {annotate = true})" end,
+  function() return "tt.bars(tt.randn(" .. pick({"1", "64"}) .. ", " .. fig() .. "), %q)" end,
+  function() return "#tt.randn(" .. big() .. "):totable()" end,
+  function() return "#tostring(tt.randn(" .. big() .. ", " .. big() .. "))" end,
+  function() return "tt.cat(L(" .. pick({"100", "1000", "3000"}) .. ", tt.randn(" .. mid() .. ", 16)), 1)" end,
+  function() return "tt.stack(L(" .. pick({"100", "1000"}) .. ", tt.randn(" .. mid() .. ", 32)), 1)" end,
+  function() return "tt.einsum('i j, j k -> i k', tt.randn(" .. mid() .. ", " .. mid() .. "), tt.randn(" .. mid() .. ", " .. mid() .. "))" end,
+  function() return "tt.randn(" .. mid() .. ", 64):repeat_interleave(" .. big() .. ", 1)" end,
+  function() return "tt.randn(" .. mid() .. ", 1):expand(" .. mid() .. ", " .. big() .. "):contiguous()" end,
+  function() return "tt.rearrange(tt.randn(" .. mid() .. ", " .. mid() .. "), 'a b -> b a'):contiguous()" end,
+  function() return "#tt.arange(" .. big() .. "):chunk(" .. big() .. ")" end,
+  function() return "tt.randn(" .. mid() .. ", " .. big() .. "):softmax(-1):sum()" end,
+  function() return "tt.tensor(N1(" .. pick({"1000", "100000", "1000000"}) .. "))" end,
+}
+
+-- Program i of huge shapes, to run alone under a small --max-memory (see
+-- run.lua --rss): its last line prints the process's peak RSS ("VmHWM n"
+-- in kB), so the runner can check it against the cap.
+function M.big_program(seed, i, tmp)
+  math.randomseed(seed, -i)
+  local out = {string.format(PROLOGUE, i, seed)}
+  for k = 1, rnd(6, 14) do
+    local call = pick(BIG_CALLS)()
+    if call:find("%q", 1, true) then call = string.format(call, tmp .. "/big" .. rnd(3) .. ".png") end
+    out[#out + 1] = string.format("v[%d] = P(function() return %s end)", k, call)
+    if chance(0.5) then out[#out + 1] = "collectgarbage()" end
+  end
+  out[#out + 1] = "local f = io.open('/proc/self/status')"
+  out[#out + 1] = "if f then print('VmHWM ' .. (f:read('a'):match('VmHWM:%s*(%d+)') or '?')); f:close() end"
+  return table.concat(out, "\n") .. "\n"
+end
 
 function M.program(seed, i, tmp)
   M.tmp = tmp

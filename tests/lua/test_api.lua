@@ -225,4 +225,103 @@ checkerror({"test_api.lua:" .. (line + 4) .. ": tensor: t[2][2] is a string, exp
 -- ===== labels =====
 check("label chains", a:label("scores") == a and a:label() == "scores")
 
+-- ===== long lists (cat/stack held every element on the C stack: heap corruption) =====
+do
+  local function list(n, r, c)
+    local s = {}
+    for i = 1, n do s[i] = tt.full(r, c, i) end
+    return s
+  end
+  check("cat of 64 tensors", table.concat(tt.cat(list(64, 1, 8), 1):shape(), ",") == "64,8")
+  check("stack of 64 tensors", table.concat(tt.stack(list(64, 1, 8), 1):shape(), ",") == "64,1,8")
+  local t0 = tt.clock()
+  local big = tt.cat(list(10000, 1, 2), 1)
+  check("cat of 10000 tensors: shape", table.concat(big:shape(), ",") == "10000,2")
+  check("cat of 10000 tensors: order", big[1][1]:item() == 1 and big[10000][2]:item() == 10000)
+  check("stack of 100000 tensors", tt.stack(list(100000, 1, 1), 2):size(2) == 100000)
+  check("cat/stack of 10000 and 100000 tensors are fast (linear)", tt.clock() - t0 < 5)
+  -- a list whose __index closes an element it already gave: an error, not a crash
+  local s = list(3, 1, 2)
+  local evil = setmetatable({}, {__len = function() return 3 end,
+                                 __index = function(_, i)
+                                   if i == 3 then local c <close> = s[1] end
+                                   return s[i]
+                                 end})
+  checkerror({"cat: tensor was closed during the call (input 1"}, tt.cat, evil, 1)
+  -- chunk and split into many pieces
+  local pieces = tt.arange(5000):chunk(5000)
+  check("chunk into 5000 views", #pieces == 5000 and pieces[5000]:item() == 4999)
+  check("chunk plans fewer pieces than asked", #tt.arange(6):chunk(4) == 3)
+  check("split into 2500 views", #tt.arange(5000):split(2) == 2500)
+end
+
+-- ===== integral floats are integers (math.tointeger's rule) =====
+check("sizes 2.0, 3.0", table.concat(tt.zeros(2.0, 3.0):shape(), ",") == "2,3")
+check("a table of float sizes", table.concat(tt.ones{4 / 2, 2^1}:shape(), ",") == "2,2")
+check("dim 2.0", tt.ones(2, 3):sum(2.0):numel() == 2)
+check("view(-1.0)", tt.ones(2, 3):view(-1.0):numel() == 6)
+check("index 2.0", tt.arange(3)[2.0]:item() == 1)
+check("rearrange sizes {h = 2.0}", tt.rearrange(tt.zeros(4), "(h d) -> h d", {h = 2.0}):size(1) == 2)
+
+-- ===== sdpa scale: any finite number, as PyTorch =====
+do
+  local q, k, v = tt.randn(1, 3, 4), tt.randn(1, 5, 4), tt.randn(1, 5, 4)
+  local _, w0 = tt.sdpa(q, k, v, {scale = 0, weights = true})
+  close("scale = 0 gives uniform weights", w0, tt.full(1, 3, 5, 0.2):totable(), 1e-6)
+  local _, wn = tt.sdpa(q, k, v, {scale = -1, weights = true})
+  close("scale = -1 is softmax(-q k^T)", wn, (q:matmul(k:mT()) * -1):softmax(-1):totable(), 1e-5)
+  local _, wd = tt.sdpa(q, k, v, {weights = true})
+  close("no scale: 1/sqrt(Dh)", wd, (q:matmul(k:mT()) / 2):softmax(-1):totable(), 1e-5)
+end
+
+-- ===== tensors closed while an op holds them =====
+do
+  local q = tt.randn(1, 2, 4, 8)
+  -- an options table whose __index closes q: read before q is used
+  local opts = setmetatable({}, {__index = function() local c <close> = q end})
+  checkerror({"bad argument #1 to 'tt.sdpa' (tensor was closed)"}, tt.sdpa, q, q, q, opts)
+  -- a finalizer that closes A, run by the collection that making A + 1's
+  -- result starts (tensor memory past the collector's threshold)
+  local A = tt.ones(3)
+  local ballast = tt.zeros(17 * 2^20)       -- 68 MB: the next allocation collects
+  -- (the trap is made in a coroutine: no stale register keeps it alive)
+  coroutine.wrap(function() setmetatable({}, {__gc = function() local c <close> = A end}) end)()
+  checkerror({"add: tensor was closed during the call (input 1, by a metamethod or a finalizer)"},
+             function() return A + 1 end)
+  ballast = nil
+  collectgarbage()
+  -- and in totable, whose tables are allocations too
+  local B = tt.ones(200, 200)
+  ballast = tt.zeros(17 * 2^20)
+  coroutine.wrap(function() setmetatable({}, {__gc = function() local c <close> = B end}) end)()
+  local ok, e = pcall(function() return B:totable() end)
+  check("totable of a tensor closed meanwhile", ok or tostring(e):find("totable: tensor was closed", 1, true))
+  ballast = nil
+  collectgarbage()
+end
+
+-- ===== the metatable is not the script's to change =====
+do
+  local x = tt.ones(2)
+  check("getmetatable(x) is a name", getmetatable(x) == "tt.Tensor")
+  check("getmetatable(Linear) is a name", getmetatable(tt.nn.Linear(1, 1)) == "tt.Linear")
+  -- debug reaches the real one: __gc and __close stay safe twice and on closed tensors
+  local mt = debug.getregistry()["tt.Tensor"]
+  mt.__gc(x)
+  mt.__gc(x)
+  mt.__close(x)
+  check("a tensor closed twice by hand", tostring(x) == "tensor (closed)")
+  checkerror({"bad argument #1", "tt.Tensor expected, got table"}, mt.__gc, {})
+  -- a foreign userdata given the tensor metatable is still not a tensor
+  local f = io.tmpfile()
+  local fmt = debug.getmetatable(f)
+  debug.setmetatable(f, mt)
+  checkerror({"tt.Tensor expected"}, function() return f:exp() end)
+  checkerror({"add: expects a tensor operand"}, function() return f + 1 end)
+  checkerror({"tt.Tensor expected"}, mt.__gc, f)
+  check("tostring of a foreign userdata", not pcall(tostring, f))
+  debug.setmetatable(f, fmt)
+  f:close()
+end
+
 T.report()

@@ -57,7 +57,7 @@ local x4 = tt.zeros(1, 4, 5, 8)
 checkerror({"sdpa", "[1,3,5,8]", "[1,4,5,8]"}, tt.sdpa, x4, tt.zeros(1, 3, 5, 8), tt.zeros(1, 3, 5, 8))
 checkerror({"sdpa", "mask"}, tt.sdpa, x4, x4, x4, {mask = tt.causal_mask(3)})
 checkerror({"sdpa", "unknown option 'casual'"}, tt.sdpa, x4, x4, x4, {casual = true})
-checkerror({"sdpa", "scale"}, tt.sdpa, x4, x4, x4, {scale = -1})
+checkerror({"sdpa: scale must be a finite number, got nan"}, tt.sdpa, x4, x4, x4, {scale = 0 / 0})
 -- boolean options take booleans only: "no" would otherwise count as true
 checkerror({"sdpa: option 'causal' must be true or false, not a string"}, tt.sdpa, x4, x4, x4, {causal = "no"})
 checkerror({"sdpa: option 'weights' must be true or false, not a number"}, tt.sdpa, x4, x4, x4, {weights = 1})
@@ -120,7 +120,8 @@ checkerror({"sdpa: query heads (4) are not a multiple of kv heads (3): q [1,4,5,
            tt.sdpa, x4, tt.zeros(1, 3, 5, 8), tt.zeros(1, 3, 5, 8))
 checkerror({"sdpa: mask must be a bool tensor, got number"}, tt.sdpa, x4, x4, x4, {mask = 3})
 checkerror({"sdpa: scale must be a number, got string"}, tt.sdpa, x4, x4, x4, {scale = "a"})
-checkerror({"sdpa: scale must be a positive finite number, got -1"}, tt.sdpa, x4, x4, x4, {scale = -1})
+checkerror({"sdpa: scale must be a finite number, got inf"}, tt.sdpa, x4, x4, x4, {scale = math.huge})
+checkerror({"sdpa: scale must be a finite number, got -inf"}, tt.sdpa, x4, x4, x4, {scale = -math.huge})
 
 -- matmul: dtypes, scalars, batch dims (GQA by hand gets a hint)
 checkerror({"matmul: expects float32, got bool [2,3] @ float32 [3,2]; hint: x:float()"},
@@ -153,5 +154,54 @@ checkerror({"assert_close", "differ", "[2]"}, tt.assert_close, tt.tensor{1, 2}, 
 checkerror({"assert_close", "shapes differ"}, tt.assert_close, tt.zeros(2), tt.zeros(3))
 checkerror({"no dim named 'K'"}, function() return q:softmax("K") end)
 checkerror({"arange", "step"}, tt.arange, 0, 1, 0)
+
+-- indices and ranges: the message quotes what the script wrote, and the valid range
+checkerror({"select: index -5 out of range for dim 1 of [4] (valid 1..4 or -4..-1)"},
+           function() return tt.zeros(4)[-5] end)
+checkerror({"select: index -3 out of range for dim 2 of [2,2] (valid 1..2 or -2..-1)"},
+           function() return tt.zeros(2, 2):select(2, -3) end)
+checkerror({"select: index 5 out of range for dim 1 of [4] (valid 1..4)"}, function() return tt.zeros(4)[5] end)
+checkerror({"narrow: range start -10, length 2 is outside dim 1 of [4] (size 4); -1 is the last position"},
+           function() return tt.zeros(4):narrow(1, -10, 2) end)
+checkerror({"narrow: range start -2, length 5 is outside dim 1 of [4] (size 4); -1 is the last position"},
+           function() return tt.zeros(4):narrow(1, -2, 5) end)
+checkerror({"narrow: range start 0, length 2 is outside dim 1 of [4] (size 4); Lua counts from 1"},
+           function() return tt.zeros(4):narrow(1, 0, 2) end)
+
+-- integral floats are integers (as math.tointeger says): the overflow check then speaks
+checkerror({"zeros: shape [1099511627776,1099511627776] is too large (its element count overflows)"},
+           tt.zeros, {2^40, 2^40})
+checkerror({"zeros: shape [1099511627776,1099511627776] is too large"}, tt.zeros, 2^40, 2^40)
+checkerror({"zeros: size 1 must be an integer, got 1.5"}, tt.zeros, 1.5)
+checkerror({"zeros: size 2 must be an integer, got 1.5"}, tt.zeros, {2, 1.5})
+checkerror({"sum: dim must be an integer, got 1.5"}, function() return q:sum(1.5) end)
+checkerror({"zeros: size 1 must be an integer, got 9.2233720368548e+18"}, tt.zeros, 2^63)
+checkerror({"rearrange: sizes must map axis names to integers"}, tt.rearrange, tt.zeros(4), "(h d) -> h d", {h = 1.5})
+checkerror({"named: field 'n' must be a count of names from 0 to 8, got 1.5"},
+           function() return tt.zeros(2):named{"a", n = 1.5} end)
+
+-- NUL bytes would cut a name short in silence
+checkerror({"named: a name contains a NUL byte (\\0)"}, function() return tt.zeros(2):named("a\0b") end)
+checkerror({"named: a name contains a NUL byte"}, function() return tt.zeros(2):named{"a\0b"} end)
+checkerror({"label: the label contains a NUL byte"}, function() return tt.zeros(2):label("x\0y") end)
+checkerror({"rearrange: the pattern contains a NUL byte"}, tt.rearrange, tt.zeros(2, 3), "a b -> b a\0 junk")
+checkerror({"rearrange: an axis name in sizes contains a NUL byte"}, tt.rearrange, tt.zeros(4), "(h d) -> h d",
+           {["h\0x"] = 2})
+checkerror({"einsum: the pattern contains a NUL byte"}, tt.einsum, "i j -> j i\0", tt.zeros(2, 3))
+checkerror({"zeros: dtype contains a NUL byte"}, tt.zeros, 2, "bool\0x")
+checkerror({"tensor: dtype contains a NUL byte"}, tt.tensor, {1, 2}, "float32\0")
+checkerror({"causal_mask: align contains a NUL byte"}, tt.causal_mask, 3, 3, "upper_left\0")
+checkerror({"softmax: dim name contains a NUL byte"}, function() return q:named("N", "D"):softmax("D\0x") end)
+
+-- closed tensors: an error naming the op, never a crash
+local closed = tt.zeros(2, 3)
+do local c <close> = closed end
+checkerror({"calling 'exp' on bad self (tensor was closed)"}, function() return closed:exp() end)
+checkerror({"add: tensor was closed (argument 1)"}, function() return closed + 1 end)
+checkerror({"mul: tensor was closed (argument 2)"}, function() return 2 * closed end)
+checkerror({"cat: element 2 of the list is a closed tensor"}, tt.cat, {tt.zeros(2, 3), closed})
+checkerror({"sdpa: the mask tensor was closed"}, tt.sdpa, x4, x4, x4, {mask = closed})
+checkerror({"allclose: tensor was closed (argument 2)"}, tt.allclose, tt.zeros(2, 3), closed)
+check("tostring of a closed tensor", tostring(closed) == "tensor (closed)")
 
 T.report()
