@@ -34,8 +34,16 @@ tt_status tt_canvas_init(tt_canvas *c, int w, int h)
     if (w <= 0 || h <= 0 || (long)w * (long)h > MAX_PIXELS)
         return tt__err(TT_ENOMEM, "figure: a %dx%d image is too large", w, h);
     size_t n = (size_t)w * (size_t)h * 3;
+    if (tt__mem_reserve((int64_t)n)) {
+        char why[200];
+        snprintf(why, sizeof why, "%s", tt_errmsg());
+        return tt__err(TT_ENOMEM, "figure: a %dx%d image: %s", w, h, why);
+    }
     c->px = malloc(n);
-    if (!c->px) return tt__err(TT_ENOMEM, "figure: out of memory for a %dx%d image", w, h);
+    if (!c->px) {
+        tt__mem_release((int64_t)n);
+        return tt__err(TT_ENOMEM, "figure: out of memory for a %dx%d image", w, h);
+    }
     memset(c->px, 0xff, n);
     c->vec = tt__svg_new();   /* NULL: pixels only, and an SVG write says why */
     c->w = w;
@@ -46,6 +54,7 @@ tt_status tt_canvas_init(tt_canvas *c, int w, int h)
 void tt_canvas_free(tt_canvas *c)
 {
     if (!c) return;
+    if (c->px) tt__mem_release((int64_t)c->w * c->h * 3);
     free(c->px);
     tt__svg_free(c->vec);
     c->px = NULL;
@@ -690,6 +699,7 @@ tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_
     if (!opts) { tt_heatmap_opts_init(&dflt); opts = &dflt; }
     out->w = out->h = 0;
     out->px = NULL;
+    out->vec = NULL;
     char shp[256], tname[320];
     if (opts->meta.shape) snprintf(shp, sizeof shp, "%s", opts->meta.shape);
     else if (P == 1) snprintf(shp, sizeof shp, "[%lld,%lld]", (long long)R, (long long)C);
@@ -1266,6 +1276,7 @@ tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C
     if (!opts) { tt_bars_opts_init(&dflt); opts = &dflt; }
     out->w = out->h = 0;
     out->px = NULL;
+    out->vec = NULL;
     char shp[256], tname[320];
     if (opts->meta.shape) snprintf(shp, sizeof shp, "%s", opts->meta.shape);
     else snprintf(shp, sizeof shp, "[%lld,%lld]", (long long)R, (long long)C);

@@ -389,6 +389,7 @@ tt_status tt_flow_render(tt_canvas *out, tt_flow_geom *geom, const tt_flow_opts 
 {
     out->w = out->h = 0;
     out->px = NULL;
+    out->vec = NULL;
     graph *g = calloc(1, sizeof *g);
     if (!g) return tt__err(TT_ENOMEM, "flow: out of memory");
     tt_status st = build_graph(g);

@@ -75,6 +75,7 @@ tt_status tt_head_groups_render(tt_canvas *out, tt_head_groups_geom *geom,
 {
     out->w = out->h = 0;
     out->px = NULL;
+    out->vec = NULL;
     tt_status st = check_opts(opts);
     if (st != TT_OK) return st;
     const int Q = opts->q_heads, NV = opts->nvariants;

@@ -34,6 +34,7 @@ const char *tt_errmsg(void) { return errbuf; }
 static char **intern_tab;
 static size_t intern_cap, intern_len;
 static int64_t intern_bytes;            /* strings and table: counted against the memory cap */
+static int64_t other_bytes;             /* figure canvases (tt__mem_reserve): counted too */
 static tt_status intern_reserve(int64_t bytes);
 
 static uint32_t hash_str(const char *s)
@@ -148,6 +149,10 @@ static void cache_put(void *p, size_t sz, int idx)
     int keep = idx < NCLASSES && (sz < SMALL_LIMIT
                                   ? freecount[idx] < 64 || small_bytes + (int64_t)sz <= SMALL_CACHE_BYTES
                                   : cache_bytes + (int64_t)sz <= CACHE_MAX_BYTES);
+    /* under --max-memory, what is kept counts as in use: the process stays
+       within the cap however the script frees and allocates */
+    if (keep && mem_cap && mem_in_use + intern_bytes + other_bytes + cache_bytes + small_bytes + (int64_t)sz > mem_cap)
+        keep = 0;
     if (!keep) {
         free(p);
         return;
@@ -160,9 +165,8 @@ static void cache_put(void *p, size_t sz, int idx)
     else small_bytes += (int64_t)sz;
 }
 
-void tt_release_caches(void)
+static void cache_drop(void)
 {
-    tt_threads_stop();
     for (int i = 0; i < NCLASSES; i++) {
         while (freelist[i]) {
             freeblock *b = freelist[i];
@@ -172,6 +176,12 @@ void tt_release_caches(void)
         freecount[i] = 0;
     }
     cache_bytes = small_bytes = 0;
+}
+
+void tt_release_caches(void)
+{
+    tt_threads_stop();
+    cache_drop();
     while (free_headers) {
         tt_storage *h = free_headers;
         free_headers = h->data;
@@ -199,12 +209,14 @@ void tt_set_reclaim(void (*fn)(void *ud), void *ud)
    cap instead of growing without bound. */
 static tt_status cap_check(int64_t nbytes)
 {
-    if (mem_cap && nbytes > mem_cap - mem_in_use - intern_bytes && reclaim_fn) reclaim_fn(reclaim_ud);
-    if (mem_cap && nbytes > mem_cap - mem_in_use - intern_bytes) {
+    const int64_t held = mem_in_use + intern_bytes + other_bytes;
+    if (mem_cap && nbytes > mem_cap - held - cache_bytes - small_bytes) cache_drop();   /* the cache yields first */
+    if (mem_cap && nbytes > mem_cap - held && reclaim_fn) reclaim_fn(reclaim_ud);
+    if (mem_cap && nbytes > mem_cap - mem_in_use - intern_bytes - other_bytes) {
         char want[32], cap[32], used[32], names[96] = "";
         fmt_bytes(want, sizeof want, nbytes);
         fmt_bytes(cap, sizeof cap, mem_cap);
-        fmt_bytes(used, sizeof used, mem_in_use + intern_bytes);
+        fmt_bytes(used, sizeof used, mem_in_use + intern_bytes + other_bytes);
         if (intern_bytes > mem_cap / 4) {
             char nb[32];
             fmt_bytes(nb, sizeof nb, intern_bytes);
@@ -216,6 +228,15 @@ static tt_status cap_check(int64_t nbytes)
     }
     return TT_OK;
 }
+
+tt_status tt__mem_reserve(int64_t bytes)
+{
+    tt_status st = cap_check(bytes);
+    if (st == TT_OK) other_bytes += bytes;
+    return st;
+}
+
+void tt__mem_release(int64_t bytes) { other_bytes -= bytes; }
 
 static tt_status intern_reserve(int64_t bytes)
 {

@@ -17,19 +17,7 @@ local M = {}
 -- Known bugs in code owned by others, kept out of the programs until fixed
 -- so that the CI batch stays green (TT_FUZZ_ALL=1 generates them anyway).
 -- Each entry is a reproducer; delete the entry once it passes.
-M.known = {
-  -- lua/lfigures.c + core/figure.c (figures): a heatmap's image buffers are
-  -- outside the memory cap; under --max-memory 64M the peak RSS passes the
-  -- cap by 40..70 MB: tt.heatmap(tt.randn(64, 3000, 64), "/tmp/x.png",
-  -- {annotate = true}) peaks at 130 MB, tt.heatmap(tt.randn(2048, 2048),
-  -- "/tmp/x.png") adds 41 MB. Big programs draw small figures meanwhile.
-  figure_memory_outside_cap = true,
-  -- lua/lfigures.c (figures): an options table whose __index closes the
-  -- tensor crashes tt.heatmap (exit 139): local x = tt.randn(3, 4);
-  -- tt.heatmap(x, "/tmp/x.png", setmetatable({}, {__index = function()
-  -- local c <close> = x end})). Figure options meddle without closing.
-  figure_opts_close = true,
-}
+M.known = {}
 local known = os.getenv("TT_FUZZ_ALL") ~= "1" and M.known or {}
 
 local rnd = math.random

@@ -34,6 +34,22 @@ check("the default cap stops a 4 TiB tensor with an error", code == 0 and has(ou
 out, err, code = run("-q --max-memory 0 -e 'print(pcall(tt.zeros, 1 << 50))'")
 check("--max-memory 0 lifts the cap (malloc still fails cleanly)", code == 0 and has(out, "false") and has(out, "out of memory"))
 
+-- The process stays near the cap, whatever the script frees and allocates:
+-- freed buffers kept for reuse count (they yield first), and so does a
+-- figure's canvas. The child reads its own peak resident memory.
+local hwm_tail = [[ local st = io.open("/proc/self/status"):read("a") print("VmHWM " .. st:match("VmHWM:%s*(%d+)"))]]
+local script = write("cache.lua", "for i = 1, 12 do local x = tt.randn(i * 1000, 1000); x = nil; collectgarbage() end" .. hwm_tail)
+out, err, code = run("-q --max-memory 64M " .. script)
+local hwm = tonumber(out:match("VmHWM (%d+)"))
+check("freed buffers kept for reuse stay under the cap: peak " .. tostring(hwm) .. " kB (was 229 MB)",
+      code == 0 and hwm and hwm < 100000)
+script = write("canvas.lua", "local x = tt.randn(64, 3000, 64) print(pcall(tt.heatmap, x, '" .. dir .. "/c.png', {annotate = true}))" .. hwm_tail)
+out, err, code = run("-q --max-memory 64M " .. script)
+hwm = tonumber(out:match("VmHWM (%d+)"))
+check("a figure's canvas counts against the cap: " .. out, code == 0 and has(out, "false")
+      and has(out, "image: ") and has(out, "needed but the memory cap is 64.0 MiB"))
+check("... and the peak stays near it: " .. tostring(hwm) .. " kB (was 134 MB)", hwm and hwm < 100000)
+
 -- ===== shapes =====
 checkerror({"zeros", "[1099511627776,1099511627776]", "too large"}, tt.zeros, 1 << 40, 1 << 40)
 checkerror({"ones", "too large"}, tt.ones, {1 << 31, 1 << 31, 1 << 31})
