@@ -26,6 +26,18 @@ static int imin(int a, int b) { return a < b ? a : b; }
 
 /* ===== Canvas ===== */
 
+/* Whether new canvases record their drawing for SVG. A figure writer turns
+   it off while it renders for a PNG path: the list of a big heatmap is tens
+   of MB that a PNG never reads. */
+static int want_vectors = 1;
+
+int tt__canvas_want_vectors(int on)
+{
+    const int prev = want_vectors;
+    want_vectors = on;
+    return prev;
+}
+
 tt_status tt_canvas_init(tt_canvas *c, int w, int h)
 {
     c->w = c->h = 0;
@@ -45,7 +57,7 @@ tt_status tt_canvas_init(tt_canvas *c, int w, int h)
         return tt__err(TT_ENOMEM, "figure: out of memory for a %dx%d image", w, h);
     }
     memset(c->px, 0xff, n);
-    c->vec = tt__svg_new();   /* NULL: pixels only, and an SVG write says why */
+    c->vec = want_vectors ? tt__svg_new() : NULL;   /* NULL: pixels only, and an SVG write says why */
     c->w = w;
     c->h = h;
     return TT_OK;
@@ -1253,7 +1265,9 @@ tt_status tt_heatmap_write_src(const char *path, const tt_fig_src *src, int64_t 
                                int64_t C, const tt_heatmap_opts *opts)
 {
     tt_canvas c;
+    const int vec = tt__canvas_want_vectors(tt_figure_path_is_svg(path));
     tt_status st = tt_heatmap_render_src(&c, NULL, src, P, R, C, opts);
+    tt__canvas_want_vectors(vec);
     if (st != TT_OK) return st;
     st = tt__figure_save("heatmap", path, &c, opts ? &opts->meta : NULL);
     tt_canvas_free(&c);
@@ -1440,7 +1454,9 @@ tt_status tt_bars_write(const char *path, const float *data, int64_t R, int64_t 
                         const tt_bars_opts *opts)
 {
     tt_canvas c;
+    const int vec = tt__canvas_want_vectors(tt_figure_path_is_svg(path));
     tt_status st = tt_bars_render(&c, data, R, C, opts);
+    tt__canvas_want_vectors(vec);
     if (st != TT_OK) return st;
     st = tt__figure_save("bars", path, &c, opts ? &opts->meta : NULL);
     tt_canvas_free(&c);

@@ -101,6 +101,10 @@ tt_status tt_png_read_rgb(const char *path, uint8_t **px, int *w, int *h);
 tt_status tt_svg_write(const char *path, const tt_canvas *c, const tt_png_meta *meta);
 /* 1 when path ends in ".svg" (any case): figures are then written as SVG. */
 int tt_figure_path_is_svg(const char *path);
+/* Whether canvases made from now on record their drawing for SVG (default
+   on); returns the previous setting. The *_write functions turn it off
+   while they render for a PNG path. */
+int tt__canvas_want_vectors(int on);
 
 /* The one atomic file writer of every figure format (png.c): emit writes
    the bytes into fp and returns 0, or nonzero with the reason in errtext.

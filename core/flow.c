@@ -764,7 +764,9 @@ size_t tt_flow_describe(char *buf, size_t n)
 tt_status tt_flow_write(const char *path, const tt_flow_opts *opts)
 {
     tt_canvas c;
+    const int vec = tt__canvas_want_vectors(tt_figure_path_is_svg(path));
     tt_status st = tt_flow_render(&c, NULL, opts);
+    tt__canvas_want_vectors(vec);
     if (st != TT_OK) return st;
     tt_png_meta meta = { NULL, NULL, NULL };
     if (opts) meta = opts->meta;

@@ -197,7 +197,9 @@ tt_status tt_head_groups_render(tt_canvas *out, tt_head_groups_geom *geom,
 tt_status tt_head_groups_write(const char *path, const tt_head_groups_opts *opts)
 {
     tt_canvas c;
+    const int vec = tt__canvas_want_vectors(tt_figure_path_is_svg(path));
     tt_status st = tt_head_groups_render(&c, NULL, opts);
+    tt__canvas_want_vectors(vec);
     if (st != TT_OK) return st;
     st = tt__figure_save("head_groups", path, &c, &opts->meta);
     tt_canvas_free(&c);

@@ -38,7 +38,8 @@ struct tt_svg {
     char *str;
     size_t nstr, capstr;
     int overflow;   /* more than TT_SVG_MAX_ITEMS: dropped */
-    int oom;        /* a recording failed for memory: dropped */
+    int oom;        /* a recording failed for memory (or the cap): dropped */
+    int64_t held;   /* bytes of it counted against the memory cap */
 };
 
 tt_svg *tt__svg_new(void)
@@ -48,6 +49,8 @@ tt_svg *tt__svg_new(void)
 
 static void drop(tt_svg *v)
 {
+    tt__mem_release(v->held);
+    v->held = 0;
     free(v->it); free(v->pts); free(v->str);
     v->it = NULL; v->pts = NULL; v->str = NULL;
     v->n = v->cap = v->npts = v->cappts = v->nstr = v->capstr = 0;
@@ -60,14 +63,21 @@ void tt__svg_free(tt_svg *v)
     free(v);
 }
 
-/* Grows *p (of *cap elements of size sz) to hold need; 0 when out of memory. */
-static int grow(void **p, size_t *cap, size_t need, size_t sz)
+/* Grows *p (of *cap elements of size sz) to hold need; 0 when out of
+   memory or past the memory cap, which counts the growth in *held. */
+static int grow(void **p, size_t *cap, size_t need, size_t sz, int64_t *held)
 {
     if (need <= *cap) return 1;
     size_t c = *cap ? *cap : 64;
     while (c < need) c *= 2;
+    const int64_t more = (int64_t)((c - *cap) * sz);
+    if (tt__mem_reserve(more)) return 0;
     void *q = realloc(*p, c * sz);
-    if (!q) return 0;
+    if (!q) {
+        tt__mem_release(more);
+        return 0;
+    }
+    *held += more;
     *p = q;
     *cap = c;
     return 1;
@@ -78,7 +88,7 @@ static item *add(tt_svg *v, int op)
 {
     if (!v || v->overflow || v->oom) return NULL;
     if (v->n >= TT_SVG_MAX_ITEMS) { v->overflow = 1; drop(v); return NULL; }
-    if (!grow((void **)&v->it, &v->cap, v->n + 1, sizeof *v->it)) { v->oom = 1; drop(v); return NULL; }
+    if (!grow((void **)&v->it, &v->cap, v->n + 1, sizeof *v->it, &v->held)) { v->oom = 1; drop(v); return NULL; }
     item *e = &v->it[v->n++];
     memset(e, 0, sizeof *e);
     e->op = (uint8_t)op;
@@ -88,7 +98,7 @@ static item *add(tt_svg *v, int op)
 /* Room for k doubles; their offset, or -1. */
 static long add_pts(tt_svg *v, const double *d, size_t k)
 {
-    if (!grow((void **)&v->pts, &v->cappts, v->npts + k, sizeof *v->pts)) { v->oom = 1; drop(v); return -1; }
+    if (!grow((void **)&v->pts, &v->cappts, v->npts + k, sizeof *v->pts, &v->held)) { v->oom = 1; drop(v); return -1; }
     memcpy(v->pts + v->npts, d, k * sizeof *d);
     v->npts += k;
     return (long)(v->npts - k);
@@ -183,7 +193,7 @@ void tt__svg_text(tt_svg *v, int x, int y, const char *s, int scale, int flags, 
     item *e = add(v, OP_TEXT);
     if (!e) return;
     const size_t len = strlen(s) + 1;
-    if (!grow((void **)&v->str, &v->capstr, v->nstr + len, 1)) { v->oom = 1; drop(v); return; }
+    if (!grow((void **)&v->str, &v->capstr, v->nstr + len, 1, &v->held)) { v->oom = 1; drop(v); return; }
     memcpy(v->str + v->nstr, s, len);
     e->x = x; e->y = y; e->w = width; e->rgb = rgb;
     e->a = (int32_t)v->nstr;
@@ -198,12 +208,13 @@ typedef struct sbuf {
     char *p;
     size_t n, cap;
     int oom;
+    int64_t held;   /* bytes counted against the memory cap */
 } sbuf;
 
 static void put_raw(sbuf *b, const char *s, size_t k)
 {
     if (b->oom) return;
-    if (!grow((void **)&b->p, &b->cap, b->n + k + 1, 1)) { b->oom = 1; return; }
+    if (!grow((void **)&b->p, &b->cap, b->n + k + 1, 1, &b->held)) { b->oom = 1; return; }
     memcpy(b->p + b->n, s, k);
     b->n += k;
     b->p[b->n] = '\0';
@@ -475,17 +486,21 @@ int tt_figure_path_is_svg(const char *path)
 tt_status tt_svg_write(const char *path, const tt_canvas *c, const tt_png_meta *meta)
 {
     if (!c->vec || c->vec->oom)
-        return tt__err(TT_ENOMEM, "cannot write '%s': out of memory recording the figure", path);
+        return tt__err(TT_ENOMEM, "cannot write '%s': out of memory (or past --max-memory) recording the "
+                       "figure; hint: write a .png, or raise the cap", path);
     if (c->vec->overflow)
         return tt__err(TT_EARG, "cannot write '%s': more than %d shapes, too many for an SVG; "
                        "hint: write a .png, or draw fewer cells (e.g. x:narrow)", path, TT_SVG_MAX_ITEMS);
-    sbuf b = { NULL, 0, 0, 0 };
+    sbuf b = { NULL, 0, 0, 0, 0 };
     put_document(&b, c, meta);
     if (b.oom) {
         free(b.p);
-        return tt__err(TT_ENOMEM, "cannot write '%s': out of memory", path);
+        tt__mem_release(b.held);
+        return tt__err(TT_ENOMEM, "cannot write '%s': out of memory (or past --max-memory); "
+                       "hint: write a .png, or raise the cap", path);
     }
     const tt_status st = tt__write_file(path, emit_buffer, &b);
     free(b.p);
+    tt__mem_release(b.held);
     return st;
 }

@@ -50,6 +50,16 @@ check("a figure's canvas counts against the cap: " .. out, code == 0 and has(out
       and has(out, "image: ") and has(out, "needed but the memory cap is 64.0 MiB"))
 check("... and the peak stays near it: " .. tostring(hwm) .. " kB (was 134 MB)", hwm and hwm < 100000)
 
+script = write("bigpng.lua", "tt.heatmap(tt.randn(2048, 3000), '" .. dir .. "/b.png')" .. hwm_tail)
+out, err, code = run("-q --max-memory 64M " .. script)
+hwm = tonumber(out:match("VmHWM (%d+)"))
+check("a PNG figure records no SVG shapes: peak " .. tostring(hwm) .. " kB (was 71 MB)", code == 0 and hwm and hwm < 50000)
+script = write("bigsvg.lua", "print(pcall(tt.heatmap, tt.randn(2048, 3000), '" .. dir .. "/b.svg'))" .. hwm_tail)
+out, err, code = run("-q --max-memory 40M " .. script)
+hwm = tonumber(out:match("VmHWM (%d+)"))
+check("an SVG's shapes count against the cap: " .. out, code == 0 and has(out, "false") and has(out, "past --max-memory"))
+check("... and the peak stays near it: " .. tostring(hwm) .. " kB", hwm and hwm < 80000)
+
 -- ===== shapes =====
 checkerror({"zeros", "[1099511627776,1099511627776]", "too large"}, tt.zeros, 1 << 40, 1 << 40)
 checkerror({"ones", "too large"}, tt.ones, {1 << 31, 1 << 31, 1 << 31})
