@@ -1,7 +1,7 @@
 # tensortrace — make · make test · make lesson · make lessons · make figures · make golden
-#               make report · make test-browser · make bench · make asan · make memcheck · make module
+#               make layers · make report · make test-browser · make bench · make asan · make memcheck · make module
 #               make install · make uninstall · make clean
-.PHONY: all test lesson lessons figures golden report test-browser bench asan memcheck module install uninstall \
+.PHONY: all test layers lesson lessons figures golden report test-browser bench asan memcheck module install uninstall \
         clean deps check-deps check-test-deps
 
 CC      ?= cc
@@ -126,6 +126,12 @@ $(BUILD)/tests/%: tests/%.c $(CORE_OBJ) tests/check.h
 # Every C test, Lua test, lesson, golden trace and figure; ends "N passed, N failed".
 test: check-test-deps all $(CTEST_BIN) $(BUILD)/tests/pngcmp tt.so
 	@sh tests/run.sh $(BUILD)
+
+# Each core folder uses only the layers below it (README, How the code is
+# laid out): includes and, from the objects, calls. Known exceptions are
+# listed in tests/layers.known. make test runs it as tests/test_layers.sh.
+layers: $(CORE_OBJ)
+	@sh tests/layers.sh . $(BUILD)
 
 # The README's first command: the causal-mask lesson with its trace.
 lesson: all
