@@ -90,21 +90,25 @@ deps:
 tensortrace: $(CORE_OBJ) $(LUA_OBJ)
 	$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS) $(MAIN_LIBS)
 
-# Objects: the folder picks the flags. $(1) is the object folder under
-# $(BUILD) (PIC objects for tt.so go to pic/), $(2) extra flags.
+# Objects: the folder picks the flags. $(1) is the output folder, $(2)
+# extra flags.
 define OBJ_RULES
-$(BUILD)/$(1)core/%.o: core/%.c
+$(1)/core/%.o: core/%.c
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CORE_CFLAGS) $(2) -c -o $$@ $$<
-$(BUILD)/$(1)core/figure/%.o: core/figure/%.c
+$(1)/core/figure/%.o: core/figure/%.c
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(FIG_CFLAGS) $(2) -c -o $$@ $$<
-$(BUILD)/$(1)lua/%.o: lua/%.c
+$(1)/lua/%.o: lua/%.c
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(LUA_SIDE_CFLAGS) $(2) -c -o $$@ $$<
 endef
-$(eval $(call OBJ_RULES,,))
-$(eval $(call OBJ_RULES,pic/,-fPIC))
+# tt.so is one file at the root, always from the normal flags: its PIC
+# objects stay in build/pic whatever BUILD says (variant-test links that
+# folder into its root, so a make run by a test there finds tt.so current).
+PIC_BUILD = build/pic
+$(eval $(call OBJ_RULES,$(BUILD),))
+$(eval $(call OBJ_RULES,$(PIC_BUILD),-fPIC))
 
 $(BUILD)/lua/main.o: lua/main.c
 	@mkdir -p $(dir $@)
@@ -113,7 +117,7 @@ $(BUILD)/lua/main.o: lua/main.c
 # `tt` as a Lua C module for a stock lua5.4: require "tt". Its own PIC
 # objects, so a change rebuilds only the files it touches.
 MODULE_SRC = $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC))
-MODULE_OBJ = $(MODULE_SRC:%.c=$(BUILD)/pic/%.o)
+MODULE_OBJ = $(MODULE_SRC:%.c=$(PIC_BUILD)/%.o)
 module: check-deps tt.so
 tt.so: $(MODULE_OBJ)
 	$(CC) $(BASE_CFLAGS) -shared -o $@ $(MODULE_OBJ) $(CORE_LDLIBS)
@@ -244,6 +248,7 @@ variant-test: variant-bin
 	@for d in core lua lessons tests images Makefile tt.so; do ln -s $(CURDIR)/$$d $(BUILD)/root/$$d; done
 	@ln -s $(CURDIR)/$(BUILD)/tensortrace $(BUILD)/root/tensortrace
 	@ln -s $(CURDIR)/$(BUILD) $(BUILD)/root/build
+	@[ -e $(BUILD)/pic ] || ln -s $(CURDIR)/$(PIC_BUILD) $(BUILD)/pic
 	@cd $(BUILD)/root && sh tests/run.sh build
 
 # ASan + UBSan, halting on the first report: every test and every lesson.
@@ -301,4 +306,4 @@ fuzz-libfuzzer:
 	    grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs" build/fuzz/$$n.log | tail -1; done
 
 # Header dependencies written by -MMD (absent before the first build).
--include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(MODULE_OBJ:.o=.d) $(CTEST_BIN:=.d)
+-include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(MODULE_OBJ:.o=.d) $(CTEST_BIN:=.d) $(BUILD)/tests/pngcmp.d
