@@ -1,7 +1,7 @@
 # tensortrace — make · make test · make lesson · make lessons · make figures · make golden
-#               make report · make test-browser · make bench · make asan · make memcheck · make module
+#               make layers · make report · make test-browser · make bench · make asan · make memcheck · make module
 #               make install · make uninstall · make clean
-.PHONY: all test lesson lessons figures golden report test-browser bench asan memcheck module install uninstall \
+.PHONY: all test layers lesson lessons figures golden report test-browser bench asan memcheck module install uninstall \
         clean deps check-deps check-test-deps
 
 CC      ?= cc
@@ -22,7 +22,9 @@ DEFS    = -D_XOPEN_SOURCE=700
 ifeq ($(SIMD),0)
 DEFS   += -DTT_NO_SIMD
 endif
-PKG_CFLAGS = $(shell pkg-config --cflags $(LUA_PC) $(PNG_PC) 2>/dev/null)
+LUA_CFLAGS = $(shell pkg-config --cflags $(LUA_PC) 2>/dev/null)
+PNG_CFLAGS = $(shell pkg-config --cflags $(PNG_PC) 2>/dev/null)
+PNG_LIBS   = $(shell pkg-config --libs $(PNG_PC) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(LUA_PC) $(PNG_PC) 2>/dev/null)
 # Line editing and history in the REPL when readline is there (optional).
 READLINE  ?= $(shell pkg-config --exists readline 2>/dev/null && echo 1)
@@ -30,13 +32,23 @@ ifeq ($(READLINE),1)
 MAIN_CFLAGS = -DTT_HAVE_READLINE $(filter-out -D%,$(shell pkg-config --cflags readline))
 MAIN_LIBS   = $(shell pkg-config --libs readline)
 endif
-ALL_CFLAGS = $(WARN) $(DEFS) $(CFLAGS) $(PKG_CFLAGS) -Icore -pthread
-LDLIBS     = $(PKG_LIBS) -lm -pthread
+# The core sees neither Lua's headers nor (outside core/figure) libpng's:
+# the layers (README, How the code is laid out; checked by make layers).
+# -MMD: each object also depends on exactly the headers it includes.
+BASE_CFLAGS = $(WARN) $(DEFS) $(CFLAGS) -Icore -pthread -MMD -MP
+CORE_CFLAGS = $(BASE_CFLAGS)
+FIG_CFLAGS  = $(BASE_CFLAGS) $(PNG_CFLAGS)
+LUA_SIDE_CFLAGS = $(BASE_CFLAGS) $(LUA_CFLAGS) $(PNG_CFLAGS) -Icore/figure
+LDLIBS      = $(PKG_LIBS) -lm -pthread
+CORE_LDLIBS = $(PNG_LIBS) -lm -pthread
 
-CORE_SRC = $(wildcard core/*.c)
+# Lowest layer first; each folder may use only the ones before it.
+LAYERS   = base kernel tensor trace ops figure
+CORE_SRC = $(foreach l,$(LAYERS),$(wildcard core/$(l)/*.c))
 LUA_SRC  = $(wildcard lua/*.c)
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
 LUA_OBJ  = $(LUA_SRC:%.c=$(BUILD)/%.o)
+KERNEL_OBJ = $(filter $(BUILD)/core/kernel/%,$(CORE_OBJ))
 CTEST_SRC = $(wildcard tests/test_*.c)
 CTEST_BIN = $(CTEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
@@ -76,30 +88,54 @@ deps:
 	fi
 
 tensortrace: $(CORE_OBJ) $(LUA_OBJ)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) $(MAIN_LIBS)
+	$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS) $(MAIN_LIBS)
 
-$(BUILD)/%.o: %.c $(wildcard core/*.h lua/*.h)
+# Objects: the folder picks the flags. $(1) is the output folder, $(2)
+# extra flags.
+define OBJ_RULES
+$(1)/core/%.o: core/%.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CORE_CFLAGS) $(2) -c -o $$@ $$<
+$(1)/core/figure/%.o: core/figure/%.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(FIG_CFLAGS) $(2) -c -o $$@ $$<
+$(1)/lua/%.o: lua/%.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(LUA_SIDE_CFLAGS) $(2) -c -o $$@ $$<
+endef
+# tt.so is one file at the root, always from the normal flags: its PIC
+# objects stay in build/pic whatever BUILD says (variant-test links that
+# folder into its root, so a make run by a test there finds tt.so current).
+PIC_BUILD = build/pic
+$(eval $(call OBJ_RULES,$(BUILD),))
+$(eval $(call OBJ_RULES,$(PIC_BUILD),-fPIC))
+
+$(BUILD)/lua/main.o: lua/main.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(LUA_SIDE_CFLAGS) $(MAIN_CFLAGS) -c -o $@ $<
 
-$(BUILD)/lua/main.o: lua/main.c $(wildcard core/*.h lua/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(MAIN_CFLAGS) -c -o $@ $<
-
-# `tt` as a Lua C module for a stock lua5.4: require "tt"
+# `tt` as a Lua C module for a stock lua5.4: require "tt". Its own PIC
+# objects, so a change rebuilds only the files it touches.
 MODULE_SRC = $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC))
+MODULE_OBJ = $(MODULE_SRC:%.c=$(PIC_BUILD)/%.o)
 module: check-deps tt.so
-tt.so: $(MODULE_SRC) $(wildcard core/*.h lua/*.h)
-	$(CC) $(ALL_CFLAGS) -fPIC -shared -o $@ $(MODULE_SRC) -lm -pthread \
-	    $(shell pkg-config --libs $(PNG_PC) 2>/dev/null)
+tt.so: $(MODULE_OBJ)
+	$(CC) $(BASE_CFLAGS) -shared -o $@ $(MODULE_OBJ) $(CORE_LDLIBS)
 
+# C tests of the core: no Lua anywhere near them.
 $(BUILD)/tests/%: tests/%.c $(CORE_OBJ) tests/check.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -o $@ $< $(CORE_OBJ) $(LDLIBS)
+	$(CC) $(FIG_CFLAGS) -Itests -o $@ $< $(CORE_OBJ) $(CORE_LDLIBS)
 
 # Every C test, Lua test, lesson, golden trace and figure; ends "N passed, N failed".
 test: check-test-deps all $(CTEST_BIN) $(BUILD)/tests/pngcmp tt.so
 	@sh tests/run.sh $(BUILD)
+
+# Each core folder uses only the layers below it (README, How the code is
+# laid out): includes and, from the objects, calls. Known exceptions are
+# listed in tests/layers.known. make test runs it as tests/test_layers.sh.
+layers: $(CORE_OBJ)
+	@sh tests/layers.sh . $(BUILD)
 
 # The README's first command: the causal-mask lesson with its trace.
 lesson: all
@@ -144,7 +180,7 @@ test-browser: report $(BUILD)/tests/pngcolors
 
 $(BUILD)/tests/pngcolors: tests/browser/pngcolors.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+	$(CC) $(FIG_CFLAGS) -o $@ $< $(CORE_LDLIBS)
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]: the binary, tt.so where a
 # stock lua5.4 looks for C modules, the lessons with their figures, the man
@@ -172,16 +208,14 @@ clean:
 # Compares two PNGs by decoded pixels (deflate bytes may differ across zlib builds).
 $(BUILD)/tests/pngcmp: tests/pngcmp.c $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(CORE_OBJ) $(LDLIBS)
+	$(CC) $(FIG_CFLAGS) -o $@ $< $(CORE_OBJ) $(CORE_LDLIBS)
 
 # Benchmarks (tests/bench; never run by `make test`): our kernels next to
 # OpenBLAS (dlopen'ed by the bench alone, never linked into the product),
 # memcpy and PyTorch (tests/bench/bench_torch.py). Needs only the kernel objects.
-BENCH_OBJ = $(BUILD)/core/threads.o $(BUILD)/core/kernels.o $(BUILD)/core/kernels_avx2.o \
-            $(BUILD)/core/kernels_avx512.o $(BUILD)/core/sdpa_kernel.o
-$(BUILD)/bench/bench: tests/bench/bench.c $(BENCH_OBJ) core/kernels.h
+$(BUILD)/bench/bench: tests/bench/bench.c $(KERNEL_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ tests/bench/bench.c $(BENCH_OBJ) -ldl -lm -pthread
+	$(CC) $(CORE_CFLAGS) -o $@ tests/bench/bench.c $(KERNEL_OBJ) -ldl -lm -pthread
 
 bench: all $(BUILD)/bench/bench
 	$(BUILD)/bench/bench $(BENCH_ARGS)
@@ -204,7 +238,7 @@ FUZZ_CC      ?= clang
 VALGRIND      = valgrind -q --leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite,indirect
 
 $(BUILD)/tensortrace: $(CORE_OBJ) $(LUA_OBJ)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) $(MAIN_LIBS)
+	$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS) $(MAIN_LIBS)
 
 variant-bin: $(BUILD)/tensortrace $(CTEST_BIN) $(BUILD)/tests/pngcmp
 
@@ -214,6 +248,7 @@ variant-test: variant-bin
 	@for d in core lua lessons tests images Makefile tt.so; do ln -s $(CURDIR)/$$d $(BUILD)/root/$$d; done
 	@ln -s $(CURDIR)/$(BUILD)/tensortrace $(BUILD)/root/tensortrace
 	@ln -s $(CURDIR)/$(BUILD) $(BUILD)/root/build
+	@[ -e $(BUILD)/pic ] || ln -s $(CURDIR)/$(PIC_BUILD) $(BUILD)/pic
 	@cd $(BUILD)/root && sh tests/run.sh build
 
 # ASan + UBSan, halting on the first report: every test and every lesson.
@@ -255,8 +290,8 @@ fuzz:
 
 FUZZ_HARNESSES = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_CFLAGS = -std=c11 $(DEFS) -O1 -g -fsanitize=fuzzer,address,undefined \
-              -fno-sanitize-recover=all $(PKG_CFLAGS) -Icore -Ilua -pthread
-build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC)) $(wildcard core/*.h lua/*.h)
+              -fno-sanitize-recover=all $(LUA_CFLAGS) $(PNG_CFLAGS) -Icore -Icore/figure -Ilua -pthread
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC)) $(wildcard core/*.h core/*/*.h lua/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC)) $(LDLIBS)
 
@@ -269,3 +304,6 @@ fuzz-libfuzzer:
 	        -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n 2>build/fuzz/$$n.log \
 	        || { tail -60 build/fuzz/$$n.log; exit 1; }; \
 	    grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs" build/fuzz/$$n.log | tail -1; done
+
+# Header dependencies written by -MMD (absent before the first build).
+-include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(MODULE_OBJ:.o=.d) $(CTEST_BIN:=.d) $(BUILD)/tests/pngcmp.d

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "figure.h"
+#include "figure/figure.h"
 
 int main(int argc, char **argv)
 {

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "figure.h"
-#include "font.h"
+#include "figure/figure.h"
+#include "figure/font.h"
 #include "tt_internal.h"
 
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels.h"
+#include "kernel/kernels.h"
 #include "tt.h"
 
 /* ===== Helpers ===== */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels.h"
+#include "kernel/kernels.h"
 #include "tt.h"
 
 #define DNAN ((double)NAN)

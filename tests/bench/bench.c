@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels.h"
+#include "kernel/kernels.h"
 #include "tt.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)

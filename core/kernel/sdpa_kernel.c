@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tt.h"
 #include "kernels.h"
 
 /* Letters: B batch, Hq/Hkv query/key-value heads (G = Hq/Hkv queries per kv

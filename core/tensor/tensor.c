@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernel/kernels.h"
 #include "tt_internal.h"
 
 /* ===== Errors ===== */

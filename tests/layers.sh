@@ -1,0 +1,114 @@
+#!/bin/sh
+# The layers of core/ (README, How the code is laid out), checked two ways:
+#   includes  every #include "..." in core/<layer>/ resolves to a header of
+#             the same or a lower layer; the public headers at core/ root
+#             (tt.h, tt_internal.h) are for tensor and up, never for base or
+#             kernel; no core file includes Lua's headers; <png.h> only in
+#             core/figure/.
+#   calls     every symbol a core object uses from another core object is
+#             defined in the same or a lower layer (nm on the built objects),
+#             and no core object calls into Lua.
+# Upward uses that exist today are listed in tests/layers.known, each with
+# its reason; they print as known exceptions, and one that no longer occurs
+# is an error, so the list only shrinks.
+# Usage: sh tests/layers.sh [root [build]]   (run by make layers)
+root=${1:-.} build=${2:-build}
+cd "$root" || exit 2
+LAYERS="base kernel tensor trace ops figure"   # lowest first
+API_RANK=3                                     # tt.h and tt_internal.h: tensor and up
+NM=${NM:-nm}
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+
+rank() {  # layer name -> 1..6, 0 when not a layer
+    i=1
+    for l in $LAYERS; do [ "$l" = "$1" ] && { echo $i; return; }; i=$((i + 1)); done
+    echo 0
+}
+
+# The allow-list: "file -> header-or-symbol" per line, '#' starts a comment.
+sed 's/#.*//; s/[[:space:]]*$//; /^[[:space:]]*$/d; s/[[:space:]][[:space:]]*/ /g' \
+    tests/layers.known > "$tmp/known" 2>/dev/null || : > "$tmp/known"
+: > "$tmp/seen"
+
+# One upward use: a known exception, or a failure.
+upward() {  # "file -> what", explanation
+    if grep -qxF "$1" "$tmp/known"; then
+        echo "known exception: $1 ($2)"; echo "$1" >> "$tmp/seen"
+    else
+        echo "FAIL $1: $2"; bad=1
+    fi
+}
+
+# ===== Files in no layer =====
+for f in core/*; do
+    case ${f#core/} in
+    tt.h|tt_internal.h) ;;
+    *) if [ -d "$f" ] && [ "$(rank "${f#core/}")" -gt 0 ]; then :; else
+           echo "FAIL $f is in no layer (folders: $LAYERS)"; failed=$((failed + 1)); fi ;;
+    esac
+done
+
+# ===== Includes =====
+for f in core/*.h core/*/*.c core/*/*.h; do
+    [ -f "$f" ] || continue
+    dir=$(dirname "$f"); layer=${dir#core}; layer=${layer#/}
+    if [ -z "$layer" ]; then r=$API_RANK; else r=$(rank "$layer"); fi
+    bad=0
+    for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<\([^>]*\)>.*/\1/p' "$f"); do
+        case $h in
+        lua.h|lauxlib.h|lualib.h|luaconf.h)
+            echo "FAIL $f includes <$h>: the core knows nothing of Lua"; bad=1 ;;
+        png.h|pngconf.h)
+            [ "$layer" = figure ] || { echo "FAIL $f includes <$h>: only core/figure/ talks to libpng"; bad=1; } ;;
+        esac
+    done
+    for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+        if [ -f "$dir/$h" ]; then t="$dir/$h"; elif [ -f "core/$h" ]; then t="core/$h"; else
+            echo "FAIL $f includes \"$h\", which is not in core/"; bad=1; continue; fi
+        tdir=$(dirname "$t"); tlayer=${tdir#core}; tlayer=${tlayer#/}
+        if [ -z "$tlayer" ]; then tr=$API_RANK; tname="the public API (tensor and up)";
+        else tr=$(rank "$tlayer"); tname="layer $tlayer"; fi
+        if [ "$tr" -gt "$r" ]; then
+            upward "$f -> ${t#core/}" "${layer:-core root} includes a header of $tname"
+        fi
+    done
+    if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+
+# ===== Calls (symbols between the built objects) =====
+for c in core/*/*.c; do
+    o="$build/${c%.c}.o"
+    if [ ! -f "$o" ]; then echo "FAIL $o is not built (make layers builds it)"; failed=$((failed + 1)); continue; fi
+    $NM -P -g "$o" | awk -v f="$c" '$2 != "U" && $2 != "w" && $2 != "v" { print $1, f }' >> "$tmp/defs"
+done
+sort -u "$tmp/defs" > "$tmp/defs.sorted"
+for c in core/*/*.c; do
+    o="$build/${c%.c}.o"
+    [ -f "$o" ] || continue
+    layer=$(dirname "$c"); layer=${layer#core/}; r=$(rank "$layer")
+    bad=0
+    $NM -P -g "$o" | awk '$2 == "U" { print $1 }' | sort -u > "$tmp/uses"
+    for s in $(grep -E '^_?luaL?_' "$tmp/uses"); do
+        echo "FAIL $c calls $s: the core knows nothing of Lua"; bad=1
+    done
+    # file defining each used symbol, in its layer
+    for pair in $(join "$tmp/uses" "$tmp/defs.sorted" | tr ' ' '='); do
+        s=${pair%%=*}; t=${pair#*=}
+        tlayer=$(dirname "$t"); tlayer=${tlayer#core/}
+        if [ "$(rank "$tlayer")" -gt "$r" ]; then
+            upward "$c -> $s" "$layer calls $tlayer: $s is defined in $t"
+        fi
+    done
+    if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+
+# ===== Known exceptions that no longer occur =====
+while IFS= read -r k; do
+    grep -qxF "$k" "$tmp/seen" ||
+        { echo "FAIL known exception no longer occurs, remove it from tests/layers.known: $k"; failed=$((failed + 1)); }
+done < "$tmp/known"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,75 @@
+#!/bin/sh
+# make layers on the real tree (its known exceptions printed), then the
+# checker itself on small made-up trees: each rule it enforces must fail a
+# tree that breaks it, and the allow-list must pass a listed use, fail an
+# unlisted one and fail a stale line.
+cd "$(dirname "$0")/.." || exit 2
+build=${1:-build}
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+ok() { if [ "$1" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $2"; fi; }
+CC=${CC:-cc}
+
+sh tests/layers.sh . "$build" > "$tmp/real" 2>&1
+ok $? "the tree breaks its layers: $(grep -v '^known' "$tmp/real")"
+grep '^known exception' "$tmp/real"
+grep -q '^known exception: core/trace/trace.c -> tt_flow_record ' "$tmp/real"
+ok $? "the trace -> flow call is not reported as a known exception"
+
+# A made-up tree: core/<layer>/<file> with the given lines, plus tt.h.
+# Compiles its .c files into t/build so the call check has objects.
+tree() {  # name, then "path:line" pairs
+    t=$tmp/$1; shift
+    mkdir -p "$t/core/base" "$t/core/kernel" "$t/core/ops" "$t/core/figure" "$t/tests"
+    printf '/* public API */\nint tt_api(void);\n' > "$t/core/tt.h"
+    for pl in "$@"; do printf '%s\n' "${pl#*:}" >> "$t/${pl%%:*}"; done
+    for c in "$t"/core/*/*.c; do
+        [ -f "$c" ] || continue; rel=${c#"$t"/}; mkdir -p "$t/build/$(dirname "$rel")"
+        $CC -std=c11 -c -I"$t/core" -o "$t/build/${rel%.c}.o" "$c" 2>>"$t/cc.log" || :
+    done
+}
+check() {  # name, expect (pass|fail), what, text the output must hold
+    sh tests/layers.sh "$tmp/$1" build > "$tmp/$1.out" 2>&1; rc=$?
+    if [ "$2" = pass ]; then [ $rc -eq 0 ]; else [ $rc -ne 0 ]; fi
+    ok $? "$3: expected $2, got exit $rc: $(cat "$tmp/$1.out")"
+    grep -qF -- "$4" "$tmp/$1.out"; ok $? "$3: output lacks '$4': $(cat "$tmp/$1.out")"
+}
+
+tree good "core/kernel/k.c:int tk_add(int a);" "core/kernel/k.c:int tk_add(int a) { return a + 1; }" \
+     "core/ops/o.c:#include \"tt.h\"" "core/ops/o.c:int tk_add(int a);" "core/ops/o.c:int tt_op(void) { return tk_add(1); }"
+check good pass "a clean tree" " 0 failed"
+
+tree kincl "core/kernel/k.c:#include \"tt.h\"" "core/kernel/k.c:int tk_one(void) { return 1; }"
+check kincl fail "a kernel file including tt.h" "FAIL core/kernel/k.c -> tt.h"
+
+tree upinc "core/ops/o.h:int tt_op(void);" "core/kernel/k.c:#include \"ops/o.h\"" "core/kernel/k.c:int tk_one(void) { return 1; }"
+check upinc fail "a kernel file including an ops header" "FAIL core/kernel/k.c -> ops/o.h"
+
+tree lua "core/base/b.c:#include <lua.h>"
+check lua fail "a core file including lua.h" "FAIL core/base/b.c includes <lua.h>"
+
+tree png "core/ops/o.c:#include <png.h>"
+check png fail "libpng outside core/figure" "FAIL core/ops/o.c includes <png.h>"
+
+tree stray "core/misc.c:int x;"
+check stray fail "a file in no layer" "FAIL core/misc.c is in no layer"
+
+tree call "core/ops/o.c:int tt_op(void) { return 2; }" \
+     "core/kernel/k.c:int tt_op(void);" "core/kernel/k.c:int tk_one(void) { return tt_op(); }"
+check call fail "a kernel calling an op" "FAIL core/kernel/k.c -> tt_op: kernel calls ops: tt_op is defined in core/ops/o.c"
+
+tree luacall "core/ops/o.c:void lua_settop(void *L, int i);" "core/ops/o.c:void tt_op(void *L) { lua_settop(L, 0); }"
+check luacall fail "a core file calling Lua" "FAIL core/ops/o.c calls lua_settop"
+
+cp -R "$tmp/call" "$tmp/listed" && printf '# why\ncore/kernel/k.c -> tt_op  # a comment\n' > "$tmp/listed/tests/layers.known"
+check listed pass "a listed upward call" "known exception: core/kernel/k.c -> tt_op"
+
+cp -R "$tmp/good" "$tmp/stale" && printf 'core/kernel/k.c -> tt_op\n' > "$tmp/stale/tests/layers.known"
+check stale fail "a stale allow-list line" "no longer occurs, remove it from tests/layers.known: core/kernel/k.c -> tt_op"
+
+tree unbuilt "core/ops/o.c:int tt_op(void) { return 2; }"; rm -f "$tmp/unbuilt/build/core/ops/o.o"
+check unbuilt fail "a missing object" "build/core/ops/o.o is not built"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
