@@ -86,5 +86,37 @@ links=$(grep -o 'href="[^"#]*"' "$reports/index.html" | sed 's/^href="//; s/"$//
 ok $? "index.html links $(echo "$links" | grep -c .) pages for $(ls lessons/*.lua | wc -l) lessons"
 for l in $links; do [ -f "$reports/$l" ]; ok $? "index.html links a missing page: $l"; done
 
+# The same heatmap as PNG and as SVG: Chromium draws the SVG at its own size
+# and nearly every pixel of the PNG has its colour at most a pixel away
+# (cells, hatching, colour bar; the text's font differs). Drawn 3 px off,
+# the cell edges no longer line up: the check can fail.
+svg_vs_png() {  # offset_px -> "MATCHED TOTAL"
+    cat >"$tmp/fig.html" <<HTML
+<!DOCTYPE html><html><head><meta charset="utf-8"/><style>body{margin:0;background:#fff}
+img{display:block;margin-left:${1}px}</style></head><body><img src="fig.svg"/></body></html>
+HTML
+    profile=$(mktemp -d "$tmp/profile.XXXXXX")
+    set -- $("$pngcolors" "$tmp/fig.png")
+    timeout 60 "$chrome" --headless --no-sandbox --disable-gpu --disable-background-networking \
+        --disable-component-update --disable-sync --no-first-run --user-data-dir="$profile" \
+        --hide-scrollbars --force-device-scale-factor=1 --window-size="$1,$2" \
+        --screenshot="$tmp/fig-svg.png" "file://$tmp/fig.html" >/dev/null 2>&1
+    rm -rf "$profile"
+    "$pngcolors" "$tmp/fig.png" "$tmp/fig-svg.png"
+}
+fig_lua='local x = tt.tensor{{0.1, 0.7, -1, 2, 0.3, 0.9, 0.2}, {1, -2, 0.5, 0.4, 1.5, -0.1, 0.8},
+  {0.3, 0.2, 1.1, -0.6, 0.9, 0.4, -1.2}, {2, 0.1, -0.3, 0.7, -0.8, 1.3, 0.6},
+  {-0.5, 0.6, 0.2, 1.8, 0.1, -0.9, 0.4}}:masked_fill(~tt.causal_mask(5, 7, "upper_left"), -math.huge)
+for _, ext in ipairs({"png", "svg"}) do tt.heatmap(x, arg[1] .. "/fig." .. ext, {title = "Scores", annotate = false}) end'
+printf '%s\n' "$fig_lua" >"$tmp/fig.lua"
+./tensortrace -q "$tmp/fig.lua" "$tmp" >"$tmp/fig.out" 2>&1
+ok $? "the PNG and SVG heatmap for the layout check: $(cat "$tmp/fig.out")"
+set -- $(svg_vs_png 0)
+m0=${1:-0} t0=${2:-1}
+[ $((m0 * 100)) -ge $((t0 * 99)) ]; ok $? "SVG drawn by Chromium matches the PNG within a pixel: $m0 of $t0 pixels"; echo "svg vs png: $m0 of $t0 pixels within a pixel"
+set -- $(svg_vs_png 3)
+m3=${1:-0} t3=${2:-1}
+[ $((m3 * 100)) -lt $((m0 * 100 - t3)) ]; ok $? "the layout check sees a 3 px shift: $m3 of $t3 pixels (unshifted $m0)"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
