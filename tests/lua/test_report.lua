@@ -389,5 +389,26 @@ if sf then
   check("sandbox: figure embedded", has(s, "sandboxed") and has(s, "data:image/png;base64,"))
 end
 
+-- ===== every lesson's page, as make report makes it =====
+-- run in a folder of their own (the lessons write into images/ there), each
+-- page is well-formed, fetches nothing, and ran its lesson to the end
+do
+  local root = dir .. "/lessons_run"
+  os.execute("mkdir -p '" .. root .. "/images' && ln -s '" .. os.getenv("PWD") .. "/lessons' '" .. root .. "/lessons'")
+  local exe = os.getenv("PWD") .. "/tensortrace"
+  local p = io.popen("ls lessons/*.lua")
+  for lesson in p:lines() do
+    local page = root .. "/" .. lesson:match("([^/]+)%.lua$") .. ".html"
+    local ok = os.execute("cd '" .. root .. "' && TT_REPORT_DATE=2026-01-01 '" .. exe .. "' -q --report '" .. page
+                          .. "' " .. lesson .. " >/dev/null 2>&1")
+    local doc = T.slurp(page) or ""
+    local bad = xml_check(doc)
+    check(lesson .. ": the report is well-formed" .. (bad and (": " .. bad) or ""), ok and doc ~= "" and bad == nil)
+    check(lesson .. ": ran to the end, fetches nothing", has(doc, "ran to the end")
+          and not doc:find("https?://") and not doc:find('src="[^d#]'))
+  end
+  p:close()
+end
+
 os.execute("rm -rf '" .. dir .. "'")
 T.report()
