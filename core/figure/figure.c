@@ -26,17 +26,10 @@ static int imin(int a, int b) { return a < b ? a : b; }
 
 /* ===== Canvas ===== */
 
-/* Whether new canvases record their drawing for SVG. A figure writer turns
+/* Whether new canvases record their drawing for SVG. tt__figure_write turns
    it off while it renders for a PNG path: the list of a big heatmap is tens
    of MB that a PNG never reads. */
 static int want_vectors = 1;
-
-int tt__canvas_want_vectors(int on)
-{
-    const int prev = want_vectors;
-    want_vectors = on;
-    return prev;
-}
 
 tt_status tt_canvas_init(tt_canvas *c, int w, int h)
 {
@@ -433,6 +426,20 @@ tt_status tt__figure_save(const char *what, const char *path, const tt_canvas *c
         snprintf(msg, sizeof msg, "%s", tt_errmsg());   /* tt__err overwrites it */
         tt__err(st, "%s: %s", what, msg);
     }
+    return st;
+}
+
+tt_status tt__figure_write(const char *what, const char *path, tt_figure_render_fn render,
+                           const void *ctx, const tt_png_meta *meta)
+{
+    tt_canvas c;
+    const int vec = want_vectors;
+    want_vectors = tt_figure_path_is_svg(path);
+    tt_status st = render(&c, ctx);
+    want_vectors = vec;
+    if (st != TT_OK) return st;
+    st = tt__figure_save(what, path, &c, meta);
+    tt_canvas_free(&c);
     return st;
 }
 
@@ -1261,17 +1268,23 @@ tt_status tt_heatmap_write(const char *path, const float *data, int64_t P, int64
     return tt_heatmap_write_src(path, &src, P, R, C, opts);
 }
 
+typedef struct heatmap_call {
+    const tt_fig_src *src;
+    int64_t P, R, C;
+    const tt_heatmap_opts *opts;
+} heatmap_call;
+
+static tt_status heatmap_render_call(tt_canvas *out, const void *ctx)
+{
+    const heatmap_call *a = ctx;
+    return tt_heatmap_render_src(out, NULL, a->src, a->P, a->R, a->C, a->opts);
+}
+
 tt_status tt_heatmap_write_src(const char *path, const tt_fig_src *src, int64_t P, int64_t R,
                                int64_t C, const tt_heatmap_opts *opts)
 {
-    tt_canvas c;
-    const int vec = tt__canvas_want_vectors(tt_figure_path_is_svg(path));
-    tt_status st = tt_heatmap_render_src(&c, NULL, src, P, R, C, opts);
-    tt__canvas_want_vectors(vec);
-    if (st != TT_OK) return st;
-    st = tt__figure_save("heatmap", path, &c, opts ? &opts->meta : NULL);
-    tt_canvas_free(&c);
-    return st;
+    const heatmap_call a = { src, P, R, C, opts };
+    return tt__figure_write("heatmap", path, heatmap_render_call, &a, opts ? &opts->meta : NULL);
 }
 
 /* ===== Bar charts ===== */
@@ -1450,15 +1463,21 @@ tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C
     return TT_OK;
 }
 
+typedef struct bars_call {
+    const float *data;
+    int64_t R, C;
+    const tt_bars_opts *opts;
+} bars_call;
+
+static tt_status bars_render_call(tt_canvas *out, const void *ctx)
+{
+    const bars_call *a = ctx;
+    return tt_bars_render(out, a->data, a->R, a->C, a->opts);
+}
+
 tt_status tt_bars_write(const char *path, const float *data, int64_t R, int64_t C,
                         const tt_bars_opts *opts)
 {
-    tt_canvas c;
-    const int vec = tt__canvas_want_vectors(tt_figure_path_is_svg(path));
-    tt_status st = tt_bars_render(&c, data, R, C, opts);
-    tt__canvas_want_vectors(vec);
-    if (st != TT_OK) return st;
-    st = tt__figure_save("bars", path, &c, opts ? &opts->meta : NULL);
-    tt_canvas_free(&c);
-    return st;
+    const bars_call a = { data, R, C, opts };
+    return tt__figure_write("bars", path, bars_render_call, &a, opts ? &opts->meta : NULL);
 }

@@ -101,10 +101,6 @@ tt_status tt_png_read_rgb(const char *path, uint8_t **px, int *w, int *h);
 tt_status tt_svg_write(const char *path, const tt_canvas *c, const tt_png_meta *meta);
 /* 1 when path ends in ".svg" (any case): figures are then written as SVG. */
 int tt_figure_path_is_svg(const char *path);
-/* Whether canvases made from now on record their drawing for SVG (default
-   on); returns the previous setting. The *_write functions turn it off
-   while they render for a PNG path. */
-int tt__canvas_want_vectors(int on);
 
 /* The one atomic file writer of every figure format (png.c): emit writes
    the bytes into fp and returns 0, or nonzero with the reason in errtext.
@@ -272,6 +268,12 @@ size_t tt_flow_describe(char *buf, size_t n);
    on failure the message is "what: cannot write 'path': reason". */
 tt_status tt__figure_save(const char *what, const char *path, const tt_canvas *c,
                           const tt_png_meta *meta);
+/* Renders a figure into a fresh canvas, render(out, ctx), and saves it to
+   path as tt__figure_save does: the one path of every *_write function.
+   A canvas rendered for a PNG path records no SVG shapes. */
+typedef tt_status (*tt_figure_render_fn)(tt_canvas *out, const void *ctx);
+tt_status tt__figure_write(const char *what, const char *path, tt_figure_render_fn render,
+                           const void *ctx, const tt_png_meta *meta);
 
 /* ===== Head groups (head_groups.c): the MHA / GQA / MQA diagram ===== */
 

@@ -761,17 +761,15 @@ size_t tt_flow_describe(char *buf, size_t n)
     return len;
 }
 
+static tt_status flow_render_call(tt_canvas *out, const void *opts)
+{
+    return tt_flow_render(out, NULL, opts);
+}
+
 tt_status tt_flow_write(const char *path, const tt_flow_opts *opts)
 {
-    tt_canvas c;
-    const int vec = tt__canvas_want_vectors(tt_figure_path_is_svg(path));
-    tt_status st = tt_flow_render(&c, NULL, opts);
-    tt__canvas_want_vectors(vec);
-    if (st != TT_OK) return st;
     tt_png_meta meta = { NULL, NULL, NULL };
     if (opts) meta = opts->meta;
     if (!meta.title) meta.title = opts && opts->title ? opts->title : "Pipeline";
-    st = tt__figure_save("flow", path, &c, &meta);
-    tt_canvas_free(&c);
-    return st;
+    return tt__figure_write("flow", path, flow_render_call, opts, &meta);
 }

@@ -194,14 +194,12 @@ tt_status tt_head_groups_render(tt_canvas *out, tt_head_groups_geom *geom,
     return TT_OK;
 }
 
+static tt_status head_groups_render_call(tt_canvas *out, const void *opts)
+{
+    return tt_head_groups_render(out, NULL, opts);
+}
+
 tt_status tt_head_groups_write(const char *path, const tt_head_groups_opts *opts)
 {
-    tt_canvas c;
-    const int vec = tt__canvas_want_vectors(tt_figure_path_is_svg(path));
-    tt_status st = tt_head_groups_render(&c, NULL, opts);
-    tt__canvas_want_vectors(vec);
-    if (st != TT_OK) return st;
-    st = tt__figure_save("head_groups", path, &c, &opts->meta);
-    tt_canvas_free(&c);
-    return st;
+    return tt__figure_write("head_groups", path, head_groups_render_call, opts, &opts->meta);
 }
