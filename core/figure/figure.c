@@ -700,35 +700,99 @@ static void legend_add(legend_entry *leg, int *n, legend_kind kind, int k, const
     (*n)++;
 }
 
-#define ROW_SUMS_GAP 10   /* between a panel and its row-sum margin */
+/* Pixel sizes of the heatmap layout. */
+enum {
+    HM_MARGIN = 36,            /* outer margin */
+    HM_MIN_TEXT_W = 360,       /* a title or note wraps to at least this width */
+    HM_MAX_CELL = 120,         /* largest cell side */
+    HM_MIN_STRIP = 40,         /* a thin strip (few rows or columns) is at least this thick */
+    HM_SEP_MIN = 24,           /* cells this big get white rules between them */
+    HM_PANEL_GAP = 36,         /* between panel columns */
+    HM_PANEL_GAP_Y = 26,       /* below each row of panels */
+    HM_FIT_GAP_Y = 60,         /* room between panel rows assumed when fitting numbers */
+    HM_LABEL_GAP = 8,          /* matrix edge to its tick labels */
+    HM_LABEL_PAD = 10,         /* a tick-label band is its widest label plus this */
+    HM_TICK_LEN = 4,           /* tick marks of thinned labels */
+    HM_PATCH_PAD = 3,          /* plain patch round a number on a hatch */
+    HM_ANNOT_MIN_PAD = 4,      /* a number needs this much spare width in its cell */
+    HM_TITLE_GAP = 16,         /* below the title */
+    HM_NOTE_GAP = 8,           /* between the title and the note */
+    HM_BAR_GAP = 28,           /* grid to the colour bar or legend */
+    HM_BAR_W = 20,             /* colour bar width ... */
+    HM_BAR_MIN_H = 160,        /* ... and least height */
+    HM_BAR_TICK = 5,           /* colour bar tick length */
+    HM_BAR_TEXT_GAP = 10,      /* colour bar to its tick labels */
+    HM_SWATCH = 22,            /* legend swatch side */
+    HM_LEGEND_PITCH = 32,      /* legend entry spacing */
+    HM_LEGEND_TEXT_GAP = 10,   /* swatch to its text */
+    HM_LEGEND_GAP = 26,        /* colour bar to the legend under it */
+    HM_ROW_SUMS_GAP = 10,      /* between a panel and its row-sum margin */
+    HM_MAX_PANELS = 64,
+    HM_LUT = 1024,             /* colour lookup entries */
+};
 #define ROW_SUMS_BG 0xf0f0f0u
 #define TILE_INK 0x202020u
+#define PATCH_INK 0x3a3a3au    /* numbers over a hatch */
+#define WHITE 0xffffffu
 
-tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *data,
-                            int64_t P, int64_t R, int64_t C, const tt_heatmap_opts *opts)
+/* Everything a heatmap's drawing needs, computed from the data and the
+   options by the layout steps; freed by hm_free. */
+typedef struct heatmap {
+    const tt_heatmap_opts *o;
+    int64_t P, R, C;
+    char tname[320];           /* "scores [Nq=4,Nk=4]" for messages */
+    int cmap, ncat, use_max;
+    /* the shown grid: one cell per br x bc block */
+    int64_t br, bc, nshown;
+    int rows, cols, down, limit;
+    float *vals;               /* [P, rows, cols] */
+    uint8_t *mbits;            /* mask kinds of each shown cell, or NULL */
+    /* colour scale */
+    stats s;
+    double lo, hi;
+    double *rlo, *rhi;         /* per-row ranges (row_scale), or NULL */
+    uint32_t lut[HM_LUT];
+    /* cells and their numbers */
+    int decimals, annotate, ascale, reduced;
+    int gcols, grows, cw, ch, mw, mh, sep;
+    /* labels, colour bar ticks, note */
+    axis_labels ylab, xlab;
+    int colorbar, nticks, tickw;
+    char ticktext[16][32];
+    double tickval[16];
+    const char *xtitle, *ytitle;
+    char note[160];
+    /* row sums */
+    double *rsum;
+    int rs_scale, rs_w, rs_lab_scale, rs_lab_up, rs_total;
+    legend_entry legend[LEGEND_MAX];
+    int legend_n;
+    /* positions */
+    int W, H, ox, gx, gy, ptitle_h, xlab_h, dx, dy, grid_w, grid_h, title_h;
+    int bar_x, bar_y, bar_w, bar_h, legend_x, legend_y;
+    tt_font_title title;
+    char notes[2][TT_FONT_WRAP_LEN];
+    int nnotes;
+} heatmap;
+
+static const char RS_LABEL[] = "\xce\xa3 row";
+
+static void hm_free(heatmap *h)
 {
-    const tt_fig_src src = { data, NULL, { R * C, C, 1 } };
-    return tt_heatmap_render_src(out, geom, &src, P, R, C, opts);
+    axis_free(&h->ylab);
+    axis_free(&h->xlab);
+    free(h->rlo); free(h->rhi); free(h->vals); free(h->mbits); free(h->rsum);
 }
 
-tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_fig_src *src,
-                                int64_t P, int64_t R, int64_t C, const tt_heatmap_opts *opts)
+/* 1. check the arguments */
+static tt_status hm_check(heatmap *h)
 {
-    tt_heatmap_opts dflt;
-    if (!opts) { tt_heatmap_opts_init(&dflt); opts = &dflt; }
-    out->w = out->h = 0;
-    out->px = NULL;
-    out->vec = NULL;
-    char shp[256], tname[320];
-    if (opts->meta.shape) snprintf(shp, sizeof shp, "%s", opts->meta.shape);
-    else if (P == 1) snprintf(shp, sizeof shp, "[%lld,%lld]", (long long)R, (long long)C);
-    else snprintf(shp, sizeof shp, "[%lld,%lld,%lld]", (long long)P, (long long)R, (long long)C);
-    what(tname, sizeof tname, opts->name, shp);
-
-    /* 1. check the arguments */
+    const tt_heatmap_opts *opts = h->o;
+    const int64_t P = h->P, R = h->R, C = h->C;
+    const char *tname = h->tname;
     if (P <= 0 || R <= 0 || C <= 0)
         return tt__err(TT_EARG, "heatmap: nothing to draw: the tensor %s is empty", tname);
-    if (P > 64)
+    if (P > HM_MAX_PANELS)
         return tt__err(TT_EARG, "heatmap: %s has %lld panels, too many for one figure (at most 64); "
                        "hint: draw a slice such as x[1] or x:narrow(1, 1, 8)", tname, (long long)P);
     /* label lists: one entry a column, row and panel; the labels of a
@@ -761,71 +825,85 @@ tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_
     if (opts->has_vmin && opts->has_vmax && !(opts->vmin < opts->vmax))
         return tt__err(TT_EARG, "heatmap: vmin (%g) must be less than vmax (%g)",
                        opts->vmin, opts->vmax);
-    int cmap = -1;
-    if (opts->cmap && (cmap = tt_cmap_from_name(opts->cmap)) < 0)
+    h->cmap = -1;
+    if (opts->cmap && (h->cmap = tt_cmap_from_name(opts->cmap)) < 0)
         return tt__err(TT_EARG, "heatmap: unknown cmap '%s' (use 'viridis', 'diverging' "
                        "or 'gray')", opts->cmap);
-    const int ncat = opts->categories ? opts->ncategories : 0;
+    h->ncat = opts->categories ? opts->ncategories : 0;
     /* codes: a block mean would invent categories */
-    const int use_max = ncat > 0 || (opts->downsample && !strcmp(opts->downsample, "max"));
+    h->use_max = h->ncat > 0 || (opts->downsample && !strcmp(opts->downsample, "max"));
     if (opts->downsample && strcmp(opts->downsample, "max") && strcmp(opts->downsample, "mean"))
         return tt__err(TT_EARG, "heatmap: unknown downsample '%s' (use 'mean' or 'max')",
                        opts->downsample);
     if (opts->masks && (opts->nmasks < 1 || opts->nmasks > TT_FIG_MASK_KINDS))
         return tt__err(TT_EARG, "heatmap: %d masks; one to %d kinds can be told apart",
                        opts->nmasks, TT_FIG_MASK_KINDS);
-    if (opts->categories && (ncat < 1 || ncat > TT_FIG_NCOLOURS))
+    if (opts->categories && (h->ncat < 1 || h->ncat > TT_FIG_NCOLOURS))
         return tt__err(TT_EARG, "heatmap: %d categories; one to %d have colours of their own",
-                       ncat, TT_FIG_NCOLOURS);
+                       h->ncat, TT_FIG_NCOLOURS);
     if (opts->tile_rows < 0 || opts->tile_cols < 0)
         return tt__err(TT_EARG, "heatmap: tiles must be positive sizes");
+    return TT_OK;
+}
 
-    /* 2. big matrices: one shown cell per block, read in one pass */
-    const int limit = P > 1 ? 512 : 1024;
-    const int64_t br = (R + limit - 1) / limit, bc = (C + limit - 1) / limit;
-    const int rows = (int)((R + br - 1) / br), cols = (int)((C + bc - 1) / bc);
-    const int down = br > 1 || bc > 1;
-    if (opts->row_sums && br > 1)
+/* The error for a shown value k that is no category code. */
+static tt_status hm_category_err(const heatmap *h, int64_t k)
+{
+    const double v = h->vals[k];
+    const int64_t p = k / ((int64_t)h->rows * h->cols), i = k / h->cols % h->rows, j = k % h->cols;
+    char vb[32], cell[96];
+    fmt_num(vb, sizeof vb, v, v == floor(v) ? 0 : 2);
+    if (h->P > 1) snprintf(cell, sizeof cell, "panel %lld, cell (%lld, %lld)", (long long)p + 1,
+                           (long long)(i * h->br + 1), (long long)(j * h->bc + 1));
+    else snprintf(cell, sizeof cell, "cell (%lld, %lld)", (long long)(i * h->br + 1),
+                  (long long)(j * h->bc + 1));
+    return tt__err(TT_EARG, "heatmap: categories: %s of %s holds %s, not a category code "
+                   "1..%d; hint: the tensor holds 1-based codes into categories", cell,
+                   h->tname, vb, h->ncat);
+}
+
+/* 2. big matrices: one shown cell per block, read in one pass */
+static tt_status hm_gather(heatmap *h, const tt_fig_src *src)
+{
+    const tt_heatmap_opts *opts = h->o;
+    const int64_t P = h->P, R = h->R, C = h->C;
+    h->limit = P > 1 ? 512 : 1024;
+    h->br = (R + h->limit - 1) / h->limit;
+    h->bc = (C + h->limit - 1) / h->limit;
+    h->rows = (int)((R + h->br - 1) / h->br);
+    h->cols = (int)((C + h->bc - 1) / h->bc);
+    h->down = h->br > 1 || h->bc > 1;
+    if (opts->row_sums && h->br > 1)
         return tt__err(TT_EARG, "heatmap: row_sums: %s has %lld rows, too many to show each "
-                       "one's sum (at most %d); hint: draw a slice with x:narrow", tname,
-                       (long long)R, limit);
-    const int64_t nshown = P * rows * cols;
-    float *shown = malloc((size_t)nshown * sizeof *shown);
-    uint8_t *mbits = opts->masks ? calloc((size_t)nshown, 1) : NULL;
-    if (!shown || (opts->masks && !mbits)) {
-        free(shown); free(mbits);
-        return tt__err(TT_ENOMEM, "heatmap: out of memory for %lld shown cells", (long long)nshown);
-    }
-    {
-        tt_status st = gather(shown, src, P, R, C, br, bc, rows, cols, use_max);
-        if (st != TT_OK) { free(shown); free(mbits); return st; }
-    }
+                       "one's sum (at most %d); hint: draw a slice with x:narrow", h->tname,
+                       (long long)R, h->limit);
+    h->nshown = P * h->rows * h->cols;
+    h->vals = malloc((size_t)h->nshown * sizeof *h->vals);
+    h->mbits = opts->masks ? calloc((size_t)h->nshown, 1) : NULL;
+    if (!h->vals || (opts->masks && !h->mbits))
+        return tt__err(TT_ENOMEM, "heatmap: out of memory for %lld shown cells", (long long)h->nshown);
+    tt_status st = gather(h->vals, src, P, R, C, h->br, h->bc, h->rows, h->cols, h->use_max);
+    if (st != TT_OK) return st;
     for (int k = 0; opts->masks && k < opts->nmasks; k++)
-        gather_mask(mbits, (uint8_t)(1u << k), &opts->masks[k], P, R, C, br, bc, rows, cols);
-    const float *vals = shown;
-    for (int64_t k = 0; k < nshown && ncat; k++) {
-        const double v = vals[k];
-        if (!(v >= 1 && v <= ncat && v == floor(v))) {
-            const int64_t p = k / ((int64_t)rows * cols), i = k / cols % rows, j = k % cols;
-            char vb[32], cell[96];
-            fmt_num(vb, sizeof vb, v, v == floor(v) ? 0 : 2);
-            if (P > 1) snprintf(cell, sizeof cell, "panel %lld, cell (%lld, %lld)", (long long)p + 1,
-                                (long long)(i * br + 1), (long long)(j * bc + 1));
-            else snprintf(cell, sizeof cell, "cell (%lld, %lld)", (long long)(i * br + 1),
-                          (long long)(j * bc + 1));
-            free(shown); free(mbits);
-            return tt__err(TT_EARG, "heatmap: categories: %s of %s holds %s, not a category code "
-                           "1..%d; hint: the tensor holds 1-based codes into categories", cell,
-                           tname, vb, ncat);
-        }
+        gather_mask(h->mbits, (uint8_t)(1u << k), &opts->masks[k], P, R, C, h->br, h->bc,
+                    h->rows, h->cols);
+    for (int64_t k = 0; k < h->nshown && h->ncat; k++) {
+        const double v = h->vals[k];
+        if (!(v >= 1 && v <= h->ncat && v == floor(v))) return hm_category_err(h, k);
     }
+    return TT_OK;
+}
 
-    /* 3. colour scale */
-    const stats s = data_stats(vals, nshown);
-    if (cmap < 0) cmap = s.nfinite && s.fmin < 0 ? TT_CMAP_DIVERGING : TT_CMAP_VIRIDIS;
+/* 3. colour scale: automatic from the data, the options override */
+static tt_status hm_scale(heatmap *h)
+{
+    const tt_heatmap_opts *opts = h->o;
+    h->s = data_stats(h->vals, h->nshown);
+    const stats s = h->s;
+    if (h->cmap < 0) h->cmap = s.nfinite && s.fmin < 0 ? TT_CMAP_DIVERGING : TT_CMAP_VIRIDIS;
     double lo = 0.0, hi = 1.0;
     if (s.nfinite) {
-        if (cmap == TT_CMAP_DIVERGING) {
+        if (h->cmap == TT_CMAP_DIVERGING) {
             hi = s.maxabs > 0 ? s.maxabs : 1.0;
             lo = -hi;
         } else {
@@ -841,42 +919,46 @@ tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_
         if (opts->has_vmin) hi = lo + span;
         else lo = hi - span;
     }
-    uint32_t lut[1024];
-    for (int i = 0; i < 1024; i++) lut[i] = tt_cmap_rgb((tt_cmap)cmap, i / 1023.0);
+    h->lo = lo;
+    h->hi = hi;
+    for (int i = 0; i < HM_LUT; i++) h->lut[i] = tt_cmap_rgb((tt_cmap)h->cmap, i / (HM_LUT - 1.0));
+    if (!opts->row_scale) return TT_OK;
 
     /* per-row scales (row_scale): each shown row on its own range */
-    double *rlo = NULL, *rhi = NULL;
-    if (opts->row_scale) {
-        rlo = malloc((size_t)(P * rows) * sizeof *rlo);
-        rhi = malloc((size_t)(P * rows) * sizeof *rhi);
-        if (!rlo || !rhi) {
-            free(rlo); free(rhi); free(shown); free(mbits);
-            return tt__err(TT_ENOMEM, "heatmap: out of memory");
-        }
-        for (int64_t k = 0; k < P * rows; k++) {
-            const stats rs = data_stats(vals + k * cols, cols);
-            double a = rs.fmin, b = rs.fmax;
-            if (!rs.nfinite) a = 0.0, b = 1.0;
-            else if (cmap == TT_CMAP_DIVERGING) { b = rs.maxabs > 0 ? rs.maxabs : 1.0; a = -b; }
-            else if (!(b > a)) a = b - 1.0;   /* a lone value takes the top colour */
-            rlo[k] = a;
-            rhi[k] = b;
-        }
+    const int64_t nrows = h->P * h->rows;
+    h->rlo = malloc((size_t)nrows * sizeof *h->rlo);
+    h->rhi = malloc((size_t)nrows * sizeof *h->rhi);
+    if (!h->rlo || !h->rhi) return tt__err(TT_ENOMEM, "heatmap: out of memory");
+    for (int64_t k = 0; k < nrows; k++) {
+        const stats rs = data_stats(h->vals + k * h->cols, h->cols);
+        double a = rs.fmin, b = rs.fmax;
+        if (!rs.nfinite) a = 0.0, b = 1.0;
+        else if (h->cmap == TT_CMAP_DIVERGING) { b = rs.maxabs > 0 ? rs.maxabs : 1.0; a = -b; }
+        else if (!(b > a)) a = b - 1.0;   /* a lone value takes the top colour */
+        h->rlo[k] = a;
+        h->rhi[k] = b;
     }
+    return TT_OK;
+}
 
-    /* 4. annotations: numbers inside small matrices */
+/* 4. annotations: numbers inside small matrices; 5. cell size: grown,
+   within a limit, until the widest number fits with a margin of
+   ANNOT_PAD[scale] on each side; else smaller text, then fewer decimals,
+   then no numbers */
+static void hm_cells(heatmap *h)
+{
+    const tt_heatmap_opts *opts = h->o;
+    const int64_t P = h->P;
+    const int rows = h->rows, cols = h->cols;
     int decimals = opts->decimals >= 0 ? imin(opts->decimals, 8)
-                                       : auto_decimals(vals, nshown, s.maxabs);
+                                       : auto_decimals(h->vals, h->nshown, h->s.maxabs);
     const int maxa = opts->max_annotate > 0 ? opts->max_annotate : 16;
     /* categories: the colours and the legend say it; numbers only on request */
-    int annotate = !down && (opts->annotate < 0 ? (!ncat && R <= maxa && C <= maxa) : opts->annotate > 0);
-
-    /* 5. cell size: grown, within a limit, until the widest number fits
-       with a margin of ANNOT_PAD[scale] on each side; else smaller text,
-       then fewer decimals, then no numbers */
+    int annotate = !h->down && (opts->annotate < 0 ? (!h->ncat && h->R <= maxa && h->C <= maxa)
+                                                   : opts->annotate > 0);
     int gcols = P <= 4 ? (int)P : P <= 8 ? 4 : (int)ceil(sqrt((double)P));
     const int big = imax(rows, cols);
-    int cell = imin(imax(panel_target(P, gcols) / big, 1), 120);
+    int cell = imin(imax(panel_target(P, gcols) / big, 1), HM_MAX_CELL);
     const int max_grid_w = P == 1 ? 1040 : 1600, max_grid_h = P == 1 ? 1040 : 1400;
     int ascale = 0, reduced = 0;
     const int smallest = TT_FONT_CAP + 2 * ANNOT_PAD[1];   /* "0" at scale 1 */
@@ -890,11 +972,11 @@ tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_
             const int gc = k == 1 ? imin(gcols, (int)ceil(sqrt((double)P))) : gcols;
             if (k == 1 && gc == gcols) continue;
             const int gr = (int)((P + gc - 1) / gc);
-            const int need = imax(widest_number(vals, nshown, decimals, sc) + 2 * ANNOT_PAD[sc],
+            const int need = imax(widest_number(h->vals, h->nshown, decimals, sc) + 2 * ANNOT_PAD[sc],
                                   TT_FONT_CAP * sc + 2 * ANNOT_PAD[sc]);
-            const int c2 = imax(imin(imax(panel_target(P, gc) / big, 1), 120), need);
-            if (gc * cols * c2 + (gc - 1) * 36 <= max_grid_w &&
-                gr * rows * c2 + (gr - 1) * 60 <= max_grid_h) {
+            const int c2 = imax(imin(imax(panel_target(P, gc) / big, 1), HM_MAX_CELL), need);
+            if (gc * cols * c2 + (gc - 1) * HM_PANEL_GAP <= max_grid_w &&
+                gr * rows * c2 + (gr - 1) * HM_FIT_GAP_Y <= max_grid_h) {
                 cell = c2;
                 gcols = gc;
                 ascale = sc;
@@ -904,361 +986,459 @@ tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_
         if (decimals > 0) { decimals--; reduced = 1; }
         else annotate = 0;
     }
-    const int grows = (int)((P + gcols - 1) / gcols);
+    h->decimals = decimals;
+    h->annotate = annotate;
+    h->ascale = ascale;
+    h->reduced = reduced;
+    h->gcols = gcols;
+    h->grows = (int)((P + gcols - 1) / gcols);
     const int target = panel_target(P, gcols);
-    int cw = cell, ch = cell;
-    ch = imax(ch, imin(40, target / rows));   /* thin strips stay visible */
-    cw = imax(cw, imin(40, target / cols));
-    const int mw = cols * cw, mh = rows * ch;
+    h->ch = imax(cell, imin(HM_MIN_STRIP, target / rows));   /* thin strips stay visible */
+    h->cw = imax(cell, imin(HM_MIN_STRIP, target / cols));
+    h->mw = cols * h->cw;
+    h->mh = rows * h->ch;
+    h->sep = h->cw >= HM_SEP_MIN && h->ch >= HM_SEP_MIN;   /* white rules between big cells */
+}
 
-    /* 6. labels */
-    axis_labels ylab, xlab;
-    tt_status st = axis_pick(&ylab, R, (double)ch / (double)br, opts->ylabels, opts->nylabels, 0);
-    if (st == TT_OK) {
-        st = axis_pick(&xlab, C, (double)cw / (double)bc, opts->xlabels, opts->nxlabels, 1);
-        if (st != TT_OK) axis_free(&ylab);
-    }
-    if (st != TT_OK) { free(rlo); free(rhi); free(shown); free(mbits); return st; }
+/* 6. labels: ticks of both axes, the colour bar's, the axis titles and a
+   note under the title when the figure shows less than was asked */
+static tt_status hm_labels(heatmap *h)
+{
+    const tt_heatmap_opts *opts = h->o;
+    tt_status st = axis_pick(&h->ylab, h->R, (double)h->ch / (double)h->br, opts->ylabels,
+                             opts->nylabels, 0);
+    if (st == TT_OK)
+        st = axis_pick(&h->xlab, h->C, (double)h->cw / (double)h->bc, opts->xlabels, opts->nxlabels, 1);
+    if (st != TT_OK) return st;
 
-    const int colorbar = opts->colorbar != 0 && !ncat;   /* categories have a legend instead */
-    char ticktext[16][32];
-    double tickval[16];
-    int nticks = 0, tickw = 0;
-    if (colorbar) {
-        if (opts->row_scale && cmap == TT_CMAP_DIVERGING) {   /* each row centred on 0 */
-            snprintf(ticktext[0], 32, "+row max|x|"); tickval[0] = hi;
-            snprintf(ticktext[1], 32, "0"); tickval[1] = (lo + hi) / 2.0;
-            snprintf(ticktext[2], 32, "-row max|x|"); tickval[2] = lo;
-            nticks = 3;
+    h->colorbar = opts->colorbar != 0 && !h->ncat;   /* categories have a legend instead */
+    if (h->colorbar) {
+        if (opts->row_scale && h->cmap == TT_CMAP_DIVERGING) {   /* each row centred on 0 */
+            snprintf(h->ticktext[0], 32, "+row max|x|"); h->tickval[0] = h->hi;
+            snprintf(h->ticktext[1], 32, "0"); h->tickval[1] = (h->lo + h->hi) / 2.0;
+            snprintf(h->ticktext[2], 32, "-row max|x|"); h->tickval[2] = h->lo;
+            h->nticks = 3;
         } else if (opts->row_scale) {
-            snprintf(ticktext[0], 32, "row max"); tickval[0] = hi;
-            snprintf(ticktext[1], 32, "row min"); tickval[1] = lo;
-            nticks = 2;
+            snprintf(h->ticktext[0], 32, "row max"); h->tickval[0] = h->hi;
+            snprintf(h->ticktext[1], 32, "row min"); h->tickval[1] = h->lo;
+            h->nticks = 2;
         } else {
             int td;
-            nticks = nice_ticks(lo, hi, 5, tickval, 16, &td);
-            for (int k = 0; k < nticks; k++) fmt_num(ticktext[k], 32, tickval[k], td);
+            h->nticks = nice_ticks(h->lo, h->hi, 5, h->tickval, 16, &td);
+            for (int k = 0; k < h->nticks; k++) fmt_num(h->ticktext[k], 32, h->tickval[k], td);
         }
-        for (int k = 0; k < nticks; k++) tickw = imax(tickw, tt_font_width(ticktext[k], 2, 0));
+        for (int k = 0; k < h->nticks; k++) h->tickw = imax(h->tickw, tt_font_width(h->ticktext[k], 2, 0));
     }
 
-    const char *xtitle = opts->xtitle ? opts->xtitle : "Key";
-    const char *ytitle = opts->ytitle ? opts->ytitle : "Query";
-    /* a note under the title when the figure shows less than was asked */
-    char note[160] = "";
-    if (down)
-        snprintf(note, sizeof note, "%lldx%lld shown as %dx%d: block %s of %lldx%lld", (long long)R,
-                 (long long)C, rows, cols, use_max ? "max" : "mean", (long long)br, (long long)bc);
-    else if (!annotate && opts->annotate > 0)
-        snprintf(note, sizeof note, "%lldx%lld cells: too many to print their values", (long long)R,
-                 (long long)C);
-    else if (reduced && opts->decimals >= 0)
-        snprintf(note, sizeof note, "values rounded to %d decimal%s to fit the cells", decimals,
-                 decimals == 1 ? "" : "s");
-
-    /* row sums: each row's true sum (in double; -inf and NaN stay), printed
-       like the annotations, in a margin column as tall as the cells */
-    double *rsum = NULL;
-    int rs_scale = 0, rs_w = 0, rs_lab_scale = 2, rs_lab_up = 0;
-    static const char RS_LABEL[] = "\xce\xa3 row";
-    if (opts->row_sums) {
-        rs_scale = annotate ? ascale : ch >= TT_FONT_CAP * 2 + 6 ? 2 : ch >= TT_FONT_CAP + 3 ? 1 : 0;
-        if (!rs_scale) {
-            axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown); free(mbits); free(rsum);
-            return tt__err(TT_EARG, "heatmap: row_sums: the %d rows of %s are too thin (%d pixels) "
-                           "to print their sums; hint: draw fewer rows, e.g. x:narrow(1, 1, 64)",
-                           rows, tname, ch);
-        }
-        rsum = malloc((size_t)(P * rows) * sizeof *rsum);
-        if (!rsum) {
-            axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown); free(mbits); free(rsum);
-            return tt__err(TT_ENOMEM, "heatmap: out of memory");
-        }
-        int widest = 0;
-        for (int64_t k = 0; k < P * rows; k++) {
-            double sum = 0.0;
-            for (int j = 0; j < cols; j++) sum += (double)vals[k * cols + j];
-            rsum[k] = sum;
-            char buf[32];
-            fmt_num(buf, sizeof buf, sum, decimals);
-            widest = imax(widest, tt_font_width(buf, rs_scale, 0));
-        }
-        rs_w = imax(cw, widest + 2 * ANNOT_PAD[rs_scale]);
-        /* its column title sits with the column labels: across when it fits */
-        const int lw = tt_font_width(RS_LABEL, 2, 0);
-        if (lw > rs_w + ROW_SUMS_GAP) {
-            if (tt_font_width(RS_LABEL, 1, 0) <= rs_w + ROW_SUMS_GAP) rs_lab_scale = 1;
-            else rs_lab_up = 1;
-        }
-    }
-    const int rs_total = opts->row_sums ? ROW_SUMS_GAP + rs_w : 0;
-
-    /* legend: one entry for each look the cells use */
-    legend_entry legend[LEGEND_MAX];
-    int legend_n = 0;
-    {
-        int ninf_plain = 0, nan_plain = 0;   /* shown as such, not under a mask */
-        unsigned kinds = 0;
-        for (int64_t k = 0; k < nshown; k++) {
-            const unsigned m = mbits ? mbits[k] : 0;
-            kinds |= m;
-            if (!m && isinf(vals[k]) && vals[k] < 0) ninf_plain = 1;
-            if (!m && isnan(vals[k])) nan_plain = 1;
-        }
-        if (ncat)
-            for (int k = 0; k < ncat; k++) {
-                char t[32];
-                snprintf(t, sizeof t, "%d", k + 1);
-                legend_add(legend, &legend_n, LEG_CATEGORY, k,
-                           opts->categories[k] ? opts->categories[k] : t);
-            }
-        for (int k = 0; k < (opts->masks ? opts->nmasks : 0); k++)
-            if (kinds >> k & 1)
-                legend_add(legend, &legend_n, LEG_MASK, k,
-                           opts->mask_names && opts->mask_names[k] ? opts->mask_names[k] : "masked");
-        if (ninf_plain) legend_add(legend, &legend_n, LEG_NINF, 0, "-inf (masked)");
-        if (nan_plain && !ncat) legend_add(legend, &legend_n, LEG_NAN, 0, "NaN");
-    }
-
-    /* 7. layout (outer margin M; grid of panels at gx, gy). The width
-       comes from the grid and what sits beside it; a long title or note
-       wraps (or shrinks) to that width rather than widening the figure,
-       which only grows to MIN_TEXT_W for very narrow grids */
-    const int M = 36, MIN_TEXT_W = 360;
-    const int ptitle_h = P > 1 ? TT_FONT_LINE * 2 + 4 : 0;
-    const int ytitle_w = ytitle[0] ? TT_FONT_HEIGHT * 2 + 14 : 0;
-    const int ylab_w = ylab.extent + 10;
-    int xlab_h = (xlab.vertical ? xlab.extent : TT_FONT_HEIGHT * xlab.scale) + 10;
-    if (opts->row_sums)
-        xlab_h = imax(xlab_h, (rs_lab_up ? tt_font_width(RS_LABEL, 2, 0)
-                                         : TT_FONT_HEIGHT * rs_lab_scale) + 10);
-    const int xtitle_h = xtitle[0] ? TT_FONT_LINE * 2 + 6 : 0;
-    const int gap_x = 36;
-    const int inner_xlab = P > 1 && P % gcols != 0 && grows > 1;
-    const int pw = mw + rs_total;   /* a panel with its row-sum margin */
-    const int dx = pw + gap_x, dy = ptitle_h + mh + (inner_xlab ? xlab_h : 0) + 26;
-    const int grid_w = gcols * pw + (gcols - 1) * gap_x;
-    const int grid_h = (grows - 1) * dy + ptitle_h + mh;
-    int right_w = colorbar ? 28 + 20 + 10 + tickw : 0;
-
-    int legend_w = 0;
-    for (int k = 0; k < legend_n; k++)
-        legend_w = imax(legend_w, 22 + 10 + tt_font_width(legend[k].text, 2, 0));
-    if (legend_n) right_w = imax(right_w, 28 + legend_w);
-
-    const int content_w = ytitle_w + ylab_w + grid_w + right_w;
-    int W = content_w + 2 * M;
-    tt_font_title title;
-    tt_font_title_layout(&title, opts->title, imax(W - 2 * M, MIN_TEXT_W));
-    char notes[2][TT_FONT_WRAP_LEN];
-    int nnotes = 0, notes_w = 0;
-    if (note[0]) {
-        nnotes = tt_font_wrap(note, 2, 0, imax(W - 2 * M, MIN_TEXT_W), notes, 2);
-        if (!nnotes) nnotes = 1, tt_font_fit(notes[0], sizeof notes[0], note, 2, 0, imax(W - 2 * M, MIN_TEXT_W));
-        for (int k = 0; k < nnotes; k++) notes_w = imax(notes_w, tt_font_width(notes[k], 2, 0));
-    }
-    W = imax(W, imax(title.w, notes_w) + 2 * M);
-    const int ox = (W - content_w) / 2;   /* left edge of the content */
-    const int title_h = title.nlines ? title.h + 16 : 0;
-    const int note_h = nnotes ? nnotes * TT_FONT_LINE * 2 + 6 : 0;
-    const int gx = ox + ytitle_w + ylab_w, gy = M + (title_h ? title_h + 8 : 0) + note_h;
-    const int bar_x = gx + grid_w + 28, bar_y = gy + ptitle_h, bar_w = colorbar ? 20 : 0;
-    const int bar_h = imax(grid_h - ptitle_h, 160);
-    const int legend_x = colorbar ? bar_x : gx + grid_w + 28;
-    const int legend_y = colorbar ? bar_y + bar_h + 26 : bar_y;
-    int H = imax(gy + grid_h + xlab_h + xtitle_h + M, legend_n ? legend_y + legend_n * 32 + M : 0);
-    H = imax(H, colorbar ? bar_y + bar_h + M : 0);
-
-    st = tt_canvas_init(out, W, H);
-    if (st != TT_OK) {
-        axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown); free(mbits); free(rsum);
-        return st;
-    }
-
-    /* 8. draw: title, note */
-    tt_font_title_draw(out, &title, W / 2, M, INK);
-    for (int k = 0; k < nnotes; k++)
-        tt_font_draw(out, (W - tt_font_width(notes[k], 2, 0)) / 2,
-                     M + (title_h ? title_h + 8 : 0) + k * TT_FONT_LINE * 2, notes[k], 2, 0, INK_SOFT);
-
-    const int sep = cw >= 24 && ch >= 24;   /* white rules between big cells */
-    for (int64_t p = 0; p < P; p++) {
-        const int px0 = gx + (int)(p % gcols) * dx, py0 = gy + (int)(p / gcols) * dy;
-        const int my = py0 + ptitle_h;
-        if (P > 1) {
-            char pt[64], fitted[64];
-            if (opts->panel_titles && p < opts->npanel_titles && opts->panel_titles[p])
-                snprintf(pt, sizeof pt, "%s", opts->panel_titles[p]);
-            else
-                snprintf(pt, sizeof pt, "head %lld", (long long)p + 1);
-            const int w = tt_font_fit(fitted, sizeof fitted, pt, 2, 0, mw);
-            tt_font_draw(out, px0 + (mw - w) / 2, py0, fitted, 2, 0, INK);
-        }
-        tt_canvas_frame(out, px0 - 1, my - 1, mw + 2, mh + 2, 1, RULE);
-
-        /* cells */
-        for (int i = 0; i < rows; i++) {
-            const float *row = vals + (p * rows + i) * cols;
-            const double a = rlo ? rlo[p * rows + i] : lo, b = rhi ? rhi[p * rows + i] : hi;
-            /* halves: the same numbers, but a range near +-DBL_MAX does not overflow */
-            const double scale = b > a ? 1023.0 / (b / 2 - a / 2) : 0.0;
-            for (int j = 0; j < cols; j++) {
-                const double v = row[j];
-                const int x = px0 + j * cw, y = my + i * ch;
-                const unsigned m = mbits ? mbits[(p * rows + i) * cols + j] : 0;
-                if (m) { tt_canvas_hatch_kinds(out, x, y, cw - sep, ch - sep, m); continue; }
-                if (isinf(v) && v < 0) { tt_canvas_hatch(out, x, y, cw - sep, ch - sep); continue; }
-                uint32_t rgb;
-                if (ncat) rgb = tt_fig_colour((int)v - 1);   /* codes checked: 1..ncat */
-                else if (isnan(v)) rgb = TT_FIG_NAN_RGB;
-                else if (isinf(v)) rgb = lut[1023];
-                else {
-                    /* !(t > 0) also catches NaN from a range that overflowed */
-                    const double t = (v / 2 - a / 2) * scale;
-                    rgb = lut[!(t > 0.0) ? 0 : t >= 1023.0 ? 1023 : (int)(t + 0.5)];
-                }
-                if (cw == 1 && ch == 1) {   /* the common big case: no clipping to do */
-                    tt__svg_rect(out->vec, x, y, 1, 1, rgb);
-                    put(out, x, y, rgb);
-                } else {
-                    tt_canvas_fill_rect(out, x, y, cw - sep, ch - sep, rgb);
-                }
-            }
-        }
-
-        /* numbers in the cells, dark on light and light on dark */
-        if (annotate)
-            for (int i = 0; i < rows; i++)
-                for (int j = 0; j < cols; j++) {
-                    const double v = vals[(p * rows + i) * cols + j];
-                    const unsigned m = mbits ? mbits[(p * rows + i) * cols + j] : 0;
-                    if (m && v == 0.0) continue;   /* the hatch says it: a masked weight of exactly 0 */
-                    char buf[32];
-                    fmt_num(buf, sizeof buf, v, decimals);
-                    const int w = tt_font_width(buf, ascale, 0), hgt = TT_FONT_CAP * ascale;
-                    if (w + 4 > cw - sep) continue;
-                    const int x = px0 + j * cw + (cw - sep - w) / 2;
-                    const int y = my + i * ch + (ch - sep - hgt) / 2;
-                    uint32_t ink;
-                    if (m) {
-                        tt_canvas_fill_rect(out, x - 3, y - 3, w + 6, hgt + 6, 0xffffffu);
-                        ink = 0x3a3a3au;
-                    } else if (isinf(v) && v < 0) {   /* a plain patch keeps the text legible */
-                        tt_canvas_fill_rect(out, x - 3, y - 3, w + 6, hgt + 6, TT_FIG_HATCH_LIGHT);
-                        ink = 0x3a3a3au;
-                    } else {
-                        ink = tt_rgb_luma(tt_canvas_get(out, px0 + j * cw, my + i * ch)) > 0.5
-                                  ? INK : 0xffffffu;
-                    }
-                    tt_font_draw(out, x, y, buf, ascale, 0, ink);
-                }
-
-        /* tile borders: a thick line every tile_rows rows and tile_cols
-           columns, and round the matrix */
-        if (opts->tile_rows > 0 || opts->tile_cols > 0) {
-            for (int64_t r = opts->tile_rows; opts->tile_rows > 0 && r < R; r += opts->tile_rows)
-                tt_canvas_fill_rect(out, px0, my + (int)(r / br) * ch - 2 + !sep, mw - sep, 3, TILE_INK);
-            for (int64_t c = opts->tile_cols; opts->tile_cols > 0 && c < C; c += opts->tile_cols)
-                tt_canvas_fill_rect(out, px0 + (int)(c / bc) * cw - 2 + !sep, my, 3, mh - sep, TILE_INK);
-            tt_canvas_frame(out, px0 - 2, my - 2, mw - sep + 4, mh - sep + 4, 2, TILE_INK);
-        }
-
-        /* the row-sum margin, its title with the column labels */
-        if (opts->row_sums) {
-            const int sx = px0 + mw + ROW_SUMS_GAP;
-            tt_canvas_frame(out, sx - 1, my - 1, rs_w + 2, mh + 2, 1, RULE);
-            for (int i = 0; i < rows; i++) {
-                char buf[32];
-                fmt_num(buf, sizeof buf, rsum[p * rows + i], decimals);
-                const int y = my + i * ch;
-                tt_canvas_fill_rect(out, sx, y, rs_w - sep, ch - sep, ROW_SUMS_BG);
-                const int w = tt_font_width(buf, rs_scale, 0);
-                tt_font_draw(out, sx + (rs_w - sep - w) / 2, y + (ch - sep - TT_FONT_CAP * rs_scale) / 2,
-                             buf, rs_scale, 0, INK);
-            }
-            if (p + gcols >= P) {
-                const int lw = tt_font_width(RS_LABEL, rs_lab_up ? 2 : rs_lab_scale, 0);
-                if (rs_lab_up)
-                    tt_font_draw(out, sx + rs_w / 2 - TT_FONT_CAP, my + mh + 8, RS_LABEL, 2, TT_FONT_UP, INK);
-                else
-                    tt_font_draw(out, sx + (rs_w - lw) / 2, my + mh + 8, RS_LABEL, rs_lab_scale, 0, INK);
-            }
-        }
-
-        /* row labels on the left column of panels, column labels below the
-           panels that have none under them */
-        if (p % gcols == 0)
-            for (int k = 0; k < ylab.n; k++) {
-                const int cy = my + (int)(ylab.idx[k] / br) * ch + ch / 2;
-                const int w = tt_font_width(ylab.text[k], ylab.scale, 0);
-                tt_font_draw(out, px0 - 8 - w, cy - TT_FONT_CAP * ylab.scale / 2, ylab.text[k],
-                             ylab.scale, 0, INK);
-                if (ylab.step_gt1) tt_canvas_fill_rect(out, px0 - 5, cy, 4, 1, RULE);
-            }
-        if (p + gcols >= P)
-            for (int k = 0; k < xlab.n; k++) {
-                const int cx = px0 + (int)(xlab.idx[k] / bc) * cw + cw / 2;
-                const int w = tt_font_width(xlab.text[k], xlab.scale, 0);
-                if (xlab.vertical)
-                    tt_font_draw(out, cx - TT_FONT_CAP * xlab.scale / 2, my + mh + 8, xlab.text[k],
-                                 xlab.scale, TT_FONT_UP, INK);
-                else
-                    tt_font_draw(out, cx - w / 2, my + mh + 8, xlab.text[k], xlab.scale, 0, INK);
-                if (xlab.step_gt1) tt_canvas_fill_rect(out, cx, my + mh + 1, 1, 4, RULE);
-            }
-    }
-
-    /* axis titles, centred on the grid */
-    if (xtitle[0]) {
-        char fitted[96];
-        const int w = tt_font_fit(fitted, sizeof fitted, xtitle, 2, 0, grid_w);
-        tt_font_draw(out, gx + (grid_w - w) / 2, gy + grid_h + xlab_h + 4, fitted, 2, 0, INK_SOFT);
-    }
-    if (ytitle[0]) {
-        char fitted[96];
-        const int w = tt_font_fit(fitted, sizeof fitted, ytitle, 2, 0, grid_h - ptitle_h);
-        tt_font_draw(out, ox, bar_y + (grid_h - ptitle_h - w) / 2, fitted, 2, TT_FONT_UP, INK_SOFT);
-    }
-
-    /* colour bar: top is vmax */
-    if (colorbar) {
-        for (int y = 0; y < bar_h; y++)
-            tt_canvas_fill_rect(out, bar_x, bar_y + y, bar_w, 1,
-                                tt_cmap_rgb((tt_cmap)cmap, 1.0 - (y + 0.5) / bar_h));
-        tt_canvas_frame(out, bar_x - 1, bar_y - 1, bar_w + 2, bar_h + 2, 1, RULE);
-        for (int k = 0; k < nticks; k++) {
-            const int y = bar_y + (int)lround((1.0 - tt_cmap_norm(tickval[k], lo, hi)) * (bar_h - 1));
-            tt_canvas_fill_rect(out, bar_x + bar_w + 1, y, 5, 1, INK_SOFT);
-            tt_font_draw(out, bar_x + bar_w + 10, y - TT_FONT_CAP, ticktext[k], 2, 0, INK);
-        }
-    }
-    for (int k = 0; k < legend_n; k++) {
-        const int y = legend_y + k * 32;
-        switch (legend[k].kind) {
-        case LEG_NAN: tt_canvas_fill_rect(out, legend_x, y, 22, 22, TT_FIG_NAN_RGB); break;
-        case LEG_NINF: tt_canvas_hatch(out, legend_x, y, 22, 22); break;
-        case LEG_MASK: tt_canvas_hatch_kinds(out, legend_x, y, 22, 22, 1u << legend[k].k); break;
-        case LEG_CATEGORY: tt_canvas_fill_rect(out, legend_x, y, 22, 22, tt_fig_colour(legend[k].k)); break;
-        }
-        tt_canvas_frame(out, legend_x - 1, y - 1, 24, 24, 1, RULE);
-        tt_font_draw(out, legend_x + 32, y + 11 - TT_FONT_CAP, legend[k].text, 2, 0, INK);
-    }
-
-    if (geom) {
-        geom->width = W; geom->height = H;
-        geom->gcols = gcols; geom->grows = grows; geom->dx = dx; geom->dy = dy;
-        geom->x0 = gx; geom->y0 = gy + ptitle_h; geom->cell_w = cw; geom->cell_h = ch;
-        geom->rows = rows; geom->cols = cols; geom->block_r = (int)br; geom->block_c = (int)bc;
-        geom->bar_x = bar_x; geom->bar_y = bar_y; geom->bar_w = bar_w; geom->bar_h = colorbar ? bar_h : 0;
-        geom->annotate_scale = annotate ? ascale : 0;
-        geom->annotate_w = annotate ? widest_number(vals, nshown, decimals, ascale) : 0;
-        geom->decimals = decimals;
-        geom->cmap = (tt_cmap)cmap; geom->vmin = lo; geom->vmax = hi;
-        geom->sums_x = opts->row_sums ? gx + mw + ROW_SUMS_GAP : 0; geom->sums_w = rs_w;
-        geom->legend_x = legend_x; geom->legend_y = legend_y; geom->legend_n = legend_n;
-    }
-    axis_free(&ylab); axis_free(&xlab); free(rlo); free(rhi); free(shown); free(mbits); free(rsum);
+    h->xtitle = opts->xtitle ? opts->xtitle : "Key";
+    h->ytitle = opts->ytitle ? opts->ytitle : "Query";
+    const long long R = h->R, C = h->C;
+    if (h->down)
+        snprintf(h->note, sizeof h->note, "%lldx%lld shown as %dx%d: block %s of %lldx%lld", R, C,
+                 h->rows, h->cols, h->use_max ? "max" : "mean", (long long)h->br, (long long)h->bc);
+    else if (!h->annotate && opts->annotate > 0)
+        snprintf(h->note, sizeof h->note, "%lldx%lld cells: too many to print their values", R, C);
+    else if (h->reduced && opts->decimals >= 0)
+        snprintf(h->note, sizeof h->note, "values rounded to %d decimal%s to fit the cells",
+                 h->decimals, h->decimals == 1 ? "" : "s");
     return TT_OK;
+}
+
+/* Row sums: each row's true sum (in double; -inf and NaN stay), printed
+   like the annotations, in a margin column as tall as the cells. */
+static tt_status hm_row_sums(heatmap *h)
+{
+    h->rs_lab_scale = 2;
+    if (!h->o->row_sums) return TT_OK;
+    const int ch = h->ch;
+    h->rs_scale = h->annotate ? h->ascale
+                  : ch >= TT_FONT_CAP * 2 + 6 ? 2 : ch >= TT_FONT_CAP + 3 ? 1 : 0;
+    if (!h->rs_scale)
+        return tt__err(TT_EARG, "heatmap: row_sums: the %d rows of %s are too thin (%d pixels) "
+                       "to print their sums; hint: draw fewer rows, e.g. x:narrow(1, 1, 64)",
+                       h->rows, h->tname, ch);
+    const int64_t nrows = h->P * h->rows;
+    h->rsum = malloc((size_t)nrows * sizeof *h->rsum);
+    if (!h->rsum) return tt__err(TT_ENOMEM, "heatmap: out of memory");
+    int widest = 0;
+    for (int64_t k = 0; k < nrows; k++) {
+        double sum = 0.0;
+        for (int j = 0; j < h->cols; j++) sum += (double)h->vals[k * h->cols + j];
+        h->rsum[k] = sum;
+        char buf[32];
+        fmt_num(buf, sizeof buf, sum, h->decimals);
+        widest = imax(widest, tt_font_width(buf, h->rs_scale, 0));
+    }
+    h->rs_w = imax(h->cw, widest + 2 * ANNOT_PAD[h->rs_scale]);
+    /* its column title sits with the column labels: across when it fits */
+    const int lw = tt_font_width(RS_LABEL, 2, 0);
+    if (lw > h->rs_w + HM_ROW_SUMS_GAP) {
+        if (tt_font_width(RS_LABEL, 1, 0) <= h->rs_w + HM_ROW_SUMS_GAP) h->rs_lab_scale = 1;
+        else h->rs_lab_up = 1;
+    }
+    h->rs_total = HM_ROW_SUMS_GAP + h->rs_w;
+    return TT_OK;
+}
+
+/* Legend: one entry for each look the cells use. */
+static void hm_legend(heatmap *h)
+{
+    const tt_heatmap_opts *opts = h->o;
+    int ninf_plain = 0, nan_plain = 0;   /* shown as such, not under a mask */
+    unsigned kinds = 0;
+    for (int64_t k = 0; k < h->nshown; k++) {
+        const unsigned m = h->mbits ? h->mbits[k] : 0;
+        kinds |= m;
+        if (!m && isinf(h->vals[k]) && h->vals[k] < 0) ninf_plain = 1;
+        if (!m && isnan(h->vals[k])) nan_plain = 1;
+    }
+    for (int k = 0; k < h->ncat; k++) {
+        char t[32];
+        snprintf(t, sizeof t, "%d", k + 1);
+        legend_add(h->legend, &h->legend_n, LEG_CATEGORY, k,
+                   opts->categories[k] ? opts->categories[k] : t);
+    }
+    for (int k = 0; k < (opts->masks ? opts->nmasks : 0); k++)
+        if (kinds >> k & 1)
+            legend_add(h->legend, &h->legend_n, LEG_MASK, k,
+                       opts->mask_names && opts->mask_names[k] ? opts->mask_names[k] : "masked");
+    if (ninf_plain) legend_add(h->legend, &h->legend_n, LEG_NINF, 0, "-inf (masked)");
+    if (nan_plain && !h->ncat) legend_add(h->legend, &h->legend_n, LEG_NAN, 0, "NaN");
+}
+
+/* 7. positions (outer margin HM_MARGIN; grid of panels at gx, gy). The
+   width comes from the grid and what sits beside it; a long title or note
+   wraps (or shrinks) to that width rather than widening the figure, which
+   only grows to HM_MIN_TEXT_W for very narrow grids. */
+static void hm_place(heatmap *h)
+{
+    const int64_t P = h->P;
+    const int M = HM_MARGIN;
+    h->ptitle_h = P > 1 ? TT_FONT_LINE * 2 + 4 : 0;
+    const int ytitle_w = h->ytitle[0] ? TT_FONT_HEIGHT * 2 + 14 : 0;
+    const int ylab_w = h->ylab.extent + HM_LABEL_PAD;
+    h->xlab_h = (h->xlab.vertical ? h->xlab.extent : TT_FONT_HEIGHT * h->xlab.scale) + HM_LABEL_PAD;
+    if (h->o->row_sums)
+        h->xlab_h = imax(h->xlab_h, (h->rs_lab_up ? tt_font_width(RS_LABEL, 2, 0)
+                                                  : TT_FONT_HEIGHT * h->rs_lab_scale) + HM_LABEL_PAD);
+    const int xtitle_h = h->xtitle[0] ? TT_FONT_LINE * 2 + 6 : 0;
+    const int inner_xlab = P > 1 && P % h->gcols != 0 && h->grows > 1;
+    const int pw = h->mw + h->rs_total;   /* a panel with its row-sum margin */
+    h->dx = pw + HM_PANEL_GAP;
+    h->dy = h->ptitle_h + h->mh + (inner_xlab ? h->xlab_h : 0) + HM_PANEL_GAP_Y;
+    h->grid_w = h->gcols * pw + (h->gcols - 1) * HM_PANEL_GAP;
+    h->grid_h = (h->grows - 1) * h->dy + h->ptitle_h + h->mh;
+    int right_w = h->colorbar ? HM_BAR_GAP + HM_BAR_W + HM_BAR_TEXT_GAP + h->tickw : 0;
+    int legend_w = 0;
+    for (int k = 0; k < h->legend_n; k++)
+        legend_w = imax(legend_w, HM_SWATCH + HM_LEGEND_TEXT_GAP + tt_font_width(h->legend[k].text, 2, 0));
+    if (h->legend_n) right_w = imax(right_w, HM_BAR_GAP + legend_w);
+
+    const int content_w = ytitle_w + ylab_w + h->grid_w + right_w;
+    int W = content_w + 2 * M;
+    const int text_w = imax(W - 2 * M, HM_MIN_TEXT_W);
+    tt_font_title_layout(&h->title, h->o->title, text_w);
+    int notes_w = 0;
+    if (h->note[0]) {
+        h->nnotes = tt_font_wrap(h->note, 2, 0, text_w, h->notes, 2);
+        if (!h->nnotes) h->nnotes = 1, tt_font_fit(h->notes[0], sizeof h->notes[0], h->note, 2, 0, text_w);
+        for (int k = 0; k < h->nnotes; k++) notes_w = imax(notes_w, tt_font_width(h->notes[k], 2, 0));
+    }
+    W = imax(W, imax(h->title.w, notes_w) + 2 * M);
+    h->ox = (W - content_w) / 2;   /* left edge of the content */
+    h->title_h = h->title.nlines ? h->title.h + HM_TITLE_GAP : 0;
+    const int note_h = h->nnotes ? h->nnotes * TT_FONT_LINE * 2 + 6 : 0;
+    h->gx = h->ox + ytitle_w + ylab_w;
+    h->gy = M + (h->title_h ? h->title_h + HM_NOTE_GAP : 0) + note_h;
+    h->bar_x = h->gx + h->grid_w + HM_BAR_GAP;
+    h->bar_y = h->gy + h->ptitle_h;
+    h->bar_w = h->colorbar ? HM_BAR_W : 0;
+    h->bar_h = imax(h->grid_h - h->ptitle_h, HM_BAR_MIN_H);
+    h->legend_x = h->colorbar ? h->bar_x : h->gx + h->grid_w + HM_BAR_GAP;
+    h->legend_y = h->colorbar ? h->bar_y + h->bar_h + HM_LEGEND_GAP : h->bar_y;
+    int H = imax(h->gy + h->grid_h + h->xlab_h + xtitle_h + M,
+                 h->legend_n ? h->legend_y + h->legend_n * HM_LEGEND_PITCH + M : 0);
+    h->H = imax(H, h->colorbar ? h->bar_y + h->bar_h + M : 0);
+    h->W = W;
+}
+
+/* ----- drawing steps ----- */
+
+static void hm_draw_title(const heatmap *h, tt_canvas *out)
+{
+    tt_font_title_draw(out, &h->title, h->W / 2, HM_MARGIN, INK);
+    for (int k = 0; k < h->nnotes; k++)
+        tt_font_draw(out, (h->W - tt_font_width(h->notes[k], 2, 0)) / 2,
+                     HM_MARGIN + (h->title_h ? h->title_h + HM_NOTE_GAP : 0) + k * TT_FONT_LINE * 2,
+                     h->notes[k], 2, 0, INK_SOFT);
+}
+
+static void hm_draw_panel_title(const heatmap *h, tt_canvas *out, int64_t p, int px0, int py0)
+{
+    const tt_heatmap_opts *opts = h->o;
+    char pt[64], fitted[64];
+    if (opts->panel_titles && p < opts->npanel_titles && opts->panel_titles[p])
+        snprintf(pt, sizeof pt, "%s", opts->panel_titles[p]);
+    else
+        snprintf(pt, sizeof pt, "head %lld", (long long)p + 1);
+    const int w = tt_font_fit(fitted, sizeof fitted, pt, 2, 0, h->mw);
+    tt_font_draw(out, px0 + (h->mw - w) / 2, py0, fitted, 2, 0, INK);
+}
+
+/* Colour of a plain (unmasked, not -inf) cell on the range a..b. */
+static uint32_t hm_cell_rgb(const heatmap *h, double v, double a, double scale)
+{
+    if (h->ncat) return tt_fig_colour((int)v - 1);   /* codes checked: 1..ncat */
+    if (isnan(v)) return TT_FIG_NAN_RGB;
+    if (isinf(v)) return h->lut[HM_LUT - 1];
+    /* !(t > 0) also catches NaN from a range that overflowed */
+    const double t = (v / 2 - a / 2) * scale;
+    return h->lut[!(t > 0.0) ? 0 : t >= HM_LUT - 1.0 ? HM_LUT - 1 : (int)(t + 0.5)];
+}
+
+static void hm_draw_cells(const heatmap *h, tt_canvas *out, int64_t p, int px0, int my)
+{
+    const int rows = h->rows, cols = h->cols, cw = h->cw, ch = h->ch, sep = h->sep;
+    for (int i = 0; i < rows; i++) {
+        const float *row = h->vals + (p * rows + i) * cols;
+        const double a = h->rlo ? h->rlo[p * rows + i] : h->lo, b = h->rhi ? h->rhi[p * rows + i] : h->hi;
+        /* halves: the same numbers, but a range near +-DBL_MAX does not overflow */
+        const double scale = b > a ? (HM_LUT - 1.0) / (b / 2 - a / 2) : 0.0;
+        for (int j = 0; j < cols; j++) {
+            const double v = row[j];
+            const int x = px0 + j * cw, y = my + i * ch;
+            const unsigned m = h->mbits ? h->mbits[(p * rows + i) * cols + j] : 0;
+            if (m) { tt_canvas_hatch_kinds(out, x, y, cw - sep, ch - sep, m); continue; }
+            if (isinf(v) && v < 0) { tt_canvas_hatch(out, x, y, cw - sep, ch - sep); continue; }
+            const uint32_t rgb = hm_cell_rgb(h, v, a, scale);
+            if (cw == 1 && ch == 1) {   /* the common big case: no clipping to do */
+                tt__svg_rect(out->vec, x, y, 1, 1, rgb);
+                put(out, x, y, rgb);
+            } else {
+                tt_canvas_fill_rect(out, x, y, cw - sep, ch - sep, rgb);
+            }
+        }
+    }
+}
+
+/* Numbers in the cells, dark on light and light on dark. */
+static void hm_draw_numbers(const heatmap *h, tt_canvas *out, int64_t p, int px0, int my)
+{
+    const int rows = h->rows, cols = h->cols, cw = h->cw, ch = h->ch, sep = h->sep;
+    const int pad = HM_PATCH_PAD;
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+            const double v = h->vals[(p * rows + i) * cols + j];
+            const unsigned m = h->mbits ? h->mbits[(p * rows + i) * cols + j] : 0;
+            if (m && v == 0.0) continue;   /* the hatch says it: a masked weight of exactly 0 */
+            char buf[32];
+            fmt_num(buf, sizeof buf, v, h->decimals);
+            const int w = tt_font_width(buf, h->ascale, 0), hgt = TT_FONT_CAP * h->ascale;
+            if (w + HM_ANNOT_MIN_PAD > cw - sep) continue;
+            const int x = px0 + j * cw + (cw - sep - w) / 2;
+            const int y = my + i * ch + (ch - sep - hgt) / 2;
+            uint32_t ink;
+            if (m) {
+                tt_canvas_fill_rect(out, x - pad, y - pad, w + 2 * pad, hgt + 2 * pad, WHITE);
+                ink = PATCH_INK;
+            } else if (isinf(v) && v < 0) {   /* a plain patch keeps the text legible */
+                tt_canvas_fill_rect(out, x - pad, y - pad, w + 2 * pad, hgt + 2 * pad, TT_FIG_HATCH_LIGHT);
+                ink = PATCH_INK;
+            } else {
+                ink = tt_rgb_luma(tt_canvas_get(out, px0 + j * cw, my + i * ch)) > 0.5 ? INK : WHITE;
+            }
+            tt_font_draw(out, x, y, buf, h->ascale, 0, ink);
+        }
+}
+
+/* Tile borders: a thick line every tile_rows rows and tile_cols columns,
+   and round the matrix. */
+static void hm_draw_tiles(const heatmap *h, tt_canvas *out, int px0, int my)
+{
+    const tt_heatmap_opts *opts = h->o;
+    const int sep = h->sep;
+    for (int64_t r = opts->tile_rows; opts->tile_rows > 0 && r < h->R; r += opts->tile_rows)
+        tt_canvas_fill_rect(out, px0, my + (int)(r / h->br) * h->ch - 2 + !sep, h->mw - sep, 3, TILE_INK);
+    for (int64_t c = opts->tile_cols; opts->tile_cols > 0 && c < h->C; c += opts->tile_cols)
+        tt_canvas_fill_rect(out, px0 + (int)(c / h->bc) * h->cw - 2 + !sep, my, 3, h->mh - sep, TILE_INK);
+    tt_canvas_frame(out, px0 - 2, my - 2, h->mw - sep + 4, h->mh - sep + 4, 2, TILE_INK);
+}
+
+/* The row-sum margin; its title with the column labels of the bottom
+   panels. */
+static void hm_draw_row_sums(const heatmap *h, tt_canvas *out, int64_t p, int px0, int my)
+{
+    const int sx = px0 + h->mw + HM_ROW_SUMS_GAP, rs_w = h->rs_w, sep = h->sep;
+    tt_canvas_frame(out, sx - 1, my - 1, rs_w + 2, h->mh + 2, 1, RULE);
+    for (int i = 0; i < h->rows; i++) {
+        char buf[32];
+        fmt_num(buf, sizeof buf, h->rsum[p * h->rows + i], h->decimals);
+        const int y = my + i * h->ch;
+        tt_canvas_fill_rect(out, sx, y, rs_w - sep, h->ch - sep, ROW_SUMS_BG);
+        const int w = tt_font_width(buf, h->rs_scale, 0);
+        tt_font_draw(out, sx + (rs_w - sep - w) / 2, y + (h->ch - sep - TT_FONT_CAP * h->rs_scale) / 2,
+                     buf, h->rs_scale, 0, INK);
+    }
+    if (p + h->gcols < h->P) return;
+    const int ly = my + h->mh + HM_LABEL_GAP;
+    if (h->rs_lab_up) {
+        tt_font_draw(out, sx + rs_w / 2 - TT_FONT_CAP, ly, RS_LABEL, 2, TT_FONT_UP, INK);
+    } else {
+        const int lw = tt_font_width(RS_LABEL, h->rs_lab_scale, 0);
+        tt_font_draw(out, sx + (rs_w - lw) / 2, ly, RS_LABEL, h->rs_lab_scale, 0, INK);
+    }
+}
+
+/* Row labels on the left column of panels, column labels below the panels
+   that have none under them. */
+static void hm_draw_tick_labels(const heatmap *h, tt_canvas *out, int64_t p, int px0, int my)
+{
+    const axis_labels *ylab = &h->ylab, *xlab = &h->xlab;
+    if (p % h->gcols == 0)
+        for (int k = 0; k < ylab->n; k++) {
+            const int cy = my + (int)(ylab->idx[k] / h->br) * h->ch + h->ch / 2;
+            const int w = tt_font_width(ylab->text[k], ylab->scale, 0);
+            tt_font_draw(out, px0 - HM_LABEL_GAP - w, cy - TT_FONT_CAP * ylab->scale / 2, ylab->text[k],
+                         ylab->scale, 0, INK);
+            if (ylab->step_gt1) tt_canvas_fill_rect(out, px0 - 1 - HM_TICK_LEN, cy, HM_TICK_LEN, 1, RULE);
+        }
+    if (p + h->gcols < h->P) return;
+    const int ly = my + h->mh + HM_LABEL_GAP;
+    for (int k = 0; k < xlab->n; k++) {
+        const int cx = px0 + (int)(xlab->idx[k] / h->bc) * h->cw + h->cw / 2;
+        const int w = tt_font_width(xlab->text[k], xlab->scale, 0);
+        if (xlab->vertical)
+            tt_font_draw(out, cx - TT_FONT_CAP * xlab->scale / 2, ly, xlab->text[k], xlab->scale,
+                         TT_FONT_UP, INK);
+        else
+            tt_font_draw(out, cx - w / 2, ly, xlab->text[k], xlab->scale, 0, INK);
+        if (xlab->step_gt1) tt_canvas_fill_rect(out, cx, my + h->mh + 1, 1, HM_TICK_LEN, RULE);
+    }
+}
+
+static void hm_draw_panel(const heatmap *h, tt_canvas *out, int64_t p)
+{
+    const int px0 = h->gx + (int)(p % h->gcols) * h->dx, py0 = h->gy + (int)(p / h->gcols) * h->dy;
+    const int my = py0 + h->ptitle_h;
+    if (h->P > 1) hm_draw_panel_title(h, out, p, px0, py0);
+    tt_canvas_frame(out, px0 - 1, my - 1, h->mw + 2, h->mh + 2, 1, RULE);
+    hm_draw_cells(h, out, p, px0, my);
+    if (h->annotate) hm_draw_numbers(h, out, p, px0, my);
+    if (h->o->tile_rows > 0 || h->o->tile_cols > 0) hm_draw_tiles(h, out, px0, my);
+    if (h->o->row_sums) hm_draw_row_sums(h, out, p, px0, my);
+    hm_draw_tick_labels(h, out, p, px0, my);
+}
+
+/* Axis titles, centred on the grid. */
+static void hm_draw_axis_titles(const heatmap *h, tt_canvas *out)
+{
+    char fitted[96];
+    if (h->xtitle[0]) {
+        const int w = tt_font_fit(fitted, sizeof fitted, h->xtitle, 2, 0, h->grid_w);
+        tt_font_draw(out, h->gx + (h->grid_w - w) / 2, h->gy + h->grid_h + h->xlab_h + 4, fitted, 2, 0,
+                     INK_SOFT);
+    }
+    if (h->ytitle[0]) {
+        const int span = h->grid_h - h->ptitle_h;
+        const int w = tt_font_fit(fitted, sizeof fitted, h->ytitle, 2, 0, span);
+        tt_font_draw(out, h->ox, h->bar_y + (span - w) / 2, fitted, 2, TT_FONT_UP, INK_SOFT);
+    }
+}
+
+/* Colour bar: top is vmax. */
+static void hm_draw_colorbar(const heatmap *h, tt_canvas *out)
+{
+    const int bx = h->bar_x, by = h->bar_y, bw = h->bar_w, bh = h->bar_h;
+    for (int y = 0; y < bh; y++)
+        tt_canvas_fill_rect(out, bx, by + y, bw, 1, tt_cmap_rgb((tt_cmap)h->cmap, 1.0 - (y + 0.5) / bh));
+    tt_canvas_frame(out, bx - 1, by - 1, bw + 2, bh + 2, 1, RULE);
+    for (int k = 0; k < h->nticks; k++) {
+        const int y = by + (int)lround((1.0 - tt_cmap_norm(h->tickval[k], h->lo, h->hi)) * (bh - 1));
+        tt_canvas_fill_rect(out, bx + bw + 1, y, HM_BAR_TICK, 1, INK_SOFT);
+        tt_font_draw(out, bx + bw + HM_BAR_TEXT_GAP, y - TT_FONT_CAP, h->ticktext[k], 2, 0, INK);
+    }
+}
+
+static void hm_draw_legend(const heatmap *h, tt_canvas *out)
+{
+    const int x = h->legend_x, s = HM_SWATCH;
+    for (int k = 0; k < h->legend_n; k++) {
+        const legend_entry *e = &h->legend[k];
+        const int y = h->legend_y + k * HM_LEGEND_PITCH;
+        switch (e->kind) {
+        case LEG_NAN: tt_canvas_fill_rect(out, x, y, s, s, TT_FIG_NAN_RGB); break;
+        case LEG_NINF: tt_canvas_hatch(out, x, y, s, s); break;
+        case LEG_MASK: tt_canvas_hatch_kinds(out, x, y, s, s, 1u << e->k); break;
+        case LEG_CATEGORY: tt_canvas_fill_rect(out, x, y, s, s, tt_fig_colour(e->k)); break;
+        }
+        tt_canvas_frame(out, x - 1, y - 1, s + 2, s + 2, 1, RULE);
+        tt_font_draw(out, x + s + HM_LEGEND_TEXT_GAP, y + s / 2 - TT_FONT_CAP, e->text, 2, 0, INK);
+    }
+}
+
+static void hm_geom(const heatmap *h, tt_heatmap_geom *geom)
+{
+    geom->width = h->W; geom->height = h->H;
+    geom->gcols = h->gcols; geom->grows = h->grows; geom->dx = h->dx; geom->dy = h->dy;
+    geom->x0 = h->gx; geom->y0 = h->gy + h->ptitle_h; geom->cell_w = h->cw; geom->cell_h = h->ch;
+    geom->rows = h->rows; geom->cols = h->cols; geom->block_r = (int)h->br; geom->block_c = (int)h->bc;
+    geom->bar_x = h->bar_x; geom->bar_y = h->bar_y; geom->bar_w = h->bar_w;
+    geom->bar_h = h->colorbar ? h->bar_h : 0;
+    geom->annotate_scale = h->annotate ? h->ascale : 0;
+    geom->annotate_w = h->annotate ? widest_number(h->vals, h->nshown, h->decimals, h->ascale) : 0;
+    geom->decimals = h->decimals;
+    geom->cmap = (tt_cmap)h->cmap; geom->vmin = h->lo; geom->vmax = h->hi;
+    geom->sums_x = h->o->row_sums ? h->gx + h->mw + HM_ROW_SUMS_GAP : 0; geom->sums_w = h->rs_w;
+    geom->legend_x = h->legend_x; geom->legend_y = h->legend_y; geom->legend_n = h->legend_n;
+}
+
+tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *data,
+                            int64_t P, int64_t R, int64_t C, const tt_heatmap_opts *opts)
+{
+    const tt_fig_src src = { data, NULL, { R * C, C, 1 } };
+    return tt_heatmap_render_src(out, geom, &src, P, R, C, opts);
+}
+
+tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_fig_src *src,
+                                int64_t P, int64_t R, int64_t C, const tt_heatmap_opts *opts)
+{
+    tt_heatmap_opts dflt;
+    if (!opts) { tt_heatmap_opts_init(&dflt); opts = &dflt; }
+    out->w = out->h = 0;
+    out->px = NULL;
+    out->vec = NULL;
+    heatmap *h = malloc(sizeof *h);   /* the LUT and text buffers: kept off the stack */
+    if (!h) return tt__err(TT_ENOMEM, "heatmap: out of memory");
+    memset(h, 0, sizeof *h);
+    h->o = opts;
+    h->P = P; h->R = R; h->C = C;
+    char shp[256];
+    if (opts->meta.shape) snprintf(shp, sizeof shp, "%s", opts->meta.shape);
+    else if (P == 1) snprintf(shp, sizeof shp, "[%lld,%lld]", (long long)R, (long long)C);
+    else snprintf(shp, sizeof shp, "[%lld,%lld,%lld]", (long long)P, (long long)R, (long long)C);
+    what(h->tname, sizeof h->tname, opts->name, shp);
+
+    /* layout: each step fills in h from the data, the options and the
+       steps before it */
+    tt_status st = hm_check(h);
+    if (st == TT_OK) st = hm_gather(h, src);
+    if (st == TT_OK) st = hm_scale(h);
+    if (st == TT_OK) { hm_cells(h); st = hm_labels(h); }
+    if (st == TT_OK) st = hm_row_sums(h);
+    if (st == TT_OK) { hm_legend(h); hm_place(h); st = tt_canvas_init(out, h->W, h->H); }
+    if (st != TT_OK) goto done;
+
+    /* drawing */
+    hm_draw_title(h, out);
+    for (int64_t p = 0; p < P; p++) hm_draw_panel(h, out, p);
+    hm_draw_axis_titles(h, out);
+    if (h->colorbar) hm_draw_colorbar(h, out);
+    hm_draw_legend(h, out);
+    if (geom) hm_geom(h, geom);
+done:
+    hm_free(h);
+    free(h);
+    return st;
 }
 
 tt_status tt_heatmap_write(const char *path, const float *data, int64_t P, int64_t R,
