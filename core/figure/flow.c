@@ -321,6 +321,28 @@ typedef struct frect { double x, y, w, h; } frect;
 #define HEAD_HALF 6.5
 #define LABEL_MAXW 240      /* edge labels wrap to this width ... */
 #define LABEL_LINES 3       /* ... on at most this many lines */
+#define INK_SOFT   0x555555u   /* a box's shape line */
+
+enum {
+    FLOW_MARGIN = 40,       /* outer margin */
+    TITLE_GAP = 30,         /* below the title */
+    TITLE_MIN_W = 1000,     /* the title wraps to at least this width */
+    BOX_PAD = 36,           /* a box is its widest line plus this */
+    BOX_TEXT_MAXW = 420,    /* box lines are shortened to this width */
+    BOX_RADIUS = 10,        /* rounded corners ... */
+    BOX_BORDER_W = 2,       /* ... and border of a box */
+    BOX_LINE1_Y = 14,       /* label (bold) and shape lines, from the box top */
+    BOX_LINE2_Y = 40,
+    WAYPOINT_W = 24,        /* room a long arrow takes in a row it crosses */
+    ITEM_GAP = 56,          /* least gap between neighbours in a row */
+    ROW_GAP_MIN = 96,       /* between rows: at least this ... */
+    ROW_GAP_LABEL = 60,     /* ... and the tallest label plus this, */
+    ROW_GAP_STEP = 40,      /* widened by this while some label finds no spot */
+    PLACE_ATTEMPTS = 6,
+    ORDER_SWEEPS = 4,       /* barycentre sweeps ordering the rows */
+};
+#define ARROW_W 2.0         /* arrow line width */
+#define ENDS_SPREAD 0.6     /* arrow ends spread over this part of a box's width */
 
 /* Points of a leg from (x0, y0) down to (x1, y1): a cubic Bezier with
    vertical tangents at both ends, stopping short of the tip when an arrow
@@ -380,9 +402,442 @@ static int label_clear(const scene *sc, const frect *r)
     return 1;
 }
 
-static void free_all(void *a, void *b, void *c, void *d, void *e, void *f)
+/* Everything the drawing of a flow diagram needs, computed by the layout
+   steps; freed by flow_free. */
+typedef struct flow {
+    graph *g;
+    int ne, nlayers, nit;
+    int layer[FLOW_MAX_NODES];
+    item it[FLOW_MAX_ITEMS];           /* boxes (item v is node v), then waypoints */
+    int route[FLOW_MAX_EDGES][2];      /* arrow i: first waypoint item and count */
+    char (*boxtext)[2][96];            /* per box: label, shape */
+    /* per arrow: ends, label lines, label rectangle, head; polylines */
+    double (*ends)[4];
+    char (*etext)[LABEL_LINES][TT_FONT_WRAP_LEN];
+    frect *lab, *head;
+    int *meta;                         /* the five int arrays below, in one block */
+    int *nlines, *placed, *off, *npt, *onleft;
+    double (*pt)[2];                   /* arrow i: pt[off[i] .. off[i]+npt[i]) */
+    double bminx, bmaxx;               /* extent of boxes and waypoints */
+    frect box[FLOW_MAX_NODES];         /* boxes as label obstacles */
+    int rowgap, all_placed;
+    /* canvas */
+    int W, H, oy;
+    double ox;
+    tt_font_title title;
+} flow;
+
+static int row_y(const flow *f, int L)
 {
-    free(a); free(b); free(c); free(d); free(e); free(f);
+    return L * (ROWH + f->rowgap);
+}
+
+static void flow_free(flow *f)
+{
+    free(f->boxtext); free(f->ends); free(f->etext); free(f->lab); free(f->meta); free(f->pt);
+    if (f->g) free_graph(f->g);
+    free(f->g);
+}
+
+/* The recorded graph: at least one box, not too many. */
+static tt_status flow_graph(flow *f)
+{
+    f->g = calloc(1, sizeof *f->g);
+    if (!f->g) return tt__err(TT_ENOMEM, "flow: out of memory");
+    tt_status st = build_graph(f->g);
+    if (st != TT_OK) return st;
+    if (f->g->nnodes == 0)
+        return tt__err(TT_EARG, "flow: nothing to draw: no labelled tensor since the last "
+                       "tt.trace.section (name one with x:label(\"scores\"))");
+    if (f->g->overflow)
+        return tt__err(TT_EARG, "flow: more than %d labelled tensors since the last tt.trace.section, "
+                       "too many for one figure; hint: start a tt.trace.section(\"...\") just before "
+                       "the part to draw", FLOW_MAX_NODES);
+    f->ne = f->g->nedges;
+    return TT_OK;
+}
+
+/* 1. layers: longest path from a source */
+static void flow_layers(flow *f)
+{
+    const graph *g = f->g;
+    for (int pass = 0; pass < g->nnodes; pass++)
+        for (int i = 0; i < f->ne; i++) {
+            const fedge *e = &g->edge[i];
+            if (f->layer[e->to] < f->layer[e->from] + 1) f->layer[e->to] = f->layer[e->from] + 1;
+        }
+    for (int v = 0; v < g->nnodes; v++) if (f->layer[v] + 1 > f->nlayers) f->nlayers = f->layer[v] + 1;
+}
+
+/* 2. items: boxes and waypoints; each edge's route is a list of items */
+static tt_status flow_items(flow *f)
+{
+    const graph *g = f->g;
+    const int ne = f->ne, n1 = ne ? ne : 1;
+    f->boxtext = malloc((size_t)g->nnodes * sizeof *f->boxtext);
+    f->ends = malloc((size_t)n1 * sizeof *f->ends);
+    f->etext = malloc((size_t)n1 * sizeof *f->etext);
+    f->lab = malloc((size_t)n1 * 2 * sizeof *f->lab);
+    f->meta = malloc((size_t)n1 * 5 * sizeof *f->meta);
+    if (!f->boxtext || !f->ends || !f->etext || !f->lab || !f->meta)
+        return tt__err(TT_ENOMEM, "flow: out of memory");
+    f->head = f->lab + n1;
+    f->nlines = f->meta; f->placed = f->meta + ne; f->off = f->meta + 2 * ne;
+    f->npt = f->meta + 3 * ne; f->onleft = f->meta + 4 * ne;
+    for (int v = 0; v < g->nnodes; v++) {
+        char (*bt)[96] = f->boxtext[v];
+        snprintf(bt[0], 96, "%s", g->node[v].label);
+        shape_text(bt[1], 96, g->node[v].shape);
+        char tmp[96];
+        const int w0 = tt_font_fit(tmp, sizeof tmp, bt[0], 2, TT_FONT_BOLD, BOX_TEXT_MAXW);
+        snprintf(bt[0], 96, "%s", tmp);
+        const int w1 = tt_font_fit(tmp, sizeof tmp, bt[1], 2, 0, BOX_TEXT_MAXW);
+        snprintf(bt[1], 96, "%s", tmp);
+        f->it[f->nit++] = (item){ v, f->layer[v], (double)v, 0.0, (w0 > w1 ? w0 : w1) + BOX_PAD, ROWH, -1 };
+    }
+    int total_pts = 0;
+    for (int i = 0; i < ne; i++) {
+        const fedge *e = &g->edge[i];
+        f->route[i][0] = f->nit;
+        f->route[i][1] = 0;
+        int prev = e->from;
+        for (int L = f->layer[e->from] + 1; L < f->layer[e->to] && f->nit < FLOW_MAX_ITEMS; L++) {
+            f->it[f->nit] = (item){ -1, L, 0.0, 0.0, WAYPOINT_W, ROWH, prev };
+            prev = f->nit++;
+            f->route[i][1]++;
+        }
+        f->off[i] = total_pts;
+        total_pts += (f->route[i][1] + 1) * (CURVE_STEPS + 1);
+    }
+    f->pt = malloc((size_t)(total_pts ? total_pts : 1) * sizeof *f->pt);
+    if (!f->pt) return tt__err(TT_ENOMEM, "flow: out of memory");
+    return TT_OK;
+}
+
+/* The item an arrow leaves last: its last waypoint, else its source box. */
+static int last_hop(const flow *f, int i)
+{
+    return f->route[i][1] ? f->route[i][0] + f->route[i][1] - 1 : f->g->edge[i].from;
+}
+
+/* 3. order within rows: barycentre of the items above, a few sweeps */
+static void flow_order(flow *f)
+{
+    item *it = f->it;
+    for (int sweep = 0; sweep < ORDER_SWEEPS; sweep++)
+        for (int L = 1; L < f->nlayers; L++)
+            for (int a = 0; a < f->nit; a++) {
+                if (it[a].layer != L) continue;
+                double sum = 0.0;
+                int n = 0;
+                if (it[a].node < 0) { sum = it[it[a].pred].order; n = 1; }
+                else
+                    for (int i = 0; i < f->ne; i++) {
+                        if (f->g->edge[i].to != it[a].node) continue;
+                        sum += it[last_hop(f, i)].order; n++;
+                    }
+                if (n) it[a].order = sum / n + a * 1e-6;
+            }
+}
+
+/* One row of step 4: its items in order, each pulled under its
+   predecessors, pushed apart, then shifted back as a whole. */
+static void flow_place_row(flow *f, int L, int *rowitems)
+{
+    item *it = f->it;
+    int n = 0;
+    for (int a = 0; a < f->nit; a++) if (it[a].layer == L) rowitems[n++] = a;
+    for (int i = 1; i < n; i++)   /* insertion sort by order */
+        for (int j = i; j > 0 && it[rowitems[j]].order < it[rowitems[j - 1]].order; j--) {
+            const int t = rowitems[j]; rowitems[j] = rowitems[j - 1]; rowitems[j - 1] = t;
+        }
+    double want_sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        item *a = &it[rowitems[i]];
+        double want = 0.0;
+        int m = 0;
+        if (L > 0) {
+            if (a->node < 0) { want = it[a->pred].x; m = 1; }
+            else
+                for (int k = 0; k < f->ne; k++) {
+                    if (f->g->edge[k].to != a->node) continue;
+                    want += it[last_hop(f, k)].x; m++;
+                }
+        }
+        a->x = m ? want / m : 0.0;
+        want_sum += a->x;
+    }
+    double pos = -1e18, placed_sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        item *a = &it[rowitems[i]];
+        const double minx = i ? pos + it[rowitems[i - 1]].w / 2.0 + ITEM_GAP + a->w / 2.0 : -1e18;
+        if (L == 0 || a->x < minx) a->x = i ? minx : a->x;
+        pos = a->x;
+        placed_sum += a->x;
+    }
+    const double shift = n ? (want_sum - placed_sum) / n : 0.0;
+    for (int i = 0; i < n; i++) it[rowitems[i]].x += shift;
+}
+
+/* 4. x: rows packed left to right in order */
+static tt_status flow_xpos(flow *f)
+{
+    int *rowitems = malloc((size_t)f->nit * sizeof *rowitems);
+    if (!rowitems) return tt__err(TT_ENOMEM, "flow: out of memory");
+    for (int L = 0; L < f->nlayers; L++) flow_place_row(f, L, rowitems);
+    free(rowitems);
+    f->bminx = 1e18;
+    f->bmaxx = -1e18;
+    for (int a = 0; a < f->nit; a++) {
+        const item *t = &f->it[a];
+        if (t->x - t->w / 2.0 < f->bminx) f->bminx = t->x - t->w / 2.0;
+        if (t->x + t->w / 2.0 > f->bmaxx) f->bmaxx = t->x + t->w / 2.0;
+    }
+    return TT_OK;
+}
+
+/* 5. label text: the ops of each arrow, wrapped at the commas; returns
+   the tallest label's height */
+static int flow_label_text(flow *f)
+{
+    int label_h_max = 0;
+    for (int i = 0; i < f->ne; i++) {
+        char full[160];
+        int *nl = &f->nlines[i];
+        edge_text(full, sizeof full, f->g, &f->g->edge[i]);
+        /* break only between ops: "masked_fill -inf" stays whole */
+        for (char *c = full; *c; c++) if (*c == ' ' && c > full && c[-1] != ',') *c = '\x01';
+        *nl = full[0] ? tt_font_wrap(full, 2, 0, LABEL_MAXW, f->etext[i], LABEL_LINES) : 0;
+        for (char *c = full; *c; c++) if (*c == '\x01') *c = ' ';
+        for (int k = 0; k < *nl; k++)
+            for (char *c = f->etext[i][k]; *c; c++) if (*c == '\x01') *c = ' ';
+        if (full[0] && !*nl) {   /* one unbreakable name: shortened */
+            *nl = 1;
+            tt_font_fit(f->etext[i][0], sizeof f->etext[i][0], full, 2, 0, LABEL_MAXW + 100);
+        }
+        int w = 0;
+        for (int k = 0; k < *nl; k++) w = imax_(w, tt_font_width(f->etext[i][k], 2, 0));
+        f->lab[i] = (frect){ 0.0, 0.0, w, *nl ? (*nl - 1) * TT_FONT_LINE * 2 + TT_FONT_CAP * 2 : 0 };
+        label_h_max = imax_(label_h_max, (int)f->lab[i].h);
+    }
+    return label_h_max;
+}
+
+/* 6. arrow ends: leave the source's bottom and enter the target's top at
+   points spread over the box, ordered by the other end; then the
+   polyline: a curve into each waypoint, its straight run, the last curve
+   into the target */
+static void flow_route(flow *f, int i)
+{
+    const graph *g = f->g;
+    const item *it = f->it;
+    const fedge *e = &g->edge[i];
+    const int nway = f->route[i][1], first_way = f->route[i][0];
+    const int en = nway ? first_way : e->to, last = last_hop(f, i);
+    int nout = 0, kout = 0, nin = 0, kin = 0;
+    for (int j = 0; j < f->ne; j++) {
+        const fedge *o = &g->edge[j];
+        const int fn = f->route[j][1] ? f->route[j][0] : o->to;          /* first hop */
+        const int fl = last_hop(f, j);
+        if (o->from == e->from) { nout++; kout += it[fn].x < it[en].x || (it[fn].x == it[en].x && j < i); }
+        if (o->to == e->to) { nin++; kin += it[fl].x < it[last].x || (it[fl].x == it[last].x && j < i); }
+    }
+    const item *s0 = &it[e->from], *t = &it[e->to];
+    double *end = f->ends[i];
+    end[0] = s0->x + (s0->w * ENDS_SPREAD) * ((kout + 1.0) / (nout + 1.0) - 0.5);
+    end[1] = row_y(f, s0->layer) + ROWH;
+    end[2] = t->x + (t->w * ENDS_SPREAD) * ((kin + 1.0) / (nin + 1.0) - 0.5);
+    end[3] = row_y(f, t->layer);
+    f->head[i] = (frect){ end[2] - HEAD_HALF, end[3] - HEAD_LEN, 2 * HEAD_HALF, HEAD_LEN };
+    double x0 = end[0], y0 = end[1];
+    double (*pt)[2] = f->pt + f->off[i];
+    f->npt[i] = 0;
+    for (int w = 0; w < nway; w++) {
+        const item *wp = &it[first_way + w];
+        const double wy = row_y(f, wp->layer);
+        leg_points(x0, y0, wp->x, wy, 0, pt + f->npt[i]);
+        f->npt[i] += CURVE_STEPS + 1;
+        x0 = wp->x;
+        y0 = wy + ROWH;
+    }
+    leg_points(x0, y0, end[2], end[3], 1, pt + f->npt[i]);
+    f->npt[i] += CURVE_STEPS + 1;
+}
+
+/* 7. the label of arrow i: candidates beside the last leg (middle first,
+   on the outer side of the arrows entering that row), then beside the
+   other legs; the cheapest one that is clear wins */
+static void flow_place_label(flow *f, const scene *sc, int i)
+{
+    const double (*pt)[2] = (const double (*)[2])f->pt;
+    const int *off = f->off, *npt = f->npt;
+    double avg = 0.0, mine = 0.0;
+    int n = 0;
+    for (int j = 0; j < f->ne; j++) {
+        if (f->layer[f->g->edge[j].to] != f->layer[f->g->edge[i].to]) continue;
+        const double m = (pt[off[j] + npt[j] - CURVE_STEPS - 1][0] + f->ends[j][2]) / 2.0;
+        avg += m; n++;
+        if (j == i) mine = m;
+    }
+    const int pref_left = mine < avg / n - 1.0;
+    static const double at[7] = { 0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8 };
+    static const double dist[4] = { 10.0, 22.0, 40.0, 64.0 };
+    const int nlegs = npt[i] / (CURVE_STEPS + 1);
+    double best = 1e18;
+    frect bestr = f->lab[i];
+    int bestleft = 0;
+    for (int leg = nlegs - 1; leg >= 0; leg--)
+        for (int a = 0; a < 7; a++)
+            for (int side = 0; side < 2; side++)
+                for (int d = 0; d < 4; d++) {
+                    const double *p = pt[off[i] + leg * (CURVE_STEPS + 1) + (int)lround(at[a] * CURVE_STEPS)];
+                    const int left = side ? !pref_left : pref_left;
+                    frect r = f->lab[i];
+                    r.x = left ? p[0] - dist[d] - r.w : p[0] + dist[d];
+                    r.y = p[1] - r.h / 2.0;
+                    const double over = fmax(0.0, f->bminx - r.x) + fmax(0.0, r.x + r.w - f->bmaxx);
+                    const double cost = fabs(at[a] - 0.5) * 100.0 + side * 30.0 + dist[d] * 0.6 +
+                                        over * 1.5 + (nlegs - 1 - leg) * 60.0;
+                    if (cost >= best || !label_clear(sc, &r)) continue;
+                    best = cost;
+                    bestr = r;
+                    bestleft = left;
+                }
+    f->lab[i] = bestr;
+    f->onleft[i] = bestleft;
+    f->placed[i] = best < 1e18;
+}
+
+/* Steps 6 and 7 at the current row gap; 1 when every label found a
+   clear spot. */
+static int flow_route_all(flow *f)
+{
+    for (int v = 0; v < f->g->nnodes; v++)
+        f->box[v] = (frect){ f->it[v].x - f->it[v].w / 2.0, row_y(f, f->it[v].layer), f->it[v].w, ROWH };
+    for (int i = 0; i < f->ne; i++) flow_route(f, i);
+    const scene sc = { f->box, f->g->nnodes, (const double (*)[2])f->pt, f->off, f->npt, f->ne,
+                       f->head, f->lab, f->placed };
+    int all = 1;
+    for (int i = 0; i < f->ne; i++) f->placed[i] = 0;
+    for (int i = 0; i < f->ne; i++) {
+        if (!f->nlines[i]) continue;
+        flow_place_label(f, &sc, i);
+        if (!f->placed[i]) all = 0;
+    }
+    return all;
+}
+
+/* Rows move apart until every label is clear, a few times; then the
+   labels still without a spot go beside the middle of their last leg. */
+static void flow_place(flow *f, int label_h_max)
+{
+    f->rowgap = imax_(ROW_GAP_MIN, label_h_max + ROW_GAP_LABEL);
+    for (int attempt = 0;; attempt++, f->rowgap += ROW_GAP_STEP) {
+        f->all_placed = flow_route_all(f);
+        if (f->all_placed) return;
+        if (attempt == PLACE_ATTEMPTS - 1) break;
+    }
+    for (int i = 0; i < f->ne; i++) {
+        if (!f->nlines[i] || f->placed[i]) continue;
+        const double *p = f->pt[f->off[i] + f->npt[i] - 1 - CURVE_STEPS / 2];
+        f->lab[i].x = p[0] + 10.0;
+        f->lab[i].y = p[1] - f->lab[i].h / 2.0;
+        f->onleft[i] = 0;
+        f->placed[i] = 2;
+    }
+}
+
+/* 8. canvas: everything drawn, plus the margin, and the title */
+static void flow_canvas_size(flow *f, const tt_flow_opts *opts)
+{
+    double minx = f->bminx, maxx = f->bmaxx;
+    for (int i = 0; i < f->ne; i++) {
+        for (int k = 0; k < f->npt[i]; k++) {
+            minx = fmin(minx, f->pt[f->off[i] + k][0] - 2.0);
+            maxx = fmax(maxx, f->pt[f->off[i] + k][0] + 2.0);
+        }
+        minx = fmin(minx, f->head[i].x);
+        maxx = fmax(maxx, f->head[i].x + f->head[i].w);
+        if (f->nlines[i]) {
+            minx = fmin(minx, f->lab[i].x - 4.0);
+            maxx = fmax(maxx, f->lab[i].x + f->lab[i].w + 4.0);
+        }
+    }
+    const int M = FLOW_MARGIN;
+    const int diagram_w = (int)ceil(maxx - minx);
+    tt_font_title_layout(&f->title, opts && opts->title ? opts->title : "Pipeline",
+                         imax_(diagram_w, TITLE_MIN_W));
+    f->W = imax_(diagram_w, f->title.w) + 2 * M;
+    f->ox = floor((f->W - (maxx - minx)) / 2.0 - minx);
+    f->oy = M + f->title.h + TITLE_GAP;
+    f->H = f->oy + f->nlayers * ROWH + (f->nlayers - 1) * f->rowgap + M;
+}
+
+/* ----- drawing steps: arrows, then their labels, then the boxes on top ----- */
+
+static void flow_draw_arrows(flow *f, tt_canvas *out)
+{
+    for (int i = 0; i < f->ne; i++) {
+        double (*pt)[2] = f->pt + f->off[i];
+        for (int k = 0; k < f->npt[i]; k++) {   /* to canvas coordinates */
+            pt[k][0] += f->ox;
+            pt[k][1] += f->oy;
+        }
+        tt_canvas_polyline(out, (const double (*)[2])pt, f->npt[i], ARROW_W, ARROW);
+        const double x1 = f->ends[i][2] + f->ox, y1 = f->ends[i][3] + f->oy;
+        const double tri[6] = { x1 - HEAD_HALF, y1 - HEAD_LEN, x1 + HEAD_HALF, y1 - HEAD_LEN, x1, y1 };
+        tt_canvas_triangle(out, tri, ARROW);
+    }
+}
+
+static void flow_draw_labels(const flow *f, tt_canvas *out)
+{
+    for (int i = 0; i < f->ne; i++) {
+        if (!f->nlines[i]) continue;
+        const frect *l = &f->lab[i];
+        const int lx = (int)lround(l->x + f->ox), ly = (int)lround(l->y) + f->oy;
+        for (int k = 0; k < f->nlines[i]; k++) {   /* lines flush towards the arrow */
+            const int w = tt_font_width(f->etext[i][k], 2, 0);
+            tt_font_draw(out, lx + (f->onleft[i] ? (int)l->w - w : 0), ly + k * TT_FONT_LINE * 2,
+                         f->etext[i][k], 2, 0, EDGE_INK);
+        }
+    }
+}
+
+static void flow_draw_boxes(const flow *f, tt_canvas *out)
+{
+    for (int v = 0; v < f->g->nnodes; v++) {
+        const item *a = &f->it[v];
+        const char (*bt)[96] = (const char (*)[96])f->boxtext[v];
+        const int x = (int)lround(a->x + f->ox - a->w / 2.0), y = row_y(f, a->layer) + f->oy;
+        tt_canvas_round_rect(out, x, y, a->w, a->h, BOX_RADIUS, BOX_FILL, BOX_BORDER, BOX_BORDER_W);
+        const int w0 = tt_font_width(bt[0], 2, TT_FONT_BOLD);
+        const int w1 = tt_font_width(bt[1], 2, 0);
+        tt_font_draw(out, x + (a->w - w0) / 2, y + BOX_LINE1_Y, bt[0], 2, TT_FONT_BOLD, INK);
+        tt_font_draw(out, x + (a->w - w1) / 2, y + BOX_LINE2_Y, bt[1], 2, 0, INK_SOFT);
+    }
+}
+
+static void flow_geom(const flow *f, tt_flow_geom *geom)
+{
+    memset(geom, 0, sizeof *geom);
+    geom->width = f->W;
+    geom->height = f->H;
+    geom->nboxes = f->g->nnodes;
+    for (int v = 0; v < f->g->nnodes; v++)
+        geom->box[v] = (tt_flow_rect){ (int)lround(f->it[v].x + f->ox - f->it[v].w / 2.0),
+                                       row_y(f, f->it[v].layer) + f->oy, f->it[v].w, ROWH };
+    geom->narrows = f->ne;
+    for (int i = 0; i < f->ne; i++) {
+        const frect *hd = &f->head[i], *l = &f->lab[i];
+        geom->head[i] = (tt_flow_rect){ (int)floor(hd->x + f->ox), (int)floor(hd->y) + f->oy,
+                                        (int)ceil(hd->w) + 1, (int)ceil(hd->h) + 1 };
+        if (f->nlines[i])
+            geom->label[i] = (tt_flow_rect){ (int)lround(l->x + f->ox), (int)lround(l->y) + f->oy,
+                                             (int)l->w, (int)l->h };
+        geom->label_clear[i] = !f->nlines[i] || f->placed[i] == 1;
+    }
+    geom->all_clear = f->all_placed;
 }
 
 tt_status tt_flow_render(tt_canvas *out, tt_flow_geom *geom, const tt_flow_opts *opts)
@@ -390,353 +845,30 @@ tt_status tt_flow_render(tt_canvas *out, tt_flow_geom *geom, const tt_flow_opts 
     out->w = out->h = 0;
     out->px = NULL;
     out->vec = NULL;
-    graph *g = calloc(1, sizeof *g);
-    if (!g) return tt__err(TT_ENOMEM, "flow: out of memory");
-    tt_status st = build_graph(g);
-    if (st != TT_OK) { free_graph(g); free(g); return st; }
-    if (g->nnodes == 0) {
-        free_graph(g); free(g);
-        return tt__err(TT_EARG, "flow: nothing to draw: no labelled tensor since the last "
-                       "tt.trace.section (name one with x:label(\"scores\"))");
-    }
-    if (g->overflow) {
-        free_graph(g); free(g);
-        return tt__err(TT_EARG, "flow: more than %d labelled tensors since the last tt.trace.section, "
-                       "too many for one figure; hint: start a tt.trace.section(\"...\") just before "
-                       "the part to draw", FLOW_MAX_NODES);
-    }
-    const int ne = g->nedges;
+    flow *f = calloc(1, sizeof *f);
+    if (!f) return tt__err(TT_ENOMEM, "flow: out of memory");
 
-    /* 1. layers: longest path from a source */
-    int layer[FLOW_MAX_NODES] = { 0 };
-    for (int pass = 0; pass < g->nnodes; pass++)
-        for (int i = 0; i < ne; i++) {
-            const fedge *e = &g->edge[i];
-            if (layer[e->to] < layer[e->from] + 1) layer[e->to] = layer[e->from] + 1;
-        }
-    int nlayers = 0;
-    for (int v = 0; v < g->nnodes; v++) if (layer[v] + 1 > nlayers) nlayers = layer[v] + 1;
+    /* layout */
+    tt_status st = flow_graph(f);
+    if (st == TT_OK) { flow_layers(f); st = flow_items(f); }
+    if (st == TT_OK) { flow_order(f); st = flow_xpos(f); }
+    if (st == TT_OK) {
+        flow_place(f, flow_label_text(f));
+        flow_canvas_size(f, opts);
+        st = tt_canvas_init(out, f->W, f->H);
+    }
+    if (st != TT_OK) goto done;
 
-    /* 2. items: boxes and waypoints; each edge's route is a list of items */
-    static item it[FLOW_MAX_ITEMS];
-    int nit = 0;
-    int route[FLOW_MAX_EDGES][2];   /* first waypoint item and count */
-    char (*boxtext)[2][96] = malloc((size_t)g->nnodes * sizeof *boxtext);
-    /* per arrow: ends, label lines, label rectangle, head; polylines */
-    double (*ends)[4] = malloc((size_t)(ne ? ne : 1) * sizeof *ends);
-    char (*etext)[LABEL_LINES][TT_FONT_WRAP_LEN] = malloc((size_t)(ne ? ne : 1) * sizeof *etext);
-    frect *lab = malloc((size_t)(ne ? ne : 1) * 2 * sizeof *lab);
-    int *meta = malloc((size_t)(ne ? ne : 1) * 5 * sizeof *meta);
-    int *rowitems = NULL;
-    double (*pt)[2] = NULL;
-    if (!boxtext || !ends || !etext || !lab || !meta) {
-        free_all(boxtext, ends, etext, lab, meta, NULL); free_graph(g); free(g);
-        return tt__err(TT_ENOMEM, "flow: out of memory");
-    }
-    frect *head = lab + (ne ? ne : 1);   /* carved out only once the blocks exist */
-    int *nlines = meta, *placed = meta + ne, *off = meta + 2 * ne, *npt = meta + 3 * ne,
-        *onleft = meta + 4 * ne;
-    for (int v = 0; v < g->nnodes; v++) {
-        snprintf(boxtext[v][0], 96, "%s", g->node[v].label);
-        shape_text(boxtext[v][1], 96, g->node[v].shape);
-        char tmp[96];
-        const int w0 = tt_font_fit(tmp, sizeof tmp, boxtext[v][0], 2, TT_FONT_BOLD, 420);
-        snprintf(boxtext[v][0], 96, "%s", tmp);
-        const int w1 = tt_font_fit(tmp, sizeof tmp, boxtext[v][1], 2, 0, 420);
-        snprintf(boxtext[v][1], 96, "%s", tmp);
-        it[nit] = (item){ v, layer[v], (double)v, 0.0, (w0 > w1 ? w0 : w1) + 36, ROWH, -1 };
-        nit++;
-    }
-    int total_pts = 0;
-    for (int i = 0; i < ne; i++) {
-        const fedge *e = &g->edge[i];
-        route[i][0] = nit;
-        route[i][1] = 0;
-        int prev = e->from;
-        for (int L = layer[e->from] + 1; L < layer[e->to] && nit < FLOW_MAX_ITEMS; L++) {
-            it[nit] = (item){ -1, L, 0.0, 0.0, 24, ROWH, prev };
-            prev = nit++;
-            route[i][1]++;
-        }
-        off[i] = total_pts;
-        total_pts += (route[i][1] + 1) * (CURVE_STEPS + 1);
-    }
-    pt = malloc((size_t)(total_pts ? total_pts : 1) * sizeof *pt);
-    rowitems = malloc((size_t)nit * sizeof *rowitems);
-    if (!pt || !rowitems) {
-        free_all(boxtext, ends, etext, lab, meta, pt); free(rowitems); free_graph(g); free(g);
-        return tt__err(TT_ENOMEM, "flow: out of memory");
-    }
-
-    /* 3. order within rows: barycentre of the items above, a few sweeps */
-    for (int sweep = 0; sweep < 4; sweep++)
-        for (int L = 1; L < nlayers; L++)
-            for (int a = 0; a < nit; a++) {
-                if (it[a].layer != L) continue;
-                double sum = 0.0;
-                int n = 0;
-                if (it[a].node < 0) { sum = it[it[a].pred].order; n = 1; }
-                else
-                    for (int i = 0; i < ne; i++) {
-                        if (g->edge[i].to != it[a].node) continue;
-                        const int src = route[i][1] ? route[i][0] + route[i][1] - 1 : g->edge[i].from;
-                        sum += it[src].order; n++;
-                    }
-                if (n) it[a].order = sum / n + a * 1e-6;
-            }
-
-    /* 4. x: rows packed left to right in order, each pulled under its
-       predecessors, then pushed apart */
-    const int gap = 56;
-    for (int L = 0; L < nlayers; L++) {
-        int n = 0;
-        for (int a = 0; a < nit; a++) if (it[a].layer == L) rowitems[n++] = a;
-        for (int i = 1; i < n; i++)   /* insertion sort by order */
-            for (int j = i; j > 0 && it[rowitems[j]].order < it[rowitems[j - 1]].order; j--) {
-                const int t = rowitems[j]; rowitems[j] = rowitems[j - 1]; rowitems[j - 1] = t;
-            }
-        double want_sum = 0.0;
-        for (int i = 0; i < n; i++) {
-            item *a = &it[rowitems[i]];
-            double want = 0.0;
-            int m = 0;
-            if (L > 0) {
-                if (a->node < 0) { want = it[a->pred].x; m = 1; }
-                else
-                    for (int k = 0; k < ne; k++) {
-                        if (g->edge[k].to != a->node) continue;
-                        const int src = route[k][1] ? route[k][0] + route[k][1] - 1 : g->edge[k].from;
-                        want += it[src].x; m++;
-                    }
-            }
-            a->x = m ? want / m : 0.0;
-            want_sum += a->x;
-        }
-        double pos = -1e18, placed_sum = 0.0;
-        for (int i = 0; i < n; i++) {
-            item *a = &it[rowitems[i]];
-            const double minx = i ? pos + it[rowitems[i - 1]].w / 2.0 + gap + a->w / 2.0 : -1e18;
-            if (L == 0 || a->x < minx) a->x = i ? minx : a->x;
-            pos = a->x;
-            placed_sum += a->x;
-        }
-        const double shift = n ? (want_sum - placed_sum) / n : 0.0;
-        for (int i = 0; i < n; i++) it[rowitems[i]].x += shift;
-    }
-    free(rowitems);
-    double bminx = 1e18, bmaxx = -1e18;   /* extent of boxes and waypoints */
-    for (int a = 0; a < nit; a++) {
-        if (it[a].x - it[a].w / 2.0 < bminx) bminx = it[a].x - it[a].w / 2.0;
-        if (it[a].x + it[a].w / 2.0 > bmaxx) bmaxx = it[a].x + it[a].w / 2.0;
-    }
-
-    /* 5. label text: the ops of each arrow, wrapped at the commas */
-    int label_h_max = 0;
-    for (int i = 0; i < ne; i++) {
-        char full[160];
-        edge_text(full, sizeof full, g, &g->edge[i]);
-        /* break only between ops: "masked_fill -inf" stays whole */
-        for (char *c = full; *c; c++) if (*c == ' ' && c > full && c[-1] != ',') *c = '\x01';
-        nlines[i] = full[0] ? tt_font_wrap(full, 2, 0, LABEL_MAXW, etext[i], LABEL_LINES) : 0;
-        for (char *c = full; *c; c++) if (*c == '\x01') *c = ' ';
-        for (int k = 0; k < nlines[i]; k++)
-            for (char *c = etext[i][k]; *c; c++) if (*c == '\x01') *c = ' ';
-        if (full[0] && !nlines[i]) {   /* one unbreakable name: shortened */
-            nlines[i] = 1;
-            tt_font_fit(etext[i][0], sizeof etext[i][0], full, 2, 0, LABEL_MAXW + 100);
-        }
-        int w = 0;
-        for (int k = 0; k < nlines[i]; k++) w = imax_(w, tt_font_width(etext[i][k], 2, 0));
-        lab[i] = (frect){ 0.0, 0.0, w, nlines[i] ? (nlines[i] - 1) * TT_FONT_LINE * 2 + TT_FONT_CAP * 2 : 0 };
-        label_h_max = imax_(label_h_max, (int)lab[i].h);
-    }
-
-    /* boxes as obstacles (y filled in per attempt) */
-    frect box[FLOW_MAX_NODES];
-    int rowgap = imax_(96, label_h_max + 60), all_placed = 0;
-    for (int attempt = 0; attempt < 6 && !all_placed; attempt++, rowgap += 40) {
-#define ROWY(L) ((L) * (ROWH + rowgap))
-        for (int v = 0; v < g->nnodes; v++)
-            box[v] = (frect){ it[v].x - it[v].w / 2.0, ROWY(it[v].layer), it[v].w, ROWH };
-
-        /* 6. arrow ends: leave the source's bottom and enter the target's
-           top at points spread over the box, ordered by the other end */
-        for (int i = 0; i < ne; i++) {
-            const fedge *e = &g->edge[i];
-            const int nway = route[i][1], first_way = route[i][0];
-            const int en = nway ? first_way : e->to, last = nway ? first_way + nway - 1 : e->from;
-            int nout = 0, kout = 0, nin = 0, kin = 0;
-            for (int j = 0; j < ne; j++) {
-                const fedge *f = &g->edge[j];
-                const int fn = route[j][1] ? route[j][0] : f->to;          /* first hop */
-                const int fl = route[j][1] ? route[j][0] + route[j][1] - 1 : f->from;
-                if (f->from == e->from) { nout++; kout += it[fn].x < it[en].x || (it[fn].x == it[en].x && j < i); }
-                if (f->to == e->to) { nin++; kin += it[fl].x < it[last].x || (it[fl].x == it[last].x && j < i); }
-            }
-            const item *s0 = &it[e->from], *t = &it[e->to];
-            ends[i][0] = s0->x + (s0->w * 0.6) * ((kout + 1.0) / (nout + 1.0) - 0.5);
-            ends[i][1] = ROWY(s0->layer) + ROWH;
-            ends[i][2] = t->x + (t->w * 0.6) * ((kin + 1.0) / (nin + 1.0) - 0.5);
-            ends[i][3] = ROWY(t->layer);
-            head[i] = (frect){ ends[i][2] - HEAD_HALF, ends[i][3] - HEAD_LEN, 2 * HEAD_HALF, HEAD_LEN };
-            /* the polyline: a curve into each waypoint, its straight run,
-               the last curve into the target */
-            double x0 = ends[i][0], y0 = ends[i][1];
-            npt[i] = 0;
-            for (int w = 0; w < nway; w++) {
-                const item *wp = &it[first_way + w];
-                const double wy = ROWY(wp->layer);
-                leg_points(x0, y0, wp->x, wy, 0, pt + off[i] + npt[i]);
-                npt[i] += CURVE_STEPS + 1;
-                x0 = wp->x;
-                y0 = wy + ROWH;
-            }
-            leg_points(x0, y0, ends[i][2], ends[i][3], 1, pt + off[i] + npt[i]);
-            npt[i] += CURVE_STEPS + 1;
-        }
-
-        /* 7. labels: candidates beside the last leg (middle first, on the
-           outer side of the arrows entering that row), then beside the
-           other legs; the cheapest one that is clear wins */
-        const scene sc = { box, g->nnodes, (const double (*)[2])pt, off, npt, ne, head, lab, placed };
-        all_placed = 1;
-        for (int i = 0; i < ne; i++) placed[i] = 0;
-        for (int i = 0; i < ne; i++) {
-            if (!nlines[i]) continue;
-            double avg = 0.0, mine = 0.0;
-            int n = 0;
-            for (int j = 0; j < ne; j++) {
-                if (layer[g->edge[j].to] != layer[g->edge[i].to]) continue;
-                const double m = (pt[off[j] + npt[j] - CURVE_STEPS - 1][0] + ends[j][2]) / 2.0;
-                avg += m; n++;
-                if (j == i) mine = m;
-            }
-            const int pref_left = mine < avg / n - 1.0;
-            static const double at[7] = { 0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8 };
-            static const double dist[4] = { 10.0, 22.0, 40.0, 64.0 };
-            const int nlegs = npt[i] / (CURVE_STEPS + 1);
-            double best = 1e18;
-            frect bestr = lab[i];
-            int bestleft = 0;
-            for (int leg = nlegs - 1; leg >= 0; leg--)
-                for (int a = 0; a < 7; a++)
-                    for (int side = 0; side < 2; side++)
-                        for (int d = 0; d < 4; d++) {
-                            const double *p = pt[off[i] + leg * (CURVE_STEPS + 1) +
-                                                 (int)lround(at[a] * CURVE_STEPS)];
-                            const int left = side ? !pref_left : pref_left;
-                            frect r = lab[i];
-                            r.x = left ? p[0] - dist[d] - r.w : p[0] + dist[d];
-                            r.y = p[1] - r.h / 2.0;
-                            const double over = fmax(0.0, bminx - r.x) + fmax(0.0, r.x + r.w - bmaxx);
-                            const double cost = fabs(at[a] - 0.5) * 100.0 + side * 30.0 + dist[d] * 0.6 +
-                                                over * 1.5 + (nlegs - 1 - leg) * 60.0;
-                            if (cost >= best || !label_clear(&sc, &r)) continue;
-                            best = cost;
-                            bestr = r;
-                            bestleft = left;
-                        }
-            lab[i] = bestr;
-            onleft[i] = bestleft;
-            placed[i] = best < 1e18;
-            if (!placed[i]) all_placed = 0;
-        }
-        if (!all_placed && attempt == 5)   /* give up on a clear spot: beside the middle */
-            for (int i = 0; i < ne; i++) {
-                if (!nlines[i] || placed[i]) continue;
-                const double *p = pt[off[i] + npt[i] - 1 - CURVE_STEPS / 2];
-                lab[i].x = p[0] + 10.0;
-                lab[i].y = p[1] - lab[i].h / 2.0;
-                onleft[i] = 0;
-                placed[i] = 2;
-            }
-        if (all_placed || attempt == 5) break;
-    }
-
-    /* 8. canvas: everything drawn, plus the margin, and the title */
-    double minx = bminx, maxx = bmaxx;
-    for (int i = 0; i < ne; i++) {
-        for (int k = 0; k < npt[i]; k++) {
-            minx = fmin(minx, pt[off[i] + k][0] - 2.0);
-            maxx = fmax(maxx, pt[off[i] + k][0] + 2.0);
-        }
-        minx = fmin(minx, head[i].x);
-        maxx = fmax(maxx, head[i].x + head[i].w);
-        if (nlines[i]) {
-            minx = fmin(minx, lab[i].x - 4.0);
-            maxx = fmax(maxx, lab[i].x + lab[i].w + 4.0);
-        }
-    }
-    const int M = 40;
-    const int diagram_w = (int)ceil(maxx - minx);
-    tt_font_title title;
-    tt_font_title_layout(&title, opts && opts->title ? opts->title : "Pipeline", imax_(diagram_w, 1000));
-    const int W = imax_(diagram_w, title.w) + 2 * M;
-    const int title_h = title.h + 30;
-    const double ox = floor((W - (maxx - minx)) / 2.0 - minx);
-    const int oy = M + title_h;
-    const int H = oy + nlayers * ROWH + (nlayers - 1) * rowgap + M;
-    st = tt_canvas_init(out, W, H);
-    if (st != TT_OK) {
-        free_all(boxtext, ends, etext, lab, meta, pt); free_graph(g); free(g);
-        return st;
-    }
-    tt_font_title_draw(out, &title, W / 2, M, INK);
-
-    /* arrows, then their labels, then the boxes on top */
-    for (int i = 0; i < ne; i++) {
-        for (int k = 0; k < npt[i]; k++) {   /* to canvas coordinates */
-            pt[off[i] + k][0] += ox;
-            pt[off[i] + k][1] += oy;
-        }
-        tt_canvas_polyline(out, (const double (*)[2])(pt + off[i]), npt[i], 2.0, ARROW);
-        const double x1 = ends[i][2] + ox, y1 = ends[i][3] + oy;
-        const double tri[6] = { x1 - HEAD_HALF, y1 - HEAD_LEN, x1 + HEAD_HALF, y1 - HEAD_LEN, x1, y1 };
-        tt_canvas_triangle(out, tri, ARROW);
-    }
-    for (int i = 0; i < ne; i++) {
-        if (!nlines[i]) continue;
-        const int lx = (int)lround(lab[i].x + ox), ly = (int)lround(lab[i].y) + oy;
-        for (int k = 0; k < nlines[i]; k++) {   /* lines flush towards the arrow */
-            const int w = tt_font_width(etext[i][k], 2, 0);
-            tt_font_draw(out, lx + (onleft[i] ? (int)lab[i].w - w : 0), ly + k * TT_FONT_LINE * 2,
-                         etext[i][k], 2, 0, EDGE_INK);
-        }
-    }
-    for (int v = 0; v < g->nnodes; v++) {
-        const item *a = &it[v];
-        const int x = (int)lround(a->x + ox - a->w / 2.0), y = ROWY(a->layer) + oy;
-        tt_canvas_round_rect(out, x, y, a->w, a->h, 10, BOX_FILL, BOX_BORDER, 2);
-        const int w0 = tt_font_width(boxtext[v][0], 2, TT_FONT_BOLD);
-        const int w1 = tt_font_width(boxtext[v][1], 2, 0);
-        tt_font_draw(out, x + (a->w - w0) / 2, y + 14, boxtext[v][0], 2, TT_FONT_BOLD, INK);
-        tt_font_draw(out, x + (a->w - w1) / 2, y + 40, boxtext[v][1], 2, 0, 0x555555u);
-    }
-
-    if (geom) {
-        memset(geom, 0, sizeof *geom);
-        geom->width = W;
-        geom->height = H;
-        geom->nboxes = g->nnodes;
-        for (int v = 0; v < g->nnodes; v++)
-            geom->box[v] = (tt_flow_rect){ (int)lround(it[v].x + ox - it[v].w / 2.0), ROWY(it[v].layer) + oy,
-                                           it[v].w, ROWH };
-        geom->narrows = ne;
-        for (int i = 0; i < ne; i++) {
-            geom->head[i] = (tt_flow_rect){ (int)floor(head[i].x + ox), (int)floor(head[i].y) + oy,
-                                            (int)ceil(head[i].w) + 1, (int)ceil(head[i].h) + 1 };
-            if (nlines[i])
-                geom->label[i] = (tt_flow_rect){ (int)lround(lab[i].x + ox), (int)lround(lab[i].y) + oy,
-                                                 (int)lab[i].w, (int)lab[i].h };
-            geom->label_clear[i] = !nlines[i] || placed[i] == 1;
-        }
-        geom->all_clear = all_placed;
-    }
-#undef ROWY
-    free_all(boxtext, ends, etext, lab, meta, pt);
-    free_graph(g);
-    free(g);
-    return TT_OK;
+    /* drawing */
+    tt_font_title_draw(out, &f->title, f->W / 2, FLOW_MARGIN, INK);
+    flow_draw_arrows(f, out);
+    flow_draw_labels(f, out);
+    flow_draw_boxes(f, out);
+    if (geom) flow_geom(f, geom);
+done:
+    flow_free(f);
+    free(f);
+    return st;
 }
 
 size_t tt_flow_describe(char *buf, size_t n)
