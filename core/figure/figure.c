@@ -1476,14 +1476,46 @@ void tt_bars_opts_init(tt_bars_opts *o)
 }
 
 
-tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C,
-                         const tt_bars_opts *opts)
+/* Pixel sizes of the bar chart layout. */
+enum {
+    BARS_MARGIN = 36,          /* outer margin */
+    BARS_PLOT_H = 320,         /* height of the value axis */
+    BARS_PANEL_GAP = 44,       /* between panels */
+    BARS_MAX_W = 1500,         /* the panels' total width aims below this */
+    BARS_PANEL_PAD = 16,       /* a panel is its bars plus this */
+    BARS_MIN_PITCH = 22,       /* bar pitch: at least ... */
+    BARS_PITCH_FIT = 110,      /* ... up to this to fill the panel width ... */
+    BARS_MAX_PITCH = 220,      /* ... and up to this for long labels */
+    BARS_FILL_W = 420,         /* bars of a panel spread over this width */
+    BARS_TICK_GAP = 12,        /* value ticks to the first panel */
+    BARS_TITLE_GAP = 18,       /* below the title */
+    BARS_ROW_GAP = 20,         /* between rows of panels */
+    BARS_LABEL_GAP = 6,        /* bar end to its value label */
+    BARS_TICK_LEN = 5,         /* value ticks left of the axis ... */
+    BARS_TICK_TEXT = 9,        /* ... and their labels this far left */
+    BARS_INSET = 8,            /* first bar's slot from the axis */
+    BARS_CAT_GAP = 8,          /* axis bottom to the category labels */
+};
+#define ZERO_LINE 0x404040u
+
+/* A bar chart's layout, computed from the data and the options. */
+typedef struct bars {
+    const tt_bars_opts *o;
+    const float *data;
+    int nr, nc, decimals;
+    double lo, hi;             /* the value axis */
+    double ticks[16];
+    int nt, tickw;
+    char ticktext[16][32];
+    char catlab[64][2][TT_FONT_WRAP_LEN];   /* category labels, up to two lines */
+    int lscale, catlines;
+    int pcols, prows, pitch, barw, pw;
+    int W, ax, xoff, top, H, stitle_h, vlab_h, pdy;
+    tt_font_title title;
+} bars;
+
+static tt_status bars_check(const tt_bars_opts *opts, int64_t R, int64_t C)
 {
-    tt_bars_opts dflt;
-    if (!opts) { tt_bars_opts_init(&dflt); opts = &dflt; }
-    out->w = out->h = 0;
-    out->px = NULL;
-    out->vec = NULL;
     char shp[256], tname[320];
     if (opts->meta.shape) snprintf(shp, sizeof shp, "%s", opts->meta.shape);
     else snprintf(shp, sizeof shp, "[%lld,%lld]", (long long)R, (long long)C);
@@ -1507,48 +1539,56 @@ tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C
         else snprintf(hint, sizeof hint, "one label a row, the title of its panel");
         return count_err("bars", "labels", opts->nseries, R, "row", "", tname, hint);
     }
-    const int nr = (int)R, nc = (int)C;
-    const stats s = data_stats(data, R * C);
-    const int decimals = opts->decimals >= 0 ? imin(opts->decimals, 8)
-                                             : auto_decimals(data, R * C, s.maxabs);
+    return TT_OK;
+}
 
-    /* value axis: nice ticks over [min(0, min), max(0, max)] */
-    double lo = s.nfinite ? fmin(0.0, s.fmin) : 0.0, hi = s.nfinite ? fmax(0.0, s.fmax) : 1.0;
+/* Value axis: nice ticks over [min(0, min), max(0, max)], widened to
+   whole steps. */
+static void bars_value_axis(bars *b, const stats *s)
+{
+    double lo = s->nfinite ? fmin(0.0, s->fmin) : 0.0, hi = s->nfinite ? fmax(0.0, s->fmax) : 1.0;
     if (!(hi > lo)) hi = lo + 1.0;
-    double ticks[16];
-    int td, nt = nice_ticks(lo, hi, 5, ticks, 16, &td);
-    const double step = nt >= 2 ? ticks[1] - ticks[0] : hi - lo;
-    if (ticks[0] > lo + 1e-12) lo = ticks[0] - step;
-    if (ticks[nt - 1] < hi - 1e-12) hi = ticks[nt - 1] + step;
-    nt = nice_ticks(lo, hi, 5, ticks, 16, &td);
-    char ticktext[16][32];
-    int tickw = 0;
-    for (int k = 0; k < nt; k++) {
-        fmt_num(ticktext[k], 32, ticks[k], td);
-        tickw = imax(tickw, tt_font_width(ticktext[k], 2, 0));
+    int td, nt = nice_ticks(lo, hi, 5, b->ticks, 16, &td);
+    const double step = nt >= 2 ? b->ticks[1] - b->ticks[0] : hi - lo;
+    if (b->ticks[0] > lo + 1e-12) lo = b->ticks[0] - step;
+    if (b->ticks[nt - 1] < hi - 1e-12) hi = b->ticks[nt - 1] + step;
+    b->nt = nice_ticks(lo, hi, 5, b->ticks, 16, &td);
+    for (int k = 0; k < b->nt; k++) {
+        fmt_num(b->ticktext[k], 32, b->ticks[k], td);
+        b->tickw = imax(b->tickw, tt_font_width(b->ticktext[k], 2, 0));
     }
+    b->lo = lo;
+    b->hi = hi;
+}
 
-    /* category labels: the bar pitch grows (up to a total width) to fit
-       the widest on one line; labels still too wide wrap onto two lines,
-       then all drop to the small size, and only then are shortened */
-    char catlab[64][2][TT_FONT_WRAP_LEN];
+/* Category labels: the bar pitch grows (up to a total width) to fit the
+   widest on one line; labels still too wide wrap onto two lines, then
+   all drop to the small size, and only then are shortened. */
+static void bars_categories(bars *b)
+{
+    const int nc = b->nc;
     char names[64][48];
     int widest = 0;
     for (int j = 0; j < nc; j++) {
-        if (j < opts->nxlabels && opts->xlabels[j]) snprintf(names[j], sizeof names[j], "%s", opts->xlabels[j]);
+        if (j < b->o->nxlabels && b->o->xlabels[j]) snprintf(names[j], sizeof names[j], "%s", b->o->xlabels[j]);
         else snprintf(names[j], sizeof names[j], "%d", j + 1);
         widest = imax(widest, tt_font_width(names[j], 2, 0));
     }
-    const int M = 36, ph = 320, gap = 44, MAX_PANELS_W = 1500;
-    const int pcols = imin(nr, 4), prows = (nr + pcols - 1) / pcols;
-    const int pitch_cap = imax(((MAX_PANELS_W - (pcols - 1) * gap) / pcols - 16) / nc, 22);
-    const int pitch = imax(imin(imax(420 / nc, 22), 110), imin(widest + 22, imin(pitch_cap, 220)));
-    const int barw = pitch * 2 / 3, pw = nc * pitch + 16;
+    const int gap = BARS_PANEL_GAP;
+    b->pcols = imin(b->nr, 4);
+    b->prows = (b->nr + b->pcols - 1) / b->pcols;
+    const int pitch_cap = imax(((BARS_MAX_W - (b->pcols - 1) * gap) / b->pcols - BARS_PANEL_PAD) / nc,
+                               BARS_MIN_PITCH);
+    const int pitch = imax(imin(imax(BARS_FILL_W / nc, BARS_MIN_PITCH), BARS_PITCH_FIT),
+                           imin(widest + BARS_MIN_PITCH, imin(pitch_cap, BARS_MAX_PITCH)));
+    b->pitch = pitch;
+    b->barw = pitch * 2 / 3;
+    b->pw = nc * pitch + BARS_PANEL_PAD;
     int lscale = 0, catlines = 1;
     for (int sc = 2; sc >= 1 && !lscale; sc--) {
         int ok = 1, most = 1;
         for (int j = 0; j < nc && ok; j++) {
-            const int n = tt_font_wrap(names[j], sc, 0, pitch - 6, catlab[j], 2);
+            const int n = tt_font_wrap(names[j], sc, 0, pitch - 6, b->catlab[j], 2);
             ok = n > 0 || !names[j][0];
             most = imax(most, n);
         }
@@ -1558,89 +1598,133 @@ tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C
         lscale = 1;
         catlines = 1;
         for (int j = 0; j < nc; j++) {
-            tt_font_fit(catlab[j][0], sizeof catlab[j][0], names[j], 1, 0, pitch - 4);
-            catlab[j][1][0] = '\0';
+            tt_font_fit(b->catlab[j][0], sizeof b->catlab[j][0], names[j], 1, 0, pitch - 4);
+            b->catlab[j][1][0] = '\0';
         }
     } else {
         for (int j = 0; j < nc; j++) {   /* rewrap: a label may have used one line */
-            const int n = tt_font_wrap(names[j], lscale, 0, pitch - 6, catlab[j], 2);
-            if (n == 0) catlab[j][0][0] = '\0';
-            if (n < 2) catlab[j][1][0] = '\0';
+            const int n = tt_font_wrap(names[j], lscale, 0, pitch - 6, b->catlab[j], 2);
+            if (n == 0) b->catlab[j][0][0] = '\0';
+            if (n < 2) b->catlab[j][1][0] = '\0';
         }
     }
-    const int ax = M + tickw + 12;            /* left edge of the first panel */
-    const int W0 = ax + pcols * pw + (pcols - 1) * gap + M;
-    tt_font_title title;
-    tt_font_title_layout(&title, opts->title, W0 - 2 * M);
-    const int W = imax(W0, title.w + 2 * M);
-    const int xoff = (W - W0) / 2;
-    const int title_h = title.nlines ? title.h + 18 : 0;
-    const int stitle_h = nr > 1 || opts->nseries > 0 ? TT_FONT_LINE * 2 + 8 : 0;
-    const int vlab_h = TT_FONT_LINE * 2 + 6;   /* head room for value labels */
-    const int xlab_h = TT_FONT_LINE * lscale * catlines + 10;
-    const int pdy = stitle_h + vlab_h + ph + xlab_h + 20;
-    const int top = M + title_h;
-    const int H = top + prows * pdy + M - 20;
-    tt_status st = tt_canvas_init(out, W, H);
-    if (st != TT_OK) return st;
+    b->lscale = lscale;
+    b->catlines = catlines;
+}
 
-    tt_font_title_draw(out, &title, W / 2, M, INK);
-    for (int p = 0; p < nr; p++) {
-        const int x0 = xoff + ax + (p % pcols) * (pw + gap), py = top + (p / pcols) * pdy;
-        const int y0 = py + stitle_h + vlab_h;   /* top of the value axis */
-        const uint32_t colour = tt_fig_colour(p);
-        #define YPOS(v) (y0 + (int)lround((hi - (v)) / (hi - lo) * ph))
-        if (stitle_h) {
-            char name[64], fitted[64];
-            if (p < opts->nseries && opts->series_labels[p])
-                snprintf(name, sizeof name, "%s", opts->series_labels[p]);
-            else
-                snprintf(name, sizeof name, "row %d", p + 1);
-            const int w = tt_font_fit(fitted, sizeof fitted, name, 2, 0, pw + gap - 8);
-            tt_font_draw(out, x0 + (pw - w) / 2, py, fitted, 2, 0, INK);
-        }
-        for (int k = 0; k < nt; k++) {
-            const int y = YPOS(ticks[k]);
-            tt_canvas_fill_rect(out, x0, y, pw, 1, GRID);
-            if (p % pcols == 0) {
-                tt_canvas_fill_rect(out, x0 - 5, y, 5, 1, RULE);
-                tt_font_draw(out, x0 - 9 - tt_font_width(ticktext[k], 2, 0), y - TT_FONT_CAP,
-                             ticktext[k], 2, 0, INK);
-            }
-        }
-        tt_canvas_fill_rect(out, x0, y0, 1, ph + 1, RULE);
-        const int yzero = YPOS(0.0);
-        for (int j = 0; j < nc; j++) {
-            const double v = data[p * nc + j];
-            const int bx = x0 + 8 + j * pitch + (pitch - barw) / 2;
-            char buf[32];
-            fmt_num(buf, sizeof buf, v, decimals);
-            int labely;
-            if (!isnan(v)) {
-                const double vc = v > hi ? hi : v < lo ? lo : v;
-                const int y = YPOS(vc);
-                const int ytop = imin(y, yzero), ybot = imax(y, yzero);
-                tt_canvas_fill_rect(out, bx, ytop, barw, imax(ybot - ytop, 1), colour);
-                labely = v >= 0 ? ytop - 6 - TT_FONT_CAP * 2 : ybot + 6;
-            } else {
-                labely = yzero - 6 - TT_FONT_CAP * 2;   /* NaN: just the word */
-            }
-            const int vs = tt_font_width(buf, 2, 0) <= pitch - 2 ? 2 : 1;
-            const int w = tt_font_width(buf, vs, 0);
-            if (w <= pitch)
-                tt_font_draw(out, bx + (barw - w) / 2, labely + (vs == 1 ? TT_FONT_CAP : 0), buf,
-                             vs, 0, isnan(v) ? TT_FIG_NAN_RGB : INK);
-            /* category label under the axis, centred under its bar */
-            for (int k = 0; k < 2 && catlab[j][k][0]; k++) {
-                const int lw = tt_font_width(catlab[j][k], lscale, 0);
-                tt_font_draw(out, bx + (barw - lw) / 2, y0 + ph + 8 + k * TT_FONT_LINE * lscale,
-                             catlab[j][k], lscale, 0, INK);
-            }
-        }
-        tt_canvas_fill_rect(out, x0, yzero, pw, 1, 0x404040u);
-        #undef YPOS
+/* Positions of the panels and the canvas size. */
+static void bars_place(bars *b)
+{
+    const int M = BARS_MARGIN;
+    b->ax = M + b->tickw + BARS_TICK_GAP;            /* left edge of the first panel */
+    const int W0 = b->ax + b->pcols * b->pw + (b->pcols - 1) * BARS_PANEL_GAP + M;
+    tt_font_title_layout(&b->title, b->o->title, W0 - 2 * M);
+    b->W = imax(W0, b->title.w + 2 * M);
+    b->xoff = (b->W - W0) / 2;
+    const int title_h = b->title.nlines ? b->title.h + BARS_TITLE_GAP : 0;
+    b->stitle_h = b->nr > 1 || b->o->nseries > 0 ? TT_FONT_LINE * 2 + 8 : 0;
+    b->vlab_h = TT_FONT_LINE * 2 + 6;   /* head room for value labels */
+    const int xlab_h = TT_FONT_LINE * b->lscale * b->catlines + 10;
+    b->pdy = b->stitle_h + b->vlab_h + BARS_PLOT_H + xlab_h + BARS_ROW_GAP;
+    b->top = M + title_h;
+    b->H = b->top + b->prows * b->pdy + M - BARS_ROW_GAP;
+}
+
+/* The y of value v on a panel whose value axis starts at y0. */
+static int bars_y(const bars *b, int y0, double v)
+{
+    return y0 + (int)lround((b->hi - v) / (b->hi - b->lo) * BARS_PLOT_H);
+}
+
+/* Bar j of panel p, its value label and its category label. */
+static void bars_draw_bar(const bars *b, tt_canvas *out, int p, int j, int x0, int y0)
+{
+    const int pitch = b->pitch, barw = b->barw;
+    const int yzero = bars_y(b, y0, 0.0);
+    const double v = b->data[p * b->nc + j];
+    const int bx = x0 + BARS_INSET + j * pitch + (pitch - barw) / 2;
+    char buf[32];
+    fmt_num(buf, sizeof buf, v, b->decimals);
+    int labely;
+    if (!isnan(v)) {
+        const double vc = v > b->hi ? b->hi : v < b->lo ? b->lo : v;
+        const int y = bars_y(b, y0, vc);
+        const int ytop = imin(y, yzero), ybot = imax(y, yzero);
+        tt_canvas_fill_rect(out, bx, ytop, barw, imax(ybot - ytop, 1), tt_fig_colour(p));
+        labely = v >= 0 ? ytop - BARS_LABEL_GAP - TT_FONT_CAP * 2 : ybot + BARS_LABEL_GAP;
+    } else {
+        labely = yzero - BARS_LABEL_GAP - TT_FONT_CAP * 2;   /* NaN: just the word */
     }
-    return TT_OK;
+    const int vs = tt_font_width(buf, 2, 0) <= pitch - 2 ? 2 : 1;
+    const int w = tt_font_width(buf, vs, 0);
+    if (w <= pitch)
+        tt_font_draw(out, bx + (barw - w) / 2, labely + (vs == 1 ? TT_FONT_CAP : 0), buf,
+                     vs, 0, isnan(v) ? TT_FIG_NAN_RGB : INK);
+    /* category label under the axis, centred under its bar */
+    for (int k = 0; k < 2 && b->catlab[j][k][0]; k++) {
+        const int lw = tt_font_width(b->catlab[j][k], b->lscale, 0);
+        tt_font_draw(out, bx + (barw - lw) / 2, y0 + BARS_PLOT_H + BARS_CAT_GAP + k * TT_FONT_LINE * b->lscale,
+                     b->catlab[j][k], b->lscale, 0, INK);
+    }
+}
+
+/* Panel p: its title, the value grid and ticks, the bars, the zero line. */
+static void bars_draw_panel(const bars *b, tt_canvas *out, int p)
+{
+    const int pw = b->pw, ph = BARS_PLOT_H;
+    const int x0 = b->xoff + b->ax + (p % b->pcols) * (pw + BARS_PANEL_GAP), py = b->top + (p / b->pcols) * b->pdy;
+    const int y0 = py + b->stitle_h + b->vlab_h;   /* top of the value axis */
+    if (b->stitle_h) {
+        char name[64], fitted[64];
+        if (p < b->o->nseries && b->o->series_labels[p])
+            snprintf(name, sizeof name, "%s", b->o->series_labels[p]);
+        else
+            snprintf(name, sizeof name, "row %d", p + 1);
+        const int w = tt_font_fit(fitted, sizeof fitted, name, 2, 0, pw + BARS_PANEL_GAP - 8);
+        tt_font_draw(out, x0 + (pw - w) / 2, py, fitted, 2, 0, INK);
+    }
+    for (int k = 0; k < b->nt; k++) {
+        const int y = bars_y(b, y0, b->ticks[k]);
+        tt_canvas_fill_rect(out, x0, y, pw, 1, GRID);
+        if (p % b->pcols == 0) {
+            tt_canvas_fill_rect(out, x0 - BARS_TICK_LEN, y, BARS_TICK_LEN, 1, RULE);
+            tt_font_draw(out, x0 - BARS_TICK_TEXT - tt_font_width(b->ticktext[k], 2, 0), y - TT_FONT_CAP,
+                         b->ticktext[k], 2, 0, INK);
+        }
+    }
+    tt_canvas_fill_rect(out, x0, y0, 1, ph + 1, RULE);
+    for (int j = 0; j < b->nc; j++) bars_draw_bar(b, out, p, j, x0, y0);
+    tt_canvas_fill_rect(out, x0, bars_y(b, y0, 0.0), pw, 1, ZERO_LINE);
+}
+
+tt_status tt_bars_render(tt_canvas *out, const float *data, int64_t R, int64_t C,
+                         const tt_bars_opts *opts)
+{
+    tt_bars_opts dflt;
+    if (!opts) { tt_bars_opts_init(&dflt); opts = &dflt; }
+    out->w = out->h = 0;
+    out->px = NULL;
+    out->vec = NULL;
+    tt_status st = bars_check(opts, R, C);
+    if (st != TT_OK) return st;
+    bars *b = calloc(1, sizeof *b);   /* the label buffers: kept off the stack */
+    if (!b) return tt__err(TT_ENOMEM, "bars: out of memory");
+    b->o = opts;
+    b->data = data;
+    b->nr = (int)R;
+    b->nc = (int)C;
+    const stats s = data_stats(data, R * C);
+    b->decimals = opts->decimals >= 0 ? imin(opts->decimals, 8) : auto_decimals(data, R * C, s.maxabs);
+    bars_value_axis(b, &s);
+    bars_categories(b);
+    bars_place(b);
+    st = tt_canvas_init(out, b->W, b->H);
+    if (st == TT_OK) {
+        tt_font_title_draw(out, &b->title, b->W / 2, BARS_MARGIN, INK);
+        for (int p = 0; p < b->nr; p++) bars_draw_panel(b, out, p);
+    }
+    free(b);
+    return st;
 }
 
 typedef struct bars_call {
