@@ -95,15 +95,16 @@ typedef struct bwd_job {
     int failed;
 } bwd_job;
 
-/* C[M,N] (row stride rsc) = (acc ? C + : ) Ap Bp over K, packed operands. */
+/* C[M,N] (row stride rsc) = (acc ? C + : ) Ap Bp over K, packed operands;
+   Bp was packed with kb >= K rows (only its first K are read). */
 static void mm(const tt__kern *kn, int64_t M, int64_t N, int64_t K, const float *ap,
-               const float *bp, float *c, int64_t rsc, int acc)
+               const float *bp, int64_t kb, float *c, int64_t rsc, int acc)
 {
     for (int64_t jr = 0; jr < N; jr += kn->nr) {
         int n = N - jr < kn->nr ? (int)(N - jr) : kn->nr;
         for (int64_t ir = 0; ir < M; ir += kn->mr) {
             int m = M - ir < kn->mr ? (int)(M - ir) : kn->mr;
-            kn->ukernel(K, ap + ir * K, bp + jr * K, c + ir * rsc + jr, rsc, m, n, acc);
+            kn->ukernel(K, ap + ir * K, bp + jr * kb, c + ir * rsc + jr, rsc, m, n, acc);
         }
     }
 }
@@ -154,9 +155,10 @@ static int block_visible(const bwd_job *J, int64_t b, int64_t h, int64_t i0, int
     return any;
 }
 
-/* One query block against the packed chunk: P, dS, then dV, dK, dQ terms. */
+/* One query block against the first nk keys of the packed chunk (kb keys):
+   P, dS, then the dV, dK, dQ terms. */
 static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                  int64_t j0, int64_t nk, const int64_t *lim, float *dq)
+                  int64_t j0, int64_t nk, int64_t kb, const int64_t *lim, float *dq)
 {
     const tk_sdpa_bwd_args *a = J->a;
     const tt__kern *kn = J->kn;
@@ -169,8 +171,8 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
     tt__pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qa);
     kn->scale(nqp * Dh, a->scale, u->qa, u->qa, 0);
     tt__pack_a(kn, nq, Dv, dO, Dv, 1, u->oa);
-    mm(kn, nq, nk, Dh, u->qa, u->kt, u->s, BK, 0);
-    mm(kn, nq, nk, Dv, u->oa, u->vt, u->dp, BK, 0);
+    mm(kn, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0);
+    mm(kn, nq, nk, Dv, u->oa, u->vt, Dv, u->dp, BK, 0);
 
     /* P = exp(S - lse) where visible, else 0; dS = scale P (dP - D) */
     const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + j0 * a->ms_k : NULL;
@@ -188,18 +190,18 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
         }
         for (int64_t j = lim[i]; j < nk; j++) s[j] = -INFINITY;
         kn->exp_sum(nk, s, lse, s);
-        for (int64_t j = 0; j < nk; j++) ds[j] = s[j] == 0.0f ? 0.0f : a->scale * s[j] * (ds[j] - D);
+        for (int64_t j = 0; j < nk; j++) ds[j] = a->scale * s[j] * (ds[j] - D);
     }
 
     /* dV += Pᵀ dO; dK += dSᵀ Q; dQ += dS K */
     tt__pack_b(kn, nq, Dv, dO, Dv, 1, u->ob);
     tt__pack_a(kn, nk, nq, u->s, 1, BK, u->ta);
-    mm(kn, nk, Dv, nq, u->ta, u->ob, u->gv, J->dvp, 1);
+    mm(kn, nk, Dv, nq, u->ta, u->ob, nq, u->gv, J->dvp, 1);
     tt__pack_b(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qb);
     tt__pack_a(kn, nk, nq, u->dp, 1, BK, u->ta);
-    mm(kn, nk, Dh, nq, u->ta, u->qb, u->gk, J->dhp, 1);
+    mm(kn, nk, Dh, nq, u->ta, u->qb, nq, u->gk, J->dhp, 1);
     tt__pack_a(kn, nq, nk, u->dp, BK, 1, u->sa);
-    mm(kn, nq, Dh, nk, u->sa, u->kb, dq + row0 * Dh, Dh, 1);
+    mm(kn, nq, Dh, nk, u->sa, u->kb, kb, dq + row0 * Dh, Dh, 1);
 }
 
 /* Key chunk c of kv head (b, hk): its dK and dV rows, and its dQ terms. */
@@ -222,8 +224,10 @@ static void chunk(const bwd_job *J, const bufs *u, int64_t b, int64_t hk, int64_
     for (int64_t h = hk * J->G; h < hk * J->G + J->G; h++)
         for (int64_t i0 = first; i0 < a->Nq; i0 += BQ) {
             int64_t nq = a->Nq - i0 < BQ ? a->Nq - i0 : BQ;
-            if (block_visible(J, b, h, i0, nq, j0, nk, lim))
-                block(J, u, b, h, i0, nq, j0, nk, lim, dq);
+            /* causal: keys past the block's last row's limit are hidden from all its rows */
+            int64_t nkb = a->causal && i0 + nq + J->off - j0 < nk ? i0 + nq + J->off - j0 : nk;
+            if (block_visible(J, b, h, i0, nq, j0, nkb, lim))
+                block(J, u, b, h, i0, nq, j0, nkb, nk, lim, dq);
         }
 
     float *gk = a->dk + ((b * a->Hkv + hk) * a->Nk + j0) * Dh;
