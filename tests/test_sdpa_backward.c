@@ -373,13 +373,13 @@ static const tcase cases[] = {
     { 1, 2, 2,   7,   7, 16, 16, 1, M_NONE,   0 },
     { 2, 4, 2,  65, 130, 32, 24, 1, M_NONE,   1 },   /* Nq < Nk: lower-right */
     { 1, 4, 1, 130,  65, 24, 40, 1, M_NONE,   0 },   /* Nq > Nk: first rows see nothing; MQA */
-    { 1, 8, 1, 257, 257, 64, 64, 1, M_NONE,   0 },   /* G = 8, three key chunks */
+    { 1, 8, 1, 257, 257, 64, 64, 1, M_NONE,   0 },   /* G = 8, two key chunks, one key over */
     { 2, 2, 2, 130, 257, 16,  8, 0, M_RAND,   1 },
     { 1, 4, 4, 257, 130, 40, 32, 0, M_BCAST,  0 },
     { 2, 4, 2,  65, 200,  8, 16, 0, M_KEYPAD, 0 },
     { 1, 2, 1, 200, 130, 16, 16, 0, M_UPLEFT, 1 },   /* upper-left causal, Nq > Nk */
     { 1, 2, 2, 130, 200, 16, 16, 1, M_RAND,   0 },   /* causal and a mask */
-    { 1, 1, 1, 700, 700, 32, 32, 1, M_NONE,   0 },   /* six chunks over four lanes */
+    { 1, 1, 1,1100,1100, 32, 32, 1, M_NONE,   0 },   /* five key chunks over four lanes */
 };
 
 int main(void)

@@ -78,7 +78,7 @@ int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *a)
    element. L depends only on the shape, so every sum has one order
    whatever the thread count. */
 
-#define BK 128          /* keys per chunk */
+#define BK 256          /* keys per chunk */
 #define BQ 64           /* query rows per block */
 #define MAX_LANES 4
 #define LANE_BYTES ((int64_t)48 << 20)   /* cap on the extra dQ buffers */
