@@ -83,6 +83,10 @@ void tt_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t 
    mask: NULL or bool with strides (ms_b, ms_h, ms_q, ms_k) (0 = broadcast),
    true = may attend. causal: lower-right (query i sees keys j <= i + Nk - Nq).
    out: contiguous [B, Hq, Nq, Dv]. weights: NULL or contiguous [B, Hq, Nq, Nk].
+   lse: NULL or contiguous [B, Hq, Nq], each row's log-sum-exp of its scaled
+   visible scores (max + log of the sum: what the backward needs to
+   recompute the weights); -inf for a row with no visible key, NaN for a
+   row the formula makes NaN.
    Rows with no visible key (causal, mask) give zeros (and zero weights);
    other rows follow the formula, NaN and inf included. Returns the number
    of such rows (-1 if it could not get memory). */
@@ -96,10 +100,35 @@ typedef struct tt_sdpa_args {
     float scale;
     float *out;
     float *weights;
+    float *lse;
 } tt_sdpa_args;
 
 int64_t tt_sdpa_kernel(const tt_sdpa_args *a);
 int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a);
+
+/* Backward of tt_sdpa_kernel, FlashAttention-2 style: the weights are
+   recomputed block by block from the forward's lse, never stored whole.
+   q, k, v, mask, causal, scale as in tt_sdpa_args; out (the forward's) and
+   dout contiguous [B, Hq, Nq, Dv]; lse as the forward saved it. Writes dq
+   [B, Hq, Nq, Dh], dk [B, Hkv, Nk, Dh], dv [B, Hkv, Nk, Dv], contiguous and
+   overwritten; dk and dv summed over the query heads sharing their kv head.
+   A row with no visible key (lse -inf) gets and gives zero gradient; a NaN
+   row gives NaN. Bit-identical for any thread count. Returns 0, or -1 if it
+   could not get memory. */
+typedef struct tk_sdpa_bwd_args {
+    int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv;
+    const float *q; int64_t qs_b, qs_h, qs_n, qs_d;
+    const float *k; int64_t ks_b, ks_h, ks_n, ks_d;
+    const float *v; int64_t vs_b, vs_h, vs_n, vs_d;
+    const uint8_t *mask; int64_t ms_b, ms_h, ms_q, ms_k;
+    int causal;
+    float scale;
+    const float *out, *dout, *lse;
+    float *dq, *dk, *dv;
+} tk_sdpa_bwd_args;
+
+int tk_sdpa_backward(const tk_sdpa_bwd_args *a);
+int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *a);
 
 /* ===== Dispatch control (tests and benchmarks) ===== */
 

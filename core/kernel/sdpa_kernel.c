@@ -32,6 +32,7 @@ int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a)
                 const float *v = a->v + b * a->vs_b + (h / G) * a->vs_h;
                 float *o = a->out + ((b * a->Hq + h) * a->Nq + i) * a->Dv;
                 float *w = a->weights ? a->weights + ((b * a->Hq + h) * a->Nq + i) * a->Nk : NULL;
+                float *lse = a->lse ? a->lse + (b * a->Hq + h) * a->Nq + i : NULL;
                 float m = -INFINITY, sum = 0.0f;
                 int seen = 0, bad = 0;
                 for (int64_t j = 0; j < a->Nk; j++) {
@@ -49,11 +50,13 @@ int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a)
                     float fill = seen ? NAN : 0.0f;  /* no visible key: zeros */
                     for (int64_t e = 0; e < a->Dv; e++) o[e] = fill;
                     if (w) for (int64_t j = 0; j < a->Nk; j++) w[j] = fill;
+                    if (lse) *lse = seen ? NAN : -INFINITY;
                     empty += !seen;
                     continue;
                 }
                 for (int64_t e = 0; e < a->Dv; e++) o[e] = 0.0f;
                 for (int64_t j = 0; j < a->Nk; j++) { s[j] = expf(s[j] - m); sum += s[j]; }
+                if (lse) *lse = m + logf(sum);
                 for (int64_t j = 0; j < a->Nk; j++) {
                     float p = s[j] / sum;
                     if (w) w[j] = p;
@@ -130,6 +133,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     float *out = a->out + (bh * a->Nq + i0) * Dv;
     J->empty[task] = 0;                     /* read by the caller even if this task fails */
     float *W = a->weights ? a->weights + (bh * a->Nq + i0) * a->Nk : NULL;
+    float *lse = a->lse ? a->lse + bh * a->Nq + i0 : NULL;
 
     /* keys this block can see at all */
     int64_t jend = a->Nk;
@@ -140,6 +144,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     if (jend == 0) {
         memset(out, 0, (size_t)(nq * Dv) * sizeof(float));
         if (W) memset(W, 0, (size_t)(nq * a->Nk) * sizeof(float));
+        if (lse) for (int64_t i = 0; i < nq; i++) lse[i] = -INFINITY;
         J->empty[task] = nq;
         return;
     }
@@ -254,10 +259,12 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             float fill = seen[i] != 0.0f ? NAN : 0.0f;
             for (int64_t e = 0; e < Dv; e++) o[e] = fill;
             if (w) for (int64_t j = 0; j < a->Nk; j++) w[j] = fill;
+            if (lse) lse[i] = seen[i] != 0.0f ? NAN : -INFINITY;
             empty += seen[i] == 0.0f;
             continue;
         }
         float inv = 1.0f / lrow[i];
+        if (lse) lse[i] = mrow[i] + logf(lrow[i]);
         kn->scale(Dv, inv, O + i * dvp, o, 0);
         if (w) {   /* weights from the saved masked scores, final max and sum */
             kn->exp_sum(jend, w, mrow[i], w);
@@ -278,6 +285,7 @@ int64_t tt_sdpa_kernel(const tt_sdpa_args *a)
     if (a->B <= 0 || a->Hq <= 0 || a->Nq <= 0) return 0;
     if (a->Nk <= 0) {                      /* no keys at all: every row empty */
         memset(a->out, 0, (size_t)(a->B * a->Hq * a->Nq * a->Dv) * sizeof(float));
+        if (a->lse) for (int64_t r = 0; r < a->B * a->Hq * a->Nq; r++) a->lse[r] = -INFINITY;
         return a->B * a->Hq * a->Nq;
     }
     const tt__kern *kn = tt__kern_now();

@@ -411,7 +411,7 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
                 tt_data_f32(k), ksb, m3 ? k->stride[hd] : 0, k->stride[nd - 2], k->stride[nd - 1],
                 tt_data_f32(v), vsb, m3 ? v->stride[hd] : 0, v->stride[nd - 2], v->stride[nd - 1],
                 mdata, msb, m3 ? mst[nt - 3] : 0, mst[nt - 2], mst[nt - 1],
-                causal != 0, sc, tt_data_f32(out), weights ? tt_data_f32(weights) : NULL,
+                causal != 0, sc, tt_data_f32(out), weights ? tt_data_f32(weights) : NULL, NULL,
             };
             info->empty = tt_sdpa_kernel(&ar);
         }

@@ -569,6 +569,59 @@ static void bench_sdpa(const char *py)
     free(q); free(k); free(v); free(o);
 }
 
+/* ===== sdpa forward+backward ===== */
+
+typedef struct fb { tt_sdpa_args f; tk_sdpa_bwd_args b; } fb;
+
+static void fb_fwd(void *ctx) { tt_sdpa_kernel(&((fb *)ctx)->f); }
+static void fb_bwd(void *ctx) { tk_sdpa_backward(&((fb *)ctx)->b); }
+
+/* The backward next to the forward that feeds it (which saves lse), MHA
+   causal. extra: peak RSS growth of the first backward call (every buffer
+   it is given is already resident). */
+static void bench_sdpa_bwd(void)
+{
+    static const int64_t ns[] = { 1024, 4096 };
+    printf("\n== sdpa forward+backward B=1 H=8 Dh=64 causal (ms; extra = peak RSS growth of the\n"
+           "   first backward call, MiB)\n");
+    printf("  %-10s %-2s %-28s%-28s%-9s%s\n", "", "th", "forward", "backward", "bwd/fwd", "extra");
+    for (int th = 1; th <= 2; th++) {
+        tt_set_num_threads(th);
+        for (int i = 0; i < 2; i++) {
+            int64_t N = ns[i], n = 8 * N * 64;
+            float *q = frand((size_t)n), *k = frand((size_t)n), *v = frand((size_t)n), *o = frand((size_t)n);
+            float *go = frand((size_t)n), *dq = frand((size_t)n), *dk = frand((size_t)n);
+            float *dv = frand((size_t)n), *lse = frand((size_t)(8 * N));
+            fb t;
+            sdpa_args(&t.f, N, 8, q, k, v, o);
+            t.f.lse = lse;
+            tk_sdpa_bwd_args b = {
+                1, 8, 8, N, N, 64, 64,
+                q, t.f.qs_b, t.f.qs_h, t.f.qs_n, t.f.qs_d,
+                k, t.f.ks_b, t.f.ks_h, t.f.ks_n, t.f.ks_d,
+                v, t.f.vs_b, t.f.vs_h, t.f.vs_n, t.f.vs_d,
+                NULL, 0, 0, 0, 0,
+                1, t.f.scale, o, go, lse, dq, dk, dv,
+            };
+            t.b = b;
+            fb_fwd(&t);
+            long base = status_kib("VmRSS");
+            peak_reset();
+            fb_bwd(&t);
+            double mib = (double)(status_kib("VmHWM") - base) / 1024.0;
+            stat3 sf = timeit(fb_fwd, &t, 1.5), sb = timeit(fb_bwd, &t, 1.5);
+            char l[32];
+            snprintf(l, sizeof l, "N=%lld", (long long)N);
+            printf("  %-10s %d  ", l, th);
+            put_ms(sf);
+            put_ms(sb);
+            printf("%-9.2f%.1f\n", sb.med / sf.med, mib);
+            fflush(stdout);
+            free(q); free(k); free(v); free(o); free(go); free(dq); free(dk); free(dv); free(lse);
+        }
+    }
+}
+
 static const char *find_python(void)
 {
     static const char *cands[] = { "/usr/bin/python3", "python3" };
@@ -585,10 +638,10 @@ static const char *find_python(void)
 int main(int argc, char **argv)
 {
     int all = argc < 2;
-    int want[6] = { all, all, all, all, all, all };
-    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "torch", "ew" };
+    int want[7] = { all, all, all, all, all, all, all };
+    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "torch", "ew", "sdpabwd" };
     for (int i = 1; i < argc; i++)
-        for (int s = 0; s < 6; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = 1;
+        for (int s = 0; s < 7; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = 1;
     openblas_load();
     const char *py = (want[2] || want[3] || want[5]) ? find_python() : NULL;
     time_t tm = time(NULL);
@@ -601,5 +654,6 @@ int main(int argc, char **argv)
     if (want[2]) bench_softmax(py);
     if (want[5]) bench_ew(py);
     if (want[3]) bench_sdpa(py);
+    if (want[6]) bench_sdpa_bwd();
     return 0;
 }

@@ -1,0 +1,320 @@
+/*
+** sdpa_backward.c — the backward of fused attention: the scalar reference
+** and a tiled FlashAttention-2 kernel that recomputes the weights block by
+** block from the forward's per-row log-sum-exp (O(N*D) extra memory).
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* Letters as in sdpa_kernel.c. With P = softmax(scale S) and D = rowsum(dO∘O):
+   dV = Pᵀ dO, dP = dO Vᵀ, dS = P∘(dP − D), dQ = scale dS K, dK = scale dSᵀ Q.
+   P is exp(scale s − lse) where visible, 0 where hidden. */
+
+/* Whether query i of head (b, h) may see key j (mask and causal). */
+static int visible(const tk_sdpa_bwd_args *a, int64_t b, int64_t h, int64_t i, int64_t j)
+{
+    if (a->causal && j > i + a->Nk - a->Nq) return 0;
+    return !a->mask || a->mask[b * a->ms_b + h * a->ms_h + i * a->ms_q + j * a->ms_k] != 0;
+}
+
+/* ===== Reference ===== */
+
+/* One kv head at a time, float64 sums, dk and dv accumulated over its group. */
+int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *a)
+{
+    int64_t G = a->Hq / a->Hkv, Nk = a->Nk, Dh = a->Dh, Dv = a->Dv;
+    double *p = malloc((size_t)(Nk > 0 ? Nk : 1) * sizeof(double));
+    double *dq = malloc((size_t)(Dh > 0 ? Dh : 1) * sizeof(double));
+    double *dk = malloc((size_t)(Nk * Dh > 0 ? Nk * Dh : 1) * sizeof(double));
+    double *dv = malloc((size_t)(Nk * Dv > 0 ? Nk * Dv : 1) * sizeof(double));
+    if (!p || !dq || !dk || !dv) { free(p); free(dq); free(dk); free(dv); return -1; }
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t hk = 0; hk < a->Hkv; hk++) {
+            const float *K = a->k + b * a->ks_b + hk * a->ks_h, *V = a->v + b * a->vs_b + hk * a->vs_h;
+            memset(dk, 0, (size_t)(Nk * Dh) * sizeof(double));
+            memset(dv, 0, (size_t)(Nk * Dv) * sizeof(double));
+            for (int64_t h = hk * G; h < hk * G + G; h++)
+                for (int64_t i = 0; i < a->Nq; i++) {
+                    int64_t row = (b * a->Hq + h) * a->Nq + i;
+                    const float *q = a->q + b * a->qs_b + h * a->qs_h + i * a->qs_n;
+                    const float *o = a->out + row * Dv, *go = a->dout + row * Dv;
+                    double lse = (double)a->lse[row], D = 0.0;
+                    int empty = a->lse[row] == -INFINITY;     /* no visible key */
+                    for (int64_t e = 0; e < Dh; e++) dq[e] = 0.0;
+                    for (int64_t e = 0; e < Dv; e++) D += (double)go[e] * (double)o[e];
+                    for (int64_t j = 0; j < Nk && !empty; j++) {
+                        if (!visible(a, b, h, i, j)) continue;
+                        double s = 0.0, dp = 0.0;
+                        for (int64_t e = 0; e < Dh; e++) s += (double)q[e * a->qs_d] * (double)K[j * a->ks_n + e * a->ks_d];
+                        for (int64_t e = 0; e < Dv; e++) dp += (double)go[e] * (double)V[j * a->vs_n + e * a->vs_d];
+                        double pj = exp(s * (double)a->scale - lse), ds = pj * (dp - D) * (double)a->scale;
+                        for (int64_t e = 0; e < Dh; e++) {
+                            dq[e] += ds * (double)K[j * a->ks_n + e * a->ks_d];
+                            dk[j * Dh + e] += ds * (double)q[e * a->qs_d];
+                        }
+                        for (int64_t e = 0; e < Dv; e++) dv[j * Dv + e] += pj * (double)go[e];
+                    }
+                    for (int64_t e = 0; e < Dh; e++) a->dq[row * Dh + e] = (float)dq[e];
+                }
+            float *gk = a->dk + (b * a->Hkv + hk) * Nk * Dh, *gv = a->dv + (b * a->Hkv + hk) * Nk * Dv;
+            for (int64_t t = 0; t < Nk * Dh; t++) gk[t] = (float)dk[t];
+            for (int64_t t = 0; t < Nk * Dv; t++) gv[t] = (float)dv[t];
+        }
+    free(p); free(dq); free(dk); free(dv);
+    return 0;
+}
+
+/* ===== Tiled kernel =====
+   Determinism without atomics: a task is (b, kv head, lane); lane l takes
+   the key chunks l, l + L, l + 2L, ... (BK keys each) in increasing order.
+   A chunk's dK and dV rows are summed entirely inside its task (over the
+   group's query heads, then query blocks, in a fixed order) and written
+   once. dQ gets a term from every chunk: lane l adds its chunks' terms, in
+   order, into its own [B, Hq, Nq, Dh] buffer (lane 0 into dq itself), and
+   the lanes are summed afterwards as ((dq + lane 1) + lane 2) + ... per
+   element. L depends only on the shape, so every sum has one order
+   whatever the thread count. */
+
+#define BK 256          /* keys per chunk */
+#define BQ 64           /* query rows per block */
+#define MAX_LANES 4
+#define LANE_BYTES ((int64_t)48 << 20)   /* cap on the extra dQ buffers */
+
+enum { SL_BWD = 9 };    /* scratch slot (0-2 GEMM, 3-8 the forward) */
+
+typedef struct bwd_job {
+    const tk_sdpa_bwd_args *a;
+    const tt__kern *kn;
+    int64_t G, off, nchunk, lanes;
+    int64_t bqp, bkp, dhp, dvp;  /* BQ and BK rounded up to mr, Dh and Dv to nr */
+    const float *D;              /* [B, Hq, Nq]: rowsum(dO∘O) */
+    float *lane;                 /* lanes 1 .. L-1, each [B, Hq, Nq, Dh] */
+    int failed;
+} bwd_job;
+
+/* C[M,N] (row stride rsc) = (acc ? C + : ) Ap Bp over K, packed operands;
+   Bp was packed with kb >= K rows (only its first K are read). */
+static void mm(const tt__kern *kn, int64_t M, int64_t N, int64_t K, const float *ap,
+               const float *bp, int64_t kb, float *c, int64_t rsc, int acc)
+{
+    for (int64_t jr = 0; jr < N; jr += kn->nr) {
+        int n = N - jr < kn->nr ? (int)(N - jr) : kn->nr;
+        for (int64_t ir = 0; ir < M; ir += kn->mr) {
+            int m = M - ir < kn->mr ? (int)(M - ir) : kn->mr;
+            kn->ukernel(K, ap + ir * K, bp + jr * kb, c + ir * rsc + jr, rsc, m, n, acc);
+        }
+    }
+}
+
+/* Per-thread buffers, carved from one scratch slot. */
+typedef struct bufs {
+    float *kt, *vt, *kb;         /* chunk: Kᵀ, Vᵀ (for S, dP), K (for dQ) as B slivers */
+    float *qa, *qb, *oa, *ob;    /* block: scale Q, dO as A slivers; Q, dO as B slivers */
+    float *s, *dp;               /* BQ x BK: S then P; dP then dS */
+    float *ta, *sa;              /* Pᵀ or dSᵀ, and dS, as A slivers */
+    float *gk, *gv;              /* the chunk's dK, dV: BK x dhp, BK x dvp */
+} bufs;
+
+static int get_bufs(const bwd_job *J, bufs *u)
+{
+    int64_t Dh = J->a->Dh, Dv = J->a->Dv, bq = J->bqp, bk = J->bkp, dh = J->dhp, dv = J->dvp;
+    int64_t sz[] = { Dh * bk, Dv * bk, BK * dh, bq * Dh, BQ * dh, bq * Dv, BQ * dv,
+                     bq * BK, bq * BK, bk * BQ, bq * BK, BK * dh, BK * dv };
+    float **dst[] = { &u->kt, &u->vt, &u->kb, &u->qa, &u->qb, &u->oa, &u->ob,
+                      &u->s, &u->dp, &u->ta, &u->sa, &u->gk, &u->gv };
+    int64_t total = 0;
+    for (int t = 0; t < 13; t++) total += (sz[t] + 15) / 16 * 16;   /* 64-byte aligned parts */
+    float *p = tt__scratch(SL_BWD, (size_t)total * sizeof(float));
+    if (!p) return 0;
+    for (int t = 0; t < 13; t++) { *dst[t] = p; p += (sz[t] + 15) / 16 * 16; }
+    return 1;
+}
+
+/* Whether block rows [i0, i0+nq) x keys [j0, j0+nk) of head (b, h) has a
+   visible pair; lim[i] gets each row's causal limit (keys from j0 on). */
+static int block_visible(const bwd_job *J, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                         int64_t j0, int64_t nk, int64_t *lim)
+{
+    const tk_sdpa_bwd_args *a = J->a;
+    int any = 0;
+    for (int64_t i = 0; i < nq; i++) {
+        int64_t l = nk;
+        if (a->causal) {
+            l = i0 + i + J->off + 1 - j0;
+            l = l < 0 ? 0 : l < nk ? l : nk;
+        }
+        lim[i] = l;
+        if (any || l == 0) continue;
+        if (!a->mask) { any = 1; continue; }
+        const uint8_t *m = a->mask + b * a->ms_b + h * a->ms_h + (i0 + i) * a->ms_q + j0 * a->ms_k;
+        for (int64_t j = 0; j < l && !any; j++) any = m[j * a->ms_k] != 0;
+    }
+    return any;
+}
+
+/* One query block against the first nk keys of the packed chunk (kb keys):
+   P, dS, then the dV, dK, dQ terms. */
+static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                  int64_t j0, int64_t nk, int64_t kb, const int64_t *lim, float *dq)
+{
+    const tk_sdpa_bwd_args *a = J->a;
+    const tt__kern *kn = J->kn;
+    int64_t Dh = a->Dh, Dv = a->Dv, row0 = (b * a->Hq + h) * a->Nq + i0;
+    const float *Q = a->q + b * a->qs_b + h * a->qs_h + i0 * a->qs_n;
+    const float *dO = a->dout + row0 * Dv;
+    int64_t nqp = (nq + kn->mr - 1) / kn->mr * kn->mr;
+
+    /* S = (scale Q) Kᵀ, as the forward computes it; dP = dO Vᵀ */
+    tt__pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qa);
+    kn->scale(nqp * Dh, a->scale, u->qa, u->qa, 0);
+    tt__pack_a(kn, nq, Dv, dO, Dv, 1, u->oa);
+    mm(kn, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0);
+    mm(kn, nq, nk, Dv, u->oa, u->vt, Dv, u->dp, BK, 0);
+
+    /* P = exp(S - lse) where visible, else 0; dS = scale P (dP - D) */
+    const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + j0 * a->ms_k : NULL;
+    for (int64_t i = 0; i < nq; i++) {
+        float *s = u->s + i * BK, *ds = u->dp + i * BK;
+        float lse = a->lse[row0 + i], D = J->D[row0 + i];
+        if (lse == -INFINITY || lim[i] == 0) {   /* no visible key here: no gradient */
+            memset(s, 0, (size_t)nk * sizeof(float));
+            memset(ds, 0, (size_t)nk * sizeof(float));
+            continue;
+        }
+        if (M) {
+            const uint8_t *mi = M + (i0 + i) * a->ms_q;
+            for (int64_t j = 0; j < lim[i]; j++) if (!mi[j * a->ms_k]) s[j] = -INFINITY;
+        }
+        for (int64_t j = lim[i]; j < nk; j++) s[j] = -INFINITY;
+        kn->exp_sum(nk, s, lse, s);
+        for (int64_t j = 0; j < nk; j++) ds[j] = a->scale * s[j] * (ds[j] - D);
+    }
+
+    /* dV += Pᵀ dO; dK += dSᵀ Q; dQ += dS K */
+    tt__pack_b(kn, nq, Dv, dO, Dv, 1, u->ob);
+    tt__pack_a(kn, nk, nq, u->s, 1, BK, u->ta);
+    mm(kn, nk, Dv, nq, u->ta, u->ob, nq, u->gv, J->dvp, 1);
+    tt__pack_b(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qb);
+    tt__pack_a(kn, nk, nq, u->dp, 1, BK, u->ta);
+    mm(kn, nk, Dh, nq, u->ta, u->qb, nq, u->gk, J->dhp, 1);
+    tt__pack_a(kn, nq, nk, u->dp, BK, 1, u->sa);
+    mm(kn, nq, Dh, nk, u->sa, u->kb, kb, dq + row0 * Dh, Dh, 1);
+}
+
+/* Key chunk c of kv head (b, hk): its dK and dV rows, and its dQ terms. */
+static void chunk(const bwd_job *J, const bufs *u, int64_t b, int64_t hk, int64_t c, float *dq)
+{
+    const tk_sdpa_bwd_args *a = J->a;
+    const tt__kern *kn = J->kn;
+    int64_t Dh = a->Dh, Dv = a->Dv, j0 = c * BK, nk = a->Nk - j0 < BK ? a->Nk - j0 : BK;
+    const float *K = a->k + b * a->ks_b + hk * a->ks_h + j0 * a->ks_n;
+    const float *V = a->v + b * a->vs_b + hk * a->vs_h + j0 * a->vs_n;
+    tt__pack_b(kn, Dh, nk, K, a->ks_d, a->ks_n, u->kt);
+    tt__pack_b(kn, Dv, nk, V, a->vs_d, a->vs_n, u->vt);
+    tt__pack_b(kn, nk, Dh, K, a->ks_n, a->ks_d, u->kb);
+    memset(u->gk, 0, (size_t)(nk * J->dhp) * sizeof(float));
+    memset(u->gv, 0, (size_t)(nk * J->dvp) * sizeof(float));
+
+    /* causal: rows before j0 - off see none of these keys */
+    int64_t first = a->causal && j0 - J->off > 0 ? j0 - J->off : 0;
+    int64_t lim[BQ];
+    for (int64_t h = hk * J->G; h < hk * J->G + J->G; h++)
+        for (int64_t i0 = first; i0 < a->Nq; i0 += BQ) {
+            int64_t nq = a->Nq - i0 < BQ ? a->Nq - i0 : BQ;
+            /* causal: keys past the block's last row's limit are hidden from all its rows */
+            int64_t nkb = a->causal && i0 + nq + J->off - j0 < nk ? i0 + nq + J->off - j0 : nk;
+            if (block_visible(J, b, h, i0, nq, j0, nkb, lim))
+                block(J, u, b, h, i0, nq, j0, nkb, nk, lim, dq);
+        }
+
+    float *gk = a->dk + ((b * a->Hkv + hk) * a->Nk + j0) * Dh;
+    float *gv = a->dv + ((b * a->Hkv + hk) * a->Nk + j0) * Dv;
+    for (int64_t j = 0; j < nk; j++) {
+        memcpy(gk + j * Dh, u->gk + j * J->dhp, (size_t)Dh * sizeof(float));
+        memcpy(gv + j * Dv, u->gv + j * J->dvp, (size_t)Dv * sizeof(float));
+    }
+}
+
+static void task_range(void *ctx, int64_t begin, int64_t end)
+{
+    bwd_job *J = ctx;
+    const tk_sdpa_bwd_args *a = J->a;
+    bufs u;
+    if (!get_bufs(J, &u)) { J->failed = 1; return; }
+    for (int64_t t = begin; t < end; t++) {
+        int64_t bhk = t / J->lanes, l = t % J->lanes, b = bhk / a->Hkv, hk = bhk % a->Hkv;
+        int64_t size = a->B * a->Hq * a->Nq * a->Dh;
+        float *dq = l == 0 ? a->dq : J->lane + (l - 1) * size;
+        memset(dq + (b * a->Hq + hk * J->G) * a->Nq * a->Dh, 0,
+               (size_t)(J->G * a->Nq * a->Dh) * sizeof(float));
+        for (int64_t c = l; c < J->nchunk; c += J->lanes) chunk(J, &u, b, hk, c, dq);
+    }
+}
+
+/* D[r] = rowsum(dO∘O), float64 sums. */
+static void d_range(void *ctx, int64_t begin, int64_t end)
+{
+    bwd_job *J = ctx;
+    const tk_sdpa_bwd_args *a = J->a;
+    float *D = (float *)J->D;
+    for (int64_t r = begin; r < end; r++) {
+        double d = 0.0;
+        for (int64_t e = 0; e < a->Dv; e++) d += (double)a->dout[r * a->Dv + e] * (double)a->out[r * a->Dv + e];
+        D[r] = (float)d;
+    }
+}
+
+/* dq += lanes 1 .. L-1, in lane order, over rows. */
+static void sum_range(void *ctx, int64_t begin, int64_t end)
+{
+    bwd_job *J = ctx;
+    const tk_sdpa_bwd_args *a = J->a;
+    int64_t size = a->B * a->Hq * a->Nq * a->Dh;
+    for (int64_t l = 1; l < J->lanes; l++) {
+        const float *x = J->lane + (l - 1) * size;
+        for (int64_t t = begin * a->Dh; t < end * a->Dh; t++) a->dq[t] += x[t];
+    }
+}
+
+int tk_sdpa_backward(const tk_sdpa_bwd_args *a)
+{
+    int64_t rows = a->B * a->Hq * a->Nq;
+    if (a->B <= 0 || a->Hq <= 0) return 0;
+    if (a->Nq <= 0 || a->Nk <= 0) {          /* nothing visible anywhere */
+        memset(a->dq, 0, (size_t)(rows * a->Dh) * sizeof(float));
+        memset(a->dk, 0, (size_t)(a->B * a->Hkv * a->Nk * a->Dh) * sizeof(float));
+        memset(a->dv, 0, (size_t)(a->B * a->Hkv * a->Nk * a->Dv) * sizeof(float));
+        return 0;
+    }
+    const tt__kern *kn = tt__kern_now();
+    bwd_job J;
+    memset(&J, 0, sizeof J);
+    J.a = a; J.kn = kn;
+    J.G = a->Hq / a->Hkv;
+    J.off = a->Nk - a->Nq;
+    J.nchunk = (a->Nk + BK - 1) / BK;
+    J.bqp = (BQ + kn->mr - 1) / kn->mr * kn->mr;
+    J.bkp = (BK + kn->nr - 1) / kn->nr * kn->nr;
+    if (J.bkp < (BK + kn->mr - 1) / kn->mr * kn->mr) J.bkp = (BK + kn->mr - 1) / kn->mr * kn->mr;
+    J.dhp = (a->Dh + kn->nr - 1) / kn->nr * kn->nr;
+    J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
+    /* lanes: up to 4 (parallel work when there are few kv heads), fewer
+       when their buffers would be big; never from the thread count */
+    int64_t lane_bytes = rows * a->Dh * (int64_t)sizeof(float);
+    J.lanes = J.nchunk < MAX_LANES ? J.nchunk : MAX_LANES;
+    while (J.lanes > 1 && (J.lanes - 1) * lane_bytes > LANE_BYTES) J.lanes--;
+    float *D = malloc((size_t)rows * sizeof(float));
+    J.lane = J.lanes > 1 ? malloc((size_t)((J.lanes - 1) * lane_bytes)) : NULL;
+    if (!D || (J.lanes > 1 && !J.lane)) { free(D); free(J.lane); return tk_sdpa_backward_ref(a); }
+    J.D = D;
+    tt_parallel_for(rows, 256, d_range, &J);
+    tt_parallel_for(a->B * a->Hkv * J.lanes, 1, task_range, &J);
+    if (!J.failed && J.lanes > 1) tt_parallel_for(rows, 256, sum_range, &J);
+    free(D);
+    free(J.lane);
+    if (J.failed) return tk_sdpa_backward_ref(a);   /* out of scratch memory */
+    return 0;
+}

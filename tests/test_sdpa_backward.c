@@ -1,0 +1,399 @@
+/*
+** test_sdpa_backward.c — the fused attention backward (tk_sdpa_backward and
+** its reference) against the explicit formula computed here in float64 with
+** whole Nq x Nk matrices, itself checked by finite differences; on every
+** SIMD path this CPU can run, and 1 vs 2 vs 3 threads bit for bit.
+*/
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernel/kernels.h"
+#include "tt.h"
+
+#define DINF ((double)INFINITY)
+
+static uint64_t rng = 7;
+
+static double urand(void)   /* splitmix64 -> [0, 1) */
+{
+    uint64_t z = (rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
+}
+
+/* ===== Cases ===== */
+
+enum { M_NONE, M_RAND, M_BCAST, M_KEYPAD, M_UPLEFT };
+static const char *const mask_name[] = { "", " mask", " mask[1,1,Nq,Nk]", " key padding",
+                                         " upper-left causal mask" };
+
+typedef struct tcase {
+    int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv;
+    int causal, mask, layout;   /* layout 1: q, v stored [B,N,H,D], k with d outermost */
+} tcase;
+
+/* The problem: float inputs in the kernel's argument block, plus dO. */
+typedef struct prob {
+    tk_sdpa_bwd_args a;
+    float *q, *k, *v, *out, *dout, *lse;
+    uint8_t *mask;
+} prob;
+
+static float *frand(int64_t n, double amp)
+{
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    for (int64_t i = 0; i < n; i++) p[i] = (float)(amp * (2.0 * urand() - 1.0));
+    return p;
+}
+
+static void strides4(int lay, int64_t H, int64_t N, int64_t D, int dfirst, int64_t *s)
+{
+    if (lay == 0) { s[3] = 1; s[2] = D; s[1] = N * D; s[0] = H * N * D; }
+    else if (!dfirst) { s[3] = 1; s[1] = D; s[2] = H * D; s[0] = N * H * D; }
+    else { s[2] = 1; s[3] = N; s[1] = D * N; s[0] = H * D * N; }
+}
+
+/* Inputs, a mask of the case's kind, and the forward's out and lse. */
+static void prob_make(prob *p, const tcase *c)
+{
+    tk_sdpa_bwd_args *a = &p->a;
+    memset(p, 0, sizeof *p);
+    a->B = c->B; a->Hq = c->Hq; a->Hkv = c->Hkv; a->Nq = c->Nq; a->Nk = c->Nk;
+    a->Dh = c->Dh; a->Dv = c->Dv; a->causal = c->causal;
+    a->scale = (float)(1.0 / sqrt((double)c->Dh));
+    int64_t s[4];
+    strides4(c->layout, c->Hq, c->Nq, c->Dh, 0, s);
+    a->qs_b = s[0]; a->qs_h = s[1]; a->qs_n = s[2]; a->qs_d = s[3];
+    strides4(c->layout, c->Hkv, c->Nk, c->Dh, 1, s);
+    a->ks_b = s[0]; a->ks_h = s[1]; a->ks_n = s[2]; a->ks_d = s[3];
+    strides4(c->layout, c->Hkv, c->Nk, c->Dv, 0, s);
+    a->vs_b = s[0]; a->vs_h = s[1]; a->vs_n = s[2]; a->vs_d = s[3];
+    p->q = frand(c->B * c->Hq * c->Nq * c->Dh, 2.0);   /* peaked rows too */
+    p->k = frand(c->B * c->Hkv * c->Nk * c->Dh, 2.0);
+    p->v = frand(c->B * c->Hkv * c->Nk * c->Dv, 1.0);
+    p->dout = frand(c->B * c->Hq * c->Nq * c->Dv, 1.0);
+    a->q = p->q; a->k = p->k; a->v = p->v; a->dout = p->dout;
+
+    int64_t Nq = c->Nq, Nk = c->Nk;
+    if (c->mask == M_RAND) {             /* [B, Hq, Nq, Nk]; row 1 of (0, 0) all false */
+        int64_t n = c->B * c->Hq * Nq * Nk;
+        p->mask = malloc((size_t)n);
+        for (int64_t t = 0; t < n; t++) p->mask[t] = urand() < 0.7;
+        if (Nq > 1) memset(p->mask + Nk, 0, (size_t)Nk);
+        a->ms_b = c->Hq * Nq * Nk; a->ms_h = Nq * Nk; a->ms_q = Nk; a->ms_k = 1;
+    } else if (c->mask == M_BCAST) {     /* one [Nq, Nk] for all; the last row all false */
+        p->mask = malloc((size_t)(Nq * Nk));
+        for (int64_t t = 0; t < Nq * Nk; t++) p->mask[t] = urand() < 0.5;
+        memset(p->mask + (Nq - 1) * Nk, 0, (size_t)Nk);
+        a->ms_q = Nk; a->ms_k = 1;
+    } else if (c->mask == M_KEYPAD) {    /* [B, 1, 1, Nk]: batch b sees its first keys */
+        p->mask = malloc((size_t)(c->B * Nk));
+        for (int64_t b = 0; b < c->B; b++)
+            for (int64_t j = 0; j < Nk; j++) p->mask[b * Nk + j] = j < Nk - 3 * b - 1;
+        a->ms_b = Nk; a->ms_k = 1;
+    } else if (c->mask == M_UPLEFT) {    /* [Nq, Nk]: query i sees keys j <= i */
+        p->mask = malloc((size_t)(Nq * Nk));
+        for (int64_t i = 0; i < Nq; i++)
+            for (int64_t j = 0; j < Nk; j++) p->mask[i * Nk + j] = j <= i;
+        a->ms_q = Nk; a->ms_k = 1;
+    }
+    a->mask = p->mask;
+
+    p->out = malloc((size_t)(c->B * c->Hq * Nq * c->Dv) * sizeof(float));
+    p->lse = malloc((size_t)(c->B * c->Hq * Nq) * sizeof(float));
+    tt_sdpa_args f = {
+        a->B, a->Hq, a->Hkv, a->Nq, a->Nk, a->Dh, a->Dv,
+        a->q, a->qs_b, a->qs_h, a->qs_n, a->qs_d,
+        a->k, a->ks_b, a->ks_h, a->ks_n, a->ks_d,
+        a->v, a->vs_b, a->vs_h, a->vs_n, a->vs_d,
+        a->mask, a->ms_b, a->ms_h, a->ms_q, a->ms_k,
+        a->causal, a->scale, p->out, NULL, p->lse,
+    };
+    tt_sdpa_kernel(&f);
+    a->out = p->out; a->lse = p->lse;
+}
+
+static void prob_free(prob *p)
+{
+    free(p->q); free(p->k); free(p->v); free(p->out); free(p->dout); free(p->lse); free(p->mask);
+}
+
+/* ===== The explicit formula, float64 ===== */
+
+/* From double copies of q, k, v (the strides of a) and dO: S, P, O, dP, dS
+   as whole matrices per head, then the gradients (contiguous, dk and dv
+   summed over each group). loss (if not NULL) gets sum(dO∘O). Also the
+   visibility of each row (vis[row] = 0: no visible key). */
+static void explicit_bwd(const tk_sdpa_bwd_args *a, const double *q, const double *k, const double *v,
+                         const double *dO, double *dq, double *dk, double *dv, double *loss,
+                         char *vis)
+{
+    int64_t Nq = a->Nq, Nk = a->Nk, Dh = a->Dh, Dv = a->Dv, G = a->Hq / a->Hkv;
+    double *S = malloc((size_t)(Nq * Nk) * sizeof(double)), *P = malloc((size_t)(Nq * Nk) * sizeof(double));
+    double *dP = malloc((size_t)(Nq * Nk) * sizeof(double)), *O = malloc((size_t)(Nq * Dv) * sizeof(double));
+    memset(dk, 0, (size_t)(a->B * a->Hkv * Nk * Dh) * sizeof(double));
+    memset(dv, 0, (size_t)(a->B * a->Hkv * Nk * Dv) * sizeof(double));
+    if (loss) *loss = 0.0;
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t h = 0; h < a->Hq; h++) {
+            int64_t hk = h / G;
+            const double *Q = q + b * a->qs_b + h * a->qs_h;
+            const double *K = k + b * a->ks_b + hk * a->ks_h, *V = v + b * a->vs_b + hk * a->vs_h;
+            const double *g = dO + (b * a->Hq + h) * Nq * Dv;
+            double *gq = dq + (b * a->Hq + h) * Nq * Dh;
+            double *gk = dk + (b * a->Hkv + hk) * Nk * Dh, *gv = dv + (b * a->Hkv + hk) * Nk * Dv;
+            for (int64_t i = 0; i < Nq; i++) {          /* S and P = softmax over the visible */
+                double m = -DINF, sum = 0.0;
+                for (int64_t j = 0; j < Nk; j++) {
+                    int see = !a->causal || j <= i + Nk - Nq;
+                    if (see && a->mask) see = a->mask[b * a->ms_b + h * a->ms_h + i * a->ms_q + j * a->ms_k];
+                    double d = 0.0;
+                    for (int64_t e = 0; e < Dh; e++) d += Q[i * a->qs_n + e * a->qs_d] * K[j * a->ks_n + e * a->ks_d];
+                    S[i * Nk + j] = see ? d * (double)a->scale : -DINF;
+                    if (S[i * Nk + j] > m) m = S[i * Nk + j];
+                }
+                vis[(b * a->Hq + h) * Nq + i] = m > -DINF;
+                for (int64_t j = 0; j < Nk; j++) {
+                    P[i * Nk + j] = m > -DINF ? exp(S[i * Nk + j] - m) : 0.0;
+                    sum += P[i * Nk + j];
+                }
+                for (int64_t j = 0; j < Nk; j++) if (sum > 0) P[i * Nk + j] /= sum;
+            }
+            for (int64_t i = 0; i < Nq; i++)             /* O = P V; dP = dO Vᵀ */
+                for (int64_t e = 0; e < Dv; e++) {
+                    double o = 0.0;
+                    for (int64_t j = 0; j < Nk; j++) o += P[i * Nk + j] * V[j * a->vs_n + e * a->vs_d];
+                    O[i * Dv + e] = o;
+                    if (loss) *loss += g[i * Dv + e] * o;
+                }
+            for (int64_t i = 0; i < Nq; i++)
+                for (int64_t j = 0; j < Nk; j++) {
+                    double d = 0.0;
+                    for (int64_t e = 0; e < Dv; e++) d += g[i * Dv + e] * V[j * a->vs_n + e * a->vs_d];
+                    dP[i * Nk + j] = d;
+                }
+            for (int64_t i = 0; i < Nq; i++) {           /* dS = P∘(dP - rowsum(dO∘O)), in dP */
+                double D = 0.0;
+                for (int64_t e = 0; e < Dv; e++) D += g[i * Dv + e] * O[i * Dv + e];
+                for (int64_t j = 0; j < Nk; j++) dP[i * Nk + j] = P[i * Nk + j] * (dP[i * Nk + j] - D);
+            }
+            for (int64_t i = 0; i < Nq; i++)             /* dQ = scale dS K */
+                for (int64_t e = 0; e < Dh; e++) {
+                    double d = 0.0;
+                    for (int64_t j = 0; j < Nk; j++) d += dP[i * Nk + j] * K[j * a->ks_n + e * a->ks_d];
+                    gq[i * Dh + e] = d * (double)a->scale;
+                }
+            for (int64_t j = 0; j < Nk; j++) {           /* dK += scale dSᵀ Q; dV += Pᵀ dO */
+                for (int64_t e = 0; e < Dh; e++) {
+                    double d = 0.0;
+                    for (int64_t i = 0; i < Nq; i++) d += dP[i * Nk + j] * Q[i * a->qs_n + e * a->qs_d];
+                    gk[j * Dh + e] += d * (double)a->scale;
+                }
+                for (int64_t e = 0; e < Dv; e++) {
+                    double d = 0.0;
+                    for (int64_t i = 0; i < Nq; i++) d += P[i * Nk + j] * g[i * Dv + e];
+                    gv[j * Dv + e] += d;
+                }
+            }
+        }
+    free(S); free(P); free(dP); free(O);
+}
+
+static double *to_double(const float *x, int64_t n)
+{
+    double *d = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    for (int64_t i = 0; i < n; i++) d[i] = (double)x[i];
+    return d;
+}
+
+/* ===== Finite differences: the explicit formula is the gradient ===== */
+
+/* d loss / d x for every element of q, k, v by central differences of the
+   float64 forward, against explicit_bwd. h = 1e-5: truncation ~h^2 |f'''|
+   ~ 1e-10, rounding ~1e-16 / h ~ 1e-11; so 1e-7 is a tight bound. */
+static void test_fd(void)
+{
+    tcase c = { 1, 2, 1, 4, 5, 3, 2, 1, M_RAND, 1 };
+    prob p;
+    prob_make(&p, &c);
+    tk_sdpa_bwd_args *a = &p.a;
+    int64_t nq = c.Hq * c.Nq * c.Dh, nk = c.Hkv * c.Nk * c.Dh, nv = c.Hkv * c.Nk * c.Dv;
+    double *q = to_double(p.q, nq), *k = to_double(p.k, nk), *v = to_double(p.v, nv);
+    double *g = to_double(p.dout, c.Hq * c.Nq * c.Dv);
+    double dq[64], dk[64], dv[64], dq2[64], dk2[64], dv2[64], lp, lm;
+    char vis[16];
+    explicit_bwd(a, q, k, v, g, dq, dk, dv, NULL, vis);
+    double *xs[3] = { q, k, v }, *gs[3] = { dq, dk, dv };
+    double worst = 0.0;
+    for (int t = 0; t < 3; t++) {
+        int64_t D = t == 2 ? c.Dv : c.Dh, N = t == 0 ? c.Nq : c.Nk, H = t == 0 ? c.Hq : c.Hkv, s[4];
+        strides4(c.layout, H, N, D, t == 1, s);
+        for (int64_t i = 0; i < H * N * D; i++) {   /* element (h, n, d) of [H, N, D] */
+            double *x = xs[t] + (i / (N * D)) * s[1] + (i / D % N) * s[2] + (i % D) * s[3];
+            double x0 = *x, hh = 1e-5;
+            *x = x0 + hh;
+            explicit_bwd(a, q, k, v, g, dq2, dk2, dv2, &lp, vis);
+            *x = x0 - hh;
+            explicit_bwd(a, q, k, v, g, dq2, dk2, dv2, &lm, vis);
+            *x = x0;
+            double fd = (lp - lm) / (2 * hh);
+            if (fabs(fd - gs[t][i]) > worst) worst = fabs(fd - gs[t][i]);
+        }
+    }
+    printf("  finite differences: max |fd - explicit| = %.2g\n", worst);
+    CHECK("explicit float64 backward matches finite differences (1e-7)", worst < 1e-7);
+    free(q); free(k); free(v); free(g);
+    prob_free(&p);
+}
+
+/* ===== Kernel against the explicit formula ===== */
+
+static double max_abs(const double *x, int64_t n)
+{
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++) if (fabs(x[i]) > m) m = fabs(x[i]);
+    return m;
+}
+
+/* max |x - ref| over `norm`. */
+static double rel_err(const float *x, const double *ref, int64_t n, double norm)
+{
+    double e = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)x[i] - ref[i]);
+        if (!(d <= e)) e = d;            /* NaN sticks */
+    }
+    return e / norm;
+}
+
+typedef struct grads { float *dq, *dk, *dv; } grads;
+
+static void grads_alloc(grads *g, const tcase *c)
+{
+    g->dq = malloc((size_t)(c->B * c->Hq * c->Nq * c->Dh) * sizeof(float));
+    g->dk = malloc((size_t)(c->B * c->Hkv * c->Nk * c->Dh) * sizeof(float));
+    g->dv = malloc((size_t)(c->B * c->Hkv * c->Nk * c->Dv) * sizeof(float));
+}
+
+static int grads_run(prob *p, grads *g, int use_ref)
+{
+    int64_t nq = p->a.B * p->a.Hq * p->a.Nq * p->a.Dh;
+    int64_t nk = p->a.B * p->a.Hkv * p->a.Nk * p->a.Dh, nv = p->a.B * p->a.Hkv * p->a.Nk * p->a.Dv;
+    for (int64_t i = 0; i < nq; i++) g->dq[i] = 555.0f;   /* every element must be written */
+    for (int64_t i = 0; i < nk; i++) g->dk[i] = 555.0f;
+    for (int64_t i = 0; i < nv; i++) g->dv[i] = 555.0f;
+    p->a.dq = g->dq; p->a.dk = g->dk; p->a.dv = g->dv;
+    return use_ref ? tk_sdpa_backward_ref(&p->a) : tk_sdpa_backward(&p->a);
+}
+
+static int grads_same(const grads *x, const grads *y, const tcase *c)
+{
+    return memcmp(x->dq, y->dq, (size_t)(c->B * c->Hq * c->Nq * c->Dh) * sizeof(float)) == 0 &&
+           memcmp(x->dk, y->dk, (size_t)(c->B * c->Hkv * c->Nk * c->Dh) * sizeof(float)) == 0 &&
+           memcmp(x->dv, y->dv, (size_t)(c->B * c->Hkv * c->Nk * c->Dv) * sizeof(float)) == 0;
+}
+
+static void grads_free(grads *g) { free(g->dq); free(g->dk); free(g->dv); }
+
+/* Tolerance, relative to the largest gradient entry. Inputs are the
+   same floats, so the error is float32 arithmetic: the forward's O and lse
+   (rounded, then exp(s - lse) carries |s| u), dot products of Dh or Dv
+   terms and sums of up to Nk (dQ) or G*Nq (dK, dV) terms, accumulated in
+   blocks. Observed up to 7e-7 (kernel and reference alike: the rounded O
+   and lse dominate); 5e-6 leaves a margin of ~7 while an error in any one
+   term of a sum (a wrong mask bit, a skipped block, a missing head) is far
+   larger. */
+#define TOL_KERNEL 5e-6
+#define TOL_REF 5e-6
+static double worst_kernel, worst_ref;   /* printed at the end */
+
+static void run_case(const tcase *c, int with_ref)
+{
+    char descr[200];
+    snprintf(descr, sizeof descr, "[%s] B%lld Hq%lld Hkv%lld Nq%lld Nk%lld Dh%lld Dv%lld%s%s%s",
+             tt_simd_path(), (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Nq,
+             (long long)c->Nk, (long long)c->Dh, (long long)c->Dv, c->causal ? " causal" : "",
+             mask_name[c->mask], c->layout ? " strided" : "");
+    prob p;
+    prob_make(&p, c);
+    int64_t nq = c->B * c->Hq * c->Nq * c->Dh, nk = c->B * c->Hkv * c->Nk * c->Dh;
+    int64_t nv = c->B * c->Hkv * c->Nk * c->Dv, nqd = c->B * c->Hq * c->Nq * c->Dv;
+    double *q = to_double(p.q, c->B * c->Hq * c->Nq * c->Dh), *k = to_double(p.k, nk);
+    double *v = to_double(p.v, nv), *g = to_double(p.dout, nqd);
+    double *rq = malloc((size_t)nq * sizeof(double)), *rk = malloc((size_t)nk * sizeof(double));
+    double *rv = malloc((size_t)nv * sizeof(double));
+    char *vis = malloc((size_t)(c->B * c->Hq * c->Nq));
+    explicit_bwd(&p.a, q, k, v, g, rq, rk, rv, NULL, vis);
+
+    grads r[3];
+    char m[300];
+    for (int t = 1; t <= 3; t++) {
+        grads_alloc(&r[t - 1], c);
+        tt_set_num_threads(t);
+        snprintf(m, sizeof m, "%s: returns 0 (%d threads)", descr, t);
+        CHECK(m, grads_run(&p, &r[t - 1], 0) == 0);
+    }
+    /* the scale: the largest gradient entry of the three (a gradient may be
+       exactly 0, as dq is with a single key) */
+    double norm = fmax(fmax(max_abs(rq, nq), max_abs(rk, nk)), fmax(max_abs(rv, nv), 1e-30));
+    double eq = rel_err(r[0].dq, rq, nq, norm), ek = rel_err(r[0].dk, rk, nk, norm);
+    double ev = rel_err(r[0].dv, rv, nv, norm);
+    snprintf(m, sizeof m, "%s: dq dk dv within %g (%.2g %.2g %.2g)", descr, TOL_KERNEL, eq, ek, ev);
+    CHECK(m, eq <= TOL_KERNEL && ek <= TOL_KERNEL && ev <= TOL_KERNEL);
+    worst_kernel = fmax(worst_kernel, fmax(eq, fmax(ek, ev)));
+    int zero = 1;                        /* rows with no visible key: exactly zero */
+    for (int64_t row = 0; row < c->B * c->Hq * c->Nq; row++)
+        for (int64_t e = 0; e < c->Dh && !vis[row]; e++) zero &= r[0].dq[row * c->Dh + e] == 0.0f;
+    snprintf(m, sizeof m, "%s: rows with no visible key get zero dq", descr);
+    CHECK(m, zero);
+    snprintf(m, sizeof m, "%s: 1, 2, 3 threads bit-identical", descr);
+    CHECK(m, grads_same(&r[0], &r[1], c) && grads_same(&r[0], &r[2], c));
+    if (with_ref) {
+        grads f;
+        grads_alloc(&f, c);
+        grads_run(&p, &f, 1);
+        eq = rel_err(f.dq, rq, nq, norm); ek = rel_err(f.dk, rk, nk, norm); ev = rel_err(f.dv, rv, nv, norm);
+        snprintf(m, sizeof m, "%s: reference within %g (%.2g %.2g %.2g)", descr, TOL_REF, eq, ek, ev);
+        CHECK(m, eq <= TOL_REF && ek <= TOL_REF && ev <= TOL_REF);
+        worst_ref = fmax(worst_ref, fmax(eq, fmax(ek, ev)));
+        grads_free(&f);
+    }
+    for (int t = 0; t < 3; t++) grads_free(&r[t]);
+    free(q); free(k); free(v); free(g); free(rq); free(rk); free(rv); free(vis);
+    prob_free(&p);
+}
+
+static const tcase cases[] = {
+    /* B  Hq Hkv Nq   Nk   Dh  Dv causal mask    layout */
+    { 1, 1, 1,   1,   1,  8,  8, 0, M_NONE,   0 },
+    { 1, 2, 2,   7,   7, 16, 16, 1, M_NONE,   0 },
+    { 2, 4, 2,  65, 130, 32, 24, 1, M_NONE,   1 },   /* Nq < Nk: lower-right */
+    { 1, 4, 1, 130,  65, 24, 40, 1, M_NONE,   0 },   /* Nq > Nk: first rows see nothing; MQA */
+    { 1, 8, 1, 257, 257, 64, 64, 1, M_NONE,   0 },   /* G = 8, two key chunks, one key over */
+    { 2, 2, 2, 130, 257, 16,  8, 0, M_RAND,   1 },
+    { 1, 4, 4, 257, 130, 40, 32, 0, M_BCAST,  0 },
+    { 2, 4, 2,  65, 200,  8, 16, 0, M_KEYPAD, 0 },
+    { 1, 2, 1, 200, 130, 16, 16, 0, M_UPLEFT, 1 },   /* upper-left causal, Nq > Nk */
+    { 1, 2, 2, 130, 200, 16, 16, 1, M_RAND,   0 },   /* causal and a mask */
+    { 1, 1, 1,1100,1100, 32, 32, 1, M_NONE,   0 },   /* five key chunks over four lanes */
+};
+
+int main(void)
+{
+    static const char *paths[] = { "scalar", "avx2", "avx512" };
+    test_fd();
+    int first = 1;
+    for (int pth = 0; pth < 3; pth++) {
+        if (!tt_simd_force(paths[pth])) { printf("  path %s: not on this CPU or build\n", paths[pth]); continue; }
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], first);
+        first = 0;
+    }
+    tt_simd_force(NULL);
+    tt_set_num_threads(0);
+    printf("  worst error over the largest gradient: kernel %.2g, reference %.2g\n", worst_kernel, worst_ref);
+    return check_report();
+}
