@@ -287,12 +287,17 @@ typedef struct tt_event {
 
 typedef void (*tt_trace_fn)(const tt_event *ev, void *ud);
 
-/* Install (or with NULL remove) the sink that receives every event. */
-void tt_trace_set_sink(tt_trace_fn fn, void *ud);
-/* Whether a sink is installed. The interpreter installs it only while the
-   trace shows (not under -q, nor while tt.trace.off() pauses it), and ops
-   skip what only a sink reads (the args and note text) when there is none. */
-int tt_trace_active(void);
+/* Subscribers receive every event of an outermost op, in the order they
+   subscribed (the per-kind stats below come first, always). wants_text:
+   fn reads the args and note, which ops write only while a subscriber
+   wants them (the interpreter's trace subscribes only while it shows, not
+   under -q nor while tt.trace.off() pauses it). Subscribing fn with ud
+   again changes nothing; TT_EARG when TT_TRACE_MAX_SUBSCRIBERS are in.
+   Neither call may be made from inside a callback. */
+#define TT_TRACE_MAX_SUBSCRIBERS 8
+tt_status tt_trace_subscribe(tt_trace_fn fn, void *ud, int wants_text);
+/* Removes fn with ud; nothing when it is not subscribed. */
+void tt_trace_unsubscribe(tt_trace_fn fn, void *ud);
 /* 1 while a tensor op runs (read by the --timeout watchdog thread). */
 int tt_op_running(void);
 /* Monotonic clock in nanoseconds. */
@@ -318,12 +323,6 @@ char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, ch
 /* The text row of an event (no source line), e.g.
    "matmul  [2,5,64] @ [2,64,5] -> [2,5,5]   3.2 kFLOP". Returns buf. */
 char *tt_event_format(const tt_event *ev, char *buf, size_t n);
-
-/* Record of the pipeline for tt.flow (flow.c): every event passes through
-   tt_flow_record; tt_flow_reset starts a new section; labels attach later. */
-void tt_flow_record(const tt_event *ev);
-void tt_flow_reset(void);
-void tt_flow_set_label(uint64_t id, const char *label);
 
 /* ===== Threads ===== */
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flow.h"
 #include "ltt.h"
 
 #define HOLD_MAX 64                    /* rows held back; more are printed at once */
@@ -573,11 +574,12 @@ static int same_values(const tt_tensor *a, const tt_tensor *v)
 
 static void sink(const tt_event *ev, void *ud);
 
-/* The sink is installed only while events are shown: with none, the core
-   skips the work only a reader of the event needs (its args and notes). */
+/* The sink is subscribed only while events are shown: with none, the core
+   skips the work only a reader of the text needs (the args and notes). */
 static void update_sink(void)
 {
-    tt_trace_set_sink(tr.wanted && !tr.paused && !tr.muted ? sink : NULL, NULL);
+    if (tr.wanted && !tr.paused && !tr.muted) tt_trace_subscribe(sink, NULL, 1);
+    else tt_trace_unsubscribe(sink, NULL);
 }
 
 static void sink(const tt_event *ev, void *ud)
@@ -906,6 +908,7 @@ static int set_printoptions(lua_State *L)
 
 void ltt_open_trace(lua_State *L)
 {
+    ltt_check(L, tt_flow_start());     /* tt.flow draws what ran since */
     luaL_newlib(L, tracelib);
     lua_setfield(L, -2, "trace");
     lua_pushcfunction(L, set_printoptions);
