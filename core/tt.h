@@ -258,9 +258,16 @@ const char *tt_op_name(tt_op op);
    or NULL for an op written as a call. */
 const char *tt_op_infix(tt_op op);
 /* Numbers as the trace shows them: a scalar as a learner wrote it (8 ->
-   "8.0", 0.125 -> "0.125", "-inf"); a FLOP count with its unit ("25.6 kFLOP"). */
+   "8.0", 0.125 -> "0.125", "-inf"); a FLOP count with its unit ("25.6 kFLOP",
+   up to "TFLOP"). */
 void tt_fmt_scalar(char *buf, size_t n, double v);
 void tt_fmt_flops(char *buf, size_t n, double flops);
+/* A quantity with a decimal prefix up to G and digits after the point, a
+   whole number under 1000: "16.78 MB", "2.10 MFLOP", "640 B" (the summary's
+   columns). */
+void tt_fmt_si(char *buf, size_t n, double v, int digits, const char *unit);
+/* A size in binary units, as memory messages give it: "1.5 MiB", "640 bytes". */
+void tt_fmt_bytes(char *buf, size_t n, double bytes);
 /* Length (2..4) of the well-formed UTF-8 sequence of a non-ASCII character
    at s, within left bytes, that XML allows (no surrogates, U+FFFE, U+FFFF);
    0 when none starts there. ASCII (s[0] < 0x80) gives 1. */

@@ -805,14 +805,6 @@ static int trace_on(lua_State *L)
     return 1;
 }
 
-static void fmt_qty(char *buf, size_t n, double v, const char *unit)
-{
-    if (v >= 1e9) snprintf(buf, n, "%.2f G%s", v / 1e9, unit);
-    else if (v >= 1e6) snprintf(buf, n, "%.2f M%s", v / 1e6, unit);
-    else if (v >= 1e3) snprintf(buf, n, "%.2f k%s", v / 1e3, unit);
-    else snprintf(buf, n, "%.0f %s", v, unit);
-}
-
 /* Per op kind: calls, FLOPs, bytes moved, time and share of it, and the
    largest result; printed, and returned as {op = {calls, flops, bytes,
    seconds, largest_bytes, largest_shape}} so scripts can check them.
@@ -838,11 +830,11 @@ static int trace_summary(lua_State *L)
         const tt_op_stats *s = tt_trace_stats((tt_op)op);
         if (s->calls == 0) continue;
         char fl[32], by[32], big[160];
-        fmt_qty(fl, sizeof fl, s->flops, "FLOP");
-        fmt_qty(by, sizeof by, s->bytes, "B");
+        tt_fmt_si(fl, sizeof fl, s->flops, 2, "FLOP");
+        tt_fmt_si(by, sizeof by, s->bytes, 2, "B");
         if (s->max_bytes) {
             char mb[32];
-            fmt_qty(mb, sizeof mb, (double)s->max_bytes, "B");
+            tt_fmt_si(mb, sizeof mb, (double)s->max_bytes, 2, "B");
             snprintf(big, sizeof big, "%s (%s)", s->max_shape, mb);
         } else {
             snprintf(big, sizeof big, "(views only)");

@@ -271,15 +271,13 @@ static int imax_(int a, int b) { return a > b ? a : b; }
 
 static void shape_text(char *buf, size_t n, const fshape *s)
 {
-    size_t len = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < s->ndim && len < n; i++) {
-        const char *sep = i ? "," : "";
-        if (s->names[i])
-            len += (size_t)snprintf(buf + len, n - len, "%s%s=%lld", sep, s->names[i], (long long)s->shape[i]);
-        else
-            len += (size_t)snprintf(buf + len, n - len, "%s%lld", sep, (long long)s->shape[i]);
+    tt_tensor t = {0};
+    t.ndim = s->ndim;
+    for (int i = 0; i < s->ndim; i++) {
+        t.shape[i] = s->shape[i];
+        t.names[i] = s->names[i];
     }
-    if (len < n) snprintf(buf + len, n - len, "]");
+    tt_shape_str(&t, buf, n);
 }
 
 /* "mT, matmul, div 8": the ops of an arrow, in order, without repeats. */
