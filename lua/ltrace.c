@@ -752,6 +752,7 @@ int ltt_trace_start(lua_State *L, ltt_trace_mode mode, const char *json_path, co
     if (mode != LTT_TRACE_OFF || tr.json || ltt_report_active()) {
         tr.wanted = 1;
         update_sink();
+        ltt_set_output_hook(ltt_trace_flush);
         wrap_global(L, NULL, "print");
         wrap_global(L, "io", "write");
     }
@@ -763,6 +764,7 @@ void ltt_trace_stop(void)
     ltt_trace_flush();
     tr.wanted = 0;
     update_sink();
+    ltt_set_output_hook(NULL);
     if (tr.json) fclose(tr.json);
     tr.json = NULL;
     while (tr.nsrcs > 0) drop_source(tr.nsrcs - 1);
