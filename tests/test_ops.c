@@ -1682,6 +1682,26 @@ static void test_subscribers(void)
     tt_tensor_release(&a);
 }
 
+/* The numbers as the trace shows them (trace/format.c). */
+static void test_number_forms(void)
+{
+    char b[32];
+    tt_fmt_flops(b, sizeof b, 25600);
+    CHECK("flops: one digit, k", strcmp(b, "25.6 kFLOP") == 0);
+    tt_fmt_flops(b, sizeof b, 2.5e12);
+    CHECK("flops: up to T", strcmp(b, "2.5 TFLOP") == 0);
+    tt_fmt_flops(b, sizeof b, 640);
+    CHECK("flops: a whole number under 1000", strcmp(b, "640 FLOP") == 0);
+    tt_fmt_si(b, sizeof b, 16777216, 2, "B");
+    CHECK("si: the summary's two digits", strcmp(b, "16.78 MB") == 0);
+    tt_fmt_si(b, sizeof b, 2.5e12, 2, "FLOP");
+    CHECK("si: stops at G", strcmp(b, "2500.00 GFLOP") == 0);
+    tt_fmt_bytes(b, sizeof b, 1572864);
+    CHECK("bytes: binary units", strcmp(b, "1.5 MiB") == 0);
+    tt_fmt_bytes(b, sizeof b, 640);
+    CHECK("bytes: under 1 KiB", strcmp(b, "640 bytes") == 0);
+}
+
 static void test_events(void)
 {
     tt_tensor a = rnd(DIMS(2, 5, 64)), b = rnd(DIMS(2, 64, 7)), out, w;
@@ -1896,6 +1916,7 @@ int main(void)
     test_errors();
     test_events();
     test_subscribers();
+    test_number_forms();
     CHECK("no tensor memory leaked", tt_memory_in_use() == base);
     test_label_memory();                /* last: fills the intern table up to a cap */
     if (tt_memory_in_use() != base)

@@ -8,6 +8,38 @@
 
 #include "tt_internal.h"
 
+/* ===== Numbers ===== */
+
+/* A scalar as a learner wrote it: 8 -> "8.0", 0.125 -> "0.125". */
+void tt_fmt_scalar(char *buf, size_t n, double v)
+{
+    if (isinf(v)) snprintf(buf, n, v < 0 ? "-inf" : "inf");
+    else if (v == floor(v) && fabs(v) < 1e15) snprintf(buf, n, "%.1f", v);
+    else snprintf(buf, n, "%.6g", v);
+}
+
+void tt_fmt_si(char *buf, size_t n, double v, int digits, const char *unit)
+{
+    if (v >= 1e9) snprintf(buf, n, "%.*f G%s", digits, v / 1e9, unit);
+    else if (v >= 1e6) snprintf(buf, n, "%.*f M%s", digits, v / 1e6, unit);
+    else if (v >= 1e3) snprintf(buf, n, "%.*f k%s", digits, v / 1e3, unit);
+    else snprintf(buf, n, "%.0f %s", v, unit);
+}
+
+void tt_fmt_flops(char *buf, size_t n, double f)
+{
+    if (f >= 1e12) snprintf(buf, n, "%.1f TFLOP", f / 1e12);   /* a row goes one prefix past the summary */
+    else tt_fmt_si(buf, n, f, 1, "FLOP");
+}
+
+void tt_fmt_bytes(char *buf, size_t n, double b)
+{
+    if (b >= 1073741824.0) snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
+    else if (b >= 1048576.0) snprintf(buf, n, "%.1f MiB", b / 1048576.0);
+    else if (b >= 1024.0) snprintf(buf, n, "%.1f KiB", b / 1024.0);
+    else snprintf(buf, n, "%.0f bytes", b);
+}
+
 /* ===== Text form ===== */
 
 const char *tt_op_infix(tt_op op)
@@ -26,14 +58,6 @@ const char *tt_op_infix(tt_op op)
     }
 }
 
-/* A scalar as a learner wrote it: 8 -> "8.0", 0.125 -> "0.125". */
-void tt_fmt_scalar(char *buf, size_t n, double v)
-{
-    if (isinf(v)) snprintf(buf, n, v < 0 ? "-inf" : "inf");
-    else if (v == floor(v) && fabs(v) < 1e15) snprintf(buf, n, "%.1f", v);
-    else snprintf(buf, n, "%.6g", v);
-}
-
 static size_t put_tensor(char *buf, size_t n, const tt_tensor *t)
 {
     char shp[192];
@@ -42,28 +66,6 @@ static size_t put_tensor(char *buf, size_t n, const tt_tensor *t)
     if (t->dtype == TT_BOOL && len > 0 && (size_t)len < n)
         len += snprintf(buf + len, n - (size_t)len, " bool");
     return len < 0 ? 0 : (size_t)len;
-}
-
-void tt_fmt_si(char *buf, size_t n, double v, int digits, const char *unit)
-{
-    if (v >= 1e9) snprintf(buf, n, "%.*f G%s", digits, v / 1e9, unit);
-    else if (v >= 1e6) snprintf(buf, n, "%.*f M%s", digits, v / 1e6, unit);
-    else if (v >= 1e3) snprintf(buf, n, "%.*f k%s", digits, v / 1e3, unit);
-    else snprintf(buf, n, "%.0f %s", v, unit);
-}
-
-void tt_fmt_flops(char *buf, size_t n, double f)
-{
-    if (f >= 1e12) snprintf(buf, n, "%.1f TFLOP", f / 1e12);   /* one op can pass a thousand G */
-    else tt_fmt_si(buf, n, f, 1, "FLOP");
-}
-
-void tt_fmt_bytes(char *buf, size_t n, double b)
-{
-    if (b >= 1073741824.0) snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
-    else if (b >= 1048576.0) snprintf(buf, n, "%.1f MiB", b / 1048576.0);
-    else if (b >= 1024.0) snprintf(buf, n, "%.1f KiB", b / 1024.0);
-    else snprintf(buf, n, "%.0f bytes", b);
 }
 
 #define APPEND(...) do { if (len < n) len += (size_t)snprintf(buf + len, n - len, __VA_ARGS__); } while (0)
