@@ -258,9 +258,16 @@ const char *tt_op_name(tt_op op);
    or NULL for an op written as a call. */
 const char *tt_op_infix(tt_op op);
 /* Numbers as the trace shows them: a scalar as a learner wrote it (8 ->
-   "8.0", 0.125 -> "0.125", "-inf"); a FLOP count with its unit ("25.6 kFLOP"). */
+   "8.0", 0.125 -> "0.125", "-inf"); a FLOP count with its unit ("25.6 kFLOP",
+   up to "TFLOP"). */
 void tt_fmt_scalar(char *buf, size_t n, double v);
 void tt_fmt_flops(char *buf, size_t n, double flops);
+/* A quantity with a decimal prefix up to G and digits after the point, a
+   whole number under 1000: "16.78 MB", "2.10 MFLOP", "640 B" (the summary's
+   columns). */
+void tt_fmt_si(char *buf, size_t n, double v, int digits, const char *unit);
+/* A size in binary units, as memory messages give it: "1.5 MiB", "640 bytes". */
+void tt_fmt_bytes(char *buf, size_t n, double bytes);
 /* Length (2..4) of the well-formed UTF-8 sequence of a non-ASCII character
    at s, within left bytes, that XML allows (no surrogates, U+FFFE, U+FFFF);
    0 when none starts there. ASCII (s[0] < 0x80) gives 1. */
@@ -287,12 +294,17 @@ typedef struct tt_event {
 
 typedef void (*tt_trace_fn)(const tt_event *ev, void *ud);
 
-/* Install (or with NULL remove) the sink that receives every event. */
-void tt_trace_set_sink(tt_trace_fn fn, void *ud);
-/* Whether a sink is installed. The interpreter installs it only while the
-   trace shows (not under -q, nor while tt.trace.off() pauses it), and ops
-   skip what only a sink reads (the args and note text) when there is none. */
-int tt_trace_active(void);
+/* Subscribers receive every event of an outermost op, in the order they
+   subscribed (the per-kind stats below come first, always). wants_text:
+   fn reads the args and note, which ops write only while a subscriber
+   wants them (the interpreter's trace subscribes only while it shows, not
+   under -q nor while tt.trace.off() pauses it). Subscribing fn with ud
+   again changes nothing; TT_EARG when TT_TRACE_MAX_SUBSCRIBERS are in.
+   Neither call may be made from inside a callback. */
+#define TT_TRACE_MAX_SUBSCRIBERS 8
+tt_status tt_trace_subscribe(tt_trace_fn fn, void *ud, int wants_text);
+/* Removes fn with ud; nothing when it is not subscribed. */
+void tt_trace_unsubscribe(tt_trace_fn fn, void *ud);
 /* 1 while a tensor op runs (read by the --timeout watchdog thread). */
 int tt_op_running(void);
 /* Monotonic clock in nanoseconds. */
@@ -318,12 +330,6 @@ char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, ch
 /* The text row of an event (no source line), e.g.
    "matmul  [2,5,64] @ [2,64,5] -> [2,5,5]   3.2 kFLOP". Returns buf. */
 char *tt_event_format(const tt_event *ev, char *buf, size_t n);
-
-/* Record of the pipeline for tt.flow (flow.c): every event passes through
-   tt_flow_record; tt_flow_reset starts a new section; labels attach later. */
-void tt_flow_record(const tt_event *ev);
-void tt_flow_reset(void);
-void tt_flow_set_label(uint64_t id, const char *label);
 
 /* ===== Threads ===== */
 

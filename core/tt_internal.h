@@ -72,11 +72,11 @@ tt_status tt__op_leave(tt__opscope sc, tt_status st, tt_event *ev);
 void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
                     const tt_tensor *a, const tt_tensor *b, const tt_tensor *c);
 
-extern tt_trace_fn tt__trace_sink;
-
-/* Whether a sink will see this op's event. Only a sink reads the text
-   fields (args, note), so ops format them only then: for a tiny view the
+/* How many subscribers read the text fields (args, note) of events. Ops
+   write them only when one does (tt__tracing): for a tiny view the
    snprintf costs more than the view. */
-static inline int tt__tracing(void) { return tt__trace_sink != NULL; }
+extern int tt__trace_text_readers;
+
+static inline int tt__tracing(void) { return tt__trace_text_readers != 0; }
 
 #endif

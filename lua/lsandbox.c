@@ -42,14 +42,6 @@ static struct {
     char why[512];              /* the last refusal, as the message to show */
 } heap;
 
-static void fmt_bytes(char *buf, size_t n, double b)
-{
-    if (b >= 1073741824.0) snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
-    else if (b >= 1048576.0) snprintf(buf, n, "%.1f MiB", b / 1048576.0);
-    else if (b >= 1024.0) snprintf(buf, n, "%.1f KiB", b / 1024.0);
-    else snprintf(buf, n, "%.0f bytes", b);
-}
-
 /* Words the refusal: the script line (when the stack may be read from
    inside the allocator), what was asked (Lua passes a new object's type in
    osize) and the budget. */
@@ -66,9 +58,9 @@ static void note_refusal(const void *ptr, size_t osize, size_t nsize)
             break;
         }
 #endif
-    fmt_bytes(ask, sizeof ask, (double)nsize);
+    tt_fmt_bytes(ask, sizeof ask, (double)nsize);
     if (ptr) {
-        fmt_bytes(old, sizeof old, (double)osize);
+        tt_fmt_bytes(old, sizeof old, (double)osize);
         snprintf(what, sizeof what, "growing a Lua block (a table, string buffer or stack) from %s to %s", old, ask);
     } else {
         const char *kind = osize == LUA_TSTRING ? "a string" : osize == LUA_TTABLE ? "a table"
@@ -76,9 +68,9 @@ static void note_refusal(const void *ptr, size_t osize, size_t nsize)
                          : osize == LUA_TTHREAD ? "a coroutine" : "a Lua block";
         snprintf(what, sizeof what, "%s of %s", kind, ask);
     }
-    fmt_bytes(cap, sizeof cap, (double)heap.cap);
-    fmt_bytes(lua, sizeof lua, (double)heap.used);
-    fmt_bytes(tens, sizeof tens, (double)tt_memory_in_use());
+    tt_fmt_bytes(cap, sizeof cap, (double)heap.cap);
+    tt_fmt_bytes(lua, sizeof lua, (double)heap.used);
+    tt_fmt_bytes(tens, sizeof tens, (double)tt_memory_in_use());
     snprintf(heap.why, sizeof heap.why, "%snot enough memory: %s would pass the cap of %s "
              "(Lua data %s, tensors %s); hint: raise it with --max-memory", where, what, cap, lua, tens);
 }
@@ -470,9 +462,9 @@ void ltt_sandbox_set_quota(int64_t max_bytes, int64_t max_files)
 static int bytes_error(lua_State *L, const char *path, int64_t more)
 {
     char cap[32], done[32], add[32];
-    fmt_bytes(cap, sizeof cap, (double)quota.max_bytes);
-    fmt_bytes(done, sizeof done, (double)quota.bytes);
-    fmt_bytes(add, sizeof add, (double)more);
+    tt_fmt_bytes(cap, sizeof cap, (double)quota.max_bytes);
+    tt_fmt_bytes(done, sizeof done, (double)quota.bytes);
+    tt_fmt_bytes(add, sizeof add, (double)more);
     return ltt_error(L, "sandbox: write quota: %s%s%s%s would pass the cap of %s on bytes written "
                      "(%s so far); hint: raise it with --max-write SIZE", more > 0 ? "writing " : "",
                      more > 0 ? add : "", path ? (more > 0 ? " to " : "writing ") : "", path ? path : "", cap, done);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flow.h"
 #include "ltt.h"
 
 #define HOLD_MAX 64                    /* rows held back; more are printed at once */
@@ -573,11 +574,12 @@ static int same_values(const tt_tensor *a, const tt_tensor *v)
 
 static void sink(const tt_event *ev, void *ud);
 
-/* The sink is installed only while events are shown: with none, the core
-   skips the work only a reader of the event needs (its args and notes). */
+/* The sink is subscribed only while events are shown: with none, the core
+   skips the work only a reader of the text needs (the args and notes). */
 static void update_sink(void)
 {
-    tt_trace_set_sink(tr.wanted && !tr.paused && !tr.muted ? sink : NULL, NULL);
+    if (tr.wanted && !tr.paused && !tr.muted) tt_trace_subscribe(sink, NULL, 1);
+    else tt_trace_unsubscribe(sink, NULL);
 }
 
 static void sink(const tt_event *ev, void *ud)
@@ -750,6 +752,7 @@ int ltt_trace_start(lua_State *L, ltt_trace_mode mode, const char *json_path, co
     if (mode != LTT_TRACE_OFF || tr.json || ltt_report_active()) {
         tr.wanted = 1;
         update_sink();
+        ltt_set_output_hook(ltt_trace_flush);
         wrap_global(L, NULL, "print");
         wrap_global(L, "io", "write");
     }
@@ -761,6 +764,7 @@ void ltt_trace_stop(void)
     ltt_trace_flush();
     tr.wanted = 0;
     update_sink();
+    ltt_set_output_hook(NULL);
     if (tr.json) fclose(tr.json);
     tr.json = NULL;
     while (tr.nsrcs > 0) drop_source(tr.nsrcs - 1);
@@ -803,14 +807,6 @@ static int trace_on(lua_State *L)
     return 1;
 }
 
-static void fmt_qty(char *buf, size_t n, double v, const char *unit)
-{
-    if (v >= 1e9) snprintf(buf, n, "%.2f G%s", v / 1e9, unit);
-    else if (v >= 1e6) snprintf(buf, n, "%.2f M%s", v / 1e6, unit);
-    else if (v >= 1e3) snprintf(buf, n, "%.2f k%s", v / 1e3, unit);
-    else snprintf(buf, n, "%.0f %s", v, unit);
-}
-
 /* Per op kind: calls, FLOPs, bytes moved, time and share of it, and the
    largest result; printed, and returned as {op = {calls, flops, bytes,
    seconds, largest_bytes, largest_shape}} so scripts can check them.
@@ -836,11 +832,11 @@ static int trace_summary(lua_State *L)
         const tt_op_stats *s = tt_trace_stats((tt_op)op);
         if (s->calls == 0) continue;
         char fl[32], by[32], big[160];
-        fmt_qty(fl, sizeof fl, s->flops, "FLOP");
-        fmt_qty(by, sizeof by, s->bytes, "B");
+        tt_fmt_si(fl, sizeof fl, s->flops, 2, "FLOP");
+        tt_fmt_si(by, sizeof by, s->bytes, 2, "B");
         if (s->max_bytes) {
             char mb[32];
-            fmt_qty(mb, sizeof mb, (double)s->max_bytes, "B");
+            tt_fmt_si(mb, sizeof mb, (double)s->max_bytes, 2, "B");
             snprintf(big, sizeof big, "%s (%s)", s->max_shape, mb);
         } else {
             snprintf(big, sizeof big, "(views only)");
@@ -906,6 +902,7 @@ static int set_printoptions(lua_State *L)
 
 void ltt_open_trace(lua_State *L)
 {
+    ltt_check(L, tt_flow_start());     /* tt.flow draws what ran since */
     luaL_newlib(L, tracelib);
     lua_setfield(L, -2, "trace");
     lua_pushcfunction(L, set_printoptions);

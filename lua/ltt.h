@@ -22,12 +22,16 @@ tt_tensor *ltt_newtensor(lua_State *L);
    after such code, before reading its data. */
 tt_tensor *ltt_checktensor(lua_State *L, int idx);
 tt_tensor *ltt_totensor(lua_State *L, int idx);      /* NULL if not one */
-/* luaL_error with printf formats (%lld, %g); flushes the trace first. */
+/* luaL_error with printf formats (%lld, %g); runs the output hook first. */
 int ltt_error(lua_State *L, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Run before an error message goes out (NULL: none); the trace sets it to
+   print the rows it holds back, so they come before the error. */
+typedef void (*ltt_output_hook)(void);
+void ltt_set_output_hook(ltt_output_hook fn);
 /* Raises tt_errmsg() as a Lua error (with file:line) unless st == TT_OK. */
 void ltt_check(lua_State *L, tt_status st);
 /* A dim argument: 1-based integer, negative from the end, or a dim name.

@@ -153,6 +153,10 @@ void ltt_check(lua_State *L, tt_status st)
     if (st != TT_OK) ltt_error(L, "%s", tt_errmsg());
 }
 
+static ltt_output_hook before_output;
+
+void ltt_set_output_hook(ltt_output_hook fn) { before_output = fn; }
+
 int ltt_error(lua_State *L, const char *fmt, ...)
 {
     char buf[1024];                 /* lua_pushfstring lacks %lld and %g */
@@ -160,7 +164,7 @@ int ltt_error(lua_State *L, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    ltt_trace_flush();
+    if (before_output) before_output();
     /* file:line of the nearest Lua caller: an op called by a C function
        (pcall, or string arithmetic trying the tensor's __pow) has none */
     lua_Debug ar;

@@ -15,6 +15,7 @@
 
 #include "check.h"
 #include "figure/figure.h"
+#include "figure/flow.h"
 #include "figure/font.h"
 #include "tt_internal.h"
 

@@ -390,7 +390,7 @@ static void test_rearrange_ellipsis_units(void)
 static void test_rearrange_trace(void)
 {
     tt_tensor x = seq(SHAPE(2, 5, 12)), y;
-    tt_trace_set_sink(sink, NULL);
+    tt_trace_subscribe(sink, NULL, 1);
     nevents = 0;
     tt_status st = rr(&y, &x, "b s (h d) -> b h s d", "h=3");
     CHECK("one event for a view rearrange", st == TT_OK && nevents == 1);
@@ -423,7 +423,7 @@ static void test_rearrange_trace(void)
     CHECK("long pattern: one event, args cut", st == TT_OK && nevents == 1 && strlen(last_args) == 63
           && strcmp(last_args + 60, "...") == 0);
     tt_tensor_release(&z);
-    tt_trace_set_sink(NULL, NULL);
+    tt_trace_unsubscribe(sink, NULL);
     tt_tensor_release(&y);
     tt_tensor_release(&x);
 }
@@ -759,7 +759,7 @@ static void test_einsum_more(void)
     tt_tensor_release(&out);
 
     /* one event, with FLOPs: 2 * b*h*i*j*d */
-    tt_trace_set_sink(sink, NULL);
+    tt_trace_subscribe(sink, NULL, 1);
     nevents = 0;
     const tt_tensor *qk[2] = {&q, &k};
     st = tt_einsum(&out, "b h i d, b h j d -> b h i j", qk, 2);
@@ -796,7 +796,7 @@ static void test_einsum_more(void)
     const tt_tensor *bad[2] = {&q, &h1};
     st = tt_einsum(&out, "b h i d, b h j d -> b h i j", bad, 2);
     CHECK("einsum no event on failure", st != TT_OK && nevents == 0);
-    tt_trace_set_sink(NULL, NULL);
+    tt_trace_unsubscribe(sink, NULL);
 
     tt_tensor_release(&a5);
     tt_tensor_release(&b5);

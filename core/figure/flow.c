@@ -1,7 +1,8 @@
 /*
-** flow.c — the pipeline lineage behind tt.flow (core layer). Every traced
-** event is kept in a bounded ring (the last FLOW_MAX_EVENTS since the last
-** tt_flow_reset); labels arrive later by tensor id. tt_flow_write draws one
+** flow.c — the pipeline lineage behind tt.flow (figure layer). It subscribes
+** to the trace (tt_flow_start) and keeps every event in a bounded ring (the
+** last FLOW_MAX_EVENTS since the last tt_flow_reset); labels arrive later
+** by tensor id. tt_flow_write draws one
 ** box per labelled tensor and arrows for the ops between them, walking back
 ** through unlabelled intermediates to the nearest labelled ancestors.
 */
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "figure.h"
+#include "flow.h"
 #include "font.h"
 #include "tt_internal.h"
 
@@ -74,6 +76,17 @@ void tt_flow_record(const tt_event *ev)
     }
     nrecorded++;
     if (ev->output->label) tt_flow_set_label(ev->output->id, ev->output->label);
+}
+
+static void record(const tt_event *ev, void *ud)
+{
+    (void)ud;
+    tt_flow_record(ev);
+}
+
+tt_status tt_flow_start(void)
+{
+    return tt_trace_subscribe(record, NULL, 0);   /* shapes and ids only: no text */
 }
 
 void tt_flow_reset(void)
@@ -258,15 +271,13 @@ static int imax_(int a, int b) { return a > b ? a : b; }
 
 static void shape_text(char *buf, size_t n, const fshape *s)
 {
-    size_t len = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < s->ndim && len < n; i++) {
-        const char *sep = i ? "," : "";
-        if (s->names[i])
-            len += (size_t)snprintf(buf + len, n - len, "%s%s=%lld", sep, s->names[i], (long long)s->shape[i]);
-        else
-            len += (size_t)snprintf(buf + len, n - len, "%s%lld", sep, (long long)s->shape[i]);
+    tt_tensor t = {0};
+    t.ndim = s->ndim;
+    for (int i = 0; i < s->ndim; i++) {
+        t.shape[i] = s->shape[i];
+        t.names[i] = s->names[i];
     }
-    if (len < n) snprintf(buf + len, n - len, "]");
+    tt_shape_str(&t, buf, n);
 }
 
 /* "mT, matmul, div 8": the ops of an arrow, in order, without repeats. */

@@ -1,10 +1,9 @@
 /*
 ** trace.c — the op log: scopes around every public op, one event per
-** outermost op, per-kind statistics, and the text and JSON forms of an
-** event. The source line is added by the sink (lua/), which knows it.
+** outermost op, delivered to the subscribers in the order they came (the
+** per-kind statistics first; the interpreter's trace and the flow figure's
+** lineage subscribe). The text and JSON forms of an event are in format.c.
 */
-#include <math.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -31,20 +30,49 @@ const char *tt_op_name(tt_op op)
     return op >= 0 && op < TT_OP_COUNT ? TT_OP_NAME[op] : "?";
 }
 
-/* ===== Scopes and dispatch ===== */
+/* ===== Subscribers ===== */
 
-tt_trace_fn tt__trace_sink;
-static void *sink_ud;
-static int depth;
-static tt_op_stats stats[TT_OP_COUNT];
+typedef struct subscriber {
+    tt_trace_fn fn;
+    void *ud;
+    int wants_text;
+} subscriber;
 
-void tt_trace_set_sink(tt_trace_fn fn, void *ud)
+static void count_stats(const tt_event *ev, void *ud);
+
+/* The stats table is the first subscriber, always there. */
+static subscriber subs[TT_TRACE_MAX_SUBSCRIBERS] = {{count_stats, NULL, 0}};
+static int nsubs = 1;
+int tt__trace_text_readers;
+
+static int find_subscriber(tt_trace_fn fn, void *ud)
 {
-    tt__trace_sink = fn;
-    sink_ud = ud;
+    for (int i = 0; i < nsubs; i++)
+        if (subs[i].fn == fn && subs[i].ud == ud) return i;
+    return -1;
 }
 
-int tt_trace_active(void) { return tt__trace_sink != NULL; }
+tt_status tt_trace_subscribe(tt_trace_fn fn, void *ud, int wants_text)
+{
+    if (find_subscriber(fn, ud) >= 0) return TT_OK;
+    if (nsubs == TT_TRACE_MAX_SUBSCRIBERS)
+        return tt__err(TT_EARG, "trace: no room for another subscriber (%d at most)", TT_TRACE_MAX_SUBSCRIBERS);
+    subs[nsubs++] = (subscriber){fn, ud, wants_text != 0};
+    tt__trace_text_readers += wants_text != 0;
+    return TT_OK;
+}
+
+void tt_trace_unsubscribe(tt_trace_fn fn, void *ud)
+{
+    int i = find_subscriber(fn, ud);
+    if (i < 0) return;
+    tt__trace_text_readers -= subs[i].wants_text;
+    for (nsubs--; i < nsubs; i++) subs[i] = subs[i + 1];   /* the others keep their order */
+}
+
+/* ===== Scopes ===== */
+
+static int depth;
 
 int tt_op_running(void) { return depth > 0; }
 
@@ -95,6 +123,17 @@ tt_status tt__op_leave(tt__opscope sc, tt_status st, tt_event *ev)
     if (!sc.outer || st != TT_OK) return st;
     ev->ns = tt_now_ns() - sc.t0;
     if (ev->view) ev->bytes = 0;         /* a view moves no data */
+    for (int i = 0; i < nsubs; i++) subs[i].fn(ev, subs[i].ud);
+    return st;
+}
+
+/* ===== Stats ===== */
+
+static tt_op_stats stats[TT_OP_COUNT];
+
+static void count_stats(const tt_event *ev, void *ud)
+{
+    (void)ud;
     tt_op_stats *s = &stats[ev->op];
     s->calls++;
     s->flops += ev->flops;
@@ -107,9 +146,6 @@ tt_status tt__op_leave(tt__opscope sc, tt_status st, tt_event *ev)
             tt_shape_str(ev->output, s->max_shape, sizeof s->max_shape);
         }
     }
-    tt_flow_record(ev);
-    if (tt__trace_sink) tt__trace_sink(ev, sink_ud);
-    return st;
 }
 
 const tt_op_stats *tt_trace_stats(tt_op op)
@@ -118,205 +154,3 @@ const tt_op_stats *tt_trace_stats(tt_op op)
 }
 
 void tt_trace_stats_reset(void) { memset(stats, 0, sizeof stats); }
-
-/* ===== Text form ===== */
-
-const char *tt_op_infix(tt_op op)
-{
-    switch (op) {
-    case TT_OP_ADD: return "+";
-    case TT_OP_SUB: return "-";
-    case TT_OP_MUL: return "*";
-    case TT_OP_DIV: return "/";
-    case TT_OP_POW: return "^";
-    case TT_OP_MATMUL: return "@";
-    case TT_OP_AND: return "&";
-    case TT_OP_OR: return "|";
-    case TT_OP_XOR: return "~";
-    default: return NULL;
-    }
-}
-
-/* A scalar as a learner wrote it: 8 -> "8.0", 0.125 -> "0.125". */
-void tt_fmt_scalar(char *buf, size_t n, double v)
-{
-    if (isinf(v)) snprintf(buf, n, v < 0 ? "-inf" : "inf");
-    else if (v == floor(v) && fabs(v) < 1e15) snprintf(buf, n, "%.1f", v);
-    else snprintf(buf, n, "%.6g", v);
-}
-
-static size_t put_tensor(char *buf, size_t n, const tt_tensor *t)
-{
-    char shp[192];
-    tt_shape_str(t, shp, sizeof shp);
-    int len = t->label ? snprintf(buf, n, "%s%s", t->label, shp) : snprintf(buf, n, "%s", shp);
-    if (t->dtype == TT_BOOL && len > 0 && (size_t)len < n)
-        len += snprintf(buf + len, n - (size_t)len, " bool");
-    return len < 0 ? 0 : (size_t)len;
-}
-
-void tt_fmt_flops(char *buf, size_t n, double f)
-{
-    if (f >= 1e12) snprintf(buf, n, "%.1f TFLOP", f / 1e12);
-    else if (f >= 1e9) snprintf(buf, n, "%.1f GFLOP", f / 1e9);
-    else if (f >= 1e6) snprintf(buf, n, "%.1f MFLOP", f / 1e6);
-    else if (f >= 1e3) snprintf(buf, n, "%.1f kFLOP", f / 1e3);
-    else snprintf(buf, n, "%.0f FLOP", f);
-}
-
-#define APPEND(...) do { if (len < n) len += (size_t)snprintf(buf + len, n - len, __VA_ARGS__); } while (0)
-
-char *tt_event_format(const tt_event *ev, char *buf, size_t n)
-{
-    size_t len = 0;
-    char tmp[256];
-    buf[0] = 0;
-    APPEND("%-11s ", tt_op_name(ev->op));
-    const char *sym = tt_op_infix(ev->op);
-    if (ev->has_scalar) tt_fmt_scalar(tmp, sizeof tmp, ev->scalar);
-    if (ev->has_scalar && ev->scalar_first) APPEND(sym ? "%s %s " : "%s%s ", tmp, sym ? sym : ",");
-    for (int i = 0; i < ev->ninputs; i++) {
-        if (i) APPEND(sym ? " %s " : ", ", sym);
-        if (len < n) len += put_tensor(buf + len, n - len, ev->inputs[i]);
-    }
-    if (ev->ninputs_total > ev->ninputs) APPEND(", ... (%d tensors)", ev->ninputs_total);
-    if (ev->has_scalar && !ev->scalar_first) APPEND(sym ? " %s %s" : "%s %s", sym ? sym : ",", tmp);
-    if (ev->args[0]) APPEND(ev->ninputs ? " (%s)" : "(%s)", ev->args);
-    APPEND("%s-> ", ev->ninputs || ev->args[0] ? " " : "");
-    if (ev->output && len < n) len += put_tensor(buf + len, n - len, ev->output);
-    if (!ev->view && (ev->op == TT_OP_RESHAPE || ev->op == TT_OP_CONTIGUOUS))
-        APPEND("   copy (the strides allow no view)");
-    if (ev->view) {
-        APPEND("   view, strides (");
-        for (int i = 0; i < ev->output->ndim; i++)
-            APPEND("%s%lld", i ? "," : "", (long long)ev->output->stride[i]);
-        APPEND(")");
-    }
-    if (ev->flops > 0) {
-        tt_fmt_flops(tmp, sizeof tmp, ev->flops);
-        APPEND("   %s", tmp);
-    }
-    if (ev->note[0]) APPEND("   !! %s", ev->note);
-    return buf;
-}
-
-/* ===== JSON form ===== */
-
-#define JSON_STR_MAX 256      /* bytes of one string's text; past it "..." ends the string */
-
-int tt_utf8_len(const unsigned char *s, size_t left)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;   /* range of the second byte */
-    int n;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) n = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        if (c == 0xE0) lo = 0xA0;          /* no overlong forms */
-        if (c == 0xED) hi = 0x9F;          /* no surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;          /* at most U+10FFFF */
-    } else return 0;
-    if ((size_t)n > left || s[1] < lo || s[1] > hi) return 0;
-    for (int i = 2; i < n; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
-    if (n == 3 && c == 0xEF && s[1] == 0xBF && s[2] >= 0xBE) return 0;   /* U+FFFE, U+FFFF */
-    return n;
-}
-
-/* s as a JSON string, whatever bytes it holds: quotes, backslashes and
-   control characters escaped, bad UTF-8 as U+FFFD, long text cut. */
-static void json_str(char *buf, size_t n, size_t *len, const char *s)
-{
-    size_t l = *len, used = 0;
-#define PUT(c) do { if (l + 1 < n) buf[l] = (c); l++; } while (0)
-    PUT('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        char esc[8];
-        const char *out = esc;
-        size_t k = 1, adv = 1;
-        if (*p == '"' || *p == '\\') { esc[0] = '\\'; esc[1] = (char)*p; k = 2; }
-        else if (*p == '\n') { esc[0] = '\\'; esc[1] = 'n'; k = 2; }
-        else if (*p == '\t') { esc[0] = '\\'; esc[1] = 't'; k = 2; }
-        else if (*p < 0x20 || *p == 0x7f) k = (size_t)snprintf(esc, sizeof esc, "\\u%04x", *p);
-        else if (*p < 0x80) esc[0] = (char)*p;
-        else if ((adv = (size_t)tt_utf8_len(p, 4)) > 0)   /* the NUL ends any sequence */ { out = (const char *)p; k = adv; }
-        else { out = "\\ufffd"; k = 6; adv = 1; }
-        if (used + k > JSON_STR_MAX) {
-            for (const char *m = "..."; *m; m++) PUT(*m);
-            break;
-        }
-        for (size_t i = 0; i < k; i++) PUT(out[i]);
-        used += k;
-        p += adv;
-    }
-    PUT('"');
-#undef PUT
-    if (l < n) buf[l] = 0;
-    else if (n) buf[n - 1] = 0;
-    *len = l;
-}
-
-static void json_ints(char *buf, size_t n, size_t *lenp, int k, const int64_t *v)
-{
-    size_t len = *lenp;
-    APPEND("[");
-    for (int i = 0; i < k; i++) APPEND("%s%lld", i ? "," : "", (long long)v[i]);
-    APPEND("]");
-    *lenp = len;
-}
-
-static void json_tensor(char *buf, size_t n, size_t *lenp, const tt_tensor *t, int is_output, int view)
-{
-    size_t len = *lenp;
-    APPEND("{\"shape\":");
-    json_ints(buf, n, &len, t->ndim, t->shape);
-    APPEND(",\"stride\":");
-    json_ints(buf, n, &len, t->ndim, t->stride);
-    APPEND(",\"names\":[");
-    for (int i = 0; i < t->ndim; i++) {
-        if (i) APPEND(",");
-        if (t->names[i]) json_str(buf, n, &len, t->names[i]);
-        else APPEND("null");
-    }
-    APPEND("],\"dtype\":\"%s\"", tt_dtype_name(t->dtype));
-    if (is_output) APPEND(",\"view\":%s", view ? "true" : "false");
-    APPEND(",\"label\":");
-    if (t->label) json_str(buf, n, &len, t->label);
-    else APPEND("null");
-    APPEND("}");
-    *lenp = len;
-}
-
-char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, char *buf, size_t n)
-{
-    size_t len = 0;
-    APPEND("{\"seq\":%ld,\"op\":\"%s\",\"file\":", seq, tt_op_name(ev->op));
-    if (file) json_str(buf, n, &len, file);
-    else APPEND("null");
-    APPEND(",\"line\":%d,\"inputs\":[", line);
-    for (int i = 0; i < ev->ninputs; i++) {
-        if (i) APPEND(",");
-        json_tensor(buf, n, &len, ev->inputs[i], 0, 0);
-    }
-    APPEND("],\"output\":");
-    if (ev->output) json_tensor(buf, n, &len, ev->output, 1, ev->view);
-    else APPEND("null");
-    APPEND(",\"args\":");
-    json_str(buf, n, &len, ev->args);
-    if (ev->has_scalar) {
-        /* JSON has no inf/nan: such scalars go out as strings */
-        if (isfinite(ev->scalar)) APPEND(",\"scalar\":%.17g", ev->scalar);
-        else APPEND(",\"scalar\":\"%s\"", isnan(ev->scalar) ? "nan" : ev->scalar < 0 ? "-inf" : "inf");
-    }
-    if (ev->note[0]) {
-        APPEND(",\"note\":");
-        json_str(buf, n, &len, ev->note);
-    }
-    APPEND(",\"flops\":%.0f,\"bytes\":%.0f,\"ns\":%lld}", ev->flops, ev->bytes, (long long)ev->ns);
-    if (len >= n)       /* cannot happen with 16 KiB (strings are capped); stay valid anyway */
-        snprintf(buf, n, "{\"seq\":%ld,\"op\":\"%s\",\"truncated\":true}", seq, tt_op_name(ev->op));
-    return buf;
-}
