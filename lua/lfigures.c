@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
 #include "figure.h"
 
 /* ===== Arguments ===== */

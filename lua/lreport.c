@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
 
 #define REPORT_MAX_BYTES ((size_t)32 << 20)   /* the page's body; past it the rest is left out, and said */
 #define FIGURE_MAX_BYTES ((long)16 << 20)     /* a larger figure is named, not embedded */

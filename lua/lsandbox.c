@@ -24,7 +24,7 @@
 #include <lualib.h>
 #include <lauxlib.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
 #include "figure.h"
 
 #ifndef PATH_MAX

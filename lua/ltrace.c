@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
 
 #define HOLD_MAX 64                    /* rows held back; more are printed at once */
 #define MAX_CALLERS 3                  /* call sites shown after a line inside a function */

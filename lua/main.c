@@ -15,7 +15,7 @@
 #include <lualib.h>
 #include <lauxlib.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
 
 #define PROGNAME "tensortrace"
 

@@ -17,7 +17,7 @@
 #include <lualib.h>
 #include <lauxlib.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
 
 /* ===== Userdata and argument helpers ===== */
 
