@@ -22,6 +22,29 @@ tt_tensor *ltt_newtensor(lua_State *L);
    after such code, before reading its data. */
 tt_tensor *ltt_checktensor(lua_State *L, int idx);
 tt_tensor *ltt_totensor(lua_State *L, int idx);      /* NULL if not one */
+/* The tensor at idx, closed or not; NULL if not one. */
+tt_tensor *ltt_testtensor(lua_State *L, int idx);
+/* The table on top becomes the tensor metatable (it stays on the stack). */
+void ltt_register_tensor_mt(lua_State *L);
+/* __gc and __close of a tensor. */
+int ltt_tensor_gc(lua_State *L);
+/* Each of in[0..n) (NULL entries skipped) must still be open. */
+void ltt_check_open(lua_State *L, const char *op, int n, tt_tensor *const *in);
+/* Around a core call that reads in[0..n): ltt_hold checks they are open and
+   makes a close asked during the call wait; ltt_unhold applies such closes,
+   then raises st's error if any. Nothing between the two may raise. */
+void ltt_hold(lua_State *L, const char *op, int n, tt_tensor *const *in);
+void ltt_unhold(lua_State *L, int n, tt_tensor *const *in, tt_status st);
+#define LTT_LEN(a) ((int)(sizeof(a) / sizeof *(a)))
+/* The core call `call` with the tensors of the array `in` held; raises its
+   error. (The comma operator runs ltt_hold before the call.) */
+#define LTT_CALL_HELD(L, op, in, call) (ltt_hold(L, op, LTT_LEN(in), in), ltt_unhold(L, LTT_LEN(in), in, (call)))
+/* The integer value of the number at idx, as math.tointeger gives it (2.0
+   is one, 1.5 and strings are not): 1 and *v set, or 0. */
+int ltt_tointeger(lua_State *L, int idx, int64_t *v);
+/* A string argument that must not hold a NUL byte; `what` names it in
+   the error. */
+const char *ltt_checkcstring(lua_State *L, int idx, const char *op, const char *what);
 /* luaL_error with printf formats (%lld, %g); flushes the trace first. */
 int ltt_error(lua_State *L, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -62,6 +85,8 @@ void ltt_trace_check(const char *fn, const tt_tensor *a, const tt_tensor *b, dou
 void ltt_trace_source(const char *chunkname, const char *text);
 void ltt_open_trace(lua_State *L);        /* sets tt.trace in the table on top */
 void ltt_open_figures(lua_State *L);      /* tt.heatmap, tt.bars, tt.flow */
+void ltt_open_tensor(lua_State *L);       /* ltensor.c */
+void ltt_open_nn(lua_State *L);           /* lnn.c */
 
 int luaopen_tt(lua_State *L);
 
