@@ -147,6 +147,15 @@ void ltt_unhold(lua_State *L, int n, tt_tensor *const *in, tt_status st)
     ltt_check(L, st);
 }
 
+static void (*output_hook)(void);
+
+void ltt_set_output_hook(void (*flush)(void)) { output_hook = flush; }
+
+void ltt_flush_output(void)
+{
+    if (output_hook) output_hook();
+}
+
 void ltt_check(lua_State *L, tt_status st)
 {
     if (st != TT_OK) ltt_error(L, "%s", tt_errmsg());
@@ -159,7 +168,7 @@ int ltt_error(lua_State *L, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    ltt_trace_flush();
+    ltt_flush_output();
     /* file:line of the nearest Lua caller: an op called by a C function
        (pcall, or string arithmetic trying the tensor's __pow) has none */
     lua_Debug ar;

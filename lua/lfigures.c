@@ -13,6 +13,9 @@
 #include <string.h>
 
 #include "lauxtt.h"
+#include "lreport.h"
+#include "lsandbox.h"
+#include "lttlib.h"
 #include "figure.h"
 
 /* ===== Arguments ===== */

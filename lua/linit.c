@@ -4,6 +4,8 @@
 ** and `require "tt"` (tt.so) call.
 */
 #include "lauxtt.h"
+#include "ltrace.h"
+#include "lttlib.h"
 
 /* Each part sets its fields in the table on top. */
 static void (*const parts[])(lua_State *L) = {
@@ -15,6 +17,7 @@ static void (*const parts[])(lua_State *L) = {
 
 int luaopen_tt(lua_State *L)
 {
+    ltt_set_output_hook(ltt_trace_flush);   /* errors print the trace's held-back rows first */
     lua_newtable(L);
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) parts[i](L);
     lua_pushliteral(L, TT_VERSION);

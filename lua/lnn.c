@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "lauxtt.h"
+#include "ltrace.h"
+#include "lttlib.h"
 
 /* A table {weight = [out,in], bias = [out] or nil} with metatable
    "tt.Linear", callable: proj(x) = x @ weight^T + bias. */

@@ -25,6 +25,7 @@
 #include <lauxlib.h>
 
 #include "lauxtt.h"
+#include "lsandbox.h"
 #include "figure.h"
 
 #ifndef PATH_MAX
@@ -155,7 +156,7 @@ static int limit_error(lua_State *L, const char *what)
     char where[256] = "";
     if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0)
         snprintf(where, sizeof where, "%s:%d: ", ar.short_src, ar.currentline);
-    ltt_trace_flush();
+    ltt_flush_output();
     lua_pushfstring(L, "%s%s", where, what);
     return lua_error(L);
 }

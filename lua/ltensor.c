@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "lauxtt.h"
-/* ===== Argument helpers of the tensor functions ===== */
+#include "ltrace.h"
+#include "lttlib.h"
 
+/* ===== Argument helpers of the tensor functions ===== */
 
 /* A tensor operand that may also be a number (binops, allclose): the
    tensor, or NULL for anything else; a closed tensor is an error that
@@ -1007,7 +1009,6 @@ static int ltt_assert_close(lua_State *L)
     for (int i = 0; i < a->ndim; i++)
         len += (size_t)snprintf(pos + len, sizeof pos - len, "%s%lld", i ? "," : "", (long long)idx[i] + 1);
     char sa[256];
-    ltt_trace_flush();
     return ltt_error(L, "assert_close: %s%s%lld of %lld elements of %s differ; first at [%s]: %.7g vs %.7g "
                       "(|diff| %.3g > tolerance %.3g)", msg ? msg : "", msg ? ": " : "",
                       (long long)c.bad, (long long)c.n, tt_shape_str(a, sa, sizeof sa), pos, c.got, c.want,

@@ -16,6 +16,10 @@
 #include <lauxlib.h>
 
 #include "lauxtt.h"
+#include "lreport.h"
+#include "lsandbox.h"
+#include "ltrace.h"
+#include "lttlib.h"
 
 #define PROGNAME "tensortrace"
 

@@ -18,6 +18,8 @@
 #include <lauxlib.h>
 
 #include "lauxtt.h"
+#include "lsandbox.h"
+#include "lttlib.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
