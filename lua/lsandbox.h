@@ -36,7 +36,6 @@ void ltt_limits_done(void);               /* after lua_close: stops the watchdog
    "no writes at all". Returns 0 and a message in *err on failure. */
 int ltt_sandbox_open(lua_State *L, const char *images_dir, int images_given, const char *read_dir,
                      const char **err);
-int ltt_sandbox_active(void);
 /* The sandbox's write quota (0 = no cap), set before ltt_sandbox_open:
    bytes written (io writes, figure files) and distinct files written over
    the run. Past a cap the write raises an error naming --max-write or
@@ -48,7 +47,6 @@ void ltt_sandbox_set_quota(int64_t max_bytes, int64_t max_files);
    unless path may be written; returns 1 otherwise (always when off). Call it
    before opening any file for writing. */
 int ltt_sandbox_check_write(lua_State *L, const char *path);
-int ltt_sandbox_check_read(lua_State *L, const char *path);
 /* After a figure was written to path: counts its bytes and the file against
    the quota; raises when that passes a cap (the file stays). */
 void ltt_sandbox_wrote(lua_State *L, const char *path);
