@@ -147,7 +147,7 @@ void ltt_unhold(lua_State *L, int n, tt_tensor *const *in, tt_status st)
     ltt_check(L, st);
 }
 
-static void (*output_hook)(void);
+static void (*output_hook)(void);      /* see lauxtt.h: the trace's flush, set by linit.c */
 
 void ltt_set_output_hook(void (*flush)(void)) { output_hook = flush; }
 
@@ -180,6 +180,7 @@ int ltt_error(lua_State *L, const char *fmt, ...)
     lua_concat(L, 2);
     return lua_error(L);
 }
+
 /* The integer value of the number at idx, as math.tointeger gives it: 2 and
    2.0 (and 2^40) are integers, 1.5 and strings are not. */
 int ltt_tointeger(lua_State *L, int idx, int64_t *v)

@@ -83,7 +83,8 @@ int ltt_optflag(lua_State *L, int opts, const char *op, const char *name, int df
 /* The output hook: the function that prints output held back (the trace's
    rows of the current line), run before anything else is printed out of
    turn: an error message (ltt_error), a limit's error, the report at exit.
-   The trace registers ltt_trace_flush here; NULL (the default) for none. */
+   linit.c sets it to the trace's flush (ltt_trace_flush); NULL (the
+   default) for none. */
 void ltt_set_output_hook(void (*flush)(void));
 /* Runs the output hook, if one is set. */
 void ltt_flush_output(void);
