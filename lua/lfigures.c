@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
+#include "lreport.h"
+#include "lsandbox.h"
+#include "lttlib.h"
 #include "figure.h"
 
 /* ===== Arguments ===== */

@@ -17,7 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
+#include "lreport.h"
 
 #define REPORT_MAX_BYTES ((size_t)32 << 20)   /* the page's body; past it the rest is left out, and said */
 #define FIGURE_MAX_BYTES ((long)16 << 20)     /* a larger figure is named, not embedded */
@@ -928,7 +929,7 @@ int ltt_report_finish(void) { return finish(0); }
 static void at_exit(void)
 {
     if (!ltt_report_active()) return;
-    ltt_trace_flush();
+    ltt_flush_output();
     finish(1);
 }
 

@@ -24,7 +24,8 @@
 #include <lualib.h>
 #include <lauxlib.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
+#include "lsandbox.h"
 #include "figure.h"
 
 #ifndef PATH_MAX
@@ -147,7 +148,7 @@ static int limit_error(lua_State *L, const char *what)
     char where[256] = "";
     if (lua_getstack(L, 0, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0)
         snprintf(where, sizeof where, "%s:%d: ", ar.short_src, ar.currentline);
-    ltt_trace_flush();
+    ltt_flush_output();
     lua_pushfstring(L, "%s%s", where, what);
     return lua_error(L);
 }
@@ -341,8 +342,6 @@ static struct {
     char root[PATH_MAX];        /* the script's folder, resolved */
 } sbx;
 
-int ltt_sandbox_active(void) { return sbx.on; }
-
 /* path is root or inside it (both resolved, no trailing slash but "/") */
 static int is_under(const char *path, const char *root)
 {
@@ -421,7 +420,8 @@ static int may_read(const char *path, char *why, size_t n)
     return 0;
 }
 
-int ltt_sandbox_check_read(lua_State *L, const char *path)
+/* With the sandbox on, raises unless path may be read; 1 otherwise. */
+static int check_read(lua_State *L, const char *path)
 {
     char why[128];
     if (!sbx.on || may_read(path, why, sizeof why)) return 1;
@@ -592,14 +592,14 @@ static int sb_io_open(lua_State *L)
     if (path == NULL) path = luaL_checkstring(L, 1);
     const char *mode = luaL_optstring(L, 2, "r");
     if (strpbrk(mode, "wa+")) return open_for_write(L, path);
-    ltt_sandbox_check_read(L, path);
+    check_read(L, path);
     return call_orig(L);
 }
 
 static int sb_read_arg1(lua_State *L)          /* io.lines, io.input */
 {
     const char *path = name_arg(L, 1, "read");
-    if (path) ltt_sandbox_check_read(L, path);
+    if (path) check_read(L, path);
     return call_orig(L);
 }
 
@@ -755,7 +755,7 @@ static int sb_loadfile(lua_State *L)
 {
     const char *path = name_arg(L, 1, "read");
     int env = !lua_isnone(L, 3) ? 3 : 0;
-    if (path) ltt_sandbox_check_read(L, path);
+    if (path) check_read(L, path);
     else luaL_optstring(L, 1, NULL);
     if (load_text_file(L, path) != LUA_OK) {
         luaL_pushfail(L);
@@ -772,7 +772,7 @@ static int sb_loadfile(lua_State *L)
 static int sb_dofile(lua_State *L)
 {
     const char *path = name_arg(L, 1, "read");
-    if (path) ltt_sandbox_check_read(L, path);
+    if (path) check_read(L, path);
     else luaL_optstring(L, 1, NULL);
     lua_settop(L, 1);
     if (load_text_file(L, path) != LUA_OK) return lua_error(L);

@@ -13,7 +13,10 @@
 #include <string.h>
 
 #include "flow.h"
-#include "ltt.h"
+#include "lauxtt.h"
+#include "lreport.h"
+#include "ltrace.h"
+#include "lttlib.h"
 
 #define HOLD_MAX 64                    /* rows held back; more are printed at once */
 #define MAX_CALLERS 3                  /* call sites shown after a line inside a function */

@@ -15,7 +15,11 @@
 #include <lualib.h>
 #include <lauxlib.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
+#include "lreport.h"
+#include "lsandbox.h"
+#include "ltrace.h"
+#include "lttlib.h"
 
 #define PROGNAME "tensortrace"
 

@@ -8,6 +8,9 @@
 #   calls     every symbol a core object uses from another core object is
 #             defined in the same or a lower layer (nm on the built objects),
 #             and no core object calls into Lua.
+#   lua/      every file of lua/ has a rank (LUA_RANKS, as lauxtt.h's header
+#             comment orders them) and includes only headers of lua/ of its
+#             own rank or below (any core header is below all of lua/).
 # Upward uses that exist today are listed in tests/layers.known, each with
 # its reason; they print as known exceptions, and one that no longer occurs
 # is an error, so the list only shrinks.
@@ -16,6 +19,9 @@ root=${1:-.} build=${2:-build}
 cd "$root" || exit 2
 LAYERS="base kernel tensor trace ops figure"   # lowest first
 API_RANK=3                                     # tt.h and tt_internal.h: tensor and up
+# lua/ by file name (without .c/.h), lowest first: lauxtt; the parts of tt
+# and the interpreter's services; linit, which assembles tt; main.
+LUA_RANKS="lauxtt:1 ltensor:2 lnn:2 lfigures:2 ltrace:2 lsandbox:2 lreport:2 lttlib:2 linit:3 main:4"
 NM=${NM:-nm}
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
@@ -77,8 +83,37 @@ for f in core/*.h core/*/*.c core/*/*.h; do
     if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 
+# ===== lua/: includes by rank =====
+lua_rank() {  # lua/ file -> its rank, 0 when it has none
+    b=$(basename "$1"); b=${b%.[ch]}
+    for e in $LUA_RANKS; do [ "${e%%:*}" = "$b" ] && { echo "${e#*:}"; return; }; done
+    echo 0
+}
+for f in lua/*.c lua/*.h; do
+    [ -f "$f" ] || continue
+    r=$(lua_rank "$f")
+    if [ "$r" -eq 0 ]; then
+        echo "FAIL $f has no rank in lua/ (LUA_RANKS in tests/layers.sh: $LUA_RANKS)"; failed=$((failed + 1)); continue
+    fi
+    bad=0
+    for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+        if [ -f "lua/$h" ]; then
+            hr=$(lua_rank "lua/$h")
+            [ "$hr" -gt "$r" ] &&
+                upward "$f -> $h" "$(basename "$f") (rank $r in lua/) includes a header of rank $hr"
+        elif [ -f "core/$h" ] || ls core/*/"$h" >/dev/null 2>&1; then
+            :   # the core is below all of lua/
+        else
+            echo "FAIL $f includes \"$h\", which is neither in lua/ nor in core/"; bad=1
+        fi
+    done
+    if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+
 # ===== Calls (symbols between the built objects) =====
+: > "$tmp/defs"
 for c in core/*/*.c; do
+    [ -f "$c" ] || continue     # a tree with no core sources (the checker's own tests)
     o="$build/${c%.c}.o"
     if [ ! -f "$o" ]; then echo "FAIL $o is not built (make layers builds it)"; failed=$((failed + 1)); continue; fi
     $NM -P -g "$o" | awk -v f="$c" '$2 != "U" && $2 != "w" && $2 != "v" { print $1, f }' >> "$tmp/defs"

@@ -15,11 +15,11 @@ sh tests/layers.sh . "$build" > "$tmp/real" 2>&1
 ok $? "the tree breaks its layers: $(grep -v '^known' "$tmp/real")"
 grep '^known exception' "$tmp/real"
 
-# A made-up tree: core/<layer>/<file> with the given lines, plus tt.h.
+# A made-up tree: core/<layer>/<file> and lua/<file> with the given lines, plus tt.h.
 # Compiles its .c files into t/build so the call check has objects.
 tree() {  # name, then "path:line" pairs
     t=$tmp/$1; shift
-    mkdir -p "$t/core/base" "$t/core/kernel" "$t/core/ops" "$t/core/figure" "$t/tests"
+    mkdir -p "$t/core/base" "$t/core/kernel" "$t/core/ops" "$t/core/figure" "$t/tests" "$t/lua"
     printf '/* public API */\nint tt_api(void);\n' > "$t/core/tt.h"
     for pl in "$@"; do printf '%s\n' "${pl#*:}" >> "$t/${pl%%:*}"; done
     for c in "$t"/core/*/*.c; do
@@ -59,6 +59,23 @@ check call fail "a kernel calling an op" "FAIL core/kernel/k.c -> tt_op: kernel 
 
 tree luacall "core/ops/o.c:void lua_settop(void *L, int i);" "core/ops/o.c:void tt_op(void *L) { lua_settop(L, 0); }"
 check luacall fail "a core file calling Lua" "FAIL core/ops/o.c calls lua_settop"
+
+tree luagood "lua/lauxtt.h:#include \"tt.h\"" "lua/lauxtt.c:#include \"lauxtt.h\"" \
+     "lua/ltrace.h:#include \"lauxtt.h\"" "lua/ltensor.c:#include \"ltrace.h\"" "lua/linit.c:#include \"ltrace.h\""
+check luagood pass "lua/ files including their own rank and below" " 0 failed"
+
+cp -R "$tmp/luagood" "$tmp/luaup" && printf '#include "ltrace.h"\n' >> "$tmp/luaup/lua/lauxtt.c"
+check luaup fail "lauxtt.c including a rank-2 header" "FAIL lua/lauxtt.c -> ltrace.h: lauxtt.c (rank 1 in lua/) includes a header of rank 2"
+
+cp -R "$tmp/luagood" "$tmp/luaup2" && : > "$tmp/luaup2/lua/linit.h"
+printf '#include "linit.h"\n' >> "$tmp/luaup2/lua/ltensor.c"
+check luaup2 fail "a part including linit's header" "FAIL lua/ltensor.c -> linit.h: ltensor.c (rank 2 in lua/) includes a header of rank 3"
+
+tree luanorank "lua/lmisc.c:int misc;"
+check luanorank fail "a lua/ file with no rank" "FAIL lua/lmisc.c has no rank in lua/"
+
+tree luamissing "lua/lauxtt.c:#include \"nowhere.h\""
+check luamissing fail "a lua/ include found nowhere" "FAIL lua/lauxtt.c includes \"nowhere.h\", which is neither in lua/ nor in core/"
 
 cp -R "$tmp/call" "$tmp/listed" && printf '# why\ncore/kernel/k.c -> tt_op  # a comment\n' > "$tmp/listed/tests/layers.known"
 check listed pass "a listed upward call" "known exception: core/kernel/k.c -> tt_op"

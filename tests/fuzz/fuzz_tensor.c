@@ -17,7 +17,9 @@
 #include <lualib.h>
 #include <lauxlib.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
+#include "lsandbox.h"
+#include "lttlib.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

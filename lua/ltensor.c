@@ -1,240 +1,29 @@
 /*
-** tt_lua.c — the `tt` Lua module: creation functions, the "tt.Tensor"
-** metatable (methods and operators), tt.nn.Linear and the checks.
+** ltensor.c — the tensor part of `tt`: creation functions, the "tt.Tensor"
+** metatable (methods and operators) and the checks.
 ** Every call converts Lua arguments, calls one core op, and turns a
 ** failure into a Lua error that carries the script's file:line.
 */
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
+#include "ltrace.h"
+#include "lttlib.h"
 
-/* ===== Userdata and argument helpers ===== */
-
-/* Lua's collector sees a tensor as a small userdata and does not know of
-   the buffer behind it, so big temporaries would pile up between cycles
-   (as in Torch7, we track the heap ourselves): when tensor memory doubles
-   since the last full collection, run one. */
-static int64_t gc_threshold = 64 << 20;
-
-static void collect(lua_State *L)
-{
-    lua_gc(L, LUA_GCCOLLECT);
-    int64_t live = tt_memory_in_use();
-    gc_threshold = live > (32 << 20) ? 2 * live : 64 << 20;
-}
-
-static void reclaim(void *ud) { collect(ud); }
-
-/* The userdata behind a tensor: its header, and how many core calls are
-   reading it right now. Scripts can run in the middle of a binding (an
-   options table's __index, a finalizer run by an allocation, the collection
-   the memory cap triggers inside a core op), and such code may close a
-   tensor the binding holds. A close asked while a core call holds the
-   tensor waits for the call to end (hold/unhold below); any other close
-   releases at once, and the binding checks its inputs again just before
-   the core call. */
-typedef struct ltensor {
-    tt_tensor t;        /* first: the userdata's address is a tt_tensor * */
-    int holds;          /* core calls in progress that read this tensor */
-    int close_asked;    /* closed while held: release when the last hold ends */
-} ltensor;
-
-/* Every op checks its tensors and makes one, so both skip the lookup of
-   "tt.Tensor" by name (a string hash and compare per call): the metatable
-   sits in the registry under a light userdata key too, and its address is
-   kept for a pointer compare. The address is only trusted for the state
-   that made it (it is forgotten when that state closes); any other case
-   takes luaL_testudata's way, which is always exact. The size check keeps
-   out a foreign userdata given our metatable through debug.setmetatable. */
-static const char tensor_mt_key;    /* registry[&tensor_mt_key] = the metatable */
-static const void *tensor_mt;       /* its address, in the state that made it */
-static const void *tensor_mt_state; /* that state's registry */
-
-static tt_tensor *testtensor(lua_State *L, int idx)
-{
-    void *p = lua_touserdata(L, idx);
-    if (p == NULL) return NULL;
-    if (tensor_mt != NULL && lua_getmetatable(L, idx)) {
-        const void *mt = lua_topointer(L, -1);
-        lua_pop(L, 1);
-        if (mt == tensor_mt) return lua_rawlen(L, idx) == sizeof(ltensor) ? p : NULL;
-    }
-    p = luaL_testudata(L, idx, LTT_TENSOR);
-    return p && lua_rawlen(L, idx) == sizeof(ltensor) ? p : NULL;
-}
-
-/* Finalizer of a registry sentinel: runs when the state closes. */
-static int forget_mt(lua_State *L)
-{
-    if (tensor_mt_state == lua_topointer(L, LUA_REGISTRYINDEX)) tensor_mt = tensor_mt_state = NULL;
-    return 0;
-}
-
-tt_tensor *ltt_newtensor(lua_State *L)
-{
-    if (tt_memory_in_use() > gc_threshold) collect(L);
-    ltensor *u = lua_newuserdatauv(L, sizeof *u, 0);
-    memset(u, 0, sizeof *u);
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
-    lua_setmetatable(L, -2);
-    return &u->t;
-}
-
-tt_tensor *ltt_totensor(lua_State *L, int idx)
-{
-    tt_tensor *t = testtensor(L, idx);
-    return t && t->storage ? t : NULL;
-}
-
-tt_tensor *ltt_checktensor(lua_State *L, int idx)
-{
-    tt_tensor *t = testtensor(L, idx);
-    if (t == NULL) luaL_typeerror(L, idx, LTT_TENSOR);
-    if (t->storage == NULL) luaL_argerror(L, idx, "tensor was closed");
-    return t;
-}
+/* ===== Argument helpers of the tensor functions ===== */
 
 /* A tensor operand that may also be a number (binops, allclose): the
    tensor, or NULL for anything else; a closed tensor is an error that
    names the op rather than "got userdata". */
 static tt_tensor *opttensor(lua_State *L, int idx, const char *op)
 {
-    tt_tensor *t = testtensor(L, idx);
+    tt_tensor *t = ltt_testtensor(L, idx);
     if (t && t->storage == NULL) ltt_error(L, "%s: tensor was closed (argument %d)", op, idx);
     return t;
-}
-
-/* Each of in[0..n) (NULL entries skipped) must still be open: Lua code run
-   since it was checked (a metamethod, a finalizer) may have closed it. */
-static void check_open(lua_State *L, const char *op, int n, tt_tensor *const *in)
-{
-    for (int i = 0; i < n; i++)
-        if (in[i] && in[i]->storage == NULL)
-            ltt_error(L, "%s: tensor was closed during the call (input %d, by a metamethod or a finalizer)",
-                      op, i + 1);
-}
-
-/* Before a core call that reads in[0..n): check_open, then a close asked
-   during the call (by a finalizer its allocation runs) waits for
-   ltt_unhold. Nothing between the two may raise: core calls never do. */
-static void ltt_hold(lua_State *L, const char *op, int n, tt_tensor *const *in)
-{
-    check_open(L, op, n, in);
-    for (int i = 0; i < n; i++)
-        if (in[i]) ((ltensor *)in[i])->holds++;
-}
-
-/* After the core call whose status is st: applies the closes asked
-   meanwhile, then raises st's error if any. */
-static void ltt_unhold(lua_State *L, int n, tt_tensor *const *in, tt_status st)
-{
-    for (int i = 0; i < n; i++) {
-        ltensor *u = (ltensor *)in[i];
-        if (u && --u->holds == 0 && u->close_asked) {
-            u->close_asked = 0;
-            tt_tensor_release(&u->t);
-        }
-    }
-    ltt_check(L, st);
-}
-
-#define LEN(a) ((int)(sizeof(a) / sizeof *(a)))
-/* The core call `call` with the tensors of the array `in` held; raises its
-   error. (The comma operator runs ltt_hold before the call.) */
-#define CALL_HELD(L, op, in, call) (ltt_hold(L, op, LEN(in), in), ltt_unhold(L, LEN(in), in, (call)))
-
-void ltt_check(lua_State *L, tt_status st)
-{
-    if (st != TT_OK) ltt_error(L, "%s", tt_errmsg());
-}
-
-static ltt_output_hook before_output;
-
-void ltt_set_output_hook(ltt_output_hook fn) { before_output = fn; }
-
-int ltt_error(lua_State *L, const char *fmt, ...)
-{
-    char buf[1024];                 /* lua_pushfstring lacks %lld and %g */
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (before_output) before_output();
-    /* file:line of the nearest Lua caller: an op called by a C function
-       (pcall, or string arithmetic trying the tensor's __pow) has none */
-    lua_Debug ar;
-    int level = 1;
-    while (level < 8 && lua_getstack(L, level, &ar) && lua_getinfo(L, "l", &ar) && ar.currentline <= 0) level++;
-    if (level == 8 || !lua_getstack(L, level, &ar)) level = 1;
-    luaL_where(L, level);
-    lua_pushstring(L, buf);
-    lua_concat(L, 2);
-    return lua_error(L);
-}
-
-static const char *shape_of(const tt_tensor *t, char *buf, size_t n) { return tt_shape_str(t, buf, n); }
-
-/* The integer value of the number at idx, as math.tointeger gives it: 2 and
-   2.0 (and 2^40) are integers, 1.5 and strings are not. */
-static int tointeger(lua_State *L, int idx, int64_t *v)
-{
-    int ok = 0;
-    *v = lua_type(L, idx) == LUA_TNUMBER ? (int64_t)lua_tointegerx(L, idx, &ok) : 0;
-    return ok;
-}
-
-/* A string argument (or option) that must not hold a NUL byte: C would
-   read only its first part, and a name, label or pattern cut short in
-   silence is worse than an error. */
-static const char *checkcstring(lua_State *L, int idx, const char *op, const char *what)
-{
-    size_t len;
-    const char *s = lua_tolstring(L, idx, &len);
-    if (s == NULL) return luaL_checklstring(L, idx, NULL);  /* raises the usual type error */
-    if (strlen(s) != len) ltt_error(L, "%s: %s contains a NUL byte (\\0)", op, what);
-    return s;
-}
-
-int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const char *op)
-{
-    char shp[256];
-    int n = t->ndim + (allow_end ? 1 : 0);
-    int64_t d;
-    if (!tointeger(L, idx, &d)) {           /* a number (the common case) is never a name */
-        if (lua_type(L, idx) == LUA_TSTRING) {
-            const char *name = tt_intern(checkcstring(L, idx, op, "dim name"));
-            int found = -1, unnamed = 0;
-            for (int i = 0; i < t->ndim; i++) {
-                unnamed += t->names[i] == NULL;
-                if (t->names[i] != name) continue;
-                if (found >= 0)             /* core never builds this; never guess between them */
-                    return ltt_error(L, "%s: dim name '%s' is ambiguous in %s (dims %d and %d)", op, name,
-                                     shape_of(t, shp, sizeof shp), found + 1, i + 1);
-                found = i;
-            }
-            if (found >= 0) return found;
-            return ltt_error(L, "%s: no dim named '%s' in %s%s", op, name, shape_of(t, shp, sizeof shp),
-                             unnamed ? "; hint: names that would repeat are dropped: name queries and keys "
-                                       "apart, e.g. 'Nq' and 'Nk'" : "");
-        }
-        if (lua_type(L, idx) == LUA_TNUMBER)
-            return ltt_error(L, "%s: dim must be an integer, got %s", op, lua_tostring(L, idx));
-        return ltt_error(L, "%s: dim must be an integer or a dim name, got %s", op, luaL_typename(L, idx));
-    }
-    if (d >= 1 && d <= n) return (int)(d - 1);
-    if (d < 0 && d >= -n) return (int)(d + n);
-    if (d == 0 && n > 0)
-        return ltt_error(L, "%s: dim 0 out of range for %s (expected 1..%d or -%d..-1; Lua counts dims from 1)",
-                         op, shape_of(t, shp, sizeof shp), n, n);
-    if (n == 0)
-        return ltt_error(L, "%s: dim %lld given but %s has no dims", op, (long long)d, shape_of(t, shp, sizeof shp));
-    return ltt_error(L, "%s: dim %lld out of range for %s (expected 1..%d or -%d..-1)", op, (long long)d,
-                      shape_of(t, shp, sizeof shp), n, n);
 }
 
 static int optdim(lua_State *L, int idx, const tt_tensor *t, int def, const char *op)
@@ -252,7 +41,7 @@ static int checkshape(lua_State *L, int idx, int64_t *shape, const char *op, int
         if (len > TT_MAX_DIMS) ltt_error(L, "%s: %d dims given, at most %d are supported", op, (int)len, TT_MAX_DIMS);
         for (lua_Integer i = 1; i <= len; i++) {
             lua_geti(L, idx, i);
-            if (!tointeger(L, -1, &shape[n]))
+            if (!ltt_tointeger(L, -1, &shape[n]))
                 ltt_error(L, "%s: size %d must be an integer, got %s", op, (int)i,
                            lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
             n++;
@@ -264,7 +53,7 @@ static int checkshape(lua_State *L, int idx, int64_t *shape, const char *op, int
     int top = lua_gettop(L);
     for (; idx <= top && lua_type(L, idx) == LUA_TNUMBER; idx++) {
         if (n == TT_MAX_DIMS) ltt_error(L, "%s: more than %d dims given", op, TT_MAX_DIMS);
-        if (!tointeger(L, idx, &shape[n]))
+        if (!ltt_tointeger(L, idx, &shape[n]))
             ltt_error(L, "%s: size %d must be an integer, got %s", op, n + 1, lua_tostring(L, idx));
         n++;
     }
@@ -281,7 +70,7 @@ static void check_sizes(lua_State *L, int ndim, const int64_t *shape, const char
 static tt_dtype optdtype(lua_State *L, int idx, const char *op)
 {
     if (lua_isnoneornil(L, idx)) return TT_FLOAT32;
-    const char *s = checkcstring(L, idx, op, "dtype");
+    const char *s = ltt_checkcstring(L, idx, op, "dtype");
     if (strcmp(s, "float32") == 0 || strcmp(s, "float") == 0) return TT_FLOAT32;
     if (strcmp(s, "bool") == 0) return TT_BOOL;
     ltt_error(L, "%s: unknown dtype '%s' (expected \"float32\" or \"bool\")", op, s);
@@ -546,7 +335,7 @@ static int t_item(lua_State *L)
     if (tt_numel(t) != 1) {
         char shp[256];
         return ltt_error(L, "item: needs a tensor with exactly one element, got %s (%lld elements)",
-                          shape_of(t, shp, sizeof shp), (long long)tt_numel(t));
+                          tt_shape_str(t, shp, sizeof shp), (long long)tt_numel(t));
     }
     push_elem(L, t, 0);
     return 1;
@@ -576,7 +365,7 @@ static int t_totable(lua_State *L)
 
 static int t_tostring(lua_State *L)
 {
-    tt_tensor *t = testtensor(L, 1);
+    tt_tensor *t = ltt_testtensor(L, 1);
     if (t == NULL) return luaL_typeerror(L, 1, LTT_TENSOR);
     if (t->storage == NULL) {
         lua_pushliteral(L, "tensor (closed)");
@@ -597,18 +386,6 @@ static int t_len(lua_State *L)
     return 1;
 }
 
-/* __gc and __close (safe twice, and on a closed tensor). The collector
-   never finalizes a held tensor (a binding holds its inputs on its stack),
-   so only a close asked by a script can be delayed. */
-static int t_gc(lua_State *L)
-{
-    ltensor *u = (ltensor *)testtensor(L, 1);
-    if (u == NULL) return luaL_typeerror(L, 1, LTT_TENSOR);
-    if (u->holds > 0) u->close_asked = 1;
-    else tt_tensor_release(&u->t);
-    return 0;
-}
-
 static int t_label(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
@@ -617,7 +394,7 @@ static int t_label(lua_State *L)
         else lua_pushnil(L);
         return 1;
     }
-    t->label = tt_intern(checkcstring(L, 2, "label", "the label"));
+    t->label = tt_intern(ltt_checkcstring(L, 2, "label", "the label"));
     ltt_trace_label(t->id, t->label);
     lua_settop(L, 1);
     return 1;
@@ -645,7 +422,7 @@ static int t_named(lua_State *L)
     lua_Integer given = table ? luaL_len(L, 2) : lua_gettop(L) - 1;
     int64_t n;
     if (table && lua_getfield(L, 2, "n") != LUA_TNIL) {
-        if (!tointeger(L, -1, &n) || n < 0 || n > TT_MAX_DIMS)
+        if (!ltt_tointeger(L, -1, &n) || n < 0 || n > TT_MAX_DIMS)
             return ltt_error(L, "named: field 'n' must be a count of names from 0 to %d, got %s", TT_MAX_DIMS,
                              lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
         given = (int)n;
@@ -654,19 +431,19 @@ static int t_named(lua_State *L)
     if (given != t->ndim) {
         char shp[256];
         return ltt_error(L, "named: %lld names given for %s, which has %d dims", (long long)given,
-                          shape_of(t, shp, sizeof shp), t->ndim);
+                          tt_shape_str(t, shp, sizeof shp), t->ndim);
     }
     for (int i = 0; i < t->ndim; i++) {
         int idx = i + 2;
         if (table) { lua_geti(L, 2, i + 1); idx = -1; }
-        if (lua_type(L, idx) == LUA_TSTRING) names[i] = tt_intern(checkcstring(L, idx, "named", "a name"));
+        if (lua_type(L, idx) == LUA_TSTRING) names[i] = tt_intern(ltt_checkcstring(L, idx, "named", "a name"));
         else if (!lua_isnil(L, idx) && !(lua_isboolean(L, idx) && !lua_toboolean(L, idx)))
             return ltt_error(L, "named: name %d must be a string or nil, got %s", i + 1, luaL_typename(L, idx));
         if (table) lua_pop(L, 1);
     }
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    ltt_hold(L, "named", LEN(in), in);
-    ltt_unhold(L, LEN(in), in, tt_named(out, t, names));
+    ltt_hold(L, "named", LTT_LEN(in), in);
+    ltt_unhold(L, LTT_LEN(in), in, tt_named(out, t, names));
     return 1;
 }
 
@@ -681,7 +458,7 @@ static int t_view_like(lua_State *L, int may_copy)
     int ndim = checkshape(L, 2, shape, op, &next);
     if (!lua_isnone(L, next)) return ltt_error(L, "%s: sizes must be integers, got %s", op, luaL_typename(L, next));
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, op, in, may_copy ? tt_reshape(out, t, ndim, shape) : tt_view(out, t, ndim, shape));
+    LTT_CALL_HELD(L, op, in, may_copy ? tt_reshape(out, t, ndim, shape) : tt_view(out, t, ndim, shape));
     return 1;
 }
 
@@ -693,7 +470,7 @@ static int t_transpose(lua_State *L)
     tt_tensor *t = ltt_checktensor(L, 1);
     int d1 = ltt_checkdim(L, 2, t, 0, "transpose"), d2 = ltt_checkdim(L, 3, t, 0, "transpose");
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, "transpose", in, tt_transpose(out, t, d1, d2));
+    LTT_CALL_HELD(L, "transpose", in, tt_transpose(out, t, d1, d2));
     return 1;
 }
 
@@ -701,7 +478,7 @@ static int t_mT(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, "mT", in, tt_mT(out, t));
+    LTT_CALL_HELD(L, "mT", in, tt_mT(out, t));
     return 1;
 }
 
@@ -714,7 +491,7 @@ static int t_permute(lua_State *L)
     if (given != t->ndim) {
         char shp[256];
         return ltt_error(L, "permute: %lld dims given for %s, which has %d", (long long)given,
-                         shape_of(t, shp, sizeof shp), t->ndim);
+                         tt_shape_str(t, shp, sizeof shp), t->ndim);
     }
     for (int i = 0; i < t->ndim; i++) {
         if (table) {
@@ -726,7 +503,7 @@ static int t_permute(lua_State *L)
         }
     }
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, "permute", in, tt_permute(out, t, perm));
+    LTT_CALL_HELD(L, "permute", in, tt_permute(out, t, perm));
     return 1;
 }
 
@@ -740,11 +517,11 @@ static int t_narrow(lua_State *L)
     if (start <= 0 && (first < 1 || len < 0 || first - 1 > size - len)) {   /* say what the script wrote */
         char shp[256];
         return ltt_error(L, "narrow: range start %lld, length %lld is outside dim %d of %s (size %lld); %s",
-                         (long long)start, (long long)len, d + 1, shape_of(t, shp, sizeof shp), (long long)size,
+                         (long long)start, (long long)len, d + 1, tt_shape_str(t, shp, sizeof shp), (long long)size,
                          start == 0 ? "Lua counts from 1" : "-1 is the last position");
     }
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, "narrow", in, tt_narrow(out, t, d, first - 1, len));
+    LTT_CALL_HELD(L, "narrow", in, tt_narrow(out, t, d, first - 1, len));
     return 1;
 }
 
@@ -754,15 +531,15 @@ static int select_impl(lua_State *L, tt_tensor *t, int d, lua_Integer i)
     int64_t size = t->shape[d];
     if (i == 0)
         return ltt_error(L, "select: index 0 is not valid for dim %d of %s; Lua counts from 1", d + 1,
-                          shape_of(t, shp, sizeof shp));
+                          tt_shape_str(t, shp, sizeof shp));
     if (i < 0) {                        /* -1 is the last; errors say what the script wrote */
         if (i < -size)
             return ltt_error(L, "select: index %lld out of range for dim %d of %s (valid 1..%lld or -%lld..-1)",
-                             (long long)i, d + 1, shape_of(t, shp, sizeof shp), (long long)size, (long long)size);
+                             (long long)i, d + 1, tt_shape_str(t, shp, sizeof shp), (long long)size, (long long)size);
         i += size + 1;
     }
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, "select", in, tt_select(out, t, d, i - 1));
+    LTT_CALL_HELD(L, "select", in, tt_select(out, t, d, i - 1));
     return 1;
 }
 
@@ -779,7 +556,7 @@ static int t_expand(lua_State *L)
     int64_t shape[TT_MAX_DIMS];
     int ndim = checkshape(L, 2, shape, "expand", NULL);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, "expand", in, tt_expand(out, t, ndim, shape));
+    LTT_CALL_HELD(L, "expand", in, tt_expand(out, t, ndim, shape));
     return 1;
 }
 
@@ -788,7 +565,7 @@ static int t_unsqueeze(lua_State *L)
     tt_tensor *t = ltt_checktensor(L, 1);
     int d = ltt_checkdim(L, 2, t, 1, "unsqueeze");
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, "unsqueeze", in, tt_unsqueeze(out, t, d));
+    LTT_CALL_HELD(L, "unsqueeze", in, tt_unsqueeze(out, t, d));
     return 1;
 }
 
@@ -797,7 +574,7 @@ static int t_squeeze(lua_State *L)
     tt_tensor *t = ltt_checktensor(L, 1);
     int d = optdim(L, 2, t, -1, "squeeze");
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, "squeeze", in, tt_squeeze(out, t, d));
+    LTT_CALL_HELD(L, "squeeze", in, tt_squeeze(out, t, d));
     return 1;
 }
 
@@ -805,7 +582,7 @@ static int t_contiguous(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, "contiguous", in, tt_contiguous(out, t));
+    LTT_CALL_HELD(L, "contiguous", in, tt_contiguous(out, t));
     return 1;
 }
 
@@ -813,7 +590,7 @@ static int t_clone(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, "clone", in, tt_clone(out, t));
+    LTT_CALL_HELD(L, "clone", in, tt_clone(out, t));
     return 1;
 }
 
@@ -839,7 +616,7 @@ static int pieces(lua_State *L, int is_chunk)
     }
     int got = 0;
     tt_tensor *in[] = {t};
-    CALL_HELD(L, op, in, is_chunk ? tt_chunk(outs, (int)count, &got, t, n, d) : tt_split(outs, (int)count, &got, t, n, d));
+    LTT_CALL_HELD(L, op, in, is_chunk ? tt_chunk(outs, (int)count, &got, t, n, d) : tt_split(outs, (int)count, &got, t, n, d));
     for (int i = 0; i < got; i++) *dst[i] = outs[i];    /* the references move into the userdata */
     for (int i = got; i < count; i++) {                 /* fewer pieces than planned */
         lua_pushnil(L);
@@ -858,7 +635,7 @@ static int binop(lua_State *L, tt_binop op, const char *name)
     tt_tensor *a = opttensor(L, 1, name), *b = opttensor(L, 2, name);
     if (a && b) {
         tt_tensor *out = ltt_newtensor(L), *in[] = {a, b};
-        CALL_HELD(L, name, in, tt_binary(out, op, a, b));
+        LTT_CALL_HELD(L, name, in, tt_binary(out, op, a, b));
         return 1;
     }
     int ti = a ? 1 : 2, si = a ? 2 : 1;
@@ -866,11 +643,11 @@ static int binop(lua_State *L, tt_binop op, const char *name)
     if (lua_type(L, si) != LUA_TNUMBER) {
         char shp[256];
         return ltt_error(L, "%s: expects a tensor or a number, got %s %s %s", name,
-                          a ? shape_of(a, shp, sizeof shp) : luaL_typename(L, 1), name,
-                          a ? luaL_typename(L, 2) : shape_of(b, shp, sizeof shp));
+                          a ? tt_shape_str(a, shp, sizeof shp) : luaL_typename(L, 1), name,
+                          a ? luaL_typename(L, 2) : tt_shape_str(b, shp, sizeof shp));
     }
     tt_tensor *out = ltt_newtensor(L), *in[] = {a ? a : b};
-    CALL_HELD(L, name, in, tt_binary_scalar(out, op, a ? a : b, lua_tonumber(L, si), ti == 2));
+    LTT_CALL_HELD(L, name, in, tt_binary_scalar(out, op, a ? a : b, lua_tonumber(L, si), ti == 2));
     return 1;
 }
 
@@ -895,7 +672,7 @@ static int unop(lua_State *L, tt_unop op, const char *name)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, name, in, tt_unary(out, op, t));
+    LTT_CALL_HELD(L, name, in, tt_unary(out, op, t));
     return 1;
 }
 
@@ -910,7 +687,7 @@ static int convert(lua_State *L, tt_dtype dt)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, dt == TT_BOOL ? "bool" : "float", in, tt_to_dtype(out, t, dt));
+    LTT_CALL_HELD(L, dt == TT_BOOL ? "bool" : "float", in, tt_to_dtype(out, t, dt));
     return 1;
 }
 
@@ -925,7 +702,7 @@ static int reduce(lua_State *L, tt_redop op, const char *name)
     int d = optdim(L, 2, t, -1, name);
     int keep = lua_toboolean(L, 3);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, name, in, tt_reduce(out, op, t, d, keep));
+    LTT_CALL_HELD(L, name, in, tt_reduce(out, op, t, d, keep));
     return 1;
 }
 
@@ -945,7 +722,7 @@ static int maxmin(lua_State *L, int is_min)
     int keep = lua_toboolean(L, 3);
     tt_tensor *v = ltt_newtensor(L);
     tt_tensor *i = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, is_min ? "min" : "max", in, tt_max_dim(v, i, t, d, keep, is_min));
+    LTT_CALL_HELD(L, is_min ? "min" : "max", in, tt_max_dim(v, i, t, d, keep, is_min));
     return 2;
 }
 
@@ -958,7 +735,7 @@ static int ltt_matmul(lua_State *L)
 {
     tt_tensor *a = ltt_checktensor(L, 1), *b = ltt_checktensor(L, 2);
     tt_tensor *out = ltt_newtensor(L), *in[] = {a, b};
-    CALL_HELD(L, "matmul", in, tt_matmul(out, a, b));
+    LTT_CALL_HELD(L, "matmul", in, tt_matmul(out, a, b));
     return 1;
 }
 
@@ -968,11 +745,11 @@ static int t_softmax(lua_State *L)
     if (lua_isnoneornil(L, 2)) {
         char shp[256];
         return ltt_error(L, "softmax: dim is required for %s; hint: attention normalises over the keys, x:softmax(-1)",
-                          shape_of(t, shp, sizeof shp));
+                          tt_shape_str(t, shp, sizeof shp));
     }
     int d = ltt_checkdim(L, 2, t, 0, "softmax");
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, "softmax", in, tt_softmax(out, t, d));
+    LTT_CALL_HELD(L, "softmax", in, tt_softmax(out, t, d));
     return 1;
 }
 
@@ -982,7 +759,7 @@ static int t_masked_fill(lua_State *L)
     tt_tensor *m = ltt_checktensor(L, 2);
     double v = luaL_checknumber(L, 3);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t, m};
-    CALL_HELD(L, "masked_fill", in, tt_masked_fill(out, t, m, v));
+    LTT_CALL_HELD(L, "masked_fill", in, tt_masked_fill(out, t, m, v));
     return 1;
 }
 
@@ -991,7 +768,7 @@ static int tri(lua_State *L, int upper)
     tt_tensor *t = ltt_checktensor(L, 1);
     lua_Integer k = luaL_optinteger(L, 2, 0);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, upper ? "triu" : "tril", in, upper ? tt_triu(out, t, k) : tt_tril(out, t, k));
+    LTT_CALL_HELD(L, upper ? "triu" : "tril", in, upper ? tt_triu(out, t, k) : tt_tril(out, t, k));
     return 1;
 }
 
@@ -1001,7 +778,7 @@ static int t_triu(lua_State *L) { return tri(L, 1); }
 static int ltt_causal_mask(lua_State *L)
 {
     lua_Integer nq = luaL_checkinteger(L, 1), nk = luaL_optinteger(L, 2, nq);
-    const char *align = lua_isnoneornil(L, 3) ? "lower_right" : checkcstring(L, 3, "causal_mask", "align");
+    const char *align = lua_isnoneornil(L, 3) ? "lower_right" : ltt_checkcstring(L, 3, "causal_mask", "align");
     int lower_right = strcmp(align, "lower_right") == 0;
     if (!lower_right && strcmp(align, "upper_left") != 0)
         return ltt_error(L, "causal_mask: align must be \"lower_right\" or \"upper_left\", got \"%s\"", align);
@@ -1025,10 +802,10 @@ static int t_repeat_interleave(lua_State *L)
         src = ltt_newtensor(L);
         tt_tensor *in[] = {t};
         int64_t flat = -1;
-        CALL_HELD(L, "repeat_interleave", in, tt_reshape(src, t, 1, &flat));
+        LTT_CALL_HELD(L, "repeat_interleave", in, tt_reshape(src, t, 1, &flat));
     }
     tt_tensor *out = ltt_newtensor(L), *in[] = {src};
-    CALL_HELD(L, "repeat_interleave", in, tt_repeat_interleave(out, src, r, d));
+    LTT_CALL_HELD(L, "repeat_interleave", in, tt_repeat_interleave(out, src, r, d));
     return 1;
 }
 
@@ -1051,7 +828,7 @@ static int joinop(lua_State *L, int is_stack)
     int keep = lua_gettop(L);
     for (int i = 0; i < n; i++) {
         lua_geti(L, 1, i + 1);
-        list[i] = testtensor(L, -1);
+        list[i] = ltt_testtensor(L, -1);
         if (list[i] == NULL)
             return ltt_error(L, "%s: element %d of the list is a %s, expected a tensor", op, i + 1, luaL_typename(L, -1));
         if (list[i]->storage == NULL) return ltt_error(L, "%s: element %d of the list is a closed tensor", op, i + 1);
@@ -1068,42 +845,6 @@ static int joinop(lua_State *L, int is_stack)
 
 static int ltt_cat(lua_State *L) { return joinop(L, 0); }
 static int ltt_stack(lua_State *L) { return joinop(L, 1); }
-
-/* Options tables: unknown keys are errors (a typo must not pass silently). */
-int ltt_optflag(lua_State *L, int opts, const char *op, const char *name, int dflt)
-{
-    if (!opts) return dflt;
-    const int t = lua_getfield(L, opts, name);
-    if (t != LUA_TNIL && t != LUA_TBOOLEAN)
-        ltt_error(L, "%s: option '%s' must be true or false, not a %s", op, name, luaL_typename(L, -1));
-    const int v = t == LUA_TNIL ? dflt : lua_toboolean(L, -1);
-    lua_pop(L, 1);
-    return v;
-}
-
-void ltt_check_opts(lua_State *L, int idx, const char *op, const char *const *known)
-{
-    if (lua_isnoneornil(L, idx)) return;
-    luaL_checktype(L, idx, LUA_TTABLE);
-    lua_pushnil(L);
-    while (lua_next(L, idx)) {
-        lua_pop(L, 1);
-        if (lua_type(L, -1) != LUA_TSTRING) ltt_error(L, "%s: option keys must be strings", op);
-        const char *k = lua_tostring(L, -1);
-        int ok = 0;
-        for (int i = 0; known[i]; i++) ok |= strcmp(k, known[i]) == 0;
-        if (!ok) {
-            luaL_Buffer b;
-            luaL_buffinit(L, &b);
-            for (int i = 0; known[i]; i++) {
-                if (i) luaL_addstring(&b, ", ");
-                luaL_addstring(&b, known[i]);
-            }
-            luaL_pushresult(&b);
-            ltt_error(L, "%s: unknown option '%s' (options: %s)", op, k, lua_tostring(L, -1));
-        }
-    }
-}
 
 /* The options are read before the tensors are checked: an options table
    may run a script's code (its __index), which may close a tensor. */
@@ -1131,7 +872,7 @@ static int ltt_sdpa(lua_State *L)
     }
     tt_tensor *mask = NULL;
     if (!lua_isnil(L, 6)) {
-        mask = testtensor(L, 6);
+        mask = ltt_testtensor(L, 6);
         if (mask == NULL) return ltt_error(L, "sdpa: mask must be a bool tensor, got %s", luaL_typename(L, 6));
         if (mask->storage == NULL) return ltt_error(L, "sdpa: the mask tensor was closed");
     }
@@ -1140,7 +881,7 @@ static int ltt_sdpa(lua_State *L)
     tt_tensor *w = want_w ? ltt_newtensor(L) : NULL;
     int64_t empty = 0;
     tt_tensor *in[] = {q, k, v, mask};
-    CALL_HELD(L, "sdpa", in, tt_sdpa(out, w, q, k, v, mask, causal, scale, &empty));
+    LTT_CALL_HELD(L, "sdpa", in, tt_sdpa(out, w, q, k, v, mask, causal, scale, &empty));
     return want_w ? 2 : 1;
 }
 
@@ -1149,7 +890,7 @@ static int ltt_sdpa(lua_State *L)
 static int ltt_rearrange(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
-    const char *pattern = checkcstring(L, 2, "rearrange", "the pattern");
+    const char *pattern = ltt_checkcstring(L, 2, "rearrange", "the pattern");
     const char *names[64];
     int64_t sizes[64];
     int n = 0;
@@ -1157,21 +898,21 @@ static int ltt_rearrange(lua_State *L)
         luaL_checktype(L, 3, LUA_TTABLE);
         lua_pushnil(L);
         while (lua_next(L, 3)) {
-            if (lua_type(L, -2) != LUA_TSTRING || !tointeger(L, -1, &sizes[n]))
+            if (lua_type(L, -2) != LUA_TSTRING || !ltt_tointeger(L, -1, &sizes[n]))
                 return ltt_error(L, "rearrange: sizes must map axis names to integers, e.g. {h = 8}");
             if (n == 64) return ltt_error(L, "rearrange: too many sizes");
-            names[n++] = tt_intern(checkcstring(L, -2, "rearrange", "an axis name in sizes"));
+            names[n++] = tt_intern(ltt_checkcstring(L, -2, "rearrange", "an axis name in sizes"));
             lua_pop(L, 1);
         }
     }
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    CALL_HELD(L, "rearrange", in, tt_rearrange(out, t, pattern, n, names, sizes));
+    LTT_CALL_HELD(L, "rearrange", in, tt_rearrange(out, t, pattern, n, names, sizes));
     return 1;
 }
 
 static int ltt_einsum(lua_State *L)
 {
-    const char *spec = checkcstring(L, 1, "einsum", "the pattern");
+    const char *spec = ltt_checkcstring(L, 1, "einsum", "the pattern");
     int n = lua_gettop(L) - 1;
     if (n < 1) return ltt_error(L, "einsum: \"%s\" needs at least one tensor", spec);
     if (n > 16) return ltt_error(L, "einsum: at most 16 tensors, got %d", n);
@@ -1209,11 +950,11 @@ static void compare(lua_State *L, const char *op, tt_tensor *a, tt_tensor *b, do
 {
     char sa[256], sb[256];
     tt_tensor *in[] = {a, b};           /* the loop below runs no Lua code: a check is enough */
-    check_open(L, op, LEN(in), in);
+    ltt_check_open(L, op, LTT_LEN(in), in);
     int same = a->ndim == b->ndim;
     for (int i = 0; same && i < a->ndim; i++) same = a->shape[i] == b->shape[i];
     if (!same && tt_numel(b) != 1)
-        ltt_error(L, "%s: shapes differ: %s vs %s", op, shape_of(a, sa, sizeof sa), shape_of(b, sb, sizeof sb));
+        ltt_error(L, "%s: shapes differ: %s vs %s", op, tt_shape_str(a, sa, sizeof sa), tt_shape_str(b, sb, sizeof sb));
     memset(c, 0, sizeof *c);
     c->first = -1;
     c->n = tt_numel(a);
@@ -1268,106 +1009,10 @@ static int ltt_assert_close(lua_State *L)
     for (int i = 0; i < a->ndim; i++)
         len += (size_t)snprintf(pos + len, sizeof pos - len, "%s%lld", i ? "," : "", (long long)idx[i] + 1);
     char sa[256];
-    ltt_trace_flush();
     return ltt_error(L, "assert_close: %s%s%lld of %lld elements of %s differ; first at [%s]: %.7g vs %.7g "
                       "(|diff| %.3g > tolerance %.3g)", msg ? msg : "", msg ? ": " : "",
-                      (long long)c.bad, (long long)c.n, shape_of(a, sa, sizeof sa), pos, c.got, c.want,
+                      (long long)c.bad, (long long)c.n, tt_shape_str(a, sa, sizeof sa), pos, c.got, c.want,
                       fabs(c.got - c.want), c.tol);
-}
-
-/* ===== tt.nn.Linear ===== */
-
-/* A table {weight = [out,in], bias = [out] or nil} with metatable
-   "tt.Linear", callable: proj(x) = x @ weight^T + bias. */
-static int linear_call(lua_State *L)
-{
-    luaL_checkudata(L, 1, "tt.Linear");
-    tt_tensor *x = ltt_checktensor(L, 2);
-    lua_getiuservalue(L, 1, 1);
-    tt_tensor *w = ltt_checktensor(L, -1);
-    lua_getiuservalue(L, 1, 2);
-    tt_tensor *b = ltt_totensor(L, -1);
-    if (x->ndim == 0 || x->shape[x->ndim - 1] != w->shape[1]) {
-        char sx[256], sw[256];
-        return ltt_error(L, "Linear: input %s does not end in in_features=%lld (weight %s)",
-                          shape_of(x, sx, sizeof sx), (long long)w->shape[1], shape_of(w, sw, sizeof sw));
-    }
-    tt_tensor *wt = ltt_newtensor(L), *in_w[] = {w};
-    CALL_HELD(L, "Linear", in_w, tt_mT(wt, w));
-    tt_tensor *y = ltt_newtensor(L), *in_xw[] = {x, wt};
-    CALL_HELD(L, "Linear", in_xw, tt_matmul(y, x, wt));
-    if (b == NULL) return 1;
-    tt_tensor *yb = ltt_newtensor(L), *in_yb[] = {y, b};
-    CALL_HELD(L, "Linear", in_yb, tt_binary(yb, TT_ADD, y, b));
-    return 1;
-}
-
-static int linear_index(lua_State *L)
-{
-    luaL_checkudata(L, 1, "tt.Linear");
-    const char *k = luaL_checkstring(L, 2);
-    if (strcmp(k, "weight") == 0) lua_getiuservalue(L, 1, 1);
-    else if (strcmp(k, "bias") == 0) lua_getiuservalue(L, 1, 2);
-    else if (strcmp(k, "in_features") == 0 || strcmp(k, "out_features") == 0) {
-        lua_getiuservalue(L, 1, 1);
-        tt_tensor *w = ltt_checktensor(L, -1);
-        lua_pushinteger(L, w->shape[k[0] == 'i' ? 1 : 0]);
-    } else lua_pushnil(L);
-    return 1;
-}
-
-static int linear_tostring(lua_State *L)
-{
-    luaL_checkudata(L, 1, "tt.Linear");
-    lua_getiuservalue(L, 1, 1);
-    tt_tensor *w = ltt_checktensor(L, -1);
-    lua_getiuservalue(L, 1, 2);
-    lua_pushfstring(L, "Linear(in_features=%d, out_features=%d, bias=%s)", (int)w->shape[1], (int)w->shape[0],
-                    lua_isnil(L, -1) ? "false" : "true");
-    return 1;
-}
-
-/* Uniform(-1/sqrt(in), 1/sqrt(in)) from the seeded generator, as PyTorch's
-   default init bound; creation is not traced (it is not part of the math). */
-static void uniform_param(lua_State *L, int ndim, const int64_t *shape, double bound)
-{
-    tt_tensor *t = ltt_newtensor(L);
-    tt_tensor r = {0};
-    tt_status st = tt_rand(&r, ndim, shape);
-    if (st != TT_OK) ltt_trace_mute(0);
-    if (st == TT_OK) {
-        float *p = tt_data_f32(&r);
-        int64_t n = tt_numel(&r);
-        for (int64_t i = 0; i < n; i++) p[i] = (float)((2.0 * (double)p[i] - 1.0) * bound);
-        *t = r;
-    }
-    ltt_check(L, st);
-}
-
-static int ltt_linear(lua_State *L)
-{
-    lua_Integer in = luaL_checkinteger(L, 1), out = luaL_checkinteger(L, 2);
-    static const char *const known[] = {"bias", NULL};
-    ltt_check_opts(L, 3, "Linear", known);
-    int bias = ltt_optflag(L, lua_istable(L, 3) ? 3 : 0, "Linear", "bias", 1);
-    if (in <= 0 || out <= 0)
-        return ltt_error(L, "Linear: in_features and out_features must be positive, got %lld, %lld",
-                          (long long)in, (long long)out);
-    lua_newuserdatauv(L, 0, 2);
-    int ud = lua_gettop(L);
-    luaL_setmetatable(L, "tt.Linear");
-    double bound = 1.0 / sqrt((double)in);
-    int64_t wshape[2] = {out, in}, bshape[1] = {out};
-    ltt_trace_mute(1);
-    uniform_param(L, 2, wshape, bound);
-    lua_setiuservalue(L, ud, 1);
-    if (bias) {
-        uniform_param(L, 1, bshape, bound);
-        lua_setiuservalue(L, ud, 2);
-    }
-    ltt_trace_mute(0);
-    lua_settop(L, ud);
-    return 1;
 }
 
 /* ===== Registration ===== */
@@ -1410,7 +1055,7 @@ static const luaL_Reg tensor_meth[] = {
 
 static const luaL_Reg tensor_metameth[] = {
     {"__tostring", t_tostring}, {"__len", t_len},   /* __index: a closure, below */
-    {"__gc", t_gc}, {"__close", t_gc},
+    {"__gc", ltt_tensor_gc}, {"__close", ltt_tensor_gc},
     {"__add", t_add}, {"__sub", t_sub}, {"__mul", t_mul}, {"__div", t_div},
     {"__pow", t_pow}, {"__unm", t_unm},
     {"__band", t_band}, {"__bor", t_bor}, {"__bxor", t_bxor}, {"__bnot", t_bnot},
@@ -1427,9 +1072,10 @@ static const luaL_Reg ttlib[] = {
     {NULL, NULL}
 };
 
-int luaopen_tt(lua_State *L)
+/* The tensor metatable, and tt's creation functions, ops and checks in the
+   table on top. */
+void ltt_open_tensor(lua_State *L)
 {
-    tt_set_reclaim(reclaim, L);
     luaL_newmetatable(L, LTT_TENSOR);
     luaL_setfuncs(L, tensor_metameth, 0);
     /* getmetatable(x) gives this name, not the table: a script cannot call
@@ -1442,40 +1088,7 @@ int luaopen_tt(lua_State *L)
     lua_pushcclosure(L, t_index, 1);        /* methods as an upvalue: no lookup by name */
     lua_setfield(L, -3, "__index");
     lua_setfield(L, -2, "methods");
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
-    tensor_mt = lua_topointer(L, -1);
-    tensor_mt_state = lua_topointer(L, LUA_REGISTRYINDEX);
+    ltt_register_tensor_mt(L);
     lua_pop(L, 1);
-    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_state) == LUA_TNIL) {
-        lua_newuserdatauv(L, 0, 0);      /* forgets tensor_mt when the state closes */
-        lua_createtable(L, 0, 1);
-        lua_pushcfunction(L, forget_mt);
-        lua_setfield(L, -2, "__gc");
-        lua_setmetatable(L, -2);
-        lua_rawsetp(L, LUA_REGISTRYINDEX, &tensor_mt_state);
-    }
-    lua_pop(L, 1);
-
-    luaL_newmetatable(L, "tt.Linear");
-    lua_pushliteral(L, "tt.Linear");
-    lua_setfield(L, -2, "__metatable");
-    lua_pushcfunction(L, linear_call);
-    lua_setfield(L, -2, "__call");
-    lua_pushcfunction(L, linear_index);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, linear_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pop(L, 1);
-
-    luaL_newlib(L, ttlib);
-    lua_newtable(L);
-    lua_pushcfunction(L, ltt_linear);
-    lua_setfield(L, -2, "Linear");
-    lua_setfield(L, -2, "nn");
-    lua_pushliteral(L, TT_VERSION);
-    lua_setfield(L, -2, "version");
-    ltt_open_trace(L);
-    ltt_open_figures(L);
-    return 1;
+    luaL_setfuncs(L, ttlib, 0);
 }

@@ -1,0 +1,288 @@
+/*
+** lauxtt.c — the bottom of the `tt` Lua library (lua/): the tensor
+** userdata, argument checks, dims, options tables and errors. Every other
+** file of lua/ builds on these; see lauxtt.h for the order of the files.
+*/
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lauxtt.h"
+
+/* Lua's collector sees a tensor as a small userdata and does not know of
+   the buffer behind it, so big temporaries would pile up between cycles
+   (as in Torch7, we track the heap ourselves): when tensor memory doubles
+   since the last full collection, run one. */
+static int64_t gc_threshold = 64 << 20;
+
+static void collect(lua_State *L)
+{
+    lua_gc(L, LUA_GCCOLLECT);
+    int64_t live = tt_memory_in_use();
+    gc_threshold = live > (32 << 20) ? 2 * live : 64 << 20;
+}
+
+static void reclaim(void *ud) { collect(ud); }
+
+/* The userdata behind a tensor: its header, and how many core calls are
+   reading it right now. Scripts can run in the middle of a binding (an
+   options table's __index, a finalizer run by an allocation, the collection
+   the memory cap triggers inside a core op), and such code may close a
+   tensor the binding holds. A close asked while a core call holds the
+   tensor waits for the call to end (hold/unhold below); any other close
+   releases at once, and the binding checks its inputs again just before
+   the core call. */
+typedef struct ltensor {
+    tt_tensor t;        /* first: the userdata's address is a tt_tensor * */
+    int holds;          /* core calls in progress that read this tensor */
+    int close_asked;    /* closed while held: release when the last hold ends */
+} ltensor;
+
+/* Every op checks its tensors and makes one, so both skip the lookup of
+   "tt.Tensor" by name (a string hash and compare per call): the metatable
+   sits in the registry under a light userdata key too, and its address is
+   kept for a pointer compare. The address is only trusted for the state
+   that made it (it is forgotten when that state closes); any other case
+   takes luaL_testudata's way, which is always exact. The size check keeps
+   out a foreign userdata given our metatable through debug.setmetatable. */
+static const char tensor_mt_key;    /* registry[&tensor_mt_key] = the metatable */
+static const void *tensor_mt;       /* its address, in the state that made it */
+static const void *tensor_mt_state; /* that state's registry */
+
+tt_tensor *ltt_testtensor(lua_State *L, int idx)
+{
+    void *p = lua_touserdata(L, idx);
+    if (p == NULL) return NULL;
+    if (tensor_mt != NULL && lua_getmetatable(L, idx)) {
+        const void *mt = lua_topointer(L, -1);
+        lua_pop(L, 1);
+        if (mt == tensor_mt) return lua_rawlen(L, idx) == sizeof(ltensor) ? p : NULL;
+    }
+    p = luaL_testudata(L, idx, LTT_TENSOR);
+    return p && lua_rawlen(L, idx) == sizeof(ltensor) ? p : NULL;
+}
+
+/* Finalizer of a registry sentinel: runs when the state closes. */
+static int forget_mt(lua_State *L)
+{
+    if (tensor_mt_state == lua_topointer(L, LUA_REGISTRYINDEX)) tensor_mt = tensor_mt_state = NULL;
+    return 0;
+}
+
+/* The table on top becomes the tensor metatable (it stays on the stack):
+   kept in the registry under tensor_mt_key, its address remembered for
+   this state, and the collector told to run when tensor memory grows. */
+void ltt_register_tensor_mt(lua_State *L)
+{
+    tt_set_reclaim(reclaim, L);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
+    tensor_mt = lua_topointer(L, -1);
+    tensor_mt_state = lua_topointer(L, LUA_REGISTRYINDEX);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_state) == LUA_TNIL) {
+        lua_newuserdatauv(L, 0, 0);      /* forgets tensor_mt when the state closes */
+        lua_createtable(L, 0, 1);
+        lua_pushcfunction(L, forget_mt);
+        lua_setfield(L, -2, "__gc");
+        lua_setmetatable(L, -2);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &tensor_mt_state);
+    }
+    lua_pop(L, 1);
+}
+
+tt_tensor *ltt_newtensor(lua_State *L)
+{
+    if (tt_memory_in_use() > gc_threshold) collect(L);
+    ltensor *u = lua_newuserdatauv(L, sizeof *u, 0);
+    memset(u, 0, sizeof *u);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
+    lua_setmetatable(L, -2);
+    return &u->t;
+}
+
+tt_tensor *ltt_totensor(lua_State *L, int idx)
+{
+    tt_tensor *t = ltt_testtensor(L, idx);
+    return t && t->storage ? t : NULL;
+}
+
+tt_tensor *ltt_checktensor(lua_State *L, int idx)
+{
+    tt_tensor *t = ltt_testtensor(L, idx);
+    if (t == NULL) luaL_typeerror(L, idx, LTT_TENSOR);
+    if (t->storage == NULL) luaL_argerror(L, idx, "tensor was closed");
+    return t;
+}
+/* Each of in[0..n) (NULL entries skipped) must still be open: Lua code run
+   since it was checked (a metamethod, a finalizer) may have closed it. */
+void ltt_check_open(lua_State *L, const char *op, int n, tt_tensor *const *in)
+{
+    for (int i = 0; i < n; i++)
+        if (in[i] && in[i]->storage == NULL)
+            ltt_error(L, "%s: tensor was closed during the call (input %d, by a metamethod or a finalizer)",
+                      op, i + 1);
+}
+
+/* Before a core call that reads in[0..n): check_open, then a close asked
+   during the call (by a finalizer its allocation runs) waits for
+   ltt_unhold. Nothing between the two may raise: core calls never do. */
+void ltt_hold(lua_State *L, const char *op, int n, tt_tensor *const *in)
+{
+    ltt_check_open(L, op, n, in);
+    for (int i = 0; i < n; i++)
+        if (in[i]) ((ltensor *)in[i])->holds++;
+}
+
+/* After the core call whose status is st: applies the closes asked
+   meanwhile, then raises st's error if any. */
+void ltt_unhold(lua_State *L, int n, tt_tensor *const *in, tt_status st)
+{
+    for (int i = 0; i < n; i++) {
+        ltensor *u = (ltensor *)in[i];
+        if (u && --u->holds == 0 && u->close_asked) {
+            u->close_asked = 0;
+            tt_tensor_release(&u->t);
+        }
+    }
+    ltt_check(L, st);
+}
+
+static void (*output_hook)(void);      /* see lauxtt.h: the trace's flush, set by linit.c */
+
+void ltt_set_output_hook(void (*flush)(void)) { output_hook = flush; }
+
+void ltt_flush_output(void)
+{
+    if (output_hook) output_hook();
+}
+
+void ltt_check(lua_State *L, tt_status st)
+{
+    if (st != TT_OK) ltt_error(L, "%s", tt_errmsg());
+}
+
+int ltt_error(lua_State *L, const char *fmt, ...)
+{
+    char buf[1024];                 /* lua_pushfstring lacks %lld and %g */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    ltt_flush_output();
+    /* file:line of the nearest Lua caller: an op called by a C function
+       (pcall, or string arithmetic trying the tensor's __pow) has none */
+    lua_Debug ar;
+    int level = 1;
+    while (level < 8 && lua_getstack(L, level, &ar) && lua_getinfo(L, "l", &ar) && ar.currentline <= 0) level++;
+    if (level == 8 || !lua_getstack(L, level, &ar)) level = 1;
+    luaL_where(L, level);
+    lua_pushstring(L, buf);
+    lua_concat(L, 2);
+    return lua_error(L);
+}
+
+/* The integer value of the number at idx, as math.tointeger gives it: 2 and
+   2.0 (and 2^40) are integers, 1.5 and strings are not. */
+int ltt_tointeger(lua_State *L, int idx, int64_t *v)
+{
+    int ok = 0;
+    *v = lua_type(L, idx) == LUA_TNUMBER ? (int64_t)lua_tointegerx(L, idx, &ok) : 0;
+    return ok;
+}
+
+/* A string argument (or option) that must not hold a NUL byte: C would
+   read only its first part, and a name, label or pattern cut short in
+   silence is worse than an error. */
+const char *ltt_checkcstring(lua_State *L, int idx, const char *op, const char *what)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    if (s == NULL) return luaL_checklstring(L, idx, NULL);  /* raises the usual type error */
+    if (strlen(s) != len) ltt_error(L, "%s: %s contains a NUL byte (\\0)", op, what);
+    return s;
+}
+
+int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const char *op)
+{
+    char shp[256];
+    int n = t->ndim + (allow_end ? 1 : 0);
+    int64_t d;
+    if (!ltt_tointeger(L, idx, &d)) {           /* a number (the common case) is never a name */
+        if (lua_type(L, idx) == LUA_TSTRING) {
+            const char *name = tt_intern(ltt_checkcstring(L, idx, op, "dim name"));
+            int found = -1, unnamed = 0;
+            for (int i = 0; i < t->ndim; i++) {
+                unnamed += t->names[i] == NULL;
+                if (t->names[i] != name) continue;
+                if (found >= 0)             /* core never builds this; never guess between them */
+                    return ltt_error(L, "%s: dim name '%s' is ambiguous in %s (dims %d and %d)", op, name,
+                                     tt_shape_str(t, shp, sizeof shp), found + 1, i + 1);
+                found = i;
+            }
+            if (found >= 0) return found;
+            return ltt_error(L, "%s: no dim named '%s' in %s%s", op, name, tt_shape_str(t, shp, sizeof shp),
+                             unnamed ? "; hint: names that would repeat are dropped: name queries and keys "
+                                       "apart, e.g. 'Nq' and 'Nk'" : "");
+        }
+        if (lua_type(L, idx) == LUA_TNUMBER)
+            return ltt_error(L, "%s: dim must be an integer, got %s", op, lua_tostring(L, idx));
+        return ltt_error(L, "%s: dim must be an integer or a dim name, got %s", op, luaL_typename(L, idx));
+    }
+    if (d >= 1 && d <= n) return (int)(d - 1);
+    if (d < 0 && d >= -n) return (int)(d + n);
+    if (d == 0 && n > 0)
+        return ltt_error(L, "%s: dim 0 out of range for %s (expected 1..%d or -%d..-1; Lua counts dims from 1)",
+                         op, tt_shape_str(t, shp, sizeof shp), n, n);
+    if (n == 0)
+        return ltt_error(L, "%s: dim %lld given but %s has no dims", op, (long long)d, tt_shape_str(t, shp, sizeof shp));
+    return ltt_error(L, "%s: dim %lld out of range for %s (expected 1..%d or -%d..-1)", op, (long long)d,
+                      tt_shape_str(t, shp, sizeof shp), n, n);
+}
+
+/* __gc and __close (safe twice, and on a closed tensor). The collector
+   never finalizes a held tensor (a binding holds its inputs on its stack),
+   so only a close asked by a script can be delayed. */
+int ltt_tensor_gc(lua_State *L)
+{
+    ltensor *u = (ltensor *)ltt_testtensor(L, 1);
+    if (u == NULL) return luaL_typeerror(L, 1, LTT_TENSOR);
+    if (u->holds > 0) u->close_asked = 1;
+    else tt_tensor_release(&u->t);
+    return 0;
+}
+
+/* Options tables: unknown keys are errors (a typo must not pass silently). */
+int ltt_optflag(lua_State *L, int opts, const char *op, const char *name, int dflt)
+{
+    if (!opts) return dflt;
+    const int t = lua_getfield(L, opts, name);
+    if (t != LUA_TNIL && t != LUA_TBOOLEAN)
+        ltt_error(L, "%s: option '%s' must be true or false, not a %s", op, name, luaL_typename(L, -1));
+    const int v = t == LUA_TNIL ? dflt : lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+void ltt_check_opts(lua_State *L, int idx, const char *op, const char *const *known)
+{
+    if (lua_isnoneornil(L, idx)) return;
+    luaL_checktype(L, idx, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TSTRING) ltt_error(L, "%s: option keys must be strings", op);
+        const char *k = lua_tostring(L, -1);
+        int ok = 0;
+        for (int i = 0; known[i]; i++) ok |= strcmp(k, known[i]) == 0;
+        if (!ok) {
+            luaL_Buffer b;
+            luaL_buffinit(L, &b);
+            for (int i = 0; known[i]; i++) {
+                if (i) luaL_addstring(&b, ", ");
+                luaL_addstring(&b, known[i]);
+            }
+            luaL_pushresult(&b);
+            ltt_error(L, "%s: unknown option '%s' (options: %s)", op, k, lua_tostring(L, -1));
+        }
+    }
+}

@@ -1,0 +1,28 @@
+/*
+** ltrace.h — the trace of the `tt` Lua library (ltrace.c): what main.c
+** starts and stops, and what the tensor functions tell it. Rank 2 (lauxtt.h).
+*/
+#ifndef LTRACE_H
+#define LTRACE_H
+
+#include "lauxtt.h"
+
+typedef enum { LTT_TRACE_OFF, LTT_TRACE_SHAPES, LTT_TRACE_VALUES } ltt_trace_mode;
+/* Starts tracing to stdout at `mode` and, when json_path != NULL, JSON
+   Lines to that file. Returns 0 and an error in *err on failure. */
+int ltt_trace_start(lua_State *L, ltt_trace_mode mode, const char *json_path, const char **err);
+/* Prints the events still held back (call before any other output). */
+void ltt_trace_flush(void);
+void ltt_trace_stop(void);
+/* While muted (nesting count), events are not shown (parameter init). */
+void ltt_trace_mute(int on);
+/* A label given to tensor id (updates held-back events and tt.flow). */
+void ltt_trace_label(uint64_t id, const char *label);
+/* The row of a check that passed (fn "assert_close") or of allclose's
+   answer ok, in place of the rows that made its operands from constants
+   (Lua tables, tt.ones...); only on a line that made rows. Call after comparing a and b. */
+void ltt_trace_check(const char *fn, const tt_tensor *a, const tt_tensor *b, double rtol, double atol, int ok);
+/* Registers source text for a chunk name ("=(command line)", stdin). */
+void ltt_trace_source(const char *chunkname, const char *text);
+
+#endif

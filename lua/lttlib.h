@@ -1,0 +1,19 @@
+/*
+** lttlib.h — the parts of `tt`, as lualib.h lists Lua's libraries: each
+** sets its fields in the table on top; linit.c calls them from one list.
+** Rank 2 (lauxtt.h).
+*/
+#ifndef LTTLIB_H
+#define LTTLIB_H
+
+#include "lauxtt.h"
+
+void ltt_open_tensor(lua_State *L);       /* ltensor.c: tt.Tensor, creation, ops, checks */
+void ltt_open_nn(lua_State *L);           /* lnn.c: tt.nn */
+void ltt_open_trace(lua_State *L);        /* ltrace.c: tt.trace */
+void ltt_open_figures(lua_State *L);      /* lfigures.c: tt.heatmap, tt.bars, tt.flow, tt.head_groups */
+
+/* The whole of `tt` (linit.c): for main.c and require "tt". */
+int luaopen_tt(lua_State *L);
+
+#endif
