@@ -7,24 +7,7 @@
 
 #include "tt.h"
 
-#if defined(__GNUC__)
-#define TT__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define TT__PRINTF(f, a)
-#endif
-
-/* Sets the message returned by tt_errmsg and returns st. */
-tt_status tt__err(tt_status st, const char *fmt, ...) TT__PRINTF(2, 3);
-
-/* Storage: zeroed when zero != 0; counts against the memory cap. */
-tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero);
-/* Other C memory a script's call controls (a figure's canvas): counted
-   against the memory cap like tensors; TT_ENOMEM with the cap's message
-   when it would pass. Release the same amount when freed. */
-tt_status tt__mem_reserve(int64_t bytes);
-void tt__mem_release(int64_t bytes);
-void tt__storage_retain(tt_storage *s);
-void tt__storage_release(tt_storage *s);
+/* tt__err, storage and the memory cap: core/base/base.h (through tt.h). */
 uint64_t tt__next_id(void);
 
 /* A fresh contiguous result shaped like shape[0..ndim) (names copied when

@@ -1,11 +1,10 @@
 /*
-** tensor.c — storage refcounts, memory cap, errors, creation, the random
-** generator, and every view op (views never copy; reshape copies only when
+** tensor.c — tensor queries, allocation, creation, the random generator,
+** and every view op (views never copy; reshape copies only when
 ** the strides leave no choice). Part of the C core: no Lua here.
 */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,276 +12,17 @@
 #include "kernel/kernels.h"
 #include "tt_internal.h"
 
-/* ===== Errors ===== */
+/* ===== Tensors ===== */
 
-static char errbuf[1024];
-
-tt_status tt__err(tt_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-const char *tt_errmsg(void) { return errbuf; }
-
-/* ===== Interned strings =====
-   Names and labels are compared by pointer; a small open hash table. */
-
-static char **intern_tab;
-static size_t intern_cap, intern_len;
-static int64_t intern_bytes;            /* strings and table: counted against the memory cap */
-static int64_t other_bytes;             /* figure canvases (tt__mem_reserve): counted too */
-static tt_status intern_reserve(int64_t bytes);
-
-static uint32_t hash_str(const char *s)
-{
-    uint32_t h = 2166136261u;            /* FNV-1a */
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
-const char *tt_intern(const char *s)
-{
-    if (s == NULL) return NULL;
-    if (intern_len * 2 >= intern_cap) {
-        size_t ncap = intern_cap ? intern_cap * 2 : 64;
-        if (intern_reserve((int64_t)((ncap - intern_cap) * sizeof *intern_tab))) return NULL;
-        char **nt = calloc(ncap, sizeof *nt);
-        if (nt == NULL) return NULL;
-        for (size_t i = 0; i < intern_cap; i++) {
-            if (intern_tab[i] == NULL) continue;
-            size_t j = hash_str(intern_tab[i]) & (ncap - 1);
-            while (nt[j]) j = (j + 1) & (ncap - 1);
-            nt[j] = intern_tab[i];
-        }
-        free(intern_tab);
-        intern_tab = nt;
-        intern_cap = ncap;
-    }
-    size_t j = hash_str(s) & (intern_cap - 1);
-    while (intern_tab[j]) {
-        if (strcmp(intern_tab[j], s) == 0) return intern_tab[j];
-        j = (j + 1) & (intern_cap - 1);
-    }
-    size_t n = strlen(s) + 1;
-    if (intern_reserve((int64_t)n + 16)) return NULL;   /* 16: malloc's own header */
-    char *c = malloc(n);
-    if (c == NULL) return NULL;
-    memcpy(c, s, n);
-    intern_tab[j] = c;
-    intern_len++;
-    return c;
-}
-
-/* ===== Storage and the memory cap ===== */
-
-static int64_t mem_in_use, mem_peak, mem_cap;
 static uint64_t id_counter;
 
-void tt_set_max_memory(int64_t bytes) { mem_cap = bytes > 0 ? bytes : 0; }
-int64_t tt_get_max_memory(void) { return mem_cap; }
-int64_t tt_memory_in_use(void) { return mem_in_use; }
-int64_t tt_memory_peak(void) { return mem_peak; }
-void tt_memory_reset_peak(void) { mem_peak = mem_in_use; }
 uint64_t tt__next_id(void) { return ++id_counter; }
-
-static void fmt_bytes(char *buf, size_t n, int64_t b)
-{
-    if (b >= (1LL << 30)) snprintf(buf, n, "%.1f GiB", (double)b / (double)(1LL << 30));
-    else if (b >= (1LL << 20)) snprintf(buf, n, "%.1f MiB", (double)b / (double)(1LL << 20));
-    else if (b >= 1024) snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
-    else snprintf(buf, n, "%lld bytes", (long long)b);
-}
-
-/* Freed buffers are kept and handed out again, in free lists per size
-   class: a fresh big buffer costs a page fault per 4 KiB on first touch
-   (at attention sizes that takes longer than the arithmetic), and small
-   aligned allocations are slow in most mallocs. Sizes round up to a
-   multiple of 64 below 256 bytes, else to one of four classes per power of
-   two (at most 25% slack). Lua frees dead tensors in batches, one
-   collection cycle at a time, so a loop of small ops frees hundreds of
-   same-sized buffers at once: below SMALL_LIMIT a class keeps 64 blocks,
-   or more while all the small blocks kept stay under SMALL_CACHE_BYTES
-   (else each op would go back to aligned_alloc, the slowest part of it). */
-#define NCLASSES 240
-#define SMALL_LIMIT (1 << 20)               /* below: 64 blocks a class, more within: */
-#define SMALL_CACHE_BYTES ((int64_t)16 << 20)
-#define CACHE_MAX_BYTES ((int64_t)512 << 20) /* above: this many bytes in all */
-
-typedef struct freeblock { struct freeblock *next; } freeblock;
-static freeblock *freelist[NCLASSES];
-static int freecount[NCLASSES];
-static int64_t cache_bytes, small_bytes;
-static tt_storage *free_headers;
-
-static size_t size_class(size_t sz, int *idx)
-{
-    if (sz <= 256) {
-        sz = sz ? (sz + 63) & ~(size_t)63 : 64;
-        *idx = (int)(sz / 64) - 1;
-        return sz;
-    }
-    int o = 63 - __builtin_clzll((unsigned long long)sz);
-    size_t top = (size_t)1 << o, step = top / 4;
-    size_t c = (sz + step - 1) / step * step;
-    int sub = (int)((c - top) / step);      /* 1..4: 4 is the next octave */
-    *idx = 4 + (o - 8) * 4 + sub - 1;
-    return c;
-}
-
-static void *cache_take(int idx, size_t sz)
-{
-    freeblock *b = idx < NCLASSES ? freelist[idx] : NULL;
-    if (b == NULL) return NULL;
-    freelist[idx] = b->next;
-    freecount[idx]--;
-    if (sz >= SMALL_LIMIT) cache_bytes -= (int64_t)sz;
-    else small_bytes -= (int64_t)sz;
-    return b;
-}
-
-static void cache_put(void *p, size_t sz, int idx)
-{
-    int keep = idx < NCLASSES && (sz < SMALL_LIMIT
-                                  ? freecount[idx] < 64 || small_bytes + (int64_t)sz <= SMALL_CACHE_BYTES
-                                  : cache_bytes + (int64_t)sz <= CACHE_MAX_BYTES);
-    /* under --max-memory, what is kept counts as in use: the process stays
-       within the cap however the script frees and allocates */
-    if (keep && mem_cap && mem_in_use + intern_bytes + other_bytes + cache_bytes + small_bytes + (int64_t)sz > mem_cap)
-        keep = 0;
-    if (!keep) {
-        free(p);
-        return;
-    }
-    freeblock *b = p;
-    b->next = freelist[idx];
-    freelist[idx] = b;
-    freecount[idx]++;
-    if (sz >= SMALL_LIMIT) cache_bytes += (int64_t)sz;
-    else small_bytes += (int64_t)sz;
-}
-
-static void cache_drop(void)
-{
-    for (int i = 0; i < NCLASSES; i++) {
-        while (freelist[i]) {
-            freeblock *b = freelist[i];
-            freelist[i] = b->next;
-            free(b);
-        }
-        freecount[i] = 0;
-    }
-    cache_bytes = small_bytes = 0;
-}
 
 void tt_release_caches(void)
 {
     tt_threads_stop();
-    cache_drop();
-    while (free_headers) {
-        tt_storage *h = free_headers;
-        free_headers = h->data;
-        free(h);
-    }
-    for (size_t i = 0; i < intern_cap; i++) free(intern_tab[i]);
-    free(intern_tab);
-    intern_tab = NULL;
-    intern_cap = intern_len = 0;
-    intern_bytes = 0;
-}
-
-static void (*reclaim_fn)(void *);
-static void *reclaim_ud;
-
-void tt_set_reclaim(void (*fn)(void *ud), void *ud)
-{
-    reclaim_fn = fn;
-    reclaim_ud = ud;
-}
-
-/* Whether nbytes more fit under the cap, after collecting garbage tensors;
-   else TT_ENOMEM with the cap's message. Interned names and labels count:
-   they live until exit, so a script making fresh labels in a loop meets the
-   cap instead of growing without bound. */
-static tt_status cap_check(int64_t nbytes)
-{
-    const int64_t held = mem_in_use + intern_bytes + other_bytes;
-    if (mem_cap && nbytes > mem_cap - held - cache_bytes - small_bytes) cache_drop();   /* the cache yields first */
-    if (mem_cap && nbytes > mem_cap - held && reclaim_fn) reclaim_fn(reclaim_ud);
-    if (mem_cap && nbytes > mem_cap - mem_in_use - intern_bytes - other_bytes) {
-        char want[32], cap[32], used[32], names[96] = "";
-        fmt_bytes(want, sizeof want, nbytes);
-        fmt_bytes(cap, sizeof cap, mem_cap);
-        fmt_bytes(used, sizeof used, mem_in_use + intern_bytes + other_bytes);
-        if (intern_bytes > mem_cap / 4) {
-            char nb[32];
-            fmt_bytes(nb, sizeof nb, intern_bytes);
-            snprintf(names, sizeof names, ", %s of it dim names and labels, kept until exit", nb);
-        }
-        return tt__err(TT_ENOMEM, "%s needed but the memory cap is %s (%s in use%s); "
-                       "hint: raise it with --max-memory%s", want, cap, used, names,
-                       names[0] ? ", or reuse labels" : "");
-    }
-    return TT_OK;
-}
-
-tt_status tt__mem_reserve(int64_t bytes)
-{
-    tt_status st = cap_check(bytes);
-    if (st == TT_OK) other_bytes += bytes;
-    return st;
-}
-
-void tt__mem_release(int64_t bytes) { other_bytes -= bytes; }
-
-static tt_status intern_reserve(int64_t bytes)
-{
-    tt_status st = cap_check(bytes);
-    if (st == TT_OK) intern_bytes += bytes;
-    return st;
-}
-
-tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
-{
-    *out = NULL;
-    tt_status st = cap_check(nbytes);
-    if (st) return st;
-    tt_storage *s = free_headers;
-    if (s) free_headers = s->data;
-    else if ((s = malloc(sizeof *s)) == NULL) return tt__err(TT_ENOMEM, "out of memory");
-    int idx;                                /* classes are multiples of 64, as aligned_alloc needs */
-    size_t sz = size_class((size_t)nbytes, &idx);
-    s->data = cache_take(idx, sz);
-    if (s->data == NULL) s->data = aligned_alloc(64, sz);   /* 64-byte aligned for SIMD */
-    if (s->data == NULL) {
-        free(s);
-        char want[32];
-        fmt_bytes(want, sizeof want, nbytes);
-        return tt__err(TT_ENOMEM, "out of memory allocating %s", want);
-    }
-    if (zero) memset(s->data, 0, sz);
-    s->nbytes = nbytes;
-    s->refcount = 1;
-    mem_in_use += nbytes;
-    if (mem_in_use > mem_peak) mem_peak = mem_in_use;
-    *out = s;
-    return TT_OK;
-}
-
-void tt__storage_retain(tt_storage *s) { if (s) s->refcount++; }
-
-void tt__storage_release(tt_storage *s)
-{
-    if (s == NULL || --s->refcount > 0) return;
-    mem_in_use -= s->nbytes;
-    int idx;
-    size_t sz = size_class((size_t)s->nbytes, &idx);
-    cache_put(s->data, sz, idx);
-    s->data = free_headers;                 /* headers are reused too */
-    free_headers = s;
+    tt__storage_drop_cache();
+    tt__intern_free();
 }
 
 void tt_tensor_release(tt_tensor *t)
@@ -394,11 +134,11 @@ tt_status tt__alloc(tt_tensor *out, const char *op, tt_dtype dt, int ndim,
     tt_storage *s;
     st = tt__storage_new(&s, n * (int64_t)tt_dtype_size(dt), 0);
     if (st) {
-        char tmp[sizeof errbuf], shp[256];
+        char tmp[TT__ERRMSG_SIZE], shp[256];
         tt_tensor probe = {0};
         probe.ndim = ndim;
         if (ndim) memcpy(probe.shape, shape, (size_t)ndim * sizeof *shape);
-        snprintf(tmp, sizeof tmp, "%s", errbuf);
+        snprintf(tmp, sizeof tmp, "%s", tt_errmsg());
         return tt__err(st, "%s: cannot allocate %s %s: %s", op, tt_dtype_name(dt),
                        tt_shape_str(&probe, shp, sizeof shp), tmp);
     }
