@@ -54,6 +54,9 @@ float *tt_data_f32(const tt_tensor *t);
 uint8_t *tt_data_bool(const tt_tensor *t);
 /* Element at a flat row-major index of the view, as a double. */
 double tt_get(const tt_tensor *t, int64_t flat);
+/* Every element of the view in row-major order into dst[0..numel), as
+   floats (bool as 0 and 1). */
+void tt_get_floats(const tt_tensor *t, float *dst);
 
 /* "[2,3]" or, with names, "[B=2,N=3]"; returns buf. */
 char *tt_shape_str(const tt_tensor *t, char *buf, size_t n);

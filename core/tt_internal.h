@@ -23,7 +23,8 @@ void tt__view_of(tt_tensor *out, const tt_tensor *a);
 void tt__contig_strides(int ndim, const int64_t *shape, int64_t *stride);
 /* Checked product of sizes: TT_ENOMEM on overflow of int64. */
 tt_status tt__numel_checked(const char *op, int ndim, const int64_t *shape, int64_t *n);
-/* Copies src into dst (same shape; dst contiguous or not; same dtype). */
+/* Copies src into dst (same shape; dst contiguous or not; same dtype);
+   tensor/iter.c, as is tt__broadcast_strides. */
 void tt__copy(const tt_tensor *dst, const tt_tensor *src);
 
 /* Broadcasts two shapes (NumPy rules) into out_shape/out_names; unifies

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernel/kernels.h"
+#include "tensor/iter.h"
 #include "tt_internal.h"
 
 /* ===== Tensors ===== */
@@ -67,11 +68,7 @@ uint8_t *tt_data_bool(const tt_tensor *t) { return (uint8_t *)t->storage->data +
 
 double tt_get(const tt_tensor *t, int64_t flat)
 {
-    int64_t off = t->offset;
-    for (int i = t->ndim - 1; i >= 0; i--) {
-        off += (flat % t->shape[i]) * t->stride[i];
-        flat /= t->shape[i];
-    }
+    int64_t off = t->offset + tt__offset_of(t->ndim, t->shape, t->stride, flat);
     if (t->dtype == TT_BOOL) return ((const uint8_t *)t->storage->data)[off];
     return ((const float *)t->storage->data)[off];
 }
@@ -196,81 +193,6 @@ tt_status tt__check_dtype(const char *op, const tt_tensor *a, tt_dtype want)
     return tt__err(TT_EARG, "%s: expects %s, got %s %s; hint: x:%s()", op, tt_dtype_name(want),
                    tt_dtype_name(a->dtype), tt_shape_str(a, shp, sizeof shp),
                    want == TT_BOOL ? "bool" : "float");
-}
-
-/* Copy of the last two dims in square tiles: when src is read across its
-   rows (a transposed view), a row-by-row walk would touch a new cache line
-   and TLB page per element. */
-#define COPY_TILE 32
-#define TILE_LOOP(T) do { \
-    T *dp = (T *)d + doff; \
-    const T *sp = (const T *)s + soff; \
-    for (int64_t i0 = 0; i0 < R; i0 += COPY_TILE) \
-        for (int64_t j0 = 0; j0 < C; j0 += COPY_TILE) \
-            for (int64_t i = i0; i < R && i < i0 + COPY_TILE; i++) \
-                for (int64_t j = j0; j < C && j < j0 + COPY_TILE; j++) \
-                    dp[i * drs + j * dcs] = sp[i * srs + j * scs]; \
-} while (0)
-
-static void copy_tiled(const tt_tensor *dst, const tt_tensor *src, char *d, const char *s, size_t es)
-{
-    int nd = dst->ndim;
-    int64_t R = dst->shape[nd - 2], C = dst->shape[nd - 1];
-    int64_t drs = dst->stride[nd - 2], dcs = dst->stride[nd - 1];
-    int64_t srs = src->stride[nd - 2], scs = src->stride[nd - 1];
-    int64_t planes = R * C != 0 ? tt_numel(dst) / (R * C) : 0;
-    for (int64_t p = 0; p < planes; p++) {
-        int64_t doff = 0, soff = 0, rem = p;
-        for (int i = nd - 3; i >= 0; i--) {
-            doff += (rem % dst->shape[i]) * dst->stride[i];
-            soff += (rem % dst->shape[i]) * src->stride[i];
-            rem /= dst->shape[i];
-        }
-        if (es == 4) TILE_LOOP(float);
-        else TILE_LOOP(uint8_t);
-    }
-}
-
-/* Strided copy of same-shaped tensors, walking dst in row-major order. */
-void tt__copy(const tt_tensor *dst, const tt_tensor *src)
-{
-    int64_t n = tt_numel(dst);
-    if (n == 0) return;
-    size_t es = tt_dtype_size(dst->dtype);
-    char *d = (char *)dst->storage->data + dst->offset * (int64_t)es;
-    const char *s = (const char *)src->storage->data + src->offset * (int64_t)es;
-    if (tt_is_contiguous(dst) && tt_is_contiguous(src)) {
-        memmove(d, s, (size_t)n * es);
-        return;
-    }
-    int nd = dst->ndim;
-    if (nd >= 2 && src->stride[nd - 1] != 1 && src->stride[nd - 1] != 0) {
-        copy_tiled(dst, src, d, s, es);
-        return;
-    }
-    int64_t idx[TT_MAX_DIMS] = {0};
-    int64_t inner = nd ? dst->shape[nd - 1] : 1;
-    int64_t ds = nd ? dst->stride[nd - 1] : 0, ss = nd ? src->stride[nd - 1] : 0;
-    for (int64_t done = 0; done < n; done += inner) {
-        int64_t doff = 0, soff = 0;
-        for (int i = 0; i < nd - 1; i++) {
-            doff += idx[i] * dst->stride[i];
-            soff += idx[i] * src->stride[i];
-        }
-        if (es == 4) {
-            float *dp = (float *)d + doff;
-            const float *sp = (const float *)s + soff;
-            for (int64_t j = 0; j < inner; j++) dp[j * ds] = sp[j * ss];
-        } else {
-            uint8_t *dp = (uint8_t *)d + doff;
-            const uint8_t *sp = (const uint8_t *)s + soff;
-            for (int64_t j = 0; j < inner; j++) dp[j * ds] = sp[j * ss];
-        }
-        for (int i = nd - 2; i >= 0; i--) {
-            if (++idx[i] < dst->shape[i]) break;
-            idx[i] = 0;
-        }
-    }
 }
 
 /* ===== Creation ===== */
