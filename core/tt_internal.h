@@ -39,6 +39,33 @@ void tt__broadcast_strides(const tt_tensor *a, int ndim, const int64_t *shape, i
 tt_status tt__check_dim(const char *op, const tt_tensor *a, int d, int allow_end);
 tt_status tt__check_dtype(const char *op, const tt_tensor *a, tt_dtype want);
 
+/* Random numbers (tensor.c): n uniforms in [0,1) or normals into p, from
+   the generator tt_manual_seed seeds. */
+void tt__rand_uniform(float *p, int64_t n);
+void tt__rand_normal(float *p, int64_t n);
+
+/* ===== Untraced views (tensor/view.c) =====
+   Each checks its arguments (`op` names the op in the message), fills *out
+   (a view, or a copy where said) and emits nothing: core/ops/view.c wraps
+   each public view op around one of these and traces it. */
+tt_status tt__view(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape, int may_copy);
+tt_status tt__transpose(tt_tensor *out, const tt_tensor *a, int d1, int d2, const char *op);
+tt_status tt__mT(tt_tensor *out, const tt_tensor *a);
+tt_status tt__permute(tt_tensor *out, const tt_tensor *a, const int *perm);
+tt_status tt__narrow(tt_tensor *out, const tt_tensor *a, int d, int64_t start, int64_t len, const char *op);
+tt_status tt__select(tt_tensor *out, const tt_tensor *a, int d, int64_t i);
+tt_status tt__expand(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape);
+tt_status tt__unsqueeze(tt_tensor *out, const tt_tensor *a, int d);
+tt_status tt__squeeze(tt_tensor *out, const tt_tensor *a, int d);
+tt_status tt__named(tt_tensor *out, const tt_tensor *a, const char *const *names);
+/* A copy of a (tt__clone), or a itself when already contiguous. */
+tt_status tt__contiguous(tt_tensor *out, const tt_tensor *a, const char *op);
+tt_status tt__clone(tt_tensor *out, const tt_tensor *a, const char *op);
+/* How many pieces of at most `piece` along d (chunk, split); TT_EARG past max. */
+tt_status tt__pieces(const char *op, const tt_tensor *a, int d, int64_t piece, int max, int64_t *n);
+/* "2, 1, 3": the first k entries of perm, 1-based. */
+void tt__perm_args(char *buf, size_t n, const int *perm, int k);
+
 /* ===== Tracing (trace.c) =====
    Every public op wraps its work in tt__op_enter/tt__op_leave. Nested calls
    (an op built from other ops) emit only the outermost event. */
