@@ -126,17 +126,17 @@ void tt__iter_run(const tt__iter *it, int64_t cost, tt__row_fn fn, void *ctx)
 }
 
 /* ===== Tiles for inputs that disagree on the innermost stride =====
-   out[..., r, c] = f(x, y) where an input runs along r (a transposed view,
-   stride 1 on iterator dim 1): walking out's rows would touch a new cache
-   line of that input at every element. Instead the two inner dims go in
-   TILE_R x TILE_C tiles; each such input's tile is first gathered (reading
+   out[..., r, c] = f(x, y) where an input runs along r (a transposed or
+   permuted view, stride 1 on an outer iterator dim r): walking out's rows
+   would touch a new cache line of that input at every element. Instead
+   dims r and 0 go in TILE_R x TILE_C tiles; each such input's tile is first gathered (reading
    along its own unit stride, the next tile's lines prefetched) into a
    small contiguous buffer, then the row function runs on the tile's rows
    with every operand contiguous or as it was. Any row function works:
    only where the bytes come from changes. */
 
 /* 32 x 128 measured best of 16..64 x 32..256 for 1024^2 and 4096^2 */
-#define TILE_R 32           /* rows of a tile (iterator dim 1) */
+#define TILE_R 32           /* rows of a tile (iterator dim rdim) */
 #define TILE_C 128          /* columns (iterator dim 0, out's unit stride) */
 
 typedef struct tile_job {
@@ -144,7 +144,8 @@ typedef struct tile_job {
     tt__row_fn fn;
     void *ctx;
     int pack[TT__ITER_OPS];     /* inputs gathered per tile */
-    int64_t nr, nc;             /* tiles along dims 1 and 0 */
+    int rdim;                   /* the dim along which they run (stride 1) */
+    int64_t nr, nc;             /* tiles along dims rdim and 0 */
 } tile_job;
 
 /* Operand k's R x C tile at sp (stride 1 down a column, s0 along a row)
@@ -169,18 +170,19 @@ static void tile_range(void *p, int64_t begin, int64_t end)
     for (int64_t t = begin; t < end; t++) {
         int64_t b = t / (j->nr * j->nc), tr = t / j->nc % j->nr, tc = t % j->nc;
         int64_t r0 = tr * TILE_R, c0 = tc * TILE_C;
-        int64_t R = it->shape[1] - r0 < TILE_R ? it->shape[1] - r0 : TILE_R;
+        int64_t R = it->shape[j->rdim] - r0 < TILE_R ? it->shape[j->rdim] - r0 : TILE_R;
         int64_t C = it->shape[0] - c0 < TILE_C ? it->shape[0] - c0 : TILE_C;
         int64_t base[TT__ITER_OPS] = {0}, rem = b;
-        for (int d = 2; d < it->ndim; d++) {
+        for (int d = 1; d < it->ndim; d++) {
+            if (d == j->rdim) continue;
             int64_t i = rem % it->shape[d];
             rem /= it->shape[d];
             for (int k = 0; k < it->nop; k++) base[k] += i * it->stride[k][d];
         }
         for (int k = 0; k < it->nop; k++) {
-            base[k] += r0 * it->stride[k][1] + c0 * it->stride[k][0];
+            base[k] += r0 * it->stride[k][j->rdim] + c0 * it->stride[k][0];
             if (!j->pack[k]) continue;
-            int64_t s0 = it->stride[k][0];           /* stride[k][1] == 1 */
+            int64_t s0 = it->stride[k][0];           /* stride[k][rdim] == 1 */
             const char *sp = it->base[k] + base[k] * (int64_t)it->es[k];
             char *dp = (char *)buf[k];
             if (it->es[k] == 4) GATHER(float, c0 + TILE_C + C <= it->shape[0]);   /* the next tile exists */
@@ -191,7 +193,7 @@ static void tile_range(void *p, int64_t begin, int64_t end)
             int64_t inc[TT__ITER_OPS];
             for (int k = 0; k < it->nop; k++) {
                 row[k] = j->pack[k] ? (char *)buf[k] + r * C * (int64_t)it->es[k]
-                                    : it->base[k] + (base[k] + r * it->stride[k][1]) * (int64_t)it->es[k];
+                                    : it->base[k] + (base[k] + r * it->stride[k][j->rdim]) * (int64_t)it->es[k];
                 inc[k] = j->pack[k] ? 1 : it->stride[k][0];
             }
             j->fn(j->ctx, C, row, inc);
@@ -199,22 +201,31 @@ static void tile_range(void *p, int64_t begin, int64_t end)
     }
 }
 
+/* The first dim after 0 along which operand k steps by 1; 0 if none. */
+static int unit_dim(const tt__iter *it, int k)
+{
+    for (int d = 1; d < it->ndim; d++)
+        if (it->stride[k][d] == 1) return d;
+    return 0;
+}
+
 /* Takes the tiled path when it applies (see above); 0 if not. */
 static int run_tiled(const tt__iter *it, tt__row_fn fn, void *ctx)
 {
-    if (it->ndim < 2 || it->shape[0] < 8 || it->shape[1] < 8 || it->stride[0][0] != 1) return 0;
-    tile_job j = { it, fn, ctx, {0}, 0, 0 };
-    int any = 0;
+    if (it->ndim < 2 || it->shape[0] < 8 || it->stride[0][0] != 1) return 0;
+    tile_job j = { it, fn, ctx, {0}, 0, 0, 0 };
     for (int k = 1; k < it->nop; k++) {
         int64_t s0 = it->stride[k][0];
-        j.pack[k] = s0 != 0 && s0 != 1 && it->stride[k][1] == 1;
-        any |= j.pack[k];
-        if (!j.pack[k] && s0 != 0 && s0 != 1) return 0;   /* some other layout */
+        if (s0 == 0 || s0 == 1) continue;
+        int r = unit_dim(it, k);
+        if (r == 0 || (j.rdim && r != j.rdim)) return 0;   /* some other layout */
+        j.rdim = r;
+        j.pack[k] = 1;
     }
-    if (!any) return 0;
-    j.nr = (it->shape[1] + TILE_R - 1) / TILE_R;
+    if (!j.rdim || it->shape[j.rdim] < 8) return 0;
+    j.nr = (it->shape[j.rdim] + TILE_R - 1) / TILE_R;
     j.nc = (it->shape[0] + TILE_C - 1) / TILE_C;
-    int64_t tiles = it->numel / (it->shape[0] * it->shape[1]) * j.nr * j.nc;
+    int64_t tiles = it->numel / (it->shape[0] * it->shape[j.rdim]) * j.nr * j.nc;
     if (it->numel < TT__PAR_MIN) tile_range(&j, 0, tiles);
     else tt_parallel_for(tiles, TT__PAR_GRAIN / (TILE_R * TILE_C) + 1, tile_range, &j);
     return 1;
