@@ -118,7 +118,6 @@ void tt__storage_drop_cache(void)
     }
 }
 
-
 static void (*reclaim_fn)(void *);
 static void *reclaim_ud;
 
@@ -171,7 +170,6 @@ tt_status tt__names_reserve(int64_t bytes)
 }
 
 void tt__names_forget(void) { names_bytes = 0; }
-
 
 tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
 {

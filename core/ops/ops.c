@@ -86,8 +86,6 @@ tt_status tt__broadcast(const char *op, const tt_tensor *a, const tt_tensor *b,
                    shp(a, sa), shp(b, sb));
 }
 
-
-
 /* ===== Elementwise rows ===== */
 
 typedef struct ew_ctx {
