@@ -9,33 +9,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/base.h"
+
 #define TT_VERSION "0.1.0"
 #define TT_MAX_DIMS 8
 
-/* ===== Status and errors ===== */
-
-typedef enum tt_status {
-    TT_OK = 0,
-    TT_ENOMEM,   /* allocation failed or memory cap exceeded */
-    TT_ESHAPE,   /* shapes do not fit together */
-    TT_EARG,     /* a bad argument (dim out of range, wrong dtype, ...) */
-    TT_EIO       /* file could not be written */
-} tt_status;
-
-/* The message of the last failure ("op: what is wrong [shapes]; hint").
-   Static buffer: valid until the next failing call. */
-const char *tt_errmsg(void);
+/* Status codes and tt_errmsg, tt_intern, tt_storage and the memory cap:
+   the base layer (core/base/base.h), part of this API. */
 
 /* ===== Tensors ===== */
 
 typedef enum tt_dtype { TT_FLOAT32 = 0, TT_BOOL = 1 } tt_dtype;
-
-/* Refcounted flat buffer. bool elements are one byte (0 or 1). */
-typedef struct tt_storage {
-    void *data;
-    int64_t nbytes;
-    int refcount;
-} tt_storage;
 
 /* A small value header over a storage. Strides and offset count elements.
    names[] and label are interned strings (tt_intern) or NULL. */
@@ -70,24 +54,13 @@ float *tt_data_f32(const tt_tensor *t);
 uint8_t *tt_data_bool(const tt_tensor *t);
 /* Element at a flat row-major index of the view, as a double. */
 double tt_get(const tt_tensor *t, int64_t flat);
+/* Every element of the view in row-major order into dst[0..numel), as
+   floats (bool as 0 and 1). */
+void tt_get_floats(const tt_tensor *t, float *dst);
 
 /* "[2,3]" or, with names, "[B=2,N=3]"; returns buf. */
 char *tt_shape_str(const tt_tensor *t, char *buf, size_t n);
 
-/* Interned copy of s: equal strings give equal pointers; lives until exit
-   (dim names and labels). Their bytes count against the memory cap: NULL
-   (tt_errmsg says why) when out of memory or when s would pass the cap. */
-const char *tt_intern(const char *s);
-
-/* Memory: cap on live tensor bytes (0 = none); current and peak usage. */
-void tt_set_max_memory(int64_t bytes);
-int64_t tt_get_max_memory(void);
-int64_t tt_memory_in_use(void);
-int64_t tt_memory_peak(void);
-void tt_memory_reset_peak(void);
-/* Called when an allocation would pass the memory cap, before giving up:
-   the interpreter collects garbage tensors there. */
-void tt_set_reclaim(void (*fn)(void *ud), void *ud);
 /* Frees the buffers kept for reuse and the interned strings, and stops
    the thread pool (at exit; no tensor or name may be used afterwards). */
 void tt_release_caches(void);

@@ -7,24 +7,7 @@
 
 #include "tt.h"
 
-#if defined(__GNUC__)
-#define TT__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define TT__PRINTF(f, a)
-#endif
-
-/* Sets the message returned by tt_errmsg and returns st. */
-tt_status tt__err(tt_status st, const char *fmt, ...) TT__PRINTF(2, 3);
-
-/* Storage: zeroed when zero != 0; counts against the memory cap. */
-tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero);
-/* Other C memory a script's call controls (a figure's canvas): counted
-   against the memory cap like tensors; TT_ENOMEM with the cap's message
-   when it would pass. Release the same amount when freed. */
-tt_status tt__mem_reserve(int64_t bytes);
-void tt__mem_release(int64_t bytes);
-void tt__storage_retain(tt_storage *s);
-void tt__storage_release(tt_storage *s);
+/* tt__err, storage and the memory cap: core/base/base.h (through tt.h). */
 uint64_t tt__next_id(void);
 
 /* A fresh contiguous result shaped like shape[0..ndim) (names copied when
@@ -40,7 +23,8 @@ void tt__view_of(tt_tensor *out, const tt_tensor *a);
 void tt__contig_strides(int ndim, const int64_t *shape, int64_t *stride);
 /* Checked product of sizes: TT_ENOMEM on overflow of int64. */
 tt_status tt__numel_checked(const char *op, int ndim, const int64_t *shape, int64_t *n);
-/* Copies src into dst (same shape; dst contiguous or not; same dtype). */
+/* Copies src into dst (same shape; dst contiguous or not; same dtype);
+   tensor/iter.c, as is tt__broadcast_strides. */
 void tt__copy(const tt_tensor *dst, const tt_tensor *src);
 
 /* Broadcasts two shapes (NumPy rules) into out_shape/out_names; unifies
@@ -54,6 +38,33 @@ void tt__broadcast_strides(const tt_tensor *a, int ndim, const int64_t *shape, i
 /* Dim range check: TT_EARG "op: dim N out of range for [shape]". */
 tt_status tt__check_dim(const char *op, const tt_tensor *a, int d, int allow_end);
 tt_status tt__check_dtype(const char *op, const tt_tensor *a, tt_dtype want);
+
+/* Random numbers (tensor.c): n uniforms in [0,1) or normals into p, from
+   the generator tt_manual_seed seeds. */
+void tt__rand_uniform(float *p, int64_t n);
+void tt__rand_normal(float *p, int64_t n);
+
+/* ===== Untraced views (tensor/view.c) =====
+   Each checks its arguments (`op` names the op in the message), fills *out
+   (a view, or a copy where said) and emits nothing: core/ops/view.c wraps
+   each public view op around one of these and traces it. */
+tt_status tt__view(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape, int may_copy);
+tt_status tt__transpose(tt_tensor *out, const tt_tensor *a, int d1, int d2, const char *op);
+tt_status tt__mT(tt_tensor *out, const tt_tensor *a);
+tt_status tt__permute(tt_tensor *out, const tt_tensor *a, const int *perm);
+tt_status tt__narrow(tt_tensor *out, const tt_tensor *a, int d, int64_t start, int64_t len, const char *op);
+tt_status tt__select(tt_tensor *out, const tt_tensor *a, int d, int64_t i);
+tt_status tt__expand(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape);
+tt_status tt__unsqueeze(tt_tensor *out, const tt_tensor *a, int d);
+tt_status tt__squeeze(tt_tensor *out, const tt_tensor *a, int d);
+tt_status tt__named(tt_tensor *out, const tt_tensor *a, const char *const *names);
+/* A copy of a (tt__clone), or a itself when already contiguous. */
+tt_status tt__contiguous(tt_tensor *out, const tt_tensor *a, const char *op);
+tt_status tt__clone(tt_tensor *out, const tt_tensor *a, const char *op);
+/* How many pieces of at most `piece` along d (chunk, split); TT_EARG past max. */
+tt_status tt__pieces(const char *op, const tt_tensor *a, int d, int64_t piece, int max, int64_t *n);
+/* "2, 1, 3": the first k entries of perm, 1-based. */
+void tt__perm_args(char *buf, size_t n, const int *perm, int k);
 
 /* ===== Tracing (trace.c) =====
    Every public op wraps its work in tt__op_enter/tt__op_leave. Nested calls

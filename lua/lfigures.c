@@ -25,23 +25,7 @@
 static float *to_floats(const tt_tensor *t, int64_t n)
 {
     float *out = malloc((size_t)n * sizeof *out);
-    if (!out) return NULL;
-    const int nd = t->ndim;
-    const int64_t inner = nd ? t->shape[nd - 1] : 1, is = nd ? t->stride[nd - 1] : 0;
-    const float *f = t->dtype == TT_FLOAT32 ? tt_data_f32(t) : NULL;
-    const uint8_t *b = t->dtype == TT_BOOL ? tt_data_bool(t) : NULL;
-    int64_t idx[TT_MAX_DIMS] = { 0 };
-    for (int64_t o = 0; o < n / inner; o++) {
-        int64_t off = 0;
-        for (int d = 0; d < nd - 1; d++) off += idx[d] * t->stride[d];
-        float *dst = out + o * inner;
-        if (f) for (int64_t i = 0; i < inner; i++) dst[i] = f[off + i * is];
-        else for (int64_t i = 0; i < inner; i++) dst[i] = b[off + i * is] ? 1.0f : 0.0f;
-        for (int d = nd - 2; d >= 0; d--) {   /* next outer index */
-            if (++idx[d] < t->shape[d]) break;
-            idx[d] = 0;
-        }
-    }
+    if (out) tt_get_floats(t, out);
     return out;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernel/kernels.h"
+#include "tensor/iter.h"
 #include "tt_internal.h"
 
 #define SHAPE_BUF 256
@@ -33,27 +34,32 @@ static const char *fmt_shape(char *buf, int nd, const int64_t *shape, const char
 }
 
 /* Can dims [0, n) (outermost first) be walked with one stride? Size-1
-   dims do not count. On success *s gets that stride (0 if nothing moves). */
+   dims do not count. On success *s gets that stride (0 if nothing moves):
+   the iterator's dim merging, on one operand. */
 static int collapse(int n, const int64_t *shape, const int64_t *stride, int64_t *s)
 {
-    int64_t span = 0;
-    *s = 0;
-    for (int i = n - 1; i >= 0; i--) {
-        if (shape[i] == 0) {            /* nothing to walk */
-            *s = 0;
-            return 1;
-        }
-        if (shape[i] == 1) continue;
-        if (span == 0) {
-            *s = stride[i];
-            span = shape[i];
-        } else if (stride[i] == *s * span) {
-            span *= shape[i];
-        } else {
-            return 0;
-        }
+    void *base[1] = { NULL };
+    size_t es[1] = { 0 };
+    tt__iter it;
+    tt__iter_init(&it, n, shape, 1, (const int64_t (*)[TT_MAX_DIMS])stride, base, es);
+    *s = it.numel ? it.stride[0][0] : 0;
+    return it.numel == 0 || it.ndim == 1;
+}
+
+/* Batch t's element offsets in a and b, in walk order. */
+typedef struct batch_ctx {
+    const float *a, *b;
+    int64_t *aoff, *boff, t;
+} batch_ctx;
+
+static void batch_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
+{
+    batch_ctx *c = ctx;
+    const float *a = (const float *)p[0], *b = (const float *)p[1];
+    for (int64_t i = 0; i < n; i++, c->t++) {
+        c->aoff[c->t] = a + i * inc[0] - c->a;
+        c->boff[c->t] = b + i * inc[1] - c->b;
     }
-    return 1;
 }
 
 /* ===== matmul ===== */
@@ -151,20 +157,16 @@ static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor
         return tt__err(TT_ENOMEM, "matmul: out of memory for %lld batch offsets", (long long)nbatch);
     }
     int64_t *aoff = off, *boff = off + nbatch, *coff = off + 2 * nbatch;
-    int64_t idx[TT_MAX_DIMS] = {0}, ao = 0, bo = 0;
-    for (int64_t t = 0; t < nbatch; t++) {
-        aoff[t] = ao;
-        boff[t] = bo;
-        coff[t] = t * M * N;
-        for (int i = nb - 1; i >= 0; i--) {     /* odometer over the batch dims */
-            ao += as[i];
-            bo += bs[i];
-            if (++idx[i] < bshape[i]) break;
-            ao -= as[i] * bshape[i];
-            bo -= bs[i] * bshape[i];
-            idx[i] = 0;
-        }
-    }
+    int64_t bst[2][TT_MAX_DIMS];             /* the odometer over the batch dims */
+    memcpy(bst[0], as, (size_t)nb * sizeof *as);
+    memcpy(bst[1], bs, (size_t)nb * sizeof *bs);
+    void *base[2] = { tt_data_f32(a), tt_data_f32(b) };
+    size_t es[2] = { sizeof(float), sizeof(float) };
+    batch_ctx bc = { base[0], base[1], aoff, boff, 0 };
+    tt__iter it;
+    tt__iter_init(&it, nb, bshape, 2, (const int64_t (*)[TT_MAX_DIMS])bst, base, es);
+    tt__iter_range(&it, 0, nbatch, batch_row, &bc);
+    for (int64_t t = 0; t < nbatch; t++) coff[t] = t * M * N;
     tt_gemm_batch(nbatch, M, N, K, tt_data_f32(a), aoff, rsa, csa,
                   tt_data_f32(b), boff, rsb, csb, c, coff, rsc, csc);
     free(off);

@@ -10,11 +10,12 @@
 #include <string.h>
 
 #include "kernel/kernels.h"
+#include "tensor/iter.h"
 #include "tt_internal.h"
 
 #define SHAPE_BUF 256
-#define PAR_MIN 65536       /* elements below which a loop stays on one thread */
-#define PAR_GRAIN 16384
+#define PAR_MIN TT__PAR_MIN       /* elements below which a loop stays on one thread */
+#define PAR_GRAIN TT__PAR_GRAIN
 
 static void clear(tt_tensor *t)
 {
@@ -85,120 +86,11 @@ tt_status tt__broadcast(const char *op, const tt_tensor *a, const tt_tensor *b,
                    shp(a, sa), shp(b, sb));
 }
 
-void tt__broadcast_strides(const tt_tensor *a, int ndim, const int64_t *shape, int64_t *stride)
-{
-    int lead = ndim - a->ndim;
-    for (int i = 0; i < ndim; i++) {
-        int ia = i - lead;
-        stride[i] = (ia < 0 || a->shape[ia] != shape[i]) ? 0 : a->stride[ia];
-    }
-}
-
-/* ===== Strided iteration =====
-   An iterator walks an output shape in row-major order with up to three
-   operands (0 = output, then inputs), each with its own element strides.
-   Size-1 dims are dropped and dims that are contiguous for every operand
-   are merged, so a contiguous op becomes one long row: the fast path. */
-
-#define ITER_OPS 3
-
-typedef struct iter {
-    int ndim;                           /* >= 1; dim 0 is the innermost */
-    int nop;
-    int64_t numel;
-    int64_t shape[TT_MAX_DIMS];
-    int64_t stride[ITER_OPS][TT_MAX_DIMS];
-} iter;
-
-/* row(ctx, n, off, inc): n elements; operand k starts at element off[k]
-   and steps by inc[k]. */
-typedef void (*row_fn)(void *ctx, int64_t n, const int64_t *off, const int64_t *inc);
-
-static void iter_init(iter *it, int ndim, const int64_t *shape, int nop,
-                      const int64_t (*stride)[TT_MAX_DIMS])
-{
-    it->ndim = 0;
-    it->nop = nop;
-    it->numel = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        it->numel *= shape[d];
-        if (shape[d] == 1) continue;
-        int merge = it->ndim > 0;
-        for (int k = 0; k < nop && merge; k++) {
-            int j = it->ndim - 1;
-            merge = stride[k][d] == it->stride[k][j] * it->shape[j];
-        }
-        if (merge) {
-            it->shape[it->ndim - 1] *= shape[d];
-            continue;
-        }
-        it->shape[it->ndim] = shape[d];
-        for (int k = 0; k < nop; k++) it->stride[k][it->ndim] = stride[k][d];
-        it->ndim++;
-    }
-    if (it->ndim == 0) {
-        it->ndim = 1;
-        it->shape[0] = 1;
-        for (int k = 0; k < nop; k++) it->stride[k][0] = 0;
-    }
-}
-
-static void iter_range(const iter *it, int64_t begin, int64_t end, row_fn fn, void *ctx)
-{
-    if (begin >= end) return;
-    int64_t idx[TT_MAX_DIMS], off[ITER_OPS] = {0}, inc[ITER_OPS] = {0};
-    int64_t rem = begin;
-    for (int d = 0; d < it->ndim; d++) {
-        idx[d] = rem % it->shape[d];
-        rem /= it->shape[d];
-        for (int k = 0; k < it->nop; k++) off[k] += idx[d] * it->stride[k][d];
-    }
-    for (int k = 0; k < it->nop; k++) inc[k] = it->stride[k][0];
-    for (int64_t pos = begin; pos < end;) {
-        int64_t n = it->shape[0] - idx[0];
-        if (n > end - pos) n = end - pos;
-        fn(ctx, n, off, inc);
-        pos += n;
-        idx[0] += n;
-        for (int k = 0; k < it->nop; k++) off[k] += n * inc[k];
-        for (int d = 0; d < it->ndim - 1 && idx[d] == it->shape[d]; d++) {
-            idx[d] = 0;
-            idx[d + 1]++;
-            for (int k = 0; k < it->nop; k++)
-                off[k] += it->stride[k][d + 1] - it->shape[d] * it->stride[k][d];
-        }
-    }
-}
-
-typedef struct par_job {
-    const iter *it;
-    row_fn fn;
-    void *ctx;
-} par_job;
-
-static void par_range(void *p, int64_t begin, int64_t end)
-{
-    const par_job *j = p;
-    iter_range(j->it, begin, end, j->fn, j->ctx);
-}
-
-static void iter_run(const iter *it, row_fn fn, void *ctx)
-{
-    if (it->numel == 0) return;
-    if (it->numel < PAR_MIN) {
-        iter_range(it, 0, it->numel, fn, ctx);
-        return;
-    }
-    par_job j = { it, fn, ctx };
-    tt_parallel_for(it->numel, PAR_GRAIN, par_range, &j);
-}
-
 /* ===== Elementwise rows ===== */
 
 typedef struct ew_ctx {
     int op;                 /* tt_binop or tt_unop (or CAST_*) */
-    const void *x, *y;      /* operand bases (a scalar has stride 0) */
-    void *o;
+    const void *x, *y;      /* input bases for run_ew (a scalar has stride 0) */
     float fval;             /* masked_fill value */
     uint8_t bval;
 } ew_ctx;
@@ -241,14 +133,14 @@ static const signed char EW_UN[TT_UNOP_COUNT] = {
 static int unit_or_zero(int64_t s) { return s == 0 || s == 1; }
 
 #define T float
-static void binary_f32_row(void *p, int64_t n, const int64_t *off, const int64_t *inc)
+static void binary_f32_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
-    const ew_ctx *c = p;
-    const float *x = (const float *)c->x + off[1], *y = (const float *)c->y + off[2];
+    const ew_ctx *c = ctx;
+    const float *x = (const float *)p[1], *y = (const float *)p[2];
     int64_t so = inc[0], sx = inc[1], sy = inc[2];
     int vec = so == 1 && unit_or_zero(sx) && unit_or_zero(sy);
     if (c->op < TT_EQ) {
-        float *o = (float *)c->o + off[0];
+        float *o = (float *)p[0];
         if (vec && c->op == TT_POW && sy == 0 && y[0] == 2.0f) {
             tt_ew_binary(TT_EW_MUL, n, x, sx, x, sx, o);     /* exact, and the common case */
             return;
@@ -272,7 +164,7 @@ static void binary_f32_row(void *p, int64_t n, const int64_t *off, const int64_t
         }
         return;
     }
-    uint8_t *o = (uint8_t *)c->o + off[0];
+    uint8_t *o = (uint8_t *)p[0];
     if (vec) {
         tt_ew_compare(EW_BIN[c->op], n, x, sx, y, sy, o);
         return;
@@ -288,17 +180,17 @@ static void binary_f32_row(void *p, int64_t n, const int64_t *off, const int64_t
     }
 }
 
-static void unary_f32_row(void *p, int64_t n, const int64_t *off, const int64_t *inc)
+static void unary_f32_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
-    const ew_ctx *c = p;
-    const float *x = (const float *)c->x + off[1];
+    const ew_ctx *c = ctx;
+    const float *x = (const float *)p[1];
     int64_t so = inc[0], sx = inc[1];
     if (c->op == CAST_TO_BOOL) {
-        uint8_t *o = (uint8_t *)c->o + off[0];
+        uint8_t *o = (uint8_t *)p[0];
         EW1(u != 0.0f);                  /* NaN counts as true, as in PyTorch */
         return;
     }
-    float *o = (float *)c->o + off[0];
+    float *o = (float *)p[0];
     if (so == 1 && sx == 1) {
         tt_ew_unary(EW_UN[c->op], n, x, o);
         return;
@@ -314,12 +206,12 @@ static void unary_f32_row(void *p, int64_t n, const int64_t *off, const int64_t 
     }
 }
 
-static void masked_fill_f32_row(void *p, int64_t n, const int64_t *off, const int64_t *inc)
+static void masked_fill_f32_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
-    const ew_ctx *c = p;
-    const float *x = (const float *)c->x + off[1];
-    const uint8_t *m = (const uint8_t *)c->y + off[2];
-    float *o = (float *)c->o + off[0];
+    const ew_ctx *c = ctx;
+    const float *x = (const float *)p[1];
+    const uint8_t *m = (const uint8_t *)p[2];
+    float *o = (float *)p[0];
     const float v = c->fval;
     if (inc[0] == 1 && unit_or_zero(inc[1]) && unit_or_zero(inc[2])) {
         tt_ew_masked_fill(n, x, inc[1], m, inc[2], v, o);
@@ -330,11 +222,11 @@ static void masked_fill_f32_row(void *p, int64_t n, const int64_t *off, const in
 #undef T
 
 #define T uint8_t
-static void binary_bool_row(void *p, int64_t n, const int64_t *off, const int64_t *inc)
+static void binary_bool_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
-    const ew_ctx *c = p;
-    const uint8_t *x = (const uint8_t *)c->x + off[1], *y = (const uint8_t *)c->y + off[2];
-    uint8_t *o = (uint8_t *)c->o + off[0];
+    const ew_ctx *c = ctx;
+    const uint8_t *x = (const uint8_t *)p[1], *y = (const uint8_t *)p[2];
+    uint8_t *o = (uint8_t *)p[0];
     int64_t so = inc[0], sx = inc[1], sy = inc[2];
     switch (c->op) {
     case TT_EQ: EW2(u == w); break;
@@ -346,130 +238,29 @@ static void binary_bool_row(void *p, int64_t n, const int64_t *off, const int64_
     }
 }
 
-static void unary_bool_row(void *p, int64_t n, const int64_t *off, const int64_t *inc)
+static void unary_bool_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
-    const ew_ctx *c = p;
-    const uint8_t *x = (const uint8_t *)c->x + off[1];
+    const ew_ctx *c = ctx;
+    const uint8_t *x = (const uint8_t *)p[1];
     int64_t so = inc[0], sx = inc[1];
     if (c->op == CAST_TO_FLOAT) {
-        float *o = (float *)c->o + off[0];
+        float *o = (float *)p[0];
         EW1(u ? 1.0f : 0.0f);
         return;
     }
-    uint8_t *o = (uint8_t *)c->o + off[0];
+    uint8_t *o = (uint8_t *)p[0];
     EW1(!u);
 }
 
-static void masked_fill_bool_row(void *p, int64_t n, const int64_t *off, const int64_t *inc)
+static void masked_fill_bool_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
-    const ew_ctx *c = p;
-    const uint8_t *x = (const uint8_t *)c->x + off[1], *m = (const uint8_t *)c->y + off[2];
-    uint8_t *o = (uint8_t *)c->o + off[0];
+    const ew_ctx *c = ctx;
+    const uint8_t *x = (const uint8_t *)p[1], *m = (const uint8_t *)p[2];
+    uint8_t *o = (uint8_t *)p[0];
     const uint8_t v = c->bval;
     for (int64_t i = 0; i < n; i++) o[i * inc[0]] = m[i * inc[2]] ? v : x[i * inc[1]];
 }
 #undef T
-
-/* ===== Tiles for operands that disagree on the innermost stride =====
-   out[..., r, c] = f(x, y) where an input runs along r (a transposed view,
-   stride 1 on iterator dim 1): walking out's rows would touch a new cache
-   line of that input at every element. Instead the two inner dims go in
-   TILE_R x TILE_C tiles; each such input's tile is first gathered (reading
-   along its own unit stride, the next tile's lines prefetched) into a
-   small contiguous buffer, then the row
-   function runs on the tile's rows with every operand contiguous or as it
-   was. Any row function works: only where the bytes come from changes. */
-
-/* 32 x 128 measured best of 16..64 x 32..256 for 1024^2 and 4096^2 */
-#define TILE_R 32           /* rows of a tile (iterator dim 1) */
-#define TILE_C 128          /* columns (iterator dim 0, out's unit stride) */
-
-typedef struct tile_job {
-    const iter *it;
-    row_fn fn;
-    const ew_ctx *c;
-    int pack[ITER_OPS];         /* inputs gathered per tile */
-    size_t es[ITER_OPS];        /* element sizes */
-    int64_t nr, nc;             /* tiles along dims 1 and 0 */
-} tile_job;
-
-static void tile_range(void *p, int64_t begin, int64_t end)
-{
-    const tile_job *j = p;
-    const iter *it = j->it;
-    float buf[ITER_OPS][TILE_R * TILE_C];   /* as bytes for bool operands */
-    for (int64_t t = begin; t < end; t++) {
-        int64_t b = t / (j->nr * j->nc), tr = t / j->nc % j->nr, tc = t % j->nc;
-        int64_t r0 = tr * TILE_R, c0 = tc * TILE_C;
-        int64_t R = it->shape[1] - r0 < TILE_R ? it->shape[1] - r0 : TILE_R;
-        int64_t C = it->shape[0] - c0 < TILE_C ? it->shape[0] - c0 : TILE_C;
-        int64_t base[ITER_OPS] = {0}, rem = b;
-        for (int d = 2; d < it->ndim; d++) {
-            int64_t i = rem % it->shape[d];
-            rem /= it->shape[d];
-            for (int k = 0; k < it->nop; k++) base[k] += i * it->stride[k][d];
-        }
-        ew_ctx tc_ctx = *j->c;
-        for (int k = 1; k < it->nop; k++) {
-            base[k] += r0 * it->stride[k][1] + c0 * it->stride[k][0];
-            if (!j->pack[k]) continue;
-            int64_t s0 = it->stride[k][0];           /* stride[k][1] == 1 */
-            const void *src = k == 1 ? j->c->x : j->c->y;
-            if (j->es[k] == 4) {
-                const float *sp = (const float *)src + base[k];
-                float *dp = buf[k];
-                int pf = c0 + TILE_C + C <= it->shape[0];   /* the next tile along exists */
-                for (int64_t cc = 0; cc < C; cc++) {
-                    if (pf) {
-                        __builtin_prefetch(sp + (cc + TILE_C) * s0);
-                        __builtin_prefetch(sp + (cc + TILE_C) * s0 + R - 1);
-                    }
-                    for (int64_t r = 0; r < R; r++) dp[r * C + cc] = sp[cc * s0 + r];
-                }
-            } else {
-                const uint8_t *sp = (const uint8_t *)src + base[k];
-                uint8_t *dp = (uint8_t *)buf[k];
-                for (int64_t cc = 0; cc < C; cc++)
-                    for (int64_t r = 0; r < R; r++) dp[r * C + cc] = sp[cc * s0 + r];
-            }
-            if (k == 1) tc_ctx.x = buf[k];
-            else tc_ctx.y = buf[k];
-        }
-        base[0] += r0 * it->stride[0][1] + c0 * it->stride[0][0];
-        for (int64_t r = 0; r < R; r++) {
-            int64_t off[ITER_OPS], inc[ITER_OPS];
-            for (int k = 0; k < it->nop; k++) {
-                off[k] = j->pack[k] ? r * C : base[k] + r * it->stride[k][1];
-                inc[k] = j->pack[k] ? 1 : it->stride[k][0];
-            }
-            j->fn(&tc_ctx, C, off, inc);
-        }
-    }
-}
-
-/* Takes the tiled path when it applies (see above); 0 if not. */
-static int run_tiled(const iter *it, row_fn fn, const ew_ctx *c, const tt_tensor *x,
-                     const tt_tensor *y)
-{
-    if (it->ndim < 2 || it->shape[0] < 8 || it->shape[1] < 8 || it->stride[0][0] != 1) return 0;
-    tile_job j = { it, fn, c, {0}, {0}, 0, 0 };
-    int any = 0;
-    for (int k = 1; k < it->nop; k++) {
-        int64_t s0 = it->stride[k][0];
-        const tt_tensor *t = k == 1 ? x : y;
-        j.pack[k] = s0 != 0 && s0 != 1 && it->stride[k][1] == 1;
-        j.es[k] = t ? tt_dtype_size(t->dtype) : 4;
-        any |= j.pack[k];
-        if (!j.pack[k] && s0 != 0 && s0 != 1) return 0;   /* some other layout */
-    }
-    if (!any) return 0;
-    j.nr = (it->shape[1] + TILE_R - 1) / TILE_R;
-    j.nc = (it->shape[0] + TILE_C - 1) / TILE_C;
-    int64_t tiles = it->numel / (it->shape[0] * it->shape[1]) * j.nr * j.nc;
-    if (it->numel < PAR_MIN) tile_range(&j, 0, tiles);
-    else tt_parallel_for(tiles, PAR_GRAIN / (TILE_R * TILE_C) + 1, tile_range, &j);
-    return 1;
-}
 
 /* Operand a is contiguous with out's shape (the common elementwise case). */
 static int same_contig(const tt_tensor *a, const tt_tensor *out)
@@ -482,36 +273,36 @@ static int same_contig(const tt_tensor *a, const tt_tensor *out)
    broadcast to out's shape. A NULL tensor gets stride 0 everywhere: its
    pointer in c is a scalar (or unused, for a unary op). out is fresh and
    contiguous. */
-static void run_ew(row_fn fn, ew_ctx *c, const tt_tensor *out,
+static void run_ew(tt__row_fn fn, ew_ctx *c, const tt_tensor *out,
                    const tt_tensor *x, const tt_tensor *y)
 {
-    iter it;
-    c->o = data_of(out);
+    void *base[TT__ITER_OPS] = { data_of(out), (void *)c->x, (void *)c->y };
+    size_t es[TT__ITER_OPS] = { tt_dtype_size(out->dtype), x ? tt_dtype_size(x->dtype) : 0,
+                                y ? tt_dtype_size(y->dtype) : 0 };
+    int64_t st[TT__ITER_OPS][TT_MAX_DIMS] = {{0}};
+    tt__iter it;
     if ((!x || same_contig(x, out)) && (!y || same_contig(y, out))) {
         /* one long row: no broadcasting, no dims to merge */
-        it.ndim = 1;
-        it.nop = ITER_OPS;
-        it.numel = tt_numel(out);
-        it.shape[0] = it.numel;
-        it.stride[0][0] = 1;
-        it.stride[1][0] = x != NULL;
-        it.stride[2][0] = y != NULL;
-        if (it.numel < PAR_MIN) {
-            int64_t off[ITER_OPS] = {0}, inc[ITER_OPS] = {1, x != NULL, y != NULL};
-            if (it.numel > 0) fn(c, it.numel, off, inc);
+        int64_t n = tt_numel(out);
+        if (n == 0) return;
+        if (n < PAR_MIN) {
+            int64_t inc[TT__ITER_OPS] = {1, x != NULL, y != NULL};
+            fn(c, n, (char *const *)base, inc);
             return;
         }
-        iter_run(&it, fn, c);
+        st[0][0] = 1;
+        st[1][0] = x != NULL;
+        st[2][0] = y != NULL;
+        tt__iter_init(&it, 1, &n, TT__ITER_OPS, (const int64_t (*)[TT_MAX_DIMS])st, base, es);
+        tt__iter_run(&it, 1, fn, c);
         return;
     }
-    int64_t st[ITER_OPS][TT_MAX_DIMS] = {{0}};
     int nd = out->ndim;
     memcpy(st[0], out->stride, (size_t)nd * sizeof(int64_t));
     if (x) tt__broadcast_strides(x, nd, out->shape, st[1]);
     if (y) tt__broadcast_strides(y, nd, out->shape, st[2]);
-    iter_init(&it, nd, out->shape, ITER_OPS, (const int64_t (*)[TT_MAX_DIMS])st);
-    if (it.numel == 0 || run_tiled(&it, fn, c, x, y)) return;
-    iter_run(&it, fn, c);
+    tt__iter_init(&it, nd, out->shape, TT__ITER_OPS, (const int64_t (*)[TT_MAX_DIMS])st, base, es);
+    tt__iter_run_ew(&it, fn, c);
 }
 
 /* ===== Elementwise ops ===== */
@@ -585,7 +376,7 @@ static tt_status binary_impl(tt_tensor *out, tt_binop op, const tt_tensor *a,
     float sf = (float)s;
     uint8_t sb = s != 0.0;
     const void *sp = a->dtype == TT_BOOL ? (const void *)&sb : (const void *)&sf;
-    row_fn fn = a->dtype == TT_BOOL ? binary_bool_row : binary_f32_row;
+    tt__row_fn fn = a->dtype == TT_BOOL ? binary_bool_row : binary_f32_row;
     if (b) {
         c.x = data_of(a);
         c.y = data_of(b);
@@ -799,17 +590,20 @@ static void reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t
     }
 }
 
+/* The walk's operands: 0 the values, 1 the input, 2 the indices; when
+   only one of values and indices is wanted, the other operand aliases it
+   and is not written. */
 typedef struct red_ctx {
     int op;
-    const float *x;
-    float *val, *idx;       /* either may be NULL */
+    int want_val, want_idx;
     int64_t R, sd;          /* reduced length and stride */
 } red_ctx;
 
-static void reduce_row(void *p, int64_t n, const int64_t *off, const int64_t *inc)
+static void reduce_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
-    const red_ctx *c = p;
-    const float *x = c->x + off[1];
+    const red_ctx *c = ctx;
+    const float *x = (const float *)p[1];
+    float *val = (float *)p[0], *idx = (float *)p[2];
     int64_t so = inc[0], si = inc[1];
     /* along a unit stride one line at a time; else many lines side by side */
     int64_t blk = c->sd == 1 ? 1 : RED_BLOCK;
@@ -818,8 +612,8 @@ static void reduce_row(void *p, int64_t n, const int64_t *off, const int64_t *in
         int64_t nb = n - i0 < blk ? n - i0 : blk;
         reduce_lines(c->op, x + i0 * si, nb, si, c->R, c->sd, v, ix);
         for (int64_t i = 0; i < nb; i++) {
-            if (c->val) c->val[off[0] + (i0 + i) * so] = v[i];
-            if (c->idx) c->idx[off[0] + (i0 + i) * so] = ix[i];
+            if (c->want_val) val[(i0 + i) * so] = v[i];
+            if (c->want_idx) idx[(i0 + i) * so] = ix[i];
         }
     }
 }
@@ -862,7 +656,7 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, int op, const tt_
         if (vals) tt_tensor_release(vals);
         return st;
     }
-    red_ctx c = { op, NULL, vals ? tt_data_f32(vals) : NULL, idxs ? tt_data_f32(idxs) : NULL, R, 1 };
+    float *val = vals ? tt_data_f32(vals) : NULL, *idx = idxs ? tt_data_f32(idxs) : NULL;
     if (d < 0) {
         /* one line over everything, contiguous (copied when a is not) */
         tt_tensor tmp = {0};
@@ -876,16 +670,15 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, int op, const tt_
             tt__copy(&tmp, a);
             src = &tmp;
         }
-        c.x = R ? tt_data_f32(src) : NULL;
         float v, ix;
-        reduce_lines(op, c.x, 1, 0, R, 1, &v, &ix);
-        if (c.val) c.val[0] = v;
-        if (c.idx) c.idx[0] = ix;
+        reduce_lines(op, R ? tt_data_f32(src) : NULL, 1, 0, R, 1, &v, &ix);
+        if (val) val[0] = v;
+        if (idx) idx[0] = ix;
         tt_tensor_release(&tmp);
         return TT_OK;
     }
-    /* iterate over the kept dims; each output reduces R elements at stride sd */
-    int64_t kshape[TT_MAX_DIMS], st2[ITER_OPS][TT_MAX_DIMS] = {{0}};
+    /* walk the kept dims; each output reduces R elements at stride sd */
+    int64_t kshape[TT_MAX_DIMS], st2[TT__ITER_OPS][TT_MAX_DIMS] = {{0}};
     int nk = 0;
     for (int i = 0; i < a->ndim; i++) {
         if (i == d) continue;
@@ -893,18 +686,13 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, int op, const tt_
         st2[1][nk++] = a->stride[i];
     }
     tt__contig_strides(nk, kshape, st2[0]);
-    c.x = tt_data_f32(a);
-    c.sd = a->stride[d];
-    iter it;
-    iter_init(&it, nk, kshape, 2, (const int64_t (*)[TT_MAX_DIMS])st2);
-    /* each output costs R reads: split the work by outputs, not elements */
-    if (it.numel * (R ? R : 1) < PAR_MIN) {
-        iter_range(&it, 0, it.numel, reduce_row, &c);
-    } else if (it.numel > 0) {
-        par_job j = { &it, reduce_row, &c };
-        int64_t grain = PAR_GRAIN / (R ? R : 1);
-        tt_parallel_for(it.numel, grain > 0 ? grain : 1, par_range, &j);
-    }
+    memcpy(st2[2], st2[0], sizeof st2[0]);
+    red_ctx c = { op, val != NULL, idx != NULL, R, a->stride[d] };
+    void *base[TT__ITER_OPS] = { val ? val : idx, tt_data_f32(a), idx ? idx : val };
+    size_t es[TT__ITER_OPS] = { sizeof(float), sizeof(float), sizeof(float) };
+    tt__iter it;
+    tt__iter_init(&it, nk, kshape, TT__ITER_OPS, (const int64_t (*)[TT_MAX_DIMS])st2, base, es);
+    tt__iter_run(&it, R, reduce_row, &c);   /* each output costs R reads: split by outputs */
     return TT_OK;
 }
 
@@ -1037,23 +825,38 @@ static tt_status softmax_impl(tt_tensor *out, const tt_tensor *a, int d)
 
 /* Rows of a along d whose every entry is -inf (softmax gives NaN there).
    Only looked for while a trace is showing, where the count becomes a note. */
+typedef struct masked_ctx {
+    int64_t n, sd, count;       /* row length and stride along d; rows found */
+} masked_ctx;
+
+static void masked_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
+{
+    masked_ctx *c = ctx;
+    for (int64_t i = 0; i < n; i++) {
+        const float *x = (const float *)p[0] + i * inc[0];
+        int64_t j = 0;
+        while (j < c->n && isinf(x[j * c->sd]) && x[j * c->sd] < 0) j++;
+        c->count += j == c->n;
+    }
+}
+
 static int64_t all_masked_rows(const tt_tensor *a, int d)
 {
-    int64_t n = a->shape[d], rows = n ? tt_numel(a) / n : 0, count = 0;
-    if (n == 0 || a->dtype != TT_FLOAT32) return 0;
-    const float *base = (const float *)a->storage->data + a->offset;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t off = 0, rem = r;
-        for (int i = a->ndim - 1; i >= 0; i--) {
-            if (i == d) continue;
-            off += (rem % a->shape[i]) * a->stride[i];
-            rem /= a->shape[i];
-        }
-        int64_t j = 0;
-        while (j < n && isinf(base[off + j * a->stride[d]]) && base[off + j * a->stride[d]] < 0) j++;
-        count += j == n;
+    if (a->shape[d] == 0 || a->dtype != TT_FLOAT32) return 0;
+    int64_t kshape[TT_MAX_DIMS], st[TT__ITER_OPS][TT_MAX_DIMS] = {{0}};
+    int nk = 0;
+    for (int i = 0; i < a->ndim; i++) {
+        if (i == d) continue;
+        kshape[nk] = a->shape[i];
+        st[0][nk++] = a->stride[i];
     }
-    return count;
+    void *base[1] = { tt_data_f32(a) };
+    size_t es[1] = { sizeof(float) };
+    masked_ctx c = { a->shape[d], a->stride[d], 0 };
+    tt__iter it;
+    tt__iter_init(&it, nk, kshape, 1, (const int64_t (*)[TT_MAX_DIMS])st, base, es);
+    tt__iter_range(&it, 0, it.numel, masked_row, &c);
+    return c.count;
 }
 
 tt_status tt_softmax(tt_tensor *out, const tt_tensor *a, int d)

@@ -1,0 +1,79 @@
+/*
+** base.h — the lowest layer of the core: status codes and the error
+** message, interned strings, storage (refcounts, the buffer cache, the
+** memory cap). Includes nothing of the core; tt.h re-exports the public
+** half, the tt__ half is for the core's own files.
+*/
+#ifndef TT_BASE_H
+#define TT_BASE_H
+
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define TT__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define TT__PRINTF(f, a)
+#endif
+
+/* ===== Status and errors (error.c) ===== */
+
+typedef enum tt_status {
+    TT_OK = 0,
+    TT_ENOMEM,   /* allocation failed or memory cap exceeded */
+    TT_ESHAPE,   /* shapes do not fit together */
+    TT_EARG,     /* a bad argument (dim out of range, wrong dtype, ...) */
+    TT_EIO       /* file could not be written */
+} tt_status;
+
+/* The message of the last failure ("op: what is wrong [shapes]; hint").
+   Static buffer: valid until the next failing call. */
+const char *tt_errmsg(void);
+#define TT__ERRMSG_SIZE 1024    /* the buffer's size, terminator included */
+/* Sets the message returned by tt_errmsg and returns st. */
+tt_status tt__err(tt_status st, const char *fmt, ...) TT__PRINTF(2, 3);
+
+/* ===== Interned strings (intern.c) ===== */
+
+/* Interned copy of s: equal strings give equal pointers; lives until exit
+   (dim names and labels). Their bytes count against the memory cap: NULL
+   (tt_errmsg says why) when out of memory or when s would pass the cap. */
+const char *tt_intern(const char *s);
+/* Frees every interned string (at exit: no name may be used afterwards). */
+void tt__intern_free(void);
+
+/* ===== Storage and the memory cap (storage.c) ===== */
+
+/* Refcounted flat buffer. bool elements are one byte (0 or 1). */
+typedef struct tt_storage {
+    void *data;
+    int64_t nbytes;
+    int refcount;
+} tt_storage;
+
+/* Memory: cap on live tensor bytes (0 = none); current and peak usage. */
+void tt_set_max_memory(int64_t bytes);
+int64_t tt_get_max_memory(void);
+int64_t tt_memory_in_use(void);
+int64_t tt_memory_peak(void);
+void tt_memory_reset_peak(void);
+/* Called when an allocation would pass the memory cap, before giving up:
+   the interpreter collects garbage tensors there. */
+void tt_set_reclaim(void (*fn)(void *ud), void *ud);
+
+/* Storage: zeroed when zero != 0; counts against the memory cap. */
+tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero);
+void tt__storage_retain(tt_storage *s);
+void tt__storage_release(tt_storage *s);
+/* Frees the buffers kept for reuse (at exit). */
+void tt__storage_drop_cache(void);
+/* Other C memory a script's call controls (a figure's canvas): counted
+   against the memory cap like tensors; TT_ENOMEM with the cap's message
+   when it would pass. Release the same amount when freed. */
+tt_status tt__mem_reserve(int64_t bytes);
+void tt__mem_release(int64_t bytes);
+/* The same for interned strings, counted apart so that the cap's message
+   can say how much of the use they are; tt__names_forget when all go. */
+tt_status tt__names_reserve(int64_t bytes);
+void tt__names_forget(void);
+
+#endif

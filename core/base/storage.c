@@ -1,0 +1,212 @@
+/*
+** storage.c — refcounted storage, the cache of freed buffers, and the
+** memory cap every allocation (tensors, names, figure canvases) counts
+** against.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+
+static int64_t mem_in_use, mem_peak, mem_cap;
+static int64_t names_bytes;             /* interned strings and their table (intern.c) */
+static int64_t other_bytes;             /* figure canvases (tt__mem_reserve) */
+
+void tt_set_max_memory(int64_t bytes) { mem_cap = bytes > 0 ? bytes : 0; }
+int64_t tt_get_max_memory(void) { return mem_cap; }
+int64_t tt_memory_in_use(void) { return mem_in_use; }
+int64_t tt_memory_peak(void) { return mem_peak; }
+void tt_memory_reset_peak(void) { mem_peak = mem_in_use; }
+
+static void fmt_bytes(char *buf, size_t n, int64_t b)
+{
+    if (b >= (1LL << 30)) snprintf(buf, n, "%.1f GiB", (double)b / (double)(1LL << 30));
+    else if (b >= (1LL << 20)) snprintf(buf, n, "%.1f MiB", (double)b / (double)(1LL << 20));
+    else if (b >= 1024) snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
+    else snprintf(buf, n, "%lld bytes", (long long)b);
+}
+
+/* Freed buffers are kept and handed out again, in free lists per size
+   class: a fresh big buffer costs a page fault per 4 KiB on first touch
+   (at attention sizes that takes longer than the arithmetic), and small
+   aligned allocations are slow in most mallocs. Sizes round up to a
+   multiple of 64 below 256 bytes, else to one of four classes per power of
+   two (at most 25% slack). Lua frees dead tensors in batches, one
+   collection cycle at a time, so a loop of small ops frees hundreds of
+   same-sized buffers at once: below SMALL_LIMIT a class keeps 64 blocks,
+   or more while all the small blocks kept stay under SMALL_CACHE_BYTES
+   (else each op would go back to aligned_alloc, the slowest part of it). */
+#define NCLASSES 240
+#define SMALL_LIMIT (1 << 20)               /* below: 64 blocks a class, more within: */
+#define SMALL_CACHE_BYTES ((int64_t)16 << 20)
+#define CACHE_MAX_BYTES ((int64_t)512 << 20) /* above: this many bytes in all */
+
+typedef struct freeblock { struct freeblock *next; } freeblock;
+static freeblock *freelist[NCLASSES];
+static int freecount[NCLASSES];
+static int64_t cache_bytes, small_bytes;
+static tt_storage *free_headers;
+
+static size_t size_class(size_t sz, int *idx)
+{
+    if (sz <= 256) {
+        sz = sz ? (sz + 63) & ~(size_t)63 : 64;
+        *idx = (int)(sz / 64) - 1;
+        return sz;
+    }
+    int o = 63 - __builtin_clzll((unsigned long long)sz);
+    size_t top = (size_t)1 << o, step = top / 4;
+    size_t c = (sz + step - 1) / step * step;
+    int sub = (int)((c - top) / step);      /* 1..4: 4 is the next octave */
+    *idx = 4 + (o - 8) * 4 + sub - 1;
+    return c;
+}
+
+static void *cache_take(int idx, size_t sz)
+{
+    freeblock *b = idx < NCLASSES ? freelist[idx] : NULL;
+    if (b == NULL) return NULL;
+    freelist[idx] = b->next;
+    freecount[idx]--;
+    if (sz >= SMALL_LIMIT) cache_bytes -= (int64_t)sz;
+    else small_bytes -= (int64_t)sz;
+    return b;
+}
+
+static void cache_put(void *p, size_t sz, int idx)
+{
+    int keep = idx < NCLASSES && (sz < SMALL_LIMIT
+                                  ? freecount[idx] < 64 || small_bytes + (int64_t)sz <= SMALL_CACHE_BYTES
+                                  : cache_bytes + (int64_t)sz <= CACHE_MAX_BYTES);
+    /* under --max-memory, what is kept counts as in use: the process stays
+       within the cap however the script frees and allocates */
+    if (keep && mem_cap && mem_in_use + names_bytes + other_bytes + cache_bytes + small_bytes + (int64_t)sz > mem_cap)
+        keep = 0;
+    if (!keep) {
+        free(p);
+        return;
+    }
+    freeblock *b = p;
+    b->next = freelist[idx];
+    freelist[idx] = b;
+    freecount[idx]++;
+    if (sz >= SMALL_LIMIT) cache_bytes += (int64_t)sz;
+    else small_bytes += (int64_t)sz;
+}
+
+static void cache_drop(void)
+{
+    for (int i = 0; i < NCLASSES; i++) {
+        while (freelist[i]) {
+            freeblock *b = freelist[i];
+            freelist[i] = b->next;
+            free(b);
+        }
+        freecount[i] = 0;
+    }
+    cache_bytes = small_bytes = 0;
+}
+
+void tt__storage_drop_cache(void)
+{
+    cache_drop();
+    while (free_headers) {
+        tt_storage *h = free_headers;
+        free_headers = h->data;
+        free(h);
+    }
+}
+
+static void (*reclaim_fn)(void *);
+static void *reclaim_ud;
+
+void tt_set_reclaim(void (*fn)(void *ud), void *ud)
+{
+    reclaim_fn = fn;
+    reclaim_ud = ud;
+}
+
+/* Whether nbytes more fit under the cap, after collecting garbage tensors;
+   else TT_ENOMEM with the cap's message. Interned names and labels count:
+   they live until exit, so a script making fresh labels in a loop meets the
+   cap instead of growing without bound. */
+static tt_status cap_check(int64_t nbytes)
+{
+    const int64_t held = mem_in_use + names_bytes + other_bytes;
+    if (mem_cap && nbytes > mem_cap - held - cache_bytes - small_bytes) cache_drop();   /* the cache yields first */
+    if (mem_cap && nbytes > mem_cap - held && reclaim_fn) reclaim_fn(reclaim_ud);
+    if (mem_cap && nbytes > mem_cap - mem_in_use - names_bytes - other_bytes) {
+        char want[32], cap[32], used[32], names[96] = "";
+        fmt_bytes(want, sizeof want, nbytes);
+        fmt_bytes(cap, sizeof cap, mem_cap);
+        fmt_bytes(used, sizeof used, mem_in_use + names_bytes + other_bytes);
+        if (names_bytes > mem_cap / 4) {
+            char nb[32];
+            fmt_bytes(nb, sizeof nb, names_bytes);
+            snprintf(names, sizeof names, ", %s of it dim names and labels, kept until exit", nb);
+        }
+        return tt__err(TT_ENOMEM, "%s needed but the memory cap is %s (%s in use%s); "
+                       "hint: raise it with --max-memory%s", want, cap, used, names,
+                       names[0] ? ", or reuse labels" : "");
+    }
+    return TT_OK;
+}
+
+tt_status tt__mem_reserve(int64_t bytes)
+{
+    tt_status st = cap_check(bytes);
+    if (st == TT_OK) other_bytes += bytes;
+    return st;
+}
+
+void tt__mem_release(int64_t bytes) { other_bytes -= bytes; }
+
+tt_status tt__names_reserve(int64_t bytes)
+{
+    tt_status st = cap_check(bytes);
+    if (st == TT_OK) names_bytes += bytes;
+    return st;
+}
+
+void tt__names_forget(void) { names_bytes = 0; }
+
+tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
+{
+    *out = NULL;
+    tt_status st = cap_check(nbytes);
+    if (st) return st;
+    tt_storage *s = free_headers;
+    if (s) free_headers = s->data;
+    else if ((s = malloc(sizeof *s)) == NULL) return tt__err(TT_ENOMEM, "out of memory");
+    int idx;                                /* classes are multiples of 64, as aligned_alloc needs */
+    size_t sz = size_class((size_t)nbytes, &idx);
+    s->data = cache_take(idx, sz);
+    if (s->data == NULL) s->data = aligned_alloc(64, sz);   /* 64-byte aligned for SIMD */
+    if (s->data == NULL) {
+        free(s);
+        char want[32];
+        fmt_bytes(want, sizeof want, nbytes);
+        return tt__err(TT_ENOMEM, "out of memory allocating %s", want);
+    }
+    if (zero) memset(s->data, 0, sz);
+    s->nbytes = nbytes;
+    s->refcount = 1;
+    mem_in_use += nbytes;
+    if (mem_in_use > mem_peak) mem_peak = mem_in_use;
+    *out = s;
+    return TT_OK;
+}
+
+void tt__storage_retain(tt_storage *s) { if (s) s->refcount++; }
+
+void tt__storage_release(tt_storage *s)
+{
+    if (s == NULL || --s->refcount > 0) return;
+    mem_in_use -= s->nbytes;
+    int idx;
+    size_t sz = size_class((size_t)s->nbytes, &idx);
+    cache_put(s->data, sz, idx);
+    s->data = free_headers;                 /* headers are reused too */
+    free_headers = s;
+}

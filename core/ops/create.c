@@ -1,0 +1,132 @@
+/*
+** create.c — the traced creation ops: empty, full, zeros, ones, tensor
+** (from a buffer), arange, eye, rand, randn. The random numbers come from
+** the tensor layer's generator (tt__rand_uniform, tt__rand_normal).
+*/
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tt_internal.h"
+
+tt_status tt_empty(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__alloc(out, "empty", dt, ndim, shape, NULL);
+    tt_event ev;
+    if (st == TT_OK) tt__event_init(&ev, TT_OP_EMPTY, out, NULL, NULL, NULL);
+    return tt__op_leave(sc, st, &ev);
+}
+
+static void fill(tt_tensor *t, double v)
+{
+    int64_t n = tt_numel(t);
+    if (t->dtype == TT_BOOL) {
+        memset(tt_data_bool(t), v != 0.0, (size_t)n);
+    } else {
+        float *p = tt_data_f32(t), f = (float)v;
+        for (int64_t i = 0; i < n; i++) p[i] = f;
+    }
+}
+
+static tt_status full_op(tt_tensor *out, tt_op op, tt_dtype dt, int ndim, const int64_t *shape, double value)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__alloc(out, tt_op_name(op), dt, ndim, shape, NULL);
+    tt_event ev;
+    if (st == TT_OK) {
+        fill(out, value);
+        tt__event_init(&ev, op, out, NULL, NULL, NULL);
+        if (op == TT_OP_FULL && tt__tracing()) snprintf(ev.args, sizeof ev.args, "value=%g", value);
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+tt_status tt_full(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, double value)
+{
+    return full_op(out, TT_OP_FULL, dt, ndim, shape, value);
+}
+
+tt_status tt_zeros(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape)
+{
+    return full_op(out, TT_OP_ZEROS, dt, ndim, shape, 0.0);
+}
+
+tt_status tt_ones(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape)
+{
+    return full_op(out, TT_OP_ONES, dt, ndim, shape, 1.0);
+}
+
+tt_status tt_from_buffer(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, const void *data)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__alloc(out, "tensor", dt, ndim, shape, NULL);
+    tt_event ev;
+    if (st == TT_OK) {
+        if (tt_numel(out)) memcpy(out->storage->data, data, (size_t)(tt_numel(out) * (int64_t)tt_dtype_size(dt)));
+        tt__event_init(&ev, TT_OP_TENSOR, out, NULL, NULL, NULL);
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+tt_status tt_arange(tt_tensor *out, double a, double b, double step)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = TT_OK;
+    tt_event ev;
+    memset(out, 0, sizeof *out);
+    if (step == 0 || !isfinite(a) || !isfinite(b) || !isfinite(step)) {
+        st = tt__err(TT_EARG, "arange: needs finite bounds and a nonzero step (got %g, %g, step %g)", a, b, step);
+    } else {
+        double cnt = ceil((b - a) / step);
+        int64_t n = cnt > 0 && cnt <= 1e15 ? (int64_t)cnt : 0;   /* no cast of an out-of-range double */
+        if (cnt > 1e15) st = tt__err(TT_ENOMEM, "arange: %g elements is too many", cnt);
+        else st = tt__alloc(out, "arange", TT_FLOAT32, 1, &n, NULL);
+        if (st == TT_OK) {
+            float *p = tt_data_f32(out);
+            for (int64_t i = 0; i < n; i++) p[i] = (float)(a + (double)i * step);
+            tt__event_init(&ev, TT_OP_ARANGE, out, NULL, NULL, NULL);
+            if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "%g, %g, step=%g", a, b, step);
+        }
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+tt_status tt_eye(tt_tensor *out, int64_t n, int64_t m)
+{
+    tt__opscope sc = tt__op_enter();
+    int64_t shape[2] = {n, m};
+    tt_status st = tt__alloc(out, "eye", TT_FLOAT32, 2, shape, NULL);
+    tt_event ev;
+    if (st == TT_OK) {
+        fill(out, 0.0);
+        float *p = tt_data_f32(out);
+        for (int64_t i = 0; i < n && i < m; i++) p[i * m + i] = 1.0f;
+        tt__event_init(&ev, TT_OP_EYE, out, NULL, NULL, NULL);
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+tt_status tt_rand(tt_tensor *out, int ndim, const int64_t *shape)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__alloc(out, "rand", TT_FLOAT32, ndim, shape, NULL);
+    tt_event ev;
+    if (st == TT_OK) {
+        tt__rand_uniform(tt_data_f32(out), tt_numel(out));
+        tt__event_init(&ev, TT_OP_RAND, out, NULL, NULL, NULL);
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+tt_status tt_randn(tt_tensor *out, int ndim, const int64_t *shape)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__alloc(out, "randn", TT_FLOAT32, ndim, shape, NULL);
+    tt_event ev;
+    if (st == TT_OK) {
+        tt__rand_normal(tt_data_f32(out), tt_numel(out));
+        tt__event_init(&ev, TT_OP_RANDN, out, NULL, NULL, NULL);
+    }
+    return tt__op_leave(sc, st, &ev);
+}

@@ -1,0 +1,169 @@
+/*
+** view.c — the traced view ops: each checks and builds its view through
+** core/tensor/view.c and emits one event (args formatted only for a sink).
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "tt_internal.h"
+
+/* Emits a view event with its args; shared by the view ops below, which
+   format args only when tt__tracing() (else they pass ""). */
+static tt_status leave_view(tt__opscope sc, tt_status st, tt_op op, tt_tensor *out,
+                            const tt_tensor *a, const char *args)
+{
+    tt_event ev;
+    if (st == TT_OK) {
+        tt__event_init(&ev, op, out, a, NULL, NULL);
+        ev.view = out->storage == a->storage;
+        if (args && args[0]) snprintf(ev.args, sizeof ev.args, "%s", args);
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+tt_status tt_view(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__view(out, a, ndim, shape, 0);
+    return leave_view(sc, st, TT_OP_VIEW, out, a, NULL);
+}
+
+tt_status tt_reshape(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__view(out, a, ndim, shape, 1);
+    return leave_view(sc, st, TT_OP_RESHAPE, out, a, NULL);
+}
+
+tt_status tt_transpose(tt_tensor *out, const tt_tensor *a, int d1, int d2)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__transpose(out, a, d1, d2, "transpose");
+    char args[32] = "";
+    if (tt__tracing()) snprintf(args, sizeof args, "%d, %d", d1 + 1, d2 + 1);
+    return leave_view(sc, st, TT_OP_TRANSPOSE, out, a, args);
+}
+
+tt_status tt_mT(tt_tensor *out, const tt_tensor *a)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__mT(out, a);
+    return leave_view(sc, st, TT_OP_MT, out, a, NULL);
+}
+
+tt_status tt_permute(tt_tensor *out, const tt_tensor *a, const int *perm)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__permute(out, a, perm);
+    char args[64] = "";
+    if (st == TT_OK && tt__tracing()) tt__perm_args(args, sizeof args, perm, a->ndim);
+    return leave_view(sc, st, TT_OP_PERMUTE, out, a, args);
+}
+
+tt_status tt_narrow(tt_tensor *out, const tt_tensor *a, int d, int64_t start, int64_t len)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__narrow(out, a, d, start, len, "narrow");
+    char args[64] = "";
+    if (tt__tracing())
+        snprintf(args, sizeof args, "dim=%d, start=%lld, len=%lld", d + 1, (long long)start + 1, (long long)len);
+    return leave_view(sc, st, TT_OP_NARROW, out, a, args);
+}
+
+tt_status tt_select(tt_tensor *out, const tt_tensor *a, int d, int64_t i)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__select(out, a, d, i);
+    char args[48] = "";
+    if (tt__tracing()) snprintf(args, sizeof args, "dim=%d, index=%lld", d + 1, (long long)i + 1);
+    return leave_view(sc, st, TT_OP_SELECT, out, a, args);
+}
+
+tt_status tt_expand(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__expand(out, a, ndim, shape);
+    return leave_view(sc, st, TT_OP_EXPAND, out, a, NULL);
+}
+
+tt_status tt_unsqueeze(tt_tensor *out, const tt_tensor *a, int d)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__unsqueeze(out, a, d);
+    char args[16] = "";
+    if (tt__tracing()) snprintf(args, sizeof args, "dim=%d", d + 1);
+    return leave_view(sc, st, TT_OP_UNSQUEEZE, out, a, args);
+}
+
+tt_status tt_squeeze(tt_tensor *out, const tt_tensor *a, int d)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__squeeze(out, a, d);
+    char args[16] = "";
+    if (d >= 0 && tt__tracing()) snprintf(args, sizeof args, "dim=%d", d + 1);
+    return leave_view(sc, st, TT_OP_SQUEEZE, out, a, args);
+}
+
+tt_status tt_contiguous(tt_tensor *out, const tt_tensor *a)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__contiguous(out, a, "contiguous");
+    return leave_view(sc, st, TT_OP_CONTIGUOUS, out, a, NULL);
+}
+
+tt_status tt_clone(tt_tensor *out, const tt_tensor *a)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__clone(out, a, "clone");
+    return leave_view(sc, st, TT_OP_CLONE, out, a, NULL);
+}
+
+tt_status tt_named(tt_tensor *out, const tt_tensor *a, const char *const *names)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__named(out, a, names);
+    return leave_view(sc, st, TT_OP_NAMED, out, a, NULL);
+}
+
+/* Pieces of at most `piece` along d; shared by chunk and split. */
+static tt_status pieces(tt_tensor *outs, int max, int *count, const tt_tensor *a, int64_t piece,
+                        int d, tt_op op, const char *opname)
+{
+    *count = 0;
+    int64_t n;
+    tt_status st = tt__pieces(opname, a, d, piece, max, &n);
+    if (st) return st;
+    int64_t size = a->shape[d];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t start = i * piece, len = size - start < piece ? size - start : piece;
+        tt__opscope sc = tt__op_enter();
+        st = tt__narrow(&outs[i], a, d, start, len, opname);
+        char args[48] = "";
+        if (tt__tracing())
+            snprintf(args, sizeof args, "%lld of %lld, dim=%d", (long long)i + 1, (long long)n, d + 1);
+        st = leave_view(sc, st, op, &outs[i], a, args);
+        if (st) {
+            for (int64_t j = 0; j < i; j++) tt_tensor_release(&outs[j]);
+            return st;
+        }
+    }
+    *count = (int)n;
+    return TT_OK;
+}
+
+tt_status tt_chunk(tt_tensor *outs, int max, int *count, const tt_tensor *a, int64_t n, int d)
+{
+    *count = 0;
+    if (n <= 0) return tt__err(TT_EARG, "chunk: number of chunks must be positive, got %lld", (long long)n);
+    tt_status st = tt__check_dim("chunk", a, d, 0);
+    if (st) return st;
+    int64_t piece = a->shape[d] / n + (a->shape[d] % n != 0);   /* ceil without overflow */
+    return pieces(outs, max, count, a, piece ? piece : 1, d, TT_OP_CHUNK, "chunk");
+}
+
+tt_status tt_split(tt_tensor *outs, int max, int *count, const tt_tensor *a, int64_t size, int d)
+{
+    *count = 0;
+    if (size <= 0) return tt__err(TT_EARG, "split: split size must be positive, got %lld", (long long)size);
+    return pieces(outs, max, count, a, size, d, TT_OP_SPLIT, "split");
+}
