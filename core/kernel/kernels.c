@@ -195,8 +195,6 @@ int tt_simd_force(const char *path)
    once per pc block, so the bits never depend on how the tiles are shared
    out among threads. Letters: M rows of A/C, N columns of B/C, K inner. */
 
-enum { SLOT_A, SLOT_B, SLOT_T };
-
 /* A (mc x kc, strides rs/cs) into mr-row slivers, k-major, zero padded. */
 static void pack_a_c(int mr, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
                      float *dst)
@@ -344,9 +342,9 @@ static void gemm_range(void *ctx, int64_t begin, int64_t end)
     const tt__kern *kn = g->kn;
     int64_t kc = g->K < kn->kc ? g->K : kn->kc;
     int64_t ncp = (g->nc + kn->nr - 1) / kn->nr * kn->nr;
-    float *ap = tt__scratch(SLOT_A, (size_t)(kn->mc * kc) * sizeof(float));
-    float *bp = tt__scratch(SLOT_B, (size_t)(ncp * kc) * sizeof(float));
-    float *tmp = tt__scratch(SLOT_T, (size_t)(kn->mr * kn->nr) * sizeof(float));
+    float *ap = tt__scratch(TK_SCRATCH_PACK_A, (size_t)(kn->mc * kc) * sizeof(float));
+    float *bp = tt__scratch(TK_SCRATCH_PACK_B, (size_t)(ncp * kc) * sizeof(float));
+    float *tmp = tt__scratch(TK_SCRATCH_TILE, (size_t)(kn->mr * kn->nr) * sizeof(float));
     if (!ap || !bp || !tmp) { g->failed = 1; return; }
     for (int64_t u = begin; u < end; ) {
         /* consecutive parts of one (batch, column block) are one row range */
@@ -461,7 +459,7 @@ static void softmax_range(void *ctx, int64_t begin, int64_t end)
     const tt__kern *kn = j->kn;
     int64_t n = j->n;
     /* streaming: exp goes to an L1-resident row, the result bypasses caches */
-    float *e = j->stream ? tt__scratch(SLOT_T, (size_t)n * sizeof(float)) : NULL;
+    float *e = j->stream ? tt__scratch(TK_SCRATCH_TILE, (size_t)n * sizeof(float)) : NULL;
     for (int64_t r = begin; r < end; r++) {
         const float *x = j->x + r * n;
         float *y = j->y + r * n, *t = e ? e : y;

@@ -111,9 +111,21 @@ int tt_simd_force(const char *path);
 
 /* ===== Internal: shared by threads.c, kernels*.c, sdpa_kernel.c ===== */
 
+/* The per-thread scratch buffers, one per use that may be live at once. */
+enum {
+    TK_SCRATCH_PACK_A,      /* GEMM: the packed A block */
+    TK_SCRATCH_PACK_B,      /* GEMM: the packed B panel */
+    TK_SCRATCH_TILE,        /* GEMM: a C tile for strided C; softmax: one exp row */
+    TK_SCRATCH_SDPA_K,      /* sdpa: K of one head as B slivers */
+    TK_SCRATCH_SDPA_V,      /* sdpa: V of one head as B slivers */
+    TK_SCRATCH_SDPA_Q,      /* sdpa: the scaled Q block as A slivers */
+    TK_SCRATCH_SDPA_S,      /* sdpa: the scores of one key block */
+    TK_SCRATCH_SDPA_P,      /* sdpa: one sliver of probabilities */
+    TK_SCRATCH_SDPA_O,      /* sdpa: the output accumulators and row statistics */
+    TK_SCRATCH_COUNT
+};
 /* Per-thread buffer for `slot`, 64-byte aligned, kept and grown between
    calls (never shrinks). NULL when out of memory. */
-#define TT__SCRATCH_SLOTS 12
 void *tt__scratch(int slot, size_t bytes);
 
 /* One SIMD path: micro-tile, cache blocks and the row primitives.

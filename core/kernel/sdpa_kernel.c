@@ -73,8 +73,6 @@ int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a)
    thread and reused by every query block and every query head of its group
    (GQA without copies). */
 
-enum { SL_K = 3, SL_V, SL_Q, SL_S, SL_P, SL_O };   /* scratch slots (0-2: GEMM) */
-
 #define BK_COLS 512
 
 typedef struct sdpa_job {
@@ -145,12 +143,12 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     }
 
     int64_t nkp = (a->Nk + nr - 1) / nr * nr;
-    float *kp = tt__scratch(SL_K, (size_t)(nkp * (Dh > 0 ? Dh : 1)) * sizeof(float));
-    float *vp = tt__scratch(SL_V, (size_t)(nkp * (dvp > 0 ? dvp : 1)) * sizeof(float));
-    float *qp = tt__scratch(SL_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
-    float *S = tt__scratch(SL_S, (size_t)(nqp * bk) * sizeof(float));
-    float *pp = tt__scratch(SL_P, (size_t)(mr * bk) * sizeof(float));
-    float *O = tt__scratch(SL_O, (size_t)(nqp * (dvp + 4)) * sizeof(float));
+    float *kp = tt__scratch(TK_SCRATCH_SDPA_K, (size_t)(nkp * (Dh > 0 ? Dh : 1)) * sizeof(float));
+    float *vp = tt__scratch(TK_SCRATCH_SDPA_V, (size_t)(nkp * (dvp > 0 ? dvp : 1)) * sizeof(float));
+    float *qp = tt__scratch(TK_SCRATCH_SDPA_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
+    float *S = tt__scratch(TK_SCRATCH_SDPA_S, (size_t)(nqp * bk) * sizeof(float));
+    float *pp = tt__scratch(TK_SCRATCH_SDPA_P, (size_t)(mr * bk) * sizeof(float));
+    float *O = tt__scratch(TK_SCRATCH_SDPA_O, (size_t)(nqp * (dvp + 4)) * sizeof(float));
     if (!kp || !vp || !qp || !S || !pp || !O) { J->failed = 1; return; }
     /* per row: running max and sum; whether a key was visible; whether a
        visible score was NaN or +inf (the row is then NaN) */

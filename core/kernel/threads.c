@@ -15,7 +15,7 @@
 /* ===== Per-thread scratch ===== */
 
 /* Kept between calls so big packing buffers are faulted in once. */
-static _Thread_local struct { void *p; size_t n; } scratch[TT__SCRATCH_SLOTS];
+static _Thread_local struct { void *p; size_t n; } scratch[TK_SCRATCH_COUNT];
 
 void *tt__scratch(int slot, size_t bytes)
 {
@@ -32,7 +32,7 @@ void *tt__scratch(int slot, size_t bytes)
 
 static void scratch_free_all(void)
 {
-    for (int i = 0; i < TT__SCRATCH_SLOTS; i++) {
+    for (int i = 0; i < TK_SCRATCH_COUNT; i++) {
         free(scratch[i].p);
         scratch[i].p = NULL;
         scratch[i].n = 0;
