@@ -109,7 +109,7 @@ const char *tt_simd_path(void);
    cannot run it. NULL restores the automatic choice. */
 int tt_simd_force(const char *path);
 
-/* ===== Internal: shared by threads.c, kernels*.c, sdpa_kernel.c ===== */
+/* ===== Internal: shared by the files of core/kernel/ ===== */
 
 /* The per-thread scratch buffers, one per use that may be live at once. */
 enum {
@@ -150,7 +150,7 @@ typedef struct tt__kern {
     /* y = s*x; stream != 0 bypasses the cache on y */
     void (*scale)(int64_t n, float s, const float *x, float *y, int stream);
     /* optional fast packers for some strides (else the portable ones):
-       same layout as the portable pack_a/pack_b in kernels.c; return 0
+       same layout as the portable pack_a/pack_b in gemm.c; return 0
        when they do not handle these strides */
     int (*pack_a)(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs, float *dst);
     int (*pack_b)(int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs, float *dst);

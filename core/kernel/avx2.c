@@ -1,6 +1,6 @@
 /*
-** kernels_avx2.c — AVX2+FMA micro-kernel and row primitives, picked at run
-** time by kernels.c. Tails run the same vector code on a padded copy, so
+** avx2.c — AVX2+FMA micro-kernel and row primitives, picked at run
+** time by dispatch.c. Tails run the same vector code on a padded copy, so
 ** results never depend on where a thread's range happens to start.
 */
 #include "kernels.h"
@@ -74,7 +74,7 @@ static TARGET void ukernel_rows(int64_t kc, const float *a, int64_t rsa, const f
     tile(kc, a, rsa, 1, bp, c, rsc, MR, n, acc);
 }
 
-/* exp(x) as in kernels_avx512.c; without scalef, 2^n is applied in two
+/* exp(x) as in avx512.c; without scalef, 2^n is applied in two
    exact halves (p*2^(n/2) is normal) so a denormal result rounds once. */
 static TARGET inline __m256 exp8(__m256 x)
 {
@@ -198,7 +198,7 @@ static TARGET inline __m256 min8(__m256 u, __m256 w)
     return _mm256_blendv_ps(_mm256_min_ps(u, w), u, _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
 }
 
-/* log(x) as in kernels_avx512.c; without getexp/getmant the exponent and
+/* log(x) as in avx512.c; without getexp/getmant the exponent and
    mantissa come from the bits, denormals scaled up by 2^23 first. */
 static TARGET inline __m256 log8(__m256 x)
 {

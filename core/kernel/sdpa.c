@@ -1,5 +1,5 @@
 /*
-** sdpa_kernel.c — fused scaled dot-product attention: the scalar reference
+** sdpa.c — fused scaled dot-product attention: the scalar reference
 ** and a tiled FlashAttention-style kernel (online softmax, O(N*Dh) extra
 ** memory) built on the current path's micro-kernel and row primitives.
 */

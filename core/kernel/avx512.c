@@ -1,7 +1,7 @@
 /*
-** kernels_avx512.c — AVX-512F micro-kernel and row primitives (exp, max,
+** avx512.c — AVX-512F micro-kernel and row primitives (exp, max,
 ** exp-sum, scale). Compiled with target attributes, picked at run time by
-** kernels.c; tails use masked vector ops so results never depend on where
+** dispatch.c; tails use masked vector ops so results never depend on where
 ** a thread's range happens to start.
 */
 #include "kernels.h"
