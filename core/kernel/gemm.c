@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tt.h"
 #include "kernels.h"
 
 /* ===== GEMM =====
@@ -232,7 +231,7 @@ void tt_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     }
     const tt__kern *kn = tt__kern_now();
     double flops = 2.0 * (double)M * (double)N * (double)K;
-    int nt = tt_get_num_threads();
+    int nt = tk_get_num_threads();
     if ((double)M * (double)N * (double)K <= SMALL_MNK || M < kn->mr / 2) {
         small_job s = { kn, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc };
         int64_t grain = (int64_t)(PAR_FLOPS / flops) + 1;

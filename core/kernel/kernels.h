@@ -12,6 +12,14 @@
 
 /* ===== Threads ===== */
 
+/* The thread count (TT_NUM_THREADS, else all cores, chosen at first use);
+   n <= 0 means all cores. tk_threads_stop joins the pool's workers and
+   frees their scratch; the pool starts again on the next parallel call.
+   The public tt_set_num_threads & co. (tt.h) forward to these. */
+void tk_set_num_threads(int n);
+int tk_get_num_threads(void);
+void tk_threads_stop(void);
+
 /* Runs fn(ctx, begin, end) over disjoint ranges covering [0, n) on the
    persistent pool; blocks until all are done. The ranges (a few a thread,
    at least `grain` long) depend only on n, grain and the thread count;

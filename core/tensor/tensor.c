@@ -180,7 +180,7 @@ static void cache_drop(void)
 
 void tt_release_caches(void)
 {
-    tt_threads_stop();
+    tk_threads_stop();
     cache_drop();
     while (free_headers) {
         tt_storage *h = free_headers;
