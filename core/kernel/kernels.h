@@ -42,7 +42,7 @@ void tt_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                        const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
                        float *c, const int64_t *coff, int64_t rsc, int64_t csc);
 
-/* ===== Rows: softmax and friends ===== */
+/* ===== Rows and columns: softmax, exp, reductions ===== */
 
 /* y[r, :] = softmax(x[r, :]) for nrows contiguous rows of length n
    (row stride n). Stable (subtracts the row max); an all -inf row gives NaN.
@@ -53,6 +53,21 @@ void tt_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y);
 /* y[i] = exp(x[i]) for n contiguous floats (x == y allowed). */
 void tt_exp_vec(int64_t n, const float *x, float *y);
 void tt_exp_vec_ref(int64_t n, const float *x, float *y);
+
+/* Softmax over n for contiguous x, y viewed as [outer, n, inner] (x == y
+   allowed); an all -inf column gives NaN. Neighbouring columns go through
+   the passes side by side, so every access runs along contiguous rows. */
+void tk_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, float *y);
+
+/* Reductions of lines: tk_reduce_lines reduces nb <= TK_RED_BLOCK lines side
+   by side, line i holding x[i*si + j*sd] for j < R; v[i] gets the value and,
+   for MAX/MIN, ix[i] the 1-based index of the first extremum (NaN wins;
+   R >= 1 there). SUM/MEAN/VAR/STD sum in double; VAR and STD divide by
+   R - 1 (NaN when R < 2), MEAN by R (NaN when R == 0). */
+enum { TK_RED_SUM, TK_RED_MEAN, TK_RED_VAR, TK_RED_STD, TK_RED_MAX, TK_RED_MIN };
+#define TK_RED_BLOCK 64         /* neighbouring lines share the cache lines a strided pass reads */
+void tk_reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t R, int64_t sd,
+                     float *v, float *ix);
 
 /* ===== Elementwise =====
    One row of n elements; the output o is contiguous, each input has stride
