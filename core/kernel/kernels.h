@@ -7,6 +7,7 @@
 #ifndef TT_KERNELS_H
 #define TT_KERNELS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,9 +77,13 @@ void tk_reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t R, 
    on where a row starts (tails use the same arithmetic). */
 
 /* Binary float ops. ADD..DIV are IEEE-exact, so every path gives the bits
-   of the scalar expression; MAX/MIN are (x > y || isnan(x)) ? x : y and
-   (x < y || isnan(x)) ? x : y: NaN propagates (x's when both are NaN). */
+   of the scalar expression; MAX/MIN are tk_max_nan / tk_min_nan below. */
 enum { TT_EW_ADD, TT_EW_SUB, TT_EW_MUL, TT_EW_DIV, TT_EW_MAX, TT_EW_MIN, TT_EW_NBIN };
+/* The NaN rule of max and min, written once for every scalar path (the
+   SIMD paths build the same from vector max/min and a NaN blend): NaN
+   propagates, x's when both are NaN; on equal operands (0 vs -0), y. */
+static inline float tk_max_nan(float x, float y) { return (x > y || isnan(x)) ? x : y; }
+static inline float tk_min_nan(float x, float y) { return (x < y || isnan(x)) ? x : y; }
 /* Comparisons to bool bytes 0/1 (ordered: NaN compares false; NE true). */
 enum { TT_EW_EQ, TT_EW_NE, TT_EW_LT, TT_EW_LE, TT_EW_GT, TT_EW_GE, TT_EW_NCMP };
 /* Unary float ops. NEG, ABS, SQRT are exact. EXP as tt_exp_vec; LOG within

@@ -57,8 +57,8 @@ void tt_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float
     case TT_EW_SUB: EW_LOOP(u - w); break;
     case TT_EW_MUL: EW_LOOP(u * w); break;
     case TT_EW_DIV: EW_LOOP(u / w); break;
-    case TT_EW_MAX: EW_LOOP((u > w || isnan(u)) ? u : w); break;
-    case TT_EW_MIN: EW_LOOP((u < w || isnan(u)) ? u : w); break;
+    case TT_EW_MAX: EW_LOOP(tk_max_nan(u, w)); break;
+    case TT_EW_MIN: EW_LOOP(tk_min_nan(u, w)); break;
     default: break;
     }
 }
@@ -97,9 +97,16 @@ void tt_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t 
 
 /* ===== Portable path ===== */
 
-/* Register tile the compiler can keep in SSE registers (4 x 8 floats). */
+/* Register tile the compiler can keep in SSE registers: 4 x 8 floats are
+   8 of the 16 xmm registers, leaving room for the A and B operands. */
 #define C_MR 4
 #define C_NR 8
+/* Cache blocks: a B sliver (kc x nr, 8 KiB) and an A sliver (4 KiB) stay in
+   a 32 KiB L1; the A block (mc x kc, 64 KiB) in L2; the B panel (kc x nc,
+   2 MiB) in L3. */
+#define C_KC 256
+#define C_MC 64
+#define C_NC 2048
 
 static void ukernel_c(int64_t kc, const float *ap, const float *bp, float *c,
                       int64_t rsc, int m, int n, int acc)
@@ -138,7 +145,9 @@ static void scale_c(int64_t n, float s, const float *x, float *y, int stream)
 }
 
 const tt__kern tt__kern_scalar = {
-    "scalar", C_MR, C_NR, 256, 64, 2048,
-    ukernel_c, NULL, axpy_c, tt_exp_vec_ref, row_max_c, exp_sum_c, scale_c, NULL, NULL,
-    tt_ew_binary_ref, tt_ew_compare_ref, tt_ew_unary_ref, tt_ew_masked_fill_ref
+    .name = "scalar", .mr = C_MR, .nr = C_NR, .kc = C_KC, .mc = C_MC, .nc = C_NC,
+    .ukernel = ukernel_c, .axpy = axpy_c, .exp_vec = tt_exp_vec_ref, .row_max = row_max_c,
+    .exp_sum = exp_sum_c, .scale = scale_c,
+    .ew_binary = tt_ew_binary_ref, .ew_compare = tt_ew_compare_ref, .ew_unary = tt_ew_unary_ref,
+    .ew_masked_fill = tt_ew_masked_fill_ref,
 };

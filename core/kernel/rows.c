@@ -7,6 +7,13 @@
 
 #include "kernels.h"
 
+/* Work sizes: a task of GRAIN elements (EXP_GRAIN for the cheaper exp alone)
+   repays a thread wake-up; a softmax result past STREAM_BYTES (about the
+   last-level cache) is not read back soon, so it bypasses the caches. */
+#define GRAIN 16384
+#define EXP_GRAIN 32768
+#define STREAM_BYTES (16.0 * 1024 * 1024)
+
 /* ===== Softmax and exp ===== */
 
 typedef struct rows_job {
@@ -41,9 +48,8 @@ void tt_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y)
 {
     if (nrows <= 0 || n <= 0) return;
     rows_job j = { tt__kern_now(), n, x, y, 0 };
-    /* beyond the last-level cache the result is not read back soon */
-    j.stream = (double)nrows * (double)n * 4.0 >= 16.0 * 1024 * 1024;
-    tt_parallel_for(nrows, 16384 / n + 1, softmax_range, &j);
+    j.stream = (double)nrows * (double)n * 4.0 >= STREAM_BYTES;
+    tt_parallel_for(nrows, GRAIN / n + 1, softmax_range, &j);
 }
 
 static void exp_range(void *ctx, int64_t begin, int64_t end)
@@ -56,7 +62,7 @@ void tt_exp_vec(int64_t n, const float *x, float *y)
 {
     if (n <= 0) return;
     rows_job j = { tt__kern_now(), 1, x, y, 0 };
-    tt_parallel_for(n, 32768, exp_range, &j);
+    tt_parallel_for(n, EXP_GRAIN, exp_range, &j);
 }
 
 /* ===== Column softmax ===== */
@@ -105,8 +111,6 @@ static void softmax_cols_range(void *p, int64_t begin, int64_t end)
     }
 }
 
-#define COLS_GRAIN 16384        /* elements per task worth a wake-up */
-
 void tk_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, float *y)
 {
     if (outer <= 0 || n <= 0 || inner <= 0) return;
@@ -119,7 +123,7 @@ void tk_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, fl
     j.nblk = (j.inner + j.cols - 1) / j.cols;
     int64_t tasks = outer * j.nblk;
     int64_t cols = j.inner < j.cols ? j.inner : j.cols;
-    int64_t grain = COLS_GRAIN / (cols * n) + 1;
+    int64_t grain = GRAIN / (cols * n) + 1;
     tt_parallel_for(tasks, grain, softmax_cols_range, &j);
 }
 

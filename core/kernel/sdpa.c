@@ -73,6 +73,10 @@ int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a)
    thread and reused by every query block and every query head of its group
    (GQA without copies). */
 
+/* Block sizes: about BQ_ROWS query rows (whole slivers) by BK_COLS keys, so
+   the score block S (64 x 512 floats, 128 KiB) stays in L2 next to the Q
+   block and the O accumulators, while K and V panels stream from L3. */
+#define BQ_ROWS 64
 #define BK_COLS 512
 
 typedef struct sdpa_job {
@@ -280,7 +284,7 @@ int64_t tt_sdpa_kernel(const tt_sdpa_args *a)
     }
     const tt__kern *kn = tt__kern_now();
     sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, NULL, 0 };
-    J.bq = 64 / kn->mr * kn->mr;           /* about 64 query rows, whole slivers */
+    J.bq = BQ_ROWS / kn->mr * kn->mr;      /* whole slivers */
     J.nqb = (a->Nq + J.bq - 1) / J.bq;
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
     J.call = ++sdpa_calls;
