@@ -3,8 +3,8 @@
 #   includes  every #include "..." in core/<layer>/ resolves to a header of
 #             the same or a lower layer; the public headers at core/ root
 #             (tt.h, tt_internal.h) are for tensor and up, never for base or
-#             kernel; no core file includes Lua's headers; <png.h> only in
-#             core/figure/.
+#             kernel (not even as a known exception); no core file includes
+#             Lua's headers; <png.h> only in core/figure/.
 #   calls     every symbol a core object uses from another core object is
 #             defined in the same or a lower layer (nm on the built objects),
 #             and no core object calls into Lua.
@@ -74,6 +74,11 @@ for f in core/*.h core/*/*.c core/*/*.h; do
         if [ -f "$dir/$h" ]; then t="$dir/$h"; elif [ -f "core/$h" ]; then t="core/$h"; else
             echo "FAIL $f includes \"$h\", which is not in core/"; bad=1; continue; fi
         tdir=$(dirname "$t"); tlayer=${tdir#core}; tlayer=${tlayer#/}
+        if [ -z "$tlayer" ] && [ "$r" -lt "$API_RANK" ]; then
+            # never an allowed exception: base and kernel stand below the API
+            echo "FAIL $f -> ${t#core/}: $layer never sees the public API, not even as a known exception"
+            bad=1; continue
+        fi
         if [ -z "$tlayer" ]; then tr=$API_RANK; tname="the public API (tensor and up)";
         else tr=$(rank "$tlayer"); tname="layer $tlayer"; fi
         if [ "$tr" -gt "$r" ]; then

@@ -40,6 +40,11 @@ check good pass "a clean tree" " 0 failed"
 
 tree kincl "core/kernel/k.c:#include \"tt.h\"" "core/kernel/k.c:int tk_one(void) { return 1; }"
 check kincl fail "a kernel file including tt.h" "FAIL core/kernel/k.c -> tt.h"
+cp -R "$tmp/kincl" "$tmp/kincl_listed" && printf 'core/kernel/k.c -> tt.h\n' > "$tmp/kincl_listed/tests/layers.known"
+check kincl_listed fail "a kernel file including tt.h, even when listed" "never sees the public API, not even as a known exception"
+tree bincl "core/base/b.c:#include \"tt_internal.h\"" "core/base/b.c:int tb_one(void) { return 1; }"
+printf '/* internal API */\n' > "$tmp/bincl/core/tt_internal.h"
+check bincl fail "a base file including tt_internal.h" "FAIL core/base/b.c -> tt_internal.h"
 
 tree upinc "core/ops/o.h:int tt_op(void);" "core/kernel/k.c:#include \"ops/o.h\"" "core/kernel/k.c:int tk_one(void) { return 1; }"
 check upinc fail "a kernel file including an ops header" "FAIL core/kernel/k.c -> ops/o.h"

@@ -7,10 +7,19 @@
 #ifndef TT_KERNELS_H
 #define TT_KERNELS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* ===== Threads ===== */
+
+/* The thread count (TT_NUM_THREADS, else all cores, chosen at first use);
+   n <= 0 means all cores. tk_threads_stop joins the pool's workers and
+   frees their scratch; the pool starts again on the next parallel call.
+   The public tt_set_num_threads & co. (tt.h) forward to these. */
+void tk_set_num_threads(int n);
+int tk_get_num_threads(void);
+void tk_threads_stop(void);
 
 /* Runs fn(ctx, begin, end) over disjoint ranges covering [0, n) on the
    persistent pool; blocks until all are done. The ranges (a few a thread,
@@ -34,7 +43,7 @@ void tt_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                        const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
                        float *c, const int64_t *coff, int64_t rsc, int64_t csc);
 
-/* ===== Rows: softmax and friends ===== */
+/* ===== Rows and columns: softmax, exp, reductions ===== */
 
 /* y[r, :] = softmax(x[r, :]) for nrows contiguous rows of length n
    (row stride n). Stable (subtracts the row max); an all -inf row gives NaN.
@@ -46,6 +55,21 @@ void tt_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y);
 void tt_exp_vec(int64_t n, const float *x, float *y);
 void tt_exp_vec_ref(int64_t n, const float *x, float *y);
 
+/* Softmax over n for contiguous x, y viewed as [outer, n, inner] (x == y
+   allowed); an all -inf column gives NaN. Neighbouring columns go through
+   the passes side by side, so every access runs along contiguous rows. */
+void tk_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, float *y);
+
+/* Reductions of lines: tk_reduce_lines reduces nb <= TK_RED_BLOCK lines side
+   by side, line i holding x[i*si + j*sd] for j < R; v[i] gets the value and,
+   for MAX/MIN, ix[i] the 1-based index of the first extremum (NaN wins;
+   R >= 1 there). SUM/MEAN/VAR/STD sum in double; VAR and STD divide by
+   R - 1 (NaN when R < 2), MEAN by R (NaN when R == 0). */
+enum { TK_RED_SUM, TK_RED_MEAN, TK_RED_VAR, TK_RED_STD, TK_RED_MAX, TK_RED_MIN };
+#define TK_RED_BLOCK 64         /* neighbouring lines share the cache lines a strided pass reads */
+void tk_reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t R, int64_t sd,
+                     float *v, float *ix);
+
 /* ===== Elementwise =====
    One row of n elements; the output o is contiguous, each input has stride
    sx / sy of 1 (contiguous) or 0 (one broadcast scalar). These run on the
@@ -53,9 +77,13 @@ void tt_exp_vec_ref(int64_t n, const float *x, float *y);
    on where a row starts (tails use the same arithmetic). */
 
 /* Binary float ops. ADD..DIV are IEEE-exact, so every path gives the bits
-   of the scalar expression; MAX/MIN are (x > y || isnan(x)) ? x : y and
-   (x < y || isnan(x)) ? x : y: NaN propagates (x's when both are NaN). */
+   of the scalar expression; MAX/MIN are tk_max_nan / tk_min_nan below. */
 enum { TT_EW_ADD, TT_EW_SUB, TT_EW_MUL, TT_EW_DIV, TT_EW_MAX, TT_EW_MIN, TT_EW_NBIN };
+/* The NaN rule of max and min, written once for every scalar path (the
+   SIMD paths build the same from vector max/min and a NaN blend): NaN
+   propagates, x's when both are NaN; on equal operands (0 vs -0), y. */
+static inline float tk_max_nan(float x, float y) { return (x > y || isnan(x)) ? x : y; }
+static inline float tk_min_nan(float x, float y) { return (x < y || isnan(x)) ? x : y; }
 /* Comparisons to bool bytes 0/1 (ordered: NaN compares false; NE true). */
 enum { TT_EW_EQ, TT_EW_NE, TT_EW_LT, TT_EW_LE, TT_EW_GT, TT_EW_GE, TT_EW_NCMP };
 /* Unary float ops. NEG, ABS, SQRT are exact. EXP as tt_exp_vec; LOG within
@@ -138,11 +166,24 @@ const char *tt_simd_path(void);
    cannot run it. NULL restores the automatic choice. */
 int tt_simd_force(const char *path);
 
-/* ===== Internal: shared by threads.c, kernels*.c, sdpa_kernel.c ===== */
+/* ===== Internal: shared by the files of core/kernel/ ===== */
 
+/* The per-thread scratch buffers, one per use that may be live at once. */
+enum {
+    TK_SCRATCH_PACK_A,      /* GEMM: the packed A block */
+    TK_SCRATCH_PACK_B,      /* GEMM: the packed B panel */
+    TK_SCRATCH_TILE,        /* GEMM: a C tile for strided C; softmax: one exp row */
+    TK_SCRATCH_SDPA_K,      /* sdpa: K of one head as B slivers */
+    TK_SCRATCH_SDPA_V,      /* sdpa: V of one head as B slivers */
+    TK_SCRATCH_SDPA_Q,      /* sdpa: the scaled Q block as A slivers */
+    TK_SCRATCH_SDPA_S,      /* sdpa: the scores of one key block */
+    TK_SCRATCH_SDPA_P,      /* sdpa: one sliver of probabilities */
+    TK_SCRATCH_SDPA_O,      /* sdpa: the output accumulators and row statistics */
+    TK_SCRATCH_SDPA_BWD,    /* sdpa backward: a task's packed blocks and row sums */
+    TK_SCRATCH_COUNT
+};
 /* Per-thread buffer for `slot`, 64-byte aligned, kept and grown between
    calls (never shrinks). NULL when out of memory. */
-#define TT__SCRATCH_SLOTS 12
 void *tt__scratch(int slot, size_t bytes);
 
 /* One SIMD path: micro-tile, cache blocks and the row primitives.
@@ -167,7 +208,7 @@ typedef struct tt__kern {
     /* y = s*x; stream != 0 bypasses the cache on y */
     void (*scale)(int64_t n, float s, const float *x, float *y, int stream);
     /* optional fast packers for some strides (else the portable ones):
-       same layout as the portable pack_a/pack_b in kernels.c; return 0
+       same layout as the portable pack_a/pack_b in gemm.c; return 0
        when they do not handle these strides */
     int (*pack_a)(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs, float *dst);
     int (*pack_b)(int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs, float *dst);

@@ -83,7 +83,6 @@ int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *a)
 #define MAX_LANES 4
 #define LANE_BYTES ((int64_t)48 << 20)   /* cap on the extra dQ buffers */
 
-enum { SL_BWD = 9 };    /* scratch slot (0-2 GEMM, 3-8 the forward) */
 
 typedef struct bwd_job {
     const tk_sdpa_bwd_args *a;
@@ -127,7 +126,7 @@ static int get_bufs(const bwd_job *J, bufs *u)
                       &u->s, &u->dp, &u->ta, &u->sa, &u->gk, &u->gv };
     int64_t total = 0;
     for (int t = 0; t < 13; t++) total += (sz[t] + 15) / 16 * 16;   /* 64-byte aligned parts */
-    float *p = tt__scratch(SL_BWD, (size_t)total * sizeof(float));
+    float *p = tt__scratch(TK_SCRATCH_SDPA_BWD, (size_t)total * sizeof(float));
     if (!p) return 0;
     for (int t = 0; t < 13; t++) { *dst[t] = p; p += (sz[t] + 15) / 16 * 16; }
     return 1;

@@ -9,13 +9,12 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "tt.h"
 #include "kernels.h"
 
 /* ===== Per-thread scratch ===== */
 
 /* Kept between calls so big packing buffers are faulted in once. */
-static _Thread_local struct { void *p; size_t n; } scratch[TT__SCRATCH_SLOTS];
+static _Thread_local struct { void *p; size_t n; } scratch[TK_SCRATCH_COUNT];
 
 void *tt__scratch(int slot, size_t bytes)
 {
@@ -32,7 +31,7 @@ void *tt__scratch(int slot, size_t bytes)
 
 static void scratch_free_all(void)
 {
-    for (int i = 0; i < TT__SCRATCH_SLOTS; i++) {
+    for (int i = 0; i < TK_SCRATCH_COUNT; i++) {
         free(scratch[i].p);
         scratch[i].p = NULL;
         scratch[i].n = 0;
@@ -74,7 +73,7 @@ static int cores(void)
     return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
-int tt_get_num_threads(void)
+int tk_get_num_threads(void)
 {
     if (nthreads == 0) {
         const char *env = getenv("TT_NUM_THREADS");
@@ -95,7 +94,7 @@ static void pool_stop(void)
     pool.quit = 0;
 }
 
-void tt_set_num_threads(int n)
+void tk_set_num_threads(int n)
 {
     if (n <= 0) n = cores();
     if (n > MAX_THREADS) n = MAX_THREADS;
@@ -142,7 +141,7 @@ static void *worker(void *arg)
     return NULL;
 }
 
-void tt_threads_stop(void)
+void tk_threads_stop(void)
 {
     pool_stop();
     scratch_free_all();            /* the calling thread's own buffers */
@@ -162,7 +161,7 @@ void tt_parallel_for(int64_t n, int64_t grain, tt_range_fn fn, void *ctx)
     if (n <= 0) return;
     if (grain < 1) grain = 1;
     int64_t nch = (n + grain - 1) / grain;
-    int nt = tt_get_num_threads();
+    int nt = tk_get_num_threads();
     /* a few chunks a thread: when another process holds up one core, the
        others take over its share instead of waiting for it */
     if (nch > (int64_t)CHUNKS_PER_THREAD * nt) nch = (int64_t)CHUNKS_PER_THREAD * nt;

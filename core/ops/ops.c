@@ -482,8 +482,6 @@ tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
 
 /* ===== Reductions ===== */
 
-#define RED_BLOCK 64            /* outputs reduced side by side */
-
 static const tt_op REDOP_OP[] = {
     TT_OP_SUM, TT_OP_MEAN, TT_OP_MAX, TT_OP_MIN, TT_OP_ARGMAX, TT_OP_ARGMIN, TT_OP_STD, TT_OP_VAR,
 };
@@ -494,107 +492,19 @@ static int is_extremum(int op)
     return op == TT_MAX || op == TT_MIN || op == TT_ARGMAX || op == TT_ARGMIN;
 }
 
-/* Sum of a contiguous line in double; four chains hide the add latency. */
-static double line_sum(const float *x, int64_t n)
-{
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int64_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        s0 += (double)x[j];
-        s1 += (double)x[j + 1];
-        s2 += (double)x[j + 2];
-        s3 += (double)x[j + 3];
-    }
-    for (; j < n; j++) s0 += (double)x[j];
-    return (s0 + s1) + (s2 + s3);
-}
-
-/* Sum of squared deviations from mean (the second pass of var). */
-static double line_sqdev(const float *x, int64_t n, double mean)
-{
-    double s0 = 0, s1 = 0;
-    int64_t j = 0;
-    for (; j + 2 <= n; j += 2) {
-        double d0 = (double)x[j] - mean, d1 = (double)x[j + 1] - mean;
-        s0 += d0 * d0;
-        s1 += d1 * d1;
-    }
-    for (; j < n; j++) s0 += ((double)x[j] - mean) * ((double)x[j] - mean);
-    return s0 + s1;
-}
-
-/* Reduces nb <= RED_BLOCK lines side by side: line i holds x[i*si + j*sd]
-   for j < R. v[i] gets the value, ix[i] the 1-based index (extrema only).
-   Sums go in double; variance is two-pass. */
-static void reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t R, int64_t sd,
-                         float *v, float *ix)
-{
-    if (!is_extremum(op)) {
-        double acc[RED_BLOCK] = {0}, ss[RED_BLOCK] = {0};
-        if (nb == 1 && sd == 1) {
-            acc[0] = line_sum(x, R);
-        } else {
-            for (int64_t j = 0; j < R; j++) {
-                const float *r = x + j * sd;
-                for (int64_t i = 0; i < nb; i++) acc[i] += (double)r[i * si];
-            }
-        }
-        if (op == TT_SUM) {
-            for (int64_t i = 0; i < nb; i++) v[i] = (float)acc[i];
-            return;
-        }
-        for (int64_t i = 0; i < nb; i++) acc[i] /= (double)R;      /* R == 0: NaN */
-        if (op == TT_MEAN) {
-            for (int64_t i = 0; i < nb; i++) v[i] = (float)acc[i];
-            return;
-        }
-        if (nb == 1 && sd == 1) {
-            ss[0] = line_sqdev(x, R, acc[0]);
-        } else {
-            for (int64_t j = 0; j < R; j++) {
-                const float *r = x + j * sd;
-                for (int64_t i = 0; i < nb; i++) {
-                    double dlt = (double)r[i * si] - acc[i];
-                    ss[i] += dlt * dlt;
-                }
-            }
-        }
-        for (int64_t i = 0; i < nb; i++) {
-            double var = R > 1 ? ss[i] / (double)(R - 1) : (double)NAN;
-            v[i] = (float)(op == TT_STD ? sqrt(var) : var);
-        }
-        return;
-    }
-    /* R >= 1 here (the front-end rejects empty dims); NaN wins, first tie wins */
-    int is_max = op == TT_MAX || op == TT_ARGMAX;
-    float best[RED_BLOCK];
-    int64_t bi[RED_BLOCK];
-    for (int64_t i = 0; i < nb; i++) {
-        best[i] = x[i * si];
-        bi[i] = 0;
-    }
-    for (int64_t j = 1; j < R; j++) {
-        const float *r = x + j * sd;
-        for (int64_t i = 0; i < nb; i++) {
-            float u = r[i * si];
-            if (isnan(best[i])) continue;
-            if (isnan(u) || (is_max ? u > best[i] : u < best[i])) {
-                best[i] = u;
-                bi[i] = j;
-            }
-        }
-    }
-    for (int64_t i = 0; i < nb; i++) {
-        v[i] = best[i];
-        ix[i] = (float)(bi[i] + 1);
-    }
-}
+/* The line kernel of each reduction (arg* share max/min's, which also
+   give the index). */
+static const signed char RED_KERN[] = {
+    [TT_SUM] = TK_RED_SUM, [TT_MEAN] = TK_RED_MEAN, [TT_MAX] = TK_RED_MAX, [TT_MIN] = TK_RED_MIN,
+    [TT_ARGMAX] = TK_RED_MAX, [TT_ARGMIN] = TK_RED_MIN, [TT_STD] = TK_RED_STD, [TT_VAR] = TK_RED_VAR,
+};
+_Static_assert(sizeof RED_KERN / sizeof RED_KERN[0] == TT_REDOP_COUNT, "RED_KERN out of sync");
 
 /* The walk's operands: 0 the values, 1 the input, 2 the indices; when
    only one of values and indices is wanted, the other operand aliases it
    and is not written. */
 typedef struct red_ctx {
-    int op;
+    int op;                 /* TK_RED_* */
     int want_val, want_idx;
     int64_t R, sd;          /* reduced length and stride */
 } red_ctx;
@@ -606,11 +516,11 @@ static void reduce_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
     float *val = (float *)p[0], *idx = (float *)p[2];
     int64_t so = inc[0], si = inc[1];
     /* along a unit stride one line at a time; else many lines side by side */
-    int64_t blk = c->sd == 1 ? 1 : RED_BLOCK;
-    float v[RED_BLOCK], ix[RED_BLOCK];
+    int64_t blk = c->sd == 1 ? 1 : TK_RED_BLOCK;
+    float v[TK_RED_BLOCK], ix[TK_RED_BLOCK];
     for (int64_t i0 = 0; i0 < n; i0 += blk) {
         int64_t nb = n - i0 < blk ? n - i0 : blk;
-        reduce_lines(c->op, x + i0 * si, nb, si, c->R, c->sd, v, ix);
+        tk_reduce_lines(c->op, x + i0 * si, nb, si, c->R, c->sd, v, ix);
         for (int64_t i = 0; i < nb; i++) {
             if (c->want_val) val[(i0 + i) * so] = v[i];
             if (c->want_idx) idx[(i0 + i) * so] = ix[i];
@@ -671,7 +581,7 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, int op, const tt_
             src = &tmp;
         }
         float v, ix;
-        reduce_lines(op, R ? tt_data_f32(src) : NULL, 1, 0, R, 1, &v, &ix);
+        tk_reduce_lines(RED_KERN[op], R ? tt_data_f32(src) : NULL, 1, 0, R, 1, &v, &ix);
         if (val) val[0] = v;
         if (idx) idx[0] = ix;
         tt_tensor_release(&tmp);
@@ -687,7 +597,7 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, int op, const tt_
     }
     tt__contig_strides(nk, kshape, st2[0]);
     memcpy(st2[2], st2[0], sizeof st2[0]);
-    red_ctx c = { op, val != NULL, idx != NULL, R, a->stride[d] };
+    red_ctx c = { RED_KERN[op], val != NULL, idx != NULL, R, a->stride[d] };
     void *base[TT__ITER_OPS] = { val ? val : idx, tt_data_f32(a), idx ? idx : val };
     size_t es[TT__ITER_OPS] = { sizeof(float), sizeof(float), sizeof(float) };
     tt__iter it;
@@ -737,50 +647,6 @@ tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, 
 
 /* ===== Softmax ===== */
 
-#define SM_COLS 4096            /* columns side by side at most (wide rows: fewer TLB misses) */
-
-/* Contiguous y viewed as [outer, n, inner], softmax over n in place. Each
-   task takes up to SM_COLS neighbouring columns through the three passes
-   (max, exp-sum, normalise), so every access runs along contiguous rows. */
-typedef struct sm_job {
-    const float *x;         /* source, same layout as y (may be y) */
-    float *y;
-    int64_t n, inner, cols, nblk;
-} sm_job;
-
-static void softmax_cols_range(void *p, int64_t begin, int64_t end)
-{
-    const sm_job *j = p;
-    float mx[SM_COLS], sum[SM_COLS];
-    for (int64_t t = begin; t < end; t++) {
-        int64_t o = t / j->nblk, c0 = (t % j->nblk) * j->cols;
-        int64_t cb = j->inner - c0 < j->cols ? j->inner - c0 : j->cols;
-        const float *src = j->x + o * j->n * j->inner + c0;
-        float *base = j->y + o * j->n * j->inner + c0;
-        for (int64_t c = 0; c < cb; c++) {
-            mx[c] = -INFINITY;
-            sum[c] = 0.0f;
-        }
-        for (int64_t r = 0; r < j->n; r++) {          /* 1: column maxima */
-            const float *row = src + r * j->inner;
-            for (int64_t c = 0; c < cb; c++)
-                if (row[c] > mx[c]) mx[c] = row[c];
-        }
-        /* 2: exp and sums; an all -inf column gives exp(NaN), so NaN, as PyTorch */
-        for (int64_t r = 0; r < j->n; r++) {
-            const float *in = src + r * j->inner;
-            float *row = base + r * j->inner;
-            for (int64_t c = 0; c < cb; c++) row[c] = in[c] - mx[c];
-            tt_exp_vec(cb, row, row);
-            for (int64_t c = 0; c < cb; c++) sum[c] += row[c];
-        }
-        for (int64_t r = 0; r < j->n; r++) {          /* 3: normalise */
-            float *row = base + r * j->inner;
-            for (int64_t c = 0; c < cb; c++) row[c] /= sum[c];
-        }
-    }
-}
-
 static tt_status softmax_impl(tt_tensor *out, const tt_tensor *a, int d)
 {
     char sa[SHAPE_BUF];
@@ -803,23 +669,14 @@ static tt_status softmax_impl(tt_tensor *out, const tt_tensor *a, int d)
         tt_softmax_rows(numel / n, n, x, y);
         return TT_OK;
     }
-    sm_job j = { tt_data_f32(a), y, n, 1, 1, 1 };
+    const float *x = tt_data_f32(a);
     if (!tt_is_contiguous(a)) {
         tt__copy(out, a);
-        j.x = y;
+        x = y;
     }
-    for (int i = d + 1; i < a->ndim; i++) j.inner *= a->shape[i];
-    int64_t outer = numel / (n * j.inner);
-    /* wide blocks, but enough of them for every thread (columns are
-       independent, so the split never changes the result) */
-    int64_t nt = tt_get_num_threads(), want = (nt + outer - 1) / outer;
-    j.cols = (j.inner + want - 1) / want;
-    j.cols = j.cols < 64 ? 64 : j.cols > SM_COLS ? SM_COLS : j.cols;
-    j.nblk = (j.inner + j.cols - 1) / j.cols;
-    int64_t tasks = outer * j.nblk;
-    int64_t cols = j.inner < j.cols ? j.inner : j.cols;
-    int64_t grain = PAR_GRAIN / (cols * n) + 1;
-    tt_parallel_for(tasks, grain, softmax_cols_range, &j);
+    int64_t inner = 1;
+    for (int i = d + 1; i < a->ndim; i++) inner *= a->shape[i];
+    tk_softmax_cols(numel / (n * inner), n, inner, x, y);
     return TT_OK;
 }
 

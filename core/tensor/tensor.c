@@ -20,7 +20,7 @@ uint64_t tt__next_id(void) { return ++id_counter; }
 
 void tt_release_caches(void)
 {
-    tt_threads_stop();
+    tk_threads_stop();
     tt__storage_drop_cache();
     tt__intern_free();
 }

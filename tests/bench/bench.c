@@ -12,7 +12,6 @@
 #include <time.h>
 
 #include "kernel/kernels.h"
-#include "tt.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -204,7 +203,7 @@ static void bench_peak(void)
         if (w == 512 && !__builtin_cpu_supports("avx512f")) continue;
         if (w == 256 && !__builtin_cpu_supports("fma")) continue;
         for (int th = 1; th <= 2; th++) {
-            tt_set_num_threads(th);
+            tk_set_num_threads(th);
             double t = 1e30;
             for (int r = 0; r < 3; r++) {   /* the best of three: a fresh worker may start late */
                 double t0 = now();
@@ -252,7 +251,7 @@ static void mm_blas(void *ctx)
 static void mm_row(const char *label, mm *m, int th, double budget)
 {
     double flop = 2.0 * (double)m->nb * (double)m->M * (double)m->N * (double)m->K / 1e9;
-    tt_set_num_threads(th);
+    tk_set_num_threads(th);
     stat3 ours, ob;
     if (ob_sgemm) {
         ob_set_threads(th);
@@ -322,7 +321,7 @@ static void cp_range(void *ctx, int64_t b, int64_t e)
 static void cp_run(void *ctx)
 {
     sm *s = ctx;
-    int nt = tt_get_num_threads();   /* one range a thread: memcpy at its best */
+    int nt = tk_get_num_threads();   /* one range a thread: memcpy at its best */
     tt_parallel_for(s->rows, (s->rows + nt - 1) / nt, cp_range, s);
 }
 
@@ -333,7 +332,7 @@ static void bench_softmax(const char *py)
     sm s = { 8 * 2048, 2048, frand(8u << 22), frand(8u << 22) };
     double gb = 2.0 * 4.0 * (double)s.rows * (double)s.n / 1e9;
     for (int th = 1; th <= 2; th++) {
-        tt_set_num_threads(th);
+        tk_set_num_threads(th);
         stat3 o, c;
         timeit_pair(sm_ours, &s, cp_run, &s, 1.0, &o, &c);
         printf("  %-22s %d  ", "softmax", th);
@@ -394,7 +393,7 @@ static void cpb_range(void *ctx, int64_t b, int64_t e)
 static void cpb_run(void *ctx)
 {
     cpb *c = ctx;
-    int nt = tt_get_num_threads();   /* one range a thread: memcpy at its best */
+    int nt = tk_get_num_threads();   /* one range a thread: memcpy at its best */
     tt_parallel_for((int64_t)c->n, ((int64_t)c->n + nt - 1) / nt, cpb_range, c);
 }
 
@@ -436,7 +435,7 @@ static void bench_ew(const char *py)
             }
             if (f) pclose(f);
         }
-        tt_set_num_threads(th);
+        tk_set_num_threads(th);
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             ewb w = { cases[c].kind, cases[c].op, x, cases[c].kind == EWB_SCALAR ? &two : y, o, m };
             size_t bytes = (size_t)EW_N * (size_t)(cases[c].rd + cases[c].wr);
@@ -522,7 +521,7 @@ static void bench_sdpa(const char *py)
     printf("  %-22s %-2s %-28s%-9s%-28s%-9s%s\n", "", "th", "ours", "extra", "torch explicit formula", "extra", "speed-up");
     for (int th = 1; th <= 2; th++) {
         if (py) torch_sdpa(py, th, ns, nn);
-        tt_set_num_threads(th);
+        tk_set_num_threads(th);
         for (int i = 0; i < nn; i++)
             for (int64_t hkv = 8; hkv >= 4; hkv -= 4) {
                 int64_t N = ns[i];
@@ -554,7 +553,7 @@ static void bench_sdpa(const char *py)
     }
     /* the long sequence: must fit in 1 GiB of extra memory */
     int64_t N = 32768;
-    tt_set_num_threads(2);
+    tk_set_num_threads(2);
     float *q = frand((size_t)(8 * N * 64)), *k = frand((size_t)(8 * N * 64));
     float *v = frand((size_t)(8 * N * 64)), *o = frand((size_t)(8 * N * 64));
     at t;
@@ -647,7 +646,7 @@ int main(int argc, char **argv)
     time_t tm = time(NULL);
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&tm));
-    printf("tensortrace bench — %s; path %s; cores %d; %s\n", date, tt_simd_path(), tt_get_num_threads(),
+    printf("tensortrace bench — %s; path %s; cores %d; %s\n", date, tt_simd_path(), tk_get_num_threads(),
            ob_config ? ob_config() : "no OpenBLAS");
     if (want[0]) bench_peak();
     if (want[1]) bench_gemm();

@@ -1,7 +1,7 @@
 /*
-** kernels_avx512.c — AVX-512F micro-kernel and row primitives (exp, max,
+** avx512.c — AVX-512F micro-kernel and row primitives (exp, max,
 ** exp-sum, scale). Compiled with target attributes, picked at run time by
-** kernels.c; tails use masked vector ops so results never depend on where
+** dispatch.c; tails use masked vector ops so results never depend on where
 ** a thread's range happens to start.
 */
 #include "kernels.h"
@@ -17,6 +17,12 @@
    hide the FMA latency; 2 loads + 12 broadcasts per 24 FMAs. */
 #define MR 12
 #define NR 32
+/* Cache blocks, measured best on the 2-core EPYC (kc 128-384, mc 48-192
+   tried): the A block (mc x kc, 144 KiB) stays in L2, the B panel (kc x nc,
+   6 MiB) in L3. */
+#define KC 384
+#define MC 96
+#define NC 4096
 
 static TARGET inline __mmask16 tail_mask(int64_t n)
 {
@@ -257,7 +263,7 @@ static TARGET inline __m512 neg16(__m512 u)
     return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(u), _mm512_set1_epi32(INT32_MIN)));
 }
 
-/* (u > w || isnan(u)) ? u : w. maxps gives its second operand when either is
+/* tk_max_nan (kernels.h) on 16 lanes: maxps gives its second operand when either is
    NaN or both are equal, so only u's NaN lanes need u put back. */
 static TARGET inline __m512 max16(__m512 u, __m512 w)
 {
@@ -425,12 +431,12 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
     for (; i < n; i++) o[i] = m[i] ? v : x[i * sx];   /* leftovers: a select, same result */
 }
 
-/* kc 384, mc 96: measured best on the 2-core EPYC (kc 128-384, mc 48-192 tried);
-   the A block (144 KiB) stays in L2, the B panel in L3. */
 const tt__kern tt__kern_avx512 = {
-    "avx512", MR, NR, 384, 96, 4096,
-    ukernel, ukernel_rows, axpy, exp_vec, row_max, exp_sum, scale, pack_a, pack_b,
-    ew_binary, ew_compare, ew_unary, ew_masked_fill
+    .name = "avx512", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
+    .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
+    .row_max = row_max, .exp_sum = exp_sum, .scale = scale, .pack_a = pack_a, .pack_b = pack_b,
+    .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
+    .ew_masked_fill = ew_masked_fill,
 };
 
 #else

@@ -1,5 +1,5 @@
 /*
-** sdpa_kernel.c — fused scaled dot-product attention: the scalar reference
+** sdpa.c — fused scaled dot-product attention: the scalar reference
 ** and a tiled FlashAttention-style kernel (online softmax, O(N*Dh) extra
 ** memory) built on the current path's micro-kernel and row primitives.
 */
@@ -76,8 +76,10 @@ int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a)
    thread and reused by every query block and every query head of its group
    (GQA without copies). */
 
-enum { SL_K = 3, SL_V, SL_Q, SL_S, SL_P, SL_O };   /* scratch slots (0-2: GEMM) */
-
+/* Block sizes: about BQ_ROWS query rows (whole slivers) by BK_COLS keys, so
+   the score block S (64 x 512 floats, 128 KiB) stays in L2 next to the Q
+   block and the O accumulators, while K and V panels stream from L3. */
+#define BQ_ROWS 64
 #define BK_COLS 512
 
 typedef struct sdpa_job {
@@ -150,12 +152,12 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     }
 
     int64_t nkp = (a->Nk + nr - 1) / nr * nr;
-    float *kp = tt__scratch(SL_K, (size_t)(nkp * (Dh > 0 ? Dh : 1)) * sizeof(float));
-    float *vp = tt__scratch(SL_V, (size_t)(nkp * (dvp > 0 ? dvp : 1)) * sizeof(float));
-    float *qp = tt__scratch(SL_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
-    float *S = tt__scratch(SL_S, (size_t)(nqp * bk) * sizeof(float));
-    float *pp = tt__scratch(SL_P, (size_t)(mr * bk) * sizeof(float));
-    float *O = tt__scratch(SL_O, (size_t)(nqp * (dvp + 4)) * sizeof(float));
+    float *kp = tt__scratch(TK_SCRATCH_SDPA_K, (size_t)(nkp * (Dh > 0 ? Dh : 1)) * sizeof(float));
+    float *vp = tt__scratch(TK_SCRATCH_SDPA_V, (size_t)(nkp * (dvp > 0 ? dvp : 1)) * sizeof(float));
+    float *qp = tt__scratch(TK_SCRATCH_SDPA_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
+    float *S = tt__scratch(TK_SCRATCH_SDPA_S, (size_t)(nqp * bk) * sizeof(float));
+    float *pp = tt__scratch(TK_SCRATCH_SDPA_P, (size_t)(mr * bk) * sizeof(float));
+    float *O = tt__scratch(TK_SCRATCH_SDPA_O, (size_t)(nqp * (dvp + 4)) * sizeof(float));
     if (!kp || !vp || !qp || !S || !pp || !O) { J->failed = 1; return; }
     /* per row: running max and sum; whether a key was visible; whether a
        visible score was NaN or +inf (the row is then NaN) */
@@ -290,7 +292,7 @@ int64_t tt_sdpa_kernel(const tt_sdpa_args *a)
     }
     const tt__kern *kn = tt__kern_now();
     sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, NULL, 0 };
-    J.bq = 64 / kn->mr * kn->mr;           /* about 64 query rows, whole slivers */
+    J.bq = BQ_ROWS / kn->mr * kn->mr;      /* whole slivers */
     J.nqb = (a->Nq + J.bq - 1) / J.bq;
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
     J.call = ++sdpa_calls;

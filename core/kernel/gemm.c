@@ -1,192 +1,11 @@
 /*
-** kernels.c — scalar reference kernels, the portable path, run-time SIMD
-** dispatch, and the packed cache-blocked GEMM driver shared by all paths.
-** The SIMD micro-kernels live in kernels_avx2.c / kernels_avx512.c.
+** gemm.c — the packed cache-blocked GEMM driver shared by all paths: the
+** portable packers, the blocked loops and the thread split.
 */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tt.h"
 #include "kernels.h"
-
-/* ===== Reference kernels ===== */
-
-/* M, N, K: rows of A and C, columns of B and C, inner size. */
-void tt_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
-                       const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
-                       const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
-                       float *c, const int64_t *coff, int64_t rsc, int64_t csc)
-{
-    for (int64_t t = 0; t < nbatch; t++) {
-        const float *A = a + aoff[t], *B = b + boff[t];
-        float *C = c + coff[t];
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                float s = 0.0f;
-                for (int64_t p = 0; p < K; p++) s += A[i*rsa + p*csa] * B[p*rsb + j*csb];
-                C[i*rsc + j*csc] = s;
-            }
-    }
-}
-
-void tt_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y)
-{
-    for (int64_t r = 0; r < nrows; r++, x += n, y += n) {
-        float m = -INFINITY, s = 0.0f;
-        for (int64_t j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
-        if (m == -INFINITY) {               /* all -inf: 0/0, as PyTorch */
-            for (int64_t j = 0; j < n; j++) y[j] = NAN;
-            continue;
-        }
-        for (int64_t j = 0; j < n; j++) { y[j] = expf(x[j] - m); s += y[j]; }
-        for (int64_t j = 0; j < n; j++) y[j] /= s;
-    }
-}
-
-void tt_exp_vec_ref(int64_t n, const float *x, float *y)
-{
-    for (int64_t i = 0; i < n; i++) y[i] = expf(x[i]);
-}
-
-/* x[i*sx] op y[i*sy] for i < n, o contiguous. */
-#define EW_LOOP(EXPR) \
-    for (int64_t i = 0; i < n; i++) { const float u = x[i * sx], w = y[i * sy]; o[i] = (EXPR); }
-
-void tt_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o)
-{
-    switch (op) {
-    case TT_EW_ADD: EW_LOOP(u + w); break;
-    case TT_EW_SUB: EW_LOOP(u - w); break;
-    case TT_EW_MUL: EW_LOOP(u * w); break;
-    case TT_EW_DIV: EW_LOOP(u / w); break;
-    case TT_EW_MAX: EW_LOOP((u > w || isnan(u)) ? u : w); break;
-    case TT_EW_MIN: EW_LOOP((u < w || isnan(u)) ? u : w); break;
-    default: break;
-    }
-}
-
-void tt_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o)
-{
-    switch (op) {
-    case TT_EW_EQ: EW_LOOP(u == w); break;
-    case TT_EW_NE: EW_LOOP(u != w); break;
-    case TT_EW_LT: EW_LOOP(u < w); break;
-    case TT_EW_LE: EW_LOOP(u <= w); break;
-    case TT_EW_GT: EW_LOOP(u > w); break;
-    case TT_EW_GE: EW_LOOP(u >= w); break;
-    default: break;
-    }
-}
-#undef EW_LOOP
-
-void tt_ew_unary_ref(int op, int64_t n, const float *x, float *o)
-{
-    switch (op) {
-    case TT_EW_NEG: for (int64_t i = 0; i < n; i++) o[i] = -x[i]; break;
-    case TT_EW_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(x[i]); break;
-    case TT_EW_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(x[i]); break;
-    case TT_EW_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(x[i]); break;
-    case TT_EW_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(x[i]); break;
-    default: break;
-    }
-}
-
-void tt_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
-                           float v, float *o)
-{
-    for (int64_t i = 0; i < n; i++) o[i] = m[i * sm] ? v : x[i * sx];
-}
-
-/* ===== Portable path ===== */
-
-/* Register tile the compiler can keep in SSE registers (4 x 8 floats). */
-#define C_MR 4
-#define C_NR 8
-
-static void ukernel_c(int64_t kc, const float *ap, const float *bp, float *c,
-                      int64_t rsc, int m, int n, int acc)
-{
-    float t[C_MR][C_NR] = {{0.0f}};
-    for (int64_t p = 0; p < kc; p++, ap += C_MR, bp += C_NR)
-        for (int i = 0; i < C_MR; i++)
-            for (int j = 0; j < C_NR; j++) t[i][j] += ap[i] * bp[j];
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) c[i*rsc + j] = acc ? c[i*rsc + j] + t[i][j] : t[i][j];
-}
-
-static void axpy_c(int64_t n, float s, const float *x, float *y)
-{
-    for (int64_t i = 0; i < n; i++) y[i] += s * x[i];
-}
-
-static float row_max_c(int64_t n, const float *x)
-{
-    float m = -INFINITY;
-    for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
-    return m;
-}
-
-static float exp_sum_c(int64_t n, const float *x, float m, float *y)
-{
-    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};   /* 4 partial sums: fixed order */
-    for (int64_t i = 0; i < n; i++) { y[i] = expf(x[i] - m); s[i & 3] += y[i]; }
-    return (s[0] + s[1]) + (s[2] + s[3]);
-}
-
-static void scale_c(int64_t n, float s, const float *x, float *y, int stream)
-{
-    (void)stream;
-    for (int64_t i = 0; i < n; i++) y[i] = s * x[i];
-}
-
-const tt__kern tt__kern_scalar = {
-    "scalar", C_MR, C_NR, 256, 64, 2048,
-    ukernel_c, NULL, axpy_c, tt_exp_vec_ref, row_max_c, exp_sum_c, scale_c, NULL, NULL,
-    tt_ew_binary_ref, tt_ew_compare_ref, tt_ew_unary_ref, tt_ew_masked_fill_ref
-};
-
-/* ===== Dispatch ===== */
-
-static const tt__kern *kern_auto, *kern_forced;
-
-static const tt__kern *detect(void)
-{
-#ifdef TT__X86_SIMD
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return &tt__kern_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &tt__kern_avx2;
-#endif
-    return &tt__kern_scalar;
-}
-
-const tt__kern *tt__kern_now(void)
-{
-    if (kern_forced) return kern_forced;
-    if (!kern_auto) kern_auto = detect();
-    return kern_auto;
-}
-
-const char *tt_simd_path(void) { return tt__kern_now()->name; }
-
-int tt_simd_force(const char *path)
-{
-    if (!path) { kern_forced = NULL; return 1; }
-    if (strcmp(path, "scalar") == 0) { kern_forced = &tt__kern_scalar; return 1; }
-#ifdef TT__X86_SIMD
-    __builtin_cpu_init();
-    if (strcmp(path, "avx512") == 0 && __builtin_cpu_supports("avx512f")) {
-        kern_forced = &tt__kern_avx512;
-        return 1;
-    }
-    if (strcmp(path, "avx2") == 0 && __builtin_cpu_supports("avx2")
-        && __builtin_cpu_supports("fma")) {
-        kern_forced = &tt__kern_avx2;
-        return 1;
-    }
-#endif
-    return 0;
-}
 
 /* ===== GEMM =====
    BLIS loop order: jc (nc columns of C) > pc (kc of the inner size: B panel
@@ -194,8 +13,6 @@ int tt_simd_force(const char *path)
    Each C element is one register lane summed over p in order, then added
    once per pc block, so the bits never depend on how the tiles are shared
    out among threads. Letters: M rows of A/C, N columns of B/C, K inner. */
-
-enum { SLOT_A, SLOT_B, SLOT_T };
 
 /* A (mc x kc, strides rs/cs) into mr-row slivers, k-major, zero padded. */
 static void pack_a_c(int mr, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
@@ -344,9 +161,9 @@ static void gemm_range(void *ctx, int64_t begin, int64_t end)
     const tt__kern *kn = g->kn;
     int64_t kc = g->K < kn->kc ? g->K : kn->kc;
     int64_t ncp = (g->nc + kn->nr - 1) / kn->nr * kn->nr;
-    float *ap = tt__scratch(SLOT_A, (size_t)(kn->mc * kc) * sizeof(float));
-    float *bp = tt__scratch(SLOT_B, (size_t)(ncp * kc) * sizeof(float));
-    float *tmp = tt__scratch(SLOT_T, (size_t)(kn->mr * kn->nr) * sizeof(float));
+    float *ap = tt__scratch(TK_SCRATCH_PACK_A, (size_t)(kn->mc * kc) * sizeof(float));
+    float *bp = tt__scratch(TK_SCRATCH_PACK_B, (size_t)(ncp * kc) * sizeof(float));
+    float *tmp = tt__scratch(TK_SCRATCH_TILE, (size_t)(kn->mr * kn->nr) * sizeof(float));
     if (!ap || !bp || !tmp) { g->failed = 1; return; }
     for (int64_t u = begin; u < end; ) {
         /* consecutive parts of one (batch, column block) are one row range */
@@ -414,7 +231,7 @@ void tt_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     }
     const tt__kern *kn = tt__kern_now();
     double flops = 2.0 * (double)M * (double)N * (double)K;
-    int nt = tt_get_num_threads();
+    int nt = tk_get_num_threads();
     if ((double)M * (double)N * (double)K <= SMALL_MNK || M < kn->mr / 2) {
         small_job s = { kn, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc };
         int64_t grain = (int64_t)(PAR_FLOPS / flops) + 1;
@@ -443,79 +260,4 @@ void tt_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     if (g.failed)   /* no memory for packing: the reference needs none */
         tt_gemm_batch_ref(nbatch, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb,
                           c, coff, rsc, csc);
-}
-
-/* ===== Softmax and exp ===== */
-
-typedef struct rows_job {
-    const tt__kern *kn;
-    int64_t n;
-    const float *x;
-    float *y;
-    int stream;
-} rows_job;
-
-static void softmax_range(void *ctx, int64_t begin, int64_t end)
-{
-    rows_job *j = ctx;
-    const tt__kern *kn = j->kn;
-    int64_t n = j->n;
-    /* streaming: exp goes to an L1-resident row, the result bypasses caches */
-    float *e = j->stream ? tt__scratch(SLOT_T, (size_t)n * sizeof(float)) : NULL;
-    for (int64_t r = begin; r < end; r++) {
-        const float *x = j->x + r * n;
-        float *y = j->y + r * n, *t = e ? e : y;
-        float m = kn->row_max(n, x);
-        if (m == -INFINITY) {                 /* all -inf: NaN, as PyTorch */
-            for (int64_t i = 0; i < n; i++) y[i] = NAN;
-            continue;
-        }
-        float s = kn->exp_sum(n, x, m, t);
-        kn->scale(n, 1.0f / s, t, y, e != NULL);
-    }
-}
-
-void tt_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y)
-{
-    if (nrows <= 0 || n <= 0) return;
-    rows_job j = { tt__kern_now(), n, x, y, 0 };
-    /* beyond the last-level cache the result is not read back soon */
-    j.stream = (double)nrows * (double)n * 4.0 >= 16.0 * 1024 * 1024;
-    tt_parallel_for(nrows, 16384 / n + 1, softmax_range, &j);
-}
-
-static void exp_range(void *ctx, int64_t begin, int64_t end)
-{
-    rows_job *j = ctx;
-    j->kn->exp_vec(end - begin, j->x + begin, j->y + begin);
-}
-
-void tt_exp_vec(int64_t n, const float *x, float *y)
-{
-    if (n <= 0) return;
-    rows_job j = { tt__kern_now(), 1, x, y, 0 };
-    tt_parallel_for(n, 32768, exp_range, &j);
-}
-
-/* ===== Elementwise rows (serial; the op front-end shares them out) ===== */
-
-void tt_ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o)
-{
-    if (n > 0) tt__kern_now()->ew_binary(op, n, x, sx, y, sy, o);
-}
-
-void tt_ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o)
-{
-    if (n > 0) tt__kern_now()->ew_compare(op, n, x, sx, y, sy, o);
-}
-
-void tt_ew_unary(int op, int64_t n, const float *x, float *o)
-{
-    if (n > 0) tt__kern_now()->ew_unary(op, n, x, o);
-}
-
-void tt_ew_masked_fill(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
-                       float v, float *o)
-{
-    if (n > 0) tt__kern_now()->ew_masked_fill(n, x, sx, m, sm, v, o);
 }

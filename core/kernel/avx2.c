@@ -1,6 +1,6 @@
 /*
-** kernels_avx2.c — AVX2+FMA micro-kernel and row primitives, picked at run
-** time by kernels.c. Tails run the same vector code on a padded copy, so
+** avx2.c — AVX2+FMA micro-kernel and row primitives, picked at run
+** time by dispatch.c. Tails run the same vector code on a padded copy, so
 ** results never depend on where a thread's range happens to start.
 */
 #include "kernels.h"
@@ -15,6 +15,11 @@
 /* Micro-tile: MR rows broadcast x NR = 2 vectors: 12 accumulators of 16 regs. */
 #define MR 6
 #define NR 16
+/* Cache blocks: A and B slivers (6 + 16 KiB at kc 256) stay in a 32 KiB L1;
+   the A block (mc = 12 slivers, 72 KiB) in L2; the B panel (4 MiB) in L3. */
+#define KC 256
+#define MC 72
+#define NC 4096
 
 /* kc: inner size; C tile m x n (m <= MR, n <= NR) at c with row stride rsc.
    Row i of the A sliver at step p is a[i*is + p*ps]: packed (1, MR) or
@@ -74,7 +79,7 @@ static TARGET void ukernel_rows(int64_t kc, const float *a, int64_t rsa, const f
     tile(kc, a, rsa, 1, bp, c, rsc, MR, n, acc);
 }
 
-/* exp(x) as in kernels_avx512.c; without scalef, 2^n is applied in two
+/* exp(x) as in avx512.c; without scalef, 2^n is applied in two
    exact halves (p*2^(n/2) is normal) so a denormal result rounds once. */
 static TARGET inline __m256 exp8(__m256 x)
 {
@@ -186,8 +191,8 @@ static TARGET void scale(int64_t n, float s, const float *x, float *y, int strea
 static TARGET inline __m256 neg8(__m256 u) { return _mm256_xor_ps(u, _mm256_set1_ps(-0.0f)); }
 static TARGET inline __m256 abs8(__m256 u) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), u); }
 
-/* (u > w || isnan(u)) ? u : w: maxps gives w on NaN or equality, so only
-   u's NaN lanes need u put back. */
+/* tk_max_nan (kernels.h) on 8 lanes: maxps gives w on NaN or equality, so
+   only u's NaN lanes need u put back. */
 static TARGET inline __m256 max8(__m256 u, __m256 w)
 {
     return _mm256_blendv_ps(_mm256_max_ps(u, w), u, _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
@@ -198,7 +203,7 @@ static TARGET inline __m256 min8(__m256 u, __m256 w)
     return _mm256_blendv_ps(_mm256_min_ps(u, w), u, _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
 }
 
-/* log(x) as in kernels_avx512.c; without getexp/getmant the exponent and
+/* log(x) as in avx512.c; without getexp/getmant the exponent and
    mantissa come from the bits, denormals scaled up by 2^23 first. */
 static TARGET inline __m256 log8(__m256 x)
 {
@@ -267,8 +272,8 @@ static TARGET void ew_binary(int op, int64_t n, const float *x, int64_t sx, cons
     case TT_EW_SUB: EW_BIN_LOOPS(_mm256_sub_ps, u - w); break;
     case TT_EW_MUL: EW_BIN_LOOPS(_mm256_mul_ps, u * w); break;
     case TT_EW_DIV: EW_BIN_LOOPS(_mm256_div_ps, u / w); break;
-    case TT_EW_MAX: EW_BIN_LOOPS(max8, (u > w || isnan(u)) ? u : w); break;
-    case TT_EW_MIN: EW_BIN_LOOPS(min8, (u < w || isnan(u)) ? u : w); break;
+    case TT_EW_MAX: EW_BIN_LOOPS(max8, tk_max_nan(u, w)); break;
+    case TT_EW_MIN: EW_BIN_LOOPS(min8, tk_min_nan(u, w)); break;
     default: break;
     }
 }
@@ -358,9 +363,11 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
 }
 
 const tt__kern tt__kern_avx2 = {
-    "avx2", MR, NR, 256, 72, 4096,
-    ukernel, ukernel_rows, axpy, exp_vec, row_max, exp_sum, scale, NULL, NULL,
-    ew_binary, ew_compare, ew_unary, ew_masked_fill
+    .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
+    .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
+    .row_max = row_max, .exp_sum = exp_sum, .scale = scale,
+    .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
+    .ew_masked_fill = ew_masked_fill,
 };
 
 #else

@@ -1,0 +1,153 @@
+/*
+** ref.c — the scalar reference kernels (*_ref, always compiled) and the
+** portable path built on them: the kernel table used when no SIMD path runs.
+*/
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels.h"
+
+/* ===== Reference kernels ===== */
+
+/* M, N, K: rows of A and C, columns of B and C, inner size. */
+void tt_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                       const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                       const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                       float *c, const int64_t *coff, int64_t rsc, int64_t csc)
+{
+    for (int64_t t = 0; t < nbatch; t++) {
+        const float *A = a + aoff[t], *B = b + boff[t];
+        float *C = c + coff[t];
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                float s = 0.0f;
+                for (int64_t p = 0; p < K; p++) s += A[i*rsa + p*csa] * B[p*rsb + j*csb];
+                C[i*rsc + j*csc] = s;
+            }
+    }
+}
+
+void tt_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y)
+{
+    for (int64_t r = 0; r < nrows; r++, x += n, y += n) {
+        float m = -INFINITY, s = 0.0f;
+        for (int64_t j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
+        if (m == -INFINITY) {               /* all -inf: 0/0, as PyTorch */
+            for (int64_t j = 0; j < n; j++) y[j] = NAN;
+            continue;
+        }
+        for (int64_t j = 0; j < n; j++) { y[j] = expf(x[j] - m); s += y[j]; }
+        for (int64_t j = 0; j < n; j++) y[j] /= s;
+    }
+}
+
+void tt_exp_vec_ref(int64_t n, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = expf(x[i]);
+}
+
+/* x[i*sx] op y[i*sy] for i < n, o contiguous. */
+#define EW_LOOP(EXPR) \
+    for (int64_t i = 0; i < n; i++) { const float u = x[i * sx], w = y[i * sy]; o[i] = (EXPR); }
+
+void tt_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o)
+{
+    switch (op) {
+    case TT_EW_ADD: EW_LOOP(u + w); break;
+    case TT_EW_SUB: EW_LOOP(u - w); break;
+    case TT_EW_MUL: EW_LOOP(u * w); break;
+    case TT_EW_DIV: EW_LOOP(u / w); break;
+    case TT_EW_MAX: EW_LOOP(tk_max_nan(u, w)); break;
+    case TT_EW_MIN: EW_LOOP(tk_min_nan(u, w)); break;
+    default: break;
+    }
+}
+
+void tt_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o)
+{
+    switch (op) {
+    case TT_EW_EQ: EW_LOOP(u == w); break;
+    case TT_EW_NE: EW_LOOP(u != w); break;
+    case TT_EW_LT: EW_LOOP(u < w); break;
+    case TT_EW_LE: EW_LOOP(u <= w); break;
+    case TT_EW_GT: EW_LOOP(u > w); break;
+    case TT_EW_GE: EW_LOOP(u >= w); break;
+    default: break;
+    }
+}
+#undef EW_LOOP
+
+void tt_ew_unary_ref(int op, int64_t n, const float *x, float *o)
+{
+    switch (op) {
+    case TT_EW_NEG: for (int64_t i = 0; i < n; i++) o[i] = -x[i]; break;
+    case TT_EW_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(x[i]); break;
+    case TT_EW_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(x[i]); break;
+    case TT_EW_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(x[i]); break;
+    case TT_EW_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(x[i]); break;
+    default: break;
+    }
+}
+
+void tt_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
+                           float v, float *o)
+{
+    for (int64_t i = 0; i < n; i++) o[i] = m[i * sm] ? v : x[i * sx];
+}
+
+/* ===== Portable path ===== */
+
+/* Register tile the compiler can keep in SSE registers: 4 x 8 floats are
+   8 of the 16 xmm registers, leaving room for the A and B operands. */
+#define C_MR 4
+#define C_NR 8
+/* Cache blocks: a B sliver (kc x nr, 8 KiB) and an A sliver (4 KiB) stay in
+   a 32 KiB L1; the A block (mc x kc, 64 KiB) in L2; the B panel (kc x nc,
+   2 MiB) in L3. */
+#define C_KC 256
+#define C_MC 64
+#define C_NC 2048
+
+static void ukernel_c(int64_t kc, const float *ap, const float *bp, float *c,
+                      int64_t rsc, int m, int n, int acc)
+{
+    float t[C_MR][C_NR] = {{0.0f}};
+    for (int64_t p = 0; p < kc; p++, ap += C_MR, bp += C_NR)
+        for (int i = 0; i < C_MR; i++)
+            for (int j = 0; j < C_NR; j++) t[i][j] += ap[i] * bp[j];
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) c[i*rsc + j] = acc ? c[i*rsc + j] + t[i][j] : t[i][j];
+}
+
+static void axpy_c(int64_t n, float s, const float *x, float *y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] += s * x[i];
+}
+
+static float row_max_c(int64_t n, const float *x)
+{
+    float m = -INFINITY;
+    for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+static float exp_sum_c(int64_t n, const float *x, float m, float *y)
+{
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};   /* 4 partial sums: fixed order */
+    for (int64_t i = 0; i < n; i++) { y[i] = expf(x[i] - m); s[i & 3] += y[i]; }
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+static void scale_c(int64_t n, float s, const float *x, float *y, int stream)
+{
+    (void)stream;
+    for (int64_t i = 0; i < n; i++) y[i] = s * x[i];
+}
+
+const tt__kern tt__kern_scalar = {
+    .name = "scalar", .mr = C_MR, .nr = C_NR, .kc = C_KC, .mc = C_MC, .nc = C_NC,
+    .ukernel = ukernel_c, .axpy = axpy_c, .exp_vec = tt_exp_vec_ref, .row_max = row_max_c,
+    .exp_sum = exp_sum_c, .scale = scale_c,
+    .ew_binary = tt_ew_binary_ref, .ew_compare = tt_ew_compare_ref, .ew_unary = tt_ew_unary_ref,
+    .ew_masked_fill = tt_ew_masked_fill_ref,
+};

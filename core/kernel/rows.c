@@ -1,0 +1,224 @@
+/*
+** rows.c — row and column drivers: softmax over contiguous rows or over
+** the middle dim of [outer, n, inner], the vector exp, and the line loops of
+** the reductions; the drivers share the work out over the thread pool.
+*/
+#include <math.h>
+
+#include "kernels.h"
+
+/* Work sizes: a task of GRAIN elements (EXP_GRAIN for the cheaper exp alone)
+   repays a thread wake-up; a softmax result past STREAM_BYTES (about the
+   last-level cache) is not read back soon, so it bypasses the caches. */
+#define GRAIN 16384
+#define EXP_GRAIN 32768
+#define STREAM_BYTES (16.0 * 1024 * 1024)
+
+/* ===== Softmax and exp ===== */
+
+typedef struct rows_job {
+    const tt__kern *kn;
+    int64_t n;
+    const float *x;
+    float *y;
+    int stream;
+} rows_job;
+
+static void softmax_range(void *ctx, int64_t begin, int64_t end)
+{
+    rows_job *j = ctx;
+    const tt__kern *kn = j->kn;
+    int64_t n = j->n;
+    /* streaming: exp goes to an L1-resident row, the result bypasses caches */
+    float *e = j->stream ? tt__scratch(TK_SCRATCH_TILE, (size_t)n * sizeof(float)) : NULL;
+    for (int64_t r = begin; r < end; r++) {
+        const float *x = j->x + r * n;
+        float *y = j->y + r * n, *t = e ? e : y;
+        float m = kn->row_max(n, x);
+        if (m == -INFINITY) {                 /* all -inf: NaN, as PyTorch */
+            for (int64_t i = 0; i < n; i++) y[i] = NAN;
+            continue;
+        }
+        float s = kn->exp_sum(n, x, m, t);
+        kn->scale(n, 1.0f / s, t, y, e != NULL);
+    }
+}
+
+void tt_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y)
+{
+    if (nrows <= 0 || n <= 0) return;
+    rows_job j = { tt__kern_now(), n, x, y, 0 };
+    j.stream = (double)nrows * (double)n * 4.0 >= STREAM_BYTES;
+    tt_parallel_for(nrows, GRAIN / n + 1, softmax_range, &j);
+}
+
+static void exp_range(void *ctx, int64_t begin, int64_t end)
+{
+    rows_job *j = ctx;
+    j->kn->exp_vec(end - begin, j->x + begin, j->y + begin);
+}
+
+void tt_exp_vec(int64_t n, const float *x, float *y)
+{
+    if (n <= 0) return;
+    rows_job j = { tt__kern_now(), 1, x, y, 0 };
+    tt_parallel_for(n, EXP_GRAIN, exp_range, &j);
+}
+
+/* ===== Column softmax ===== */
+
+#define SM_COLS 4096            /* columns side by side at most (wide rows: fewer TLB misses) */
+
+/* Contiguous y viewed as [outer, n, inner], softmax over n in place. Each
+   task takes up to SM_COLS neighbouring columns through the three passes
+   (max, exp-sum, normalise), so every access runs along contiguous rows. */
+typedef struct sm_job {
+    const float *x;         /* source, same layout as y (may be y) */
+    float *y;
+    int64_t n, inner, cols, nblk;
+} sm_job;
+
+static void softmax_cols_range(void *p, int64_t begin, int64_t end)
+{
+    const sm_job *j = p;
+    float mx[SM_COLS], sum[SM_COLS];
+    for (int64_t t = begin; t < end; t++) {
+        int64_t o = t / j->nblk, c0 = (t % j->nblk) * j->cols;
+        int64_t cb = j->inner - c0 < j->cols ? j->inner - c0 : j->cols;
+        const float *src = j->x + o * j->n * j->inner + c0;
+        float *base = j->y + o * j->n * j->inner + c0;
+        for (int64_t c = 0; c < cb; c++) {
+            mx[c] = -INFINITY;
+            sum[c] = 0.0f;
+        }
+        for (int64_t r = 0; r < j->n; r++) {          /* 1: column maxima */
+            const float *row = src + r * j->inner;
+            for (int64_t c = 0; c < cb; c++)
+                if (row[c] > mx[c]) mx[c] = row[c];
+        }
+        /* 2: exp and sums; an all -inf column gives exp(NaN), so NaN, as PyTorch */
+        for (int64_t r = 0; r < j->n; r++) {
+            const float *in = src + r * j->inner;
+            float *row = base + r * j->inner;
+            for (int64_t c = 0; c < cb; c++) row[c] = in[c] - mx[c];
+            tt_exp_vec(cb, row, row);
+            for (int64_t c = 0; c < cb; c++) sum[c] += row[c];
+        }
+        for (int64_t r = 0; r < j->n; r++) {          /* 3: normalise */
+            float *row = base + r * j->inner;
+            for (int64_t c = 0; c < cb; c++) row[c] /= sum[c];
+        }
+    }
+}
+
+void tk_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, float *y)
+{
+    if (outer <= 0 || n <= 0 || inner <= 0) return;
+    sm_job j = { x, y, n, inner, 1, 1 };
+    /* wide blocks, but enough of them for every thread (columns are
+       independent, so the split never changes the result) */
+    int64_t nt = tk_get_num_threads(), want = (nt + outer - 1) / outer;
+    j.cols = (j.inner + want - 1) / want;
+    j.cols = j.cols < 64 ? 64 : j.cols > SM_COLS ? SM_COLS : j.cols;
+    j.nblk = (j.inner + j.cols - 1) / j.cols;
+    int64_t tasks = outer * j.nblk;
+    int64_t cols = j.inner < j.cols ? j.inner : j.cols;
+    int64_t grain = GRAIN / (cols * n) + 1;
+    tt_parallel_for(tasks, grain, softmax_cols_range, &j);
+}
+
+/* ===== Reductions ===== */
+
+/* Sum of a contiguous line in double; four chains hide the add latency. */
+static double line_sum(const float *x, int64_t n)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        s0 += (double)x[j];
+        s1 += (double)x[j + 1];
+        s2 += (double)x[j + 2];
+        s3 += (double)x[j + 3];
+    }
+    for (; j < n; j++) s0 += (double)x[j];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* Sum of squared deviations from mean (the second pass of var). */
+static double line_sqdev(const float *x, int64_t n, double mean)
+{
+    double s0 = 0, s1 = 0;
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+        double d0 = (double)x[j] - mean, d1 = (double)x[j + 1] - mean;
+        s0 += d0 * d0;
+        s1 += d1 * d1;
+    }
+    for (; j < n; j++) s0 += ((double)x[j] - mean) * ((double)x[j] - mean);
+    return s0 + s1;
+}
+
+/* Sums go in double; variance is two-pass. */
+void tk_reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t R, int64_t sd,
+                         float *v, float *ix)
+{
+    if (op != TK_RED_MAX && op != TK_RED_MIN) {
+        double acc[TK_RED_BLOCK] = {0}, ss[TK_RED_BLOCK] = {0};
+        if (nb == 1 && sd == 1) {
+            acc[0] = line_sum(x, R);
+        } else {
+            for (int64_t j = 0; j < R; j++) {
+                const float *r = x + j * sd;
+                for (int64_t i = 0; i < nb; i++) acc[i] += (double)r[i * si];
+            }
+        }
+        if (op == TK_RED_SUM) {
+            for (int64_t i = 0; i < nb; i++) v[i] = (float)acc[i];
+            return;
+        }
+        for (int64_t i = 0; i < nb; i++) acc[i] /= (double)R;      /* R == 0: NaN */
+        if (op == TK_RED_MEAN) {
+            for (int64_t i = 0; i < nb; i++) v[i] = (float)acc[i];
+            return;
+        }
+        if (nb == 1 && sd == 1) {
+            ss[0] = line_sqdev(x, R, acc[0]);
+        } else {
+            for (int64_t j = 0; j < R; j++) {
+                const float *r = x + j * sd;
+                for (int64_t i = 0; i < nb; i++) {
+                    double dlt = (double)r[i * si] - acc[i];
+                    ss[i] += dlt * dlt;
+                }
+            }
+        }
+        for (int64_t i = 0; i < nb; i++) {
+            double var = R > 1 ? ss[i] / (double)(R - 1) : (double)NAN;
+            v[i] = (float)(op == TK_RED_STD ? sqrt(var) : var);
+        }
+        return;
+    }
+    /* R >= 1 here (the front-end rejects empty dims); NaN wins, first tie wins */
+    int is_max = op == TK_RED_MAX;
+    float best[TK_RED_BLOCK];
+    int64_t bi[TK_RED_BLOCK];
+    for (int64_t i = 0; i < nb; i++) {
+        best[i] = x[i * si];
+        bi[i] = 0;
+    }
+    for (int64_t j = 1; j < R; j++) {
+        const float *r = x + j * sd;
+        for (int64_t i = 0; i < nb; i++) {
+            float u = r[i * si];
+            if (isnan(best[i])) continue;
+            if (isnan(u) || (is_max ? u > best[i] : u < best[i])) {
+                best[i] = u;
+                bi[i] = j;
+            }
+        }
+    }
+    for (int64_t i = 0; i < nb; i++) {
+        v[i] = best[i];
+        ix[i] = (float)(bi[i] + 1);
+    }
+}
