@@ -105,7 +105,7 @@ static void prob_make(prob *p, const tcase *c)
 
     p->out = malloc((size_t)(c->B * c->Hq * Nq * c->Dv) * sizeof(float));
     p->lse = malloc((size_t)(c->B * c->Hq * Nq) * sizeof(float));
-    tt_sdpa_args f = {
+    tk_sdpa_args f = {
         a->B, a->Hq, a->Hkv, a->Nq, a->Nk, a->Dh, a->Dv,
         a->q, a->qs_b, a->qs_h, a->qs_n, a->qs_d,
         a->k, a->ks_b, a->ks_h, a->ks_n, a->ks_d,
@@ -113,7 +113,7 @@ static void prob_make(prob *p, const tcase *c)
         a->mask, a->ms_b, a->ms_h, a->ms_q, a->ms_k,
         a->causal, a->scale, p->out, NULL, p->lse,
     };
-    tt_sdpa_kernel(&f);
+    tk_sdpa(&f);
     a->out = p->out; a->lse = p->lse;
 }
 
@@ -315,7 +315,7 @@ static void run_case(const tcase *c, int with_ref)
 {
     char descr[200];
     snprintf(descr, sizeof descr, "[%s] B%lld Hq%lld Hkv%lld Nq%lld Nk%lld Dh%lld Dv%lld%s%s%s",
-             tt_simd_path(), (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Nq,
+             tk_simd_path(), (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Nq,
              (long long)c->Nk, (long long)c->Dh, (long long)c->Dv, c->causal ? " causal" : "",
              mask_name[c->mask], c->layout ? " strided" : "");
     prob p;
@@ -388,11 +388,11 @@ int main(void)
     test_fd();
     int first = 1;
     for (int pth = 0; pth < 3; pth++) {
-        if (!tt_simd_force(paths[pth])) { printf("  path %s: not on this CPU or build\n", paths[pth]); continue; }
+        if (!tk_simd_force(paths[pth])) { printf("  path %s: not on this CPU or build\n", paths[pth]); continue; }
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], first);
         first = 0;
     }
-    tt_simd_force(NULL);
+    tk_simd_force(NULL);
     tt_set_num_threads(0);
     printf("  worst error over the largest gradient: kernel %.2g, reference %.2g\n", worst_kernel, worst_ref);
     return check_report();

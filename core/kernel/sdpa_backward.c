@@ -86,7 +86,7 @@ int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *a)
 
 typedef struct bwd_job {
     const tk_sdpa_bwd_args *a;
-    const tt__kern *kn;
+    const tk_kern *kn;
     int64_t G, off, nchunk, lanes;
     int64_t bqp, bkp, dhp, dvp;  /* BQ and BK rounded up to mr, Dh and Dv to nr */
     const float *D;              /* [B, Hq, Nq]: rowsum(dO∘O) */
@@ -96,7 +96,7 @@ typedef struct bwd_job {
 
 /* C[M,N] (row stride rsc) = (acc ? C + : ) Ap Bp over K, packed operands;
    Bp was packed with kb >= K rows (only its first K are read). */
-static void mm(const tt__kern *kn, int64_t M, int64_t N, int64_t K, const float *ap,
+static void mm(const tk_kern *kn, int64_t M, int64_t N, int64_t K, const float *ap,
                const float *bp, int64_t kb, float *c, int64_t rsc, int acc)
 {
     for (int64_t jr = 0; jr < N; jr += kn->nr) {
@@ -126,7 +126,7 @@ static int get_bufs(const bwd_job *J, bufs *u)
                       &u->s, &u->dp, &u->ta, &u->sa, &u->gk, &u->gv };
     int64_t total = 0;
     for (int t = 0; t < 13; t++) total += (sz[t] + 15) / 16 * 16;   /* 64-byte aligned parts */
-    float *p = tt__scratch(TK_SCRATCH_SDPA_BWD, (size_t)total * sizeof(float));
+    float *p = tk_scratch(TK_SCRATCH_SDPA_BWD, (size_t)total * sizeof(float));
     if (!p) return 0;
     for (int t = 0; t < 13; t++) { *dst[t] = p; p += (sz[t] + 15) / 16 * 16; }
     return 1;
@@ -160,16 +160,16 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
                   int64_t j0, int64_t nk, int64_t kb, const int64_t *lim, float *dq)
 {
     const tk_sdpa_bwd_args *a = J->a;
-    const tt__kern *kn = J->kn;
+    const tk_kern *kn = J->kn;
     int64_t Dh = a->Dh, Dv = a->Dv, row0 = (b * a->Hq + h) * a->Nq + i0;
     const float *Q = a->q + b * a->qs_b + h * a->qs_h + i0 * a->qs_n;
     const float *dO = a->dout + row0 * Dv;
     int64_t nqp = (nq + kn->mr - 1) / kn->mr * kn->mr;
 
     /* S = (scale Q) Kᵀ, as the forward computes it; dP = dO Vᵀ */
-    tt__pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qa);
+    tk_pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qa);
     kn->scale(nqp * Dh, a->scale, u->qa, u->qa, 0);
-    tt__pack_a(kn, nq, Dv, dO, Dv, 1, u->oa);
+    tk_pack_a(kn, nq, Dv, dO, Dv, 1, u->oa);
     mm(kn, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0);
     mm(kn, nq, nk, Dv, u->oa, u->vt, Dv, u->dp, BK, 0);
 
@@ -193,13 +193,13 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
     }
 
     /* dV += Pᵀ dO; dK += dSᵀ Q; dQ += dS K */
-    tt__pack_b(kn, nq, Dv, dO, Dv, 1, u->ob);
-    tt__pack_a(kn, nk, nq, u->s, 1, BK, u->ta);
+    tk_pack_b(kn, nq, Dv, dO, Dv, 1, u->ob);
+    tk_pack_a(kn, nk, nq, u->s, 1, BK, u->ta);
     mm(kn, nk, Dv, nq, u->ta, u->ob, nq, u->gv, J->dvp, 1);
-    tt__pack_b(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qb);
-    tt__pack_a(kn, nk, nq, u->dp, 1, BK, u->ta);
+    tk_pack_b(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qb);
+    tk_pack_a(kn, nk, nq, u->dp, 1, BK, u->ta);
     mm(kn, nk, Dh, nq, u->ta, u->qb, nq, u->gk, J->dhp, 1);
-    tt__pack_a(kn, nq, nk, u->dp, BK, 1, u->sa);
+    tk_pack_a(kn, nq, nk, u->dp, BK, 1, u->sa);
     mm(kn, nq, Dh, nk, u->sa, u->kb, kb, dq + row0 * Dh, Dh, 1);
 }
 
@@ -207,13 +207,13 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
 static void chunk(const bwd_job *J, const bufs *u, int64_t b, int64_t hk, int64_t c, float *dq)
 {
     const tk_sdpa_bwd_args *a = J->a;
-    const tt__kern *kn = J->kn;
+    const tk_kern *kn = J->kn;
     int64_t Dh = a->Dh, Dv = a->Dv, j0 = c * BK, nk = a->Nk - j0 < BK ? a->Nk - j0 : BK;
     const float *K = a->k + b * a->ks_b + hk * a->ks_h + j0 * a->ks_n;
     const float *V = a->v + b * a->vs_b + hk * a->vs_h + j0 * a->vs_n;
-    tt__pack_b(kn, Dh, nk, K, a->ks_d, a->ks_n, u->kt);
-    tt__pack_b(kn, Dv, nk, V, a->vs_d, a->vs_n, u->vt);
-    tt__pack_b(kn, nk, Dh, K, a->ks_n, a->ks_d, u->kb);
+    tk_pack_b(kn, Dh, nk, K, a->ks_d, a->ks_n, u->kt);
+    tk_pack_b(kn, Dv, nk, V, a->vs_d, a->vs_n, u->vt);
+    tk_pack_b(kn, nk, Dh, K, a->ks_n, a->ks_d, u->kb);
     memset(u->gk, 0, (size_t)(nk * J->dhp) * sizeof(float));
     memset(u->gv, 0, (size_t)(nk * J->dvp) * sizeof(float));
 
@@ -288,7 +288,7 @@ int tk_sdpa_backward(const tk_sdpa_bwd_args *a)
         memset(a->dv, 0, (size_t)(a->B * a->Hkv * a->Nk * a->Dv) * sizeof(float));
         return 0;
     }
-    const tt__kern *kn = tt__kern_now();
+    const tk_kern *kn = tk_kern_now();
     bwd_job J;
     memset(&J, 0, sizeof J);
     J.a = a; J.kn = kn;
@@ -309,9 +309,9 @@ int tk_sdpa_backward(const tk_sdpa_bwd_args *a)
     J.lane = J.lanes > 1 ? malloc((size_t)((J.lanes - 1) * lane_bytes)) : NULL;
     if (!D || (J.lanes > 1 && !J.lane)) { free(D); free(J.lane); return tk_sdpa_backward_ref(a); }
     J.D = D;
-    tt_parallel_for(rows, 256, d_range, &J);
-    tt_parallel_for(a->B * a->Hkv * J.lanes, 1, task_range, &J);
-    if (!J.failed && J.lanes > 1) tt_parallel_for(rows, 256, sum_range, &J);
+    tk_parallel_for(rows, 256, d_range, &J);
+    tk_parallel_for(a->B * a->Hkv * J.lanes, 1, task_range, &J);
+    if (!J.failed && J.lanes > 1) tk_parallel_for(rows, 256, sum_range, &J);
     free(D);
     free(J.lane);
     if (J.failed) return tk_sdpa_backward_ref(a);   /* out of scratch memory */

@@ -122,7 +122,7 @@ void tt__iter_run(const tt__iter *it, int64_t cost, tt__row_fn fn, void *ctx)
     }
     par_job j = { it, fn, ctx };
     int64_t grain = TT__PAR_GRAIN / cost;
-    tt_parallel_for(it->numel, grain > 0 ? grain : 1, par_range, &j);
+    tk_parallel_for(it->numel, grain > 0 ? grain : 1, par_range, &j);
 }
 
 /* ===== Tiles for inputs that disagree on the innermost stride =====
@@ -227,7 +227,7 @@ static int run_tiled(const tt__iter *it, tt__row_fn fn, void *ctx)
     j.nc = (it->shape[0] + TILE_C - 1) / TILE_C;
     int64_t tiles = it->numel / (it->shape[0] * it->shape[j.rdim]) * j.nr * j.nc;
     if (it->numel < TT__PAR_MIN) tile_range(&j, 0, tiles);
-    else tt_parallel_for(tiles, TT__PAR_GRAIN / (TILE_R * TILE_C) + 1, tile_range, &j);
+    else tk_parallel_for(tiles, TT__PAR_GRAIN / (TILE_R * TILE_C) + 1, tile_range, &j);
     return 1;
 }
 

@@ -328,5 +328,5 @@ void tt__rand_normal(float *p, int64_t n)
         polar_pair(a, b, p + n - 1, 0);
     }
     rng_save(&r);
-    tt_parallel_for(pairs, RANDN_GRAIN, polar_range, p);   /* 2: the transforms */
+    tk_parallel_for(pairs, RANDN_GRAIN, polar_range, p);   /* 2: the transforms */
 }
