@@ -78,7 +78,7 @@ static void gemm_case(int64_t nb, int64_t M, int64_t N, int64_t K, int la, int l
         coff[t] = t * ec;
     }
     for (int64_t i = 0; i < ec * nb; i++) c[i] = 777.0f;   /* sentinel */
-    tt_gemm_batch(nb, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc);
+    tk_gemm_batch(nb, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc);
 
     int bad = 0;
     char *touched = calloc((size_t)(ec * nb), 1);
@@ -134,7 +134,7 @@ static void test_gemm(void)
     /* K == 0 gives zeros */
     float c[6] = { 1, 2, 3, 4, 5, 6 }, dummy = 0.0f;
     int64_t z = 0;
-    tt_gemm_batch(1, 2, 3, 0, &dummy, &z, 0, 0, &dummy, &z, 0, 0, c, &z, 3, 1);
+    tk_gemm_batch(1, 2, 3, 0, &dummy, &z, 0, 0, &dummy, &z, 0, 0, c, &z, 3, 1);
     int zeros = 1;
     for (int i = 0; i < 6; i++) zeros &= c[i] == 0.0f;
     CHECK("gemm K == 0 gives zeros", zeros);
@@ -158,11 +158,11 @@ static void test_gemm_threads(void)
         int64_t ao[8], bo[8], co[8];
         for (int64_t t = 0; t < nb; t++) { ao[t] = t * M * K; bo[t] = t * K * N; co[t] = t * M * N; }
         tt_set_num_threads(1);
-        tt_gemm_batch(nb, M, N, K, a, ao, rsa, csa, b, bo, N, 1, c1, co, N, 1);
+        tk_gemm_batch(nb, M, N, K, a, ao, rsa, csa, b, bo, N, 1, c1, co, N, 1);
         int same = 1;
         for (int th = 2; th <= threads_max + 1; th++) {
             tt_set_num_threads(th);
-            tt_gemm_batch(nb, M, N, K, a, ao, rsa, csa, b, bo, N, 1, c2, co, N, 1);
+            tk_gemm_batch(nb, M, N, K, a, ao, rsa, csa, b, bo, N, 1, c2, co, N, 1);
             same &= memcmp(c1, c2, (size_t)(nb * M * N) * sizeof(float)) == 0;
         }
         tt_set_num_threads(threads_max);
@@ -189,7 +189,7 @@ static void test_exp(void)
                                      -87.3365f, -87.34f, -100.0f, -103.9f, -103.98f, -104.0f,
                                      -150.0f, -FLT_MAX, 1e-30f, -1e-30f, 0.5f, -0.5f };
     for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) x[n++] = special[i];
-    tt_exp_vec((int64_t)n, x, y);
+    tk_exp_vec((int64_t)n, x, y);
     int bad = 0;
     double worst = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -207,7 +207,7 @@ static void test_exp(void)
     CHECK("exp: relative error <= 2e-7, denormals within one step, overflow inf", bad == 0);
 
     float sx[] = { -INFINITY, INFINITY, NAN, 0.0f, -0.0f }, sy[5];
-    tt_exp_vec(5, sx, sy);
+    tk_exp_vec(5, sx, sy);
     CHECK("exp(-inf) = 0", sy[0] == 0.0f);
     CHECK("exp(inf) = inf", isinf(sy[1]) && sy[1] > 0);
     CHECK("exp(NaN) = NaN", isnan(sy[2]));
@@ -217,13 +217,13 @@ static void test_exp(void)
     float *z = frand(1001), *zc = malloc(1001 * sizeof(float)), *w = malloc(1001 * sizeof(float));
     for (int i = 0; i < 1001; i++) z[i] *= 80.0f;
     memcpy(zc, z, 1001 * sizeof(float));
-    tt_exp_vec(1001, z, w);
-    tt_exp_vec(1001, z, z);
+    tk_exp_vec(1001, z, w);
+    tk_exp_vec(1001, z, z);
     CHECK("exp in place equals out of place", memcmp(z, w, 1001 * sizeof(float)) == 0);
     int same = 1;
     for (int s = 1; s < 40; s += 3) {
         float t[64];
-        tt_exp_vec(17, zc + s, t);
+        tk_exp_vec(17, zc + s, t);
         same &= memcmp(t, w + s, 17 * sizeof(float)) == 0;
     }
     CHECK("exp bits do not depend on the position in the range", same);
@@ -231,7 +231,7 @@ static void test_exp(void)
 
     /* the reference too */
     float rx[4] = { -1.0f, 0.0f, 10.0f, -INFINITY }, ry[4];
-    tt_exp_vec_ref(4, rx, ry);
+    tk_exp_vec_ref(4, rx, ry);
     CHECK("exp_ref", fabs((double)ry[0] - exp(-1.0)) < 1e-7 && ry[1] == 1.0f
           && fabs((double)ry[2] / exp(10.0) - 1.0) < 2e-7 && ry[3] == 0.0f);
 }
@@ -263,11 +263,11 @@ static float *ew_input(size_t n, int salt)
 static float bin_expr(int op, float u, float w)
 {
     switch (op) {
-    case TT_EW_ADD: return u + w;
-    case TT_EW_SUB: return u - w;
-    case TT_EW_MUL: return u * w;
-    case TT_EW_DIV: return u / w;
-    case TT_EW_MAX: return (u > w || isnan(u)) ? u : w;
+    case TK_EW_ADD: return u + w;
+    case TK_EW_SUB: return u - w;
+    case TK_EW_MUL: return u * w;
+    case TK_EW_DIV: return u / w;
+    case TK_EW_MAX: return (u > w || isnan(u)) ? u : w;
     default: return (u < w || isnan(u)) ? u : w;
     }
 }
@@ -275,11 +275,11 @@ static float bin_expr(int op, float u, float w)
 static int cmp_expr(int op, float u, float w)
 {
     switch (op) {
-    case TT_EW_EQ: return u == w;
-    case TT_EW_NE: return u != w;
-    case TT_EW_LT: return u < w;
-    case TT_EW_LE: return u <= w;
-    case TT_EW_GT: return u > w;
+    case TK_EW_EQ: return u == w;
+    case TK_EW_NE: return u != w;
+    case TK_EW_LT: return u < w;
+    case TK_EW_LE: return u <= w;
+    case TK_EW_GT: return u > w;
     default: return u >= w;
     }
 }
@@ -300,17 +300,17 @@ static void test_ew_binary(void)
         uint8_t *ob = malloc((size_t)(n + 1));
         for (int pat = 0; pat < 4; pat++) {
             int64_t sx = pat & 1 ? 0 : 1, sy = pat & 2 ? 0 : 1;
-            for (int op = 0; op < TT_EW_NBIN; op++) {
+            for (int op = 0; op < TK_EW_NBIN; op++) {
                 o[n] = 777.0f;
-                tt_ew_binary(op, n, x, sx, y, sy, o);
+                tk_ew_binary(op, n, x, sx, y, sy, o);
                 for (int64_t i = 0; i < n; i++) {
                     float u = x[i * sx], w = y[i * sy], want = bin_expr(op, u, w);
-                    if (op <= TT_EW_DIV && !isnan(want)) {
-                        double d = op == TT_EW_ADD ? (double)u + (double)w : op == TT_EW_SUB ? (double)u - (double)w
-                                 : op == TT_EW_MUL ? (double)u * (double)w : (double)u / (double)w;
+                    if (op <= TK_EW_DIV && !isnan(want)) {
+                        double d = op == TK_EW_ADD ? (double)u + (double)w : op == TK_EW_SUB ? (double)u - (double)w
+                                 : op == TK_EW_MUL ? (double)u * (double)w : (double)u / (double)w;
                         if (bits_of((float)d) != bits_of(want)) bad_b++;    /* the reference itself */
                     }
-                    int good = isnan(want) && op <= TT_EW_DIV ? isnan(o[i]) : bits_of(o[i]) == bits_of(want);
+                    int good = isnan(want) && op <= TK_EW_DIV ? isnan(o[i]) : bits_of(o[i]) == bits_of(want);
                     if (!good && bad_b++ < 5)
                         printf("  %s %s n=%lld sx=%lld sy=%lld [%lld]: %.9g, %.9g -> %.9g want %.9g\n", names[op],
                                path_now, (long long)n, (long long)sx, (long long)sy, (long long)i,
@@ -318,9 +318,9 @@ static void test_ew_binary(void)
                 }
                 if (o[n] != 777.0f) bad_b++;                                   /* wrote past the end */
             }
-            for (int op = 0; op < TT_EW_NCMP; op++) {
+            for (int op = 0; op < TK_EW_NCMP; op++) {
                 ob[n] = 99;
-                tt_ew_compare(op, n, x, sx, y, sy, ob);
+                tk_ew_compare(op, n, x, sx, y, sy, ob);
                 for (int64_t i = 0; i < n; i++) {
                     int want = cmp_expr(op, x[i * sx], y[i * sy]);
                     if (ob[i] != want && bad_c++ < 5)
@@ -333,10 +333,10 @@ static void test_ew_binary(void)
         /* the same bits whatever the row's start */
         if (n >= 33) {
             float *full = malloc((size_t)n * sizeof(float)), t[40];
-            for (int op = 0; op < TT_EW_NBIN; op++) {
-                tt_ew_binary(op, n, x, 1, y, 1, full);
+            for (int op = 0; op < TK_EW_NBIN; op++) {
+                tk_ew_binary(op, n, x, 1, y, 1, full);
                 for (int s = 1; s < 16; s += 5) {
-                    tt_ew_binary(op, 17, x + s, 1, y + s, 1, t);
+                    tk_ew_binary(op, 17, x + s, 1, y + s, 1, t);
                     bad_pos += memcmp(t, full + s, 17 * sizeof(float)) != 0;
                 }
             }
@@ -354,10 +354,10 @@ static void test_ew_binary(void)
 
     /* maximum/minimum on the cases the blend is for */
     float u[4] = { NAN, 1.0f, 0.0f, -0.0f }, w[4] = { 1.0f, NAN, -0.0f, 0.0f }, r[4];
-    tt_ew_binary(TT_EW_MAX, 4, u, 1, w, 1, r);
+    tk_ew_binary(TK_EW_MAX, 4, u, 1, w, 1, r);
     CHECK("max(NaN, 1) and max(1, NaN) are NaN; max(0, -0) = -0 as the select gives",
           isnan(r[0]) && isnan(r[1]) && bits_of(r[2]) == 0x80000000u && bits_of(r[3]) == 0u);
-    tt_ew_binary(TT_EW_MIN, 4, u, 1, w, 1, r);
+    tk_ew_binary(TK_EW_MIN, 4, u, 1, w, 1, r);
     CHECK("min(NaN, 1) and min(1, NaN) are NaN", isnan(r[0]) && isnan(r[1]));
 }
 
@@ -378,25 +378,25 @@ static void test_ew_unary(void)
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         int64_t n = sizes[si];
         float *x = ew_input((size_t)n + 1, 3), *o = malloc((size_t)(n + 1) * sizeof(float));
-        for (int op = 0; op < TT_EW_NUN; op++) {
+        for (int op = 0; op < TK_EW_NUN; op++) {
             o[n] = 777.0f;
-            tt_ew_unary(op, n, x, o);
+            tk_ew_unary(op, n, x, o);
             for (int64_t i = 0; i < n; i++) {
                 float u = x[i], v = o[i];
                 int good;
-                if (op == TT_EW_NEG) good = bits_of(v) == (bits_of(u) ^ 0x80000000u) || (isnan(u) && isnan(v));
-                else if (op == TT_EW_ABS) good = bits_of(v) == (bits_of(u) & 0x7fffffffu) || (isnan(u) && isnan(v));
-                else if (op == TT_EW_SQRT) good = isnan(u) || u < 0 ? isnan(v) : bits_of(v) == bits_of(sqrtf(u));
+                if (op == TK_EW_NEG) good = bits_of(v) == (bits_of(u) ^ 0x80000000u) || (isnan(u) && isnan(v));
+                else if (op == TK_EW_ABS) good = bits_of(v) == (bits_of(u) & 0x7fffffffu) || (isnan(u) && isnan(v));
+                else if (op == TK_EW_SQRT) good = isnan(u) || u < 0 ? isnan(v) : bits_of(v) == bits_of(sqrtf(u));
                 else {
-                    double r = op == TT_EW_EXP ? exp((double)u) : log((double)u);
+                    double r = op == TK_EW_EXP ? exp((double)u) : log((double)u);
                     if (isnan(r)) good = isnan(v);
                     else if (isinf(r) || r > (double)FLT_MAX) good = isinf(v) && (v > 0) == (r > 0);
                     else if (fabs(r) < (double)FLT_MIN) good = fabs((double)v - r) <= ldexp(1.0, -149);
                     else {
-                        double e = op == TT_EW_EXP ? fabs((double)v - r) / fabs(r) : ulp_err(v, r);
-                        if (op == TT_EW_EXP) worst_exp = e > worst_exp ? e : worst_exp;
+                        double e = op == TK_EW_EXP ? fabs((double)v - r) / fabs(r) : ulp_err(v, r);
+                        if (op == TK_EW_EXP) worst_exp = e > worst_exp ? e : worst_exp;
                         else worst_log = e > worst_log ? e : worst_log;
-                        good = op == TT_EW_EXP ? e <= 2e-7 : e <= 2.0;
+                        good = op == TK_EW_EXP ? e <= 2e-7 : e <= 2.0;
                     }
                 }
                 if (!good && bad++ < 5)
@@ -407,11 +407,11 @@ static void test_ew_unary(void)
             if (n >= 33) {                                  /* position and in place */
                 float t[20], *c = malloc((size_t)n * sizeof(float));
                 for (int s = 1; s < 16; s += 5) {
-                    tt_ew_unary(op, 17, x + s, t);
+                    tk_ew_unary(op, 17, x + s, t);
                     bad_pos += memcmp(t, o + s, 17 * sizeof(float)) != 0;
                 }
                 memcpy(c, x, (size_t)n * sizeof(float));
-                tt_ew_unary(op, n, c, c);
+                tk_ew_unary(op, n, c, c);
                 bad_pos += memcmp(c, o, (size_t)n * sizeof(float)) != 0;
                 free(c);
             }
@@ -430,7 +430,7 @@ static void test_ew_unary(void)
     float *x = malloc(cap * sizeof(float)), *y = malloc(cap * sizeof(float));
     for (uint32_t u = 1; u < 0x7f800000u && n < cap; u += 1021) x[n++] = from_bits(u);
     for (uint32_t u = 0x3f300000u; u < 0x3fc00000u && n < cap; u += 37) x[n++] = from_bits(u);
-    tt_ew_unary(TT_EW_LOG, (int64_t)n, x, y);
+    tk_ew_unary(TK_EW_LOG, (int64_t)n, x, y);
     int badl = 0;
     for (size_t i = 0; i < n; i++) {
         double r = log((double)x[i]), e = ulp_err(y[i], r);
@@ -442,7 +442,7 @@ static void test_ew_unary(void)
     snprintf(d, sizeof d, "log %s: within 2 ulp over the positive floats", path_now);
     CHECK(d, badl == 0);
     float sx[6] = { 0.0f, -0.0f, -1.0f, INFINITY, -INFINITY, NAN }, sy[6];
-    tt_ew_unary(TT_EW_LOG, 6, sx, sy);
+    tk_ew_unary(TK_EW_LOG, 6, sx, sy);
     CHECK("log(+-0) = -inf, log(-1) = log(-inf) = NaN, log(inf) = inf, log(NaN) = NaN",
           isinf(sy[0]) && sy[0] < 0 && isinf(sy[1]) && sy[1] < 0 && isnan(sy[2]) && isinf(sy[3])
           && sy[3] > 0 && isnan(sy[4]) && isnan(sy[5]));
@@ -463,7 +463,7 @@ static void test_ew_masked_fill(void)
             for (int f = 0; f < 2; f++) {
                 float v = f ? -INFINITY : NAN;
                 o[n] = 777.0f;
-                tt_ew_masked_fill(n, x, sx, m, sm, v, o);
+                tk_ew_masked_fill(n, x, sx, m, sm, v, o);
                 for (int64_t i = 0; i < n; i++) {
                     float want = m[i * sm] ? v : x[i * sx];
                     if (bits_of(o[i]) != bits_of(want) && bad++ < 5)
@@ -497,7 +497,7 @@ static void softmax_case(int64_t rows, int64_t n, float *x, int inplace, const c
     double *r = malloc((size_t)(rows * n) * sizeof(double));
     float *y = inplace ? x : malloc((size_t)(rows * n) * sizeof(float));
     softmax_ref(rows, n, x, r);
-    tt_softmax_rows(rows, n, x, y);
+    tk_softmax_rows(rows, n, x, y);
     char d[96];
     snprintf(d, sizeof d, "softmax %s %s rows=%lld n=%lld", path_now, what, (long long)rows, (long long)n);
     check_close(d, y, r, rows * n, 2e-6, 1e-12);
@@ -526,17 +526,17 @@ static void test_softmax(void)
     };
     softmax_case(6, 5, &e[0][0], 0, "edges");
     float *y = malloc(30 * sizeof(float));
-    tt_softmax_rows(6, 5, &e[0][0], y);
+    tk_softmax_rows(6, 5, &e[0][0], y);
     CHECK("softmax: -inf entries give exact 0", y[0] == 0.0f && y[2] == 0.0f);
     int nan = 1;
     for (int j = 0; j < 5; j++) nan &= isnan(y[5 + j]);
     CHECK("softmax: all -inf row gives NaN", nan);
     CHECK("softmax: huge values stay finite", y[10] == 0.5f && y[12] == 0.5f && y[11] == 0.0f);
     float one = 7.0f, r1;
-    tt_softmax_rows(1, 1, &one, &r1);
+    tk_softmax_rows(1, 1, &one, &r1);
     CHECK("softmax of one element is 1", r1 == 1.0f);
     /* reference kernel on the same edges */
-    tt_softmax_rows_ref(6, 5, &e[0][0], y);
+    tk_softmax_rows_ref(6, 5, &e[0][0], y);
     double r[30];
     softmax_ref(6, 5, &e[0][0], r);
     check_close("softmax_ref edges", y, r, 30, 2e-6, 1e-12);
@@ -556,17 +556,17 @@ static void test_softmax_threads(void)
     float *x = frand((size_t)(rows * n));
     float *y1 = malloc((size_t)(rows * n) * sizeof(float)), *y2 = malloc((size_t)(rows * n) * sizeof(float));
     tt_set_num_threads(1);
-    tt_softmax_rows(rows, n, x, y1);
-    tt_exp_vec(rows * n, x, x);
+    tk_softmax_rows(rows, n, x, y1);
+    tk_exp_vec(rows * n, x, x);
     memcpy(y2, x, (size_t)(rows * n) * sizeof(float));
     int same = 1;
     for (int th = 2; th <= threads_max + 1; th++) {
         tt_set_num_threads(th);
         float *t = malloc((size_t)(rows * n) * sizeof(float));
-        tt_softmax_rows(rows, n, y2, t);      /* softmax of exp(x): any data will do */
+        tk_softmax_rows(rows, n, y2, t);      /* softmax of exp(x): any data will do */
         tt_set_num_threads(1);
         float *u = malloc((size_t)(rows * n) * sizeof(float));
-        tt_softmax_rows(rows, n, y2, u);
+        tk_softmax_rows(rows, n, y2, u);
         same &= memcmp(t, u, (size_t)(rows * n) * sizeof(float)) == 0;
         free(t); free(u);
     }
@@ -574,9 +574,9 @@ static void test_softmax_threads(void)
     float *e1 = frand((size_t)(rows * n)), *e2 = malloc((size_t)(rows * n) * sizeof(float));
     float *e3 = malloc((size_t)(rows * n) * sizeof(float));
     tt_set_num_threads(1);
-    tt_exp_vec(rows * n, e1, e2);
+    tk_exp_vec(rows * n, e1, e2);
     tt_set_num_threads(3);
-    tt_exp_vec(rows * n, e1, e3);
+    tk_exp_vec(rows * n, e1, e3);
     same &= memcmp(e2, e3, (size_t)(rows * n) * sizeof(float)) == 0;
     tt_set_num_threads(threads_max);
     CHECK("softmax/exp: 1 vs N threads bit-identical", same);
@@ -595,7 +595,7 @@ typedef struct sdpa_case {
 /* The composed formula in float64: scores, mask, softmax (its max
    propagating NaN, as PyTorch's), weights @ v; a row with no visible key
    gives zeros, the one exception. Returns the number of such rows. */
-static int64_t sdpa_ref64(const tt_sdpa_args *a, double *out, double *w)
+static int64_t sdpa_ref64(const tk_sdpa_args *a, double *out, double *w)
 {
     int64_t G = a->Hq / a->Hkv, off = a->Nk - a->Nq, empty = 0;
     double *s = malloc((size_t)a->Nk * sizeof(double) + 8);
@@ -640,7 +640,7 @@ static const char *const POISON[] = { "", " q row NaN", " k all +inf", " last ke
 
 static void sdpa_run(const sdpa_case *c, int use_ref, int poison)
 {
-    tt_sdpa_args a;
+    tk_sdpa_args a;
     memset(&a, 0, sizeof a);
     a.B = c->B; a.Hq = c->Hq; a.Hkv = c->Hkv; a.Nq = c->Nq; a.Nk = c->Nk; a.Dh = c->Dh; a.Dv = c->Dv;
     int64_t nq = c->B * c->Hq * c->Nq * c->Dh, nk = c->B * c->Hkv * c->Nk * c->Dh;
@@ -690,7 +690,7 @@ static void sdpa_run(const sdpa_case *c, int use_ref, int poison)
     a.weights = c->weights ? malloc((size_t)nw * sizeof(float)) : NULL;
     double *ro = malloc((size_t)no * sizeof(double) + 8), *rw = c->weights ? malloc((size_t)nw * sizeof(double)) : NULL;
     int64_t want = sdpa_ref64(&a, ro, rw);
-    int64_t got = use_ref ? tt_sdpa_kernel_ref(&a) : tt_sdpa_kernel(&a);
+    int64_t got = use_ref ? tk_sdpa_ref(&a) : tk_sdpa(&a);
     char d[160];
     snprintf(d, sizeof d, "sdpa%s %s%s B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld Dh=%lld Dv=%lld causal=%d mask=%d layout=%d",
              use_ref ? "_ref" : "", path_now, POISON[poison], (long long)c->B, (long long)c->Hq, (long long)c->Hkv,
@@ -704,7 +704,7 @@ static void sdpa_run(const sdpa_case *c, int use_ref, int poison)
         float *o1 = malloc((size_t)no * sizeof(float) + 4);
         memcpy(o1, a.out, (size_t)no * sizeof(float));
         tt_set_num_threads(1);
-        tt_sdpa_kernel(&a);
+        tk_sdpa(&a);
         tt_set_num_threads(threads_max);
         CHECK("sdpa: 1 vs N threads bit-identical", memcmp(o1, a.out, (size_t)no * sizeof(float)) == 0);
         free(o1);
@@ -770,7 +770,7 @@ static void whole(void *ctx, int64_t b, int64_t e)
 static void nest(void *ctx, int64_t b, int64_t e)
 {
     (void)ctx;
-    for (int64_t i = b; i < e; i++) tt_parallel_for(3, 1, whole, NULL);
+    for (int64_t i = b; i < e; i++) tk_parallel_for(3, 1, whole, NULL);
 }
 
 static void hits_clear(void)
@@ -785,7 +785,7 @@ static void test_threads(void)
         CHECK("tt_get_num_threads follows tt_set_num_threads", tt_get_num_threads() == th);
         for (int64_t n = 1; n <= 1000; n = n * 3 + 1) {
             hits_clear();
-            tt_parallel_for(n, 1, mark, NULL);
+            tk_parallel_for(n, 1, mark, NULL);
             int ok = 1;
             for (int64_t i = 0; i < 1000; i++) ok &= hits[i] == (i < n);
             CHECK("parallel_for covers [0,n) exactly once", ok);
@@ -793,7 +793,7 @@ static void test_threads(void)
     }
     hits_clear();
     tt_set_num_threads(2);
-    tt_parallel_for(10, 1, nest, NULL);
+    tk_parallel_for(10, 1, nest, NULL);
     CHECK("nested parallel_for runs every range", hits[0] == 10 && hits[1] == 10 && hits[2] == 10 && nested_bad == 0);
     tt_set_num_threads(0);
     CHECK("tt_set_num_threads(0) means all cores", tt_get_num_threads() >= 1);
@@ -810,12 +810,12 @@ int main(void)
     static const char *paths[] = { "avx512", "avx2", "scalar" };
     int ran = 0;
     for (int p = 0; p < 3; p++) {
-        if (!tt_simd_force(paths[p])) {
+        if (!tk_simd_force(paths[p])) {
             printf("skip: path %s cannot run on this CPU/build\n", paths[p]);
             continue;
         }
         path_now = paths[p];
-        CHECK("tt_simd_path reports the forced path", strcmp(tt_simd_path(), paths[p]) == 0);
+        CHECK("tk_simd_path reports the forced path", strcmp(tk_simd_path(), paths[p]) == 0);
         printf("path %s\n", paths[p]);
         test_gemm();
         test_gemm_threads();
@@ -832,22 +832,22 @@ int main(void)
     {   /* the references as such */
         float x[3] = { 1.0f, NAN, 4.0f }, y[3] = { 2.0f, 1.0f, NAN }, o[3];
         uint8_t b[3], m[3] = { 0, 1, 0 };
-        tt_ew_binary_ref(TT_EW_MAX, 3, x, 1, y, 1, o);
+        tk_ew_binary_ref(TK_EW_MAX, 3, x, 1, y, 1, o);
         CHECK("ew_binary_ref max", o[0] == 2.0f && isnan(o[1]) && isnan(o[2]));
-        tt_ew_compare_ref(TT_EW_NE, 3, x, 1, y, 0, b);
+        tk_ew_compare_ref(TK_EW_NE, 3, x, 1, y, 0, b);
         CHECK("ew_compare_ref ne with a scalar", b[0] == 1 && b[1] == 1 && b[2] == 1);
-        tt_ew_unary_ref(TT_EW_LOG, 3, x, o);
+        tk_ew_unary_ref(TK_EW_LOG, 3, x, o);
         CHECK("ew_unary_ref log", o[0] == 0.0f && isnan(o[1]) && fabsf(o[2] - 1.3862944f) < 1e-7f);
-        tt_ew_masked_fill_ref(3, x, 1, m, 1, -1.0f, o);
+        tk_ew_masked_fill_ref(3, x, 1, m, 1, -1.0f, o);
         CHECK("ew_masked_fill_ref", o[0] == 1.0f && o[1] == -1.0f && o[2] == 4.0f);
     }
-    tt_simd_force(NULL);
+    tk_simd_force(NULL);
     path_now = "ref";
     test_sdpa(1);
     {   /* the GEMM reference on one layout mix */
         float a[6] = { 1, 2, 3, 4, 5, 6 }, b[6] = { 1, 0, -1, 2, 0.5f, 3 }, c[4];
         int64_t z = 0;
-        tt_gemm_batch_ref(1, 2, 2, 3, a, &z, 3, 1, b, &z, 1, 3, c, &z, 2, 1);
+        tk_gemm_batch_ref(1, 2, 2, 3, a, &z, 3, 1, b, &z, 1, 3, c, &z, 2, 1);
         /* A [[1,2,3],[4,5,6]], B^T stored: B = [[1,2],[0,0.5],[-1,3]] */
         CHECK("gemm_ref", c[0] == -2.0f && c[1] == 12.0f && c[2] == -2.0f && c[3] == 28.5f);
     }

@@ -1782,14 +1782,14 @@ static void test_tiled(void)
 {
     static const char *const paths[] = { "avx512", "avx2", "scalar" };
     for (int p = 0; p < 3; p++) {
-        if (!tt_simd_force(paths[p])) continue;
+        if (!tk_simd_force(paths[p])) continue;
         tiled_case(paths[p], DIMS(8, 8), 0);
         tiled_case(paths[p], DIMS(33, 129), 0);    /* edge tiles on both dims */
         tiled_case(paths[p], DIMS(3, 45, 140), 1); /* batched, a transposed too */
         tiled_case(paths[p], DIMS(257, 300), 0);   /* enough for the threads */
         tiled_case(paths[p], DIMS(2, 7, 100), 0);  /* too few rows to tile */
     }
-    tt_simd_force(NULL);
+    tk_simd_force(NULL);
 }
 
 /* Peak resident memory of this process in KiB (VmHWM), or -1. */
@@ -1853,11 +1853,11 @@ int main(void)
     test_cat_stack();
     test_matmul();
     test_sdpa();
-    if (tt_simd_force("scalar")) {      /* the portable kernels get the same checks */
+    if (tk_simd_force("scalar")) {      /* the portable kernels get the same checks */
         test_matmul();
         test_sdpa();
         test_softmax();
-        tt_simd_force(NULL);
+        tk_simd_force(NULL);
     }
     test_names();
     test_names_unique();

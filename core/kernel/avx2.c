@@ -5,7 +5,7 @@
 */
 #include "kernels.h"
 
-#ifdef TT__X86_SIMD
+#ifdef TK_X86_SIMD
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -85,13 +85,13 @@ static TARGET inline __m256 exp8(__m256 x)
 {
     x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);     /* NaN passes (2nd operand) */
     x = _mm256_max_ps(_mm256_set1_ps(-110.0f), x);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(TT__LOG2E)),
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(TK_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TT__LN2_HI), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TT__LN2_LO), r);
-    __m256 p = _mm256_set1_ps(tt__exp_poly[0]);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TK_LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TK_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(tk_exp_poly[0]);
 #pragma GCC unroll 8
-    for (int i = 1; i < 8; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(tt__exp_poly[i]));
+    for (int i = 1; i < 8; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(tk_exp_poly[i]));
     __m256i ni = _mm256_cvtps_epi32(n);
     __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
     __m256i bias = _mm256_set1_epi32(127);
@@ -220,13 +220,13 @@ static TARGET inline __m256 log8(__m256 x)
     e = _mm256_add_ps(e, _mm256_and_ps(big, _mm256_set1_ps(1.0f)));
     __m256 f = _mm256_sub_ps(m, _mm256_set1_ps(1.0f));
     __m256 z = _mm256_mul_ps(f, f);
-    __m256 p = _mm256_set1_ps(tt__log_poly[0]);
+    __m256 p = _mm256_set1_ps(tk_log_poly[0]);
 #pragma GCC unroll 9
-    for (int i = 1; i < 9; i++) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(tt__log_poly[i]));
+    for (int i = 1; i < 9; i++) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(tk_log_poly[i]));
     __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, f), z);
-    y = _mm256_fmadd_ps(e, _mm256_set1_ps(TT__LN2_LO), y);
+    y = _mm256_fmadd_ps(e, _mm256_set1_ps(TK_LN2_LO), y);
     y = _mm256_fnmadd_ps(_mm256_set1_ps(0.5f), z, y);
-    __m256 r = _mm256_fmadd_ps(e, _mm256_set1_ps(TT__LN2_HI), f);   /* e ln2_hi exact */
+    __m256 r = _mm256_fmadd_ps(e, _mm256_set1_ps(TK_LN2_HI), f);   /* e ln2_hi exact */
     r = _mm256_add_ps(r, y);
     __m256 zero = _mm256_setzero_ps(), inf = _mm256_set1_ps(INFINITY);
     r = _mm256_blendv_ps(r, inf, _mm256_cmp_ps(x, inf, _CMP_EQ_OQ));
@@ -268,12 +268,12 @@ static TARGET void ew_binary(int op, int64_t n, const float *x, int64_t sx, cons
                              float *o)
 {
     switch (op) {
-    case TT_EW_ADD: EW_BIN_LOOPS(_mm256_add_ps, u + w); break;
-    case TT_EW_SUB: EW_BIN_LOOPS(_mm256_sub_ps, u - w); break;
-    case TT_EW_MUL: EW_BIN_LOOPS(_mm256_mul_ps, u * w); break;
-    case TT_EW_DIV: EW_BIN_LOOPS(_mm256_div_ps, u / w); break;
-    case TT_EW_MAX: EW_BIN_LOOPS(max8, tk_max_nan(u, w)); break;
-    case TT_EW_MIN: EW_BIN_LOOPS(min8, tk_min_nan(u, w)); break;
+    case TK_EW_ADD: EW_BIN_LOOPS(_mm256_add_ps, u + w); break;
+    case TK_EW_SUB: EW_BIN_LOOPS(_mm256_sub_ps, u - w); break;
+    case TK_EW_MUL: EW_BIN_LOOPS(_mm256_mul_ps, u * w); break;
+    case TK_EW_DIV: EW_BIN_LOOPS(_mm256_div_ps, u / w); break;
+    case TK_EW_MAX: EW_BIN_LOOPS(max8, tk_max_nan(u, w)); break;
+    case TK_EW_MIN: EW_BIN_LOOPS(min8, tk_min_nan(u, w)); break;
     default: break;
     }
 }
@@ -302,12 +302,12 @@ static TARGET void ew_compare(int op, int64_t n, const float *x, int64_t sx, con
                               uint8_t *o)
 {
     switch (op) {
-    case TT_EW_EQ: EW_CMP_LOOPS(_CMP_EQ_OQ, u == w); break;
-    case TT_EW_NE: EW_CMP_LOOPS(_CMP_NEQ_UQ, u != w); break;
-    case TT_EW_LT: EW_CMP_LOOPS(_CMP_LT_OQ, u < w); break;
-    case TT_EW_LE: EW_CMP_LOOPS(_CMP_LE_OQ, u <= w); break;
-    case TT_EW_GT: EW_CMP_LOOPS(_CMP_GT_OQ, u > w); break;
-    case TT_EW_GE: EW_CMP_LOOPS(_CMP_GE_OQ, u >= w); break;
+    case TK_EW_EQ: EW_CMP_LOOPS(_CMP_EQ_OQ, u == w); break;
+    case TK_EW_NE: EW_CMP_LOOPS(_CMP_NEQ_UQ, u != w); break;
+    case TK_EW_LT: EW_CMP_LOOPS(_CMP_LT_OQ, u < w); break;
+    case TK_EW_LE: EW_CMP_LOOPS(_CMP_LE_OQ, u <= w); break;
+    case TK_EW_GT: EW_CMP_LOOPS(_CMP_GT_OQ, u > w); break;
+    case TK_EW_GE: EW_CMP_LOOPS(_CMP_GE_OQ, u >= w); break;
     default: break;
     }
 }
@@ -327,18 +327,18 @@ static TARGET void ew_unary(int op, int64_t n, const float *x, float *o)
 {
     int64_t i = 0;
     switch (op) {
-    case TT_EW_NEG: EW_UN_LOOP(neg8); for (; i < n; i++) o[i] = -x[i]; return;
-    case TT_EW_ABS: EW_UN_LOOP(abs8); for (; i < n; i++) o[i] = fabsf(x[i]); return;
-    case TT_EW_SQRT: EW_UN_LOOP(_mm256_sqrt_ps); for (; i < n; i++) o[i] = sqrtf(x[i]); return;
-    case TT_EW_EXP: EW_UN_LOOP(exp8); break;
-    case TT_EW_LOG: EW_UN_LOOP(log8); break;
+    case TK_EW_NEG: EW_UN_LOOP(neg8); for (; i < n; i++) o[i] = -x[i]; return;
+    case TK_EW_ABS: EW_UN_LOOP(abs8); for (; i < n; i++) o[i] = fabsf(x[i]); return;
+    case TK_EW_SQRT: EW_UN_LOOP(_mm256_sqrt_ps); for (; i < n; i++) o[i] = sqrtf(x[i]); return;
+    case TK_EW_EXP: EW_UN_LOOP(exp8); break;
+    case TK_EW_LOG: EW_UN_LOOP(log8); break;
     default: return;
     }
     if (i < n) {                               /* exp, log leftovers: padded copy */
         float t[8] = {0.0f};
         memcpy(t, x + i, (size_t)(n - i) * sizeof(float));
         __m256 v = _mm256_loadu_ps(t);
-        _mm256_storeu_ps(t, op == TT_EW_EXP ? exp8(v) : log8(v));
+        _mm256_storeu_ps(t, op == TK_EW_EXP ? exp8(v) : log8(v));
         memcpy(o + i, t, (size_t)(n - i) * sizeof(float));
     }
 }
@@ -362,7 +362,7 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
     for (; i < n; i++) o[i] = m[i * sm] ? v : x[i * sx];   /* leftovers */
 }
 
-const tt__kern tt__kern_avx2 = {
+const tk_kern tk_kern_avx2 = {
     .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
     .row_max = row_max, .exp_sum = exp_sum, .scale = scale,
@@ -371,5 +371,5 @@ const tt__kern tt__kern_avx2 = {
 };
 
 #else
-typedef int tt__no_avx2;   /* ISO C wants a non-empty file */
+typedef int tk_no_avx2;   /* ISO C wants a non-empty file */
 #endif

@@ -6,7 +6,7 @@
 */
 #include "kernels.h"
 
-#ifdef TT__X86_SIMD
+#ifdef TK_X86_SIMD
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -151,13 +151,13 @@ static TARGET inline __m512 exp16(__m512 x)
 {
     x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
     x = _mm512_max_ps(_mm512_set1_ps(-110.0f), x);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(TT__LOG2E)),
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(TK_LOG2E)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(TT__LN2_HI), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(TT__LN2_LO), r);
-    __m512 p = _mm512_set1_ps(tt__exp_poly[0]);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(TK_LN2_HI), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(TK_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(tk_exp_poly[0]);
 #pragma GCC unroll 8
-    for (int i = 1; i < 8; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(tt__exp_poly[i]));
+    for (int i = 1; i < 8; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(tk_exp_poly[i]));
     return _mm512_scalef_ps(p, n);
 }
 
@@ -289,13 +289,13 @@ static TARGET inline __m512 log16(__m512 x)
     e = _mm512_mask_add_ps(e, big, e, _mm512_set1_ps(1.0f));
     __m512 f = _mm512_sub_ps(m, _mm512_set1_ps(1.0f));
     __m512 z = _mm512_mul_ps(f, f);
-    __m512 p = _mm512_set1_ps(tt__log_poly[0]);
+    __m512 p = _mm512_set1_ps(tk_log_poly[0]);
 #pragma GCC unroll 9
-    for (int i = 1; i < 9; i++) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(tt__log_poly[i]));
+    for (int i = 1; i < 9; i++) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(tk_log_poly[i]));
     __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, f), z);
-    y = _mm512_fmadd_ps(e, _mm512_set1_ps(TT__LN2_LO), y);
+    y = _mm512_fmadd_ps(e, _mm512_set1_ps(TK_LN2_LO), y);
     y = _mm512_fnmadd_ps(_mm512_set1_ps(0.5f), z, y);
-    __m512 r = _mm512_fmadd_ps(e, _mm512_set1_ps(TT__LN2_HI), f);   /* e ln2_hi exact */
+    __m512 r = _mm512_fmadd_ps(e, _mm512_set1_ps(TK_LN2_HI), f);   /* e ln2_hi exact */
     r = _mm512_add_ps(r, y);
     __m512 zero = _mm512_setzero_ps(), inf = _mm512_set1_ps(INFINITY);
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, inf, _CMP_EQ_OQ), inf);
@@ -347,12 +347,12 @@ static TARGET void ew_binary(int op, int64_t n, const float *x, int64_t sx, cons
                              float *o)
 {
     switch (op) {
-    case TT_EW_ADD: EW_BIN_LOOPS(_mm512_add_ps); break;
-    case TT_EW_SUB: EW_BIN_LOOPS(_mm512_sub_ps); break;
-    case TT_EW_MUL: EW_BIN_LOOPS(_mm512_mul_ps); break;
-    case TT_EW_DIV: EW_BIN_LOOPS(_mm512_div_ps); break;
-    case TT_EW_MAX: EW_BIN_LOOPS(max16); break;
-    case TT_EW_MIN: EW_BIN_LOOPS(min16); break;
+    case TK_EW_ADD: EW_BIN_LOOPS(_mm512_add_ps); break;
+    case TK_EW_SUB: EW_BIN_LOOPS(_mm512_sub_ps); break;
+    case TK_EW_MUL: EW_BIN_LOOPS(_mm512_mul_ps); break;
+    case TK_EW_DIV: EW_BIN_LOOPS(_mm512_div_ps); break;
+    case TK_EW_MAX: EW_BIN_LOOPS(max16); break;
+    case TK_EW_MIN: EW_BIN_LOOPS(min16); break;
     default: break;
     }
 }
@@ -375,12 +375,12 @@ static TARGET void ew_compare(int op, int64_t n, const float *x, int64_t sx, con
                               uint8_t *o)
 {
     switch (op) {
-    case TT_EW_EQ: EW_CMP_LOOPS(_CMP_EQ_OQ); break;
-    case TT_EW_NE: EW_CMP_LOOPS(_CMP_NEQ_UQ); break;
-    case TT_EW_LT: EW_CMP_LOOPS(_CMP_LT_OQ); break;
-    case TT_EW_LE: EW_CMP_LOOPS(_CMP_LE_OQ); break;
-    case TT_EW_GT: EW_CMP_LOOPS(_CMP_GT_OQ); break;
-    case TT_EW_GE: EW_CMP_LOOPS(_CMP_GE_OQ); break;
+    case TK_EW_EQ: EW_CMP_LOOPS(_CMP_EQ_OQ); break;
+    case TK_EW_NE: EW_CMP_LOOPS(_CMP_NEQ_UQ); break;
+    case TK_EW_LT: EW_CMP_LOOPS(_CMP_LT_OQ); break;
+    case TK_EW_LE: EW_CMP_LOOPS(_CMP_LE_OQ); break;
+    case TK_EW_GT: EW_CMP_LOOPS(_CMP_GT_OQ); break;
+    case TK_EW_GE: EW_CMP_LOOPS(_CMP_GE_OQ); break;
     default: break;
     }
 }
@@ -401,11 +401,11 @@ static TARGET void ew_compare(int op, int64_t n, const float *x, int64_t sx, con
 static TARGET void ew_unary(int op, int64_t n, const float *x, float *o)
 {
     switch (op) {
-    case TT_EW_NEG: EW_UN_LOOP(neg16); break;
-    case TT_EW_ABS: EW_UN_LOOP(_mm512_abs_ps); break;
-    case TT_EW_SQRT: EW_UN_LOOP(_mm512_sqrt_ps); break;
-    case TT_EW_EXP: EW_UN_LOOP(exp16); break;
-    case TT_EW_LOG: EW_UN_LOOP(log16); break;
+    case TK_EW_NEG: EW_UN_LOOP(neg16); break;
+    case TK_EW_ABS: EW_UN_LOOP(_mm512_abs_ps); break;
+    case TK_EW_SQRT: EW_UN_LOOP(_mm512_sqrt_ps); break;
+    case TK_EW_EXP: EW_UN_LOOP(exp16); break;
+    case TK_EW_LOG: EW_UN_LOOP(log16); break;
     default: break;
     }
 }
@@ -431,7 +431,7 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
     for (; i < n; i++) o[i] = m[i] ? v : x[i * sx];   /* leftovers: a select, same result */
 }
 
-const tt__kern tt__kern_avx512 = {
+const tk_kern tk_kern_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
     .row_max = row_max, .exp_sum = exp_sum, .scale = scale, .pack_a = pack_a, .pack_b = pack_b,
@@ -440,5 +440,5 @@ const tt__kern tt__kern_avx512 = {
 };
 
 #else
-typedef int tt__no_avx512;   /* ISO C wants a non-empty file */
+typedef int tk_no_avx512;   /* ISO C wants a non-empty file */
 #endif

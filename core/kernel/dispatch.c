@@ -8,40 +8,40 @@
 
 /* ===== Dispatch ===== */
 
-static const tt__kern *kern_auto, *kern_forced;
+static const tk_kern *kern_auto, *kern_forced;
 
-static const tt__kern *detect(void)
+static const tk_kern *detect(void)
 {
-#ifdef TT__X86_SIMD
+#ifdef TK_X86_SIMD
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return &tt__kern_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &tt__kern_avx2;
+    if (__builtin_cpu_supports("avx512f")) return &tk_kern_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &tk_kern_avx2;
 #endif
-    return &tt__kern_scalar;
+    return &tk_kern_scalar;
 }
 
-const tt__kern *tt__kern_now(void)
+const tk_kern *tk_kern_now(void)
 {
     if (kern_forced) return kern_forced;
     if (!kern_auto) kern_auto = detect();
     return kern_auto;
 }
 
-const char *tt_simd_path(void) { return tt__kern_now()->name; }
+const char *tk_simd_path(void) { return tk_kern_now()->name; }
 
-int tt_simd_force(const char *path)
+int tk_simd_force(const char *path)
 {
     if (!path) { kern_forced = NULL; return 1; }
-    if (strcmp(path, "scalar") == 0) { kern_forced = &tt__kern_scalar; return 1; }
-#ifdef TT__X86_SIMD
+    if (strcmp(path, "scalar") == 0) { kern_forced = &tk_kern_scalar; return 1; }
+#ifdef TK_X86_SIMD
     __builtin_cpu_init();
     if (strcmp(path, "avx512") == 0 && __builtin_cpu_supports("avx512f")) {
-        kern_forced = &tt__kern_avx512;
+        kern_forced = &tk_kern_avx512;
         return 1;
     }
     if (strcmp(path, "avx2") == 0 && __builtin_cpu_supports("avx2")
         && __builtin_cpu_supports("fma")) {
-        kern_forced = &tt__kern_avx2;
+        kern_forced = &tk_kern_avx2;
         return 1;
     }
 #endif
@@ -49,23 +49,23 @@ int tt_simd_force(const char *path)
 }
 /* ===== Elementwise rows (serial; the op front-end shares them out) ===== */
 
-void tt_ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o)
+void tk_ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o)
 {
-    if (n > 0) tt__kern_now()->ew_binary(op, n, x, sx, y, sy, o);
+    if (n > 0) tk_kern_now()->ew_binary(op, n, x, sx, y, sy, o);
 }
 
-void tt_ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o)
+void tk_ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o)
 {
-    if (n > 0) tt__kern_now()->ew_compare(op, n, x, sx, y, sy, o);
+    if (n > 0) tk_kern_now()->ew_compare(op, n, x, sx, y, sy, o);
 }
 
-void tt_ew_unary(int op, int64_t n, const float *x, float *o)
+void tk_ew_unary(int op, int64_t n, const float *x, float *o)
 {
-    if (n > 0) tt__kern_now()->ew_unary(op, n, x, o);
+    if (n > 0) tk_kern_now()->ew_unary(op, n, x, o);
 }
 
-void tt_ew_masked_fill(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
+void tk_ew_masked_fill(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
                        float v, float *o)
 {
-    if (n > 0) tt__kern_now()->ew_masked_fill(n, x, sx, m, sm, v, o);
+    if (n > 0) tk_kern_now()->ew_masked_fill(n, x, sx, m, sm, v, o);
 }

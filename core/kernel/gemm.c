@@ -54,20 +54,20 @@ static void pack_b_c(int nr, int64_t kc, int64_t nc, const float *b, int64_t rs,
     }
 }
 
-void tt__pack_a(const tt__kern *kn, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
+void tk_pack_a(const tk_kern *kn, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
                 float *dst)
 {
     if (!kn->pack_a || !kn->pack_a(mc, kc, a, rs, cs, dst)) pack_a_c(kn->mr, mc, kc, a, rs, cs, dst);
 }
 
-void tt__pack_b(const tt__kern *kn, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
+void tk_pack_b(const tk_kern *kn, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
                 float *dst)
 {
     if (!kn->pack_b || !kn->pack_b(kc, nc, b, rs, cs, dst)) pack_b_c(kn->nr, kc, nc, b, rs, cs, dst);
 }
 
 typedef struct gemm_job {
-    const tt__kern *kn;
+    const tk_kern *kn;
     int64_t M, N, K;
     const float *a; const int64_t *aoff; int64_t rsa, csa;
     const float *b; const int64_t *boff; int64_t rsb, csb;
@@ -90,12 +90,12 @@ static int64_t part_row(const gemm_job *g, int64_t k)
 static void gemm_rows(const gemm_job *g, const float *A, float *C, int64_t r0, int64_t r1,
                       int64_t kc, int64_t ncur, int acc, const float *bp, float *ap)
 {
-    const tt__kern *kn = g->kn;
+    const tk_kern *kn = g->kn;
     int mr = kn->mr, nr = kn->nr;
     for (int64_t i0 = r0; i0 < r1; i0 += mr) {
         int m = r1 - i0 < mr ? (int)(r1 - i0) : mr;
         const float *as = A + i0 * g->rsa;
-        if (m < mr) tt__pack_a(kn, m, kc, as, g->rsa, 1, ap);
+        if (m < mr) tk_pack_a(kn, m, kc, as, g->rsa, 1, ap);
         for (int64_t jr = 0; jr < ncur; jr += nr) {
             int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
             float *ct = C + i0 * g->rsc + jr;
@@ -110,7 +110,7 @@ static void gemm_rows(const gemm_job *g, const float *A, float *C, int64_t r0, i
 static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r1,
                        float *ap, float *bp, float *tmp)
 {
-    const tt__kern *kn = g->kn;
+    const tk_kern *kn = g->kn;
     int mr = kn->mr, nr = kn->nr;
     const float *A = g->a + g->aoff[t], *B = g->b + g->boff[t];
     float *C = g->c + g->coff[t];
@@ -124,7 +124,7 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
         int64_t kc = g->K - p0 < kn->kc ? g->K - p0 : kn->kc;
         int acc = p0 > 0;
         const float *bs = B + p0 * g->rsb + j0 * g->csb;
-        tt__pack_b(kn, kc, ncur, bs, g->rsb, g->csb, bp);
+        tk_pack_b(kn, kc, ncur, bs, g->rsb, g->csb, bp);
         if (in_place) {
             gemm_rows(g, A + p0, C + j0, r0, r1, kc, ncur, acc, bp, ap);
             continue;
@@ -132,7 +132,7 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
         for (int64_t i0 = r0; i0 < r1; i0 += mc) {
             int64_t mcur = r1 - i0 < mc ? r1 - i0 : mc;
             const float *as = A + i0 * g->rsa + p0 * g->csa;
-            tt__pack_a(kn, mcur, kc, as, g->rsa, g->csa, ap);
+            tk_pack_a(kn, mcur, kc, as, g->rsa, g->csa, ap);
             for (int64_t jr = 0; jr < ncur; jr += nr) {
                 int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
                 for (int64_t ir = 0; ir < mcur; ir += mr) {
@@ -158,12 +158,12 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
 static void gemm_range(void *ctx, int64_t begin, int64_t end)
 {
     gemm_job *g = ctx;
-    const tt__kern *kn = g->kn;
+    const tk_kern *kn = g->kn;
     int64_t kc = g->K < kn->kc ? g->K : kn->kc;
     int64_t ncp = (g->nc + kn->nr - 1) / kn->nr * kn->nr;
-    float *ap = tt__scratch(TK_SCRATCH_PACK_A, (size_t)(kn->mc * kc) * sizeof(float));
-    float *bp = tt__scratch(TK_SCRATCH_PACK_B, (size_t)(ncp * kc) * sizeof(float));
-    float *tmp = tt__scratch(TK_SCRATCH_TILE, (size_t)(kn->mr * kn->nr) * sizeof(float));
+    float *ap = tk_scratch(TK_SCRATCH_PACK_A, (size_t)(kn->mc * kc) * sizeof(float));
+    float *bp = tk_scratch(TK_SCRATCH_PACK_B, (size_t)(ncp * kc) * sizeof(float));
+    float *tmp = tk_scratch(TK_SCRATCH_TILE, (size_t)(kn->mr * kn->nr) * sizeof(float));
     if (!ap || !bp || !tmp) { g->failed = 1; return; }
     for (int64_t u = begin; u < end; ) {
         /* consecutive parts of one (batch, column block) are one row range */
@@ -177,7 +177,7 @@ static void gemm_range(void *ctx, int64_t begin, int64_t end)
 
 /* Small products: no packing; one C row at a time with axpy on rows of B. */
 typedef struct small_job {
-    const tt__kern *kn;
+    const tk_kern *kn;
     int64_t M, N, K;
     const float *a; const int64_t *aoff; int64_t rsa, csa;
     const float *b; const int64_t *boff; int64_t rsb, csb;
@@ -211,7 +211,7 @@ static void small_range(void *ctx, int64_t begin, int64_t end)
 #define SMALL_MNK (32 * 32 * 32)     /* below this, packing costs more than it saves */
 #define PAR_FLOPS 200000.0           /* work per thread worth a wake-up */
 
-void tt_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+void tk_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                    const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
                    const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
                    float *c, const int64_t *coff, int64_t rsc, int64_t csc)
@@ -225,17 +225,17 @@ void tt_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     }
     if (csc != 1 && rsc == 1) {
         /* C column-major: compute C^T = B^T A^T so the tiles store rows */
-        tt_gemm_batch(nbatch, N, M, K, b, boff, csb, rsb, a, aoff, csa, rsa,
+        tk_gemm_batch(nbatch, N, M, K, b, boff, csb, rsb, a, aoff, csa, rsa,
                       c, coff, csc, rsc);
         return;
     }
-    const tt__kern *kn = tt__kern_now();
+    const tk_kern *kn = tk_kern_now();
     double flops = 2.0 * (double)M * (double)N * (double)K;
     int nt = tk_get_num_threads();
     if ((double)M * (double)N * (double)K <= SMALL_MNK || M < kn->mr / 2) {
         small_job s = { kn, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc };
         int64_t grain = (int64_t)(PAR_FLOPS / flops) + 1;
-        tt_parallel_for(nbatch, grain, small_range, &s);
+        tk_parallel_for(nbatch, grain, small_range, &s);
         return;
     }
     gemm_job g = { kn, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc,
@@ -256,8 +256,8 @@ void tt_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     g.parts = nt / x < g.slivers ? nt / x : g.slivers;
     int64_t units = base * g.parts;
     int64_t grain = (int64_t)(PAR_FLOPS * (double)units / (flops * (double)nbatch)) + 1;
-    tt_parallel_for(units, grain, gemm_range, &g);
+    tk_parallel_for(units, grain, gemm_range, &g);
     if (g.failed)   /* no memory for packing: the reference needs none */
-        tt_gemm_batch_ref(nbatch, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb,
+        tk_gemm_batch_ref(nbatch, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb,
                           c, coff, rsc, csc);
 }

@@ -4,8 +4,8 @@
 ** Strides count elements. *_ref variants are the scalar references, always
 ** compiled; the dispatching entry points pick SIMD paths at run time.
 */
-#ifndef TT_KERNELS_H
-#define TT_KERNELS_H
+#ifndef TK_KERNELS_H
+#define TK_KERNELS_H
 
 #include <math.h>
 #include <stddef.h>
@@ -26,19 +26,19 @@ void tk_threads_stop(void);
    at least `grain` long) depend only on n, grain and the thread count;
    which thread takes which depends on timing, so fn's results must not.
    Calls from inside a running task run serially. */
-typedef void (*tt_range_fn)(void *ctx, int64_t begin, int64_t end);
-void tt_parallel_for(int64_t n, int64_t grain, tt_range_fn fn, void *ctx);
+typedef void (*tk_range_fn)(void *ctx, int64_t begin, int64_t end);
+void tk_parallel_for(int64_t n, int64_t grain, tk_range_fn fn, void *ctx);
 
 /* ===== GEMM ===== */
 
 /* For each batch b < nbatch: C_b[M,N] = A_b[M,K] * B_b[K,N] (overwritten;
    K == 0 gives zeros). A_b element (i,p) is a[aoff[b] + i*rsa + p*csa];
    likewise B and C. Any strides (0 for broadcast, transposed, ...). */
-void tt_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+void tk_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                    const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
                    const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
                    float *c, const int64_t *coff, int64_t rsc, int64_t csc);
-void tt_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+void tk_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                        const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
                        const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
                        float *c, const int64_t *coff, int64_t rsc, int64_t csc);
@@ -48,12 +48,12 @@ void tt_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
 /* y[r, :] = softmax(x[r, :]) for nrows contiguous rows of length n
    (row stride n). Stable (subtracts the row max); an all -inf row gives NaN.
    x == y allowed. */
-void tt_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y);
-void tt_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y);
+void tk_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y);
+void tk_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y);
 
 /* y[i] = exp(x[i]) for n contiguous floats (x == y allowed). */
-void tt_exp_vec(int64_t n, const float *x, float *y);
-void tt_exp_vec_ref(int64_t n, const float *x, float *y);
+void tk_exp_vec(int64_t n, const float *x, float *y);
+void tk_exp_vec_ref(int64_t n, const float *x, float *y);
 
 /* Softmax over n for contiguous x, y viewed as [outer, n, inner] (x == y
    allowed); an all -inf column gives NaN. Neighbouring columns go through
@@ -78,30 +78,30 @@ void tk_reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t R, 
 
 /* Binary float ops. ADD..DIV are IEEE-exact, so every path gives the bits
    of the scalar expression; MAX/MIN are tk_max_nan / tk_min_nan below. */
-enum { TT_EW_ADD, TT_EW_SUB, TT_EW_MUL, TT_EW_DIV, TT_EW_MAX, TT_EW_MIN, TT_EW_NBIN };
+enum { TK_EW_ADD, TK_EW_SUB, TK_EW_MUL, TK_EW_DIV, TK_EW_MAX, TK_EW_MIN, TK_EW_NBIN };
 /* The NaN rule of max and min, written once for every scalar path (the
    SIMD paths build the same from vector max/min and a NaN blend): NaN
    propagates, x's when both are NaN; on equal operands (0 vs -0), y. */
 static inline float tk_max_nan(float x, float y) { return (x > y || isnan(x)) ? x : y; }
 static inline float tk_min_nan(float x, float y) { return (x < y || isnan(x)) ? x : y; }
 /* Comparisons to bool bytes 0/1 (ordered: NaN compares false; NE true). */
-enum { TT_EW_EQ, TT_EW_NE, TT_EW_LT, TT_EW_LE, TT_EW_GT, TT_EW_GE, TT_EW_NCMP };
-/* Unary float ops. NEG, ABS, SQRT are exact. EXP as tt_exp_vec; LOG within
+enum { TK_EW_EQ, TK_EW_NE, TK_EW_LT, TK_EW_LE, TK_EW_GT, TK_EW_GE, TK_EW_NCMP };
+/* Unary float ops. NEG, ABS, SQRT are exact. EXP as tk_exp_vec; LOG within
    2 ulp of the exact result on the SIMD paths (logf on the scalar one);
    log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN stays NaN. */
-enum { TT_EW_NEG, TT_EW_ABS, TT_EW_SQRT, TT_EW_EXP, TT_EW_LOG, TT_EW_NUN };
+enum { TK_EW_NEG, TK_EW_ABS, TK_EW_SQRT, TK_EW_EXP, TK_EW_LOG, TK_EW_NUN };
 
-void tt_ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
-void tt_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
-void tt_ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
-void tt_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
+void tk_ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
+void tk_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
+void tk_ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
+void tk_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
 /* o == x allowed. */
-void tt_ew_unary(int op, int64_t n, const float *x, float *o);
-void tt_ew_unary_ref(int op, int64_t n, const float *x, float *o);
+void tk_ew_unary(int op, int64_t n, const float *x, float *o);
+void tk_ew_unary_ref(int op, int64_t n, const float *x, float *o);
 /* o[i] = m[i*sm] ? v : x[i*sx] (any non-zero byte is true); sx, sm 0 or 1. */
-void tt_ew_masked_fill(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
+void tk_ew_masked_fill(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
                        float v, float *o);
-void tt_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
+void tk_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
                            float v, float *o);
 
 /* ===== Fused attention ===== */
@@ -114,7 +114,7 @@ void tt_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t 
    Rows with no visible key (causal, mask) give zeros (and zero weights);
    other rows follow the formula, NaN and inf included. Returns the number
    of such rows (-1 if it could not get memory). */
-typedef struct tt_sdpa_args {
+typedef struct tk_sdpa_args {
     int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv;
     const float *q; int64_t qs_b, qs_h, qs_n, qs_d;
     const float *k; int64_t ks_b, ks_h, ks_n, ks_d;
@@ -124,18 +124,18 @@ typedef struct tt_sdpa_args {
     float scale;
     float *out;
     float *weights;
-} tt_sdpa_args;
+} tk_sdpa_args;
 
-int64_t tt_sdpa_kernel(const tt_sdpa_args *a);
-int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a);
+int64_t tk_sdpa(const tk_sdpa_args *a);
+int64_t tk_sdpa_ref(const tk_sdpa_args *a);
 
 /* ===== Dispatch control (tests and benchmarks) ===== */
 
 /* "avx512", "avx2" or "scalar": the path the dispatchers use now. */
-const char *tt_simd_path(void);
+const char *tk_simd_path(void);
 /* Force a path ("avx512", "avx2", "scalar"); returns 0 if this CPU or build
    cannot run it. NULL restores the automatic choice. */
-int tt_simd_force(const char *path);
+int tk_simd_force(const char *path);
 
 /* ===== Internal: shared by the files of core/kernel/ ===== */
 
@@ -154,13 +154,13 @@ enum {
 };
 /* Per-thread buffer for `slot`, 64-byte aligned, kept and grown between
    calls (never shrinks). NULL when out of memory. */
-void *tt__scratch(int slot, size_t bytes);
+void *tk_scratch(int slot, size_t bytes);
 
 /* One SIMD path: micro-tile, cache blocks and the row primitives.
    ukernel: C[m,n] = (acc ? C + : ) Ap*Bp over kc, Ap an mr-row sliver
    (kc columns of mr), Bp an nr-column sliver (kc rows of nr); C has row
    stride rsc and unit column stride; m <= mr, n <= nr (edges inside). */
-typedef struct tt__kern {
+typedef struct tk_kern {
     const char *name;
     int mr, nr;
     int64_t kc, mc, nc;
@@ -190,14 +190,14 @@ typedef struct tt__kern {
     void (*ew_unary)(int op, int64_t n, const float *x, float *o);
     void (*ew_masked_fill)(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
                            float v, float *o);
-} tt__kern;
+} tk_kern;
 
 /* Micro-kernel operands: A (mc x kc, any strides) as mr-row slivers, B
    (kc x nc) as nr-column slivers, k-major, zero padded to whole slivers;
    the path's fast packer where it handles the strides, else portable. */
-void tt__pack_a(const tt__kern *kn, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
+void tk_pack_a(const tk_kern *kn, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
                 float *dst);
-void tt__pack_b(const tt__kern *kn, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
+void tk_pack_b(const tk_kern *kn, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
                 float *dst);
 
 /* The vector exp and log of both SIMD paths, one set of constants so the
@@ -205,25 +205,25 @@ void tt__pack_b(const tt__kern *kn, int64_t kc, int64_t nc, const float *b, int6
    n * LN2_HI is exact. exp: Taylor 1/7! .. 1/0! on |r| <= ln2/2, highest
    first (truncation 5e-9). log: log(1+f) = f - f^2/2 + f^3 P(f), P's
    coefficients highest first. */
-#define TT__LOG2E 1.44269504f
-#define TT__LN2_HI 0.693359375f
-#define TT__LN2_LO (-2.12194440e-4f)
-static const float tt__exp_poly[8] = {
+#define TK_LOG2E 1.44269504f
+#define TK_LN2_HI 0.693359375f
+#define TK_LN2_LO (-2.12194440e-4f)
+static const float tk_exp_poly[8] = {
     1.98412698e-4f, 1.38888889e-3f, 8.33333333e-3f, 4.16666667e-2f,
     1.66666667e-1f, 0.5f, 1.0f, 1.0f,
 };
-static const float tt__log_poly[9] = {
+static const float tk_log_poly[9] = {
     7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f, 1.4249322787e-1f,
     -1.6668057665e-1f, 2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f,
 };
 
-extern const tt__kern tt__kern_scalar;
+extern const tk_kern tk_kern_scalar;
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(TT_NO_SIMD)
-#define TT__X86_SIMD 1
-extern const tt__kern tt__kern_avx2;
-extern const tt__kern tt__kern_avx512;
+#define TK_X86_SIMD 1
+extern const tk_kern tk_kern_avx2;
+extern const tk_kern tk_kern_avx512;
 #endif
-/* The path the dispatchers use now (see tt_simd_force). */
-const tt__kern *tt__kern_now(void);
+/* The path the dispatchers use now (see tk_simd_force). */
+const tk_kern *tk_kern_now(void);
 
 #endif

@@ -10,7 +10,7 @@
 /* ===== Reference kernels ===== */
 
 /* M, N, K: rows of A and C, columns of B and C, inner size. */
-void tt_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+void tk_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                        const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
                        const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
                        float *c, const int64_t *coff, int64_t rsc, int64_t csc)
@@ -27,7 +27,7 @@ void tt_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     }
 }
 
-void tt_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y)
+void tk_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y)
 {
     for (int64_t r = 0; r < nrows; r++, x += n, y += n) {
         float m = -INFINITY, s = 0.0f;
@@ -41,7 +41,7 @@ void tt_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y)
     }
 }
 
-void tt_exp_vec_ref(int64_t n, const float *x, float *y)
+void tk_exp_vec_ref(int64_t n, const float *x, float *y)
 {
     for (int64_t i = 0; i < n; i++) y[i] = expf(x[i]);
 }
@@ -50,46 +50,46 @@ void tt_exp_vec_ref(int64_t n, const float *x, float *y)
 #define EW_LOOP(EXPR) \
     for (int64_t i = 0; i < n; i++) { const float u = x[i * sx], w = y[i * sy]; o[i] = (EXPR); }
 
-void tt_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o)
+void tk_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o)
 {
     switch (op) {
-    case TT_EW_ADD: EW_LOOP(u + w); break;
-    case TT_EW_SUB: EW_LOOP(u - w); break;
-    case TT_EW_MUL: EW_LOOP(u * w); break;
-    case TT_EW_DIV: EW_LOOP(u / w); break;
-    case TT_EW_MAX: EW_LOOP(tk_max_nan(u, w)); break;
-    case TT_EW_MIN: EW_LOOP(tk_min_nan(u, w)); break;
+    case TK_EW_ADD: EW_LOOP(u + w); break;
+    case TK_EW_SUB: EW_LOOP(u - w); break;
+    case TK_EW_MUL: EW_LOOP(u * w); break;
+    case TK_EW_DIV: EW_LOOP(u / w); break;
+    case TK_EW_MAX: EW_LOOP(tk_max_nan(u, w)); break;
+    case TK_EW_MIN: EW_LOOP(tk_min_nan(u, w)); break;
     default: break;
     }
 }
 
-void tt_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o)
+void tk_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o)
 {
     switch (op) {
-    case TT_EW_EQ: EW_LOOP(u == w); break;
-    case TT_EW_NE: EW_LOOP(u != w); break;
-    case TT_EW_LT: EW_LOOP(u < w); break;
-    case TT_EW_LE: EW_LOOP(u <= w); break;
-    case TT_EW_GT: EW_LOOP(u > w); break;
-    case TT_EW_GE: EW_LOOP(u >= w); break;
+    case TK_EW_EQ: EW_LOOP(u == w); break;
+    case TK_EW_NE: EW_LOOP(u != w); break;
+    case TK_EW_LT: EW_LOOP(u < w); break;
+    case TK_EW_LE: EW_LOOP(u <= w); break;
+    case TK_EW_GT: EW_LOOP(u > w); break;
+    case TK_EW_GE: EW_LOOP(u >= w); break;
     default: break;
     }
 }
 #undef EW_LOOP
 
-void tt_ew_unary_ref(int op, int64_t n, const float *x, float *o)
+void tk_ew_unary_ref(int op, int64_t n, const float *x, float *o)
 {
     switch (op) {
-    case TT_EW_NEG: for (int64_t i = 0; i < n; i++) o[i] = -x[i]; break;
-    case TT_EW_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(x[i]); break;
-    case TT_EW_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(x[i]); break;
-    case TT_EW_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(x[i]); break;
-    case TT_EW_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(x[i]); break;
+    case TK_EW_NEG: for (int64_t i = 0; i < n; i++) o[i] = -x[i]; break;
+    case TK_EW_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(x[i]); break;
+    case TK_EW_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(x[i]); break;
+    case TK_EW_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(x[i]); break;
+    case TK_EW_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(x[i]); break;
     default: break;
     }
 }
 
-void tt_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
+void tk_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
                            float v, float *o)
 {
     for (int64_t i = 0; i < n; i++) o[i] = m[i * sm] ? v : x[i * sx];
@@ -144,10 +144,10 @@ static void scale_c(int64_t n, float s, const float *x, float *y, int stream)
     for (int64_t i = 0; i < n; i++) y[i] = s * x[i];
 }
 
-const tt__kern tt__kern_scalar = {
+const tk_kern tk_kern_scalar = {
     .name = "scalar", .mr = C_MR, .nr = C_NR, .kc = C_KC, .mc = C_MC, .nc = C_NC,
-    .ukernel = ukernel_c, .axpy = axpy_c, .exp_vec = tt_exp_vec_ref, .row_max = row_max_c,
+    .ukernel = ukernel_c, .axpy = axpy_c, .exp_vec = tk_exp_vec_ref, .row_max = row_max_c,
     .exp_sum = exp_sum_c, .scale = scale_c,
-    .ew_binary = tt_ew_binary_ref, .ew_compare = tt_ew_compare_ref, .ew_unary = tt_ew_unary_ref,
-    .ew_masked_fill = tt_ew_masked_fill_ref,
+    .ew_binary = tk_ew_binary_ref, .ew_compare = tk_ew_compare_ref, .ew_unary = tk_ew_unary_ref,
+    .ew_masked_fill = tk_ew_masked_fill_ref,
 };

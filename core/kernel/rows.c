@@ -17,7 +17,7 @@
 /* ===== Softmax and exp ===== */
 
 typedef struct rows_job {
-    const tt__kern *kn;
+    const tk_kern *kn;
     int64_t n;
     const float *x;
     float *y;
@@ -27,10 +27,10 @@ typedef struct rows_job {
 static void softmax_range(void *ctx, int64_t begin, int64_t end)
 {
     rows_job *j = ctx;
-    const tt__kern *kn = j->kn;
+    const tk_kern *kn = j->kn;
     int64_t n = j->n;
     /* streaming: exp goes to an L1-resident row, the result bypasses caches */
-    float *e = j->stream ? tt__scratch(TK_SCRATCH_TILE, (size_t)n * sizeof(float)) : NULL;
+    float *e = j->stream ? tk_scratch(TK_SCRATCH_TILE, (size_t)n * sizeof(float)) : NULL;
     for (int64_t r = begin; r < end; r++) {
         const float *x = j->x + r * n;
         float *y = j->y + r * n, *t = e ? e : y;
@@ -44,12 +44,12 @@ static void softmax_range(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-void tt_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y)
+void tk_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y)
 {
     if (nrows <= 0 || n <= 0) return;
-    rows_job j = { tt__kern_now(), n, x, y, 0 };
+    rows_job j = { tk_kern_now(), n, x, y, 0 };
     j.stream = (double)nrows * (double)n * 4.0 >= STREAM_BYTES;
-    tt_parallel_for(nrows, GRAIN / n + 1, softmax_range, &j);
+    tk_parallel_for(nrows, GRAIN / n + 1, softmax_range, &j);
 }
 
 static void exp_range(void *ctx, int64_t begin, int64_t end)
@@ -58,11 +58,11 @@ static void exp_range(void *ctx, int64_t begin, int64_t end)
     j->kn->exp_vec(end - begin, j->x + begin, j->y + begin);
 }
 
-void tt_exp_vec(int64_t n, const float *x, float *y)
+void tk_exp_vec(int64_t n, const float *x, float *y)
 {
     if (n <= 0) return;
-    rows_job j = { tt__kern_now(), 1, x, y, 0 };
-    tt_parallel_for(n, EXP_GRAIN, exp_range, &j);
+    rows_job j = { tk_kern_now(), 1, x, y, 0 };
+    tk_parallel_for(n, EXP_GRAIN, exp_range, &j);
 }
 
 /* ===== Column softmax ===== */
@@ -101,7 +101,7 @@ static void softmax_cols_range(void *p, int64_t begin, int64_t end)
             const float *in = src + r * j->inner;
             float *row = base + r * j->inner;
             for (int64_t c = 0; c < cb; c++) row[c] = in[c] - mx[c];
-            tt_exp_vec(cb, row, row);
+            tk_exp_vec(cb, row, row);
             for (int64_t c = 0; c < cb; c++) sum[c] += row[c];
         }
         for (int64_t r = 0; r < j->n; r++) {          /* 3: normalise */
@@ -124,7 +124,7 @@ void tk_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, fl
     int64_t tasks = outer * j.nblk;
     int64_t cols = j.inner < j.cols ? j.inner : j.cols;
     int64_t grain = GRAIN / (cols * n) + 1;
-    tt_parallel_for(tasks, grain, softmax_cols_range, &j);
+    tk_parallel_for(tasks, grain, softmax_cols_range, &j);
 }
 
 /* ===== Reductions ===== */

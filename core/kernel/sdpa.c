@@ -19,7 +19,7 @@
 
 /* ===== Reference ===== */
 
-int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a)
+int64_t tk_sdpa_ref(const tk_sdpa_args *a)
 {
     int64_t empty = 0, G = a->Hq / a->Hkv, off = a->Nk - a->Nq;
     float *s = malloc((size_t)(a->Nk > 0 ? a->Nk : 1) * sizeof(float));
@@ -80,8 +80,8 @@ int64_t tt_sdpa_kernel_ref(const tt_sdpa_args *a)
 #define BK_COLS 512
 
 typedef struct sdpa_job {
-    const tt_sdpa_args *a;
-    const tt__kern *kn;
+    const tk_sdpa_args *a;
+    const tk_kern *kn;
     int64_t G, off, bq, bk, nqb;
     int64_t dvp;                 /* Dv rounded up to nr */
     uint64_t call;
@@ -99,18 +99,18 @@ static uint64_t sdpa_calls;
 static void pack_kv(const sdpa_job *J, int64_t b, int64_t hk, int64_t j0, int64_t j1,
                     float *kp, float *vp, int64_t nkp)
 {
-    const tt_sdpa_args *a = J->a;
-    const tt__kern *kn = J->kn;
+    const tk_sdpa_args *a = J->a;
+    const tk_kern *kn = J->kn;
     int nr = kn->nr;
     const float *K = a->k + b * a->ks_b + hk * a->ks_h, *V = a->v + b * a->vs_b + hk * a->vs_h;
     int64_t jv = j1 < a->Nk ? j1 : a->Nk;     /* rows that exist */
     if (jv > j0 && a->Dh > 0)                 /* K^T: Dh x keys */
-        tt__pack_b(kn, a->Dh, jv - j0, K + j0 * a->ks_n, a->ks_d, a->ks_n, kp + j0 * a->Dh);
+        tk_pack_b(kn, a->Dh, jv - j0, K + j0 * a->ks_n, a->ks_d, a->ks_n, kp + j0 * a->Dh);
     for (int64_t t = 0; t < J->dvp; t += nr) {
         float *dv = vp + t * nkp;
         if (jv > j0) {
             int64_t nc = a->Dv - t < nr ? a->Dv - t : nr;
-            tt__pack_b(kn, jv - j0, nc, V + j0 * a->vs_n + t * a->vs_d, a->vs_n, a->vs_d, dv + j0 * nr);
+            tk_pack_b(kn, jv - j0, nc, V + j0 * a->vs_n + t * a->vs_d, a->vs_n, a->vs_d, dv + j0 * nr);
         }
         int64_t z0 = jv > j0 ? jv : j0;
         if (j1 > z0) memset(dv + z0 * nr, 0, (size_t)((j1 - z0) * nr) * sizeof(float));
@@ -119,8 +119,8 @@ static void pack_kv(const sdpa_job *J, int64_t b, int64_t hk, int64_t j0, int64_
 
 static void sdpa_task(sdpa_job *J, int64_t task)
 {
-    const tt_sdpa_args *a = J->a;
-    const tt__kern *kn = J->kn;
+    const tk_sdpa_args *a = J->a;
+    const tk_kern *kn = J->kn;
     int mr = kn->mr, nr = kn->nr;
     int64_t bh = task / J->nqb, r = task % J->nqb;
     int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / J->G;
@@ -147,12 +147,12 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     }
 
     int64_t nkp = (a->Nk + nr - 1) / nr * nr;
-    float *kp = tt__scratch(TK_SCRATCH_SDPA_K, (size_t)(nkp * (Dh > 0 ? Dh : 1)) * sizeof(float));
-    float *vp = tt__scratch(TK_SCRATCH_SDPA_V, (size_t)(nkp * (dvp > 0 ? dvp : 1)) * sizeof(float));
-    float *qp = tt__scratch(TK_SCRATCH_SDPA_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
-    float *S = tt__scratch(TK_SCRATCH_SDPA_S, (size_t)(nqp * bk) * sizeof(float));
-    float *pp = tt__scratch(TK_SCRATCH_SDPA_P, (size_t)(mr * bk) * sizeof(float));
-    float *O = tt__scratch(TK_SCRATCH_SDPA_O, (size_t)(nqp * (dvp + 4)) * sizeof(float));
+    float *kp = tk_scratch(TK_SCRATCH_SDPA_K, (size_t)(nkp * (Dh > 0 ? Dh : 1)) * sizeof(float));
+    float *vp = tk_scratch(TK_SCRATCH_SDPA_V, (size_t)(nkp * (dvp > 0 ? dvp : 1)) * sizeof(float));
+    float *qp = tk_scratch(TK_SCRATCH_SDPA_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
+    float *S = tk_scratch(TK_SCRATCH_SDPA_S, (size_t)(nqp * bk) * sizeof(float));
+    float *pp = tk_scratch(TK_SCRATCH_SDPA_P, (size_t)(mr * bk) * sizeof(float));
+    float *O = tk_scratch(TK_SCRATCH_SDPA_O, (size_t)(nqp * (dvp + 4)) * sizeof(float));
     if (!kp || !vp || !qp || !S || !pp || !O) { J->failed = 1; return; }
     /* per row: running max and sum; whether a key was visible; whether a
        visible score was NaN or +inf (the row is then NaN) */
@@ -171,7 +171,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     /* Q block as mr-row slivers (Dh x mr each), then scaled */
     const float *Q = a->q + b * a->qs_b + h * a->qs_h + i0 * a->qs_n;
     if (Dh > 0) {
-        tt__pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, qp);
+        tk_pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, qp);
         kn->scale(nqp * Dh, a->scale, qp, qp, 0);
     }
     memset(O, 0, (size_t)(nqp * dvp) * sizeof(float));
@@ -275,14 +275,14 @@ static void sdpa_range(void *ctx, int64_t begin, int64_t end)
     for (int64_t t = begin; t < end; t++) sdpa_task(ctx, t);
 }
 
-int64_t tt_sdpa_kernel(const tt_sdpa_args *a)
+int64_t tk_sdpa(const tk_sdpa_args *a)
 {
     if (a->B <= 0 || a->Hq <= 0 || a->Nq <= 0) return 0;
     if (a->Nk <= 0) {                      /* no keys at all: every row empty */
         memset(a->out, 0, (size_t)(a->B * a->Hq * a->Nq * a->Dv) * sizeof(float));
         return a->B * a->Hq * a->Nq;
     }
-    const tt__kern *kn = tt__kern_now();
+    const tk_kern *kn = tk_kern_now();
     sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, NULL, 0 };
     J.bq = BQ_ROWS / kn->mr * kn->mr;      /* whole slivers */
     J.nqb = (a->Nq + J.bq - 1) / J.bq;
@@ -290,11 +290,11 @@ int64_t tt_sdpa_kernel(const tt_sdpa_args *a)
     J.call = ++sdpa_calls;
     int64_t ntask = a->B * a->Hq * J.nqb;
     J.empty = calloc((size_t)ntask, sizeof(int64_t));
-    if (!J.empty) return tt_sdpa_kernel_ref(a);
-    tt_parallel_for(ntask, 1, sdpa_range, &J);
+    if (!J.empty) return tk_sdpa_ref(a);
+    tk_parallel_for(ntask, 1, sdpa_range, &J);
     int64_t empty = 0;
     for (int64_t t = 0; t < ntask; t++) empty += J.empty[t];
     free(J.empty);
-    if (J.failed) return tt_sdpa_kernel_ref(a);   /* out of scratch memory */
+    if (J.failed) return tk_sdpa_ref(a);   /* out of scratch memory */
     return empty;
 }

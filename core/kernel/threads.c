@@ -16,7 +16,7 @@
 /* Kept between calls so big packing buffers are faulted in once. */
 static _Thread_local struct { void *p; size_t n; } scratch[TK_SCRATCH_COUNT];
 
-void *tt__scratch(int slot, size_t bytes)
+void *tk_scratch(int slot, size_t bytes)
 {
     if (bytes > scratch[slot].n) {
         size_t n = (bytes + bytes / 4 + 4095) & ~(size_t)4095;  /* grow with headroom */
@@ -50,7 +50,7 @@ static struct {
     int quit;
     uint64_t gen;              /* bumped per job */
     /* the current job */
-    tt_range_fn fn;
+    tk_range_fn fn;
     void *ctx;
     int64_t n;
     int nchunks;
@@ -156,7 +156,7 @@ static void pool_start(int want)
     }
 }
 
-void tt_parallel_for(int64_t n, int64_t grain, tt_range_fn fn, void *ctx)
+void tk_parallel_for(int64_t n, int64_t grain, tk_range_fn fn, void *ctx)
 {
     if (n <= 0) return;
     if (grain < 1) grain = 1;

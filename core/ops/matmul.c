@@ -140,7 +140,7 @@ static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor
         fst[nb] = rsa;
         if (collapse(nb + 1, fs, fst, &s)) {
             int64_t zero = 0;
-            tt_gemm_batch(1, M * nbatch, N, K, tt_data_f32(a), &zero, s, csa,
+            tk_gemm_batch(1, M * nbatch, N, K, tt_data_f32(a), &zero, s, csa,
                           tt_data_f32(b), &zero, rsb, csb, c, &zero, rsc, csc);
             return TT_OK;
         }
@@ -165,7 +165,7 @@ static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor
             idx[i] = 0;
         }
     }
-    tt_gemm_batch(nbatch, M, N, K, tt_data_f32(a), aoff, rsa, csa,
+    tk_gemm_batch(nbatch, M, N, K, tt_data_f32(a), aoff, rsa, csa,
                   tt_data_f32(b), boff, rsb, csb, c, coff, rsc, csc);
     free(off);
     return TT_OK;
@@ -405,7 +405,7 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
             info->empty = B * Hq * Nq;
         } else {
             int m3 = nd >= 3;
-            tt_sdpa_args ar = {
+            tk_sdpa_args ar = {
                 B, Hq, Hkv, Nq, Nk, Dh, Dv,
                 tt_data_f32(q), qsb, m3 ? q->stride[hd] : 0, q->stride[nd - 2], q->stride[nd - 1],
                 tt_data_f32(k), ksb, m3 ? k->stride[hd] : 0, k->stride[nd - 2], k->stride[nd - 1],
@@ -413,7 +413,7 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
                 mdata, msb, m3 ? mst[nt - 3] : 0, mst[nt - 2], mst[nt - 1],
                 causal != 0, sc, tt_data_f32(out), weights ? tt_data_f32(weights) : NULL,
             };
-            info->empty = tt_sdpa_kernel(&ar);
+            info->empty = tk_sdpa(&ar);
         }
     }
     tt_tensor_release(&qc);

@@ -190,7 +190,7 @@ static void iter_run(const iter *it, row_fn fn, void *ctx)
         return;
     }
     par_job j = { it, fn, ctx };
-    tt_parallel_for(it->numel, PAR_GRAIN, par_range, &j);
+    tk_parallel_for(it->numel, PAR_GRAIN, par_range, &j);
 }
 
 /* ===== Elementwise rows ===== */
@@ -225,16 +225,13 @@ enum { CAST_TO_BOOL = 100, CAST_TO_FLOAT };
     else for (int64_t i = 0; i < n; i++) { const T u = x[i * sx]; o[i * so] = (EXPR); } \
 } while (0)
 
-static float fmaxnan(float u, float w) { return (u > w || isnan(u)) ? u : w; }
-static float fminnan(float u, float w) { return (u < w || isnan(u)) ? u : w; }
-
 /* tt_binop / tt_unop to the kernels' op codes (-1: no kernel) */
 static const signed char EW_BIN[TT_BINOP_COUNT] = {
-    TT_EW_ADD, TT_EW_SUB, TT_EW_MUL, TT_EW_DIV, -1, TT_EW_MAX, TT_EW_MIN,
-    TT_EW_EQ, TT_EW_NE, TT_EW_LT, TT_EW_LE, TT_EW_GT, TT_EW_GE, -1, -1, -1,
+    TK_EW_ADD, TK_EW_SUB, TK_EW_MUL, TK_EW_DIV, -1, TK_EW_MAX, TK_EW_MIN,
+    TK_EW_EQ, TK_EW_NE, TK_EW_LT, TK_EW_LE, TK_EW_GT, TK_EW_GE, -1, -1, -1,
 };
 static const signed char EW_UN[TT_UNOP_COUNT] = {
-    TT_EW_NEG, TT_EW_EXP, TT_EW_LOG, TT_EW_SQRT, TT_EW_ABS, -1,
+    TK_EW_NEG, TK_EW_EXP, TK_EW_LOG, TK_EW_SQRT, TK_EW_ABS, -1,
 };
 
 /* a unit or zero stride: what the vector kernels take */
@@ -250,11 +247,11 @@ static void binary_f32_row(void *p, int64_t n, const int64_t *off, const int64_t
     if (c->op < TT_EQ) {
         float *o = (float *)c->o + off[0];
         if (vec && c->op == TT_POW && sy == 0 && y[0] == 2.0f) {
-            tt_ew_binary(TT_EW_MUL, n, x, sx, x, sx, o);     /* exact, and the common case */
+            tk_ew_binary(TK_EW_MUL, n, x, sx, x, sx, o);     /* exact, and the common case */
             return;
         }
         if (vec && EW_BIN[c->op] >= 0) {
-            tt_ew_binary(EW_BIN[c->op], n, x, sx, y, sy, o);
+            tk_ew_binary(EW_BIN[c->op], n, x, sx, y, sy, o);
             return;
         }
         switch (c->op) {
@@ -266,15 +263,15 @@ static void binary_f32_row(void *p, int64_t n, const int64_t *off, const int64_t
             if (sy == 0 && y[0] == 2.0f) EW2(u * u);     /* exact, and the common case */
             else EW2(powf(u, w));
             break;
-        case TT_MAXIMUM: EW2(fmaxnan(u, w)); break;
-        case TT_MINIMUM: EW2(fminnan(u, w)); break;
+        case TT_MAXIMUM: EW2(tk_max_nan(u, w)); break;
+        case TT_MINIMUM: EW2(tk_min_nan(u, w)); break;
         default: break;
         }
         return;
     }
     uint8_t *o = (uint8_t *)c->o + off[0];
     if (vec) {
-        tt_ew_compare(EW_BIN[c->op], n, x, sx, y, sy, o);
+        tk_ew_compare(EW_BIN[c->op], n, x, sx, y, sy, o);
         return;
     }
     switch (c->op) {
@@ -300,7 +297,7 @@ static void unary_f32_row(void *p, int64_t n, const int64_t *off, const int64_t 
     }
     float *o = (float *)c->o + off[0];
     if (so == 1 && sx == 1) {
-        tt_ew_unary(EW_UN[c->op], n, x, o);
+        tk_ew_unary(EW_UN[c->op], n, x, o);
         return;
     }
     /* strided: through a buffer, so exp and log give the same bits as on
@@ -309,7 +306,7 @@ static void unary_f32_row(void *p, int64_t n, const int64_t *off, const int64_t 
     for (int64_t i0 = 0; i0 < n; i0 += 256) {
         int64_t nb = n - i0 < 256 ? n - i0 : 256;
         for (int64_t i = 0; i < nb; i++) t[i] = x[(i0 + i) * sx];
-        tt_ew_unary(EW_UN[c->op], nb, t, t);
+        tk_ew_unary(EW_UN[c->op], nb, t, t);
         for (int64_t i = 0; i < nb; i++) o[(i0 + i) * so] = t[i];
     }
 }
@@ -322,7 +319,7 @@ static void masked_fill_f32_row(void *p, int64_t n, const int64_t *off, const in
     float *o = (float *)c->o + off[0];
     const float v = c->fval;
     if (inc[0] == 1 && unit_or_zero(inc[1]) && unit_or_zero(inc[2])) {
-        tt_ew_masked_fill(n, x, inc[1], m, inc[2], v, o);
+        tk_ew_masked_fill(n, x, inc[1], m, inc[2], v, o);
         return;
     }
     for (int64_t i = 0; i < n; i++) o[i * inc[0]] = m[i * inc[2]] ? v : x[i * inc[1]];
@@ -467,7 +464,7 @@ static int run_tiled(const iter *it, row_fn fn, const ew_ctx *c, const tt_tensor
     j.nc = (it->shape[0] + TILE_C - 1) / TILE_C;
     int64_t tiles = it->numel / (it->shape[0] * it->shape[1]) * j.nr * j.nc;
     if (it->numel < PAR_MIN) tile_range(&j, 0, tiles);
-    else tt_parallel_for(tiles, PAR_GRAIN / (TILE_R * TILE_C) + 1, tile_range, &j);
+    else tk_parallel_for(tiles, PAR_GRAIN / (TILE_R * TILE_C) + 1, tile_range, &j);
     return 1;
 }
 
@@ -813,7 +810,7 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, int op, const tt_
     } else if (it.numel > 0) {
         par_job j = { &it, reduce_row, &c };
         int64_t grain = PAR_GRAIN / (R ? R : 1);
-        tt_parallel_for(it.numel, grain > 0 ? grain : 1, par_range, &j);
+        tk_parallel_for(it.numel, grain > 0 ? grain : 1, par_range, &j);
     }
     return TT_OK;
 }
@@ -878,7 +875,7 @@ static tt_status softmax_impl(tt_tensor *out, const tt_tensor *a, int d)
             tt__copy(out, a);
             x = y;
         }
-        tt_softmax_rows(numel / n, n, x, y);
+        tk_softmax_rows(numel / n, n, x, y);
         return TT_OK;
     }
     const float *x = tt_data_f32(a);

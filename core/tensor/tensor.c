@@ -789,7 +789,7 @@ tt_status tt_randn(tt_tensor *out, int ndim, const int64_t *shape)
             polar_pair(a, b, p + n - 1, 0);
         }
         rng_save(&r);
-        tt_parallel_for(pairs, RANDN_GRAIN, polar_range, p);   /* 2: the transforms */
+        tk_parallel_for(pairs, RANDN_GRAIN, polar_range, p);   /* 2: the transforms */
         tt__event_init(&ev, TT_OP_RANDN, out, NULL, NULL, NULL);
     }
     return tt__op_leave(sc, st, &ev);

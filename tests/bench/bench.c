@@ -207,13 +207,13 @@ static void bench_peak(void)
             double t = 1e30;
             for (int r = 0; r < 3; r++) {   /* the best of three: a fresh worker may start late */
                 double t0 = now();
-                tt_parallel_for(th, 1, w == 512 ? peak512 : peak256, &sink);
+                tk_parallel_for(th, 1, w == 512 ? peak512 : peak256, &sink);
                 t0 = now() - t0;
                 if (t0 < t) t = t0;
             }
             double g = 20000000.0 * 12 * (w / 32) * 2 * th / t / 1e9;
             printf("  %s  %d thread%s  %7.1f\n", w == 512 ? "avx512  " : "avx2+fma", th, th > 1 ? "s" : " ", g);
-            if (th == 1 && ((w == 512) == (strcmp(tt_simd_path(), "avx512") == 0))) peak1 = g;
+            if (th == 1 && ((w == 512) == (strcmp(tk_simd_path(), "avx512") == 0))) peak1 = g;
         }
     }
 #endif
@@ -233,9 +233,9 @@ static void mm_ours(void *ctx)
     int64_t ao[64], bo[64], co[64];
     for (int64_t t = 0; t < m->nb; t++) { ao[t] = t * m->M * m->K; bo[t] = t * m->K * m->N; co[t] = t * m->M * m->N; }
     if (m->btrans)
-        tt_gemm_batch(m->nb, m->M, m->N, m->K, m->a, ao, m->K, 1, m->b, bo, 1, m->K, m->c, co, m->N, 1);
+        tk_gemm_batch(m->nb, m->M, m->N, m->K, m->a, ao, m->K, 1, m->b, bo, 1, m->K, m->c, co, m->N, 1);
     else
-        tt_gemm_batch(m->nb, m->M, m->N, m->K, m->a, ao, m->K, 1, m->b, bo, m->N, 1, m->c, co, m->N, 1);
+        tk_gemm_batch(m->nb, m->M, m->N, m->K, m->a, ao, m->K, 1, m->b, bo, m->N, 1, m->c, co, m->N, 1);
 }
 
 static void mm_blas(void *ctx)
@@ -280,10 +280,10 @@ static void bench_gemm(void)
         snprintf(l, sizeof l, "%lldx%lldx%lld", (long long)n, (long long)n, (long long)n);
         for (int th = 1; th <= 2; th++) mm_row(l, &m, th, n >= 2048 ? 1.5 : 0.6);
         /* the AVX2 micro-kernel too, where this CPU has the wider one */
-        if (n >= 1024 && strcmp(tt_simd_path(), "avx512") == 0 && tt_simd_force("avx2")) {
+        if (n >= 1024 && strcmp(tk_simd_path(), "avx512") == 0 && tk_simd_force("avx2")) {
             snprintf(l, sizeof l, "%lldx%lldx%lld avx2", (long long)n, (long long)n, (long long)n);
             for (int th = 1; th <= 2; th++) mm_row(l, &m, th, n >= 2048 ? 1.5 : 0.6);
-            tt_simd_force(NULL);
+            tk_simd_force(NULL);
         }
         free(m.a); free(m.b); free(m.c);
     }
@@ -309,7 +309,7 @@ typedef struct sm { int64_t rows, n; float *x, *y; } sm;
 static void sm_ours(void *ctx)
 {
     sm *s = ctx;
-    tt_softmax_rows(s->rows, s->n, s->x, s->y);
+    tk_softmax_rows(s->rows, s->n, s->x, s->y);
 }
 
 static void cp_range(void *ctx, int64_t b, int64_t e)
@@ -322,7 +322,7 @@ static void cp_run(void *ctx)
 {
     sm *s = ctx;
     int nt = tk_get_num_threads();   /* one range a thread: memcpy at its best */
-    tt_parallel_for(s->rows, (s->rows + nt - 1) / nt, cp_range, s);
+    tk_parallel_for(s->rows, (s->rows + nt - 1) / nt, cp_range, s);
 }
 
 static void bench_softmax(const char *py)
@@ -372,15 +372,15 @@ static void ew_range(void *ctx, int64_t b, int64_t e)
 {
     ewb *w = ctx;
     switch (w->kind) {
-    case EWB_BIN: tt_ew_binary(w->op, e - b, w->x + b, 1, w->y + b, 1, w->o + b); break;
-    case EWB_SCALAR: tt_ew_binary(w->op, e - b, w->x + b, 1, w->y, 0, w->o + b); break;
-    case EWB_UN: tt_ew_unary(w->op, e - b, w->x + b, w->o + b); break;
-    case EWB_CMP: tt_ew_compare(w->op, e - b, w->x + b, 1, w->y + b, 1, (uint8_t *)w->o + b); break;
-    default: tt_ew_masked_fill(e - b, w->x + b, 1, w->m + b, 1, -INFINITY, w->o + b); break;
+    case EWB_BIN: tk_ew_binary(w->op, e - b, w->x + b, 1, w->y + b, 1, w->o + b); break;
+    case EWB_SCALAR: tk_ew_binary(w->op, e - b, w->x + b, 1, w->y, 0, w->o + b); break;
+    case EWB_UN: tk_ew_unary(w->op, e - b, w->x + b, w->o + b); break;
+    case EWB_CMP: tk_ew_compare(w->op, e - b, w->x + b, 1, w->y + b, 1, (uint8_t *)w->o + b); break;
+    default: tk_ew_masked_fill(e - b, w->x + b, 1, w->m + b, 1, -INFINITY, w->o + b); break;
     }
 }
 
-static void ew_run(void *ctx) { tt_parallel_for(EW_N, 16384, ew_range, ctx); }
+static void ew_run(void *ctx) { tk_parallel_for(EW_N, 16384, ew_range, ctx); }
 
 typedef struct cpb { char *d; const char *s; size_t n; } cpb;
 
@@ -394,19 +394,19 @@ static void cpb_run(void *ctx)
 {
     cpb *c = ctx;
     int nt = tk_get_num_threads();   /* one range a thread: memcpy at its best */
-    tt_parallel_for((int64_t)c->n, ((int64_t)c->n + nt - 1) / nt, cpb_range, c);
+    tk_parallel_for((int64_t)c->n, ((int64_t)c->n + nt - 1) / nt, cpb_range, c);
 }
 
 static void bench_ew(const char *py)
 {
     static const struct { const char *name, *tname; int kind, op, rd, wr; } cases[] = {
-        { "x + y", "add", EWB_BIN, TT_EW_ADD, 8, 4 },
-        { "x / 2", "div_scalar", EWB_SCALAR, TT_EW_DIV, 4, 4 },
-        { "maximum(x, y)", "maximum", EWB_BIN, TT_EW_MAX, 8, 4 },
-        { "x > y", "gt", EWB_CMP, TT_EW_GT, 8, 1 },
-        { "exp(x)", "exp", EWB_UN, TT_EW_EXP, 4, 4 },
-        { "log(x)", "log", EWB_UN, TT_EW_LOG, 4, 4 },
-        { "sqrt(x)", "sqrt", EWB_UN, TT_EW_SQRT, 4, 4 },
+        { "x + y", "add", EWB_BIN, TK_EW_ADD, 8, 4 },
+        { "x / 2", "div_scalar", EWB_SCALAR, TK_EW_DIV, 4, 4 },
+        { "maximum(x, y)", "maximum", EWB_BIN, TK_EW_MAX, 8, 4 },
+        { "x > y", "gt", EWB_CMP, TK_EW_GT, 8, 1 },
+        { "exp(x)", "exp", EWB_UN, TK_EW_EXP, 4, 4 },
+        { "log(x)", "log", EWB_UN, TK_EW_LOG, 4, 4 },
+        { "sqrt(x)", "sqrt", EWB_UN, TK_EW_SQRT, 4, 4 },
         { "masked_fill(x, m, -inf)", "masked_fill", EWB_FILL, 0, 5, 4 },
     };
     printf("\n== elementwise on [8,2048,256] (GB/s = (read + write bytes) / time; ratio = ours / memcpy\n"
@@ -457,15 +457,15 @@ static void bench_ew(const char *py)
 
 /* ===== sdpa vs PyTorch ===== */
 
-typedef struct at { tt_sdpa_args a; } at;
+typedef struct at { tk_sdpa_args a; } at;
 
 static void at_run(void *ctx)
 {
     at *t = ctx;
-    tt_sdpa_kernel(&t->a);
+    tk_sdpa(&t->a);
 }
 
-static void sdpa_args(tt_sdpa_args *a, int64_t N, int64_t Hkv, float *q, float *k, float *v, float *o)
+static void sdpa_args(tk_sdpa_args *a, int64_t N, int64_t Hkv, float *q, float *k, float *v, float *o)
 {
     memset(a, 0, sizeof *a);
     a->B = 1; a->Hq = 8; a->Hkv = Hkv; a->Nq = N; a->Nk = N; a->Dh = 64; a->Dv = 64;
@@ -593,7 +593,7 @@ int main(int argc, char **argv)
     time_t tm = time(NULL);
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&tm));
-    printf("tensortrace bench — %s; path %s; cores %d; %s\n", date, tt_simd_path(), tk_get_num_threads(),
+    printf("tensortrace bench — %s; path %s; cores %d; %s\n", date, tk_simd_path(), tk_get_num_threads(),
            ob_config ? ob_config() : "no OpenBLAS");
     if (want[0]) bench_peak();
     if (want[1]) bench_gemm();
