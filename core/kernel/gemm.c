@@ -55,13 +55,13 @@ static void pack_b_c(int nr, int64_t kc, int64_t nc, const float *b, int64_t rs,
 }
 
 void tk_pack_a(const tk_kern *kn, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
-                float *dst)
+               float *dst)
 {
     if (!kn->pack_a || !kn->pack_a(mc, kc, a, rs, cs, dst)) pack_a_c(kn->mr, mc, kc, a, rs, cs, dst);
 }
 
 void tk_pack_b(const tk_kern *kn, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
-                float *dst)
+               float *dst)
 {
     if (!kn->pack_b || !kn->pack_b(kc, nc, b, rs, cs, dst)) pack_b_c(kn->nr, kc, nc, b, rs, cs, dst);
 }

@@ -182,7 +182,7 @@ typedef struct tk_kern {
        when they do not handle these strides */
     int (*pack_a)(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs, float *dst);
     int (*pack_b)(int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs, float *dst);
-    /* elementwise rows, as tt_ew_* above */
+    /* elementwise rows, as tk_ew_* above */
     void (*ew_binary)(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy,
                       float *o);
     void (*ew_compare)(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy,
@@ -196,9 +196,9 @@ typedef struct tk_kern {
    (kc x nc) as nr-column slivers, k-major, zero padded to whole slivers;
    the path's fast packer where it handles the strides, else portable. */
 void tk_pack_a(const tk_kern *kn, int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs,
-                float *dst);
+               float *dst);
 void tk_pack_b(const tk_kern *kn, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
-                float *dst);
+               float *dst);
 
 /* The vector exp and log of both SIMD paths, one set of constants so the
    paths cannot drift apart. ln 2 = LN2_HI + LN2_LO, LN2_HI with few bits so
