@@ -1,6 +1,6 @@
 /*
 ** kernels.h — compute kernels on raw pointers. They never see tt_tensor and
-** assume valid arguments (the op front-ends in ops.c check everything).
+** assume valid arguments (the op front-ends in core/ops/ check everything).
 ** Strides count elements. *_ref variants are the scalar references, always
 ** compiled; the dispatching entry points pick SIMD paths at run time.
 */
