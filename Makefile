@@ -134,7 +134,7 @@ test: check-test-deps all $(CTEST_BIN) $(BUILD)/tests/pngcmp tt.so
 # Each core folder uses only the layers below it (README, How the code is
 # laid out): includes and, from the objects, calls. Known exceptions are
 # listed in tests/layers.known. make test runs it as tests/test_layers.sh.
-layers: $(CORE_OBJ)
+layers: $(CORE_OBJ) $(LUA_OBJ)
 	@sh tests/layers.sh . $(BUILD)
 
 # The README's first command: the causal-mask lesson with its trace.

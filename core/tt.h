@@ -42,8 +42,6 @@ typedef struct tt_tensor {
 
 /* Drops the reference held by t (t may be NULL or empty); t becomes empty. */
 void tt_tensor_release(tt_tensor *t);
-/* *out = a second reference to a's storage with the same header. */
-void tt_tensor_retain(tt_tensor *out, const tt_tensor *a);
 
 int64_t tt_numel(const tt_tensor *t);
 int tt_is_contiguous(const tt_tensor *t);

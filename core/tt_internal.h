@@ -37,7 +37,6 @@ void tt__broadcast_strides(const tt_tensor *a, int ndim, const int64_t *shape, i
 
 /* Dim range check: TT_EARG "op: dim N out of range for [shape]". */
 tt_status tt__check_dim(const char *op, const tt_tensor *a, int d, int allow_end);
-tt_status tt__check_dtype(const char *op, const tt_tensor *a, tt_dtype want);
 
 /* Random numbers (tensor.c): n uniforms in [0,1) or normals into p, from
    the generator tt_manual_seed seeds. */

@@ -144,6 +144,32 @@ for c in core/*/*.c; do
     if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 
+# ===== lua/: calls by rank (nm on the built objects) =====
+# A lua/ object may call functions of lua/ files of its own rank or below
+# (and anything in core/); a call upward is what a hook replaces.
+: > "$tmp/ldefs"
+for c in lua/*.c; do
+    o="$build/${c%.c}.o"
+    [ -f "$o" ] || continue     # make layers builds them; the checker's own tests may not
+    $NM -P -g "$o" | awk -v f="$c" '$2 != "U" && $2 != "w" && $2 != "v" { print $1, f }' >> "$tmp/ldefs"
+done
+sort -u "$tmp/ldefs" > "$tmp/ldefs.sorted"
+for c in lua/*.c; do
+    o="$build/${c%.c}.o"
+    [ -f "$o" ] || continue
+    r=$(lua_rank "$c")
+    bad=0
+    $NM -P -g "$o" | awk '$2 == "U" { print $1 }' | sort -u > "$tmp/uses"
+    for pair in $(join "$tmp/uses" "$tmp/ldefs.sorted" | tr ' ' '='); do
+        s=${pair%%=*}; t=${pair#*=}
+        tr_=$(lua_rank "$t")
+        if [ "$tr_" -gt "$r" ]; then
+            upward "$c -> $s" "$(basename "$c") (rank $r in lua/) calls $s of $(basename "$t") (rank $tr_)"
+        fi
+    done
+    if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+
 # ===== Known exceptions that no longer occur =====
 while IFS= read -r k; do
     grep -qxF "$k" "$tmp/seen" ||

@@ -22,7 +22,7 @@ tree() {  # name, then "path:line" pairs
     mkdir -p "$t/core/base" "$t/core/kernel" "$t/core/ops" "$t/core/figure" "$t/tests" "$t/lua"
     printf '/* public API */\nint tt_api(void);\n' > "$t/core/tt.h"
     for pl in "$@"; do printf '%s\n' "${pl#*:}" >> "$t/${pl%%:*}"; done
-    for c in "$t"/core/*/*.c; do
+    for c in "$t"/core/*/*.c "$t"/lua/*.c; do
         [ -f "$c" ] || continue; rel=${c#"$t"/}; mkdir -p "$t/build/$(dirname "$rel")"
         $CC -std=c11 -c -I"$t/core" -o "$t/build/${rel%.c}.o" "$c" 2>>"$t/cc.log" || :
     done
@@ -68,6 +68,10 @@ check luacall fail "a core file calling Lua" "FAIL core/ops/o.c calls lua_settop
 tree luagood "lua/lauxtt.h:#include \"tt.h\"" "lua/lauxtt.c:#include \"lauxtt.h\"" \
      "lua/ltrace.h:#include \"lauxtt.h\"" "lua/ltensor.c:#include \"ltrace.h\"" "lua/linit.c:#include \"ltrace.h\""
 check luagood pass "lua/ files including their own rank and below" " 0 failed"
+
+tree luacallup "lua/linit.c:int luaopen_tt(void) { return 1; }" \
+     "lua/lauxtt.c:int luaopen_tt(void);" "lua/lauxtt.c:int ltt_one(void) { return luaopen_tt(); }"
+check luacallup fail "lauxtt.c calling linit.c" "FAIL lua/lauxtt.c -> luaopen_tt: lauxtt.c (rank 1 in lua/) calls luaopen_tt of linit.c (rank 3)"
 
 cp -R "$tmp/luagood" "$tmp/luaup" && printf '#include "ltrace.h"\n' >> "$tmp/luaup/lua/lauxtt.c"
 check luaup fail "lauxtt.c including a rank-2 header" "FAIL lua/lauxtt.c -> ltrace.h: lauxtt.c (rank 1 in lua/) includes a header of rank 2"

@@ -32,12 +32,6 @@ void tt_tensor_release(tt_tensor *t)
     t->storage = NULL;
 }
 
-void tt_tensor_retain(tt_tensor *out, const tt_tensor *a)
-{
-    *out = *a;
-    tt__storage_retain(a->storage);
-}
-
 /* ===== Basic queries ===== */
 
 size_t tt_dtype_size(tt_dtype dt) { return dt == TT_BOOL ? 1 : 4; }
@@ -183,15 +177,6 @@ tt_status tt__check_dim(const char *op, const tt_tensor *a, int d, int allow_end
                        tt_shape_str(a, shp, sizeof shp), a->ndim);
     }
     return TT_OK;
-}
-
-tt_status tt__check_dtype(const char *op, const tt_tensor *a, tt_dtype want)
-{
-    if (a->dtype == want) return TT_OK;
-    char shp[256];
-    return tt__err(TT_EARG, "%s: expects %s, got %s %s; hint: x:%s()", op, tt_dtype_name(want),
-                   tt_dtype_name(a->dtype), tt_shape_str(a, shp, sizeof shp),
-                   want == TT_BOOL ? "bool" : "float");
 }
 
 /* ===== Random numbers =====
