@@ -305,3 +305,13 @@ void tt_get_floats(const tt_tensor *src, float *dst)
     tt_dtype dt = src->dtype;
     tt__iter_run(&it, 1, floats_row, &dt);
 }
+
+int tt__iter_flat(int n, const int64_t *shape, const int64_t *stride, int64_t *s)
+{
+    void *base[1] = { NULL };
+    size_t es[1] = { 0 };
+    tt__iter it;
+    tt__iter_init(&it, n, shape, 1, (const int64_t (*)[TT_MAX_DIMS])stride, base, es);
+    *s = it.numel ? it.stride[0][0] : 0;
+    return it.numel == 0 || it.ndim == 1;
+}

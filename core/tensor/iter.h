@@ -49,4 +49,9 @@ void tt__iter_run_ew(const tt__iter *it, tt__row_fn fn, void *ctx);
 /* Element offset of the flat row-major index `flat` in a strided shape. */
 int64_t tt__offset_of(int ndim, const int64_t *shape, const int64_t *stride, int64_t flat);
 
+/* Can dims [0, n) (outermost first) be walked with one stride? Size-1 dims
+   do not count. On success *s gets that stride (0 if nothing moves): the
+   walk's dim merging on one operand (matmul's and sdpa's batch dims). */
+int tt__iter_flat(int n, const int64_t *shape, const int64_t *stride, int64_t *s);
+
 #endif

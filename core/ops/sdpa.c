@@ -1,0 +1,299 @@
+/*
+** sdpa.c — the front-end of tt_sdpa (scaled dot-product attention): checks
+** q, k, v and the mask, flattens the batch dims, and hands strided inputs
+** to the fused kernel (core/kernel/sdpa.c), which never builds the N x N
+** matrix unless the weights are asked for; GQA reads shared K/V in place.
+*/
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/kernels.h"
+#include "tensor/iter.h"
+#include "tt_internal.h"
+
+#define SHAPE_BUF 256
+
+static const char *shp(const tt_tensor *t, char *buf)
+{
+    return tt_shape_str(t, buf, SHAPE_BUF);
+}
+
+/* A shape that no tensor holds yet, with its dim names (names may be
+   NULL), in the form of tt_shape_str: "[B=2,H=4,5,5]". */
+static const char *fmt_shape(char *buf, int nd, const int64_t *shape, const char *const *names)
+{
+    tt_tensor t;
+    memset(&t, 0, sizeof t);
+    t.ndim = nd;
+    memcpy(t.shape, shape, (size_t)nd * sizeof *shape);
+    if (names) memcpy(t.names, names, (size_t)nd * sizeof *names);
+    return shp(&t, buf);
+}
+
+/* A tensor's batch dims [0, nbd) as one stride; a contiguous copy in *tmp
+   when they cannot merge (then *t points at it). */
+static tt_status flat_batch(const tt_tensor **t, tt_tensor *tmp, int nbd, int64_t *s)
+{
+    if (tt__iter_flat(nbd, (*t)->shape, (*t)->stride, s)) return TT_OK;
+    tt_status st = tt_contiguous(tmp, *t);
+    if (st) return st;
+    *t = tmp;
+    tt__iter_flat(nbd, tmp->shape, tmp->stride, s);
+    return TT_OK;
+}
+
+typedef struct sdpa_info {
+    double flops;
+    int64_t empty;
+    float scale;
+} sdpa_info;
+
+/* q [..., Hq, Nq, Dh], k [..., Hkv, Nk, Dh], v [..., Hkv, Nk, Dv]; 2-D
+   inputs are one head. Scores are [..., Hq, Nq, Nk]. */
+static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
+                           const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
+                           sdpa_info *info)
+{
+    char s1[SHAPE_BUF], s2[SHAPE_BUF], s3[SHAPE_BUF];
+    if (!isnan(scale) && !(fabs(scale) <= (double)FLT_MAX))
+        return tt__err(TT_EARG, "sdpa: scale must be a finite float32, got %g", scale);
+    const tt_tensor *in[3] = { q, k, v };
+    for (int i = 0; i < 3; i++)
+        if (in[i]->dtype != TT_FLOAT32)
+            return tt__err(TT_EARG, "sdpa: %c must be float32, got %s %s; hint: x:float()",
+                           "qkv"[i], tt_dtype_name(in[i]->dtype), shp(in[i], s1));
+    int nd = q->ndim;
+    if (nd < 2 || k->ndim != nd || v->ndim != nd) {
+        /* one input a dim short: usually the head dim */
+        int lo = 0, hi = 0;
+        for (int i = 1; i < 3; i++) {
+            if (in[i]->ndim < in[lo]->ndim) lo = i;
+            if (in[i]->ndim > in[hi]->ndim) hi = i;
+        }
+        char hint[96] = "";
+        if (in[lo]->ndim < 2)
+            snprintf(hint, sizeof hint, "; hint: one position is a row, %c:unsqueeze(1)", "qkv"[lo]);
+        else if (in[hi]->ndim - in[lo]->ndim == 1)
+            snprintf(hint, sizeof hint, "; hint: %c:unsqueeze(-3) gives %c a head dim of size 1",
+                     "qkv"[lo], "qkv"[lo]);
+        return tt__err(TT_ESHAPE, "sdpa: q, k and v need the same number of dims (at least 2): "
+                       "q %s, k %s, v %s%s", shp(q, s1), shp(k, s2), shp(v, s3), hint);
+    }
+    int nbd = nd >= 3 ? nd - 3 : 0;         /* leading batch dims */
+    int hd = nd - 3;                        /* head dim, if any */
+    int64_t Hq = hd >= 0 ? q->shape[hd] : 1, Hkv = hd >= 0 ? k->shape[hd] : 1;
+    int64_t Nq = q->shape[nd - 2], Dh = q->shape[nd - 1];
+    int64_t Nk = k->shape[nd - 2], Dv = v->shape[nd - 1];
+    for (int i = 0; i < nbd; i++)
+        if (k->shape[i] != q->shape[i] || v->shape[i] != q->shape[i]) {
+            /* no broadcasting here; a size-1 batch dim of k or v expands */
+            const tt_tensor *t = k->shape[i] != q->shape[i] ? k : v;
+            int ones = 1;
+            for (int j = 0; j < nbd; j++) ones &= t->shape[j] == q->shape[j] || t->shape[j] == 1;
+            char hint[SHAPE_BUF] = "q, k and v need the same batch dims";
+            if (ones) {
+                int len = snprintf(hint, sizeof hint, "sdpa does not broadcast them: %c:expand(",
+                                   t == k ? 'k' : 'v');
+                for (int j = 0; j < nd && len < (int)sizeof hint; j++)
+                    len += snprintf(hint + len, sizeof hint - (size_t)len, "%s%lld", j ? ", " : "",
+                                    (long long)(j < nbd ? q->shape[j] : t->shape[j]));
+                if (len < (int)sizeof hint)
+                    snprintf(hint + len, sizeof hint - (size_t)len, ")%s",
+                             t == k && v->shape[i] != q->shape[i] ? ", and v likewise" : "");
+            }
+            return tt__err(TT_ESHAPE, "sdpa: batch dims differ: q %s, k %s, v %s (dim %d: %lld, %lld, %lld); "
+                           "hint: %s", shp(q, s1), shp(k, s2), shp(v, s3), i + 1, (long long)q->shape[i],
+                           (long long)k->shape[i], (long long)v->shape[i], hint);
+        }
+    if (k->shape[nd - 1] != Dh)
+        return tt__err(TT_ESHAPE, "sdpa: q and k head sizes differ: q %s, k %s (%lld vs %lld)",
+                       shp(q, s1), shp(k, s2), (long long)Dh, (long long)k->shape[nd - 1]);
+    if (v->shape[nd - 2] != Nk)
+        return tt__err(TT_ESHAPE, "sdpa: k and v lengths differ: k %s, v %s (%lld vs %lld)",
+                       shp(k, s1), shp(v, s2), (long long)Nk, (long long)v->shape[nd - 2]);
+    if (hd >= 0 && v->shape[hd] != Hkv)
+        return tt__err(TT_ESHAPE, "sdpa: k and v head counts differ: k %s, v %s (%lld vs %lld)",
+                       shp(k, s1), shp(v, s2), (long long)Hkv, (long long)v->shape[hd]);
+    if (Hkv == 0 ? Hq != 0 : Hq % Hkv != 0)
+        return tt__err(TT_ESHAPE, "sdpa: query heads (%lld) are not a multiple of kv heads (%lld): "
+                       "q %s, k %s", (long long)Hq, (long long)Hkv, shp(q, s1), shp(k, s2));
+
+    /* the scores' shape, which the mask must broadcast to */
+    int nt = nd;
+    int64_t tshape[TT_MAX_DIMS];
+    memcpy(tshape, q->shape, (size_t)nd * sizeof *tshape);
+    tshape[nt - 1] = Nk;
+    int64_t mst[TT_MAX_DIMS] = {0};
+    if (mask) {
+        if (mask->dtype != TT_BOOL)
+            return tt__err(TT_EARG, "sdpa: mask must be bool (true = may attend), got %s %s; hint: mask:bool()",
+                           tt_dtype_name(mask->dtype), shp(mask, s1));
+        /* the scores as matmul would name them: batch and head dims from q
+           (else k), rows from q, columns from k */
+        const char *tnames[TT_MAX_DIMS];
+        for (int i = 0; i < nt; i++) tnames[i] = q->names[i] ? q->names[i] : k->names[i];
+        tnames[nt - 2] = q->names[nd - 2];
+        tnames[nt - 1] = k->names[nd - 2];
+        tt_tensor scores_names = {.ndim = nt};
+        tt__set_names(&scores_names, tnames);
+        memcpy(tnames, scores_names.names, sizeof tnames);
+        int bad = -1;   /* failing dim of the mask, counted from the end (1 = last) */
+        for (int i = 1; i <= mask->ndim && i <= nt && bad < 0; i++) {
+            const int64_t m = mask->shape[mask->ndim - i];
+            if (m != 1 && m != tshape[nt - i]) bad = i;
+        }
+        if (bad >= 0 || mask->ndim > nt) {
+            fmt_shape(s2, nt, tshape, tnames);
+            if (bad < 0)
+                return tt__err(TT_ESHAPE, "sdpa: mask %s has more dims than the scores %s (%d vs %d); "
+                               "hint: the mask is [..., Nq, Nk], Nq = %lld queries and Nk = %lld keys",
+                               shp(mask, s1), s2, mask->ndim, nt, (long long)Nq, (long long)Nk);
+            char hint[160];
+            if (mask->ndim == 2 && nt >= 3 && mask->shape[0] == tshape[0] && mask->shape[1] == Nk) {
+                /* a padding mask [B, Nk] meant as [B, 1, .., 1, Nk] */
+                int len = snprintf(hint, sizeof hint, "a padding mask [B, Nk] needs mask:reshape(%lld",
+                                   (long long)tshape[0]);
+                for (int i = 1; i < nt - 1 && len < (int)sizeof hint; i++)
+                    len += snprintf(hint + len, sizeof hint - (size_t)len, ", 1");
+                if (len < (int)sizeof hint)
+                    snprintf(hint + len, sizeof hint - (size_t)len, ", %lld) to broadcast over the %s",
+                             (long long)Nk, nt > 3 ? "heads and queries" : "queries");
+            } else if (mask->ndim >= 2 && Nq != Nk && mask->shape[mask->ndim - 2] == Nk &&
+                       mask->shape[mask->ndim - 1] == Nq) {
+                snprintf(hint, sizeof hint, "the mask is [Nk, Nq]; mask:mT() puts the %lld queries "
+                         "first", (long long)Nq);
+            } else {
+                snprintf(hint, sizeof hint, "the mask's last two dims are Nq = %lld queries and Nk = %lld keys "
+                         "(or 1 to broadcast)", (long long)Nq, (long long)Nk);
+            }
+            return tt__err(TT_ESHAPE, "sdpa: mask %s does not broadcast to the scores %s (dim -%d: %lld vs %lld); "
+                           "hint: %s", shp(mask, s1), s2, bad, (long long)mask->shape[mask->ndim - bad],
+                           (long long)tshape[nt - bad], hint);
+        }
+        /* named dims must agree, as in elementwise ops: a square [Nk, Nq]
+           mask has the right shape and the wrong meaning */
+        for (int i = 1; i <= mask->ndim; i++) {
+            const char *a = mask->names[mask->ndim - i], *b = tnames[nt - i];
+            if (a && b && a != b && strcmp(a, b) != 0) {
+                fmt_shape(s2, nt, tshape, tnames);
+                int swapped = i <= 2 && mask->ndim >= 2 && tnames[nt - 1] && tnames[nt - 2] &&
+                              mask->names[mask->ndim - 1] && mask->names[mask->ndim - 2] &&
+                              strcmp(mask->names[mask->ndim - 1], tnames[nt - 2]) == 0 &&
+                              strcmp(mask->names[mask->ndim - 2], tnames[nt - 1]) == 0;
+                return tt__err(TT_ESHAPE, "sdpa: dim names differ: '%s' vs '%s' at dim -%d of mask %s and "
+                               "the scores %s; hint: %s", a, b, i, shp(mask, s1), s2,
+                               swapped ? "the mask is [keys, queries]; mask:mT() swaps them"
+                                       : "rename with x:named(...)");
+            }
+        }
+        tt__broadcast_strides(mask, nt, tshape, mst);
+    }
+
+    tt_tensor qc = {0}, kc = {0}, vc = {0}, mc = {0};
+    int64_t qsb = 0, ksb = 0, vsb = 0, msb = 0;
+    tt_status st = flat_batch(&q, &qc, nbd, &qsb);
+    if (st == TT_OK) st = flat_batch(&k, &kc, nbd, &ksb);
+    if (st == TT_OK) st = flat_batch(&v, &vc, nbd, &vsb);
+    const uint8_t *mdata = mask ? tt_data_bool(mask) : NULL;
+    if (st == TT_OK && mask && !tt__iter_flat(nbd, tshape, mst, &msb)) {
+        /* materialise the mask over the batch dims only */
+        tt_tensor h = *mask;
+        h.ndim = nt;
+        for (int i = 0; i < nt; i++) {
+            h.shape[i] = i < nbd || mst[i] ? tshape[i] : 1;
+            h.stride[i] = mst[i];
+            h.names[i] = NULL;
+        }
+        st = tt__alloc(&mc, "sdpa", TT_BOOL, nt, h.shape, NULL);
+        if (st == TT_OK) {
+            tt__copy(&mc, &h);
+            for (int i = 0; i < nt; i++) mst[i] = mc.shape[i] == 1 ? 0 : mc.stride[i];
+            tt__iter_flat(nbd, tshape, mst, &msb);
+            mdata = tt_data_bool(&mc);
+        }
+    }
+    int64_t oshape[TT_MAX_DIMS];
+    const char *onames[TT_MAX_DIMS], *wnames[TT_MAX_DIMS];
+    memcpy(oshape, q->shape, (size_t)nd * sizeof *oshape);
+    memcpy(onames, q->names, (size_t)nd * sizeof *onames);
+    memcpy(wnames, q->names, (size_t)nd * sizeof *wnames);
+    oshape[nd - 1] = Dv;
+    onames[nd - 1] = v->names[nd - 1];
+    wnames[nd - 1] = k->names[nd - 2];
+    if (st == TT_OK) st = tt__alloc(out, "sdpa", TT_FLOAT32, nd, oshape, onames);
+    if (st == TT_OK && weights) {
+        st = tt__alloc(weights, "sdpa", TT_FLOAT32, nt, tshape, wnames);
+        if (st) tt_tensor_release(out);
+    }
+    if (st == TT_OK) {
+        int64_t B = 1;
+        for (int i = 0; i < nbd; i++) B *= q->shape[i];
+        float sc = isnan(scale) ? (Dh > 0 ? (float)(1.0 / sqrt((double)Dh)) : 1.0f) : (float)scale;
+        info->scale = sc;
+        /* visible (query, key) pairs per head, for the FLOP count */
+        double pairs = (double)Nq * (double)Nk;
+        if (causal) {
+            pairs = 0.0;
+            for (int64_t i = 0; i < Nq; i++) {
+                int64_t lim = i + Nk - Nq + 1;
+                pairs += (double)(lim < 0 ? 0 : lim > Nk ? Nk : lim);
+            }
+        }
+        info->flops = 2.0 * (double)B * (double)Hq * pairs * (double)(Dh + Dv);
+        info->empty = 0;
+        if (B * Hq * Nq == 0) {
+            /* nothing to compute */
+        } else if (Nk == 0) {               /* no keys at all: every row is empty */
+            memset(tt_data_f32(out), 0, (size_t)tt_numel(out) * sizeof(float));
+            info->empty = B * Hq * Nq;
+        } else {
+            int m3 = nd >= 3;
+            tk_sdpa_args ar = {
+                B, Hq, Hkv, Nq, Nk, Dh, Dv,
+                tt_data_f32(q), qsb, m3 ? q->stride[hd] : 0, q->stride[nd - 2], q->stride[nd - 1],
+                tt_data_f32(k), ksb, m3 ? k->stride[hd] : 0, k->stride[nd - 2], k->stride[nd - 1],
+                tt_data_f32(v), vsb, m3 ? v->stride[hd] : 0, v->stride[nd - 2], v->stride[nd - 1],
+                mdata, msb, m3 ? mst[nt - 3] : 0, mst[nt - 2], mst[nt - 1],
+                causal != 0, sc, tt_data_f32(out), weights ? tt_data_f32(weights) : NULL, NULL,
+            };
+            info->empty = tk_sdpa(&ar);
+        }
+    }
+    tt_tensor_release(&qc);
+    tt_tensor_release(&kc);
+    tt_tensor_release(&vc);
+    tt_tensor_release(&mc);
+    return st;
+}
+
+tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
+                  const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
+                  int64_t *empty_rows)
+{
+    memset(out, 0, sizeof *out);
+    if (weights) memset(weights, 0, sizeof *weights);
+    tt__opscope sc = tt__op_enter();
+    sdpa_info info = {0};
+    tt_status st = sdpa_impl(out, weights, q, k, v, mask, causal, scale, &info);
+    if (empty_rows) *empty_rows = st == TT_OK ? info.empty : 0;
+    tt_event ev;
+    if (st == TT_OK) {
+        tt__event_init(&ev, TT_OP_SDPA, out, q, k, v);
+        if (mask) {
+            ev.inputs[ev.ninputs++] = mask;
+            ev.ninputs_total = ev.ninputs;
+            ev.bytes += (double)tt_numel(mask);
+        }
+        if (weights) ev.bytes += 4.0 * (double)tt_numel(weights);
+        ev.flops = info.flops;
+        snprintf(ev.args, sizeof ev.args, "%sscale=%.4g%s", causal ? "causal, " : "",
+                 (double)info.scale, weights ? ", weights" : "");
+        if (info.empty > 0)
+            snprintf(ev.note, sizeof ev.note, "%lld query row%s with no visible key: output zeros",
+                     (long long)info.empty, info.empty == 1 ? "" : "s");
+    }
+    return tt__op_leave(sc, st, &ev);
+}
