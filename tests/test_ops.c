@@ -1,5 +1,5 @@
 /*
-** test_ops.c — ops.c and matmul.c against float64 references computed
+** test_ops.c — the op front-ends (core/ops/) against float64 references computed
 ** here, element by element through the strides (never through the code
 ** under test): broadcasting, elementwise, reductions, softmax, masking,
 ** cat/stack, matmul, sdpa, names, error messages and trace events.
@@ -1650,58 +1650,6 @@ static void test_mask_polarity_note(seen *s)
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) tt_tensor_release(all[i]);
 }
 
-/* Subscribers hear each event in the order they came; the args are written
-   only while one of them reads the text. */
-static char heard[16], name_a = 'A', name_b = 'B';
-static void hear(const tt_event *ev, void *ud)
-{
-    size_t n = strlen(heard);
-    if (n + 2 < sizeof heard) { heard[n] = *(char *)ud; heard[n + 1] = ev->args[0] ? '+' : '-'; heard[n + 2] = 0; }
-}
-
-static void test_subscribers(void)
-{
-    tt_tensor a = rnd(DIMS(2, 3)), out;
-    tt_trace_subscribe(hear, &name_a, 0);
-    tt_trace_subscribe(hear, &name_b, 1);
-    tt_trace_subscribe(hear, &name_a, 0);                /* again: no second delivery */
-    ok(tt_softmax(&out, &a, 1));
-    tt_tensor_release(&out);
-    CHECK("subscribers: in order, args written for a text reader", strcmp(heard, "A+B+") == 0);
-    heard[0] = 0;
-    tt_trace_unsubscribe(hear, &name_b);
-    ok(tt_softmax(&out, &a, 1));
-    tt_tensor_release(&out);
-    CHECK("subscribers: no text reader left, no args written", strcmp(heard, "A-") == 0);
-    tt_trace_unsubscribe(hear, &name_a);
-    tt_trace_unsubscribe(hear, &name_a);                 /* not there: nothing */
-    heard[0] = 0;
-    ok(tt_softmax(&out, &a, 1));
-    tt_tensor_release(&out);
-    CHECK("subscribers: none left hear nothing", heard[0] == 0);
-    tt_tensor_release(&a);
-}
-
-/* The numbers as the trace shows them (trace/format.c). */
-static void test_number_forms(void)
-{
-    char b[32];
-    tt_fmt_flops(b, sizeof b, 25600);
-    CHECK("flops: one digit, k", strcmp(b, "25.6 kFLOP") == 0);
-    tt_fmt_flops(b, sizeof b, 2.5e12);
-    CHECK("flops: up to T", strcmp(b, "2.5 TFLOP") == 0);
-    tt_fmt_flops(b, sizeof b, 640);
-    CHECK("flops: a whole number under 1000", strcmp(b, "640 FLOP") == 0);
-    tt_fmt_si(b, sizeof b, 16777216, 2, "B");
-    CHECK("si: the summary's two digits", strcmp(b, "16.78 MB") == 0);
-    tt_fmt_si(b, sizeof b, 2.5e12, 2, "FLOP");
-    CHECK("si: stops at G", strcmp(b, "2500.00 GFLOP") == 0);
-    tt_fmt_bytes(b, sizeof b, 1572864);
-    CHECK("bytes: binary units", strcmp(b, "1.5 MiB") == 0);
-    tt_fmt_bytes(b, sizeof b, 640);
-    CHECK("bytes: under 1 KiB", strcmp(b, "640 bytes") == 0);
-}
-
 static void test_events(void)
 {
     tt_tensor a = rnd(DIMS(2, 5, 64)), b = rnd(DIMS(2, 64, 7)), out, w;
@@ -1915,8 +1863,6 @@ int main(void)
     test_names_unique();
     test_errors();
     test_events();
-    test_subscribers();
-    test_number_forms();
     CHECK("no tensor memory leaked", tt_memory_in_use() == base);
     test_label_memory();                /* last: fills the intern table up to a cap */
     if (tt_memory_in_use() != base)
