@@ -110,39 +110,62 @@ tt_status tt_named(tt_tensor *out, const tt_tensor *a, const char *const *names)
 tt_status tt_chunk(tt_tensor *outs, int max, int *count, const tt_tensor *a, int64_t n, int d);
 tt_status tt_split(tt_tensor *outs, int max, int *count, const tt_tensor *a, int64_t size, int d);
 
-/* ===== Elementwise (NumPy broadcasting) ===== */
+/* ===== Ops ===== */
 
-typedef enum tt_binop {
-    TT_ADD, TT_SUB, TT_MUL, TT_DIV, TT_POW, TT_MAXIMUM, TT_MINIMUM,
-    TT_EQ, TT_NE, TT_LT, TT_LE, TT_GT, TT_GE,       /* -> bool */
-    TT_AND, TT_OR, TT_XOR,                          /* bool only */
-    TT_BINOP_COUNT
-} tt_binop;
+/* Every op, in no order that matters: each has one row in the op table
+   (core/ops/optable.c) with its name, kind, dtype rule, FLOPs and kernel. */
+typedef enum tt_op {
+    TT_OP_NONE = 0,
+    /* creation */
+    TT_OP_TENSOR, TT_OP_EMPTY, TT_OP_ZEROS, TT_OP_ONES, TT_OP_FULL, TT_OP_ARANGE, TT_OP_EYE, TT_OP_RAND, TT_OP_RANDN,
+    /* views and copies */
+    TT_OP_VIEW, TT_OP_RESHAPE, TT_OP_TRANSPOSE, TT_OP_MT, TT_OP_PERMUTE, TT_OP_NARROW,
+    TT_OP_SELECT, TT_OP_EXPAND, TT_OP_UNSQUEEZE, TT_OP_SQUEEZE, TT_OP_CONTIGUOUS,
+    TT_OP_CLONE, TT_OP_NAMED, TT_OP_CHUNK, TT_OP_SPLIT,
+    /* elementwise (float and bool: conversions) */
+    TT_OP_ADD, TT_OP_SUB, TT_OP_MUL, TT_OP_DIV, TT_OP_POW, TT_OP_MAXIMUM, TT_OP_MINIMUM,
+    TT_OP_EQ, TT_OP_NE, TT_OP_LT, TT_OP_LE, TT_OP_GT, TT_OP_GE, TT_OP_AND, TT_OP_OR, TT_OP_XOR,
+    TT_OP_NEG, TT_OP_EXP, TT_OP_LOG, TT_OP_SQRT, TT_OP_ABS, TT_OP_NOT, TT_OP_FLOAT, TT_OP_BOOL,
+    /* reductions */
+    TT_OP_SUM, TT_OP_MEAN, TT_OP_MAX, TT_OP_MIN, TT_OP_ARGMAX, TT_OP_ARGMIN, TT_OP_STD, TT_OP_VAR,
+    /* attention */
+    TT_OP_SOFTMAX, TT_OP_MASKED_FILL, TT_OP_TRIL, TT_OP_TRIU, TT_OP_CAUSAL_MASK,
+    TT_OP_REPEAT_INTERLEAVE, TT_OP_CAT, TT_OP_STACK, TT_OP_MATMUL, TT_OP_SDPA,
+    TT_OP_REARRANGE, TT_OP_EINSUM,
+    TT_OP_COUNT
+} tt_op;
 
-typedef enum tt_unop {
-    TT_NEG, TT_EXP, TT_LOG, TT_SQRT, TT_ABS,        /* float32 */
-    TT_NOT,                                         /* bool */
-    TT_UNOP_COUNT
-} tt_unop;
+/* Which front-end takes the op: tt_binary (and tt_binary_scalar), tt_unary,
+   tt_reduce; OTHER for an op with its own function. */
+typedef enum tt_opkind { TT_OPK_OTHER, TT_OPK_BINARY, TT_OPK_UNARY, TT_OPK_REDUCE } tt_opkind;
 
-tt_status tt_binary(tt_tensor *out, tt_binop op, const tt_tensor *a, const tt_tensor *b);
+/* "add"; "?" for a value out of range. */
+const char *tt_op_name(tt_op op);
+/* The infix symbol a trace row shows between the inputs ("+", "@", "&"),
+   or NULL for an op written as a call. */
+const char *tt_op_infix(tt_op op);
+/* TT_OPK_OTHER for a value out of range. */
+tt_opkind tt_op_kind(tt_op op);
+
+/* ===== Elementwise (NumPy broadcasting) =====
+   The ops are the elementwise rows of tt_op: tt_binary takes a
+   TT_OPK_BINARY op, tt_unary a TT_OPK_UNARY one, else TT_EARG. Comparisons
+   give bool; and, or, xor, not take bool; the others float32. */
+
+tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b);
 /* a op s, or s op a when scalar_first. */
-tt_status tt_binary_scalar(tt_tensor *out, tt_binop op, const tt_tensor *a, double s, int scalar_first);
-tt_status tt_unary(tt_tensor *out, tt_unop op, const tt_tensor *a);
+tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double s, int scalar_first);
+tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a);
 /* float32 <-> bool (nonzero -> true); same dtype gives a copy-free view. */
 tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt);
 
 /* ===== Reductions ===== */
 
-typedef enum tt_redop {
-    TT_SUM, TT_MEAN, TT_MAX, TT_MIN, TT_ARGMAX, TT_ARGMIN, TT_STD, TT_VAR,
-    TT_REDOP_COUNT
-} tt_redop;
-
+/* op: a TT_OPK_REDUCE op (sum, mean, max, min, argmax, argmin, std, var). */
 /* Over dim d, or over everything when d < 0 (0-d result). std/var use
    Bessel's correction (n-1), as PyTorch. ARGMAX/ARGMIN give float32
    1-based indices (the first of ties). max/min of an empty dim: TT_EARG. */
-tt_status tt_reduce(tt_tensor *out, tt_redop op, const tt_tensor *a, int d, int keepdim);
+tt_status tt_reduce(tt_tensor *out, tt_op op, const tt_tensor *a, int d, int keepdim);
 /* max/min over d with values and 1-based float32 indices. */
 tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, int d, int keepdim, int is_min);
 
@@ -203,31 +226,6 @@ int tt_print_precision(void);
 
 /* ===== Tracing ===== */
 
-typedef enum tt_op {
-    TT_OP_NONE = 0,
-    /* creation */
-    TT_OP_TENSOR, TT_OP_EMPTY, TT_OP_ZEROS, TT_OP_ONES, TT_OP_FULL, TT_OP_ARANGE, TT_OP_EYE, TT_OP_RAND, TT_OP_RANDN,
-    /* views and copies */
-    TT_OP_VIEW, TT_OP_RESHAPE, TT_OP_TRANSPOSE, TT_OP_MT, TT_OP_PERMUTE, TT_OP_NARROW,
-    TT_OP_SELECT, TT_OP_EXPAND, TT_OP_UNSQUEEZE, TT_OP_SQUEEZE, TT_OP_CONTIGUOUS,
-    TT_OP_CLONE, TT_OP_NAMED, TT_OP_CHUNK, TT_OP_SPLIT,
-    /* elementwise */
-    TT_OP_ADD, TT_OP_SUB, TT_OP_MUL, TT_OP_DIV, TT_OP_POW, TT_OP_MAXIMUM, TT_OP_MINIMUM,
-    TT_OP_EQ, TT_OP_NE, TT_OP_LT, TT_OP_LE, TT_OP_GT, TT_OP_GE, TT_OP_AND, TT_OP_OR, TT_OP_XOR,
-    TT_OP_NEG, TT_OP_EXP, TT_OP_LOG, TT_OP_SQRT, TT_OP_ABS, TT_OP_NOT, TT_OP_FLOAT, TT_OP_BOOL,
-    /* reductions */
-    TT_OP_SUM, TT_OP_MEAN, TT_OP_MAX, TT_OP_MIN, TT_OP_ARGMAX, TT_OP_ARGMIN, TT_OP_STD, TT_OP_VAR,
-    /* attention */
-    TT_OP_SOFTMAX, TT_OP_MASKED_FILL, TT_OP_TRIL, TT_OP_TRIU, TT_OP_CAUSAL_MASK,
-    TT_OP_REPEAT_INTERLEAVE, TT_OP_CAT, TT_OP_STACK, TT_OP_MATMUL, TT_OP_SDPA,
-    TT_OP_REARRANGE, TT_OP_EINSUM,
-    TT_OP_COUNT
-} tt_op;
-
-const char *tt_op_name(tt_op op);
-/* The infix symbol a trace row shows between the inputs ("+", "@", "&"),
-   or NULL for an op written as a call. */
-const char *tt_op_infix(tt_op op);
 /* Numbers as the trace shows them: a scalar as a learner wrote it (8 ->
    "8.0", 0.125 -> "0.125", "-inf"); a FLOP count with its unit ("25.6 kFLOP",
    up to "TFLOP"). */
@@ -249,6 +247,7 @@ int tt_utf8_len(const unsigned char *s, size_t left);
 /* One traced op. Pointers are borrowed for the duration of the callback. */
 typedef struct tt_event {
     tt_op op;
+    const char *name, *infix;        /* tt_op_name(op), tt_op_infix(op): the trace layer reads these */
     int ninputs;                     /* shown inputs (cat/stack show up to 4) */
     int ninputs_total;
     const tt_tensor *inputs[TT_TRACE_MAX_INPUTS];

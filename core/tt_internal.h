@@ -77,8 +77,33 @@ tt__opscope tt__op_enter(void);
 /* Emits ev (op, output, inputs, ...) when st == TT_OK and this is the outer
    scope; fills ev->ns. Returns st. */
 tt_status tt__op_leave(tt__opscope sc, tt_status st, tt_event *ev);
-/* Small helper to fill an event: every field cleared (args and note to
-   ""), op, output, up to 3 inputs, bytes read and written. */
+/* ===== The op table (ops/optable.c) =====
+   One row per tt_op: what the shared front-ends, the trace and the binding
+   know of an op. */
+typedef enum tt__operands {
+    TT__ANY,            /* not elementwise nor a reduction: its own function checks */
+    TT__FLOAT,          /* float32 operands */
+    TT__BOOL,           /* bool operands */
+    TT__SAME,           /* float32 or bool, both the same */
+} tt__operands;
+
+typedef struct tt__opdef {
+    const char *name;           /* as the trace and the messages show it */
+    const char *infix;          /* shown between a trace row's inputs, or NULL */
+    tt_opkind kind;
+    tt__operands dtypes;
+    tt_dtype result;            /* elementwise and reductions: the result's dtype */
+    double flops;               /* per result element (reductions: per input element) */
+    int kernel;                 /* TK_EW_* (elementwise) or TK_RED_* (reductions) */
+    int index;                  /* a reduction giving the 1-based index of the extremum */
+} tt__opdef;
+
+/* op's row; NULL for a value out of range. */
+const tt__opdef *tt__op_def(tt_op op);
+
+/* Fills an event (ops/optable.c): every field cleared (args and note to
+   ""), op with its name and infix, output, up to 3 inputs, bytes read and
+   written. */
 void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
                     const tt_tensor *a, const tt_tensor *b, const tt_tensor *c);
 

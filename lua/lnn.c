@@ -30,7 +30,7 @@ static int linear_call(lua_State *L)
     LTT_CALL_HELD(L, "Linear", in_xw, tt_matmul(y, x, wt));
     if (b == NULL) return 1;
     tt_tensor *yb = ltt_newtensor(L), *in_yb[] = {y, b};
-    LTT_CALL_HELD(L, "Linear", in_yb, tt_binary(yb, TT_ADD, y, b));
+    LTT_CALL_HELD(L, "Linear", in_yb, tt_binary(yb, TT_OP_ADD, y, b));
     return 1;
 }
 

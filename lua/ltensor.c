@@ -630,8 +630,18 @@ static int t_split(lua_State *L) { return pieces(L, 0); }
 
 /* ===== Arithmetic and comparisons ===== */
 
-static int binop(lua_State *L, tt_binop op, const char *name)
+/* The ops of the op table's elementwise and reduction rows: one closure
+   each, the op as its upvalue (registered in ltt_open_tensor). */
+static tt_op op_upvalue(lua_State *L)
 {
+    return (tt_op)lua_tointeger(L, lua_upvalueindex(1));
+}
+
+/* a op b, either a number: the metamethods (__add, ...) */
+static int binop(lua_State *L)
+{
+    tt_op op = op_upvalue(L);
+    const char *name = tt_op_name(op);
     tt_tensor *a = opttensor(L, 1, name), *b = opttensor(L, 2, name);
     if (a && b) {
         tt_tensor *out = ltt_newtensor(L), *in[] = {a, b};
@@ -651,37 +661,21 @@ static int binop(lua_State *L, tt_binop op, const char *name)
     return 1;
 }
 
-static int t_add(lua_State *L) { return binop(L, TT_ADD, "add"); }
-static int t_sub(lua_State *L) { return binop(L, TT_SUB, "sub"); }
-static int t_mul(lua_State *L) { return binop(L, TT_MUL, "mul"); }
-static int t_div(lua_State *L) { return binop(L, TT_DIV, "div"); }
-static int t_pow(lua_State *L) { return binop(L, TT_POW, "pow"); }
-static int t_maximum(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_MAXIMUM, "maximum"); }
-static int t_minimum(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_MINIMUM, "minimum"); }
-static int t_eq(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_EQ, "eq"); }
-static int t_ne(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_NE, "ne"); }
-static int t_lt(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_LT, "lt"); }
-static int t_le(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_LE, "le"); }
-static int t_gt(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_GT, "gt"); }
-static int t_ge(lua_State *L) { ltt_checktensor(L, 1); return binop(L, TT_GE, "ge"); }
-static int t_band(lua_State *L) { return binop(L, TT_AND, "and"); }
-static int t_bor(lua_State *L) { return binop(L, TT_OR, "or"); }
-static int t_bxor(lua_State *L) { return binop(L, TT_XOR, "xor"); }
-
-static int unop(lua_State *L, tt_unop op, const char *name)
+/* x:maximum(y), x:eq(y), ...: as the metamethods with x a tensor */
+static int binop_method(lua_State *L)
 {
-    tt_tensor *t = ltt_checktensor(L, 1);
-    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    LTT_CALL_HELD(L, name, in, tt_unary(out, op, t));
-    return 1;
+    ltt_checktensor(L, 1);
+    return binop(L);
 }
 
-static int t_unm(lua_State *L) { return unop(L, TT_NEG, "neg"); }
-static int t_bnot(lua_State *L) { return unop(L, TT_NOT, "not"); }
-static int t_exp(lua_State *L) { return unop(L, TT_EXP, "exp"); }
-static int t_log(lua_State *L) { return unop(L, TT_LOG, "log"); }
-static int t_sqrt(lua_State *L) { return unop(L, TT_SQRT, "sqrt"); }
-static int t_abs(lua_State *L) { return unop(L, TT_ABS, "abs"); }
+static int unop(lua_State *L)
+{
+    tt_op op = op_upvalue(L);
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    LTT_CALL_HELD(L, tt_op_name(op), in, tt_unary(out, op, t));
+    return 1;
+}
 
 static int convert(lua_State *L, tt_dtype dt)
 {
@@ -696,8 +690,9 @@ static int t_bool(lua_State *L) { return convert(L, TT_BOOL); }
 
 /* ===== Reductions ===== */
 
-static int reduce(lua_State *L, tt_redop op, const char *name)
+static int reduce_op(lua_State *L, tt_op op)
 {
+    const char *name = tt_op_name(op);
     tt_tensor *t = ltt_checktensor(L, 1);
     int d = optdim(L, 2, t, -1, name);
     int keep = lua_toboolean(L, 3);
@@ -706,18 +701,13 @@ static int reduce(lua_State *L, tt_redop op, const char *name)
     return 1;
 }
 
-static int t_sum(lua_State *L) { return reduce(L, TT_SUM, "sum"); }
-static int t_mean(lua_State *L) { return reduce(L, TT_MEAN, "mean"); }
-static int t_std(lua_State *L) { return reduce(L, TT_STD, "std"); }
-static int t_var(lua_State *L) { return reduce(L, TT_VAR, "var"); }
-static int t_argmax(lua_State *L) { return reduce(L, TT_ARGMAX, "argmax"); }
-static int t_argmin(lua_State *L) { return reduce(L, TT_ARGMIN, "argmin"); }
+static int reduce(lua_State *L) { return reduce_op(L, op_upvalue(L)); }
 
 /* x:max() -> 0-d tensor; x:max(d [, keepdim]) -> values, 1-based indices */
 static int maxmin(lua_State *L, int is_min)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
-    if (lua_isnoneornil(L, 2)) return reduce(L, is_min ? TT_MIN : TT_MAX, is_min ? "min" : "max");
+    if (lua_isnoneornil(L, 2)) return reduce_op(L, is_min ? TT_OP_MIN : TT_OP_MAX);
     int d = ltt_checkdim(L, 2, t, 0, is_min ? "min" : "max");
     int keep = lua_toboolean(L, 3);
     tt_tensor *v = ltt_newtensor(L);
@@ -1042,12 +1032,7 @@ static const luaL_Reg tensor_meth[] = {
     {"permute", t_permute}, {"narrow", t_narrow}, {"select", t_select}, {"expand", t_expand},
     {"unsqueeze", t_unsqueeze}, {"squeeze", t_squeeze}, {"contiguous", t_contiguous},
     {"clone", t_clone}, {"chunk", t_chunk}, {"split", t_split},
-    {"exp", t_exp}, {"log", t_log}, {"sqrt", t_sqrt}, {"abs", t_abs},
-    {"maximum", t_maximum}, {"minimum", t_minimum},
-    {"eq", t_eq}, {"ne", t_ne}, {"lt", t_lt}, {"le", t_le}, {"gt", t_gt}, {"ge", t_ge},
-    {"float", t_float}, {"bool", t_bool},
-    {"sum", t_sum}, {"mean", t_mean}, {"max", t_max}, {"min", t_min},
-    {"argmax", t_argmax}, {"argmin", t_argmin}, {"std", t_std}, {"var", t_var},
+    {"float", t_float}, {"bool", t_bool}, {"max", t_max}, {"min", t_min},
     {"matmul", ltt_matmul}, {"softmax", t_softmax}, {"masked_fill", t_masked_fill},
     {"tril", t_tril}, {"triu", t_triu}, {"repeat_interleave", t_repeat_interleave},
     {NULL, NULL}
@@ -1056,11 +1041,56 @@ static const luaL_Reg tensor_meth[] = {
 static const luaL_Reg tensor_metameth[] = {
     {"__tostring", t_tostring}, {"__len", t_len},   /* __index: a closure, below */
     {"__gc", ltt_tensor_gc}, {"__close", ltt_tensor_gc},
-    {"__add", t_add}, {"__sub", t_sub}, {"__mul", t_mul}, {"__div", t_div},
-    {"__pow", t_pow}, {"__unm", t_unm},
-    {"__band", t_band}, {"__bor", t_bor}, {"__bxor", t_bxor}, {"__bnot", t_bnot},
     {NULL, NULL}
 };
+
+/* The operators, each an op of the table; such an op is no method. */
+static const struct { const char *event; tt_op op; } operators[] = {
+    {"__add", TT_OP_ADD}, {"__sub", TT_OP_SUB}, {"__mul", TT_OP_MUL}, {"__div", TT_OP_DIV},
+    {"__pow", TT_OP_POW}, {"__unm", TT_OP_NEG},
+    {"__band", TT_OP_AND}, {"__bor", TT_OP_OR}, {"__bxor", TT_OP_XOR}, {"__bnot", TT_OP_NOT},
+};
+
+static int is_operator(tt_op op)
+{
+    for (size_t i = 0; i < sizeof operators / sizeof operators[0]; i++)
+        if (operators[i].op == op) return 1;
+    return 0;
+}
+
+/* The closure of op's kind (binop for an operator), its op as upvalue;
+   NULL for an op with its own binding. */
+static lua_CFunction op_closure(tt_op op, int as_operator)
+{
+    switch (tt_op_kind(op)) {
+    case TT_OPK_BINARY: return as_operator ? binop : binop_method;
+    case TT_OPK_UNARY: return unop;
+    case TT_OPK_REDUCE: return reduce;
+    default: return NULL;
+    }
+}
+
+/* The metamethods of the operators into the table on top, and into the
+   methods table below it every other elementwise and reduction op under its
+   name (unless tensor_meth has it: max and min). */
+static void set_op_functions(lua_State *L)
+{
+    for (size_t i = 0; i < sizeof operators / sizeof operators[0]; i++) {
+        lua_pushinteger(L, operators[i].op);
+        lua_pushcclosure(L, op_closure(operators[i].op, 1), 1);
+        lua_setfield(L, -3, operators[i].event);
+    }
+    for (int op = 0; op < TT_OP_COUNT; op++) {
+        lua_CFunction f = op_closure((tt_op)op, 0);
+        if (!f || is_operator((tt_op)op)) continue;
+        int taken = lua_getfield(L, -1, tt_op_name((tt_op)op)) != LUA_TNIL;
+        lua_pop(L, 1);
+        if (taken) continue;
+        lua_pushinteger(L, op);
+        lua_pushcclosure(L, f, 1);
+        lua_setfield(L, -2, tt_op_name((tt_op)op));
+    }
+}
 
 static const luaL_Reg ttlib[] = {
     {"tensor", ltt_tensor_new}, {"zeros", ltt_zeros}, {"ones", ltt_ones}, {"full", ltt_full},
@@ -1084,6 +1114,7 @@ void ltt_open_tensor(lua_State *L)
     lua_pushliteral(L, LTT_TENSOR);
     lua_setfield(L, -2, "__metatable");
     luaL_newlib(L, tensor_meth);
+    set_op_functions(L);
     lua_pushvalue(L, -1);
     lua_pushcclosure(L, t_index, 1);        /* methods as an upvalue: no lookup by name */
     lua_setfield(L, -3, "__index");

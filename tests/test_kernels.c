@@ -290,8 +290,13 @@ static int cmp_expr(int op, float u, float w)
 static void test_ew_binary(void)
 {
     static const int64_t sizes[] = { 0, 1, 3, 15, 16, 17, 31, 33, 63, 65, 1000 };
-    static const char *const names[] = { "add", "sub", "mul", "div", "max", "min" };
-    static const char *const cnames[] = { "eq", "ne", "lt", "le", "gt", "ge" };
+    static const int bops[] = { TK_EW_ADD, TK_EW_SUB, TK_EW_MUL, TK_EW_DIV, TK_EW_MAX, TK_EW_MIN };
+    static const int cops[] = { TK_EW_EQ, TK_EW_NE, TK_EW_LT, TK_EW_LE, TK_EW_GT, TK_EW_GE };
+    static const char *const names[TK_EW_COUNT] = {
+        [TK_EW_ADD] = "add", [TK_EW_SUB] = "sub", [TK_EW_MUL] = "mul", [TK_EW_DIV] = "div",
+        [TK_EW_MAX] = "max", [TK_EW_MIN] = "min", [TK_EW_EQ] = "eq", [TK_EW_NE] = "ne",
+        [TK_EW_LT] = "lt", [TK_EW_LE] = "le", [TK_EW_GT] = "gt", [TK_EW_GE] = "ge",
+    };
     int bad_b = 0, bad_c = 0, bad_pos = 0;
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         int64_t n = sizes[si];
@@ -300,17 +305,18 @@ static void test_ew_binary(void)
         uint8_t *ob = malloc((size_t)(n + 1));
         for (int pat = 0; pat < 4; pat++) {
             int64_t sx = pat & 1 ? 0 : 1, sy = pat & 2 ? 0 : 1;
-            for (int op = 0; op < TK_EW_NBIN; op++) {
+            for (size_t k = 0; k < sizeof bops / sizeof bops[0]; k++) {
+                int op = bops[k], exact = op != TK_EW_MAX && op != TK_EW_MIN;
                 o[n] = 777.0f;
                 tk_ew_binary(op, n, x, sx, y, sy, o);
                 for (int64_t i = 0; i < n; i++) {
                     float u = x[i * sx], w = y[i * sy], want = bin_expr(op, u, w);
-                    if (op <= TK_EW_DIV && !isnan(want)) {
+                    if (exact && !isnan(want)) {
                         double d = op == TK_EW_ADD ? (double)u + (double)w : op == TK_EW_SUB ? (double)u - (double)w
                                  : op == TK_EW_MUL ? (double)u * (double)w : (double)u / (double)w;
                         if (bits_of((float)d) != bits_of(want)) bad_b++;    /* the reference itself */
                     }
-                    int good = isnan(want) && op <= TK_EW_DIV ? isnan(o[i]) : bits_of(o[i]) == bits_of(want);
+                    int good = isnan(want) && exact ? isnan(o[i]) : bits_of(o[i]) == bits_of(want);
                     if (!good && bad_b++ < 5)
                         printf("  %s %s n=%lld sx=%lld sy=%lld [%lld]: %.9g, %.9g -> %.9g want %.9g\n", names[op],
                                path_now, (long long)n, (long long)sx, (long long)sy, (long long)i,
@@ -318,13 +324,14 @@ static void test_ew_binary(void)
                 }
                 if (o[n] != 777.0f) bad_b++;                                   /* wrote past the end */
             }
-            for (int op = 0; op < TK_EW_NCMP; op++) {
+            for (size_t k = 0; k < sizeof cops / sizeof cops[0]; k++) {
+                int op = cops[k];
                 ob[n] = 99;
                 tk_ew_compare(op, n, x, sx, y, sy, ob);
                 for (int64_t i = 0; i < n; i++) {
                     int want = cmp_expr(op, x[i * sx], y[i * sy]);
                     if (ob[i] != want && bad_c++ < 5)
-                        printf("  %s %s n=%lld [%lld]: %.9g, %.9g -> %d\n", cnames[op], path_now, (long long)n,
+                        printf("  %s %s n=%lld [%lld]: %.9g, %.9g -> %d\n", names[op], path_now, (long long)n,
                                (long long)i, (double)x[i * sx], (double)y[i * sy], ob[i]);
                 }
                 if (ob[n] != 99) bad_c++;
@@ -333,7 +340,8 @@ static void test_ew_binary(void)
         /* the same bits whatever the row's start */
         if (n >= 33) {
             float *full = malloc((size_t)n * sizeof(float)), t[40];
-            for (int op = 0; op < TK_EW_NBIN; op++) {
+            for (size_t k = 0; k < sizeof bops / sizeof bops[0]; k++) {
+                int op = bops[k];
                 tk_ew_binary(op, n, x, 1, y, 1, full);
                 for (int s = 1; s < 16; s += 5) {
                     tk_ew_binary(op, 17, x + s, 1, y + s, 1, t);
@@ -372,13 +380,17 @@ static double ulp_err(float v, double r)
 static void test_ew_unary(void)
 {
     static const int64_t sizes[] = { 0, 1, 3, 15, 16, 17, 31, 33, 63, 65, 1000 };
-    static const char *const names[] = { "neg", "abs", "sqrt", "exp", "log" };
+    static const int uops[] = { TK_EW_NEG, TK_EW_ABS, TK_EW_SQRT, TK_EW_EXP, TK_EW_LOG };
+    static const char *const names[TK_EW_COUNT] = {
+        [TK_EW_NEG] = "neg", [TK_EW_ABS] = "abs", [TK_EW_SQRT] = "sqrt", [TK_EW_EXP] = "exp", [TK_EW_LOG] = "log",
+    };
     int bad = 0, bad_pos = 0;
     double worst_exp = 0.0, worst_log = 0.0;
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         int64_t n = sizes[si];
         float *x = ew_input((size_t)n + 1, 3), *o = malloc((size_t)(n + 1) * sizeof(float));
-        for (int op = 0; op < TK_EW_NUN; op++) {
+        for (size_t k = 0; k < sizeof uops / sizeof uops[0]; k++) {
+            int op = uops[k];
             o[n] = 777.0f;
             tk_ew_unary(op, n, x, o);
             for (int64_t i = 0; i < n; i++) {

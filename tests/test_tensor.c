@@ -261,7 +261,7 @@ static void test_views(tt_dtype dt)
     if (dt == TT_BOOL) {
         tt_tensor half;
         if (!ok(tt_full(&half, TT_FLOAT32, 0, NULL, 0.5))) return;
-        if (!ok(tt_binary(&b, TT_LT, &a, &half))) return;
+        if (!ok(tt_binary(&b, TT_OP_LT, &a, &half))) return;
         tt_tensor_release(&half);
     } else {
         if (!ok(tt_clone(&b, &a))) return;

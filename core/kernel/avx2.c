@@ -237,8 +237,8 @@ static TARGET inline __m256 log8(__m256 x)
 }
 
 /* One loop per stride pattern, two vectors an iteration; the leftovers run
-   the scalar expression SEXPR(u, w), which rounds the same way. */
-#define EW_BIN_LOOPS(OPV, SEXPR) do { \
+   the reference row (ref.c), which rounds the same way. */
+#define EW_BIN_LOOPS(OPV) do { \
     __m256 vx = _mm256_set1_ps(x[0]), vy = _mm256_set1_ps(y[0]); \
     int64_t i = 0; \
     if (sx && sy) { \
@@ -261,26 +261,26 @@ static TARGET inline __m256 log8(__m256 x)
         } \
         for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, OPV(vx, _mm256_loadu_ps(y + i))); \
     } \
-    for (; i < n; i++) { const float u = x[i * sx], w = y[i * sy]; o[i] = (SEXPR); } \
+    if (i < n) tk_ew_binary_ref(op, n - i, x + i * sx, sx, y + i * sy, sy, o + i); \
 } while (0)
 
 static TARGET void ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy,
                              float *o)
 {
     switch (op) {
-    case TK_EW_ADD: EW_BIN_LOOPS(_mm256_add_ps, u + w); break;
-    case TK_EW_SUB: EW_BIN_LOOPS(_mm256_sub_ps, u - w); break;
-    case TK_EW_MUL: EW_BIN_LOOPS(_mm256_mul_ps, u * w); break;
-    case TK_EW_DIV: EW_BIN_LOOPS(_mm256_div_ps, u / w); break;
-    case TK_EW_MAX: EW_BIN_LOOPS(max8, tk_max_nan(u, w)); break;
-    case TK_EW_MIN: EW_BIN_LOOPS(min8, tk_min_nan(u, w)); break;
-    default: break;
+    case TK_EW_ADD: EW_BIN_LOOPS(_mm256_add_ps); break;
+    case TK_EW_SUB: EW_BIN_LOOPS(_mm256_sub_ps); break;
+    case TK_EW_MUL: EW_BIN_LOOPS(_mm256_mul_ps); break;
+    case TK_EW_DIV: EW_BIN_LOOPS(_mm256_div_ps); break;
+    case TK_EW_MAX: EW_BIN_LOOPS(max8); break;
+    case TK_EW_MIN: EW_BIN_LOOPS(min8); break;
+    default: tk_ew_binary_ref(op, n, x, sx, y, sy, o); break;
     }
 }
 
 /* 32 compares at a time: four all-ones/zero lane masks packed to bytes
    (packs works within 128-bit halves; the permute restores the order). */
-#define EW_CMP_LOOPS(PRED, SEXPR) do { \
+#define EW_CMP_LOOPS(PRED) do { \
     __m256 vx = _mm256_set1_ps(x[0]), vy = _mm256_set1_ps(y[0]); \
     __m256i ord = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7), one = _mm256_set1_epi8(1); \
     int64_t i = 0; \
@@ -295,24 +295,24 @@ static TARGET void ew_binary(int op, int64_t n, const float *x, int64_t sx, cons
         b = _mm256_and_si256(_mm256_permutevar8x32_epi32(b, ord), one); \
         _mm256_storeu_si256((__m256i *)(o + i), b); \
     } \
-    for (; i < n; i++) { const float u = x[i * sx], w = y[i * sy]; o[i] = (SEXPR); } \
+    if (i < n) tk_ew_compare_ref(op, n - i, x + i * sx, sx, y + i * sy, sy, o + i); \
 } while (0)
 
 static TARGET void ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy,
                               uint8_t *o)
 {
     switch (op) {
-    case TK_EW_EQ: EW_CMP_LOOPS(_CMP_EQ_OQ, u == w); break;
-    case TK_EW_NE: EW_CMP_LOOPS(_CMP_NEQ_UQ, u != w); break;
-    case TK_EW_LT: EW_CMP_LOOPS(_CMP_LT_OQ, u < w); break;
-    case TK_EW_LE: EW_CMP_LOOPS(_CMP_LE_OQ, u <= w); break;
-    case TK_EW_GT: EW_CMP_LOOPS(_CMP_GT_OQ, u > w); break;
-    case TK_EW_GE: EW_CMP_LOOPS(_CMP_GE_OQ, u >= w); break;
-    default: break;
+    case TK_EW_EQ: EW_CMP_LOOPS(_CMP_EQ_OQ); break;
+    case TK_EW_NE: EW_CMP_LOOPS(_CMP_NEQ_UQ); break;
+    case TK_EW_LT: EW_CMP_LOOPS(_CMP_LT_OQ); break;
+    case TK_EW_LE: EW_CMP_LOOPS(_CMP_LE_OQ); break;
+    case TK_EW_GT: EW_CMP_LOOPS(_CMP_GT_OQ); break;
+    case TK_EW_GE: EW_CMP_LOOPS(_CMP_GE_OQ); break;
+    default: tk_ew_compare_ref(op, n, x, sx, y, sy, o); break;
     }
 }
 
-/* Exact ops finish with the scalar expression; exp and log run their
+/* Exact ops finish with the reference row; exp and log run their
    leftovers through the vector code on a padded copy. */
 #define EW_UN_LOOP(OPV) do { \
     for (; i + 16 <= n; i += 16) { \
@@ -327,12 +327,16 @@ static TARGET void ew_unary(int op, int64_t n, const float *x, float *o)
 {
     int64_t i = 0;
     switch (op) {
-    case TK_EW_NEG: EW_UN_LOOP(neg8); for (; i < n; i++) o[i] = -x[i]; return;
-    case TK_EW_ABS: EW_UN_LOOP(abs8); for (; i < n; i++) o[i] = fabsf(x[i]); return;
-    case TK_EW_SQRT: EW_UN_LOOP(_mm256_sqrt_ps); for (; i < n; i++) o[i] = sqrtf(x[i]); return;
+    case TK_EW_NEG: EW_UN_LOOP(neg8); break;
+    case TK_EW_ABS: EW_UN_LOOP(abs8); break;
+    case TK_EW_SQRT: EW_UN_LOOP(_mm256_sqrt_ps); break;
     case TK_EW_EXP: EW_UN_LOOP(exp8); break;
     case TK_EW_LOG: EW_UN_LOOP(log8); break;
-    default: return;
+    default: tk_ew_unary_ref(op, n, x, o); return;
+    }
+    if (op != TK_EW_EXP && op != TK_EW_LOG) {  /* exact ops: the reference finishes */
+        if (i < n) tk_ew_unary_ref(op, n - i, x + i, o + i);
+        return;
     }
     if (i < n) {                               /* exp, log leftovers: padded copy */
         float t[8] = {0.0f};

@@ -353,7 +353,7 @@ static TARGET void ew_binary(int op, int64_t n, const float *x, int64_t sx, cons
     case TK_EW_DIV: EW_BIN_LOOPS(_mm512_div_ps); break;
     case TK_EW_MAX: EW_BIN_LOOPS(max16); break;
     case TK_EW_MIN: EW_BIN_LOOPS(min16); break;
-    default: break;
+    default: tk_ew_binary_ref(op, n, x, sx, y, sy, o); break;
     }
 }
 
@@ -381,7 +381,7 @@ static TARGET void ew_compare(int op, int64_t n, const float *x, int64_t sx, con
     case TK_EW_LE: EW_CMP_LOOPS(_CMP_LE_OQ); break;
     case TK_EW_GT: EW_CMP_LOOPS(_CMP_GT_OQ); break;
     case TK_EW_GE: EW_CMP_LOOPS(_CMP_GE_OQ); break;
-    default: break;
+    default: tk_ew_compare_ref(op, n, x, sx, y, sy, o); break;
     }
 }
 
@@ -406,7 +406,7 @@ static TARGET void ew_unary(int op, int64_t n, const float *x, float *o)
     case TK_EW_SQRT: EW_UN_LOOP(_mm512_sqrt_ps); break;
     case TK_EW_EXP: EW_UN_LOOP(exp16); break;
     case TK_EW_LOG: EW_UN_LOOP(log16); break;
-    default: break;
+    default: tk_ew_unary_ref(op, n, x, o); break;
     }
 }
 

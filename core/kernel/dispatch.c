@@ -51,6 +51,11 @@ int tk_simd_force(const char *path)
 
 void tk_ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o)
 {
+    if (op == TK_EW_POW && n > 0 && sy == 0 && y[0] == 2.0f) {   /* x^2 as x*x: exact, and vector */
+        op = TK_EW_MUL;
+        y = x;
+        sy = sx;
+    }
     if (n > 0) tk_kern_now()->ew_binary(op, n, x, sx, y, sy, o);
 }
 

@@ -76,28 +76,42 @@ void tk_reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t R, 
    calling thread: the op front-end shares the rows out. Results never depend
    on where a row starts (tails use the same arithmetic). */
 
-/* Binary float ops. ADD..DIV are IEEE-exact, so every path gives the bits
-   of the scalar expression; MAX/MIN are tk_max_nan / tk_min_nan below. */
-enum { TK_EW_ADD, TK_EW_SUB, TK_EW_MUL, TK_EW_DIV, TK_EW_MAX, TK_EW_MIN, TK_EW_NBIN };
+/* The elementwise op codes, one list for every row function below (each
+   takes the codes its comment names). A code's scalar expression is written
+   once, in ref.c; a SIMD path vectorizes the codes it knows and runs the
+   reference row for the others, so a new op needs no SIMD code. */
+enum {
+    TK_EW_ADD, TK_EW_SUB, TK_EW_MUL, TK_EW_DIV, TK_EW_POW, TK_EW_MAX, TK_EW_MIN,
+    TK_EW_EQ, TK_EW_NE, TK_EW_LT, TK_EW_LE, TK_EW_GT, TK_EW_GE, TK_EW_AND, TK_EW_OR, TK_EW_XOR,
+    TK_EW_NEG, TK_EW_ABS, TK_EW_SQRT, TK_EW_EXP, TK_EW_LOG, TK_EW_NOT,
+    TK_EW_COUNT
+};
+
+/* Binary float ops: ADD SUB MUL DIV POW MAX MIN. ADD..DIV are IEEE-exact,
+   so every path gives the bits of the scalar expression; MAX/MIN are
+   tk_max_nan / tk_min_nan below; POW is powf, except that tk_ew_binary runs
+   a row whose y is a broadcast 2 as x*x (exact, and the common case). */
+void tk_ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
+void tk_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
 /* The NaN rule of max and min, written once for every scalar path (the
    SIMD paths build the same from vector max/min and a NaN blend): NaN
    propagates, x's when both are NaN; on equal operands (0 vs -0), y. */
 static inline float tk_max_nan(float x, float y) { return (x > y || isnan(x)) ? x : y; }
 static inline float tk_min_nan(float x, float y) { return (x < y || isnan(x)) ? x : y; }
-/* Comparisons to bool bytes 0/1 (ordered: NaN compares false; NE true). */
-enum { TK_EW_EQ, TK_EW_NE, TK_EW_LT, TK_EW_LE, TK_EW_GT, TK_EW_GE, TK_EW_NCMP };
-/* Unary float ops. NEG, ABS, SQRT are exact. EXP as tk_exp_vec; LOG within
-   2 ulp of the exact result on the SIMD paths (logf on the scalar one);
-   log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN stays NaN. */
-enum { TK_EW_NEG, TK_EW_ABS, TK_EW_SQRT, TK_EW_EXP, TK_EW_LOG, TK_EW_NUN };
-
-void tk_ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
-void tk_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
+/* Comparisons to bool bytes 0/1: EQ NE LT LE GT GE (ordered: NaN compares
+   false; NE true). */
 void tk_ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
 void tk_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
-/* o == x allowed. */
+/* Unary float ops: NEG ABS SQRT EXP LOG. NEG, ABS, SQRT are exact. EXP as
+   tk_exp_vec; LOG within 2 ulp of the exact result on the SIMD paths (logf
+   on the scalar one); log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN
+   stays NaN. o == x allowed. */
 void tk_ew_unary(int op, int64_t n, const float *x, float *o);
 void tk_ew_unary_ref(int op, int64_t n, const float *x, float *o);
+/* Bool bytes (0/1) to bool bytes, scalar only: EQ NE AND OR XOR, and NOT
+   (o == x allowed). */
+void tk_ew_logic(int op, int64_t n, const uint8_t *x, int64_t sx, const uint8_t *y, int64_t sy, uint8_t *o);
+void tk_ew_logic_unary(int op, int64_t n, const uint8_t *x, uint8_t *o);
 /* o[i] = m[i*sm] ? v : x[i*sx] (any non-zero byte is true); sx, sm 0 or 1. */
 void tk_ew_masked_fill(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
                        float v, float *o);

@@ -46,19 +46,30 @@ void tk_exp_vec_ref(int64_t n, const float *x, float *y)
     for (int64_t i = 0; i < n; i++) y[i] = expf(x[i]);
 }
 
-/* x[i*sx] op y[i*sy] for i < n, o contiguous. */
-#define EW_LOOP(EXPR) \
-    for (int64_t i = 0; i < n; i++) { const float u = x[i * sx], w = y[i * sy]; o[i] = (EXPR); }
+/* The scalar expression of every elementwise op code, written once: one
+   switch per row function, each case one loop over EXPR of u (and w). */
 
+/* o[i] = EXPR(u = x[i*sx], w = y[i*sy]) for i < n, o contiguous; the
+   contiguous case apart so the compiler can vectorize it. */
+#define EW_LOOP2(EXPR) do { \
+    if (sx == 1 && sy == 1) \
+        for (int64_t i = 0; i < n; i++) { const T u = x[i], w = y[i]; o[i] = (EXPR); } \
+    else \
+        for (int64_t i = 0; i < n; i++) { const T u = x[i * sx], w = y[i * sy]; o[i] = (EXPR); } \
+} while (0)
+#define EW_LOOP1(EXPR) for (int64_t i = 0; i < n; i++) { const T u = x[i]; o[i] = (EXPR); }
+
+#define T float
 void tk_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o)
 {
     switch (op) {
-    case TK_EW_ADD: EW_LOOP(u + w); break;
-    case TK_EW_SUB: EW_LOOP(u - w); break;
-    case TK_EW_MUL: EW_LOOP(u * w); break;
-    case TK_EW_DIV: EW_LOOP(u / w); break;
-    case TK_EW_MAX: EW_LOOP(tk_max_nan(u, w)); break;
-    case TK_EW_MIN: EW_LOOP(tk_min_nan(u, w)); break;
+    case TK_EW_ADD: EW_LOOP2(u + w); break;
+    case TK_EW_SUB: EW_LOOP2(u - w); break;
+    case TK_EW_MUL: EW_LOOP2(u * w); break;
+    case TK_EW_DIV: EW_LOOP2(u / w); break;
+    case TK_EW_POW: EW_LOOP2(powf(u, w)); break;
+    case TK_EW_MAX: EW_LOOP2(tk_max_nan(u, w)); break;
+    case TK_EW_MIN: EW_LOOP2(tk_min_nan(u, w)); break;
     default: break;
     }
 }
@@ -66,28 +77,52 @@ void tk_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float
 void tk_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o)
 {
     switch (op) {
-    case TK_EW_EQ: EW_LOOP(u == w); break;
-    case TK_EW_NE: EW_LOOP(u != w); break;
-    case TK_EW_LT: EW_LOOP(u < w); break;
-    case TK_EW_LE: EW_LOOP(u <= w); break;
-    case TK_EW_GT: EW_LOOP(u > w); break;
-    case TK_EW_GE: EW_LOOP(u >= w); break;
+    case TK_EW_EQ: EW_LOOP2(u == w); break;
+    case TK_EW_NE: EW_LOOP2(u != w); break;
+    case TK_EW_LT: EW_LOOP2(u < w); break;
+    case TK_EW_LE: EW_LOOP2(u <= w); break;
+    case TK_EW_GT: EW_LOOP2(u > w); break;
+    case TK_EW_GE: EW_LOOP2(u >= w); break;
     default: break;
     }
 }
-#undef EW_LOOP
 
 void tk_ew_unary_ref(int op, int64_t n, const float *x, float *o)
 {
     switch (op) {
-    case TK_EW_NEG: for (int64_t i = 0; i < n; i++) o[i] = -x[i]; break;
-    case TK_EW_ABS: for (int64_t i = 0; i < n; i++) o[i] = fabsf(x[i]); break;
-    case TK_EW_SQRT: for (int64_t i = 0; i < n; i++) o[i] = sqrtf(x[i]); break;
-    case TK_EW_EXP: for (int64_t i = 0; i < n; i++) o[i] = expf(x[i]); break;
-    case TK_EW_LOG: for (int64_t i = 0; i < n; i++) o[i] = logf(x[i]); break;
+    case TK_EW_NEG: EW_LOOP1(-u); break;
+    case TK_EW_ABS: EW_LOOP1(fabsf(u)); break;
+    case TK_EW_SQRT: EW_LOOP1(sqrtf(u)); break;
+    case TK_EW_EXP: EW_LOOP1(expf(u)); break;
+    case TK_EW_LOG: EW_LOOP1(logf(u)); break;
     default: break;
     }
 }
+#undef T
+
+#define T uint8_t
+void tk_ew_logic(int op, int64_t n, const uint8_t *x, int64_t sx, const uint8_t *y, int64_t sy, uint8_t *o)
+{
+    switch (op) {
+    case TK_EW_EQ: EW_LOOP2(u == w); break;
+    case TK_EW_NE: EW_LOOP2(u != w); break;
+    case TK_EW_AND: EW_LOOP2(u & w); break;
+    case TK_EW_OR: EW_LOOP2(u | w); break;
+    case TK_EW_XOR: EW_LOOP2(u ^ w); break;
+    default: break;
+    }
+}
+
+void tk_ew_logic_unary(int op, int64_t n, const uint8_t *x, uint8_t *o)
+{
+    switch (op) {
+    case TK_EW_NOT: EW_LOOP1(!u); break;
+    default: break;
+    }
+}
+#undef T
+#undef EW_LOOP1
+#undef EW_LOOP2
 
 void tk_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
                            float v, float *o)

@@ -88,119 +88,95 @@ tt_status tt__broadcast(const char *op, const tt_tensor *a, const tt_tensor *b,
 
 /* ===== Elementwise rows ===== */
 
+/* The kernel row function an elementwise op runs, by its kind and dtypes. */
+enum { EW_BINARY, EW_COMPARE, EW_LOGIC, EW_UNARY, EW_LOGIC_UNARY };
+
 typedef struct ew_ctx {
-    int op;                 /* tt_binop or tt_unop (or CAST_*) */
+    int row;                /* EW_* (op rows) */
+    int code;               /* the op's kernel code, TK_EW_* */
+    size_t es_in, es_out;   /* element sizes */
     const void *x, *y;      /* input bases for run_ew (a scalar has stride 0) */
     float fval;             /* masked_fill value */
     uint8_t bval;
 } ew_ctx;
 
-enum { CAST_TO_BOOL = 100, CAST_TO_FLOAT };
-
-/* One loop shape per stride pattern: both contiguous, one a scalar, any. */
-#define EW2(EXPR) do { \
-    if (so == 1 && sx == 1 && sy == 1) \
-        for (int64_t i = 0; i < n; i++) { const T u = x[i], w = y[i]; (void)w; o[i] = (EXPR); } \
-    else if (so == 1 && sx == 1 && sy == 0) { \
-        const T w = y[0]; (void)w; \
-        for (int64_t i = 0; i < n; i++) { const T u = x[i]; o[i] = (EXPR); } \
-    } else if (so == 1 && sx == 0 && sy == 1) { \
-        const T u = x[0]; \
-        for (int64_t i = 0; i < n; i++) { const T w = y[i]; (void)w; o[i] = (EXPR); } \
-    } else \
-        for (int64_t i = 0; i < n; i++) { \
-            const T u = x[i * sx], w = y[i * sy]; (void)w; o[i * so] = (EXPR); } \
-} while (0)
-
-#define EW1(EXPR) do { \
-    if (so == 1 && sx == 1) for (int64_t i = 0; i < n; i++) { const T u = x[i]; o[i] = (EXPR); } \
-    else for (int64_t i = 0; i < n; i++) { const T u = x[i * sx]; o[i * so] = (EXPR); } \
-} while (0)
-
-/* tt_binop / tt_unop to the kernels' op codes (-1: no kernel) */
-static const signed char EW_BIN[TT_BINOP_COUNT] = {
-    TK_EW_ADD, TK_EW_SUB, TK_EW_MUL, TK_EW_DIV, -1, TK_EW_MAX, TK_EW_MIN,
-    TK_EW_EQ, TK_EW_NE, TK_EW_LT, TK_EW_LE, TK_EW_GT, TK_EW_GE, -1, -1, -1,
-};
-static const signed char EW_UN[TT_UNOP_COUNT] = {
-    TK_EW_NEG, TK_EW_EXP, TK_EW_LOG, TK_EW_SQRT, TK_EW_ABS, -1,
-};
-
 /* a unit or zero stride: what the vector kernels take */
 static int unit_or_zero(int64_t s) { return s == 0 || s == 1; }
 
-#define T float
-static void binary_f32_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
+/* The kernel row for n elements: o contiguous; x, y of stride 1 or (binary
+   rows) 0. */
+static void ew_kernel(const ew_ctx *c, int64_t n, void *o, const void *x, int64_t sx,
+                      const void *y, int64_t sy)
 {
-    const ew_ctx *c = ctx;
-    const float *x = (const float *)p[1], *y = (const float *)p[2];
-    int64_t so = inc[0], sx = inc[1], sy = inc[2];
-    int vec = so == 1 && unit_or_zero(sx) && unit_or_zero(sy);
-    if (c->op < TT_EQ) {
-        float *o = (float *)p[0];
-        if (vec && c->op == TT_POW && sy == 0 && y[0] == 2.0f) {
-            tk_ew_binary(TK_EW_MUL, n, x, sx, x, sx, o);     /* exact, and the common case */
-            return;
-        }
-        if (vec && EW_BIN[c->op] >= 0) {
-            tk_ew_binary(EW_BIN[c->op], n, x, sx, y, sy, o);
-            return;
-        }
-        switch (c->op) {
-        case TT_ADD: EW2(u + w); break;
-        case TT_SUB: EW2(u - w); break;
-        case TT_MUL: EW2(u * w); break;
-        case TT_DIV: EW2(u / w); break;
-        case TT_POW:
-            if (sy == 0 && y[0] == 2.0f) EW2(u * u);     /* exact, and the common case */
-            else EW2(powf(u, w));
-            break;
-        case TT_MAXIMUM: EW2(tk_max_nan(u, w)); break;
-        case TT_MINIMUM: EW2(tk_min_nan(u, w)); break;
-        default: break;
-        }
-        return;
-    }
-    uint8_t *o = (uint8_t *)p[0];
-    if (vec) {
-        tk_ew_compare(EW_BIN[c->op], n, x, sx, y, sy, o);
-        return;
-    }
-    switch (c->op) {
-    case TT_EQ: EW2(u == w); break;
-    case TT_NE: EW2(u != w); break;
-    case TT_LT: EW2(u < w); break;
-    case TT_LE: EW2(u <= w); break;
-    case TT_GT: EW2(u > w); break;
-    case TT_GE: EW2(u >= w); break;
-    default: break;
+    switch (c->row) {
+    case EW_BINARY: tk_ew_binary(c->code, n, x, sx, y, sy, o); break;
+    case EW_COMPARE: tk_ew_compare(c->code, n, x, sx, y, sy, o); break;
+    case EW_LOGIC: tk_ew_logic(c->code, n, x, sx, y, sy, o); break;
+    case EW_UNARY: tk_ew_unary(c->code, n, x, o); break;
+    default: tk_ew_logic_unary(c->code, n, x, o); break;
     }
 }
 
-static void unary_f32_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
+/* n elements of size es from src at stride s to contiguous dst, or back. */
+static void gather(void *dst, const char *src, int64_t s, int64_t n, size_t es)
+{
+    if (es == sizeof(float))
+        for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = ((const float *)src)[i * s];
+    else
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = ((const uint8_t *)src)[i * s];
+}
+
+static void scatter(char *dst, int64_t s, const void *src, int64_t n, size_t es)
+{
+    if (es == sizeof(float))
+        for (int64_t i = 0; i < n; i++) ((float *)dst)[i * s] = ((const float *)src)[i];
+    else
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i * s] = ((const uint8_t *)src)[i];
+}
+
+#define EW_CHUNK 256
+
+/* One row of an elementwise op: straight to the kernel when the strides
+   allow, else through buffers of EW_CHUNK elements, so a strided row gives
+   the bits of a contiguous one (exp and log included). */
+static void ew_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
     const ew_ctx *c = ctx;
+    int unary = c->row == EW_UNARY || c->row == EW_LOGIC_UNARY;
+    int keep_x = inc[1] == 1 || (!unary && inc[1] == 0), keep_y = unit_or_zero(inc[2]);
+    if (inc[0] == 1 && keep_x && keep_y) {
+        ew_kernel(c, n, p[0], p[1], inc[1], p[2], inc[2]);
+        return;
+    }
+    float bo[EW_CHUNK], bx[EW_CHUNK], by[EW_CHUNK];
+    for (int64_t i0 = 0; i0 < n; i0 += EW_CHUNK) {
+        int64_t nb = n - i0 < EW_CHUNK ? n - i0 : EW_CHUNK;
+        const char *x = p[1] + i0 * inc[1] * (int64_t)c->es_in, *y = p[2] + i0 * inc[2] * (int64_t)c->es_in;
+        char *o = p[0] + i0 * inc[0] * (int64_t)c->es_out;
+        if (!keep_x) gather(bx, x, inc[1], nb, c->es_in);
+        if (!keep_y) gather(by, y, inc[2], nb, c->es_in);
+        ew_kernel(c, nb, inc[0] == 1 ? (void *)o : bo, keep_x ? x : (const char *)bx, keep_x ? inc[1] : 1,
+                  keep_y ? y : (const char *)by, keep_y ? inc[2] : 1);
+        if (inc[0] != 1) scatter(o, inc[0], bo, nb, c->es_out);
+    }
+}
+
+/* tt_to_dtype's rows: float32 to bool (nonzero, NaN included, is true, as
+   in PyTorch) and bool to float32. */
+static void to_bool_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
+{
+    (void)ctx;
     const float *x = (const float *)p[1];
-    int64_t so = inc[0], sx = inc[1];
-    if (c->op == CAST_TO_BOOL) {
-        uint8_t *o = (uint8_t *)p[0];
-        EW1(u != 0.0f);                  /* NaN counts as true, as in PyTorch */
-        return;
-    }
+    uint8_t *o = (uint8_t *)p[0];
+    for (int64_t i = 0; i < n; i++) o[i * inc[0]] = x[i * inc[1]] != 0.0f;
+}
+
+static void to_float_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
+{
+    (void)ctx;
+    const uint8_t *x = (const uint8_t *)p[1];
     float *o = (float *)p[0];
-    if (so == 1 && sx == 1) {
-        tk_ew_unary(EW_UN[c->op], n, x, o);
-        return;
-    }
-    /* strided: through a buffer, so exp and log give the same bits as on
-       a contiguous copy */
-    float t[256];
-    for (int64_t i0 = 0; i0 < n; i0 += 256) {
-        int64_t nb = n - i0 < 256 ? n - i0 : 256;
-        for (int64_t i = 0; i < nb; i++) t[i] = x[(i0 + i) * sx];
-        tk_ew_unary(EW_UN[c->op], nb, t, t);
-        for (int64_t i = 0; i < nb; i++) o[(i0 + i) * so] = t[i];
-    }
+    for (int64_t i = 0; i < n; i++) o[i * inc[0]] = x[i * inc[1]] ? 1.0f : 0.0f;
 }
 
 static void masked_fill_f32_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
@@ -216,38 +192,6 @@ static void masked_fill_f32_row(void *ctx, int64_t n, char *const *p, const int6
     }
     for (int64_t i = 0; i < n; i++) o[i * inc[0]] = m[i * inc[2]] ? v : x[i * inc[1]];
 }
-#undef T
-
-#define T uint8_t
-static void binary_bool_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
-{
-    const ew_ctx *c = ctx;
-    const uint8_t *x = (const uint8_t *)p[1], *y = (const uint8_t *)p[2];
-    uint8_t *o = (uint8_t *)p[0];
-    int64_t so = inc[0], sx = inc[1], sy = inc[2];
-    switch (c->op) {
-    case TT_EQ: EW2(u == w); break;
-    case TT_NE: EW2(u != w); break;
-    case TT_AND: EW2(u & w); break;
-    case TT_OR: EW2(u | w); break;
-    case TT_XOR: EW2(u ^ w); break;
-    default: break;
-    }
-}
-
-static void unary_bool_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
-{
-    const ew_ctx *c = ctx;
-    const uint8_t *x = (const uint8_t *)p[1];
-    int64_t so = inc[0], sx = inc[1];
-    if (c->op == CAST_TO_FLOAT) {
-        float *o = (float *)p[0];
-        EW1(u ? 1.0f : 0.0f);
-        return;
-    }
-    uint8_t *o = (uint8_t *)p[0];
-    EW1(!u);
-}
 
 static void masked_fill_bool_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
@@ -257,7 +201,6 @@ static void masked_fill_bool_row(void *ctx, int64_t n, char *const *p, const int
     const uint8_t v = c->bval;
     for (int64_t i = 0; i < n; i++) o[i * inc[0]] = m[i * inc[2]] ? v : x[i * inc[1]];
 }
-#undef T
 
 /* Operand a is contiguous with out's shape (the common elementwise case). */
 static int same_contig(const tt_tensor *a, const tt_tensor *out)
@@ -304,17 +247,14 @@ static void run_ew(tt__row_fn fn, ew_ctx *c, const tt_tensor *out,
 
 /* ===== Elementwise ops ===== */
 
-static const tt_op BINOP_OP[] = {
-    TT_OP_ADD, TT_OP_SUB, TT_OP_MUL, TT_OP_DIV, TT_OP_POW, TT_OP_MAXIMUM, TT_OP_MINIMUM,
-    TT_OP_EQ, TT_OP_NE, TT_OP_LT, TT_OP_LE, TT_OP_GT, TT_OP_GE,
-    TT_OP_AND, TT_OP_OR, TT_OP_XOR,
-};
-_Static_assert(sizeof BINOP_OP / sizeof BINOP_OP[0] == TT_BINOP_COUNT, "BINOP_OP out of sync");
-
-static const tt_op UNOP_OP[] = {
-    TT_OP_NEG, TT_OP_EXP, TT_OP_LOG, TT_OP_SQRT, TT_OP_ABS, TT_OP_NOT,
-};
-_Static_assert(sizeof UNOP_OP / sizeof UNOP_OP[0] == TT_UNOP_COUNT, "UNOP_OP out of sync");
+/* op's row when it is of kind k; TT_EARG naming fn otherwise. */
+static tt_status op_def(const char *fn, tt_op op, tt_opkind k, const char *what, const tt__opdef **def)
+{
+    *def = tt__op_def(op);
+    if (!*def) return tt__err(TT_EARG, "%s: unknown op %d", fn, (int)op);
+    if ((*def)->kind != k) return tt__err(TT_EARG, "%s: '%s' is not %s", fn, (*def)->name, what);
+    return TT_OK;
+}
 
 /* "bool [2,3] and float32 [3]" or, for a scalar op, "bool [2,3]". */
 static const char *describe(char *buf, size_t n, const tt_tensor *a, const tt_tensor *b)
@@ -328,126 +268,135 @@ static const char *describe(char *buf, size_t n, const tt_tensor *a, const tt_te
     return buf;
 }
 
-/* b == NULL: the other operand is a Lua number, which adapts to a. */
-static tt_status check_binary_dtypes(const char *name, tt_binop op, const tt_tensor *a,
-                                     const tt_tensor *b)
+/* The operand dtypes def allows. b == NULL: a unary op, or the other
+   operand is a Lua number, which adapts to a. */
+static tt_status check_dtypes(const tt__opdef *def, const tt_tensor *a, const tt_tensor *b)
 {
     char d[2 * SHAPE_BUF + 40];
     int abool = a->dtype == TT_BOOL, bbool = b ? b->dtype == TT_BOOL : abool;
-    if (op == TT_AND || op == TT_OR || op == TT_XOR) {
+    switch (def->dtypes) {
+    case TT__BOOL:
         if (abool && bbool) return TT_OK;
-        return tt__err(TT_EARG, "%s: expects bool, got %s; hint: x:bool()", name,
+        return tt__err(TT_EARG, "%s: expects bool, got %s; hint: x:bool()", def->name,
                        describe(d, sizeof d, a, b));
-    }
-    if (op == TT_EQ || op == TT_NE) {
+    case TT__SAME:
         if (abool == bbool) return TT_OK;
-        return tt__err(TT_EARG, "%s: dtypes differ: %s; hint: x:float() or x:bool()", name,
+        return tt__err(TT_EARG, "%s: dtypes differ: %s; hint: x:float() or x:bool()", def->name,
+                       describe(d, sizeof d, a, b));
+    default:
+        if (!abool && !bbool) return TT_OK;
+        return tt__err(TT_EARG, "%s: expects float32, got %s; hint: x:float()", def->name,
                        describe(d, sizeof d, a, b));
     }
-    if (!abool && !bbool) return TT_OK;
-    return tt__err(TT_EARG, "%s: expects float32, got %s; hint: x:float()", name,
-                   describe(d, sizeof d, a, b));
+}
+
+/* The rows of def on inputs of dtype in. */
+static ew_ctx ew_ctx_of(const tt__opdef *def, tt_dtype in)
+{
+    ew_ctx c = { .code = def->kernel, .es_in = tt_dtype_size(in), .es_out = tt_dtype_size(def->result) };
+    if (def->kind == TT_OPK_UNARY) c.row = in == TT_BOOL ? EW_LOGIC_UNARY : EW_UNARY;
+    else if (in == TT_BOOL) c.row = EW_LOGIC;
+    else c.row = def->result == TT_BOOL ? EW_COMPARE : EW_BINARY;
+    return c;
 }
 
 /* a op b, or with b == NULL a op s (s op a when scalar_first). */
-static tt_status binary_impl(tt_tensor *out, tt_binop op, const tt_tensor *a,
+static tt_status binary_impl(tt_tensor *out, const tt__opdef *def, const tt_tensor *a,
                              const tt_tensor *b, double s, int scalar_first)
 {
-    const char *name = tt_op_name(BINOP_OP[op]);
-    tt_status st = check_binary_dtypes(name, op, a, b);
+    tt_status st = check_dtypes(def, a, b);
     if (st) return st;
     int nd = a->ndim;
     int64_t shape[TT_MAX_DIMS];
     const char *names[TT_MAX_DIMS];
     if (b) {
-        st = tt__broadcast(name, a, b, &nd, shape, names);
+        st = tt__broadcast(def->name, a, b, &nd, shape, names);
         if (st) return st;
     } else {
         memcpy(shape, a->shape, sizeof shape);
         memcpy(names, a->names, sizeof names);
     }
-    tt_dtype odt = op >= TT_EQ ? TT_BOOL : TT_FLOAT32;
-    st = tt__alloc(out, name, odt, nd, shape, names);
+    st = tt__alloc(out, def->name, def->result, nd, shape, names);
     if (st) return st;
-    ew_ctx c = { .op = op };
+    ew_ctx c = ew_ctx_of(def, a->dtype);
     float sf = (float)s;
     uint8_t sb = s != 0.0;
     const void *sp = a->dtype == TT_BOOL ? (const void *)&sb : (const void *)&sf;
-    tt__row_fn fn = a->dtype == TT_BOOL ? binary_bool_row : binary_f32_row;
     if (b) {
         c.x = data_of(a);
         c.y = data_of(b);
-        run_ew(fn, &c, out, a, b);
+        run_ew(ew_row, &c, out, a, b);
     } else if (scalar_first) {
         c.x = sp;
         c.y = data_of(a);
-        run_ew(fn, &c, out, NULL, a);
+        run_ew(ew_row, &c, out, NULL, a);
     } else {
         c.x = data_of(a);
         c.y = sp;
-        run_ew(fn, &c, out, a, NULL);
+        run_ew(ew_row, &c, out, a, NULL);
     }
     return TT_OK;
 }
 
-tt_status tt_binary(tt_tensor *out, tt_binop op, const tt_tensor *a, const tt_tensor *b)
+tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b)
 {
     clear(out);
-    if ((unsigned)op >= TT_BINOP_COUNT) return tt__err(TT_EARG, "binary: unknown op %d", (int)op);
+    const tt__opdef *def;
+    tt_status st = op_def("binary", op, TT_OPK_BINARY, "a binary op", &def);
+    if (st) return st;
     tt__opscope sc = tt__op_enter();
-    tt_status st = binary_impl(out, op, a, b, 0.0, 0);
+    st = binary_impl(out, def, a, b, 0.0, 0);
     tt_event ev;
     if (st == TT_OK) {
-        tt__event_init(&ev, BINOP_OP[op], out, a, b, NULL);
-        ev.flops = op <= TT_MINIMUM ? (double)tt_numel(out) : 0.0;   /* float arithmetic only */
+        tt__event_init(&ev, op, out, a, b, NULL);
+        ev.flops = def->flops * (double)tt_numel(out);
     }
     return tt__op_leave(sc, st, &ev);
 }
 
-tt_status tt_binary_scalar(tt_tensor *out, tt_binop op, const tt_tensor *a, double s, int scalar_first)
+tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double s, int scalar_first)
 {
     clear(out);
-    if ((unsigned)op >= TT_BINOP_COUNT) return tt__err(TT_EARG, "binary: unknown op %d", (int)op);
+    const tt__opdef *def;
+    tt_status st = op_def("binary", op, TT_OPK_BINARY, "a binary op", &def);
+    if (st) return st;
     tt__opscope sc = tt__op_enter();
-    tt_status st = binary_impl(out, op, a, NULL, s, scalar_first);
+    st = binary_impl(out, def, a, NULL, s, scalar_first);
     tt_event ev;
     if (st == TT_OK) {
-        tt__event_init(&ev, BINOP_OP[op], out, a, NULL, NULL);
+        tt__event_init(&ev, op, out, a, NULL, NULL);
         ev.has_scalar = 1;
         ev.scalar = s;
         ev.scalar_first = scalar_first;
-        ev.flops = op <= TT_MINIMUM ? (double)tt_numel(out) : 0.0;
+        ev.flops = def->flops * (double)tt_numel(out);
     }
     return tt__op_leave(sc, st, &ev);
 }
 
-static tt_status unary_impl(tt_tensor *out, tt_unop op, const tt_tensor *a)
+static tt_status unary_impl(tt_tensor *out, const tt__opdef *def, const tt_tensor *a)
 {
-    const char *name = tt_op_name(UNOP_OP[op]);
-    char d[SHAPE_BUF + 16];
-    if (op == TT_NOT && a->dtype != TT_BOOL)
-        return tt__err(TT_EARG, "%s: expects bool, got %s; hint: x:bool()", name,
-                       describe(d, sizeof d, a, NULL));
-    if (op != TT_NOT && a->dtype != TT_FLOAT32)
-        return tt__err(TT_EARG, "%s: expects float32, got %s; hint: x:float()", name,
-                       describe(d, sizeof d, a, NULL));
-    tt_status st = tt__alloc(out, name, a->dtype, a->ndim, a->shape, a->names);
+    tt_status st = check_dtypes(def, a, NULL);
     if (st) return st;
-    ew_ctx c = { .op = op, .x = data_of(a) };
-    run_ew(op == TT_NOT ? unary_bool_row : unary_f32_row, &c, out, a, NULL);
+    st = tt__alloc(out, def->name, def->result, a->ndim, a->shape, a->names);
+    if (st) return st;
+    ew_ctx c = ew_ctx_of(def, a->dtype);
+    c.x = data_of(a);
+    run_ew(ew_row, &c, out, a, NULL);
     return TT_OK;
 }
 
-tt_status tt_unary(tt_tensor *out, tt_unop op, const tt_tensor *a)
+tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a)
 {
     clear(out);
-    if ((unsigned)op >= TT_UNOP_COUNT) return tt__err(TT_EARG, "unary: unknown op %d", (int)op);
+    const tt__opdef *def;
+    tt_status st = op_def("unary", op, TT_OPK_UNARY, "a unary op", &def);
+    if (st) return st;
     tt__opscope sc = tt__op_enter();
-    tt_status st = unary_impl(out, op, a);
+    st = unary_impl(out, def, a);
     tt_event ev;
     if (st == TT_OK) {
-        tt__event_init(&ev, UNOP_OP[op], out, a, NULL, NULL);
-        ev.flops = op == TT_NOT ? 0.0 : (double)tt_numel(out);
+        tt__event_init(&ev, op, out, a, NULL, NULL);
+        ev.flops = def->flops * (double)tt_numel(out);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -465,8 +414,8 @@ tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
     } else {
         st = tt__alloc(out, tt_op_name(op), dt, a->ndim, a->shape, a->names);
         if (st == TT_OK) {
-            ew_ctx c = { .op = dt == TT_BOOL ? CAST_TO_BOOL : CAST_TO_FLOAT, .x = data_of(a) };
-            run_ew(dt == TT_BOOL ? unary_f32_row : unary_bool_row, &c, out, a, NULL);
+            ew_ctx c = { .x = data_of(a) };
+            run_ew(dt == TT_BOOL ? to_bool_row : to_float_row, &c, out, a, NULL);
         }
     }
     tt_event ev;
@@ -478,24 +427,6 @@ tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
 }
 
 /* ===== Reductions ===== */
-
-static const tt_op REDOP_OP[] = {
-    TT_OP_SUM, TT_OP_MEAN, TT_OP_MAX, TT_OP_MIN, TT_OP_ARGMAX, TT_OP_ARGMIN, TT_OP_STD, TT_OP_VAR,
-};
-_Static_assert(sizeof REDOP_OP / sizeof REDOP_OP[0] == TT_REDOP_COUNT, "REDOP_OP out of sync");
-
-static int is_extremum(int op)
-{
-    return op == TT_MAX || op == TT_MIN || op == TT_ARGMAX || op == TT_ARGMIN;
-}
-
-/* The line kernel of each reduction (arg* share max/min's, which also
-   give the index). */
-static const signed char RED_KERN[] = {
-    [TT_SUM] = TK_RED_SUM, [TT_MEAN] = TK_RED_MEAN, [TT_MAX] = TK_RED_MAX, [TT_MIN] = TK_RED_MIN,
-    [TT_ARGMAX] = TK_RED_MAX, [TT_ARGMIN] = TK_RED_MIN, [TT_STD] = TK_RED_STD, [TT_VAR] = TK_RED_VAR,
-};
-_Static_assert(sizeof RED_KERN / sizeof RED_KERN[0] == TT_REDOP_COUNT, "RED_KERN out of sync");
 
 /* The walk's operands: 0 the values, 1 the input, 2 the indices; when
    only one of values and indices is wanted, the other operand aliases it
@@ -527,10 +458,10 @@ static void reduce_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 
 /* vals and/or idxs (either may be NULL) get the reduction of a over d
    (d < 0: everything). */
-static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, int op, const tt_tensor *a,
-                             int d, int keepdim)
+static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, const tt__opdef *def,
+                             const tt_tensor *a, int d, int keepdim)
 {
-    const char *name = tt_op_name(REDOP_OP[op]);
+    const char *name = def->name;
     char sa[SHAPE_BUF];
     if (a->dtype != TT_FLOAT32)
         return tt__err(TT_EARG, "%s: expects float32, got %s %s; hint: x:float()", name,
@@ -538,7 +469,7 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, int op, const tt_
     tt_status st;
     if (d >= 0 && (st = tt__check_dim(name, a, d, 0))) return st;
     int64_t R = d >= 0 ? a->shape[d] : tt_numel(a);
-    if (is_extremum(op) && R == 0) {
+    if ((def->kernel == TK_RED_MAX || def->kernel == TK_RED_MIN) && R == 0) {   /* no extremum of nothing */
         if (d >= 0)
             return tt__err(TT_EARG, "%s: cannot reduce the empty dim %d of %s", name, d + 1, shp(a, sa));
         return tt__err(TT_EARG, "%s: cannot reduce an empty tensor %s; hint: give a dim", name, shp(a, sa));
@@ -578,7 +509,7 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, int op, const tt_
             src = &tmp;
         }
         float v, ix;
-        tk_reduce_lines(RED_KERN[op], R ? tt_data_f32(src) : NULL, 1, 0, R, 1, &v, &ix);
+        tk_reduce_lines(def->kernel, R ? tt_data_f32(src) : NULL, 1, 0, R, 1, &v, &ix);
         if (val) val[0] = v;
         if (idx) idx[0] = ix;
         tt_tensor_release(&tmp);
@@ -594,7 +525,7 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, int op, const tt_
     }
     tt__contig_strides(nk, kshape, st2[0]);
     memcpy(st2[2], st2[0], sizeof st2[0]);
-    red_ctx c = { RED_KERN[op], val != NULL, idx != NULL, R, a->stride[d] };
+    red_ctx c = { def->kernel, val != NULL, idx != NULL, R, a->stride[d] };
     void *base[TT__ITER_OPS] = { val ? val : idx, tt_data_f32(a), idx ? idx : val };
     size_t es[TT__ITER_OPS] = { sizeof(float), sizeof(float), sizeof(float) };
     tt__iter it;
@@ -610,17 +541,18 @@ static void reduce_args(tt_event *ev, int d, int keepdim)
     else if (keepdim) snprintf(ev->args, sizeof ev->args, "keepdim");
 }
 
-tt_status tt_reduce(tt_tensor *out, tt_redop op, const tt_tensor *a, int d, int keepdim)
+tt_status tt_reduce(tt_tensor *out, tt_op op, const tt_tensor *a, int d, int keepdim)
 {
     clear(out);
-    if ((unsigned)op >= TT_REDOP_COUNT) return tt__err(TT_EARG, "reduce: unknown op %d", (int)op);
+    const tt__opdef *def;
+    tt_status st = op_def("reduce", op, TT_OPK_REDUCE, "a reduction", &def);
+    if (st) return st;
     tt__opscope sc = tt__op_enter();
-    int argx = op == TT_ARGMAX || op == TT_ARGMIN;
-    tt_status st = reduce_impl(argx ? NULL : out, argx ? out : NULL, op, a, d, keepdim);
+    st = reduce_impl(def->index ? NULL : out, def->index ? out : NULL, def, a, d, keepdim);
     tt_event ev;
     if (st == TT_OK) {
-        tt__event_init(&ev, REDOP_OP[op], out, a, NULL, NULL);
-        ev.flops = (double)tt_numel(a) * (op == TT_STD || op == TT_VAR ? 3.0 : 1.0);
+        tt__event_init(&ev, op, out, a, NULL, NULL);
+        ev.flops = (double)tt_numel(a) * def->flops;
         reduce_args(&ev, d, keepdim);
     }
     return tt__op_leave(sc, st, &ev);
@@ -631,7 +563,7 @@ tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, 
     clear(values);
     clear(indices);
     tt__opscope sc = tt__op_enter();
-    tt_status st = reduce_impl(values, indices, is_min ? TT_MIN : TT_MAX, a, d, keepdim);
+    tt_status st = reduce_impl(values, indices, tt__op_def(is_min ? TT_OP_MIN : TT_OP_MAX), a, d, keepdim);
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, is_min ? TT_OP_MIN : TT_OP_MAX, values, a, NULL, NULL);

@@ -640,7 +640,7 @@ static tt_status es_sum_out(es_spec *sp, es_op *x, const char *keep)
             continue;
         tt_tensor u = {0};
         sp->flops += (double)tt_numel(&x->t);
-        tt_status st = tt_reduce(&u, TT_SUM, &x->t, d, 0);
+        tt_status st = tt_reduce(&u, TT_OP_SUM, &x->t, d, 0);
         if (st != TT_OK)
             return st;
         step(&x->t, &u);
@@ -741,7 +741,7 @@ static tt_status es_pair(es_spec *sp, es_op *a, es_op *b, const int *keep, int n
         if (st == TT_OK)
             st = es_reshape(&b->t, nbat + nm + nn, shape);
         if (st == TT_OK)
-            st = tt_binary(&res->t, TT_MUL, &a->t, &b->t);
+            st = tt_binary(&res->t, TT_OP_MUL, &a->t, &b->t);
         if (st != TT_OK)
             goto done;
         no = 0;

@@ -42,22 +42,6 @@ void tt_fmt_bytes(char *buf, size_t n, double b)
 
 /* ===== Text form ===== */
 
-const char *tt_op_infix(tt_op op)
-{
-    switch (op) {
-    case TT_OP_ADD: return "+";
-    case TT_OP_SUB: return "-";
-    case TT_OP_MUL: return "*";
-    case TT_OP_DIV: return "/";
-    case TT_OP_POW: return "^";
-    case TT_OP_MATMUL: return "@";
-    case TT_OP_AND: return "&";
-    case TT_OP_OR: return "|";
-    case TT_OP_XOR: return "~";
-    default: return NULL;
-    }
-}
-
 static size_t put_tensor(char *buf, size_t n, const tt_tensor *t)
 {
     char shp[192];
@@ -75,8 +59,8 @@ char *tt_event_format(const tt_event *ev, char *buf, size_t n)
     size_t len = 0;
     char tmp[256];
     buf[0] = 0;
-    APPEND("%-11s ", tt_op_name(ev->op));
-    const char *sym = tt_op_infix(ev->op);
+    APPEND("%-11s ", ev->name);
+    const char *sym = ev->infix;
     if (ev->has_scalar) tt_fmt_scalar(tmp, sizeof tmp, ev->scalar);
     if (ev->has_scalar && ev->scalar_first) APPEND(sym ? "%s %s " : "%s%s ", tmp, sym ? sym : ",");
     for (int i = 0; i < ev->ninputs; i++) {
@@ -197,7 +181,7 @@ static void json_tensor(char *buf, size_t n, size_t *lenp, const tt_tensor *t, i
 char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, char *buf, size_t n)
 {
     size_t len = 0;
-    APPEND("{\"seq\":%ld,\"op\":\"%s\",\"file\":", seq, tt_op_name(ev->op));
+    APPEND("{\"seq\":%ld,\"op\":\"%s\",\"file\":", seq, ev->name);
     if (file) json_str(buf, n, &len, file);
     else APPEND("null");
     APPEND(",\"line\":%d,\"inputs\":[", line);
@@ -221,6 +205,6 @@ char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, ch
     }
     APPEND(",\"flops\":%.0f,\"bytes\":%.0f,\"ns\":%lld}", ev->flops, ev->bytes, (long long)ev->ns);
     if (len >= n)       /* cannot happen with 16 KiB (strings are capped); stay valid anyway */
-        snprintf(buf, n, "{\"seq\":%ld,\"op\":\"%s\",\"truncated\":true}", seq, tt_op_name(ev->op));
+        snprintf(buf, n, "{\"seq\":%ld,\"op\":\"%s\",\"truncated\":true}", seq, ev->name);
     return buf;
 }

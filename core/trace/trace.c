@@ -9,27 +9,6 @@
 
 #include "tt_internal.h"
 
-static const char *const TT_OP_NAME[] = {
-    "none",
-    "tensor", "empty", "zeros", "ones", "full", "arange", "eye", "rand", "randn",
-    "view", "reshape", "transpose", "mT", "permute", "narrow",
-    "select", "expand", "unsqueeze", "squeeze", "contiguous",
-    "clone", "named", "chunk", "split",
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum",
-    "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor",
-    "neg", "exp", "log", "sqrt", "abs", "not", "float", "bool",
-    "sum", "mean", "max", "min", "argmax", "argmin", "std", "var",
-    "softmax", "masked_fill", "tril", "triu", "causal_mask",
-    "repeat_interleave", "cat", "stack", "matmul", "sdpa",
-    "rearrange", "einsum",
-};
-_Static_assert(sizeof TT_OP_NAME / sizeof TT_OP_NAME[0] == TT_OP_COUNT, "TT_OP_NAME out of sync with tt_op");
-
-const char *tt_op_name(tt_op op)
-{
-    return op >= 0 && op < TT_OP_COUNT ? TT_OP_NAME[op] : "?";
-}
-
 /* ===== Subscribers ===== */
 
 typedef struct subscriber {
@@ -89,32 +68,6 @@ tt__opscope tt__op_enter(void)
     sc.outer = depth++ == 0;
     sc.t0 = sc.outer ? tt_now_ns() : 0;
     return sc;
-}
-
-void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
-                    const tt_tensor *a, const tt_tensor *b, const tt_tensor *c)
-{
-    /* field by field: the two text buffers are most of the struct, and
-       only their first byte needs clearing */
-    ev->op = op;
-    ev->ninputs = 0;
-    for (int i = 0; i < TT_TRACE_MAX_INPUTS; i++) ev->inputs[i] = NULL;
-    ev->output = out;
-    ev->view = ev->has_scalar = ev->scalar_first = 0;
-    ev->scalar = 0;
-    ev->args[0] = ev->note[0] = 0;
-    ev->flops = ev->bytes = 0;
-    ev->ns = 0;
-    const tt_tensor *in[3] = {a, b, c};
-    for (int i = 0; i < 3; i++)
-        if (in[i]) ev->inputs[ev->ninputs++] = in[i];
-    ev->ninputs_total = ev->ninputs;
-    if (out && out->storage) {
-        double b_out = (double)tt_numel(out) * (double)tt_dtype_size(out->dtype);
-        ev->bytes = b_out;
-        for (int i = 0; i < ev->ninputs; i++)
-            ev->bytes += (double)tt_numel(ev->inputs[i]) * (double)tt_dtype_size(ev->inputs[i]->dtype);
-    }
 }
 
 tt_status tt__op_leave(tt__opscope sc, tt_status st, tt_event *ev)

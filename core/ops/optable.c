@@ -1,0 +1,145 @@
+/*
+** optable.c — the op table: one row per tt_op with everything the shared
+** front-ends (tt_binary, tt_unary, tt_reduce), the trace and the Lua binding
+** read of an op: name, infix symbol, kind, operand dtypes, result dtype,
+** FLOPs per element and kernel code. A new elementwise op is an enum line in
+** tt.h, a row here and a kernel code with its scalar expression in
+** core/kernel/ (kernels.h, ref.c).
+*/
+#include "kernel/kernels.h"
+#include "tt_internal.h"
+
+#define BINARY .kind = TT_OPK_BINARY
+#define UNARY .kind = TT_OPK_UNARY
+#define REDUCE .kind = TT_OPK_REDUCE, .dtypes = TT__FLOAT, .result = TT_FLOAT32
+
+static const tt__opdef OPS[] = {
+    [TT_OP_NONE] = { .name = "none" },
+    /* creation */
+    [TT_OP_TENSOR] = { .name = "tensor" },
+    [TT_OP_EMPTY] = { .name = "empty" },
+    [TT_OP_ZEROS] = { .name = "zeros" },
+    [TT_OP_ONES] = { .name = "ones" },
+    [TT_OP_FULL] = { .name = "full" },
+    [TT_OP_ARANGE] = { .name = "arange" },
+    [TT_OP_EYE] = { .name = "eye" },
+    [TT_OP_RAND] = { .name = "rand" },
+    [TT_OP_RANDN] = { .name = "randn" },
+    /* views and copies */
+    [TT_OP_VIEW] = { .name = "view" },
+    [TT_OP_RESHAPE] = { .name = "reshape" },
+    [TT_OP_TRANSPOSE] = { .name = "transpose" },
+    [TT_OP_MT] = { .name = "mT" },
+    [TT_OP_PERMUTE] = { .name = "permute" },
+    [TT_OP_NARROW] = { .name = "narrow" },
+    [TT_OP_SELECT] = { .name = "select" },
+    [TT_OP_EXPAND] = { .name = "expand" },
+    [TT_OP_UNSQUEEZE] = { .name = "unsqueeze" },
+    [TT_OP_SQUEEZE] = { .name = "squeeze" },
+    [TT_OP_CONTIGUOUS] = { .name = "contiguous" },
+    [TT_OP_CLONE] = { .name = "clone" },
+    [TT_OP_NAMED] = { .name = "named" },
+    [TT_OP_CHUNK] = { .name = "chunk" },
+    [TT_OP_SPLIT] = { .name = "split" },
+    /* elementwise: float arithmetic counts one FLOP a result element */
+    [TT_OP_ADD] = { .name = "add", .infix = "+", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_ADD },
+    [TT_OP_SUB] = { .name = "sub", .infix = "-", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_SUB },
+    [TT_OP_MUL] = { .name = "mul", .infix = "*", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MUL },
+    [TT_OP_DIV] = { .name = "div", .infix = "/", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_DIV },
+    [TT_OP_POW] = { .name = "pow", .infix = "^", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_POW },
+    [TT_OP_MAXIMUM] = { .name = "maximum", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MAX },
+    [TT_OP_MINIMUM] = { .name = "minimum", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MIN },
+    [TT_OP_EQ] = { .name = "eq", BINARY, .dtypes = TT__SAME, .result = TT_BOOL, .kernel = TK_EW_EQ },
+    [TT_OP_NE] = { .name = "ne", BINARY, .dtypes = TT__SAME, .result = TT_BOOL, .kernel = TK_EW_NE },
+    [TT_OP_LT] = { .name = "lt", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_LT },
+    [TT_OP_LE] = { .name = "le", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_LE },
+    [TT_OP_GT] = { .name = "gt", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_GT },
+    [TT_OP_GE] = { .name = "ge", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_GE },
+    [TT_OP_AND] = { .name = "and", .infix = "&", BINARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_AND },
+    [TT_OP_OR] = { .name = "or", .infix = "|", BINARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_OR },
+    [TT_OP_XOR] = { .name = "xor", .infix = "~", BINARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_XOR },
+    [TT_OP_NEG] = { .name = "neg", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_NEG },
+    [TT_OP_EXP] = { .name = "exp", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_EXP },
+    [TT_OP_LOG] = { .name = "log", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_LOG },
+    [TT_OP_SQRT] = { .name = "sqrt", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_SQRT },
+    [TT_OP_ABS] = { .name = "abs", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_ABS },
+    [TT_OP_NOT] = { .name = "not", UNARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_NOT },
+    [TT_OP_FLOAT] = { .name = "float" },
+    [TT_OP_BOOL] = { .name = "bool" },
+    /* reductions: FLOPs per input element; arg* run max/min's kernel for the index */
+    [TT_OP_SUM] = { .name = "sum", REDUCE, .flops = 1, .kernel = TK_RED_SUM },
+    [TT_OP_MEAN] = { .name = "mean", REDUCE, .flops = 1, .kernel = TK_RED_MEAN },
+    [TT_OP_MAX] = { .name = "max", REDUCE, .flops = 1, .kernel = TK_RED_MAX },
+    [TT_OP_MIN] = { .name = "min", REDUCE, .flops = 1, .kernel = TK_RED_MIN },
+    [TT_OP_ARGMAX] = { .name = "argmax", REDUCE, .flops = 1, .kernel = TK_RED_MAX, .index = 1 },
+    [TT_OP_ARGMIN] = { .name = "argmin", REDUCE, .flops = 1, .kernel = TK_RED_MIN, .index = 1 },
+    [TT_OP_STD] = { .name = "std", REDUCE, .flops = 3, .kernel = TK_RED_STD },
+    [TT_OP_VAR] = { .name = "var", REDUCE, .flops = 3, .kernel = TK_RED_VAR },
+    /* attention and the rest: their own functions */
+    [TT_OP_SOFTMAX] = { .name = "softmax" },
+    [TT_OP_MASKED_FILL] = { .name = "masked_fill" },
+    [TT_OP_TRIL] = { .name = "tril" },
+    [TT_OP_TRIU] = { .name = "triu" },
+    [TT_OP_CAUSAL_MASK] = { .name = "causal_mask" },
+    [TT_OP_REPEAT_INTERLEAVE] = { .name = "repeat_interleave" },
+    [TT_OP_CAT] = { .name = "cat" },
+    [TT_OP_STACK] = { .name = "stack" },
+    [TT_OP_MATMUL] = { .name = "matmul", .infix = "@" },
+    [TT_OP_SDPA] = { .name = "sdpa" },
+    [TT_OP_REARRANGE] = { .name = "rearrange" },
+    [TT_OP_EINSUM] = { .name = "einsum" },
+};
+_Static_assert(sizeof OPS / sizeof OPS[0] == TT_OP_COUNT, "OPS: one row per tt_op");
+
+const tt__opdef *tt__op_def(tt_op op)
+{
+    return op >= 0 && op < TT_OP_COUNT && OPS[op].name ? &OPS[op] : NULL;
+}
+
+const char *tt_op_name(tt_op op)
+{
+    const tt__opdef *d = tt__op_def(op);
+    return d ? d->name : "?";
+}
+
+const char *tt_op_infix(tt_op op)
+{
+    const tt__opdef *d = tt__op_def(op);
+    return d ? d->infix : NULL;
+}
+
+tt_opkind tt_op_kind(tt_op op)
+{
+    const tt__opdef *d = tt__op_def(op);
+    return d ? d->kind : TT_OPK_OTHER;
+}
+
+/* ===== Events ===== */
+
+void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
+                    const tt_tensor *a, const tt_tensor *b, const tt_tensor *c)
+{
+    /* field by field: the two text buffers are most of the struct, and
+       only their first byte needs clearing */
+    ev->op = op;
+    ev->name = tt_op_name(op);
+    ev->infix = tt_op_infix(op);
+    ev->ninputs = 0;
+    for (int i = 0; i < TT_TRACE_MAX_INPUTS; i++) ev->inputs[i] = NULL;
+    ev->output = out;
+    ev->view = ev->has_scalar = ev->scalar_first = 0;
+    ev->scalar = 0;
+    ev->args[0] = ev->note[0] = 0;
+    ev->flops = ev->bytes = 0;
+    ev->ns = 0;
+    const tt_tensor *in[3] = {a, b, c};
+    for (int i = 0; i < 3; i++)
+        if (in[i]) ev->inputs[ev->ninputs++] = in[i];
+    ev->ninputs_total = ev->ninputs;
+    if (out && out->storage) {
+        double b_out = (double)tt_numel(out) * (double)tt_dtype_size(out->dtype);
+        ev->bytes = b_out;
+        for (int i = 0; i < ev->ninputs; i++)
+            ev->bytes += (double)tt_numel(ev->inputs[i]) * (double)tt_dtype_size(ev->inputs[i]->dtype);
+    }
+}
