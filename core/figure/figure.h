@@ -102,13 +102,6 @@ tt_status tt_svg_write(const char *path, const tt_canvas *c, const tt_png_meta *
 /* 1 when path ends in ".svg" (any case): figures are then written as SVG. */
 int tt_figure_path_is_svg(const char *path);
 
-/* The one atomic file writer of every figure format (png.c): emit writes
-   the bytes into fp and returns 0, or nonzero with the reason in errtext.
-   The file appears at path complete or not at all (a temporary + rename;
-   removed on failure). TT_EIO "cannot write 'path': reason". */
-typedef int (*tt_file_emit)(FILE *fp, void *ctx, char errtext[128]);
-tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx);
-
 /* A [P, R, C] array read in place through element strides (0 for a
    broadcast dim): float32 (f32) or bool (b8, drawn as 0/1), exactly one
    non-NULL. Lets a tensor of any layout be drawn without a copy. */
