@@ -1,103 +1,139 @@
 /*
 ** lio.c — tt.save(path, tensors [, metadata]) and tt.load(path): tensors
-** to and from safetensors files (core/ops/safetensors.c). Under --sandbox a
-** file is written only inside the --images folder and read only where the
-** sandbox allows; each file written counts against the write quota.
+** to and from safetensors files (core/ops/safetensors.c), as Python's
+** safetensors save_file / load_file. Under --sandbox a file is written
+** only inside the --images folder and counts against the write quota; it
+** is read only where the sandbox allows reads.
+**
+** The script's tables are read raw (lua_next, no __pairs or __index runs),
+** and every key and value is copied into a private table first: a
+** finalizer that empties the script's table during the call cannot free a
+** name or a tensor we still point at.
 */
-#include <stdlib.h>
 #include <string.h>
 
-#include "ltt.h"
+#include "lauxtt.h"
+#include "lsandbox.h"
+#include "lttlib.h"
 
-/* Keys of t (stack index) that are strings, in a private array: the
-   names, and the tensors they map to (checked). Raw traversal: no
-   metamethod of the script's runs while we collect. */
-typedef struct save_list {
-    int n, cap;
-    const char **names;
-    tt_tensor **tensors;
-} save_list;
+/* More than any real checkpoint holds; past it the header alone would
+   pass the 100 MB readers accept. */
+#define MAX_TENSORS (1 << 20)
 
-/* The list's memory lives in a userdata on the stack, so an error (a bad
-   entry, out of memory) frees it with the rest of the call. */
-static void grow(lua_State *L, save_list *s, int anchor)
+#define HINT_TENSORS "hint: tt.save(path, {name = tensor, ...} [, {key = \"value\", ...}])"
+
+/* The key at -2 as shown in a message (not converted in place: lua_next
+   still needs it): a number as written, anything else by its type. */
+static const char *key_text(lua_State *L)
 {
-    int cap = s->cap ? 2 * s->cap : 16;
-    size_t each = sizeof *s->names + sizeof *s->tensors;
-    if ((size_t)cap > (size_t)1 << 24) luaL_error(L, "save: too many tensors (at most %d)", 1 << 24);
-    char *mem = lua_newuserdatauv(L, (size_t)cap * each, 0);
-    const char **names = (const char **)mem;
-    tt_tensor **tensors = (tt_tensor **)(mem + (size_t)cap * sizeof *names);
-    if (s->n) {
-        memcpy(names, s->names, (size_t)s->n * sizeof *names);
-        memcpy(tensors, s->tensors, (size_t)s->n * sizeof *tensors);
-    }
-    lua_replace(L, anchor);
-    s->names = names;
-    s->tensors = tensors;
-    s->cap = cap;
+    if (lua_isinteger(L, -2)) return lua_pushfstring(L, "[%I]", lua_tointeger(L, -2));
+    if (lua_type(L, -2) == LUA_TNUMBER) return lua_pushfstring(L, "[%f]", lua_tonumber(L, -2));
+    return lua_pushfstring(L, "of type %s", luaL_typename(L, -2));
 }
 
-static void collect_strings(lua_State *L, int idx, const char *what, int anchor, const char ***out, int *count)
+/* Copies the pairs of the table at idx into keep (a table at stack index
+   keep: key, value, key, value, ... from 1), checking each with check(L)
+   while the key is at -2 and the value at -1. Returns how many pairs. */
+static int collect(lua_State *L, int idx, int keep, int max, void (*check)(lua_State *L))
 {
-    /* key/value pairs of strings, for the metadata */
-    int n = 0, cap = 0;
-    const char **kv = NULL;
+    int n = 0;
     lua_pushnil(L);
     while (lua_next(L, idx)) {
-        if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
-            ltt_error(L, "save: %s must map strings to strings, got %s = %s", what,
-                      luaL_typename(L, -2), luaL_typename(L, -1));
-        if (n == cap) {
-            cap = cap ? 2 * cap : 8;
-            if (cap > 1 << 20) ltt_error(L, "save: too many %s entries", what);
-            const char **g = lua_newuserdatauv(L, (size_t)cap * 2 * sizeof *g, 0);
-            if (n) memcpy(g, kv, (size_t)n * 2 * sizeof *g);
-            lua_replace(L, anchor);
-            kv = g;
+        check(L);
+        if (n == max) {
+            lua_pop(L, 2);
+            ltt_error(L, "save: more than %d entries in one table; hint: split them over several files", max);
         }
-        kv[2 * n] = lua_tostring(L, -2);
-        kv[2 * n + 1] = lua_tostring(L, -1);   /* kept alive by the table */
+        lua_pushvalue(L, -2);
+        lua_rawseti(L, keep, 2 * n + 1);
+        lua_rawseti(L, keep, 2 * n + 2);        /* pops the value */
         n++;
-        lua_pop(L, 1);
     }
-    *out = kv;
-    *count = n;
+    return n;
+}
+
+/* The key is a string without NUL bytes (a name in C and in the header). */
+static void check_name(lua_State *L, const char *what, const char *hint)
+{
+    size_t len;
+    if (lua_type(L, -2) != LUA_TSTRING) {
+        const char *k = key_text(L);
+        ltt_error(L, "save: %s key %s is not a string; hint: %s", what, k, hint);
+    }
+    const char *s = lua_tolstring(L, -2, &len);
+    if (strlen(s) != len)
+        ltt_error(L, "save: %s key '%s\\0...' contains a NUL byte (\\0); hint: names are C strings", what, s);
+}
+
+static void check_tensor_entry(lua_State *L)
+{
+    check_name(L, "tensor", "tensors are saved by name, {name = tensor, ...}");
+    tt_tensor *t = ltt_testtensor(L, -1);
+    if (t == NULL)
+        ltt_error(L, "save: '%s' is a %s, not a tensor; " HINT_TENSORS, lua_tostring(L, -2),
+                  luaL_typename(L, -1));
+    if (t->storage == NULL)
+        ltt_error(L, "save: tensor '%s' was closed; hint: save it before closing it", lua_tostring(L, -2));
+}
+
+static void check_meta_entry(lua_State *L)
+{
+    check_name(L, "metadata", "metadata maps strings to strings, {key = \"value\", ...}");
+    size_t len;
+    if (lua_type(L, -1) != LUA_TSTRING)
+        ltt_error(L, "save: metadata '%s' is a %s, not a string; hint: metadata maps strings to strings "
+                  "(tostring(x) for a number)", lua_tostring(L, -2), luaL_typename(L, -1));
+    const char *v = lua_tolstring(L, -1, &len);
+    if (strlen(v) != len)
+        ltt_error(L, "save: metadata '%s' contains a NUL byte (\\0); hint: values are C strings",
+                  lua_tostring(L, -2));
+}
+
+/* keep's pairs from `from` as C arrays: strings into s[], tensors into t[]
+   (t NULL: both halves are strings, into s[2i] and s[2i+1]). The pointers
+   live as long as keep. Allocates nothing. */
+static void unpack(lua_State *L, int keep, int from, int n, const char **s, tt_tensor **t)
+{
+    for (int i = 0; i < n; i++) {
+        lua_rawgeti(L, keep, 2 * (from + i) + 1);
+        lua_rawgeti(L, keep, 2 * (from + i) + 2);
+        if (t) {
+            s[i] = lua_tostring(L, -2);
+            t[i] = ltt_testtensor(L, -1);
+        } else {
+            s[2 * i] = lua_tostring(L, -2);
+            s[2 * i + 1] = lua_tostring(L, -1);
+        }
+        lua_pop(L, 2);                          /* keep holds them */
+    }
 }
 
 static int l_save(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
-    luaL_checktype(L, 2, LUA_TTABLE);
+    const char *path = ltt_checkcstring(L, 1, "save", "the path");
+    if (!lua_istable(L, 2))
+        return ltt_error(L, "save: the tensors must be a table, got a %s; " HINT_TENSORS, luaL_typename(L, 2));
     int has_meta = !lua_isnoneornil(L, 3);
-    if (has_meta) luaL_checktype(L, 3, LUA_TTABLE);
+    if (has_meta && !lua_istable(L, 3))
+        return ltt_error(L, "save: the metadata must be a table of strings, got a %s; " HINT_TENSORS,
+                         luaL_typename(L, 3));
     lua_settop(L, 3);
-    lua_pushnil(L);                 /* 4: the list's memory */
-    lua_pushnil(L);                 /* 5: the metadata's memory */
-    save_list s = {0};
-    lua_pushnil(L);
-    while (lua_next(L, 2)) {
-        if (lua_type(L, -2) != LUA_TSTRING)
-            ltt_error(L, "save: tensors are saved by name: key %s is a %s; hint: {name = tensor, ...}",
-                      lua_type(L, -2) == LUA_TNUMBER ? lua_tostring(L, -2) : "", luaL_typename(L, -2));
-        tt_tensor *t = ltt_totensor(L, -1);
-        if (!t)
-            ltt_error(L, "save: '%s' is a %s, not a tensor", lua_tostring(L, -2),
-                      ltt_istensor(L, -1) ? "closed tensor" : luaL_typename(L, -1));
-        if (s.n == s.cap) grow(L, &s, 4);
-        s.names[s.n] = lua_tostring(L, -2);
-        s.tensors[s.n] = t;
-        s.n++;
-        lua_pop(L, 1);
-    }
-    const char **meta = NULL;
-    int nmeta = 0;
-    if (has_meta) collect_strings(L, 3, "metadata", 5, &meta, &nmeta);
+    lua_newtable(L);                            /* 4: keep */
+    int nmeta = has_meta ? collect(L, 3, 4, MAX_TENSORS, check_meta_entry) : 0;
+    int n = collect(L, 2, 4, MAX_TENSORS, check_tensor_entry);
     ltt_sandbox_check_write(L, path);
-    /* the tensors stay held through the core call (a finalizer run by the
-       memory cap's collection may close one) */
-    ltt_hold(L, "save", s.n, s.tensors);
-    ltt_unhold(L, s.n, s.tensors, tt_save(path, s.n, s.names, (const tt_tensor *const *)s.tensors, nmeta, meta));
+    const char **names = lua_newuserdatauv(L, (size_t)(n + 2 * nmeta + 1) * sizeof *names, 0);
+    tt_tensor **tensors = lua_newuserdatauv(L, (size_t)(n + 1) * sizeof *tensors, 0);
+    const char **meta = names + n;
+    unpack(L, 4, 0, nmeta, meta, NULL);
+    unpack(L, 4, nmeta, n, names, tensors);
+    /* a finalizer run by the allocations above may have closed one */
+    for (int i = 0; i < n; i++)
+        if (tensors[i]->storage == NULL)
+            return ltt_error(L, "save: tensor '%s' was closed during the call (by a finalizer); "
+                             "hint: keep it open until the save returns", names[i]);
+    ltt_hold(L, "save", n, tensors);
+    ltt_unhold(L, n, tensors, tt_save(path, n, names, (const tt_tensor *const *)tensors, nmeta, meta));
     ltt_sandbox_wrote(L, path);
     return 0;
 }
@@ -111,11 +147,11 @@ static int loaded_gc(lua_State *L)
 
 static int l_load(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = ltt_checkcstring(L, 1, "load", "the path");
     ltt_sandbox_check_read(L, path);
     tt_loaded *f = lua_newuserdatauv(L, sizeof *f, 0);
     memset(f, 0, sizeof *f);
-    lua_newtable(L);
+    lua_createtable(L, 0, 1);
     lua_pushcfunction(L, loaded_gc);
     lua_setfield(L, -2, "__gc");
     lua_setmetatable(L, -2);

@@ -3,7 +3,7 @@
 ** Lua allocator, the timeout/instruction hook with a watchdog for long C
 ** operations, and the sandbox that takes away os/io escape hatches and
 ** confines file access (writes under --images, reads under the script's
-** folder). Used by main.c; lfigures.c may call ltt_sandbox_check_write.
+** folder). Used by main.c; lfigures.c and lio.c check their files here.
 */
 #if !defined(_XOPEN_SOURCE)
 #define _XOPEN_SOURCE 700       /* realpath */
@@ -420,8 +420,7 @@ static int may_read(const char *path, char *why, size_t n)
     return 0;
 }
 
-/* With the sandbox on, raises unless path may be read; 1 otherwise. */
-static int check_read(lua_State *L, const char *path)
+int ltt_sandbox_check_read(lua_State *L, const char *path)
 {
     char why[128];
     if (!sbx.on || may_read(path, why, sizeof why)) return 1;
@@ -592,14 +591,14 @@ static int sb_io_open(lua_State *L)
     if (path == NULL) path = luaL_checkstring(L, 1);
     const char *mode = luaL_optstring(L, 2, "r");
     if (strpbrk(mode, "wa+")) return open_for_write(L, path);
-    check_read(L, path);
+    ltt_sandbox_check_read(L, path);
     return call_orig(L);
 }
 
 static int sb_read_arg1(lua_State *L)          /* io.lines, io.input */
 {
     const char *path = name_arg(L, 1, "read");
-    if (path) check_read(L, path);
+    if (path) ltt_sandbox_check_read(L, path);
     return call_orig(L);
 }
 
@@ -755,7 +754,7 @@ static int sb_loadfile(lua_State *L)
 {
     const char *path = name_arg(L, 1, "read");
     int env = !lua_isnone(L, 3) ? 3 : 0;
-    if (path) check_read(L, path);
+    if (path) ltt_sandbox_check_read(L, path);
     else luaL_optstring(L, 1, NULL);
     if (load_text_file(L, path) != LUA_OK) {
         luaL_pushfail(L);
@@ -772,7 +771,7 @@ static int sb_loadfile(lua_State *L)
 static int sb_dofile(lua_State *L)
 {
     const char *path = name_arg(L, 1, "read");
-    if (path) check_read(L, path);
+    if (path) ltt_sandbox_check_read(L, path);
     else luaL_optstring(L, 1, NULL);
     lua_settop(L, 1);
     if (load_text_file(L, path) != LUA_OK) return lua_error(L);

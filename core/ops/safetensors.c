@@ -198,7 +198,7 @@ tt_status tt_save(const char *path, int n, const char *const *names, const tt_te
         goto done;
     }
     for (int i = 0; i < n && st == TT_OK; i++) {
-        st = tt_contiguous(&contig[i], tensors[i]);
+        st = tt__contiguous(&contig[i], tensors[i], "save");
         tp[i] = &contig[i];
         j.order[i] = i;
     }
@@ -665,7 +665,7 @@ tt_status tt_load(tt_loaded *f, const char *path)
     f->tensors = calloc((size_t)n + 1, sizeof *f->tensors);
     if (!f->names || !f->tensors) { st = tt__err(TT_ENOMEM, "load: out of memory reading '%s'", path); goto done; }
     for (int i = 0; i < n; i++) {
-        st = tt_empty(&f->tensors[i], es[i].dt, es[i].ndim, es[i].shape);
+        st = tt__alloc(&f->tensors[i], "load", es[i].dt, es[i].ndim, es[i].shape, NULL);
         if (st != TT_OK) {
             st = tt__err(st, "load: tensor '%.60s' of '%s': %s", es[i].name, path, tt_errmsg());
             goto done;
