@@ -66,12 +66,6 @@ tt_status tt__pieces(const char *op, const tt_tensor *a, int d, int64_t piece, i
 /* "2, 1, 3": the first k entries of perm, 1-based. */
 void tt__perm_args(char *buf, size_t n, const int *perm, int k);
 
-/* Writes path atomically: emit(fp, ctx, errtext) writes the bytes (0, or
-   nonzero with a reason in errtext); the file appears whole or not at all. */
-#include <stdio.h>
-typedef int (*tt_file_emit)(FILE *fp, void *ctx, char errtext[128]);
-tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx);
-
 /* ===== Tracing (trace.c) =====
    Every public op wraps its work in tt__op_enter/tt__op_leave. Nested calls
    (an op built from other ops) emit only the outermost event. */

@@ -87,10 +87,6 @@ double tt_rgb_luma(uint32_t rgb);
    TT_EIO with "path: reason" on failure (no file left behind). */
 tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
                            int stride, const tt_png_meta *meta);
-/* For a hard stop from another thread (the --timeout watchdog): the path of
-   the figure being written (NULL when none), and removing its temporary. */
-const char *tt_png_in_progress(void);
-void tt_png_discard_temp(void);
 /* Reads an 8-bit RGB PNG (for tests): *px malloc'd, caller frees. */
 tt_status tt_png_read_rgb(const char *path, uint8_t **px, int *w, int *h);
 
