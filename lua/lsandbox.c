@@ -169,12 +169,12 @@ static struct {
     long long max_instr;
 } wd = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-/* In the watchdog thread, wd.mu held: says what ran, removes the figure's
-   temporary file, ends the process. */
+/* In the watchdog thread, wd.mu held: says what ran, removes the written
+   file's temporary, ends the process. */
 static void hard_stop(void)
 {
     char head[160], place[PATH_MAX + 64], msg[PATH_MAX + 320];
-    const char *fig = tt_png_in_progress();
+    const char *file = tt_file_in_progress();
     if (wd.fired == LIMIT_INSTR)
         snprintf(head, sizeof head, "instruction limit: the script ran more than %lld Lua instructions "
                  "(--max-instructions)", wd.max_instr);
@@ -182,8 +182,8 @@ static void hard_stop(void)
         snprintf(head, sizeof head, "timeout: the script ran longer than %g s (--timeout)", wd.timeout);
     if (wd.exiting)
         snprintf(place, sizeof place, "in a __gc finalizer run at exit (finalizers run without Lua hooks)");
-    else if (fig)
-        snprintf(place, sizeof place, "while writing the figure '%s'", fig);
+    else if (file)
+        snprintf(place, sizeof place, "while writing the file '%s'", file);
     else if (tt_op_running())
         snprintf(place, sizeof place, "inside a tensor operation");
     else if (atomic_load(&drawing.on))
@@ -194,7 +194,7 @@ static void hard_stop(void)
     else
         snprintf(place, sizeof place, "in a __gc finalizer or a long Lua library call (Lua hooks are off there)");
     snprintf(msg, sizeof msg, "tensortrace: %s and was stopped %s\n", head, place);
-    tt_png_discard_temp();
+    tt_file_discard_temp();
     if (ftrylockfile(stdout) == 0) {    /* the script's output so far, unless stdout is busy */
         fflush(stdout);
         funlockfile(stdout);

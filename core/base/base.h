@@ -1,8 +1,8 @@
 /*
 ** base.h — the lowest layer of the core: status codes and the error
 ** message, interned strings, storage (refcounts, the buffer cache, the
-** memory cap, the atomic file writer). Includes nothing of the core; tt.h re-exports the public
-** half, the tt__ half is for the core's own files.
+** memory cap), the atomic file writer. Includes nothing of the core; tt.h
+** re-exports the public half, the tt__ half is for the core's own files.
 */
 #ifndef TT_BASE_H
 #define TT_BASE_H
@@ -23,9 +23,9 @@
 typedef int (*tt_file_emit)(FILE *fp, void *ctx, char errtext[128]);
 tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx);
 /* For a hard stop from another thread (the --timeout watchdog): the path of
-   the figure being written (NULL when none), and removing its temporary. */
-const char *tt_png_in_progress(void);
-void tt_png_discard_temp(void);
+   the file being written (NULL when none), and removing its temporary. */
+const char *tt_file_in_progress(void);
+void tt_file_discard_temp(void);
 
 #endif
 
@@ -100,7 +100,7 @@ typedef int (*tt_file_emit)(FILE *fp, void *ctx, char errtext[128]);
 tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx);
 /* For a hard stop from another thread (the --timeout watchdog): the path of
    the figure being written (NULL when none), and removing its temporary. */
-const char *tt_png_in_progress(void);
-void tt_png_discard_temp(void);
+const char *tt_file_in_progress(void);
+void tt_file_discard_temp(void);
 
 #endif

@@ -27,7 +27,7 @@
 
 /* ===== Temporary files =====
    The write in progress, for a hard stop from another thread (the
-   watchdog of --timeout): the figure's path, and its temporary's name once
+   watchdog of --timeout): the file's path, and its temporary's name once
    it has one. `busy` is set after the names and cleared before they change. */
 static struct {
     char path[PATH_MAX];
@@ -37,12 +37,12 @@ static struct {
 
 #define TMP_MARK ".tt-tmp-"
 
-const char *tt_png_in_progress(void)
+const char *tt_file_in_progress(void)
 {
     return atomic_load(&cur.busy) ? cur.path : NULL;
 }
 
-void tt_png_discard_temp(void)
+void tt_file_discard_temp(void)
 {
     if (atomic_load(&cur.busy) && cur.tmp[0]) unlink(cur.tmp);
 }
@@ -70,7 +70,7 @@ static void clean_stale(const char *dir)
     closedir(d);
 }
 
-/* Opens the file to encode into: an unnamed O_TMPFILE in dir when the
+/* Opens the file to write into: an unnamed O_TMPFILE in dir when the
    system has one (*named = 0), else the named temporary tmp (*named = 1).
    -1 with errno on failure. */
 static int open_temp(const char *dir, const char *tmp, int *named)
@@ -91,7 +91,7 @@ static int open_temp(const char *dir, const char *tmp, int *named)
     return fd;
 }
 
-/* ===== Atomic writes (every figure format) ===== */
+/* ===== Atomic writes ===== */
 
 tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx)
 {
