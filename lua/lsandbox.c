@@ -183,7 +183,7 @@ static void hard_stop(void)
     if (wd.exiting)
         snprintf(place, sizeof place, "in a __gc finalizer run at exit (finalizers run without Lua hooks)");
     else if (file)
-        snprintf(place, sizeof place, "while writing the file '%s'", file);
+        snprintf(place, sizeof place, "while writing the figure '%s'", file);
     else if (tt_op_running())
         snprintf(place, sizeof place, "inside a tensor operation");
     else if (atomic_load(&drawing.on))
