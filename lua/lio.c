@@ -32,9 +32,10 @@ static const char *key_text(lua_State *L)
 }
 
 /* Copies the pairs of the table at idx into keep (a table at stack index
-   keep: key, value, key, value, ... from 1), checking each with check(L)
-   while the key is at -2 and the value at -1. Returns how many pairs. */
-static int collect(lua_State *L, int idx, int keep, int max, void (*check)(lua_State *L))
+   keep: key, value, key, value, ... as pairs from + 1, from + 2, ...),
+   checking each with check(L) while the key is at -2 and the value at -1.
+   Returns how many pairs. */
+static int collect(lua_State *L, int idx, int keep, int from, int max, void (*check)(lua_State *L))
 {
     int n = 0;
     lua_pushnil(L);
@@ -45,8 +46,8 @@ static int collect(lua_State *L, int idx, int keep, int max, void (*check)(lua_S
             ltt_error(L, "save: more than %d entries in one table; hint: split them over several files", max);
         }
         lua_pushvalue(L, -2);
-        lua_rawseti(L, keep, 2 * n + 1);
-        lua_rawseti(L, keep, 2 * n + 2);        /* pops the value */
+        lua_rawseti(L, keep, 2 * (from + n) + 1);
+        lua_rawseti(L, keep, 2 * (from + n) + 2);   /* pops the value */
         n++;
     }
     return n;
@@ -119,8 +120,8 @@ static int l_save(lua_State *L)
                          luaL_typename(L, 3));
     lua_settop(L, 3);
     lua_newtable(L);                            /* 4: keep */
-    int nmeta = has_meta ? collect(L, 3, 4, MAX_TENSORS, check_meta_entry) : 0;
-    int n = collect(L, 2, 4, MAX_TENSORS, check_tensor_entry);
+    int nmeta = has_meta ? collect(L, 3, 4, 0, MAX_TENSORS, check_meta_entry) : 0;
+    int n = collect(L, 2, 4, nmeta, MAX_TENSORS, check_tensor_entry);
     ltt_sandbox_check_write(L, path);
     const char **names = lua_newuserdatauv(L, (size_t)(n + 2 * nmeta + 1) * sizeof *names, 0);
     tt_tensor **tensors = lua_newuserdatauv(L, (size_t)(n + 1) * sizeof *tensors, 0);

@@ -288,11 +288,11 @@ static void test_save_errors(void)
     expect_save_error("the metadata key as a name", tt_save(path, 1, meta, two, 0, NULL), "'__metadata__'");
     expect_save_error("a name not UTF-8", tt_save(path, 1, bad, two, 0, NULL), "not valid UTF-8");
     const char *ok1[] = {"x"}, *badmeta[] = {"k", "\xff"};
-    expect_save_error("metadata not UTF-8", tt_save(path, 1, ok1, two, 1, badmeta), "metadata value 1 is not valid UTF-8");
+    expect_save_error("metadata not UTF-8", tt_save(path, 1, ok1, two, 1, badmeta), "metadata value '\\xff' is not valid UTF-8");
     CHECK("no file after a refused save", access(path, F_OK) != 0);
     char nodir[160];
     snprintf(nodir, sizeof nodir, "%s/no/such/e.safetensors", dir);
-    expect_save_error("a missing folder", tt_save(nodir, 1, ok1, two, 0, NULL), "does not exist");
+    expect_save_error("a missing folder", tt_save(nodir, 1, ok1, two, 0, NULL), "save: cannot write");
     tt_tensor_release(&a);
 }
 

@@ -102,6 +102,17 @@ static int valid_utf8(const char *s)
     return 1;
 }
 
+/* s for a message when it is not valid UTF-8: bytes past ASCII and
+   control bytes as \xNN, cut to fit buf. */
+static const char *escaped(char *buf, size_t n, const char *s)
+{
+    size_t k = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && k + 5 < n; p++)
+        k += (size_t)snprintf(buf + k, n - k, *p < 0x20 || *p >= 0x80 ? "\\x%02x" : "%c", *p);
+    buf[k] = 0;
+    return buf;
+}
+
 static const save_job *sort_job;
 static int by_name(const void *x, const void *y)
 {
@@ -145,6 +156,12 @@ static tt_status build_header(const char *path, save_job *j)
         free(b.s);
         return tt__err(TT_ENOMEM, "save: out of memory for the header of '%s'", path);
     }
+    if ((long long)b.len > MAX_HEADER) {
+        free(b.s);
+        return tt__err(TT_EARG, "save: the header of '%s' would be %zu bytes, more than the %lld that "
+                       "safetensors readers accept; hint: fewer tensors per file, or shorter names",
+                       path, b.len, MAX_HEADER);
+    }
     j->header = b.s;
     j->hlen = b.len;
     return TT_OK;
@@ -172,12 +189,14 @@ static int emit_safetensors(FILE *fp, void *ctx, char errtext[128])
 tt_status tt_save(const char *path, int n, const char *const *names, const tt_tensor *const *tensors,
                   int nmeta, const char *const *meta)
 {
+    char shown[96];
     for (int i = 0; i < n; i++) {
-        if (!names[i][0]) return tt__err(TT_EARG, "save: a tensor needs a non-empty name");
+        if (!names[i][0]) return tt__err(TT_EARG, "save: a tensor needs a non-empty name; hint: {name = tensor, ...}");
         if (strcmp(names[i], "__metadata__") == 0)
             return tt__err(TT_EARG, "save: '__metadata__' is the format's own key; name the tensor otherwise");
         if (!valid_utf8(names[i]))
-            return tt__err(TT_EARG, "save: the name of tensor %d is not valid UTF-8", i + 1);
+            return tt__err(TT_EARG, "save: tensor name '%s' is not valid UTF-8; hint: the header is JSON, "
+                           "names are UTF-8 text", escaped(shown, sizeof shown, names[i]));
         if (!st_dtype_name(tensors[i]->dtype))
             return tt__err(TT_EARG, "save: tensor '%s' has dtype %s, which safetensors has no name for",
                            names[i], tt_dtype_name(tensors[i]->dtype));
@@ -186,7 +205,8 @@ tt_status tt_save(const char *path, int n, const char *const *names, const tt_te
     }
     for (int i = 0; i < 2 * nmeta; i++)
         if (!valid_utf8(meta[i]))
-            return tt__err(TT_EARG, "save: metadata %s %d is not valid UTF-8", i % 2 ? "value" : "key", i / 2 + 1);
+            return tt__err(TT_EARG, "save: metadata %s '%s' is not valid UTF-8; hint: the header is JSON, "
+                           "metadata is UTF-8 text", i % 2 ? "value" : "key", escaped(shown, sizeof shown, meta[i]));
 
     save_job j = { n, names, NULL, NULL, nmeta, meta, NULL, 0 };
     tt_tensor *contig = calloc((size_t)n + 1, sizeof *contig);
@@ -212,7 +232,11 @@ tt_status tt_save(const char *path, int n, const char *const *names, const tt_te
             goto done;
         }
     st = build_header(path, &j);
-    if (st == TT_OK) st = tt__write_file(path, emit_safetensors, &j);
+    if (st == TT_OK && (st = tt__write_file(path, emit_safetensors, &j)) != TT_OK) {
+        char why[TT__ERRMSG_SIZE];
+        snprintf(why, sizeof why, "%s", tt_errmsg());
+        st = tt__err(st, "save: %s", why);          /* the writer's message names no op */
+    }
 done:
     if (contig)
         for (int i = 0; i < n; i++) tt_tensor_release(&contig[i]);
