@@ -212,6 +212,25 @@ tt_status tt_rearrange(tt_tensor *out, const tt_tensor *a, const char *pattern,
                        int nsizes, const char *const *size_names, const int64_t *sizes);
 tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *list, int n);
 
+/* ===== Files: safetensors (safetensors.c) =====
+   The layout Python's safetensors and PyTorch read: dtypes F32 and BOOL.
+   tt_save writes names[i] -> tensors[i] (any strides) and nmeta key/value
+   string pairs (meta[2k], meta[2k+1]) as "__metadata__", atomically (the
+   file appears whole or not at all). tt_load reads a file, checking every
+   number of its header against the file's size first: a truncated, lying
+   or oversized header is TT_EIO naming the file and what is wrong. */
+tt_status tt_save(const char *path, int n, const char *const *names, const tt_tensor *const *tensors,
+                  int nmeta, const char *const *meta);
+typedef struct tt_loaded {
+    int n;
+    char **names;               /* malloc'd */
+    tt_tensor *tensors;         /* new references */
+    int nmeta;
+    char **meta;                /* key, value, ... (malloc'd) */
+} tt_loaded;
+tt_status tt_load(tt_loaded *f, const char *path);
+void tt_loaded_free(tt_loaded *f);
+
 /* ===== Printing ===== */
 
 /* PyTorch-like text of the tensor: values aligned, long dims summarised

@@ -3,7 +3,7 @@
 ** Lua allocator, the timeout/instruction hook with a watchdog for long C
 ** operations, and the sandbox that takes away os/io escape hatches and
 ** confines file access (writes under --images, reads under the script's
-** folder). Used by main.c; lfigures.c may call ltt_sandbox_check_write.
+** folder). Used by main.c; lfigures.c and lio.c check their files here.
 */
 #if !defined(_XOPEN_SOURCE)
 #define _XOPEN_SOURCE 700       /* realpath */
@@ -169,12 +169,12 @@ static struct {
     long long max_instr;
 } wd = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
-/* In the watchdog thread, wd.mu held: says what ran, removes the figure's
-   temporary file, ends the process. */
+/* In the watchdog thread, wd.mu held: says what ran, removes the written
+   file's temporary, ends the process. */
 static void hard_stop(void)
 {
     char head[160], place[PATH_MAX + 64], msg[PATH_MAX + 320];
-    const char *fig = tt_png_in_progress();
+    const char *file = tt_file_in_progress();
     if (wd.fired == LIMIT_INSTR)
         snprintf(head, sizeof head, "instruction limit: the script ran more than %lld Lua instructions "
                  "(--max-instructions)", wd.max_instr);
@@ -182,8 +182,8 @@ static void hard_stop(void)
         snprintf(head, sizeof head, "timeout: the script ran longer than %g s (--timeout)", wd.timeout);
     if (wd.exiting)
         snprintf(place, sizeof place, "in a __gc finalizer run at exit (finalizers run without Lua hooks)");
-    else if (fig)
-        snprintf(place, sizeof place, "while writing the figure '%s'", fig);
+    else if (file)
+        snprintf(place, sizeof place, "while writing the figure '%s'", file);
     else if (tt_op_running())
         snprintf(place, sizeof place, "inside a tensor operation");
     else if (atomic_load(&drawing.on))
@@ -194,7 +194,7 @@ static void hard_stop(void)
     else
         snprintf(place, sizeof place, "in a __gc finalizer or a long Lua library call (Lua hooks are off there)");
     snprintf(msg, sizeof msg, "tensortrace: %s and was stopped %s\n", head, place);
-    tt_png_discard_temp();
+    tt_file_discard_temp();
     if (ftrylockfile(stdout) == 0) {    /* the script's output so far, unless stdout is busy */
         fflush(stdout);
         funlockfile(stdout);
@@ -420,8 +420,7 @@ static int may_read(const char *path, char *why, size_t n)
     return 0;
 }
 
-/* With the sandbox on, raises unless path may be read; 1 otherwise. */
-static int check_read(lua_State *L, const char *path)
+int ltt_sandbox_check_read(lua_State *L, const char *path)
 {
     char why[128];
     if (!sbx.on || may_read(path, why, sizeof why)) return 1;
@@ -592,14 +591,14 @@ static int sb_io_open(lua_State *L)
     if (path == NULL) path = luaL_checkstring(L, 1);
     const char *mode = luaL_optstring(L, 2, "r");
     if (strpbrk(mode, "wa+")) return open_for_write(L, path);
-    check_read(L, path);
+    ltt_sandbox_check_read(L, path);
     return call_orig(L);
 }
 
 static int sb_read_arg1(lua_State *L)          /* io.lines, io.input */
 {
     const char *path = name_arg(L, 1, "read");
-    if (path) check_read(L, path);
+    if (path) ltt_sandbox_check_read(L, path);
     return call_orig(L);
 }
 
@@ -755,7 +754,7 @@ static int sb_loadfile(lua_State *L)
 {
     const char *path = name_arg(L, 1, "read");
     int env = !lua_isnone(L, 3) ? 3 : 0;
-    if (path) check_read(L, path);
+    if (path) ltt_sandbox_check_read(L, path);
     else luaL_optstring(L, 1, NULL);
     if (load_text_file(L, path) != LUA_OK) {
         luaL_pushfail(L);
@@ -772,7 +771,7 @@ static int sb_loadfile(lua_State *L)
 static int sb_dofile(lua_State *L)
 {
     const char *path = name_arg(L, 1, "read");
-    if (path) check_read(L, path);
+    if (path) ltt_sandbox_check_read(L, path);
     else luaL_optstring(L, 1, NULL);
     lua_settop(L, 1);
     if (load_text_file(L, path) != LUA_OK) return lua_error(L);

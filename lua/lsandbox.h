@@ -47,6 +47,8 @@ void ltt_sandbox_set_quota(int64_t max_bytes, int64_t max_files);
    unless path may be written; returns 1 otherwise (always when off). Call it
    before opening any file for writing. */
 int ltt_sandbox_check_write(lua_State *L, const char *path);
+/* With the sandbox on, raises unless path may be read; returns 1 otherwise. */
+int ltt_sandbox_check_read(lua_State *L, const char *path);
 /* After a figure was written to path: counts its bytes and the file against
    the quota; raises when that passes a cap (the file stays). */
 void ltt_sandbox_wrote(lua_State *L, const char *path);

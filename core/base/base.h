@@ -1,18 +1,32 @@
 /*
 ** base.h — the lowest layer of the core: status codes and the error
 ** message, interned strings, storage (refcounts, the buffer cache, the
-** memory cap). Includes nothing of the core; tt.h re-exports the public
-** half, the tt__ half is for the core's own files.
+** memory cap), the atomic file writer. Includes nothing of the core; tt.h
+** re-exports the public half, the tt__ half is for the core's own files.
 */
 #ifndef TT_BASE_H
 #define TT_BASE_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #if defined(__GNUC__)
 #define TT__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define TT__PRINTF(f, a)
+/* ===== Atomic file writes (file.c) ===== */
+
+/* The one atomic file writer (figures, safetensors): emit writes the bytes
+   into fp and returns 0, or nonzero with the reason in errtext. The file
+   appears at path complete or not at all (a temporary + rename; removed on
+   failure). TT_EIO "cannot write 'path': reason". */
+typedef int (*tt_file_emit)(FILE *fp, void *ctx, char errtext[128]);
+tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx);
+/* For a hard stop from another thread (the --timeout watchdog): the path of
+   the file being written (NULL when none), and removing its temporary. */
+const char *tt_file_in_progress(void);
+void tt_file_discard_temp(void);
+
 #endif
 
 /* ===== Status and errors (error.c) ===== */
@@ -75,5 +89,18 @@ void tt__mem_release(int64_t bytes);
    can say how much of the use they are; tt__names_forget when all go. */
 tt_status tt__names_reserve(int64_t bytes);
 void tt__names_forget(void);
+
+/* ===== Atomic file writes (file.c) ===== */
+
+/* The one atomic file writer (figures, safetensors): emit writes the bytes
+   into fp and returns 0, or nonzero with the reason in errtext. The file
+   appears at path complete or not at all (a temporary + rename; removed on
+   failure). TT_EIO "cannot write 'path': reason". */
+typedef int (*tt_file_emit)(FILE *fp, void *ctx, char errtext[128]);
+tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx);
+/* For a hard stop from another thread (the --timeout watchdog): the path of
+   the figure being written (NULL when none), and removing its temporary. */
+const char *tt_file_in_progress(void);
+void tt_file_discard_temp(void);
 
 #endif

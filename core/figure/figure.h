@@ -87,10 +87,6 @@ double tt_rgb_luma(uint32_t rgb);
    TT_EIO with "path: reason" on failure (no file left behind). */
 tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
                            int stride, const tt_png_meta *meta);
-/* For a hard stop from another thread (the --timeout watchdog): the path of
-   the figure being written (NULL when none), and removing its temporary. */
-const char *tt_png_in_progress(void);
-void tt_png_discard_temp(void);
 /* Reads an 8-bit RGB PNG (for tests): *px malloc'd, caller frees. */
 tt_status tt_png_read_rgb(const char *path, uint8_t **px, int *w, int *h);
 
@@ -101,13 +97,6 @@ tt_status tt_png_read_rgb(const char *path, uint8_t **px, int *w, int *h);
 tt_status tt_svg_write(const char *path, const tt_canvas *c, const tt_png_meta *meta);
 /* 1 when path ends in ".svg" (any case): figures are then written as SVG. */
 int tt_figure_path_is_svg(const char *path);
-
-/* The one atomic file writer of every figure format (png.c): emit writes
-   the bytes into fp and returns 0, or nonzero with the reason in errtext.
-   The file appears at path complete or not at all (a temporary + rename;
-   removed on failure). TT_EIO "cannot write 'path': reason". */
-typedef int (*tt_file_emit)(FILE *fp, void *ctx, char errtext[128]);
-tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx);
 
 /* A [P, R, C] array read in place through element strides (0 for a
    broadcast dim): float32 (f32) or bool (b8, drawn as 0/1), exactly one
