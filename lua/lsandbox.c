@@ -174,7 +174,7 @@ static struct {
 static void hard_stop(void)
 {
     char head[160], place[PATH_MAX + 64], msg[PATH_MAX + 320];
-    const char *file = tt_file_in_progress();
+    const char *what = "file", *file = tt_file_in_progress(&what);
     if (wd.fired == LIMIT_INSTR)
         snprintf(head, sizeof head, "instruction limit: the script ran more than %lld Lua instructions "
                  "(--max-instructions)", wd.max_instr);
@@ -183,7 +183,7 @@ static void hard_stop(void)
     if (wd.exiting)
         snprintf(place, sizeof place, "in a __gc finalizer run at exit (finalizers run without Lua hooks)");
     else if (file)
-        snprintf(place, sizeof place, "while writing the figure '%s'", file);
+        snprintf(place, sizeof place, "while writing the %s '%s'", what, file);
     else if (tt_op_running())
         snprintf(place, sizeof place, "inside a tensor operation");
     else if (atomic_load(&drawing.on))

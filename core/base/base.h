@@ -14,19 +14,6 @@
 #define TT__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
 #define TT__PRINTF(f, a)
-/* ===== Atomic file writes (file.c) ===== */
-
-/* The one atomic file writer (figures, safetensors): emit writes the bytes
-   into fp and returns 0, or nonzero with the reason in errtext. The file
-   appears at path complete or not at all (a temporary + rename; removed on
-   failure). TT_EIO "cannot write 'path': reason". */
-typedef int (*tt_file_emit)(FILE *fp, void *ctx, char errtext[128]);
-tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx);
-/* For a hard stop from another thread (the --timeout watchdog): the path of
-   the file being written (NULL when none), and removing its temporary. */
-const char *tt_file_in_progress(void);
-void tt_file_discard_temp(void);
-
 #endif
 
 /* ===== Status and errors (error.c) ===== */
@@ -95,12 +82,14 @@ void tt__names_forget(void);
 /* The one atomic file writer (figures, safetensors): emit writes the bytes
    into fp and returns 0, or nonzero with the reason in errtext. The file
    appears at path complete or not at all (a temporary + rename; removed on
-   failure). TT_EIO "cannot write 'path': reason". */
+   failure). TT_EIO "cannot write 'path': reason". what names the kind of
+   file for the watchdog's message ("figure", "checkpoint"). */
 typedef int (*tt_file_emit)(FILE *fp, void *ctx, char errtext[128]);
-tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx);
+tt_status tt__write_file(const char *path, const char *what, tt_file_emit emit, void *ctx);
 /* For a hard stop from another thread (the --timeout watchdog): the path of
-   the figure being written (NULL when none), and removing its temporary. */
-const char *tt_file_in_progress(void);
+   the file being written (NULL when none) and, in *what, its kind; and
+   removing its temporary. */
+const char *tt_file_in_progress(const char **what);
 void tt_file_discard_temp(void);
 
 #endif

@@ -31,15 +31,18 @@
    it has one. `busy` is set after the names and cleared before they change. */
 static struct {
     char path[PATH_MAX];
+    const char *what;             /* "figure", "checkpoint" (a literal) */
     char tmp[PATH_MAX];           /* "" while the file has no name */
     atomic_int busy;
 } cur;
 
 #define TMP_MARK ".tt-tmp-"
 
-const char *tt_file_in_progress(void)
+const char *tt_file_in_progress(const char **what)
 {
-    return atomic_load(&cur.busy) ? cur.path : NULL;
+    if (!atomic_load(&cur.busy)) return NULL;
+    *what = cur.what;
+    return cur.path;
 }
 
 void tt_file_discard_temp(void)
@@ -93,7 +96,7 @@ static int open_temp(const char *dir, const char *tmp, int *named)
 
 /* ===== Atomic writes ===== */
 
-tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx)
+tt_status tt__write_file(const char *path, const char *what, tt_file_emit emit, void *ctx)
 {
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
@@ -106,6 +109,7 @@ tt_status tt__write_file(const char *path, tt_file_emit emit, void *ctx)
 
     atomic_store(&cur.busy, 0);
     snprintf(cur.path, sizeof cur.path, "%s", path);
+    cur.what = what;
     snprintf(cur.tmp, sizeof cur.tmp, "%s", tmp);
     int named = 1;
     int fd = open_temp(dir, tmp, &named);

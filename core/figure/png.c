@@ -101,7 +101,7 @@ tt_status tt_png_write_rgb(const char *path, const uint8_t *px, int w, int h,
     if (!rows) return tt__err(TT_ENOMEM, "cannot write '%s': out of memory", path);
     for (int y = 0; y < h; y++) rows[y] = (png_bytep)(uintptr_t)(px + (size_t)y * (size_t)stride);
     png_job job = { rows, w, h, meta };
-    tt_status st = tt__write_file(path, emit_png, &job);
+    tt_status st = tt__write_file(path, "figure", emit_png, &job);
     free(rows);
     return st;
 }

@@ -499,7 +499,7 @@ tt_status tt_svg_write(const char *path, const tt_canvas *c, const tt_png_meta *
         return tt__err(TT_ENOMEM, "cannot write '%s': out of memory (or past --max-memory); "
                        "hint: write a .png, or raise the cap", path);
     }
-    const tt_status st = tt__write_file(path, emit_buffer, &b);
+    const tt_status st = tt__write_file(path, "figure", emit_buffer, &b);
     free(b.p);
     tt__mem_release(b.held);
     return st;

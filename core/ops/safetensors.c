@@ -232,7 +232,7 @@ tt_status tt_save(const char *path, int n, const char *const *names, const tt_te
             goto done;
         }
     st = build_header(path, &j);
-    if (st == TT_OK && (st = tt__write_file(path, emit_safetensors, &j)) != TT_OK) {
+    if (st == TT_OK && (st = tt__write_file(path, "checkpoint", emit_safetensors, &j)) != TT_OK) {
         char why[TT__ERRMSG_SIZE];
         snprintf(why, sizeof why, "%s", tt_errmsg());
         st = tt__err(st, "save: %s", why);          /* the writer's message names no op */
