@@ -107,26 +107,26 @@ tt_status tt_eye(tt_tensor *out, int64_t n, int64_t m)
     return tt__op_leave(sc, st, &ev);
 }
 
-tt_status tt_rand(tt_tensor *out, int ndim, const int64_t *shape)
+/* A float32 tensor filled by one of the generators of tensor.c. */
+static tt_status random_op(tt_tensor *out, tt_op op, void (*gen)(float *, int64_t), int ndim,
+                           const int64_t *shape)
 {
     tt__opscope sc = tt__op_enter();
-    tt_status st = tt__alloc(out, "rand", TT_FLOAT32, ndim, shape, NULL);
+    tt_status st = tt__alloc(out, tt_op_name(op), TT_FLOAT32, ndim, shape, NULL);
     tt_event ev;
     if (st == TT_OK) {
-        tt__rand_uniform(tt_data_f32(out), tt_numel(out));
-        tt__event_init(&ev, TT_OP_RAND, out, NULL, NULL, NULL);
+        gen(tt_data_f32(out), tt_numel(out));
+        tt__event_init(&ev, op, out, NULL, NULL, NULL);
     }
     return tt__op_leave(sc, st, &ev);
 }
 
+tt_status tt_rand(tt_tensor *out, int ndim, const int64_t *shape)
+{
+    return random_op(out, TT_OP_RAND, tt__rand_uniform, ndim, shape);
+}
+
 tt_status tt_randn(tt_tensor *out, int ndim, const int64_t *shape)
 {
-    tt__opscope sc = tt__op_enter();
-    tt_status st = tt__alloc(out, "randn", TT_FLOAT32, ndim, shape, NULL);
-    tt_event ev;
-    if (st == TT_OK) {
-        tt__rand_normal(tt_data_f32(out), tt_numel(out));
-        tt__event_init(&ev, TT_OP_RANDN, out, NULL, NULL, NULL);
-    }
-    return tt__op_leave(sc, st, &ev);
+    return random_op(out, TT_OP_RANDN, tt__rand_normal, ndim, shape);
 }
