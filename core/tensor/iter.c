@@ -74,40 +74,47 @@ void tt__iter_tensors(tt__iter *it, const tt_tensor *dst, const tt_tensor *src)
     tt__iter_init(it, nd, dst->shape, src ? 2 : 1, (const int64_t (*)[TT_MAX_DIMS])st, base, es);
 }
 
-/* Pointers, not element offsets, are carried from row to row, with every
-   byte step worked out once per range: a broadcast op over short rows
-   ([8,2048,256] + [256]) spends as much in this loop as in the kernel. */
+/* Per row only additions: byte offsets carried from row to row (offsets,
+   not pointers: between rows they may point outside the operand), steps
+   worked out once per range, in locals fn cannot change, over all
+   TT__ITER_OPS slots (an unused one steps by 0) so the loops unroll. A
+   broadcast op over short rows ([8,2048,256] + [256]) spends about as
+   much here as in its kernel. */
 void tt__iter_range(const tt__iter *it, int64_t begin, int64_t end, tt__row_fn fn, void *ctx)
 {
     if (begin >= end) return;
-    const int nop = it->nop, nd = it->ndim;
-    int64_t idx[TT_MAX_DIMS], inc[TT__ITER_OPS] = {0}, step[TT__ITER_OPS] = {0};
-    int64_t carry[TT_MAX_DIMS][TT__ITER_OPS];   /* bytes from past the end of dim d to d + 1's next */
-    char *p[TT__ITER_OPS];
-    for (int k = 0; k < nop; k++) {
-        inc[k] = it->stride[k][0];
-        step[k] = inc[k] * (int64_t)it->es[k];
-        p[k] = it->base[k];
-        for (int d = 0; d + 1 < nd; d++)
-            carry[d][k] = (it->stride[k][d + 1] - it->shape[d] * it->stride[k][d]) * (int64_t)it->es[k];
-    }
+    const int nd = it->ndim;
+    int64_t shape[TT_MAX_DIMS], idx[TT_MAX_DIMS];
+    int64_t inc[TT__ITER_OPS] = {0}, step[TT__ITER_OPS] = {0}, off[TT__ITER_OPS] = {0};
+    int64_t carry[TT_MAX_DIMS][TT__ITER_OPS] = {{0}};  /* from past the end of dim d to d + 1's next */
+    char *b[TT__ITER_OPS] = { &no_data, &no_data, &no_data }, *p[TT__ITER_OPS];
     int64_t rem = begin;
     for (int d = 0; d < nd; d++) {
-        idx[d] = rem % it->shape[d];
-        rem /= it->shape[d];
-        for (int k = 0; k < nop; k++) p[k] += idx[d] * it->stride[k][d] * (int64_t)it->es[k];
+        shape[d] = it->shape[d];
+        idx[d] = rem % shape[d];
+        rem /= shape[d];
+    }
+    for (int k = 0; k < it->nop; k++) {
+        int64_t es = (int64_t)it->es[k];
+        b[k] = it->base[k];
+        inc[k] = it->stride[k][0];
+        step[k] = inc[k] * es;
+        for (int d = 0; d < nd; d++) off[k] += idx[d] * it->stride[k][d] * es;
+        for (int d = 0; d + 1 < nd; d++)
+            carry[d][k] = (it->stride[k][d + 1] - shape[d] * it->stride[k][d]) * es;
     }
     for (int64_t pos = begin; pos < end;) {
-        int64_t n = it->shape[0] - idx[0];
+        int64_t n = shape[0] - idx[0];
         if (n > end - pos) n = end - pos;
+        for (int k = 0; k < TT__ITER_OPS; k++) p[k] = b[k] + off[k];
         fn(ctx, n, p, inc);
         pos += n;
         idx[0] += n;
-        for (int k = 0; k < nop; k++) p[k] += n * step[k];
-        for (int d = 0; d < nd - 1 && idx[d] == it->shape[d]; d++) {   /* the odometer */
+        for (int k = 0; k < TT__ITER_OPS; k++) off[k] += n * step[k];
+        for (int d = 0; d < nd - 1 && idx[d] == shape[d]; d++) {   /* the odometer */
             idx[d] = 0;
             idx[d + 1]++;
-            for (int k = 0; k < nop; k++) p[k] += carry[d][k];
+            for (int k = 0; k < TT__ITER_OPS; k++) off[k] += carry[d][k];
         }
     }
 }
@@ -210,8 +217,9 @@ static void tile_range(void *p, int64_t begin, int64_t end)
             down[k] = C * es;
         }
         for (int64_t r = 0; r < R; r++) {
+            if (r > 0)      /* stepping after the last row could leave the operand */
+                for (int k = 0; k < it->nop; k++) row[k] += down[k];
             j->fn(j->ctx, C, row, inc);
-            for (int k = 0; k < it->nop; k++) row[k] += down[k];
         }
     }
 }

@@ -459,11 +459,12 @@ static void bench_ew(const char *py)
 /* ===== ops through the public API vs memcpy =====
    The same [8,2048,256] as above, but through tt.h as lua/ calls it: the
    checks, the result allocation, the strided iterator and its threads on
-   top of the kernels. Copies and the iterator's tiled path show here only. */
+   top of the kernels. Copies and the iterator's cost a row (x + b) and
+   its tiles show here only. */
 
-enum { OP_BIN, OP_SCALAR, OP_UN, OP_FILL, OP_TRANSPOSE, OP_PERMUTE, OP_CLONE, OP_SUM, OP_SOFTMAX };
+enum { OP_BIN, OP_BIAS, OP_SCALAR, OP_UN, OP_FILL, OP_TRANSPOSE, OP_PERMUTE, OP_CLONE, OP_SUM, OP_SOFTMAX };
 
-typedef struct opb { int kind, op, dim; tt_tensor *x, *y, *m, *v; } opb;
+typedef struct opb { int kind, op, dim; tt_tensor *x, *y, *m, *v, *b; } opb;
 
 static void op_run(void *ctx)
 {
@@ -472,6 +473,7 @@ static void op_run(void *ctx)
     tt_status st = TT_OK;
     switch (b->kind) {
     case OP_BIN: st = tt_binary(&o, (tt_binop)b->op, b->x, b->y); break;
+    case OP_BIAS: st = tt_binary(&o, (tt_binop)b->op, b->x, b->b); break;
     case OP_SCALAR: st = tt_binary_scalar(&o, (tt_binop)b->op, b->x, 2.0, 0); break;
     case OP_UN: st = tt_unary(&o, (tt_unop)b->op, b->x); break;
     case OP_FILL: st = tt_masked_fill(&o, b->x, b->m, -INFINITY); break;
@@ -489,6 +491,7 @@ static void bench_ops(void)
     static const struct { const char *name; int kind, op, dim; double rd, wr; } cases[] = {
         { "x + y", OP_BIN, TT_ADD, 0, 8, 4 },
         { "x / 2", OP_SCALAR, TT_DIV, 0, 4, 4 },
+        { "x + b[256] (rows)", OP_BIAS, TT_ADD, 0, 4, 4 },
         { "maximum(x, y)", OP_BIN, TT_MAXIMUM, 0, 8, 4 },
         { "exp(x)", OP_UN, TT_EXP, 0, 4, 4 },
         { "masked_fill(x, m, -inf)", OP_FILL, 0, 0, 5, 4 },
@@ -506,11 +509,11 @@ static void bench_ops(void)
     float *xf = frand(EW_N), *yf = frand(EW_N);
     uint8_t *mb = malloc(EW_N);
     for (size_t i = 0; i < EW_N; i++) { xf[i] += 1.5f; mb[i] = (uint8_t)((i * 2654435761u) >> 31); }
-    tt_tensor x = {0}, y = {0}, m = {0}, xt = {0}, xp = {0};
+    tt_tensor x = {0}, y = {0}, m = {0}, xt = {0}, xp = {0}, bias = {0};
     static const int perm[3] = { 2, 0, 1 };
     if (tt_from_buffer(&x, TT_FLOAT32, 3, shape, xf) || tt_from_buffer(&y, TT_FLOAT32, 3, shape, yf)
         || tt_from_buffer(&m, TT_BOOL, 3, shape, mb) || tt_transpose(&xt, &x, 1, 2)
-        || tt_permute(&xp, &x, perm)) {
+        || tt_permute(&xp, &x, perm) || tt_from_buffer(&bias, TT_FLOAT32, 1, shape + 2, yf)) {
         fprintf(stderr, "bench ops: %s\n", tt_errmsg());
         exit(1);
     }
@@ -521,7 +524,7 @@ static void bench_ops(void)
         tt_set_num_threads(th);
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             opb b = { cases[c].kind, cases[c].op, cases[c].dim, &x, &y, &m,
-                      cases[c].kind == OP_PERMUTE ? &xp : &xt };
+                      cases[c].kind == OP_PERMUTE ? &xp : &xt, &bias };
             double bytes = (double)EW_N * (cases[c].rd + cases[c].wr);
             cpb cp = { dst, src, (size_t)(bytes / 2) };   /* memcpy reads and writes n bytes each */
             stat3 so, sc;
@@ -534,7 +537,7 @@ static void bench_ops(void)
         }
     }
     tt_tensor_release(&x); tt_tensor_release(&y); tt_tensor_release(&m);
-    tt_tensor_release(&xt); tt_tensor_release(&xp);
+    tt_tensor_release(&xt); tt_tensor_release(&xp); tt_tensor_release(&bias);
     free(xf); free(yf); free(mb); free(src); free(dst);
 }
 
