@@ -48,7 +48,6 @@ CORE_SRC = $(foreach l,$(LAYERS),$(wildcard core/$(l)/*.c))
 LUA_SRC  = $(wildcard lua/*.c)
 CORE_OBJ = $(CORE_SRC:%.c=$(BUILD)/%.o)
 LUA_OBJ  = $(LUA_SRC:%.c=$(BUILD)/%.o)
-KERNEL_OBJ = $(filter $(BUILD)/core/kernel/%,$(CORE_OBJ))
 CTEST_SRC = $(wildcard tests/test_*.c)
 CTEST_BIN = $(CTEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
@@ -212,10 +211,11 @@ $(BUILD)/tests/pngcmp: tests/pngcmp.c $(CORE_OBJ)
 
 # Benchmarks (tests/bench; never run by `make test`): our kernels next to
 # OpenBLAS (dlopen'ed by the bench alone, never linked into the product),
-# memcpy and PyTorch (tests/bench/bench_torch.py). Needs only the kernel objects.
-$(BUILD)/bench/bench: tests/bench/bench.c $(KERNEL_OBJ)
+# memcpy and PyTorch (tests/bench/bench_torch.py); its "ops" section goes
+# through tt.h, so it links the core (no Lua).
+$(BUILD)/bench/bench: tests/bench/bench.c $(CORE_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CORE_CFLAGS) -o $@ tests/bench/bench.c $(KERNEL_OBJ) -ldl -lm -pthread
+	$(CC) $(CORE_CFLAGS) -o $@ tests/bench/bench.c $(CORE_OBJ) $(CORE_LDLIBS) -ldl
 
 bench: all $(BUILD)/bench/bench
 	$(BUILD)/bench/bench $(BENCH_ARGS)

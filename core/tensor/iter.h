@@ -30,7 +30,9 @@ typedef struct tt__iter {
 typedef void (*tt__row_fn)(void *ctx, int64_t n, char *const *p, const int64_t *inc);
 
 /* Operand k: base[k] (its element 0), element size es[k], strides
-   stride[k][0..ndim) along shape (outermost first, 0 where it broadcasts). */
+   stride[k][0..ndim) along shape (outermost first, 0 where it broadcasts).
+   An operand without data (a unary op's second input) has base NULL and
+   stride 0: fn then gets some address it must not use. */
 void tt__iter_init(tt__iter *it, int ndim, const int64_t *shape, int nop,
                    const int64_t (*stride)[TT_MAX_DIMS], void *const *base, const size_t *es);
 /* The operands of a tensor walk: dst and, when src != NULL, src broadcast

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "kernel/kernels.h"
+#include "tt.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -455,6 +456,91 @@ static void bench_ew(const char *py)
     free(x); free(y); free(o); free(m); free(src); free(dst);
 }
 
+/* ===== ops through the public API vs memcpy =====
+   The same [8,2048,256] as above, but through tt.h as lua/ calls it: the
+   checks, the result allocation, the strided iterator and its threads on
+   top of the kernels. Copies and the iterator's cost a row (x + b) and
+   its tiles show here only. */
+
+enum { OP_BIN, OP_BIAS, OP_SCALAR, OP_UN, OP_FILL, OP_TRANSPOSE, OP_PERMUTE, OP_CLONE, OP_SUM, OP_SOFTMAX };
+
+typedef struct opb { int kind, op, dim; tt_tensor *x, *y, *m, *v, *b; } opb;
+
+static void op_run(void *ctx)
+{
+    opb *b = ctx;
+    tt_tensor o = {0};
+    tt_status st = TT_OK;
+    switch (b->kind) {
+    case OP_BIN: st = tt_binary(&o, (tt_binop)b->op, b->x, b->y); break;
+    case OP_BIAS: st = tt_binary(&o, (tt_binop)b->op, b->x, b->b); break;
+    case OP_SCALAR: st = tt_binary_scalar(&o, (tt_binop)b->op, b->x, 2.0, 0); break;
+    case OP_UN: st = tt_unary(&o, (tt_unop)b->op, b->x); break;
+    case OP_FILL: st = tt_masked_fill(&o, b->x, b->m, -INFINITY); break;
+    case OP_TRANSPOSE: case OP_PERMUTE: st = tt_contiguous(&o, b->v); break;
+    case OP_CLONE: st = tt_clone(&o, b->x); break;
+    case OP_SUM: st = tt_reduce(&o, TT_SUM, b->x, b->dim, 0); break;
+    default: st = tt_softmax(&o, b->x, b->dim); break;
+    }
+    if (st != TT_OK) { fprintf(stderr, "bench ops: %s\n", tt_errmsg()); exit(1); }
+    tt_tensor_release(&o);
+}
+
+static void bench_ops(void)
+{
+    static const struct { const char *name; int kind, op, dim; double rd, wr; } cases[] = {
+        { "x + y", OP_BIN, TT_ADD, 0, 8, 4 },
+        { "x / 2", OP_SCALAR, TT_DIV, 0, 4, 4 },
+        { "x + b[256] (rows)", OP_BIAS, TT_ADD, 0, 4, 4 },
+        { "maximum(x, y)", OP_BIN, TT_MAXIMUM, 0, 8, 4 },
+        { "exp(x)", OP_UN, TT_EXP, 0, 4, 4 },
+        { "masked_fill(x, m, -inf)", OP_FILL, 0, 0, 5, 4 },
+        { "x:transpose(2,3):contig", OP_TRANSPOSE, 0, 0, 4, 4 },
+        { "x:permute(3,1,2):contig", OP_PERMUTE, 0, 0, 4, 4 },
+        { "x:clone()", OP_CLONE, 0, 0, 4, 4 },
+        { "x:sum(3)", OP_SUM, 0, 2, 4, 4.0 / 256 },
+        { "x:sum(1)", OP_SUM, 0, 0, 4, 4.0 / 8 },
+        { "x:softmax(3)", OP_SOFTMAX, 0, 2, 4, 4 },
+    };
+    printf("\n== ops through tt.h on [8,2048,256] (GB/s = (read + write bytes) / time, the result's\n"
+           "   allocation included; ratio = ours / memcpy of the same bytes)\n");
+    printf("  %-24s %-2s %-28s%-28s%s\n", "", "th", "ours", "memcpy same bytes", "ratio");
+    const int64_t shape[3] = { 8, 2048, 256 };
+    float *xf = frand(EW_N), *yf = frand(EW_N);
+    uint8_t *mb = malloc(EW_N);
+    for (size_t i = 0; i < EW_N; i++) { xf[i] += 1.5f; mb[i] = (uint8_t)((i * 2654435761u) >> 31); }
+    tt_tensor x = {0}, y = {0}, m = {0}, xt = {0}, xp = {0}, bias = {0};
+    static const int perm[3] = { 2, 0, 1 };
+    if (tt_from_buffer(&x, TT_FLOAT32, 3, shape, xf) || tt_from_buffer(&y, TT_FLOAT32, 3, shape, yf)
+        || tt_from_buffer(&m, TT_BOOL, 3, shape, mb) || tt_transpose(&xt, &x, 1, 2)
+        || tt_permute(&xp, &x, perm) || tt_from_buffer(&bias, TT_FLOAT32, 1, shape + 2, yf)) {
+        fprintf(stderr, "bench ops: %s\n", tt_errmsg());
+        exit(1);
+    }
+    char *src = malloc((size_t)EW_N * 8), *dst = malloc((size_t)EW_N * 8);
+    memset(src, 1, (size_t)EW_N * 8);
+    memset(dst, 0, (size_t)EW_N * 8);
+    for (int th = 1; th <= 2; th++) {
+        tt_set_num_threads(th);
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            opb b = { cases[c].kind, cases[c].op, cases[c].dim, &x, &y, &m,
+                      cases[c].kind == OP_PERMUTE ? &xp : &xt, &bias };
+            double bytes = (double)EW_N * (cases[c].rd + cases[c].wr);
+            cpb cp = { dst, src, (size_t)(bytes / 2) };   /* memcpy reads and writes n bytes each */
+            stat3 so, sc;
+            timeit_pair(op_run, &b, cpb_run, &cp, 0.5, &so, &sc);
+            printf("  %-24s %d  ", cases[c].name, th);
+            put_rate(bytes / 1e9, so, "");
+            put_rate(bytes / 1e9, sc, "");
+            printf("%5.2f\n", sc.med / so.med);
+            fflush(stdout);
+        }
+    }
+    tt_tensor_release(&x); tt_tensor_release(&y); tt_tensor_release(&m);
+    tt_tensor_release(&xt); tt_tensor_release(&xp); tt_tensor_release(&bias);
+    free(xf); free(yf); free(mb); free(src); free(dst);
+}
+
 /* ===== sdpa vs PyTorch ===== */
 
 typedef struct at { tk_sdpa_args a; } at;
@@ -637,10 +723,10 @@ static const char *find_python(void)
 int main(int argc, char **argv)
 {
     int all = argc < 2;
-    int want[7] = { all, all, all, all, all, all, all };
-    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "torch", "ew", "sdpabwd" };
+    int want[8] = { all, all, all, all, all, all, all, all };
+    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "torch", "ew", "sdpabwd", "ops" };
     for (int i = 1; i < argc; i++)
-        for (int s = 0; s < 7; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = 1;
+        for (int s = 0; s < 8; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = 1;
     openblas_load();
     const char *py = (want[2] || want[3] || want[5]) ? find_python() : NULL;
     time_t tm = time(NULL);
@@ -652,6 +738,7 @@ int main(int argc, char **argv)
     if (want[1]) bench_gemm();
     if (want[2]) bench_softmax(py);
     if (want[5]) bench_ew(py);
+    if (want[7]) bench_ops();
     if (want[3]) bench_sdpa(py);
     if (want[6]) bench_sdpa_bwd();
     return 0;
