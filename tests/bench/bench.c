@@ -472,14 +472,14 @@ static void op_run(void *ctx)
     tt_tensor o = {0};
     tt_status st = TT_OK;
     switch (b->kind) {
-    case OP_BIN: st = tt_binary(&o, (tt_binop)b->op, b->x, b->y); break;
-    case OP_BIAS: st = tt_binary(&o, (tt_binop)b->op, b->x, b->b); break;
-    case OP_SCALAR: st = tt_binary_scalar(&o, (tt_binop)b->op, b->x, 2.0, 0); break;
-    case OP_UN: st = tt_unary(&o, (tt_unop)b->op, b->x); break;
+    case OP_BIN: st = tt_binary(&o, (tt_op)b->op, b->x, b->y); break;
+    case OP_BIAS: st = tt_binary(&o, (tt_op)b->op, b->x, b->b); break;
+    case OP_SCALAR: st = tt_binary_scalar(&o, (tt_op)b->op, b->x, 2.0, 0); break;
+    case OP_UN: st = tt_unary(&o, (tt_op)b->op, b->x); break;
     case OP_FILL: st = tt_masked_fill(&o, b->x, b->m, -INFINITY); break;
     case OP_TRANSPOSE: case OP_PERMUTE: st = tt_contiguous(&o, b->v); break;
     case OP_CLONE: st = tt_clone(&o, b->x); break;
-    case OP_SUM: st = tt_reduce(&o, TT_SUM, b->x, b->dim, 0); break;
+    case OP_SUM: st = tt_reduce(&o, TT_OP_SUM, b->x, b->dim, 0); break;
     default: st = tt_softmax(&o, b->x, b->dim); break;
     }
     if (st != TT_OK) { fprintf(stderr, "bench ops: %s\n", tt_errmsg()); exit(1); }
@@ -489,11 +489,11 @@ static void op_run(void *ctx)
 static void bench_ops(void)
 {
     static const struct { const char *name; int kind, op, dim; double rd, wr; } cases[] = {
-        { "x + y", OP_BIN, TT_ADD, 0, 8, 4 },
-        { "x / 2", OP_SCALAR, TT_DIV, 0, 4, 4 },
-        { "x + b[256] (rows)", OP_BIAS, TT_ADD, 0, 4, 4 },
-        { "maximum(x, y)", OP_BIN, TT_MAXIMUM, 0, 8, 4 },
-        { "exp(x)", OP_UN, TT_EXP, 0, 4, 4 },
+        { "x + y", OP_BIN, TT_OP_ADD, 0, 8, 4 },
+        { "x / 2", OP_SCALAR, TT_OP_DIV, 0, 4, 4 },
+        { "x + b[256] (rows)", OP_BIAS, TT_OP_ADD, 0, 4, 4 },
+        { "maximum(x, y)", OP_BIN, TT_OP_MAXIMUM, 0, 8, 4 },
+        { "exp(x)", OP_UN, TT_OP_EXP, 0, 4, 4 },
         { "masked_fill(x, m, -inf)", OP_FILL, 0, 0, 5, 4 },
         { "x:transpose(2,3):contig", OP_TRANSPOSE, 0, 0, 4, 4 },
         { "x:permute(3,1,2):contig", OP_PERMUTE, 0, 0, 4, 4 },
@@ -724,7 +724,7 @@ int main(int argc, char **argv)
 {
     int all = argc < 2;
     int want[8] = { all, all, all, all, all, all, all, all };
-    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "torch", "ew", "sdpabwd", "ops" };
+    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "torch", "ew", "sdpabwd", "api" };
     for (int i = 1; i < argc; i++)
         for (int s = 0; s < 8; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = 1;
     openblas_load();
