@@ -41,7 +41,8 @@ tt_status tt_requires_grad_(tt_tensor *t, int flag)
 {
     char s[SHAPE_BUF];
     if (t->dtype != TT_FLOAT32)
-        return tt__err(TT_EARG, "requires_grad_: only float32 tensors can require gradients, got %s %s",
+        return tt__err(TT_EARG, "requires_grad_: only float32 tensors can require gradients, got %s %s; "
+                       "hint: x:float():requires_grad_()",
                        tt_dtype_name(t->dtype), tt_shape_str(t, s, sizeof s));
     if (t->ag && t->ag->fn && !flag)
         return tt__err(TT_EARG, "requires_grad_: %s is the result of %s, not a leaf; "
