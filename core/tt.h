@@ -33,6 +33,7 @@ typedef struct tt_tensor {
     const char *names[TT_MAX_DIMS];
     const char *label;
     uint64_t id;          /* unique per op result; lineage for tt.flow */
+    struct tt_autograd *ag; /* gradient record (Gradients, below); NULL unless it requires grad */
 } tt_tensor;
 
 /* Conventions for every function below that takes `tt_tensor *out`:
@@ -211,6 +212,30 @@ tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const 
 tt_status tt_rearrange(tt_tensor *out, const tt_tensor *a, const char *pattern,
                        int nsizes, const char *const *size_names, const int64_t *sizes);
 tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *list, int n);
+
+/* ===== Gradients (ops/autograd.c) =====
+   Reverse mode with PyTorch's semantics. While grad mode is on, an op with
+   a float input that requires grad records a node (its grad_fn);
+   tt_backward walks the graph from root once, accumulates into the .grad
+   of every leaf that requires grad, then frees the graph's saved tensors (a
+   second backward through it is TT_EARG). Bool results never require grad. */
+
+/* flag != 0: t (a float32 leaf) requires grad; TT_EARG for bool. */
+tt_status tt_requires_grad_(tt_tensor *t, int flag);
+int tt_tensor_requires_grad(const tt_tensor *t);
+/* grad NULL only for a one-element root; otherwise root's shape. */
+tt_status tt_backward(const tt_tensor *root, const tt_tensor *grad);
+/* The accumulated gradient (borrowed), NULL until a backward reaches t. */
+const tt_tensor *tt_grad(const tt_tensor *t);
+/* Replaces t's gradient with g (a new reference taken), or clears it (NULL). */
+tt_status tt_set_grad(tt_tensor *t, const tt_tensor *g);
+/* The same data, outside the graph: a view that does not require grad. */
+tt_status tt_detach(tt_tensor *out, const tt_tensor *a);
+/* "MulBackward" for a recorded result, NULL for a leaf. */
+const char *tt_grad_fn_name(const tt_tensor *t);
+/* Grad mode (on at start); returns the previous state. */
+int tt_set_grad_enabled(int on);
+int tt_is_grad_enabled(void);
 
 /* ===== Files: safetensors (safetensors.c) =====
    The layout Python's safetensors and PyTorch read: dtypes F32 and BOOL.

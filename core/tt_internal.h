@@ -77,6 +77,100 @@ tt__opscope tt__op_enter(void);
 /* Emits ev (op, output, inputs, ...) when st == TT_OK and this is the outer
    scope; fills ev->ns. Returns st. */
 tt_status tt__op_leave(tt__opscope sc, tt_status st, tt_event *ev);
+/* ===== The autograd graph =====
+   Records and nodes are refcounted and freed here (tensor/graph.c, so
+   tt_tensor_release can drop them); recording, the backward functions and
+   the engine are ops/autograd.c. */
+typedef struct tt__node tt__node;
+
+/* What a tensor that requires grad points to (tt_tensor.ag). */
+typedef struct tt_autograd {
+    int refs;
+    int requires_grad;
+    tt_tensor grad;             /* storage NULL until a backward reaches it */
+    tt__node *fn;               /* the op that made it; NULL for a leaf */
+} tt_autograd;
+
+/* An op's small arguments, as its backward needs them. */
+typedef struct tt__agargs {
+    double s;                   /* the scalar of tt_binary_scalar */
+    int has_s, first;           /* scalar_first */
+    int d, d2, keepdim;         /* dims (reductions: d < 0 is all) */
+    int64_t start, len;         /* narrow, select (start) */
+    int perm[TT_MAX_DIMS];
+} tt__agargs;
+
+#define TT__AG_IN 3             /* inputs of a recorded op (masked_fill's mask included) */
+enum { TT__SAVE_A = 1, TT__SAVE_B = 2, TT__SAVE_OUT = 4 };
+
+struct tt__node {
+    int refs, freed;
+    tt_op op;
+    int nin;
+    /* per input: its node, or its leaf's record to accumulate into (both
+       NULL: it needs no gradient) and its shape */
+    tt__node *next[TT__AG_IN];
+    tt_autograd *leaf[TT__AG_IN];
+    int in_ndim[TT__AG_IN];
+    int64_t in_shape[TT__AG_IN][TT_MAX_DIMS];
+    tt_tensor saved[3];         /* a, b, out: those the op's row asks for */
+    tt__agargs args;
+    /* the engine's scratch */
+    tt_tensor acc;
+    int pending;
+    unsigned mark;
+    tt__node *link;
+};
+
+/* Gradients of the inputs from g (the gradient of the output): gin[i] for
+   each input with an edge, shaped as the input. */
+typedef tt_status (*tt__backward_fn)(const tt__node *n, const tt_tensor *g, tt_tensor *gin);
+
+void tt__ag_release(tt_autograd *r);
+void tt__node_release(tt__node *n);
+/* Drops n's saved tensors and marks it freed (after a backward). */
+void tt__node_free_saved(tt__node *n);
+
+extern int tt__grad_enabled;
+
+/* Whether an op in scope sc with inputs a, b must record: the one check a
+   tensor that never requires grad pays. */
+static inline int tt__grad_wanted(tt__opscope sc, const tt_tensor *a, const tt_tensor *b)
+{
+    return ((a && a->ag) || (b && b->ag)) && sc.outer && tt__grad_enabled;
+}
+
+/* Records out = op(a, b, c) (a node with its edges, saved tensors and
+   args); releases out and fails on TT_ENOMEM. */
+tt_status tt__record(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b,
+                     const tt_tensor *c, const tt__agargs *args);
+
+/* For an op of a list (cat, stack, einsum) that has no backward yet: records
+   it when any tensor of the list requires grad. */
+tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_tensor *const *list, int n);
+
+/* The backward of each op that has one (ops/autograd.c), named in its row. */
+tt_status tt__bw_add(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_sub(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_mul(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_div(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_pow(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_maximum(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_neg(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_exp(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_log(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_sqrt(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_abs(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_sum(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_matmul(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_softmax(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_masked_fill(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_reshape(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_transpose(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_permute(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_unsqueeze(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_narrow(const tt__node *, const tt_tensor *, tt_tensor *);
+
 /* ===== The op table (ops/optable.c) =====
    One row per tt_op: what the shared front-ends, the trace and the binding
    know of an op. */
@@ -96,6 +190,8 @@ typedef struct tt__opdef {
     double flops;               /* per result element (reductions: per input element) */
     int kernel;                 /* TK_EW_* (elementwise) or TK_RED_* (reductions) */
     int index;                  /* a reduction giving the 1-based index of the extremum */
+    tt__backward_fn backward;   /* NULL: no gradient yet (backward() says so) */
+    int saves;                  /* TT__SAVE_*: what the backward reads */
 } tt__opdef;
 
 /* op's row; NULL for a value out of range. */

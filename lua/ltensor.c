@@ -1005,6 +1005,77 @@ static int ltt_assert_close(lua_State *L)
                       fabs(c.got - c.want), c.tol);
 }
 
+/* ===== Gradients ===== */
+
+static int t_requires_grad_(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int flag = lua_isnoneornil(L, 2) ? 1 : lua_toboolean(L, 2);
+    ltt_check(L, tt_requires_grad_(t, flag));
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_backward(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *g = lua_isnoneornil(L, 2) ? NULL : ltt_checktensor(L, 2);
+    ltt_check(L, tt_backward(t, g));
+    return 0;
+}
+
+static int t_detach(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *out = ltt_newtensor(L);
+    ltt_check(L, tt_detach(out, t));
+    return 1;
+}
+
+/* x.requires_grad, x.grad (nil until a backward reaches x), x.grad_fn */
+static int grad_field(lua_State *L, tt_tensor *t, const char *k)
+{
+    if (strcmp(k, "requires_grad") == 0) {
+        lua_pushboolean(L, tt_tensor_requires_grad(t));
+    } else if (strcmp(k, "grad") == 0) {
+        const tt_tensor *g = tt_grad(t);
+        if (g) ltt_check(L, tt_detach(ltt_newtensor(L), g));
+        else lua_pushnil(L);
+    } else if (strcmp(k, "grad_fn") == 0) {
+        const char *n = tt_grad_fn_name(t);
+        if (n) lua_pushstring(L, n);
+        else lua_pushnil(L);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* x.grad = nil or a tensor shaped as x; nothing else is assignable */
+static int t_newindex(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    const char *k = lua_tostring(L, 2);
+    if (k && strcmp(k, "grad") == 0) {
+        ltt_check(L, tt_set_grad(t, lua_isnil(L, 3) ? NULL : ltt_checktensor(L, 3)));
+        return 0;
+    }
+    return ltt_error(L, "tensor: cannot set field '%s'; hint: only x.grad can be assigned (a tensor or nil)",
+                     k ? k : luaL_typename(L, 2));
+}
+
+/* tt.no_grad(fn, ...): fn's results, run with recording off; the mode
+   comes back even when fn raises (the error is raised again) */
+static int ltt_no_grad(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    int was = tt_set_grad_enabled(0);
+    int st = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
+    tt_set_grad_enabled(was);
+    if (st != LUA_OK) return lua_error(L);
+    return lua_gettop(L);
+}
+
 /* ===== Registration ===== */
 
 static int t_index(lua_State *L)
@@ -1019,6 +1090,10 @@ static int t_index(lua_State *L)
     }
     lua_pushvalue(L, 2);
     lua_rawget(L, lua_upvalueindex(1));     /* the methods table */
+    if (lua_isnil(L, -1) && lua_type(L, 2) == LUA_TSTRING) {
+        int n = grad_field(L, ltt_checktensor(L, 1), lua_tostring(L, 2));
+        if (n) return n;
+    }
     return 1;
 }
 
@@ -1032,6 +1107,7 @@ static const luaL_Reg tensor_meth[] = {
     {"permute", t_permute}, {"narrow", t_narrow}, {"select", t_select}, {"expand", t_expand},
     {"unsqueeze", t_unsqueeze}, {"squeeze", t_squeeze}, {"contiguous", t_contiguous},
     {"clone", t_clone}, {"chunk", t_chunk}, {"split", t_split},
+    {"requires_grad_", t_requires_grad_}, {"backward", t_backward}, {"detach", t_detach},
     {"float", t_float}, {"bool", t_bool}, {"max", t_max}, {"min", t_min},
     {"matmul", ltt_matmul}, {"softmax", t_softmax}, {"masked_fill", t_masked_fill},
     {"tril", t_tril}, {"triu", t_triu}, {"repeat_interleave", t_repeat_interleave},
@@ -1040,7 +1116,7 @@ static const luaL_Reg tensor_meth[] = {
 
 static const luaL_Reg tensor_metameth[] = {
     {"__tostring", t_tostring}, {"__len", t_len},   /* __index: a closure, below */
-    {"__gc", ltt_tensor_gc}, {"__close", ltt_tensor_gc},
+    {"__gc", ltt_tensor_gc}, {"__close", ltt_tensor_gc}, {"__newindex", t_newindex},
     {NULL, NULL}
 };
 
@@ -1095,7 +1171,7 @@ static void set_op_functions(lua_State *L)
 static const luaL_Reg ttlib[] = {
     {"tensor", ltt_tensor_new}, {"zeros", ltt_zeros}, {"ones", ltt_ones}, {"full", ltt_full},
     {"arange", ltt_arange}, {"eye", ltt_eye}, {"randn", ltt_randn}, {"rand", ltt_rand},
-    {"manual_seed", ltt_manual_seed}, {"matmul", ltt_matmul}, {"cat", ltt_cat}, {"stack", ltt_stack},
+    {"manual_seed", ltt_manual_seed}, {"no_grad", ltt_no_grad}, {"matmul", ltt_matmul}, {"cat", ltt_cat}, {"stack", ltt_stack},
     {"causal_mask", ltt_causal_mask}, {"sdpa", ltt_sdpa},
     {"rearrange", ltt_rearrange}, {"einsum", ltt_einsum},
     {"allclose", ltt_allclose}, {"assert_close", ltt_assert_close}, {"clock", ltt_clock},

@@ -153,6 +153,7 @@ tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b)
     tt__opscope sc = tt__op_enter();
     double flops = 0.0;
     tt_status st = matmul_impl(out, a, b, &flops);
+    if (st == TT_OK && tt__grad_wanted(sc, a, b)) st = tt__record(out, TT_OP_MATMUL, a, b, NULL, NULL);
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_MATMUL, out, a, b, NULL);

@@ -346,6 +346,7 @@ tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tenso
     if (st) return st;
     tt__opscope sc = tt__op_enter();
     st = binary_impl(out, def, a, b, 0.0, 0);
+    if (st == TT_OK && tt__grad_wanted(sc, a, b)) st = tt__record(out, op, a, b, NULL, NULL);
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, b, NULL);
@@ -362,6 +363,8 @@ tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double 
     if (st) return st;
     tt__opscope sc = tt__op_enter();
     st = binary_impl(out, def, a, NULL, s, scalar_first);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL))
+        st = tt__record(out, op, a, NULL, NULL, &(tt__agargs){ .s = s, .has_s = 1, .first = scalar_first });
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, NULL, NULL);
@@ -393,6 +396,7 @@ tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a)
     if (st) return st;
     tt__opscope sc = tt__op_enter();
     st = unary_impl(out, def, a);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, op, a, NULL, NULL, NULL);
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, NULL, NULL);
@@ -418,6 +422,7 @@ tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
             run_ew(dt == TT_BOOL ? to_bool_row : to_float_row, &c, out, a, NULL);
         }
     }
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, op, a, NULL, NULL, NULL);
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, NULL, NULL);
@@ -549,6 +554,8 @@ tt_status tt_reduce(tt_tensor *out, tt_op op, const tt_tensor *a, int d, int kee
     if (st) return st;
     tt__opscope sc = tt__op_enter();
     st = reduce_impl(def->index ? NULL : out, def->index ? out : NULL, def, a, d, keepdim);
+    if (st == TT_OK && !def->index && tt__grad_wanted(sc, a, NULL))
+        st = tt__record(out, op, a, NULL, NULL, &(tt__agargs){ .d = d, .keepdim = keepdim });
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, NULL, NULL);
@@ -564,6 +571,10 @@ tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, 
     clear(indices);
     tt__opscope sc = tt__op_enter();
     tt_status st = reduce_impl(values, indices, tt__op_def(is_min ? TT_OP_MIN : TT_OP_MAX), a, d, keepdim);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) {
+        st = tt__record(values, is_min ? TT_OP_MIN : TT_OP_MAX, a, NULL, NULL, &(tt__agargs){ .d = d, .keepdim = keepdim });
+        if (st) tt_tensor_release(indices);
+    }
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, is_min ? TT_OP_MIN : TT_OP_MAX, values, a, NULL, NULL);
@@ -650,6 +661,7 @@ tt_status tt_softmax(tt_tensor *out, const tt_tensor *a, int d)
     clear(out);
     tt__opscope sc = tt__op_enter();
     tt_status st = softmax_impl(out, a, d);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, TT_OP_SOFTMAX, a, NULL, NULL, &(tt__agargs){ .d = d });
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_SOFTMAX, out, a, NULL, NULL);
@@ -739,6 +751,7 @@ tt_status tt_masked_fill(tt_tensor *out, const tt_tensor *a, const tt_tensor *ma
     clear(out);
     tt__opscope sc = tt__op_enter();
     tt_status st = masked_fill_impl(out, a, mask, value);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, TT_OP_MASKED_FILL, a, mask, NULL, NULL);
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_MASKED_FILL, out, a, mask, NULL);
@@ -783,6 +796,7 @@ static tt_status tri(tt_tensor *out, const tt_tensor *a, int64_t k, int upper)
     clear(out);
     tt__opscope sc = tt__op_enter();
     tt_status st = tri_impl(out, a, k, upper);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, upper ? TT_OP_TRIU : TT_OP_TRIL, a, NULL, NULL, NULL);
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, upper ? TT_OP_TRIU : TT_OP_TRIL, out, a, NULL, NULL);
@@ -884,6 +898,7 @@ tt_status tt_repeat_interleave(tt_tensor *out, const tt_tensor *a, int64_t r, in
     clear(out);
     tt__opscope sc = tt__op_enter();
     tt_status st = repeat_impl(out, a, r, d);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, TT_OP_REPEAT_INTERLEAVE, a, NULL, NULL, NULL);
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_REPEAT_INTERLEAVE, out, a, NULL, NULL);
@@ -969,6 +984,7 @@ tt_status tt_cat(tt_tensor *out, const tt_tensor *const *list, int n, int d)
     clear(out);
     tt__opscope sc = tt__op_enter();
     tt_status st = cat_impl(out, list, n, d);
+    if (st == TT_OK) st = tt__record_list(sc, out, TT_OP_CAT, list, n);
     tt_event ev;
     if (st == TT_OK) list_event(&ev, TT_OP_CAT, out, list, n, d);
     return tt__op_leave(sc, st, &ev);
@@ -1010,6 +1026,7 @@ tt_status tt_stack(tt_tensor *out, const tt_tensor *const *list, int n, int d)
     clear(out);
     tt__opscope sc = tt__op_enter();
     tt_status st = stack_impl(out, list, n, d);
+    if (st == TT_OK) st = tt__record_list(sc, out, TT_OP_STACK, list, n);
     tt_event ev;
     if (st == TT_OK) list_event(&ev, TT_OP_STACK, out, list, n, d);
     return tt__op_leave(sc, st, &ev);

@@ -4,13 +4,16 @@
 ** read of an op: name, infix symbol, kind, operand dtypes, result dtype,
 ** FLOPs per element and kernel code. A new elementwise op is an enum line in
 ** tt.h, a row here and a kernel code with its scalar expression in
-** core/kernel/ (kernels.h, ref.c).
+** core/kernel/ (kernels.h, ref.c). Its gradient is the row's backward (a
+** function of core/ops/autograd.c) with the tensors it saves; an op without
+** one records, and backward() through it says there is no gradient yet.
 */
 #include "kernel/kernels.h"
 #include "tt_internal.h"
 
 #define BINARY .kind = TT_OPK_BINARY
 #define UNARY .kind = TT_OPK_UNARY
+#define BW(f) .backward = tt__bw_##f
 #define REDUCE .kind = TT_OPK_REDUCE, .dtypes = TT__FLOAT, .result = TT_FLOAT32
 
 static const tt__opdef OPS[] = {
@@ -26,29 +29,29 @@ static const tt__opdef OPS[] = {
     [TT_OP_RAND] = { .name = "rand" },
     [TT_OP_RANDN] = { .name = "randn" },
     /* views and copies */
-    [TT_OP_VIEW] = { .name = "view" },
-    [TT_OP_RESHAPE] = { .name = "reshape" },
-    [TT_OP_TRANSPOSE] = { .name = "transpose" },
-    [TT_OP_MT] = { .name = "mT" },
-    [TT_OP_PERMUTE] = { .name = "permute" },
-    [TT_OP_NARROW] = { .name = "narrow" },
-    [TT_OP_SELECT] = { .name = "select" },
-    [TT_OP_EXPAND] = { .name = "expand" },
-    [TT_OP_UNSQUEEZE] = { .name = "unsqueeze" },
-    [TT_OP_SQUEEZE] = { .name = "squeeze" },
-    [TT_OP_CONTIGUOUS] = { .name = "contiguous" },
-    [TT_OP_CLONE] = { .name = "clone" },
-    [TT_OP_NAMED] = { .name = "named" },
-    [TT_OP_CHUNK] = { .name = "chunk" },
-    [TT_OP_SPLIT] = { .name = "split" },
+    [TT_OP_VIEW] = { .name = "view", BW(reshape) },
+    [TT_OP_RESHAPE] = { .name = "reshape", BW(reshape) },
+    [TT_OP_TRANSPOSE] = { .name = "transpose", BW(transpose) },
+    [TT_OP_MT] = { .name = "mT", BW(transpose) },
+    [TT_OP_PERMUTE] = { .name = "permute", BW(permute) },
+    [TT_OP_NARROW] = { .name = "narrow", BW(narrow) },
+    [TT_OP_SELECT] = { .name = "select", BW(narrow) },
+    [TT_OP_EXPAND] = { .name = "expand", BW(reshape) },
+    [TT_OP_UNSQUEEZE] = { .name = "unsqueeze", BW(unsqueeze) },
+    [TT_OP_SQUEEZE] = { .name = "squeeze", BW(reshape) },
+    [TT_OP_CONTIGUOUS] = { .name = "contiguous", BW(reshape) },
+    [TT_OP_CLONE] = { .name = "clone", BW(reshape) },
+    [TT_OP_NAMED] = { .name = "named", BW(reshape) },
+    [TT_OP_CHUNK] = { .name = "chunk", BW(narrow) },
+    [TT_OP_SPLIT] = { .name = "split", BW(narrow) },
     /* elementwise: float arithmetic counts one FLOP a result element */
-    [TT_OP_ADD] = { .name = "add", .infix = "+", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_ADD },
-    [TT_OP_SUB] = { .name = "sub", .infix = "-", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_SUB },
-    [TT_OP_MUL] = { .name = "mul", .infix = "*", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MUL },
-    [TT_OP_DIV] = { .name = "div", .infix = "/", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_DIV },
-    [TT_OP_POW] = { .name = "pow", .infix = "^", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_POW },
-    [TT_OP_MAXIMUM] = { .name = "maximum", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MAX },
-    [TT_OP_MINIMUM] = { .name = "minimum", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MIN },
+    [TT_OP_ADD] = { .name = "add", .infix = "+", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_ADD, BW(add) },
+    [TT_OP_SUB] = { .name = "sub", .infix = "-", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_SUB, BW(sub) },
+    [TT_OP_MUL] = { .name = "mul", .infix = "*", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MUL, BW(mul), .saves = TT__SAVE_A | TT__SAVE_B },
+    [TT_OP_DIV] = { .name = "div", .infix = "/", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_DIV, BW(div), .saves = TT__SAVE_A | TT__SAVE_B | TT__SAVE_OUT },
+    [TT_OP_POW] = { .name = "pow", .infix = "^", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_POW, BW(pow), .saves = TT__SAVE_A | TT__SAVE_B | TT__SAVE_OUT },
+    [TT_OP_MAXIMUM] = { .name = "maximum", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MAX, BW(maximum), .saves = TT__SAVE_A | TT__SAVE_B },
+    [TT_OP_MINIMUM] = { .name = "minimum", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MIN, BW(maximum), .saves = TT__SAVE_A | TT__SAVE_B },
     [TT_OP_EQ] = { .name = "eq", BINARY, .dtypes = TT__SAME, .result = TT_BOOL, .kernel = TK_EW_EQ },
     [TT_OP_NE] = { .name = "ne", BINARY, .dtypes = TT__SAME, .result = TT_BOOL, .kernel = TK_EW_NE },
     [TT_OP_LT] = { .name = "lt", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_LT },
@@ -58,17 +61,17 @@ static const tt__opdef OPS[] = {
     [TT_OP_AND] = { .name = "and", .infix = "&", BINARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_AND },
     [TT_OP_OR] = { .name = "or", .infix = "|", BINARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_OR },
     [TT_OP_XOR] = { .name = "xor", .infix = "~", BINARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_XOR },
-    [TT_OP_NEG] = { .name = "neg", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_NEG },
-    [TT_OP_EXP] = { .name = "exp", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_EXP },
-    [TT_OP_LOG] = { .name = "log", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_LOG },
-    [TT_OP_SQRT] = { .name = "sqrt", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_SQRT },
-    [TT_OP_ABS] = { .name = "abs", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_ABS },
+    [TT_OP_NEG] = { .name = "neg", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_NEG, BW(neg) },
+    [TT_OP_EXP] = { .name = "exp", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_EXP, BW(exp), .saves = TT__SAVE_OUT },
+    [TT_OP_LOG] = { .name = "log", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_LOG, BW(log), .saves = TT__SAVE_A },
+    [TT_OP_SQRT] = { .name = "sqrt", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_SQRT, BW(sqrt), .saves = TT__SAVE_OUT },
+    [TT_OP_ABS] = { .name = "abs", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_ABS, BW(abs), .saves = TT__SAVE_A },
     [TT_OP_NOT] = { .name = "not", UNARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_NOT },
-    [TT_OP_FLOAT] = { .name = "float" },
+    [TT_OP_FLOAT] = { .name = "float", BW(reshape) },
     [TT_OP_BOOL] = { .name = "bool" },
     /* reductions: FLOPs per input element; arg* run max/min's kernel for the index */
-    [TT_OP_SUM] = { .name = "sum", REDUCE, .flops = 1, .kernel = TK_RED_SUM },
-    [TT_OP_MEAN] = { .name = "mean", REDUCE, .flops = 1, .kernel = TK_RED_MEAN },
+    [TT_OP_SUM] = { .name = "sum", REDUCE, .flops = 1, .kernel = TK_RED_SUM, BW(sum) },
+    [TT_OP_MEAN] = { .name = "mean", REDUCE, .flops = 1, .kernel = TK_RED_MEAN, BW(sum) },
     [TT_OP_MAX] = { .name = "max", REDUCE, .flops = 1, .kernel = TK_RED_MAX },
     [TT_OP_MIN] = { .name = "min", REDUCE, .flops = 1, .kernel = TK_RED_MIN },
     [TT_OP_ARGMAX] = { .name = "argmax", REDUCE, .flops = 1, .kernel = TK_RED_MAX, .index = 1 },
@@ -76,15 +79,15 @@ static const tt__opdef OPS[] = {
     [TT_OP_STD] = { .name = "std", REDUCE, .flops = 3, .kernel = TK_RED_STD },
     [TT_OP_VAR] = { .name = "var", REDUCE, .flops = 3, .kernel = TK_RED_VAR },
     /* attention and the rest: their own functions */
-    [TT_OP_SOFTMAX] = { .name = "softmax" },
-    [TT_OP_MASKED_FILL] = { .name = "masked_fill" },
+    [TT_OP_SOFTMAX] = { .name = "softmax", BW(softmax), .saves = TT__SAVE_OUT },
+    [TT_OP_MASKED_FILL] = { .name = "masked_fill", BW(masked_fill), .saves = TT__SAVE_B },
     [TT_OP_TRIL] = { .name = "tril" },
     [TT_OP_TRIU] = { .name = "triu" },
     [TT_OP_CAUSAL_MASK] = { .name = "causal_mask" },
     [TT_OP_REPEAT_INTERLEAVE] = { .name = "repeat_interleave" },
     [TT_OP_CAT] = { .name = "cat" },
     [TT_OP_STACK] = { .name = "stack" },
-    [TT_OP_MATMUL] = { .name = "matmul", .infix = "@" },
+    [TT_OP_MATMUL] = { .name = "matmul", .infix = "@", BW(matmul), .saves = TT__SAVE_A | TT__SAVE_B },
     [TT_OP_SDPA] = { .name = "sdpa" },
     [TT_OP_REARRANGE] = { .name = "rearrange" },
     [TT_OP_EINSUM] = { .name = "einsum" },

@@ -558,6 +558,7 @@ tt_status tt_rearrange(tt_tensor *out, const tt_tensor *a, const char *pattern,
     int size_order[PAT_MAX_AXES];
     tt__opscope sc = tt__op_enter();
     tt_status st = rearrange_impl(out, a, pattern, nsizes, size_names, sizes, size_order);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, TT_OP_REARRANGE, a, NULL, NULL, NULL);
     tt_event ev;
     tt__event_init(&ev, TT_OP_REARRANGE, out, a, NULL, NULL);
     if (st == TT_OK) {
@@ -1116,6 +1117,7 @@ tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *li
     tt__opscope sc = tt__op_enter();
     double flops = 0;
     tt_status st = einsum_impl(out, spec, list, n, &flops);
+    if (st == TT_OK) st = tt__record_list(sc, out, TT_OP_EINSUM, list, n);
     tt_event ev;
     tt__event_init(&ev, TT_OP_EINSUM, out, list[0], n > 1 ? list[1] : NULL, n > 2 ? list[2] : NULL);
     if (st == TT_OK) {

@@ -279,6 +279,11 @@ tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const 
     sdpa_info info = {0};
     tt_status st = sdpa_impl(out, weights, q, k, v, mask, causal, scale, &info);
     if (empty_rows) *empty_rows = st == TT_OK ? info.empty : 0;
+    if (st == TT_OK) {
+        const tt_tensor *qkv[3] = {q, k, v};
+        st = tt__record_list(sc, out, TT_OP_SDPA, qkv, 3);
+        if (st && weights) tt_tensor_release(weights);
+    }
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_SDPA, out, q, k, v);

@@ -7,18 +7,26 @@
 
 #include "tt_internal.h"
 
-/* Emits a view event with its args; shared by the view ops below, which
+/* Records the view for gradients (ga: the args its backward needs) and
+   emits its event with its args; shared by the view ops below, which
    format args only when tt__tracing() (else they pass ""). */
-static tt_status leave_view(tt__opscope sc, tt_status st, tt_op op, tt_tensor *out,
-                            const tt_tensor *a, const char *args)
+static tt_status leave_view_ag(tt__opscope sc, tt_status st, tt_op op, tt_tensor *out,
+                               const tt_tensor *a, const char *args, const tt__agargs *ga)
 {
     tt_event ev;
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, op, a, NULL, NULL, ga);
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, NULL, NULL);
         ev.view = out->storage == a->storage;
         if (args && args[0]) snprintf(ev.args, sizeof ev.args, "%s", args);
     }
     return tt__op_leave(sc, st, &ev);
+}
+
+static tt_status leave_view(tt__opscope sc, tt_status st, tt_op op, tt_tensor *out,
+                            const tt_tensor *a, const char *args)
+{
+    return leave_view_ag(sc, st, op, out, a, args, NULL);
 }
 
 tt_status tt_view(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape)
@@ -41,7 +49,7 @@ tt_status tt_transpose(tt_tensor *out, const tt_tensor *a, int d1, int d2)
     tt_status st = tt__transpose(out, a, d1, d2, "transpose");
     char args[32] = "";
     if (tt__tracing()) snprintf(args, sizeof args, "%d, %d", d1 + 1, d2 + 1);
-    return leave_view(sc, st, TT_OP_TRANSPOSE, out, a, args);
+    return leave_view_ag(sc, st, TT_OP_TRANSPOSE, out, a, args, &(tt__agargs){ .d = d1, .d2 = d2 });
 }
 
 tt_status tt_mT(tt_tensor *out, const tt_tensor *a)
@@ -57,7 +65,9 @@ tt_status tt_permute(tt_tensor *out, const tt_tensor *a, const int *perm)
     tt_status st = tt__permute(out, a, perm);
     char args[64] = "";
     if (st == TT_OK && tt__tracing()) tt__perm_args(args, sizeof args, perm, a->ndim);
-    return leave_view(sc, st, TT_OP_PERMUTE, out, a, args);
+    tt__agargs ga = {0};
+    if (st == TT_OK) memcpy(ga.perm, perm, (size_t)a->ndim * sizeof *perm);
+    return leave_view_ag(sc, st, TT_OP_PERMUTE, out, a, args, &ga);
 }
 
 tt_status tt_narrow(tt_tensor *out, const tt_tensor *a, int d, int64_t start, int64_t len)
@@ -67,7 +77,7 @@ tt_status tt_narrow(tt_tensor *out, const tt_tensor *a, int d, int64_t start, in
     char args[64] = "";
     if (tt__tracing())
         snprintf(args, sizeof args, "dim=%d, start=%lld, len=%lld", d + 1, (long long)start + 1, (long long)len);
-    return leave_view(sc, st, TT_OP_NARROW, out, a, args);
+    return leave_view_ag(sc, st, TT_OP_NARROW, out, a, args, &(tt__agargs){ .d = d, .start = start, .len = len });
 }
 
 tt_status tt_select(tt_tensor *out, const tt_tensor *a, int d, int64_t i)
@@ -76,7 +86,7 @@ tt_status tt_select(tt_tensor *out, const tt_tensor *a, int d, int64_t i)
     tt_status st = tt__select(out, a, d, i);
     char args[48] = "";
     if (tt__tracing()) snprintf(args, sizeof args, "dim=%d, index=%lld", d + 1, (long long)i + 1);
-    return leave_view(sc, st, TT_OP_SELECT, out, a, args);
+    return leave_view_ag(sc, st, TT_OP_SELECT, out, a, args, &(tt__agargs){ .d = d, .start = i });
 }
 
 tt_status tt_expand(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape)
@@ -92,7 +102,7 @@ tt_status tt_unsqueeze(tt_tensor *out, const tt_tensor *a, int d)
     tt_status st = tt__unsqueeze(out, a, d);
     char args[16] = "";
     if (tt__tracing()) snprintf(args, sizeof args, "dim=%d", d + 1);
-    return leave_view(sc, st, TT_OP_UNSQUEEZE, out, a, args);
+    return leave_view_ag(sc, st, TT_OP_UNSQUEEZE, out, a, args, &(tt__agargs){ .d = d });
 }
 
 tt_status tt_squeeze(tt_tensor *out, const tt_tensor *a, int d)
@@ -141,7 +151,7 @@ static tt_status pieces(tt_tensor *outs, int max, int *count, const tt_tensor *a
         char args[48] = "";
         if (tt__tracing())
             snprintf(args, sizeof args, "%lld of %lld, dim=%d", (long long)i + 1, (long long)n, d + 1);
-        st = leave_view(sc, st, op, &outs[i], a, args);
+        st = leave_view_ag(sc, st, op, &outs[i], a, args, &(tt__agargs){ .d = d, .start = start, .len = len });
         if (st) {
             for (int64_t j = 0; j < i; j++) tt_tensor_release(&outs[j]);
             return st;

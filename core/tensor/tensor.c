@@ -30,6 +30,8 @@ void tt_tensor_release(tt_tensor *t)
     if (t == NULL) return;
     tt__storage_release(t->storage);
     t->storage = NULL;
+    tt__ag_release(t->ag);
+    t->ag = NULL;
 }
 
 /* ===== Basic queries ===== */
@@ -164,6 +166,7 @@ void tt__view_of(tt_tensor *out, const tt_tensor *a)
 {
     *out = *a;
     out->label = NULL;
+    out->ag = NULL;                     /* a view joins the graph only when its op records it */
     out->id = tt__next_id();
     tt__storage_retain(a->storage);
 }

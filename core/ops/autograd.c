@@ -1,0 +1,705 @@
+/*
+** autograd.c — reverse-mode gradients: recording (tt__record, called by
+** the op front-ends), the backward of each op (named in its row of the op
+** table) and the engine (tt_backward). The graph's memory is
+** core/tensor/graph.c. A backward is built from the public ops, run with
+** grad mode off inside one scope that emits no trace event (backward rows
+** in the trace come later).
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tt_internal.h"
+
+#define SHAPE_BUF 256
+
+int tt__grad_enabled = 1;
+
+int tt_set_grad_enabled(int on)
+{
+    int was = tt__grad_enabled;
+    tt__grad_enabled = on != 0;
+    return was;
+}
+
+int tt_is_grad_enabled(void) { return tt__grad_enabled; }
+
+/* ===== Records ===== */
+
+static tt_autograd *record_new(void)
+{
+    tt_autograd *r = calloc(1, sizeof *r);
+    if (r) r->refs = 1;
+    return r;
+}
+
+static int requires(const tt_tensor *t) { return t && t->ag && t->ag->requires_grad; }
+
+tt_status tt_requires_grad_(tt_tensor *t, int flag)
+{
+    char s[SHAPE_BUF];
+    if (t->dtype != TT_FLOAT32)
+        return tt__err(TT_EARG, "requires_grad_: only float32 tensors can require gradients, got %s %s; "
+                       "hint: x:float():requires_grad_()",
+                       tt_dtype_name(t->dtype), tt_shape_str(t, s, sizeof s));
+    if (t->ag && t->ag->fn && !flag)
+        return tt__err(TT_EARG, "requires_grad_: %s is the result of %s, not a leaf; "
+                       "hint: x:detach() gives a tensor outside the graph", tt_shape_str(t, s, sizeof s),
+                       tt_grad_fn_name(t));
+    if (!t->ag && !flag) return TT_OK;
+    if (!t->ag && !(t->ag = record_new()))
+        return tt__err(TT_ENOMEM, "requires_grad_: out of memory");
+    t->ag->requires_grad = flag != 0;
+    return TT_OK;
+}
+
+int tt_tensor_requires_grad(const tt_tensor *t) { return requires(t); }
+
+const tt_tensor *tt_grad(const tt_tensor *t)
+{
+    return t->ag && t->ag->grad.storage ? &t->ag->grad : NULL;
+}
+
+tt_status tt_set_grad(tt_tensor *t, const tt_tensor *g)
+{
+    char s[SHAPE_BUF], sg[SHAPE_BUF];
+    if (g && (g->dtype != TT_FLOAT32 || g->ndim != t->ndim
+              || memcmp(g->shape, t->shape, (size_t)t->ndim * sizeof(int64_t)) != 0))
+        return tt__err(TT_EARG, "grad: expects float32 %s for a tensor %s, got %s %s",
+                       tt_shape_str(t, s, sizeof s), tt_shape_str(t, s, sizeof s),
+                       tt_dtype_name(g->dtype), tt_shape_str(g, sg, sizeof sg));
+    if (!t->ag) {
+        if (!g) return TT_OK;
+        if (!(t->ag = record_new())) return tt__err(TT_ENOMEM, "grad: out of memory");
+    }
+    tt_tensor_release(&t->ag->grad);
+    if (g) {
+        tt__view_of(&t->ag->grad, g);
+        t->ag->grad.label = g->label;
+    }
+    return TT_OK;
+}
+
+tt_status tt_detach(tt_tensor *out, const tt_tensor *a)
+{
+    tt__view_of(out, a);
+    out->label = a->label;
+    return TT_OK;
+}
+
+const char *tt_grad_fn_name(const tt_tensor *t)
+{
+    static const char *names[TT_OP_COUNT];
+    static char buf[TT_OP_COUNT][40];
+    if (!t->ag || !t->ag->fn) return NULL;
+    tt_op op = t->ag->fn->op;
+    if (!names[op]) {
+        const char *n = tt_op_name(op);
+        snprintf(buf[op], sizeof buf[op], "%c%sBackward", n[0] >= 'a' && n[0] <= 'z' ? n[0] - 32 : n[0], n + 1);
+        names[op] = buf[op];
+    }
+    return names[op];
+}
+
+/* ===== Recording ===== */
+
+/* A saved tensor: the same view, outside the graph, without names (a
+   gradient is unnamed, so its math never meets a name clash). */
+static void save(tt_tensor *dst, const tt_tensor *src)
+{
+    tt__view_of(dst, src);
+    for (int i = 0; i < TT_MAX_DIMS; i++) dst->names[i] = NULL;
+}
+
+tt_status tt__record(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b,
+                     const tt_tensor *c, const tt__agargs *args)
+{
+    const tt_tensor *in[TT__AG_IN] = {a, b, c};
+    int any = 0;
+    for (int i = 0; i < TT__AG_IN; i++) any |= requires(in[i]) && in[i]->dtype == TT_FLOAT32;
+    if (!any || out->dtype != TT_FLOAT32) return TT_OK;     /* bool results never require grad */
+    tt__node *n = calloc(1, sizeof *n);
+    tt_autograd *r = record_new();
+    if (!n || !r) {
+        free(n);
+        free(r);
+        tt_tensor_release(out);
+        return tt__err(TT_ENOMEM, "%s: out of memory recording its gradient", tt_op_name(op));
+    }
+    n->refs = 1;
+    n->op = op;
+    if (args) n->args = *args;
+    for (int i = 0; i < TT__AG_IN && in[i]; i++) {
+        n->nin = i + 1;
+        n->in_ndim[i] = in[i]->ndim;
+        memcpy(n->in_shape[i], in[i]->shape, sizeof n->in_shape[i]);
+        if (!requires(in[i]) || in[i]->dtype != TT_FLOAT32) continue;
+        tt_autograd *e = in[i]->ag;
+        if (e->fn) (n->next[i] = e->fn)->refs++;
+        else (n->leaf[i] = e)->refs++;
+    }
+    int saves = tt__op_def(op)->saves;
+    if ((saves & TT__SAVE_A) && a) save(&n->saved[0], a);
+    if ((saves & TT__SAVE_B) && b) save(&n->saved[1], b);
+    if (saves & TT__SAVE_OUT) save(&n->saved[2], out);
+    r->requires_grad = 1;
+    r->fn = n;
+    out->ag = r;
+    return TT_OK;
+}
+
+tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_tensor *const *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (tt__grad_wanted(sc, list[i], NULL)) return tt__record(out, op, list[i], NULL, NULL, NULL);
+    return TT_OK;
+}
+
+/* ===== Backward helpers =====
+   A backward chains public ops through a scratch list: each helper takes
+   and gives borrowed pointers into it and gives NULL once anything failed,
+   so a formula reads as one expression and its error is checked once. */
+
+#define SCRATCH 16
+
+typedef struct scratch {
+    tt_tensor t[SCRATCH];
+    int n;
+    tt_status st;
+} scratch;
+
+static tt_tensor *slot(scratch *w)
+{
+    if (w->st) return NULL;
+    if (w->n == SCRATCH) {
+        w->st = tt__err(TT_EARG, "backward: scratch list full (an internal limit)");
+        return NULL;
+    }
+    return &w->t[w->n++];
+}
+
+/* Keeps the result of a call that wrote into o. */
+static const tt_tensor *kept(scratch *w, tt_tensor *o, tt_status st)
+{
+    w->st = st;
+    return st ? NULL : o;
+}
+
+static const tt_tensor *bin(scratch *w, tt_op op, const tt_tensor *a, const tt_tensor *b)
+{
+    tt_tensor *o = a && b ? slot(w) : NULL;
+    return o ? kept(w, o, tt_binary(o, op, a, b)) : NULL;
+}
+
+/* a op s, or s op a when first */
+static const tt_tensor *bins(scratch *w, tt_op op, const tt_tensor *a, double s, int first)
+{
+    tt_tensor *o = a ? slot(w) : NULL;
+    return o ? kept(w, o, tt_binary_scalar(o, op, a, s, first)) : NULL;
+}
+
+static const tt_tensor *un(scratch *w, tt_op op, const tt_tensor *a)
+{
+    tt_tensor *o = a ? slot(w) : NULL;
+    return o ? kept(w, o, tt_unary(o, op, a)) : NULL;
+}
+
+static const tt_tensor *as_float(scratch *w, const tt_tensor *a)
+{
+    tt_tensor *o = a ? slot(w) : NULL;
+    return o ? kept(w, o, tt_to_dtype(o, a, TT_FLOAT32)) : NULL;
+}
+
+static const tt_tensor *red(scratch *w, tt_op op, const tt_tensor *a, int d, int keepdim)
+{
+    tt_tensor *o = a ? slot(w) : NULL;
+    return o ? kept(w, o, tt_reduce(o, op, a, d, keepdim)) : NULL;
+}
+
+static const tt_tensor *mm(scratch *w, const tt_tensor *a, const tt_tensor *b)
+{
+    tt_tensor *o = a && b ? slot(w) : NULL;
+    return o ? kept(w, o, tt_matmul(o, a, b)) : NULL;
+}
+
+static const tt_tensor *mT(scratch *w, const tt_tensor *a)
+{
+    tt_tensor *o = a ? slot(w) : NULL;
+    return o ? kept(w, o, tt_mT(o, a)) : NULL;
+}
+
+static const tt_tensor *unsq(scratch *w, const tt_tensor *a, int d)
+{
+    tt_tensor *o = a ? slot(w) : NULL;
+    return o ? kept(w, o, tt_unsqueeze(o, a, d)) : NULL;
+}
+
+static const tt_tensor *reshape(scratch *w, const tt_tensor *a, int ndim, const int64_t *shape)
+{
+    tt_tensor *o = a ? slot(w) : NULL;
+    return o ? kept(w, o, tt_reshape(o, a, ndim, shape)) : NULL;
+}
+
+static const tt_tensor *expand(scratch *w, const tt_tensor *a, int ndim, const int64_t *shape)
+{
+    tt_tensor *o = a ? slot(w) : NULL;
+    return o ? kept(w, o, tt_expand(o, a, ndim, shape)) : NULL;
+}
+
+/* g summed over the dims broadcasting added or grew: shaped as shape. */
+static const tt_tensor *sum_to(scratch *w, const tt_tensor *g, int ndim, const int64_t *shape)
+{
+    if (!g) return NULL;
+    int lead = g->ndim - ndim;
+    for (int i = 0; i < g->ndim; i++)
+        if (i < lead || (shape[i - lead] == 1 && g->shape[i] != 1)) g = red(w, TT_OP_SUM, g, i, 1);
+    return reshape(w, g, ndim, shape);
+}
+
+/* Input i's shape, and g summed to it. */
+#define IN_SHAPE(n, i) (n)->in_ndim[i], (n)->in_shape[i]
+static const tt_tensor *to_in(scratch *w, const tt__node *n, int i, const tt_tensor *g)
+{
+    return sum_to(w, g, IN_SHAPE(n, i));
+}
+
+static int need(const tt__node *n, int i) { return n->next[i] || n->leaf[i]; }
+
+/* Moves t (a scratch entry) into *dst; releases the rest; returns the status. */
+static void give(scratch *w, const tt_tensor *t, tt_tensor *dst)
+{
+    if (!t || w->st) return;
+    *dst = *t;
+    memset((tt_tensor *)t, 0, sizeof *t);
+}
+
+static tt_status done(scratch *w)
+{
+    for (int i = 0; i < w->n; i++) tt_tensor_release(&w->t[i]);
+    return w->st;
+}
+
+#define A(n) (&(n)->saved[0])
+#define B(n) (&(n)->saved[1])
+#define OUT(n) (&(n)->saved[2])
+#define BINARY_TENSORS(n) (!(n)->args.has_s)
+
+/* ===== Backward of each op ===== */
+
+tt_status tt__bw_add(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    for (int i = 0; i < n->nin; i++)
+        if (need(n, i)) give(&w, to_in(&w, n, i, g), &gin[i]);
+    return done(&w);
+}
+
+tt_status tt__bw_sub(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    if (need(n, 0)) give(&w, to_in(&w, n, 0, n->args.first ? un(&w, TT_OP_NEG, g) : g), &gin[0]);
+    if (n->nin > 1 && need(n, 1)) give(&w, to_in(&w, n, 1, un(&w, TT_OP_NEG, g)), &gin[1]);
+    return done(&w);
+}
+
+tt_status tt__bw_mul(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    if (!BINARY_TENSORS(n)) {
+        give(&w, bins(&w, TT_OP_MUL, g, n->args.s, 0), &gin[0]);
+        return done(&w);
+    }
+    if (need(n, 0)) give(&w, to_in(&w, n, 0, bin(&w, TT_OP_MUL, g, B(n))), &gin[0]);
+    if (need(n, 1)) give(&w, to_in(&w, n, 1, bin(&w, TT_OP_MUL, g, A(n))), &gin[1]);
+    return done(&w);
+}
+
+/* d(a/b) = g/b, -g*out/b; for s/a: -g*out/a */
+tt_status tt__bw_div(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    const tt_tensor *go = NULL;
+    if (!BINARY_TENSORS(n)) {
+        if (n->args.first) go = un(&w, TT_OP_NEG, bin(&w, TT_OP_DIV, bin(&w, TT_OP_MUL, g, OUT(n)), A(n)));
+        else go = bins(&w, TT_OP_DIV, g, n->args.s, 0);
+        give(&w, go, &gin[0]);
+        return done(&w);
+    }
+    if (need(n, 0)) give(&w, to_in(&w, n, 0, bin(&w, TT_OP_DIV, g, B(n))), &gin[0]);
+    if (need(n, 1))
+        give(&w, to_in(&w, n, 1, un(&w, TT_OP_NEG, bin(&w, TT_OP_DIV, bin(&w, TT_OP_MUL, g, OUT(n)), B(n)))),
+             &gin[1]);
+    return done(&w);
+}
+
+/* d(a^b) = g*b*a^(b-1), g*out*log(a); a^s: g*s*a^(s-1); s^a: g*out*log(s) */
+tt_status tt__bw_pow(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    double s = n->args.s;
+    if (!BINARY_TENSORS(n)) {
+        const tt_tensor *go;
+        if (n->args.first) go = bins(&w, TT_OP_MUL, bin(&w, TT_OP_MUL, g, OUT(n)), log(s), 0);
+        else go = bin(&w, TT_OP_MUL, g, bins(&w, TT_OP_MUL, bins(&w, TT_OP_POW, A(n), s - 1, 0), s, 0));
+        give(&w, go, &gin[0]);
+        return done(&w);
+    }
+    if (need(n, 0)) {
+        const tt_tensor *p = bin(&w, TT_OP_POW, A(n), bins(&w, TT_OP_SUB, B(n), 1, 0));
+        give(&w, to_in(&w, n, 0, bin(&w, TT_OP_MUL, g, bin(&w, TT_OP_MUL, B(n), p))), &gin[0]);
+    }
+    if (need(n, 1))
+        give(&w, to_in(&w, n, 1, bin(&w, TT_OP_MUL, bin(&w, TT_OP_MUL, g, OUT(n)), un(&w, TT_OP_LOG, A(n)))),
+             &gin[1]);
+    return done(&w);
+}
+
+/* maximum and minimum: the gradient goes to the winner, half to each on a
+   tie (PyTorch's rule) */
+tt_status tt__bw_maximum(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    tt_op win = n->op == TT_OP_MAXIMUM ? TT_OP_GT : TT_OP_LT;
+    const tt_tensor *wins, *ties;
+    if (BINARY_TENSORS(n)) {
+        wins = as_float(&w, bin(&w, win, A(n), B(n)));
+        ties = as_float(&w, bin(&w, TT_OP_EQ, A(n), B(n)));
+    } else {
+        wins = as_float(&w, bins(&w, win, A(n), n->args.s, 0));
+        ties = as_float(&w, bins(&w, TT_OP_EQ, A(n), n->args.s, 0));
+    }
+    const tt_tensor *wa = bin(&w, TT_OP_ADD, wins, bins(&w, TT_OP_MUL, ties, 0.5, 0));
+    const tt_tensor *ga = bin(&w, TT_OP_MUL, g, wa);
+    if (need(n, 0)) give(&w, to_in(&w, n, 0, ga), &gin[0]);
+    if (n->nin > 1 && need(n, 1)) give(&w, to_in(&w, n, 1, bin(&w, TT_OP_SUB, g, ga)), &gin[1]);
+    return done(&w);
+}
+
+tt_status tt__bw_neg(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    (void)n;
+    scratch w = {0};
+    give(&w, un(&w, TT_OP_NEG, g), &gin[0]);
+    return done(&w);
+}
+
+tt_status tt__bw_exp(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    give(&w, bin(&w, TT_OP_MUL, g, OUT(n)), &gin[0]);
+    return done(&w);
+}
+
+tt_status tt__bw_log(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    give(&w, bin(&w, TT_OP_DIV, g, A(n)), &gin[0]);
+    return done(&w);
+}
+
+tt_status tt__bw_sqrt(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    give(&w, bin(&w, TT_OP_DIV, g, bins(&w, TT_OP_MUL, OUT(n), 2, 0)), &gin[0]);
+    return done(&w);
+}
+
+/* sign(a): 0 at 0, as PyTorch */
+tt_status tt__bw_abs(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    const tt_tensor *sign = bin(&w, TT_OP_SUB, as_float(&w, bins(&w, TT_OP_GT, A(n), 0, 0)),
+                                as_float(&w, bins(&w, TT_OP_LT, A(n), 0, 0)));
+    give(&w, bin(&w, TT_OP_MUL, g, sign), &gin[0]);
+    return done(&w);
+}
+
+/* sum and mean: g spread back over the reduced dims (a stride-0 view) */
+tt_status tt__bw_sum(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    int d = n->args.d;
+    int64_t ones[TT_MAX_DIMS] = {1, 1, 1, 1, 1, 1, 1, 1};
+    if (d < 0) g = reshape(&w, g, n->in_ndim[0], ones);
+    else if (!n->args.keepdim) g = unsq(&w, g, d);
+    g = expand(&w, g, IN_SHAPE(n, 0));
+    if (n->op == TT_OP_MEAN) {
+        int64_t count = 1;
+        for (int i = 0; i < n->in_ndim[0]; i++)
+            if (d < 0 || i == d) count *= n->in_shape[0][i];
+        g = bins(&w, TT_OP_DIV, g, (double)count, 0);
+    }
+    give(&w, g, &gin[0]);
+    return done(&w);
+}
+
+/* ga = g @ b^T, gb = a^T @ g over the promoted operands (a 1-D a is
+   [1,K], a 1-D b is [K,1]), each summed over the batch dims it
+   broadcast along and shaped back */
+tt_status tt__bw_matmul(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    const tt_tensor *a = A(n), *b = B(n);
+    int an = a->ndim, bn = b->ndim;
+    if (an == 1) {
+        a = unsq(&w, a, 0);
+        g = unsq(&w, g, g->ndim - (bn >= 2));
+    }
+    if (bn == 1) {
+        b = unsq(&w, b, 1);
+        g = g ? unsq(&w, g, g->ndim) : NULL;
+    }
+    if (need(n, 0)) {
+        const tt_tensor *ga = a ? sum_to(&w, mm(&w, g, mT(&w, b)), a->ndim, a->shape) : NULL;
+        give(&w, reshape(&w, ga, IN_SHAPE(n, 0)), &gin[0]);
+    }
+    if (need(n, 1)) {
+        const tt_tensor *gb = b ? sum_to(&w, mm(&w, mT(&w, a), g), b->ndim, b->shape) : NULL;
+        give(&w, reshape(&w, gb, IN_SHAPE(n, 1)), &gin[1]);
+    }
+    return done(&w);
+}
+
+/* y * (g - sum(g * y, d)) */
+tt_status tt__bw_softmax(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    const tt_tensor *y = OUT(n);
+    const tt_tensor *dot = red(&w, TT_OP_SUM, bin(&w, TT_OP_MUL, g, y), n->args.d, 1);
+    give(&w, bin(&w, TT_OP_MUL, y, bin(&w, TT_OP_SUB, g, dot)), &gin[0]);
+    return done(&w);
+}
+
+/* zero where filled */
+tt_status tt__bw_masked_fill(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    tt_tensor *o = slot(&w);
+    const tt_tensor *gm = o ? kept(&w, o, tt_masked_fill(o, g, B(n), 0.0)) : NULL;
+    give(&w, to_in(&w, n, 0, gm), &gin[0]);
+    return done(&w);
+}
+
+/* view, reshape, squeeze, contiguous, clone, named, float: g shaped back
+   (expand sums its broadcast dims) */
+tt_status tt__bw_reshape(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    give(&w, n->op == TT_OP_EXPAND ? to_in(&w, n, 0, g) : reshape(&w, g, IN_SHAPE(n, 0)), &gin[0]);
+    return done(&w);
+}
+
+tt_status tt__bw_transpose(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    tt_tensor *o = slot(&w);
+    if (o) kept(&w, o, n->op == TT_OP_MT ? tt_mT(o, g) : tt_transpose(o, g, n->args.d, n->args.d2));
+    give(&w, o, &gin[0]);
+    return done(&w);
+}
+
+tt_status tt__bw_permute(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    int inv[TT_MAX_DIMS];
+    for (int i = 0; i < g->ndim; i++) inv[n->args.perm[i]] = i;
+    tt_tensor *o = slot(&w);
+    if (o) kept(&w, o, tt_permute(o, g, inv));
+    give(&w, o, &gin[0]);
+    return done(&w);
+}
+
+tt_status tt__bw_unsqueeze(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    tt_tensor *o = slot(&w);
+    if (o) kept(&w, o, tt_squeeze(o, g, n->args.d));
+    give(&w, o, &gin[0]);
+    return done(&w);
+}
+
+/* narrow and select: g written into its place in zeros */
+tt_status tt__bw_narrow(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    tt_tensor *z = slot(&w);
+    if (z) kept(&w, z, tt_zeros(z, TT_FLOAT32, IN_SHAPE(n, 0)));
+    if (w.st == TT_OK) {
+        tt_tensor part;
+        if (n->op == TT_OP_SELECT) w.st = tt__select(&part, z, n->args.d, n->args.start);
+        else w.st = tt__narrow(&part, z, n->args.d, n->args.start, n->args.len, "narrow");
+        if (w.st == TT_OK) {
+            tt__copy(&part, g);
+            tt_tensor_release(&part);
+        }
+    }
+    give(&w, z, &gin[0]);
+    return done(&w);
+}
+
+/* ===== The engine ===== */
+
+static tt_status no_backward(tt_op op)
+{
+    char list[512] = "";
+    size_t len = 0;
+    for (int i = 0; i < TT_OP_COUNT; i++) {
+        const tt__opdef *d = tt__op_def((tt_op)i);
+        if (d && d->backward && len + 24 < sizeof list)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "", d->name);
+    }
+    return tt__err(TT_EARG, "backward: no gradient for '%s' yet; ops with gradients: %s", tt_op_name(op), list);
+}
+
+/* g added into *acc (empty: g taken as is). Takes g's reference. */
+static tt_status accumulate(tt_tensor *acc, tt_tensor *g)
+{
+    if (!acc->storage) {
+        *acc = *g;
+        return TT_OK;
+    }
+    tt_tensor sum;
+    tt_status st = tt_binary(&sum, TT_OP_ADD, acc, g);
+    tt_tensor_release(g);
+    if (st) return st;
+    tt_tensor_release(acc);
+    *acc = sum;
+    return TT_OK;
+}
+
+/* Into a leaf's .grad, contiguous as PyTorch keeps it. */
+static tt_status accumulate_leaf(tt_autograd *r, tt_tensor *g)
+{
+    if (!tt_is_contiguous(g)) {
+        tt_tensor c;
+        tt_status st = tt__clone(&c, g, "backward");
+        tt_tensor_release(g);
+        if (st) return st;
+        *g = c;
+    }
+    for (int i = 0; i < TT_MAX_DIMS; i++) g->names[i] = NULL;
+    g->label = NULL;
+    return accumulate(&r->grad, g);
+}
+
+/* The nodes reachable from root, each once, in *list (malloc'd); pending
+   counts the edges into each from the others. */
+static tt_status collect(tt__node *root, tt__node ***list, int64_t *count)
+{
+    static unsigned epoch;
+    unsigned mark = ++epoch;
+    int64_t n = 0, cap = 64, top = 0;
+    tt__node **all = malloc((size_t)cap * sizeof *all);
+    if (!all) return tt__err(TT_ENOMEM, "backward: out of memory");
+    root->mark = mark;
+    root->pending = 0;
+    all[n++] = root;
+    /* all[] doubles as the stack: nodes [top, n) are still to expand */
+    for (; top < n; top++) {
+        tt__node *x = all[top];
+        if (x->freed) {
+            free(all);
+            return tt__err(TT_EARG, "backward: the graph was freed by an earlier backward(); "
+                           "hint: run the forward again (tensortrace keeps no retain_graph)");
+        }
+        for (int i = 0; i < x->nin; i++) {
+            tt__node *m = x->next[i];
+            if (!m) continue;
+            if (m->mark != mark) {
+                if (n == cap) {
+                    tt__node **more = realloc(all, (size_t)(cap *= 2) * sizeof *all);
+                    if (!more) {
+                        free(all);
+                        return tt__err(TT_ENOMEM, "backward: out of memory");
+                    }
+                    all = more;
+                }
+                m->mark = mark;
+                m->pending = 0;
+                all[n++] = m;
+            }
+            m->pending++;
+        }
+    }
+    *list = all;
+    *count = n;
+    return TT_OK;
+}
+
+/* Runs the nodes in an order where each comes after every node that feeds
+   it a gradient (Kahn's, with an explicit stack: no recursion however long
+   the chain). Gradients meet in a fixed order, so results are the same
+   every run. */
+static tt_status run(tt__node **all, int64_t count)
+{
+    tt__node **ready = malloc((size_t)count * sizeof *ready);
+    if (!ready) return tt__err(TT_ENOMEM, "backward: out of memory");
+    int64_t top = 0;
+    ready[top++] = all[0];
+    tt_status st = TT_OK;
+    while (top > 0 && st == TT_OK) {
+        tt__node *x = ready[--top];
+        const tt__opdef *def = tt__op_def(x->op);
+        if (!def->backward) {
+            st = no_backward(x->op);
+            break;
+        }
+        tt_tensor gin[TT__AG_IN] = {{0}};
+        st = def->backward(x, &x->acc, gin);
+        tt_tensor_release(&x->acc);
+        for (int i = 0; i < x->nin; i++) {
+            if (!gin[i].storage) continue;
+            if (st == TT_OK && x->leaf[i] && x->leaf[i]->requires_grad) st = accumulate_leaf(x->leaf[i], &gin[i]);
+            else if (st == TT_OK && x->next[i]) {
+                tt__node *m = x->next[i];
+                st = accumulate(&m->acc, &gin[i]);
+                if (--m->pending == 0) ready[top++] = m;
+            } else {
+                tt_tensor_release(&gin[i]);
+            }
+        }
+    }
+    free(ready);
+    return st;
+}
+
+tt_status tt_backward(const tt_tensor *root, const tt_tensor *grad)
+{
+    char s[SHAPE_BUF], sg[SHAPE_BUF];
+    if (!requires(root))
+        return tt__err(TT_EARG, "backward: %s does not require grad and has no grad_fn; "
+                       "hint: x:requires_grad_() on the inputs before the forward", tt_shape_str(root, s, sizeof s));
+    if (!grad && tt_numel(root) != 1)
+        return tt__err(TT_EARG, "backward: grad can be implicitly created only for scalar outputs; got %s; "
+                       "hint: y:sum():backward() or y:backward(g)", tt_shape_str(root, s, sizeof s));
+    if (grad && (grad->dtype != TT_FLOAT32 || grad->ndim != root->ndim
+                 || memcmp(grad->shape, root->shape, (size_t)root->ndim * sizeof(int64_t)) != 0))
+        return tt__err(TT_EARG, "backward: grad must be float32 shaped as the output %s, got %s %s",
+                       tt_shape_str(root, s, sizeof s), tt_dtype_name(grad->dtype), tt_shape_str(grad, sg, sizeof sg));
+    tt__opscope sc = tt__op_enter();
+    int was = tt_set_grad_enabled(0);
+    tt_tensor g0;
+    tt_status st = grad ? (tt__view_of(&g0, grad), TT_OK) : tt_ones(&g0, TT_FLOAT32, root->ndim, root->shape);
+    for (int i = 0; i < TT_MAX_DIMS; i++) g0.names[i] = NULL;
+    tt__node *fn = root->ag->fn;
+    if (st == TT_OK && !fn) {
+        st = accumulate_leaf(root->ag, &g0);    /* a leaf's own backward: its grad is g */
+    } else if (st == TT_OK) {
+        tt__node **all = NULL;
+        int64_t count = 0;
+        st = collect(fn, &all, &count);
+        if (st == TT_OK) {
+            fn->acc = g0;
+            st = run(all, count);
+            for (int64_t i = 0; i < count; i++) tt__node_free_saved(all[i]);
+            free(all);
+        } else {
+            tt_tensor_release(&g0);
+        }
+    }
+    tt_set_grad_enabled(was);
+    tt__op_leave(sc, TT_EARG, NULL);   /* not TT_OK: the backward's ops emit no event */
+    return st;
+}

@@ -1,0 +1,388 @@
+/*
+** test_autograd.c — every backward against central finite differences,
+** at awkward sizes, broadcast and strided (transposed) inputs; the
+** engine's rules: accumulation, the freed graph, the error messages,
+** no_grad, a 10000-op chain, and memory back to the start.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "tt.h"
+
+#define MAXIN 2
+
+typedef tt_status (*op_fn)(tt_tensor *out, tt_tensor *const *in);
+
+typedef struct input {
+    int ndim;
+    int64_t shape[4];
+    int transposed;         /* built as its transpose's contiguous data, then mT: strided */
+    int positive;           /* values in [0.5, 1.5) (log, sqrt, pow, div) */
+    int grid;               /* 1: multiples of 0.1, 2: those plus 0.05, so ops with a kink
+                               (maximum, abs) never see two values within the step */
+} input;
+
+/* The input tensor from values x (row-major of its own shape). */
+static tt_tensor make(const input *in, const float *x)
+{
+    tt_tensor t, c;
+    if (!in->transposed) {
+        tt_from_buffer(&t, TT_FLOAT32, in->ndim, in->shape, x);
+        return t;
+    }
+    int nd = in->ndim;
+    int64_t ts[4];
+    memcpy(ts, in->shape, sizeof ts);
+    ts[nd - 1] = in->shape[nd - 2];
+    ts[nd - 2] = in->shape[nd - 1];
+    int64_t R = in->shape[nd - 2], C = in->shape[nd - 1], n = 1;
+    for (int i = 0; i < nd; i++) n *= in->shape[i];
+    float *y = malloc((size_t)n * sizeof *y);
+    for (int64_t m = 0; m < n / (R * C); m++)
+        for (int64_t i = 0; i < R; i++)
+            for (int64_t j = 0; j < C; j++) y[m * R * C + j * R + i] = x[m * R * C + i * C + j];
+    tt_from_buffer(&c, TT_FLOAT32, nd, ts, y);
+    free(y);
+    tt_mT(&t, &c);
+    tt_tensor_release(&c);
+    return t;
+}
+
+static int64_t numel_of(const input *in)
+{
+    int64_t n = 1;
+    for (int i = 0; i < in->ndim; i++) n *= in->shape[i];
+    return n;
+}
+
+/* loss = sum(f(x) * w) in float64 with w fixed; f runs in float32 */
+static double loss(op_fn f, int nin, const input *ins, float *const *x, const float *w)
+{
+    tt_tensor t[MAXIN], *p[MAXIN], out;
+    for (int i = 0; i < nin; i++) {
+        t[i] = make(&ins[i], x[i]);
+        p[i] = &t[i];
+    }
+    tt_status st = f(&out, p);
+    double s = 0;
+    if (st == TT_OK) {
+        int64_t n = tt_numel(&out);
+        for (int64_t k = 0; k < n; k++) s += tt_get(&out, k) * (double)w[k];
+        tt_tensor_release(&out);
+    }
+    for (int i = 0; i < nin; i++) tt_tensor_release(&t[i]);
+    return s;
+}
+
+/* The analytic gradient of every input against central differences. The
+   step h = 1e-2 is suited to float32: truncation error is O(h^2 f''')
+   ~1e-4 relative, rounding error ~ulp(f) * n / h ~ 1e-5 * n for the
+   n <= 100 terms of the loss; tolerance 1e-2 relative + 1e-2 absolute
+   covers both with room, and a wrong formula is off by O(1). */
+static void gradcheck(const char *name, op_fn f, int nin, const input *ins)
+{
+    float *x[MAXIN];
+    tt_manual_seed(7);
+    for (int i = 0; i < nin; i++) {
+        int64_t n = numel_of(&ins[i]);
+        x[i] = malloc((size_t)n * sizeof(float));
+        tt_tensor r;
+        tt_rand(&r, 1, &n);
+        for (int64_t k = 0; k < n; k++) {
+            x[i][k] = ins[i].positive ? 0.5f + (float)tt_get(&r, k) : 4.0f * (float)tt_get(&r, k) - 2.0f;
+            if (ins[i].grid) x[i][k] = (float)(floor((double)x[i][k] * 10.0) / 10.0 + (ins[i].grid == 2 ? 0.05 : 0.0));
+        }
+        tt_tensor_release(&r);
+    }
+    /* the analytic gradients, with grad w */
+    tt_tensor t[MAXIN], *p[MAXIN], out;
+    for (int i = 0; i < nin; i++) {
+        t[i] = make(&ins[i], x[i]);
+        tt_requires_grad_(&t[i], 1);
+        p[i] = &t[i];
+    }
+    CHECK(name, f(&out, p) == TT_OK);
+    int64_t no = tt_numel(&out);
+    tt_tensor wt;
+    tt_randn(&wt, out.ndim, out.shape);
+    float *w = malloc((size_t)(no ? no : 1) * sizeof *w);
+    tt_get_floats(&wt, w);
+    tt_status st = tt_backward(&out, &wt);
+    if (st) printf("  %s: %s\n", name, tt_errmsg());
+    CHECK(name, st == TT_OK);
+    tt_tensor_release(&out);
+    tt_tensor_release(&wt);
+    for (int i = 0; i < nin; i++) {
+        int64_t n = numel_of(&ins[i]);
+        double *ref = malloc((size_t)n * sizeof *ref);
+        float *got = malloc((size_t)n * sizeof *got);
+        for (int64_t k = 0; k < n; k++) {
+            float keep = x[i][k], h = 1e-2f;
+            x[i][k] = keep + h;
+            double up = loss(f, nin, ins, x, w);
+            x[i][k] = keep - h;
+            double down = loss(f, nin, ins, x, w);
+            x[i][k] = keep;
+            ref[k] = (up - down) / (2.0 * (double)h);
+        }
+        const tt_tensor *g = tt_grad(&t[i]);
+        CHECK(name, g != NULL);
+        if (g) {
+            tt_get_floats(g, got);
+            char d[96];
+            snprintf(d, sizeof d, "%s: input %d", name, i + 1);
+            check_close(d, got, ref, (long)n, 1e-2, 1e-2);
+        }
+        free(ref);
+        free(got);
+    }
+    for (int i = 0; i < nin; i++) {
+        tt_tensor_release(&t[i]);
+        free(x[i]);
+    }
+    free(w);
+}
+
+/* ===== The ops ===== */
+
+static tt_status f_add(tt_tensor *o, tt_tensor *const *in) { return tt_binary(o, TT_OP_ADD, in[0], in[1]); }
+static tt_status f_sub(tt_tensor *o, tt_tensor *const *in) { return tt_binary(o, TT_OP_SUB, in[0], in[1]); }
+static tt_status f_mul(tt_tensor *o, tt_tensor *const *in) { return tt_binary(o, TT_OP_MUL, in[0], in[1]); }
+static tt_status f_div(tt_tensor *o, tt_tensor *const *in) { return tt_binary(o, TT_OP_DIV, in[0], in[1]); }
+static tt_status f_pow(tt_tensor *o, tt_tensor *const *in) { return tt_binary(o, TT_OP_POW, in[0], in[1]); }
+static tt_status f_max(tt_tensor *o, tt_tensor *const *in) { return tt_binary(o, TT_OP_MAXIMUM, in[0], in[1]); }
+static tt_status f_min(tt_tensor *o, tt_tensor *const *in) { return tt_binary(o, TT_OP_MINIMUM, in[0], in[1]); }
+static tt_status f_rsub(tt_tensor *o, tt_tensor *const *in) { return tt_binary_scalar(o, TT_OP_SUB, in[0], 3, 1); }
+static tt_status f_smul(tt_tensor *o, tt_tensor *const *in) { return tt_binary_scalar(o, TT_OP_MUL, in[0], -1.5, 0); }
+static tt_status f_rdiv(tt_tensor *o, tt_tensor *const *in) { return tt_binary_scalar(o, TT_OP_DIV, in[0], 2, 1); }
+static tt_status f_sdiv(tt_tensor *o, tt_tensor *const *in) { return tt_binary_scalar(o, TT_OP_DIV, in[0], 3, 0); }
+static tt_status f_spow(tt_tensor *o, tt_tensor *const *in) { return tt_binary_scalar(o, TT_OP_POW, in[0], 2.5, 0); }
+static tt_status f_rpow(tt_tensor *o, tt_tensor *const *in) { return tt_binary_scalar(o, TT_OP_POW, in[0], 1.7, 1); }
+static tt_status f_smax(tt_tensor *o, tt_tensor *const *in) { return tt_binary_scalar(o, TT_OP_MAXIMUM, in[0], 0.3, 0); }
+static tt_status f_neg(tt_tensor *o, tt_tensor *const *in) { return tt_unary(o, TT_OP_NEG, in[0]); }
+static tt_status f_exp(tt_tensor *o, tt_tensor *const *in) { return tt_unary(o, TT_OP_EXP, in[0]); }
+static tt_status f_log(tt_tensor *o, tt_tensor *const *in) { return tt_unary(o, TT_OP_LOG, in[0]); }
+static tt_status f_sqrt(tt_tensor *o, tt_tensor *const *in) { return tt_unary(o, TT_OP_SQRT, in[0]); }
+static tt_status f_abs(tt_tensor *o, tt_tensor *const *in) { return tt_unary(o, TT_OP_ABS, in[0]); }
+static tt_status f_sum(tt_tensor *o, tt_tensor *const *in) { return tt_reduce(o, TT_OP_SUM, in[0], -1, 0); }
+static tt_status f_sum1(tt_tensor *o, tt_tensor *const *in) { return tt_reduce(o, TT_OP_SUM, in[0], 1, 0); }
+static tt_status f_mean(tt_tensor *o, tt_tensor *const *in) { return tt_reduce(o, TT_OP_MEAN, in[0], -1, 0); }
+static tt_status f_mean0k(tt_tensor *o, tt_tensor *const *in) { return tt_reduce(o, TT_OP_MEAN, in[0], 0, 1); }
+static tt_status f_matmul(tt_tensor *o, tt_tensor *const *in) { return tt_matmul(o, in[0], in[1]); }
+static tt_status f_softmax(tt_tensor *o, tt_tensor *const *in) { return tt_softmax(o, in[0], in[0]->ndim - 1); }
+static tt_status f_softmax0(tt_tensor *o, tt_tensor *const *in) { return tt_softmax(o, in[0], 0); }
+
+static tt_status f_masked(tt_tensor *o, tt_tensor *const *in)
+{
+    tt_tensor m;
+    tt_causal_mask(&m, 3, 5, 1);
+    tt_status st = tt_masked_fill(o, in[0], &m, -7.0);
+    tt_tensor_release(&m);
+    return st;
+}
+
+/* view ops: each followed by a multiply, so the gradient is not all ones */
+static tt_status f_views(tt_tensor *o, tt_tensor *const *in)
+{
+    /* [2,3,5] -> transpose(0,2) [5,3,2] -> narrow(0,1,3) [3,3,2] -> select(1,2) [3,2]
+       -> unsqueeze(0) [1,3,2] -> expand [4,3,2] -> permute(2,0,1) [2,4,3]
+       -> reshape [8,3] -> mT [3,8] -> view [24] -> squeeze -> contiguous -> clone */
+    tt_tensor t[12];
+    int perm[3] = {2, 0, 1};
+    int64_t e[3] = {4, 3, 2}, r[2] = {8, 3}, v[1] = {24};
+    tt_transpose(&t[0], in[0], 0, 2);
+    tt_narrow(&t[1], &t[0], 0, 1, 3);
+    tt_select(&t[2], &t[1], 1, 2);
+    tt_unsqueeze(&t[3], &t[2], 0);
+    tt_expand(&t[4], &t[3], 3, e);
+    tt_permute(&t[5], &t[4], perm);
+    tt_reshape(&t[6], &t[5], 2, r);
+    tt_mT(&t[7], &t[6]);
+    tt_tensor c;
+    tt_contiguous(&c, &t[7]);
+    tt_view(&t[8], &c, 1, v);
+    tt_squeeze(&t[9], &t[8], -1);
+    tt_clone(&t[10], &t[9]);
+    tt_status st = tt_binary(o, TT_OP_MUL, &t[10], &t[10]);
+    for (int i = 0; i < 11; i++) tt_tensor_release(&t[i]);
+    tt_tensor_release(&c);
+    return st;
+}
+
+static tt_status f_chunk(tt_tensor *o, tt_tensor *const *in)
+{
+    tt_tensor parts[3];
+    int n;
+    tt_chunk(parts, 3, &n, in[0], 3, 1);
+    tt_status st = tt_binary(o, TT_OP_MUL, &parts[0], &parts[2]);
+    for (int i = 0; i < n; i++) tt_tensor_release(&parts[i]);
+    return st;
+}
+
+static void test_gradients(void)
+{
+    input bc[2] = {{3, {2, 3, 5}, 1, 0, 0}, {2, {1, 5}, 0, 0, 0}};    /* strided a, broadcast b */
+    input pos[2] = {{3, {2, 3, 5}, 1, 1, 0}, {1, {5}, 0, 1, 0}};
+    input kink[2] = {{3, {2, 3, 5}, 1, 0, 1}, {2, {1, 5}, 0, 0, 2}};
+    input kink0[1] = {{3, {2, 3, 5}, 1, 0, 2}};
+    gradcheck("add", f_add, 2, bc);
+    gradcheck("sub", f_sub, 2, bc);
+    gradcheck("mul", f_mul, 2, bc);
+    gradcheck("div", f_div, 2, pos);
+    gradcheck("pow", f_pow, 2, pos);
+    gradcheck("maximum", f_max, 2, kink);
+    gradcheck("minimum", f_min, 2, kink);
+    gradcheck("scalar - a", f_rsub, 1, bc);
+    gradcheck("a * scalar", f_smul, 1, bc);
+    gradcheck("scalar / a", f_rdiv, 1, pos);
+    gradcheck("a / scalar", f_sdiv, 1, bc);
+    gradcheck("a ^ scalar", f_spow, 1, pos);
+    gradcheck("scalar ^ a", f_rpow, 1, bc);
+    gradcheck("maximum(a, scalar)", f_smax, 1, kink0);
+    gradcheck("neg", f_neg, 1, bc);
+    gradcheck("exp", f_exp, 1, bc);
+    gradcheck("log", f_log, 1, pos);
+    gradcheck("sqrt", f_sqrt, 1, pos);
+    gradcheck("abs", f_abs, 1, kink0);
+    gradcheck("sum", f_sum, 1, bc);
+    gradcheck("sum dim", f_sum1, 1, bc);
+    gradcheck("mean", f_mean, 1, bc);
+    gradcheck("mean dim keepdim", f_mean0k, 1, bc);
+    gradcheck("softmax", f_softmax, 1, bc);
+    gradcheck("softmax dim 1", f_softmax0, 1, bc);
+    input mf[1] = {{2, {3, 5}, 1, 0, 0}};
+    gradcheck("masked_fill", f_masked, 1, mf);
+    input v[1] = {{3, {2, 3, 5}, 0, 0, 0}};
+    gradcheck("views", f_views, 1, v);
+    input ch[1] = {{2, {2, 7}, 1, 0, 0}};
+    gradcheck("chunk", f_chunk, 1, ch);
+    input mm1[2] = {{3, {2, 3, 5}, 1, 0, 0}, {2, {5, 4}, 1, 0, 0}};
+    gradcheck("matmul broadcast batch", f_matmul, 2, mm1);
+    input mm2[2] = {{3, {1, 3, 5}, 0, 0, 0}, {3, {2, 5, 4}, 1, 0, 0}};
+    gradcheck("matmul batch 1 vs 2", f_matmul, 2, mm2);
+    input mm3[2] = {{1, {5}, 0, 0, 0}, {3, {2, 5, 4}, 0, 0, 0}};
+    gradcheck("matmul 1-D @ 3-D", f_matmul, 2, mm3);
+    input mm4[2] = {{3, {2, 3, 5}, 0, 0, 0}, {1, {5}, 0, 0, 0}};
+    gradcheck("matmul 3-D @ 1-D", f_matmul, 2, mm4);
+    input mm5[2] = {{1, {5}, 0, 0, 0}, {1, {5}, 0, 0, 0}};
+    gradcheck("matmul 1-D @ 1-D", f_matmul, 2, mm5);
+}
+
+/* Ties of maximum split the gradient in halves, as PyTorch. */
+static void test_ties(void)
+{
+    float one[3] = {1, 2, 3}, two[3] = {1, 5, 0};
+    int64_t s = 3;
+    tt_tensor a, b, m, l;
+    tt_from_buffer(&a, TT_FLOAT32, 1, &s, one);
+    tt_from_buffer(&b, TT_FLOAT32, 1, &s, two);
+    tt_requires_grad_(&a, 1);
+    tt_requires_grad_(&b, 1);
+    tt_binary(&m, TT_OP_MAXIMUM, &a, &b);
+    tt_reduce(&l, TT_OP_SUM, &m, -1, 0);
+    CHECK("maximum ties: backward", tt_backward(&l, NULL) == TT_OK);
+    CHECK("maximum ties: a", tt_get(tt_grad(&a), 0) == 0.5 && tt_get(tt_grad(&a), 1) == 0 && tt_get(tt_grad(&a), 2) == 1);
+    CHECK("maximum ties: b", tt_get(tt_grad(&b), 0) == 0.5 && tt_get(tt_grad(&b), 1) == 1 && tt_get(tt_grad(&b), 2) == 0);
+    tt_tensor_release(&a);
+    tt_tensor_release(&b);
+    tt_tensor_release(&m);
+    tt_tensor_release(&l);
+}
+
+static void test_engine(void)
+{
+    int64_t s[2] = {2, 3};
+    tt_tensor x, y, l, l2;
+    tt_ones(&x, TT_FLOAT32, 2, s);
+    CHECK("leaf: no grad_fn", tt_grad_fn_name(&x) == NULL);
+    tt_requires_grad_(&x, 1);
+    CHECK("requires_grad", tt_tensor_requires_grad(&x));
+    tt_binary_scalar(&y, TT_OP_MUL, &x, 3, 0);
+    CHECK("grad_fn name", tt_grad_fn_name(&y) && strcmp(tt_grad_fn_name(&y), "MulBackward") == 0);
+    /* non-scalar without grad */
+    CHECK("non-scalar: error", tt_backward(&y, NULL) == TT_EARG);
+    CHECK("non-scalar: message", strstr(tt_errmsg(), "grad can be implicitly created only for scalar outputs; got [2,3]")
+          && strstr(tt_errmsg(), "hint: y:sum():backward() or y:backward(g)"));
+    tt_reduce(&l, TT_OP_SUM, &y, -1, 0);
+    CHECK("backward", tt_backward(&l, NULL) == TT_OK);
+    CHECK("grad 3", tt_get(tt_grad(&x), 4) == 3);
+    /* a second backward through the same graph */
+    CHECK("freed graph: error", tt_backward(&l, NULL) == TT_EARG);
+    CHECK("freed graph: message", strstr(tt_errmsg(), "the graph was freed by an earlier backward()") != NULL);
+    /* accumulation across two graphs */
+    tt_tensor y2;
+    tt_binary_scalar(&y2, TT_OP_MUL, &x, 2, 0);
+    tt_reduce(&l2, TT_OP_SUM, &y2, -1, 0);
+    CHECK("second graph", tt_backward(&l2, NULL) == TT_OK);
+    CHECK("accumulated 3 + 2", tt_get(tt_grad(&x), 0) == 5);
+    tt_set_grad(&x, NULL);
+    CHECK("grad cleared", tt_grad(&x) == NULL);
+    /* bool */
+    tt_tensor b;
+    tt_zeros(&b, TT_BOOL, 2, s);
+    CHECK("bool: error", tt_requires_grad_(&b, 1) == TT_EARG);
+    CHECK("bool: message", strstr(tt_errmsg(), "requires_grad_: only float32 tensors can require gradients, got bool [2,3]") != NULL);
+    /* no_grad records nothing; detach leaves the graph */
+    int was = tt_set_grad_enabled(0);
+    tt_tensor z, d;
+    tt_binary_scalar(&z, TT_OP_MUL, &x, 2, 0);
+    CHECK("no_grad: previous state", was == 1);
+    CHECK("no_grad: not recorded", !tt_tensor_requires_grad(&z) && tt_grad_fn_name(&z) == NULL);
+    tt_set_grad_enabled(was);
+    tt_detach(&d, &x);
+    CHECK("detach", !tt_tensor_requires_grad(&d));
+    /* comparisons give bool, never requiring grad */
+    tt_tensor c;
+    tt_binary_scalar(&c, TT_OP_GT, &x, 0, 0);
+    CHECK("bool result", !tt_tensor_requires_grad(&c));
+    /* an op without a gradient yet: forward works, backward says so */
+    tt_tensor sd, ls;
+    int64_t q[3] = {1, 2, 4};
+    tt_tensor qq;
+    tt_randn(&qq, 3, q);
+    tt_requires_grad_(&qq, 1);
+    CHECK("sdpa forward", tt_sdpa(&sd, NULL, &qq, &qq, &qq, NULL, 0, NAN, NULL) == TT_OK);
+    tt_reduce(&ls, TT_OP_SUM, &sd, -1, 0);
+    CHECK("no backward: error", tt_backward(&ls, NULL) == TT_EARG);
+    CHECK("no backward: message", strstr(tt_errmsg(), "backward: no gradient for 'sdpa' yet; ops with gradients: view,"));
+    tt_tensor *all[] = {&x, &y, &l, &l2, &y2, &b, &z, &d, &c, &sd, &ls, &qq};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) tt_tensor_release(all[i]);
+}
+
+/* 10000 ops in a chain: the engine and the release use no recursion. */
+static void test_chain(void)
+{
+    int64_t s = 3;
+    tt_tensor x, cur;
+    tt_ones(&x, TT_FLOAT32, 1, &s);
+    tt_requires_grad_(&x, 1);
+    tt_binary_scalar(&cur, TT_OP_MUL, &x, 1, 0);
+    for (int i = 0; i < 10000; i++) {
+        tt_tensor next;
+        tt_binary_scalar(&next, TT_OP_ADD, &cur, 0.5, 0);
+        tt_tensor_release(&cur);
+        cur = next;
+    }
+    tt_tensor l;
+    tt_reduce(&l, TT_OP_MEAN, &cur, -1, 0);
+    tt_tensor_release(&cur);
+    CHECK("chain: backward", tt_backward(&l, NULL) == TT_OK);
+    CHECK("chain: grad", fabs(tt_get(tt_grad(&x), 1) - 1.0 / 3) < 1e-6);
+    tt_tensor_release(&l);
+    tt_tensor_release(&x);
+}
+
+int main(void)
+{
+    int64_t start = tt_memory_in_use();
+    test_gradients();
+    test_ties();
+    test_engine();
+    test_chain();
+    CHECK("memory back to the start", tt_memory_in_use() == start);
+    tt_release_caches();
+    return check_report();
+}
