@@ -24,19 +24,6 @@ static void collect(lua_State *L)
 
 static void reclaim(void *ud) { collect(ud); }
 
-/* The userdata behind a tensor: its header, and how many core calls are
-   reading it right now. Scripts can run in the middle of a binding (an
-   options table's __index, a finalizer run by an allocation, the collection
-   the memory cap triggers inside a core op), and such code may close a
-   tensor the binding holds. A close asked while a core call holds the
-   tensor waits for the call to end (hold/unhold below); any other close
-   releases at once, and the binding checks its inputs again just before
-   the core call. */
-typedef struct ltensor {
-    tt_tensor t;        /* first: the userdata's address is a tt_tensor * */
-    int holds;          /* core calls in progress that read this tensor */
-    int close_asked;    /* closed while held: release when the last hold ends */
-} ltensor;
 
 /* Every op checks its tensors and makes one, so both skip the lookup of
    "tt.Tensor" by name (a string hash and compare per call): the metatable
@@ -115,36 +102,15 @@ tt_tensor *ltt_checktensor(lua_State *L, int idx)
 }
 /* Each of in[0..n) (NULL entries skipped) must still be open: Lua code run
    since it was checked (a metamethod, a finalizer) may have closed it. */
-void ltt_check_open(lua_State *L, const char *op, int n, tt_tensor *const *in)
+void ltt_closed_during_call(lua_State *L, const char *op, int i)
 {
-    for (int i = 0; i < n; i++)
-        if (in[i] && in[i]->storage == NULL)
-            ltt_error(L, "%s: tensor was closed during the call (input %d, by a metamethod or a finalizer)",
-                      op, i + 1);
+    ltt_error(L, "%s: tensor was closed during the call (input %d, by a metamethod or a finalizer)", op, i + 1);
 }
 
-/* Before a core call that reads in[0..n): check_open, then a close asked
-   during the call (by a finalizer its allocation runs) waits for
-   ltt_unhold. Nothing between the two may raise: core calls never do. */
-void ltt_hold(lua_State *L, const char *op, int n, tt_tensor *const *in)
+void ltt_release_held(ltensor *u)
 {
-    ltt_check_open(L, op, n, in);
-    for (int i = 0; i < n; i++)
-        if (in[i]) ((ltensor *)in[i])->holds++;
-}
-
-/* After the core call whose status is st: applies the closes asked
-   meanwhile, then raises st's error if any. */
-void ltt_unhold(lua_State *L, int n, tt_tensor *const *in, tt_status st)
-{
-    for (int i = 0; i < n; i++) {
-        ltensor *u = (ltensor *)in[i];
-        if (u && --u->holds == 0 && u->close_asked) {
-            u->close_asked = 0;
-            tt_tensor_release(&u->t);
-        }
-    }
-    ltt_check(L, st);
+    u->close_asked = 0;
+    tt_tensor_release(&u->t);
 }
 
 static void (*output_hook)(void);      /* see lauxtt.h: the trace's flush, set by linit.c */

@@ -43,13 +43,55 @@ tt_tensor *ltt_testtensor(lua_State *L, int idx);
 void ltt_register_tensor_mt(lua_State *L);
 /* __gc and __close of a tensor. */
 int ltt_tensor_gc(lua_State *L);
-/* Each of in[0..n) (NULL entries skipped) must still be open. */
-void ltt_check_open(lua_State *L, const char *op, int n, tt_tensor *const *in);
+
+/* The userdata behind a tensor: its header, and how many core calls are
+   reading it right now. Scripts can run in the middle of a binding (an
+   options table's __index, a finalizer run by an allocation, the collection
+   the memory cap triggers inside a core op), and such code may close a
+   tensor the binding holds. A close asked while a core call holds the
+   tensor waits for the call to end (hold/unhold below); any other close
+   releases at once, and the binding checks its inputs again just before
+   the core call. */
+typedef struct ltensor {
+    tt_tensor t;        /* first: the userdata's address is a tt_tensor * */
+    int holds;          /* core calls in progress that read this tensor */
+    int close_asked;    /* closed while held: release when the last hold ends */
+} ltensor;
+
+/* Raises tt_errmsg() as a Lua error (with file:line) unless st == TT_OK. */
+void ltt_check(lua_State *L, tt_status st);
+/* Out of line: the rare paths of the two below. */
+void ltt_closed_during_call(lua_State *L, const char *op, int i);
+void ltt_release_held(ltensor *u);
+
+/* Each of in[0..n) (NULL entries skipped) must still be open: Lua code run
+   since it was checked (a metamethod, a finalizer) may have closed it. */
+static inline void ltt_check_open(lua_State *L, const char *op, int n, tt_tensor *const *in)
+{
+    for (int i = 0; i < n; i++)
+        if (in[i] && in[i]->storage == NULL) ltt_closed_during_call(L, op, i);
+}
+
 /* Around a core call that reads in[0..n): ltt_hold checks they are open and
    makes a close asked during the call wait; ltt_unhold applies such closes,
-   then raises st's error if any. Nothing between the two may raise. */
-void ltt_hold(lua_State *L, const char *op, int n, tt_tensor *const *in);
-void ltt_unhold(lua_State *L, int n, tt_tensor *const *in, tt_status st);
+   then raises st's error if any. Nothing between the two may raise. Inline:
+   every op of every script passes here. */
+static inline void ltt_hold(lua_State *L, const char *op, int n, tt_tensor *const *in)
+{
+    ltt_check_open(L, op, n, in);
+    for (int i = 0; i < n; i++)
+        if (in[i]) ((ltensor *)in[i])->holds++;
+}
+
+static inline void ltt_unhold(lua_State *L, int n, tt_tensor *const *in, tt_status st)
+{
+    for (int i = 0; i < n; i++) {
+        ltensor *u = (ltensor *)in[i];
+        if (u && --u->holds == 0 && u->close_asked) ltt_release_held(u);
+    }
+    if (st != TT_OK) ltt_check(L, st);
+}
+
 #define LTT_LEN(a) ((int)(sizeof(a) / sizeof *(a)))
 /* The core call `call` with the tensors of the array `in` held; raises its
    error. (The comma operator runs ltt_hold before the call.) */
@@ -66,8 +108,6 @@ int ltt_error(lua_State *L, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Raises tt_errmsg() as a Lua error (with file:line) unless st == TT_OK. */
-void ltt_check(lua_State *L, tt_status st);
 /* A dim argument: 1-based integer, negative from the end, or a dim name.
    allow_end accepts ndim+1 (unsqueeze). Returns the 0-based dim. */
 int ltt_checkdim(lua_State *L, int idx, const tt_tensor *t, int allow_end, const char *op);

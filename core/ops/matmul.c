@@ -125,6 +125,12 @@ static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor
             return TT_OK;
         }
     }
+    if (nbatch == 1) {                      /* no batch dims (the common 2-D case): no walk */
+        int64_t zero = 0;
+        tk_gemm_batch(1, M, N, K, tt_data_f32(a), &zero, rsa, csa, tt_data_f32(b), &zero, rsb, csb,
+                      c, &zero, rsc, csc);
+        return TT_OK;
+    }
     int64_t *off = malloc(3 * (size_t)nbatch * sizeof *off);
     if (off == NULL) {
         tt_tensor_release(out);
