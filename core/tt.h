@@ -279,8 +279,6 @@ void tt_fmt_flops(char *buf, size_t n, double flops);
    whole number under 1000: "16.78 MB", "2.10 MFLOP", "640 B" (the summary's
    columns). */
 void tt_fmt_si(char *buf, size_t n, double v, int digits, const char *unit);
-/* A size in binary units, as memory messages give it: "1.5 MiB", "640 bytes". */
-void tt_fmt_bytes(char *buf, size_t n, double bytes);
 /* Length (2..4) of the well-formed UTF-8 sequence of a non-ASCII character
    at s, within left bytes, that XML allows (no surrogates, U+FFFE, U+FFFF);
    0 when none starts there. ASCII (s[0] < 0x80) gives 1. */

@@ -77,6 +77,10 @@ void tt__mem_release(int64_t bytes);
 tt_status tt__names_reserve(int64_t bytes);
 void tt__names_forget(void);
 
+/* A size in binary units, as memory messages give it: "1.5 MiB", "640 bytes"
+   (storage.c: the memory cap's messages use it; so do the sandbox's). */
+void tt_fmt_bytes(char *buf, size_t n, double bytes);
+
 /* ===== Atomic file writes (file.c) ===== */
 
 /* The one atomic file writer (figures, safetensors): emit writes the bytes

@@ -19,12 +19,12 @@ int64_t tt_memory_in_use(void) { return mem_in_use; }
 int64_t tt_memory_peak(void) { return mem_peak; }
 void tt_memory_reset_peak(void) { mem_peak = mem_in_use; }
 
-static void fmt_bytes(char *buf, size_t n, int64_t b)
+void tt_fmt_bytes(char *buf, size_t n, double b)
 {
-    if (b >= (1LL << 30)) snprintf(buf, n, "%.1f GiB", (double)b / (double)(1LL << 30));
-    else if (b >= (1LL << 20)) snprintf(buf, n, "%.1f MiB", (double)b / (double)(1LL << 20));
-    else if (b >= 1024) snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
-    else snprintf(buf, n, "%lld bytes", (long long)b);
+    if (b >= 1073741824.0) snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
+    else if (b >= 1048576.0) snprintf(buf, n, "%.1f MiB", b / 1048576.0);
+    else if (b >= 1024.0) snprintf(buf, n, "%.1f KiB", b / 1024.0);
+    else snprintf(buf, n, "%.0f bytes", b);
 }
 
 /* Freed buffers are kept and handed out again, in free lists per size
@@ -138,12 +138,12 @@ static tt_status cap_check(int64_t nbytes)
     if (mem_cap && nbytes > mem_cap - held && reclaim_fn) reclaim_fn(reclaim_ud);
     if (mem_cap && nbytes > mem_cap - mem_in_use - names_bytes - other_bytes) {
         char want[32], cap[32], used[32], names[96] = "";
-        fmt_bytes(want, sizeof want, nbytes);
-        fmt_bytes(cap, sizeof cap, mem_cap);
-        fmt_bytes(used, sizeof used, mem_in_use + names_bytes + other_bytes);
+        tt_fmt_bytes(want, sizeof want, (double)nbytes);
+        tt_fmt_bytes(cap, sizeof cap, (double)mem_cap);
+        tt_fmt_bytes(used, sizeof used, (double)(mem_in_use + names_bytes + other_bytes));
         if (names_bytes > mem_cap / 4) {
             char nb[32];
-            fmt_bytes(nb, sizeof nb, names_bytes);
+            tt_fmt_bytes(nb, sizeof nb, (double)names_bytes);
             snprintf(names, sizeof names, ", %s of it dim names and labels, kept until exit", nb);
         }
         return tt__err(TT_ENOMEM, "%s needed but the memory cap is %s (%s in use%s); "
@@ -186,7 +186,7 @@ tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
     if (s->data == NULL) {
         free(s);
         char want[32];
-        fmt_bytes(want, sizeof want, nbytes);
+        tt_fmt_bytes(want, sizeof want, (double)nbytes);
         return tt__err(TT_ENOMEM, "out of memory allocating %s", want);
     }
     if (zero) memset(s->data, 0, sz);

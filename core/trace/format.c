@@ -32,14 +32,6 @@ void tt_fmt_flops(char *buf, size_t n, double f)
     else tt_fmt_si(buf, n, f, 1, "FLOP");
 }
 
-void tt_fmt_bytes(char *buf, size_t n, double b)
-{
-    if (b >= 1073741824.0) snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
-    else if (b >= 1048576.0) snprintf(buf, n, "%.1f MiB", b / 1048576.0);
-    else if (b >= 1024.0) snprintf(buf, n, "%.1f KiB", b / 1024.0);
-    else snprintf(buf, n, "%.0f bytes", b);
-}
-
 /* ===== Text form ===== */
 
 static size_t put_tensor(char *buf, size_t n, const tt_tensor *t)
