@@ -1,7 +1,7 @@
 /*
 ** lauxtt.h — the bottom of the `tt` Lua library (lua/), as lauxlib.h is
-** Lua's: the tensor userdata, argument checks, dims, options tables and
-** errors. Indices and dims are converted from Lua's 1-based (and
+** Lua's: the tensor userdata (and the holds that keep it alive through a
+** core call), argument checks, dims, options tables and errors. Indices and dims are converted from Lua's 1-based (and
 ** negative) form here, once.
 **
 ** The files of lua/ depend downwards only (tests/layers.sh checks the
@@ -9,8 +9,8 @@
 **
 **   1  lauxtt                      (this file; calls nobody in lua/)
 **   2  ltensor, lnn, lfigures,     the parts of `tt` and the services of
-**      ltrace, lsandbox, lreport   the interpreter (ltrace.h, lsandbox.h,
-**                                  lreport.h, lttlib.h)
+**      lio, ltrace, lsandbox,      the interpreter (ltrace.h, lsandbox.h,
+**      lreport                     lreport.h, lttlib.h)
 **   3  linit                       assembles `tt` from the parts (luaopen_tt)
 **   4  main                        the interpreter
 **
