@@ -98,10 +98,14 @@ typedef struct tt__agargs {
     int d, d2, keepdim;         /* dims (reductions: d < 0 is all) */
     int64_t start, len;         /* narrow, select (start) */
     int perm[TT_MAX_DIMS];
+    int causal, weights;        /* sdpa: causal; the node of its weights output */
 } tt__agargs;
 
 #define TT__AG_IN 3             /* inputs of a recorded op (masked_fill's mask included) */
-enum { TT__SAVE_A = 1, TT__SAVE_B = 2, TT__SAVE_OUT = 4 };
+enum { TT__SAVE_A = 1, TT__SAVE_B = 2, TT__SAVE_OUT = 4, TT__SAVE_C = 8 };
+/* saved[]: a, b, out, c (those the op's row asks for), then two an op's
+   front-end fills itself (sdpa: the log-sum-exp and the mask) */
+#define TT__AG_SAVED 6
 
 struct tt__node {
     int refs, freed;
@@ -113,7 +117,7 @@ struct tt__node {
     tt_autograd *leaf[TT__AG_IN];
     int in_ndim[TT__AG_IN];
     int64_t in_shape[TT__AG_IN][TT_MAX_DIMS];
-    tt_tensor saved[3];         /* a, b, out: those the op's row asks for */
+    tt_tensor saved[TT__AG_SAVED];
     tt__agargs args;
     /* the engine's scratch */
     tt_tensor acc;
@@ -170,6 +174,7 @@ tt_status tt__bw_transpose(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_permute(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_unsqueeze(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_narrow(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_sdpa(const tt__node *, const tt_tensor *, tt_tensor *);   /* ops/sdpa.c */
 
 /* ===== The op table (ops/optable.c) =====
    One row per tt_op: what the shared front-ends, the trace and the binding

@@ -12,7 +12,7 @@
 #include "check.h"
 #include "tt.h"
 
-#define MAXIN 2
+#define MAXIN 3
 
 typedef tt_status (*op_fn)(tt_tensor *out, tt_tensor *const *in);
 
@@ -344,10 +344,11 @@ static void test_engine(void)
     tt_tensor qq;
     tt_randn(&qq, 3, q);
     tt_requires_grad_(&qq, 1);
-    CHECK("sdpa forward", tt_sdpa(&sd, NULL, &qq, &qq, &qq, NULL, 0, NAN, NULL) == TT_OK);
+    const tt_tensor *pair[2] = {&qq, &qq};
+    CHECK("cat forward", tt_cat(&sd, pair, 2, 0) == TT_OK);
     tt_reduce(&ls, TT_OP_SUM, &sd, -1, 0);
     CHECK("no backward: error", tt_backward(&ls, NULL) == TT_EARG);
-    CHECK("no backward: message", strstr(tt_errmsg(), "backward: no gradient for 'sdpa' yet; ops with gradients: view,"));
+    CHECK("no backward: message", strstr(tt_errmsg(), "backward: no gradient for 'cat' yet; ops with gradients: view,"));
     tt_tensor *all[] = {&x, &y, &l, &l2, &y2, &b, &z, &d, &c, &sd, &ls, &qq};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) tt_tensor_release(all[i]);
 }
@@ -375,6 +376,159 @@ static void test_chain(void)
     tt_tensor_release(&x);
 }
 
+/* ===== sdpa: the fused backward ===== */
+
+static tt_status f_sdpa(tt_tensor *o, tt_tensor *const *in) { return tt_sdpa(o, NULL, in[0], in[1], in[2], NULL, 0, NAN, NULL); }
+static tt_status f_sdpa_causal(tt_tensor *o, tt_tensor *const *in)
+{
+    return tt_sdpa(o, NULL, in[0], in[1], in[2], NULL, 1, NAN, NULL);
+}
+
+/* a [3, 5] mask broadcast over the heads; query 2 sees no key */
+static tt_status f_sdpa_mask(tt_tensor *o, tt_tensor *const *in)
+{
+    uint8_t m[15] = {1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
+    int64_t s[2] = {3, 5};
+    tt_tensor mask;
+    tt_from_buffer(&mask, TT_BOOL, 2, s, m);
+    tt_status st = tt_sdpa(o, NULL, in[0], in[1], in[2], &mask, 0, 0.7, NULL);
+    tt_tensor_release(&mask);
+    return st;
+}
+
+/* q, k, v of each case: strided k, 2-D, GQA with 2 query heads a kv head */
+static void test_sdpa_gradients(void)
+{
+    input one[3] = {{2, {3, 4}, 0, 0, 0}, {2, {5, 4}, 1, 0, 0}, {2, {5, 3}, 0, 0, 0}};
+    gradcheck("sdpa 2-D", f_sdpa, 3, one);
+    input heads[3] = {{3, {2, 3, 4}, 0, 0, 0}, {3, {2, 5, 4}, 1, 0, 0}, {3, {2, 5, 3}, 1, 0, 0}};
+    gradcheck("sdpa causal", f_sdpa_causal, 3, heads);
+    gradcheck("sdpa mask, a fully masked row", f_sdpa_mask, 3, heads);
+    input gqa[3] = {{4, {2, 4, 3, 4}, 1, 0, 0}, {4, {2, 2, 5, 4}, 0, 0, 0}, {4, {2, 2, 5, 3}, 0, 0, 0}};
+    gradcheck("sdpa GQA", f_sdpa, 3, gqa);
+    gradcheck("sdpa GQA causal", f_sdpa_causal, 3, gqa);
+    /* the masked row's query gets zero */
+    input *mi = heads;
+    float *x[3];
+    tt_tensor t[3], out, l;
+    for (int i = 0; i < 3; i++) {
+        int64_t n = numel_of(&mi[i]);
+        x[i] = malloc((size_t)n * sizeof(float));
+        for (int64_t j = 0; j < n; j++) x[i][j] = (float)((j * 7 % 11) - 5) / 5.0f;
+        t[i] = make(&mi[i], x[i]);
+        tt_requires_grad_(&t[i], 1);
+    }
+    tt_tensor *p[3] = {&t[0], &t[1], &t[2]};
+    f_sdpa_mask(&out, p);
+    tt_reduce(&l, TT_OP_SUM, &out, -1, 0);
+    CHECK("sdpa masked row: backward", tt_backward(&l, NULL) == TT_OK);
+    int zero = 1;
+    for (int h = 0; h < 2; h++)
+        for (int d = 0; d < 4; d++) zero &= tt_get(tt_grad(&t[0]), h * 12 + 1 * 4 + d) == 0.0;
+    CHECK("sdpa masked row: zero gradient", zero);
+    tt_tensor_release(&out);
+    tt_tensor_release(&l);
+    for (int i = 0; i < 3; i++) {
+        tt_tensor_release(&t[i]);
+        free(x[i]);
+    }
+}
+
+/* The explicit formula from ops: softmax(q k^T * scale, hidden -> -inf) @ v,
+   with k and v repeated over the G query heads of their group. */
+static tt_status explicit_sdpa(tt_tensor *o, const tt_tensor *q, const tt_tensor *k, const tt_tensor *v,
+                               const tt_tensor *hidden, int G)
+{
+    tt_tensor ke, kr, ve, vr, kt, s, ss, sm, p;
+    int64_t B = k->shape[0], H = k->shape[1], N = k->shape[2];
+    int64_t e5[5] = {B, H, G, N, k->shape[3]}, r4[4] = {B, H * G, N, k->shape[3]};
+    int64_t v5[5] = {B, H, G, N, v->shape[3]}, w4[4] = {B, H * G, N, v->shape[3]};
+    tt_tensor ku, vu;
+    tt_unsqueeze(&ku, k, 2);
+    tt_unsqueeze(&vu, v, 2);
+    tt_expand(&ke, &ku, 5, e5);
+    tt_expand(&ve, &vu, 5, v5);
+    tt_reshape(&kr, &ke, 4, r4);
+    tt_reshape(&vr, &ve, 4, w4);
+    tt_mT(&kt, &kr);
+    tt_matmul(&s, q, &kt);
+    tt_binary_scalar(&ss, TT_OP_MUL, &s, 1.0 / sqrt((double)q->shape[3]), 0);
+    tt_masked_fill(&sm, &ss, hidden, -INFINITY);
+    tt_softmax(&p, &sm, 3);
+    tt_status st = tt_matmul(o, &p, &vr);
+    tt_tensor *all[] = {&ku, &vu, &ke, &ve, &kr, &vr, &kt, &s, &ss, &sm, &p};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) tt_tensor_release(all[i]);
+    return st;
+}
+
+/* Gradients of sum(out * w) for q, k, v in g (each malloc'd floats). */
+static void sdpa_grads(int fused, const tt_tensor *src, const tt_tensor *hidden, const tt_tensor *w, int G,
+                       float **g)
+{
+    tt_tensor t[3], out, prod, l;
+    for (int i = 0; i < 3; i++) {
+        tt_clone(&t[i], &src[i]);
+        tt_requires_grad_(&t[i], 1);
+    }
+    if (fused) tt_sdpa(&out, NULL, &t[0], &t[1], &t[2], NULL, 1, NAN, NULL);
+    else explicit_sdpa(&out, &t[0], &t[1], &t[2], hidden, G);
+    tt_binary(&prod, TT_OP_MUL, &out, w);
+    tt_reduce(&l, TT_OP_SUM, &prod, -1, 0);
+    CHECK("sdpa vs explicit: backward", tt_backward(&l, NULL) == TT_OK);
+    for (int i = 0; i < 3; i++) {
+        g[i] = malloc((size_t)tt_numel(&t[i]) * sizeof(float));
+        tt_get_floats(tt_grad(&t[i]), g[i]);
+        tt_tensor_release(&t[i]);
+    }
+    tt_tensor_release(&out);
+    tt_tensor_release(&prod);
+    tt_tensor_release(&l);
+}
+
+/* Several blocks of queries (64) and keys (256), causal lower-right, GQA
+   2: the fused backward against the explicit formula's, and the same
+   bits with 1 and 2 threads. */
+static void test_sdpa_explicit(void)
+{
+    int64_t B = 2, Hq = 4, Hkv = 2, Nq = 150, Nk = 300, Dh = 16, Dv = 8;
+    int64_t qs[4] = {B, Hq, Nq, Dh}, ks[4] = {B, Hkv, Nk, Dh}, vs[4] = {B, Hkv, Nk, Dv}, os[4] = {B, Hq, Nq, Dv};
+    tt_manual_seed(11);
+    tt_tensor src[3], w, hidden;
+    tt_randn(&src[0], 4, qs);
+    tt_randn(&src[1], 4, ks);
+    tt_randn(&src[2], 4, vs);
+    tt_randn(&w, 4, os);
+    uint8_t *h = malloc((size_t)(Nq * Nk));
+    for (int64_t i = 0; i < Nq; i++)
+        for (int64_t j = 0; j < Nk; j++) h[i * Nk + j] = j > i + Nk - Nq;
+    int64_t hs[2] = {Nq, Nk};
+    tt_from_buffer(&hidden, TT_BOOL, 2, hs, h);
+    free(h);
+    float *fused[3], *ref[3], *two[3];
+    tt_set_num_threads(1);
+    sdpa_grads(1, src, &hidden, &w, 2, fused);
+    tt_set_num_threads(2);
+    sdpa_grads(1, src, &hidden, &w, 2, two);
+    sdpa_grads(0, src, &hidden, &w, 2, ref);
+    for (int i = 0; i < 3; i++) {
+        int64_t n = tt_numel(&src[i]);
+        double *r = malloc((size_t)n * sizeof *r);
+        for (int64_t j = 0; j < n; j++) r[j] = ref[i][j];
+        char d[64];
+        snprintf(d, sizeof d, "sdpa vs explicit: d%c", "qkv"[i]);
+        check_close(d, fused[i], r, (long)n, 1e-4, 1e-5);
+        snprintf(d, sizeof d, "sdpa 1 vs 2 threads: d%c", "qkv"[i]);
+        CHECK(d, memcmp(fused[i], two[i], (size_t)n * sizeof(float)) == 0);
+        free(r);
+        free(fused[i]);
+        free(two[i]);
+        free(ref[i]);
+        tt_tensor_release(&src[i]);
+    }
+    tt_tensor_release(&w);
+    tt_tensor_release(&hidden);
+}
+
 int main(void)
 {
     int64_t start = tt_memory_in_use();
@@ -382,6 +536,8 @@ int main(void)
     test_ties();
     test_engine();
     test_chain();
+    test_sdpa_gradients();
+    test_sdpa_explicit();
     CHECK("memory back to the start", tt_memory_in_use() == start);
     tt_release_caches();
     return check_report();

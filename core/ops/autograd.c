@@ -144,6 +144,7 @@ tt_status tt__record(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tens
     if ((saves & TT__SAVE_A) && a) save(&n->saved[0], a);
     if ((saves & TT__SAVE_B) && b) save(&n->saved[1], b);
     if (saves & TT__SAVE_OUT) save(&n->saved[2], out);
+    if ((saves & TT__SAVE_C) && c) save(&n->saved[3], c);
     r->requires_grad = 1;
     r->fn = n;
     out->ag = r;

@@ -88,7 +88,7 @@ static const tt__opdef OPS[] = {
     [TT_OP_CAT] = { .name = "cat" },
     [TT_OP_STACK] = { .name = "stack" },
     [TT_OP_MATMUL] = { .name = "matmul", .infix = "@", BW(matmul), .saves = TT__SAVE_A | TT__SAVE_B },
-    [TT_OP_SDPA] = { .name = "sdpa" },
+    [TT_OP_SDPA] = { .name = "sdpa", BW(sdpa), .saves = TT__SAVE_A | TT__SAVE_B | TT__SAVE_C | TT__SAVE_OUT },
     [TT_OP_REARRANGE] = { .name = "rearrange" },
     [TT_OP_EINSUM] = { .name = "einsum" },
 };

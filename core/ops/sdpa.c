@@ -45,6 +45,90 @@ static tt_status flat_batch(const tt_tensor **t, tt_tensor *tmp, int nbd, int64_
     return TT_OK;
 }
 
+/* q, k, v and the mask as the kernels read them: the batch dims flattened
+   to one stride (through contiguous copies where they cannot merge), the
+   mask broadcast over the scores [..., Hq, Nq, Nk]. The forward and the
+   backward build the same one from the same tensors. */
+typedef struct sdpa_layout {
+    const tt_tensor *q, *k, *v;
+    tt_tensor qc, kc, vc, mc;           /* the copies, when needed */
+    int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv;
+    int64_t qsb, ksb, vsb;
+    const uint8_t *mdata;
+    int64_t msb, msh, msq, msk;         /* the mask's strides over the scores */
+} sdpa_layout;
+
+/* The mask materialised over the batch dims only (they could not merge). */
+static tt_status mask_copy(sdpa_layout *L, const tt_tensor *mask, int nbd, const int64_t *tshape, int64_t *mst)
+{
+    int nd = L->q->ndim;
+    tt_tensor h = *mask;
+    h.ndim = nd;
+    for (int i = 0; i < nd; i++) {
+        h.shape[i] = i < nbd || mst[i] ? tshape[i] : 1;
+        h.stride[i] = mst[i];
+        h.names[i] = NULL;
+    }
+    tt_status st = tt__alloc(&L->mc, "sdpa", TT_BOOL, nd, h.shape, NULL);
+    if (st) return st;
+    tt__copy(&L->mc, &h);
+    for (int i = 0; i < nd; i++) mst[i] = L->mc.shape[i] == 1 ? 0 : L->mc.stride[i];
+    tt__iter_flat(nbd, tshape, mst, &L->msb);
+    L->mdata = tt_data_bool(&L->mc);
+    return TT_OK;
+}
+
+/* q, k, v and mask passed sdpa_impl's checks. */
+static tt_status layout_init(sdpa_layout *L, const tt_tensor *q, const tt_tensor *k, const tt_tensor *v,
+                             const tt_tensor *mask)
+{
+    memset(L, 0, sizeof *L);
+    int nd = q->ndim, nbd = nd >= 3 ? nd - 3 : 0, hd = nd - 3;
+    L->B = 1;
+    for (int i = 0; i < nbd; i++) L->B *= q->shape[i];
+    L->Hq = hd >= 0 ? q->shape[hd] : 1;
+    L->Hkv = hd >= 0 ? k->shape[hd] : 1;
+    L->Nq = q->shape[nd - 2];
+    L->Dh = q->shape[nd - 1];
+    L->Nk = k->shape[nd - 2];
+    L->Dv = v->shape[nd - 1];
+    L->q = q, L->k = k, L->v = v;
+    tt_status st = flat_batch(&L->q, &L->qc, nbd, &L->qsb);
+    if (st == TT_OK) st = flat_batch(&L->k, &L->kc, nbd, &L->ksb);
+    if (st == TT_OK) st = flat_batch(&L->v, &L->vc, nbd, &L->vsb);
+    if (st || !mask) return st;
+    int64_t tshape[TT_MAX_DIMS];
+    memcpy(tshape, q->shape, (size_t)nd * sizeof *tshape);
+    tshape[nd - 1] = L->Nk;
+    int64_t mst[TT_MAX_DIMS] = {0};
+    tt__broadcast_strides(mask, nd, tshape, mst);
+    L->mdata = tt_data_bool(mask);
+    if (!tt__iter_flat(nbd, tshape, mst, &L->msb)) st = mask_copy(L, mask, nbd, tshape, mst);
+    L->msh = hd >= 0 ? mst[hd] : 0;
+    L->msq = mst[nd - 2];
+    L->msk = mst[nd - 1];
+    return st;
+}
+
+static void layout_free(sdpa_layout *L)
+{
+    tt_tensor_release(&L->qc);
+    tt_tensor_release(&L->kc);
+    tt_tensor_release(&L->vc);
+    tt_tensor_release(&L->mc);
+}
+
+/* The operands' fields shared by tk_sdpa_args and tk_sdpa_bwd_args, in
+   their order. */
+#define STRIDES(t) ((t)->ndim >= 3 ? (t)->stride[(t)->ndim - 3] : 0), (t)->stride[(t)->ndim - 2], \
+                   (t)->stride[(t)->ndim - 1]
+#define LAYOUT_ARGS(L) \
+    (L)->B, (L)->Hq, (L)->Hkv, (L)->Nq, (L)->Nk, (L)->Dh, (L)->Dv, \
+    tt_data_f32((L)->q), (L)->qsb, STRIDES((L)->q), \
+    tt_data_f32((L)->k), (L)->ksb, STRIDES((L)->k), \
+    tt_data_f32((L)->v), (L)->vsb, STRIDES((L)->v), \
+    (L)->mdata, (L)->msb, (L)->msh, (L)->msq, (L)->msk
+
 typedef struct sdpa_info {
     double flops;
     int64_t empty;
@@ -52,10 +136,11 @@ typedef struct sdpa_info {
 } sdpa_info;
 
 /* q [..., Hq, Nq, Dh], k [..., Hkv, Nk, Dh], v [..., Hkv, Nk, Dv]; 2-D
-   inputs are one head. Scores are [..., Hq, Nq, Nk]. */
-static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
-                           const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
-                           sdpa_info *info)
+   inputs are one head. Scores are [..., Hq, Nq, Nk]. lse: NULL, or gets
+   each row's log-sum-exp [B * Hq * Nq] for the backward. */
+static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, const tt_tensor *q,
+                           const tt_tensor *k, const tt_tensor *v, const tt_tensor *mask, int causal,
+                           double scale, sdpa_info *info)
 {
     char s1[SHAPE_BUF], s2[SHAPE_BUF], s3[SHAPE_BUF];
     if (!isnan(scale) && !(fabs(scale) <= (double)FLT_MAX))
@@ -126,7 +211,6 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
     int64_t tshape[TT_MAX_DIMS];
     memcpy(tshape, q->shape, (size_t)nd * sizeof *tshape);
     tshape[nt - 1] = Nk;
-    int64_t mst[TT_MAX_DIMS] = {0};
     if (mask) {
         if (mask->dtype != TT_BOOL)
             return tt__err(TT_EARG, "sdpa: mask must be bool (true = may attend), got %s %s; hint: mask:bool()",
@@ -189,32 +273,10 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
                                        : "rename with x:named(...)");
             }
         }
-        tt__broadcast_strides(mask, nt, tshape, mst);
     }
 
-    tt_tensor qc = {0}, kc = {0}, vc = {0}, mc = {0};
-    int64_t qsb = 0, ksb = 0, vsb = 0, msb = 0;
-    tt_status st = flat_batch(&q, &qc, nbd, &qsb);
-    if (st == TT_OK) st = flat_batch(&k, &kc, nbd, &ksb);
-    if (st == TT_OK) st = flat_batch(&v, &vc, nbd, &vsb);
-    const uint8_t *mdata = mask ? tt_data_bool(mask) : NULL;
-    if (st == TT_OK && mask && !tt__iter_flat(nbd, tshape, mst, &msb)) {
-        /* materialise the mask over the batch dims only */
-        tt_tensor h = *mask;
-        h.ndim = nt;
-        for (int i = 0; i < nt; i++) {
-            h.shape[i] = i < nbd || mst[i] ? tshape[i] : 1;
-            h.stride[i] = mst[i];
-            h.names[i] = NULL;
-        }
-        st = tt__alloc(&mc, "sdpa", TT_BOOL, nt, h.shape, NULL);
-        if (st == TT_OK) {
-            tt__copy(&mc, &h);
-            for (int i = 0; i < nt; i++) mst[i] = mc.shape[i] == 1 ? 0 : mc.stride[i];
-            tt__iter_flat(nbd, tshape, mst, &msb);
-            mdata = tt_data_bool(&mc);
-        }
-    }
+    sdpa_layout L;
+    tt_status st = layout_init(&L, q, k, v, mask);
     int64_t oshape[TT_MAX_DIMS];
     const char *onames[TT_MAX_DIMS], *wnames[TT_MAX_DIMS];
     memcpy(oshape, q->shape, (size_t)nd * sizeof *oshape);
@@ -227,6 +289,15 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
     if (st == TT_OK && weights) {
         st = tt__alloc(weights, "sdpa", TT_FLOAT32, nt, tshape, wnames);
         if (st) tt_tensor_release(out);
+    }
+    if (st == TT_OK && lse) {
+        int64_t rows = 1;
+        for (int i = 0; i < nd - 1; i++) rows *= q->shape[i];
+        st = tt__alloc(lse, "sdpa", TT_FLOAT32, 1, &rows, NULL);
+        if (st) {
+            tt_tensor_release(out);
+            if (weights) tt_tensor_release(weights);
+        }
     }
     if (st == TT_OK) {
         int64_t B = 1;
@@ -250,22 +321,80 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, const tt_tensor *
             memset(tt_data_f32(out), 0, (size_t)tt_numel(out) * sizeof(float));
             info->empty = B * Hq * Nq;
         } else {
-            int m3 = nd >= 3;
             tk_sdpa_args ar = {
-                B, Hq, Hkv, Nq, Nk, Dh, Dv,
-                tt_data_f32(q), qsb, m3 ? q->stride[hd] : 0, q->stride[nd - 2], q->stride[nd - 1],
-                tt_data_f32(k), ksb, m3 ? k->stride[hd] : 0, k->stride[nd - 2], k->stride[nd - 1],
-                tt_data_f32(v), vsb, m3 ? v->stride[hd] : 0, v->stride[nd - 2], v->stride[nd - 1],
-                mdata, msb, m3 ? mst[nt - 3] : 0, mst[nt - 2], mst[nt - 1],
-                causal != 0, sc, tt_data_f32(out), weights ? tt_data_f32(weights) : NULL, NULL,
+                LAYOUT_ARGS(&L), causal != 0, sc, tt_data_f32(out),
+                weights ? tt_data_f32(weights) : NULL, lse ? tt_data_f32(lse) : NULL,
             };
             info->empty = tk_sdpa(&ar);
         }
     }
-    tt_tensor_release(&qc);
-    tt_tensor_release(&kc);
-    tt_tensor_release(&vc);
-    tt_tensor_release(&mc);
+    layout_free(&L);
+    return st;
+}
+
+/* out's node saves q, k, v, out, the log-sum-exp (taken) and the mask; the
+   weights get a node of their own whose backward is an error. Releases
+   out and weights on failure. */
+static tt_status record(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, const tt_tensor *q,
+                        const tt_tensor *k, const tt_tensor *v, const tt_tensor *mask, int causal, float scale)
+{
+    tt__agargs args = {0};
+    args.s = scale;
+    args.causal = causal != 0;
+    tt_status st = tt__record(out, TT_OP_SDPA, q, k, v, &args);
+    if (st == TT_OK && out->ag) {
+        tt__node *n = out->ag->fn;
+        n->saved[4] = *lse;
+        memset(lse, 0, sizeof *lse);
+        if (mask) tt__view_of(&n->saved[5], mask);
+    }
+    if (st == TT_OK && weights && out->ag) {
+        args.weights = 1;
+        st = tt__record(weights, TT_OP_SDPA, q, k, v, &args);
+        if (st == TT_OK)    /* its backward reads nothing */
+            for (int i = 0; i < TT__AG_SAVED; i++) tt_tensor_release(&weights->ag->fn->saved[i]);
+        else
+            tt_tensor_release(out);
+    } else if (st && weights) {
+        tt_tensor_release(weights);
+    }
+    return st;
+}
+
+/* dq, dk, dv from the fused backward, shaped as q, k, v (the kernel
+   writes them contiguous, which is their own shape's layout); dk and dv
+   come summed over the query heads that share a kv head. */
+tt_status tt__bw_sdpa(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    if (n->args.weights)
+        return tt__err(TT_EARG, "backward: sdpa's weights output has no gradient in tensortrace (its "
+                       "output does); hint: softmax(q @ k:mT() * scale) built from ops gives weights "
+                       "that are differentiable");
+    const tt_tensor *q = &n->saved[0], *k = &n->saved[1], *out = &n->saved[2], *v = &n->saved[3];
+    const tt_tensor *lse = &n->saved[4], *mask = n->saved[5].storage ? &n->saved[5] : NULL;
+    tt_tensor gc = {0}, d[3] = {{0}};
+    const tt_tensor *in[3] = {q, k, v};
+    sdpa_layout L;
+    tt_status st = layout_init(&L, q, k, v, mask);
+    for (int i = 0; i < 3 && st == TT_OK; i++) st = tt_zeros(&d[i], TT_FLOAT32, in[i]->ndim, in[i]->shape);
+    if (st == TT_OK && !tt_is_contiguous(g)) {
+        st = tt_contiguous(&gc, g);
+        g = &gc;
+    }
+    if (st == TT_OK && L.B * L.Hq * L.Nq > 0 && L.Nk > 0) {
+        tk_sdpa_bwd_args ar = {
+            LAYOUT_ARGS(&L), n->args.causal, (float)n->args.s,
+            tt_data_f32(out), tt_data_f32(g), tt_data_f32(lse),
+            tt_data_f32(&d[0]), tt_data_f32(&d[1]), tt_data_f32(&d[2]),
+        };
+        if (tk_sdpa_backward(&ar) != 0) st = tt__err(TT_ENOMEM, "backward: sdpa: out of memory");
+    }
+    layout_free(&L);
+    tt_tensor_release(&gc);
+    for (int i = 0; i < 3; i++) {
+        if (st == TT_OK && (n->next[i] || n->leaf[i])) gin[i] = d[i];
+        else tt_tensor_release(&d[i]);
+    }
     return st;
 }
 
@@ -277,13 +406,12 @@ tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const 
     if (weights) memset(weights, 0, sizeof *weights);
     tt__opscope sc = tt__op_enter();
     sdpa_info info = {0};
-    tt_status st = sdpa_impl(out, weights, q, k, v, mask, causal, scale, &info);
+    int want = tt__grad_wanted(sc, q, k) || tt__grad_wanted(sc, v, NULL);
+    tt_tensor lse = {0};
+    tt_status st = sdpa_impl(out, weights, want ? &lse : NULL, q, k, v, mask, causal, scale, &info);
     if (empty_rows) *empty_rows = st == TT_OK ? info.empty : 0;
-    if (st == TT_OK) {
-        const tt_tensor *qkv[3] = {q, k, v};
-        st = tt__record_list(sc, out, TT_OP_SDPA, qkv, 3);
-        if (st && weights) tt_tensor_release(weights);
-    }
+    if (st == TT_OK && want) st = record(out, weights, &lse, q, k, v, mask, causal, info.scale);
+    tt_tensor_release(&lse);
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_SDPA, out, q, k, v);

@@ -9,7 +9,7 @@
 
 void tt__node_free_saved(tt__node *n)
 {
-    for (int i = 0; i < 3; i++) tt_tensor_release(&n->saved[i]);
+    for (int i = 0; i < TT__AG_SAVED; i++) tt_tensor_release(&n->saved[i]);
     tt_tensor_release(&n->acc);
     n->freed = 1;
 }

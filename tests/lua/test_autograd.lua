@@ -69,8 +69,22 @@ checkerror({"backward: grad must be float32 shaped as the output [2,3], got floa
 checkerror({"grad: expects float32 [2,3]", "got float32 [3]"}, function() x.grad = tt.ones(3) end)
 checkerror({"tensor: cannot set field 'foo'", "hint: only x.grad can be assigned"}, function() x.foo = 1 end)
 local q = tt.randn(1, 2, 4):requires_grad_()
-local att = tt.sdpa(q, q, q)
-checkerror({"backward: no gradient for 'sdpa' yet; ops with gradients:", "matmul"},
-           function() att:sum():backward() end)
+local both = tt.cat({q, q}, 1)
+checkerror({"backward: no gradient for 'cat' yet; ops with gradients:", "matmul", "sdpa"},
+           function() both:sum():backward() end)
+
+-- sdpa: the fused backward fills every input's grad; its weights have none
+local kq, kk, kv = tt.randn(2, 4, 5, 8):requires_grad_(), tt.randn(2, 2, 6, 8):requires_grad_(),
+                   tt.randn(2, 2, 6, 3):requires_grad_()
+tt.sdpa(kq, kk, kv, {causal = true}):sum():backward()
+check("sdpa: q.grad", kq.grad ~= nil and table.concat(kq.grad:shape(), ",") == table.concat(kq:shape(), ","))
+check("sdpa: k.grad (summed over its 2 query heads)", kk.grad ~= nil and table.concat(kk.grad:shape(), ",") == table.concat(kk:shape(), ","))
+check("sdpa: v.grad", kv.grad ~= nil and table.concat(kv.grad:shape(), ",") == table.concat(kv:shape(), ","))
+-- v.grad sums the weights of every row that sees a key: 2 batches x 2 kv
+-- heads x (2 query heads x 5 rows) x 3 columns
+check("sdpa: v.grad sums the weights", math.abs(kv.grad:sum():item() - 120) < 1e-3)
+local _, w = tt.sdpa(kq, kk, kv, {weights = true})
+checkerror({"backward: sdpa's weights output has no gradient in tensortrace", "hint:"},
+           function() w:sum():backward() end)
 
 T.report()
