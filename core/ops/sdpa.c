@@ -3,6 +3,8 @@
 ** q, k, v and the mask, flattens the batch dims, and hands strided inputs
 ** to the fused kernel (core/kernel/sdpa.c), which never builds the N x N
 ** matrix unless the weights are asked for; GQA reads shared K/V in place.
+** Its backward (tt__bw_sdpa) runs the fused backward kernel
+** (core/kernel/sdpa_backward.c) from the rows' saved log-sum-exp.
 */
 #include <float.h>
 #include <math.h>
