@@ -23,109 +23,42 @@
 #define REPORT_MAX_BYTES ((size_t)32 << 20)   /* the page's body; past it the rest is left out, and said */
 #define FIGURE_MAX_BYTES ((long)16 << 20)     /* a larger figure is named, not embedded */
 
-/* ===== A growing string ===== */
-
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (np == NULL) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
-
-static void sb_vfmt(sbuf *b, const char *fmt, va_list ap)
-{
-    char tmp[512];
-    va_list ap2;
-    va_copy(ap2, ap);
-    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    if (k >= 0 && (size_t)k < sizeof tmp) {
-        sb_add(b, tmp, (size_t)k);
-    } else if (k >= 0) {
-        char *big = malloc((size_t)k + 1);
-        if (big) {
-            vsnprintf(big, (size_t)k + 1, fmt, ap2);
-            sb_add(b, big, (size_t)k);
-            free(big);
-        } else {
-            b->oom = 1;
-        }
-    }
-    va_end(ap2);
-}
-
-static void sb_fmt(sbuf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void sb_fmt(sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    sb_vfmt(b, fmt, ap);
-    va_end(ap);
-}
-
-static void sb_free(sbuf *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof *b);
-}
+/* ===== HTML pieces (on the core's tt_strbuf) ===== */
 
 /* s[0..n) as HTML text or attribute value: the five special characters as
    entities, bad UTF-8 and control characters (but tab and newline) as U+FFFD. */
-static void sb_esc_n(sbuf *b, const char *s, size_t n)
+static void sb_esc_n(tt_strbuf *b, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     while (p < end) {
         const unsigned char *run = p;   /* plain bytes go in one piece */
         while (p < end && *p >= 0x20 && *p < 0x7F && *p != '&' && *p != '<' && *p != '>' && *p != '"' && *p != '\'')
             p++;
-        if (p > run) sb_add(b, (const char *)run, (size_t)(p - run));
+        if (p > run) tt_strbuf_add(b, (const char *)run, (size_t)(p - run));
         if (p == end) break;
         int k;
         switch (*p) {
-        case '&': sb_str(b, "&amp;"); p++; continue;
-        case '<': sb_str(b, "&lt;"); p++; continue;
-        case '>': sb_str(b, "&gt;"); p++; continue;
-        case '"': sb_str(b, "&quot;"); p++; continue;
-        case '\'': sb_str(b, "&#39;"); p++; continue;
-        case '\n': case '\t': sb_add(b, (const char *)p, 1); p++; continue;
+        case '&': tt_strbuf_str(b, "&amp;"); p++; continue;
+        case '<': tt_strbuf_str(b, "&lt;"); p++; continue;
+        case '>': tt_strbuf_str(b, "&gt;"); p++; continue;
+        case '"': tt_strbuf_str(b, "&quot;"); p++; continue;
+        case '\'': tt_strbuf_str(b, "&#39;"); p++; continue;
+        case '\n': case '\t': tt_strbuf_add(b, (const char *)p, 1); p++; continue;
         default: break;
         }
         if (*p >= 0x80 && (k = tt_utf8_len(p, (size_t)(end - p))) > 0) {
-            sb_add(b, (const char *)p, (size_t)k);
+            tt_strbuf_add(b, (const char *)p, (size_t)k);
             p += k;
         } else {
-            sb_str(b, "\xef\xbf\xbd");
+            tt_strbuf_str(b, "\xef\xbf\xbd");
             p++;
         }
     }
 }
 
-static void sb_esc(sbuf *b, const char *s) { sb_esc_n(b, s, strlen(s)); }
+static void sb_esc(tt_strbuf *b, const char *s) { sb_esc_n(b, s, strlen(s)); }
 
-static void sb_base64(sbuf *b, const unsigned char *d, size_t n)
+static void sb_base64(tt_strbuf *b, const unsigned char *d, size_t n)
 {
     static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     char q[4];
@@ -135,7 +68,7 @@ static void sb_base64(sbuf *b, const unsigned char *d, size_t n)
         q[1] = A[v >> 12 & 63];
         q[2] = i + 1 < n ? A[v >> 6 & 63] : '=';
         q[3] = i + 2 < n ? A[v & 63] : '=';
-        sb_add(b, q, 4);
+        tt_strbuf_add(b, q, 4);
     }
 }
 
@@ -145,12 +78,12 @@ static struct {
     char *path;                 /* NULL: no report */
     char *command, *script;
     long long seed;
-    sbuf body;                  /* the page between the header and the error */
+    tt_strbuf body;                  /* the page between the header and the error */
     enum { IN_NONE, IN_SAY, IN_GROUP } in;
-    sbuf head, src, rows, figs; /* the open group: file:line and callers, source, rows, figures written meanwhile */
+    tt_strbuf head, src, rows, figs; /* the open group: file:line and callers, source, rows, figures written meanwhile */
     int g_rows, g_checks, g_warns;
     double g_flops;
-    sbuf toc;
+    tt_strbuf toc;
     int nsections;
     char *first_section;
     int nchecks, nfigures, nwarnings;
@@ -190,23 +123,23 @@ static void mark_safe(void)
 static void close_group(void)
 {
     if (room()) {
-        sb_str(&rp.body, rp.g_warns ? "<details class=\"g warn\" open=\"open\">" : "<details class=\"g\" open=\"open\">");
-        sb_str(&rp.body, "<summary>");
-        sb_add(&rp.body, rp.head.p ? rp.head.p : "", rp.head.n);
-        sb_add(&rp.body, rp.src.p ? rp.src.p : "", rp.src.n);
-        sb_str(&rp.body, "<span class=\"badges\">");
-        if (rp.g_rows) sb_fmt(&rp.body, "<span class=\"b\">%d op%s</span>", rp.g_rows, rp.g_rows == 1 ? "" : "s");
+        tt_strbuf_str(&rp.body, rp.g_warns ? "<details class=\"g warn\" open=\"open\">" : "<details class=\"g\" open=\"open\">");
+        tt_strbuf_str(&rp.body, "<summary>");
+        tt_strbuf_add(&rp.body, rp.head.p ? rp.head.p : "", rp.head.n);
+        tt_strbuf_add(&rp.body, rp.src.p ? rp.src.p : "", rp.src.n);
+        tt_strbuf_str(&rp.body, "<span class=\"badges\">");
+        if (rp.g_rows) tt_strbuf_fmt(&rp.body, "<span class=\"b\">%d op%s</span>", rp.g_rows, rp.g_rows == 1 ? "" : "s");
         if (rp.g_flops > 0) {
             char fl[32];
             tt_fmt_flops(fl, sizeof fl, rp.g_flops);
-            sb_fmt(&rp.body, "<span class=\"b fl\">%s</span>", fl);
+            tt_strbuf_fmt(&rp.body, "<span class=\"b fl\">%s</span>", fl);
         }
-        if (rp.g_checks) sb_fmt(&rp.body, "<span class=\"b ok\">\xe2\x9c\x93 %d</span>", rp.g_checks);
-        if (rp.g_warns) sb_fmt(&rp.body, "<span class=\"b w\">\xe2\x9a\xa0 %d</span>", rp.g_warns);
-        sb_str(&rp.body, "</span></summary>\n<div class=\"rows\">");
-        sb_add(&rp.body, rp.rows.p ? rp.rows.p : "", rp.rows.n);
-        sb_str(&rp.body, "</div></details>\n");
-        sb_add(&rp.body, rp.figs.p ? rp.figs.p : "", rp.figs.n);
+        if (rp.g_checks) tt_strbuf_fmt(&rp.body, "<span class=\"b ok\">\xe2\x9c\x93 %d</span>", rp.g_checks);
+        if (rp.g_warns) tt_strbuf_fmt(&rp.body, "<span class=\"b w\">\xe2\x9a\xa0 %d</span>", rp.g_warns);
+        tt_strbuf_str(&rp.body, "</span></summary>\n<div class=\"rows\">");
+        tt_strbuf_add(&rp.body, rp.rows.p ? rp.rows.p : "", rp.rows.n);
+        tt_strbuf_str(&rp.body, "</div></details>\n");
+        tt_strbuf_add(&rp.body, rp.figs.p ? rp.figs.p : "", rp.figs.n);
     }
     rp.head.n = rp.src.n = rp.rows.n = rp.figs.n = 0;
     rp.head.oom = rp.src.oom = rp.rows.oom = rp.figs.oom = 0;
@@ -217,7 +150,7 @@ static void close_group(void)
 /* Ends the open narrative block or group: the next item starts afresh. */
 static void close_item(void)
 {
-    if (rp.in == IN_SAY) sb_str(&rp.body, "</pre>\n");
+    if (rp.in == IN_SAY) tt_strbuf_str(&rp.body, "</pre>\n");
     if (rp.in == IN_GROUP) close_group();
     rp.in = IN_NONE;
     mark_safe();
@@ -230,7 +163,7 @@ static void say(const char *s, size_t n)
     if (rp.in != IN_SAY) {
         close_item();
         if (!room()) return;
-        sb_str(&rp.body, "<pre class=\"say\">\n");   /* the parser drops this first newline, not a printed one */
+        tt_strbuf_str(&rp.body, "<pre class=\"say\">\n");   /* the parser drops this first newline, not a printed one */
         rp.in = IN_SAY;
     }
     if (room()) sb_esc_n(&rp.body, s, n);
@@ -268,13 +201,13 @@ int ltt_report_printf(const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     if (ltt_report_active()) {
-        sbuf t = {0};
+        tt_strbuf t = {0};
         va_list ap2;
         va_copy(ap2, ap);
-        sb_vfmt(&t, fmt, ap2);
+        tt_strbuf_vfmt(&t, fmt, ap2);
         va_end(ap2);
         if (t.p) say(t.p, t.n);
-        sb_free(&t);
+        tt_strbuf_free(&t);
     }
     int k = vprintf(fmt, ap);
     va_end(ap);
@@ -288,12 +221,12 @@ void ltt_report_section(const char *title)
     rp.nsections++;
     if (rp.first_section == NULL) rp.first_section = dup_str(title);
     if (!room()) return;
-    sb_fmt(&rp.body, "<h2 class=\"sec\" id=\"s%d\">", rp.nsections);
+    tt_strbuf_fmt(&rp.body, "<h2 class=\"sec\" id=\"s%d\">", rp.nsections);
     sb_esc(&rp.body, title);
-    sb_str(&rp.body, "</h2>\n");
-    sb_fmt(&rp.toc, "<li><a href=\"#s%d\">", rp.nsections);
+    tt_strbuf_str(&rp.body, "</h2>\n");
+    tt_strbuf_fmt(&rp.toc, "<li><a href=\"#s%d\">", rp.nsections);
     sb_esc(&rp.toc, title);
-    sb_str(&rp.toc, "</a></li>\n");
+    tt_strbuf_str(&rp.toc, "</a></li>\n");
     mark_safe();
 }
 
@@ -304,68 +237,68 @@ void ltt_report_group(const char *file, int line, const char *source)
     if (!ltt_report_active()) return;
     close_item();
     rp.in = IN_GROUP;
-    sb_str(&rp.head, "<span class=\"loc\">");
+    tt_strbuf_str(&rp.head, "<span class=\"loc\">");
     sb_esc(&rp.head, file);
-    sb_fmt(&rp.head, ":%d</span>", line);
-    sb_str(&rp.src, "<code class=\"src\">");
+    tt_strbuf_fmt(&rp.head, ":%d</span>", line);
+    tt_strbuf_str(&rp.src, "<code class=\"src\">");
     sb_esc(&rp.src, source);
-    sb_str(&rp.src, "</code>");
+    tt_strbuf_str(&rp.src, "</code>");
 }
 
 void ltt_report_caller(const char *file, int line)
 {
     if (!ltt_report_active() || rp.in != IN_GROUP) return;
-    sb_str(&rp.head, "<span class=\"via\">\xe2\x86\x90 ");
+    tt_strbuf_str(&rp.head, "<span class=\"via\">\xe2\x86\x90 ");
     if (file) {
         sb_esc(&rp.head, file);
-        sb_fmt(&rp.head, ":%d</span>", line);
+        tt_strbuf_fmt(&rp.head, ":%d</span>", line);
     } else {
-        sb_fmt(&rp.head, "line %d</span>", line);
+        tt_strbuf_fmt(&rp.head, "line %d</span>", line);
     }
 }
 
 /* Rows come inside a group; one without (no header was shown) gets its own. */
-static sbuf *rows_buf(void)
+static tt_strbuf *rows_buf(void)
 {
     if (rp.in != IN_GROUP) ltt_report_group("?", 0, "");
     return &rp.rows;
 }
 
-static void put_scalar(sbuf *b, double v)
+static void put_scalar(tt_strbuf *b, double v)
 {
     char tmp[64];
     tt_fmt_scalar(tmp, sizeof tmp, v);
-    sb_fmt(b, "<span class=\"num\">%s</span>", tmp);
+    tt_strbuf_fmt(b, "<span class=\"num\">%s</span>", tmp);
 }
 
 /* label[B=2,N=5] bool: the label, the dim names and the dtype each styled. */
-static void put_tensor(sbuf *b, const tt_tensor *t)
+static void put_tensor(tt_strbuf *b, const tt_tensor *t)
 {
-    sb_str(b, "<span class=\"t\">");
+    tt_strbuf_str(b, "<span class=\"t\">");
     if (t->label) {
-        sb_str(b, "<span class=\"lbl\">");
+        tt_strbuf_str(b, "<span class=\"lbl\">");
         sb_esc(b, t->label);
-        sb_str(b, "</span>");
+        tt_strbuf_str(b, "</span>");
     }
-    sb_str(b, "<span class=\"shp\">[");
+    tt_strbuf_str(b, "<span class=\"shp\">[");
     for (int i = 0; i < t->ndim; i++) {
-        if (i) sb_str(b, ",");
+        if (i) tt_strbuf_str(b, ",");
         if (t->names[i]) {
-            sb_str(b, "<span class=\"dn\">");
+            tt_strbuf_str(b, "<span class=\"dn\">");
             sb_esc(b, t->names[i]);
-            sb_str(b, "</span>=");
+            tt_strbuf_str(b, "</span>=");
         }
-        sb_fmt(b, "%lld", (long long)t->shape[i]);
+        tt_strbuf_fmt(b, "%lld", (long long)t->shape[i]);
     }
-    sb_str(b, "]</span>");
-    if (t->dtype == TT_BOOL) sb_str(b, " <span class=\"dt\">bool</span>");
-    sb_str(b, "</span>");
+    tt_strbuf_str(b, "]</span>");
+    if (t->dtype == TT_BOOL) tt_strbuf_str(b, " <span class=\"dt\">bool</span>");
+    tt_strbuf_str(b, "</span>");
 }
 
 /* --trace=values text without its 8-space indent (the page indents it). */
-static void put_values(sbuf *b, const char *v)
+static void put_values(tt_strbuf *b, const char *v)
 {
-    sb_str(b, "<pre class=\"vals\">\n");
+    tt_strbuf_str(b, "<pre class=\"vals\">\n");
     while (*v) {
         const char *e = strchr(v, '\n');
         size_t n = e ? (size_t)(e - v) + 1 : strlen(v);
@@ -374,13 +307,13 @@ static void put_values(sbuf *b, const char *v)
         sb_esc_n(b, v + skip, n - skip);
         v += n;
     }
-    sb_str(b, "</pre>");
+    tt_strbuf_str(b, "</pre>");
 }
 
 void ltt_report_row(const tt_event *ev, const char *values)
 {
     if (!ltt_report_active()) return;
-    sbuf *b = rows_buf();
+    tt_strbuf *b = rows_buf();
     if (!room()) return;
     rp.g_rows++;
     rp.g_flops += ev->flops > 0 ? ev->flops : 0;
@@ -388,61 +321,61 @@ void ltt_report_row(const tt_event *ev, const char *values)
         rp.g_warns++;
         rp.nwarnings++;
     }
-    sb_str(b, ev->note[0] ? "<div class=\"row warn\">" : "<div class=\"row\">");
-    sb_str(b, "<span class=\"op\">");
+    tt_strbuf_str(b, ev->note[0] ? "<div class=\"row warn\">" : "<div class=\"row\">");
+    tt_strbuf_str(b, "<span class=\"op\">");
     sb_esc(b, tt_op_name(ev->op));
-    sb_str(b, "</span> ");
+    tt_strbuf_str(b, "</span> ");
     const char *sym = tt_op_infix(ev->op);
     if (ev->has_scalar && ev->scalar_first) {
         put_scalar(b, ev->scalar);
-        sb_fmt(b, "%s ", sym ? " " : ",");
-        if (sym) sb_fmt(b, "<span class=\"sym\">%s</span> ", sym);
+        tt_strbuf_fmt(b, "%s ", sym ? " " : ",");
+        if (sym) tt_strbuf_fmt(b, "<span class=\"sym\">%s</span> ", sym);
     }
     for (int i = 0; i < ev->ninputs; i++) {
         if (i) {
-            if (sym) sb_fmt(b, " <span class=\"sym\">%s</span> ", sym);
-            else sb_str(b, ", ");
+            if (sym) tt_strbuf_fmt(b, " <span class=\"sym\">%s</span> ", sym);
+            else tt_strbuf_str(b, ", ");
         }
         put_tensor(b, ev->inputs[i]);
     }
-    if (ev->ninputs_total > ev->ninputs) sb_fmt(b, ", \xe2\x80\xa6 (%d tensors)", ev->ninputs_total);
+    if (ev->ninputs_total > ev->ninputs) tt_strbuf_fmt(b, ", \xe2\x80\xa6 (%d tensors)", ev->ninputs_total);
     if (ev->has_scalar && !ev->scalar_first) {
-        if (sym) sb_fmt(b, " <span class=\"sym\">%s</span> ", sym);
-        else sb_str(b, ", ");
+        if (sym) tt_strbuf_fmt(b, " <span class=\"sym\">%s</span> ", sym);
+        else tt_strbuf_str(b, ", ");
         put_scalar(b, ev->scalar);
     }
     if (ev->args[0]) {
-        sb_str(b, ev->ninputs ? " <span class=\"args\">(" : "<span class=\"args\">(");
+        tt_strbuf_str(b, ev->ninputs ? " <span class=\"args\">(" : "<span class=\"args\">(");
         sb_esc(b, ev->args);
-        sb_str(b, ")</span>");
+        tt_strbuf_str(b, ")</span>");
     }
-    sb_str(b, ev->ninputs || ev->args[0] ? " <span class=\"arrow\">\xe2\x86\x92</span> " : "<span class=\"arrow\">\xe2\x86\x92</span> ");
+    tt_strbuf_str(b, ev->ninputs || ev->args[0] ? " <span class=\"arrow\">\xe2\x86\x92</span> " : "<span class=\"arrow\">\xe2\x86\x92</span> ");
     if (ev->output) put_tensor(b, ev->output);
     if (!ev->view && (ev->op == TT_OP_RESHAPE || ev->op == TT_OP_CONTIGUOUS))
-        sb_str(b, " <span class=\"mark copy\">copy</span><span class=\"why\"> the strides allow no view</span>");
+        tt_strbuf_str(b, " <span class=\"mark copy\">copy</span><span class=\"why\"> the strides allow no view</span>");
     if (ev->view && ev->output) {
-        sb_str(b, " <span class=\"mark view\">view</span><span class=\"why\"> strides (");
-        for (int i = 0; i < ev->output->ndim; i++) sb_fmt(b, "%s%lld", i ? "," : "", (long long)ev->output->stride[i]);
-        sb_str(b, ")</span>");
+        tt_strbuf_str(b, " <span class=\"mark view\">view</span><span class=\"why\"> strides (");
+        for (int i = 0; i < ev->output->ndim; i++) tt_strbuf_fmt(b, "%s%lld", i ? "," : "", (long long)ev->output->stride[i]);
+        tt_strbuf_str(b, ")</span>");
     }
     if (ev->flops > 0) {
         char fl[32];
         tt_fmt_flops(fl, sizeof fl, ev->flops);
-        sb_fmt(b, " <span class=\"flops\">%s</span>", fl);
+        tt_strbuf_fmt(b, " <span class=\"flops\">%s</span>", fl);
     }
     if (ev->note[0]) {
-        sb_str(b, " <span class=\"note\">\xe2\x9a\xa0 ");
+        tt_strbuf_str(b, " <span class=\"note\">\xe2\x9a\xa0 ");
         sb_esc(b, ev->note);
-        sb_str(b, "</span>");
+        tt_strbuf_str(b, "</span>");
     }
-    sb_str(b, "</div>");
+    tt_strbuf_str(b, "</div>");
     if (values) put_values(b, values);
 }
 
 void ltt_report_check(const char *text)
 {
     if (!ltt_report_active()) return;
-    sbuf *b = rows_buf();
+    tt_strbuf *b = rows_buf();
     if (!room()) return;
     /* the trace starts the row of a check that passed with its check mark */
     int passed = strncmp(text, "\xe2\x9c\x93", 3) == 0;
@@ -450,9 +383,9 @@ void ltt_report_check(const char *text)
         rp.g_checks++;
         rp.nchecks++;
     }
-    sb_str(b, passed ? "<div class=\"row check pass\">" : "<div class=\"row check\">");
+    tt_strbuf_str(b, passed ? "<div class=\"row check pass\">" : "<div class=\"row check\">");
     sb_esc(b, text);
-    sb_str(b, "</div>");
+    tt_strbuf_str(b, "</div>");
 }
 
 /* ===== Figures ===== */
@@ -478,7 +411,7 @@ static unsigned char *read_all(const char *path, long *n)
    go (the HTML parser knows <svg>), its ids get the figure's number (two
    figures' hatch patterns must not meet). 0 when it holds anything an
    inline SVG should not (then it goes in as an image, which runs nothing). */
-static int put_inline_svg(sbuf *b, const char *s, int fig)
+static int put_inline_svg(tt_strbuf *b, const char *s, int fig)
 {
     static const char *const banned[] = { "<script", "<!", "<?", "href", "foreignObject", "javascript:",
                                           "onload", "onerror", "onclick", "<iframe", "<style", NULL };
@@ -498,17 +431,17 @@ static int put_inline_svg(sbuf *b, const char *s, int fig)
         if (c && (next == NULL || c < next)) next = c;
         if (u && (next == NULL || u < next)) next = u;
         if (next == NULL) {
-            sb_str(b, s);
+            tt_strbuf_str(b, s);
             break;
         }
-        sb_add(b, s, (size_t)(next - s));
+        tt_strbuf_add(b, s, (size_t)(next - s));
         if (next == a) {
             s = a + sizeof xmlns - 1;
         } else if (next == c) {
-            sb_fmt(b, "id=\"f%d-", fig);
+            tt_strbuf_fmt(b, "id=\"f%d-", fig);
             s = c + 4;
         } else {
-            sb_fmt(b, "url(#f%d-", fig);
+            tt_strbuf_fmt(b, "url(#f%d-", fig);
             s = u + 5;
         }
     }
@@ -518,7 +451,7 @@ static int put_inline_svg(sbuf *b, const char *s, int fig)
 void ltt_report_figure(const char *path, const char *title)
 {
     if (!ltt_report_active()) return;
-    sbuf *b;
+    tt_strbuf *b;
     if (rp.in == IN_GROUP) {
         b = &rp.figs;                    /* shown after the rows of the line that wrote it */
     } else {
@@ -530,33 +463,33 @@ void ltt_report_figure(const char *path, const char *title)
     const char *caption = title && title[0] ? title : path;
     long n = 0;
     unsigned char *d = read_all(path, &n);
-    sb_str(b, "<figure class=\"fig\">");
+    tt_strbuf_str(b, "<figure class=\"fig\">");
     static const unsigned char png_sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
     if (d && n >= 24 && memcmp(d, png_sig, 8) == 0) {
         unsigned w = (unsigned)d[16] << 24 | (unsigned)d[17] << 16 | (unsigned)d[18] << 8 | d[19];
         unsigned h = (unsigned)d[20] << 24 | (unsigned)d[21] << 16 | (unsigned)d[22] << 8 | d[23];
-        sb_str(b, "<img src=\"data:image/png;base64,");
+        tt_strbuf_str(b, "<img src=\"data:image/png;base64,");
         sb_base64(b, d, (size_t)n);
-        sb_fmt(b, "\" width=\"%u\" height=\"%u\" alt=\"", w, h);
+        tt_strbuf_fmt(b, "\" width=\"%u\" height=\"%u\" alt=\"", w, h);
         sb_esc(b, caption);
-        sb_str(b, "\"/>");
+        tt_strbuf_str(b, "\"/>");
     } else if (d && strstr((const char *)d, "<svg") && !put_inline_svg(b, (const char *)d, rp.nfigures)) {
-        sb_str(b, "<img src=\"data:image/svg+xml;base64,");
+        tt_strbuf_str(b, "<img src=\"data:image/svg+xml;base64,");
         sb_base64(b, d, (size_t)n);
-        sb_str(b, "\" alt=\"");
+        tt_strbuf_str(b, "\" alt=\"");
         sb_esc(b, caption);
-        sb_str(b, "\"/>");
+        tt_strbuf_str(b, "\"/>");
     } else if (!d || !strstr((const char *)d, "<svg")) {
-        sb_str(b, "<p class=\"note\">(not embedded: ");
-        sb_str(b, d ? "neither a PNG nor an SVG file" : n > FIGURE_MAX_BYTES ? "larger than 16 MiB" : "cannot be read back");
-        sb_str(b, ")</p>");
+        tt_strbuf_str(b, "<p class=\"note\">(not embedded: ");
+        tt_strbuf_str(b, d ? "neither a PNG nor an SVG file" : n > FIGURE_MAX_BYTES ? "larger than 16 MiB" : "cannot be read back");
+        tt_strbuf_str(b, ")</p>");
     }
     free(d);
-    sb_str(b, "<figcaption>");
+    tt_strbuf_str(b, "<figcaption>");
     sb_esc(b, caption);
-    sb_str(b, " <span class=\"path\">");
+    tt_strbuf_str(b, " <span class=\"path\">");
     sb_esc(b, path);
-    sb_str(b, "</span></figcaption></figure>\n");
+    tt_strbuf_str(b, "</span></figcaption></figure>\n");
     if (b == &rp.body) mark_safe();
 }
 
@@ -729,7 +662,7 @@ static const char *base_name(const char *p)
 /* The lesson's title: its first comment line ("-- 03_causal_mask.lua — the
    causal mask: ..." without the file name), else the first section, else
    the script's name. */
-static void put_title(sbuf *b)
+static void put_title(tt_strbuf *b)
 {
     char line[512] = "";
     FILE *f = rp.script && strcmp(rp.script, "-") != 0 ? fopen(rp.script, "r") : NULL;
@@ -763,27 +696,27 @@ static void put_title(sbuf *b)
     sb_esc(b, t);
 }
 
-static void build_page(sbuf *pg, int by_exit)
+static void build_page(tt_strbuf *pg, int by_exit)
 {
-    sbuf title = {0};
+    tt_strbuf title = {0};
     put_title(&title);
     const char *tt = title.p ? title.p : "";
-    sb_str(pg, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+    tt_strbuf_str(pg, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n"
                "<meta name=\"generator\" content=\"tensortrace " TT_VERSION "\"/>\n<title>");
-    sb_str(pg, tt);
-    sb_str(pg, " \xe2\x80\x94 tensortrace</title>\n<style>\n");
-    for (int i = 0; page_css[i]; i++) sb_str(pg, page_css[i]);
-    sb_str(pg, "</style>\n</head>\n<body>\n<div class=\"page\">\n<header class=\"top\">\n<p class=\"kicker\">tensortrace report");
+    tt_strbuf_str(pg, tt);
+    tt_strbuf_str(pg, " \xe2\x80\x94 tensortrace</title>\n<style>\n");
+    for (int i = 0; page_css[i]; i++) tt_strbuf_str(pg, page_css[i]);
+    tt_strbuf_str(pg, "</style>\n</head>\n<body>\n<div class=\"page\">\n<header class=\"top\">\n<p class=\"kicker\">tensortrace report");
     if (rp.script) {
-        sb_str(pg, " \xc2\xb7 ");
+        tt_strbuf_str(pg, " \xc2\xb7 ");
         sb_esc(pg, rp.script);
     }
-    sb_str(pg, "</p>\n<h1>");
-    sb_str(pg, tt);
-    sb_str(pg, "</h1>\n<dl class=\"meta\">\n<dt>command</dt><dd><code>");
+    tt_strbuf_str(pg, "</p>\n<h1>");
+    tt_strbuf_str(pg, tt);
+    tt_strbuf_str(pg, "</h1>\n<dl class=\"meta\">\n<dt>command</dt><dd><code>");
     sb_esc(pg, rp.command ? rp.command : "");
-    sb_fmt(pg, "</code></dd>\n<dt>seed</dt><dd>%lld</dd>\n<dt>date</dt><dd>", rp.seed);
+    tt_strbuf_fmt(pg, "</code></dd>\n<dt>seed</dt><dd>%lld</dd>\n<dt>date</dt><dd>", rp.seed);
     const char *date = getenv("TT_REPORT_DATE");
     char now[64] = "";
     if (date == NULL) {
@@ -793,66 +726,66 @@ static void build_page(sbuf *pg, int by_exit)
         date = now;
     }
     sb_esc(pg, date);
-    sb_str(pg, "</dd>\n<dt>result</dt><dd>");
+    tt_strbuf_str(pg, "</dd>\n<dt>result</dt><dd>");
     if (rp.error) {
-        sb_str(pg, "<span class=\"status bad\">\xe2\x9c\x97 stopped with an error");
+        tt_strbuf_str(pg, "<span class=\"status bad\">\xe2\x9c\x97 stopped with an error");
         if (rp.err_where) {
-            sb_str(pg, " at ");
+            tt_strbuf_str(pg, " at ");
             sb_esc(pg, rp.err_where);
         }
-        sb_str(pg, "</span>");
+        tt_strbuf_str(pg, "</span>");
     } else if (by_exit) {
-        sb_str(pg, "<span class=\"status\">ended by os.exit</span>");
+        tt_strbuf_str(pg, "<span class=\"status\">ended by os.exit</span>");
     } else {
-        sb_str(pg, "<span class=\"status ok\">\xe2\x9c\x93 ran to the end</span>");
+        tt_strbuf_str(pg, "<span class=\"status ok\">\xe2\x9c\x93 ran to the end</span>");
     }
-    sb_fmt(pg, " \xc2\xb7 %d check%s passed \xc2\xb7 %d figure%s", rp.nchecks, rp.nchecks == 1 ? "" : "s",
+    tt_strbuf_fmt(pg, " \xc2\xb7 %d check%s passed \xc2\xb7 %d figure%s", rp.nchecks, rp.nchecks == 1 ? "" : "s",
            rp.nfigures, rp.nfigures == 1 ? "" : "s");
-    if (rp.nwarnings) sb_fmt(pg, " \xc2\xb7 %d warning%s", rp.nwarnings, rp.nwarnings == 1 ? "" : "s");
-    sb_str(pg, "</dd>\n</dl>\n<button id=\"toggle\" type=\"button\" hidden=\"hidden\">Collapse all</button>\n"
+    if (rp.nwarnings) tt_strbuf_fmt(pg, " \xc2\xb7 %d warning%s", rp.nwarnings, rp.nwarnings == 1 ? "" : "s");
+    tt_strbuf_str(pg, "</dd>\n</dl>\n<button id=\"toggle\" type=\"button\" hidden=\"hidden\">Collapse all</button>\n"
                "</header>\n");
     if (rp.toc.n) {
-        sb_str(pg, "<nav class=\"toc\"><h2>Contents</h2><ol>\n");
-        sb_add(pg, rp.toc.p, rp.toc.n);
-        sb_str(pg, "</ol></nav>\n");
+        tt_strbuf_str(pg, "<nav class=\"toc\"><h2>Contents</h2><ol>\n");
+        tt_strbuf_add(pg, rp.toc.p, rp.toc.n);
+        tt_strbuf_str(pg, "</ol></nav>\n");
     }
-    sb_str(pg, "<main>\n");
-    if (rp.body.p) sb_add(pg, rp.body.p, rp.body.oom ? rp.safe : rp.body.n);
+    tt_strbuf_str(pg, "<main>\n");
+    if (rp.body.p) tt_strbuf_add(pg, rp.body.p, rp.body.oom ? rp.safe : rp.body.n);
     if (rp.truncated || rp.body.oom)
-        sb_fmt(pg, "<p class=\"note\">The page stops here: it passed %zu MiB (or memory ran out); "
+        tt_strbuf_fmt(pg, "<p class=\"note\">The page stops here: it passed %zu MiB (or memory ran out); "
                "the terminal trace went on.</p>\n", REPORT_MAX_BYTES >> 20);
     if (rp.error) {
         const char *tb = strstr(rp.error, "\nstack traceback:");
         size_t mlen = tb ? (size_t)(tb - rp.error) : strlen(rp.error);
-        sb_str(pg, "<section class=\"error\" id=\"error\">\n<h2>\xe2\x9c\x97 The script stopped with an error</h2>\n");
+        tt_strbuf_str(pg, "<section class=\"error\" id=\"error\">\n<h2>\xe2\x9c\x97 The script stopped with an error</h2>\n");
         if (rp.err_where) {
-            sb_str(pg, "<p class=\"where\">");
+            tt_strbuf_str(pg, "<p class=\"where\">");
             sb_esc(pg, rp.err_where);
             if (rp.err_source) {
-                sb_str(pg, " <code>");
+                tt_strbuf_str(pg, " <code>");
                 sb_esc(pg, rp.err_source);
-                sb_str(pg, "</code>");
+                tt_strbuf_str(pg, "</code>");
             }
-            sb_str(pg, "</p>\n");
+            tt_strbuf_str(pg, "</p>\n");
         }
-        sb_str(pg, "<pre class=\"msg\">");
+        tt_strbuf_str(pg, "<pre class=\"msg\">");
         sb_esc_n(pg, rp.error, mlen);
-        sb_str(pg, "</pre>\n");
+        tt_strbuf_str(pg, "</pre>\n");
         if (tb) {
-            sb_str(pg, "<details open=\"open\"><summary>stack traceback</summary><pre>");
+            tt_strbuf_str(pg, "<details open=\"open\"><summary>stack traceback</summary><pre>");
             const char *t = tb + strlen("\nstack traceback:");
             if (*t == '\n') t++;
             sb_esc(pg, t);
-            sb_str(pg, "</pre></details>\n");
+            tt_strbuf_str(pg, "</pre></details>\n");
         }
-        sb_str(pg, "</section>\n");
+        tt_strbuf_str(pg, "</section>\n");
     }
-    sb_str(pg, "</main>\n<footer>Written by tensortrace " TT_VERSION
+    tt_strbuf_str(pg, "</main>\n<footer>Written by tensortrace " TT_VERSION
                ": one file, no network; figures embedded. Click a line&#39;s header to fold its trace.</footer>\n"
                "</div>\n<script>\n");
-    sb_str(pg, page_js);
-    sb_str(pg, "</script>\n</body>\n</html>\n");
-    sb_free(&title);
+    tt_strbuf_str(pg, page_js);
+    tt_strbuf_str(pg, "</script>\n</body>\n</html>\n");
+    tt_strbuf_free(&title);
 }
 
 /* The temporary file next to the report: "dir/.name.XXXXXX". */
@@ -876,12 +809,12 @@ static void free_state(void)
     free(rp.error);
     free(rp.err_where);
     free(rp.err_source);
-    sb_free(&rp.body);
-    sb_free(&rp.head);
-    sb_free(&rp.src);
-    sb_free(&rp.rows);
-    sb_free(&rp.figs);
-    sb_free(&rp.toc);
+    tt_strbuf_free(&rp.body);
+    tt_strbuf_free(&rp.head);
+    tt_strbuf_free(&rp.src);
+    tt_strbuf_free(&rp.rows);
+    tt_strbuf_free(&rp.figs);
+    tt_strbuf_free(&rp.toc);
     memset(&rp, 0, sizeof rp);
     rp.finished = 1;
 }
@@ -890,7 +823,7 @@ static int finish(int by_exit)
 {
     if (!ltt_report_active()) return 1;
     close_item();
-    sbuf pg = {0};
+    tt_strbuf pg = {0};
     build_page(&pg, by_exit);
     char tmp[4096];
     int fd = -1, ok = 0, err = ENOMEM;
@@ -918,7 +851,7 @@ static int finish(int by_exit)
         err = errno;
     }
     if (!ok) fprintf(stderr, "tensortrace: cannot write the report '%s': %s\n", rp.path, strerror(err));
-    sb_free(&pg);
+    tt_strbuf_free(&pg);
     free_state();
     return ok;
 }
@@ -934,21 +867,21 @@ static void at_exit(void)
 }
 
 /* Shell-like quoting, for the command shown in the header. */
-static void put_arg(sbuf *b, const char *a)
+static void put_arg(tt_strbuf *b, const char *a)
 {
     int plain = *a != 0;
     for (const char *p = a; *p && plain; p++)
         plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-@%", *p) != NULL;
     if (plain) {
-        sb_str(b, a);
+        tt_strbuf_str(b, a);
         return;
     }
-    sb_str(b, "'");
+    tt_strbuf_str(b, "'");
     for (const char *p = a; *p; p++) {
-        if (*p == '\'') sb_str(b, "'\\''");
-        else sb_add(b, p, 1);
+        if (*p == '\'') tt_strbuf_str(b, "'\\''");
+        else tt_strbuf_add(b, p, 1);
     }
-    sb_str(b, "'");
+    tt_strbuf_str(b, "'");
 }
 
 int ltt_report_open(const char *path, int argc, char **argv, long long seed, const char *script, const char **err)
@@ -972,9 +905,9 @@ int ltt_report_open(const char *path, int argc, char **argv, long long seed, con
     rp.path = dup_str(path);
     rp.script = script ? dup_str(script) : NULL;
     rp.seed = seed;
-    sbuf cmd = {0};
+    tt_strbuf cmd = {0};
     for (int i = 0; i < argc; i++) {
-        if (i) sb_str(&cmd, " ");
+        if (i) tt_strbuf_str(&cmd, " ");
         put_arg(&cmd, i == 0 ? base_name(argv[0]) : argv[i]);
     }
     rp.command = cmd.p;

@@ -7,6 +7,7 @@
 #ifndef TT_BASE_H
 #define TT_BASE_H
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -80,6 +81,24 @@ void tt__names_forget(void);
 /* A size in binary units, as memory messages give it: "1.5 MiB", "640 bytes"
    (storage.c: the memory cap's messages use it; so do the sandbox's). */
 void tt_fmt_bytes(char *buf, size_t n, double bytes);
+
+/* ===== A growing text buffer (strbuf.c) ===== */
+
+/* Start it zeroed ({0}); capped = 1 counts its memory against the memory
+   cap. Appends that cannot get memory set oom and do nothing after it; p is
+   NUL-terminated whenever n > 0. tt_strbuf_free leaves it empty, reusable. */
+typedef struct tt_strbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+    int capped;
+    int64_t held;           /* bytes counted against the cap */
+} tt_strbuf;
+void tt_strbuf_add(tt_strbuf *b, const char *s, size_t n);
+void tt_strbuf_str(tt_strbuf *b, const char *s);
+void tt_strbuf_fmt(tt_strbuf *b, const char *fmt, ...) TT__PRINTF(2, 3);
+void tt_strbuf_vfmt(tt_strbuf *b, const char *fmt, va_list ap);
+void tt_strbuf_free(tt_strbuf *b);
 
 /* ===== Atomic file writes (file.c) ===== */
 

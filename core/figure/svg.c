@@ -203,41 +203,9 @@ void tt__svg_text(tt_svg *v, int x, int y, const char *s, int scale, int flags, 
 
 /* ===== Writing ===== */
 
-/* A growing output buffer; oom set once an append fails. */
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-    int64_t held;   /* bytes counted against the memory cap */
-} sbuf;
-
-static void put_raw(sbuf *b, const char *s, size_t k)
-{
-    if (b->oom) return;
-    if (!grow((void **)&b->p, &b->cap, b->n + k + 1, 1, &b->held)) { b->oom = 1; return; }
-    memcpy(b->p + b->n, s, k);
-    b->n += k;
-    b->p[b->n] = '\0';
-}
-
-static void put_str(sbuf *b, const char *s) { put_raw(b, s, strlen(s)); }
-
-/* Short formatted pieces (numbers, fixed markup); a piece that would not
-   fit marks the buffer failed rather than cut the markup. */
-static void put_fmt(sbuf *b, const char *fmt, ...)
-{
-    char t[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    const int k = vsnprintf(t, sizeof t, fmt, ap);
-    va_end(ap);
-    if (k < 0 || (size_t)k >= sizeof t) { b->oom = 1; return; }
-    put_raw(b, t, (size_t)k);
-}
-
 /* A coordinate: two decimals at most, trailing zeros trimmed ("12.5",
    "3"), never "-0": the same number always prints the same. */
-static void put_num(sbuf *b, double v)
+static void put_num(tt_strbuf *b, double v)
 {
     char t[64];
     if (!isfinite(v) || fabs(v) > 1e9) v = 0.0;
@@ -245,32 +213,32 @@ static void put_num(sbuf *b, double v)
     char *e = t + strlen(t);
     while (e[-1] == '0') *--e = '\0';
     if (e[-1] == '.') *--e = '\0';
-    put_str(b, strcmp(t, "-0") ? t : "0");
+    tt_strbuf_str(b, strcmp(t, "-0") ? t : "0");
 }
 
-static void put_rgb(sbuf *b, uint32_t rgb) { put_fmt(b, "#%06x", (unsigned)(rgb & 0xffffffu)); }
+static void put_rgb(tt_strbuf *b, uint32_t rgb) { tt_strbuf_fmt(b, "#%06x", (unsigned)(rgb & 0xffffffu)); }
 
 /* s as XML character data: markup characters escaped, UTF-8 kept; what
    XML cannot hold (control bytes, broken UTF-8) becomes '?', as the bitmap
    font draws it, and the font's ellipsis byte becomes U+2026. */
-static void put_text(sbuf *b, const char *s)
+static void put_text(tt_strbuf *b, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         const unsigned char c = *p;
-        if (c == '&') put_str(b, "&amp;");
-        else if (c == '<') put_str(b, "&lt;");
-        else if (c == '>') put_str(b, "&gt;");
-        else if (c == '"') put_str(b, "&quot;");
-        else if (c == '\'') put_str(b, "&#39;");
-        else if (c == (unsigned char)TT_FONT_ELLIPSIS) put_str(b, "\xe2\x80\xa6");
-        else if (c == '\n' || c == '\t') put_raw(b, (const char *)p, 1);
-        else if (c < 0x20) put_str(b, "?");
-        else if (c < 0x80) put_raw(b, (const char *)p, 1);
+        if (c == '&') tt_strbuf_str(b, "&amp;");
+        else if (c == '<') tt_strbuf_str(b, "&lt;");
+        else if (c == '>') tt_strbuf_str(b, "&gt;");
+        else if (c == '"') tt_strbuf_str(b, "&quot;");
+        else if (c == '\'') tt_strbuf_str(b, "&#39;");
+        else if (c == (unsigned char)TT_FONT_ELLIPSIS) tt_strbuf_str(b, "\xe2\x80\xa6");
+        else if (c == '\n' || c == '\t') tt_strbuf_add(b, (const char *)p, 1);
+        else if (c < 0x20) tt_strbuf_str(b, "?");
+        else if (c < 0x80) tt_strbuf_add(b, (const char *)p, 1);
         else {
             const int n = tt_utf8_len(p, 4);   /* the NUL ends any sequence */
-            if (n) { put_raw(b, (const char *)p, (size_t)n); p += n; continue; }
-            put_str(b, "?");
+            if (n) { tt_strbuf_add(b, (const char *)p, (size_t)n); p += n; continue; }
+            tt_strbuf_str(b, "?");
             p++;
             while ((*p & 0xc0) == 0x80) p++;   /* one '?' a broken sequence */
             continue;
@@ -282,11 +250,11 @@ static void put_text(sbuf *b, const char *s)
 /* Hatch tiles in canvas coordinates, so that neighbouring cells join up
    as in the PNG. A stripe (x + y) % 8 < k of pixels is the band of pixel
    centres 0.5 <= X + Y <= k + 0.5 (mod 8). */
-static void put_defs(sbuf *b, unsigned used)
+static void put_defs(tt_strbuf *b, unsigned used)
 {
-    put_str(b, "<defs>\n");
+    tt_strbuf_str(b, "<defs>\n");
     if (used & 1u << 4)
-        put_fmt(b, "<pattern id=\"tt-hatch\" patternUnits=\"userSpaceOnUse\" width=\"8\" height=\"8\">"
+        tt_strbuf_fmt(b, "<pattern id=\"tt-hatch\" patternUnits=\"userSpaceOnUse\" width=\"8\" height=\"8\">"
                 "<rect width=\"8\" height=\"8\" fill=\"#%06x\"/>"
                 "<path d=\"M0.5 0H3.5L0 3.5V0.5ZM8 0.5V3.5L3.5 8H0.5Z\" fill=\"#%06x\"/></pattern>\n",
                 (unsigned)TT_FIG_HATCH_LIGHT, (unsigned)TT_FIG_HATCH_DARK);
@@ -299,130 +267,130 @@ static void put_defs(sbuf *b, unsigned used)
     };
     for (int k = 0; k < TT_FIG_MASK_KINDS; k++)
         if (used & 1u << k)
-            put_fmt(b, "<pattern id=\"tt-mask%d\" patternUnits=\"userSpaceOnUse\" width=\"%s\" "
+            tt_strbuf_fmt(b, "<pattern id=\"tt-mask%d\" patternUnits=\"userSpaceOnUse\" width=\"%s\" "
                     "height=\"%s\"><path d=\"%s\" fill=\"#%06x\"/></pattern>\n", k, tile[k][0],
                     tile[k][0], tile[k][1], (unsigned)tt__mask_rgb(k, 1));
-    put_str(b, "</defs>\n");
+    tt_strbuf_str(b, "</defs>\n");
 }
 
-static void put_box(sbuf *b, const item *e)
+static void put_box(tt_strbuf *b, const item *e)
 {
-    put_fmt(b, "x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"", (int)e->x, (int)e->y, (int)e->w, (int)e->h);
+    tt_strbuf_fmt(b, "x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"", (int)e->x, (int)e->y, (int)e->w, (int)e->h);
 }
 
-static void put_points(sbuf *b, const double *d, int n)
+static void put_points(tt_strbuf *b, const double *d, int n)
 {
-    put_str(b, " points=\"");
+    tt_strbuf_str(b, " points=\"");
     for (int k = 0; k < n; k++) {
-        if (k) put_str(b, " ");
+        if (k) tt_strbuf_str(b, " ");
         put_num(b, d[2 * k]);
-        put_str(b, ",");
+        tt_strbuf_str(b, ",");
         put_num(b, d[2 * k + 1]);
     }
-    put_str(b, "\"");
+    tt_strbuf_str(b, "\"");
 }
 
 /* Text: the baseline sits under the bitmap's cap line (row 6), the size
    makes a monospace cell as wide as a bitmap cell (5 + 1 of 10 units), and
    textLength stretches it to the bitmap text's width, so its box lands on
    the PNG's within a pixel or two. Up text turns about its start. */
-static void put_text_item(sbuf *b, const tt_svg *v, const item *e)
+static void put_text_item(tt_strbuf *b, const tt_svg *v, const item *e)
 {
     const int scale = e->b >> 8, flags = e->b & 0xff;
     const int up = flags & TT_FONT_UP;
     const int bx = up ? e->x + TT_FONT_CAP * scale : e->x;
     const int by = up ? e->y + e->w : e->y + TT_FONT_CAP * scale;
-    put_fmt(b, "<text x=\"%d\" y=\"%d\" font-size=\"%d\" textLength=\"%d\" "
+    tt_strbuf_fmt(b, "<text x=\"%d\" y=\"%d\" font-size=\"%d\" textLength=\"%d\" "
             "lengthAdjust=\"spacingAndGlyphs\" fill=", bx, by, 10 * scale, (int)e->w + scale);
-    put_str(b, "\"");
+    tt_strbuf_str(b, "\"");
     put_rgb(b, e->rgb);
-    put_str(b, "\"");
-    if (flags & TT_FONT_BOLD) put_str(b, " font-weight=\"bold\"");
-    if (up) put_fmt(b, " transform=\"rotate(-90 %d %d)\"", bx, by);
-    put_str(b, ">");
+    tt_strbuf_str(b, "\"");
+    if (flags & TT_FONT_BOLD) tt_strbuf_str(b, " font-weight=\"bold\"");
+    if (up) tt_strbuf_fmt(b, " transform=\"rotate(-90 %d %d)\"", bx, by);
+    tt_strbuf_str(b, ">");
     put_text(b, v->str + e->a);
-    put_str(b, "</text>\n");
+    tt_strbuf_str(b, "</text>\n");
 }
 
-static void put_item(sbuf *b, const tt_svg *v, const item *e)
+static void put_item(tt_strbuf *b, const tt_svg *v, const item *e)
 {
     const double *d = v->pts + e->a;
     switch (e->op) {
     case OP_RECT:
-        put_str(b, "<rect ");
+        tt_strbuf_str(b, "<rect ");
         put_box(b, e);
-        put_str(b, " fill=\"");
+        tt_strbuf_str(b, " fill=\"");
         put_rgb(b, e->rgb);
-        put_str(b, "\"/>\n");
+        tt_strbuf_str(b, "\"/>\n");
         break;
     case OP_FRAME: {   /* a stroke centred t/2 inside the box */
         const double t = e->a;
-        put_str(b, "<rect x=\"");
-        put_num(b, e->x + t / 2); put_str(b, "\" y=\""); put_num(b, e->y + t / 2);
-        put_fmt(b, "\" width=\"%d\" height=\"%d\" fill=\"none\" stroke-width=\"%d\" stroke=\"",
+        tt_strbuf_str(b, "<rect x=\"");
+        put_num(b, e->x + t / 2); tt_strbuf_str(b, "\" y=\""); put_num(b, e->y + t / 2);
+        tt_strbuf_fmt(b, "\" width=\"%d\" height=\"%d\" fill=\"none\" stroke-width=\"%d\" stroke=\"",
                 (int)(e->w - e->a), (int)(e->h - e->a), (int)e->a);
         put_rgb(b, e->rgb);
-        put_str(b, "\"/>\n");
+        tt_strbuf_str(b, "\"/>\n");
         break;
     }
     case OP_ROUND_RECT: {   /* the border as a stroke centred bw/2 inside */
         const double bw = e->a, h = bw / 2;
-        put_str(b, "<rect x=\"");
-        put_num(b, e->x + h); put_str(b, "\" y=\""); put_num(b, e->y + h);
-        put_str(b, "\" width=\""); put_num(b, e->w - bw);
-        put_str(b, "\" height=\""); put_num(b, e->h - bw);
-        put_str(b, "\" rx=\""); put_num(b, fmax(e->b - h, 0.0));
-        put_str(b, "\" fill=\""); put_rgb(b, e->rgb);
+        tt_strbuf_str(b, "<rect x=\"");
+        put_num(b, e->x + h); tt_strbuf_str(b, "\" y=\""); put_num(b, e->y + h);
+        tt_strbuf_str(b, "\" width=\""); put_num(b, e->w - bw);
+        tt_strbuf_str(b, "\" height=\""); put_num(b, e->h - bw);
+        tt_strbuf_str(b, "\" rx=\""); put_num(b, fmax(e->b - h, 0.0));
+        tt_strbuf_str(b, "\" fill=\""); put_rgb(b, e->rgb);
         if (e->a > 0) {
-            put_str(b, "\" stroke=\""); put_rgb(b, e->rgb2);
-            put_fmt(b, "\" stroke-width=\"%d", (int)e->a);
+            tt_strbuf_str(b, "\" stroke=\""); put_rgb(b, e->rgb2);
+            tt_strbuf_fmt(b, "\" stroke-width=\"%d", (int)e->a);
         }
-        put_str(b, "\" shape-rendering=\"geometricPrecision\"/>\n");
+        tt_strbuf_str(b, "\" shape-rendering=\"geometricPrecision\"/>\n");
         break;
     }
     case OP_LINE:
-        put_str(b, "<line x1=\""); put_num(b, d[0]);
-        put_str(b, "\" y1=\""); put_num(b, d[1]);
-        put_str(b, "\" x2=\""); put_num(b, d[2]);
-        put_str(b, "\" y2=\""); put_num(b, d[3]);
-        put_str(b, "\" stroke-width=\""); put_num(b, d[4]);
-        put_str(b, "\" stroke-linecap=\"round\" stroke=\""); put_rgb(b, e->rgb);
-        put_str(b, "\" shape-rendering=\"geometricPrecision\"/>\n");
+        tt_strbuf_str(b, "<line x1=\""); put_num(b, d[0]);
+        tt_strbuf_str(b, "\" y1=\""); put_num(b, d[1]);
+        tt_strbuf_str(b, "\" x2=\""); put_num(b, d[2]);
+        tt_strbuf_str(b, "\" y2=\""); put_num(b, d[3]);
+        tt_strbuf_str(b, "\" stroke-width=\""); put_num(b, d[4]);
+        tt_strbuf_str(b, "\" stroke-linecap=\"round\" stroke=\""); put_rgb(b, e->rgb);
+        tt_strbuf_str(b, "\" shape-rendering=\"geometricPrecision\"/>\n");
         break;
     case OP_POLYLINE:
-        put_str(b, "<polyline");
+        tt_strbuf_str(b, "<polyline");
         put_points(b, d, e->b);
-        put_str(b, " fill=\"none\" stroke-width=\""); put_num(b, d[2 * e->b]);
-        put_str(b, "\" stroke-linecap=\"round\" stroke-linejoin=\"round\" stroke=\"");
+        tt_strbuf_str(b, " fill=\"none\" stroke-width=\""); put_num(b, d[2 * e->b]);
+        tt_strbuf_str(b, "\" stroke-linecap=\"round\" stroke-linejoin=\"round\" stroke=\"");
         put_rgb(b, e->rgb);
-        put_str(b, "\" shape-rendering=\"geometricPrecision\"/>\n");
+        tt_strbuf_str(b, "\" shape-rendering=\"geometricPrecision\"/>\n");
         break;
     case OP_TRIANGLE:
-        put_str(b, "<polygon");
+        tt_strbuf_str(b, "<polygon");
         put_points(b, d, 3);
-        put_str(b, " fill=\""); put_rgb(b, e->rgb);
-        put_str(b, "\" shape-rendering=\"geometricPrecision\"/>\n");
+        tt_strbuf_str(b, " fill=\""); put_rgb(b, e->rgb);
+        tt_strbuf_str(b, "\" shape-rendering=\"geometricPrecision\"/>\n");
         break;
     case OP_HATCH: {
         const unsigned kinds = (unsigned)e->a;
         if (!kinds) {
-            put_str(b, "<rect ");
+            tt_strbuf_str(b, "<rect ");
             put_box(b, e);
-            put_str(b, " fill=\"url(#tt-hatch)\"/>\n");
+            tt_strbuf_str(b, " fill=\"url(#tt-hatch)\"/>\n");
             break;
         }
         int first = 0;
         while (!(kinds >> first & 1)) first++;
-        put_str(b, "<rect ");   /* the lowest kind's background, every kind's strokes over it */
+        tt_strbuf_str(b, "<rect ");   /* the lowest kind's background, every kind's strokes over it */
         put_box(b, e);
-        put_str(b, " fill=\"");
+        tt_strbuf_str(b, " fill=\"");
         put_rgb(b, tt__mask_rgb(first, 0));
-        put_str(b, "\"/>\n");
+        tt_strbuf_str(b, "\"/>\n");
         for (int k = 0; k < TT_FIG_MASK_KINDS; k++)
             if (kinds >> k & 1) {
-                put_str(b, "<rect ");
+                tt_strbuf_str(b, "<rect ");
                 put_box(b, e);
-                put_fmt(b, " fill=\"url(#tt-mask%d)\"/>\n", k);
+                tt_strbuf_fmt(b, " fill=\"url(#tt-mask%d)\"/>\n", k);
             }
         break;
     }
@@ -433,41 +401,41 @@ static void put_item(sbuf *b, const tt_svg *v, const item *e)
 }
 
 /* The whole document into b. */
-static void put_document(sbuf *b, const tt_canvas *c, const tt_png_meta *meta)
+static void put_document(tt_strbuf *b, const tt_canvas *c, const tt_png_meta *meta)
 {
     const tt_svg *v = c->vec;
-    put_str(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    put_fmt(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+    tt_strbuf_str(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    tt_strbuf_fmt(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
             "viewBox=\"0 0 %d %d\" font-family=\"'DejaVu Sans Mono', Menlo, Consolas, monospace\" "
             "shape-rendering=\"crispEdges\" xml:space=\"preserve\">\n", c->w, c->h, c->w, c->h);
     /* what the PNG keeps in its tEXt chunks */
     if (meta && meta->title && meta->title[0]) {
-        put_str(b, "<title>");
+        tt_strbuf_str(b, "<title>");
         put_text(b, meta->title);
-        put_str(b, "</title>\n");
+        tt_strbuf_str(b, "</title>\n");
     }
-    put_str(b, "<desc>Software: tensortrace " TT_VERSION);
+    tt_strbuf_str(b, "<desc>Software: tensortrace " TT_VERSION);
     const char *keys[3] = { "Source", "Shape", "Title" };
     const char *vals[3] = { meta ? meta->source : NULL, meta ? meta->shape : NULL,
                             meta ? meta->title : NULL };
     for (int k = 0; k < 3; k++)
         if (vals[k] && vals[k][0]) {
-            put_fmt(b, "\n%s: ", keys[k]);
+            tt_strbuf_fmt(b, "\n%s: ", keys[k]);
             put_text(b, vals[k]);
         }
-    put_str(b, "</desc>\n");
+    tt_strbuf_str(b, "</desc>\n");
     unsigned used = 0;   /* bits 0..3 mask kinds, bit 4 the -inf hatch */
     for (size_t k = 0; k < v->n; k++)
         if (v->it[k].op == OP_HATCH) used |= v->it[k].a ? (unsigned)v->it[k].a : 1u << 4;
     if (used) put_defs(b, used);
-    put_fmt(b, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", c->w, c->h);
+    tt_strbuf_fmt(b, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", c->w, c->h);
     for (size_t k = 0; k < v->n; k++) put_item(b, v, &v->it[k]);
-    put_str(b, "</svg>\n");
+    tt_strbuf_str(b, "</svg>\n");
 }
 
 static int emit_buffer(FILE *fp, void *ctx, char errtext[128])
 {
-    const sbuf *b = ctx;
+    const tt_strbuf *b = ctx;
     if (fwrite(b->p, 1, b->n, fp) != b->n) {
         snprintf(errtext, 128, "short write");
         return 1;
@@ -491,16 +459,14 @@ tt_status tt_svg_write(const char *path, const tt_canvas *c, const tt_png_meta *
     if (c->vec->overflow)
         return tt__err(TT_EARG, "cannot write '%s': more than %d shapes, too many for an SVG; "
                        "hint: write a .png, or draw fewer cells (e.g. x:narrow)", path, TT_SVG_MAX_ITEMS);
-    sbuf b = { NULL, 0, 0, 0, 0 };
+    tt_strbuf b = { .capped = 1 };      /* an SVG of a big figure is large: it counts */
     put_document(&b, c, meta);
     if (b.oom) {
-        free(b.p);
-        tt__mem_release(b.held);
+        tt_strbuf_free(&b);
         return tt__err(TT_ENOMEM, "cannot write '%s': out of memory (or past --max-memory); "
                        "hint: write a .png, or raise the cap", path);
     }
     const tt_status st = tt__write_file(path, "figure", emit_buffer, &b);
-    free(b.p);
-    tt__mem_release(b.held);
+    tt_strbuf_free(&b);
     return st;
 }

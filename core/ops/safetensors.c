@@ -48,45 +48,17 @@ typedef struct save_job {
     size_t hlen;                /* padded with spaces to a multiple of 8 */
 } save_job;
 
-/* A growing string for the header. */
-typedef struct strbuf { char *s; size_t len, cap; int oom; } strbuf;
-
-static void sb_put(strbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) { b->oom = 1; return; }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = 0;
-}
-
-static void sb_str(strbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-static void sb_fmt(strbuf *b, const char *fmt, long long v)
-{
-    char tmp[32];
-    int k = snprintf(tmp, sizeof tmp, fmt, v);
-    sb_put(b, tmp, (size_t)k);
-}
-
 /* A JSON string: quotes, backslash and control characters escaped; the
    bytes are valid UTF-8 (checked by the caller). */
-static void sb_json(strbuf *b, const char *s)
+static void sb_json(tt_strbuf *b, const char *s)
 {
-    sb_put(b, "\"", 1);
+    tt_strbuf_add(b, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') { sb_put(b, "\\", 1); sb_put(b, (const char *)p, 1); }
-        else if (*p < 0x20) sb_fmt(b, "\\u%04llx", *p);
-        else sb_put(b, (const char *)p, 1);
+        if (*p == '"' || *p == '\\') { tt_strbuf_add(b, "\\", 1); tt_strbuf_add(b, (const char *)p, 1); }
+        else if (*p < 0x20) tt_strbuf_fmt(b, "\\u%04x", (unsigned)*p);
+        else tt_strbuf_add(b, (const char *)p, 1);
     }
-    sb_put(b, "\"", 1);
+    tt_strbuf_add(b, "\"", 1);
 }
 
 static int valid_utf8(const char *s)
@@ -121,49 +93,49 @@ static int by_name(const void *x, const void *y)
 
 static tt_status build_header(const char *path, save_job *j)
 {
-    strbuf b = {0};
-    sb_str(&b, "{");
+    tt_strbuf b = {0};
+    tt_strbuf_str(&b, "{");
     int first = 1;
     if (j->nmeta > 0) {
-        sb_str(&b, "\"__metadata__\":{");
+        tt_strbuf_str(&b, "\"__metadata__\":{");
         for (int i = 0; i < j->nmeta; i++) {
-            if (i) sb_str(&b, ",");
+            if (i) tt_strbuf_str(&b, ",");
             sb_json(&b, j->meta[2 * i]);
-            sb_str(&b, ":");
+            tt_strbuf_str(&b, ":");
             sb_json(&b, j->meta[2 * i + 1]);
         }
-        sb_str(&b, "}");
+        tt_strbuf_str(&b, "}");
         first = 0;
     }
     long long off = 0;
     for (int r = 0; r < j->n; r++) {
         const tt_tensor *t = j->tensors[j->order[r]];
-        if (!first) sb_str(&b, ",");
+        if (!first) tt_strbuf_str(&b, ",");
         first = 0;
         sb_json(&b, j->names[j->order[r]]);
-        sb_str(&b, ":{\"dtype\":\"");
-        sb_str(&b, st_dtype_name(t->dtype));
-        sb_str(&b, "\",\"shape\":[");
-        for (int d = 0; d < t->ndim; d++) sb_fmt(&b, d ? ",%lld" : "%lld", (long long)t->shape[d]);
+        tt_strbuf_str(&b, ":{\"dtype\":\"");
+        tt_strbuf_str(&b, st_dtype_name(t->dtype));
+        tt_strbuf_str(&b, "\",\"shape\":[");
+        for (int d = 0; d < t->ndim; d++) tt_strbuf_fmt(&b, d ? ",%lld" : "%lld", (long long)t->shape[d]);
         long long nb = (long long)tt_numel(t) * (long long)tt_dtype_size(t->dtype);
-        sb_fmt(&b, "],\"data_offsets\":[%lld,", off);
-        sb_fmt(&b, "%lld]}", off + nb);
+        tt_strbuf_fmt(&b, "],\"data_offsets\":[%lld,", off);
+        tt_strbuf_fmt(&b, "%lld]}", off + nb);
         off += nb;
     }
-    sb_str(&b, "}");
-    while (!b.oom && b.len % 8) sb_str(&b, " ");   /* the data starts 8-aligned */
+    tt_strbuf_str(&b, "}");
+    while (!b.oom && b.n % 8) tt_strbuf_str(&b, " ");   /* the data starts 8-aligned */
     if (b.oom) {
-        free(b.s);
+        free(b.p);
         return tt__err(TT_ENOMEM, "save: out of memory for the header of '%s'", path);
     }
-    if ((long long)b.len > MAX_HEADER) {
-        free(b.s);
+    if ((long long)b.n > MAX_HEADER) {
+        free(b.p);
         return tt__err(TT_EARG, "save: the header of '%s' would be %zu bytes, more than the %lld that "
                        "safetensors readers accept; hint: fewer tensors per file, or shorter names",
-                       path, b.len, MAX_HEADER);
+                       path, b.n, MAX_HEADER);
     }
-    j->header = b.s;
-    j->hlen = b.len;
+    j->header = b.p;
+    j->hlen = b.n;
     return TT_OK;
 }
 
@@ -277,7 +249,7 @@ static int expect(reader *r, char c)
     return fail(r, "bad JSON in the header: ", what);
 }
 
-static void put_utf8(strbuf *b, unsigned cp)
+static void put_utf8(tt_strbuf *b, unsigned cp)
 {
     char u[4];
     size_t k;
@@ -290,7 +262,7 @@ static void put_utf8(strbuf *b, unsigned cp)
         u[0] = (char)(0xF0 | cp >> 18); u[1] = (char)(0x80 | ((cp >> 12) & 63));
         u[2] = (char)(0x80 | ((cp >> 6) & 63)); u[3] = (char)(0x80 | (cp & 63)); k = 4;
     }
-    sb_put(b, u, k);
+    tt_strbuf_add(b, u, k);
 }
 
 static int hex4(reader *r, unsigned *v)
@@ -315,15 +287,15 @@ static char *read_string(reader *r)
     skip_ws(r);
     if (r->p >= r->end || *r->p != '"') { fail(r, "bad JSON in the header: a string expected", NULL); return NULL; }
     r->p++;
-    strbuf b = {0};
-    sb_put(&b, "", 0);
+    tt_strbuf b = {0};
+    tt_strbuf_add(&b, "", 0);
     while (r->p < r->end && *r->p != '"') {
         unsigned char c = (unsigned char)*r->p;
         if (c < 0x20) { fail(r, "bad JSON in the header: a control character in a string", NULL); goto bad; }
         if (c != '\\') {
             int k = tt_utf8_len((const unsigned char *)r->p, (size_t)(r->end - r->p));
             if (k == 0) { fail(r, "the header is not valid UTF-8", NULL); goto bad; }
-            sb_put(&b, r->p, (size_t)k);
+            tt_strbuf_add(&b, r->p, (size_t)k);
             r->p += k;
             continue;
         }
@@ -333,7 +305,7 @@ static char *read_string(reader *r)
         const char *simple = strchr("\"\\/bfnrt", e);
         if (e && simple) {
             static const char out[] = "\"\\/\b\f\n\r\t";
-            sb_put(&b, &out[simple - "\"\\/bfnrt"], 1);
+            tt_strbuf_add(&b, &out[simple - "\"\\/bfnrt"], 1);
         } else if (e == 'u') {
             unsigned cp, lo;
             if (!hex4(r, &cp)) { fail(r, "bad JSON in the header: a bad \\u escape", NULL); goto bad; }
@@ -358,9 +330,9 @@ static char *read_string(reader *r)
     if (r->p >= r->end) { fail(r, "bad JSON in the header: a string does not end", NULL); goto bad; }
     r->p++;
     if (b.oom) { r->st = tt__err(TT_ENOMEM, "load: out of memory reading '%s'", r->path); goto bad; }
-    return b.s;
+    return b.p;
 bad:
-    free(b.s);
+    free(b.p);
     return NULL;
 }
 
