@@ -175,6 +175,9 @@ static tt_status f_matmul(tt_tensor *o, tt_tensor *const *in) { return tt_matmul
 static tt_status f_softmax(tt_tensor *o, tt_tensor *const *in) { return tt_softmax(o, in[0], in[0]->ndim - 1); }
 static tt_status f_softmax0(tt_tensor *o, tt_tensor *const *in) { return tt_softmax(o, in[0], 0); }
 
+static tt_status f_tril(tt_tensor *o, tt_tensor *const *in) { return tt_tril(o, in[0], -1); }
+static tt_status f_triu(tt_tensor *o, tt_tensor *const *in) { return tt_triu(o, in[0], 2); }
+
 static tt_status f_masked(tt_tensor *o, tt_tensor *const *in)
 {
     tt_tensor m;
@@ -255,6 +258,8 @@ static void test_gradients(void)
     gradcheck("softmax dim 1", f_softmax0, 1, bc);
     input mf[1] = {{2, {3, 5}, 1, 0, 0}};
     gradcheck("masked_fill", f_masked, 1, mf);
+    gradcheck("tril", f_tril, 1, bc);
+    gradcheck("triu", f_triu, 1, bc);
     input v[1] = {{3, {2, 3, 5}, 0, 0, 0}};
     gradcheck("views", f_views, 1, v);
     input ch[1] = {{2, {2, 7}, 1, 0, 0}};

@@ -483,6 +483,16 @@ tt_status tt__bw_masked_fill(const tt__node *n, const tt_tensor *g, tt_tensor *g
     return done(&w);
 }
 
+/* tril and triu: g masked as the forward masked a */
+tt_status tt__bw_tri(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    tt_tensor *o = slot(&w);
+    if (o) kept(&w, o, n->op == TT_OP_TRIU ? tt_triu(o, g, n->args.start) : tt_tril(o, g, n->args.start));
+    give(&w, o, &gin[0]);
+    return done(&w);
+}
+
 /* view, reshape, squeeze, contiguous, clone, named, float: g shaped back
    (expand sums its broadcast dims) */
 tt_status tt__bw_reshape(const tt__node *n, const tt_tensor *g, tt_tensor *gin)

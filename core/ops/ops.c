@@ -796,7 +796,7 @@ static tt_status tri(tt_tensor *out, const tt_tensor *a, int64_t k, int upper)
     clear(out);
     tt__opscope sc = tt__op_enter();
     tt_status st = tri_impl(out, a, k, upper);
-    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, upper ? TT_OP_TRIU : TT_OP_TRIL, a, NULL, NULL, NULL);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, upper ? TT_OP_TRIU : TT_OP_TRIL, a, NULL, NULL, &(tt__agargs){ .start = k });
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, upper ? TT_OP_TRIU : TT_OP_TRIL, out, a, NULL, NULL);

@@ -81,8 +81,8 @@ static const tt__opdef OPS[] = {
     /* attention and the rest: their own functions */
     [TT_OP_SOFTMAX] = { .name = "softmax", BW(softmax), .saves = TT__SAVE_OUT },
     [TT_OP_MASKED_FILL] = { .name = "masked_fill", BW(masked_fill), .saves = TT__SAVE_B },
-    [TT_OP_TRIL] = { .name = "tril" },
-    [TT_OP_TRIU] = { .name = "triu" },
+    [TT_OP_TRIL] = { .name = "tril", BW(tri) },
+    [TT_OP_TRIU] = { .name = "triu", BW(tri) },
     [TT_OP_CAUSAL_MASK] = { .name = "causal_mask" },
     [TT_OP_REPEAT_INTERLEAVE] = { .name = "repeat_interleave" },
     [TT_OP_CAT] = { .name = "cat" },
