@@ -101,22 +101,24 @@ typedef struct tt__agargs {
     int causal, weights;        /* sdpa: causal; the node of its weights output */
 } tt__agargs;
 
-#define TT__AG_IN 3             /* inputs of a recorded op (masked_fill's mask included) */
+#define TT__AG_IN 3             /* inputs of an op recorded by tt__record (masked_fill's mask included) */
 enum { TT__SAVE_A = 1, TT__SAVE_B = 2, TT__SAVE_OUT = 4, TT__SAVE_C = 8 };
 /* saved[]: a, b, out, c (those the op's row asks for), then two an op's
    front-end fills itself (sdpa: the log-sum-exp and the mask) */
 #define TT__AG_SAVED 6
 
+/* A node's input: its node, or its leaf's record to accumulate into (both
+   NULL: it needs no gradient), and its shape. */
+typedef struct tt__edge {
+    tt__node *next;
+    tt_autograd *leaf;
+    int ndim;
+    int64_t shape[TT_MAX_DIMS];
+} tt__edge;
+
 struct tt__node {
     int refs, freed;
     tt_op op;
-    int nin;
-    /* per input: its node, or its leaf's record to accumulate into (both
-       NULL: it needs no gradient) and its shape */
-    tt__node *next[TT__AG_IN];
-    tt_autograd *leaf[TT__AG_IN];
-    int in_ndim[TT__AG_IN];
-    int64_t in_shape[TT__AG_IN][TT_MAX_DIMS];
     tt_tensor saved[TT__AG_SAVED];
     tt__agargs args;
     /* the engine's scratch */
@@ -124,10 +126,12 @@ struct tt__node {
     int pending;
     unsigned mark;
     tt__node *link;
+    int nin;
+    tt__edge in[];              /* nin of them: a list op (cat, stack) has any number */
 };
 
 /* Gradients of the inputs from g (the gradient of the output): gin[i] for
-   each input with an edge, shaped as the input. */
+   each input with an edge, shaped as the input (gin has n->nin entries). */
 typedef tt_status (*tt__backward_fn)(const tt__node *n, const tt_tensor *g, tt_tensor *gin);
 
 void tt__ag_release(tt_autograd *r);
@@ -149,9 +153,10 @@ static inline int tt__grad_wanted(tt__opscope sc, const tt_tensor *a, const tt_t
 tt_status tt__record(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b,
                      const tt_tensor *c, const tt__agargs *args);
 
-/* For an op of a list (cat, stack, einsum) that has no backward yet: records
-   it when any tensor of the list requires grad. */
-tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_tensor *const *list, int n);
+/* For an op of a list (cat, stack, einsum): records it, one edge per
+   tensor, when any tensor of the list requires grad. */
+tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_tensor *const *list, int n,
+                          const tt__agargs *args);
 
 /* The backward of each op that has one (ops/autograd.c), named in its row. */
 tt_status tt__bw_add(const tt__node *, const tt_tensor *, tt_tensor *);

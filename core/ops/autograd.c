@@ -113,14 +113,13 @@ static void save(tt_tensor *dst, const tt_tensor *src)
     for (int i = 0; i < TT_MAX_DIMS; i++) dst->names[i] = NULL;
 }
 
-tt_status tt__record(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b,
-                     const tt_tensor *c, const tt__agargs *args)
+/* out = op(in[0..nin)); in ends at its first NULL */
+static tt_status record_n(tt_tensor *out, tt_op op, const tt_tensor *const *in, int nin, const tt__agargs *args)
 {
-    const tt_tensor *in[TT__AG_IN] = {a, b, c};
     int any = 0;
-    for (int i = 0; i < TT__AG_IN; i++) any |= requires(in[i]) && in[i]->dtype == TT_FLOAT32;
+    for (int i = 0; i < nin && in[i]; i++) any |= requires(in[i]) && in[i]->dtype == TT_FLOAT32;
     if (!any || out->dtype != TT_FLOAT32) return TT_OK;     /* bool results never require grad */
-    tt__node *n = calloc(1, sizeof *n);
+    tt__node *n = calloc(1, sizeof *n + (size_t)nin * sizeof n->in[0]);
     tt_autograd *r = record_new();
     if (!n || !r) {
         free(n);
@@ -131,30 +130,39 @@ tt_status tt__record(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tens
     n->refs = 1;
     n->op = op;
     if (args) n->args = *args;
-    for (int i = 0; i < TT__AG_IN && in[i]; i++) {
+    for (int i = 0; i < nin && in[i]; i++) {
+        tt__edge *e = &n->in[i];
         n->nin = i + 1;
-        n->in_ndim[i] = in[i]->ndim;
-        memcpy(n->in_shape[i], in[i]->shape, sizeof n->in_shape[i]);
+        e->ndim = in[i]->ndim;
+        memcpy(e->shape, in[i]->shape, sizeof e->shape);
         if (!requires(in[i]) || in[i]->dtype != TT_FLOAT32) continue;
-        tt_autograd *e = in[i]->ag;
-        if (e->fn) (n->next[i] = e->fn)->refs++;
-        else (n->leaf[i] = e)->refs++;
+        tt_autograd *ag = in[i]->ag;
+        if (ag->fn) (e->next = ag->fn)->refs++;
+        else (e->leaf = ag)->refs++;
     }
     int saves = tt__op_def(op)->saves;
-    if ((saves & TT__SAVE_A) && a) save(&n->saved[0], a);
-    if ((saves & TT__SAVE_B) && b) save(&n->saved[1], b);
+    if ((saves & TT__SAVE_A) && nin > 0 && in[0]) save(&n->saved[0], in[0]);
+    if ((saves & TT__SAVE_B) && nin > 1 && in[1]) save(&n->saved[1], in[1]);
     if (saves & TT__SAVE_OUT) save(&n->saved[2], out);
-    if ((saves & TT__SAVE_C) && c) save(&n->saved[3], c);
+    if ((saves & TT__SAVE_C) && nin > 2 && in[2]) save(&n->saved[3], in[2]);
     r->requires_grad = 1;
     r->fn = n;
     out->ag = r;
     return TT_OK;
 }
 
-tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_tensor *const *list, int n)
+tt_status tt__record(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b,
+                     const tt_tensor *c, const tt__agargs *args)
+{
+    const tt_tensor *in[TT__AG_IN] = {a, b, c};
+    return record_n(out, op, in, TT__AG_IN, args);
+}
+
+tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_tensor *const *list, int n,
+                          const tt__agargs *args)
 {
     for (int i = 0; i < n; i++)
-        if (tt__grad_wanted(sc, list[i], NULL)) return tt__record(out, op, list[i], NULL, NULL, NULL);
+        if (tt__grad_wanted(sc, list[i], NULL)) return record_n(out, op, list, n, args);
     return TT_OK;
 }
 
@@ -260,13 +268,13 @@ static const tt_tensor *sum_to(scratch *w, const tt_tensor *g, int ndim, const i
 }
 
 /* Input i's shape, and g summed to it. */
-#define IN_SHAPE(n, i) (n)->in_ndim[i], (n)->in_shape[i]
+#define IN_SHAPE(n, i) (n)->in[i].ndim, (n)->in[i].shape
 static const tt_tensor *to_in(scratch *w, const tt__node *n, int i, const tt_tensor *g)
 {
     return sum_to(w, g, IN_SHAPE(n, i));
 }
 
-static int need(const tt__node *n, int i) { return n->next[i] || n->leaf[i]; }
+static int need(const tt__node *n, int i) { return n->in[i].next || n->in[i].leaf; }
 
 /* Moves t (a scratch entry) into *dst; releases the rest; returns the status. */
 static void give(scratch *w, const tt_tensor *t, tt_tensor *dst)
@@ -423,13 +431,13 @@ tt_status tt__bw_sum(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     scratch w = {0};
     int d = n->args.d;
     int64_t ones[TT_MAX_DIMS] = {1, 1, 1, 1, 1, 1, 1, 1};
-    if (d < 0) g = reshape(&w, g, n->in_ndim[0], ones);
+    if (d < 0) g = reshape(&w, g, n->in[0].ndim, ones);
     else if (!n->args.keepdim) g = unsq(&w, g, d);
     g = expand(&w, g, IN_SHAPE(n, 0));
     if (n->op == TT_OP_MEAN) {
         int64_t count = 1;
-        for (int i = 0; i < n->in_ndim[0]; i++)
-            if (d < 0 || i == d) count *= n->in_shape[0][i];
+        for (int i = 0; i < n->in[0].ndim; i++)
+            if (d < 0 || i == d) count *= n->in[0].shape[i];
         g = bins(&w, TT_OP_DIV, g, (double)count, 0);
     }
     give(&w, g, &gin[0]);
@@ -616,7 +624,7 @@ static tt_status collect(tt__node *root, tt__node ***list, int64_t *count)
                            "hint: run the forward again (tensortrace keeps no retain_graph)");
         }
         for (int i = 0; i < x->nin; i++) {
-            tt__node *m = x->next[i];
+            tt__node *m = x->in[i].next;
             if (!m) continue;
             if (m->mark != mark) {
                 if (n == cap) {
@@ -657,20 +665,27 @@ static tt_status run(tt__node **all, int64_t count)
             st = no_backward(x->op);
             break;
         }
-        tt_tensor gin[TT__AG_IN] = {{0}};
+        /* a list op's inputs may outnumber the few on the stack */
+        tt_tensor few[TT__AG_IN] = {{0}};
+        tt_tensor *gin = x->nin <= TT__AG_IN ? few : calloc((size_t)x->nin, sizeof *gin);
+        if (!gin) {
+            st = tt__err(TT_ENOMEM, "backward: out of memory");
+            break;
+        }
         st = def->backward(x, &x->acc, gin);
         tt_tensor_release(&x->acc);
         for (int i = 0; i < x->nin; i++) {
+            tt__edge *e = &x->in[i];
             if (!gin[i].storage) continue;
-            if (st == TT_OK && x->leaf[i] && x->leaf[i]->requires_grad) st = accumulate_leaf(x->leaf[i], &gin[i]);
-            else if (st == TT_OK && x->next[i]) {
-                tt__node *m = x->next[i];
-                st = accumulate(&m->acc, &gin[i]);
-                if (--m->pending == 0) ready[top++] = m;
+            if (st == TT_OK && e->leaf && e->leaf->requires_grad) st = accumulate_leaf(e->leaf, &gin[i]);
+            else if (st == TT_OK && e->next) {
+                st = accumulate(&e->next->acc, &gin[i]);
+                if (--e->next->pending == 0) ready[top++] = e->next;
             } else {
                 tt_tensor_release(&gin[i]);
             }
         }
+        if (gin != few) free(gin);
     }
     free(ready);
     return st;

@@ -984,7 +984,7 @@ tt_status tt_cat(tt_tensor *out, const tt_tensor *const *list, int n, int d)
     clear(out);
     tt__opscope sc = tt__op_enter();
     tt_status st = cat_impl(out, list, n, d);
-    if (st == TT_OK) st = tt__record_list(sc, out, TT_OP_CAT, list, n);
+    if (st == TT_OK) st = tt__record_list(sc, out, TT_OP_CAT, list, n, &(tt__agargs){ .d = d });
     tt_event ev;
     if (st == TT_OK) list_event(&ev, TT_OP_CAT, out, list, n, d);
     return tt__op_leave(sc, st, &ev);
@@ -1026,7 +1026,7 @@ tt_status tt_stack(tt_tensor *out, const tt_tensor *const *list, int n, int d)
     clear(out);
     tt__opscope sc = tt__op_enter();
     tt_status st = stack_impl(out, list, n, d);
-    if (st == TT_OK) st = tt__record_list(sc, out, TT_OP_STACK, list, n);
+    if (st == TT_OK) st = tt__record_list(sc, out, TT_OP_STACK, list, n, &(tt__agargs){ .d = d });
     tt_event ev;
     if (st == TT_OK) list_event(&ev, TT_OP_STACK, out, list, n, d);
     return tt__op_leave(sc, st, &ev);

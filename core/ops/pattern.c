@@ -1117,7 +1117,7 @@ tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *li
     tt__opscope sc = tt__op_enter();
     double flops = 0;
     tt_status st = einsum_impl(out, spec, list, n, &flops);
-    if (st == TT_OK) st = tt__record_list(sc, out, TT_OP_EINSUM, list, n);
+    if (st == TT_OK) st = tt__record_list(sc, out, TT_OP_EINSUM, list, n, NULL);
     tt_event ev;
     tt__event_init(&ev, TT_OP_EINSUM, out, list[0], n > 1 ? list[1] : NULL, n > 2 ? list[2] : NULL);
     if (st == TT_OK) {

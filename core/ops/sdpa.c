@@ -394,7 +394,7 @@ tt_status tt__bw_sdpa(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     layout_free(&L);
     tt_tensor_release(&gc);
     for (int i = 0; i < 3; i++) {
-        if (st == TT_OK && (n->next[i] || n->leaf[i])) gin[i] = d[i];
+        if (st == TT_OK && (n->in[i].next || n->in[i].leaf)) gin[i] = d[i];
         else tt_tensor_release(&d[i]);
     }
     return st;

@@ -26,8 +26,8 @@ void tt__node_release(tt__node *n)
         todo = x->link;
         tt__node_free_saved(x);
         for (int i = 0; i < x->nin; i++) {
-            tt__ag_release(x->leaf[i]);     /* a leaf's record has no node: no recursion */
-            tt__node *m = x->next[i];
+            tt__ag_release(x->in[i].leaf);  /* a leaf's record has no node: no recursion */
+            tt__node *m = x->in[i].next;
             if (m && --m->refs == 0) {
                 m->link = todo;
                 todo = m;
