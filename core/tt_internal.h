@@ -161,6 +161,7 @@ tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_ten
 /* The backward of each op that has one (ops/autograd.c), named in its row. */
 tt_status tt__bw_add(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_tri(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_cat(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_sub(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_mul(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_div(const tt__node *, const tt_tensor *, tt_tensor *);

@@ -501,6 +501,22 @@ tt_status tt__bw_tri(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     return done(&w);
 }
 
+/* cat and stack: each input's part of g, a view (cat: narrowed along d
+   at its place; stack: selected at its index). No scratch list: a list
+   may be longer than it. */
+tt_status tt__bw_cat(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    int d = n->args.d, stack = n->op == TT_OP_STACK;
+    int64_t pos = 0;
+    tt_status st = TT_OK;
+    for (int i = 0; i < n->nin && st == TT_OK; i++) {
+        int64_t len = stack ? 1 : n->in[i].shape[d];
+        if (need(n, i)) st = stack ? tt__select(&gin[i], g, d, i) : tt__narrow(&gin[i], g, d, pos, len, "cat");
+        pos += len;
+    }
+    return st;
+}
+
 /* view, reshape, squeeze, contiguous, clone, named, float: g shaped back
    (expand sums its broadcast dims) */
 tt_status tt__bw_reshape(const tt__node *n, const tt_tensor *g, tt_tensor *gin)

@@ -69,8 +69,8 @@ checkerror({"backward: grad must be float32 shaped as the output [2,3], got floa
 checkerror({"grad: expects float32 [2,3]", "got float32 [3]"}, function() x.grad = tt.ones(3) end)
 checkerror({"tensor: cannot set field 'foo'", "hint: only x.grad can be assigned"}, function() x.foo = 1 end)
 local q = tt.randn(1, 2, 4):requires_grad_()
-local both = tt.cat({q, q}, 1)
-checkerror({"backward: no gradient for 'cat' yet; ops with gradients:", "matmul", "sdpa"},
+local both = tt.einsum("b i d, b j d -> b i j", q, q)
+checkerror({"backward: no gradient for 'einsum' yet; ops with gradients:", "matmul", "sdpa"},
            function() both:sum():backward() end)
 
 -- sdpa: the fused backward fills every input's grad; its weights have none
