@@ -96,7 +96,8 @@ typedef struct tt__agargs {
     double s;                   /* the scalar of tt_binary_scalar */
     int has_s, first;           /* scalar_first */
     int d, d2, keepdim;         /* dims (reductions: d < 0 is all) */
-    int64_t start, len;         /* narrow, select (start); tril, triu: k in start */
+    int64_t start, len;         /* narrow, select (start); tril, triu: k in start;
+                                   repeat_interleave: repeats in len */
     int perm[TT_MAX_DIMS];
     int causal, weights;        /* sdpa: causal; the node of its weights output */
 } tt__agargs;
@@ -162,6 +163,7 @@ tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_ten
 tt_status tt__bw_add(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_tri(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_cat(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_repeat_interleave(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_sub(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_mul(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_div(const tt__node *, const tt_tensor *, tt_tensor *);

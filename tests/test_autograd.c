@@ -191,6 +191,9 @@ static tt_status f_stack(tt_tensor *o, tt_tensor *const *in)
     return tt_stack(o, list, 3, 1);
 }
 
+static tt_status f_repeat(tt_tensor *o, tt_tensor *const *in) { return tt_repeat_interleave(o, in[0], 3, 1); }
+static tt_status f_repeat_last(tt_tensor *o, tt_tensor *const *in) { return tt_repeat_interleave(o, in[0], 2, 2); }
+
 static tt_status f_masked(tt_tensor *o, tt_tensor *const *in)
 {
     tt_tensor m;
@@ -276,6 +279,8 @@ static void test_gradients(void)
     gradcheck("cat", f_cat, 3, cats);
     input stacks[3] = {{2, {3, 5}, 1, 0, 0}, {2, {3, 5}, 0, 0, 0}, {2, {3, 5}, 1, 0, 0}};
     gradcheck("stack", f_stack, 3, stacks);
+    gradcheck("repeat_interleave", f_repeat, 1, bc);
+    gradcheck("repeat_interleave last dim", f_repeat_last, 1, bc);
     gradcheck("triu", f_triu, 1, bc);
     input v[1] = {{3, {2, 3, 5}, 0, 0, 0}};
     gradcheck("views", f_views, 1, v);

@@ -517,6 +517,20 @@ tt_status tt__bw_cat(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     return st;
 }
 
+/* repeat_interleave: g as [before d, n, r, after d], summed over the r
+   repeats (four dims whatever the input's, so never past TT_MAX_DIMS) */
+tt_status tt__bw_repeat_interleave(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    int d = n->args.d;
+    int64_t split[4] = {1, n->in[0].shape[d], n->args.len, 1};
+    for (int i = 0; i < n->in[0].ndim; i++)
+        if (i != d) split[i < d ? 0 : 3] *= n->in[0].shape[i];
+    g = red(&w, TT_OP_SUM, reshape(&w, g, 4, split), 2, 0);
+    give(&w, reshape(&w, g, IN_SHAPE(n, 0)), &gin[0]);
+    return done(&w);
+}
+
 /* view, reshape, squeeze, contiguous, clone, named, float: g shaped back
    (expand sums its broadcast dims) */
 tt_status tt__bw_reshape(const tt__node *n, const tt_tensor *g, tt_tensor *gin)

@@ -898,7 +898,7 @@ tt_status tt_repeat_interleave(tt_tensor *out, const tt_tensor *a, int64_t r, in
     clear(out);
     tt__opscope sc = tt__op_enter();
     tt_status st = repeat_impl(out, a, r, d);
-    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, TT_OP_REPEAT_INTERLEAVE, a, NULL, NULL, NULL);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, TT_OP_REPEAT_INTERLEAVE, a, NULL, NULL, &(tt__agargs){ .d = d, .len = r });
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_REPEAT_INTERLEAVE, out, a, NULL, NULL);

@@ -84,7 +84,7 @@ static const tt__opdef OPS[] = {
     [TT_OP_TRIL] = { .name = "tril", BW(tri) },
     [TT_OP_TRIU] = { .name = "triu", BW(tri) },
     [TT_OP_CAUSAL_MASK] = { .name = "causal_mask" },
-    [TT_OP_REPEAT_INTERLEAVE] = { .name = "repeat_interleave" },
+    [TT_OP_REPEAT_INTERLEAVE] = { .name = "repeat_interleave", BW(repeat_interleave) },
     [TT_OP_CAT] = { .name = "cat", BW(cat) },
     [TT_OP_STACK] = { .name = "stack", BW(cat) },
     [TT_OP_MATMUL] = { .name = "matmul", .infix = "@", BW(matmul), .saves = TT__SAVE_A | TT__SAVE_B },
