@@ -150,7 +150,8 @@ static inline int tt__grad_wanted(tt__opscope sc, const tt_tensor *a, const tt_t
 }
 
 /* Records out = op(a, b, c) (a node with its edges, saved tensors and
-   args); releases out and fails on TT_ENOMEM. */
+   args); releases out and fails on TT_ENOMEM. (tt_max_dim then saves its
+   indices in saved[4].) */
 tt_status tt__record(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b,
                      const tt_tensor *c, const tt__agargs *args);
 
@@ -163,6 +164,7 @@ tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_ten
 tt_status tt__bw_add(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_tri(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_cat(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_max(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_repeat_interleave(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_sub(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_mul(const tt__node *, const tt_tensor *, tt_tensor *);

@@ -194,6 +194,19 @@ static tt_status f_stack(tt_tensor *o, tt_tensor *const *in)
 static tt_status f_repeat(tt_tensor *o, tt_tensor *const *in) { return tt_repeat_interleave(o, in[0], 3, 1); }
 static tt_status f_repeat_last(tt_tensor *o, tt_tensor *const *in) { return tt_repeat_interleave(o, in[0], 2, 2); }
 
+/* the values of max/min over a dim; the indices dropped */
+static tt_status max_dim(tt_tensor *o, tt_tensor *const *in, int d, int keepdim, int is_min)
+{
+    tt_tensor idx;
+    tt_status st = tt_max_dim(o, &idx, in[0], d, keepdim, is_min);
+    tt_tensor_release(&idx);
+    return st;
+}
+static tt_status f_max_dim(tt_tensor *o, tt_tensor *const *in) { return max_dim(o, in, 1, 0, 0); }
+static tt_status f_min_dim(tt_tensor *o, tt_tensor *const *in) { return max_dim(o, in, 2, 1, 1); }
+static tt_status f_max_all(tt_tensor *o, tt_tensor *const *in) { return tt_reduce(o, TT_OP_MAX, in[0], -1, 0); }
+static tt_status f_min_red(tt_tensor *o, tt_tensor *const *in) { return tt_reduce(o, TT_OP_MIN, in[0], 0, 0); }
+
 static tt_status f_masked(tt_tensor *o, tt_tensor *const *in)
 {
     tt_tensor m;
@@ -281,6 +294,10 @@ static void test_gradients(void)
     gradcheck("stack", f_stack, 3, stacks);
     gradcheck("repeat_interleave", f_repeat, 1, bc);
     gradcheck("repeat_interleave last dim", f_repeat_last, 1, bc);
+    gradcheck("max over a dim", f_max_dim, 1, kink0);
+    gradcheck("min over a dim, keepdim", f_min_dim, 1, bc);
+    gradcheck("max", f_max_all, 1, kink0);
+    gradcheck("min over a dim (tt_reduce)", f_min_red, 1, kink0);
     gradcheck("triu", f_triu, 1, bc);
     input v[1] = {{3, {2, 3, 5}, 0, 0, 0}};
     gradcheck("views", f_views, 1, v);
@@ -317,6 +334,24 @@ static void test_ties(void)
     tt_tensor_release(&b);
     tt_tensor_release(&m);
     tt_tensor_release(&l);
+    /* max over a dim: all to the index chosen; max of all: split among ties */
+    float three[3] = {1, 3, 3};
+    tt_tensor idx;
+    tt_from_buffer(&a, TT_FLOAT32, 1, &s, three);
+    tt_requires_grad_(&a, 1);
+    tt_max_dim(&m, &idx, &a, 0, 0, 0);
+    int chosen = (int)tt_get(&idx, 0) - 1;
+    CHECK("max_dim ties: backward", tt_backward(&m, NULL) == TT_OK);
+    CHECK("max_dim ties: to the index", tt_get(tt_grad(&a), chosen) == 1 && tt_get(tt_grad(&a), 3 - chosen) == 0
+          && tt_get(tt_grad(&a), 0) == 0);
+    tt_set_grad(&a, NULL);
+    tt_tensor_release(&m);
+    tt_reduce(&m, TT_OP_MAX, &a, -1, 0);
+    CHECK("max ties: backward", tt_backward(&m, NULL) == TT_OK);
+    CHECK("max ties: halves", tt_get(tt_grad(&a), 1) == 0.5 && tt_get(tt_grad(&a), 2) == 0.5 && tt_get(tt_grad(&a), 0) == 0);
+    tt_tensor_release(&a);
+    tt_tensor_release(&m);
+    tt_tensor_release(&idx);
 }
 
 static void test_engine(void)

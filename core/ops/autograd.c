@@ -444,6 +444,36 @@ tt_status tt__bw_sum(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     return done(&w);
 }
 
+/* max and min over dims: tt_max_dim's values send g to the index the
+   forward chose (saved[4], PyTorch's rule); tt_reduce's split it evenly
+   among the elements equal to the result */
+tt_status tt__bw_max(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    int d = n->args.d, nd = n->in[0].ndim;
+    int64_t ones[TT_MAX_DIMS] = {1, 1, 1, 1, 1, 1, 1, 1};
+    const tt_tensor *y = OUT(n), *hit;
+    if (d < 0) {
+        g = reshape(&w, g, nd, ones);
+        y = reshape(&w, y, nd, ones);
+    } else if (!n->args.keepdim) {
+        g = unsq(&w, g, d);
+        y = unsq(&w, y, d);
+    }
+    if (n->saved[4].storage) {
+        const tt_tensor *idx = n->args.keepdim ? &n->saved[4] : unsq(&w, &n->saved[4], d);
+        ones[d] = n->in[0].shape[d];
+        tt_tensor *pos = slot(&w);
+        if (pos) kept(&w, pos, tt_arange(pos, 1, (double)ones[d] + 1, 1));   /* indices count from 1 */
+        hit = as_float(&w, bin(&w, TT_OP_EQ, reshape(&w, pos, nd, ones), idx));
+    } else {
+        hit = as_float(&w, bin(&w, TT_OP_EQ, A(n), y));
+        hit = bin(&w, TT_OP_DIV, hit, red(&w, TT_OP_SUM, hit, d, d >= 0));
+    }
+    give(&w, bin(&w, TT_OP_MUL, g, hit), &gin[0]);
+    return done(&w);
+}
+
 /* ga = g @ b^T, gb = a^T @ g over the promoted operands (a 1-D a is
    [1,K], a 1-D b is [K,1]), each summed over the batch dims it
    broadcast along and shaped back */

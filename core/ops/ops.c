@@ -574,6 +574,11 @@ tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, 
     if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) {
         st = tt__record(values, is_min ? TT_OP_MIN : TT_OP_MAX, a, NULL, NULL, &(tt__agargs){ .d = d, .keepdim = keepdim });
         if (st) tt_tensor_release(indices);
+        else if (values->ag) {              /* the backward sends g to these */
+            tt_tensor *idx = &values->ag->fn->saved[4];
+            tt__view_of(idx, indices);
+            for (int i = 0; i < TT_MAX_DIMS; i++) idx->names[i] = NULL;
+        }
     }
     tt_event ev;
     if (st == TT_OK) {
