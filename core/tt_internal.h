@@ -165,6 +165,7 @@ tt_status tt__bw_add(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_tri(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_cat(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_max(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_var(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_repeat_interleave(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_sub(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_mul(const tt__node *, const tt_tensor *, tt_tensor *);

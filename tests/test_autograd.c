@@ -207,6 +207,11 @@ static tt_status f_min_dim(tt_tensor *o, tt_tensor *const *in) { return max_dim(
 static tt_status f_max_all(tt_tensor *o, tt_tensor *const *in) { return tt_reduce(o, TT_OP_MAX, in[0], -1, 0); }
 static tt_status f_min_red(tt_tensor *o, tt_tensor *const *in) { return tt_reduce(o, TT_OP_MIN, in[0], 0, 0); }
 
+static tt_status f_var(tt_tensor *o, tt_tensor *const *in) { return tt_reduce(o, TT_OP_VAR, in[0], -1, 0); }
+static tt_status f_var_dim(tt_tensor *o, tt_tensor *const *in) { return tt_reduce(o, TT_OP_VAR, in[0], 2, 1); }
+static tt_status f_std(tt_tensor *o, tt_tensor *const *in) { return tt_reduce(o, TT_OP_STD, in[0], -1, 0); }
+static tt_status f_std_dim(tt_tensor *o, tt_tensor *const *in) { return tt_reduce(o, TT_OP_STD, in[0], 1, 0); }
+
 static tt_status f_masked(tt_tensor *o, tt_tensor *const *in)
 {
     tt_tensor m;
@@ -298,6 +303,10 @@ static void test_gradients(void)
     gradcheck("min over a dim, keepdim", f_min_dim, 1, bc);
     gradcheck("max", f_max_all, 1, kink0);
     gradcheck("min over a dim (tt_reduce)", f_min_red, 1, kink0);
+    gradcheck("var", f_var, 1, bc);
+    gradcheck("var over a dim, keepdim", f_var_dim, 1, bc);
+    gradcheck("std", f_std, 1, bc);
+    gradcheck("std over a dim", f_std_dim, 1, bc);
     gradcheck("triu", f_triu, 1, bc);
     input v[1] = {{3, {2, 3, 5}, 0, 0, 0}};
     gradcheck("views", f_views, 1, v);

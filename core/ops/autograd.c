@@ -474,6 +474,30 @@ tt_status tt__bw_max(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     return done(&w);
 }
 
+/* var = sum((a - mean)^2) / (N - 1), Bessel's correction as the forward:
+   g * 2 (a - mean) / (N - 1); std = sqrt(var): g * (a - mean) / ((N - 1) std) */
+tt_status tt__bw_var(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    int d = n->args.d, nd = n->in[0].ndim;
+    int64_t ones[TT_MAX_DIMS] = {1, 1, 1, 1, 1, 1, 1, 1}, count = 1;
+    const tt_tensor *y = OUT(n);
+    if (d < 0) {
+        g = reshape(&w, g, nd, ones);
+        y = reshape(&w, y, nd, ones);
+    } else if (!n->args.keepdim) {
+        g = unsq(&w, g, d);
+        y = unsq(&w, y, d);
+    }
+    for (int i = 0; i < nd; i++)
+        if (d < 0 || i == d) count *= n->in[0].shape[i];
+    const tt_tensor *c = bin(&w, TT_OP_SUB, A(n), red(&w, TT_OP_MEAN, A(n), d, d >= 0));
+    const tt_tensor *k = n->op == TT_OP_VAR ? bins(&w, TT_OP_MUL, g, 2.0 / (double)(count - 1), 0)
+                                            : bin(&w, TT_OP_DIV, bins(&w, TT_OP_MUL, g, 1.0 / (double)(count - 1), 0), y);
+    give(&w, bin(&w, TT_OP_MUL, c, k), &gin[0]);
+    return done(&w);
+}
+
 /* ga = g @ b^T, gb = a^T @ g over the promoted operands (a 1-D a is
    [1,K], a 1-D b is [K,1]), each summed over the batch dims it
    broadcast along and shaped back */

@@ -76,8 +76,8 @@ static const tt__opdef OPS[] = {
     [TT_OP_MIN] = { .name = "min", REDUCE, .flops = 1, .kernel = TK_RED_MIN, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT },
     [TT_OP_ARGMAX] = { .name = "argmax", REDUCE, .flops = 1, .kernel = TK_RED_MAX, .index = 1 },
     [TT_OP_ARGMIN] = { .name = "argmin", REDUCE, .flops = 1, .kernel = TK_RED_MIN, .index = 1 },
-    [TT_OP_STD] = { .name = "std", REDUCE, .flops = 3, .kernel = TK_RED_STD },
-    [TT_OP_VAR] = { .name = "var", REDUCE, .flops = 3, .kernel = TK_RED_VAR },
+    [TT_OP_STD] = { .name = "std", REDUCE, .flops = 3, .kernel = TK_RED_STD, BW(var), .saves = TT__SAVE_A | TT__SAVE_OUT },
+    [TT_OP_VAR] = { .name = "var", REDUCE, .flops = 3, .kernel = TK_RED_VAR, BW(var), .saves = TT__SAVE_A | TT__SAVE_OUT },
     /* attention and the rest: their own functions */
     [TT_OP_SOFTMAX] = { .name = "softmax", BW(softmax), .saves = TT__SAVE_OUT },
     [TT_OP_MASKED_FILL] = { .name = "masked_fill", BW(masked_fill), .saves = TT__SAVE_B },
