@@ -447,19 +447,28 @@ tt_status tt__bw_sum(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 /* max and min over dims: tt_max_dim's values send g to the index the
    forward chose (saved[4], PyTorch's rule); tt_reduce's split it evenly
    among the elements equal to the result */
+/* A reduction's gradient g and result y brought back to the input's rank
+   (the reduced dims as size 1), so they broadcast against the input. */
+static void kept_dims(scratch *w, const tt__node *n, const tt_tensor **g, const tt_tensor **y)
+{
+    static const int64_t ones[TT_MAX_DIMS] = {1, 1, 1, 1, 1, 1, 1, 1};
+    int d = n->args.d, nd = n->in[0].ndim;
+    if (d < 0) {
+        *g = reshape(w, *g, nd, ones);
+        *y = reshape(w, *y, nd, ones);
+    } else if (!n->args.keepdim) {
+        *g = unsq(w, *g, d);
+        *y = unsq(w, *y, d);
+    }
+}
+
 tt_status tt__bw_max(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {
     scratch w = {0};
     int d = n->args.d, nd = n->in[0].ndim;
     int64_t ones[TT_MAX_DIMS] = {1, 1, 1, 1, 1, 1, 1, 1};
     const tt_tensor *y = OUT(n), *hit;
-    if (d < 0) {
-        g = reshape(&w, g, nd, ones);
-        y = reshape(&w, y, nd, ones);
-    } else if (!n->args.keepdim) {
-        g = unsq(&w, g, d);
-        y = unsq(&w, y, d);
-    }
+    kept_dims(&w, n, &g, &y);
     if (n->saved[4].storage) {
         const tt_tensor *idx = n->args.keepdim ? &n->saved[4] : unsq(&w, &n->saved[4], d);
         ones[d] = n->in[0].shape[d];
@@ -480,15 +489,9 @@ tt_status tt__bw_var(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {
     scratch w = {0};
     int d = n->args.d, nd = n->in[0].ndim;
-    int64_t ones[TT_MAX_DIMS] = {1, 1, 1, 1, 1, 1, 1, 1}, count = 1;
+    int64_t count = 1;
     const tt_tensor *y = OUT(n);
-    if (d < 0) {
-        g = reshape(&w, g, nd, ones);
-        y = reshape(&w, y, nd, ones);
-    } else if (!n->args.keepdim) {
-        g = unsq(&w, g, d);
-        y = unsq(&w, y, d);
-    }
+    kept_dims(&w, n, &g, &y);
     for (int i = 0; i < nd; i++)
         if (d < 0 || i == d) count *= n->in[0].shape[i];
     const tt_tensor *c = bin(&w, TT_OP_SUB, A(n), red(&w, TT_OP_MEAN, A(n), d, d >= 0));
