@@ -100,10 +100,13 @@ typedef struct tt__agargs {
                                    repeat_interleave: repeats in len */
     int perm[TT_MAX_DIMS];
     int causal, weights;        /* sdpa: causal; the node of its weights output */
+    int64_t blocks[TT_MAX_DIMS]; /* rearrange: the input as its d blocks, permuted by perm */
+    const char *spec;           /* einsum: its spec (interned) */
 } tt__agargs;
 
 #define TT__AG_IN 3             /* inputs of an op recorded by tt__record (masked_fill's mask included) */
-enum { TT__SAVE_A = 1, TT__SAVE_B = 2, TT__SAVE_OUT = 4, TT__SAVE_C = 8 };
+enum { TT__SAVE_A = 1, TT__SAVE_B = 2, TT__SAVE_OUT = 4, TT__SAVE_C = 8,
+       TT__SAVE_LIST = 16 };    /* LIST: every input, in the node's operands[] */
 /* saved[]: a, b, out, c (those the op's row asks for), then two an op's
    front-end fills itself (sdpa: the log-sum-exp and the mask) */
 #define TT__AG_SAVED 6
@@ -127,6 +130,7 @@ struct tt__node {
     int pending;
     unsigned mark;
     tt__node *link;
+    tt_tensor *operands;        /* TT__SAVE_LIST: the nin inputs (einsum's backward reads them all) */
     int nin;
     tt__edge in[];              /* nin of them: a list op (cat, stack) has any number */
 };
@@ -187,6 +191,15 @@ tt_status tt__bw_permute(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_unsqueeze(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_narrow(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_sdpa(const tt__node *, const tt_tensor *, tt_tensor *);   /* ops/sdpa.c */
+tt_status tt__bw_rearrange(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_einsum(const tt__node *, const tt_tensor *, tt_tensor *);
+
+/* The gradient of operand i of tt_einsum(spec, ops[0..n)) from g, the
+   gradient of its result (ops/pattern.c): an einsum of g with the other
+   operands, broadcast over the axes only operand i has, written onto its
+   diagonal when an axis repeats in it, summed over the dims it broadcast. */
+tt_status tt__einsum_grad(tt_tensor *out, const char *spec, const tt_tensor *ops, int n,
+                          const tt_tensor *g, int i);
 
 /* ===== The op table (ops/optable.c) =====
    One row per tt_op: what the shared front-ends, the trace and the binding

@@ -259,6 +259,51 @@ static tt_status f_chunk(tt_tensor *o, tt_tensor *const *in)
     return st;
 }
 
+/* split into pieces of 2 along dim 2 ([3,7]: 2, 2, 2, 1): pieces 1 and 4
+   used (1 twice), 2 and 3 not */
+static tt_status f_split(tt_tensor *o, tt_tensor *const *in)
+{
+    tt_tensor parts[4], c;
+    int n;
+    tt_split(parts, 4, &n, in[0], 2, 1);
+    const tt_tensor *list[3] = {&parts[0], &parts[3], &parts[0]};
+    tt_cat(&c, list, 3, 1);
+    tt_status st = tt_binary(o, TT_OP_MUL, &c, &c);
+    for (int i = 0; i < n; i++) tt_tensor_release(&parts[i]);
+    tt_tensor_release(&c);
+    return st;
+}
+
+/* rearrange: split and permute; a merge across permuted dims (a copy) */
+static tt_status f_rearrange(tt_tensor *o, tt_tensor *const *in)
+{
+    tt_tensor r;
+    tt_status st = tt_rearrange(&r, in[0], "b s (h d) -> b h d s", 1, (const char *[]){"h"}, (int64_t[]){2});
+    if (st == TT_OK) st = tt_binary(o, TT_OP_MUL, &r, &r);
+    tt_tensor_release(&r);
+    return st;
+}
+
+static tt_status f_rearrange_merge(tt_tensor *o, tt_tensor *const *in)
+{
+    tt_tensor r;
+    tt_status st = tt_rearrange(&r, in[0], "b s d -> (d b) s", 0, NULL, NULL);
+    if (st == TT_OK) st = tt_unary(o, TT_OP_EXP, &r);
+    tt_tensor_release(&r);
+    return st;
+}
+
+static tt_status einsum_of(tt_tensor *o, tt_tensor *const *in, int n, const char *spec)
+{
+    const tt_tensor *list[MAXIN] = {in[0], n > 1 ? in[1] : NULL, n > 2 ? in[2] : NULL};
+    return tt_einsum(o, spec, list, n);
+}
+static tt_status f_es_attn(tt_tensor *o, tt_tensor *const *in) { return einsum_of(o, in, 2, "b i d, b j d -> b i j"); }
+static tt_status f_es_bcast(tt_tensor *o, tt_tensor *const *in) { return einsum_of(o, in, 2, "... i d, ... j d -> ... i j"); }
+static tt_status f_es_three(tt_tensor *o, tt_tensor *const *in) { return einsum_of(o, in, 3, "b i d, b j d, b j e -> b i e"); }
+static tt_status f_es_summed(tt_tensor *o, tt_tensor *const *in) { return einsum_of(o, in, 2, "b i d, j e -> i b"); }
+static tt_status f_es_diag(tt_tensor *o, tt_tensor *const *in) { return einsum_of(o, in, 2, "b i i, b i -> i b"); }
+
 static void test_gradients(void)
 {
     input bc[2] = {{3, {2, 3, 5}, 1, 0, 0}, {2, {1, 5}, 0, 0, 0}};    /* strided a, broadcast b */
@@ -312,6 +357,21 @@ static void test_gradients(void)
     gradcheck("views", f_views, 1, v);
     input ch[1] = {{2, {2, 7}, 1, 0, 0}};
     gradcheck("chunk", f_chunk, 1, ch);
+    input sp[1] = {{2, {3, 7}, 1, 0, 0}};
+    gradcheck("split, pieces 2 and 3 unused", f_split, 1, sp);
+    input re[1] = {{3, {2, 3, 4}, 1, 0, 0}};
+    gradcheck("rearrange split, permute", f_rearrange, 1, re);
+    gradcheck("rearrange merge (a copy)", f_rearrange_merge, 1, re);
+    input att[2] = {{3, {2, 3, 4}, 1, 0, 0}, {3, {2, 5, 4}, 0, 0, 0}};
+    gradcheck("einsum attention scores", f_es_attn, 2, att);
+    input bca[2] = {{4, {2, 1, 3, 4}, 1, 0, 0}, {3, {3, 5, 4}, 1, 0, 0}};
+    gradcheck("einsum '...' broadcast", f_es_bcast, 2, bca);
+    input thr[3] = {{3, {2, 3, 4}, 0, 0, 0}, {3, {2, 5, 4}, 1, 0, 0}, {3, {2, 5, 3}, 0, 0, 0}};
+    gradcheck("einsum three operands", f_es_three, 3, thr);
+    input sum[2] = {{3, {2, 3, 4}, 1, 0, 0}, {2, {3, 5}, 0, 0, 0}};
+    gradcheck("einsum summed axes", f_es_summed, 2, sum);
+    input dia[2] = {{3, {2, 4, 4}, 1, 0, 0}, {2, {2, 4}, 1, 0, 0}};
+    gradcheck("einsum diagonal", f_es_diag, 2, dia);
     input mm1[2] = {{3, {2, 3, 5}, 1, 0, 0}, {2, {5, 4}, 1, 0, 0}};
     gradcheck("matmul broadcast batch", f_matmul, 2, mm1);
     input mm2[2] = {{3, {1, 3, 5}, 0, 0, 0}, {3, {2, 5, 4}, 1, 0, 0}};
@@ -409,7 +469,7 @@ static void test_engine(void)
     tt_tensor c;
     tt_binary_scalar(&c, TT_OP_GT, &x, 0, 0);
     CHECK("bool result", !tt_tensor_requires_grad(&c));
-    /* an op without a gradient yet: forward works, backward says so */
+    /* einsum records its operands (one tensor twice here) and has a gradient */
     tt_tensor sd, ls;
     int64_t q[3] = {1, 2, 4};
     tt_tensor qq;
@@ -418,8 +478,11 @@ static void test_engine(void)
     const tt_tensor *pair[2] = {&qq, &qq};
     CHECK("einsum forward", tt_einsum(&sd, "b i d, b j d -> b i j", pair, 2) == TT_OK);
     tt_reduce(&ls, TT_OP_SUM, &sd, -1, 0);
-    CHECK("no backward: error", tt_backward(&ls, NULL) == TT_EARG);
-    CHECK("no backward: message", strstr(tt_errmsg(), "backward: no gradient for 'einsum' yet; ops with gradients: view,"));
+    CHECK("einsum grad_fn", strcmp(tt_grad_fn_name(&sd), "EinsumBackward") == 0);
+    CHECK("einsum backward", tt_backward(&ls, NULL) == TT_OK);
+    /* d/dq sum_ij q_i . q_j = 2 sum_j q_j, per batch */
+    double s0 = tt_get(&qq, 0) + tt_get(&qq, 4);
+    CHECK("einsum: one tensor twice", fabs(tt_get(tt_grad(&qq), 0) - 2 * s0) < 1e-5);
     tt_tensor *all[] = {&x, &y, &l, &l2, &y2, &b, &z, &d, &c, &sd, &ls, &qq};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) tt_tensor_release(all[i]);
 }

@@ -1,7 +1,8 @@
 /*
 ** test_pattern.c — tt_rearrange and tt_einsum: rearrange against compositions
 ** of view ops, einsum against a float64 loop over every index; view-ness,
-** names, trace events, and every error message.
+** names, trace events, and every error message; both backwards against
+** float64 references.
 */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -903,6 +904,240 @@ static void test_einsum_errors(void)
     tt_tensor_release(&c);
 }
 
+/* ===== Gradients =====
+   The backward of rearrange and einsum against float64 references: for
+   rearrange, where each input element went (the forward applied to the
+   elements' own indices); for einsum, a loop over every index
+   combination. The loss is sum(out * w), w random. */
+
+/* The gradients of sum(out * w) for list[0..nops) (cloned to leaves that
+   require grad): malloc'd floats in got[i]; out's shape in oshape/ondim. */
+typedef tt_status (*pattern_fn)(tt_tensor *out, const tt_tensor *const *list, int n, const void *arg);
+
+static tt_status call_einsum(tt_tensor *out, const tt_tensor *const *list, int n, const void *spec)
+{
+    return tt_einsum(out, spec, list, n);
+}
+
+/* Runs f on leaves made from list (views of them when a source is
+   strided: the leaf is the strided view itself) and backward with w
+   (fresh randn shaped as the output, returned in *w). */
+static int backward_of(pattern_fn f, const void *arg, const tt_tensor *const *list, int n, tt_tensor *w,
+                       float **got)
+{
+    tt_tensor leaf[8], out;
+    const tt_tensor *lp[8];
+    for (int i = 0; i < n; i++) {
+        tt_detach(&leaf[i], list[i]);
+        tt_requires_grad_(&leaf[i], 1);
+        lp[i] = &leaf[i];
+    }
+    tt_status st = f(&out, lp, n, arg);
+    if (st == TT_OK) {
+        tt_randn(w, out.ndim, out.shape);
+        st = tt_backward(&out, w);
+        tt_tensor_release(&out);
+    }
+    if (st != TT_OK)
+        printf("  backward: %s\n", tt_errmsg());
+    for (int i = 0; i < n; i++) {
+        got[i] = calloc((size_t)tt_numel(list[i]) + 1, sizeof(float));
+        if (st == TT_OK && tt_grad(&leaf[i]))
+            tt_get_floats(tt_grad(&leaf[i]), got[i]);
+        tt_tensor_release(&leaf[i]);
+    }
+    return st == TT_OK;
+}
+
+/* d sum(out * w) / d operand `which`, in float64: every index combination
+   adds w[out] times the other operands' product to the element of
+   operand `which` it reads (a broadcast length-1 dim reads element 0, so
+   it sums; a repeated letter reads the diagonal, so only that gets any). */
+static double *ref_einsum_grad(const char *terms, const char *outl, const tt_tensor *const *list, int nops,
+                               const tt_tensor *w, int which)
+{
+    char letters[32], buf[128];
+    int64_t size[32];
+    int nl = 0, k = 0;
+    const char *op_terms[8];
+    snprintf(buf, sizeof buf, "%s", terms);
+    for (char *t = buf; k < nops; t++) {
+        op_terms[k++] = t;
+        t = strchr(t, ',');
+        if (!t)
+            break;
+        *t = '\0';
+    }
+    for (int i = 0; i < nops; i++)
+        for (int d = 0; op_terms[i][d]; d++) {
+            char c = op_terms[i][d];
+            int j = 0;
+            while (j < nl && letters[j] != c)
+                j++;
+            if (j == nl) {
+                letters[nl] = c;
+                size[nl++] = 1;
+            }
+            if (list[i]->shape[d] > size[j])
+                size[j] = list[i]->shape[d];
+        }
+    letters[nl] = '\0';
+    int64_t total = 1;
+    for (int l = 0; l < nl; l++)
+        total *= size[l];
+    double *ref = calloc((size_t)tt_numel(list[which]) + 1, sizeof *ref);
+    int64_t idx[32] = {0}, off[8];
+    for (int64_t it = 0; it < total; it++) {
+        int64_t r = it;
+        for (int l = nl - 1; l >= 0; l--) {
+            idx[l] = r % size[l];
+            r /= size[l];
+        }
+        double prod = 1;
+        for (int i = 0; i < nops; i++) {
+            off[i] = 0;
+            for (int d = 0; op_terms[i][d]; d++) {
+                int l = (int)(strchr(letters, op_terms[i][d]) - letters);
+                off[i] = off[i] * list[i]->shape[d] + (list[i]->shape[d] == 1 ? 0 : idx[l]);
+            }
+            if (i != which)
+                prod *= tt_get(list[i], off[i]);
+        }
+        int64_t o = 0;
+        for (int j = 0; outl[j]; j++) {
+            int l = (int)(strchr(letters, outl[j]) - letters);
+            o = o * size[l] + idx[l];
+        }
+        ref[off[which]] += prod * tt_get(w, o);
+    }
+    return ref;
+}
+
+/* The backward of tt_einsum(spec) for every operand against the loop. */
+static void einsum_grad_case(const char *spec, const char *terms, const char *outl, int nops, ...)
+{
+    const tt_tensor *list[8];
+    va_list ap;
+    va_start(ap, nops);
+    for (int i = 0; i < nops; i++)
+        list[i] = va_arg(ap, const tt_tensor *);
+    va_end(ap);
+    float *got[8];
+    tt_tensor w = {0};
+    char descr[160];
+    snprintf(descr, sizeof descr, "einsum backward \"%s\"", spec);
+    CHECK(descr, backward_of(call_einsum, spec, list, nops, &w, got));
+    for (int i = 0; i < nops; i++) {
+        if (w.storage) {
+            double *ref = ref_einsum_grad(terms, outl, list, nops, &w, i);
+            char d[200];
+            snprintf(d, sizeof d, "%s: operand %d", descr, i + 1);
+            check_close(d, got[i], ref, (long)tt_numel(list[i]), 1e-4, 1e-4);
+            free(ref);
+        }
+        free(got[i]);
+    }
+    tt_tensor_release(&w);
+}
+
+static void test_einsum_backward(void)
+{
+    tt_manual_seed(21);
+    tt_tensor a = randn(SHAPE(5, 3)), c = randn(SHAPE(3, 7)), bt = randn(SHAPE(3, 4)), b;
+    tt_mT(&b, &bt);                                             /* [4,3], strided */
+    tt_tensor q = randn(SHAPE(2, 3, 5, 4)), kt = randn(SHAPE(2, 3, 4, 6)), k, v = randn(SHAPE(2, 3, 6, 7));
+    tt_mT(&k, &kt);                                             /* [2,3,6,4], strided */
+    tt_tensor q1 = randn(SHAPE(2, 1, 5, 4)), k3 = randn(SHAPE(3, 6, 4));
+    tt_tensor sq = randn(SHAPE(4, 4)), bsq = randn(SHAPE(3, 4, 4)), u = randn(SHAPE(5)), t7 = randn(SHAPE(7));
+    tt_tensor x = randn(SHAPE(2, 5, 3)), y = randn(SHAPE(2, 6, 4)), b1 = randn(SHAPE(1, 3));
+    tt_tensor e72 = randn(SHAPE(7, 2)), e23 = randn(SHAPE(2, 3));
+
+    einsum_grad_case("i d, j d -> i j", "id,jd", "ij", 2, &a, &b);
+    einsum_grad_case("i j, j k -> k i", "ij,jk", "ki", 2, &a, &c);
+    einsum_grad_case("b h i d, b h j d -> b h i j", "bhid,bhjd", "bhij", 2, &q, &k);
+    einsum_grad_case("b h i d, b h j d -> b i j", "bhid,bhjd", "bij", 2, &q, &k);       /* h contracted */
+    einsum_grad_case("b h i d, b h j d, b h j e -> b h i e", "bhid,bhjd,bhje", "bhie", 3, &q, &k, &v);
+    einsum_grad_case("i j, j k, k l, l m -> m i", "ij,jk,kl,lm", "mi", 4, &a, &c, &e72, &e23);
+    einsum_grad_case("... i d, ... j d -> ... i j", "XYid,XYjd", "XYij", 2, &q1, &k);   /* length-1 broadcast */
+    einsum_grad_case("... i d, ... j d -> ... i j", "XYid,Yjd", "XYij", 2, &q, &k3);    /* '...' of 2 and 1 dims */
+    einsum_grad_case("... i, ... i -> i", "Xi,Xi", "i", 2, &a, &b1);
+    einsum_grad_case("b i d, b j e -> b i j", "bid,bje", "bij", 2, &x, &y);   /* d, e summed: broadcast back */
+    einsum_grad_case("b i d, b j e -> i", "bid,bje", "i", 2, &x, &y);
+    einsum_grad_case("i, j -> i j", "i,j", "ij", 2, &u, &t7);                    /* outer */
+    einsum_grad_case("i, i ->", "i,i", "", 2, &u, &u);                           /* one tensor twice */
+    einsum_grad_case("i i -> i", "ii", "i", 1, &sq);                             /* diagonal */
+    einsum_grad_case("i i ->", "ii", "", 1, &sq);                                /* trace */
+    einsum_grad_case("b i i -> i b", "bii", "ib", 1, &bsq);
+    einsum_grad_case("i j, j j -> i", "ij,jj", "i", 2, &bt, &sq);                 /* a diagonal and a matmul */
+    einsum_grad_case("i j -> j i", "ij", "ji", 1, &b);
+    einsum_grad_case("i j ->", "ij", "", 1, &b);
+    einsum_grad_case("bid,bjd->bij", "bid,bjd", "bij", 2, &x, &x);
+    einsum_grad_case("ij,jk", "ij,jk", "ik", 2, &a, &c);                         /* implicit output */
+
+    tt_tensor *all[] = {&a, &c, &bt, &b, &q, &kt, &k, &v, &q1, &k3, &sq, &bsq, &u, &t7, &x, &y, &b1, &e72, &e23};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tt_tensor_release(all[i]);
+}
+
+static tt_status call_rearrange(tt_tensor *out, const tt_tensor *const *list, int n, const void *arg)
+{
+    (void)n;
+    const char *const *pat = arg;       /* pattern, sizes */
+    return rr(out, list[0], pat[0], pat[1]);
+}
+
+/* The gradient of a rearrange: input element e went to some output place
+   p (found by rearranging the indices 0..n-1 themselves), so its gradient
+   is w[p]. */
+static void rearrange_grad_case(const tt_tensor *a, const char *pattern, const char *sizes)
+{
+    const char *arg[2] = {pattern, sizes};
+    const tt_tensor *list[1] = {a};
+    float *got;
+    tt_tensor w = {0}, ids, where;
+    char descr[160];
+    snprintf(descr, sizeof descr, "rearrange backward \"%s\"", pattern);
+    CHECK(descr, backward_of(call_rearrange, arg, list, 1, &w, &got));
+    int64_t n = tt_numel(a);
+    tt_arange(&ids, 0, (double)n, 1);
+    tt_tensor shaped;
+    tt_reshape(&shaped, &ids, a->ndim, a->shape);
+    if (w.storage && rr(&where, &shaped, pattern, sizes) == TT_OK) {
+        double *ref = calloc((size_t)n + 1, sizeof *ref);
+        for (int64_t p = 0; p < n; p++)
+            ref[(int64_t)tt_get(&where, p)] = tt_get(&w, p);
+        check_close(descr, got, ref, (long)n, 0, 0);
+        free(ref);
+        tt_tensor_release(&where);
+    }
+    free(got);
+    tt_tensor_release(&ids);
+    tt_tensor_release(&shaped);
+    tt_tensor_release(&w);
+}
+
+static void test_rearrange_backward(void)
+{
+    tt_manual_seed(22);
+    tt_tensor x = randn(SHAPE(2, 5, 12)), xt = randn(SHAPE(2, 12, 5)), s;
+    tt_transpose(&s, &xt, 1, 2);                        /* [2,5,12], strided */
+    rearrange_grad_case(&x, "b s (h d) -> b h s d", "h=3");
+    rearrange_grad_case(&s, "b s (h d) -> b h s d", "h=4");
+    rearrange_grad_case(&s, "b s (h d) -> b s d h", "d=2");
+    rearrange_grad_case(&x, "b s (h d) -> (b h) (d s)", "h=3");   /* a merge that copies */
+    rearrange_grad_case(&s, "b s d -> d b s", NULL);
+    rearrange_grad_case(&s, "b s d -> b 1 s () d", NULL);          /* units */
+    rearrange_grad_case(&x, "... (h d) -> ... d h", "h=2");        /* ellipsis */
+    rearrange_grad_case(&s, "b ... -> (b ...)", NULL);
+    tt_tensor one = randn(SHAPE(1, 3, 1));
+    rearrange_grad_case(&one, "a b c -> c b a", NULL);             /* length-1 axes left out */
+    rearrange_grad_case(&one, "a b 1 -> (a b)", NULL);
+    tt_tensor_release(&x);
+    tt_tensor_release(&xt);
+    tt_tensor_release(&s);
+    tt_tensor_release(&one);
+}
+
 int main(void)
 {
     int64_t mem0 = tt_memory_in_use();
@@ -914,6 +1149,8 @@ int main(void)
     test_einsum_values();
     test_einsum_more();
     test_einsum_errors();
+    test_rearrange_backward();
+    test_einsum_backward();
     CHECK("no tensor memory leaked", tt_memory_in_use() == mem0);
     return check_report();
 }

@@ -145,6 +145,13 @@ static tt_status record_n(tt_tensor *out, tt_op op, const tt_tensor *const *in, 
     if ((saves & TT__SAVE_B) && nin > 1 && in[1]) save(&n->saved[1], in[1]);
     if (saves & TT__SAVE_OUT) save(&n->saved[2], out);
     if ((saves & TT__SAVE_C) && nin > 2 && in[2]) save(&n->saved[3], in[2]);
+    if ((saves & TT__SAVE_LIST) && !(n->operands = calloc((size_t)n->nin, sizeof *n->operands))) {
+        free(r);
+        tt__node_release(n);
+        tt_tensor_release(out);
+        return tt__err(TT_ENOMEM, "%s: out of memory recording its gradient", tt_op_name(op));
+    }
+    for (int i = 0; n->operands && i < n->nin; i++) save(&n->operands[i], in[i]);
     r->requires_grad = 1;
     r->fn = n;
     out->ag = r;
@@ -643,6 +650,34 @@ tt_status tt__bw_narrow(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     }
     give(&w, z, &gin[0]);
     return done(&w);
+}
+
+/* rearrange: its forward is reshape (into the blocks), permute, reshape;
+   g goes back through the three in reverse */
+tt_status tt__bw_rearrange(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    int nb = n->args.d, inv[TT_MAX_DIMS];
+    int64_t permuted[TT_MAX_DIMS];
+    for (int i = 0; i < nb; i++) {
+        permuted[i] = n->args.blocks[n->args.perm[i]];
+        inv[n->args.perm[i]] = i;
+    }
+    g = reshape(&w, g, nb, permuted);
+    tt_tensor *o = g ? slot(&w) : NULL;
+    if (o) g = kept(&w, o, tt_permute(o, g, inv));
+    give(&w, reshape(&w, g, IN_SHAPE(n, 0)), &gin[0]);
+    return done(&w);
+}
+
+/* einsum: each operand's gradient is itself an einsum of g with the
+   others (tt__einsum_grad, beside the forward's parser) */
+tt_status tt__bw_einsum(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    tt_status st = TT_OK;
+    for (int i = 0; i < n->nin && st == TT_OK; i++)
+        if (need(n, i)) st = tt__einsum_grad(&gin[i], n->args.spec, n->operands, n->nin, g, i);
+    return st;
 }
 
 /* ===== The engine ===== */

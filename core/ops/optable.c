@@ -89,8 +89,8 @@ static const tt__opdef OPS[] = {
     [TT_OP_STACK] = { .name = "stack", BW(cat) },
     [TT_OP_MATMUL] = { .name = "matmul", .infix = "@", BW(matmul), .saves = TT__SAVE_A | TT__SAVE_B },
     [TT_OP_SDPA] = { .name = "sdpa", BW(sdpa), .saves = TT__SAVE_A | TT__SAVE_B | TT__SAVE_C | TT__SAVE_OUT },
-    [TT_OP_REARRANGE] = { .name = "rearrange" },
-    [TT_OP_EINSUM] = { .name = "einsum" },
+    [TT_OP_REARRANGE] = { .name = "rearrange", BW(rearrange) },
+    [TT_OP_EINSUM] = { .name = "einsum", BW(einsum), .saves = TT__SAVE_LIST },
 };
 _Static_assert(sizeof OPS / sizeof OPS[0] == TT_OP_COUNT, "OPS: one row per tt_op");
 

@@ -329,9 +329,11 @@ static const char *group_name(const pat_side *R, int g, const elem_axis *elem, i
 }
 
 /* *out = a rearranged; size_order gets the sizes' indices in the order
-   their axes appear on the left. */
+   their axes appear on the left, ga the blocks and their permutation (for
+   the backward). */
 static tt_status rearrange_impl(tt_tensor *out, const tt_tensor *a, const char *pattern, int nsizes,
-                                const char *const *size_names, const int64_t *sizes, int *size_order)
+                                const char *const *size_names, const int64_t *sizes, int *size_order,
+                                tt__agargs *ga)
 {
     pat_ctx c = {"rearrange", pattern, NULL, 0};
     const char *arrow = strstr(pattern, "->");
@@ -522,6 +524,9 @@ static tt_status rearrange_impl(tt_tensor *out, const tt_tensor *a, const char *
         perm[b] = rank;
     }
 
+    ga->d = nblock;
+    memcpy(ga->blocks, bshape, (size_t)nblock * sizeof *bshape);
+    memcpy(ga->perm, perm, (size_t)nblock * sizeof *perm);
     tt_tensor t = {0}, u = {0};
     st = tt_reshape(&t, a, nblock, bshape);
     if (st == TT_OK && !is_identity(perm, nblock)) {
@@ -557,8 +562,9 @@ tt_status tt_rearrange(tt_tensor *out, const tt_tensor *a, const char *pattern,
                        PAT_MAX_AXES);
     int size_order[PAT_MAX_AXES];
     tt__opscope sc = tt__op_enter();
-    tt_status st = rearrange_impl(out, a, pattern, nsizes, size_names, sizes, size_order);
-    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, TT_OP_REARRANGE, a, NULL, NULL, NULL);
+    tt__agargs ga = {0};
+    tt_status st = rearrange_impl(out, a, pattern, nsizes, size_names, sizes, size_order, &ga);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, TT_OP_REARRANGE, a, NULL, NULL, &ga);
     tt_event ev;
     tt__event_init(&ev, TT_OP_REARRANGE, out, a, NULL, NULL);
     if (st == TT_OK) {
@@ -971,30 +977,38 @@ static tt_status es_axes(const pat_ctx *c, const pat_side *term, const tt_tensor
     return TT_OK;
 }
 
-static tt_status einsum_impl(tt_tensor *out, const char *spec, const tt_tensor *const *list, int n,
-                             double *flops)
+/* A spec read against its operands: the axes, each operand dim's axis id
+   and the output's ids. */
+typedef struct es_plan {
+    es_spec sp;
+    int opids[ES_MAX_OPERANDS][TT_MAX_DIMS];
+    int first_ell;                      /* the '...' dims' first id */
+    int oids[ES_MAX_IDS], nout;
+} es_plan;
+
+static tt_status es_plan_make(pat_ctx *c, const char *spec, const tt_tensor *const *list, int n, es_plan *p)
 {
-    pat_ctx c = {"einsum", spec, NULL, 0};
     pat_side term[ES_MAX_OPERANDS + 1];    /* the operands, then the output */
     int has_output = 0, letters = 0;
-    tt_status st = es_parse(&c, spec, n, term, &has_output, &letters);
+    tt_status st = es_parse(c, spec, n, term, &has_output, &letters);
     if (st != TT_OK)
         return st;
-    c.inputs = list;
-    c.ninputs = n;
+    c->inputs = list;
+    c->ninputs = n;
     for (int i = 0; i < n; i++)
         if (list[i]->dtype != TT_FLOAT32)
-            return pat_err(&c, TT_EARG, "operand %d is %s; einsum needs float32 (use :float())", i + 1,
+            return pat_err(c, TT_EARG, "operand %d is %s; einsum needs float32 (use :float())", i + 1,
                            tt_dtype_name(list[i]->dtype));
-    es_spec *sp = &(es_spec){0};
-    int opids[ES_MAX_OPERANDS][TT_MAX_DIMS], E = 0;
-    st = es_axes(&c, term, list, n, letters, sp, opids, &E);
+    es_spec *sp = &p->sp;
+    memset(sp, 0, sizeof *sp);
+    int E = 0;
+    st = es_axes(c, term, list, n, letters, sp, p->opids, &E);
     if (st != TT_OK)
         return st;
-    int first_ell = sp->nids - E;
+    int first_ell = p->first_ell = sp->nids - E;
 
     /* the output's axes */
-    int oids[ES_MAX_IDS], nout = 0;
+    int *oids = p->oids, nout = 0;
     const pat_side *oterm = &term[n];
     if (has_output) {
         for (int j = 0; j < oterm->naxes; j++) {
@@ -1006,10 +1020,10 @@ static tt_status einsum_impl(tt_tensor *out, const char *spec, const tt_tensor *
             }
             int id = es_id(sp, ax->name, 0);
             if (id < 0)
-                return pat_err(&c, TT_EARG, "output axis '%s' is not in any input", ax->name);
+                return pat_err(c, TT_EARG, "output axis '%s' is not in any input", ax->name);
             for (int i = 0; i < nout; i++)
                 if (oids[i] == id)
-                    return pat_err(&c, TT_EARG, "axis '%s' appears twice in the output", ax->name);
+                    return pat_err(c, TT_EARG, "axis '%s' appears twice in the output", ax->name);
             oids[nout++] = id;
         }
     } else {
@@ -1021,7 +1035,7 @@ static tt_status einsum_impl(tt_tensor *out, const char *spec, const tt_tensor *
             int count = 0;
             for (int i = 0; i < n; i++)
                 for (int d = 0; d < list[i]->ndim; d++)
-                    count += opids[i][d] == id;
+                    count += p->opids[i][d] == id;
             if (count == 1)
                 once[nonce++] = sp->name[id];
         }
@@ -1030,49 +1044,60 @@ static tt_status einsum_impl(tt_tensor *out, const char *spec, const tt_tensor *
             oids[nout++] = es_id(sp, once[i], 0);
     }
     if (nout > TT_MAX_DIMS)
-        return pat_err(&c, TT_ESHAPE, "the result would have %d dims (at most %d)", nout, TT_MAX_DIMS);
+        return pat_err(c, TT_ESHAPE, "the result would have %d dims (at most %d)", nout, TT_MAX_DIMS);
+    p->nout = nout;
+    return TT_OK;
+}
 
-    /* working operands: unnamed (the result is named from the spec),
-       diagonals taken, length-1 dims that '...' broadcasts dropped */
-    es_op ops[ES_MAX_OPERANDS];
-    for (int i = 0; i < n; i++) {
-        tt__view_of(&ops[i].t, list[i]);
-        memcpy(ops[i].ids, opids[i], sizeof opids[i]);
-        for (int d = 0; d < TT_MAX_DIMS; d++)
-            ops[i].t.names[d] = NULL;
-        for (int d = ops[i].t.ndim - 1; d >= 0; d--) {
-            int id = ops[i].ids[d], first = es_find(&ops[i], id);
-            if (first < d) {
-                ops[i].t.stride[first] += ops[i].t.stride[d];
-                es_drop_dim(&ops[i], d);
-            } else if (ops[i].t.shape[d] != sp->size[id]) {
-                es_drop_dim(&ops[i], d);
-            }
+/* x = operand i as a working operand: a header on t (its storage retained),
+   unnamed (the result is named from the spec), diagonals taken (a repeated
+   axis' strides folded into its first dim), length-1 dims that '...'
+   broadcasts dropped. */
+static void es_take(const es_plan *p, es_op *x, const tt_tensor *t, int i)
+{
+    tt__view_of(&x->t, t);
+    memcpy(x->ids, p->opids[i], sizeof p->opids[i]);
+    for (int d = 0; d < TT_MAX_DIMS; d++)
+        x->t.names[d] = NULL;
+    for (int d = x->t.ndim - 1; d >= 0; d--) {
+        int id = x->ids[d], first = es_find(x, id);
+        if (first < d) {
+            x->t.stride[first] += x->t.stride[d];
+            es_drop_dim(x, d);
+        } else if (x->t.shape[d] != p->sp.size[id]) {
+            es_drop_dim(x, d);
         }
     }
+}
 
-    /* contract left to right, keeping what the output or later operands need */
+/* *res = the working operands ops[0..n) contracted left to right into the
+   axes final[0..nfinal) (each in some operand), keeping at each step what
+   final or a later operand needs. Consumes ops. */
+static tt_status es_contract(const pat_ctx *c, es_spec *sp, es_op *ops, int n, const int *final, int nfinal,
+                             es_op *res)
+{
     es_op cur = ops[0];
     int next = 1;
+    tt_status st = TT_OK;
     if (n == 1) {
         char keep[ES_MAX_IDS] = {0};
-        for (int i = 0; i < nout; i++)
-            keep[oids[i]] = 1;
+        for (int i = 0; i < nfinal; i++)
+            keep[final[i]] = 1;
         st = es_sum_out(sp, &cur, keep);
         if (st == TT_OK)
-            st = es_permute(&cur, oids, nout);
+            st = es_permute(&cur, final, nfinal);
     }
     for (; st == TT_OK && next < n; next++) {
         char need[ES_MAX_IDS] = {0};
         int keep[ES_MAX_IDS], nkeep = 0;
-        for (int i = 0; i < nout; i++)
-            need[oids[i]] = 1;
+        for (int i = 0; i < nfinal; i++)
+            need[final[i]] = 1;
         for (int i = next + 1; i < n; i++)
             for (int d = 0; d < ops[i].t.ndim; d++)
                 need[ops[i].ids[d]] = 1;
         if (next == n - 1) {
-            memcpy(keep, oids, sizeof oids[0] * (size_t)nout);
-            nkeep = nout;
+            memcpy(keep, final, sizeof final[0] * (size_t)nfinal);
+            nkeep = nfinal;
         } else {
             const es_op *two[2] = {&cur, &ops[next]};
             for (int s = 0; s < 2; s++)
@@ -1082,14 +1107,14 @@ static tt_status einsum_impl(tt_tensor *out, const char *spec, const tt_tensor *
                         keep[nkeep++] = two[s]->ids[d];
                     }
             if (nkeep > TT_MAX_DIMS) {
-                st = pat_err(&c, TT_ESHAPE, "an intermediate result would have %d dims (at most %d)",
+                st = pat_err(c, TT_ESHAPE, "an intermediate result would have %d dims (at most %d)",
                              nkeep, TT_MAX_DIMS);
                 break;
             }
         }
-        es_op res;
-        st = es_pair(sp, &cur, &ops[next], keep, nkeep, &res);
-        cur = res;
+        es_op r;
+        st = es_pair(sp, &cur, &ops[next], keep, nkeep, &r);
+        cur = r;
     }
     for (int i = next; i < n; i++)      /* operands a failure left unused */
         tt_tensor_release(&ops[i].t);
@@ -1097,13 +1122,105 @@ static tt_status einsum_impl(tt_tensor *out, const char *spec, const tt_tensor *
         tt_tensor_release(&cur.t);
         return st;
     }
-    const char *onames[TT_MAX_DIMS];
-    for (int i = 0; i < nout; i++)
-        onames[i] = oids[i] >= first_ell ? sp->dimname[oids[i]] : tt_intern(sp->name[oids[i]]);
-    tt__set_names(&cur.t, onames);
-    *out = cur.t;
-    *flops = sp->flops;
+    *res = cur;
     return TT_OK;
+}
+
+static tt_status einsum_impl(tt_tensor *out, const char *spec, const tt_tensor *const *list, int n,
+                             double *flops)
+{
+    pat_ctx c = {"einsum", spec, NULL, 0};
+    es_plan *p = malloc(sizeof *p);
+    if (!p)
+        return tt__err(TT_ENOMEM, "einsum: out of memory");
+    tt_status st = es_plan_make(&c, spec, list, n, p);
+    es_op ops[ES_MAX_OPERANDS], cur;
+    for (int i = 0; st == TT_OK && i < n; i++)
+        es_take(p, &ops[i], list[i], i);
+    if (st == TT_OK)
+        st = es_contract(&c, &p->sp, ops, n, p->oids, p->nout, &cur);
+    if (st == TT_OK) {
+        const char *onames[TT_MAX_DIMS];
+        for (int i = 0; i < p->nout; i++) {
+            int id = p->oids[i];
+            onames[i] = id >= p->first_ell ? p->sp.dimname[id] : tt_intern(p->sp.name[id]);
+        }
+        tt__set_names(&cur.t, onames);
+        *out = cur.t;
+        *flops = p->sp.flops;
+    }
+    free(p);
+    return st;
+}
+
+/* The gradient of operand i: g (with the output's axes) contracted with
+   the other operands into operand i's own axes; the axes nothing else has
+   (summed by the forward) broadcast back; then shaped as operand i, its
+   diagonal (a repeated axis) written into zeros. */
+tt_status tt__einsum_grad(tt_tensor *out, const char *spec, const tt_tensor *ops, int n,
+                          const tt_tensor *g, int i)
+{
+    memset(out, 0, sizeof *out);
+    const tt_tensor *list[ES_MAX_OPERANDS];
+    for (int j = 0; j < n; j++)
+        list[j] = &ops[j];
+    pat_ctx c = {"einsum", spec, NULL, 0};
+    es_plan *p = malloc(sizeof *p);
+    if (!p)
+        return tt__err(TT_ENOMEM, "einsum: backward: out of memory");
+    tt_status st = es_plan_make(&c, spec, list, n, p);
+    if (st != TT_OK) {
+        free(p);
+        return st;
+    }
+    /* the contraction's operands: g, then every operand but i */
+    es_op w[ES_MAX_OPERANDS], mine, cur;
+    tt__view_of(&w[0].t, g);
+    for (int d = 0; d < TT_MAX_DIMS; d++)
+        w[0].t.names[d] = NULL;
+    memcpy(w[0].ids, p->oids, sizeof w[0].ids);
+    for (int j = 0, k = 1; j < n; j++)
+        if (j != i)
+            es_take(p, &w[k++], list[j], j);
+    es_take(p, &mine, list[i], i);
+
+    /* operand i's axes: those another term has, and the full shape */
+    int present[TT_MAX_DIMS], npresent = 0, nd = mine.t.ndim;
+    int64_t part[TT_MAX_DIMS], full[TT_MAX_DIMS];
+    for (int d = 0; d < nd; d++) {
+        int id = mine.ids[d], seen = 0;
+        for (int k = 0; k < n && !seen; k++)
+            seen = es_find(&w[k], id) >= 0;
+        if (seen)
+            present[npresent++] = id;
+        full[d] = p->sp.size[id];
+        part[d] = seen ? full[d] : 1;
+    }
+    st = es_contract(&c, &p->sp, w, n, present, npresent, &cur);
+    tt_tensor u = {0};
+    if (st == TT_OK)
+        st = es_reshape(&cur.t, nd, part);
+    if (st == TT_OK && (st = tt_expand(&u, &cur.t, nd, full)) == TT_OK)
+        step(&cur.t, &u);
+    int diagonal = 0;
+    for (int d = 0; d < list[i]->ndim; d++)
+        for (int e = 0; e < d; e++)
+            diagonal |= p->opids[i][d] == p->opids[i][e];
+    if (st == TT_OK && !diagonal) {
+        st = tt_reshape(out, &cur.t, list[i]->ndim, list[i]->shape);
+    } else if (st == TT_OK) {
+        st = tt_zeros(out, TT_FLOAT32, list[i]->ndim, list[i]->shape);
+        if (st == TT_OK) {
+            es_op z;
+            es_take(p, &z, out, i);
+            tt__copy(&z.t, &cur.t);
+            tt_tensor_release(&z.t);
+        }
+    }
+    tt_tensor_release(&cur.t);
+    tt_tensor_release(&mine.t);
+    free(p);
+    return st;
 }
 
 tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *list, int n)
@@ -1117,7 +1234,13 @@ tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *li
     tt__opscope sc = tt__op_enter();
     double flops = 0;
     tt_status st = einsum_impl(out, spec, list, n, &flops);
-    if (st == TT_OK) st = tt__record_list(sc, out, TT_OP_EINSUM, list, n, NULL);
+    if (st == TT_OK) {
+        const char *kept = tt_intern(spec);
+        st = kept ? tt__record_list(sc, out, TT_OP_EINSUM, list, n, &(tt__agargs){ .spec = kept })
+                  : tt__err(TT_ENOMEM, "einsum: out of memory");
+        if (st != TT_OK)
+            tt_tensor_release(out);
+    }
     tt_event ev;
     tt__event_init(&ev, TT_OP_EINSUM, out, list[0], n > 1 ? list[1] : NULL, n > 2 ? list[2] : NULL);
     if (st == TT_OK) {

@@ -10,6 +10,11 @@
 void tt__node_free_saved(tt__node *n)
 {
     for (int i = 0; i < TT__AG_SAVED; i++) tt_tensor_release(&n->saved[i]);
+    if (n->operands) {
+        for (int i = 0; i < n->nin; i++) tt_tensor_release(&n->operands[i]);
+        free(n->operands);
+        n->operands = NULL;
+    }
     tt_tensor_release(&n->acc);
     n->freed = 1;
 }
