@@ -9,8 +9,8 @@
 **
 **   1  lauxtt                      (this file; calls nobody in lua/)
 **   2  ltensor, lnn, lfigures,     the parts of `tt` and the services of
-**      lio, ltrace, lsandbox,      the interpreter (ltrace.h, lsandbox.h,
-**      lreport                     lreport.h, lttlib.h)
+**      lio, lgradcheck, ltrace,    the interpreter (ltrace.h, lsandbox.h,
+**      lsandbox, lreport           lreport.h, lttlib.h)
 **   3  linit                       assembles `tt` from the parts (luaopen_tt)
 **   4  main                        the interpreter
 **

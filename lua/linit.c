@@ -14,6 +14,7 @@ static void (*const parts[])(lua_State *L) = {
     ltt_open_trace,         /* ltrace.c: tt.trace */
     ltt_open_figures,       /* lfigures.c: tt.heatmap, tt.bars, tt.flow, tt.head_groups */
     ltt_open_io,            /* lio.c: tt.save, tt.load */
+    ltt_open_gradcheck,     /* lgradcheck.c: tt.gradcheck */
 };
 
 int luaopen_tt(lua_State *L)
