@@ -53,7 +53,7 @@ typedef struct gc_state {
 static tt_tensor *input(lua_State *L, int i)
 {
     lua_rawgeti(L, 2, i + 1);
-    tt_tensor *t = ltt_totensor(L, -1);
+    tt_tensor *t = ltt_testtensor(L, -1);   /* closed or not: callers check storage */
     lua_pop(L, 1);              /* the list keeps it alive */
     return t;
 }
@@ -68,7 +68,7 @@ static tt_tensor *call(lua_State *L, gc_state *s, int first)
     if (lua_pcall(L, s->n, 1, 0) != LUA_OK)
         ltt_error(L, "gradcheck: fn raised an error: %s", lua_isstring(L, -1) ? lua_tostring(L, -1)
                                                                          : luaL_typename(L, -1));
-    tt_tensor *y = ltt_totensor(L, -1);
+    tt_tensor *y = ltt_testtensor(L, -1);
     if (!y)
         ltt_error(L, "gradcheck: fn must return a tensor, got %s", luaL_typename(L, -1));
     if (!y->storage) ltt_error(L, "gradcheck: fn returned a closed tensor");
@@ -152,6 +152,7 @@ static void numeric(lua_State *L, gc_state *s)
     tt_set_grad_enabled(0);
     for (int i = 0; i < s->n; i++) {
         tt_tensor *t = input(L, i);
+        if (!t->storage) ltt_error(L, "gradcheck: input %d was closed by fn", i + 1);
         if (!tt_tensor_requires_grad(t)) continue;
         lua_rawgeti(L, 5, i + 1);
         const tt_tensor *g = ltt_totensor(L, -1);
@@ -224,7 +225,7 @@ static int ltt_gradcheck(lua_State *L)
     for (int i = 0; i < n; i++) {
         char sh[256];
         lua_geti(L, 2, i + 1);
-        tt_tensor *t = ltt_totensor(L, -1);
+        tt_tensor *t = ltt_testtensor(L, -1);
         if (!t) return ltt_error(L, "gradcheck: inputs[%d] is a %s, not a tensor", i + 1, luaL_typename(L, -1));
         if (!t->storage) return ltt_error(L, "gradcheck: inputs[%d] is a closed tensor", i + 1);
         if (tt_tensor_requires_grad(t)) {

@@ -181,6 +181,13 @@ checkerror({"bad argument #1 to 'gradcheck' (function expected, got nil)"},
            function() return tt.gradcheck(nil, {a}) end)
 checkerror({"gradcheck: input 1 [4,3] has elements that share memory (an expand)", "hint:"},
            function() return tt.gradcheck(function(x) return x end, {tt.ones(3):expand(4, 3):requires_grad_()}) end)
+checkerror({"gradcheck: input 1 was closed by fn"},
+           function() local u = randn(2); return tt.gradcheck(function(x) local c <close> = x; return u * 1 end, {u}) end)
+checkerror({"gradcheck: fn raised an error:", "tensor was closed"},
+           function() local k = 0
+             return tt.gradcheck(function(x) k = k + 1; if k == 3 then local c <close> = x end; return x * 2 end, {randn(2)}) end)
+checkerror({"gradcheck: fn returned a closed tensor"},
+           function() return tt.gradcheck(function(x) local r = x * 1; local c <close> = r; return r end, {a}) end)
 checkerror({"gradcheck: opts.eps must be a positive number, got 0"},
            function() return tt.gradcheck(function(x) return x end, {a}, {eps = 0}) end)
 checkerror({"gradcheck: opts.atol must be a non-negative number, got -1"},
