@@ -175,7 +175,8 @@ static void numeric(lua_State *L, gc_state *s)
             double num = (lu - ld) / ((double)up - (double)down), ana = tt_get(g, k);
             if (!(fabs(ana - num) <= s->atol + s->rtol * fabs(num)))
                 ltt_error(L, "gradcheck: input %d %s, element %lld %s: analytic %.7g vs numeric %.7g "
-                          "(|diff| %.3g > atol %g + rtol %g * |numeric|, eps %g)",
+                          "(|diff| %.3g > atol %g + rtol %g * |numeric|, eps %g); hint: a backward "
+                          "is wrong, or fn is not smooth there (a kink within eps, a detach)",
                           i + 1, tt_shape_str(t, st, sizeof st), (long long)k + 1, where, ana, num,
                           fabs(ana - num), s->atol, s->rtol, s->eps);
         }
