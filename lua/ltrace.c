@@ -919,23 +919,23 @@ static int trace_summary(lua_State *L)
     ltt_trace_flush();
     lua_newtable(L);                    /* returned: row name -> counters */
     int stats_idx = lua_gettop(L);
-    int64_t total = 0;
+    int64_t total = 0, calls[TT_PHASE_COUNT] = {0};
     int phases_run = 0;
     for (int ph = 0; ph < TT_PHASE_COUNT; ph++) {
-        int64_t calls = 0;
         for (int op = 1; op < TT_OP_COUNT; op++) {
             total += tt_trace_stats((tt_phase)ph, (tt_op)op)->ns;
-            calls += tt_trace_stats((tt_phase)ph, (tt_op)op)->calls;
+            calls[ph] += tt_trace_stats((tt_phase)ph, (tt_op)op)->calls;
         }
-        phases_run += calls > 0;
+        phases_run += calls[ph] > 0;
     }
     if (print) {
         ltt_report_printf("\n%-18s %6s %12s %12s", "op", "calls", "FLOPs", "bytes");
         if (times) ltt_report_printf(" %10s %6s", "time", "share");
         ltt_report_printf("  %s\n", "largest result");
     }
-    for (int ph = 0; ph < TT_PHASE_COUNT; ph++) {
+    for (int ph = 0, shown = 0; ph < TT_PHASE_COUNT; ph++) {
         tt_op_stats sum = {0};
+        if (print && phases_run > 1 && calls[ph] > 0 && shown++) ltt_report_printf("\n");
         for (int op = 1; op < TT_OP_COUNT; op++) {
             const tt_op_stats *s = tt_trace_stats((tt_phase)ph, (tt_op)op);
             if (s->calls == 0) continue;
@@ -985,7 +985,7 @@ static int trace_summary(lua_State *L)
             ltt_report_printf("%-18s %6lld %12s %12s", name, (long long)sum.calls, sum.flops ? fl : "-", by);
             if (times)
                 ltt_report_printf(" %8.3f ms %5.1f%%", (double)sum.ns / 1e6, total ? 100.0 * (double)sum.ns / (double)total : 0.0);
-            ltt_report_printf("\n\n");
+            ltt_report_printf("\n");
         }
     }
     if (print) {

@@ -772,6 +772,7 @@ static tt_status run_node(const tt__node *x, const tt__opdef *def, const tt_tens
             }
         }
         ev.output = ev.ngrads ? ev.grads[0] : NULL;
+        ev.view = ev.output && ev.output->storage == g->storage;   /* a view's backward is a view */
     }
     return tt__group_leave(&grp, st, &ev);
 }
