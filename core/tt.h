@@ -306,7 +306,7 @@ typedef struct tt_event {
     int ninputs_total;
     const tt_tensor *inputs[TT_TRACE_MAX_INPUTS];
     const tt_tensor *output;         /* NULL for a step */
-    int ngrads;                      /* backward: the gradients given */
+    int ngrads, ngrads_total;        /* backward: the gradients shown (up to 4) and given */
     const tt_tensor *grads[TT_TRACE_MAX_INPUTS];
     int view;                        /* output shares an input's storage */
     int has_scalar, scalar_first;    /* binary op with a Lua number */

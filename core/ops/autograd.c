@@ -765,6 +765,7 @@ static tt_status run_node(const tt__node *x, const tt__opdef *def, const tt_tens
         for (int i = 0; i < x->nin; i++) {
             const tt__edge *e = &x->in[i];
             if (!gin[i].storage || !(e->next || (e->leaf && e->leaf->requires_grad))) continue;
+            ev.ngrads_total++;
             if (ev.ngrads < TT_TRACE_MAX_INPUTS) {
                 shown[ev.ngrads] = shown_as(&gin[i], e->names, e->label);
                 ev.grads[ev.ngrads] = &shown[ev.ngrads];

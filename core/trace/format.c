@@ -69,6 +69,7 @@ static char *format_backward(const tt_event *ev, char *buf, size_t n)
         if (i) APPEND(", ");
         if (len < n) len += put_grad(buf + len, n - len, ev->grads[i]);
     }
+    if (ev->ngrads_total > ev->ngrads) APPEND(", ... (%d gradients)", ev->ngrads_total);
     if (ev->flops > 0) {
         tt_fmt_flops(tmp, sizeof tmp, ev->flops);
         APPEND("   %s", tmp);
