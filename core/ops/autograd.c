@@ -761,7 +761,6 @@ static tt_status run_node(const tt__node *x, const tt__opdef *def, const tt_tens
         gshown = shown_as(g, x->out_names, NULL);
         tt__event_init(&ev, x->op, NULL, &gshown, NULL, NULL);
         ev.phase = TT_PHASE_BACKWARD;
-        ev.bytes = 0;                   /* the group's ops count what they moved */
         for (int i = 0; i < x->nin; i++) {
             const tt__edge *e = &x->in[i];
             if (!gin[i].storage || !(e->next || (e->leaf && e->leaf->requires_grad))) continue;

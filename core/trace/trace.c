@@ -1,8 +1,9 @@
 /*
 ** trace.c — the op log: scopes around every public op, one event per
-** outermost op (or per group: a backward node, an optimizer step), delivered to the subscribers in the order they came (the
-** per-kind statistics first; the interpreter's trace and the flow figure's
-** lineage subscribe). The text and JSON forms of an event are in format.c.
+** outermost op or per group (a backward node, an optimizer step), delivered
+** to the subscribers in the order they came (the per-kind statistics first;
+** the interpreter's trace and the flow figure's lineage subscribe). The
+** text and JSON forms of an event are in format.c.
 */
 #include <string.h>
 #include <time.h>
