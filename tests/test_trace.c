@@ -184,12 +184,42 @@ static void test_groups(void)
     tt_tensor_release(&a);
 }
 
+/* sdpa's backward runs its own kernel, not ops: its row counts the
+   kernel's work. Per visible (query, key) pair: S = QK^T again (2 Dh),
+   dV and dP (2 Dv each), dQ and dK (2 Dh each). Heads 2, Nq 3, Nk 5,
+   Dh 4, Dv 6, causal lower-right: 3 + 4 + 5 = 12 pairs a head. */
+static void test_sdpa_backward_flops(void)
+{
+    tt_tensor q, k, v, o, loss;
+    ok(tt_rand(&q, 3, (int64_t[]){2, 3, 4}));
+    ok(tt_rand(&k, 3, (int64_t[]){2, 5, 4}));
+    ok(tt_rand(&v, 3, (int64_t[]){2, 5, 6}));
+    ok(tt_requires_grad_(&q, 1));
+    ok(tt_requires_grad_(&v, 1));
+    got.n = 0;
+    tt_trace_subscribe(collect, NULL, 1);
+    ok(tt_sdpa(&o, NULL, &q, &k, &v, NULL, 1, NAN, NULL));
+    ok(tt_reduce(&loss, TT_OP_SUM, &o, -1, 0));
+    ok(tt_backward(&loss, NULL));
+    tt_trace_unsubscribe(collect, NULL);
+    CHECK("sdpa: forward, sum, and the two backward rows", got.n == 4 && got.op[3] == TT_OP_SDPA
+          && got.phase[3] == TT_PHASE_BACKWARD);
+    CHECK("sdpa: the forward counts 2 (Dh + Dv) a pair", got.n == 4 && got.flops[0] == 2.0 * 2 * 12 * (4 + 6));
+    CHECK("sdpa: the backward counts 2 (3 Dh + 2 Dv) a pair", got.n == 4 && got.flops[3] == 2.0 * 2 * 12 * (3 * 4 + 2 * 6));
+    CHECK("sdpa: gradients shown only for the inputs that need one",
+          got.n == 4 && strstr(got.text[3], "-> grad[2,3,4], grad[2,5,6]") != NULL);
+    if (got.n == 4) printf("  %s\n", got.text[3]);
+    tt_tensor *all[] = {&q, &k, &v, &o, &loss};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tt_tensor_release(all[i]);
+}
+
 int main(void)
 {
     test_subscribers();
     test_number_forms();
     test_backward_rows();
     test_groups();
+    test_sdpa_backward_flops();
     tt_release_caches();
     return check_report();
 }
