@@ -152,6 +152,9 @@ golden: all
 	@for f in lessons/*.lua; do n=$$(basename "$$f" .lua); \
 	    TT_TRACE_NO_TIMES=1 ./tensortrace "$$f" > tests/golden/$$n.trace || exit 1; done
 	@for f in tests/golden/*.lua; do TT_TRACE_NO_TIMES=1 ./tensortrace "$$f" > "$${f%.lua}.trace" 2>&1 || exit 1; done
+	@for f in tests/golden/*.lua; do [ -f "$${f%.lua}.jsonl" ] || continue; \
+	    ./tensortrace -q --trace-json "$${f%.lua}.jsonl" "$$f" >/dev/null || exit 1; \
+	    sed -i 's/,"ns":[0-9]*}$$/}/' "$${f%.lua}.jsonl"; done
 	@echo "golden traces written to tests/golden/"
 
 # Every lesson as one self-contained HTML page (tensortrace --report) in

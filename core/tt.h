@@ -286,14 +286,28 @@ int tt_utf8_len(const unsigned char *s, size_t left);
 
 #define TT_TRACE_MAX_INPUTS 4
 
+/* Which pass an event belongs to. FORWARD: an op ran. BACKWARD: one node of
+   a backward pass (op is the forward op it differentiates; inputs[0] is the
+   gradient arriving, named as the op's output; grads[] the gradients it
+   gives, one per input that needs one, each with the dims and label of
+   that input; output is grads[0]). STEP: the ops of one optimizer step,
+   folded into one row by tt__group (tt_internal.h). */
+typedef enum tt_phase { TT_PHASE_FORWARD, TT_PHASE_BACKWARD, TT_PHASE_STEP, TT_PHASE_COUNT } tt_phase;
+
+/* "forward", "backward", "step" */
+const char *tt_phase_name(tt_phase phase);
+
 /* One traced op. Pointers are borrowed for the duration of the callback. */
 typedef struct tt_event {
     tt_op op;
+    tt_phase phase;
     const char *name, *infix;        /* tt_op_name(op), tt_op_infix(op): the trace layer reads these */
     int ninputs;                     /* shown inputs (cat/stack show up to 4) */
     int ninputs_total;
     const tt_tensor *inputs[TT_TRACE_MAX_INPUTS];
-    const tt_tensor *output;
+    const tt_tensor *output;         /* NULL for a step */
+    int ngrads, ngrads_total;        /* backward: the gradients shown (up to 4) and given */
+    const tt_tensor *grads[TT_TRACE_MAX_INPUTS];
     int view;                        /* output shares an input's storage */
     int has_scalar, scalar_first;    /* binary op with a Lua number */
     double scalar;
@@ -322,7 +336,8 @@ int tt_op_running(void);
 /* Monotonic clock in nanoseconds. */
 int64_t tt_now_ns(void);
 
-/* Per op kind totals since the last reset (always collected; cheap). */
+/* Per phase and op kind totals since the last reset (always collected;
+   cheap): a backward node counts under its forward op's kind. */
 typedef struct tt_op_stats {
     int64_t calls;
     double flops, bytes;
@@ -330,7 +345,7 @@ typedef struct tt_op_stats {
     int64_t max_bytes;              /* largest result of this kind */
     char max_shape[96];             /* its shape, "[2,8,5,5]" */
 } tt_op_stats;
-const tt_op_stats *tt_trace_stats(tt_op op);
+const tt_op_stats *tt_trace_stats(tt_phase phase, tt_op op);
 void tt_trace_stats_reset(void);
 
 /* JSON object of an event (one line, no newline), keys as in DESIGN.md;

@@ -77,6 +77,36 @@ tt__opscope tt__op_enter(void);
 /* Emits ev (op, output, inputs, ...) when st == TT_OK and this is the outer
    scope; fills ev->ns. Returns st. */
 tt_status tt__op_leave(tt__opscope sc, tt_status st, tt_event *ev);
+
+/* A group folds the ops a caller runs into one row: a backward node (the
+   engine, ops/autograd.c) or an optimizer step. Between tt__group_enter
+   and tt__group_leave the ops are nested scopes, so they emit nothing; the
+   FLOPs and bytes of the ops run directly inside add up in the group (an
+   op's own inner ops are in its count already). tt__group_leave adds them
+   to ev's (preset ev->flops for work done by raw kernels), sets ev->ns
+   and emits ev when st == TT_OK and no other group encloses this one
+   (then the totals go to that group instead). An optimizer's step:
+       tt__group g;
+       tt__group_enter(&g);
+       ... tt_binary(...) for each parameter ...
+       tt_event ev;
+       tt__event_init(&ev, TT_OP_ADAMW, NULL, p1, p2, p3);   (its row's name)
+       ev.phase = TT_PHASE_STEP;
+       ev.ninputs_total = nparams;
+       st = tt__group_leave(&g, st, &ev);
+   gives one row "adamw  [..], [..], [..], ... (n tensors)" per step, and
+   one "step adamw" row in tt.trace.summary(). */
+typedef struct tt__group {
+    struct tt__group *outer;
+    int level;                  /* the scope depth of the ops run directly inside */
+    double flops, bytes;
+    int64_t t0;
+} tt__group;
+
+void tt__group_enter(tt__group *g);
+tt_status tt__group_leave(tt__group *g, tt_status st, tt_event *ev);
+/* Adds FLOPs done by raw kernels to the innermost group (none: nothing). */
+void tt__group_add_flops(double flops);
 /* ===== The autograd graph =====
    Records and nodes are refcounted and freed here (tensor/graph.c, so
    tt_tensor_release can drop them); recording, the backward functions and
@@ -118,6 +148,8 @@ typedef struct tt__edge {
     tt_autograd *leaf;
     int ndim;
     int64_t shape[TT_MAX_DIMS];
+    const char *names[TT_MAX_DIMS];  /* the input's dims and label (interned), */
+    const char *label;               /* for the backward's trace row */
 } tt__edge;
 
 struct tt__node {
@@ -125,6 +157,7 @@ struct tt__node {
     tt_op op;
     tt_tensor saved[TT__AG_SAVED];
     tt__agargs args;
+    const char *out_names[TT_MAX_DIMS];   /* the output's dims: its gradient's in the trace */
     /* the engine's scratch */
     tt_tensor acc;
     int pending;

@@ -323,6 +323,17 @@ void ltt_report_row(const tt_event *ev, const char *values)
     }
     tt_strbuf_str(b, ev->note[0] ? "<div class=\"row warn\">" : "<div class=\"row\">");
     tt_strbuf_str(b, "<span class=\"op\">");
+    if (ev->phase == TT_PHASE_BACKWARD) {   /* "grad softmax": the text row's words after its name */
+        char row[2048];
+        tt_event_format(ev, row, sizeof row);
+        const char *rest = row + strlen("grad ") + strlen(ev->name);
+        while (*rest == ' ') rest++;
+        tt_strbuf_fmt(b, "grad %s</span> ", ev->name);
+        sb_esc(b, rest);
+        tt_strbuf_str(b, "</div>");
+        if (values) put_values(b, values);
+        return;
+    }
     sb_esc(b, tt_op_name(ev->op));
     tt_strbuf_str(b, "</span> ");
     const char *sym = tt_op_infix(ev->op);

@@ -27,6 +27,7 @@ typedef struct pending {
     tt_event ev;
     tt_tensor in[TT_TRACE_MAX_INPUTS];   /* header copies; storage not owned */
     tt_tensor out;
+    tt_tensor grads[TT_TRACE_MAX_INPUTS];   /* a backward row's gradients (out is grads[0]) */
     unsigned char prev[TT_TRACE_MAX_INPUTS + 1];   /* its label has since gone to a newer tensor (out last) */
     unsigned char folded;                /* a check's literal operand: JSON only */
     char *values;                        /* --trace=values text, or NULL */
@@ -307,8 +308,9 @@ void ltt_trace_flush(void)
             p->text = NULL;
             continue;
         }
-        p->ev.output = &p->out;
+        if (p->ev.output) p->ev.output = &p->out;
         for (int j = 0; j < p->ev.ninputs; j++) p->ev.inputs[j] = &p->in[j];
+        for (int j = 0; j < p->ev.ngrads; j++) p->ev.grads[j] = &p->grads[j];
         if (tr.json) {
             fputs(tt_event_json(&p->ev, ++tr.seq, tr.grp.name, tr.grp.f[0].line, json, sizeof json), tr.json);
             fputc('\n', tr.json);
@@ -318,7 +320,7 @@ void ltt_trace_flush(void)
             tt_tensor shown[TT_TRACE_MAX_INPUTS + 1];
             char names[TT_TRACE_MAX_INPUTS + 1][224];
             tt_event ev = p->ev;
-            for (int j = 0; j <= ev.ninputs; j++) {
+            for (int j = 0; j <= ev.ninputs && ev.phase == TT_PHASE_FORWARD; j++) {
                 const tt_tensor *t = j < ev.ninputs ? &p->in[j] : &p->out;
                 int k = j < ev.ninputs ? j : TT_TRACE_MAX_INPUTS;
                 shown[j] = *t;
@@ -459,7 +461,7 @@ void ltt_trace_label(uint64_t id, const char *label)
     if (!mine) return;
     for (int i = 0; i < tr.npend; i++) {
         pending *p = &tr.pend[i];
-        if (p->text) continue;
+        if (p->text || p->ev.phase != TT_PHASE_FORWARD) continue;   /* a gradient keeps its tensor's label */
         for (int j = 0; j <= p->ev.ninputs; j++) {
             tt_tensor *t = j < p->ev.ninputs ? &p->in[j] : &p->out;
             int k = j < p->ev.ninputs ? j : TT_TRACE_MAX_INPUTS;
@@ -550,6 +552,84 @@ static char *values_text(const tt_tensor *t, const tt_event *ev)
     return buf;
 }
 
+/* ===== --trace=values of a backward row ===== */
+
+typedef struct grad_stats {
+    double sq, mn, mx;
+    int64_t finite, nan, pinf, ninf, scan;
+} grad_stats;
+
+static grad_stats scan_grad(const tt_tensor *t)
+{
+    grad_stats g = {0, INFINITY, -INFINITY, 0, 0, 0, 0, 0};
+    int64_t n = tt_numel(t);
+    g.scan = n < VALUES_SCAN_MAX ? n : VALUES_SCAN_MAX;
+    for (int64_t i = 0; i < g.scan; i++) {
+        double v = tt_get(t, i);
+        if (isnan(v)) g.nan++;
+        else if (isinf(v)) *(v > 0 ? &g.pinf : &g.ninf) += 1;
+        else {
+            g.finite++;
+            g.sq += v * v;
+            if (v < g.mn) g.mn = v;
+            if (v > g.mx) g.mx = v;
+        }
+    }
+    return g;
+}
+
+/* Why an op's backward can turn a finite gradient into NaN or inf. */
+static const char *nonfinite_hint(tt_op op)
+{
+    switch (op) {
+    case TT_OP_SQRT: return "sqrt's derivative 1/(2 sqrt(x)) is inf at x = 0";
+    case TT_OP_LOG: return "log's derivative 1/x is inf at x = 0";
+    case TT_OP_DIV: return "a / b has derivatives 1/b and -a/b^2: inf where b = 0";
+    case TT_OP_POW: return "x^p's derivative p x^(p-1) is inf at x = 0 when p < 1";
+    default: return "it multiplies by values the forward saved: look for NaN or inf in its forward row";
+    }
+}
+
+/* Each gradient a backward row gives: norm, range and the counts of NaN
+   and inf; "!!" where a gradient turns non-finite although the one
+   arriving is finite, naming the op whose backward did it. */
+static char *grads_text(const tt_event *ev)
+{
+    size_t cap = 256 + 256 * (size_t)ev->ngrads, len = 0;
+    char *buf = malloc(cap);
+    if (buf == NULL) return NULL;
+    buf[0] = 0;
+    int prec = tt_print_precision();
+    int64_t made_nan = 0, made_inf = 0;
+    for (int i = 0; i < ev->ngrads; i++) {
+        const tt_tensor *t = ev->grads[i];
+        grad_stats g = scan_grad(t);
+        char shp[192];
+        tt_shape_str(t, shp, sizeof shp);
+        len += (size_t)snprintf(buf + len, cap - len, "        %s%.100s%s:", t->label ? "grad of " : "grad",
+                                t->label ? t->label : "", t->label ? "" : shp);
+        if (g.finite)
+            len += (size_t)snprintf(buf + len, cap - len, " norm %.*g  min %.*g  max %.*g", prec, sqrt(g.sq), prec,
+                                    g.mn, prec, g.mx);
+        else if (g.scan)
+            len += (size_t)snprintf(buf + len, cap - len, " no finite values");
+        if (g.nan) len += (size_t)snprintf(buf + len, cap - len, "  NaN %lld", (long long)g.nan);
+        if (g.pinf) len += (size_t)snprintf(buf + len, cap - len, "  +inf %lld", (long long)g.pinf);
+        if (g.ninf) len += (size_t)snprintf(buf + len, cap - len, "  -inf %lld", (long long)g.ninf);
+        if (g.scan < tt_numel(t)) len += (size_t)snprintf(buf + len, cap - len, "  (of the first %lld)", (long long)g.scan);
+        len += (size_t)snprintf(buf + len, cap - len, "\n");
+        made_nan += g.nan;
+        made_inf += g.pinf + g.ninf;
+    }
+    if ((made_nan || made_inf) && ev->ninputs > 0) {
+        grad_stats in = scan_grad(ev->inputs[0]);
+        if (in.nan + in.pinf + in.ninf == 0)
+            snprintf(buf + len, cap - len, "        !! the gradient turns %s here: the backward of %s made it from a "
+                     "finite gradient (%s)\n", made_nan ? "NaN" : "inf", ev->name, nonfinite_hint(ev->op));
+    }
+    return buf;
+}
+
 /* Storage index of element `flat` (row-major) of t. */
 static int64_t elem_offset(const tt_tensor *t, int64_t flat)
 {
@@ -591,13 +671,18 @@ static void sink(const tt_event *ev, void *ud)
     if (tr.paused || tr.muted) return;
     pending *p = new_row();
     p->ev = *ev;
-    p->out = *ev->output;
-    p->prev[TT_TRACE_MAX_INPUTS] = (unsigned char)is_previous(ev->output);
+    int fwd = ev->phase == TT_PHASE_FORWARD;
+    if (ev->output) p->out = *ev->output;
+    for (int j = 0; j < ev->ngrads; j++) p->grads[j] = *ev->grads[j];
+    p->prev[TT_TRACE_MAX_INPUTS] = (unsigned char)(fwd && is_previous(ev->output));
     for (int j = 0; j < ev->ninputs; j++) {
         p->in[j] = *ev->inputs[j];
-        p->prev[j] = (unsigned char)is_previous(ev->inputs[j]);
+        p->prev[j] = (unsigned char)(fwd && is_previous(ev->inputs[j]));
     }
-    if (tr.mode == LTT_TRACE_VALUES) {
+    if (tr.mode == LTT_TRACE_VALUES && !fwd) {
+        p->values = ev->phase == TT_PHASE_BACKWARD ? grads_text(ev) : NULL;
+        tr.values_id = 0;
+    } else if (tr.mode == LTT_TRACE_VALUES) {
         static const char same[] = "        (a view of the values above)\n";
         if (ev->view && ev->ninputs > 0 && ev->inputs[0]->id == tr.values_id && same_values(ev->inputs[0], ev->output)) {
             p->values = malloc(sizeof same);
@@ -810,11 +895,21 @@ static int trace_on(lua_State *L)
     return 1;
 }
 
-/* Per op kind: calls, FLOPs, bytes moved, time and share of it, and the
-   largest result; printed, and returned as {op = {calls, flops, bytes,
-   seconds, largest_bytes, largest_shape}} so scripts can check them.
-   {times = false} leaves the time columns out (for golden files);
-   {print = false} only returns the table (a lesson measuring step by step). */
+/* The row name of an op in a phase: "matmul", "grad matmul", "step adamw". */
+static void phase_op_name(char *buf, size_t n, int phase, int op)
+{
+    static const char *const prefix[TT_PHASE_COUNT] = {"", "grad ", "step "};
+    snprintf(buf, n, "%s%s", prefix[phase], tt_op_name((tt_op)op));
+}
+
+/* Per phase and op kind: calls, FLOPs, bytes moved, time and share of it,
+   and the largest result; printed (the forward's rows, then the
+   backward's "grad matmul" rows and the optimizer's "step adamw" rows,
+   each phase with its total once a second phase ran), and returned as
+   {name = {calls, flops, bytes, seconds, largest_bytes, largest_shape,
+   phase}} so scripts can check them. {times = false} leaves the time
+   columns out (for golden files); {print = false} only returns the table
+   (a lesson measuring step by step). */
 static int trace_summary(lua_State *L)
 {
     const int opts = lua_istable(L, 1) ? 1 : 0;
@@ -822,48 +917,76 @@ static int trace_summary(lua_State *L)
     const int print = ltt_optflag(L, opts, "trace.summary", "print", 1);
     if (getenv("TT_TRACE_NO_TIMES")) times = 0;
     ltt_trace_flush();
-    lua_newtable(L);                    /* returned: op name -> counters */
+    lua_newtable(L);                    /* returned: row name -> counters */
     int stats_idx = lua_gettop(L);
-    int64_t total = 0;
-    for (int op = 1; op < TT_OP_COUNT; op++) total += tt_trace_stats((tt_op)op)->ns;
+    int64_t total = 0, calls[TT_PHASE_COUNT] = {0};
+    int phases_run = 0;
+    for (int ph = 0; ph < TT_PHASE_COUNT; ph++) {
+        for (int op = 1; op < TT_OP_COUNT; op++) {
+            total += tt_trace_stats((tt_phase)ph, (tt_op)op)->ns;
+            calls[ph] += tt_trace_stats((tt_phase)ph, (tt_op)op)->calls;
+        }
+        phases_run += calls[ph] > 0;
+    }
     if (print) {
         ltt_report_printf("\n%-18s %6s %12s %12s", "op", "calls", "FLOPs", "bytes");
         if (times) ltt_report_printf(" %10s %6s", "time", "share");
         ltt_report_printf("  %s\n", "largest result");
     }
-    for (int op = 1; op < TT_OP_COUNT; op++) {
-        const tt_op_stats *s = tt_trace_stats((tt_op)op);
-        if (s->calls == 0) continue;
-        char fl[32], by[32], big[160];
-        tt_fmt_si(fl, sizeof fl, s->flops, 2, "FLOP");
-        tt_fmt_si(by, sizeof by, s->bytes, 2, "B");
-        if (s->max_bytes) {
-            char mb[32];
-            tt_fmt_si(mb, sizeof mb, (double)s->max_bytes, 2, "B");
-            snprintf(big, sizeof big, "%s (%s)", s->max_shape, mb);
-        } else {
-            snprintf(big, sizeof big, "(views only)");
+    for (int ph = 0, shown = 0; ph < TT_PHASE_COUNT; ph++) {
+        tt_op_stats sum = {0};
+        if (print && phases_run > 1 && calls[ph] > 0 && shown++) ltt_report_printf("\n");
+        for (int op = 1; op < TT_OP_COUNT; op++) {
+            const tt_op_stats *s = tt_trace_stats((tt_phase)ph, (tt_op)op);
+            if (s->calls == 0) continue;
+            sum.calls += s->calls;
+            sum.flops += s->flops;
+            sum.bytes += s->bytes;
+            sum.ns += s->ns;
+            char name[64], fl[32], by[32], big[160];
+            phase_op_name(name, sizeof name, ph, op);
+            tt_fmt_si(fl, sizeof fl, s->flops, 2, "FLOP");
+            tt_fmt_si(by, sizeof by, s->bytes, 2, "B");
+            if (s->max_bytes) {
+                char mb[32];
+                tt_fmt_si(mb, sizeof mb, (double)s->max_bytes, 2, "B");
+                snprintf(big, sizeof big, "%s (%s)", s->max_shape, mb);
+            } else {
+                snprintf(big, sizeof big, ph == TT_PHASE_STEP ? "-" : "(views only)");
+            }
+            if (print) {
+                ltt_report_printf("%-18s %6lld %12s %12s", name, (long long)s->calls, s->flops ? fl : "-", by);
+                if (times)
+                    ltt_report_printf(" %8.3f ms %5.1f%%", (double)s->ns / 1e6, total ? 100.0 * (double)s->ns / (double)total : 0.0);
+                ltt_report_printf("  %s\n", big);
+            }
+            lua_createtable(L, 0, 7);
+            lua_pushinteger(L, s->calls);
+            lua_setfield(L, -2, "calls");
+            lua_pushnumber(L, s->flops);
+            lua_setfield(L, -2, "flops");
+            lua_pushnumber(L, s->bytes);
+            lua_setfield(L, -2, "bytes");
+            lua_pushnumber(L, (double)s->ns * 1e-9);
+            lua_setfield(L, -2, "seconds");
+            lua_pushinteger(L, s->max_bytes);
+            lua_setfield(L, -2, "largest_bytes");
+            lua_pushstring(L, s->max_shape);
+            lua_setfield(L, -2, "largest_shape");
+            lua_pushstring(L, tt_phase_name((tt_phase)ph));
+            lua_setfield(L, -2, "phase");
+            lua_setfield(L, stats_idx, name);
         }
-        if (print) {
-            ltt_report_printf("%-18s %6lld %12s %12s", tt_op_name((tt_op)op), (long long)s->calls, s->flops ? fl : "-", by);
+        if (print && phases_run > 1 && sum.calls > 0) {
+            char name[32], fl[32], by[32];
+            snprintf(name, sizeof name, "%s total", tt_phase_name((tt_phase)ph));
+            tt_fmt_si(fl, sizeof fl, sum.flops, 2, "FLOP");
+            tt_fmt_si(by, sizeof by, sum.bytes, 2, "B");
+            ltt_report_printf("%-18s %6lld %12s %12s", name, (long long)sum.calls, sum.flops ? fl : "-", by);
             if (times)
-                ltt_report_printf(" %8.3f ms %5.1f%%", (double)s->ns / 1e6, total ? 100.0 * (double)s->ns / (double)total : 0.0);
-            ltt_report_printf("  %s\n", big);
+                ltt_report_printf(" %8.3f ms %5.1f%%", (double)sum.ns / 1e6, total ? 100.0 * (double)sum.ns / (double)total : 0.0);
+            ltt_report_printf("\n");
         }
-        lua_createtable(L, 0, 6);
-        lua_pushinteger(L, s->calls);
-        lua_setfield(L, -2, "calls");
-        lua_pushnumber(L, s->flops);
-        lua_setfield(L, -2, "flops");
-        lua_pushnumber(L, s->bytes);
-        lua_setfield(L, -2, "bytes");
-        lua_pushnumber(L, (double)s->ns * 1e-9);
-        lua_setfield(L, -2, "seconds");
-        lua_pushinteger(L, s->max_bytes);
-        lua_setfield(L, -2, "largest_bytes");
-        lua_pushstring(L, s->max_shape);
-        lua_setfield(L, -2, "largest_shape");
-        lua_setfield(L, stats_idx, tt_op_name((tt_op)op));
     }
     if (print) {
         fflush(stdout);

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Every lesson must run (its own asserts pass), reproduce its golden trace
-# byte for byte, and redraw the committed figures pixel for pixel.
+# byte for byte, and redraw the committed figures pixel for pixel; the
+# scripts in tests/golden reproduce their text (and JSON) traces.
 # Regenerate after an intended change with `make golden figures`.
 repo=$(pwd)
 tmp=$(mktemp -d) || exit 2
@@ -33,6 +34,17 @@ for f in tests/golden/*.lua; do
         passed=$((passed + 1))
     else
         fail "$f: trace differs from $n.trace"; diff "$n.trace" "$tmp/golden.trace" | head -20
+    fi
+done
+# JSON Lines of tests/golden/*.lua that have a .jsonl, timings ("ns") left out
+for j in tests/golden/*.jsonl; do
+    [ -f "$j" ] || continue
+    f=${j%.jsonl}.lua
+    if ./tensortrace -q --trace-json "$tmp/golden.jsonl" "$f" >/dev/null 2>&1 \
+       && sed 's/,"ns":[0-9]*}$/}/' "$tmp/golden.jsonl" | cmp -s "$j" -; then
+        passed=$((passed + 1))
+    else
+        fail "$f: JSON differs from $j"; sed 's/,"ns":[0-9]*}$/}/' "$tmp/golden.jsonl" | diff "$j" - | head -20
     fi
 done
 for img in "$tmp"/images/*.png; do

@@ -1,13 +1,14 @@
 /*
 ** test_trace.c — the trace layer: subscribers (order, duplicates, the text
 ** fields written only while a text reader listens) and the numbers as the
-** trace shows them (trace/format.c).
+** trace shows them (trace/format.c), the backward pass's rows and the
+** groups that fold many ops into one row.
 */
 #include <stdio.h>
 #include <string.h>
 
 #include "check.h"
-#include "tt.h"
+#include "tt_internal.h"
 
 static int ok(tt_status st)
 {
@@ -68,10 +69,157 @@ static void test_number_forms(void)
     CHECK("bytes: under 1 KiB", strcmp(b, "640 bytes") == 0);
 }
 
+/* What a collector heard: phase, op, FLOPs, the text and JSON of each event. */
+#define HEARD_MAX 16
+static struct { int n; tt_phase phase[HEARD_MAX]; tt_op op[HEARD_MAX]; double flops[HEARD_MAX];
+                char text[HEARD_MAX][256], json[HEARD_MAX][2048]; } got;
+
+static void collect(const tt_event *ev, void *ud)
+{
+    (void)ud;
+    if (got.n == HEARD_MAX) return;
+    got.phase[got.n] = ev->phase;
+    got.op[got.n] = ev->op;
+    got.flops[got.n] = ev->flops;
+    tt_event_format(ev, got.text[got.n], sizeof got.text[0]);
+    tt_event_json(ev, got.n, "t.lua", 7, got.json[got.n], sizeof got.json[0]);
+    got.n++;
+}
+
+/* loss = sum(A @ B), A [2,3] named (N, D) and labelled "A", B [3,4]
+   labelled "B": backward gives one row per node, sum's then matmul's, with
+   the gradients' dims and the labels they flow to; matmul's row counts
+   its two matmuls (dA = g @ B^T: 2*2*4*3, dB = A^T @ g: 2*3*2*4 FLOPs) and
+   none of the inner ops emits a row of its own. */
+static void test_backward_rows(void)
+{
+    tt_tensor a0, a, b, y, loss;
+    ok(tt_rand(&a0, 2, (int64_t[]){2, 3}));
+    ok(tt_named(&a, &a0, (const char *[]){tt_intern("N"), tt_intern("D")}));
+    ok(tt_rand(&b, 2, (int64_t[]){3, 4}));
+    a.label = tt_intern("A");
+    b.label = tt_intern("B");
+    ok(tt_requires_grad_(&a, 1));
+    ok(tt_requires_grad_(&b, 1));
+    ok(tt_matmul(&y, &a, &b));
+    ok(tt_reduce(&loss, TT_OP_SUM, &y, -1, 0));
+    tt_trace_stats_reset();
+    got.n = 0;
+    tt_trace_subscribe(collect, NULL, 1);
+    ok(tt_backward(&loss, NULL));
+    tt_trace_unsubscribe(collect, NULL);
+    CHECK("backward: one row per node, no row of the ops inside", got.n == 2);
+    CHECK("backward: the rows are phase backward",
+          got.phase[0] == TT_PHASE_BACKWARD && got.phase[1] == TT_PHASE_BACKWARD);
+    CHECK("backward: sum's node first, then matmul's", got.op[0] == TT_OP_SUM && got.op[1] == TT_OP_MATMUL);
+    CHECK("backward: sum's row", strcmp(got.text[0], "grad sum         grad[] -> grad[N=2,4]") == 0);
+    CHECK("backward: matmul's row: gradient arriving, the two it gives, FLOPs of both matmuls",
+          strcmp(got.text[1], "grad matmul      grad[N=2,4] -> grad of A[N=2,D=3], grad of B[3,4]   96 FLOP") == 0);
+    if (got.n == 2) printf("  %s\n  %s\n", got.text[0], got.text[1]);
+    CHECK("backward: JSON has the phase", strstr(got.json[1], "\"op\":\"matmul\",\"phase\":\"backward\"") != NULL);
+    CHECK("backward: JSON lists every gradient with the label it flows to",
+          strstr(got.json[1], "\"grads\":[{\"shape\":[2,3],") != NULL
+          && strstr(got.json[1], "\"label\":\"B\"}]") != NULL);
+    const tt_op_stats *bw = tt_trace_stats(TT_PHASE_BACKWARD, TT_OP_MATMUL);
+    CHECK("stats: the backward's matmul row counted in its phase", bw->calls == 1 && bw->flops == 96);
+    CHECK("stats: the ops inside count in no forward row",
+          tt_trace_stats(TT_PHASE_FORWARD, TT_OP_MATMUL)->calls == 0
+          && tt_trace_stats(TT_PHASE_FORWARD, TT_OP_MUL)->calls == 0);
+    tt_tensor fwd;
+    got.n = 0;
+    tt_trace_subscribe(collect, NULL, 1);
+    ok(tt_matmul(&fwd, &a, &b));
+    tt_trace_unsubscribe(collect, NULL);
+    CHECK("forward: JSON says so", got.n == 1 && strstr(got.json[0], "\"op\":\"matmul\",\"phase\":\"forward\"") != NULL);
+    tt_tensor *all[] = {&a0, &a, &b, &y, &loss, &fwd};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tt_tensor_release(all[i]);
+}
+
+/* A group (an optimizer step's hook) folds the ops run directly inside
+   into one event: a composite op's own inner ops are not counted twice,
+   a group inside another adds to it, and nothing inside emits. */
+static void test_groups(void)
+{
+    tt_tensor a, s1, s2, e;
+    ok(tt_rand(&a, 2, (int64_t[]){4, 8}));
+    got.n = 0;
+    tt_trace_subscribe(collect, NULL, 1);                 /* einsum is built of public ops: its own count */
+    ok(tt_einsum(&e, "i j, i j -> i", (const tt_tensor *[]){&a, &a}, 2));
+    tt_trace_unsubscribe(collect, NULL);
+    tt_tensor_release(&e);
+    double einsum_flops = got.n == 1 ? got.flops[0] : -1;
+    CHECK("group: einsum alone is one event with FLOPs", got.n == 1 && einsum_flops > 0);
+    got.n = 0;
+    tt_trace_subscribe(collect, NULL, 1);
+    tt__group outer, inner;
+    tt__group_enter(&outer);
+    ok(tt_binary(&s1, TT_OP_MUL, &a, &a));                /* 32 FLOP */
+    tt__group_enter(&inner);
+    ok(tt_einsum(&e, "i j, i j -> i", (const tt_tensor *[]){&a, &a}, 2));
+    tt_event iev;
+    tt__event_init(&iev, TT_OP_EINSUM, NULL, &a, NULL, NULL);
+    iev.phase = TT_PHASE_STEP;
+    ok(tt__group_leave(&inner, TT_OK, &iev));
+    ok(tt_softmax(&s2, &a, 1));                           /* 5 per element: 160 FLOP */
+    tt_event ev;
+    tt__event_init(&ev, TT_OP_ADD, NULL, &a, NULL, NULL);
+    ev.phase = TT_PHASE_STEP;
+    ok(tt__group_leave(&outer, TT_OK, &ev));
+    tt_trace_unsubscribe(collect, NULL);
+    CHECK("group: one event for all", got.n == 1 && got.phase[0] == TT_PHASE_STEP && got.op[0] == TT_OP_ADD);
+    CHECK("group: FLOPs of the ops inside, the inner group's included", got.n == 1 && got.flops[0] == 32 + einsum_flops + 160);
+    if (got.n == 1) printf("  %s (%g FLOP)\n", got.text[0], got.flops[0]);
+    CHECK("group: a step's row has no arrow", got.n == 1 && strstr(got.text[0], "->") == NULL);
+    CHECK("group: JSON of a step", got.n == 1 && strstr(got.json[0], "\"phase\":\"step\"") != NULL
+          && strstr(got.json[0], "\"output\":null") != NULL);
+    tt_tensor_release(&e);
+    got.n = 0;
+    tt_trace_subscribe(collect, NULL, 1);
+    ok(tt_binary(&e, TT_OP_ADD, &a, &a));
+    tt_trace_unsubscribe(collect, NULL);
+    CHECK("group: the depth is back: an op after it emits", got.n == 1 && got.phase[0] == TT_PHASE_FORWARD);
+    tt_tensor_release(&s1);
+    tt_tensor_release(&s2);
+    tt_tensor_release(&e);
+    tt_tensor_release(&a);
+}
+
+/* sdpa's backward runs its own kernel, not ops: its row counts the
+   kernel's work. Per visible (query, key) pair: S = QK^T again (2 Dh),
+   dV and dP (2 Dv each), dQ and dK (2 Dh each). Heads 2, Nq 3, Nk 5,
+   Dh 4, Dv 6, causal lower-right: 3 + 4 + 5 = 12 pairs a head. */
+static void test_sdpa_backward_flops(void)
+{
+    tt_tensor q, k, v, o, loss;
+    ok(tt_rand(&q, 3, (int64_t[]){2, 3, 4}));
+    ok(tt_rand(&k, 3, (int64_t[]){2, 5, 4}));
+    ok(tt_rand(&v, 3, (int64_t[]){2, 5, 6}));
+    ok(tt_requires_grad_(&q, 1));
+    ok(tt_requires_grad_(&v, 1));
+    got.n = 0;
+    tt_trace_subscribe(collect, NULL, 1);
+    ok(tt_sdpa(&o, NULL, &q, &k, &v, NULL, 1, NAN, NULL));
+    ok(tt_reduce(&loss, TT_OP_SUM, &o, -1, 0));
+    ok(tt_backward(&loss, NULL));
+    tt_trace_unsubscribe(collect, NULL);
+    CHECK("sdpa: forward, sum, and the two backward rows", got.n == 4 && got.op[3] == TT_OP_SDPA
+          && got.phase[3] == TT_PHASE_BACKWARD);
+    CHECK("sdpa: the forward counts 2 (Dh + Dv) a pair", got.n == 4 && got.flops[0] == 2.0 * 2 * 12 * (4 + 6));
+    CHECK("sdpa: the backward counts 2 (3 Dh + 2 Dv) a pair", got.n == 4 && got.flops[3] == 2.0 * 2 * 12 * (3 * 4 + 2 * 6));
+    CHECK("sdpa: gradients shown only for the inputs that need one",
+          got.n == 4 && strstr(got.text[3], "-> grad[2,3,4], grad[2,5,6]") != NULL);
+    if (got.n == 4) printf("  %s\n", got.text[3]);
+    tt_tensor *all[] = {&q, &k, &v, &o, &loss};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tt_tensor_release(all[i]);
+}
+
 int main(void)
 {
     test_subscribers();
     test_number_forms();
+    test_backward_rows();
+    test_groups();
+    test_sdpa_backward_flops();
     tt_release_caches();
     return check_report();
 }

@@ -60,7 +60,9 @@ static void copy_shape(fshape *d, const tt_tensor *t)
 
 void tt_flow_record(const tt_event *ev)
 {
-    if (!ev || !ev->output) return;
+    /* the pipeline is the forward pass: gradients and optimizer steps
+       would draw arrows from each tensor back to itself */
+    if (!ev || !ev->output || ev->phase != TT_PHASE_FORWARD) return;
     fevent *e = &ring[nrecorded % FLOW_MAX_EVENTS];
     e->op = ev->op;
     e->has_scalar = ev->has_scalar;

@@ -3,8 +3,8 @@
 ** the op front-ends), the backward of each op (named in its row of the op
 ** table) and the engine (tt_backward). The graph's memory is
 ** core/tensor/graph.c. A backward is built from the public ops, run with
-** grad mode off inside one scope that emits no trace event (backward rows
-** in the trace come later).
+** grad mode off; each node's ops fold into one trace row (a tt__group),
+** phase backward.
 */
 #include <math.h>
 #include <stdio.h>
@@ -129,12 +129,15 @@ static tt_status record_n(tt_tensor *out, tt_op op, const tt_tensor *const *in, 
     }
     n->refs = 1;
     n->op = op;
+    memcpy(n->out_names, out->names, sizeof n->out_names);
     if (args) n->args = *args;
     for (int i = 0; i < nin && in[i]; i++) {
         tt__edge *e = &n->in[i];
         n->nin = i + 1;
         e->ndim = in[i]->ndim;
         memcpy(e->shape, in[i]->shape, sizeof e->shape);
+        memcpy(e->names, in[i]->names, sizeof e->names);
+        e->label = in[i]->label;
         if (!requires(in[i]) || in[i]->dtype != TT_FLOAT32) continue;
         tt_autograd *ag = in[i]->ag;
         if (ag->fn) (e->next = ag->fn)->refs++;
@@ -769,6 +772,46 @@ static tt_status collect(tt__node *root, tt__node ***list, int64_t *count)
     return TT_OK;
 }
 
+/* A gradient's header as the trace shows it: the dims and label of the
+   tensor it is the gradient of (the engine's gradients carry none). */
+static tt_tensor shown_as(const tt_tensor *g, const char *const *names, const char *label)
+{
+    tt_tensor t = *g;
+    if (t.ndim > 0) memcpy(t.names, names, (size_t)t.ndim * sizeof t.names[0]);
+    t.label = label;
+    return t;
+}
+
+/* Runs x's backward as one trace row: the gradient g arriving, the
+   gradients gin[] it gives (up to TT_TRACE_MAX_INPUTS shown), the FLOPs of
+   the ops it ran. */
+static tt_status run_node(const tt__node *x, const tt__opdef *def, const tt_tensor *g, tt_tensor *gin)
+{
+    tt__group grp;
+    tt__group_enter(&grp);
+    tt_status st = def->backward(x, g, gin);
+    tt_event ev;
+    tt_tensor gshown, shown[TT_TRACE_MAX_INPUTS];
+    if (st == TT_OK) {
+        gshown = shown_as(g, x->out_names, NULL);
+        tt__event_init(&ev, x->op, NULL, &gshown, NULL, NULL);
+        ev.phase = TT_PHASE_BACKWARD;
+        for (int i = 0; i < x->nin; i++) {
+            const tt__edge *e = &x->in[i];
+            if (!gin[i].storage || !(e->next || (e->leaf && e->leaf->requires_grad))) continue;
+            ev.ngrads_total++;
+            if (ev.ngrads < TT_TRACE_MAX_INPUTS) {
+                shown[ev.ngrads] = shown_as(&gin[i], e->names, e->label);
+                ev.grads[ev.ngrads] = &shown[ev.ngrads];
+                ev.ngrads++;
+            }
+        }
+        ev.output = ev.ngrads ? ev.grads[0] : NULL;
+        ev.view = ev.output && ev.output->storage == g->storage;   /* a view's backward is a view */
+    }
+    return tt__group_leave(&grp, st, &ev);
+}
+
 /* Runs the nodes in an order where each comes after every node that feeds
    it a gradient (Kahn's, with an explicit stack: no recursion however long
    the chain). Gradients meet in a fixed order, so results are the same
@@ -794,7 +837,7 @@ static tt_status run(tt__node **all, int64_t count)
             st = tt__err(TT_ENOMEM, "backward: out of memory");
             break;
         }
-        st = def->backward(x, &x->acc, gin);
+        st = run_node(x, def, &x->acc, gin);
         tt_tensor_release(&x->acc);
         for (int i = 0; i < x->nin; i++) {
             tt__edge *e = &x->in[i];

@@ -125,6 +125,8 @@ void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
     /* field by field: the two text buffers are most of the struct, and
        only their first byte needs clearing */
     ev->op = op;
+    ev->phase = TT_PHASE_FORWARD;
+    ev->ngrads = ev->ngrads_total = 0;
     ev->name = tt_op_name(op);
     ev->infix = tt_op_infix(op);
     ev->ninputs = 0;

@@ -137,6 +137,19 @@ typedef struct sdpa_info {
     float scale;
 } sdpa_info;
 
+/* (query, key) pairs per head the kernels compute, for the FLOP counts:
+   all of them, or those on and below the lower-right causal diagonal. */
+static double visible_pairs(int64_t Nq, int64_t Nk, int causal)
+{
+    if (!causal) return (double)Nq * (double)Nk;
+    double pairs = 0.0;
+    for (int64_t i = 0; i < Nq; i++) {
+        int64_t lim = i + Nk - Nq + 1;
+        pairs += (double)(lim < 0 ? 0 : lim > Nk ? Nk : lim);
+    }
+    return pairs;
+}
+
 /* q [..., Hq, Nq, Dh], k [..., Hkv, Nk, Dh], v [..., Hkv, Nk, Dv]; 2-D
    inputs are one head. Scores are [..., Hq, Nq, Nk]. lse: NULL, or gets
    each row's log-sum-exp [B * Hq * Nq] for the backward. */
@@ -306,16 +319,7 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
         for (int i = 0; i < nbd; i++) B *= q->shape[i];
         float sc = isnan(scale) ? (Dh > 0 ? (float)(1.0 / sqrt((double)Dh)) : 1.0f) : (float)scale;
         info->scale = sc;
-        /* visible (query, key) pairs per head, for the FLOP count */
-        double pairs = (double)Nq * (double)Nk;
-        if (causal) {
-            pairs = 0.0;
-            for (int64_t i = 0; i < Nq; i++) {
-                int64_t lim = i + Nk - Nq + 1;
-                pairs += (double)(lim < 0 ? 0 : lim > Nk ? Nk : lim);
-            }
-        }
-        info->flops = 2.0 * (double)B * (double)Hq * pairs * (double)(Dh + Dv);
+        info->flops = 2.0 * (double)B * (double)Hq * visible_pairs(Nq, Nk, causal) * (double)(Dh + Dv);
         info->empty = 0;
         if (B * Hq * Nq == 0) {
             /* nothing to compute */
@@ -390,6 +394,10 @@ tt_status tt__bw_sdpa(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
             tt_data_f32(&d[0]), tt_data_f32(&d[1]), tt_data_f32(&d[2]),
         };
         if (tk_sdpa_backward(&ar) != 0) st = tt__err(TT_ENOMEM, "backward: sdpa: out of memory");
+        /* per pair: S = QK^T again (2 Dh), dV = P^T dO and dP = dO V^T (2 Dv
+           each), dQ = dS K and dK = dS^T Q (2 Dh each): the trace's row */
+        else tt__group_add_flops(2.0 * (double)L.B * (double)L.Hq * visible_pairs(L.Nq, L.Nk, n->args.causal)
+                                 * (double)(3 * L.Dh + 2 * L.Dv));
     }
     layout_free(&L);
     tt_tensor_release(&gc);

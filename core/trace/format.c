@@ -46,11 +46,44 @@ static size_t put_tensor(char *buf, size_t n, const tt_tensor *t)
 
 #define APPEND(...) do { if (len < n) len += (size_t)snprintf(buf + len, n - len, __VA_ARGS__); } while (0)
 
+/* A gradient as a backward row shows it: "grad of scores[B=2,N=5]" for a
+   labelled input, else "grad[B=2,N=5]". */
+static size_t put_grad(char *buf, size_t n, const tt_tensor *t)
+{
+    char shp[192];
+    tt_shape_str(t, shp, sizeof shp);
+    int len = t->label ? snprintf(buf, n, "grad of %s%s", t->label, shp) : snprintf(buf, n, "grad%s", shp);
+    return len < 0 ? 0 : (size_t)len;
+}
+
+/* "grad softmax  grad[B=2,N=5,N=5] -> grad of scores[B=2,N=5,N=5]   75 FLOP" */
+static char *format_backward(const tt_event *ev, char *buf, size_t n)
+{
+    size_t len = 0;
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "grad %s", ev->name);
+    APPEND("%-16s ", tmp);
+    if (ev->ninputs > 0 && len < n) len += put_grad(buf + len, n - len, ev->inputs[0]);
+    APPEND(" -> ");
+    for (int i = 0; i < ev->ngrads; i++) {
+        if (i) APPEND(", ");
+        if (len < n) len += put_grad(buf + len, n - len, ev->grads[i]);
+    }
+    if (ev->ngrads_total > ev->ngrads) APPEND(", ... (%d gradients)", ev->ngrads_total);
+    if (ev->flops > 0) {
+        tt_fmt_flops(tmp, sizeof tmp, ev->flops);
+        APPEND("   %s", tmp);
+    }
+    if (ev->note[0]) APPEND("   !! %s", ev->note);
+    return buf;
+}
+
 char *tt_event_format(const tt_event *ev, char *buf, size_t n)
 {
     size_t len = 0;
     char tmp[256];
     buf[0] = 0;
+    if (ev->phase == TT_PHASE_BACKWARD) return format_backward(ev, buf, n);
     APPEND("%-11s ", ev->name);
     const char *sym = ev->infix;
     if (ev->has_scalar) tt_fmt_scalar(tmp, sizeof tmp, ev->scalar);
@@ -62,7 +95,7 @@ char *tt_event_format(const tt_event *ev, char *buf, size_t n)
     if (ev->ninputs_total > ev->ninputs) APPEND(", ... (%d tensors)", ev->ninputs_total);
     if (ev->has_scalar && !ev->scalar_first) APPEND(sym ? " %s %s" : "%s %s", sym ? sym : ",", tmp);
     if (ev->args[0]) APPEND(ev->ninputs ? " (%s)" : "(%s)", ev->args);
-    APPEND("%s-> ", ev->ninputs || ev->args[0] ? " " : "");
+    if (ev->output) APPEND("%s-> ", ev->ninputs || ev->args[0] ? " " : "");   /* a step has none */
     if (ev->output && len < n) len += put_tensor(buf + len, n - len, ev->output);
     if (!ev->view && (ev->op == TT_OP_RESHAPE || ev->op == TT_OP_CONTIGUOUS))
         APPEND("   copy (the strides allow no view)");
@@ -173,7 +206,7 @@ static void json_tensor(char *buf, size_t n, size_t *lenp, const tt_tensor *t, i
 char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, char *buf, size_t n)
 {
     size_t len = 0;
-    APPEND("{\"seq\":%ld,\"op\":\"%s\",\"file\":", seq, ev->name);
+    APPEND("{\"seq\":%ld,\"op\":\"%s\",\"phase\":\"%s\",\"file\":", seq, ev->name, tt_phase_name(ev->phase));
     if (file) json_str(buf, n, &len, file);
     else APPEND("null");
     APPEND(",\"line\":%d,\"inputs\":[", line);
@@ -184,6 +217,14 @@ char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, ch
     APPEND("],\"output\":");
     if (ev->output) json_tensor(buf, n, &len, ev->output, 1, ev->view);
     else APPEND("null");
+    if (ev->phase == TT_PHASE_BACKWARD) {   /* every gradient given; output is the first */
+        APPEND(",\"grads\":[");
+        for (int i = 0; i < ev->ngrads; i++) {
+            if (i) APPEND(",");
+            json_tensor(buf, n, &len, ev->grads[i], 1, 0);
+        }
+        APPEND("]");
+    }
     APPEND(",\"args\":");
     json_str(buf, n, &len, ev->args);
     if (ev->has_scalar) {

@@ -1,8 +1,9 @@
 /*
 ** trace.c — the op log: scopes around every public op, one event per
-** outermost op, delivered to the subscribers in the order they came (the
-** per-kind statistics first; the interpreter's trace and the flow figure's
-** lineage subscribe). The text and JSON forms of an event are in format.c.
+** outermost op or per group (a backward node, an optimizer step), delivered
+** to the subscribers in the order they came (the per-kind statistics first;
+** the interpreter's trace and the flow figure's lineage subscribe). The
+** text and JSON forms of an event are in format.c.
 */
 #include <string.h>
 #include <time.h>
@@ -52,6 +53,7 @@ void tt_trace_unsubscribe(tt_trace_fn fn, void *ud)
 /* ===== Scopes ===== */
 
 static int depth;
+static tt__group *group;                 /* the innermost open group, or NULL */
 
 int tt_op_running(void) { return depth > 0; }
 
@@ -70,24 +72,67 @@ tt__opscope tt__op_enter(void)
     return sc;
 }
 
+static void emit(tt_event *ev)
+{
+    for (int i = 0; i < nsubs; i++) subs[i].fn(ev, subs[i].ud);
+}
+
 tt_status tt__op_leave(tt__opscope sc, tt_status st, tt_event *ev)
 {
     depth--;
-    if (!sc.outer || st != TT_OK) return st;
-    ev->ns = tt_now_ns() - sc.t0;
+    if (st != TT_OK) return st;
     if (ev->view) ev->bytes = 0;         /* a view moves no data */
-    for (int i = 0; i < nsubs; i++) subs[i].fn(ev, subs[i].ud);
+    if (group && depth == group->level) {
+        group->flops += ev->flops;
+        group->bytes += ev->bytes;
+    }
+    if (!sc.outer) return st;
+    ev->ns = tt_now_ns() - sc.t0;
+    emit(ev);
     return st;
+}
+
+/* ===== Groups ===== */
+
+void tt__group_enter(tt__group *g)
+{
+    g->outer = group;
+    g->level = ++depth;
+    g->flops = g->bytes = 0;
+    g->t0 = tt_now_ns();
+    group = g;
+}
+
+tt_status tt__group_leave(tt__group *g, tt_status st, tt_event *ev)
+{
+    depth--;
+    group = g->outer;
+    if (st != TT_OK) return st;
+    ev->flops += g->flops;
+    ev->bytes += g->bytes;
+    ev->ns = tt_now_ns() - g->t0;
+    if (group) {                         /* folded into the enclosing group's row */
+        group->flops += ev->flops;
+        group->bytes += ev->bytes;
+    } else {
+        emit(ev);
+    }
+    return st;
+}
+
+void tt__group_add_flops(double flops)
+{
+    if (group) group->flops += flops;
 }
 
 /* ===== Stats ===== */
 
-static tt_op_stats stats[TT_OP_COUNT];
+static tt_op_stats stats[TT_PHASE_COUNT][TT_OP_COUNT];
 
 static void count_stats(const tt_event *ev, void *ud)
 {
     (void)ud;
-    tt_op_stats *s = &stats[ev->op];
+    tt_op_stats *s = &stats[ev->phase][ev->op];
     s->calls++;
     s->flops += ev->flops;
     s->bytes += ev->bytes;
@@ -101,9 +146,19 @@ static void count_stats(const tt_event *ev, void *ud)
     }
 }
 
-const tt_op_stats *tt_trace_stats(tt_op op)
+const tt_op_stats *tt_trace_stats(tt_phase phase, tt_op op)
 {
-    return op >= 0 && op < TT_OP_COUNT ? &stats[op] : NULL;
+    int ok = op >= 0 && op < TT_OP_COUNT && phase >= 0 && phase < TT_PHASE_COUNT;
+    return ok ? &stats[phase][op] : NULL;
+}
+
+const char *tt_phase_name(tt_phase phase)
+{
+    static const char *const names[] = {
+        [TT_PHASE_FORWARD] = "forward", [TT_PHASE_BACKWARD] = "backward", [TT_PHASE_STEP] = "step",
+    };
+    _Static_assert(sizeof names / sizeof names[0] == TT_PHASE_COUNT, "one name per phase");
+    return phase >= 0 && phase < TT_PHASE_COUNT ? names[phase] : "?";
 }
 
 void tt_trace_stats_reset(void) { memset(stats, 0, sizeof stats); }

@@ -410,5 +410,18 @@ do
   p:close()
 end
 
+-- a backward row: "grad <op>" in the op's place, the gradients after it
+local bw = write("bw.lua", [[
+local x = tt.ones(2, 3):requires_grad_():label("x")
+local loss = x:softmax(2):sum()
+loss:backward()
+]])
+local bw_html = dir .. "/bw.html"
+run("--report " .. bw_html .. " " .. bw)
+local page = T.slurp(bw_html) or ""
+check("report: a backward row names its op as the trace does",
+      has(page, '<span class="op">grad softmax</span> grad[2,3] -&gt; grad of x[2,3]'))
+check("report: the backward page is well-formed XML", xml_check(page) == nil)
+
 os.execute("rm -rf '" .. dir .. "'")
 T.report()

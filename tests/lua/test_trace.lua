@@ -221,4 +221,103 @@ check("a view of the values just shown refers to them",
 check("the values show once", count(out, "%[%[1%., 2%.%]") == 1)
 check("a view that reorders shows its values", has(out, "[[1., 3.],"))
 
+-- ===== the backward pass =====
+-- x = {3, 4}: the gradient of sum(x*x) is 2x = {6, 8}, norm 10.
+script = write("bw_values.lua", [[
+local x = tt.tensor{3, 4}:requires_grad_():label("x")
+local loss = (x * x):sum()
+loss:backward()
+]])
+out, err, code = run("--trace=values " .. script)
+check("backward runs with --trace=values", code == 0, err)
+check("backward rows sit under the line that called backward()",
+      has(out, "bw_values.lua:3  loss:backward()\n    grad sum         grad[] -> grad[2]\n"))
+check("a gradient's row names the tensor it flows to", has(out, "    grad mul         grad[2] -> grad of x[2], grad of x[2]   4 FLOP\n"))
+-- d(x*x)/dx through mul gives g*x to each operand: {3, 4} twice, norm 5
+check("--trace=values: each gradient's norm, min and max", count(out, "        grad of x: norm 5  min 3  max 4\n") == 2)
+check("no NaN flag when every gradient is finite", not has(out, "!!"))
+
+-- sqrt at 0: an infinite gradient made by sqrt's backward from a finite one
+script = write("bw_inf.lua", [[
+local z = tt.tensor{0, 1, 4}:requires_grad_():label("z")
+z:sqrt():sum():backward()
+]])
+out = run("--trace=values " .. script)
+check("an inf gradient is counted", has(out, "        grad of z: norm 0.559  min 0.25  max 0.5  +inf 1\n"))
+check("and flagged with the op whose backward made it",
+      has(out, "        !! the gradient turns inf here: the backward of sqrt made it from a finite gradient " ..
+               "(sqrt's derivative 1/(2 sqrt(x)) is inf at x = 0)\n"))
+
+-- log of a negative number is NaN in the forward: the first gradient that
+-- turns NaN is mul's (it multiplies by the NaN it saved); the gradients
+-- after it were NaN already and are not flagged again
+script = write("bw_nan.lua", [[
+local n = tt.tensor{-1, 2}:requires_grad_():label("n")
+local y = n:log():label("y")
+local loss = (y * y):sum()
+loss:backward()
+]])
+out = run("--trace=values " .. script)
+check("a NaN gradient is flagged once", count(out, "!! the gradient turns") == 1)
+check("at the op that made it", has(out, "grad of y: norm 0.6931  min 0.6931  max 0.6931  NaN 1\n" ..
+      "        grad of y: norm 0.6931  min 0.6931  max 0.6931  NaN 1\n" ..
+      "        !! the gradient turns NaN here: the backward of mul made it"))
+-- y's gradient adds up to 2y = {NaN, 2 log 2}; log's backward divides by n = 2
+check("the gradient of n counts its NaN", has(out, "        grad of n: norm 0.6931  min 0.6931  max 0.6931  NaN 1\n"))
+
+-- JSON: phase on every event; a backward row lists its gradients
+local jb = dir .. "/bw.json"
+out, err, code = run("-q --trace-json " .. jb .. " " .. script)
+local phases, grads = {}, nil
+for line in io.lines(jb) do
+  local ev = json.decode(line)
+  phases[#phases + 1] = ev.phase .. " " .. ev.op
+  if ev.phase == "backward" and ev.op == "mul" then grads = ev.grads end
+end
+check("JSON: forward then backward events in order",
+      table.concat(phases, ",") == "forward tensor,forward log,forward mul,forward sum," ..
+                                   "backward sum,backward mul,backward log", table.concat(phases, ","))
+check("JSON: a backward row's gradients carry the label they flow to",
+      grads and #grads == 2 and grads[1].label == "y" and grads[2].label == "y")
+
+-- summary: per-op rows of each phase, a total per phase; the returned table
+-- keys a backward row "grad <op>"
+script = write("bw_summary.lua", [[
+local a = tt.ones(2, 3):requires_grad_()
+local b = tt.ones(3, 4):requires_grad_()
+local loss = a:matmul(b):sum()
+loss:backward()
+local s = tt.trace.summary{times = false}
+print("ROWS", s.matmul.phase, s.matmul.flops, s["grad matmul"].phase, s["grad matmul"].calls, s["grad matmul"].flops)
+]])
+out = run("-q " .. script)
+-- forward: 2*2*3*4 = 48 FLOP; backward: dA = g[2,4] @ B^T (2*2*3*4) and dB = A^T @ g (2*3*4*2)
+check("summary: the table splits the phases", has(out, "ROWS\tforward\t48.0\tbackward\t1\t96.0"), out)
+check("summary: a forward total", has(out, "forward total           4"))
+check("summary: the backward's rows and total",
+      has(out, "\ngrad matmul             1      96 FLOP") and has(out, "backward total          2      96 FLOP"))
+out = run("-q -e 'tt.ones(2):sum() tt.trace.summary{times = false}'")
+check("summary: forward only, no total line", not has(out, "total"))
+
+-- the flow figure draws the forward pipeline: a backward adds nothing to it
+script = write("flow_bw.lua", string.format([[
+local x = tt.ones(2, 3):requires_grad_():label("X")
+local w = tt.ones(3, 4):requires_grad_():label("W")
+local y = x:matmul(w):label("Y")
+local loss = y:sum():label("loss")
+if arg[1] == "backward" then loss:backward() end
+tt.flow(%q .. arg[1] .. ".svg")
+]], dir .. "/"))
+run("-q " .. script .. " forward")
+run("-q " .. script .. " backward")
+local function slurp(p) local f = io.open(p, "rb") if not f then return nil end local t = f:read("a") f:close() return t end
+local fa, fb = slurp(dir .. "/forward.svg"), slurp(dir .. "/backward.svg")
+check("flow: a backward leaves the figure as it was", fa ~= nil and fa == fb)
+
+-- a list op's backward shows four gradients and counts the rest
+out = run("-e 'local xs = {} for i = 1, 6 do xs[i] = tt.ones(2):requires_grad_():label(\"x\" .. i) end " ..
+          "tt.cat(xs, 1):sum():backward()'")
+check("backward: more gradients than shown are counted",
+      has(out, "grad cat         grad[12] -> grad of x1[2], grad of x2[2], grad of x3[2], grad of x4[2], ... (6 gradients)\n"))
+
 T.report()
