@@ -307,7 +307,7 @@ void ltt_trace_flush(void)
             p->text = NULL;
             continue;
         }
-        p->ev.output = &p->out;
+        if (p->ev.output) p->ev.output = &p->out;   /* an optimizer's step makes no tensor */
         for (int j = 0; j < p->ev.ninputs; j++) p->ev.inputs[j] = &p->in[j];
         if (tr.json) {
             fputs(tt_event_json(&p->ev, ++tr.seq, tr.grp.name, tr.grp.f[0].line, json, sizeof json), tr.json);
@@ -318,7 +318,7 @@ void ltt_trace_flush(void)
             tt_tensor shown[TT_TRACE_MAX_INPUTS + 1];
             char names[TT_TRACE_MAX_INPUTS + 1][224];
             tt_event ev = p->ev;
-            for (int j = 0; j <= ev.ninputs; j++) {
+            for (int j = 0; j < ev.ninputs + (ev.output != NULL); j++) {
                 const tt_tensor *t = j < ev.ninputs ? &p->in[j] : &p->out;
                 int k = j < ev.ninputs ? j : TT_TRACE_MAX_INPUTS;
                 shown[j] = *t;
@@ -591,13 +591,17 @@ static void sink(const tt_event *ev, void *ud)
     if (tr.paused || tr.muted) return;
     pending *p = new_row();
     p->ev = *ev;
-    p->out = *ev->output;
-    p->prev[TT_TRACE_MAX_INPUTS] = (unsigned char)is_previous(ev->output);
+    if (ev->output) {
+        p->out = *ev->output;
+        p->prev[TT_TRACE_MAX_INPUTS] = (unsigned char)is_previous(ev->output);
+    } else {
+        memset(&p->out, 0, sizeof p->out);      /* id 0: no label or check ever matches it */
+    }
     for (int j = 0; j < ev->ninputs; j++) {
         p->in[j] = *ev->inputs[j];
         p->prev[j] = (unsigned char)is_previous(ev->inputs[j]);
     }
-    if (tr.mode == LTT_TRACE_VALUES) {
+    if (tr.mode == LTT_TRACE_VALUES && ev->output) {
         static const char same[] = "        (a view of the values above)\n";
         if (ev->view && ev->ninputs > 0 && ev->inputs[0]->id == tr.values_id && same_values(ev->inputs[0], ev->output)) {
             p->values = malloc(sizeof same);
