@@ -233,8 +233,10 @@ int ltt_optflag(lua_State *L, int opts, const char *op, const char *name, int df
 tt_tensor **ltt_checktensorlist(lua_State *L, int idx, const char *op, const char *what, int *n)
 {
     idx = lua_absindex(L, idx);
-    if (!lua_istable(L, idx))
-        ltt_error(L, "%s: %s must be a list of tensors, got a %s", op, what, luaL_typename(L, idx));
+    if (!lua_istable(L, idx)) {
+        const char *tn = luaL_getmetafield(L, idx, "__name") == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, idx);
+        ltt_error(L, "%s: %s must be a list of tensors, got a %s; hint: m:parameters() lists a module's", op, what, tn);
+    }
     lua_Unsigned len = lua_rawlen(L, idx);
     if (len > INT_MAX / sizeof(tt_tensor *)) ltt_error(L, "%s: %s is too long", op, what);
     tt_tensor **list = lua_newuserdatauv(L, (len ? len : 1) * sizeof *list, 0);

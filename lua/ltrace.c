@@ -846,7 +846,8 @@ static int trace_summary(lua_State *L)
             tt_fmt_si(mb, sizeof mb, (double)s->max_bytes, 2, "B");
             snprintf(big, sizeof big, "%s (%s)", s->max_shape, mb);
         } else {
-            snprintf(big, sizeof big, "(views only)");
+            /* a view moves no bytes; an optimizer's step moves some and makes no tensor */
+            snprintf(big, sizeof big, s->bytes > 0 ? "(no result)" : "(views only)");
         }
         if (print) {
             ltt_report_printf("%-18s %6lld %12s %12s", tt_op_name((tt_op)op), (long long)s->calls, s->flops ? fl : "-", by);
