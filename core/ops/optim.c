@@ -39,9 +39,9 @@ static tt_status check_opts(tt_optim_kind kind, const tt_optim_opts *o)
         return tt__err(TT_EARG, "%s: momentum must be >= 0, got %g", name, o->momentum);
     if (kind == TT_OPTIM_ADAMW) {
         if (!(o->beta1 >= 0 && o->beta1 < 1))
-            return tt__err(TT_EARG, "%s: betas[1] must be in [0, 1), got %g", name, o->beta1);
+            return tt__err(TT_EARG, "%s: betas[1] must be in [0, 1), got %g (decay rates, as {0.9, 0.999})", name, o->beta1);
         if (!(o->beta2 >= 0 && o->beta2 < 1))
-            return tt__err(TT_EARG, "%s: betas[2] must be in [0, 1), got %g", name, o->beta2);
+            return tt__err(TT_EARG, "%s: betas[2] must be in [0, 1), got %g (decay rates, as {0.9, 0.999})", name, o->beta2);
         if (!(o->eps >= 0)) return tt__err(TT_EARG, "%s: eps must be >= 0, got %g", name, o->eps);
     }
     return TT_OK;
