@@ -191,7 +191,7 @@ static void test_errors(void)
     tt_optim_opts bad = ok;
     bad.lr = -1;
     CHECK("negative lr", err_has(tt_optim_new(&o, TT_OPTIM_SGD, 1, l1, &bad), "SGD: lr must be >= 0, got -1"));
-    bad = ok, bad.lr = NAN;
+    bad = ok, bad.lr = (double)NAN;
     CHECK("NaN lr", err_has(tt_optim_new(&o, TT_OPTIM_ADAMW, 1, l1, &bad), "lr must be >= 0, got nan"));
     bad = ok, bad.momentum = -0.5;
     CHECK("negative momentum", err_has(tt_optim_new(&o, TT_OPTIM_SGD, 1, l1, &bad), "momentum must be >= 0"));
