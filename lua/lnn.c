@@ -194,8 +194,9 @@ static int ltt_rmsnorm(lua_State *L) { return new_norm(L, 0); }
 
 /* ===== What every module has ===== */
 
-/* The kinds of module: metatable, parameter names in user-value order
-   (the order parameters() lists them). */
+/* The kinds of module: metatable, name, forward. Every kind keeps its
+   parameters as user values 1 and 2 (weight, bias; nil when off): the
+   order parameters() lists them. */
 typedef struct modkind {
     const char *mt, *name;
     lua_CFunction call;
