@@ -133,6 +133,8 @@ typedef enum tt_op {
     TT_OP_SOFTMAX, TT_OP_MASKED_FILL, TT_OP_TRIL, TT_OP_TRIU, TT_OP_CAUSAL_MASK,
     TT_OP_REPEAT_INTERLEAVE, TT_OP_CAT, TT_OP_STACK, TT_OP_MATMUL, TT_OP_SDPA,
     TT_OP_REARRANGE, TT_OP_EINSUM,
+    /* optimizers (ops/optim.c): one event a step, for all the parameters */
+    TT_OP_SGD_STEP, TT_OP_ADAMW_STEP, TT_OP_CLIP_GRAD_NORM,
     TT_OP_COUNT
 } tt_op;
 
@@ -236,6 +238,52 @@ const char *tt_grad_fn_name(const tt_tensor *t);
 /* Grad mode (on at start); returns the previous state. */
 int tt_set_grad_enabled(int on);
 int tt_is_grad_enabled(void);
+
+/* ===== Optimizers (ops/optim.c) =====
+   PyTorch's update rules, fused: one pass over each parameter's data, its
+   gradient and its state. An optimizer holds its own references to the
+   parameters (their storage and their gradient record), so it sees the
+   gradients backward() leaves and outlives the scripts' handles. */
+
+typedef enum tt_optim_kind { TT_OPTIM_SGD, TT_OPTIM_ADAMW } tt_optim_kind;
+
+typedef struct tt_optim_opts {
+    double lr, weight_decay;
+    double momentum;            /* SGD: buf = momentum*buf + g (buf = g at the first step) */
+    double beta1, beta2, eps;   /* AdamW */
+} tt_optim_opts;
+
+typedef struct tt_optim tt_optim;
+
+/* An optimizer over params[0..n): each a float32 leaf that requires grad
+   (TT_EARG naming the parameter otherwise, with a hint); the options are
+   checked (lr >= 0, momentum >= 0, weight_decay >= 0, betas in [0, 1),
+   eps >= 0). *out is freed with tt_optim_free. */
+tt_status tt_optim_new(tt_optim **out, tt_optim_kind kind, int n, const tt_tensor *const *params,
+                       const tt_optim_opts *o);
+/* One update of every parameter that has a gradient (the others are
+   skipped and keep their step count, as PyTorch), in place. Emits one
+   event (TT_OP_SGD_STEP or TT_OP_ADAMW_STEP) for the whole step. SGD:
+   d = g + wd*p; with momentum, buf = momentum*buf + d (buf = d the first
+   time) and d = buf; p -= lr*d. AdamW (t counts this parameter's steps):
+   p *= 1 - lr*wd; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+   p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps). */
+tt_status tt_optim_step(tt_optim *o);
+/* Every parameter's gradient cleared (set to none, PyTorch's default). */
+void tt_optim_zero_grad(tt_optim *o);
+/* The options in use; lr may be changed between steps (a schedule). */
+tt_optim_opts *tt_optim_options(tt_optim *o);
+int tt_optim_count(const tt_optim *o);
+tt_optim_kind tt_optim_kind_of(const tt_optim *o);
+/* Drops the state and the references; o may be NULL. */
+void tt_optim_free(tt_optim *o);
+
+/* The L2 norm of all the gradients of params[0..n) together (those without
+   one skipped) into *total; when it passes max_norm, every gradient is
+   replaced by itself times max_norm / (total + 1e-6) (PyTorch's
+   clip_grad_norm_). A new tensor each, never scaled in place: two
+   gradients may share storage. Emits one event. */
+tt_status tt_clip_grad_norm(int n, tt_tensor *const *params, double max_norm, double *total);
 
 /* ===== Files: safetensors (safetensors.c) =====
    The layout Python's safetensors and PyTorch read: dtypes F32 and BOOL.

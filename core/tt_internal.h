@@ -79,23 +79,14 @@ tt__opscope tt__op_enter(void);
 tt_status tt__op_leave(tt__opscope sc, tt_status st, tt_event *ev);
 
 /* A group folds the ops a caller runs into one row: a backward node (the
-   engine, ops/autograd.c) or an optimizer step. Between tt__group_enter
-   and tt__group_leave the ops are nested scopes, so they emit nothing; the
-   FLOPs and bytes of the ops run directly inside add up in the group (an
-   op's own inner ops are in its count already). tt__group_leave adds them
-   to ev's (preset ev->flops for work done by raw kernels), sets ev->ns
-   and emits ev when st == TT_OK and no other group encloses this one
-   (then the totals go to that group instead). An optimizer's step:
-       tt__group g;
-       tt__group_enter(&g);
-       ... tt_binary(...) for each parameter ...
-       tt_event ev;
-       tt__event_init(&ev, TT_OP_ADAMW, NULL, p1, p2, p3);   (its row's name)
-       ev.phase = TT_PHASE_STEP;
-       ev.ninputs_total = nparams;
-       st = tt__group_leave(&g, st, &ev);
-   gives one row "adamw  [..], [..], [..], ... (n tensors)" per step, and
-   one "step adamw" row in tt.trace.summary(). */
+   engine, ops/autograd.c). Between tt__group_enter and tt__group_leave the
+   ops are nested scopes, so they emit nothing; the FLOPs and bytes of the
+   ops run directly inside add up in the group (an op's own inner ops are in
+   its count already). tt__group_leave adds them to ev's (preset ev->flops
+   for work done by raw kernels), sets ev->ns and emits ev when st == TT_OK
+   and no other group encloses this one (then the totals go to that group
+   instead). An optimizer's step (ops/optim.c) runs raw loops, not ops: it
+   is one op scope whose event has phase TT_PHASE_STEP and no output. */
 typedef struct tt__group {
     struct tt__group *outer;
     int level;                  /* the scope depth of the ops run directly inside */

@@ -3,6 +3,7 @@
 ** userdata, argument checks, dims, options tables and errors. Every other
 ** file of lua/ builds on these; see lauxtt.h for the order of the files.
 */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -225,6 +226,38 @@ int ltt_optflag(lua_State *L, int opts, const char *op, const char *name, int df
     if (t != LUA_TNIL && t != LUA_TBOOLEAN)
         ltt_error(L, "%s: option '%s' must be true or false, not a %s", op, name, luaL_typename(L, -1));
     const int v = t == LUA_TNIL ? dflt : lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+tt_tensor **ltt_checktensorlist(lua_State *L, int idx, const char *op, const char *what, int *n)
+{
+    idx = lua_absindex(L, idx);
+    if (!lua_istable(L, idx)) {
+        const char *tn = luaL_getmetafield(L, idx, "__name") == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, idx);
+        ltt_error(L, "%s: %s must be a list of tensors, got a %s; hint: m:parameters() lists a module's", op, what, tn);
+    }
+    lua_Unsigned len = lua_rawlen(L, idx);
+    if (len > INT_MAX / sizeof(tt_tensor *)) ltt_error(L, "%s: %s is too long", op, what);
+    tt_tensor **list = lua_newuserdatauv(L, (len ? len : 1) * sizeof *list, 0);
+    for (lua_Unsigned i = 0; i < len; i++) {
+        lua_rawgeti(L, idx, (lua_Integer)i + 1);
+        list[i] = ltt_testtensor(L, -1);
+        if (!list[i]) ltt_error(L, "%s: %s[%d] is a %s, not a tensor", op, what, (int)i + 1, luaL_typename(L, -1));
+        if (!list[i]->storage) ltt_error(L, "%s: %s[%d] was closed", op, what, (int)i + 1);
+        lua_pop(L, 1);              /* the list keeps it alive */
+    }
+    *n = (int)len;
+    return list;
+}
+
+double ltt_optnumber(lua_State *L, int opts, const char *op, const char *name, double dflt)
+{
+    if (!opts) return dflt;
+    const int t = lua_getfield(L, opts, name);
+    if (t != LUA_TNIL && t != LUA_TNUMBER)
+        ltt_error(L, "%s: option '%s' must be a number, not a %s", op, name, luaL_typename(L, -1));
+    const double v = t == LUA_TNIL ? dflt : lua_tonumber(L, -1);
     lua_pop(L, 1);
     return v;
 }

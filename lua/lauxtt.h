@@ -8,9 +8,9 @@
 ** includes; each file includes the headers of its own rank or below):
 **
 **   1  lauxtt                      (this file; calls nobody in lua/)
-**   2  ltensor, lnn, lfigures,     the parts of `tt` and the services of
-**      lio, lgradcheck, ltrace,    the interpreter (ltrace.h, lsandbox.h,
-**      lsandbox, lreport           lreport.h, lttlib.h)
+**   2  ltensor, lnn, loptim,       the parts of `tt` and the services of
+**      lfigures, lio, lgradcheck,  the interpreter (ltrace.h, lsandbox.h,
+**      ltrace, lsandbox, lreport   lreport.h, lttlib.h)
 **   3  linit                       assembles `tt` from the parts (luaopen_tt)
 **   4  main                        the interpreter
 **
@@ -119,6 +119,14 @@ void ltt_check_opts(lua_State *L, int idx, const char *op, const char *const *kn
    when absent; anything but a boolean is an error (a string "no" would
    otherwise count as true). */
 int ltt_optflag(lua_State *L, int opts, const char *op, const char *name, int dflt);
+/* The tensors of the Lua list at idx (read raw: no script code runs) in
+   an array pushed as a userdata on the stack (collected with it); *n gets
+   their count. An error names op and `what` when idx is no list of open
+   tensors. */
+tt_tensor **ltt_checktensorlist(lua_State *L, int idx, const char *op, const char *what, int *n);
+/* opts.name as a number, dflt when absent; anything but a number is an
+   error naming the option. */
+double ltt_optnumber(lua_State *L, int opts, const char *op, const char *name, double dflt);
 
 /* The output hook: the function that prints output held back (the trace's
    rows of the current line), run before anything else is printed out of

@@ -1,7 +1,10 @@
 /*
-** lnn.c — tt.nn: layers with parameters. tt.nn.Linear(in, out [, {bias}])
-** is a callable userdata holding its weight and bias tensors.
+** lnn.c — tt.nn: modules with parameters (Linear, LayerNorm, RMSNorm), each
+** a callable userdata holding its parameters as user values, and
+** clip_grad_norm. Forward passes are the ordinary ops (traced, and
+** recorded for backward like any other).
 */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -34,31 +37,6 @@ static int linear_call(lua_State *L)
     return 1;
 }
 
-static int linear_index(lua_State *L)
-{
-    luaL_checkudata(L, 1, "tt.Linear");
-    const char *k = luaL_checkstring(L, 2);
-    if (strcmp(k, "weight") == 0) lua_getiuservalue(L, 1, 1);
-    else if (strcmp(k, "bias") == 0) lua_getiuservalue(L, 1, 2);
-    else if (strcmp(k, "in_features") == 0 || strcmp(k, "out_features") == 0) {
-        lua_getiuservalue(L, 1, 1);
-        tt_tensor *w = ltt_checktensor(L, -1);
-        lua_pushinteger(L, w->shape[k[0] == 'i' ? 1 : 0]);
-    } else lua_pushnil(L);
-    return 1;
-}
-
-static int linear_tostring(lua_State *L)
-{
-    luaL_checkudata(L, 1, "tt.Linear");
-    lua_getiuservalue(L, 1, 1);
-    tt_tensor *w = ltt_checktensor(L, -1);
-    lua_getiuservalue(L, 1, 2);
-    lua_pushfstring(L, "Linear(in_features=%d, out_features=%d, bias=%s)", (int)w->shape[1], (int)w->shape[0],
-                    lua_isnil(L, -1) ? "false" : "true");
-    return 1;
-}
-
 /* Uniform(-1/sqrt(in), 1/sqrt(in)) from the seeded generator, as PyTorch's
    default init bound; creation is not traced (it is not part of the math). */
 static void uniform_param(lua_State *L, int ndim, const int64_t *shape, double bound)
@@ -66,13 +44,14 @@ static void uniform_param(lua_State *L, int ndim, const int64_t *shape, double b
     tt_tensor *t = ltt_newtensor(L);
     tt_tensor r = {0};
     tt_status st = tt_rand(&r, ndim, shape);
-    if (st != TT_OK) ltt_trace_mute(0);
     if (st == TT_OK) {
         float *p = tt_data_f32(&r);
         int64_t n = tt_numel(&r);
         for (int64_t i = 0; i < n; i++) p[i] = (float)((2.0 * (double)p[i] - 1.0) * bound);
         *t = r;
+        st = tt_requires_grad_(t, 1);
     }
+    if (st != TT_OK) ltt_trace_mute(0);
     ltt_check(L, st);
 }
 
@@ -102,22 +81,250 @@ static int ltt_linear(lua_State *L)
     return 1;
 }
 
-/* tt.nn in the table on top, and the tt.Linear metatable. */
+/* ===== Normalization: LayerNorm, RMSNorm =====
+   Both over the last dim, from the ordinary ops so that autograd covers
+   them: LayerNorm(x) = (x - mean) / sqrt(var + eps) * weight + bias with
+   the biased variance; RMSNorm(x) = x / sqrt(mean(x^2) + eps) * weight. */
+
+typedef struct normdata {
+    double eps;
+    int64_t dim;
+} normdata;
+
+static tt_tensor *bin(lua_State *L, const char *op, tt_op k, tt_tensor *a, tt_tensor *b)
+{
+    tt_tensor *y = ltt_newtensor(L), *in[] = {a, b};
+    LTT_CALL_HELD(L, op, in, tt_binary(y, k, a, b));
+    return y;
+}
+
+static tt_tensor *mean_last(lua_State *L, const char *op, tt_tensor *a)
+{
+    tt_tensor *y = ltt_newtensor(L), *in[] = {a};
+    LTT_CALL_HELD(L, op, in, tt_reduce(y, TT_OP_MEAN, a, a->ndim - 1, 1));
+    return y;
+}
+
+/* sqrt(a + eps) */
+static tt_tensor *sqrt_eps(lua_State *L, const char *op, tt_tensor *a, double eps)
+{
+    tt_tensor *s = ltt_newtensor(L), *in[] = {a};
+    LTT_CALL_HELD(L, op, in, tt_binary_scalar(s, TT_OP_ADD, a, eps, 0));
+    tt_tensor *y = ltt_newtensor(L), *in2[] = {s};
+    LTT_CALL_HELD(L, op, in2, tt_unary(y, TT_OP_SQRT, s));
+    return y;
+}
+
+static int norm_call(lua_State *L, const char *mt, int layer)
+{
+    const char *op = layer ? "LayerNorm" : "RMSNorm";
+    normdata *nd = luaL_checkudata(L, 1, mt);
+    tt_tensor *x = ltt_checktensor(L, 2);
+    if (x->ndim == 0 || x->shape[x->ndim - 1] != nd->dim) {
+        char sx[256];
+        return ltt_error(L, "%s: input %s does not end in normalized_shape=%lld", op,
+                         tt_shape_str(x, sx, sizeof sx), (long long)nd->dim);
+    }
+    lua_getiuservalue(L, 1, 1);
+    tt_tensor *w = ltt_totensor(L, -1);
+    lua_getiuservalue(L, 1, 2);
+    tt_tensor *b = ltt_totensor(L, -1);
+    tt_tensor *y;
+    if (layer) {
+        tt_tensor *xc = bin(L, op, TT_OP_SUB, x, mean_last(L, op, x));
+        tt_tensor *var = mean_last(L, op, bin(L, op, TT_OP_MUL, xc, xc));
+        y = bin(L, op, TT_OP_DIV, xc, sqrt_eps(L, op, var, nd->eps));
+    } else {
+        tt_tensor *ms = mean_last(L, op, bin(L, op, TT_OP_MUL, x, x));
+        y = bin(L, op, TT_OP_DIV, x, sqrt_eps(L, op, ms, nd->eps));
+    }
+    if (w) y = bin(L, op, TT_OP_MUL, y, w);
+    if (b) y = bin(L, op, TT_OP_ADD, y, b);
+    return 1;
+}
+
+static int layernorm_call(lua_State *L) { return norm_call(L, "tt.LayerNorm", 1); }
+static int rmsnorm_call(lua_State *L) { return norm_call(L, "tt.RMSNorm", 0); }
+
+/* A parameter of `value` (1 or 0) everywhere, requiring grad, untraced. */
+static void const_param(lua_State *L, int64_t dim, double value)
+{
+    tt_tensor *t = ltt_newtensor(L);
+    tt_status st = tt_full(t, TT_FLOAT32, 1, &dim, value);
+    if (st == TT_OK) st = tt_requires_grad_(t, 1);
+    if (st != TT_OK) ltt_trace_mute(0);
+    ltt_check(L, st);
+}
+
+static int new_norm(lua_State *L, int layer)
+{
+    const char *op = layer ? "LayerNorm" : "RMSNorm";
+    static const char *const layer_known[] = {"eps", "elementwise_affine", "bias", NULL};
+    static const char *const rms_known[] = {"eps", "elementwise_affine", NULL};
+    lua_Integer dim = luaL_checkinteger(L, 1);
+    ltt_check_opts(L, 2, op, layer ? layer_known : rms_known);
+    int opts = lua_istable(L, 2) ? 2 : 0;
+    /* RMSNorm: PyTorch's eps=None is the dtype's machine epsilon */
+    double eps = ltt_optnumber(L, opts, op, "eps", layer ? 1e-5 : (double)FLT_EPSILON);
+    int affine = ltt_optflag(L, opts, op, "elementwise_affine", 1);
+    int bias = layer && ltt_optflag(L, opts, op, "bias", 1);
+    if (dim <= 0) return ltt_error(L, "%s: normalized_shape must be positive, got %lld", op, (long long)dim);
+    if (!(eps >= 0)) return ltt_error(L, "%s: eps must be >= 0, got %g", op, eps);
+    normdata *nd = lua_newuserdatauv(L, sizeof *nd, 2);
+    nd->eps = eps;
+    nd->dim = dim;
+    int ud = lua_gettop(L);
+    luaL_setmetatable(L, layer ? "tt.LayerNorm" : "tt.RMSNorm");
+    ltt_trace_mute(1);
+    if (affine) {
+        const_param(L, dim, 1);
+        lua_setiuservalue(L, ud, 1);
+        if (bias) {
+            const_param(L, dim, 0);
+            lua_setiuservalue(L, ud, 2);
+        }
+    }
+    ltt_trace_mute(0);
+    lua_settop(L, ud);
+    return 1;
+}
+
+static int ltt_layernorm(lua_State *L) { return new_norm(L, 1); }
+static int ltt_rmsnorm(lua_State *L) { return new_norm(L, 0); }
+
+/* ===== What every module has ===== */
+
+/* The kinds of module: metatable, name, forward. Every kind keeps its
+   parameters as user values 1 and 2 (weight, bias; nil when off): the
+   order parameters() lists them. */
+typedef struct modkind {
+    const char *mt, *name;
+    lua_CFunction call;
+} modkind;
+
+static const modkind KINDS[] = {
+    {"tt.Linear", "Linear", linear_call},
+    {"tt.LayerNorm", "LayerNorm", layernorm_call},
+    {"tt.RMSNorm", "RMSNorm", rmsnorm_call},
+};
+static const char *const PARAM_NAMES[] = {"weight", "bias"};
+#define NPARAMS 2
+
+static const modkind *checkmodule(lua_State *L, int idx)
+{
+    for (size_t i = 0; i < sizeof KINDS / sizeof *KINDS; i++)
+        if (luaL_testudata(L, idx, KINDS[i].mt)) return &KINDS[i];
+    luaL_typeerror(L, idx, "tt.nn module");
+    return NULL;
+}
+
+/* m:parameters(): the tensors in order (weight, then bias), absent ones
+   left out. named: m:named_parameters(), a list of {name, tensor}. */
+static int list_parameters(lua_State *L, int named)
+{
+    checkmodule(L, 1);
+    lua_newtable(L);
+    int k = 0;
+    for (int i = 0; i < NPARAMS; i++) {
+        if (lua_getiuservalue(L, 1, i + 1) == LUA_TNIL) {
+            lua_pop(L, 1);
+            continue;
+        }
+        if (named) {
+            lua_createtable(L, 2, 0);
+            lua_pushstring(L, PARAM_NAMES[i]);
+            lua_rawseti(L, -2, 1);
+            lua_rotate(L, -2, 1);
+            lua_rawseti(L, -2, 2);
+        }
+        lua_rawseti(L, -2, ++k);
+    }
+    return 1;
+}
+
+static int m_parameters(lua_State *L) { return list_parameters(L, 0); }
+static int m_named_parameters(lua_State *L) { return list_parameters(L, 1); }
+
+/* Fields: weight, bias (nil when off), the sizes and options, the methods. */
+static int module_index(lua_State *L)
+{
+    const modkind *k = checkmodule(L, 1);
+    const char *key = luaL_checkstring(L, 2);
+    for (int i = 0; i < NPARAMS; i++)
+        if (strcmp(key, PARAM_NAMES[i]) == 0) {
+            lua_getiuservalue(L, 1, i + 1);
+            return 1;
+        }
+    if (strcmp(key, "parameters") == 0) lua_pushcfunction(L, m_parameters);
+    else if (strcmp(key, "named_parameters") == 0) lua_pushcfunction(L, m_named_parameters);
+    else if (k->call == linear_call && (strcmp(key, "in_features") == 0 || strcmp(key, "out_features") == 0)) {
+        lua_getiuservalue(L, 1, 1);
+        tt_tensor *w = ltt_checktensor(L, -1);
+        lua_pushinteger(L, w->shape[key[0] == 'i' ? 1 : 0]);
+    } else if (k->call != linear_call && strcmp(key, "eps") == 0) {
+        lua_pushnumber(L, ((normdata *)lua_touserdata(L, 1))->eps);
+    } else if (k->call != linear_call && strcmp(key, "normalized_shape") == 0) {
+        lua_pushinteger(L, ((normdata *)lua_touserdata(L, 1))->dim);
+    } else lua_pushnil(L);
+    return 1;
+}
+
+static int module_tostring(lua_State *L)
+{
+    const modkind *k = checkmodule(L, 1);
+    int has_w = lua_getiuservalue(L, 1, 1) != LUA_TNIL, has_b = lua_getiuservalue(L, 1, 2) != LUA_TNIL;
+    if (k->call == linear_call) {
+        tt_tensor *w = ltt_checktensor(L, -2);
+        lua_pushfstring(L, "Linear(in_features=%d, out_features=%d, bias=%s)", (int)w->shape[1], (int)w->shape[0],
+                        has_b ? "true" : "false");
+        return 1;
+    }
+    const normdata *nd = lua_touserdata(L, 1);
+    char s[160];
+    snprintf(s, sizeof s, "%s(%lld, eps=%g, elementwise_affine=%s%s)", k->name, (long long)nd->dim, nd->eps,
+             has_w ? "true" : "false", k->call == layernorm_call && has_w ? (has_b ? ", bias=true" : ", bias=false") : "");
+    lua_pushstring(L, s);
+    return 1;
+}
+
+/* ===== Gradient clipping ===== */
+
+/* tt.nn.clip_grad_norm(params, max_norm): the total L2 norm of the
+   gradients (a number), after scaling them to max_norm when above. */
+static int ltt_clip_grad_norm(lua_State *L)
+{
+    double max_norm = luaL_checknumber(L, 2);
+    if (!(max_norm >= 0)) return ltt_error(L, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm);
+    int n;
+    tt_tensor **params = ltt_checktensorlist(L, 1, "clip_grad_norm", "params", &n);
+    double total = 0;
+    ltt_hold(L, "clip_grad_norm", n, params);
+    tt_status st = tt_clip_grad_norm(n, params, max_norm, &total);
+    ltt_unhold(L, n, params, st);
+    lua_pushnumber(L, total);
+    return 1;
+}
+
+static const luaL_Reg nnlib[] = {
+    {"Linear", ltt_linear}, {"LayerNorm", ltt_layernorm}, {"RMSNorm", ltt_rmsnorm},
+    {"clip_grad_norm", ltt_clip_grad_norm}, {NULL, NULL}
+};
+
+/* tt.nn in the table on top, and a metatable per kind of module. */
 void ltt_open_nn(lua_State *L)
 {
-    luaL_newmetatable(L, "tt.Linear");
-    lua_pushliteral(L, "tt.Linear");
-    lua_setfield(L, -2, "__metatable");
-    lua_pushcfunction(L, linear_call);
-    lua_setfield(L, -2, "__call");
-    lua_pushcfunction(L, linear_index);
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, linear_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pop(L, 1);
-
-    lua_newtable(L);
-    lua_pushcfunction(L, ltt_linear);
-    lua_setfield(L, -2, "Linear");
+    for (size_t i = 0; i < sizeof KINDS / sizeof *KINDS; i++) {
+        luaL_newmetatable(L, KINDS[i].mt);
+        lua_pushstring(L, KINDS[i].mt);
+        lua_setfield(L, -2, "__metatable");
+        lua_pushcfunction(L, KINDS[i].call);
+        lua_setfield(L, -2, "__call");
+        lua_pushcfunction(L, module_index);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, module_tostring);
+        lua_setfield(L, -2, "__tostring");
+        lua_pop(L, 1);
+    }
+    luaL_newlib(L, nnlib);
     lua_setfield(L, -2, "nn");
 }

@@ -308,7 +308,7 @@ void ltt_trace_flush(void)
             p->text = NULL;
             continue;
         }
-        if (p->ev.output) p->ev.output = &p->out;
+        if (p->ev.output) p->ev.output = &p->out;   /* an optimizer's step makes no tensor */
         for (int j = 0; j < p->ev.ninputs; j++) p->ev.inputs[j] = &p->in[j];
         for (int j = 0; j < p->ev.ngrads; j++) p->ev.grads[j] = &p->grads[j];
         if (tr.json) {
@@ -320,7 +320,7 @@ void ltt_trace_flush(void)
             tt_tensor shown[TT_TRACE_MAX_INPUTS + 1];
             char names[TT_TRACE_MAX_INPUTS + 1][224];
             tt_event ev = p->ev;
-            for (int j = 0; j <= ev.ninputs && ev.phase == TT_PHASE_FORWARD; j++) {
+            for (int j = 0; j < ev.ninputs + (ev.output != NULL) && ev.phase == TT_PHASE_FORWARD; j++) {
                 const tt_tensor *t = j < ev.ninputs ? &p->in[j] : &p->out;
                 int k = j < ev.ninputs ? j : TT_TRACE_MAX_INPUTS;
                 shown[j] = *t;
@@ -673,6 +673,7 @@ static void sink(const tt_event *ev, void *ud)
     p->ev = *ev;
     int fwd = ev->phase == TT_PHASE_FORWARD;
     if (ev->output) p->out = *ev->output;
+    else memset(&p->out, 0, sizeof p->out);      /* id 0: no label or check ever matches it */
     for (int j = 0; j < ev->ngrads; j++) p->grads[j] = *ev->grads[j];
     p->prev[TT_TRACE_MAX_INPUTS] = (unsigned char)(fwd && is_previous(ev->output));
     for (int j = 0; j < ev->ninputs; j++) {
@@ -682,7 +683,7 @@ static void sink(const tt_event *ev, void *ud)
     if (tr.mode == LTT_TRACE_VALUES && !fwd) {
         p->values = ev->phase == TT_PHASE_BACKWARD ? grads_text(ev) : NULL;
         tr.values_id = 0;
-    } else if (tr.mode == LTT_TRACE_VALUES) {
+    } else if (tr.mode == LTT_TRACE_VALUES && ev->output) {
         static const char same[] = "        (a view of the values above)\n";
         if (ev->view && ev->ninputs > 0 && ev->inputs[0]->id == tr.values_id && same_values(ev->inputs[0], ev->output)) {
             p->values = malloc(sizeof same);
@@ -952,7 +953,7 @@ static int trace_summary(lua_State *L)
                 tt_fmt_si(mb, sizeof mb, (double)s->max_bytes, 2, "B");
                 snprintf(big, sizeof big, "%s (%s)", s->max_shape, mb);
             } else {
-                snprintf(big, sizeof big, ph == TT_PHASE_STEP ? "-" : "(views only)");
+                snprintf(big, sizeof big, ph == TT_PHASE_STEP || s->bytes > 0 ? "(no result)" : "(views only)");
             }
             if (print) {
                 ltt_report_printf("%-18s %6lld %12s %12s", name, (long long)s->calls, s->flops ? fl : "-", by);

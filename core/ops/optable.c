@@ -91,6 +91,10 @@ static const tt__opdef OPS[] = {
     [TT_OP_SDPA] = { .name = "sdpa", BW(sdpa), .saves = TT__SAVE_A | TT__SAVE_B | TT__SAVE_C | TT__SAVE_OUT },
     [TT_OP_REARRANGE] = { .name = "rearrange", BW(rearrange) },
     [TT_OP_EINSUM] = { .name = "einsum", BW(einsum), .saves = TT__SAVE_LIST },
+    /* optimizers: FLOPs counted by the step itself (they depend on the options) */
+    [TT_OP_SGD_STEP] = { .name = "sgd.step" },
+    [TT_OP_ADAMW_STEP] = { .name = "adamw.step" },
+    [TT_OP_CLIP_GRAD_NORM] = { .name = "clip_grad_norm" },
 };
 _Static_assert(sizeof OPS / sizeof OPS[0] == TT_OP_COUNT, "OPS: one row per tt_op");
 

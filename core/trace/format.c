@@ -94,8 +94,11 @@ char *tt_event_format(const tt_event *ev, char *buf, size_t n)
     }
     if (ev->ninputs_total > ev->ninputs) APPEND(", ... (%d tensors)", ev->ninputs_total);
     if (ev->has_scalar && !ev->scalar_first) APPEND(sym ? " %s %s" : "%s %s", sym ? sym : ",", tmp);
-    if (ev->args[0]) APPEND(ev->ninputs ? " (%s)" : "(%s)", ev->args);
-    if (ev->output) APPEND("%s-> ", ev->ninputs || ev->args[0] ? " " : "");   /* a step has none */
+    if (!ev->output && !ev->ninputs) APPEND("%s", ev->args);   /* a step of an optimizer: no tensor made */
+    else {
+        if (ev->args[0]) APPEND(ev->ninputs ? " (%s)" : "(%s)", ev->args);
+        if (ev->output) APPEND("%s-> ", ev->ninputs || ev->args[0] ? " " : "");
+    }
     if (ev->output && len < n) len += put_tensor(buf + len, n - len, ev->output);
     if (!ev->view && (ev->op == TT_OP_RESHAPE || ev->op == TT_OP_CONTIGUOUS))
         APPEND("   copy (the strides allow no view)");

@@ -1,0 +1,290 @@
+/*
+** optim.c — optimizers (SGD, AdamW) and gradient clipping (ops layer):
+** PyTorch's update rules, each fused into one pass over a parameter's
+** data, its gradient and its state; one trace event for a whole step.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tt_internal.h"
+
+#define SHAPE_BUF 192
+
+typedef struct param {
+    tt_tensor p;                /* our reference: the storage and the gradient record */
+    tt_tensor buf, m;           /* SGD: the momentum buffer in buf; AdamW: m, v in buf, m */
+    int64_t steps;              /* updates this parameter has had */
+} param;
+
+struct tt_optim {
+    tt_optim_kind kind;
+    tt_optim_opts o;
+    int n;
+    param ps[];
+};
+
+static const char *kind_name(tt_optim_kind k) { return k == TT_OPTIM_SGD ? "SGD" : "AdamW"; }
+
+/* ===== Creation ===== */
+
+static tt_status check_opts(tt_optim_kind kind, const tt_optim_opts *o)
+{
+    const char *name = kind_name(kind);
+    if (!(o->lr >= 0)) return tt__err(TT_EARG, "%s: lr must be >= 0, got %g", name, o->lr);
+    if (!(o->weight_decay >= 0))
+        return tt__err(TT_EARG, "%s: weight_decay must be >= 0, got %g", name, o->weight_decay);
+    if (kind == TT_OPTIM_SGD && !(o->momentum >= 0))
+        return tt__err(TT_EARG, "%s: momentum must be >= 0, got %g", name, o->momentum);
+    if (kind == TT_OPTIM_ADAMW) {
+        if (!(o->beta1 >= 0 && o->beta1 < 1))
+            return tt__err(TT_EARG, "%s: betas[1] must be in [0, 1), got %g (decay rates, as {0.9, 0.999})", name, o->beta1);
+        if (!(o->beta2 >= 0 && o->beta2 < 1))
+            return tt__err(TT_EARG, "%s: betas[2] must be in [0, 1), got %g (decay rates, as {0.9, 0.999})", name, o->beta2);
+        if (!(o->eps >= 0)) return tt__err(TT_EARG, "%s: eps must be >= 0, got %g", name, o->eps);
+    }
+    return TT_OK;
+}
+
+/* Parameter i (1-based in messages, as the script's list) must be a
+   contiguous float32 leaf that requires grad, listed once. */
+static tt_status check_param(tt_optim_kind kind, int i, const tt_tensor *const *params)
+{
+    const char *name = kind_name(kind);
+    const tt_tensor *t = params[i];
+    char s[SHAPE_BUF];
+    tt_shape_str(t, s, sizeof s);
+    if (t->dtype != TT_FLOAT32)
+        return tt__err(TT_EARG, "%s: parameter %d %s is %s; only float32 tensors can be optimized",
+                       name, i + 1, s, tt_dtype_name(t->dtype));
+    if (!tt_tensor_requires_grad(t))
+        return tt__err(TT_EARG, "%s: parameter %d %s does not require grad, so it would never get a "
+                       "gradient; hint: p:requires_grad_() before building the optimizer, or leave it out",
+                       name, i + 1, s);
+    if (t->ag->fn)
+        return tt__err(TT_EARG, "%s: parameter %d %s is the result of %s, not a leaf; "
+                       "hint: optimize the tensor it was computed from", name, i + 1, s, tt_grad_fn_name(t));
+    if (!tt_is_contiguous(t))
+        return tt__err(TT_EARG, "%s: parameter %d %s is not contiguous; "
+                       "hint: x:contiguous():detach():requires_grad_()", name, i + 1, s);
+    for (int j = 0; j < i; j++)
+        if (params[j]->ag == t->ag)
+            return tt__err(TT_EARG, "%s: parameter %d %s is parameter %d again; list each once",
+                           name, i + 1, s, j + 1);
+    return TT_OK;
+}
+
+tt_status tt_optim_new(tt_optim **out, tt_optim_kind kind, int n, const tt_tensor *const *params,
+                       const tt_optim_opts *o)
+{
+    *out = NULL;
+    tt_status st = check_opts(kind, o);
+    for (int i = 0; i < n && st == TT_OK; i++) st = check_param(kind, i, params);
+    if (st) return st;
+    tt_optim *op = calloc(1, sizeof *op + (size_t)n * sizeof(param));
+    if (!op) return tt__err(TT_ENOMEM, "%s: out of memory", kind_name(kind));
+    op->kind = kind;
+    op->o = *o;
+    op->n = n;
+    for (int i = 0; i < n; i++) {
+        param *p = &op->ps[i];
+        p->p = *params[i];          /* a second handle on the same tensor and record */
+        tt__storage_retain(p->p.storage);
+        p->p.ag->refs++;
+    }
+    *out = op;
+    return TT_OK;
+}
+
+void tt_optim_free(tt_optim *o)
+{
+    if (!o) return;
+    for (int i = 0; i < o->n; i++) {
+        tt_tensor_release(&o->ps[i].p);
+        tt_tensor_release(&o->ps[i].buf);
+        tt_tensor_release(&o->ps[i].m);
+    }
+    free(o);
+}
+
+tt_optim_opts *tt_optim_options(tt_optim *o) { return &o->o; }
+int tt_optim_count(const tt_optim *o) { return o->n; }
+tt_optim_kind tt_optim_kind_of(const tt_optim *o) { return o->kind; }
+
+void tt_optim_zero_grad(tt_optim *o)
+{
+    for (int i = 0; i < o->n; i++) tt_set_grad(&o->ps[i].p, NULL);   /* cannot fail for NULL */
+}
+
+/* ===== The update loops =====
+   n elements of p (updated in place), g, and the state; float math in the
+   order of PyTorch's single-tensor ops, the scalars computed in double. */
+
+static void sgd_update(float *p, const float *g, float *buf, int64_t n, const tt_optim_opts *o, int first)
+{
+    const float lr = (float)o->lr, wd = (float)o->weight_decay, mom = (float)o->momentum;
+    for (int64_t i = 0; i < n; i++) {
+        float d = g[i];
+        if (wd != 0) d += wd * p[i];
+        if (buf) d = buf[i] = first ? d : mom * buf[i] + d;
+        p[i] -= lr * d;
+    }
+}
+
+static void adamw_update(float *p, const float *g, float *m, float *v, int64_t n, const tt_optim_opts *o,
+                         int64_t t)
+{
+    const double bc1 = 1 - pow(o->beta1, (double)t), bc2 = 1 - pow(o->beta2, (double)t);
+    const float decay = (float)(1 - o->lr * o->weight_decay);
+    const float b1c = (float)(1 - o->beta1), b2 = (float)o->beta2, b2c = (float)(1 - o->beta2);
+    const float step_size = (float)(o->lr / bc1), bc2_sqrt = (float)sqrt(bc2), eps = (float)o->eps;
+    for (int64_t i = 0; i < n; i++) {
+        float gi = g[i], pi = p[i] * decay;
+        m[i] += b1c * (gi - m[i]);                  /* m.lerp_(g, 1 - b1) */
+        v[i] = v[i] * b2 + b2c * gi * gi;
+        float denom = sqrtf(v[i]) / bc2_sqrt + eps;
+        p[i] = pi - step_size * (m[i] / denom);
+    }
+}
+
+/* FLOPs a parameter element costs in one step. */
+static double step_flops(const tt_optim *o)
+{
+    if (o->kind == TT_OPTIM_ADAMW) return 14;   /* decay 1, m 3, v 4, denominator 3, update 3 */
+    return 2 + (o->o.weight_decay != 0 ? 2 : 0) + (o->o.momentum != 0 ? 2 : 0);
+}
+
+/* "50,240" */
+static void fmt_count(char *buf, size_t n, int64_t v)
+{
+    char digits[24];
+    int len = snprintf(digits, sizeof digits, "%lld", (long long)v), k = 0;
+    size_t j = 0;
+    for (int i = 0; i < len && j + 1 < n; i++) {
+        buf[j++] = digits[i];
+        k = len - i - 1;
+        if (k > 0 && k % 3 == 0 && j + 1 < n) buf[j++] = ',';
+    }
+    buf[j] = 0;
+}
+
+static void set_args(tt_event *ev, const char *a)
+{
+    snprintf(ev->args, sizeof ev->args, "%.*s", (int)sizeof ev->args - 1, a);
+}
+
+/* One parameter's update; the state appears at its first. */
+static tt_status step_one(tt_optim *o, param *p, const tt_tensor *grad)
+{
+    const char *op = o->kind == TT_OPTIM_SGD ? "sgd.step" : "adamw.step";
+    tt_tensor gc = {0};
+    tt_status st = TT_OK;
+    if (!tt_is_contiguous(grad)) {           /* a gradient set by hand may be any view */
+        if ((st = tt__clone(&gc, grad, op))) return st;
+        grad = &gc;
+    }
+    int first = p->steps == 0;
+    int stateful = o->kind == TT_OPTIM_ADAMW || o->o.momentum != 0;
+    if (first && stateful) st = tt__alloc(&p->buf, op, TT_FLOAT32, p->p.ndim, p->p.shape, NULL);
+    if (!st && first && o->kind == TT_OPTIM_ADAMW) st = tt__alloc(&p->m, op, TT_FLOAT32, p->p.ndim, p->p.shape, NULL);
+    if (st) {
+        tt_tensor_release(&p->buf);
+        tt_tensor_release(&gc);
+        return st;
+    }
+    int64_t n = tt_numel(&p->p);
+    if (first && o->kind == TT_OPTIM_ADAMW) {
+        memset(tt_data_f32(&p->buf), 0, (size_t)n * sizeof(float));
+        memset(tt_data_f32(&p->m), 0, (size_t)n * sizeof(float));
+    }
+    p->steps++;
+    if (o->kind == TT_OPTIM_SGD)
+        sgd_update(tt_data_f32(&p->p), tt_data_f32(grad), stateful ? tt_data_f32(&p->buf) : NULL, n, &o->o, first);
+    else
+        adamw_update(tt_data_f32(&p->p), tt_data_f32(grad), tt_data_f32(&p->m), tt_data_f32(&p->buf), n, &o->o,
+                     p->steps);
+    tt_tensor_release(&gc);
+    return TT_OK;
+}
+
+tt_status tt_optim_step(tt_optim *o)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_event ev;
+    tt__event_init(&ev, o->kind == TT_OPTIM_SGD ? TT_OP_SGD_STEP : TT_OP_ADAMW_STEP, NULL, NULL, NULL, NULL);
+    ev.phase = TT_PHASE_STEP;
+    int updated = 0;
+    int64_t elems = 0;
+    tt_status st = TT_OK;
+    for (int i = 0; i < o->n && st == TT_OK; i++) {
+        const tt_tensor *g = tt_grad(&o->ps[i].p);
+        if (!g) continue;                      /* no gradient yet: skipped, as PyTorch */
+        st = step_one(o, &o->ps[i], g);
+        updated++;
+        elems += tt_numel(&o->ps[i].p);
+    }
+    int stateful = o->kind == TT_OPTIM_ADAMW ? 2 : o->o.momentum != 0;
+    ev.flops = step_flops(o) * (double)elems;
+    ev.bytes = (double)elems * sizeof(float) * (3 + 2 * stateful);   /* p read and written, g read, the state */
+    if (tt__tracing()) {
+        char cnt[32], a[160];
+        fmt_count(cnt, sizeof cnt, elems);
+        if (updated == o->n)
+            snprintf(a, sizeof a, "%d param%s, %s elements", updated, updated == 1 ? "" : "s", cnt);
+        else
+            snprintf(a, sizeof a, "%d of %d params (the others have no grad), %s elements", updated, o->n, cnt);
+        set_args(&ev, a);
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+/* ===== Clipping ===== */
+
+tt_status tt_clip_grad_norm(int n, tt_tensor *const *params, double max_norm, double *total)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_event ev;
+    tt__event_init(&ev, TT_OP_CLIP_GRAD_NORM, NULL, NULL, NULL, NULL);
+    ev.phase = TT_PHASE_STEP;
+    double sumsq = 0;
+    int64_t elems = 0;
+    int ngrads = 0;
+    for (int i = 0; i < n; i++) {
+        const tt_tensor *g = tt_grad(params[i]);
+        if (!g) continue;
+        int64_t k = tt_numel(g);
+        const float *x = tt_is_contiguous(g) ? tt_data_f32(g) : NULL;
+        for (int64_t j = 0; j < k; j++) {
+            double v = x ? (double)x[j] : tt_get(g, j);
+            sumsq += v * v;
+        }
+        elems += k;
+        ngrads++;
+    }
+    double norm = sqrt(sumsq), coef = max_norm / (norm + 1e-6);
+    *total = norm;
+    tt_status st = TT_OK;
+    int scaled = !(coef >= 1.0);               /* PyTorch clamps coef to 1; NaN scales too */
+    for (int i = 0; i < n && scaled && st == TT_OK; i++) {
+        const tt_tensor *g = tt_grad(params[i]);
+        if (!g) continue;
+        tt_tensor c;
+        st = tt_binary_scalar(&c, TT_OP_MUL, g, coef, 0);
+        if (st == TT_OK) {
+            st = tt_set_grad(params[i], &c);
+            tt_tensor_release(&c);
+        }
+    }
+    ev.flops = 2.0 * (double)elems + (scaled ? (double)elems : 0);
+    ev.bytes = (double)elems * sizeof(float) * (scaled ? 3 : 1);
+    if (tt__tracing()) {
+        char nb[32], mb[32], a[160];
+        tt_fmt_scalar(nb, sizeof nb, norm);
+        tt_fmt_scalar(mb, sizeof mb, max_norm);
+        if (scaled) snprintf(a, sizeof a, "%d grads, norm %s > %s: scaled by %.4g", ngrads, nb, mb, coef);
+        else snprintf(a, sizeof a, "%d grads, norm %s <= %s: unchanged", ngrads, nb, mb);
+        set_args(&ev, a);
+    }
+    return tt__op_leave(sc, st, &ev);
+}
