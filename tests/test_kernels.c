@@ -569,6 +569,28 @@ static void test_ew_activations(void)
     CHECK(d, bad_pos == 0);
     snprintf(d, sizeof d, "gelu backward codes %s: g * gelu'(x), both forms, g broadcast", path_now);
     CHECK(d, bad_bwd == 0);
+    /* tanh and sigmoid densely over [-20, 20] and across 1e-30..1 (where
+       tanh switches from its polynomial), worst error printed */
+    size_t ns = 0, cap = 600000;
+    float *sw = malloc(cap * sizeof(float)), *so = malloc(cap * sizeof(float));
+    for (int k = -200000; k <= 200000; k++) sw[ns++] = (float)k * 1e-4f;
+    for (float v = 1e-30f; v < 1.0f && ns + 2 < cap; v *= 1.001f) { sw[ns++] = v; sw[ns++] = -v; }
+    for (int op = TK_EW_TANH; op <= TK_EW_SIGMOID; op++) {
+        double worst = 0.0;
+        int badw = 0;
+        tk_ew_unary(op, (int64_t)ns, sw, so);
+        for (size_t i = 0; i < ns; i++) {
+            double r = act64(op, (double)sw[i]), e = fabs((double)so[i] - r) / fabs(r);
+            if (fabs(r) < ldexp(1.0, -126)) continue;
+            worst = e > worst ? e : worst;
+            if (!(e <= 5e-7) && badw++ < 3)
+                printf("  %s %s: f(%.9g) = %.9g want %.9g\n", names[op], path_now, (double)sw[i], (double)so[i], r);
+        }
+        printf("  %s %s: %zu points, worst relative %.3g\n", names[op], path_now, ns, worst);
+        snprintf(d, sizeof d, "%s %s: within 5e-7 relative (4 ulp) over [-20, 20] and near 0", names[op], path_now);
+        CHECK(d, badw == 0);
+    }
+    free(sw); free(so);
     float sx[6] = { -INFINITY, INFINITY, NAN, -0.0f, -200.0f, 200.0f }, sy[6];
     tk_ew_unary(TK_EW_GELU, 6, sx, sy);
     CHECK("gelu(-inf) = NaN (PyTorch's -inf * 0), gelu(inf) = inf, gelu(-200) = -0",

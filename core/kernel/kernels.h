@@ -113,8 +113,9 @@ static inline float tk_min_nan(float x, float y) { return (x < y || isnan(x)) ? 
    false; NE true). */
 void tk_ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
 void tk_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
-/* Unary float ops: NEG ABS SQRT EXP LOG. NEG, ABS, SQRT are exact. EXP as
-   tk_exp_vec; LOG within 2 ulp of the exact result on the SIMD paths (logf
+/* Unary float ops: NEG ABS SQRT EXP LOG and the activations. NEG, ABS,
+   SQRT, RELU are exact. EXP as tk_exp_vec (TANH and SIGMOID on the SIMD
+   paths are built on it, within 1e-6 relative); LOG within 2 ulp of the exact result on the SIMD paths (logf
    on the scalar one); log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN
    stays NaN. The activations: RELU (exact; NaN stays NaN), GELU (exact
    form, x * Phi(x) through erfcf: accurate where Phi is tiny), GELU_TANH
@@ -274,6 +275,15 @@ static const float tk_exp_poly[8] = {
 static const float tk_log_poly[9] = {
     7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f, 1.4249322787e-1f,
     -1.6668057665e-1f, 2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f,
+};
+
+/* tanh on the SIMD paths: Cephes tanhf, x + x^3 P(x^2) on |x| < 0.625
+   (P's coefficients highest first), 1 - 2 / (exp(2|x|) + 1) above, the
+   sign put back. sigmoid: e = exp(-|x|), 1 / (1 + e) or e / (1 + e) by
+   the sign (as ref.c: no overflow, no cancellation). */
+#define TK_TANH_SMALL 0.625f
+static const float tk_tanh_poly[5] = {
+    -5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f, -3.33332819422e-1f,
 };
 
 extern const tk_kern tk_kern_scalar;
