@@ -780,6 +780,27 @@ static void test_log_softmax(void)
           y[0] == -INFINITY && y[2] == -INFINITY && y[10] == -0.6931472f && y[11] == -INFINITY);
     tk_log_softmax_rows_ref(7, 5, &e[0][0], y);
     check_close("log_softmax_ref edge rows", y, r, 35, 2e-6, 2e-6);
+    {   /* 1 vs N threads, bit for bit (rows and columns) */
+        int64_t rows = 301, n = 777;
+        float *x = frand((size_t)(rows * n)), *y1 = malloc((size_t)(rows * n) * sizeof(float));
+        float *y2 = malloc((size_t)(rows * n) * sizeof(float));
+        int same = 1;
+        for (int th = 2; th <= threads_max + 1; th++) {
+            tt_set_num_threads(1);
+            tk_log_softmax_rows(rows, n, x, y1);
+            tt_set_num_threads(th);
+            tk_log_softmax_rows(rows, n, x, y2);
+            same &= memcmp(y1, y2, (size_t)(rows * n) * sizeof(float)) == 0;
+            tk_log_softmax_cols(7, 43, 3 * 259, x, y2);
+            tt_set_num_threads(1);
+            tk_log_softmax_cols(7, 43, 3 * 259, x, y1);
+            same &= memcmp(y1, y2, (size_t)(rows * n) * sizeof(float)) == 0;
+        }
+        tt_set_num_threads(threads_max);
+        snprintf(d, sizeof d, "log_softmax %s: 1 vs N threads bit-identical", path_now);
+        CHECK(d, same);
+        free(x); free(y1); free(y2);
+    }
     tk_log_softmax_cols(1, 7, 5, &e[0][0], y);  /* the same values as 5 columns of 7 */
     log_softmax_ref(1, 7, 5, &e[0][0], r);
     snprintf(d, sizeof d, "log_softmax cols %s edge values", path_now);

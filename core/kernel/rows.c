@@ -4,6 +4,7 @@
 ** the reductions; the drivers share the work out over the thread pool.
 */
 #include <math.h>
+#include <stdatomic.h>
 
 #include "kernels.h"
 
@@ -53,19 +54,24 @@ void tk_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y)
 }
 
 /* x - max - log(sum): the exps go to a scratch row, so x == y is fine */
+typedef struct log_job {
+    rows_job r;
+    atomic_int nomem;       /* a task found no memory for its scratch row */
+} log_job;
+
 static void log_softmax_range(void *ctx, int64_t begin, int64_t end)
 {
-    rows_job *j = ctx;
-    const tk_kern *kn = j->kn;
-    int64_t n = j->n;
+    log_job *j = ctx;
+    const tk_kern *kn = j->r.kn;
+    int64_t n = j->r.n;
     float *e = tk_scratch(TK_SCRATCH_TILE, (size_t)n * sizeof(float));
     if (!e) {
-        j->stream = -1;                         /* tells the caller: no memory */
+        atomic_store(&j->nomem, 1);
         return;
     }
     for (int64_t r = begin; r < end; r++) {
-        const float *x = j->x + r * n;
-        float *y = j->y + r * n;
+        const float *x = j->r.x + r * n;
+        float *y = j->r.y + r * n;
         float m = kn->row_max(n, x);
         if (m == -INFINITY) {                 /* all -inf: NaN, as softmax */
             for (int64_t i = 0; i < n; i++) y[i] = NAN;
@@ -79,9 +85,9 @@ static void log_softmax_range(void *ctx, int64_t begin, int64_t end)
 int tk_log_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y)
 {
     if (nrows <= 0 || n <= 0) return 0;
-    rows_job j = { tk_kern_now(), n, x, y, 0 };
+    log_job j = { { tk_kern_now(), n, x, y, 0 }, 0 };
     tk_parallel_for(nrows, GRAIN / n + 1, log_softmax_range, &j);
-    return j.stream < 0 ? -1 : 0;
+    return atomic_load(&j.nomem) ? -1 : 0;
 }
 
 static void exp_range(void *ctx, int64_t begin, int64_t end)
