@@ -99,9 +99,10 @@ enum {
 /* Binary float ops: ADD SUB MUL DIV POW MAX MIN. ADD..DIV are IEEE-exact,
    so every path gives the bits of the scalar expression; MAX/MIN are
    tk_max_nan / tk_min_nan below; POW is powf, except that tk_ew_binary runs
-   a row whose y is a broadcast 2 as x*x (exact, and the common case). */
-/* Backward codes, binary rows too: GELU_BWD and GELU_TANH_BWD give
-   x * gelu'(y), x the output's gradient and y the input (scalar only). */
+   a row whose y is a broadcast 2 as x*x (exact, and the common case).
+   And two backward codes: GELU_BWD and GELU_TANH_BWD give x * gelu'(y), x
+   the output's gradient and y the input (the reference row on every path;
+   gelu' is 0 at -inf and 1 at inf, its limits). */
 void tk_ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
 void tk_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
 /* The NaN rule of max and min, written once for every scalar path (the
