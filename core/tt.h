@@ -127,10 +127,12 @@ typedef enum tt_op {
     TT_OP_ADD, TT_OP_SUB, TT_OP_MUL, TT_OP_DIV, TT_OP_POW, TT_OP_MAXIMUM, TT_OP_MINIMUM,
     TT_OP_EQ, TT_OP_NE, TT_OP_LT, TT_OP_LE, TT_OP_GT, TT_OP_GE, TT_OP_AND, TT_OP_OR, TT_OP_XOR,
     TT_OP_NEG, TT_OP_EXP, TT_OP_LOG, TT_OP_SQRT, TT_OP_ABS, TT_OP_NOT, TT_OP_FLOAT, TT_OP_BOOL,
+    TT_OP_RELU, TT_OP_GELU, TT_OP_GELU_TANH, TT_OP_TANH, TT_OP_SIGMOID,
     /* reductions */
     TT_OP_SUM, TT_OP_MEAN, TT_OP_MAX, TT_OP_MIN, TT_OP_ARGMAX, TT_OP_ARGMIN, TT_OP_STD, TT_OP_VAR,
     /* attention */
     TT_OP_SOFTMAX, TT_OP_MASKED_FILL, TT_OP_TRIL, TT_OP_TRIU, TT_OP_CAUSAL_MASK,
+    TT_OP_LOG_SOFTMAX,
     TT_OP_REPEAT_INTERLEAVE, TT_OP_CAT, TT_OP_STACK, TT_OP_MATMUL, TT_OP_SDPA,
     TT_OP_REARRANGE, TT_OP_EINSUM,
     /* optimizers (ops/optim.c): one event a step, for all the parameters */
@@ -176,6 +178,10 @@ tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, 
 
 /* Stable softmax over d: a row of all -inf gives NaN (as PyTorch). */
 tt_status tt_softmax(tt_tensor *out, const tt_tensor *a, int d);
+/* x - max - log(sum(exp(x - max))) over d, never through log(softmax):
+   stable for huge inputs, -inf where x is -inf; a row of all -inf (or
+   with a NaN or +inf) gives NaN, as softmax and PyTorch. */
+tt_status tt_log_softmax(tt_tensor *out, const tt_tensor *a, int d);
 /* a where mask is false, value where true; mask is bool, broadcast to a. */
 tt_status tt_masked_fill(tt_tensor *out, const tt_tensor *a, const tt_tensor *mask, double value);
 /* Keep j - i <= k (tril) or j - i >= k (triu) on the last two dims. */

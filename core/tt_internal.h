@@ -208,6 +208,16 @@ tt_status tt__bw_abs(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_sum(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_matmul(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_softmax(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_log_softmax(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_relu(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_gelu(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_tanh(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_sigmoid(const tt__node *, const tt_tensor *, tt_tensor *);
+/* A backward formula fused into one elementwise kernel (core/ops/ops.c):
+   out = the binary kernel code (TK_EW_*_BWD) on float32 a and b broadcast
+   together, allocated as `name`; no record, no event. */
+tt_status tt__ew_fused(tt_tensor *out, const char *name, int code, const tt_tensor *a,
+                       const tt_tensor *b);
 tt_status tt__bw_masked_fill(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_reshape(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_transpose(const tt__node *, const tt_tensor *, tt_tensor *);

@@ -729,17 +729,38 @@ static int ltt_matmul(lua_State *L)
     return 1;
 }
 
-static int t_softmax(lua_State *L)
+/* x:softmax(d), x:log_softmax(d): the dim is required (PyTorch warns without one) */
+static int softmax_dim(lua_State *L, int log)
 {
+    const char *name = log ? "log_softmax" : "softmax";
     tt_tensor *t = ltt_checktensor(L, 1);
     if (lua_isnoneornil(L, 2)) {
         char shp[256];
-        return ltt_error(L, "softmax: dim is required for %s; hint: attention normalises over the keys, x:softmax(-1)",
-                          tt_shape_str(t, shp, sizeof shp));
+        return ltt_error(L, "%s: dim is required for %s; hint: attention normalises over the keys, x:%s(-1)",
+                          name, tt_shape_str(t, shp, sizeof shp), name);
     }
-    int d = ltt_checkdim(L, 2, t, 0, "softmax");
+    int d = ltt_checkdim(L, 2, t, 0, name);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    LTT_CALL_HELD(L, "softmax", in, tt_softmax(out, t, d));
+    LTT_CALL_HELD(L, name, in, (log ? tt_log_softmax : tt_softmax)(out, t, d));
+    return 1;
+}
+
+static int t_softmax(lua_State *L) { return softmax_dim(L, 0); }
+static int t_log_softmax(lua_State *L) { return softmax_dim(L, 1); }
+
+/* x:gelu([approximate]): "none" (the exact erf form, the default) or "tanh" */
+static int t_gelu(lua_State *L)
+{
+    static const char *const forms[] = {"none", "tanh", NULL};
+    tt_tensor *t = ltt_checktensor(L, 1);
+    const char *form = luaL_optstring(L, 2, "none");
+    int i = 0;
+    while (forms[i] && strcmp(forms[i], form) != 0) i++;
+    if (!forms[i])
+        return luaL_argerror(L, 2, lua_pushfstring(L, "approximate must be 'none' or 'tanh', got '%s'", form));
+    tt_op op = i == 1 ? TT_OP_GELU_TANH : TT_OP_GELU;
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    LTT_CALL_HELD(L, "gelu", in, tt_unary(out, op, t));
     return 1;
 }
 
@@ -1110,6 +1131,7 @@ static const luaL_Reg tensor_meth[] = {
     {"requires_grad_", t_requires_grad_}, {"backward", t_backward}, {"detach", t_detach},
     {"float", t_float}, {"bool", t_bool}, {"max", t_max}, {"min", t_min},
     {"matmul", ltt_matmul}, {"softmax", t_softmax}, {"masked_fill", t_masked_fill},
+    {"log_softmax", t_log_softmax}, {"gelu", t_gelu},
     {"tril", t_tril}, {"triu", t_triu}, {"repeat_interleave", t_repeat_interleave},
     {NULL, NULL}
 };

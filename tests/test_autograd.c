@@ -175,6 +175,13 @@ static tt_status f_matmul(tt_tensor *o, tt_tensor *const *in) { return tt_matmul
 static tt_status f_softmax(tt_tensor *o, tt_tensor *const *in) { return tt_softmax(o, in[0], in[0]->ndim - 1); }
 static tt_status f_softmax0(tt_tensor *o, tt_tensor *const *in) { return tt_softmax(o, in[0], 0); }
 
+static tt_status f_log_softmax(tt_tensor *o, tt_tensor *const *in) { return tt_log_softmax(o, in[0], in[0]->ndim - 1); }
+static tt_status f_log_softmax0(tt_tensor *o, tt_tensor *const *in) { return tt_log_softmax(o, in[0], 0); }
+static tt_status f_relu(tt_tensor *o, tt_tensor *const *in) { return tt_unary(o, TT_OP_RELU, in[0]); }
+static tt_status f_gelu(tt_tensor *o, tt_tensor *const *in) { return tt_unary(o, TT_OP_GELU, in[0]); }
+static tt_status f_gelu_tanh(tt_tensor *o, tt_tensor *const *in) { return tt_unary(o, TT_OP_GELU_TANH, in[0]); }
+static tt_status f_tanh(tt_tensor *o, tt_tensor *const *in) { return tt_unary(o, TT_OP_TANH, in[0]); }
+static tt_status f_sigmoid(tt_tensor *o, tt_tensor *const *in) { return tt_unary(o, TT_OP_SIGMOID, in[0]); }
 static tt_status f_tril(tt_tensor *o, tt_tensor *const *in) { return tt_tril(o, in[0], -1); }
 static tt_status f_triu(tt_tensor *o, tt_tensor *const *in) { return tt_triu(o, in[0], 2); }
 
@@ -335,6 +342,13 @@ static void test_gradients(void)
     gradcheck("mean dim keepdim", f_mean0k, 1, bc);
     gradcheck("softmax", f_softmax, 1, bc);
     gradcheck("softmax dim 1", f_softmax0, 1, bc);
+    gradcheck("log_softmax", f_log_softmax, 1, bc);
+    gradcheck("log_softmax dim 1", f_log_softmax0, 1, bc);
+    gradcheck("relu", f_relu, 1, kink0);
+    gradcheck("gelu", f_gelu, 1, bc);
+    gradcheck("gelu tanh form", f_gelu_tanh, 1, bc);
+    gradcheck("tanh", f_tanh, 1, bc);
+    gradcheck("sigmoid", f_sigmoid, 1, bc);
     input mf[1] = {{2, {3, 5}, 1, 0, 0}};
     gradcheck("masked_fill", f_masked, 1, mf);
     gradcheck("tril", f_tril, 1, bc);
@@ -382,6 +396,118 @@ static void test_gradients(void)
     gradcheck("matmul 3-D @ 1-D", f_matmul, 2, mm4);
     input mm5[2] = {{1, {5}, 0, 0, 0}, {1, {5}, 0, 0, 0}};
     gradcheck("matmul 1-D @ 1-D", f_matmul, 2, mm5);
+}
+
+/* The activations' gradients against central differences of float64
+   formulas written here (h = 1e-5: truncation ~1e-10, rounding ~1e-11),
+   over the tails and a transposed input; relu's at 0 is 0 (PyTorch). */
+#define K_GELU 0.79788456080286536      /* sqrt(2 / pi) */
+static double act64(tt_op op, double x)
+{
+    double z = K_GELU * (x + 0.044715 * x * x * x);
+    switch (op) {
+    case TT_OP_RELU: return x > 0 ? x : 0.0;
+    case TT_OP_GELU: return 0.5 * x * erfc(-x / sqrt(2.0));
+    case TT_OP_GELU_TANH: return 0.5 * x * (1.0 + tanh(z));
+    case TT_OP_TANH: return tanh(x);
+    default: return 1.0 / (1.0 + exp(-x));
+    }
+}
+
+static void test_activation_fd(void)
+{
+    static const tt_op ops[] = { TT_OP_RELU, TT_OP_GELU, TT_OP_GELU_TANH, TT_OP_TANH, TT_OP_SIGMOID };
+    static const char *const names[] = { "relu", "gelu", "gelu tanh", "tanh", "sigmoid" };
+    enum { R = 4, C = 9 };
+    float x[R * C];
+    const float pick[] = { -12.0f, -6.0f, -3.0f, -0.75f, -1e-3f, 0.0f, 1e-3f, 0.4f, 2.0f, 5.0f, 12.0f };
+    for (int k = 0; k < R * C; k++)
+        x[k] = k < 11 ? pick[k] : (float)(6.0 * sin(0.37 * k * k) - 0.2);
+    input in = {2, {R, C}, 1, 0, 0};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        tt_tensor t = make(&in, x), y, w;
+        tt_requires_grad_(&t, 1);
+        tt_unary(&y, ops[o], &t);
+        tt_randn(&w, 2, in.shape);
+        float wv[R * C], got[R * C];
+        double ref[R * C];
+        tt_get_floats(&w, wv);
+        CHECK(names[o], tt_backward(&y, &w) == TT_OK);
+        tt_get_floats(tt_grad(&t), got);
+        for (int k = 0; k < R * C; k++) {
+            double h = 1e-5, xd = (double)x[k];
+            ref[k] = (double)wv[k] * (act64(ops[o], xd + h) - act64(ops[o], xd - h)) / (2 * h);
+            if (ops[o] == TT_OP_RELU && xd == 0) ref[k] = 0.0;
+        }
+        char d[64];
+        snprintf(d, sizeof d, "%s: gradient vs float64 central differences", names[o]);
+        check_close(d, got, ref, R * C, 1e-5, 1e-6);
+        tt_tensor_release(&t); tt_tensor_release(&y); tt_tensor_release(&w);
+    }
+}
+
+/* log_softmax over each dim of a transposed input, against float64 values
+   and central differences of a float64 log_softmax written here. */
+static void log_softmax64(const double *x, int R, int C, int d, double *y)
+{
+    int n = d ? C : R, m = d ? R : C;
+    for (int i = 0; i < m; i++) {
+        double mx = -INFINITY, s = 0;
+        for (int j = 0; j < n; j++) mx = fmax(mx, x[d ? i * C + j : j * C + i]);
+        for (int j = 0; j < n; j++) s += exp(x[d ? i * C + j : j * C + i] - mx);
+        for (int j = 0; j < n; j++) y[d ? i * C + j : j * C + i] = x[d ? i * C + j : j * C + i] - mx - log(s);
+    }
+}
+
+static void test_log_softmax_fd(void)
+{
+    enum { R = 5, C = 7 };
+    float x[R * C];
+    for (int k = 0; k < R * C; k++) x[k] = (float)(8.0 * sin(1.3 * k) + (k == 3 ? 90.0 : 0.0));
+    input in = {2, {R, C}, 1, 0, 0};
+    for (int d = 0; d < 2; d++) {
+        tt_tensor t = make(&in, x), y, w;
+        tt_requires_grad_(&t, 1);
+        CHECK("log_softmax", tt_log_softmax(&y, &t, d) == TT_OK);
+        double xd[R * C], yd[R * C], ref[R * C], up[R * C], down[R * C];
+        float got[R * C], wv[R * C];
+        for (int k = 0; k < R * C; k++) xd[k] = (double)x[k];
+        log_softmax64(xd, R, C, d, yd);
+        tt_get_floats(&y, got);
+        check_close(d ? "log_softmax dim 2 transposed: values" : "log_softmax dim 1 transposed: values",
+                    got, yd, R * C, 1e-6, 2e-6);
+        tt_randn(&w, 2, in.shape);
+        tt_get_floats(&w, wv);
+        CHECK("log_softmax backward", tt_backward(&y, &w) == TT_OK);
+        tt_get_floats(tt_grad(&t), got);
+        for (int k = 0; k < R * C; k++) {
+            double h = 1e-5, keep = xd[k], su = 0, sd = 0;
+            xd[k] = keep + h;
+            log_softmax64(xd, R, C, d, up);
+            xd[k] = keep - h;
+            log_softmax64(xd, R, C, d, down);
+            xd[k] = keep;
+            for (int j = 0; j < R * C; j++) { su += (double)wv[j] * up[j]; sd += (double)wv[j] * down[j]; }
+            ref[k] = (su - sd) / (2 * h);
+        }
+        check_close(d ? "log_softmax dim 2: gradient vs float64 central differences"
+                      : "log_softmax dim 1: gradient vs float64 central differences", got, ref, R * C, 1e-5, 1e-5);
+        tt_tensor_release(&t); tt_tensor_release(&y); tt_tensor_release(&w);
+    }
+    /* a row with -inf entries: no gradient flows to them (exp(-inf) = 0) */
+    float v[4] = { -INFINITY, 1.0f, -INFINITY, 2.0f }, g[4];
+    int64_t four = 4;
+    tt_tensor t, y, w;
+    tt_from_buffer(&t, TT_FLOAT32, 1, &four, v);
+    tt_requires_grad_(&t, 1);
+    tt_log_softmax(&y, &t, 0);
+    tt_ones(&w, TT_FLOAT32, 1, &four);
+    tt_backward(&y, &w);
+    tt_get_floats(tt_grad(&t), g);
+    CHECK("log_softmax: g - p sum(g), g = 1: 1 to a -inf entry (p = 0), 1 - 4p to the others",
+          g[0] == 1.0f && g[2] == 1.0f && fabsf(g[1] - (1.0f - 4.0f * 0.26894142f)) < 1e-6f
+          && fabsf(g[3] - (1.0f - 4.0f * 0.73105858f)) < 1e-6f);
+    tt_tensor_release(&t); tt_tensor_release(&y); tt_tensor_release(&w);
 }
 
 /* Ties of maximum split the gradient in halves, as PyTorch. */
@@ -668,6 +794,8 @@ int main(void)
     int64_t start = tt_memory_in_use();
     test_gradients();
     test_ties();
+    test_activation_fd();
+    test_log_softmax_fd();
     test_engine();
     test_chain();
     test_sdpa_gradients();

@@ -461,6 +461,152 @@ static void test_ew_unary(void)
     free(x); free(y);
 }
 
+/* The activations and gelu's backward codes against float64 formulas
+   written here (gelu x Phi(x) with erfc, its tanh form 0.5 x (1 + tanh(k
+   (x + c x^3))) and, where 1 + tanh cancels in double too, the same as
+   x e^2z / (1 + e^2z)). Tolerance: 1e-6 relative (8 ulp), plus 4 ulp
+   times the condition number |x f'(x) / f(x)| (the float formula rounds
+   x / sqrt 2 or z before erfc or exp: in gelu's far tail that is x^2
+   ulps, inherent to any float32 formula), plus 2^-126 absolute (a
+   denormal or flushed result is no error). The backward codes: 4e-7
+   absolute on terms of size 1. */
+#define K_GELU 0.79788456080286536      /* sqrt(2 / pi) */
+#define C_GELU 0.044715
+
+static double act64(int op, double x)
+{
+    double z = K_GELU * (x + C_GELU * x * x * x);
+    switch (op) {
+    case TK_EW_RELU: return isnan(x) ? x : x > 0 ? x : 0.0;
+    case TK_EW_GELU: return 0.5 * x * erfc(-x / sqrt(2.0));
+    case TK_EW_GELU_TANH: return z < -5 && isfinite(z) ? x * exp(2 * z) / (1 + exp(2 * z)) : 0.5 * x * (1.0 + tanh(z));
+    case TK_EW_TANH: return tanh(x);
+    default: return 1.0 / (1.0 + exp(-x));
+    }
+}
+
+static double act64_d(int code, double x)
+{
+    if (code == TK_EW_TANH) return 1.0 - tanh(x) * tanh(x);
+    if (code == TK_EW_SIGMOID) return act64(code, x) * (1.0 - act64(code, x));
+    if (code == TK_EW_GELU || code == TK_EW_GELU_BWD)
+        return 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
+    double z = K_GELU * (x + C_GELU * x * x * x), t = tanh(z);
+    if (z < -5 && isfinite(z)) {    /* 1 + t and 1 - t^2 as 2 s and 4 s (1 - s), s = sigmoid(2z) */
+        double s = exp(2 * z) / (1 + exp(2 * z));
+        return s + 2.0 * x * s * (1.0 - s) * K_GELU * (1.0 + 3.0 * C_GELU * x * x);
+    }
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * K_GELU * (1.0 + 3.0 * C_GELU * x * x);
+}
+
+static void test_ew_activations(void)
+{
+    static const int64_t sizes[] = { 0, 1, 7, 15, 16, 17, 31, 33, 65, 1000 };
+    static const int ops[] = { TK_EW_RELU, TK_EW_GELU, TK_EW_GELU_TANH, TK_EW_TANH, TK_EW_SIGMOID };
+    static const char *const names[TK_EW_COUNT] = {
+        [TK_EW_RELU] = "relu", [TK_EW_GELU] = "gelu", [TK_EW_GELU_TANH] = "gelu tanh",
+        [TK_EW_TANH] = "tanh", [TK_EW_SIGMOID] = "sigmoid",
+        [TK_EW_GELU_BWD] = "gelu backward", [TK_EW_GELU_TANH_BWD] = "gelu tanh backward",
+    };
+    int bad = 0, bad_pos = 0, bad_bwd = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        int64_t n = sizes[si];
+        float *x = ew_input((size_t)n + 1, 5), *o = malloc((size_t)(n + 1) * sizeof(float));
+        for (int64_t i = 0; i < n; i += 11) x[i] *= 3.0f;           /* the tails too */
+        for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+            int op = ops[k];
+            o[n] = 777.0f;
+            tk_ew_unary(op, n, x, o);
+            for (int64_t i = 0; i < n; i++) {
+                double xd = (double)x[i], r = act64(op, xd), v = (double)o[i];
+                double cond = op == TK_EW_RELU || r == 0 ? 0.0
+                            : fabs(xd * act64_d(op == TK_EW_GELU_TANH ? TK_EW_GELU_TANH_BWD : op, xd) / r);
+                int good = isnan(r) ? isnan(v) : isinf(r) ? v == r
+                         : op == TK_EW_RELU ? bits_of(o[i]) == bits_of((float)r)
+                         : fabs(v - r) <= (1e-6 + 4.0 * (double)FLT_EPSILON * cond) * fabs(r) + ldexp(1.0, -126);
+                if (!good && bad++ < 5)
+                    printf("  %s %s n=%lld [%lld]: f(%.9g) = %.9g want %.9g\n", names[op], path_now,
+                           (long long)n, (long long)i, (double)x[i], v, r);
+            }
+            if (o[n] != 777.0f) bad++;
+            if (n >= 33) {                                  /* position and in place */
+                float t[20], *c = malloc((size_t)n * sizeof(float));
+                for (int s = 1; s < 16; s += 5) {
+                    tk_ew_unary(op, 17, x + s, t);
+                    bad_pos += memcmp(t, o + s, 17 * sizeof(float)) != 0;
+                }
+                memcpy(c, x, (size_t)n * sizeof(float));
+                tk_ew_unary(op, n, c, c);
+                bad_pos += memcmp(c, o, (size_t)n * sizeof(float)) != 0;
+                free(c);
+            }
+        }
+        /* the backward codes: g * gelu'(x), g from a second input, and g broadcast */
+        float *g = ew_input((size_t)n + 1, 6);
+        for (int code = TK_EW_GELU_BWD; code <= TK_EW_GELU_TANH_BWD; code++)
+            for (int sg = 0; sg <= 1; sg++) {
+                tk_ew_binary(code, n, g, sg, x, 1, o);
+                for (int64_t i = 0; i < n; i++) {
+                    double xd = (double)x[i], r = (double)g[i * sg] * act64_d(code, xd), v = (double)o[i];
+                    if (isinf(xd) && !isnan(g[i * sg]))     /* the limits: 0 or 1 times g */
+                        r = xd > 0 ? (double)g[i * sg] : 0.0 * (double)g[i * sg];
+                    /* a derivative under the least denormal is 0 in float: inf * 0 */
+                    if (isinf(g[i * sg]) && fabs(act64_d(code, xd)) < ldexp(1.0, -150)) r = (double)NAN;
+                    int good = isnan(r) ? isnan(v) : isinf(r) ? v == r
+                             : fabs(r) > (double)FLT_MAX ? fabs(v) >= (double)FLT_MAX && (v > 0) == (r > 0)
+                             : fabs(v - r) <= 1e-6 * fabs(r) + 4e-7 * fabs((double)g[i * sg]);
+                    if (!good && bad_bwd++ < 5)
+                        printf("  %s %s n=%lld [%lld]: g %.9g x %.9g: %.9g want %.9g\n", names[code], path_now,
+                               (long long)n, (long long)i, (double)g[i * sg], xd, v, r);
+                }
+            }
+        free(x); free(o); free(g);
+    }
+    char d[128];
+    snprintf(d, sizeof d, "activations %s: relu exact, gelu (both), tanh, sigmoid within 1e-6, specials", path_now);
+    CHECK(d, bad == 0);
+    snprintf(d, sizeof d, "activations %s: bits independent of the start; in place = out of place", path_now);
+    CHECK(d, bad_pos == 0);
+    snprintf(d, sizeof d, "gelu backward codes %s: g * gelu'(x), both forms, g broadcast", path_now);
+    CHECK(d, bad_bwd == 0);
+    /* tanh and sigmoid densely over [-20, 20] and across 1e-30..1 (where
+       tanh switches from its polynomial), worst error printed */
+    size_t ns = 0, cap = 600000;
+    float *sw = malloc(cap * sizeof(float)), *so = malloc(cap * sizeof(float));
+    for (int k = -200000; k <= 200000; k++) sw[ns++] = (float)k * 1e-4f;
+    for (float v = 1e-30f; v < 1.0f && ns + 2 < cap; v *= 1.001f) { sw[ns++] = v; sw[ns++] = -v; }
+    for (int op = TK_EW_TANH; op <= TK_EW_SIGMOID; op++) {
+        double worst = 0.0;
+        int badw = 0;
+        tk_ew_unary(op, (int64_t)ns, sw, so);
+        for (size_t i = 0; i < ns; i++) {
+            double r = act64(op, (double)sw[i]), e = fabs((double)so[i] - r) / fabs(r);
+            if (fabs(r) < ldexp(1.0, -126)) continue;
+            worst = e > worst ? e : worst;
+            if (!(e <= 5e-7) && badw++ < 3)
+                printf("  %s %s: f(%.9g) = %.9g want %.9g\n", names[op], path_now, (double)sw[i], (double)so[i], r);
+        }
+        printf("  %s %s: %zu points, worst relative %.3g\n", names[op], path_now, ns, worst);
+        snprintf(d, sizeof d, "%s %s: within 5e-7 relative (4 ulp) over [-20, 20] and near 0", names[op], path_now);
+        CHECK(d, badw == 0);
+    }
+    free(sw); free(so);
+    float sx[6] = { -INFINITY, INFINITY, NAN, -0.0f, -200.0f, 200.0f }, sy[6];
+    tk_ew_unary(TK_EW_GELU, 6, sx, sy);
+    CHECK("gelu(-inf) = NaN (PyTorch's -inf * 0), gelu(inf) = inf, gelu(-200) = -0",
+          isnan(sy[0]) && sy[1] == INFINITY && isnan(sy[2]) && sy[4] == 0.0f && sy[5] == 200.0f);
+    tk_ew_unary(TK_EW_SIGMOID, 6, sx, sy);
+    CHECK("sigmoid: 0 and 1 at -inf and inf, -200 and 200; NaN stays NaN",
+          sy[0] == 0.0f && sy[1] == 1.0f && isnan(sy[2]) && sy[3] == 0.5f && sy[4] == 0.0f && sy[5] == 1.0f);
+    tk_ew_unary(TK_EW_TANH, 6, sx, sy);
+    CHECK("tanh: -1 and 1 at -inf and inf, -0 stays -0, NaN stays NaN",
+          sy[0] == -1.0f && sy[1] == 1.0f && isnan(sy[2]) && sy[3] == 0.0f && signbit(sy[3])
+          && sy[4] == -1.0f && sy[5] == 1.0f);
+    tk_ew_unary(TK_EW_RELU, 6, sx, sy);
+    CHECK("relu: 0 at -inf and -0, inf at inf, NaN stays NaN",
+          sy[0] == 0.0f && sy[1] == INFINITY && isnan(sy[2]) && sy[3] == 0.0f && !signbit(sy[3]));
+}
+
 static void test_ew_masked_fill(void)
 {
     static const int64_t sizes[] = { 0, 1, 3, 15, 16, 17, 31, 33, 63, 65, 1000 };
@@ -560,6 +706,105 @@ static void test_softmax(void)
     for (int64_t j = 0; j < rows * n; j += 97) x[j] = -INFINITY;
     softmax_case(rows, n, x, 0, "streaming");
     free(x);
+}
+
+/* log_softmax of [outer, n, inner] over n in float64; past the float range
+   the result is the float one (inf: x - max overflows for real). */
+static void log_softmax_ref(int64_t outer, int64_t n, int64_t inner, const float *x, double *r)
+{
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t c = 0; c < inner; c++) {
+            const float *xc = x + o * n * inner + c;
+            double *rc = r + o * n * inner + c, m = -DINF, s = 0.0;
+            for (int64_t j = 0; j < n; j++) m = (double)xc[j * inner] > m || isnan(xc[j * inner]) ? (double)xc[j * inner] : m;
+            for (int64_t j = 0; j < n; j++) s += exp((double)xc[j * inner] - m);
+            for (int64_t j = 0; j < n; j++) {
+                double v = (double)xc[j * inner] - m - log(s);
+                rc[j * inner] = fabs(v) > (double)FLT_MAX && !isinf(v) ? copysign(DINF, v) : v;
+            }
+        }
+}
+
+static void test_log_softmax(void)
+{
+    static const int64_t sz[] = { 1, 7, 15, 17, 33, 65, 257, 1000 };
+    char d[96];
+    for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) {
+        int64_t rows = 7, n = sz[i];
+        float *x = frand((size_t)(rows * n)), *y = malloc((size_t)(rows * n) * sizeof(float));
+        double *r = malloc((size_t)(rows * n) * sizeof(double));
+        for (int64_t j = 0; j < rows * n; j++) x[j] *= 30.0f;
+        log_softmax_ref(rows, n, 1, x, r);
+        CHECK("log_softmax rows: memory", tk_log_softmax_rows(rows, n, x, y) == 0);
+        snprintf(d, sizeof d, "log_softmax %s rows=%lld n=%lld", path_now, (long long)rows, (long long)n);
+        check_close(d, y, r, rows * n, 2e-6, 2e-6);
+        tk_log_softmax_rows_ref(rows, n, x, y);
+        snprintf(d, sizeof d, "log_softmax_ref rows=%lld n=%lld", (long long)rows, (long long)n);
+        check_close(d, y, r, rows * n, 2e-6, 2e-6);
+        tk_log_softmax_rows(rows, n, x, x);
+        snprintf(d, sizeof d, "log_softmax %s in place n=%lld", path_now, (long long)n);
+        check_close(d, x, r, rows * n, 2e-6, 2e-6);
+        free(x); free(y); free(r);
+        /* over the middle dim of [3, n, 5] (and in place) */
+        x = frand((size_t)(15 * n));
+        y = malloc((size_t)(15 * n) * sizeof(float));
+        r = malloc((size_t)(15 * n) * sizeof(double));
+        log_softmax_ref(3, n, 5, x, r);
+        tk_log_softmax_cols(3, n, 5, x, y);
+        snprintf(d, sizeof d, "log_softmax cols %s [3,%lld,5]", path_now, (long long)n);
+        check_close(d, y, r, 15 * n, 2e-6, 2e-6);
+        tk_log_softmax_cols(3, n, 5, x, x);
+        check_close(d, x, r, 15 * n, 2e-6, 2e-6);
+        free(x); free(y); free(r);
+    }
+    /* edge rows: some -inf, all -inf, huge both ways, +inf, NaN, tiny spread */
+    float e[7][5] = {
+        { -INFINITY, 1.0f, -INFINITY, 2.0f, 0.5f },
+        { -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY },
+        { 3e38f, -3e38f, 3e38f, 0.0f, 1e38f },
+        { 1.0f, INFINITY, 2.0f, 3.0f, 4.0f },
+        { 1.0f, NAN, 2.0f, 3.0f, 4.0f },
+        { -1e30f, -1e30f, -1e30f + 1e24f, -1e30f, -1e30f },
+        { 88.0f, -88.0f, 0.0f, 100.0f, -100.0f },
+    };
+    float y[35];
+    double r[35];
+    log_softmax_ref(7, 5, 1, &e[0][0], r);
+    tk_log_softmax_rows(7, 5, &e[0][0], y);
+    snprintf(d, sizeof d, "log_softmax %s edge rows", path_now);
+    check_close(d, y, r, 35, 2e-6, 2e-6);
+    int nan = 1;
+    for (int j = 0; j < 5; j++) nan &= isnan(y[5 + j]) && isnan(y[15 + j]) && isnan(y[20 + j]);
+    CHECK("log_softmax: an all -inf row (as softmax), a +inf or a NaN gives NaN", nan);
+    CHECK("log_softmax: -inf stays -inf, huge stays finite (log 2 below the max)",
+          y[0] == -INFINITY && y[2] == -INFINITY && y[10] == -0.6931472f && y[11] == -INFINITY);
+    tk_log_softmax_rows_ref(7, 5, &e[0][0], y);
+    check_close("log_softmax_ref edge rows", y, r, 35, 2e-6, 2e-6);
+    {   /* 1 vs N threads, bit for bit (rows and columns) */
+        int64_t rows = 301, n = 777;
+        float *x = frand((size_t)(rows * n)), *y1 = malloc((size_t)(rows * n) * sizeof(float));
+        float *y2 = malloc((size_t)(rows * n) * sizeof(float));
+        int same = 1;
+        for (int th = 2; th <= threads_max + 1; th++) {
+            tt_set_num_threads(1);
+            tk_log_softmax_rows(rows, n, x, y1);
+            tt_set_num_threads(th);
+            tk_log_softmax_rows(rows, n, x, y2);
+            same &= memcmp(y1, y2, (size_t)(rows * n) * sizeof(float)) == 0;
+            tk_log_softmax_cols(7, 43, 3 * 259, x, y2);
+            tt_set_num_threads(1);
+            tk_log_softmax_cols(7, 43, 3 * 259, x, y1);
+            same &= memcmp(y1, y2, (size_t)(rows * n) * sizeof(float)) == 0;
+        }
+        tt_set_num_threads(threads_max);
+        snprintf(d, sizeof d, "log_softmax %s: 1 vs N threads bit-identical", path_now);
+        CHECK(d, same);
+        free(x); free(y1); free(y2);
+    }
+    tk_log_softmax_cols(1, 7, 5, &e[0][0], y);  /* the same values as 5 columns of 7 */
+    log_softmax_ref(1, 7, 5, &e[0][0], r);
+    snprintf(d, sizeof d, "log_softmax cols %s edge values", path_now);
+    check_close(d, y, r, 35, 2e-6, 2e-6);
 }
 
 static void test_softmax_threads(void)
@@ -834,9 +1079,11 @@ int main(void)
         test_exp();
         test_ew_binary();
         test_ew_unary();
+        test_ew_activations();
         test_ew_masked_fill();
         test_softmax();
         test_softmax_threads();
+        test_log_softmax();
         test_sdpa(0);
         ran++;
     }

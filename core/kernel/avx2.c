@@ -312,7 +312,41 @@ static TARGET void ew_compare(int op, int64_t n, const float *x, int64_t sx, con
     }
 }
 
-/* Exact ops finish with the reference row; exp and log run their
+static TARGET inline __m256 relu8(__m256 u) { return max8(u, _mm256_setzero_ps()); }
+
+/* as tk_tanh_poly says (kernels.h); NaN stays NaN through the exp branch */
+static TARGET inline __m256 tanh8(__m256 x)
+{
+    __m256 sign = _mm256_set1_ps(-0.0f), a = _mm256_andnot_ps(sign, x), z = _mm256_mul_ps(a, a);
+    __m256 p = _mm256_set1_ps(tk_tanh_poly[0]);
+    for (int i = 1; i < 5; i++) p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(tk_tanh_poly[i]));
+    __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), a, a);
+    __m256 one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
+    __m256 big = _mm256_sub_ps(one, _mm256_div_ps(two, _mm256_add_ps(exp8(_mm256_mul_ps(two, a)), one)));
+    __m256 r = _mm256_blendv_ps(big, small, _mm256_cmp_ps(a, _mm256_set1_ps(TK_TANH_SMALL), _CMP_LT_OQ));
+    return _mm256_or_ps(r, _mm256_and_ps(sign, x));
+}
+
+static TARGET inline __m256 sigmoid8(__m256 x)
+{
+    __m256 one = _mm256_set1_ps(1.0f);
+    __m256 e = exp8(_mm256_or_ps(x, _mm256_set1_ps(-0.0f)));          /* exp(-|x|) */
+    __m256 d = _mm256_div_ps(one, _mm256_add_ps(one, e));
+    return _mm256_blendv_ps(_mm256_mul_ps(e, d), d, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
+}
+
+/* the inexact ops, for the padded leftovers */
+static TARGET inline __m256 approx8(int op, __m256 v)
+{
+    switch (op) {
+    case TK_EW_EXP: return exp8(v);
+    case TK_EW_LOG: return log8(v);
+    case TK_EW_TANH: return tanh8(v);
+    default: return sigmoid8(v);
+    }
+}
+
+/* Exact ops finish with the reference row; the others run their
    leftovers through the vector code on a padded copy. */
 #define EW_UN_LOOP(OPV) do { \
     for (; i + 16 <= n; i += 16) { \
@@ -332,17 +366,19 @@ static TARGET void ew_unary(int op, int64_t n, const float *x, float *o)
     case TK_EW_SQRT: EW_UN_LOOP(_mm256_sqrt_ps); break;
     case TK_EW_EXP: EW_UN_LOOP(exp8); break;
     case TK_EW_LOG: EW_UN_LOOP(log8); break;
+    case TK_EW_RELU: EW_UN_LOOP(relu8); break;
+    case TK_EW_TANH: EW_UN_LOOP(tanh8); break;
+    case TK_EW_SIGMOID: EW_UN_LOOP(sigmoid8); break;
     default: tk_ew_unary_ref(op, n, x, o); return;
     }
-    if (op != TK_EW_EXP && op != TK_EW_LOG) {  /* exact ops: the reference finishes */
-        if (i < n) tk_ew_unary_ref(op, n - i, x + i, o + i);
+    if (op != TK_EW_EXP && op != TK_EW_LOG && op != TK_EW_TANH && op != TK_EW_SIGMOID) {
+        if (i < n) tk_ew_unary_ref(op, n - i, x + i, o + i);   /* exact ops: the reference finishes */
         return;
     }
-    if (i < n) {                               /* exp, log leftovers: padded copy */
+    if (i < n) {                               /* inexact leftovers: padded copy */
         float t[8] = {0.0f};
         memcpy(t, x + i, (size_t)(n - i) * sizeof(float));
-        __m256 v = _mm256_loadu_ps(t);
-        _mm256_storeu_ps(t, op == TK_EW_EXP ? exp8(v) : log8(v));
+        _mm256_storeu_ps(t, approx8(op, _mm256_loadu_ps(t)));
         memcpy(o + i, t, (size_t)(n - i) * sizeof(float));
     }
 }

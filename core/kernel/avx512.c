@@ -385,6 +385,30 @@ static TARGET void ew_compare(int op, int64_t n, const float *x, int64_t sx, con
     }
 }
 
+static TARGET inline __m512 relu16(__m512 u) { return max16(u, _mm512_setzero_ps()); }
+
+/* as tk_tanh_poly says (kernels.h); NaN stays NaN through the exp branch */
+static TARGET inline __m512 tanh16(__m512 x)
+{
+    __m512 a = _mm512_abs_ps(x), z = _mm512_mul_ps(a, a);
+    __m512 p = _mm512_set1_ps(tk_tanh_poly[0]);
+    for (int i = 1; i < 5; i++) p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(tk_tanh_poly[i]));
+    __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), a, a);
+    __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
+    __m512 r = _mm512_sub_ps(one, _mm512_div_ps(two, _mm512_add_ps(exp16(_mm512_mul_ps(two, a)), one)));
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(a, _mm512_set1_ps(TK_TANH_SMALL), _CMP_LT_OQ), small);
+    __m512i sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN));
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), sign));
+}
+
+static TARGET inline __m512 sigmoid16(__m512 x)
+{
+    __m512 one = _mm512_set1_ps(1.0f);
+    __m512 e = exp16(neg16(_mm512_abs_ps(x)));                          /* exp(-|x|) */
+    __m512 d = _mm512_div_ps(one, _mm512_add_ps(one, e));
+    return _mm512_mask_mov_ps(_mm512_mul_ps(e, d), _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), d);
+}
+
 #define EW_UN_LOOP(OPV) do { \
     int64_t i = 0; \
     for (; i + 32 <= n; i += 32) { \
@@ -406,6 +430,9 @@ static TARGET void ew_unary(int op, int64_t n, const float *x, float *o)
     case TK_EW_SQRT: EW_UN_LOOP(_mm512_sqrt_ps); break;
     case TK_EW_EXP: EW_UN_LOOP(exp16); break;
     case TK_EW_LOG: EW_UN_LOOP(log16); break;
+    case TK_EW_RELU: EW_UN_LOOP(relu16); break;
+    case TK_EW_TANH: EW_UN_LOOP(tanh16); break;
+    case TK_EW_SIGMOID: EW_UN_LOOP(sigmoid16); break;
     default: tk_ew_unary_ref(op, n, x, o); break;
     }
 }

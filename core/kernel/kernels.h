@@ -50,6 +50,11 @@ void tk_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
    x == y allowed. */
 void tk_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y);
 void tk_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y);
+/* y[r, :] = x - max - log(sum(exp(x - max))) over each row, as softmax's
+   rows; an all -inf row gives NaN (as softmax and PyTorch). x == y allowed.
+   Returns 0, or -1 if it could not get its scratch row. */
+int tk_log_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y);
+void tk_log_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y);
 
 /* y[i] = exp(x[i]) for n contiguous floats (x == y allowed). */
 void tk_exp_vec(int64_t n, const float *x, float *y);
@@ -59,6 +64,8 @@ void tk_exp_vec_ref(int64_t n, const float *x, float *y);
    allowed); an all -inf column gives NaN. Neighbouring columns go through
    the passes side by side, so every access runs along contiguous rows. */
 void tk_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, float *y);
+/* The same for log_softmax (x - max - log(sum(exp(x - max)))). */
+void tk_log_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, float *y);
 
 /* Reductions of lines: tk_reduce_lines reduces nb <= TK_RED_BLOCK lines side
    by side, line i holding x[i*si + j*sd] for j < R; v[i] gets the value and,
@@ -84,13 +91,18 @@ enum {
     TK_EW_ADD, TK_EW_SUB, TK_EW_MUL, TK_EW_DIV, TK_EW_POW, TK_EW_MAX, TK_EW_MIN,
     TK_EW_EQ, TK_EW_NE, TK_EW_LT, TK_EW_LE, TK_EW_GT, TK_EW_GE, TK_EW_AND, TK_EW_OR, TK_EW_XOR,
     TK_EW_NEG, TK_EW_ABS, TK_EW_SQRT, TK_EW_EXP, TK_EW_LOG, TK_EW_NOT,
+    TK_EW_RELU, TK_EW_GELU, TK_EW_GELU_TANH, TK_EW_TANH, TK_EW_SIGMOID,
+    TK_EW_GELU_BWD, TK_EW_GELU_TANH_BWD,
     TK_EW_COUNT
 };
 
 /* Binary float ops: ADD SUB MUL DIV POW MAX MIN. ADD..DIV are IEEE-exact,
    so every path gives the bits of the scalar expression; MAX/MIN are
    tk_max_nan / tk_min_nan below; POW is powf, except that tk_ew_binary runs
-   a row whose y is a broadcast 2 as x*x (exact, and the common case). */
+   a row whose y is a broadcast 2 as x*x (exact, and the common case).
+   And two backward codes: GELU_BWD and GELU_TANH_BWD give x * gelu'(y), x
+   the output's gradient and y the input (the reference row on every path;
+   gelu' is 0 at -inf and 1 at inf, its limits). */
 void tk_ew_binary(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
 void tk_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o);
 /* The NaN rule of max and min, written once for every scalar path (the
@@ -102,10 +114,15 @@ static inline float tk_min_nan(float x, float y) { return (x < y || isnan(x)) ? 
    false; NE true). */
 void tk_ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
 void tk_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
-/* Unary float ops: NEG ABS SQRT EXP LOG. NEG, ABS, SQRT are exact. EXP as
-   tk_exp_vec; LOG within 2 ulp of the exact result on the SIMD paths (logf
+/* Unary float ops: NEG ABS SQRT EXP LOG and the activations. NEG, ABS,
+   SQRT, RELU are exact. EXP as tk_exp_vec (TANH and SIGMOID on the SIMD
+   paths are built on it, within 1e-6 relative); LOG within 2 ulp of the exact result on the SIMD paths (logf
    on the scalar one); log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN
-   stays NaN. o == x allowed. */
+   stays NaN. The activations: RELU (exact; NaN stays NaN), GELU (exact
+   form, x * Phi(x) through erfcf: accurate where Phi is tiny), GELU_TANH
+   (PyTorch's tanh form, written x * sigmoid(2z) so it does not cancel for
+   negative x), TANH, SIGMOID (1 / (1 + exp(-x))); gelu(-inf) is NaN (-inf
+   * 0), as PyTorch's formula gives. o == x allowed. */
 void tk_ew_unary(int op, int64_t n, const float *x, float *o);
 void tk_ew_unary_ref(int op, int64_t n, const float *x, float *o);
 /* Bool bytes (0/1) to bool bytes, scalar only: EQ NE AND OR XOR, and NOT
@@ -259,6 +276,15 @@ static const float tk_exp_poly[8] = {
 static const float tk_log_poly[9] = {
     7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f, 1.4249322787e-1f,
     -1.6668057665e-1f, 2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f,
+};
+
+/* tanh on the SIMD paths: Cephes tanhf, x + x^3 P(x^2) on |x| < 0.625
+   (P's coefficients highest first), 1 - 2 / (exp(2|x|) + 1) above, the
+   sign put back. sigmoid: e = exp(-|x|), 1 / (1 + e) or e / (1 + e) by
+   the sign (as ref.c: no overflow, no cancellation). */
+#define TK_TANH_SMALL 0.625f
+static const float tk_tanh_poly[5] = {
+    -5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f, -3.33332819422e-1f,
 };
 
 extern const tk_kern tk_kern_scalar;

@@ -41,9 +41,66 @@ void tk_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y)
     }
 }
 
+void tk_log_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y)
+{
+    for (int64_t r = 0; r < nrows; r++, x += n, y += n) {
+        float m = -INFINITY, s = 0.0f;
+        for (int64_t j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
+        if (m == -INFINITY) {               /* all -inf: NaN, as softmax */
+            for (int64_t j = 0; j < n; j++) y[j] = NAN;
+            continue;
+        }
+        for (int64_t j = 0; j < n; j++) s += expf(x[j] - m);
+        float ls = logf(s);
+        for (int64_t j = 0; j < n; j++) y[j] = (x[j] - m) - ls;
+    }
+}
+
 void tk_exp_vec_ref(int64_t n, const float *x, float *y)
 {
     for (int64_t i = 0; i < n; i++) y[i] = expf(x[i]);
+}
+
+/* The activations and their derivatives, each written once for every
+   path (a SIMD path that vectorizes one follows the same formula). */
+#define GELU_K 0.7978845608f            /* sqrt(2 / pi) */
+#define GELU_C 0.044715f
+#define INV_SQRT2 0.7071067812f
+#define INV_SQRT2PI 0.3989422804f
+
+/* s = sigmoid(t) and q = s (1 - s), from e = exp(-|t|) <= 1 so neither
+   overflows nor cancels (1 - s computed as 1 - s would, for t > 0) */
+static float sigmoid2(float t, float *q)
+{
+    float e = expf(-fabsf(t)), d = 1.0f / (1.0f + e);
+    if (q) *q = e * d * d;
+    return t >= 0.0f ? d : e * d;
+}
+
+static float sigmoidf(float x) { return sigmoid2(x, NULL); }
+
+/* x * Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2 (1 + erf would cancel for x < 0) */
+static float gelu(float x) { return 0.5f * x * erfcf(-x * INV_SQRT2); }
+
+/* Phi(x) + x phi(x); the second term 0 where phi is (inf * 0 at the ends) */
+static float gelu_d(float x)
+{
+    float p = expf(-0.5f * x * x);
+    return 0.5f * erfcf(-x * INV_SQRT2) + (p == 0.0f ? 0.0f : x * INV_SQRT2PI * p);
+}
+
+/* 0.5 x (1 + tanh z), z = k (x + c x^3), as x * sigmoid(2z) (1 + tanh z = 2 sigmoid(2z)) */
+static float gelu_tanh(float x)
+{
+    return x * sigmoidf(2.0f * GELU_K * (x + GELU_C * x * x * x));
+}
+
+/* 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3c x^2) with t = tanh z, s = sigmoid(2z):
+   s + 2 x s (1 - s) k (1 + 3c x^2); where s (1 - s) is 0, x^2 may be inf */
+static float gelu_tanh_d(float x)
+{
+    float q, s = sigmoid2(2.0f * GELU_K * (x + GELU_C * x * x * x), &q);
+    return q == 0.0f ? s : s + 2.0f * x * q * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
 }
 
 /* The scalar expression of every elementwise op code, written once: one
@@ -70,6 +127,8 @@ void tk_ew_binary_ref(int op, int64_t n, const float *x, int64_t sx, const float
     case TK_EW_POW: EW_LOOP2(powf(u, w)); break;
     case TK_EW_MAX: EW_LOOP2(tk_max_nan(u, w)); break;
     case TK_EW_MIN: EW_LOOP2(tk_min_nan(u, w)); break;
+    case TK_EW_GELU_BWD: EW_LOOP2(u * gelu_d(w)); break;
+    case TK_EW_GELU_TANH_BWD: EW_LOOP2(u * gelu_tanh_d(w)); break;
     default: break;
     }
 }
@@ -95,6 +154,11 @@ void tk_ew_unary_ref(int op, int64_t n, const float *x, float *o)
     case TK_EW_SQRT: EW_LOOP1(sqrtf(u)); break;
     case TK_EW_EXP: EW_LOOP1(expf(u)); break;
     case TK_EW_LOG: EW_LOOP1(logf(u)); break;
+    case TK_EW_RELU: EW_LOOP1(tk_max_nan(u, 0.0f)); break;
+    case TK_EW_GELU: EW_LOOP1(gelu(u)); break;
+    case TK_EW_GELU_TANH: EW_LOOP1(gelu_tanh(u)); break;
+    case TK_EW_TANH: EW_LOOP1(tanhf(u)); break;
+    case TK_EW_SIGMOID: EW_LOOP1(sigmoidf(u)); break;
     default: break;
     }
 }

@@ -4,6 +4,7 @@
 ** the reductions; the drivers share the work out over the thread pool.
 */
 #include <math.h>
+#include <stdatomic.h>
 
 #include "kernels.h"
 
@@ -52,6 +53,43 @@ void tk_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y)
     tk_parallel_for(nrows, GRAIN / n + 1, softmax_range, &j);
 }
 
+/* x - max - log(sum): the exps go to a scratch row, so x == y is fine */
+typedef struct log_job {
+    rows_job r;
+    atomic_int nomem;       /* a task found no memory for its scratch row */
+} log_job;
+
+static void log_softmax_range(void *ctx, int64_t begin, int64_t end)
+{
+    log_job *j = ctx;
+    const tk_kern *kn = j->r.kn;
+    int64_t n = j->r.n;
+    float *e = tk_scratch(TK_SCRATCH_TILE, (size_t)n * sizeof(float));
+    if (!e) {
+        atomic_store(&j->nomem, 1);
+        return;
+    }
+    for (int64_t r = begin; r < end; r++) {
+        const float *x = j->r.x + r * n;
+        float *y = j->r.y + r * n;
+        float m = kn->row_max(n, x);
+        if (m == -INFINITY) {                 /* all -inf: NaN, as softmax */
+            for (int64_t i = 0; i < n; i++) y[i] = NAN;
+            continue;
+        }
+        float ls = logf(kn->exp_sum(n, x, m, e));
+        for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) - ls;
+    }
+}
+
+int tk_log_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y)
+{
+    if (nrows <= 0 || n <= 0) return 0;
+    log_job j = { { tk_kern_now(), n, x, y, 0 }, 0 };
+    tk_parallel_for(nrows, GRAIN / n + 1, log_softmax_range, &j);
+    return atomic_load(&j.nomem) ? -1 : 0;
+}
+
 static void exp_range(void *ctx, int64_t begin, int64_t end)
 {
     rows_job *j = ctx;
@@ -71,17 +109,20 @@ void tk_exp_vec(int64_t n, const float *x, float *y)
 
 /* Contiguous y viewed as [outer, n, inner], softmax over n in place. Each
    task takes up to SM_COLS neighbouring columns through the three passes
-   (max, exp-sum, normalise), so every access runs along contiguous rows. */
+   (max, exp-sum, normalise), so every access runs along contiguous rows.
+   log_softmax sums its exps in a row of its own (y may be x, still needed)
+   and writes x - max - log(sum). */
 typedef struct sm_job {
     const float *x;         /* source, same layout as y (may be y) */
     float *y;
     int64_t n, inner, cols, nblk;
+    int log;                /* log_softmax */
 } sm_job;
 
 static void softmax_cols_range(void *p, int64_t begin, int64_t end)
 {
     const sm_job *j = p;
-    float mx[SM_COLS], sum[SM_COLS];
+    float mx[SM_COLS], sum[SM_COLS], e[SM_COLS];
     for (int64_t t = begin; t < end; t++) {
         int64_t o = t / j->nblk, c0 = (t % j->nblk) * j->cols;
         int64_t cb = j->inner - c0 < j->cols ? j->inner - c0 : j->cols;
@@ -99,10 +140,19 @@ static void softmax_cols_range(void *p, int64_t begin, int64_t end)
         /* 2: exp and sums; an all -inf column gives exp(NaN), so NaN, as PyTorch */
         for (int64_t r = 0; r < j->n; r++) {
             const float *in = src + r * j->inner;
-            float *row = base + r * j->inner;
+            float *row = j->log ? e : base + r * j->inner;
             for (int64_t c = 0; c < cb; c++) row[c] = in[c] - mx[c];
             tk_exp_vec(cb, row, row);
             for (int64_t c = 0; c < cb; c++) sum[c] += row[c];
+        }
+        if (j->log) {                                 /* 3: x - max - log(sum) */
+            for (int64_t c = 0; c < cb; c++) sum[c] = logf(sum[c]);
+            for (int64_t r = 0; r < j->n; r++) {
+                const float *in = src + r * j->inner;
+                float *row = base + r * j->inner;
+                for (int64_t c = 0; c < cb; c++) row[c] = (in[c] - mx[c]) - sum[c];
+            }
+            continue;
         }
         for (int64_t r = 0; r < j->n; r++) {          /* 3: normalise */
             float *row = base + r * j->inner;
@@ -111,10 +161,10 @@ static void softmax_cols_range(void *p, int64_t begin, int64_t end)
     }
 }
 
-void tk_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, float *y)
+static void cols_run(int64_t outer, int64_t n, int64_t inner, const float *x, float *y, int log)
 {
     if (outer <= 0 || n <= 0 || inner <= 0) return;
-    sm_job j = { x, y, n, inner, 1, 1 };
+    sm_job j = { x, y, n, inner, 1, 1, log };
     /* wide blocks, but enough of them for every thread (columns are
        independent, so the split never changes the result) */
     int64_t nt = tk_get_num_threads(), want = (nt + outer - 1) / outer;
@@ -125,6 +175,16 @@ void tk_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, fl
     int64_t cols = j.inner < j.cols ? j.inner : j.cols;
     int64_t grain = GRAIN / (cols * n) + 1;
     tk_parallel_for(tasks, grain, softmax_cols_range, &j);
+}
+
+void tk_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, float *y)
+{
+    cols_run(outer, n, inner, x, y, 0);
+}
+
+void tk_log_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, float *y)
+{
+    cols_run(outer, n, inner, x, y, 1);
 }
 
 /* ===== Reductions ===== */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel/kernels.h"
 #include "tt_internal.h"
 
 #define SHAPE_BUF 256
@@ -545,6 +546,54 @@ tt_status tt__bw_softmax(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     const tt_tensor *y = OUT(n);
     const tt_tensor *dot = red(&w, TT_OP_SUM, bin(&w, TT_OP_MUL, g, y), n->args.d, 1);
     give(&w, bin(&w, TT_OP_MUL, y, bin(&w, TT_OP_SUB, g, dot)), &gin[0]);
+    return done(&w);
+}
+
+/* g - exp(y) * sum(g, d) */
+tt_status tt__bw_log_softmax(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    const tt_tensor *sum = red(&w, TT_OP_SUM, g, n->args.d, 1);
+    give(&w, bin(&w, TT_OP_SUB, g, bin(&w, TT_OP_MUL, un(&w, TT_OP_EXP, OUT(n)), sum)), &gin[0]);
+    return done(&w);
+}
+
+/* g where a > 0, else 0 (a NaN a passes g on, as PyTorch's threshold_backward) */
+tt_status tt__bw_relu(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    const tt_tensor *off = bins(&w, TT_OP_LE, A(n), 0, 0);
+    tt_tensor *o = off ? slot(&w) : NULL;
+    give(&w, o ? kept(&w, o, tt_masked_fill(o, g, off, 0)) : NULL, &gin[0]);
+    return done(&w);
+}
+
+/* g * gelu'(a), of the form the forward ran, in one kernel */
+tt_status tt__bw_gelu(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    tt_tensor *o = slot(&w);
+    int code = n->op == TT_OP_GELU_TANH ? TK_EW_GELU_TANH_BWD : TK_EW_GELU_BWD;
+    if (o) kept(&w, o, tt__ew_fused(o, "gelu_backward", code, g, A(n)));
+    give(&w, w.st ? NULL : o, &gin[0]);
+    return done(&w);
+}
+
+/* g * (1 - y^2) */
+tt_status tt__bw_tanh(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    const tt_tensor *y = OUT(n);
+    give(&w, bin(&w, TT_OP_MUL, g, bins(&w, TT_OP_SUB, bin(&w, TT_OP_MUL, y, y), 1, 1)), &gin[0]);
+    return done(&w);
+}
+
+/* g * y (1 - y) */
+tt_status tt__bw_sigmoid(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    const tt_tensor *y = OUT(n);
+    give(&w, bin(&w, TT_OP_MUL, g, bin(&w, TT_OP_MUL, y, bins(&w, TT_OP_SUB, y, 1, 1))), &gin[0]);
     return done(&w);
 }
 

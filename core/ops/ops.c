@@ -405,6 +405,22 @@ tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a)
     return tt__op_leave(sc, st, &ev);
 }
 
+tt_status tt__ew_fused(tt_tensor *out, const char *name, int code, const tt_tensor *a,
+                       const tt_tensor *b)
+{
+    clear(out);
+    int nd;
+    int64_t shape[TT_MAX_DIMS];
+    const char *names[TT_MAX_DIMS];
+    tt_status st = tt__broadcast(name, a, b, &nd, shape, names);
+    if (st == TT_OK) st = tt__alloc(out, name, TT_FLOAT32, nd, shape, names);
+    if (st) return st;
+    ew_ctx c = { .row = EW_BINARY, .code = code, .es_in = sizeof(float), .es_out = sizeof(float),
+                 .x = data_of(a), .y = data_of(b) };
+    run_ew(ew_row, &c, out, a, b);
+    return TT_OK;
+}
+
 tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
 {
     clear(out);
@@ -592,36 +608,38 @@ tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, 
 
 /* ===== Softmax ===== */
 
-static tt_status softmax_impl(tt_tensor *out, const tt_tensor *a, int d)
+/* softmax or log_softmax (op) of a over d */
+static tt_status softmax_impl(tt_tensor *out, tt_op op, const tt_tensor *a, int d)
 {
     char sa[SHAPE_BUF];
+    const char *name = tt_op_name(op);
+    int log = op == TT_OP_LOG_SOFTMAX;
     if (a->dtype != TT_FLOAT32)
-        return tt__err(TT_EARG, "softmax: expects float32, got %s %s; hint: x:float()",
+        return tt__err(TT_EARG, "%s: expects float32, got %s %s; hint: x:float()", name,
                        tt_dtype_name(a->dtype), shp(a, sa));
-    tt_status st = tt__check_dim("softmax", a, d, 0);
+    tt_status st = tt__check_dim(name, a, d, 0);
     if (st) return st;
-    st = tt__alloc(out, "softmax", TT_FLOAT32, a->ndim, a->shape, a->names);
+    st = tt__alloc(out, name, TT_FLOAT32, a->ndim, a->shape, a->names);
     if (st) return st;
     int64_t numel = tt_numel(a), n = a->shape[d];
     if (numel == 0) return TT_OK;
     float *y = tt_data_f32(out);
-    if (d == a->ndim - 1) {
-        const float *x = tt_data_f32(a);
-        if (!tt_is_contiguous(a)) {
-            tt__copy(out, a);
-            x = y;
-        }
-        tk_softmax_rows(numel / n, n, x, y);
-        return TT_OK;
-    }
     const float *x = tt_data_f32(a);
     if (!tt_is_contiguous(a)) {
         tt__copy(out, a);
         x = y;
     }
+    if (d == a->ndim - 1) {
+        if (!log) tk_softmax_rows(numel / n, n, x, y);
+        else if (tk_log_softmax_rows(numel / n, n, x, y) < 0) {
+            tt_tensor_release(out);
+            return tt__err(TT_ENOMEM, "log_softmax: out of memory for a row of %lld", (long long)n);
+        }
+        return TT_OK;
+    }
     int64_t inner = 1;
     for (int i = d + 1; i < a->ndim; i++) inner *= a->shape[i];
-    tk_softmax_cols(numel / (n * inner), n, inner, x, y);
+    (log ? tk_log_softmax_cols : tk_softmax_cols)(numel / (n * inner), n, inner, x, y);
     return TT_OK;
 }
 
@@ -661,23 +679,33 @@ static int64_t all_masked_rows(const tt_tensor *a, int d)
     return c.count;
 }
 
-tt_status tt_softmax(tt_tensor *out, const tt_tensor *a, int d)
+static tt_status softmax_op(tt_tensor *out, tt_op op, const tt_tensor *a, int d)
 {
     clear(out);
     tt__opscope sc = tt__op_enter();
-    tt_status st = softmax_impl(out, a, d);
-    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, TT_OP_SOFTMAX, a, NULL, NULL, &(tt__agargs){ .d = d });
+    tt_status st = softmax_impl(out, op, a, d);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, op, a, NULL, NULL, &(tt__agargs){ .d = d });
     tt_event ev;
     if (st == TT_OK) {
-        tt__event_init(&ev, TT_OP_SOFTMAX, out, a, NULL, NULL);
-        ev.flops = 5.0 * (double)tt_numel(a);   /* max, sub, exp, sum, div */
+        tt__event_init(&ev, op, out, a, NULL, NULL);
+        ev.flops = tt__op_def(op)->flops * (double)tt_numel(a);
         if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "dim=%d", d + 1);
         int64_t masked = tt__tracing() ? all_masked_rows(a, d) : 0;
         if (masked)
-            snprintf(ev.note, sizeof ev.note, "%lld row%s all -inf: softmax gives NaN there",
-                     (long long)masked, masked == 1 ? " is" : "s are");
+            snprintf(ev.note, sizeof ev.note, "%lld row%s all -inf: %s gives NaN there",
+                     (long long)masked, masked == 1 ? " is" : "s are", tt_op_name(op));
     }
     return tt__op_leave(sc, st, &ev);
+}
+
+tt_status tt_softmax(tt_tensor *out, const tt_tensor *a, int d)
+{
+    return softmax_op(out, TT_OP_SOFTMAX, a, d);
+}
+
+tt_status tt_log_softmax(tt_tensor *out, const tt_tensor *a, int d)
+{
+    return softmax_op(out, TT_OP_LOG_SOFTMAX, a, d);
 }
 
 /* ===== Masking ===== */

@@ -66,6 +66,14 @@ static const tt__opdef OPS[] = {
     [TT_OP_LOG] = { .name = "log", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_LOG, BW(log), .saves = TT__SAVE_A },
     [TT_OP_SQRT] = { .name = "sqrt", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_SQRT, BW(sqrt), .saves = TT__SAVE_OUT },
     [TT_OP_ABS] = { .name = "abs", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_ABS, BW(abs), .saves = TT__SAVE_A },
+    /* activations: exp, log, tanh and erfc count one FLOP like any operation;
+       relu 1 (max); sigmoid 4 (neg, exp, add, div); gelu 4 (scale, erfc,
+       two muls); gelu tanh form 9 (x*x*x: 2, *c, +x, *k, tanh, +1, *0.5, *x) */
+    [TT_OP_RELU] = { .name = "relu", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_RELU, BW(relu), .saves = TT__SAVE_A },
+    [TT_OP_GELU] = { .name = "gelu", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 4, .kernel = TK_EW_GELU, BW(gelu), .saves = TT__SAVE_A },
+    [TT_OP_GELU_TANH] = { .name = "gelu_tanh", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 9, .kernel = TK_EW_GELU_TANH, BW(gelu), .saves = TT__SAVE_A },
+    [TT_OP_TANH] = { .name = "tanh", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_TANH, BW(tanh), .saves = TT__SAVE_OUT },
+    [TT_OP_SIGMOID] = { .name = "sigmoid", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 4, .kernel = TK_EW_SIGMOID, BW(sigmoid), .saves = TT__SAVE_OUT },
     [TT_OP_NOT] = { .name = "not", UNARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_NOT },
     [TT_OP_FLOAT] = { .name = "float", BW(reshape) },
     [TT_OP_BOOL] = { .name = "bool" },
@@ -79,7 +87,9 @@ static const tt__opdef OPS[] = {
     [TT_OP_STD] = { .name = "std", REDUCE, .flops = 3, .kernel = TK_RED_STD, BW(var), .saves = TT__SAVE_A | TT__SAVE_OUT },
     [TT_OP_VAR] = { .name = "var", REDUCE, .flops = 3, .kernel = TK_RED_VAR, BW(var), .saves = TT__SAVE_A | TT__SAVE_OUT },
     /* attention and the rest: their own functions */
-    [TT_OP_SOFTMAX] = { .name = "softmax", BW(softmax), .saves = TT__SAVE_OUT },
+    /* softmax, log_softmax: 5 a input element (max, sub, exp, sum, div or sub) */
+    [TT_OP_SOFTMAX] = { .name = "softmax", .flops = 5, BW(softmax), .saves = TT__SAVE_OUT },
+    [TT_OP_LOG_SOFTMAX] = { .name = "log_softmax", .flops = 5, BW(log_softmax), .saves = TT__SAVE_OUT },
     [TT_OP_MASKED_FILL] = { .name = "masked_fill", BW(masked_fill), .saves = TT__SAVE_B },
     [TT_OP_TRIL] = { .name = "tril", BW(tri) },
     [TT_OP_TRIU] = { .name = "triu", BW(tri) },

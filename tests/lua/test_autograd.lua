@@ -88,4 +88,93 @@ local _, w = tt.sdpa(kq, kk, kv, {weights = true})
 checkerror({"backward: sdpa's weights output has no gradient in tensortrace", "hint:"},
            function() w:sum():backward() end)
 
+-- the activations and log_softmax: values and gradients against Lua's own
+-- float64 formulas, on a transposed (strided) input; gelu against central
+-- differences of the op (erf is no Lua function)
+local xs = {{-6, -2.5, -0.75, -0.01}, {0.02, 0.4, 1.5, 7}, {-1, 3, -3.5, 2}}
+local xt = tt.tensor(xs):mT()                      -- [4,3], strided
+local wv = {{0.5, -1, 2}, {1, 0.25, -0.5}, {-2, 1, 1}, {0.75, -0.3, 1.5}}
+local function sig(v) return 1 / (1 + math.exp(-v)) end
+local function th(v) return 2 * sig(2 * v) - 1 end
+local function gelu_t(v) return 0.5 * v * (1 + th(0.7978845608028654 * (v + 0.044715 * v ^ 3))) end
+local function map(f) local r = {} for i = 1, 4 do r[i] = {} for j = 1, 3 do r[i][j] = f(xs[j][i], wv[i][j]) end end return r end
+local acts = {
+  {"relu", function(v) return v > 0 and v or 0 end, function(v) return v > 0 and 1 or 0 end, "ReluBackward"},
+  {"tanh", th, function(v) return 1 - th(v) ^ 2 end, "TanhBackward"},
+  {"sigmoid", sig, function(v) return sig(v) * (1 - sig(v)) end, "SigmoidBackward"},
+  {"gelu", gelu_t, nil, "Gelu_tanhBackward", "tanh"},
+}
+for _, a in ipairs(acts) do
+  local name, f, df, fn, form = a[1], a[2], a[3], a[4], a[5]
+  local x0 = xt:detach():requires_grad_()
+  local y = form and x0:gelu(form) or x0[name](x0)
+  close(name .. (form or "") .. ": values", y, map(function(v) return f(v) end), 2e-6)
+  check(name .. ": grad_fn " .. fn, y.grad_fn == fn)
+  y:backward(tt.tensor(wv))
+  if df then close(name .. ": gradient", x0.grad, map(function(v, g) return g * df(v) end), 2e-6) end
+end
+close("gelu exact: values", tt.tensor({-1, 0, 1, 2, -3}):gelu(),
+      {-0.15865525393145707, 0, 0.8413447460685429, 1.9544997361036416, -0.0040496940948904}, 2e-7)
+close("gelu 'none' is the exact form", tt.tensor({0.3}):gelu("none"), {0.3 * 0.6179114221889526}, 1e-6)
+-- both gelu forms and gelu tanh's gradient: central differences of the op
+for _, form in ipairs({"none", "tanh"}) do
+  local x0 = xt:detach():requires_grad_()
+  x0:gelu(form):backward(tt.tensor(wv))
+  local want = map(function(v, g)
+    local h = 1e-2
+    local up, dn = tt.tensor({v + h}):gelu(form):item(), tt.tensor({v - h}):gelu(form):item()
+    return g * (up - dn) / (2 * h)
+  end)
+  close("gelu " .. form .. ": gradient vs central differences", x0.grad, want, 2e-3)
+end
+local r0 = tt.tensor({0, -0.5, 0.5}):requires_grad_()
+r0:relu():sum():backward()
+close("relu: gradient 0 at 0 (PyTorch)", r0.grad, {0, 0, 1})
+
+-- log_softmax over each dim of the strided input: values, gradient
+-- g - softmax * sum(g); a row of all -inf is NaN, as softmax
+for _, d in ipairs({1, 2, -1}) do
+  local x0 = xt:detach():requires_grad_()
+  local y = x0:log_softmax(d)
+  check("log_softmax: grad_fn", y.grad_fn == "Log_softmaxBackward")
+  local dd = d < 0 and 2 or d
+  local function row(i, j) -- the entries sharing (i, j)'s line along dd
+    local r = {}
+    for k = 1, (dd == 1 and 4 or 3) do r[k] = dd == 1 and {k, j} or {i, k} end
+    return r
+  end
+  local vals, grads = {}, {}
+  for i = 1, 4 do
+    vals[i], grads[i] = {}, {}
+    for j = 1, 3 do
+      local m, s, sg = -math.huge, 0, 0
+      for _, p in ipairs(row(i, j)) do m = math.max(m, xs[p[2]][p[1]]) end
+      for _, p in ipairs(row(i, j)) do s = s + math.exp(xs[p[2]][p[1]] - m); sg = sg + wv[p[1]][p[2]] end
+      vals[i][j] = xs[j][i] - m - math.log(s)
+      grads[i][j] = wv[i][j] - math.exp(vals[i][j]) * sg
+    end
+  end
+  close("log_softmax dim " .. d .. ": values", y, vals, 2e-6)
+  y:backward(tt.tensor(wv))
+  close("log_softmax dim " .. d .. ": gradient", x0.grad, grads, 2e-6)
+end
+local ninf = -math.huge
+close("log_softmax: -inf stays -inf, an all -inf row is NaN, huge stays finite",
+      tt.tensor({{ninf, 0, ninf}, {ninf, ninf, ninf}, {3e38, -3e38, 3e38}}):log_softmax(2),
+      {{ninf, 0, ninf}, {0 / 0, 0 / 0, 0 / 0}, {-math.log(2), ninf, -math.log(2)}})
+
+-- their errors
+checkerror({"bad argument #1 to 'gelu' (approximate must be 'none' or 'tanh', got 'fast')", "test_autograd.lua:"},
+           function() return xt:gelu("fast") end)
+checkerror({"relu: expects float32, got bool [2]", "hint: x:float()"}, function() return tt.tensor({true, false}):relu() end)
+checkerror({"gelu_tanh: expects float32, got bool [2]"}, function() return tt.tensor({true, false}):gelu("tanh") end)
+checkerror({"sigmoid: expects float32, got bool [2]"}, function() return tt.tensor({true, false}):sigmoid() end)
+checkerror({"tanh: expects float32, got bool [2]"}, function() return tt.tensor({true, false}):tanh() end)
+checkerror({"log_softmax: expects float32, got bool [2]", "hint: x:float()"},
+           function() return tt.tensor({true, false}):log_softmax(1) end)
+checkerror({"log_softmax: dim is required for [4,3]", "hint: attention normalises over the keys, x:log_softmax(-1)"},
+           function() return xt:log_softmax() end)
+checkerror({"log_softmax: dim 3 out of range for [4,3] (expected 1..2 or -2..-1)", "test_autograd.lua:"},
+           function() return xt:log_softmax(3) end)
+
 T.report()
