@@ -19,7 +19,8 @@
 
 /* ===== Tensors ===== */
 
-typedef enum tt_dtype { TT_FLOAT32 = 0, TT_BOOL = 1 } tt_dtype;
+/* int64: token ids, targets and indices (never requires grad). */
+typedef enum tt_dtype { TT_FLOAT32 = 0, TT_BOOL = 1, TT_INT64 = 2 } tt_dtype;
 
 /* A small value header over a storage. Strides and offset count elements.
    names[] and label are interned strings (tt_intern) or NULL. */
@@ -51,8 +52,11 @@ const char *tt_dtype_name(tt_dtype dt);
 /* Pointer to element 0 of the view (storage data + offset). */
 float *tt_data_f32(const tt_tensor *t);
 uint8_t *tt_data_bool(const tt_tensor *t);
+int64_t *tt_data_i64(const tt_tensor *t);
 /* Element at a flat row-major index of the view, as a double. */
 double tt_get(const tt_tensor *t, int64_t flat);
+/* The same as an integer, exact for int64 (float32 truncates toward 0). */
+int64_t tt_get_i64(const tt_tensor *t, int64_t flat);
 /* Every element of the view in row-major order into dst[0..numel), as
    floats (bool as 0 and 1). */
 void tt_get_floats(const tt_tensor *t, float *dst);
@@ -72,7 +76,7 @@ tt_status tt_empty(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
 tt_status tt_full(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, double value);
 tt_status tt_zeros(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
 tt_status tt_ones(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
-/* Contiguous copy of data (float or one byte per bool, row-major). */
+/* Contiguous copy of data (float, int64 or one byte per bool, row-major). */
 tt_status tt_from_buffer(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, const void *data);
 /* [a, b) by step (step != 0), float32. */
 tt_status tt_arange(tt_tensor *out, double a, double b, double step);
@@ -84,6 +88,8 @@ tt_status tt_eye(tt_tensor *out, int64_t n, int64_t m);
 void tt_manual_seed(uint64_t seed);
 tt_status tt_rand(tt_tensor *out, int ndim, const int64_t *shape);   /* U[0,1) */
 tt_status tt_randn(tt_tensor *out, int ndim, const int64_t *shape);  /* N(0,1) */
+/* int64 uniform in [lo, hi) (PyTorch's randint); TT_EARG when hi <= lo. */
+tt_status tt_randint(tt_tensor *out, int64_t lo, int64_t hi, int ndim, const int64_t *shape);
 
 /* ===== Views (share storage; never copy) ===== */
 
@@ -118,7 +124,7 @@ tt_status tt_split(tt_tensor *outs, int max, int *count, const tt_tensor *a, int
 typedef enum tt_op {
     TT_OP_NONE = 0,
     /* creation */
-    TT_OP_TENSOR, TT_OP_EMPTY, TT_OP_ZEROS, TT_OP_ONES, TT_OP_FULL, TT_OP_ARANGE, TT_OP_EYE, TT_OP_RAND, TT_OP_RANDN,
+    TT_OP_TENSOR, TT_OP_EMPTY, TT_OP_ZEROS, TT_OP_ONES, TT_OP_FULL, TT_OP_ARANGE, TT_OP_EYE, TT_OP_RAND, TT_OP_RANDN, TT_OP_RANDINT,
     /* views and copies */
     TT_OP_VIEW, TT_OP_RESHAPE, TT_OP_TRANSPOSE, TT_OP_MT, TT_OP_PERMUTE, TT_OP_NARROW,
     TT_OP_SELECT, TT_OP_EXPAND, TT_OP_UNSQUEEZE, TT_OP_SQUEEZE, TT_OP_CONTIGUOUS,
@@ -126,7 +132,7 @@ typedef enum tt_op {
     /* elementwise (float and bool: conversions) */
     TT_OP_ADD, TT_OP_SUB, TT_OP_MUL, TT_OP_DIV, TT_OP_POW, TT_OP_MAXIMUM, TT_OP_MINIMUM,
     TT_OP_EQ, TT_OP_NE, TT_OP_LT, TT_OP_LE, TT_OP_GT, TT_OP_GE, TT_OP_AND, TT_OP_OR, TT_OP_XOR,
-    TT_OP_NEG, TT_OP_EXP, TT_OP_LOG, TT_OP_SQRT, TT_OP_ABS, TT_OP_NOT, TT_OP_FLOAT, TT_OP_BOOL,
+    TT_OP_NEG, TT_OP_EXP, TT_OP_LOG, TT_OP_SQRT, TT_OP_ABS, TT_OP_NOT, TT_OP_FLOAT, TT_OP_BOOL, TT_OP_LONG,
     /* reductions */
     TT_OP_SUM, TT_OP_MEAN, TT_OP_MAX, TT_OP_MIN, TT_OP_ARGMAX, TT_OP_ARGMIN, TT_OP_STD, TT_OP_VAR,
     /* attention */
@@ -157,7 +163,9 @@ tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tenso
 /* a op s, or s op a when scalar_first. */
 tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double s, int scalar_first);
 tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a);
-/* float32 <-> bool (nonzero -> true); same dtype gives a copy-free view. */
+/* Between float32, bool and int64: nonzero -> true, float -> int64
+   truncates toward zero (NaN and values out of int64's range give
+   INT64_MIN, as PyTorch on x86); same dtype gives a copy-free view. */
 tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt);
 
 /* ===== Reductions ===== */

@@ -42,6 +42,16 @@ tt_status tt__check_dim(const char *op, const tt_tensor *a, int d, int allow_end
    the generator tt_manual_seed seeds. */
 void tt__rand_uniform(float *p, int64_t n);
 void tt__rand_normal(float *p, int64_t n);
+/* n integers lo + [0, range) (range 0: all of 2^64), unbiased. */
+void tt__rand_int(int64_t *p, int64_t n, int64_t lo, uint64_t range);
+
+/* A double to int64 truncating toward zero; NaN and values outside
+   int64's range give INT64_MIN (as PyTorch on x86), never C's undefined
+   cast. */
+static inline int64_t tt__f64_to_i64(double v)
+{
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
+}
 
 /* ===== Untraced views (tensor/view.c) =====
    Each checks its arguments (`op` names the op in the message), fills *out

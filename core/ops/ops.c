@@ -34,7 +34,8 @@ static double nbytes(const tt_tensor *t)
 
 static void *data_of(const tt_tensor *t)
 {
-    return t->dtype == TT_BOOL ? (void *)tt_data_bool(t) : (void *)tt_data_f32(t);
+    return t->dtype == TT_BOOL ? (void *)tt_data_bool(t)
+         : t->dtype == TT_INT64 ? (void *)tt_data_i64(t) : (void *)tt_data_f32(t);
 }
 
 static int same_name(const char *p, const char *q)
@@ -98,6 +99,7 @@ typedef struct ew_ctx {
     const void *x, *y;      /* input bases for run_ew (a scalar has stride 0) */
     float fval;             /* masked_fill value */
     uint8_t bval;
+    tt_dtype from, to;      /* tt_to_dtype's convert_row */
 } ew_ctx;
 
 /* a unit or zero stride: what the vector kernels take */
@@ -162,7 +164,8 @@ static void ew_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 }
 
 /* tt_to_dtype's rows: float32 to bool (nonzero, NaN included, is true, as
-   in PyTorch) and bool to float32. */
+   in PyTorch) and bool to float32, the common ones; convert_row for the
+   pairs with int64. */
 static void to_bool_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
     (void)ctx;
@@ -177,6 +180,21 @@ static void to_float_row(void *ctx, int64_t n, char *const *p, const int64_t *in
     const uint8_t *x = (const uint8_t *)p[1];
     float *o = (float *)p[0];
     for (int64_t i = 0; i < n; i++) o[i * inc[0]] = x[i * inc[1]] ? 1.0f : 0.0f;
+}
+
+static void convert_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
+{
+    const ew_ctx *c = ctx;
+    for (int64_t i = 0; i < n; i++) {
+        const char *x = p[1] + i * inc[1] * (int64_t)tt_dtype_size(c->from);
+        char *o = p[0] + i * inc[0] * (int64_t)tt_dtype_size(c->to);
+        if (c->to == TT_INT64)
+            *(int64_t *)o = c->from == TT_BOOL ? *(const uint8_t *)x : tt__f64_to_i64(*(const float *)x);
+        else if (c->to == TT_BOOL)
+            *(uint8_t *)o = *(const int64_t *)x != 0;
+        else
+            *(float *)o = (float)*(const int64_t *)x;
+    }
 }
 
 static void masked_fill_f32_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
@@ -408,8 +426,9 @@ tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a)
 tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
 {
     clear(out);
-    if (dt != TT_FLOAT32 && dt != TT_BOOL) return tt__err(TT_EARG, "to_dtype: unknown dtype %d", (int)dt);
-    tt_op op = dt == TT_BOOL ? TT_OP_BOOL : TT_OP_FLOAT;
+    if (dt != TT_FLOAT32 && dt != TT_BOOL && dt != TT_INT64)
+        return tt__err(TT_EARG, "to_dtype: unknown dtype %d", (int)dt);
+    tt_op op = dt == TT_BOOL ? TT_OP_BOOL : dt == TT_INT64 ? TT_OP_LONG : TT_OP_FLOAT;
     tt__opscope sc = tt__op_enter();
     tt_status st = TT_OK;
     int view = a->dtype == dt;
@@ -417,7 +436,10 @@ tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
         tt__view_of(out, a);
     } else {
         st = tt__alloc(out, tt_op_name(op), dt, a->ndim, a->shape, a->names);
-        if (st == TT_OK) {
+        if (st == TT_OK && (a->dtype == TT_INT64 || dt == TT_INT64)) {
+            ew_ctx c = { .x = data_of(a), .from = a->dtype, .to = dt };
+            run_ew(convert_row, &c, out, a, NULL);
+        } else if (st == TT_OK) {
             ew_ctx c = { .x = data_of(a) };
             run_ew(dt == TT_BOOL ? to_bool_row : to_float_row, &c, out, a, NULL);
         }

@@ -28,6 +28,7 @@ static const tt__opdef OPS[] = {
     [TT_OP_EYE] = { .name = "eye" },
     [TT_OP_RAND] = { .name = "rand" },
     [TT_OP_RANDN] = { .name = "randn" },
+    [TT_OP_RANDINT] = { .name = "randint" },
     /* views and copies */
     [TT_OP_VIEW] = { .name = "view", BW(reshape) },
     [TT_OP_RESHAPE] = { .name = "reshape", BW(reshape) },
@@ -69,6 +70,7 @@ static const tt__opdef OPS[] = {
     [TT_OP_NOT] = { .name = "not", UNARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_NOT },
     [TT_OP_FLOAT] = { .name = "float", BW(reshape) },
     [TT_OP_BOOL] = { .name = "bool" },
+    [TT_OP_LONG] = { .name = "long" },
     /* reductions: FLOPs per input element; arg* run max/min's kernel for the index */
     [TT_OP_SUM] = { .name = "sum", REDUCE, .flops = 1, .kernel = TK_RED_SUM, BW(sum) },
     [TT_OP_MEAN] = { .name = "mean", REDUCE, .flops = 1, .kernel = TK_RED_MEAN, BW(sum) },

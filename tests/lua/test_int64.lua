@@ -1,0 +1,79 @@
+-- test_int64.lua — the int64 dtype from Lua: creation (tt.tensor,
+-- zeros/ones, randint), conversions (long, float, bool), values as Lua
+-- integers, printing, and the errors a script can cause.
+local T = dofile("tests/lua/check.lua")
+local check, close, checkerror = T.check, T.close, T.checkerror
+
+-- creation and values
+local x = tt.tensor({{1, -2, 3}, {4, 5, 2^53}}, "int64")
+check("dtype int64", x:dtype() == "int64")
+check("item is a Lua integer", math.type(x[1][2]:item()) == "integer" and x[1][2]:item() == -2)
+check("2^53 round-trips", x[2][3]:item() == 9007199254740992 and math.type(x[2][3]:item()) == "integer")
+check("totable gives integers", math.type(x:totable()[2][1]) == "integer")
+check("\"long\" is int64 too", tt.tensor({1}, "long"):dtype() == "int64")
+check("floats truncate toward zero (PyTorch)", tt.tensor({1.9, -1.9}, "int64"):totable()[2] == -1)
+check("zeros int64", tt.zeros(2, 3, "int64"):dtype() == "int64" and tt.zeros(2, "int64"):totable()[1] == 0)
+check("ones int64", tt.ones({2}, "int64"):totable()[2] == 1)
+check("tostring shows integers", tostring(tt.tensor({3, -10}, "int64")):find("[  3, -10]", 1, true) ~= nil)
+check("tostring header", tostring(x):find("tensor [2,3] int64", 1, true) == 1)
+check("tostring of a big value exactly",
+      tostring(tt.tensor({2^53}, "int64")):find("9007199254740992", 1, true) ~= nil)
+checkerror({"tensor", "t[2]", "9007199254740994", "2^53"}, tt.tensor, {1, 2^53 + 2}, "int64")
+checkerror({"tensor", "t[1]", "2^53"}, tt.tensor, {0/0}, "int64")
+checkerror({"unknown dtype 'int32'", "int64"}, tt.tensor, {1}, "int32")
+
+-- randint: lo..hi-1, seeded
+tt.manual_seed(7)
+local r = tt.randint(-2, 3, 40, 5)
+check("randint dtype and shape", r:dtype() == "int64" and r:size(1) == 40 and r:size(2) == 5)
+local seen, inrange = {}, true
+for _, row in ipairs(r:totable()) do
+  for _, v in ipairs(row) do
+    inrange = inrange and math.type(v) == "integer" and v >= -2 and v <= 2
+    seen[v] = true
+  end
+end
+check("randint values in [lo, hi)", inrange)
+check("randint reaches lo and hi-1", seen[-2] and seen[2])
+tt.manual_seed(7)
+local r2 = tt.randint(-2, 3, {40, 5})
+local same = true
+for i, row in ipairs(r2:totable()) do
+  for j, v in ipairs(row) do same = same and v == r:totable()[i][j] end
+end
+check("randint: same seed, same numbers (table shape too)", same)
+check("randint: one value range", tt.randint(4, 5, 3):totable()[3] == 4)
+checkerror({"randint", "[3, 3)"}, tt.randint, 3, 3, 2)
+checkerror({"randint", "integers"}, tt.randint, 0.5, 3, 2)
+
+-- conversions
+local f = tt.tensor({1.7, -1.7, 0, -0.2})
+local l = f:long()
+check("long: dtype", l:dtype() == "int64")
+check("long truncates toward zero", l:totable()[1] == 1 and l:totable()[2] == -1 and l:totable()[4] == 0)
+check("long of a strided view", tt.tensor({{1.5, 2.5}, {3.5, 4.5}}):mT():long():totable()[1][2] == 3)
+local bl = tt.tensor({true, false, true}):long()
+check("bool:long is 0/1", bl:totable()[1] == 1 and bl:totable()[2] == 0)
+close("int64:float", tt.tensor({-3, 7}, "int64"):float(), {-3, 7})
+check("int64:float dtype", tt.tensor({1}, "int64"):float():dtype() == "float32")
+local b = tt.tensor({0, 5, -1}, "int64"):bool()
+check("int64:bool nonzero", b:dtype() == "bool" and b:totable()[1] == false and b:totable()[3] == true)
+check("long of int64 is a view", x:long():shares_storage(x))
+check("views keep int64", x:mT():contiguous():dtype() == "int64" and x:mT():contiguous():totable()[3][2] == 9007199254740992)
+
+-- no gradients for int64
+checkerror({"requires_grad_", "int64 [2,3]", "hint"}, function() return x:requires_grad_() end)
+local w = tt.tensor({1.5, 2.5}):requires_grad_()
+local wl = w:long()
+check("long of a grad tensor does not require grad", wl.requires_grad == false)
+
+-- figures take int64 (ids, counts) as their values
+local dir = T.tmpdir()
+local ids = tt.tensor({{1, 2, 3}, {40, 5, 6}}, "int64")
+check("heatmap of int64", tt.heatmap(ids, dir .. "/ids.png") == dir .. "/ids.png")
+check("heatmap of a transposed int64 view (svg)", tt.heatmap(ids:mT(), dir .. "/ids.svg") == dir .. "/ids.svg")
+check("bars of int64", tt.bars(ids[1], dir .. "/bars.png") == dir .. "/bars.png")
+check("heatmap svg shows the int64 values", T.slurp(dir .. "/ids.svg"):find(">40<", 1, true) ~= nil)
+os.execute("rm -rf '" .. dir .. "'")
+
+T.report()
