@@ -203,9 +203,10 @@ tt_status tt__bw_sdpa(const tt__node *, const tt_tensor *, tt_tensor *);   /* op
    know of an op. */
 typedef enum tt__operands {
     TT__ANY,            /* not elementwise nor a reduction: its own function checks */
-    TT__FLOAT,          /* float32 operands */
+    TT__FLOAT,          /* numbers: float32 or int64 (int64 with float32, or with a Lua
+                           number that is not an integer, is promoted to float32) */
     TT__BOOL,           /* bool operands */
-    TT__SAME,           /* float32 or bool, both the same */
+    TT__SAME,           /* numbers as TT__FLOAT, or both bool */
 } tt__operands;
 
 typedef struct tt__opdef {
@@ -217,6 +218,9 @@ typedef struct tt__opdef {
     double flops;               /* per result element (reductions: per input element) */
     int kernel;                 /* TK_EW_* (elementwise) or TK_RED_* (reductions) */
     int index;                  /* a reduction giving the 1-based index of the extremum */
+    int keeps_int;              /* int64 operands (all of them) give an int64 result, or
+                                   bool for a comparison, as PyTorch; else int64 is promoted
+                                   to float32 (div, exp, log, sqrt, mean) */
     tt__backward_fn backward;   /* NULL: no gradient yet (backward() says so) */
     int saves;                  /* TT__SAVE_*: what the backward reads */
 } tt__opdef;

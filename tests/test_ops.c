@@ -43,6 +43,7 @@ static double el(const tt_tensor *t, const int64_t *idx)
     int64_t o = t->offset;
     for (int d = 0; d < t->ndim; d++) o += idx[d] * t->stride[d];
     if (t->dtype == TT_BOOL) return ((const uint8_t *)t->storage->data)[o];
+    if (t->dtype == TT_INT64) return (double)((const int64_t *)t->storage->data)[o];
     return (double)((const float *)t->storage->data)[o];
 }
 
@@ -240,6 +241,152 @@ static void check_binary(const char *descr, tt_op op, const tt_tensor *a, const 
     free(ref);
     free(got);
     tt_tensor_release(&out);
+}
+
+/* ===== int64 ===== */
+
+/* An int64 tensor of shape in [lo, hi), laid out as `layout` says: the
+   float layouts of make() with the values rounded (long() of a view). */
+static tt_tensor make_i64(int layout, int nd, const int64_t *shape, double lo, double hi)
+{
+    tt_tensor f = make(layout, nd, shape), sc, sh, l = {0};
+    /* f in [-1, 1) (rnd) -> lo + (f+1)/2 * (hi - lo), truncated */
+    if (ok(tt_binary_scalar(&sc, TT_OP_MUL, &f, (hi - lo) / 2, 0))) {
+        if (ok(tt_binary_scalar(&sh, TT_OP_ADD, &sc, lo + (hi - lo) / 2, 0))) {
+            ok(tt_to_dtype(&l, &sh, TT_INT64));
+            tt_tensor_release(&sh);
+        }
+        tt_tensor_release(&sc);
+    }
+    tt_tensor_release(&f);
+    return l;
+}
+
+static int64_t ref_i64(tt_op op, int64_t u, int64_t w)
+{
+    switch (op) {
+    case TT_OP_ADD: return u + w;
+    case TT_OP_SUB: return u - w;
+    case TT_OP_MUL: return u * w;
+    case TT_OP_MAXIMUM: return u > w ? u : w;
+    case TT_OP_MINIMUM: return u < w ? u : w;
+    case TT_OP_EQ: return u == w;
+    case TT_OP_NE: return u != w;
+    case TT_OP_LT: return u < w;
+    case TT_OP_LE: return u <= w;
+    case TT_OP_GT: return u > w;
+    case TT_OP_GE: return u >= w;
+    case TT_OP_POW: {
+        int64_t r = 1;
+        for (int64_t k = 0; k < w; k++) r *= u;
+        return w < 0 ? (u == 1 ? 1 : u == -1 ? (w % 2 ? -1 : 1) : 0) : r;
+    }
+    default: return 0;
+    }
+}
+
+/* int64 op int64 at awkward shapes and strides against plain C integer
+   arithmetic (values small enough not to overflow); promotion to float32
+   with float tensors, non-integer scalars and true division. */
+static void test_int64_ops(void)
+{
+    static const tt_op ops[] = { TT_OP_ADD, TT_OP_SUB, TT_OP_MUL, TT_OP_POW, TT_OP_MAXIMUM, TT_OP_MINIMUM,
+                                 TT_OP_EQ, TT_OP_NE, TT_OP_LT, TT_OP_LE, TT_OP_GT, TT_OP_GE };
+    const int64_t sa[3] = {3, 37, 13}, sb[2] = {37, 1};
+    for (int la = 0; la < 5; la++) {
+        tt_tensor a = make_i64(la, 3, sa, -50, 50), b = make_i64(la % 3, 2, sb, -4, 5);
+        for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+            tt_tensor out;
+            char d[128];
+            snprintf(d, sizeof d, "int64 %s, %s [3,37,13] with [37,1]", tt_op_name(ops[k]), LAYOUT[la]);
+            if (!ok(tt_binary(&out, ops[k], &a, &b))) { CHECK(d, 0); continue; }
+            int cmp = ops[k] >= TT_OP_EQ && ops[k] <= TT_OP_GE;
+            int good = out.dtype == (cmp ? TT_BOOL : TT_INT64) && same_shape(&out, 3, sa);
+            int64_t idx[3] = {0};
+            for (int64_t i = 0; good && i < tt_numel(&out); i++) {
+                int64_t u = (int64_t)elb(&a, 3, idx), w = (int64_t)elb(&b, 3, idx);
+                int64_t want = ref_i64(ops[k], u, ops[k] == TT_OP_POW ? w % 4 : w);
+                if (ops[k] == TT_OP_POW) break;         /* below, with small exponents */
+                good &= tt_get_i64(&out, i) == want;
+                next_idx(3, sa, idx);
+            }
+            CHECK(d, good);
+            tt_tensor_release(&out);
+        }
+        /* pow with exponents -2..4 */
+        tt_tensor e = make_i64(la % 3, 2, sb, -2, 5), p;
+        if (ok(tt_binary(&p, TT_OP_POW, &a, &e))) {
+            int good = p.dtype == TT_INT64;
+            int64_t idx[3] = {0};
+            for (int64_t i = 0; i < tt_numel(&p); i++) {
+                good &= tt_get_i64(&p, i) == ref_i64(TT_OP_POW, (int64_t)elb(&a, 3, idx), (int64_t)elb(&e, 3, idx));
+                next_idx(3, sa, idx);
+            }
+            CHECK("int64 pow, negative exponents included", good);
+            tt_tensor_release(&p);
+        }
+        /* promotion: int64 / int64, int64 * float32, int64 + 0.5 give float32 */
+        tt_tensor f = make(la % 3, 2, sb), q, m, h, s3;
+        if (ok(tt_binary(&q, TT_OP_DIV, &a, &b)) && ok(tt_binary(&m, TT_OP_MUL, &a, &f))
+            && ok(tt_binary_scalar(&h, TT_OP_ADD, &a, 0.5, 1)) && ok(tt_binary_scalar(&s3, TT_OP_MUL, &a, 3.0, 0))) {
+            int good = q.dtype == TT_FLOAT32 && m.dtype == TT_FLOAT32 && h.dtype == TT_FLOAT32 && s3.dtype == TT_INT64;
+            int64_t idx[3] = {0};
+            for (int64_t i = 0; i < tt_numel(&q); i++) {
+                double u = elb(&a, 3, idx), w = elb(&b, 3, idx), x = elb(&f, 3, idx);
+                good &= tt_get(&q, i) == (double)((float)u / (float)w) || (isnan(tt_get(&q, i)) && u == 0 && w == 0);
+                good &= tt_get(&m, i) == (double)((float)u * (float)x);
+                good &= tt_get(&h, i) == (double)(float)(u + 0.5);
+                good &= tt_get_i64(&s3, i) == (int64_t)u * 3;
+                next_idx(3, sa, idx);
+            }
+            CHECK("int64 promotion: / , * float32, + 0.5 are float32; * 3.0 stays int64", good);
+        }
+        tt_tensor_release(&q);
+        tt_tensor_release(&m);
+        tt_tensor_release(&h);
+        tt_tensor_release(&s3);
+        tt_tensor_release(&f);
+        tt_tensor_release(&e);
+        /* unary: neg, abs stay int64; exp is float32 */
+        tt_tensor ng, ab, ex;
+        if (ok(tt_unary(&ng, TT_OP_NEG, &a)) && ok(tt_unary(&ab, TT_OP_ABS, &a)) && ok(tt_unary(&ex, TT_OP_EXP, &b))) {
+            int good = ng.dtype == TT_INT64 && ab.dtype == TT_INT64 && ex.dtype == TT_FLOAT32;
+            int64_t idx[3] = {0};
+            for (int64_t i = 0; i < tt_numel(&ng); i++) {
+                int64_t u = (int64_t)elb(&a, 3, idx);
+                good &= tt_get_i64(&ng, i) == -u && tt_get_i64(&ab, i) == (u < 0 ? -u : u);
+                next_idx(3, sa, idx);
+            }
+            for (int64_t i = 0; i < tt_numel(&ex); i++)
+                good &= fabs(tt_get(&ex, i) - exp(tt_get(&b, i))) <= 1e-6 * exp(tt_get(&b, i));
+            CHECK("int64 neg, abs stay int64; exp gives float32", good);
+        }
+        tt_tensor_release(&ng);
+        tt_tensor_release(&ab);
+        tt_tensor_release(&ex);
+        tt_tensor_release(&a);
+        tt_tensor_release(&b);
+    }
+    /* + wraps around as two's complement, as PyTorch */
+    int64_t big[2] = {INT64_MAX, INT64_MIN}, one = 2;
+    tt_tensor t, w, nb;
+    if (ok(tt_from_buffer(&t, TT_INT64, 1, &one, big))) {
+        if (ok(tt_binary_scalar(&w, TT_OP_ADD, &t, 1.0, 0))) {
+            CHECK("int64 + wraps", tt_get_i64(&w, 0) == INT64_MIN && tt_get_i64(&w, 1) == INT64_MIN + 1);
+            tt_tensor_release(&w);
+        }
+        if (ok(tt_unary(&nb, TT_OP_NEG, &t))) {
+            CHECK("int64 neg of INT64_MIN wraps", tt_get_i64(&nb, 1) == INT64_MIN && tt_get_i64(&nb, 0) == -INT64_MAX);
+            tt_tensor_release(&nb);
+        }
+        tt_tensor bl;
+        if (ok(tt_to_dtype(&bl, &t, TT_BOOL))) {
+            check_err("int64 with bool is an error", tt_binary(&w, TT_OP_ADD, &t, &bl), TT_EARG,
+                      "add", "int64 [2] and bool [2]", "hint");
+            tt_tensor_release(&bl);
+        }
+        tt_tensor_release(&t);
+    }
 }
 
 static void test_binary(void)
@@ -1843,6 +1990,7 @@ int main(void)
 {
     int64_t base = tt_memory_in_use();
     test_binary();
+    test_int64_ops();
     test_scalar();
     test_bool_ops();
     test_unary();

@@ -90,7 +90,7 @@ tt_status tt__broadcast(const char *op, const tt_tensor *a, const tt_tensor *b,
 /* ===== Elementwise rows ===== */
 
 /* The kernel row function an elementwise op runs, by its kind and dtypes. */
-enum { EW_BINARY, EW_COMPARE, EW_LOGIC, EW_UNARY, EW_LOGIC_UNARY };
+enum { EW_BINARY, EW_COMPARE, EW_LOGIC, EW_UNARY, EW_LOGIC_UNARY, EW_I64, EW_I64_COMPARE, EW_I64_UNARY };
 
 typedef struct ew_ctx {
     int row;                /* EW_* (op rows) */
@@ -99,6 +99,7 @@ typedef struct ew_ctx {
     const void *x, *y;      /* input bases for run_ew (a scalar has stride 0) */
     float fval;             /* masked_fill value */
     uint8_t bval;
+    int64_t ival;           /* (int64: the value as the tensor's dtype, as PyTorch casts it) */
     tt_dtype from, to;      /* tt_to_dtype's convert_row */
 } ew_ctx;
 
@@ -115,6 +116,9 @@ static void ew_kernel(const ew_ctx *c, int64_t n, void *o, const void *x, int64_
     case EW_COMPARE: tk_ew_compare(c->code, n, x, sx, y, sy, o); break;
     case EW_LOGIC: tk_ew_logic(c->code, n, x, sx, y, sy, o); break;
     case EW_UNARY: tk_ew_unary(c->code, n, x, o); break;
+    case EW_I64: tk_ew_i64(c->code, n, x, sx, y, sy, o); break;
+    case EW_I64_COMPARE: tk_ew_i64_compare(c->code, n, x, sx, y, sy, o); break;
+    case EW_I64_UNARY: tk_ew_i64_unary(c->code, n, x, o); break;
     default: tk_ew_logic_unary(c->code, n, x, o); break;
     }
 }
@@ -122,7 +126,9 @@ static void ew_kernel(const ew_ctx *c, int64_t n, void *o, const void *x, int64_
 /* n elements of size es from src at stride s to contiguous dst, or back. */
 static void gather(void *dst, const char *src, int64_t s, int64_t n, size_t es)
 {
-    if (es == sizeof(float))
+    if (es == sizeof(int64_t))
+        for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = ((const int64_t *)src)[i * s];
+    else if (es == sizeof(float))
         for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = ((const float *)src)[i * s];
     else
         for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = ((const uint8_t *)src)[i * s];
@@ -130,7 +136,9 @@ static void gather(void *dst, const char *src, int64_t s, int64_t n, size_t es)
 
 static void scatter(char *dst, int64_t s, const void *src, int64_t n, size_t es)
 {
-    if (es == sizeof(float))
+    if (es == sizeof(int64_t))
+        for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i * s] = ((const int64_t *)src)[i];
+    else if (es == sizeof(float))
         for (int64_t i = 0; i < n; i++) ((float *)dst)[i * s] = ((const float *)src)[i];
     else
         for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i * s] = ((const uint8_t *)src)[i];
@@ -144,13 +152,13 @@ static void scatter(char *dst, int64_t s, const void *src, int64_t n, size_t es)
 static void ew_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
     const ew_ctx *c = ctx;
-    int unary = c->row == EW_UNARY || c->row == EW_LOGIC_UNARY;
+    int unary = c->row == EW_UNARY || c->row == EW_LOGIC_UNARY || c->row == EW_I64_UNARY;
     int keep_x = inc[1] == 1 || (!unary && inc[1] == 0), keep_y = unit_or_zero(inc[2]);
     if (inc[0] == 1 && keep_x && keep_y) {
         ew_kernel(c, n, p[0], p[1], inc[1], p[2], inc[2]);
         return;
     }
-    float bo[EW_CHUNK], bx[EW_CHUNK], by[EW_CHUNK];
+    int64_t bo[EW_CHUNK], bx[EW_CHUNK], by[EW_CHUNK];   /* room for any dtype */
     for (int64_t i0 = 0; i0 < n; i0 += EW_CHUNK) {
         int64_t nb = n - i0 < EW_CHUNK ? n - i0 : EW_CHUNK;
         const char *x = p[1] + i0 * inc[1] * (int64_t)c->es_in, *y = p[2] + i0 * inc[2] * (int64_t)c->es_in;
@@ -220,6 +228,16 @@ static void masked_fill_bool_row(void *ctx, int64_t n, char *const *p, const int
     for (int64_t i = 0; i < n; i++) o[i * inc[0]] = m[i * inc[2]] ? v : x[i * inc[1]];
 }
 
+static void masked_fill_i64_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
+{
+    const ew_ctx *c = ctx;
+    const int64_t *x = (const int64_t *)p[1];
+    const uint8_t *m = (const uint8_t *)p[2];
+    int64_t *o = (int64_t *)p[0];
+    const int64_t v = c->ival;
+    for (int64_t i = 0; i < n; i++) o[i * inc[0]] = m[i * inc[2]] ? v : x[i * inc[1]];
+}
+
 /* Operand a is contiguous with out's shape (the common elementwise case). */
 static int same_contig(const tt_tensor *a, const tt_tensor *out)
 {
@@ -286,43 +304,76 @@ static const char *describe(char *buf, size_t n, const tt_tensor *a, const tt_te
     return buf;
 }
 
-/* The operand dtypes def allows. b == NULL: a unary op, or the other
-   operand is a Lua number, which adapts to a. */
-static tt_status check_dtypes(const tt__opdef *def, const tt_tensor *a, const tt_tensor *b)
+/* A Lua number an int64 operation keeps as int64: an integer value. */
+static int integral(double s)
+{
+    return s == floor(s) && s >= -9223372036854775808.0 && s < 9223372036854775808.0;
+}
+
+/* The dtype def's kernel runs on (*cd), from the operand dtypes def
+   allows: PyTorch's promotion. b == NULL: a unary op, or with has_s the
+   other operand is the Lua number s, which adapts to a (an int64 keeps
+   int64 when s is an integer). */
+static tt_status compute_dtype(const tt__opdef *def, const tt_tensor *a, const tt_tensor *b,
+                               int has_s, double s, tt_dtype *cd)
 {
     char d[2 * SHAPE_BUF + 40];
-    int abool = a->dtype == TT_BOOL, bbool = b ? b->dtype == TT_BOOL : abool;
+    tt_dtype ta = a->dtype, tb = b ? b->dtype : ta;
+    int abool = ta == TT_BOOL, bbool = tb == TT_BOOL;
+    *cd = TT_FLOAT32;
     switch (def->dtypes) {
     case TT__BOOL:
+        *cd = TT_BOOL;
         if (abool && bbool) return TT_OK;
         return tt__err(TT_EARG, "%s: expects bool, got %s; hint: x:bool()", def->name,
                        describe(d, sizeof d, a, b));
     case TT__SAME:
-        if (abool == bbool) return TT_OK;
+        if (abool && bbool) {
+            *cd = TT_BOOL;
+            return TT_OK;
+        }
+        if (abool == bbool) break;
         return tt__err(TT_EARG, "%s: dtypes differ: %s; hint: x:float() or x:bool()", def->name,
                        describe(d, sizeof d, a, b));
     default:
-        if (!abool && !bbool) return TT_OK;
+        if (!abool && !bbool) break;
         return tt__err(TT_EARG, "%s: expects float32, got %s; hint: x:float()", def->name,
                        describe(d, sizeof d, a, b));
     }
+    if (def->keeps_int && ta == TT_INT64 && tb == TT_INT64 && (!has_s || integral(s))) *cd = TT_INT64;
+    return TT_OK;
+}
+
+/* A float32 copy of an int64 operand (untraced: part of the op). */
+static tt_status promoted(tt_tensor *tmp, const char *op, const tt_tensor *a)
+{
+    tt_status st = tt__alloc(tmp, op, TT_FLOAT32, a->ndim, a->shape, a->names);
+    if (st) return st;
+    ew_ctx c = { .x = data_of(a), .from = TT_INT64, .to = TT_FLOAT32 };
+    run_ew(convert_row, &c, tmp, a, NULL);
+    return TT_OK;
 }
 
 /* The rows of def on inputs of dtype in. */
 static ew_ctx ew_ctx_of(const tt__opdef *def, tt_dtype in)
 {
-    ew_ctx c = { .code = def->kernel, .es_in = tt_dtype_size(in), .es_out = tt_dtype_size(def->result) };
-    if (def->kind == TT_OPK_UNARY) c.row = in == TT_BOOL ? EW_LOGIC_UNARY : EW_UNARY;
+    ew_ctx c = { .code = def->kernel, .es_in = tt_dtype_size(in),
+                 .es_out = tt_dtype_size(def->result == TT_BOOL ? TT_BOOL : in) };
+    if (in == TT_INT64)
+        c.row = def->kind == TT_OPK_UNARY ? EW_I64_UNARY : def->result == TT_BOOL ? EW_I64_COMPARE : EW_I64;
+    else if (def->kind == TT_OPK_UNARY) c.row = in == TT_BOOL ? EW_LOGIC_UNARY : EW_UNARY;
     else if (in == TT_BOOL) c.row = EW_LOGIC;
     else c.row = def->result == TT_BOOL ? EW_COMPARE : EW_BINARY;
     return c;
 }
 
-/* a op b, or with b == NULL a op s (s op a when scalar_first). */
+/* a op b, or with b == NULL a op s (s op a when scalar_first). int64
+   operands the op does not keep as int64 run as float32 copies. */
 static tt_status binary_impl(tt_tensor *out, const tt__opdef *def, const tt_tensor *a,
                              const tt_tensor *b, double s, int scalar_first)
 {
-    tt_status st = check_dtypes(def, a, b);
+    tt_dtype cd;
+    tt_status st = compute_dtype(def, a, b, b == NULL, s, &cd);
     if (st) return st;
     int nd = a->ndim;
     int64_t shape[TT_MAX_DIMS];
@@ -334,26 +385,38 @@ static tt_status binary_impl(tt_tensor *out, const tt__opdef *def, const tt_tens
         memcpy(shape, a->shape, sizeof shape);
         memcpy(names, a->names, sizeof names);
     }
-    st = tt__alloc(out, def->name, def->result, nd, shape, names);
-    if (st) return st;
-    ew_ctx c = ew_ctx_of(def, a->dtype);
-    float sf = (float)s;
-    uint8_t sb = s != 0.0;
-    const void *sp = a->dtype == TT_BOOL ? (const void *)&sb : (const void *)&sf;
-    if (b) {
-        c.x = data_of(a);
-        c.y = data_of(b);
-        run_ew(ew_row, &c, out, a, b);
-    } else if (scalar_first) {
-        c.x = sp;
-        c.y = data_of(a);
-        run_ew(ew_row, &c, out, NULL, a);
-    } else {
-        c.x = data_of(a);
-        c.y = sp;
-        run_ew(ew_row, &c, out, a, NULL);
+    tt_tensor fa = {0}, fb = {0};
+    if (cd == TT_FLOAT32 && a->dtype == TT_INT64 && (st = promoted(&fa, def->name, a))) return st;
+    if (cd == TT_FLOAT32 && b && b->dtype == TT_INT64 && (st = promoted(&fb, def->name, b))) {
+        tt_tensor_release(&fa);
+        return st;
     }
-    return TT_OK;
+    if (fa.storage) a = &fa;
+    if (fb.storage) b = &fb;
+    st = tt__alloc(out, def->name, def->result == TT_BOOL ? TT_BOOL : cd, nd, shape, names);
+    if (st == TT_OK) {
+        ew_ctx c = ew_ctx_of(def, cd);
+        float sf = (float)s;
+        uint8_t sb = s != 0.0;
+        int64_t si = cd == TT_INT64 ? (int64_t)s : 0;
+        const void *sp = cd == TT_BOOL ? (const void *)&sb : cd == TT_INT64 ? (const void *)&si : (const void *)&sf;
+        if (b) {
+            c.x = data_of(a);
+            c.y = data_of(b);
+            run_ew(ew_row, &c, out, a, b);
+        } else if (scalar_first) {
+            c.x = sp;
+            c.y = data_of(a);
+            run_ew(ew_row, &c, out, NULL, a);
+        } else {
+            c.x = data_of(a);
+            c.y = sp;
+            run_ew(ew_row, &c, out, a, NULL);
+        }
+    }
+    tt_tensor_release(&fa);
+    tt_tensor_release(&fb);
+    return st;
 }
 
 tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b)
@@ -396,14 +459,22 @@ tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double 
 
 static tt_status unary_impl(tt_tensor *out, const tt__opdef *def, const tt_tensor *a)
 {
-    tt_status st = check_dtypes(def, a, NULL);
+    tt_dtype cd;
+    tt_status st = compute_dtype(def, a, NULL, 0, 0.0, &cd);
     if (st) return st;
-    st = tt__alloc(out, def->name, def->result, a->ndim, a->shape, a->names);
-    if (st) return st;
-    ew_ctx c = ew_ctx_of(def, a->dtype);
-    c.x = data_of(a);
-    run_ew(ew_row, &c, out, a, NULL);
-    return TT_OK;
+    tt_tensor fa = {0};
+    if (cd == TT_FLOAT32 && a->dtype == TT_INT64) {
+        if ((st = promoted(&fa, def->name, a))) return st;
+        a = &fa;
+    }
+    st = tt__alloc(out, def->name, def->result == TT_BOOL ? TT_BOOL : cd, a->ndim, a->shape, a->names);
+    if (st == TT_OK) {
+        ew_ctx c = ew_ctx_of(def, cd);
+        c.x = data_of(a);
+        run_ew(ew_row, &c, out, a, NULL);
+    }
+    tt_tensor_release(&fa);
+    return st;
 }
 
 tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a)
@@ -717,8 +788,10 @@ static tt_status masked_fill_impl(tt_tensor *out, const tt_tensor *a, const tt_t
     if (st) return st;
     st = tt__alloc(out, "masked_fill", a->dtype, nd, shape, names);
     if (st) return st;
-    ew_ctx c = { .x = data_of(a), .y = tt_data_bool(mask), .fval = (float)value, .bval = value != 0.0 };
-    run_ew(a->dtype == TT_BOOL ? masked_fill_bool_row : masked_fill_f32_row, &c, out, a, mask);
+    ew_ctx c = { .x = data_of(a), .y = tt_data_bool(mask), .fval = (float)value, .bval = value != 0.0,
+                 .ival = tt__f64_to_i64(value) };
+    run_ew(a->dtype == TT_BOOL ? masked_fill_bool_row : a->dtype == TT_INT64 ? masked_fill_i64_row
+           : masked_fill_f32_row, &c, out, a, mask);
     return TT_OK;
 }
 

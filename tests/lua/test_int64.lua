@@ -67,6 +67,52 @@ local w = tt.tensor({1.5, 2.5}):requires_grad_()
 local wl = w:long()
 check("long of a grad tensor does not require grad", wl.requires_grad == false)
 
+-- arithmetic as PyTorch: int64 op int64 stays int64, / is true division,
+-- a float32 tensor or a non-integer Lua number promotes to float32
+local a = tt.tensor({{1, 2, 3}, {4, 5, 6}}, "int64")
+local c = tt.tensor({10, -20, 30}, "int64")
+local function is(descr, t, dtype, want)
+  check(descr .. ": dtype " .. dtype, t:dtype() == dtype)
+  if dtype == "bool" then
+    local same = true
+    for i, row in ipairs(t:totable()) do
+      for j, v in ipairs(row) do same = same and v == want[i][j] end
+    end
+    check(descr .. ": values", same)
+  else
+    close(descr, t, want)
+  end
+end
+is("int64 + int64", a + c, "int64", {{11, -18, 33}, {14, -15, 36}})
+is("int64 - int64", a - c, "int64", {{-9, 22, -27}, {-6, 25, -24}})
+is("int64 * int64", a * c, "int64", {{10, -40, 90}, {40, -100, 180}})
+is("int64 / int64 is true division", a / c, "float32", {{0.1, -0.1, 0.1}, {0.4, -0.25, 0.2}})
+is("int64 ^ 2", a ^ 2, "int64", {{1, 4, 9}, {16, 25, 36}})
+is("int64 + 2", a + 2, "int64", {{3, 4, 5}, {6, 7, 8}})
+is("int64 * 2.0 (an integer)", a * 2.0, "int64", {{2, 4, 6}, {8, 10, 12}})
+is("int64 + 0.5", a + 0.5, "float32", {{1.5, 2.5, 3.5}, {4.5, 5.5, 6.5}})
+is("10 - int64", 10 - a, "int64", {{9, 8, 7}, {6, 5, 4}})
+is("int64 * float32", a * tt.tensor({0.5, 1, 2}), "float32", {{0.5, 2, 6}, {2, 5, 12}})
+is("-int64", -a, "int64", {{-1, -2, -3}, {-4, -5, -6}})
+is("abs", (-a):abs(), "int64", {{1, 2, 3}, {4, 5, 6}})
+is("maximum", a:maximum(c), "int64", {{10, 2, 30}, {10, 5, 30}})
+is("exp of int64 is float32", tt.tensor({0, 1}, "int64"):exp(), "float32", {1, math.exp(1)})
+is("eq", a:eq(tt.tensor({1, 5, 0}, "int64")), "bool", {{true, false, false}, {false, true, false}})
+is("lt 3", a:lt(3), "bool", {{true, true, false}, {false, false, false}})
+is("gt 2.5 (float compare)", a:gt(2.5), "bool", {{false, false, true}, {true, true, true}})
+is("masked_fill", a:masked_fill(a:gt(4), -1), "int64", {{1, 2, 3}, {4, -1, -1}})
+check("int64 + wraps around (two's complement)",
+      (tt.tensor({2^52}, "int64") * 2048):item() == math.mininteger)
+checkerror({"add", "int64 [2,3] and bool [3]", "hint"}, function() return a + tt.tensor({true, false, true}) end)
+checkerror({"matmul", "int64"}, function() return a:matmul(a:mT()) end)
+
+-- a float weight times int64 values keeps its gradient
+local wgt = tt.tensor({1.5, -2, 0.5}):requires_grad_()
+local y = (wgt * a):sum()
+y:backward()
+close("gradient of w * int64 is the int64 values (as float)", wgt.grad, {5, 7, 9})
+check("int64 results never require grad", (a + 1).requires_grad == false)
+
 -- figures take int64 (ids, counts) as their values
 local dir = T.tmpdir()
 local ids = tt.tensor({{1, 2, 3}, {40, 5, 6}}, "int64")
