@@ -172,10 +172,11 @@ tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt);
 
 /* op: a TT_OPK_REDUCE op (sum, mean, max, min, argmax, argmin, std, var). */
 /* Over dim d, or over everything when d < 0 (0-d result). std/var use
-   Bessel's correction (n-1), as PyTorch. ARGMAX/ARGMIN give float32
-   1-based indices (the first of ties). max/min of an empty dim: TT_EARG. */
+   Bessel's correction (n-1), as PyTorch. ARGMAX/ARGMIN give int64
+   1-based indices (the first of ties). int64 input: sum, max, min give
+   int64 (mean, std, var: TT_EARG). max/min of an empty dim: TT_EARG. */
 tt_status tt_reduce(tt_tensor *out, tt_op op, const tt_tensor *a, int d, int keepdim);
-/* max/min over d with values and 1-based float32 indices. */
+/* max/min over d with values and 1-based int64 indices. */
 tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, int d, int keepdim, int is_min);
 
 /* ===== Attention pieces ===== */

@@ -708,6 +708,26 @@ static void test_reduce(void)
         }
         tt_tensor_release(&a);
     }
+    /* int64 input: sum, max, min (int64 values) and argmax, argmin (int64
+       indices) against the same reference; mean, std, var want float32 */
+    static const tt_op iops[] = { TT_OP_SUM, TT_OP_MAX, TT_OP_MIN, TT_OP_ARGMAX, TT_OP_ARGMIN };
+    for (int l = 0; l < L_COUNT; l++) {
+        tt_tensor a = make_i64(l, DIMS(4, 7, 130), -1000, 1000);
+        for (size_t k = 0; k < sizeof iops / sizeof iops[0]; k++)
+            for (int d = -1; d < 3; d++) {
+                snprintf(descr, sizeof descr, "int64 %s dim=%d on %s", tt_op_name(iops[k]), d + 1, LAYOUT[l]);
+                check_reduce(descr, iops[k], &a, d, d == 1);
+                tt_tensor o;
+                if (ok(tt_reduce(&o, iops[k], &a, d, 0))) {
+                    snprintf(descr, sizeof descr, "int64 %s dim=%d gives int64", tt_op_name(iops[k]), d + 1);
+                    CHECK(descr, o.dtype == TT_INT64);
+                    tt_tensor_release(&o);
+                }
+            }
+        tt_tensor o;
+        check_err("int64 mean is an error", tt_reduce(&o, TT_OP_MEAN, &a, 0, 0), TT_EARG, "mean", "int64", "x:float()");
+        tt_tensor_release(&a);
+    }
     /* large: threads and long lines */
     tt_tensor big = make(L_TRANS, DIMS(300, 400));
     check_reduce("sum dim 1 of transposed [300,400]", TT_OP_SUM, &big, 0, 0);
@@ -751,7 +771,7 @@ static void test_reduce(void)
     check_close("min over dim 1 values", gv, mv, 4, 0, 0);
     check_close("min over dim 1 indices", gi, mi, 4, 0, 0);
     CHECK("min keepdim shape", vals.ndim == 2 && vals.shape[0] == 1 && vals.shape[1] == 4 &&
-                               idxs.shape[0] == 1 && idxs.dtype == TT_FLOAT32);
+                               idxs.shape[0] == 1 && idxs.dtype == TT_INT64);
     free(gv);
     free(gi);
     tt_tensor_release(&vals);

@@ -533,35 +533,72 @@ typedef struct red_ctx {
     int op;                 /* TK_RED_* */
     int want_val, want_idx;
     int64_t R, sd;          /* reduced length and stride */
+    int i64;                /* int64 input: int64 values */
 } red_ctx;
+
+/* tk_reduce_lines for int64 lines (SUM MAX MIN): sums wrap as two's
+   complement; the index is that of the first extremum, 1-based. */
+static void i64_lines(int op, const int64_t *x, int64_t nb, int64_t si, int64_t R, int64_t sd,
+                      int64_t *v, int64_t *ix)
+{
+    for (int64_t i = 0; i < nb; i++) {
+        const int64_t *l = x + i * si;
+        if (op == TK_RED_SUM) {
+            uint64_t s = 0;
+            for (int64_t j = 0; j < R; j++) s += (uint64_t)l[j * sd];
+            v[i] = (int64_t)s;
+            ix[i] = 0;
+            continue;
+        }
+        int64_t best = l[0], at = 0;
+        for (int64_t j = 1; j < R; j++) {
+            int64_t u = l[j * sd];
+            if (op == TK_RED_MAX ? u > best : u < best) best = u, at = j;
+        }
+        v[i] = best;
+        ix[i] = at + 1;
+    }
+}
 
 static void reduce_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
     const red_ctx *c = ctx;
-    const float *x = (const float *)p[1];
-    float *val = (float *)p[0], *idx = (float *)p[2];
     int64_t so = inc[0], si = inc[1];
+    int64_t *idx = (int64_t *)p[2];
     /* along a unit stride one line at a time; else many lines side by side */
     int64_t blk = c->sd == 1 ? 1 : TK_RED_BLOCK;
-    float v[TK_RED_BLOCK], ix[TK_RED_BLOCK];
     for (int64_t i0 = 0; i0 < n; i0 += blk) {
         int64_t nb = n - i0 < blk ? n - i0 : blk;
-        tk_reduce_lines(c->op, x + i0 * si, nb, si, c->R, c->sd, v, ix);
+        if (c->i64) {
+            int64_t v[TK_RED_BLOCK], ix[TK_RED_BLOCK];
+            int64_t *val = (int64_t *)p[0];
+            i64_lines(c->op, (const int64_t *)p[1] + i0 * si, nb, si, c->R, c->sd, v, ix);
+            for (int64_t i = 0; i < nb; i++) {
+                if (c->want_val) val[(i0 + i) * so] = v[i];
+                if (c->want_idx) idx[(i0 + i) * so] = ix[i];
+            }
+            continue;
+        }
+        float v[TK_RED_BLOCK], ix[TK_RED_BLOCK];
+        float *val = (float *)p[0];
+        tk_reduce_lines(c->op, (const float *)p[1] + i0 * si, nb, si, c->R, c->sd, v, ix);
         for (int64_t i = 0; i < nb; i++) {
             if (c->want_val) val[(i0 + i) * so] = v[i];
-            if (c->want_idx) idx[(i0 + i) * so] = ix[i];
+            if (c->want_idx) idx[(i0 + i) * so] = (int64_t)ix[i];
         }
     }
 }
 
 /* vals and/or idxs (either may be NULL) get the reduction of a over d
-   (d < 0: everything). */
+   (d < 0: everything): values of a's dtype (float32, or int64 for sum,
+   max and min of int64), int64 1-based indices. */
 static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, const tt__opdef *def,
                              const tt_tensor *a, int d, int keepdim)
 {
     const char *name = def->name;
     char sa[SHAPE_BUF];
-    if (a->dtype != TT_FLOAT32)
+    int i64 = a->dtype == TT_INT64;
+    if (a->dtype == TT_BOOL || (i64 && !def->keeps_int))
         return tt__err(TT_EARG, "%s: expects float32, got %s %s; hint: x:float()", name,
                        tt_dtype_name(a->dtype), shp(a, sa));
     tt_status st;
@@ -587,18 +624,19 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, const tt__opdef *
            lend its name to a full-size dim of another tensor */
         names[nd++] = (d < 0 || i == d) ? NULL : a->names[i];
     }
-    if (vals && (st = tt__alloc(vals, name, TT_FLOAT32, nd, shape, names))) return st;
-    if (idxs && (st = tt__alloc(idxs, name, TT_FLOAT32, nd, shape, names))) {
+    if (vals && (st = tt__alloc(vals, name, a->dtype, nd, shape, names))) return st;
+    if (idxs && (st = tt__alloc(idxs, name, TT_INT64, nd, shape, names))) {
         if (vals) tt_tensor_release(vals);
         return st;
     }
-    float *val = vals ? tt_data_f32(vals) : NULL, *idx = idxs ? tt_data_f32(idxs) : NULL;
+    void *val = vals ? data_of(vals) : NULL;
+    int64_t *idx = idxs ? tt_data_i64(idxs) : NULL;
     if (d < 0) {
         /* one line over everything, contiguous (copied when a is not) */
         tt_tensor tmp = {0};
         const tt_tensor *src = a;
         if (!tt_is_contiguous(a)) {
-            if ((st = tt__alloc(&tmp, name, TT_FLOAT32, a->ndim, a->shape, NULL))) {
+            if ((st = tt__alloc(&tmp, name, a->dtype, a->ndim, a->shape, NULL))) {
                 tt_tensor_release(vals);
                 tt_tensor_release(idxs);
                 return st;
@@ -606,10 +644,17 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, const tt__opdef *
             tt__copy(&tmp, a);
             src = &tmp;
         }
-        float v, ix;
-        tk_reduce_lines(def->kernel, R ? tt_data_f32(src) : NULL, 1, 0, R, 1, &v, &ix);
-        if (val) val[0] = v;
-        if (idx) idx[0] = ix;
+        if (i64) {
+            int64_t v, ix;
+            i64_lines(def->kernel, tt_data_i64(src), 1, 0, R, 1, &v, &ix);
+            if (val) *(int64_t *)val = v;
+            if (idx) idx[0] = ix;
+        } else {
+            float v, ix;
+            tk_reduce_lines(def->kernel, R ? tt_data_f32(src) : NULL, 1, 0, R, 1, &v, &ix);
+            if (val) *(float *)val = v;
+            if (idx) idx[0] = (int64_t)ix;
+        }
         tt_tensor_release(&tmp);
         return TT_OK;
     }
@@ -623,9 +668,11 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, const tt__opdef *
     }
     tt__contig_strides(nk, kshape, st2[0]);
     memcpy(st2[2], st2[0], sizeof st2[0]);
-    red_ctx c = { def->kernel, val != NULL, idx != NULL, R, a->stride[d] };
-    void *base[TT__ITER_OPS] = { val ? val : idx, tt_data_f32(a), idx ? idx : val };
-    size_t es[TT__ITER_OPS] = { sizeof(float), sizeof(float), sizeof(float) };
+    red_ctx c = { def->kernel, val != NULL, idx != NULL, R, a->stride[d], i64 };
+    /* one of values and indices alone: the other slot aliases it, unwritten */
+    size_t ev = tt_dtype_size(a->dtype);
+    void *base[TT__ITER_OPS] = { val ? val : (void *)idx, data_of(a), idx ? (void *)idx : val };
+    size_t es[TT__ITER_OPS] = { val ? ev : sizeof(int64_t), ev, idx ? sizeof(int64_t) : ev };
     tt__iter it;
     tt__iter_init(&it, nk, kshape, TT__ITER_OPS, (const int64_t (*)[TT_MAX_DIMS])st2, base, es);
     tt__iter_run(&it, R, reduce_row, &c);   /* each output costs R reads: split by outputs */

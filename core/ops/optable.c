@@ -71,13 +71,14 @@ static const tt__opdef OPS[] = {
     [TT_OP_FLOAT] = { .name = "float", BW(reshape) },
     [TT_OP_BOOL] = { .name = "bool" },
     [TT_OP_LONG] = { .name = "long" },
-    /* reductions: FLOPs per input element; arg* run max/min's kernel for the index */
-    [TT_OP_SUM] = { .name = "sum", REDUCE, .flops = 1, .kernel = TK_RED_SUM, BW(sum) },
+    /* reductions: FLOPs per input element; arg* run max/min's kernel for the index;
+       keeps_int: int64 input allowed (int64 values), mean/std/var want float32 */
+    [TT_OP_SUM] = { .name = "sum", REDUCE, .flops = 1, .kernel = TK_RED_SUM, BW(sum), .keeps_int = 1 },
     [TT_OP_MEAN] = { .name = "mean", REDUCE, .flops = 1, .kernel = TK_RED_MEAN, BW(sum) },
-    [TT_OP_MAX] = { .name = "max", REDUCE, .flops = 1, .kernel = TK_RED_MAX, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT },
-    [TT_OP_MIN] = { .name = "min", REDUCE, .flops = 1, .kernel = TK_RED_MIN, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT },
-    [TT_OP_ARGMAX] = { .name = "argmax", REDUCE, .flops = 1, .kernel = TK_RED_MAX, .index = 1 },
-    [TT_OP_ARGMIN] = { .name = "argmin", REDUCE, .flops = 1, .kernel = TK_RED_MIN, .index = 1 },
+    [TT_OP_MAX] = { .name = "max", REDUCE, .flops = 1, .kernel = TK_RED_MAX, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT, .keeps_int = 1 },
+    [TT_OP_MIN] = { .name = "min", REDUCE, .flops = 1, .kernel = TK_RED_MIN, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT, .keeps_int = 1 },
+    [TT_OP_ARGMAX] = { .name = "argmax", REDUCE, .flops = 1, .kernel = TK_RED_MAX, .index = 1, .keeps_int = 1 },
+    [TT_OP_ARGMIN] = { .name = "argmin", REDUCE, .flops = 1, .kernel = TK_RED_MIN, .index = 1, .keeps_int = 1 },
     [TT_OP_STD] = { .name = "std", REDUCE, .flops = 3, .kernel = TK_RED_STD, BW(var), .saves = TT__SAVE_A | TT__SAVE_OUT },
     [TT_OP_VAR] = { .name = "var", REDUCE, .flops = 3, .kernel = TK_RED_VAR, BW(var), .saves = TT__SAVE_A | TT__SAVE_OUT },
     /* attention and the rest: their own functions */

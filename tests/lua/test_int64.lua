@@ -113,6 +113,26 @@ y:backward()
 close("gradient of w * int64 is the int64 values (as float)", wgt.grad, {5, 7, 9})
 check("int64 results never require grad", (a + 1).requires_grad == false)
 
+-- argmax, argmin and the indices of max/min are int64, 1-based
+local sc = tt.tensor({{3, 9, 1}, {7, 2, 7}})
+local am = sc:argmax(2)
+check("argmax is int64", am:dtype() == "int64" and am:totable()[1] == 2 and am:totable()[2] == 1)
+check("argmin of everything: a 0-d int64", sc:argmin():dtype() == "int64" and sc:argmin():item() == 3)
+local mv, mi = sc:max(2)
+check("max over a dim: float values, int64 indices", mv:dtype() == "float32" and mi:dtype() == "int64"
+      and math.type(mi:totable()[2]) == "integer" and mi:totable()[2] == 1)
+local nv, ni = sc:min(1, true)
+check("min keepdim indices", ni:dtype() == "int64" and ni:totable()[1][2] == 2)
+check("an argmax indexes directly", sc[1][am[1]:item()]:item() == 9)
+-- reductions of int64
+check("sum of int64 is int64", a:sum():dtype() == "int64" and a:sum():item() == 21)
+check("sum over a dim", a:sum(1):totable()[3] == 9 and a:sum(2, true):totable()[2][1] == 15)
+check("max of int64", a:max():item() == 6 and a:max():dtype() == "int64")
+local iv, ii = a:min(2)
+check("min over a dim of int64: int64 values and indices", iv:dtype() == "int64" and ii:totable()[2] == 1)
+check("argmax of int64", a:mT():argmax(2):totable()[1] == 2)
+checkerror({"mean", "int64 [2,3]", "x:float()"}, function() return a:mean() end)
+
 -- figures take int64 (ids, counts) as their values
 local dir = T.tmpdir()
 local ids = tt.tensor({{1, 2, 3}, {40, 5, 6}}, "int64")
