@@ -247,7 +247,7 @@ int tt_set_grad_enabled(int on);
 int tt_is_grad_enabled(void);
 
 /* ===== Files: safetensors (safetensors.c) =====
-   The layout Python's safetensors and PyTorch read: dtypes F32 and BOOL.
+   The layout Python's safetensors and PyTorch read: dtypes F32, I64 and BOOL.
    tt_save writes names[i] -> tensors[i] (any strides) and nmeta key/value
    string pairs (meta[2k], meta[2k+1]) as "__metadata__", atomically (the
    file appears whole or not at all). tt_load reads a file, checking every

@@ -140,6 +140,14 @@ check("heatmap of int64", tt.heatmap(ids, dir .. "/ids.png") == dir .. "/ids.png
 check("heatmap of a transposed int64 view (svg)", tt.heatmap(ids:mT(), dir .. "/ids.svg") == dir .. "/ids.svg")
 check("bars of int64", tt.bars(ids[1], dir .. "/bars.png") == dir .. "/bars.png")
 check("heatmap svg shows the int64 values", T.slurp(dir .. "/ids.svg"):find(">40<", 1, true) ~= nil)
+-- checkpoints: int64 as safetensors I64, values exact
+local big = tt.tensor({{-2^53, 3}, {0, 2^53}}, "int64")
+tt.save(dir .. "/ids.safetensors", {ids = big:mT(), w = tt.ones(2)})
+local back = tt.load(dir .. "/ids.safetensors")
+check("I64 loads as int64", back.ids:dtype() == "int64")
+check("I64 values exact", back.ids:totable()[1][1] == -9007199254740992 and back.ids:totable()[2][2] == 9007199254740992
+      and back.ids:totable()[1][2] == 0 and back.ids:totable()[2][1] == 3)
+check("the file names I64", T.slurp(dir .. "/ids.safetensors"):find('"dtype":"I64"', 1, true) ~= nil)
 os.execute("rm -rf '" .. dir .. "'")
 
 T.report()
