@@ -139,6 +139,8 @@ typedef enum tt_op {
     TT_OP_SOFTMAX, TT_OP_MASKED_FILL, TT_OP_TRIL, TT_OP_TRIU, TT_OP_CAUSAL_MASK,
     TT_OP_REPEAT_INTERLEAVE, TT_OP_CAT, TT_OP_STACK, TT_OP_MATMUL, TT_OP_SDPA,
     TT_OP_REARRANGE, TT_OP_EINSUM,
+    /* indexing */
+    TT_OP_INDEX_SELECT, TT_OP_GATHER,
     TT_OP_COUNT
 } tt_op;
 
@@ -194,6 +196,14 @@ tt_status tt_causal_mask(tt_tensor *out, int64_t nq, int64_t nk, int lower_right
 tt_status tt_repeat_interleave(tt_tensor *out, const tt_tensor *a, int64_t r, int d);
 tt_status tt_cat(tt_tensor *out, const tt_tensor *const *list, int n, int d);
 tt_status tt_stack(tt_tensor *out, const tt_tensor *const *list, int n, int d);
+
+/* Indexing with int64 indices counted from 1 (an index outside 1..size is
+   TT_EARG naming it and the range). index_select: the slices of a along d
+   at index (1-D): a's shape with index's length at d. gather: out[i] =
+   a[i with i_d = index[i]], index with a's number of dims and sizes at
+   most a's off d; the result has index's shape. Any dtype of a. */
+tt_status tt_index_select(tt_tensor *out, const tt_tensor *a, int d, const tt_tensor *index);
+tt_status tt_gather(tt_tensor *out, const tt_tensor *a, int d, const tt_tensor *index);
 
 /* PyTorch's matmul: 1-D promotion, broadcast batch dims, any strides. */
 tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b);

@@ -197,6 +197,12 @@ tt_status tt__bw_permute(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_unsqueeze(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_narrow(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_sdpa(const tt__node *, const tt_tensor *, tt_tensor *);   /* ops/sdpa.c */
+tt_status tt__bw_index(const tt__node *, const tt_tensor *, tt_tensor *);
+
+/* index_select's and gather's backward (ops.c): dst[mapped i] += g[i] for
+   every element i of g, dst float32 shaped as the forward's input, the
+   index checked by the forward; repeated indices accumulate, in order. */
+void tt__index_add(tt_tensor *dst, int d, const tt_tensor *index, int gather, const tt_tensor *g);
 
 /* ===== The op table (ops/optable.c) =====
    One row per tt_op: what the shared front-ends, the trace and the binding

@@ -788,6 +788,20 @@ static int t_masked_fill(lua_State *L)
     return 1;
 }
 
+/* x:index_select(d, index), x:gather(d, index): index int64, 1-based */
+static int indexing(lua_State *L, tt_op op)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int d = ltt_checkdim(L, 2, t, 0, tt_op_name(op));
+    tt_tensor *ix = ltt_checktensor(L, 3);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t, ix};
+    LTT_CALL_HELD(L, tt_op_name(op), in, op == TT_OP_GATHER ? tt_gather(out, t, d, ix) : tt_index_select(out, t, d, ix));
+    return 1;
+}
+
+static int t_index_select(lua_State *L) { return indexing(L, TT_OP_INDEX_SELECT); }
+static int t_gather(lua_State *L) { return indexing(L, TT_OP_GATHER); }
+
 static int tri(lua_State *L, int upper)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
@@ -1143,7 +1157,8 @@ static const luaL_Reg tensor_meth[] = {
     {"unsqueeze", t_unsqueeze}, {"squeeze", t_squeeze}, {"contiguous", t_contiguous},
     {"clone", t_clone}, {"chunk", t_chunk}, {"split", t_split},
     {"requires_grad_", t_requires_grad_}, {"backward", t_backward}, {"detach", t_detach},
-    {"float", t_float}, {"bool", t_bool}, {"long", t_long}, {"max", t_max}, {"min", t_min},
+    {"float", t_float}, {"bool", t_bool}, {"long", t_long},
+    {"index_select", t_index_select}, {"gather", t_gather}, {"max", t_max}, {"min", t_min},
     {"matmul", ltt_matmul}, {"softmax", t_softmax}, {"masked_fill", t_masked_fill},
     {"tril", t_tril}, {"triu", t_triu}, {"repeat_interleave", t_repeat_interleave},
     {NULL, NULL}

@@ -389,6 +389,108 @@ static void test_int64_ops(void)
     }
 }
 
+/* ===== Indexing ===== */
+
+/* A 1-D int64 index of n values in 1..size, strided: column 1 of [n,2]. */
+static tt_tensor strided_index(int64_t n, int64_t size)
+{
+    tt_tensor base, col = {0};
+    int64_t shape[2] = {n, 2};
+    if (ok(tt_randint(&base, 1, size + 1, 2, shape))) {
+        ok(tt_select(&col, &base, 1, 0));
+        tt_tensor_release(&base);
+    }
+    return col;
+}
+
+/* index_select and gather copy elements: exact equality with the element
+   the reference walk picks, at awkward shapes, for every layout of the
+   input (strided, expanded) and strided indices; int64 input too. */
+static void test_indexing(void)
+{
+    const int64_t shape[3] = {3, 37, 13};
+    tt_manual_seed(5);
+    for (int l = 0; l < L_COUNT; l++) {
+        tt_tensor a = make(l, 3, shape);
+        for (int d = 0; d < 3; d++) {
+            char descr[96];
+            tt_tensor ix = strided_index(2 * shape[d] + 3, shape[d]), out;    /* repeats certain */
+            snprintf(descr, sizeof descr, "index_select dim=%d on %s", d + 1, LAYOUT[l]);
+            if (!ok(tt_index_select(&out, &a, d, &ix))) { CHECK(descr, 0); tt_tensor_release(&ix); continue; }
+            int64_t os[3] = {shape[0], shape[1], shape[2]}, idx[3] = {0};
+            os[d] = tt_numel(&ix);
+            int good = same_shape(&out, 3, os) && out.dtype == TT_FLOAT32;
+            for (int64_t k = 0; good && k < tt_numel(&out); k++) {
+                int64_t src[3] = {idx[0], idx[1], idx[2]};
+                src[d] = tt_get_i64(&ix, idx[d]) - 1;
+                good &= tt_get(&out, k) == el(&a, src);
+                next_idx(3, os, idx);
+            }
+            CHECK(descr, good);
+            tt_tensor_release(&out);
+            tt_tensor_release(&ix);
+
+            /* gather: index [3, 20, 13] off d smaller where it may be, transposed (strided) */
+            int64_t gs[3] = {shape[0] - (d != 0), shape[1] - 5 * (d != 1), shape[2] - 2 * (d != 2)};
+            gs[d] = 20;
+            int64_t ts[3] = {gs[0], gs[2], gs[1]};
+            tt_tensor gb, gi;
+            if (!ok(tt_randint(&gb, 1, shape[d] + 1, 3, ts)) || !ok(tt_transpose(&gi, &gb, 1, 2))) continue;
+            tt_tensor_release(&gb);
+            snprintf(descr, sizeof descr, "gather dim=%d on %s, strided index", d + 1, LAYOUT[l]);
+            if (ok(tt_gather(&out, &a, d, &gi))) {
+                int64_t j[3] = {0};
+                good = same_shape(&out, 3, gs) && out.dtype == TT_FLOAT32;
+                for (int64_t k = 0; good && k < tt_numel(&out); k++) {
+                    int64_t src[3] = {j[0], j[1], j[2]};
+                    src[d] = (int64_t)el(&gi, j) - 1;
+                    good &= tt_get(&out, k) == el(&a, src);
+                    next_idx(3, gs, j);
+                }
+                CHECK(descr, good);
+                tt_tensor_release(&out);
+            }
+            tt_tensor_release(&gi);
+        }
+        tt_tensor_release(&a);
+    }
+    /* int64 input: the ids of an embedding lookup */
+    tt_tensor ids, ix = strided_index(9, 40), out;
+    int64_t s40 = 40;
+    if (ok(tt_randint(&ids, -1000000, 1000000, 1, &s40)) && ok(tt_index_select(&out, &ids, 0, &ix))) {
+        int good = out.dtype == TT_INT64 && tt_numel(&out) == 9;
+        for (int64_t k = 0; k < 9; k++) good &= tt_get_i64(&out, k) == tt_get_i64(&ids, tt_get_i64(&ix, k) - 1);
+        CHECK("index_select of int64", good);
+        tt_tensor_release(&out);
+    }
+    /* errors: the value and the range; float index; wrong dims */
+    tt_tensor bad, f;
+    int64_t two = 2, vals[2] = {1, 41};
+    if (ok(tt_from_buffer(&bad, TT_INT64, 1, &two, vals))) {
+        check_err("index_select: index out of range", tt_index_select(&out, &ids, 0, &bad), TT_EARG,
+                  "index_select: index 41 out of range", "dim 1 of [40]", "(1..40)");
+        vals[1] = 0;
+        tt_tensor_release(&bad);
+        ok(tt_from_buffer(&bad, TT_INT64, 1, &two, vals));
+        check_err("index_select: index 0 has a hint", tt_index_select(&out, &ids, 0, &bad), TT_EARG,
+                  "index 0 out of range", "count from 1", NULL);
+        tt_tensor ix2;
+        if (ok(tt_unsqueeze(&ix2, &ix, 0))) {
+            check_err("gather: dims differ", tt_gather(&out, &ids, 0, &ix2), TT_ESHAPE,
+                      "gather: index [1,9] and input [40] must have as many dims", NULL, NULL);
+            tt_tensor_release(&ix2);
+        }
+        tt_tensor_release(&bad);
+    }
+    if (ok(tt_to_dtype(&f, &ix, TT_FLOAT32))) {
+        check_err("index_select: float index", tt_index_select(&out, &ids, 0, &f), TT_EARG,
+                  "index must be int64", "float32 [9]", "index:long()");
+        tt_tensor_release(&f);
+    }
+    tt_tensor_release(&ix);
+    tt_tensor_release(&ids);
+}
+
 static void test_binary(void)
 {
     static const struct { int na; int64_t sa[4]; int nb; int64_t sb[4]; } pairs[] = {
@@ -2011,6 +2113,7 @@ int main(void)
     int64_t base = tt_memory_in_use();
     test_binary();
     test_int64_ops();
+    test_indexing();
     test_scalar();
     test_bool_ops();
     test_unary();

@@ -1,6 +1,7 @@
 /*
 ** ops.c — op front-ends: broadcasting, elementwise math, conversions,
-** reductions, softmax, masking, tril/triu, repeat_interleave, cat, stack.
+** reductions, softmax, masking, tril/triu, repeat_interleave, cat, stack,
+** index_select, gather.
 ** Each public op checks its arguments, allocates the result, runs a strided
 ** loop (or a kernel from kernels.h) and emits one trace event.
 */
@@ -1177,4 +1178,112 @@ tt_status tt_stack(tt_tensor *out, const tt_tensor *const *list, int n, int d)
     tt_event ev;
     if (st == TT_OK) list_event(&ev, TT_OP_STACK, out, list, n, d);
     return tt__op_leave(sc, st, &ev);
+}
+
+/* ===== Indexing: index_select, gather ===== */
+
+/* Walks every element i of `walk` (row-major): the element of `big` at i
+   with i_d replaced by the index (index[i_d] for index_select, index[i]
+   for gather; 1-based) is copied into walk[i], or with add, walk[i] (a
+   float gradient) is added to it. */
+static void index_walk(const tt_tensor *big, int d, const tt_tensor *index, int gather,
+                       const tt_tensor *walk, int add)
+{
+    int nd = walk->ndim;
+    int64_t n = tt_numel(walk), i[TT_MAX_DIMS] = {0};
+    size_t es = tt_dtype_size(big->dtype);
+    const int64_t *ix = tt_data_i64(index);
+    char *bb = (char *)big->storage->data + big->offset * (int64_t)es;
+    char *wb = (char *)walk->storage->data + walk->offset * (int64_t)tt_dtype_size(walk->dtype);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t wo = 0, io = 0, bo = 0;
+        for (int q = 0; q < nd; q++) {
+            wo += i[q] * walk->stride[q];
+            if (gather) io += i[q] * index->stride[q];
+        }
+        if (!gather) io = i[d] * index->stride[0];
+        for (int q = 0; q < nd; q++) bo += (q == d ? ix[io] - 1 : i[q]) * big->stride[q];
+        if (add) ((float *)bb)[bo] += ((const float *)wb)[wo];
+        else memcpy(wb + wo * (int64_t)es, bb + bo * (int64_t)es, es);
+        for (int q = nd - 1; q >= 0 && ++i[q] == walk->shape[q]; q--) i[q] = 0;
+    }
+}
+
+void tt__index_add(tt_tensor *dst, int d, const tt_tensor *index, int gather, const tt_tensor *g)
+{
+    index_walk(dst, d, index, gather, g, 1);
+}
+
+/* index is int64 and every value of it in 1..a's size at d. */
+static tt_status check_index(const char *op, const tt_tensor *a, int d, const tt_tensor *index)
+{
+    char sa[SHAPE_BUF], si[SHAPE_BUF];
+    if (index->dtype != TT_INT64)
+        return tt__err(TT_EARG, "%s: index must be int64, got %s %s; hint: index:long()", op,
+                       tt_dtype_name(index->dtype), shp(index, si));
+    int64_t n = tt_numel(index), size = a->shape[d];
+    for (int64_t k = 0; k < n; k++) {
+        int64_t v = tt_get_i64(index, k);
+        if (v < 1 || v > size)
+            return tt__err(TT_EARG, "%s: index %lld out of range for dim %d of %s (1..%lld)%s", op,
+                           (long long)v, d + 1, shp(a, sa), (long long)size,
+                           v == 0 ? "; hint: indices count from 1" : "");
+    }
+    return TT_OK;
+}
+
+static tt_status index_impl(tt_tensor *out, const tt_tensor *a, int d, const tt_tensor *index, int gather)
+{
+    const char *op = gather ? "gather" : "index_select";
+    char sa[SHAPE_BUF], si[SHAPE_BUF];
+    tt_status st = tt__check_dim(op, a, d, 0);
+    if (st) return st;
+    int64_t shape[TT_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    if (gather) {
+        if (index->ndim != a->ndim)
+            return tt__err(TT_ESHAPE, "gather: index %s and input %s must have as many dims", shp(index, si),
+                           shp(a, sa));
+        for (int q = 0; q < a->ndim; q++)
+            if (q != d && index->shape[q] > a->shape[q])
+                return tt__err(TT_ESHAPE, "gather: index %s is larger than input %s at dim %d (%lld vs %lld)",
+                               shp(index, si), shp(a, sa), q + 1, (long long)index->shape[q],
+                               (long long)a->shape[q]);
+        memcpy(shape, index->shape, sizeof shape);
+    } else {
+        if (index->ndim != 1)
+            return tt__err(TT_ESHAPE, "index_select: index must be 1-D, got %s; hint: index:view(-1)",
+                           shp(index, si));
+        shape[d] = index->shape[0];
+    }
+    if ((st = check_index(op, a, d, index))) return st;
+    st = tt__alloc(out, op, a->dtype, a->ndim, shape, gather ? NULL : a->names);
+    if (st) return st;
+    index_walk(a, d, index, gather, out, 0);
+    return TT_OK;
+}
+
+static tt_status index_op(tt_tensor *out, tt_op op, const tt_tensor *a, int d, const tt_tensor *index)
+{
+    clear(out);
+    tt__opscope sc = tt__op_enter();
+    tt_status st = index_impl(out, a, d, index, op == TT_OP_GATHER);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL))
+        st = tt__record(out, op, a, index, NULL, &(tt__agargs){ .d = d });
+    tt_event ev;
+    if (st == TT_OK) {
+        tt__event_init(&ev, op, out, a, index, NULL);
+        if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "dim=%d", d + 1);
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+tt_status tt_index_select(tt_tensor *out, const tt_tensor *a, int d, const tt_tensor *index)
+{
+    return index_op(out, TT_OP_INDEX_SELECT, a, d, index);
+}
+
+tt_status tt_gather(tt_tensor *out, const tt_tensor *a, int d, const tt_tensor *index)
+{
+    return index_op(out, TT_OP_GATHER, a, d, index);
 }

@@ -94,6 +94,9 @@ static const tt__opdef OPS[] = {
     [TT_OP_SDPA] = { .name = "sdpa", BW(sdpa), .saves = TT__SAVE_A | TT__SAVE_B | TT__SAVE_C | TT__SAVE_OUT },
     [TT_OP_REARRANGE] = { .name = "rearrange" },
     [TT_OP_EINSUM] = { .name = "einsum" },
+    /* indexing: the backward scatter-adds g where the forward read */
+    [TT_OP_INDEX_SELECT] = { .name = "index_select", BW(index), .saves = TT__SAVE_B },
+    [TT_OP_GATHER] = { .name = "gather", BW(index), .saves = TT__SAVE_B },
 };
 _Static_assert(sizeof OPS / sizeof OPS[0] == TT_OP_COUNT, "OPS: one row per tt_op");
 

@@ -133,6 +133,40 @@ check("min over a dim of int64: int64 values and indices", iv:dtype() == "int64"
 check("argmax of int64", a:mT():argmax(2):totable()[1] == 2)
 checkerror({"mean", "int64 [2,3]", "x:float()"}, function() return a:mean() end)
 
+-- index_select and gather: int64 indices from 1, PyTorch's semantics,
+-- differentiable (repeated indices accumulate)
+local emb = tt.tensor({{1, 2}, {3, 4}, {5, 6}}):requires_grad_()
+local tok = tt.tensor({3, 1, 3, 3}, "int64")
+local rows = emb:index_select(1, tok)
+close("index_select rows", rows, {{5, 6}, {1, 2}, {5, 6}, {5, 6}})
+check("index_select keeps the input's dtype", tt.tensor({7, 8, 9}, "int64"):index_select(1, tok):totable()[2] == 7)
+close("index_select of columns", emb:index_select(2, tt.tensor({2}, "int64")), {{2}, {4}, {6}})
+close("index_select with a strided index", emb:index_select(1, tt.tensor({{2, 9}, {1, 9}}, "int64"):select(2, 1)),
+      {{3, 4}, {1, 2}})
+check("index_select records a node", rows.requires_grad and rows.grad_fn:find("Backward") ~= nil)
+rows:sum():backward()
+close("index_select backward: repeated rows accumulate", emb.grad, {{1, 1}, {0, 0}, {3, 3}})
+emb.grad = nil
+local logits = tt.tensor({{0.1, 0.7, 0.2}, {0.5, 0.3, 0.2}}):requires_grad_()
+local picked = logits:gather(2, tt.tensor({{2, 2}, {1, 3}}, "int64"))
+close("gather picks along dim 2", picked, {{0.7, 0.7}, {0.5, 0.2}})
+local weighted = picked * tt.tensor({{1, 10}, {100, 1000}})
+weighted:sum():backward()
+close("gather backward scatter-adds", logits.grad, {{0, 11, 0}, {100, 0, 1000}})
+close("gather along dim 1", tt.tensor({{1, 2}, {3, 4}}):gather(1, tt.tensor({{2, 1}}, "int64")), {{3, 2}})
+checkerror({"index_select", "index 4 out of range for dim 1 of [3,2] (1..3)", "test_int64.lua"},
+           function() return emb:index_select(1, tt.tensor({1, 4}, "int64")) end)
+checkerror({"index_select", "index 0", "hint: indices count from 1"},
+           function() return emb:index_select(1, tt.tensor({0}, "int64")) end)
+checkerror({"index_select", "index must be int64, got float32 [2]", "index:long()"},
+           function() return emb:index_select(1, tt.tensor({1, 2})) end)
+checkerror({"index_select", "1-D"}, function() return emb:index_select(1, tt.tensor({{1}}, "int64")) end)
+checkerror({"gather", "index [2] and input [3,2] must have as many dims"},
+           function() return emb:gather(1, tt.tensor({1, 2}, "int64")) end)
+checkerror({"gather", "index 3 out of range for dim 2 of [3,2] (1..2)"},
+           function() return emb:gather(2, tt.tensor({{3}}, "int64")) end)
+checkerror({"gather", "dim 3 out of range"}, function() return emb:gather(3, tt.tensor({{1}}, "int64")) end)
+
 -- figures take int64 (ids, counts) as their values
 local dir = T.tmpdir()
 local ids = tt.tensor({{1, 2, 3}, {40, 5, 6}}, "int64")
