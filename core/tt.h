@@ -19,7 +19,8 @@
 
 /* ===== Tensors ===== */
 
-typedef enum tt_dtype { TT_FLOAT32 = 0, TT_BOOL = 1 } tt_dtype;
+/* int64: token ids, targets and indices (never requires grad). */
+typedef enum tt_dtype { TT_FLOAT32 = 0, TT_BOOL = 1, TT_INT64 = 2 } tt_dtype;
 
 /* A small value header over a storage. Strides and offset count elements.
    names[] and label are interned strings (tt_intern) or NULL. */
@@ -51,8 +52,11 @@ const char *tt_dtype_name(tt_dtype dt);
 /* Pointer to element 0 of the view (storage data + offset). */
 float *tt_data_f32(const tt_tensor *t);
 uint8_t *tt_data_bool(const tt_tensor *t);
+int64_t *tt_data_i64(const tt_tensor *t);
 /* Element at a flat row-major index of the view, as a double. */
 double tt_get(const tt_tensor *t, int64_t flat);
+/* The same as an integer, exact for int64 (float32 truncates toward 0). */
+int64_t tt_get_i64(const tt_tensor *t, int64_t flat);
 /* Every element of the view in row-major order into dst[0..numel), as
    floats (bool as 0 and 1). */
 void tt_get_floats(const tt_tensor *t, float *dst);
@@ -72,7 +76,7 @@ tt_status tt_empty(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
 tt_status tt_full(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, double value);
 tt_status tt_zeros(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
 tt_status tt_ones(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
-/* Contiguous copy of data (float or one byte per bool, row-major). */
+/* Contiguous copy of data (float, int64 or one byte per bool, row-major). */
 tt_status tt_from_buffer(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, const void *data);
 /* [a, b) by step (step != 0), float32. */
 tt_status tt_arange(tt_tensor *out, double a, double b, double step);
@@ -84,6 +88,8 @@ tt_status tt_eye(tt_tensor *out, int64_t n, int64_t m);
 void tt_manual_seed(uint64_t seed);
 tt_status tt_rand(tt_tensor *out, int ndim, const int64_t *shape);   /* U[0,1) */
 tt_status tt_randn(tt_tensor *out, int ndim, const int64_t *shape);  /* N(0,1) */
+/* int64 uniform in [lo, hi) (PyTorch's randint); TT_EARG when hi <= lo. */
+tt_status tt_randint(tt_tensor *out, int64_t lo, int64_t hi, int ndim, const int64_t *shape);
 
 /* ===== Views (share storage; never copy) ===== */
 
@@ -118,7 +124,7 @@ tt_status tt_split(tt_tensor *outs, int max, int *count, const tt_tensor *a, int
 typedef enum tt_op {
     TT_OP_NONE = 0,
     /* creation */
-    TT_OP_TENSOR, TT_OP_EMPTY, TT_OP_ZEROS, TT_OP_ONES, TT_OP_FULL, TT_OP_ARANGE, TT_OP_EYE, TT_OP_RAND, TT_OP_RANDN,
+    TT_OP_TENSOR, TT_OP_EMPTY, TT_OP_ZEROS, TT_OP_ONES, TT_OP_FULL, TT_OP_ARANGE, TT_OP_EYE, TT_OP_RAND, TT_OP_RANDN, TT_OP_RANDINT,
     /* views and copies */
     TT_OP_VIEW, TT_OP_RESHAPE, TT_OP_TRANSPOSE, TT_OP_MT, TT_OP_PERMUTE, TT_OP_NARROW,
     TT_OP_SELECT, TT_OP_EXPAND, TT_OP_UNSQUEEZE, TT_OP_SQUEEZE, TT_OP_CONTIGUOUS,
@@ -126,7 +132,7 @@ typedef enum tt_op {
     /* elementwise (float and bool: conversions) */
     TT_OP_ADD, TT_OP_SUB, TT_OP_MUL, TT_OP_DIV, TT_OP_POW, TT_OP_MAXIMUM, TT_OP_MINIMUM,
     TT_OP_EQ, TT_OP_NE, TT_OP_LT, TT_OP_LE, TT_OP_GT, TT_OP_GE, TT_OP_AND, TT_OP_OR, TT_OP_XOR,
-    TT_OP_NEG, TT_OP_EXP, TT_OP_LOG, TT_OP_SQRT, TT_OP_ABS, TT_OP_NOT, TT_OP_FLOAT, TT_OP_BOOL,
+    TT_OP_NEG, TT_OP_EXP, TT_OP_LOG, TT_OP_SQRT, TT_OP_ABS, TT_OP_NOT, TT_OP_FLOAT, TT_OP_BOOL, TT_OP_LONG,
     TT_OP_RELU, TT_OP_GELU, TT_OP_GELU_TANH, TT_OP_TANH, TT_OP_SIGMOID,
     /* reductions */
     TT_OP_SUM, TT_OP_MEAN, TT_OP_MAX, TT_OP_MIN, TT_OP_ARGMAX, TT_OP_ARGMIN, TT_OP_STD, TT_OP_VAR,
@@ -137,6 +143,8 @@ typedef enum tt_op {
     TT_OP_REARRANGE, TT_OP_EINSUM,
     /* optimizers (ops/optim.c): one event a step, for all the parameters */
     TT_OP_SGD_STEP, TT_OP_ADAMW_STEP, TT_OP_CLIP_GRAD_NORM,
+    /* indexing */
+    TT_OP_INDEX_SELECT, TT_OP_GATHER,
     TT_OP_COUNT
 } tt_op;
 
@@ -161,17 +169,20 @@ tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tenso
 /* a op s, or s op a when scalar_first. */
 tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double s, int scalar_first);
 tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a);
-/* float32 <-> bool (nonzero -> true); same dtype gives a copy-free view. */
+/* Between float32, bool and int64: nonzero -> true, float -> int64
+   truncates toward zero (NaN and values out of int64's range give
+   INT64_MIN, as PyTorch on x86); same dtype gives a copy-free view. */
 tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt);
 
 /* ===== Reductions ===== */
 
 /* op: a TT_OPK_REDUCE op (sum, mean, max, min, argmax, argmin, std, var). */
 /* Over dim d, or over everything when d < 0 (0-d result). std/var use
-   Bessel's correction (n-1), as PyTorch. ARGMAX/ARGMIN give float32
-   1-based indices (the first of ties). max/min of an empty dim: TT_EARG. */
+   Bessel's correction (n-1), as PyTorch. ARGMAX/ARGMIN give int64
+   1-based indices (the first of ties). int64 input: sum, max, min give
+   int64 (mean, std, var: TT_EARG). max/min of an empty dim: TT_EARG. */
 tt_status tt_reduce(tt_tensor *out, tt_op op, const tt_tensor *a, int d, int keepdim);
-/* max/min over d with values and 1-based float32 indices. */
+/* max/min over d with values and 1-based int64 indices. */
 tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, int d, int keepdim, int is_min);
 
 /* ===== Attention pieces ===== */
@@ -193,6 +204,14 @@ tt_status tt_causal_mask(tt_tensor *out, int64_t nq, int64_t nk, int lower_right
 tt_status tt_repeat_interleave(tt_tensor *out, const tt_tensor *a, int64_t r, int d);
 tt_status tt_cat(tt_tensor *out, const tt_tensor *const *list, int n, int d);
 tt_status tt_stack(tt_tensor *out, const tt_tensor *const *list, int n, int d);
+
+/* Indexing with int64 indices counted from 1 (an index outside 1..size is
+   TT_EARG naming it and the range). index_select: the slices of a along d
+   at index (1-D): a's shape with index's length at d. gather: out[i] =
+   a[i with i_d = index[i]], index with a's number of dims and sizes at
+   most a's off d; the result has index's shape. Any dtype of a. */
+tt_status tt_index_select(tt_tensor *out, const tt_tensor *a, int d, const tt_tensor *index);
+tt_status tt_gather(tt_tensor *out, const tt_tensor *a, int d, const tt_tensor *index);
 
 /* PyTorch's matmul: 1-D promotion, broadcast batch dims, any strides. */
 tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b);
@@ -292,7 +311,7 @@ void tt_optim_free(tt_optim *o);
 tt_status tt_clip_grad_norm(int n, tt_tensor *const *params, double max_norm, double *total);
 
 /* ===== Files: safetensors (safetensors.c) =====
-   The layout Python's safetensors and PyTorch read: dtypes F32 and BOOL.
+   The layout Python's safetensors and PyTorch read: dtypes F32, I64 and BOOL.
    tt_save writes names[i] -> tensors[i] (any strides) and nmeta key/value
    string pairs (meta[2k], meta[2k+1]) as "__metadata__", atomically (the
    file appears whole or not at all). tt_load reads a file, checking every

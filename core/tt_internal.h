@@ -42,6 +42,16 @@ tt_status tt__check_dim(const char *op, const tt_tensor *a, int d, int allow_end
    the generator tt_manual_seed seeds. */
 void tt__rand_uniform(float *p, int64_t n);
 void tt__rand_normal(float *p, int64_t n);
+/* n integers lo + [0, range) (range 0: all of 2^64), unbiased. */
+void tt__rand_int(int64_t *p, int64_t n, int64_t lo, uint64_t range);
+
+/* A double to int64 truncating toward zero; NaN and values outside
+   int64's range give INT64_MIN (as PyTorch on x86), never C's undefined
+   cast. */
+static inline int64_t tt__f64_to_i64(double v)
+{
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
+}
 
 /* ===== Untraced views (tensor/view.c) =====
    Each checks its arguments (`op` names the op in the message), fills *out
@@ -235,14 +245,22 @@ tt_status tt__bw_einsum(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__einsum_grad(tt_tensor *out, const char *spec, const tt_tensor *ops, int n,
                           const tt_tensor *g, int i);
 
+tt_status tt__bw_index(const tt__node *, const tt_tensor *, tt_tensor *);
+
+/* index_select's and gather's backward (ops.c): dst[mapped i] += g[i] for
+   every element i of g, dst float32 shaped as the forward's input, the
+   index checked by the forward; repeated indices accumulate, in order. */
+void tt__index_add(tt_tensor *dst, int d, const tt_tensor *index, int gather, const tt_tensor *g);
+
 /* ===== The op table (ops/optable.c) =====
    One row per tt_op: what the shared front-ends, the trace and the binding
    know of an op. */
 typedef enum tt__operands {
     TT__ANY,            /* not elementwise nor a reduction: its own function checks */
-    TT__FLOAT,          /* float32 operands */
+    TT__FLOAT,          /* numbers: float32 or int64 (int64 with float32, or with a Lua
+                           number that is not an integer, is promoted to float32) */
     TT__BOOL,           /* bool operands */
-    TT__SAME,           /* float32 or bool, both the same */
+    TT__SAME,           /* numbers as TT__FLOAT, or both bool */
 } tt__operands;
 
 typedef struct tt__opdef {
@@ -254,6 +272,9 @@ typedef struct tt__opdef {
     double flops;               /* per result element (reductions: per input element) */
     int kernel;                 /* TK_EW_* (elementwise) or TK_RED_* (reductions) */
     int index;                  /* a reduction giving the 1-based index of the extremum */
+    int keeps_int;              /* int64 operands (all of them) give an int64 result, or
+                                   bool for a comparison, as PyTorch; else int64 is promoted
+                                   to float32 (div, exp, log, sqrt, mean) */
     tt__backward_fn backward;   /* NULL: no gradient yet (backward() says so) */
     int saves;                  /* TT__SAVE_*: what the backward reads */
 } tt__opdef;

@@ -291,7 +291,7 @@ static void put_tensor(tt_strbuf *b, const tt_tensor *t)
         tt_strbuf_fmt(b, "%lld", (long long)t->shape[i]);
     }
     tt_strbuf_str(b, "]</span>");
-    if (t->dtype == TT_BOOL) tt_strbuf_str(b, " <span class=\"dt\">bool</span>");
+    if (t->dtype != TT_FLOAT32) tt_strbuf_fmt(b, " <span class=\"dt\">%s</span>", tt_dtype_name(t->dtype));
     tt_strbuf_str(b, "</span>");
 }
 

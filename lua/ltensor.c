@@ -73,7 +73,8 @@ static tt_dtype optdtype(lua_State *L, int idx, const char *op)
     const char *s = ltt_checkcstring(L, idx, op, "dtype");
     if (strcmp(s, "float32") == 0 || strcmp(s, "float") == 0) return TT_FLOAT32;
     if (strcmp(s, "bool") == 0) return TT_BOOL;
-    ltt_error(L, "%s: unknown dtype '%s' (expected \"float32\" or \"bool\")", op, s);
+    if (strcmp(s, "int64") == 0 || strcmp(s, "long") == 0) return TT_INT64;
+    ltt_error(L, "%s: unknown dtype '%s' (expected \"float32\", \"int64\" or \"bool\")", op, s);
     return TT_FLOAT32;
 }
 
@@ -133,7 +134,20 @@ static void nested_fill(lua_State *L, int idx, int depth, const nested *nt, tt_d
             ltt_error(L, "tensor: %s is a %s, expected a number%s", path, luaL_typename(L, idx),
                        dt == TT_BOOL ? " or boolean" : "");
         double v = ty == LUA_TBOOLEAN ? (double)lua_toboolean(L, idx) : lua_tonumber(L, idx);
-        if (dt == TT_BOOL) ((uint8_t *)buf)[*pos] = v != 0.0;
+        if (dt == TT_INT64) {
+            lua_Integer iv;
+            if (lua_isinteger(L, idx)) iv = lua_tointeger(L, idx);
+            else if (fabs(v) < 9223372036854775808.0) iv = (lua_Integer)v;   /* truncates, as PyTorch */
+            else iv = LUA_MININTEGER;
+            if (iv > INT64_C(9007199254740992) || iv < -INT64_C(9007199254740992) || isnan(v)) {
+                char vb[64];
+                if (lua_isinteger(L, idx)) snprintf(vb, sizeof vb, "%lld", (long long)iv);
+                else snprintf(vb, sizeof vb, "%.17g", v);
+                ltt_error(L, "tensor: %s is %s, beyond the int64 values a Lua number holds exactly (|v| <= 2^53)",
+                          path, vb);
+            }
+            ((int64_t *)buf)[*pos] = iv;
+        } else if (dt == TT_BOOL) ((uint8_t *)buf)[*pos] = v != 0.0;
         else ((float *)buf)[*pos] = (float)v;
         (*pos)++;
         return;
@@ -225,6 +239,22 @@ static int ltt_zeros(lua_State *L) { return create(L, 0, "zeros"); }
 static int ltt_ones(lua_State *L) { return create(L, 1, "ones"); }
 static int ltt_rand(lua_State *L) { return create(L, 2, "rand"); }
 static int ltt_randn(lua_State *L) { return create(L, 3, "randn"); }
+
+/* tt.randint(lo, hi, sizes...): int64 in [lo, hi), as PyTorch's. */
+static int ltt_randint(lua_State *L)
+{
+    int64_t lo, hi, shape[TT_MAX_DIMS];
+    if (!ltt_tointeger(L, 1, &lo) || !ltt_tointeger(L, 2, &hi))
+        return ltt_error(L, "randint: expects integers lo, hi then sizes: tt.randint(0, 10, 2, 3)");
+    int next;
+    int ndim = checkshape(L, 3, shape, "randint", &next);
+    check_sizes(L, ndim, shape, "randint");
+    if (!lua_isnone(L, next))
+        return ltt_error(L, "randint: sizes must be integers, got %s", luaL_typename(L, next));
+    tt_tensor *t = ltt_newtensor(L);
+    ltt_check(L, tt_randint(t, lo, hi, ndim, shape));
+    return 1;
+}
 
 static int ltt_full(lua_State *L)
 {
@@ -324,6 +354,10 @@ static void push_elem(lua_State *L, const tt_tensor *t, int64_t flat)
 {
     if (t->storage == NULL)             /* closed by a finalizer an allocation ran */
         ltt_error(L, "totable: tensor was closed during the call (by a finalizer)");
+    if (t->dtype == TT_INT64) {
+        lua_pushinteger(L, tt_get_i64(t, flat));
+        return;
+    }
     double v = tt_get(t, flat);
     if (t->dtype == TT_BOOL) lua_pushboolean(L, v != 0.0);
     else lua_pushnumber(L, v);
@@ -681,12 +715,13 @@ static int convert(lua_State *L, tt_dtype dt)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    LTT_CALL_HELD(L, dt == TT_BOOL ? "bool" : "float", in, tt_to_dtype(out, t, dt));
+    LTT_CALL_HELD(L, dt == TT_BOOL ? "bool" : dt == TT_INT64 ? "long" : "float", in, tt_to_dtype(out, t, dt));
     return 1;
 }
 
 static int t_float(lua_State *L) { return convert(L, TT_FLOAT32); }
 static int t_bool(lua_State *L) { return convert(L, TT_BOOL); }
+static int t_long(lua_State *L) { return convert(L, TT_INT64); }
 
 /* ===== Reductions ===== */
 
@@ -773,6 +808,20 @@ static int t_masked_fill(lua_State *L)
     LTT_CALL_HELD(L, "masked_fill", in, tt_masked_fill(out, t, m, v));
     return 1;
 }
+
+/* x:index_select(d, index), x:gather(d, index): index int64, 1-based */
+static int indexing(lua_State *L, tt_op op)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int d = ltt_checkdim(L, 2, t, 0, tt_op_name(op));
+    tt_tensor *ix = ltt_checktensor(L, 3);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t, ix};
+    LTT_CALL_HELD(L, tt_op_name(op), in, op == TT_OP_GATHER ? tt_gather(out, t, d, ix) : tt_index_select(out, t, d, ix));
+    return 1;
+}
+
+static int t_index_select(lua_State *L) { return indexing(L, TT_OP_INDEX_SELECT); }
+static int t_gather(lua_State *L) { return indexing(L, TT_OP_GATHER); }
 
 static int tri(lua_State *L, int upper)
 {
@@ -1129,7 +1178,8 @@ static const luaL_Reg tensor_meth[] = {
     {"unsqueeze", t_unsqueeze}, {"squeeze", t_squeeze}, {"contiguous", t_contiguous},
     {"clone", t_clone}, {"chunk", t_chunk}, {"split", t_split},
     {"requires_grad_", t_requires_grad_}, {"backward", t_backward}, {"detach", t_detach},
-    {"float", t_float}, {"bool", t_bool}, {"max", t_max}, {"min", t_min},
+    {"float", t_float}, {"bool", t_bool}, {"long", t_long},
+    {"index_select", t_index_select}, {"gather", t_gather}, {"max", t_max}, {"min", t_min},
     {"matmul", ltt_matmul}, {"softmax", t_softmax}, {"masked_fill", t_masked_fill},
     {"log_softmax", t_log_softmax}, {"gelu", t_gelu},
     {"tril", t_tril}, {"triu", t_triu}, {"repeat_interleave", t_repeat_interleave},
@@ -1192,7 +1242,7 @@ static void set_op_functions(lua_State *L)
 
 static const luaL_Reg ttlib[] = {
     {"tensor", ltt_tensor_new}, {"zeros", ltt_zeros}, {"ones", ltt_ones}, {"full", ltt_full},
-    {"arange", ltt_arange}, {"eye", ltt_eye}, {"randn", ltt_randn}, {"rand", ltt_rand},
+    {"arange", ltt_arange}, {"eye", ltt_eye}, {"randn", ltt_randn}, {"rand", ltt_rand}, {"randint", ltt_randint},
     {"manual_seed", ltt_manual_seed}, {"no_grad", ltt_no_grad}, {"matmul", ltt_matmul}, {"cat", ltt_cat}, {"stack", ltt_stack},
     {"causal_mask", ltt_causal_mask}, {"sdpa", ltt_sdpa},
     {"rearrange", ltt_rearrange}, {"einsum", ltt_einsum},

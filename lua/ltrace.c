@@ -753,7 +753,8 @@ static void describe_operand(char *buf, size_t n, const tt_tensor *t, const pend
         snprintf(buf, n, "%s%s%s%s%s", tt_op_name(made->ev.op), shp, made->ev.args[0] ? " (" : "", made->ev.args,
                  made->ev.args[0] ? ")" : "");
     } else {
-        snprintf(buf, n, "%.200s%s%s", t->label ? t->label : "", shp, t->dtype == TT_BOOL ? " bool" : "");
+        snprintf(buf, n, "%.200s%s%s%s", t->label ? t->label : "", shp, t->dtype == TT_FLOAT32 ? "" : " ",
+                 t->dtype == TT_FLOAT32 ? "" : tt_dtype_name(t->dtype));
     }
 }
 

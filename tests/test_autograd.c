@@ -311,6 +311,55 @@ static tt_status f_es_three(tt_tensor *o, tt_tensor *const *in) { return einsum_
 static tt_status f_es_summed(tt_tensor *o, tt_tensor *const *in) { return einsum_of(o, in, 2, "b i d, j e -> i b"); }
 static tt_status f_es_diag(tt_tensor *o, tt_tensor *const *in) { return einsum_of(o, in, 2, "b i i, b i -> i b"); }
 
+/* index_select with repeated indices (their gradients add up), through a
+   strided index: column 1 of a [5,2] int64 tensor, {3, 1, 3, 5, 3} */
+static tt_status f_index_select(tt_tensor *o, tt_tensor *const *in)
+{
+    const int64_t ix[10] = {3, 9, 1, 9, 3, 9, 5, 9, 3, 9};
+    tt_tensor all, col;
+    tt_from_buffer(&all, TT_INT64, 2, (int64_t[]){5, 2}, ix);
+    tt_select(&col, &all, 1, 0);
+    tt_status st = tt_index_select(o, in[0], 2, &col);
+    tt_tensor_release(&col);
+    tt_tensor_release(&all);
+    return st;
+}
+
+static tt_status f_index_select0(tt_tensor *o, tt_tensor *const *in)
+{
+    const int64_t ix[4] = {2, 2, 1, 2};
+    tt_tensor idx;
+    tt_from_buffer(&idx, TT_INT64, 1, (int64_t[]){4}, ix);
+    tt_status st = tt_index_select(o, in[0], 0, &idx);
+    tt_tensor_release(&idx);
+    return st;
+}
+
+/* gather along dim 3 of [2,3,5] with a [2,2,7] index (smaller off d,
+   longer along d, repeats), transposed so it is strided */
+static tt_status f_gather(tt_tensor *o, tt_tensor *const *in)
+{
+    int64_t ix[28];
+    for (int k = 0; k < 28; k++) ix[k] = 1 + (k * 7 + k / 3) % 5;
+    tt_tensor base, idx;
+    tt_from_buffer(&base, TT_INT64, 3, (int64_t[]){2, 7, 2}, ix);
+    tt_transpose(&idx, &base, 1, 2);            /* [2,2,7] */
+    tt_status st = tt_gather(o, in[0], 2, &idx);
+    tt_tensor_release(&idx);
+    tt_tensor_release(&base);
+    return st;
+}
+
+static tt_status f_gather0(tt_tensor *o, tt_tensor *const *in)
+{
+    const int64_t ix[6] = {2, 1, 2, 2, 2, 1};
+    tt_tensor idx;
+    tt_from_buffer(&idx, TT_INT64, 3, (int64_t[]){2, 3, 1}, ix);
+    tt_status st = tt_gather(o, in[0], 0, &idx);
+    tt_tensor_release(&idx);
+    return st;
+}
+
 static void test_gradients(void)
 {
     input bc[2] = {{3, {2, 3, 5}, 1, 0, 0}, {2, {1, 5}, 0, 0, 0}};    /* strided a, broadcast b */
@@ -386,6 +435,10 @@ static void test_gradients(void)
     gradcheck("einsum summed axes", f_es_summed, 2, sum);
     input dia[2] = {{3, {2, 4, 4}, 1, 0, 0}, {2, {2, 4}, 1, 0, 0}};
     gradcheck("einsum diagonal", f_es_diag, 2, dia);
+    gradcheck("index_select, repeated and strided indices", f_index_select, 1, bc);
+    gradcheck("index_select dim 1", f_index_select0, 1, bc);
+    gradcheck("gather, repeated indices, strided index", f_gather, 1, bc);
+    gradcheck("gather dim 1, smaller index", f_gather0, 1, bc);
     input mm1[2] = {{3, {2, 3, 5}, 1, 0, 0}, {2, {5, 4}, 1, 0, 0}};
     gradcheck("matmul broadcast batch", f_matmul, 2, mm1);
     input mm2[2] = {{3, {1, 3, 5}, 0, 0, 0}, {3, {2, 5, 4}, 1, 0, 0}};

@@ -43,6 +43,7 @@ static double el(const tt_tensor *t, const int64_t *idx)
     int64_t o = t->offset;
     for (int d = 0; d < t->ndim; d++) o += idx[d] * t->stride[d];
     if (t->dtype == TT_BOOL) return ((const uint8_t *)t->storage->data)[o];
+    if (t->dtype == TT_INT64) return (double)((const int64_t *)t->storage->data)[o];
     return (double)((const float *)t->storage->data)[o];
 }
 
@@ -240,6 +241,254 @@ static void check_binary(const char *descr, tt_op op, const tt_tensor *a, const 
     free(ref);
     free(got);
     tt_tensor_release(&out);
+}
+
+/* ===== int64 ===== */
+
+/* An int64 tensor of shape in [lo, hi), laid out as `layout` says: the
+   float layouts of make() with the values rounded (long() of a view). */
+static tt_tensor make_i64(int layout, int nd, const int64_t *shape, double lo, double hi)
+{
+    tt_tensor f = make(layout, nd, shape), sc, sh, l = {0};
+    /* f in [-1, 1) (rnd) -> lo + (f+1)/2 * (hi - lo), truncated */
+    if (ok(tt_binary_scalar(&sc, TT_OP_MUL, &f, (hi - lo) / 2, 0))) {
+        if (ok(tt_binary_scalar(&sh, TT_OP_ADD, &sc, lo + (hi - lo) / 2, 0))) {
+            ok(tt_to_dtype(&l, &sh, TT_INT64));
+            tt_tensor_release(&sh);
+        }
+        tt_tensor_release(&sc);
+    }
+    tt_tensor_release(&f);
+    return l;
+}
+
+static int64_t ref_i64(tt_op op, int64_t u, int64_t w)
+{
+    switch (op) {
+    case TT_OP_ADD: return u + w;
+    case TT_OP_SUB: return u - w;
+    case TT_OP_MUL: return u * w;
+    case TT_OP_MAXIMUM: return u > w ? u : w;
+    case TT_OP_MINIMUM: return u < w ? u : w;
+    case TT_OP_EQ: return u == w;
+    case TT_OP_NE: return u != w;
+    case TT_OP_LT: return u < w;
+    case TT_OP_LE: return u <= w;
+    case TT_OP_GT: return u > w;
+    case TT_OP_GE: return u >= w;
+    case TT_OP_POW: {
+        int64_t r = 1;
+        for (int64_t k = 0; k < w; k++) r *= u;
+        return w < 0 ? (u == 1 ? 1 : u == -1 ? (w % 2 ? -1 : 1) : 0) : r;
+    }
+    default: return 0;
+    }
+}
+
+/* int64 op int64 at awkward shapes and strides against plain C integer
+   arithmetic (values small enough not to overflow); promotion to float32
+   with float tensors, non-integer scalars and true division. */
+static void test_int64_ops(void)
+{
+    static const tt_op ops[] = { TT_OP_ADD, TT_OP_SUB, TT_OP_MUL, TT_OP_POW, TT_OP_MAXIMUM, TT_OP_MINIMUM,
+                                 TT_OP_EQ, TT_OP_NE, TT_OP_LT, TT_OP_LE, TT_OP_GT, TT_OP_GE };
+    const int64_t sa[3] = {3, 37, 13}, sb[2] = {37, 1};
+    for (int la = 0; la < 5; la++) {
+        tt_tensor a = make_i64(la, 3, sa, -50, 50), b = make_i64(la % 3, 2, sb, -4, 5);
+        for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+            tt_tensor out;
+            char d[128];
+            snprintf(d, sizeof d, "int64 %s, %s [3,37,13] with [37,1]", tt_op_name(ops[k]), LAYOUT[la]);
+            if (!ok(tt_binary(&out, ops[k], &a, &b))) { CHECK(d, 0); continue; }
+            int cmp = ops[k] >= TT_OP_EQ && ops[k] <= TT_OP_GE;
+            int good = out.dtype == (cmp ? TT_BOOL : TT_INT64) && same_shape(&out, 3, sa);
+            int64_t idx[3] = {0};
+            for (int64_t i = 0; good && i < tt_numel(&out); i++) {
+                int64_t u = (int64_t)elb(&a, 3, idx), w = (int64_t)elb(&b, 3, idx);
+                int64_t want = ref_i64(ops[k], u, ops[k] == TT_OP_POW ? w % 4 : w);
+                if (ops[k] == TT_OP_POW) break;         /* below, with small exponents */
+                good &= tt_get_i64(&out, i) == want;
+                next_idx(3, sa, idx);
+            }
+            CHECK(d, good);
+            tt_tensor_release(&out);
+        }
+        /* pow with exponents -2..4 */
+        tt_tensor e = make_i64(la % 3, 2, sb, -2, 5), p;
+        if (ok(tt_binary(&p, TT_OP_POW, &a, &e))) {
+            int good = p.dtype == TT_INT64;
+            int64_t idx[3] = {0};
+            for (int64_t i = 0; i < tt_numel(&p); i++) {
+                good &= tt_get_i64(&p, i) == ref_i64(TT_OP_POW, (int64_t)elb(&a, 3, idx), (int64_t)elb(&e, 3, idx));
+                next_idx(3, sa, idx);
+            }
+            CHECK("int64 pow, negative exponents included", good);
+            tt_tensor_release(&p);
+        }
+        /* promotion: int64 / int64, int64 * float32, int64 + 0.5 give float32 */
+        tt_tensor f = make(la % 3, 2, sb), q, m, h, s3;
+        if (ok(tt_binary(&q, TT_OP_DIV, &a, &b)) && ok(tt_binary(&m, TT_OP_MUL, &a, &f))
+            && ok(tt_binary_scalar(&h, TT_OP_ADD, &a, 0.5, 1)) && ok(tt_binary_scalar(&s3, TT_OP_MUL, &a, 3.0, 0))) {
+            int good = q.dtype == TT_FLOAT32 && m.dtype == TT_FLOAT32 && h.dtype == TT_FLOAT32 && s3.dtype == TT_INT64;
+            int64_t idx[3] = {0};
+            for (int64_t i = 0; i < tt_numel(&q); i++) {
+                double u = elb(&a, 3, idx), w = elb(&b, 3, idx), x = elb(&f, 3, idx);
+                good &= tt_get(&q, i) == (double)((float)u / (float)w) || (isnan(tt_get(&q, i)) && u == 0 && w == 0);
+                good &= tt_get(&m, i) == (double)((float)u * (float)x);
+                good &= tt_get(&h, i) == (double)(float)(u + 0.5);
+                good &= tt_get_i64(&s3, i) == (int64_t)u * 3;
+                next_idx(3, sa, idx);
+            }
+            CHECK("int64 promotion: / , * float32, + 0.5 are float32; * 3.0 stays int64", good);
+        }
+        tt_tensor_release(&q);
+        tt_tensor_release(&m);
+        tt_tensor_release(&h);
+        tt_tensor_release(&s3);
+        tt_tensor_release(&f);
+        tt_tensor_release(&e);
+        /* unary: neg, abs stay int64; exp is float32 */
+        tt_tensor ng, ab, ex;
+        if (ok(tt_unary(&ng, TT_OP_NEG, &a)) && ok(tt_unary(&ab, TT_OP_ABS, &a)) && ok(tt_unary(&ex, TT_OP_EXP, &b))) {
+            int good = ng.dtype == TT_INT64 && ab.dtype == TT_INT64 && ex.dtype == TT_FLOAT32;
+            int64_t idx[3] = {0};
+            for (int64_t i = 0; i < tt_numel(&ng); i++) {
+                int64_t u = (int64_t)elb(&a, 3, idx);
+                good &= tt_get_i64(&ng, i) == -u && tt_get_i64(&ab, i) == (u < 0 ? -u : u);
+                next_idx(3, sa, idx);
+            }
+            for (int64_t i = 0; i < tt_numel(&ex); i++)
+                good &= fabs(tt_get(&ex, i) - exp(tt_get(&b, i))) <= 1e-6 * exp(tt_get(&b, i));
+            CHECK("int64 neg, abs stay int64; exp gives float32", good);
+        }
+        tt_tensor_release(&ng);
+        tt_tensor_release(&ab);
+        tt_tensor_release(&ex);
+        tt_tensor_release(&a);
+        tt_tensor_release(&b);
+    }
+    /* + wraps around as two's complement, as PyTorch */
+    int64_t big[2] = {INT64_MAX, INT64_MIN}, one = 2;
+    tt_tensor t, w, nb;
+    if (ok(tt_from_buffer(&t, TT_INT64, 1, &one, big))) {
+        if (ok(tt_binary_scalar(&w, TT_OP_ADD, &t, 1.0, 0))) {
+            CHECK("int64 + wraps", tt_get_i64(&w, 0) == INT64_MIN && tt_get_i64(&w, 1) == INT64_MIN + 1);
+            tt_tensor_release(&w);
+        }
+        if (ok(tt_unary(&nb, TT_OP_NEG, &t))) {
+            CHECK("int64 neg of INT64_MIN wraps", tt_get_i64(&nb, 1) == INT64_MIN && tt_get_i64(&nb, 0) == -INT64_MAX);
+            tt_tensor_release(&nb);
+        }
+        tt_tensor bl;
+        if (ok(tt_to_dtype(&bl, &t, TT_BOOL))) {
+            check_err("int64 with bool is an error", tt_binary(&w, TT_OP_ADD, &t, &bl), TT_EARG,
+                      "add", "int64 [2] and bool [2]", "hint");
+            tt_tensor_release(&bl);
+        }
+        tt_tensor_release(&t);
+    }
+}
+
+/* ===== Indexing ===== */
+
+/* A 1-D int64 index of n values in 1..size, strided: column 1 of [n,2]. */
+static tt_tensor strided_index(int64_t n, int64_t size)
+{
+    tt_tensor base, col = {0};
+    int64_t shape[2] = {n, 2};
+    if (ok(tt_randint(&base, 1, size + 1, 2, shape))) {
+        ok(tt_select(&col, &base, 1, 0));
+        tt_tensor_release(&base);
+    }
+    return col;
+}
+
+/* index_select and gather copy elements: exact equality with the element
+   the reference walk picks, at awkward shapes, for every layout of the
+   input (strided, expanded) and strided indices; int64 input too. */
+static void test_indexing(void)
+{
+    const int64_t shape[3] = {3, 37, 13};
+    tt_manual_seed(5);
+    for (int l = 0; l < L_COUNT; l++) {
+        tt_tensor a = make(l, 3, shape);
+        for (int d = 0; d < 3; d++) {
+            char descr[96];
+            tt_tensor ix = strided_index(2 * shape[d] + 3, shape[d]), out;    /* repeats certain */
+            snprintf(descr, sizeof descr, "index_select dim=%d on %s", d + 1, LAYOUT[l]);
+            if (!ok(tt_index_select(&out, &a, d, &ix))) { CHECK(descr, 0); tt_tensor_release(&ix); continue; }
+            int64_t os[3] = {shape[0], shape[1], shape[2]}, idx[3] = {0};
+            os[d] = tt_numel(&ix);
+            int good = same_shape(&out, 3, os) && out.dtype == TT_FLOAT32;
+            for (int64_t k = 0; good && k < tt_numel(&out); k++) {
+                int64_t src[3] = {idx[0], idx[1], idx[2]};
+                src[d] = tt_get_i64(&ix, idx[d]) - 1;
+                good &= tt_get(&out, k) == el(&a, src);
+                next_idx(3, os, idx);
+            }
+            CHECK(descr, good);
+            tt_tensor_release(&out);
+            tt_tensor_release(&ix);
+
+            /* gather: index [3, 20, 13] off d smaller where it may be, transposed (strided) */
+            int64_t gs[3] = {shape[0] - (d != 0), shape[1] - 5 * (d != 1), shape[2] - 2 * (d != 2)};
+            gs[d] = 20;
+            int64_t ts[3] = {gs[0], gs[2], gs[1]};
+            tt_tensor gb, gi;
+            if (!ok(tt_randint(&gb, 1, shape[d] + 1, 3, ts)) || !ok(tt_transpose(&gi, &gb, 1, 2))) continue;
+            tt_tensor_release(&gb);
+            snprintf(descr, sizeof descr, "gather dim=%d on %s, strided index", d + 1, LAYOUT[l]);
+            if (ok(tt_gather(&out, &a, d, &gi))) {
+                int64_t j[3] = {0};
+                good = same_shape(&out, 3, gs) && out.dtype == TT_FLOAT32;
+                for (int64_t k = 0; good && k < tt_numel(&out); k++) {
+                    int64_t src[3] = {j[0], j[1], j[2]};
+                    src[d] = (int64_t)el(&gi, j) - 1;
+                    good &= tt_get(&out, k) == el(&a, src);
+                    next_idx(3, gs, j);
+                }
+                CHECK(descr, good);
+                tt_tensor_release(&out);
+            }
+            tt_tensor_release(&gi);
+        }
+        tt_tensor_release(&a);
+    }
+    /* int64 input: the ids of an embedding lookup */
+    tt_tensor ids, ix = strided_index(9, 40), out;
+    int64_t s40 = 40;
+    if (ok(tt_randint(&ids, -1000000, 1000000, 1, &s40)) && ok(tt_index_select(&out, &ids, 0, &ix))) {
+        int good = out.dtype == TT_INT64 && tt_numel(&out) == 9;
+        for (int64_t k = 0; k < 9; k++) good &= tt_get_i64(&out, k) == tt_get_i64(&ids, tt_get_i64(&ix, k) - 1);
+        CHECK("index_select of int64", good);
+        tt_tensor_release(&out);
+    }
+    /* errors: the value and the range; float index; wrong dims */
+    tt_tensor bad, f;
+    int64_t two = 2, vals[2] = {1, 41};
+    if (ok(tt_from_buffer(&bad, TT_INT64, 1, &two, vals))) {
+        check_err("index_select: index out of range", tt_index_select(&out, &ids, 0, &bad), TT_EARG,
+                  "index_select: index 41 out of range", "dim 1 of [40]", "(1..40)");
+        vals[1] = 0;
+        tt_tensor_release(&bad);
+        ok(tt_from_buffer(&bad, TT_INT64, 1, &two, vals));
+        check_err("index_select: index 0 has a hint", tt_index_select(&out, &ids, 0, &bad), TT_EARG,
+                  "index 0 out of range", "count from 1", NULL);
+        tt_tensor ix2;
+        if (ok(tt_unsqueeze(&ix2, &ix, 0))) {
+            check_err("gather: dims differ", tt_gather(&out, &ids, 0, &ix2), TT_ESHAPE,
+                      "gather: index [1,9] and input [40] must have as many dims", NULL, NULL);
+            tt_tensor_release(&ix2);
+        }
+        tt_tensor_release(&bad);
+    }
+    if (ok(tt_to_dtype(&f, &ix, TT_FLOAT32))) {
+        check_err("index_select: float index", tt_index_select(&out, &ids, 0, &f), TT_EARG,
+                  "index must be int64", "float32 [9]", "index:long()");
+        tt_tensor_release(&f);
+    }
+    tt_tensor_release(&ix);
+    tt_tensor_release(&ids);
 }
 
 static void test_binary(void)
@@ -561,6 +810,26 @@ static void test_reduce(void)
         }
         tt_tensor_release(&a);
     }
+    /* int64 input: sum, max, min (int64 values) and argmax, argmin (int64
+       indices) against the same reference; mean, std, var want float32 */
+    static const tt_op iops[] = { TT_OP_SUM, TT_OP_MAX, TT_OP_MIN, TT_OP_ARGMAX, TT_OP_ARGMIN };
+    for (int l = 0; l < L_COUNT; l++) {
+        tt_tensor a = make_i64(l, DIMS(4, 7, 130), -1000, 1000);
+        for (size_t k = 0; k < sizeof iops / sizeof iops[0]; k++)
+            for (int d = -1; d < 3; d++) {
+                snprintf(descr, sizeof descr, "int64 %s dim=%d on %s", tt_op_name(iops[k]), d + 1, LAYOUT[l]);
+                check_reduce(descr, iops[k], &a, d, d == 1);
+                tt_tensor o;
+                if (ok(tt_reduce(&o, iops[k], &a, d, 0))) {
+                    snprintf(descr, sizeof descr, "int64 %s dim=%d gives int64", tt_op_name(iops[k]), d + 1);
+                    CHECK(descr, o.dtype == TT_INT64);
+                    tt_tensor_release(&o);
+                }
+            }
+        tt_tensor o;
+        check_err("int64 mean is an error", tt_reduce(&o, TT_OP_MEAN, &a, 0, 0), TT_EARG, "mean", "int64", "x:float()");
+        tt_tensor_release(&a);
+    }
     /* large: threads and long lines */
     tt_tensor big = make(L_TRANS, DIMS(300, 400));
     check_reduce("sum dim 1 of transposed [300,400]", TT_OP_SUM, &big, 0, 0);
@@ -604,7 +873,7 @@ static void test_reduce(void)
     check_close("min over dim 1 values", gv, mv, 4, 0, 0);
     check_close("min over dim 1 indices", gi, mi, 4, 0, 0);
     CHECK("min keepdim shape", vals.ndim == 2 && vals.shape[0] == 1 && vals.shape[1] == 4 &&
-                               idxs.shape[0] == 1 && idxs.dtype == TT_FLOAT32);
+                               idxs.shape[0] == 1 && idxs.dtype == TT_INT64);
     free(gv);
     free(gi);
     tt_tensor_release(&vals);
@@ -1843,6 +2112,8 @@ int main(void)
 {
     int64_t base = tt_memory_in_use();
     test_binary();
+    test_int64_ops();
+    test_indexing();
     test_scalar();
     test_bool_ops();
     test_unary();

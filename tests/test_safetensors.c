@@ -59,7 +59,9 @@ static int same_values(const tt_tensor *a, const tt_tensor *b)
     if (a->ndim != b->ndim || a->dtype != b->dtype) return 0;
     for (int d = 0; d < a->ndim; d++)
         if (a->shape[d] != b->shape[d]) return 0;
+    if (a->dtype != b->dtype) return 0;
     for (int64_t i = 0; i < tt_numel(a); i++) {
+        if (a->dtype == TT_INT64 && tt_get_i64(a, i) != tt_get_i64(b, i)) return 0;
         double x = tt_get(a, i), y = tt_get(b, i);
         if (!(x == y || (x != x && y != y))) return 0;
     }
@@ -73,7 +75,10 @@ static void test_round_trip(void)
     int64_t s23[2] = {2, 3}, s4[1] = {4}, s05[2] = {0, 5};
     float v[6] = {1.5f, -2.0f, 3.25f, 1e-30f, -0.0f, 3.4e38f};
     uint8_t bv[4] = {1, 0, 0, 1};
-    tt_tensor a = {0}, at = {0}, b = {0}, e = {0}, z = {0}, n = {0};
+    tt_tensor a = {0}, at = {0}, b = {0}, e = {0}, z = {0}, n = {0}, ids = {0}, idt = {0};
+    int64_t iv[6] = {INT64_MIN, -1, 0, 7, (INT64_C(1) << 62) + 1, INT64_MAX};   /* beyond 2^53: bits kept */
+    tt_from_buffer(&ids, TT_INT64, 2, s23, iv);
+    tt_transpose(&idt, &ids, 0, 1);
     tt_from_buffer(&a, TT_FLOAT32, 2, s23, v);
     tt_transpose(&at, &a, 0, 1);              /* a strided view: saved as its values */
     tt_from_buffer(&b, TT_BOOL, 1, s4, bv);
@@ -82,10 +87,11 @@ static void test_round_trip(void)
     int64_t s1[1] = {3};
     float nanv[3] = {NAN, INFINITY, -INFINITY};
     tt_from_buffer(&n, TT_FLOAT32, 1, s1, nanv);
-    const char *names[] = {"w.T", "mask", "empty", "scalar", "special \"quoted\"\nname \xc3\xa9", "nonfinite"};
-    const tt_tensor *ts[] = {&at, &b, &e, &z, &a, &n};
+    const char *names[] = {"w.T", "mask", "empty", "scalar", "special \"quoted\"\nname \xc3\xa9", "nonfinite",
+                           "ids.T"};
+    const tt_tensor *ts[] = {&at, &b, &e, &z, &a, &n, &idt};
     const char *meta[] = {"format", "pt", "note", "tensortrace \xe2\x9c\x93"};
-    CHECK("save a mix of tensors", tt_save(path, 6, names, ts, 2, meta) == TT_OK);
+    CHECK("save a mix of tensors", tt_save(path, 7, names, ts, 2, meta) == TT_OK);
 
     long nb;
     unsigned char *raw = read_all(path, &nb);
@@ -97,8 +103,8 @@ static void test_round_trip(void)
 
     tt_loaded f;
     CHECK("load it back", tt_load(&f, path) == TT_OK);
-    CHECK("six tensors", f.n == 6);
-    for (int i = 0; i < 6; i++) {
+    CHECK("seven tensors", f.n == 7);
+    for (int i = 0; i < 7; i++) {
         int k = find(&f, names[i]);
         CHECK(names[i], k >= 0 && same_values(&f.tensors[k], ts[i]));
         if (k >= 0) CHECK("loaded tensors are contiguous", tt_is_contiguous(&f.tensors[k]));
@@ -110,8 +116,8 @@ static void test_round_trip(void)
             if (strcmp(f.meta[2 * i], meta[2 * j]) == 0 && strcmp(f.meta[2 * i + 1], meta[2 * j + 1]) == 0) seen++;
     CHECK("metadata keys and values kept", seen == 2);
     tt_loaded_free(&f);
-    tt_tensor *all[] = {&a, &at, &b, &e, &z, &n};
-    for (int i = 0; i < 6; i++) tt_tensor_release(all[i]);
+    tt_tensor *all[] = {&a, &at, &b, &e, &z, &n, &ids, &idt};
+    for (int i = 0; i < 8; i++) tt_tensor_release(all[i]);
 }
 
 /* The bytes of a file, fixed by the format: our writer must produce them,
@@ -121,19 +127,25 @@ static void test_known_bytes(void)
     char path[128];
     path_of(path, sizeof path, "known.safetensors");
     const char *hdr = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                      "\"m\":{\"dtype\":\"BOOL\",\"shape\":[1,3],\"data_offsets\":[8,11]}}";
+                      "\"i\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[8,24]},"
+                      "\"m\":{\"dtype\":\"BOOL\",\"shape\":[1,3],\"data_offsets\":[24,27]}}";
     size_t hl = strlen(hdr), padded = (hl + 7) / 8 * 8;
     char header[256];
     memset(header, ' ', padded);
     memcpy(header, hdr, hl);
     header[padded] = 0;
-    /* 1.0f = 00 00 80 3f, -2.5f = 00 00 20 c0 (little-endian IEEE 754) */
-    unsigned char data[11] = {0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x20, 0xc0, 1, 0, 1};
+    /* 1.0f = 00 00 80 3f, -2.5f = 00 00 20 c0 (little-endian IEEE 754);
+       int64 300 = 2c 01 00.., -2 = fe ff .. ff (little-endian two's complement) */
+    unsigned char data[27] = {0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x20, 0xc0,
+                              0x2c, 0x01, 0, 0, 0, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                              1, 0, 1};
     write_raw(path, -1, header, data, sizeof data);
 
     tt_loaded f;
     CHECK("a hand-made file loads", tt_load(&f, path) == TT_OK);
-    int ka = find(&f, "a"), km = find(&f, "m");
+    int ka = find(&f, "a"), km = find(&f, "m"), ki = find(&f, "i");
+    CHECK("i = int64 [300, -2]", ki >= 0 && f.tensors[ki].dtype == TT_INT64 && f.tensors[ki].ndim == 1 &&
+          tt_get_i64(&f.tensors[ki], 0) == 300 && tt_get_i64(&f.tensors[ki], 1) == -2);
     CHECK("a = [1, -2.5]", ka >= 0 && f.tensors[ka].ndim == 1 && f.tensors[ka].shape[0] == 2 &&
           tt_get(&f.tensors[ka], 0) == 1.0 && tt_get(&f.tensors[ka], 1) == -2.5);
     CHECK("m = bool [1,3] {1,0,1}", km >= 0 && f.tensors[km].dtype == TT_BOOL && f.tensors[km].ndim == 2 &&
@@ -144,10 +156,11 @@ static void test_known_bytes(void)
     /* our writer gives exactly these bytes for the same tensors */
     char out[128];
     path_of(out, sizeof out, "known2.safetensors");
-    const char *names[] = {"m", "a"};       /* any order in: sorted by name out */
-    const tt_tensor *ts[] = {ka >= 0 && km >= 0 ? &f.tensors[km] : NULL, ka >= 0 ? &f.tensors[ka] : NULL};
-    if (ka >= 0 && km >= 0) {
-        CHECK("save the loaded tensors", tt_save(out, 2, names, ts, 0, NULL) == TT_OK);
+    const char *names[] = {"m", "a", "i"};       /* any order in: sorted by name out */
+    const tt_tensor *ts[] = {km >= 0 ? &f.tensors[km] : NULL, ka >= 0 ? &f.tensors[ka] : NULL,
+                             ki >= 0 ? &f.tensors[ki] : NULL};
+    if (ka >= 0 && km >= 0 && ki >= 0) {
+        CHECK("save the loaded tensors", tt_save(out, 3, names, ts, 0, NULL) == TT_OK);
         long n1, n2;
         unsigned char *x = read_all(path, &n1), *y = read_all(out, &n2);
         CHECK("same bytes as the file made by hand", x && y && n1 == n2 && memcmp(x, y, (size_t)n1) == 0);

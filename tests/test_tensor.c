@@ -222,6 +222,7 @@ static double read_at(const tt_tensor *t, int64_t i)
         i /= t->shape[d];
     }
     if (t->dtype == TT_BOOL) return ((const uint8_t *)t->storage->data)[off];
+    if (t->dtype == TT_INT64) return (double)((const int64_t *)t->storage->data)[off];
     return ((const float *)t->storage->data)[off];
 }
 
@@ -263,6 +264,8 @@ static void test_views(tt_dtype dt)
         if (!ok(tt_full(&half, TT_FLOAT32, 0, NULL, 0.5))) return;
         if (!ok(tt_binary(&b, TT_OP_LT, &a, &half))) return;
         tt_tensor_release(&half);
+    } else if (dt == TT_INT64) {
+        if (!ok(tt_randint(&b, -1000000, 1000000, 4, shape))) return;
     } else {
         if (!ok(tt_clone(&b, &a))) return;
     }
@@ -306,6 +309,73 @@ static void test_views(tt_dtype dt)
     tt_tensor_release(&b);
 }
 
+/* tt_to_dtype with int64 against a double reference, on a strided view:
+   truncation toward zero, NaN and out-of-range floats to INT64_MIN. */
+static void test_int64_convert(void)
+{
+    const float src[8] = {1.5f, -1.5f, 0.0f, -0.0f, 1e19f, -3e9f, NAN, 16777216.0f};
+    tt_tensor f, v, l, back, b;
+    if (!ok(tt_from_buffer(&f, TT_FLOAT32, 2, (int64_t[]){4, 2}, src))) return;
+    if (!ok(tt_mT(&v, &f))) return;                 /* [2,4], strides (1,2) */
+    if (!ok(tt_to_dtype(&l, &v, TT_INT64))) return;
+    int good = l.dtype == TT_INT64 && tt_is_contiguous(&l);
+    for (int i = 0; i < 8; i++) {
+        double x = src[(i % 4) * 2 + i / 4];
+        int64_t want = isnan(x) || fabs(x) >= 9223372036854775808.0 ? INT64_MIN : (int64_t)trunc(x);
+        good &= tt_get_i64(&l, i) == want;
+    }
+    CHECK("float32 -> int64 truncates toward zero; NaN and overflow give INT64_MIN", good);
+    if (ok(tt_to_dtype(&back, &l, TT_FLOAT32))) {
+        CHECK("int64 -> float32", tt_get(&back, 0) == 1.0 && tt_get(&back, 1) == 0.0 && tt_get(&back, 4) == -1.0
+                                   && tt_get(&back, 6) == -3e9 && tt_get(&back, 7) == 16777216.0);
+        tt_tensor_release(&back);
+    }
+    if (ok(tt_to_dtype(&b, &l, TT_BOOL))) {
+        CHECK("int64 -> bool", tt_get(&b, 0) == 1 && tt_get(&b, 1) == 0 && tt_get(&b, 4) == 1 && tt_get(&b, 5) == 0);
+        if (ok(tt_to_dtype(&back, &b, TT_INT64))) {
+            CHECK("bool -> int64 is 0/1", tt_get_i64(&back, 0) == 1 && tt_get_i64(&back, 1) == 0 && tt_get_i64(&back, 4) == 1);
+            tt_tensor_release(&back);
+        }
+        tt_tensor_release(&b);
+    }
+    tt_tensor_release(&l);
+    tt_tensor_release(&v);
+    tt_tensor_release(&f);
+}
+
+/* randint: every value in [lo, hi), each of a small range drawn about
+   equally often (a biased draw would skew the counts), the seed repeats. */
+static void test_randint(void)
+{
+    tt_tensor a, b;
+    int64_t n = 70000;
+    tt_manual_seed(11);
+    if (!ok(tt_randint(&a, -3, 4, 1, &n))) return;
+    tt_manual_seed(11);
+    if (!ok(tt_randint(&b, -3, 4, 1, &n))) return;
+    int64_t count[7] = {0};
+    int inrange = 1, same = 1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = tt_get_i64(&a, i);
+        inrange &= v >= -3 && v < 4;
+        if (v >= -3 && v < 4) count[v + 3]++;
+        same &= v == tt_get_i64(&b, i);
+    }
+    CHECK("randint: values in [lo, hi)", inrange);
+    CHECK("randint: same seed, same numbers", same);
+    int even = 1;
+    for (int k = 0; k < 7; k++) even &= count[k] > 9500 && count[k] < 10500;
+    CHECK("randint: each value about 1/7 of the draws", even);
+    tt_tensor_release(&a);
+    tt_tensor_release(&b);
+    CHECK("randint: hi <= lo is TT_EARG", tt_randint(&a, 5, 5, 1, &n) == TT_EARG && strstr(tt_errmsg(), "randint"));
+    int64_t one = 4;
+    if (ok(tt_randint(&a, INT64_MIN, INT64_MAX, 1, &one))) {     /* a range of nearly 2^64 */
+        CHECK("randint: the widest range", a.dtype == TT_INT64);
+        tt_tensor_release(&a);
+    }
+}
+
 int main(void)
 {
     int64_t base = tt_memory_in_use();
@@ -315,7 +385,10 @@ int main(void)
         test_iter_shapes();
         test_views(TT_FLOAT32);
         test_views(TT_BOOL);
+        test_views(TT_INT64);
     }
+    test_int64_convert();
+    test_randint();
     CHECK("no tensor leaked", tt_memory_in_use() == base);
     tt_release_caches();
     return check_report();

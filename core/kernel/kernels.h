@@ -129,6 +129,11 @@ void tk_ew_unary_ref(int op, int64_t n, const float *x, float *o);
    (o == x allowed). */
 void tk_ew_logic(int op, int64_t n, const uint8_t *x, int64_t sx, const uint8_t *y, int64_t sy, uint8_t *o);
 void tk_ew_logic_unary(int op, int64_t n, const uint8_t *x, uint8_t *o);
+/* int64 rows, scalar loops (ref.c): ADD SUB MUL (wrapping as two's
+   complement) POW MAX MIN to int64; EQ NE LT LE GT GE to bool bytes; NEG ABS. */
+void tk_ew_i64(int op, int64_t n, const int64_t *x, int64_t sx, const int64_t *y, int64_t sy, int64_t *o);
+void tk_ew_i64_compare(int op, int64_t n, const int64_t *x, int64_t sx, const int64_t *y, int64_t sy, uint8_t *o);
+void tk_ew_i64_unary(int op, int64_t n, const int64_t *x, int64_t *o);
 /* o[i] = m[i*sm] ? v : x[i*sx] (any non-zero byte is true); sx, sm 0 or 1. */
 void tk_ew_masked_fill(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
                        float v, float *o);

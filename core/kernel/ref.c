@@ -185,6 +185,57 @@ void tk_ew_logic_unary(int op, int64_t n, const uint8_t *x, uint8_t *o)
     }
 }
 #undef T
+
+/* int64 rows (PyTorch's integer arithmetic): + - * wrap around as two's
+   complement (done in uint64_t, no undefined overflow); pow by squaring,
+   a negative exponent giving the truncated 1/u^-w (0 unless |u| == 1). */
+static inline int64_t i64_wrap(uint64_t v) { return (int64_t)v; }
+
+static int64_t i64_pow(int64_t u, int64_t w)
+{
+    if (w < 0) return u == 1 ? 1 : u == -1 ? (w % 2 ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)u;
+    for (; w; w >>= 1, b *= b)
+        if (w & 1) r *= b;
+    return i64_wrap(r);
+}
+
+#define T int64_t
+void tk_ew_i64(int op, int64_t n, const int64_t *x, int64_t sx, const int64_t *y, int64_t sy, int64_t *o)
+{
+    switch (op) {
+    case TK_EW_ADD: EW_LOOP2(i64_wrap((uint64_t)u + (uint64_t)w)); break;
+    case TK_EW_SUB: EW_LOOP2(i64_wrap((uint64_t)u - (uint64_t)w)); break;
+    case TK_EW_MUL: EW_LOOP2(i64_wrap((uint64_t)u * (uint64_t)w)); break;
+    case TK_EW_POW: EW_LOOP2(i64_pow(u, w)); break;
+    case TK_EW_MAX: EW_LOOP2(u > w ? u : w); break;
+    case TK_EW_MIN: EW_LOOP2(u < w ? u : w); break;
+    default: break;
+    }
+}
+
+void tk_ew_i64_compare(int op, int64_t n, const int64_t *x, int64_t sx, const int64_t *y, int64_t sy, uint8_t *o)
+{
+    switch (op) {
+    case TK_EW_EQ: EW_LOOP2(u == w); break;
+    case TK_EW_NE: EW_LOOP2(u != w); break;
+    case TK_EW_LT: EW_LOOP2(u < w); break;
+    case TK_EW_LE: EW_LOOP2(u <= w); break;
+    case TK_EW_GT: EW_LOOP2(u > w); break;
+    case TK_EW_GE: EW_LOOP2(u >= w); break;
+    default: break;
+    }
+}
+
+void tk_ew_i64_unary(int op, int64_t n, const int64_t *x, int64_t *o)
+{
+    switch (op) {
+    case TK_EW_NEG: EW_LOOP1(i64_wrap(0 - (uint64_t)u)); break;
+    case TK_EW_ABS: EW_LOOP1(u < 0 ? i64_wrap(0 - (uint64_t)u) : u); break;
+    default: break;
+    }
+}
+#undef T
 #undef EW_LOOP1
 #undef EW_LOOP2
 

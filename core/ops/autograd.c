@@ -685,6 +685,18 @@ tt_status tt__bw_unsqueeze(const tt__node *n, const tt_tensor *g, tt_tensor *gin
     return done(&w);
 }
 
+/* index_select and gather: g added into zeros where the forward read
+   (a repeated index gets the sum of its gradients) */
+tt_status tt__bw_index(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    tt_tensor *z = slot(&w);
+    if (z) kept(&w, z, tt_zeros(z, TT_FLOAT32, IN_SHAPE(n, 0)));
+    if (w.st == TT_OK) tt__index_add(z, n->args.d, B(n), n->op == TT_OP_GATHER, g);
+    give(&w, z, &gin[0]);
+    return done(&w);
+}
+
 /* narrow and select: g written into its place in zeros */
 tt_status tt__bw_narrow(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {

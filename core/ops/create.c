@@ -1,6 +1,6 @@
 /*
 ** create.c — the traced creation ops: empty, full, zeros, ones, tensor
-** (from a buffer), arange, eye, rand, randn. The random numbers come from
+** (from a buffer), arange, eye, rand, randn, randint. The random numbers come from
 ** the tensor layer's generator (tt__rand_uniform, tt__rand_normal).
 */
 #include <math.h>
@@ -23,6 +23,9 @@ static void fill(tt_tensor *t, double v)
     int64_t n = tt_numel(t);
     if (t->dtype == TT_BOOL) {
         memset(tt_data_bool(t), v != 0.0, (size_t)n);
+    } else if (t->dtype == TT_INT64) {
+        int64_t *p = tt_data_i64(t), iv = tt__f64_to_i64(v);
+        for (int64_t i = 0; i < n; i++) p[i] = iv;
     } else {
         float *p = tt_data_f32(t), f = (float)v;
         for (int64_t i = 0; i < n; i++) p[i] = f;
@@ -129,4 +132,21 @@ tt_status tt_rand(tt_tensor *out, int ndim, const int64_t *shape)
 tt_status tt_randn(tt_tensor *out, int ndim, const int64_t *shape)
 {
     return random_op(out, TT_OP_RANDN, tt__rand_normal, ndim, shape);
+}
+
+tt_status tt_randint(tt_tensor *out, int64_t lo, int64_t hi, int ndim, const int64_t *shape)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = TT_OK;
+    tt_event ev;
+    memset(out, 0, sizeof *out);
+    if (hi <= lo)
+        st = tt__err(TT_EARG, "randint: empty range [%lld, %lld): needs lo < hi", (long long)lo, (long long)hi);
+    else st = tt__alloc(out, "randint", TT_INT64, ndim, shape, NULL);
+    if (st == TT_OK) {
+        tt__rand_int(tt_data_i64(out), tt_numel(out), lo, (uint64_t)hi - (uint64_t)lo);
+        tt__event_init(&ev, TT_OP_RANDINT, out, NULL, NULL, NULL);
+        if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "%lld, %lld", (long long)lo, (long long)hi);
+    }
+    return tt__op_leave(sc, st, &ev);
 }

@@ -1,6 +1,7 @@
 /*
 ** ops.c — op front-ends: broadcasting, elementwise math, conversions,
-** reductions, softmax, masking, tril/triu, repeat_interleave, cat, stack.
+** reductions, softmax, masking, tril/triu, repeat_interleave, cat, stack,
+** index_select, gather.
 ** Each public op checks its arguments, allocates the result, runs a strided
 ** loop (or a kernel from kernels.h) and emits one trace event.
 */
@@ -34,7 +35,8 @@ static double nbytes(const tt_tensor *t)
 
 static void *data_of(const tt_tensor *t)
 {
-    return t->dtype == TT_BOOL ? (void *)tt_data_bool(t) : (void *)tt_data_f32(t);
+    return t->dtype == TT_BOOL ? (void *)tt_data_bool(t)
+         : t->dtype == TT_INT64 ? (void *)tt_data_i64(t) : (void *)tt_data_f32(t);
 }
 
 static int same_name(const char *p, const char *q)
@@ -89,7 +91,7 @@ tt_status tt__broadcast(const char *op, const tt_tensor *a, const tt_tensor *b,
 /* ===== Elementwise rows ===== */
 
 /* The kernel row function an elementwise op runs, by its kind and dtypes. */
-enum { EW_BINARY, EW_COMPARE, EW_LOGIC, EW_UNARY, EW_LOGIC_UNARY };
+enum { EW_BINARY, EW_COMPARE, EW_LOGIC, EW_UNARY, EW_LOGIC_UNARY, EW_I64, EW_I64_COMPARE, EW_I64_UNARY };
 
 typedef struct ew_ctx {
     int row;                /* EW_* (op rows) */
@@ -98,6 +100,8 @@ typedef struct ew_ctx {
     const void *x, *y;      /* input bases for run_ew (a scalar has stride 0) */
     float fval;             /* masked_fill value */
     uint8_t bval;
+    int64_t ival;           /* (int64: the value as the tensor's dtype, as PyTorch casts it) */
+    tt_dtype from, to;      /* tt_to_dtype's convert_row */
 } ew_ctx;
 
 /* a unit or zero stride: what the vector kernels take */
@@ -113,6 +117,9 @@ static void ew_kernel(const ew_ctx *c, int64_t n, void *o, const void *x, int64_
     case EW_COMPARE: tk_ew_compare(c->code, n, x, sx, y, sy, o); break;
     case EW_LOGIC: tk_ew_logic(c->code, n, x, sx, y, sy, o); break;
     case EW_UNARY: tk_ew_unary(c->code, n, x, o); break;
+    case EW_I64: tk_ew_i64(c->code, n, x, sx, y, sy, o); break;
+    case EW_I64_COMPARE: tk_ew_i64_compare(c->code, n, x, sx, y, sy, o); break;
+    case EW_I64_UNARY: tk_ew_i64_unary(c->code, n, x, o); break;
     default: tk_ew_logic_unary(c->code, n, x, o); break;
     }
 }
@@ -120,7 +127,9 @@ static void ew_kernel(const ew_ctx *c, int64_t n, void *o, const void *x, int64_
 /* n elements of size es from src at stride s to contiguous dst, or back. */
 static void gather(void *dst, const char *src, int64_t s, int64_t n, size_t es)
 {
-    if (es == sizeof(float))
+    if (es == sizeof(int64_t))
+        for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = ((const int64_t *)src)[i * s];
+    else if (es == sizeof(float))
         for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = ((const float *)src)[i * s];
     else
         for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = ((const uint8_t *)src)[i * s];
@@ -128,7 +137,9 @@ static void gather(void *dst, const char *src, int64_t s, int64_t n, size_t es)
 
 static void scatter(char *dst, int64_t s, const void *src, int64_t n, size_t es)
 {
-    if (es == sizeof(float))
+    if (es == sizeof(int64_t))
+        for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i * s] = ((const int64_t *)src)[i];
+    else if (es == sizeof(float))
         for (int64_t i = 0; i < n; i++) ((float *)dst)[i * s] = ((const float *)src)[i];
     else
         for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i * s] = ((const uint8_t *)src)[i];
@@ -142,13 +153,13 @@ static void scatter(char *dst, int64_t s, const void *src, int64_t n, size_t es)
 static void ew_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
     const ew_ctx *c = ctx;
-    int unary = c->row == EW_UNARY || c->row == EW_LOGIC_UNARY;
+    int unary = c->row == EW_UNARY || c->row == EW_LOGIC_UNARY || c->row == EW_I64_UNARY;
     int keep_x = inc[1] == 1 || (!unary && inc[1] == 0), keep_y = unit_or_zero(inc[2]);
     if (inc[0] == 1 && keep_x && keep_y) {
         ew_kernel(c, n, p[0], p[1], inc[1], p[2], inc[2]);
         return;
     }
-    float bo[EW_CHUNK], bx[EW_CHUNK], by[EW_CHUNK];
+    int64_t bo[EW_CHUNK], bx[EW_CHUNK], by[EW_CHUNK];   /* room for any dtype */
     for (int64_t i0 = 0; i0 < n; i0 += EW_CHUNK) {
         int64_t nb = n - i0 < EW_CHUNK ? n - i0 : EW_CHUNK;
         const char *x = p[1] + i0 * inc[1] * (int64_t)c->es_in, *y = p[2] + i0 * inc[2] * (int64_t)c->es_in;
@@ -162,7 +173,8 @@ static void ew_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 }
 
 /* tt_to_dtype's rows: float32 to bool (nonzero, NaN included, is true, as
-   in PyTorch) and bool to float32. */
+   in PyTorch) and bool to float32, the common ones; convert_row for the
+   pairs with int64. */
 static void to_bool_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
     (void)ctx;
@@ -177,6 +189,21 @@ static void to_float_row(void *ctx, int64_t n, char *const *p, const int64_t *in
     const uint8_t *x = (const uint8_t *)p[1];
     float *o = (float *)p[0];
     for (int64_t i = 0; i < n; i++) o[i * inc[0]] = x[i * inc[1]] ? 1.0f : 0.0f;
+}
+
+static void convert_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
+{
+    const ew_ctx *c = ctx;
+    for (int64_t i = 0; i < n; i++) {
+        const char *x = p[1] + i * inc[1] * (int64_t)tt_dtype_size(c->from);
+        char *o = p[0] + i * inc[0] * (int64_t)tt_dtype_size(c->to);
+        if (c->to == TT_INT64)
+            *(int64_t *)o = c->from == TT_BOOL ? *(const uint8_t *)x : tt__f64_to_i64(*(const float *)x);
+        else if (c->to == TT_BOOL)
+            *(uint8_t *)o = *(const int64_t *)x != 0;
+        else
+            *(float *)o = (float)*(const int64_t *)x;
+    }
 }
 
 static void masked_fill_f32_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
@@ -199,6 +226,16 @@ static void masked_fill_bool_row(void *ctx, int64_t n, char *const *p, const int
     const uint8_t *x = (const uint8_t *)p[1], *m = (const uint8_t *)p[2];
     uint8_t *o = (uint8_t *)p[0];
     const uint8_t v = c->bval;
+    for (int64_t i = 0; i < n; i++) o[i * inc[0]] = m[i * inc[2]] ? v : x[i * inc[1]];
+}
+
+static void masked_fill_i64_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
+{
+    const ew_ctx *c = ctx;
+    const int64_t *x = (const int64_t *)p[1];
+    const uint8_t *m = (const uint8_t *)p[2];
+    int64_t *o = (int64_t *)p[0];
+    const int64_t v = c->ival;
     for (int64_t i = 0; i < n; i++) o[i * inc[0]] = m[i * inc[2]] ? v : x[i * inc[1]];
 }
 
@@ -268,43 +305,76 @@ static const char *describe(char *buf, size_t n, const tt_tensor *a, const tt_te
     return buf;
 }
 
-/* The operand dtypes def allows. b == NULL: a unary op, or the other
-   operand is a Lua number, which adapts to a. */
-static tt_status check_dtypes(const tt__opdef *def, const tt_tensor *a, const tt_tensor *b)
+/* A Lua number an int64 operation keeps as int64: an integer value. */
+static int integral(double s)
+{
+    return s == floor(s) && s >= -9223372036854775808.0 && s < 9223372036854775808.0;
+}
+
+/* The dtype def's kernel runs on (*cd), from the operand dtypes def
+   allows: PyTorch's promotion. b == NULL: a unary op, or with has_s the
+   other operand is the Lua number s, which adapts to a (an int64 keeps
+   int64 when s is an integer). */
+static tt_status compute_dtype(const tt__opdef *def, const tt_tensor *a, const tt_tensor *b,
+                               int has_s, double s, tt_dtype *cd)
 {
     char d[2 * SHAPE_BUF + 40];
-    int abool = a->dtype == TT_BOOL, bbool = b ? b->dtype == TT_BOOL : abool;
+    tt_dtype ta = a->dtype, tb = b ? b->dtype : ta;
+    int abool = ta == TT_BOOL, bbool = tb == TT_BOOL;
+    *cd = TT_FLOAT32;
     switch (def->dtypes) {
     case TT__BOOL:
+        *cd = TT_BOOL;
         if (abool && bbool) return TT_OK;
         return tt__err(TT_EARG, "%s: expects bool, got %s; hint: x:bool()", def->name,
                        describe(d, sizeof d, a, b));
     case TT__SAME:
-        if (abool == bbool) return TT_OK;
+        if (abool && bbool) {
+            *cd = TT_BOOL;
+            return TT_OK;
+        }
+        if (abool == bbool) break;
         return tt__err(TT_EARG, "%s: dtypes differ: %s; hint: x:float() or x:bool()", def->name,
                        describe(d, sizeof d, a, b));
     default:
-        if (!abool && !bbool) return TT_OK;
+        if (!abool && !bbool) break;
         return tt__err(TT_EARG, "%s: expects float32, got %s; hint: x:float()", def->name,
                        describe(d, sizeof d, a, b));
     }
+    if (def->keeps_int && ta == TT_INT64 && tb == TT_INT64 && (!has_s || integral(s))) *cd = TT_INT64;
+    return TT_OK;
+}
+
+/* A float32 copy of an int64 operand (untraced: part of the op). */
+static tt_status promoted(tt_tensor *tmp, const char *op, const tt_tensor *a)
+{
+    tt_status st = tt__alloc(tmp, op, TT_FLOAT32, a->ndim, a->shape, a->names);
+    if (st) return st;
+    ew_ctx c = { .x = data_of(a), .from = TT_INT64, .to = TT_FLOAT32 };
+    run_ew(convert_row, &c, tmp, a, NULL);
+    return TT_OK;
 }
 
 /* The rows of def on inputs of dtype in. */
 static ew_ctx ew_ctx_of(const tt__opdef *def, tt_dtype in)
 {
-    ew_ctx c = { .code = def->kernel, .es_in = tt_dtype_size(in), .es_out = tt_dtype_size(def->result) };
-    if (def->kind == TT_OPK_UNARY) c.row = in == TT_BOOL ? EW_LOGIC_UNARY : EW_UNARY;
+    ew_ctx c = { .code = def->kernel, .es_in = tt_dtype_size(in),
+                 .es_out = tt_dtype_size(def->result == TT_BOOL ? TT_BOOL : in) };
+    if (in == TT_INT64)
+        c.row = def->kind == TT_OPK_UNARY ? EW_I64_UNARY : def->result == TT_BOOL ? EW_I64_COMPARE : EW_I64;
+    else if (def->kind == TT_OPK_UNARY) c.row = in == TT_BOOL ? EW_LOGIC_UNARY : EW_UNARY;
     else if (in == TT_BOOL) c.row = EW_LOGIC;
     else c.row = def->result == TT_BOOL ? EW_COMPARE : EW_BINARY;
     return c;
 }
 
-/* a op b, or with b == NULL a op s (s op a when scalar_first). */
+/* a op b, or with b == NULL a op s (s op a when scalar_first). int64
+   operands the op does not keep as int64 run as float32 copies. */
 static tt_status binary_impl(tt_tensor *out, const tt__opdef *def, const tt_tensor *a,
                              const tt_tensor *b, double s, int scalar_first)
 {
-    tt_status st = check_dtypes(def, a, b);
+    tt_dtype cd;
+    tt_status st = compute_dtype(def, a, b, b == NULL, s, &cd);
     if (st) return st;
     int nd = a->ndim;
     int64_t shape[TT_MAX_DIMS];
@@ -316,26 +386,38 @@ static tt_status binary_impl(tt_tensor *out, const tt__opdef *def, const tt_tens
         memcpy(shape, a->shape, sizeof shape);
         memcpy(names, a->names, sizeof names);
     }
-    st = tt__alloc(out, def->name, def->result, nd, shape, names);
-    if (st) return st;
-    ew_ctx c = ew_ctx_of(def, a->dtype);
-    float sf = (float)s;
-    uint8_t sb = s != 0.0;
-    const void *sp = a->dtype == TT_BOOL ? (const void *)&sb : (const void *)&sf;
-    if (b) {
-        c.x = data_of(a);
-        c.y = data_of(b);
-        run_ew(ew_row, &c, out, a, b);
-    } else if (scalar_first) {
-        c.x = sp;
-        c.y = data_of(a);
-        run_ew(ew_row, &c, out, NULL, a);
-    } else {
-        c.x = data_of(a);
-        c.y = sp;
-        run_ew(ew_row, &c, out, a, NULL);
+    tt_tensor fa = {0}, fb = {0};
+    if (cd == TT_FLOAT32 && a->dtype == TT_INT64 && (st = promoted(&fa, def->name, a))) return st;
+    if (cd == TT_FLOAT32 && b && b->dtype == TT_INT64 && (st = promoted(&fb, def->name, b))) {
+        tt_tensor_release(&fa);
+        return st;
     }
-    return TT_OK;
+    if (fa.storage) a = &fa;
+    if (fb.storage) b = &fb;
+    st = tt__alloc(out, def->name, def->result == TT_BOOL ? TT_BOOL : cd, nd, shape, names);
+    if (st == TT_OK) {
+        ew_ctx c = ew_ctx_of(def, cd);
+        float sf = (float)s;
+        uint8_t sb = s != 0.0;
+        int64_t si = cd == TT_INT64 ? (int64_t)s : 0;
+        const void *sp = cd == TT_BOOL ? (const void *)&sb : cd == TT_INT64 ? (const void *)&si : (const void *)&sf;
+        if (b) {
+            c.x = data_of(a);
+            c.y = data_of(b);
+            run_ew(ew_row, &c, out, a, b);
+        } else if (scalar_first) {
+            c.x = sp;
+            c.y = data_of(a);
+            run_ew(ew_row, &c, out, NULL, a);
+        } else {
+            c.x = data_of(a);
+            c.y = sp;
+            run_ew(ew_row, &c, out, a, NULL);
+        }
+    }
+    tt_tensor_release(&fa);
+    tt_tensor_release(&fb);
+    return st;
 }
 
 tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b)
@@ -378,14 +460,22 @@ tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double 
 
 static tt_status unary_impl(tt_tensor *out, const tt__opdef *def, const tt_tensor *a)
 {
-    tt_status st = check_dtypes(def, a, NULL);
+    tt_dtype cd;
+    tt_status st = compute_dtype(def, a, NULL, 0, 0.0, &cd);
     if (st) return st;
-    st = tt__alloc(out, def->name, def->result, a->ndim, a->shape, a->names);
-    if (st) return st;
-    ew_ctx c = ew_ctx_of(def, a->dtype);
-    c.x = data_of(a);
-    run_ew(ew_row, &c, out, a, NULL);
-    return TT_OK;
+    tt_tensor fa = {0};
+    if (cd == TT_FLOAT32 && a->dtype == TT_INT64) {
+        if ((st = promoted(&fa, def->name, a))) return st;
+        a = &fa;
+    }
+    st = tt__alloc(out, def->name, def->result == TT_BOOL ? TT_BOOL : cd, a->ndim, a->shape, a->names);
+    if (st == TT_OK) {
+        ew_ctx c = ew_ctx_of(def, cd);
+        c.x = data_of(a);
+        run_ew(ew_row, &c, out, a, NULL);
+    }
+    tt_tensor_release(&fa);
+    return st;
 }
 
 tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a)
@@ -424,8 +514,9 @@ tt_status tt__ew_fused(tt_tensor *out, const char *name, int code, const tt_tens
 tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
 {
     clear(out);
-    if (dt != TT_FLOAT32 && dt != TT_BOOL) return tt__err(TT_EARG, "to_dtype: unknown dtype %d", (int)dt);
-    tt_op op = dt == TT_BOOL ? TT_OP_BOOL : TT_OP_FLOAT;
+    if (dt != TT_FLOAT32 && dt != TT_BOOL && dt != TT_INT64)
+        return tt__err(TT_EARG, "to_dtype: unknown dtype %d", (int)dt);
+    tt_op op = dt == TT_BOOL ? TT_OP_BOOL : dt == TT_INT64 ? TT_OP_LONG : TT_OP_FLOAT;
     tt__opscope sc = tt__op_enter();
     tt_status st = TT_OK;
     int view = a->dtype == dt;
@@ -433,7 +524,10 @@ tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
         tt__view_of(out, a);
     } else {
         st = tt__alloc(out, tt_op_name(op), dt, a->ndim, a->shape, a->names);
-        if (st == TT_OK) {
+        if (st == TT_OK && (a->dtype == TT_INT64 || dt == TT_INT64)) {
+            ew_ctx c = { .x = data_of(a), .from = a->dtype, .to = dt };
+            run_ew(convert_row, &c, out, a, NULL);
+        } else if (st == TT_OK) {
             ew_ctx c = { .x = data_of(a) };
             run_ew(dt == TT_BOOL ? to_bool_row : to_float_row, &c, out, a, NULL);
         }
@@ -456,35 +550,72 @@ typedef struct red_ctx {
     int op;                 /* TK_RED_* */
     int want_val, want_idx;
     int64_t R, sd;          /* reduced length and stride */
+    int i64;                /* int64 input: int64 values */
 } red_ctx;
+
+/* tk_reduce_lines for int64 lines (SUM MAX MIN): sums wrap as two's
+   complement; the index is that of the first extremum, 1-based. */
+static void i64_lines(int op, const int64_t *x, int64_t nb, int64_t si, int64_t R, int64_t sd,
+                      int64_t *v, int64_t *ix)
+{
+    for (int64_t i = 0; i < nb; i++) {
+        const int64_t *l = x + i * si;
+        if (op == TK_RED_SUM) {
+            uint64_t s = 0;
+            for (int64_t j = 0; j < R; j++) s += (uint64_t)l[j * sd];
+            v[i] = (int64_t)s;
+            ix[i] = 0;
+            continue;
+        }
+        int64_t best = l[0], at = 0;
+        for (int64_t j = 1; j < R; j++) {
+            int64_t u = l[j * sd];
+            if (op == TK_RED_MAX ? u > best : u < best) best = u, at = j;
+        }
+        v[i] = best;
+        ix[i] = at + 1;
+    }
+}
 
 static void reduce_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
     const red_ctx *c = ctx;
-    const float *x = (const float *)p[1];
-    float *val = (float *)p[0], *idx = (float *)p[2];
     int64_t so = inc[0], si = inc[1];
+    int64_t *idx = (int64_t *)p[2];
     /* along a unit stride one line at a time; else many lines side by side */
     int64_t blk = c->sd == 1 ? 1 : TK_RED_BLOCK;
-    float v[TK_RED_BLOCK], ix[TK_RED_BLOCK];
     for (int64_t i0 = 0; i0 < n; i0 += blk) {
         int64_t nb = n - i0 < blk ? n - i0 : blk;
-        tk_reduce_lines(c->op, x + i0 * si, nb, si, c->R, c->sd, v, ix);
+        if (c->i64) {
+            int64_t v[TK_RED_BLOCK], ix[TK_RED_BLOCK];
+            int64_t *val = (int64_t *)p[0];
+            i64_lines(c->op, (const int64_t *)p[1] + i0 * si, nb, si, c->R, c->sd, v, ix);
+            for (int64_t i = 0; i < nb; i++) {
+                if (c->want_val) val[(i0 + i) * so] = v[i];
+                if (c->want_idx) idx[(i0 + i) * so] = ix[i];
+            }
+            continue;
+        }
+        float v[TK_RED_BLOCK], ix[TK_RED_BLOCK];
+        float *val = (float *)p[0];
+        tk_reduce_lines(c->op, (const float *)p[1] + i0 * si, nb, si, c->R, c->sd, v, ix);
         for (int64_t i = 0; i < nb; i++) {
             if (c->want_val) val[(i0 + i) * so] = v[i];
-            if (c->want_idx) idx[(i0 + i) * so] = ix[i];
+            if (c->want_idx) idx[(i0 + i) * so] = (int64_t)ix[i];
         }
     }
 }
 
 /* vals and/or idxs (either may be NULL) get the reduction of a over d
-   (d < 0: everything). */
+   (d < 0: everything): values of a's dtype (float32, or int64 for sum,
+   max and min of int64), int64 1-based indices. */
 static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, const tt__opdef *def,
                              const tt_tensor *a, int d, int keepdim)
 {
     const char *name = def->name;
     char sa[SHAPE_BUF];
-    if (a->dtype != TT_FLOAT32)
+    int i64 = a->dtype == TT_INT64;
+    if (a->dtype == TT_BOOL || (i64 && !def->keeps_int))
         return tt__err(TT_EARG, "%s: expects float32, got %s %s; hint: x:float()", name,
                        tt_dtype_name(a->dtype), shp(a, sa));
     tt_status st;
@@ -510,18 +641,19 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, const tt__opdef *
            lend its name to a full-size dim of another tensor */
         names[nd++] = (d < 0 || i == d) ? NULL : a->names[i];
     }
-    if (vals && (st = tt__alloc(vals, name, TT_FLOAT32, nd, shape, names))) return st;
-    if (idxs && (st = tt__alloc(idxs, name, TT_FLOAT32, nd, shape, names))) {
+    if (vals && (st = tt__alloc(vals, name, a->dtype, nd, shape, names))) return st;
+    if (idxs && (st = tt__alloc(idxs, name, TT_INT64, nd, shape, names))) {
         if (vals) tt_tensor_release(vals);
         return st;
     }
-    float *val = vals ? tt_data_f32(vals) : NULL, *idx = idxs ? tt_data_f32(idxs) : NULL;
+    void *val = vals ? data_of(vals) : NULL;
+    int64_t *idx = idxs ? tt_data_i64(idxs) : NULL;
     if (d < 0) {
         /* one line over everything, contiguous (copied when a is not) */
         tt_tensor tmp = {0};
         const tt_tensor *src = a;
         if (!tt_is_contiguous(a)) {
-            if ((st = tt__alloc(&tmp, name, TT_FLOAT32, a->ndim, a->shape, NULL))) {
+            if ((st = tt__alloc(&tmp, name, a->dtype, a->ndim, a->shape, NULL))) {
                 tt_tensor_release(vals);
                 tt_tensor_release(idxs);
                 return st;
@@ -529,10 +661,17 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, const tt__opdef *
             tt__copy(&tmp, a);
             src = &tmp;
         }
-        float v, ix;
-        tk_reduce_lines(def->kernel, R ? tt_data_f32(src) : NULL, 1, 0, R, 1, &v, &ix);
-        if (val) val[0] = v;
-        if (idx) idx[0] = ix;
+        if (i64) {
+            int64_t v, ix;
+            i64_lines(def->kernel, tt_data_i64(src), 1, 0, R, 1, &v, &ix);
+            if (val) *(int64_t *)val = v;
+            if (idx) idx[0] = ix;
+        } else {
+            float v, ix;
+            tk_reduce_lines(def->kernel, R ? tt_data_f32(src) : NULL, 1, 0, R, 1, &v, &ix);
+            if (val) *(float *)val = v;
+            if (idx) idx[0] = (int64_t)ix;
+        }
         tt_tensor_release(&tmp);
         return TT_OK;
     }
@@ -546,9 +685,11 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, const tt__opdef *
     }
     tt__contig_strides(nk, kshape, st2[0]);
     memcpy(st2[2], st2[0], sizeof st2[0]);
-    red_ctx c = { def->kernel, val != NULL, idx != NULL, R, a->stride[d] };
-    void *base[TT__ITER_OPS] = { val ? val : idx, tt_data_f32(a), idx ? idx : val };
-    size_t es[TT__ITER_OPS] = { sizeof(float), sizeof(float), sizeof(float) };
+    red_ctx c = { def->kernel, val != NULL, idx != NULL, R, a->stride[d], i64 };
+    /* one of values and indices alone: the other slot aliases it, unwritten */
+    size_t ev = tt_dtype_size(a->dtype);
+    void *base[TT__ITER_OPS] = { val ? val : (void *)idx, data_of(a), idx ? (void *)idx : val };
+    size_t es[TT__ITER_OPS] = { val ? ev : sizeof(int64_t), ev, idx ? sizeof(int64_t) : ev };
     tt__iter it;
     tt__iter_init(&it, nk, kshape, TT__ITER_OPS, (const int64_t (*)[TT_MAX_DIMS])st2, base, es);
     tt__iter_run(&it, R, reduce_row, &c);   /* each output costs R reads: split by outputs */
@@ -723,8 +864,10 @@ static tt_status masked_fill_impl(tt_tensor *out, const tt_tensor *a, const tt_t
     if (st) return st;
     st = tt__alloc(out, "masked_fill", a->dtype, nd, shape, names);
     if (st) return st;
-    ew_ctx c = { .x = data_of(a), .y = tt_data_bool(mask), .fval = (float)value, .bval = value != 0.0 };
-    run_ew(a->dtype == TT_BOOL ? masked_fill_bool_row : masked_fill_f32_row, &c, out, a, mask);
+    ew_ctx c = { .x = data_of(a), .y = tt_data_bool(mask), .fval = (float)value, .bval = value != 0.0,
+                 .ival = tt__f64_to_i64(value) };
+    run_ew(a->dtype == TT_BOOL ? masked_fill_bool_row : a->dtype == TT_INT64 ? masked_fill_i64_row
+           : masked_fill_f32_row, &c, out, a, mask);
     return TT_OK;
 }
 
@@ -1063,4 +1206,112 @@ tt_status tt_stack(tt_tensor *out, const tt_tensor *const *list, int n, int d)
     tt_event ev;
     if (st == TT_OK) list_event(&ev, TT_OP_STACK, out, list, n, d);
     return tt__op_leave(sc, st, &ev);
+}
+
+/* ===== Indexing: index_select, gather ===== */
+
+/* Walks every element i of `walk` (row-major): the element of `big` at i
+   with i_d replaced by the index (index[i_d] for index_select, index[i]
+   for gather; 1-based) is copied into walk[i], or with add, walk[i] (a
+   float gradient) is added to it. */
+static void index_walk(const tt_tensor *big, int d, const tt_tensor *index, int gather,
+                       const tt_tensor *walk, int add)
+{
+    int nd = walk->ndim;
+    int64_t n = tt_numel(walk), i[TT_MAX_DIMS] = {0};
+    size_t es = tt_dtype_size(big->dtype);
+    const int64_t *ix = tt_data_i64(index);
+    char *bb = (char *)big->storage->data + big->offset * (int64_t)es;
+    char *wb = (char *)walk->storage->data + walk->offset * (int64_t)tt_dtype_size(walk->dtype);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t wo = 0, io = 0, bo = 0;
+        for (int q = 0; q < nd; q++) {
+            wo += i[q] * walk->stride[q];
+            if (gather) io += i[q] * index->stride[q];
+        }
+        if (!gather) io = i[d] * index->stride[0];
+        for (int q = 0; q < nd; q++) bo += (q == d ? ix[io] - 1 : i[q]) * big->stride[q];
+        if (add) ((float *)bb)[bo] += ((const float *)wb)[wo];
+        else memcpy(wb + wo * (int64_t)es, bb + bo * (int64_t)es, es);
+        for (int q = nd - 1; q >= 0 && ++i[q] == walk->shape[q]; q--) i[q] = 0;
+    }
+}
+
+void tt__index_add(tt_tensor *dst, int d, const tt_tensor *index, int gather, const tt_tensor *g)
+{
+    index_walk(dst, d, index, gather, g, 1);
+}
+
+/* index is int64 and every value of it in 1..a's size at d. */
+static tt_status check_index(const char *op, const tt_tensor *a, int d, const tt_tensor *index)
+{
+    char sa[SHAPE_BUF], si[SHAPE_BUF];
+    if (index->dtype != TT_INT64)
+        return tt__err(TT_EARG, "%s: index must be int64, got %s %s; hint: index:long()", op,
+                       tt_dtype_name(index->dtype), shp(index, si));
+    int64_t n = tt_numel(index), size = a->shape[d];
+    for (int64_t k = 0; k < n; k++) {
+        int64_t v = tt_get_i64(index, k);
+        if (v < 1 || v > size)
+            return tt__err(TT_EARG, "%s: index %lld out of range for dim %d of %s (1..%lld)%s", op,
+                           (long long)v, d + 1, shp(a, sa), (long long)size,
+                           v == 0 ? "; hint: indices count from 1" : "");
+    }
+    return TT_OK;
+}
+
+static tt_status index_impl(tt_tensor *out, const tt_tensor *a, int d, const tt_tensor *index, int gather)
+{
+    const char *op = gather ? "gather" : "index_select";
+    char sa[SHAPE_BUF], si[SHAPE_BUF];
+    tt_status st = tt__check_dim(op, a, d, 0);
+    if (st) return st;
+    int64_t shape[TT_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    if (gather) {
+        if (index->ndim != a->ndim)
+            return tt__err(TT_ESHAPE, "gather: index %s and input %s must have as many dims", shp(index, si),
+                           shp(a, sa));
+        for (int q = 0; q < a->ndim; q++)
+            if (q != d && index->shape[q] > a->shape[q])
+                return tt__err(TT_ESHAPE, "gather: index %s is larger than input %s at dim %d (%lld vs %lld)",
+                               shp(index, si), shp(a, sa), q + 1, (long long)index->shape[q],
+                               (long long)a->shape[q]);
+        memcpy(shape, index->shape, sizeof shape);
+    } else {
+        if (index->ndim != 1)
+            return tt__err(TT_ESHAPE, "index_select: index must be 1-D, got %s; hint: index:view(-1)",
+                           shp(index, si));
+        shape[d] = index->shape[0];
+    }
+    if ((st = check_index(op, a, d, index))) return st;
+    st = tt__alloc(out, op, a->dtype, a->ndim, shape, gather ? NULL : a->names);
+    if (st) return st;
+    index_walk(a, d, index, gather, out, 0);
+    return TT_OK;
+}
+
+static tt_status index_op(tt_tensor *out, tt_op op, const tt_tensor *a, int d, const tt_tensor *index)
+{
+    clear(out);
+    tt__opscope sc = tt__op_enter();
+    tt_status st = index_impl(out, a, d, index, op == TT_OP_GATHER);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL))
+        st = tt__record(out, op, a, index, NULL, &(tt__agargs){ .d = d });
+    tt_event ev;
+    if (st == TT_OK) {
+        tt__event_init(&ev, op, out, a, index, NULL);
+        if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "dim=%d", d + 1);
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+tt_status tt_index_select(tt_tensor *out, const tt_tensor *a, int d, const tt_tensor *index)
+{
+    return index_op(out, TT_OP_INDEX_SELECT, a, d, index);
+}
+
+tt_status tt_gather(tt_tensor *out, const tt_tensor *a, int d, const tt_tensor *index)
+{
+    return index_op(out, TT_OP_GATHER, a, d, index);
 }

@@ -28,6 +28,7 @@ static const tt__opdef OPS[] = {
     [TT_OP_EYE] = { .name = "eye" },
     [TT_OP_RAND] = { .name = "rand" },
     [TT_OP_RANDN] = { .name = "randn" },
+    [TT_OP_RANDINT] = { .name = "randint" },
     /* views and copies */
     [TT_OP_VIEW] = { .name = "view", BW(reshape) },
     [TT_OP_RESHAPE] = { .name = "reshape", BW(reshape) },
@@ -44,28 +45,28 @@ static const tt__opdef OPS[] = {
     [TT_OP_NAMED] = { .name = "named", BW(reshape) },
     [TT_OP_CHUNK] = { .name = "chunk", BW(narrow) },
     [TT_OP_SPLIT] = { .name = "split", BW(narrow) },
-    /* elementwise: float arithmetic counts one FLOP a result element */
-    [TT_OP_ADD] = { .name = "add", .infix = "+", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_ADD, BW(add) },
-    [TT_OP_SUB] = { .name = "sub", .infix = "-", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_SUB, BW(sub) },
-    [TT_OP_MUL] = { .name = "mul", .infix = "*", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MUL, BW(mul), .saves = TT__SAVE_A | TT__SAVE_B },
+    /* elementwise: arithmetic counts one FLOP a result element; keeps_int: int64 stays int64 */
+    [TT_OP_ADD] = { .name = "add", .infix = "+", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_ADD, BW(add), .keeps_int = 1 },
+    [TT_OP_SUB] = { .name = "sub", .infix = "-", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_SUB, BW(sub), .keeps_int = 1 },
+    [TT_OP_MUL] = { .name = "mul", .infix = "*", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MUL, BW(mul), .saves = TT__SAVE_A | TT__SAVE_B, .keeps_int = 1 },
     [TT_OP_DIV] = { .name = "div", .infix = "/", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_DIV, BW(div), .saves = TT__SAVE_A | TT__SAVE_B | TT__SAVE_OUT },
-    [TT_OP_POW] = { .name = "pow", .infix = "^", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_POW, BW(pow), .saves = TT__SAVE_A | TT__SAVE_B | TT__SAVE_OUT },
-    [TT_OP_MAXIMUM] = { .name = "maximum", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MAX, BW(maximum), .saves = TT__SAVE_A | TT__SAVE_B },
-    [TT_OP_MINIMUM] = { .name = "minimum", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MIN, BW(maximum), .saves = TT__SAVE_A | TT__SAVE_B },
-    [TT_OP_EQ] = { .name = "eq", BINARY, .dtypes = TT__SAME, .result = TT_BOOL, .kernel = TK_EW_EQ },
-    [TT_OP_NE] = { .name = "ne", BINARY, .dtypes = TT__SAME, .result = TT_BOOL, .kernel = TK_EW_NE },
-    [TT_OP_LT] = { .name = "lt", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_LT },
-    [TT_OP_LE] = { .name = "le", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_LE },
-    [TT_OP_GT] = { .name = "gt", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_GT },
-    [TT_OP_GE] = { .name = "ge", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_GE },
+    [TT_OP_POW] = { .name = "pow", .infix = "^", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_POW, BW(pow), .saves = TT__SAVE_A | TT__SAVE_B | TT__SAVE_OUT, .keeps_int = 1 },
+    [TT_OP_MAXIMUM] = { .name = "maximum", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MAX, BW(maximum), .saves = TT__SAVE_A | TT__SAVE_B, .keeps_int = 1 },
+    [TT_OP_MINIMUM] = { .name = "minimum", BINARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_MIN, BW(maximum), .saves = TT__SAVE_A | TT__SAVE_B, .keeps_int = 1 },
+    [TT_OP_EQ] = { .name = "eq", BINARY, .dtypes = TT__SAME, .result = TT_BOOL, .kernel = TK_EW_EQ, .keeps_int = 1 },
+    [TT_OP_NE] = { .name = "ne", BINARY, .dtypes = TT__SAME, .result = TT_BOOL, .kernel = TK_EW_NE, .keeps_int = 1 },
+    [TT_OP_LT] = { .name = "lt", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_LT, .keeps_int = 1 },
+    [TT_OP_LE] = { .name = "le", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_LE, .keeps_int = 1 },
+    [TT_OP_GT] = { .name = "gt", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_GT, .keeps_int = 1 },
+    [TT_OP_GE] = { .name = "ge", BINARY, .dtypes = TT__FLOAT, .result = TT_BOOL, .kernel = TK_EW_GE, .keeps_int = 1 },
     [TT_OP_AND] = { .name = "and", .infix = "&", BINARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_AND },
     [TT_OP_OR] = { .name = "or", .infix = "|", BINARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_OR },
     [TT_OP_XOR] = { .name = "xor", .infix = "~", BINARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_XOR },
-    [TT_OP_NEG] = { .name = "neg", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_NEG, BW(neg) },
+    [TT_OP_NEG] = { .name = "neg", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_NEG, BW(neg), .keeps_int = 1 },
     [TT_OP_EXP] = { .name = "exp", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_EXP, BW(exp), .saves = TT__SAVE_OUT },
     [TT_OP_LOG] = { .name = "log", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_LOG, BW(log), .saves = TT__SAVE_A },
     [TT_OP_SQRT] = { .name = "sqrt", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_SQRT, BW(sqrt), .saves = TT__SAVE_OUT },
-    [TT_OP_ABS] = { .name = "abs", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_ABS, BW(abs), .saves = TT__SAVE_A },
+    [TT_OP_ABS] = { .name = "abs", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_ABS, BW(abs), .saves = TT__SAVE_A, .keeps_int = 1 },
     /* activations: exp, log, tanh and erfc count one FLOP like any operation;
        relu 1 (max); sigmoid 4 (neg, exp, add, div); gelu 4 (scale, erfc,
        two muls); gelu tanh form 9 (x*x*x: 2, *c, +x, *k, tanh, +1, *0.5, *x) */
@@ -77,13 +78,15 @@ static const tt__opdef OPS[] = {
     [TT_OP_NOT] = { .name = "not", UNARY, .dtypes = TT__BOOL, .result = TT_BOOL, .kernel = TK_EW_NOT },
     [TT_OP_FLOAT] = { .name = "float", BW(reshape) },
     [TT_OP_BOOL] = { .name = "bool" },
-    /* reductions: FLOPs per input element; arg* run max/min's kernel for the index */
-    [TT_OP_SUM] = { .name = "sum", REDUCE, .flops = 1, .kernel = TK_RED_SUM, BW(sum) },
+    [TT_OP_LONG] = { .name = "long" },
+    /* reductions: FLOPs per input element; arg* run max/min's kernel for the index;
+       keeps_int: int64 input allowed (int64 values), mean/std/var want float32 */
+    [TT_OP_SUM] = { .name = "sum", REDUCE, .flops = 1, .kernel = TK_RED_SUM, BW(sum), .keeps_int = 1 },
     [TT_OP_MEAN] = { .name = "mean", REDUCE, .flops = 1, .kernel = TK_RED_MEAN, BW(sum) },
-    [TT_OP_MAX] = { .name = "max", REDUCE, .flops = 1, .kernel = TK_RED_MAX, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT },
-    [TT_OP_MIN] = { .name = "min", REDUCE, .flops = 1, .kernel = TK_RED_MIN, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT },
-    [TT_OP_ARGMAX] = { .name = "argmax", REDUCE, .flops = 1, .kernel = TK_RED_MAX, .index = 1 },
-    [TT_OP_ARGMIN] = { .name = "argmin", REDUCE, .flops = 1, .kernel = TK_RED_MIN, .index = 1 },
+    [TT_OP_MAX] = { .name = "max", REDUCE, .flops = 1, .kernel = TK_RED_MAX, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT, .keeps_int = 1 },
+    [TT_OP_MIN] = { .name = "min", REDUCE, .flops = 1, .kernel = TK_RED_MIN, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT, .keeps_int = 1 },
+    [TT_OP_ARGMAX] = { .name = "argmax", REDUCE, .flops = 1, .kernel = TK_RED_MAX, .index = 1, .keeps_int = 1 },
+    [TT_OP_ARGMIN] = { .name = "argmin", REDUCE, .flops = 1, .kernel = TK_RED_MIN, .index = 1, .keeps_int = 1 },
     [TT_OP_STD] = { .name = "std", REDUCE, .flops = 3, .kernel = TK_RED_STD, BW(var), .saves = TT__SAVE_A | TT__SAVE_OUT },
     [TT_OP_VAR] = { .name = "var", REDUCE, .flops = 3, .kernel = TK_RED_VAR, BW(var), .saves = TT__SAVE_A | TT__SAVE_OUT },
     /* attention and the rest: their own functions */
@@ -105,6 +108,9 @@ static const tt__opdef OPS[] = {
     [TT_OP_SGD_STEP] = { .name = "sgd.step" },
     [TT_OP_ADAMW_STEP] = { .name = "adamw.step" },
     [TT_OP_CLIP_GRAD_NORM] = { .name = "clip_grad_norm" },
+    /* indexing: the backward scatter-adds g where the forward read */
+    [TT_OP_INDEX_SELECT] = { .name = "index_select", BW(index), .saves = TT__SAVE_B },
+    [TT_OP_GATHER] = { .name = "gather", BW(index), .saves = TT__SAVE_B },
 };
 _Static_assert(sizeof OPS / sizeof OPS[0] == TT_OP_COUNT, "OPS: one row per tt_op");
 

@@ -282,6 +282,10 @@ static void copy_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
         float *d = (float *)p[0];
         const float *s = (const float *)p[1];
         for (int64_t i = 0; i < n; i++) d[i * inc[0]] = s[i * inc[1]];
+    } else if (es == 8) {
+        int64_t *d = (int64_t *)p[0];
+        const int64_t *s = (const int64_t *)p[1];
+        for (int64_t i = 0; i < n; i++) d[i * inc[0]] = s[i * inc[1]];
     } else {
         uint8_t *d = (uint8_t *)p[0];
         const uint8_t *s = (const uint8_t *)p[1];
@@ -311,6 +315,9 @@ static void floats_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
     if (*(const tt_dtype *)ctx == TT_BOOL) {
         const uint8_t *s = (const uint8_t *)p[1];
         for (int64_t i = 0; i < n; i++) d[i * inc[0]] = s[i * inc[1]] ? 1.0f : 0.0f;
+    } else if (*(const tt_dtype *)ctx == TT_INT64) {
+        const int64_t *s = (const int64_t *)p[1];
+        for (int64_t i = 0; i < n; i++) d[i * inc[0]] = (float)s[i * inc[1]];
     } else {
         const float *s = (const float *)p[1];
         for (int64_t i = 0; i < n; i++) d[i * inc[0]] = s[i * inc[1]];

@@ -49,7 +49,7 @@ static void sb_add(sbuf *b, const char *fmt, ...)
 }
 
 typedef struct fmt {
-    int kind;        /* 0 integers, 1 fixed, 2 scientific, 3 bool */
+    int kind;        /* 0 integers, 1 fixed, 2 scientific, 3 bool, 4 int64 */
     int width;
     int summarize;
 } fmt;
@@ -64,7 +64,16 @@ static double elem(const tt_tensor *t, const int64_t *idx)
     int64_t off = t->offset;
     for (int i = 0; i < t->ndim; i++) off += idx[i] * t->stride[i];
     if (t->dtype == TT_BOOL) return ((const uint8_t *)t->storage->data)[off];
+    if (t->dtype == TT_INT64) return (double)((const int64_t *)t->storage->data)[off];
     return ((const float *)t->storage->data)[off];
+}
+
+/* An int64 element exactly (a double holds integers only up to 2^53). */
+static int64_t elem_i64(const tt_tensor *t, const int64_t *idx)
+{
+    int64_t off = t->offset;
+    for (int i = 0; i < t->ndim; i++) off += idx[i] * t->stride[i];
+    return ((const int64_t *)t->storage->data)[off];
 }
 
 static int fmt_value(char *buf, size_t n, double v, const fmt *f)
@@ -81,6 +90,12 @@ static int fmt_value(char *buf, size_t n, double v, const fmt *f)
 static void scan(const tt_tensor *t, int d, int64_t *idx, fmt *f, double *stats, int pass)
 {
     if (d == t->ndim) {
+        if (f->kind == 4) {                 /* int64: integers, exactly */
+            char buf[32];
+            int w = snprintf(buf, sizeof buf, "%lld", (long long)elem_i64(t, idx));
+            if (w > f->width) f->width = w;
+            return;
+        }
         double v = elem(t, idx);
         if (pass == 0) {
             if (!isfinite(v)) return;
@@ -109,7 +124,8 @@ static void emit(sbuf *b, const tt_tensor *t, int d, int64_t *idx, const fmt *f,
 {
     if (d == t->ndim) {
         char buf[64];
-        fmt_value(buf, sizeof buf, elem(t, idx), f);
+        if (f->kind == 4) snprintf(buf, sizeof buf, "%lld", (long long)elem_i64(t, idx));
+        else fmt_value(buf, sizeof buf, elem(t, idx), f);
         sb_add(b, "%*s", f->width, buf);
         return;
     }
@@ -151,6 +167,8 @@ char *tt_tensor_format(const tt_tensor *t)
     int64_t idx[TT_MAX_DIMS] = {0};
     if (t->dtype == TT_BOOL) {
         f.kind = 3;
+    } else if (t->dtype == TT_INT64) {
+        f.kind = 4;
     } else if (tt_numel(t) > 0) {     /* [1,2^40,0] has no element to scan */
         double stats[3] = {1, 0, INFINITY};     /* all integers, max |v|, min nonzero |v| */
         scan(t, 0, idx, &f, stats, 0);

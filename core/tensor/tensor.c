@@ -36,8 +36,8 @@ void tt_tensor_release(tt_tensor *t)
 
 /* ===== Basic queries ===== */
 
-size_t tt_dtype_size(tt_dtype dt) { return dt == TT_BOOL ? 1 : 4; }
-const char *tt_dtype_name(tt_dtype dt) { return dt == TT_BOOL ? "bool" : "float32"; }
+size_t tt_dtype_size(tt_dtype dt) { return dt == TT_BOOL ? 1 : dt == TT_INT64 ? 8 : 4; }
+const char *tt_dtype_name(tt_dtype dt) { return dt == TT_BOOL ? "bool" : dt == TT_INT64 ? "int64" : "float32"; }
 
 int64_t tt_numel(const tt_tensor *t)
 {
@@ -60,12 +60,21 @@ int tt_is_contiguous(const tt_tensor *t)
 
 float *tt_data_f32(const tt_tensor *t) { return (float *)t->storage->data + t->offset; }
 uint8_t *tt_data_bool(const tt_tensor *t) { return (uint8_t *)t->storage->data + t->offset; }
+int64_t *tt_data_i64(const tt_tensor *t) { return (int64_t *)t->storage->data + t->offset; }
 
 double tt_get(const tt_tensor *t, int64_t flat)
 {
     int64_t off = t->offset + tt__offset_of(t->ndim, t->shape, t->stride, flat);
     if (t->dtype == TT_BOOL) return ((const uint8_t *)t->storage->data)[off];
+    if (t->dtype == TT_INT64) return (double)((const int64_t *)t->storage->data)[off];
     return ((const float *)t->storage->data)[off];
+}
+
+int64_t tt_get_i64(const tt_tensor *t, int64_t flat)
+{
+    int64_t off = t->offset + tt__offset_of(t->ndim, t->shape, t->stride, flat);
+    if (t->dtype == TT_INT64) return ((const int64_t *)t->storage->data)[off];
+    return tt__f64_to_i64(tt_get(t, flat));
 }
 
 char *tt_shape_str(const tt_tensor *t, char *buf, size_t n)
@@ -270,6 +279,21 @@ void tt__rand_uniform(float *p, int64_t n)
 {
     rng r = rng_load();
     for (int64_t i = 0; i < n; i++) p[i] = (float)rng_uniform(&r);
+    rng_save(&r);
+}
+
+void tt__rand_int(int64_t *p, int64_t n, int64_t lo, uint64_t range)
+{
+    rng r = rng_load();
+    uint64_t low = range ? (0 - range) % range : 0;   /* 2^64 mod range: the draws to reject */
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t x;
+        do {
+            x = (uint64_t)rng_next(&r) << 32;
+            x |= rng_next(&r);
+        } while (x < low);
+        p[i] = (int64_t)((uint64_t)lo + (range ? x % range : x));
+    }
     rng_save(&r);
 }
 

@@ -39,8 +39,8 @@ static size_t put_tensor(char *buf, size_t n, const tt_tensor *t)
     char shp[192];
     tt_shape_str(t, shp, sizeof shp);
     int len = t->label ? snprintf(buf, n, "%s%s", t->label, shp) : snprintf(buf, n, "%s", shp);
-    if (t->dtype == TT_BOOL && len > 0 && (size_t)len < n)
-        len += snprintf(buf + len, n - (size_t)len, " bool");
+    if (t->dtype != TT_FLOAT32 && len > 0 && (size_t)len < n)
+        len += snprintf(buf + len, n - (size_t)len, " %s", tt_dtype_name(t->dtype));
     return len < 0 ? 0 : (size_t)len;
 }
 

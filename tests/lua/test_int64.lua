@@ -1,0 +1,187 @@
+-- test_int64.lua — the int64 dtype from Lua: creation (tt.tensor,
+-- zeros/ones, randint), conversions (long, float, bool), values as Lua
+-- integers, printing, and the errors a script can cause.
+local T = dofile("tests/lua/check.lua")
+local check, close, checkerror = T.check, T.close, T.checkerror
+
+-- creation and values
+local x = tt.tensor({{1, -2, 3}, {4, 5, 2^53}}, "int64")
+check("dtype int64", x:dtype() == "int64")
+check("item is a Lua integer", math.type(x[1][2]:item()) == "integer" and x[1][2]:item() == -2)
+check("2^53 round-trips", x[2][3]:item() == 9007199254740992 and math.type(x[2][3]:item()) == "integer")
+check("totable gives integers", math.type(x:totable()[2][1]) == "integer")
+check("\"long\" is int64 too", tt.tensor({1}, "long"):dtype() == "int64")
+check("floats truncate toward zero (PyTorch)", tt.tensor({1.9, -1.9}, "int64"):totable()[2] == -1)
+check("zeros int64", tt.zeros(2, 3, "int64"):dtype() == "int64" and tt.zeros(2, "int64"):totable()[1] == 0)
+check("ones int64", tt.ones({2}, "int64"):totable()[2] == 1)
+check("tostring shows integers", tostring(tt.tensor({3, -10}, "int64")):find("[  3, -10]", 1, true) ~= nil)
+check("tostring header", tostring(x):find("tensor [2,3] int64", 1, true) == 1)
+check("tostring of a big value exactly",
+      tostring(tt.tensor({2^53}, "int64")):find("9007199254740992", 1, true) ~= nil)
+checkerror({"tensor", "t[2]", "9007199254740994", "2^53"}, tt.tensor, {1, 2^53 + 2}, "int64")
+checkerror({"tensor", "t[1]", "2^53"}, tt.tensor, {0/0}, "int64")
+checkerror({"unknown dtype 'int32'", "int64"}, tt.tensor, {1}, "int32")
+
+-- randint: lo..hi-1, seeded
+tt.manual_seed(7)
+local r = tt.randint(-2, 3, 40, 5)
+check("randint dtype and shape", r:dtype() == "int64" and r:size(1) == 40 and r:size(2) == 5)
+local seen, inrange = {}, true
+for _, row in ipairs(r:totable()) do
+  for _, v in ipairs(row) do
+    inrange = inrange and math.type(v) == "integer" and v >= -2 and v <= 2
+    seen[v] = true
+  end
+end
+check("randint values in [lo, hi)", inrange)
+check("randint reaches lo and hi-1", seen[-2] and seen[2])
+tt.manual_seed(7)
+local r2 = tt.randint(-2, 3, {40, 5})
+local same = true
+for i, row in ipairs(r2:totable()) do
+  for j, v in ipairs(row) do same = same and v == r:totable()[i][j] end
+end
+check("randint: same seed, same numbers (table shape too)", same)
+check("randint: one value range", tt.randint(4, 5, 3):totable()[3] == 4)
+checkerror({"randint", "[3, 3)"}, tt.randint, 3, 3, 2)
+checkerror({"randint", "integers"}, tt.randint, 0.5, 3, 2)
+
+-- conversions
+local f = tt.tensor({1.7, -1.7, 0, -0.2})
+local l = f:long()
+check("long: dtype", l:dtype() == "int64")
+check("long truncates toward zero", l:totable()[1] == 1 and l:totable()[2] == -1 and l:totable()[4] == 0)
+check("long of a strided view", tt.tensor({{1.5, 2.5}, {3.5, 4.5}}):mT():long():totable()[1][2] == 3)
+local bl = tt.tensor({true, false, true}):long()
+check("bool:long is 0/1", bl:totable()[1] == 1 and bl:totable()[2] == 0)
+close("int64:float", tt.tensor({-3, 7}, "int64"):float(), {-3, 7})
+check("int64:float dtype", tt.tensor({1}, "int64"):float():dtype() == "float32")
+local b = tt.tensor({0, 5, -1}, "int64"):bool()
+check("int64:bool nonzero", b:dtype() == "bool" and b:totable()[1] == false and b:totable()[3] == true)
+check("long of int64 is a view", x:long():shares_storage(x))
+check("views keep int64", x:mT():contiguous():dtype() == "int64" and x:mT():contiguous():totable()[3][2] == 9007199254740992)
+
+-- no gradients for int64
+checkerror({"requires_grad_", "int64 [2,3]", "hint"}, function() return x:requires_grad_() end)
+local w = tt.tensor({1.5, 2.5}):requires_grad_()
+local wl = w:long()
+check("long of a grad tensor does not require grad", wl.requires_grad == false)
+
+-- arithmetic as PyTorch: int64 op int64 stays int64, / is true division,
+-- a float32 tensor or a non-integer Lua number promotes to float32
+local a = tt.tensor({{1, 2, 3}, {4, 5, 6}}, "int64")
+local c = tt.tensor({10, -20, 30}, "int64")
+local function is(descr, t, dtype, want)
+  check(descr .. ": dtype " .. dtype, t:dtype() == dtype)
+  if dtype == "bool" then
+    local same = true
+    for i, row in ipairs(t:totable()) do
+      for j, v in ipairs(row) do same = same and v == want[i][j] end
+    end
+    check(descr .. ": values", same)
+  else
+    close(descr, t, want)
+  end
+end
+is("int64 + int64", a + c, "int64", {{11, -18, 33}, {14, -15, 36}})
+is("int64 - int64", a - c, "int64", {{-9, 22, -27}, {-6, 25, -24}})
+is("int64 * int64", a * c, "int64", {{10, -40, 90}, {40, -100, 180}})
+is("int64 / int64 is true division", a / c, "float32", {{0.1, -0.1, 0.1}, {0.4, -0.25, 0.2}})
+is("int64 ^ 2", a ^ 2, "int64", {{1, 4, 9}, {16, 25, 36}})
+is("int64 + 2", a + 2, "int64", {{3, 4, 5}, {6, 7, 8}})
+is("int64 * 2.0 (an integer)", a * 2.0, "int64", {{2, 4, 6}, {8, 10, 12}})
+is("int64 + 0.5", a + 0.5, "float32", {{1.5, 2.5, 3.5}, {4.5, 5.5, 6.5}})
+is("10 - int64", 10 - a, "int64", {{9, 8, 7}, {6, 5, 4}})
+is("int64 * float32", a * tt.tensor({0.5, 1, 2}), "float32", {{0.5, 2, 6}, {2, 5, 12}})
+is("-int64", -a, "int64", {{-1, -2, -3}, {-4, -5, -6}})
+is("abs", (-a):abs(), "int64", {{1, 2, 3}, {4, 5, 6}})
+is("maximum", a:maximum(c), "int64", {{10, 2, 30}, {10, 5, 30}})
+is("exp of int64 is float32", tt.tensor({0, 1}, "int64"):exp(), "float32", {1, math.exp(1)})
+is("eq", a:eq(tt.tensor({1, 5, 0}, "int64")), "bool", {{true, false, false}, {false, true, false}})
+is("lt 3", a:lt(3), "bool", {{true, true, false}, {false, false, false}})
+is("gt 2.5 (float compare)", a:gt(2.5), "bool", {{false, false, true}, {true, true, true}})
+is("masked_fill", a:masked_fill(a:gt(4), -1), "int64", {{1, 2, 3}, {4, -1, -1}})
+check("int64 + wraps around (two's complement)",
+      (tt.tensor({2^52}, "int64") * 2048):item() == math.mininteger)
+checkerror({"add", "int64 [2,3] and bool [3]", "hint"}, function() return a + tt.tensor({true, false, true}) end)
+checkerror({"matmul", "int64"}, function() return a:matmul(a:mT()) end)
+
+-- a float weight times int64 values keeps its gradient
+local wgt = tt.tensor({1.5, -2, 0.5}):requires_grad_()
+local y = (wgt * a):sum()
+y:backward()
+close("gradient of w * int64 is the int64 values (as float)", wgt.grad, {5, 7, 9})
+check("int64 results never require grad", (a + 1).requires_grad == false)
+
+-- argmax, argmin and the indices of max/min are int64, 1-based
+local sc = tt.tensor({{3, 9, 1}, {7, 2, 7}})
+local am = sc:argmax(2)
+check("argmax is int64", am:dtype() == "int64" and am:totable()[1] == 2 and am:totable()[2] == 1)
+check("argmin of everything: a 0-d int64", sc:argmin():dtype() == "int64" and sc:argmin():item() == 3)
+local mv, mi = sc:max(2)
+check("max over a dim: float values, int64 indices", mv:dtype() == "float32" and mi:dtype() == "int64"
+      and math.type(mi:totable()[2]) == "integer" and mi:totable()[2] == 1)
+local nv, ni = sc:min(1, true)
+check("min keepdim indices", ni:dtype() == "int64" and ni:totable()[1][2] == 2)
+check("an argmax indexes directly", sc[1][am[1]:item()]:item() == 9)
+-- reductions of int64
+check("sum of int64 is int64", a:sum():dtype() == "int64" and a:sum():item() == 21)
+check("sum over a dim", a:sum(1):totable()[3] == 9 and a:sum(2, true):totable()[2][1] == 15)
+check("max of int64", a:max():item() == 6 and a:max():dtype() == "int64")
+local iv, ii = a:min(2)
+check("min over a dim of int64: int64 values and indices", iv:dtype() == "int64" and ii:totable()[2] == 1)
+check("argmax of int64", a:mT():argmax(2):totable()[1] == 2)
+checkerror({"mean", "int64 [2,3]", "x:float()"}, function() return a:mean() end)
+
+-- index_select and gather: int64 indices from 1, PyTorch's semantics,
+-- differentiable (repeated indices accumulate)
+local emb = tt.tensor({{1, 2}, {3, 4}, {5, 6}}):requires_grad_()
+local tok = tt.tensor({3, 1, 3, 3}, "int64")
+local rows = emb:index_select(1, tok)
+close("index_select rows", rows, {{5, 6}, {1, 2}, {5, 6}, {5, 6}})
+check("index_select keeps the input's dtype", tt.tensor({7, 8, 9}, "int64"):index_select(1, tok):totable()[2] == 7)
+close("index_select of columns", emb:index_select(2, tt.tensor({2}, "int64")), {{2}, {4}, {6}})
+close("index_select with a strided index", emb:index_select(1, tt.tensor({{2, 9}, {1, 9}}, "int64"):select(2, 1)),
+      {{3, 4}, {1, 2}})
+check("index_select records a node", rows.requires_grad and rows.grad_fn:find("Backward") ~= nil)
+rows:sum():backward()
+close("index_select backward: repeated rows accumulate", emb.grad, {{1, 1}, {0, 0}, {3, 3}})
+emb.grad = nil
+local logits = tt.tensor({{0.1, 0.7, 0.2}, {0.5, 0.3, 0.2}}):requires_grad_()
+local picked = logits:gather(2, tt.tensor({{2, 2}, {1, 3}}, "int64"))
+close("gather picks along dim 2", picked, {{0.7, 0.7}, {0.5, 0.2}})
+local weighted = picked * tt.tensor({{1, 10}, {100, 1000}})
+weighted:sum():backward()
+close("gather backward scatter-adds", logits.grad, {{0, 11, 0}, {100, 0, 1000}})
+close("gather along dim 1", tt.tensor({{1, 2}, {3, 4}}):gather(1, tt.tensor({{2, 1}}, "int64")), {{3, 2}})
+checkerror({"index_select", "index 4 out of range for dim 1 of [3,2] (1..3)", "test_int64.lua"},
+           function() return emb:index_select(1, tt.tensor({1, 4}, "int64")) end)
+checkerror({"index_select", "index 0", "hint: indices count from 1"},
+           function() return emb:index_select(1, tt.tensor({0}, "int64")) end)
+checkerror({"index_select", "index must be int64, got float32 [2]", "index:long()"},
+           function() return emb:index_select(1, tt.tensor({1, 2})) end)
+checkerror({"index_select", "1-D"}, function() return emb:index_select(1, tt.tensor({{1}}, "int64")) end)
+checkerror({"gather", "index [2] and input [3,2] must have as many dims"},
+           function() return emb:gather(1, tt.tensor({1, 2}, "int64")) end)
+checkerror({"gather", "index 3 out of range for dim 2 of [3,2] (1..2)"},
+           function() return emb:gather(2, tt.tensor({{3}}, "int64")) end)
+checkerror({"gather", "dim 3 out of range"}, function() return emb:gather(3, tt.tensor({{1}}, "int64")) end)
+
+-- figures take int64 (ids, counts) as their values
+local dir = T.tmpdir()
+local ids = tt.tensor({{1, 2, 3}, {40, 5, 6}}, "int64")
+check("heatmap of int64", tt.heatmap(ids, dir .. "/ids.png") == dir .. "/ids.png")
+check("heatmap of a transposed int64 view (svg)", tt.heatmap(ids:mT(), dir .. "/ids.svg") == dir .. "/ids.svg")
+check("bars of int64", tt.bars(ids[1], dir .. "/bars.png") == dir .. "/bars.png")
+check("heatmap svg shows the int64 values", T.slurp(dir .. "/ids.svg"):find(">40<", 1, true) ~= nil)
+-- checkpoints: int64 as safetensors I64, values exact
+local big = tt.tensor({{-2^53, 3}, {0, 2^53}}, "int64")
+tt.save(dir .. "/ids.safetensors", {ids = big:mT(), w = tt.ones(2)})
+local back = tt.load(dir .. "/ids.safetensors")
+check("I64 loads as int64", back.ids:dtype() == "int64")
+check("I64 values exact", back.ids:totable()[1][1] == -9007199254740992 and back.ids:totable()[2][2] == 9007199254740992
+      and back.ids:totable()[1][2] == 0 and back.ids:totable()[2][1] == 3)
+check("the file names I64", T.slurp(dir .. "/ids.safetensors"):find('"dtype":"I64"', 1, true) ~= nil)
+os.execute("rm -rf '" .. dir .. "'")
+
+T.report()
