@@ -571,11 +571,134 @@ static int ltt_head_groups(lua_State *L)
     return 1;
 }
 
+/* ===== tt.plot(series, path [, opts]) ===== */
+
+/* Field key of series k (at idx) as doubles: a list of numbers or a 1-D
+   tensor. The array is a userdata left on the stack. NULL when absent. */
+static const double *series_values(lua_State *L, int idx, int k, const char *key, int64_t *n)
+{
+    *n = 0;
+    const int t = lua_getfield(L, idx, key);
+    if (t == LUA_TNIL) { lua_pop(L, 1); return NULL; }
+    const int v = lua_gettop(L);
+    const tt_tensor *x = ltt_testtensor(L, v);
+    double *out;
+    if (x) {
+        char shape[256];
+        tt_shape_str(x, shape, sizeof shape);
+        if (x->ndim != 1)
+            ltt_error(L, "plot: series %d's %s must be a 1-D tensor or a list of numbers, got %s; "
+                      "hint: x:view(-1) flattens it", k, key, shape);
+        const int64_t len = x->shape[0];
+        out = lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof *out, 0);
+        float *f = malloc((size_t)(len ? len : 1) * sizeof *f);   /* nothing raises until freed */
+        if (!f) ltt_error(L, "plot: out of memory copying %s", shape);
+        tt_get_floats(x, f);
+        for (int64_t i = 0; i < len; i++) out[i] = f[i];
+        free(f);
+        *n = len;
+    } else if (t == LUA_TTABLE) {
+        const lua_Integer len = luaL_len(L, v);
+        if (len > 100000000) ltt_error(L, "plot: series %d's %s has too many entries", k, key);
+        out = lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof *out, 0);
+        for (lua_Integer i = 1; i <= len; i++) {
+            if (lua_geti(L, v, i) != LUA_TNUMBER)
+                ltt_error(L, "plot: series %d's %s must hold numbers (entry %lld is a %s)", k, key,
+                          (long long)i, luaL_typename(L, -1));
+            out[i - 1] = (double)lua_tonumber(L, -1);
+            lua_pop(L, 1);
+        }
+        *n = len;
+    } else {
+        ltt_error(L, "plot: series %d's %s must be a list of numbers or a 1-D tensor, not a %s", k, key,
+                  luaL_typename(L, v));
+        return NULL;
+    }
+    return out;   /* the value and the array stay on the stack */
+}
+
+/* One series table at idx: {name = ..., x = ..., y = ...}. */
+static void read_series(lua_State *L, int idx, int k, tt_plot_series *s)
+{
+    luaL_checkstack(L, 8, "too many series");
+    if (lua_type(L, idx) != LUA_TTABLE)
+        ltt_error(L, "plot: series %d must be a table {name = ..., x = {...}, y = {...}}, not a %s", k,
+                  luaL_typename(L, idx));
+    static const char *const keys[] = { "name", "x", "y", NULL };
+    ltt_check_opts(L, idx, "plot (a series)", keys);
+    s->name = opt_string(L, idx, "plot", "name");
+    s->x = series_values(L, idx, k, "x", &s->nx);
+    s->y = series_values(L, idx, k, "y", &s->ny);
+    if (!s->y)
+        ltt_error(L, "plot: series %d%s%s%s has no y; hint: {name = \"loss\", x = steps, y = losses} "
+                  "(x defaults to 1, 2, ...)", k, s->name ? " '" : "", s->name ? s->name : "",
+                  s->name ? "'" : "");
+}
+
+/* tt.plot options:
+     title, xtitle, ytitle  strings
+     xlog, ylog   booleans: log axes, a tick a decade labelled 10^k
+     legend       boolean (default: on for more than one series)
+     markers      boolean (default: on when no series has over 20 points) */
+static const char *const plot_opts[] = { "title", "xtitle", "ytitle", "xlog", "ylog", "legend",
+                                         "markers", NULL };
+
+static int ltt_plot(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    const char *path = check_path(L, 2, "plot");
+    const int opts = lua_isnoneornil(L, 3) ? 0 : 3;
+    ltt_check_opts(L, 3, "plot", plot_opts);
+    tt_plot_series series[TT_PLOT_MAX_SERIES];
+    memset(series, 0, sizeof series);
+    int ns;
+    if (lua_getfield(L, 1, "y") != LUA_TNIL) {   /* one series given alone */
+        lua_pop(L, 1);
+        ns = 1;
+        read_series(L, 1, 1, &series[0]);
+    } else {
+        lua_pop(L, 1);
+        const lua_Integer n = luaL_len(L, 1);
+        if (n == 0)
+            return ltt_error(L, "plot: nothing to draw: no series; hint: tt.plot({{name = \"loss\", "
+                             "x = steps, y = losses}}, path)");
+        if (n > TT_PLOT_MAX_SERIES)
+            return ltt_error(L, "plot: %lld series, at most %d fit one chart (one colour each); hint: "
+                             "draw them in two charts", (long long)n, TT_PLOT_MAX_SERIES);
+        ns = (int)n;
+        for (int k = 0; k < ns; k++) {
+            lua_geti(L, 1, k + 1);
+            read_series(L, lua_gettop(L), k + 1, &series[k]);
+        }
+    }
+    tt_plot_opts o;
+    tt_plot_opts_init(&o);
+    o.title = opt_string(L, opts, "plot", "title");
+    o.xtitle = opt_string(L, opts, "plot", "xtitle");
+    o.ytitle = opt_string(L, opts, "plot", "ytitle");
+    o.xlog = ltt_optflag(L, opts, "plot", "xlog", 0);
+    o.ylog = ltt_optflag(L, opts, "plot", "ylog", 0);
+    o.legend = ltt_optflag(L, opts, "plot", "legend", -1);
+    o.markers = ltt_optflag(L, opts, "plot", "markers", -1);
+    char source[256], shape[64];
+    where(L, source, sizeof source);
+    snprintf(shape, sizeof shape, "%d series", ns);
+    o.meta.source = source;
+    o.meta.shape = shape;
+    o.meta.title = o.title;
+    check_write(L, path);
+    if (tt_plot_write(path, series, ns, &o) != TT_OK) return ltt_error(L, "%s", tt_errmsg());
+    written(L, path, o.title ? o.title : "plot");
+    lua_pushstring(L, path);
+    return 1;
+}
+
 static const luaL_Reg figlib[] = {
     { "heatmap", ltt_heatmap },
     { "bars", ltt_bars },
     { "flow", ltt_flow },
     { "head_groups", ltt_head_groups },
+    { "plot", ltt_plot },
     { NULL, NULL },
 };
 

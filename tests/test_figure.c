@@ -1420,6 +1420,174 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
+/* ===== Line charts ===== */
+
+/* Whether a pixel within r of (x, y) is near colour rgb. */
+static int colour_near(const tt_canvas *c, double x, double y, int r, uint32_t rgb, int tol)
+{
+    for (int dy = -r; dy <= r; dy++)
+        for (int dx = -r; dx <= r; dx++)
+            if (near_rgb(tt_canvas_get(c, (int)x + dx, (int)y + dy), rgb, tol)) return 1;
+    return 0;
+}
+
+static void test_plot_lines(void)
+{
+    /* two series of different lengths; the second's x not sorted */
+    const double x0[5] = { 1, 2, 3, 4, 5 }, y0[5] = { 0.5, 2.5, 1.0, 3.5, 3.0 };
+    const double x1[4] = { 0.5, 4.5, 2.0, 3.0 }, y1[4] = { -1.0, 2.0, 0.0, -0.5 };
+    const tt_plot_series s[2] = { { "first", x0, y0, 5, 5 }, { "second", x1, y1, 4, 4 } };
+    tt_plot_opts o;
+    tt_plot_opts_init(&o);
+    o.title = "Two series";
+    tt_canvas c;
+    tt_plot_geom g;
+    CHECK("plot renders", tt_plot_render(&c, &g, s, 2, &o) == TT_OK);
+    /* along every segment, at a quarter and three quarters: the series' colour */
+    int along = 1;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i + 1 < (k ? 4 : 5); i++) {
+            const double *xs = k ? x1 : x0, *ys = k ? y1 : y0;
+            for (int q = 1; q <= 3; q += 2) {
+                const double t = q / 4.0;
+                double px, py;
+                tt_plot_point(&g, 0, 0, xs[i] + t * (xs[i + 1] - xs[i]), ys[i] + t * (ys[i + 1] - ys[i]), &px, &py);
+                along &= colour_near(&c, px, py, 1, tt_plot_colour(k), 40);
+            }
+        }
+    CHECK("each series' colour lies along its segments", along);
+    /* a point well away from both lines stays background */
+    double px, py;
+    tt_plot_point(&g, 0, 0, 5.0, -1.0, &px, &py);
+    CHECK("away from the lines: no series colour",
+          !colour_near(&c, px, py, 2, tt_plot_colour(0), 60) && !colour_near(&c, px, py, 2, tt_plot_colour(1), 60));
+    /* markers by default for small series: the point's centre in full colour */
+    tt_plot_point(&g, 0, 0, x0[2], y0[2], &px, &py);
+    CHECK("a marker at a data point", tt_canvas_get(&c, (int)px, (int)py) == tt_plot_colour(0));
+    /* the data inside the plot area; the axis covers them */
+    CHECK("axis covers the data", g.xlo <= 0.5 && g.xhi >= 5.0 && g.ylo <= -1.0 && g.yhi >= 3.5);
+    /* linear ticks: one 1-2-5 step, the axis ends on ticks */
+    int even = g.nxticks >= 3 && g.nyticks >= 3;
+    for (int a = 0; a < 2 && even; a++) {
+        const double *t = a ? g.yticks : g.xticks;
+        const int n = a ? g.nyticks : g.nxticks;
+        const double step = t[1] - t[0], m = step / pow(10.0, floor(log10(step) + 1e-9));
+        even &= fabs(m - 1) < 1e-9 || fabs(m - 2) < 1e-9 || fabs(m - 5) < 1e-9;
+        for (int k = 1; k < n; k++) even &= fabs(t[k] - t[k - 1] - step) < step * 1e-9;
+        even &= fabs(t[0] - (a ? g.ylo : g.xlo)) < step * 1e-9 && fabs(t[n - 1] - (a ? g.yhi : g.xhi)) < step * 1e-9;
+    }
+    CHECK("linear ticks: even 1-2-5 steps from end to end", even);
+    /* the legend: right of the plot area (never over the data), one entry a series */
+    CHECK("legend on for two series, outside the area", g.legend_n == 2 && g.legend_x > g.ax + g.aw);
+    CHECK("legend entry 2 in the second colour",
+          colour_near(&c, g.legend_x + 4, g.legend_y + 32 + 11, 1, tt_plot_colour(1), 30));
+    /* the PNG holds the rendered pixels, and the same input the same bytes */
+    const char *a = tpath("plot_a.png"), *b = tpath("plot_b.png");
+    CHECK("plot writes", tt_plot_write(a, s, 2, &o) == TT_OK && tt_plot_write(b, s, 2, &o) == TT_OK);
+    long na, nb;
+    char *ba = slurp(a, &na), *bb = slurp(b, &nb);
+    CHECK("plot: same input, same bytes", ba && bb && na == nb && !memcmp(ba, bb, (size_t)na));
+    free(ba);
+    free(bb);
+    uint8_t *px8;
+    int w, h;
+    CHECK("plot PNG reads back", tt_png_read_rgb(a, &px8, &w, &h) == TT_OK);
+    CHECK("plot PNG has the canvas' pixels", w == c.w && h == c.h && !memcmp(px8, c.px, (size_t)w * h * 3));
+    free(px8);
+    tt_canvas_free(&c);
+
+    /* one series: no legend; markers off past 20 points */
+    double xs[30], ys[30];
+    for (int i = 0; i < 30; i++) { xs[i] = i; ys[i] = i * i; }
+    const tt_plot_series one = { NULL, xs, ys, 30, 30 };
+    CHECK("one long series renders", tt_plot_render(&c, &g, &one, 1, NULL) == TT_OK);
+    CHECK("one series: no legend", g.legend_n == 0);
+    tt_plot_point(&g, 0, 0, xs[10], ys[10], &px, &py);
+    int wide = 0;   /* a marker is ~9 px across; the line alone ~3 */
+    for (int dx = -6; dx <= 6; dx++) wide += near_rgb(tt_canvas_get(&c, (int)px + dx, (int)py - 8), tt_plot_colour(0), 40);
+    CHECK("no markers on 30 points: nothing 8 px above a point", wide == 0);
+    tt_canvas_free(&c);
+}
+
+static void test_plot_log_and_gaps(void)
+{
+    const double x[6] = { 3, 20, 150, 900, 1500, 2000 };
+    const double y[6] = { 9, 400, 22500, 810000, 2.25e6, 4e6 };
+    const tt_plot_series s = { "N squared", x, y, 6, 6 };
+    tt_plot_opts o;
+    tt_plot_opts_init(&o);
+    o.xlog = o.ylog = 1;
+    tt_canvas c;
+    tt_plot_geom g;
+    CHECK("log-log plot renders", tt_plot_render(&c, &g, &s, 1, &o) == TT_OK);
+    int decades = g.nxticks == 5 && g.xlo == 0.0 && g.xhi == 4.0;
+    for (int k = 0; k < g.nxticks; k++) decades &= fabs(g.xticks[k] - pow(10.0, k)) < 1e-9 * pow(10.0, k);
+    CHECK("log x ticks at the decades 1 .. 10^4", decades);
+    CHECK("log y axis from 10^0 to 10^7", g.ylo == 0.0 && g.yhi == 7.0 && g.nyticks == 8);
+    /* y = x^2 is a straight line on log-log: its midpoint in log space is on it */
+    double px, py;
+    tt_plot_point(&g, 1, 1, sqrt(20.0 * 150.0), sqrt(400.0 * 22500.0), &px, &py);
+    CHECK("log-log: the curve's colour at the geometric midpoint", colour_near(&c, px, py, 1, tt_plot_colour(0), 40));
+    /* the tick at 10^2 on the x axis: a tick mark below the area */
+    tt_plot_point(&g, 1, 1, 100.0, 1.0, &px, &py);
+    CHECK("a tick mark under 10^2", tt_canvas_get(&c, (int)lround(px), g.ay + g.ah + 4) != 0xffffffu);
+    tt_plot_point(&g, 1, 1, 200.0, 1.0, &px, &py);
+    CHECK("a short minor tick under 2 x 10^2", tt_canvas_get(&c, (int)lround(px), g.ay + g.ah + 2) != 0xffffffu &&
+                                                  tt_canvas_get(&c, (int)lround(px), g.ay + g.ah + 4) == 0xffffffu);
+    tt_canvas_free(&c);
+
+    /* NaN: the point is left out and the line breaks there */
+    const double gx[5] = { 1, 2, 3, 4, 5 }, gy[5] = { 1, 5, NAN, 5, 1 };
+    const tt_plot_series gs = { "gap", gx, gy, 5, 5 };
+    CHECK("plot with a NaN renders", tt_plot_render(&c, &g, &gs, 1, NULL) == TT_OK);
+    CHECK("one point skipped", g.skipped == 1);
+    tt_plot_point(&g, 0, 0, 3.0, 5.0, &px, &py);
+    CHECK("no line across the NaN", !colour_near(&c, px, py, 2, tt_plot_colour(0), 60));
+    tt_plot_point(&g, 0, 0, 1.5, 3.0, &px, &py);
+    CHECK("the line before it is drawn", colour_near(&c, px, py, 1, tt_plot_colour(0), 40));
+    tt_canvas_free(&c);
+}
+
+static void test_plot_errors(void)
+{
+    const double x[3] = { 1, 2, 3 }, y[3] = { 1, -2, 3 };
+    tt_plot_opts o;
+    tt_plot_opts_init(&o);
+    tt_canvas c;
+    CHECK("no series", tt_plot_render(&c, NULL, NULL, 0, &o) == TT_EARG &&
+                           strstr(tt_errmsg(), "plot: nothing to draw: no series"));
+    tt_plot_series s = { "loss", x, y, 3, 0 };
+    CHECK("empty series", tt_plot_render(&c, NULL, &s, 1, &o) == TT_EARG &&
+                              strstr(tt_errmsg(), "plot: series 'loss' is empty"));
+    s.ny = 2;
+    CHECK("x and y lengths differ", tt_plot_render(&c, NULL, &s, 1, &o) == TT_EARG &&
+                                        strstr(tt_errmsg(), "series 'loss' has 3 x values and 2 y values"));
+    s.ny = 3;
+    o.ylog = 1;
+    CHECK("non-positive on a log axis: the series and the point",
+          tt_plot_render(&c, NULL, &s, 1, &o) == TT_EARG &&
+              strstr(tt_errmsg(), "series 'loss' has y = -2 at point 2, which a log y axis cannot show"));
+    o.ylog = 0;
+    o.xlog = 1;
+    const double x0[3] = { 0, 1, 2 };
+    s.x = x0;
+    s.name = NULL;
+    CHECK("zero on a log x axis: an unnamed series by number",
+          tt_plot_render(&c, NULL, &s, 1, &o) == TT_EARG &&
+              strstr(tt_errmsg(), "series 1 has x = 0 at point 1, which a log x axis"));
+    const double nan3[3] = { NAN, NAN, NAN };
+    const tt_plot_series ns = { "n", x, nan3, 3, 3 };
+    o.xlog = 0;
+    CHECK("no finite point", tt_plot_render(&c, NULL, &ns, 1, &o) == TT_EARG &&
+                                 strstr(tt_errmsg(), "no series has a finite point"));
+    tt_plot_series many[TT_PLOT_MAX_SERIES + 1];
+    for (int k = 0; k <= TT_PLOT_MAX_SERIES; k++) many[k] = (tt_plot_series){ NULL, x, x, 3, 3 };
+    CHECK("too many series", tt_plot_render(&c, NULL, many, TT_PLOT_MAX_SERIES + 1, &o) == TT_EARG &&
+                                 strstr(tt_errmsg(), "at most 8 fit one chart"));
+    CHECK("eight series are fine", tt_plot_render(&c, NULL, many, TT_PLOT_MAX_SERIES, &o) == TT_OK);
+    tt_canvas_free(&c);
+}
+
 int main(void)
 {
     const char *base = getenv("TMPDIR");
@@ -1442,6 +1610,9 @@ int main(void)
     test_heatmap_options();
     test_head_groups();
     test_svg();
+    test_plot_lines();
+    test_plot_log_and_gaps();
+    test_plot_errors();
     if (getenv("TT_KEEP_FIGURES")) printf("figures kept in %s\n", tmpdir);
     else remove_tree(tmpdir);
     return check_report();

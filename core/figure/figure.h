@@ -264,6 +264,62 @@ typedef tt_status (*tt_figure_render_fn)(tt_canvas *out, const void *ctx);
 tt_status tt__figure_write(const char *what, const char *path, tt_figure_render_fn render,
                            const void *ctx, const tt_png_meta *meta);
 
+/* Numbers as the heatmap writes them ("-0.00" as "0.00", "%.2e" from 1e6
+   on), and its 1-2-5 ticks, for the other figure files. */
+void tt__fig_fmt_num(char *buf, size_t n, double v, int decimals);
+int tt__fig_nice_ticks(double lo, double hi, int want, double *ticks, int max, int *decimals);
+
+/* ===== Line charts (plot.c) ===== */
+
+#define TT_PLOT_MAX_SERIES 8
+#define TT_PLOT_MAX_TICKS 24
+
+/* One line: n points (x[i], y[i]). A point with a non-finite coordinate
+   is not drawn (the line breaks there) and a note under the title counts
+   them. */
+typedef struct tt_plot_series {
+    const char *name;    /* legend entry; NULL: "series k" */
+    const double *x, *y;
+    int64_t nx, ny;      /* must be equal and > 0 */
+} tt_plot_series;
+
+typedef struct tt_plot_opts {
+    const char *title, *xtitle, *ytitle;
+    int xlog, ylog;      /* decades, ticks labelled 10^k; values must be > 0 */
+    int legend;          /* -1 auto (on for more than one series), 0 off, 1 on */
+    int markers;         /* -1 auto (on when no series has more than 20 points) */
+    tt_png_meta meta;
+} tt_plot_opts;
+
+/* Where things landed (for tests): the plot area, its axes' ranges (the
+   log10 of the values on a log axis) and ticks (values, not logs). */
+typedef struct tt_plot_geom {
+    int width, height;
+    int ax, ay, aw, ah;              /* plot area: x right, y down */
+    double xlo, xhi, ylo, yhi;       /* axis ends, in log10 on a log axis */
+    int nxticks, nyticks;
+    double xticks[TT_PLOT_MAX_TICKS], yticks[TT_PLOT_MAX_TICKS];
+    int legend_x, legend_y, legend_n;    /* entry k's line at legend_y + 32*k + 11 */
+    int64_t skipped;                 /* non-finite points left out */
+} tt_plot_geom;
+
+void tt_plot_opts_init(tt_plot_opts *o);
+/* Pixel position of the data point (x, y) in a rendered plot. */
+void tt_plot_point(const tt_plot_geom *g, int xlog, int ylog, double x, double y, double *px,
+                   double *py);
+/* Line chart of nseries series (1..TT_PLOT_MAX_SERIES), each in its colour of a
+   colour-blind-safe palette (Okabe & Ito) and its own marker shape, the
+   legend right of the plot area (never over the data). TT_EARG naming the
+   series (and the point, 1-based) for: no series, an empty series, x and
+   y of different lengths, a value <= 0 on a log axis, no finite point at
+   all. Renders into *out (initialised here); geom may be NULL. */
+tt_status tt_plot_render(tt_canvas *out, tt_plot_geom *geom, const tt_plot_series *series,
+                         int nseries, const tt_plot_opts *opts);
+tt_status tt_plot_write(const char *path, const tt_plot_series *series, int nseries,
+                        const tt_plot_opts *opts);
+/* Colour of series k (0-based). */
+uint32_t tt_plot_colour(int k);
+
 /* ===== Head groups (head_groups.c): the MHA / GQA / MQA diagram ===== */
 
 #define TT_HEAD_GROUPS_MAX_Q 64

@@ -501,5 +501,50 @@ check("sandbox: svg outside --images refused",
 check("sandbox: no escaped svg", not exists("/tmp/tt_sandbox_escape.svg") and not exists(dir .. "/../bars_escape.SVG"))
 check("sandbox: svg under --images written", exists(images .. "/ok.svg") and xml_check(slurp(images .. "/ok.svg")))
 
+-- ===== tt.plot =====
+local function png_wh(p)
+  local b = slurp(p)
+  return b:sub(2, 4) == "PNG" and string.unpack(">I4>I4", b, 17)
+end
+local steps, loss = {}, {}
+for i = 1, 30 do steps[i] = i; loss[i] = 3 * math.exp(-i / 8) end
+local function two_series()   -- one call site: the PNG's Source chunk names the line
+  return tt.plot({{name = "loss", x = steps, y = loss}, {name = "half", x = steps, y = tt.tensor(loss) / 2}},
+                 tmp("plot.png"), {title = "Loss", xtitle = "step", ytitle = "loss", legend = true, markers = false})
+end
+check("plot: a list of series writes a PNG", two_series() == tmp("plot.png") and png_wh(tmp("plot.png")))
+check("plot: one series alone, x defaults to 1, 2, ...", tt.plot({y = {3, 1, 2}}, tmp("plot1.png")) and
+      png_wh(tmp("plot1.png")))
+check("plot: log axes", tt.plot({{x = {16, 64, 256}, y = {256, 4096, 65536}}}, tmp("plot2.png"),
+                                {xlog = true, ylog = true}))
+check("plot: .svg", not exists(tmp("plot2.svg")) and tt.plot({y = {1, 2}}, tmp("plot2.svg")) and
+      slurp(tmp("plot2.svg")):sub(1, 5) == "<?xml")
+local a1 = slurp(tmp("plot.png"))
+two_series()
+check("plot: the same bytes twice", slurp(tmp("plot.png")) == a1)
+check("plot: a NaN point is skipped, not an error", tt.plot({y = {1, 0 / 0, 3}}, tmp("plot3.png")))
+-- errors, each naming the series and the point
+checkerror({"plot: unknown option 'log'", "(options: title, xtitle, ytitle, xlog, ylog, legend, markers)"},
+           tt.plot, {y = {1}}, tmp("e.png"), {log = true})
+checkerror({"plot: option 'xlog' must be true or false, not a string"}, tt.plot, {y = {1}}, tmp("e.png"), {xlog = "yes"})
+checkerror({"plot: nothing to draw: no series"}, tt.plot, {}, tmp("e.png"))
+checkerror({"plot: series 'loss' is empty"}, tt.plot, {{name = "loss", y = {}}}, tmp("e.png"))
+checkerror({"plot: series 'b' has 3 x values and 2 y values"}, tt.plot,
+           {{name = "a", y = {1, 2}}, {name = "b", x = {1, 2, 3}, y = {1, 2}}}, tmp("e.png"))
+checkerror({"plot: series 'flops' has y = 0 at point 2, which a log y axis cannot show"}, tt.plot,
+           {{name = "flops", y = {1, 0, 3}}}, tmp("e.png"), {ylog = true})
+checkerror({"plot: series 2 has x = -1 at point 1, which a log x axis cannot show"}, tt.plot,
+           {{y = {1}}, {x = {-1}, y = {2}}}, tmp("e.png"), {xlog = true})
+checkerror({"plot: series 1 has no y"}, tt.plot, {{x = {1, 2}}}, tmp("e.png"))
+checkerror({"plot: series 1's y must hold numbers (entry 2 is a string)"}, tt.plot, {{y = {1, "2"}}}, tmp("e.png"))
+checkerror({"plot: series 1's x must be a 1-D tensor or a list of numbers, got [2,2]"}, tt.plot,
+           {{x = tt.zeros(2, 2), y = {1, 2}}}, tmp("e.png"))
+checkerror({"plot: series 2 must be a table"}, tt.plot, {{y = {1}}, 5}, tmp("e.png"))
+checkerror({"plot (a series): unknown option 'ys'"}, tt.plot, {{ys = {1}}}, tmp("e.png"))
+checkerror({"plot: 9 series, at most 8 fit one chart"}, tt.plot,
+           {{y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}}, tmp("e.png"))
+checkerror({"plot: nothing to draw: no series has a finite point"}, tt.plot, {y = {0 / 0}}, tmp("e.png"))
+check("plot: no file after an error", not exists(tmp("e.png")))
+
 os.execute("rm -rf " .. dir)
 T.report()
