@@ -693,12 +693,82 @@ static int ltt_plot(lua_State *L)
     return 1;
 }
 
+/* ===== tt.attend_figure(q, K, V, path [, opts]) ===== */
+
+/* tt.attend_figure options:
+     title     string (default "One query's attention")
+     labels    list of strings: the key tokens, one a row of K
+     scale     number multiplying q.k (default 1/sqrt(Dh))
+     decimals  whole number 0..8 (default 3) */
+static const char *const attend_opts[] = { "title", "labels", "scale", "decimals", NULL };
+
+static int ltt_attend_figure(lua_State *L)
+{
+    const tt_tensor *q = ltt_checktensor(L, 1), *K = ltt_checktensor(L, 2), *V = ltt_checktensor(L, 3);
+    const char *path = check_path(L, 4, "attend_figure");
+    const int opts = lua_isnoneornil(L, 5) ? 0 : 5;
+    ltt_check_opts(L, 5, "attend_figure", attend_opts);
+    char qs[256], ks[256], vs[256];
+    tt_shape_str(q, qs, sizeof qs);
+    tt_shape_str(K, ks, sizeof ks);
+    tt_shape_str(V, vs, sizeof vs);
+    const int qok = q->ndim == 1 || (q->ndim == 2 && q->shape[0] == 1);
+    if (!qok || K->ndim != 2 || V->ndim != 2)
+        return ltt_error(L, "attend_figure: expected one query q [Dh] (or [1,Dh]), keys K [Nk,Dh] and values "
+                         "V [Nk,Dv], got q %s, K %s, V %s%s", qs, ks, vs,
+                         !qok && q->ndim == 2 ? "; hint: one query row, e.g. Q[3]" : "");
+    const int64_t dh = q->shape[q->ndim - 1], nk = K->shape[0], dv = V->shape[1];
+    if (K->shape[1] != dh)
+        return ltt_error(L, "attend_figure: q %s and K %s differ in Dh (%lld vs %lld)", qs, ks, (long long)dh,
+                         (long long)K->shape[1]);
+    if (V->shape[0] != nk)
+        return ltt_error(L, "attend_figure: K %s and V %s differ in the number of keys (%lld vs %lld); "
+                         "hint: one value row a key", ks, vs, (long long)nk, (long long)V->shape[0]);
+    if (dh > 1000000)
+        return ltt_error(L, "attend_figure: q %s is too long to draw", qs);
+    tt_attend_opts o;
+    tt_attend_opts_init(&o);
+    o.title = opt_string(L, opts, "attend_figure", "title");
+    o.labels = opt_strings(L, opts, "attend_figure", "labels", &o.nlabels);
+    o.scale = opt_number(L, opts, "attend_figure", "scale", &o.has_scale);
+    o.decimals = opt_decimals(L, opts, "attend_figure");
+    char source[256], shape[800];
+    where(L, source, sizeof source);
+    snprintf(shape, sizeof shape, "q %s, K %s, V %s", qs, ks, vs);
+    o.meta.source = source;
+    o.meta.shape = shape;
+    o.meta.title = o.title;
+    check_write(L, path);
+    /* an option's code may have closed a tensor: check again, then read */
+    q = ltt_checktensor(L, 1);
+    K = ltt_checktensor(L, 2);
+    V = ltt_checktensor(L, 3);
+    tt_status st;
+    if (nk == 0 || nk > TT_ATTEND_MAX_KEYS || dv == 0 || dv > TT_ATTEND_MAX_DV || dh == 0) {
+        st = tt_attend_write(path, NULL, NULL, NULL, (int)(nk > 1000000 ? 1000000 : nk), (int)dh,
+                             (int)(dv > 1000000 ? 1000000 : dv), &o);   /* the core says what is wrong */
+    } else {
+        float *buf = malloc((size_t)(dh + nk * dh + nk * dv) * sizeof *buf);
+        if (!buf) return ltt_error(L, "attend_figure: out of memory copying %s", shape);
+        tt_get_floats(q, buf);
+        tt_get_floats(K, buf + dh);
+        tt_get_floats(V, buf + dh + nk * dh);
+        st = tt_attend_write(path, buf, buf + dh, buf + dh + nk * dh, (int)nk, (int)dh, (int)dv, &o);
+        free(buf);
+    }
+    if (st != TT_OK) return ltt_error(L, "%s", tt_errmsg());
+    written(L, path, o.title ? o.title : "One query's attention");
+    lua_pushstring(L, path);
+    return 1;
+}
+
 static const luaL_Reg figlib[] = {
     { "heatmap", ltt_heatmap },
     { "bars", ltt_bars },
     { "flow", ltt_flow },
     { "head_groups", ltt_head_groups },
     { "plot", ltt_plot },
+    { "attend_figure", ltt_attend_figure },
     { NULL, NULL },
 };
 

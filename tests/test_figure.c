@@ -1588,6 +1588,91 @@ static void test_plot_errors(void)
     tt_canvas_free(&c);
 }
 
+/* ===== One query's attention ===== */
+
+static void test_attend(void)
+{
+    /* the hand example of lesson 05: query 3 of Q = K = [[1,0],[0,1],[1,1]], V = [[1,0],[0,2],[1,1]] */
+    const float q[2] = { 1, 1 }, K[6] = { 1, 0, 0, 1, 1, 1 }, V[6] = { 1, 0, 0, 2, 1, 1 };
+    double sc[3], w[3], scaled[6], out[2];
+    tt_attend_compute(q, K, V, 3, 2, 2, 1.0 / sqrt(2.0), sc, w, scaled, out);
+    /* by hand: scores 1/sqrt2, 1/sqrt2, sqrt2; weights e^s / sum */
+    const double r2 = sqrt(2.0), e1 = exp(1 / r2), e3 = exp(r2), tot = 2 * e1 + e3;
+    const double ref_w[3] = { e1 / tot, e1 / tot, e3 / tot };
+    int ok = fabs(sc[0] - 1 / r2) < 1e-15 && fabs(sc[2] - r2) < 1e-15;
+    for (int j = 0; j < 3; j++) ok &= fabs(w[j] - ref_w[j]) < 1e-15;
+    CHECK("attend: scores and weights of the hand example", ok);
+    CHECK("attend: weights 0.24825508, 0.24825508, 0.50348984",
+          fabs(w[0] - 0.24825508) < 5e-9 && fabs(w[2] - 0.50348984) < 5e-9);
+    CHECK("attend: scaled rows a_j v_j", fabs(scaled[3] - 2 * ref_w[1]) < 1e-15 && scaled[2] == 0.0);
+    CHECK("attend: output [a1 + a3, 2 a2 + a3] = [0.7517, 1.0000]",
+          fabs(out[0] - (ref_w[0] + ref_w[2])) < 1e-15 && fabs(out[1] - (2 * ref_w[1] + ref_w[2])) < 1e-15 &&
+              fabs(out[0] - 0.75174492) < 5e-8);
+    /* a large score: no overflow (the max is taken off first) */
+    const float qb[1] = { 1000 }, Kb[2] = { 1, 0.999f }, Vb[2] = { 1, 2 };
+    double sb[2], wb[2], ab[2], ob[1];
+    tt_attend_compute(qb, Kb, Vb, 2, 1, 1, 1.0, sb, wb, ab, ob);
+    CHECK("attend: large scores stay finite", isfinite(wb[0]) && fabs(wb[0] + wb[1] - 1.0) < 1e-12 && wb[0] > wb[1]);
+
+    tt_attend_opts o;
+    tt_attend_opts_init(&o);
+    const char *labels[3] = { "t1", "t2", "t3" };
+    o.labels = labels;
+    o.nlabels = 3;
+    tt_canvas c;
+    tt_attend_geom g;
+    CHECK("attend figure renders", tt_attend_render(&c, &g, q, K, V, 3, 2, 2, &o) == TT_OK);
+    /* weight cells in viridis of their weight (a corner, away from the number) */
+    int cells = 1;
+    for (int j = 0; j < 3; j++)
+        cells &= tt_canvas_get(&c, g.weight_x + 2, g.row_y + j * g.row_h + 2) == tt_cmap_rgb(TT_CMAP_VIRIDIS, w[j]);
+    CHECK("attend: each weight cell in viridis of its weight", cells);
+    /* the score column: t3's score is the largest, the darkest red of the diverging map */
+    CHECK("attend: the largest score at the diverging map's top",
+          tt_canvas_get(&c, g.score_x + 2, g.row_y + 2 * g.row_h + 2) == tt_cmap_rgb(TT_CMAP_DIVERGING, 1.0));
+    /* the value v_2[2] = 2 is the largest value: the top of the map; v_1[2] = 0 the centre */
+    CHECK("attend: value cells on a map centred on 0",
+          tt_canvas_get(&c, g.v_x + g.cell_w + 2, g.row_y + g.row_h + 2) == tt_cmap_rgb(TT_CMAP_DIVERGING, 1.0) &&
+              tt_canvas_get(&c, g.v_x + g.cell_w + 2, g.row_y + 2) == tt_cmap_rgb(TT_CMAP_DIVERGING, 0.5));
+    /* the output row under the scaled rows, coloured by its value; numbers written in every cell */
+    CHECK("attend: output cell 1 coloured by 0.7517 of 2",
+          tt_canvas_get(&c, g.av_x + 2, g.out_y + 2) == tt_cmap_rgb(TT_CMAP_DIVERGING, 0.5 + out[0] / 4.0));
+    int written = 0;
+    for (int y = g.out_y; y < g.out_y + g.row_h - 4; y++)
+        for (int x = g.av_x; x < g.av_x + g.cell_w - 2; x++)
+            written += tt_rgb_luma(tt_canvas_get(&c, x, y)) < 0.3;
+    CHECK("attend: the output's number is written in its cell", written > 20);
+    CHECK("attend: the output row below the last key", g.out_y >= g.row_y + 3 * g.row_h);
+    tt_canvas_free(&c);
+
+    /* determinism and the file */
+    const char *a = tpath("attend_a.png"), *b = tpath("attend_b.png");
+    CHECK("attend writes", tt_attend_write(a, q, K, V, 3, 2, 2, &o) == TT_OK &&
+                               tt_attend_write(b, q, K, V, 3, 2, 2, &o) == TT_OK);
+    long na, nb;
+    char *ba = slurp(a, &na), *bb = slurp(b, &nb);
+    CHECK("attend: same input, same bytes", ba && bb && na == nb && !memcmp(ba, bb, (size_t)na));
+    free(ba);
+    free(bb);
+
+    /* errors */
+    o.nlabels = 2;
+    CHECK("attend: labels of the wrong length", tt_attend_render(&c, NULL, q, K, V, 3, 2, 2, &o) == TT_EARG &&
+                                                    strstr(tt_errmsg(), "attend_figure: 2 labels for the 3 keys"));
+    o.labels = NULL;
+    o.nlabels = 0;
+    CHECK("attend: too many keys", tt_attend_render(&c, NULL, q, K, V, 33, 2, 2, &o) == TT_EARG &&
+                                       strstr(tt_errmsg(), "33 keys, at most 32 fit one figure"));
+    CHECK("attend: values too wide", tt_attend_render(&c, NULL, q, K, V, 3, 2, 17, &o) == TT_EARG &&
+                                         strstr(tt_errmsg(), "values of size 17, at most 16 columns"));
+    CHECK("attend: no keys", tt_attend_render(&c, NULL, q, K, V, 0, 2, 2, &o) == TT_EARG &&
+                                 strstr(tt_errmsg(), "attend_figure: nothing to draw: 0 keys"));
+    o.has_scale = 1;
+    o.scale = INFINITY;
+    CHECK("attend: a non-finite scale", tt_attend_render(&c, NULL, q, K, V, 3, 2, 2, &o) == TT_EARG &&
+                                            strstr(tt_errmsg(), "scale must be a finite number"));
+}
+
 int main(void)
 {
     const char *base = getenv("TMPDIR");
@@ -1613,6 +1698,7 @@ int main(void)
     test_plot_lines();
     test_plot_log_and_gaps();
     test_plot_errors();
+    test_attend();
     if (getenv("TT_KEEP_FIGURES")) printf("figures kept in %s\n", tmpdir);
     else remove_tree(tmpdir);
     return check_report();

@@ -320,6 +320,48 @@ tt_status tt_plot_write(const char *path, const tt_plot_series *series, int nser
 /* Colour of series k (0-based). */
 uint32_t tt_plot_colour(int k);
 
+/* ===== One query's attention (attend.c) ===== */
+
+#define TT_ATTEND_MAX_KEYS 32
+#define TT_ATTEND_MAX_DV 16
+
+typedef struct tt_attend_opts {
+    const char *title;                       /* NULL: "One query's attention" */
+    const char *const *labels; int nlabels;  /* key tokens, one a key (NULL: 1, 2, ...) */
+    int has_scale;
+    double scale;                            /* default 1/sqrt(Dh) */
+    int decimals;                            /* -1: 3 */
+    tt_png_meta meta;
+} tt_attend_opts;
+
+/* Where things landed (for tests): key j's row spans row_y + j*row_h
+   (row_h - 4 of cells); its score cell starts at score_x, its weight
+   cell at weight_x (both col_w wide); value d of v_j at v_x + d*cell_w,
+   of a_j v_j at av_x + d*cell_w; the output row at out_y, same columns
+   as a_j v_j. */
+typedef struct tt_attend_geom {
+    int width, height;
+    int row_y, row_h, col_w, cell_w;
+    int score_x, weight_x, v_x, av_x, out_y;
+} tt_attend_geom;
+
+void tt_attend_opts_init(tt_attend_opts *o);
+/* The numbers the figure shows, in float64: scores[j] = scale * q.k_j,
+   weights = softmax(scores), scaled[j*Dv + d] = weights[j] * V[j][d],
+   out[d] = the sum over j of scaled. q is [Dh], K [Nk, Dh], V [Nk, Dv],
+   row-major. */
+void tt_attend_compute(const float *q, const float *K, const float *V, int nk, int dh, int dv,
+                       double scale, double *scores, double *weights, double *scaled, double *out);
+/* One query against its keys, side by side: the scores, the softmax
+   weights, the value rows v_j, the rows scaled by their weights a_j v_j
+   and, under them, their sum: the output. Every number annotated.
+   TT_EARG for no keys, more than TT_ATTEND_MAX_KEYS keys or
+   TT_ATTEND_MAX_DV value columns, or a label list of the wrong length. */
+tt_status tt_attend_render(tt_canvas *out, tt_attend_geom *geom, const float *q, const float *K,
+                           const float *V, int nk, int dh, int dv, const tt_attend_opts *opts);
+tt_status tt_attend_write(const char *path, const float *q, const float *K, const float *V, int nk,
+                          int dh, int dv, const tt_attend_opts *opts);
+
 /* ===== Head groups (head_groups.c): the MHA / GQA / MQA diagram ===== */
 
 #define TT_HEAD_GROUPS_MAX_Q 64

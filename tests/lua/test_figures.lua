@@ -546,5 +546,31 @@ checkerror({"plot: 9 series, at most 8 fit one chart"}, tt.plot,
 checkerror({"plot: nothing to draw: no series has a finite point"}, tt.plot, {y = {0 / 0}}, tmp("e.png"))
 check("plot: no file after an error", not exists(tmp("e.png")))
 
+-- ===== tt.attend_figure =====
+local Qh = tt.tensor{{1, 0}, {0, 1}, {1, 1}}
+local Vh = tt.tensor{{1, 0}, {0, 2}, {1, 1}}
+check("attend_figure: the hand example writes a PNG",
+      tt.attend_figure(Qh[3], Qh, Vh, tmp("att.png"), {labels = {"t1", "t2", "t3"}, title = "q3", decimals = 4})
+      == tmp("att.png") and png_wh(tmp("att.png")))
+check("attend_figure: q as [1, Dh], a scale, K a transposed view", tt.attend_figure(Qh:narrow(1, 3, 1),
+      Qh:mT():contiguous():mT(), Vh, tmp("att2.svg"), {scale = 0.5}) and slurp(tmp("att2.svg")):sub(1, 5) == "<?xml")
+checkerror({"attend_figure: expected one query q [Dh] (or [1,Dh]), keys K [Nk,Dh] and values V [Nk,Dv], got q [3,2]",
+            "hint: one query row, e.g. Q[3]"}, tt.attend_figure, Qh, Qh, Vh, tmp("e.png"))
+checkerror({"attend_figure: q [3] and K [3,2] differ in Dh (3 vs 2)"}, tt.attend_figure, tt.ones(3), Qh, Vh, tmp("e.png"))
+checkerror({"attend_figure: K [3,2] and V [2,2] differ in the number of keys (3 vs 2)"}, tt.attend_figure,
+           Qh[1], Qh, Vh:narrow(1, 1, 2), tmp("e.png"))
+checkerror({"attend_figure: 2 labels for the 3 keys"}, tt.attend_figure, Qh[1], Qh, Vh, tmp("e.png"), {labels = {"a", "b"}})
+checkerror({"attend_figure: 40 keys, at most 32 fit one figure", "K:narrow(1, 1, 32)"}, tt.attend_figure,
+           tt.ones(2), tt.ones(40, 2), tt.ones(40, 2), tmp("e.png"))
+checkerror({"attend_figure: values of size 20, at most 16 columns"}, tt.attend_figure,
+           tt.ones(2), tt.ones(3, 2), tt.ones(3, 20), tmp("e.png"))
+checkerror({"attend_figure: unknown option 'tokens'", "(options: title, labels, scale, decimals)"},
+           tt.attend_figure, Qh[1], Qh, Vh, tmp("e.png"), {tokens = {}})
+checkerror({"attend_figure: option 'scale' must be a number, not a string"},
+           tt.attend_figure, Qh[1], Qh, Vh, tmp("e.png"), {scale = "1"})
+checkerror({"attend_figure: scale must be a finite number, not inf"},
+           tt.attend_figure, Qh[1], Qh, Vh, tmp("e.png"), {scale = math.huge})
+check("attend_figure: no file after an error", not exists(tmp("e.png")))
+
 os.execute("rm -rf " .. dir)
 T.report()
