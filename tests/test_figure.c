@@ -1588,6 +1588,27 @@ static void test_plot_errors(void)
     tt_canvas_free(&c);
 }
 
+/* The math signs have glyphs of their own: none draws as '?', no two alike. */
+static void test_font_signs(void)
+{
+    const char *signs[6] = { "?", "\xc2\xb7", "\xc2\xb2", "\xc3\x97", "\xe2\x88\x9a", "\xe2\x86\x92" };
+    uint8_t ink[6][14 * 20];
+    int ok = 1;
+    for (int k = 0; k < 6; k++) {
+        tt_canvas c;
+        ok &= tt_canvas_init(&c, 14, 20) == TT_OK;
+        tt_font_draw(&c, 1, 1, signs[k], 2, 0, 0x000000u);
+        for (int i = 0; i < 14 * 20; i++) ink[k][i] = c.px[i * 3] < 128;
+        tt_canvas_free(&c);
+    }
+    for (int a = 0; a < 6; a++)
+        for (int b = a + 1; b < 6; b++) ok &= memcmp(ink[a], ink[b], sizeof ink[a]) != 0;
+    CHECK("font: the signs · ² × √ → each have their own glyph", ok);
+    CHECK("font: a sign counts as one glyph in a string",
+          tt_font_width("q\xc2\xb7k", 2, 0) - tt_font_width("q?k", 2, 0) ==
+              tt_font_width("\xc2\xb7", 2, 0) - tt_font_width("?", 2, 0));
+}
+
 /* ===== One query's attention ===== */
 
 static void test_attend(void)
@@ -1698,6 +1719,7 @@ int main(void)
     test_plot_lines();
     test_plot_log_and_gaps();
     test_plot_errors();
+    test_font_signs();
     test_attend();
     if (getenv("TT_KEEP_FIGURES")) printf("figures kept in %s\n", tmpdir);
     else remove_tree(tmpdir);

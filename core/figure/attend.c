@@ -160,13 +160,13 @@ static void attend_texts(attend *a, const float *q)
     char sc[64];
     tt__fig_fmt_num(sc, sizeof sc, a->scale, a->decimals);
     snprintf(a->head[0][0], sizeof a->head[0][0], "score");
-    if (o->has_scale) snprintf(a->head[0][1], sizeof a->head[0][1], "q.k x %s", sc);
-    else snprintf(a->head[0][1], sizeof a->head[0][1], "q.k / sqrt(%d)", a->dh);
+    if (o->has_scale) snprintf(a->head[0][1], sizeof a->head[0][1], "q\xc2\xb7k \xc3\x97 %s", sc);
+    else snprintf(a->head[0][1], sizeof a->head[0][1], "q\xc2\xb7k / \xe2\x88\x9a%d", a->dh);
     snprintf(a->head[1][0], sizeof a->head[1][0], "weight a");
     a->head[1][1][0] = '\0';   /* the arrow says softmax */
     snprintf(a->head[2][0], sizeof a->head[2][0], "value v");
     a->head[2][1][0] = '\0';
-    snprintf(a->head[3][0], sizeof a->head[3][0], "a x v");
+    snprintf(a->head[3][0], sizeof a->head[3][0], "a \xc3\x97 v");
     snprintf(a->head[3][1], sizeof a->head[3][1], "scaled rows");
 
     /* "q = [1, 1]   scale 1/sqrt(2) = 0.707" */
@@ -181,7 +181,7 @@ static void attend_texts(attend *a, const float *q)
     }
     snprintf(qs + n, sizeof qs - n, "%s]", a->dh > 8 ? ", \x7f" : "");
     if (o->has_scale) snprintf(a->subtitle, sizeof a->subtitle, "%s   scale %s", qs, sc);
-    else snprintf(a->subtitle, sizeof a->subtitle, "%s   scale 1/sqrt(%d) = %s", qs, a->dh, sc);
+    else snprintf(a->subtitle, sizeof a->subtitle, "%s   scale 1/\xe2\x88\x9a%d = %s", qs, a->dh, sc);
 }
 
 static void attend_place(attend *a)
