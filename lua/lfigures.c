@@ -1,8 +1,8 @@
 /*
-** lfigures.c — tt.heatmap, tt.bars, tt.flow, tt.head_groups: the Lua side
-** of the figures. Turns an opts table into the core's option structs and a
-** tensor view into a strided source the core reads in place (no copy, no
-** trace event); core/figure.c does the drawing.
+** lfigures.c — tt.heatmap, tt.bars, tt.flow, tt.head_groups, tt.plot,
+** tt.attend_figure: the Lua side of the figures. Turns an opts table into
+** the core's option structs and a tensor view into a strided source the
+** core reads in place (no copy, no trace event); core/figure/ draws.
 ** Order matters: every option is read first (an __index may run any Lua
 ** code, even close the tensor), each string stays on the stack until the
 ** end of the call, and only then is the tensor checked again and read.

@@ -11,7 +11,7 @@
 void ltt_open_tensor(lua_State *L);       /* ltensor.c: tt.Tensor, creation, ops, checks */
 void ltt_open_nn(lua_State *L);           /* lnn.c: tt.nn */
 void ltt_open_trace(lua_State *L);        /* ltrace.c: tt.trace */
-void ltt_open_figures(lua_State *L);      /* lfigures.c: tt.heatmap, tt.bars, tt.flow, tt.head_groups */
+void ltt_open_figures(lua_State *L);      /* lfigures.c: tt.heatmap, tt.bars, tt.flow, tt.head_groups, tt.plot, tt.attend_figure */
 void ltt_open_io(lua_State *L);           /* lio.c: tt.save, tt.load */
 
 /* The whole of `tt` (linit.c): for main.c and require "tt". */

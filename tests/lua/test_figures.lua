@@ -335,12 +335,20 @@ print(select(2, pcall(tt.heatmap, x, "/tmp/tt_sandbox_escape.png")))
 print(select(2, pcall(tt.bars, tt.rand(3), "../bars_escape.png")))
 print(select(2, pcall(tt.flow, "/tmp/tt_sandbox_escape.png")))
 print(select(2, pcall(tt.head_groups, "/tmp/tt_sandbox_hg.png", {q_heads = 2, kv_heads = {1}})))
+print(select(2, pcall(tt.plot, {y = {1, 2}}, "/tmp/tt_sandbox_plot.png")))
+print(select(2, pcall(tt.attend_figure, tt.ones(2), tt.ones(3, 2), tt.ones(3, 2), "../att_escape.png")))
+print(tt.plot({y = {1, 2}}, "images/plot_ok.png"))
 print(tt.heatmap(x, "images/ok.png"))
 ]])
 f:close()
 local out = io.popen("cd " .. dir .. " && " .. os.getenv("PWD") .. "/tensortrace -q --sandbox sbx.lua 2>&1"):read("a")
 check("sandbox: heatmap outside --images refused", out:find("sandbox: cannot write '/tmp/tt_sandbox_escape.png'", 1, true) ~= nil)
 check("sandbox: bars outside --images refused", out:find("sandbox: cannot write '../bars_escape.png'", 1, true) ~= nil)
+check("sandbox: plot and attend_figure outside --images refused",
+      out:find("sandbox: cannot write '/tmp/tt_sandbox_plot.png'", 1, true) ~= nil and
+      out:find("sandbox: cannot write '../att_escape.png'", 1, true) ~= nil and
+      not exists("/tmp/tt_sandbox_plot.png") and not exists(dir .. "/../att_escape.png"))
+check("sandbox: plot under --images written", exists(images .. "/plot_ok.png"))
 check("sandbox: head_groups outside --images refused",
       out:find("sandbox: cannot write '/tmp/tt_sandbox_hg.png'", 1, true) ~= nil and not exists("/tmp/tt_sandbox_hg.png"))
 check("sandbox: no escaped file", not exists("/tmp/tt_sandbox_escape.png") and not exists(dir .. "/../bars_escape.png"))
@@ -442,6 +450,9 @@ local kinds = {
   {"categories", function(p) return tt.heatmap(tt.tensor({{1, 2}, {3, 1}}), p, {categories = {"x", "y", "z"}}) end},
   {"downsampled", function(p) return tt.heatmap(tt.arange(1200 * 1100):view(1200, 1100), p) end},
   {"bars", function(p) return tt.bars(tt.tensor({{0.2, 0.5, 0.8}, {2, -5, 8}}), p, {labels = {"small", "big & <b>"}}) end},
+  {"plot", function(p) return tt.plot({{name = "N² & <b>", x = {1, 10, 100}, y = {1, 100, 1e4}}, {y = {1, 0 / 0, 3}}}, p,
+                                      {xlog = true, ylog = true, title = "a × b"}) end},
+  {"attend", function(p) return tt.attend_figure(tt.ones(2), tt.eye(2), tt.ones(2, 3), p, {labels = {"<a>", "b"}}) end},
   {"flow", function(p)
     tt.trace.section("svg flow")
     local a = tt.randn(2, 3):label("A")
@@ -517,8 +528,8 @@ check("plot: one series alone, x defaults to 1, 2, ...", tt.plot({y = {3, 1, 2}}
       png_wh(tmp("plot1.png")))
 check("plot: log axes", tt.plot({{x = {16, 64, 256}, y = {256, 4096, 65536}}}, tmp("plot2.png"),
                                 {xlog = true, ylog = true}))
-check("plot: .svg", not exists(tmp("plot2.svg")) and tt.plot({y = {1, 2}}, tmp("plot2.svg")) and
-      slurp(tmp("plot2.svg")):sub(1, 5) == "<?xml")
+check("plot: .svg", not exists(tmp("plot_one.svg")) and tt.plot({y = {1, 2}}, tmp("plot_one.svg")) and
+      slurp(tmp("plot_one.svg")):sub(1, 5) == "<?xml")
 local a1 = slurp(tmp("plot.png"))
 two_series()
 check("plot: the same bytes twice", slurp(tmp("plot.png")) == a1)
