@@ -1474,9 +1474,10 @@ static void test_plot_lines(void)
         const double step = t[1] - t[0], m = step / pow(10.0, floor(log10(step) + 1e-9));
         even &= fabs(m - 1) < 1e-9 || fabs(m - 2) < 1e-9 || fabs(m - 5) < 1e-9;
         for (int k = 1; k < n; k++) even &= fabs(t[k] - t[k - 1] - step) < step * 1e-9;
-        even &= fabs(t[0] - (a ? g.ylo : g.xlo)) < step * 1e-9 && fabs(t[n - 1] - (a ? g.yhi : g.xhi)) < step * 1e-9;
+        const double lo = a ? g.ylo : g.xlo, hi = a ? g.yhi : g.xhi;
+        even &= t[0] >= lo && t[0] - step < lo && t[n - 1] <= hi && t[n - 1] + step > hi;
     }
-    CHECK("linear ticks: even 1-2-5 steps from end to end", even);
+    CHECK("linear ticks: even 1-2-5 steps, every one inside the axis", even);
     /* the legend: right of the plot area (never over the data), one entry a series */
     CHECK("legend on for two series, outside the area", g.legend_n == 2 && g.legend_x > g.ax + g.aw);
     CHECK("legend entry 2 in the second colour",
@@ -1545,6 +1546,31 @@ static void test_plot_log_and_gaps(void)
     CHECK("no line across the NaN", !colour_near(&c, px, py, 2, tt_plot_colour(0), 60));
     tt_plot_point(&g, 0, 0, 1.5, 3.0, &px, &py);
     CHECK("the line before it is drawn", colour_near(&c, px, py, 1, tt_plot_colour(0), 40));
+    tt_canvas_free(&c);
+}
+
+/* Long x tick labels: fewer ticks, never overlapping. */
+static void test_plot_tick_room(void)
+{
+    const double x[2] = { 123456.0, 987654.0 }, y[2] = { 1, 2 };
+    const tt_plot_series s = { "wide", x, y, 2, 2 };
+    tt_canvas c;
+    tt_plot_geom g;
+    CHECK("plot with wide x labels renders", tt_plot_render(&c, &g, &s, 1, NULL) == TT_OK);
+    int room = g.nxticks >= 3;
+    for (int k = 0; k + 1 < g.nxticks; k++)
+        room &= (g.xticks[k + 1] - g.xticks[k]) / (g.xhi - g.xlo) * g.aw >= g.xlabel_w + 8;
+    CHECK("x tick labels of six digits do not overlap", room && g.xlabel_w > 0);
+    tt_canvas_free(&c);
+    /* thirty decades: a tick every few, labels apart */
+    const double lx[2] = { 1e-15, 1e15 }, ly[2] = { 1, 2 };
+    const tt_plot_series ls = { "decades", lx, ly, 2, 2 };
+    tt_plot_opts o;
+    tt_plot_opts_init(&o);
+    o.xlog = 1;
+    CHECK("plot over thirty decades renders", tt_plot_render(&c, &g, &ls, 1, &o) == TT_OK);
+    CHECK("thirty decades: at most ten ticks, whole decades apart",
+          g.nxticks >= 3 && g.nxticks <= 11 && fmod(log10(g.xticks[1] / g.xticks[0]) + 1e-9, 1.0) < 1e-6);
     tt_canvas_free(&c);
 }
 
@@ -1718,6 +1744,7 @@ int main(void)
     test_svg();
     test_plot_lines();
     test_plot_log_and_gaps();
+    test_plot_tick_room();
     test_plot_errors();
     test_font_signs();
     test_attend();

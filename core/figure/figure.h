@@ -299,6 +299,7 @@ typedef struct tt_plot_geom {
     double xlo, xhi, ylo, yhi;       /* axis ends, in log10 on a log axis */
     int nxticks, nyticks;
     double xticks[TT_PLOT_MAX_TICKS], yticks[TT_PLOT_MAX_TICKS];
+    int xlabel_w;                    /* widest x tick label, pixels */
     int legend_x, legend_y, legend_n;    /* entry k's line at legend_y + 32*k + 11 */
     int64_t skipped;                 /* non-finite points left out */
 } tt_plot_geom;

@@ -35,6 +35,7 @@ enum {
     PL_LEGEND_TEXT_W = 260,/* entry text beyond this is shortened */
     PL_MARKER_MAX_N = 20,  /* markers by default up to this many points */
     PL_SUP_RISE = 7,       /* a 10^k exponent sits this much above the 10 */
+    PL_LABEL_SPACE = 28,   /* at least this between two x tick labels */
 };
 #define PL_LINE_W 2.5
 #define PL_MARKER_R 4.5
@@ -78,7 +79,29 @@ static int label_width(const axis *a, int k)
     return tt_font_width(BASE10, 2, 0) + 2 + tt_font_width(a->text[k], 2, 0);
 }
 
-/* Linear: 1-2-5 ticks, the axis widened to whole steps. Log: a tick a
+/* Labels of linear ticks: from 10^4 on with a k, M, G, T or P suffix, one
+   for the whole axis ("200k" ... "1.2M" would mix), to the decimals the
+   step needs; below, as the heatmap writes numbers (d decimals). */
+static void label_linear(axis *a, int d)
+{
+    double maxabs = 0.0;
+    for (int k = 0; k < a->nt; k++) maxabs = fmax(maxabs, fabs(a->tick[k]));
+    if (!(maxabs >= 1e4) || !isfinite(maxabs) || a->nt < 2) {
+        for (int k = 0; k < a->nt; k++) tt__fig_fmt_num(a->text[k], sizeof a->text[0], a->tick[k], d);
+        return;
+    }
+    static const char SUFFIX[] = "kMGTP";
+    int u = (int)floor(log10(maxabs) / 3.0 + 1e-9);
+    if (u > 5) u = 5;
+    const double unit = pow(1000.0, u), step = (a->tick[1] - a->tick[0]) / unit;
+    const int dec = step >= 1.0 - 1e-9 ? 0 : (int)ceil(-log10(step) - 1e-9);
+    for (int k = 0; k < a->nt; k++) {
+        snprintf(a->text[k], sizeof a->text[0], "%.*f%c", dec, a->tick[k] / unit, SUFFIX[u - 1]);
+        if (a->tick[k] == 0.0) snprintf(a->text[k], sizeof a->text[0], "0");
+    }
+}
+
+/* Linear: the data and a margin, 1-2-5 ticks inside. Log: a tick a
    decade (every other decade and so on past ten), minor ticks at
    2..9 x 10^k when they fit. */
 static void axis_setup(axis *a, double vmin, double vmax, int want)
@@ -86,7 +109,7 @@ static void axis_setup(axis *a, double vmin, double vmax, int want)
     if (a->log) {
         double lo = floor(log10(vmin)), hi = ceil(log10(vmax));
         if (hi <= lo) hi = lo + 1.0;
-        const int decades = (int)(hi - lo), step = (decades + 9) / 10;
+        const int decades = (int)(hi - lo), step = (decades + want - 1) / want;
         lo = floor(lo / step) * step;
         hi = ceil(hi / step) * step;
         a->lo = lo;
@@ -109,33 +132,29 @@ static void axis_setup(axis *a, double vmin, double vmax, int want)
             hi += pad;
         } else {            /* a little room, so points do not sit on the frame */
             const double pad = (hi - lo) * 0.04;
-            lo = lo >= 0.0 && lo - pad < 0.0 ? 0.0 : lo - pad;
-            hi = hi <= 0.0 && hi + pad > 0.0 ? 0.0 : hi + pad;
+            lo -= pad;
+            hi += pad;
         }
-        /* the step of nice ticks over the data, then the axis widened to
-           whole steps and ticked with that same step */
+        /* 1-2-5 ticks inside the axis; its ends need not be ticks, which
+           would waste up to a step of the width */
         int d;
-        double t[TT_PLOT_MAX_TICKS];
-        const int n0 = tt__fig_nice_ticks(lo, hi, want, t, TT_PLOT_MAX_TICKS, &d);
-        int nt = 0;
-        if (n0 >= 2 && isfinite(t[1] - t[0]) && t[1] > t[0]) {
-            const double step = t[1] - t[0];
-            const double k0 = floor(lo / step + 1e-9), k1 = ceil(hi / step - 1e-9);
-            lo = k0 * step;
-            hi = k1 * step;
-            for (double k = k0; k <= k1 && nt < TT_PLOT_MAX_TICKS; k += 1.0)
-                a->tick[nt++] = k == 0.0 ? 0.0 : k * step;
-        } else {
-            for (; nt < n0; nt++) a->tick[nt] = t[nt];
-        }
+        const int nt = tt__fig_nice_ticks(lo, hi, want, a->tick, TT_PLOT_MAX_TICKS, &d);
         a->lo = lo;
         a->hi = hi;
         a->nt = nt;
         a->nminor = 0;
-        for (int k = 0; k < nt; k++) tt__fig_fmt_num(a->text[k], sizeof a->text[0], a->tick[k], d);
+        label_linear(a, d);
     }
     a->label_w = 0;
     for (int k = 0; k < a->nt; k++) a->label_w = imax(a->label_w, label_width(a, k));
+}
+
+/* Pixels between neighbouring ticks along a PL_AREA_W axis. */
+static double tick_gap(const axis *a)
+{
+    if (a->nt < 2) return PL_AREA_W;
+    const double t0 = a->log ? log10(a->tick[0]) : a->tick[0], t1 = a->log ? log10(a->tick[1]) : a->tick[1];
+    return (t1 - t0) / (a->hi - a->lo) * PL_AREA_W;
 }
 
 /* A tick label at (x, y) (top of the caps): "10" with a raised exponent on
@@ -398,8 +417,12 @@ tt_status tt_plot_render(tt_canvas *out, tt_plot_geom *geom, const tt_plot_serie
     double xmin, xmax, ymin, ymax;
     tt_status st = plot_check(p, &xmin, &xmax, &ymin, &ymax);
     if (st == TT_OK) {
-        axis_setup(&p->xa, xmin, xmax, 8);
-        axis_setup(&p->ya, ymin, ymax, 6);
+        /* as many x ticks as their labels leave room for */
+        for (int want = 10; want >= 3; want--) {
+            axis_setup(&p->xa, xmin, xmax, p->xa.log ? want : want - 2);
+            if (tick_gap(&p->xa) >= p->xa.label_w + PL_LABEL_SPACE) break;
+        }
+        axis_setup(&p->ya, ymin, ymax, p->ya.log ? 10 : 6);
         plot_layout(p);
         st = tt_canvas_init(out, p->W, p->H);
     }
@@ -422,6 +445,7 @@ tt_status tt_plot_render(tt_canvas *out, tt_plot_geom *geom, const tt_plot_serie
         geom->xlo = p->xa.lo; geom->xhi = p->xa.hi; geom->ylo = p->ya.lo; geom->yhi = p->ya.hi;
         geom->nxticks = p->xa.nt;
         geom->nyticks = p->ya.nt;
+        geom->xlabel_w = p->xa.label_w;
         memcpy(geom->xticks, p->xa.tick, sizeof geom->xticks);
         memcpy(geom->yticks, p->ya.tick, sizeof geom->yticks);
         geom->legend_x = p->lx;
