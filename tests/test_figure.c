@@ -1574,6 +1574,33 @@ static void test_plot_tick_room(void)
     tt_canvas_free(&c);
 }
 
+/* A long series: points sharing a pixel column are reduced, its spikes kept. */
+static void test_plot_long_series(void)
+{
+    enum { N = 200000 };
+    double *y = calloc(N, sizeof *y);
+    if (!y) return;
+    for (int i = 0; i < N; i++) y[i] = (i % 7) * 0.01;
+    y[123457] = 10.0;    /* one spike up, one down, inside a column of many points */
+    y[54321] = -10.0;
+    const tt_plot_series s = { "long", NULL, y, N, N };
+    tt_canvas c;
+    tt_plot_geom g;
+    const double t0 = (double)clock() / CLOCKS_PER_SEC;
+    CHECK("a 200000-point series renders", tt_plot_render(&c, &g, &s, 1, NULL) == TT_OK);
+    const double secs = (double)clock() / CLOCKS_PER_SEC - t0;
+    CHECK("... in well under a few seconds", secs < 5.0);
+    double px, py;
+    tt_plot_point(&g, 0, 0, 123458.0, 10.0, &px, &py);
+    CHECK("the spike up is drawn to its top", colour_near(&c, px, py + 1, 1, tt_plot_colour(0), 40));
+    tt_plot_point(&g, 0, 0, 54322.0, -10.0, &px, &py);
+    CHECK("the spike down is drawn to its bottom", colour_near(&c, px, py - 1, 1, tt_plot_colour(0), 40));
+    tt_plot_point(&g, 0, 0, 123458.0, 5.0, &px, &py);
+    CHECK("and through its middle", colour_near(&c, px, py, 1, tt_plot_colour(0), 40));
+    tt_canvas_free(&c);
+    free(y);
+}
+
 static void test_plot_errors(void)
 {
     const double x[3] = { 1, 2, 3 }, y[3] = { 1, -2, 3 };
@@ -1745,6 +1772,7 @@ int main(void)
     test_plot_lines();
     test_plot_log_and_gaps();
     test_plot_tick_room();
+    test_plot_long_series();
     test_plot_errors();
     test_font_signs();
     test_attend();

@@ -360,6 +360,47 @@ static void draw_axes(const plot *p, tt_canvas *c)
     }
 }
 
+/* Neighbouring points of a run in one pixel column reduced to the first,
+   the lowest, the highest and the last, in their order (in place): the
+   same pixels, at most four points a column, however long the series. */
+static int64_t decimate(double (*pt)[2], int64_t n)
+{
+    int64_t out = 0;
+    for (int64_t i = 0, j; i < n; i = j) {
+        const double col = floor(pt[i][0]);
+        int64_t lo = i, hi = i;
+        for (j = i; j < n && floor(pt[j][0]) == col; j++) {
+            if (pt[j][1] < pt[lo][1]) lo = j;
+            if (pt[j][1] > pt[hi][1]) hi = j;
+        }
+        int64_t keep[4] = { i, lo < hi ? lo : hi, lo < hi ? hi : lo, j - 1 };
+        for (int k = 0; k < 4; k++) {
+            if (k > 0 && keep[k] <= keep[k - 1]) continue;   /* already written */
+            /* out <= keep[k]: nothing still to read is overwritten */
+            pt[out][0] = pt[keep[k]][0];
+            pt[out][1] = pt[keep[k]][1];
+            out++;
+        }
+    }
+    return out;
+}
+
+/* A run of n points as polylines of at most PL_CHUNK points sharing their
+   ends: the polyline's cost grows with its points times the pixels it
+   spans, and a chunk of a long series spans few. */
+#define PL_CHUNK 32
+static void draw_run(tt_canvas *c, const double (*pt)[2], int64_t n, uint32_t rgb)
+{
+    if (n <= PL_CHUNK) {
+        tt_canvas_polyline(c, pt, (int)n, PL_LINE_W, rgb);
+        return;
+    }
+    for (int64_t i = 0; i + 1 < n; i += PL_CHUNK - 1) {
+        const int64_t m = n - i < PL_CHUNK ? n - i : PL_CHUNK;
+        tt_canvas_polyline(c, pt + i, (int)m, PL_LINE_W, rgb);
+    }
+}
+
 /* Series k: its runs of finite points as polylines, then the markers. */
 static tt_status draw_series(const plot *p, tt_canvas *c, int k)
 {
@@ -375,7 +416,7 @@ static tt_status draw_series(const plot *p, tt_canvas *c, int k)
             pt[n][1] = to_px(&p->ya, s->y[i], p->ay, PL_AREA_H, 1);
             n++;
         } else if (n) {   /* a run ends */
-            tt_canvas_polyline(c, (const double (*)[2])pt, (int)n, PL_LINE_W, rgb);
+            draw_run(c, (const double (*)[2])pt, decimate(pt, n), rgb);
             n = 0;
         }
     }
