@@ -698,9 +698,10 @@ static int ltt_plot(lua_State *L)
 /* tt.attend_figure options:
      title     string (default "One query's attention")
      labels    list of strings: the key tokens, one a row of K
+     query     string: the query's token, named in the subtitle
      scale     number multiplying q.k (default 1/sqrt(Dh))
      decimals  whole number 0..8 (default 3) */
-static const char *const attend_opts[] = { "title", "labels", "scale", "decimals", NULL };
+static const char *const attend_opts[] = { "title", "labels", "query", "scale", "decimals", NULL };
 
 static int ltt_attend_figure(lua_State *L)
 {
@@ -730,6 +731,7 @@ static int ltt_attend_figure(lua_State *L)
     tt_attend_opts_init(&o);
     o.title = opt_string(L, opts, "attend_figure", "title");
     o.labels = opt_strings(L, opts, "attend_figure", "labels", &o.nlabels);
+    o.query = opt_string(L, opts, "attend_figure", "query");
     o.scale = opt_number(L, opts, "attend_figure", "scale", &o.has_scale);
     o.decimals = opt_decimals(L, opts, "attend_figure");
     char source[256], shape[800];

@@ -169,11 +169,12 @@ static void attend_texts(attend *a, const float *q)
     snprintf(a->head[3][0], sizeof a->head[3][0], "a \xc3\x97 v");
     snprintf(a->head[3][1], sizeof a->head[3][1], "scaled rows");
 
-    /* "q = [1, 1]   scale 1/sqrt(2) = 0.707" */
+    /* "query t3: q = [1, 1]   scale 1/√2 = 0.707" */
     int qwhole = 1;
     for (int d = 0; d < a->dh; d++) qwhole &= whole(q[d]);
-    char qs[160] = "q = [";
-    size_t n = strlen(qs);
+    char qs[160];
+    size_t n = o->query ? (size_t)snprintf(qs, sizeof qs, "query %.40s: q = [", o->query)
+                        : (size_t)snprintf(qs, sizeof qs, "q = [");
     for (int d = 0; d < a->dh && d < 8; d++) {
         char buf[32];
         tt__fig_fmt_num(buf, sizeof buf, q[d], qwhole ? 0 : a->decimals);

@@ -329,6 +329,7 @@ uint32_t tt_plot_colour(int k);
 typedef struct tt_attend_opts {
     const char *title;                       /* NULL: "One query's attention" */
     const char *const *labels; int nlabels;  /* key tokens, one a key (NULL: 1, 2, ...) */
+    const char *query;                       /* the query's token, in the subtitle (may be NULL) */
     int has_scale;
     double scale;                            /* default 1/sqrt(Dh) */
     int decimals;                            /* -1: 3 */

@@ -561,7 +561,7 @@ check("plot: no file after an error", not exists(tmp("e.png")))
 local Qh = tt.tensor{{1, 0}, {0, 1}, {1, 1}}
 local Vh = tt.tensor{{1, 0}, {0, 2}, {1, 1}}
 check("attend_figure: the hand example writes a PNG",
-      tt.attend_figure(Qh[3], Qh, Vh, tmp("att.png"), {labels = {"t1", "t2", "t3"}, title = "q3", decimals = 4})
+      tt.attend_figure(Qh[3], Qh, Vh, tmp("att.png"), {labels = {"t1", "t2", "t3"}, query = "t3", title = "q3", decimals = 4})
       == tmp("att.png") and png_wh(tmp("att.png")))
 check("attend_figure: q as [1, Dh], a scale, K a transposed view", tt.attend_figure(Qh:narrow(1, 3, 1),
       Qh:mT():contiguous():mT(), Vh, tmp("att2.svg"), {scale = 0.5}) and slurp(tmp("att2.svg")):sub(1, 5) == "<?xml")
@@ -575,8 +575,10 @@ checkerror({"attend_figure: 40 keys, at most 32 fit one figure", "K:narrow(1, 1,
            tt.ones(2), tt.ones(40, 2), tt.ones(40, 2), tmp("e.png"))
 checkerror({"attend_figure: values of size 20, at most 16 columns"}, tt.attend_figure,
            tt.ones(2), tt.ones(3, 2), tt.ones(3, 20), tmp("e.png"))
-checkerror({"attend_figure: unknown option 'tokens'", "(options: title, labels, scale, decimals)"},
+checkerror({"attend_figure: unknown option 'tokens'", "(options: title, labels, query, scale, decimals)"},
            tt.attend_figure, Qh[1], Qh, Vh, tmp("e.png"), {tokens = {}})
+checkerror({"attend_figure: option 'query' must be a string, not a number"},
+           tt.attend_figure, Qh[1], Qh, Vh, tmp("e.png"), {query = 3})
 checkerror({"attend_figure: option 'scale' must be a number, not a string"},
            tt.attend_figure, Qh[1], Qh, Vh, tmp("e.png"), {scale = "1"})
 checkerror({"attend_figure: scale must be a finite number, not inf"},
