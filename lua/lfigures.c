@@ -586,6 +586,7 @@ static const double *series_values(lua_State *L, int idx, int k, const char *key
     if (x) {
         char shape[256];
         tt_shape_str(x, shape, sizeof shape);
+        if (x->storage == NULL) ltt_error(L, "plot: series %d's %s is a closed tensor", k, key);
         if (x->ndim != 1)
             ltt_error(L, "plot: series %d's %s must be a 1-D tensor or a list of numbers, got %s; "
                       "hint: x:view(-1) flattens it", k, key, shape);

@@ -550,6 +550,17 @@ checkerror({"plot: series 1 has no y"}, tt.plot, {{x = {1, 2}}}, tmp("e.png"))
 checkerror({"plot: series 1's y must hold numbers (entry 2 is a string)"}, tt.plot, {{y = {1, "2"}}}, tmp("e.png"))
 checkerror({"plot: series 1's x must be a 1-D tensor or a list of numbers, got [2,2]"}, tt.plot,
            {{x = tt.zeros(2, 2), y = {1, 2}}}, tmp("e.png"))
+do   -- a closed tensor, or one closed by an __index while the series are read
+  local closed = tt.ones(3)
+  tensor_mt.__close(closed)
+  checkerror({"plot: series 1's y is a closed tensor"}, tt.plot, {{y = closed}}, tmp("e.png"))
+  local live = tt.ones(3)
+  local sneaky = setmetatable({}, {__index = function(_, k)
+    if k == "y" then return live end
+    if k == "x" then tensor_mt.__close(live) end
+  end})
+  checkerror({"plot: series 1's y is a closed tensor"}, tt.plot, {sneaky}, tmp("e.png"))
+end
 checkerror({"plot: series 2 must be a table"}, tt.plot, {{y = {1}}, 5}, tmp("e.png"))
 checkerror({"plot (a series): unknown option 'ys'"}, tt.plot, {{ys = {1}}}, tmp("e.png"))
 checkerror({"plot: 9 series, at most 8 fit one chart"}, tt.plot,
