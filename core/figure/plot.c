@@ -234,8 +234,8 @@ static tt_status plot_check(plot *p, double *xmin, double *xmax, double *ymin, d
 static void plot_layout(plot *p)
 {
     const tt_plot_opts *o = p->o;
-    int maxn = 0;
-    for (int k = 0; k < p->ns; k++) maxn = imax(maxn, (int)(p->s[k].ny > 1000000 ? 1000000 : p->s[k].ny));
+    int64_t maxn = 0;
+    for (int k = 0; k < p->ns; k++) maxn = p->s[k].ny > maxn ? p->s[k].ny : maxn;
     p->legend = o->legend >= 0 ? o->legend : p->ns > 1;
     p->markers = o->markers >= 0 ? o->markers : maxn <= PL_MARKER_MAX_N;
     p->legend_w = 0;
