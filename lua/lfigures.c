@@ -1,8 +1,8 @@
 /*
-** lfigures.c — tt.heatmap, tt.bars, tt.flow, tt.head_groups: the Lua side
-** of the figures. Turns an opts table into the core's option structs and a
-** tensor view into a strided source the core reads in place (no copy, no
-** trace event); core/figure.c does the drawing.
+** lfigures.c — tt.heatmap, tt.bars, tt.flow, tt.head_groups, tt.plot,
+** tt.attend_figure: the Lua side of the figures. Turns an opts table into
+** the core's option structs and a tensor view into a strided source the
+** core reads in place (no copy, no trace event); core/figure/ draws.
 ** Order matters: every option is read first (an __index may run any Lua
 ** code, even close the tensor), each string stays on the stack until the
 ** end of the call, and only then is the tensor checked again and read.
@@ -578,11 +578,207 @@ static int ltt_head_groups(lua_State *L)
     return 1;
 }
 
+/* ===== tt.plot(series, path [, opts]) ===== */
+
+/* Field key of series k (at idx) as doubles: a list of numbers or a 1-D
+   tensor. The array is a userdata left on the stack. NULL when absent. */
+static const double *series_values(lua_State *L, int idx, int k, const char *key, int64_t *n)
+{
+    *n = 0;
+    const int t = lua_getfield(L, idx, key);
+    if (t == LUA_TNIL) { lua_pop(L, 1); return NULL; }
+    const int v = lua_gettop(L);
+    const tt_tensor *x = ltt_testtensor(L, v);
+    double *out;
+    if (x) {
+        char shape[256];
+        tt_shape_str(x, shape, sizeof shape);
+        if (x->storage == NULL) ltt_error(L, "plot: series %d's %s is a closed tensor", k, key);
+        if (x->ndim != 1)
+            ltt_error(L, "plot: series %d's %s must be a 1-D tensor or a list of numbers, got %s; "
+                      "hint: x:view(-1) flattens it", k, key, shape);
+        const int64_t len = x->shape[0];
+        out = lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof *out, 0);
+        float *f = malloc((size_t)(len ? len : 1) * sizeof *f);   /* nothing raises until freed */
+        if (!f) ltt_error(L, "plot: out of memory copying %s", shape);
+        tt_get_floats(x, f);
+        for (int64_t i = 0; i < len; i++) out[i] = f[i];
+        free(f);
+        *n = len;
+    } else if (t == LUA_TTABLE) {
+        const lua_Integer len = luaL_len(L, v);
+        if (len > 100000000) ltt_error(L, "plot: series %d's %s has too many entries", k, key);
+        out = lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof *out, 0);
+        for (lua_Integer i = 1; i <= len; i++) {
+            if (lua_geti(L, v, i) != LUA_TNUMBER)
+                ltt_error(L, "plot: series %d's %s must hold numbers (entry %lld is a %s)", k, key,
+                          (long long)i, luaL_typename(L, -1));
+            out[i - 1] = (double)lua_tonumber(L, -1);
+            lua_pop(L, 1);
+        }
+        *n = len;
+    } else {
+        ltt_error(L, "plot: series %d's %s must be a list of numbers or a 1-D tensor, not a %s", k, key,
+                  luaL_typename(L, v));
+        return NULL;
+    }
+    return out;   /* the value and the array stay on the stack */
+}
+
+/* One series table at idx: {name = ..., x = ..., y = ...}. */
+static void read_series(lua_State *L, int idx, int k, tt_plot_series *s)
+{
+    luaL_checkstack(L, 8, "too many series");
+    if (lua_type(L, idx) != LUA_TTABLE)
+        ltt_error(L, "plot: series %d must be a table {name = ..., x = {...}, y = {...}}, not a %s", k,
+                  luaL_typename(L, idx));
+    static const char *const keys[] = { "name", "x", "y", NULL };
+    ltt_check_opts(L, idx, "plot (a series)", keys);
+    s->name = opt_string(L, idx, "plot", "name");
+    s->x = series_values(L, idx, k, "x", &s->nx);
+    s->y = series_values(L, idx, k, "y", &s->ny);
+    if (!s->y)
+        ltt_error(L, "plot: series %d%s%s%s has no y; hint: {name = \"loss\", x = steps, y = losses} "
+                  "(x defaults to 1, 2, ...)", k, s->name ? " '" : "", s->name ? s->name : "",
+                  s->name ? "'" : "");
+}
+
+/* tt.plot options:
+     title, xtitle, ytitle  strings
+     xlog, ylog   booleans: log axes, a tick a decade labelled 10^k
+     legend       boolean (default: on for more than one series)
+     markers      boolean (default: on when no series has over 20 points) */
+static const char *const plot_opts[] = { "title", "xtitle", "ytitle", "xlog", "ylog", "legend",
+                                         "markers", NULL };
+
+static int ltt_plot(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    const char *path = check_path(L, 2, "plot");
+    const int opts = lua_isnoneornil(L, 3) ? 0 : 3;
+    ltt_check_opts(L, 3, "plot", plot_opts);
+    tt_plot_series series[TT_PLOT_MAX_SERIES];
+    memset(series, 0, sizeof series);
+    int ns;
+    if (lua_getfield(L, 1, "y") != LUA_TNIL) {   /* one series given alone */
+        lua_pop(L, 1);
+        ns = 1;
+        read_series(L, 1, 1, &series[0]);
+    } else {
+        lua_pop(L, 1);
+        const lua_Integer n = luaL_len(L, 1);
+        if (n == 0)
+            return ltt_error(L, "plot: nothing to draw: no series; hint: tt.plot({{name = \"loss\", "
+                             "x = steps, y = losses}}, path)");
+        if (n > TT_PLOT_MAX_SERIES)
+            return ltt_error(L, "plot: %lld series, at most %d fit one chart (one colour each); hint: "
+                             "draw them in two charts", (long long)n, TT_PLOT_MAX_SERIES);
+        ns = (int)n;
+        for (int k = 0; k < ns; k++) {
+            lua_geti(L, 1, k + 1);
+            read_series(L, lua_gettop(L), k + 1, &series[k]);
+        }
+    }
+    tt_plot_opts o;
+    tt_plot_opts_init(&o);
+    o.title = opt_string(L, opts, "plot", "title");
+    o.xtitle = opt_string(L, opts, "plot", "xtitle");
+    o.ytitle = opt_string(L, opts, "plot", "ytitle");
+    o.xlog = ltt_optflag(L, opts, "plot", "xlog", 0);
+    o.ylog = ltt_optflag(L, opts, "plot", "ylog", 0);
+    o.legend = ltt_optflag(L, opts, "plot", "legend", -1);
+    o.markers = ltt_optflag(L, opts, "plot", "markers", -1);
+    char source[256], shape[64];
+    where(L, source, sizeof source);
+    snprintf(shape, sizeof shape, "%d series", ns);
+    o.meta.source = source;
+    o.meta.shape = shape;
+    o.meta.title = o.title;
+    check_write(L, path);
+    if (tt_plot_write(path, series, ns, &o) != TT_OK) return ltt_error(L, "%s", tt_errmsg());
+    written(L, path, o.title ? o.title : "plot");
+    lua_pushstring(L, path);
+    return 1;
+}
+
+/* ===== tt.attend_figure(q, K, V, path [, opts]) ===== */
+
+/* tt.attend_figure options:
+     title     string (default "One query's attention")
+     labels    list of strings: the key tokens, one a row of K
+     query     string: the query's token, named in the subtitle
+     scale     number multiplying q.k (default 1/sqrt(Dh))
+     decimals  whole number 0..8 (default 3) */
+static const char *const attend_opts[] = { "title", "labels", "query", "scale", "decimals", NULL };
+
+static int ltt_attend_figure(lua_State *L)
+{
+    const tt_tensor *q = ltt_checktensor(L, 1), *K = ltt_checktensor(L, 2), *V = ltt_checktensor(L, 3);
+    const char *path = check_path(L, 4, "attend_figure");
+    const int opts = lua_isnoneornil(L, 5) ? 0 : 5;
+    ltt_check_opts(L, 5, "attend_figure", attend_opts);
+    char qs[256], ks[256], vs[256];
+    tt_shape_str(q, qs, sizeof qs);
+    tt_shape_str(K, ks, sizeof ks);
+    tt_shape_str(V, vs, sizeof vs);
+    const int qok = q->ndim == 1 || (q->ndim == 2 && q->shape[0] == 1);
+    if (!qok || K->ndim != 2 || V->ndim != 2)
+        return ltt_error(L, "attend_figure: expected one query q [Dh] (or [1,Dh]), keys K [Nk,Dh] and values "
+                         "V [Nk,Dv], got q %s, K %s, V %s%s", qs, ks, vs,
+                         !qok && q->ndim == 2 ? "; hint: one query row, e.g. Q[3]" : "");
+    const int64_t dh = q->shape[q->ndim - 1], nk = K->shape[0], dv = V->shape[1];
+    if (K->shape[1] != dh)
+        return ltt_error(L, "attend_figure: q %s and K %s differ in Dh (%lld vs %lld)", qs, ks, (long long)dh,
+                         (long long)K->shape[1]);
+    if (V->shape[0] != nk)
+        return ltt_error(L, "attend_figure: K %s and V %s differ in the number of keys (%lld vs %lld); "
+                         "hint: one value row a key", ks, vs, (long long)nk, (long long)V->shape[0]);
+    if (dh > 1000000)
+        return ltt_error(L, "attend_figure: q %s is too long to draw", qs);
+    tt_attend_opts o;
+    tt_attend_opts_init(&o);
+    o.title = opt_string(L, opts, "attend_figure", "title");
+    o.labels = opt_strings(L, opts, "attend_figure", "labels", &o.nlabels);
+    o.query = opt_string(L, opts, "attend_figure", "query");
+    o.scale = opt_number(L, opts, "attend_figure", "scale", &o.has_scale);
+    o.decimals = opt_decimals(L, opts, "attend_figure");
+    char source[256], shape[800];
+    where(L, source, sizeof source);
+    snprintf(shape, sizeof shape, "q %s, K %s, V %s", qs, ks, vs);
+    o.meta.source = source;
+    o.meta.shape = shape;
+    o.meta.title = o.title;
+    check_write(L, path);
+    /* an option's code may have closed a tensor: check again, then read */
+    q = ltt_checktensor(L, 1);
+    K = ltt_checktensor(L, 2);
+    V = ltt_checktensor(L, 3);
+    tt_status st;
+    if (nk == 0 || nk > TT_ATTEND_MAX_KEYS || dv == 0 || dv > TT_ATTEND_MAX_DV || dh == 0) {
+        st = tt_attend_write(path, NULL, NULL, NULL, (int)(nk > 1000000 ? 1000000 : nk), (int)dh,
+                             (int)(dv > 1000000 ? 1000000 : dv), &o);   /* the core says what is wrong */
+    } else {
+        float *buf = malloc((size_t)(dh + nk * dh + nk * dv) * sizeof *buf);
+        if (!buf) return ltt_error(L, "attend_figure: out of memory copying %s", shape);
+        tt_get_floats(q, buf);
+        tt_get_floats(K, buf + dh);
+        tt_get_floats(V, buf + dh + nk * dh);
+        st = tt_attend_write(path, buf, buf + dh, buf + dh + nk * dh, (int)nk, (int)dh, (int)dv, &o);
+        free(buf);
+    }
+    if (st != TT_OK) return ltt_error(L, "%s", tt_errmsg());
+    written(L, path, o.title ? o.title : "One query's attention");
+    lua_pushstring(L, path);
+    return 1;
+}
+
 static const luaL_Reg figlib[] = {
     { "heatmap", ltt_heatmap },
     { "bars", ltt_bars },
     { "flow", ltt_flow },
     { "head_groups", ltt_head_groups },
+    { "plot", ltt_plot },
+    { "attend_figure", ltt_attend_figure },
     { NULL, NULL },
 };
 

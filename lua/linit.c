@@ -13,7 +13,7 @@ static void (*const parts[])(lua_State *L) = {
     ltt_open_nn,            /* lnn.c: tt.nn */
     ltt_open_optim,         /* loptim.c: tt.optim */
     ltt_open_trace,         /* ltrace.c: tt.trace */
-    ltt_open_figures,       /* lfigures.c: tt.heatmap, tt.bars, tt.flow, tt.head_groups */
+    ltt_open_figures,       /* lfigures.c: tt.heatmap, tt.bars, tt.flow, tt.head_groups, tt.plot, tt.attend_figure */
     ltt_open_io,            /* lio.c: tt.save, tt.load */
     ltt_open_gradcheck,     /* lgradcheck.c: tt.gradcheck */
 };

@@ -12,7 +12,7 @@ void ltt_open_tensor(lua_State *L);       /* ltensor.c: tt.Tensor, creation, ops
 void ltt_open_nn(lua_State *L);           /* lnn.c: tt.nn */
 void ltt_open_optim(lua_State *L);        /* loptim.c: tt.optim */
 void ltt_open_trace(lua_State *L);        /* ltrace.c: tt.trace */
-void ltt_open_figures(lua_State *L);      /* lfigures.c: tt.heatmap, tt.bars, tt.flow, tt.head_groups */
+void ltt_open_figures(lua_State *L);      /* lfigures.c: tt.heatmap, tt.bars, tt.flow, tt.head_groups, tt.plot, tt.attend_figure */
 void ltt_open_io(lua_State *L);           /* lio.c: tt.save, tt.load */
 void ltt_open_gradcheck(lua_State *L);    /* lgradcheck.c: tt.gradcheck */
 

@@ -1420,6 +1420,333 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
+/* ===== Line charts ===== */
+
+/* Whether a pixel within r of (x, y) is near colour rgb. */
+static int colour_near(const tt_canvas *c, double x, double y, int r, uint32_t rgb, int tol)
+{
+    for (int dy = -r; dy <= r; dy++)
+        for (int dx = -r; dx <= r; dx++)
+            if (near_rgb(tt_canvas_get(c, (int)x + dx, (int)y + dy), rgb, tol)) return 1;
+    return 0;
+}
+
+static void test_plot_lines(void)
+{
+    /* two series of different lengths; the second's x not sorted */
+    const double x0[5] = { 1, 2, 3, 4, 5 }, y0[5] = { 0.5, 2.5, 1.0, 3.5, 3.0 };
+    const double x1[4] = { 0.5, 4.5, 2.0, 3.0 }, y1[4] = { -1.0, 2.0, 0.0, -0.5 };
+    const tt_plot_series s[2] = { { "first", x0, y0, 5, 5 }, { "second", x1, y1, 4, 4 } };
+    tt_plot_opts o;
+    tt_plot_opts_init(&o);
+    o.title = "Two series";
+    tt_canvas c;
+    tt_plot_geom g;
+    CHECK("plot renders", tt_plot_render(&c, &g, s, 2, &o) == TT_OK);
+    /* along every segment, at a quarter and three quarters: the series' colour */
+    int along = 1;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i + 1 < (k ? 4 : 5); i++) {
+            const double *xs = k ? x1 : x0, *ys = k ? y1 : y0;
+            for (int q = 1; q <= 3; q += 2) {
+                const double t = q / 4.0;
+                double px, py;
+                tt_plot_point(&g, 0, 0, xs[i] + t * (xs[i + 1] - xs[i]), ys[i] + t * (ys[i + 1] - ys[i]), &px, &py);
+                along &= colour_near(&c, px, py, 1, tt_plot_colour(k), 40);
+            }
+        }
+    CHECK("each series' colour lies along its segments", along);
+    /* a point well away from both lines stays background */
+    double px, py;
+    tt_plot_point(&g, 0, 0, 5.0, -1.0, &px, &py);
+    CHECK("away from the lines: no series colour",
+          !colour_near(&c, px, py, 2, tt_plot_colour(0), 60) && !colour_near(&c, px, py, 2, tt_plot_colour(1), 60));
+    /* markers by default for small series: the point's centre in full colour */
+    tt_plot_point(&g, 0, 0, x0[2], y0[2], &px, &py);
+    CHECK("a marker at a data point", tt_canvas_get(&c, (int)px, (int)py) == tt_plot_colour(0));
+    /* the data inside the plot area; the axis covers them */
+    CHECK("axis covers the data", g.xlo <= 0.5 && g.xhi >= 5.0 && g.ylo <= -1.0 && g.yhi >= 3.5);
+    /* linear ticks: one 1-2-5 step, the axis ends on ticks */
+    int even = g.nxticks >= 3 && g.nyticks >= 3;
+    for (int a = 0; a < 2 && even; a++) {
+        const double *t = a ? g.yticks : g.xticks;
+        const int n = a ? g.nyticks : g.nxticks;
+        const double step = t[1] - t[0], m = step / pow(10.0, floor(log10(step) + 1e-9));
+        even &= fabs(m - 1) < 1e-9 || fabs(m - 2) < 1e-9 || fabs(m - 5) < 1e-9;
+        for (int k = 1; k < n; k++) even &= fabs(t[k] - t[k - 1] - step) < step * 1e-9;
+        const double lo = a ? g.ylo : g.xlo, hi = a ? g.yhi : g.xhi;
+        even &= t[0] >= lo && t[0] - step < lo && t[n - 1] <= hi && t[n - 1] + step > hi;
+    }
+    CHECK("linear ticks: even 1-2-5 steps, every one inside the axis", even);
+    /* the legend: right of the plot area (never over the data), one entry a series */
+    CHECK("legend on for two series, outside the area", g.legend_n == 2 && g.legend_x > g.ax + g.aw);
+    CHECK("legend entry 2 in the second colour",
+          colour_near(&c, g.legend_x + 4, g.legend_y + 32 + 11, 1, tt_plot_colour(1), 30));
+    /* the PNG holds the rendered pixels, and the same input the same bytes */
+    const char *a = tpath("plot_a.png"), *b = tpath("plot_b.png");
+    CHECK("plot writes", tt_plot_write(a, s, 2, &o) == TT_OK && tt_plot_write(b, s, 2, &o) == TT_OK);
+    long na, nb;
+    char *ba = slurp(a, &na), *bb = slurp(b, &nb);
+    CHECK("plot: same input, same bytes", ba && bb && na == nb && !memcmp(ba, bb, (size_t)na));
+    free(ba);
+    free(bb);
+    uint8_t *px8;
+    int w, h;
+    CHECK("plot PNG reads back", tt_png_read_rgb(a, &px8, &w, &h) == TT_OK);
+    CHECK("plot PNG has the canvas' pixels", w == c.w && h == c.h && !memcmp(px8, c.px, (size_t)w * h * 3));
+    free(px8);
+    tt_canvas_free(&c);
+
+    /* one series: no legend; markers off past 20 points */
+    double xs[30], ys[30];
+    for (int i = 0; i < 30; i++) { xs[i] = i; ys[i] = i * i; }
+    const tt_plot_series one = { NULL, xs, ys, 30, 30 };
+    CHECK("one long series renders", tt_plot_render(&c, &g, &one, 1, NULL) == TT_OK);
+    CHECK("one series: no legend", g.legend_n == 0);
+    tt_plot_point(&g, 0, 0, xs[10], ys[10], &px, &py);
+    int wide = 0;   /* a marker is ~9 px across; the line alone ~3 */
+    for (int dx = -6; dx <= 6; dx++) wide += near_rgb(tt_canvas_get(&c, (int)px + dx, (int)py - 8), tt_plot_colour(0), 40);
+    CHECK("no markers on 30 points: nothing 8 px above a point", wide == 0);
+    tt_canvas_free(&c);
+}
+
+static void test_plot_log_and_gaps(void)
+{
+    const double x[6] = { 3, 20, 150, 900, 1500, 2000 };
+    const double y[6] = { 9, 400, 22500, 810000, 2.25e6, 4e6 };
+    const tt_plot_series s = { "N squared", x, y, 6, 6 };
+    tt_plot_opts o;
+    tt_plot_opts_init(&o);
+    o.xlog = o.ylog = 1;
+    tt_canvas c;
+    tt_plot_geom g;
+    CHECK("log-log plot renders", tt_plot_render(&c, &g, &s, 1, &o) == TT_OK);
+    int decades = g.nxticks == 5 && g.xlo == 0.0 && g.xhi == 4.0;
+    for (int k = 0; k < g.nxticks; k++) decades &= fabs(g.xticks[k] - pow(10.0, k)) < 1e-9 * pow(10.0, k);
+    CHECK("log x ticks at the decades 1 .. 10^4", decades);
+    CHECK("log y axis from 10^0 to 10^7", g.ylo == 0.0 && g.yhi == 7.0 && g.nyticks == 8);
+    /* y = x^2 is a straight line on log-log: its midpoint in log space is on it */
+    double px, py;
+    tt_plot_point(&g, 1, 1, sqrt(20.0 * 150.0), sqrt(400.0 * 22500.0), &px, &py);
+    CHECK("log-log: the curve's colour at the geometric midpoint", colour_near(&c, px, py, 1, tt_plot_colour(0), 40));
+    /* the tick at 10^2 on the x axis: a tick mark below the area */
+    tt_plot_point(&g, 1, 1, 100.0, 1.0, &px, &py);
+    CHECK("a tick mark under 10^2", tt_canvas_get(&c, (int)lround(px), g.ay + g.ah + 4) != 0xffffffu);
+    tt_plot_point(&g, 1, 1, 200.0, 1.0, &px, &py);
+    CHECK("a short minor tick under 2 x 10^2", tt_canvas_get(&c, (int)lround(px), g.ay + g.ah + 2) != 0xffffffu &&
+                                                  tt_canvas_get(&c, (int)lround(px), g.ay + g.ah + 4) == 0xffffffu);
+    tt_canvas_free(&c);
+
+    /* NaN: the point is left out and the line breaks there */
+    const double gx[5] = { 1, 2, 3, 4, 5 }, gy[5] = { 1, 5, NAN, 5, 1 };
+    const tt_plot_series gs = { "gap", gx, gy, 5, 5 };
+    CHECK("plot with a NaN renders", tt_plot_render(&c, &g, &gs, 1, NULL) == TT_OK);
+    CHECK("one point skipped", g.skipped == 1);
+    tt_plot_point(&g, 0, 0, 3.0, 5.0, &px, &py);
+    CHECK("no line across the NaN", !colour_near(&c, px, py, 2, tt_plot_colour(0), 60));
+    tt_plot_point(&g, 0, 0, 1.5, 3.0, &px, &py);
+    CHECK("the line before it is drawn", colour_near(&c, px, py, 1, tt_plot_colour(0), 40));
+    tt_canvas_free(&c);
+}
+
+/* Long x tick labels: fewer ticks, never overlapping. */
+static void test_plot_tick_room(void)
+{
+    const double x[2] = { 123456.0, 987654.0 }, y[2] = { 1, 2 };
+    const tt_plot_series s = { "wide", x, y, 2, 2 };
+    tt_canvas c;
+    tt_plot_geom g;
+    CHECK("plot with wide x labels renders", tt_plot_render(&c, &g, &s, 1, NULL) == TT_OK);
+    int room = g.nxticks >= 3;
+    for (int k = 0; k + 1 < g.nxticks; k++)
+        room &= (g.xticks[k + 1] - g.xticks[k]) / (g.xhi - g.xlo) * g.aw >= g.xlabel_w + 8;
+    CHECK("x tick labels of six digits do not overlap", room && g.xlabel_w > 0);
+    tt_canvas_free(&c);
+    /* thirty decades: a tick every few, labels apart */
+    const double lx[2] = { 1e-15, 1e15 }, ly[2] = { 1, 2 };
+    const tt_plot_series ls = { "decades", lx, ly, 2, 2 };
+    tt_plot_opts o;
+    tt_plot_opts_init(&o);
+    o.xlog = 1;
+    CHECK("plot over thirty decades renders", tt_plot_render(&c, &g, &ls, 1, &o) == TT_OK);
+    CHECK("thirty decades: at most ten ticks, whole decades apart",
+          g.nxticks >= 3 && g.nxticks <= 11 && fmod(log10(g.xticks[1] / g.xticks[0]) + 1e-9, 1.0) < 1e-6);
+    tt_canvas_free(&c);
+}
+
+/* A long series: points sharing a pixel column are reduced, its spikes kept. */
+static void test_plot_long_series(void)
+{
+    enum { N = 200000 };
+    double *y = calloc(N, sizeof *y);
+    if (!y) return;
+    for (int i = 0; i < N; i++) y[i] = (i % 7) * 0.01;
+    y[123457] = 10.0;    /* one spike up, one down, inside a column of many points */
+    y[54321] = -10.0;
+    const tt_plot_series s = { "long", NULL, y, N, N };
+    tt_canvas c;
+    tt_plot_geom g;
+    const double t0 = (double)clock() / CLOCKS_PER_SEC;
+    CHECK("a 200000-point series renders", tt_plot_render(&c, &g, &s, 1, NULL) == TT_OK);
+    const double secs = (double)clock() / CLOCKS_PER_SEC - t0;
+    CHECK("... in well under a few seconds", secs < 5.0);
+    double px, py;
+    tt_plot_point(&g, 0, 0, 123458.0, 10.0, &px, &py);
+    CHECK("the spike up is drawn to its top", colour_near(&c, px, py + 1, 1, tt_plot_colour(0), 40));
+    tt_plot_point(&g, 0, 0, 54322.0, -10.0, &px, &py);
+    CHECK("the spike down is drawn to its bottom", colour_near(&c, px, py - 1, 1, tt_plot_colour(0), 40));
+    tt_plot_point(&g, 0, 0, 123458.0, 5.0, &px, &py);
+    CHECK("and through its middle", colour_near(&c, px, py, 1, tt_plot_colour(0), 40));
+    tt_canvas_free(&c);
+    free(y);
+}
+
+static void test_plot_errors(void)
+{
+    const double x[3] = { 1, 2, 3 }, y[3] = { 1, -2, 3 };
+    tt_plot_opts o;
+    tt_plot_opts_init(&o);
+    tt_canvas c;
+    CHECK("no series", tt_plot_render(&c, NULL, NULL, 0, &o) == TT_EARG &&
+                           strstr(tt_errmsg(), "plot: nothing to draw: no series"));
+    tt_plot_series s = { "loss", x, y, 3, 0 };
+    CHECK("empty series", tt_plot_render(&c, NULL, &s, 1, &o) == TT_EARG &&
+                              strstr(tt_errmsg(), "plot: series 'loss' is empty"));
+    s.ny = 2;
+    CHECK("x and y lengths differ", tt_plot_render(&c, NULL, &s, 1, &o) == TT_EARG &&
+                                        strstr(tt_errmsg(), "series 'loss' has 3 x values and 2 y values"));
+    s.ny = 3;
+    o.ylog = 1;
+    CHECK("non-positive on a log axis: the series and the point",
+          tt_plot_render(&c, NULL, &s, 1, &o) == TT_EARG &&
+              strstr(tt_errmsg(), "series 'loss' has y = -2 at point 2, which a log y axis cannot show"));
+    o.ylog = 0;
+    o.xlog = 1;
+    const double x0[3] = { 0, 1, 2 };
+    s.x = x0;
+    s.name = NULL;
+    CHECK("zero on a log x axis: an unnamed series by number",
+          tt_plot_render(&c, NULL, &s, 1, &o) == TT_EARG &&
+              strstr(tt_errmsg(), "series 1 has x = 0 at point 1, which a log x axis"));
+    const double nan3[3] = { NAN, NAN, NAN };
+    const tt_plot_series ns = { "n", x, nan3, 3, 3 };
+    o.xlog = 0;
+    CHECK("no finite point", tt_plot_render(&c, NULL, &ns, 1, &o) == TT_EARG &&
+                                 strstr(tt_errmsg(), "no series has a finite point"));
+    tt_plot_series many[TT_PLOT_MAX_SERIES + 1];
+    for (int k = 0; k <= TT_PLOT_MAX_SERIES; k++) many[k] = (tt_plot_series){ NULL, x, x, 3, 3 };
+    CHECK("too many series", tt_plot_render(&c, NULL, many, TT_PLOT_MAX_SERIES + 1, &o) == TT_EARG &&
+                                 strstr(tt_errmsg(), "at most 8 fit one chart"));
+    CHECK("eight series are fine", tt_plot_render(&c, NULL, many, TT_PLOT_MAX_SERIES, &o) == TT_OK);
+    tt_canvas_free(&c);
+}
+
+/* The math signs have glyphs of their own: none draws as '?', no two alike. */
+static void test_font_signs(void)
+{
+    const char *signs[6] = { "?", "\xc2\xb7", "\xc2\xb2", "\xc3\x97", "\xe2\x88\x9a", "\xe2\x86\x92" };
+    uint8_t ink[6][14 * 20];
+    int ok = 1;
+    for (int k = 0; k < 6; k++) {
+        tt_canvas c;
+        ok &= tt_canvas_init(&c, 14, 20) == TT_OK;
+        tt_font_draw(&c, 1, 1, signs[k], 2, 0, 0x000000u);
+        for (int i = 0; i < 14 * 20; i++) ink[k][i] = c.px[i * 3] < 128;
+        tt_canvas_free(&c);
+    }
+    for (int a = 0; a < 6; a++)
+        for (int b = a + 1; b < 6; b++) ok &= memcmp(ink[a], ink[b], sizeof ink[a]) != 0;
+    CHECK("font: the signs · ² × √ → each have their own glyph", ok);
+    CHECK("font: a sign counts as one glyph in a string",
+          tt_font_width("q\xc2\xb7k", 2, 0) - tt_font_width("q?k", 2, 0) ==
+              tt_font_width("\xc2\xb7", 2, 0) - tt_font_width("?", 2, 0));
+}
+
+/* ===== One query's attention ===== */
+
+static void test_attend(void)
+{
+    /* the hand example of lesson 05: query 3 of Q = K = [[1,0],[0,1],[1,1]], V = [[1,0],[0,2],[1,1]] */
+    const float q[2] = { 1, 1 }, K[6] = { 1, 0, 0, 1, 1, 1 }, V[6] = { 1, 0, 0, 2, 1, 1 };
+    double sc[3], w[3], scaled[6], out[2];
+    tt_attend_compute(q, K, V, 3, 2, 2, 1.0 / sqrt(2.0), sc, w, scaled, out);
+    /* by hand: scores 1/sqrt2, 1/sqrt2, sqrt2; weights e^s / sum */
+    const double r2 = sqrt(2.0), e1 = exp(1 / r2), e3 = exp(r2), tot = 2 * e1 + e3;
+    const double ref_w[3] = { e1 / tot, e1 / tot, e3 / tot };
+    int ok = fabs(sc[0] - 1 / r2) < 1e-15 && fabs(sc[2] - r2) < 1e-15;
+    for (int j = 0; j < 3; j++) ok &= fabs(w[j] - ref_w[j]) < 1e-15;
+    CHECK("attend: scores and weights of the hand example", ok);
+    CHECK("attend: weights 0.24825508, 0.24825508, 0.50348984",
+          fabs(w[0] - 0.24825508) < 5e-9 && fabs(w[2] - 0.50348984) < 5e-9);
+    CHECK("attend: scaled rows a_j v_j", fabs(scaled[3] - 2 * ref_w[1]) < 1e-15 && scaled[2] == 0.0);
+    CHECK("attend: output [a1 + a3, 2 a2 + a3] = [0.7517, 1.0000]",
+          fabs(out[0] - (ref_w[0] + ref_w[2])) < 1e-15 && fabs(out[1] - (2 * ref_w[1] + ref_w[2])) < 1e-15 &&
+              fabs(out[0] - 0.75174492) < 5e-8);
+    /* a large score: no overflow (the max is taken off first) */
+    const float qb[1] = { 1000 }, Kb[2] = { 1, 0.999f }, Vb[2] = { 1, 2 };
+    double sb[2], wb[2], ab[2], ob[1];
+    tt_attend_compute(qb, Kb, Vb, 2, 1, 1, 1.0, sb, wb, ab, ob);
+    CHECK("attend: large scores stay finite", isfinite(wb[0]) && fabs(wb[0] + wb[1] - 1.0) < 1e-12 && wb[0] > wb[1]);
+
+    tt_attend_opts o;
+    tt_attend_opts_init(&o);
+    const char *labels[3] = { "t1", "t2", "t3" };
+    o.labels = labels;
+    o.nlabels = 3;
+    tt_canvas c;
+    tt_attend_geom g;
+    CHECK("attend figure renders", tt_attend_render(&c, &g, q, K, V, 3, 2, 2, &o) == TT_OK);
+    /* weight cells in viridis of their weight (a corner, away from the number) */
+    int cells = 1;
+    for (int j = 0; j < 3; j++)
+        cells &= tt_canvas_get(&c, g.weight_x + 2, g.row_y + j * g.row_h + 2) == tt_cmap_rgb(TT_CMAP_VIRIDIS, w[j]);
+    CHECK("attend: each weight cell in viridis of its weight", cells);
+    /* the score column: t3's score is the largest, the darkest red of the diverging map */
+    CHECK("attend: the largest score at the diverging map's top",
+          tt_canvas_get(&c, g.score_x + 2, g.row_y + 2 * g.row_h + 2) == tt_cmap_rgb(TT_CMAP_DIVERGING, 1.0));
+    /* the value v_2[2] = 2 is the largest value: the top of the map; v_1[2] = 0 the centre */
+    CHECK("attend: value cells on a map centred on 0",
+          tt_canvas_get(&c, g.v_x + g.cell_w + 2, g.row_y + g.row_h + 2) == tt_cmap_rgb(TT_CMAP_DIVERGING, 1.0) &&
+              tt_canvas_get(&c, g.v_x + g.cell_w + 2, g.row_y + 2) == tt_cmap_rgb(TT_CMAP_DIVERGING, 0.5));
+    /* the output row under the scaled rows, coloured by its value; numbers written in every cell */
+    CHECK("attend: output cell 1 coloured by 0.7517 of 2",
+          tt_canvas_get(&c, g.av_x + 2, g.out_y + 2) == tt_cmap_rgb(TT_CMAP_DIVERGING, 0.5 + out[0] / 4.0));
+    int written = 0;
+    for (int y = g.out_y; y < g.out_y + g.row_h - 4; y++)
+        for (int x = g.av_x; x < g.av_x + g.cell_w - 2; x++)
+            written += tt_rgb_luma(tt_canvas_get(&c, x, y)) < 0.3;
+    CHECK("attend: the output's number is written in its cell", written > 20);
+    CHECK("attend: the output row below the last key", g.out_y >= g.row_y + 3 * g.row_h);
+    tt_canvas_free(&c);
+
+    /* determinism and the file */
+    const char *a = tpath("attend_a.png"), *b = tpath("attend_b.png");
+    CHECK("attend writes", tt_attend_write(a, q, K, V, 3, 2, 2, &o) == TT_OK &&
+                               tt_attend_write(b, q, K, V, 3, 2, 2, &o) == TT_OK);
+    long na, nb;
+    char *ba = slurp(a, &na), *bb = slurp(b, &nb);
+    CHECK("attend: same input, same bytes", ba && bb && na == nb && !memcmp(ba, bb, (size_t)na));
+    free(ba);
+    free(bb);
+
+    /* errors */
+    o.nlabels = 2;
+    CHECK("attend: labels of the wrong length", tt_attend_render(&c, NULL, q, K, V, 3, 2, 2, &o) == TT_EARG &&
+                                                    strstr(tt_errmsg(), "attend_figure: 2 labels for the 3 keys"));
+    o.labels = NULL;
+    o.nlabels = 0;
+    CHECK("attend: too many keys", tt_attend_render(&c, NULL, q, K, V, 33, 2, 2, &o) == TT_EARG &&
+                                       strstr(tt_errmsg(), "33 keys, at most 32 fit one figure"));
+    CHECK("attend: values too wide", tt_attend_render(&c, NULL, q, K, V, 3, 2, 17, &o) == TT_EARG &&
+                                         strstr(tt_errmsg(), "values of size 17, at most 16 columns"));
+    CHECK("attend: no keys", tt_attend_render(&c, NULL, q, K, V, 0, 2, 2, &o) == TT_EARG &&
+                                 strstr(tt_errmsg(), "attend_figure: nothing to draw: 0 keys"));
+    o.has_scale = 1;
+    o.scale = INFINITY;
+    CHECK("attend: a non-finite scale", tt_attend_render(&c, NULL, q, K, V, 3, 2, 2, &o) == TT_EARG &&
+                                            strstr(tt_errmsg(), "scale must be a finite number"));
+}
+
 int main(void)
 {
     const char *base = getenv("TMPDIR");
@@ -1442,6 +1769,13 @@ int main(void)
     test_heatmap_options();
     test_head_groups();
     test_svg();
+    test_plot_lines();
+    test_plot_log_and_gaps();
+    test_plot_tick_room();
+    test_plot_long_series();
+    test_plot_errors();
+    test_font_signs();
+    test_attend();
     if (getenv("TT_KEEP_FIGURES")) printf("figures kept in %s\n", tmpdir);
     else remove_tree(tmpdir);
     return check_report();

@@ -405,6 +405,16 @@ static int nice_ticks(double lo, double hi, int want, double *ticks, int max, in
     return n;
 }
 
+void tt__fig_fmt_num(char *buf, size_t n, double v, int decimals)
+{
+    fmt_num(buf, n, v, decimals);
+}
+
+int tt__fig_nice_ticks(double lo, double hi, int want, double *ticks, int max, int *decimals)
+{
+    return nice_ticks(lo, hi, want, ticks, max, decimals);
+}
+
 /* Smallest of 1, 2, 5, 10, 20, 50, ... that is >= x. */
 static int64_t nice_up(double x)
 {

@@ -264,6 +264,106 @@ typedef tt_status (*tt_figure_render_fn)(tt_canvas *out, const void *ctx);
 tt_status tt__figure_write(const char *what, const char *path, tt_figure_render_fn render,
                            const void *ctx, const tt_png_meta *meta);
 
+/* Numbers as the heatmap writes them ("-0.00" as "0.00", "%.2e" from 1e6
+   on), and its 1-2-5 ticks, for the other figure files. */
+void tt__fig_fmt_num(char *buf, size_t n, double v, int decimals);
+int tt__fig_nice_ticks(double lo, double hi, int want, double *ticks, int max, int *decimals);
+
+/* ===== Line charts (plot.c) ===== */
+
+#define TT_PLOT_MAX_SERIES 8
+#define TT_PLOT_MAX_TICKS 24
+
+/* One line: n points (x[i], y[i]). A point with a non-finite coordinate
+   is not drawn (the line breaks there) and a note under the title counts
+   them. */
+typedef struct tt_plot_series {
+    const char *name;    /* legend entry; NULL: "series k" */
+    const double *x, *y;
+    int64_t nx, ny;      /* must be equal and > 0 */
+} tt_plot_series;
+
+typedef struct tt_plot_opts {
+    const char *title, *xtitle, *ytitle;
+    int xlog, ylog;      /* decades, ticks labelled 10^k; values must be > 0 */
+    int legend;          /* -1 auto (on for more than one series), 0 off, 1 on */
+    int markers;         /* -1 auto (on when no series has more than 20 points) */
+    tt_png_meta meta;
+} tt_plot_opts;
+
+/* Where things landed (for tests): the plot area, its axes' ranges (the
+   log10 of the values on a log axis) and ticks (values, not logs). */
+typedef struct tt_plot_geom {
+    int width, height;
+    int ax, ay, aw, ah;              /* plot area: x right, y down */
+    double xlo, xhi, ylo, yhi;       /* axis ends, in log10 on a log axis */
+    int nxticks, nyticks;
+    double xticks[TT_PLOT_MAX_TICKS], yticks[TT_PLOT_MAX_TICKS];
+    int xlabel_w;                    /* widest x tick label, pixels */
+    int legend_x, legend_y, legend_n;    /* entry k's line at legend_y + 32*k + 11 */
+    int64_t skipped;                 /* non-finite points left out */
+} tt_plot_geom;
+
+void tt_plot_opts_init(tt_plot_opts *o);
+/* Pixel position of the data point (x, y) in a rendered plot. */
+void tt_plot_point(const tt_plot_geom *g, int xlog, int ylog, double x, double y, double *px,
+                   double *py);
+/* Line chart of nseries series (1..TT_PLOT_MAX_SERIES), each in its colour of a
+   colour-blind-safe palette (Okabe & Ito) and its own marker shape, the
+   legend right of the plot area (never over the data). TT_EARG naming the
+   series (and the point, 1-based) for: no series, an empty series, x and
+   y of different lengths, a value <= 0 on a log axis, no finite point at
+   all. Renders into *out (initialised here); geom may be NULL. */
+tt_status tt_plot_render(tt_canvas *out, tt_plot_geom *geom, const tt_plot_series *series,
+                         int nseries, const tt_plot_opts *opts);
+tt_status tt_plot_write(const char *path, const tt_plot_series *series, int nseries,
+                        const tt_plot_opts *opts);
+/* Colour of series k (0-based). */
+uint32_t tt_plot_colour(int k);
+
+/* ===== One query's attention (attend.c) ===== */
+
+#define TT_ATTEND_MAX_KEYS 32
+#define TT_ATTEND_MAX_DV 16
+
+typedef struct tt_attend_opts {
+    const char *title;                       /* NULL: "One query's attention" */
+    const char *const *labels; int nlabels;  /* key tokens, one a key (NULL: 1, 2, ...) */
+    const char *query;                       /* the query's token, in the subtitle (may be NULL) */
+    int has_scale;
+    double scale;                            /* default 1/sqrt(Dh) */
+    int decimals;                            /* -1: 3 */
+    tt_png_meta meta;
+} tt_attend_opts;
+
+/* Where things landed (for tests): key j's row spans row_y + j*row_h
+   (row_h - 4 of cells); its score cell starts at score_x, its weight
+   cell at weight_x (both col_w wide); value d of v_j at v_x + d*cell_w,
+   of a_j v_j at av_x + d*cell_w; the output row at out_y, same columns
+   as a_j v_j. */
+typedef struct tt_attend_geom {
+    int width, height;
+    int row_y, row_h, col_w, cell_w;
+    int score_x, weight_x, v_x, av_x, out_y;
+} tt_attend_geom;
+
+void tt_attend_opts_init(tt_attend_opts *o);
+/* The numbers the figure shows, in float64: scores[j] = scale * q.k_j,
+   weights = softmax(scores), scaled[j*Dv + d] = weights[j] * V[j][d],
+   out[d] = the sum over j of scaled. q is [Dh], K [Nk, Dh], V [Nk, Dv],
+   row-major. */
+void tt_attend_compute(const float *q, const float *K, const float *V, int nk, int dh, int dv,
+                       double scale, double *scores, double *weights, double *scaled, double *out);
+/* One query against its keys, side by side: the scores, the softmax
+   weights, the value rows v_j, the rows scaled by their weights a_j v_j
+   and, under them, their sum: the output. Every number annotated.
+   TT_EARG for no keys, more than TT_ATTEND_MAX_KEYS keys or
+   TT_ATTEND_MAX_DV value columns, or a label list of the wrong length. */
+tt_status tt_attend_render(tt_canvas *out, tt_attend_geom *geom, const float *q, const float *K,
+                           const float *V, int nk, int dh, int dv, const tt_attend_opts *opts);
+tt_status tt_attend_write(const char *path, const float *q, const float *K, const float *V, int nk,
+                          int dh, int dv, const tt_attend_opts *opts);
+
 /* ===== Head groups (head_groups.c): the MHA / GQA / MQA diagram ===== */
 
 #define TT_HEAD_GROUPS_MAX_Q 64

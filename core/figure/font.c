@@ -14,6 +14,14 @@
 #define GLYPHS_PER_STRIP 8
 #define NSTRIPS 13          /* ASCII 32..126, the ellipsis, then the Greek strip */
 #define GLYPH_SIGMA 96      /* capital sigma, UTF-8 "\xce\xa3": the row-sum margin */
+/* Math signs for figure text, by their UTF-8 sequence. */
+static const struct { const char *utf8; int glyph; } MATH_SIGNS[] = {
+    { "\xc2\xb7", 97 },       /* middle dot: q·k */
+    { "\xc2\xb2", 98 },       /* superscript two: N² */
+    { "\xc3\x97", 99 },       /* multiplication sign */
+    { "\xe2\x88\x9a", 100 },  /* square root */
+    { "\xe2\x86\x92", 101 },  /* rightwards arrow */
+};
 
 static const char *const SHEET[NSTRIPS][TT_FONT_HEIGHT] = {
     {   /*  space   !       "       #       $       %       &       '   */
@@ -136,14 +144,14 @@ static const char *const SHEET[NSTRIPS][TT_FONT_HEIGHT] = {
         "#...# .#### ##### ...## ..#.. ##... ..... #.#.#",
         "..... ....# ..... ..... ..#.. ..... ..... .....",
         "..... .###. ..... ..... ..... ..... ..... .....",
-    }, {/*  Sigma   (unused)                                          */
-        "##### ..... ..... ..... ..... ..... ..... .....",
-        "#.... ..... ..... ..... ..... ..... ..... .....",
-        ".#... ..... ..... ..... ..... ..... ..... .....",
-        "..#.. ..... ..... ..... ..... ..... ..... .....",
-        ".#... ..... ..... ..... ..... ..... ..... .....",
-        "#.... ..... ..... ..... ..... ..... ..... .....",
-        "##### ..... ..... ..... ..... ..... ..... .....",
+    }, {/*  Sigma   middot  sup 2   times   sqrt    arrow   (unused)      */
+        "##### ..... .##.. ..... ..### ..... ..... .....",
+        "#.... ..... #..#. #...# ..#.. ..#.. ..... .....",
+        ".#... ..... ..#.. .#.#. ..#.. ...#. ..... .....",
+        "..#.. ##... .#... ..#.. ..#.. ##### ..... .....",
+        ".#... ##... ####. .#.#. #.#.. ...#. ..... .....",
+        "#.... ..... ..... #...# .##.. ..#.. ..... .....",
+        "##### ..... ..... ..... ..#.. ..... ..... .....",
         "..... ..... ..... ..... ..... ..... ..... .....",
         "..... ..... ..... ..... ..... ..... ..... .....",
     },
@@ -183,7 +191,8 @@ static void decode(void)
 }
 
 /* Next glyph of s (advancing *s): ASCII as is, UTF-8 "…" as the ellipsis,
-   "\xce\xa3" (capital sigma) as itself, any other multi-byte sequence as '?'. */
+   "\xce\xa3" (capital sigma) and the MATH_SIGNS as themselves, any other
+   multi-byte sequence as '?'. */
 static const glyph *next_glyph(const char **s)
 {
     const unsigned char *p = (const unsigned char *)*s;
@@ -199,6 +208,14 @@ static const glyph *next_glyph(const char **s)
         p += 2;
     } else {
         g = '?' - 32;
+        for (size_t k = 0; k < sizeof MATH_SIGNS / sizeof MATH_SIGNS[0]; k++) {
+            const size_t n = strlen(MATH_SIGNS[k].utf8);
+            if (!strncmp((const char *)p, MATH_SIGNS[k].utf8, n)) {
+                g = MATH_SIGNS[k].glyph;
+                p += n - 1;   /* the last byte below */
+                break;
+            }
+        }
         p++;
         while ((*p & 0xc0) == 0x80) p++;         /* skip continuation bytes */
     }

@@ -1,6 +1,7 @@
 /*
-** font.h — the project's own bitmap font (ASCII 32..126, an ellipsis, Σ),
-** drawn into a tt_canvas at integer scales. Used by figure.c and flow.c.
+** font.h — the project's own bitmap font (ASCII 32..126, an ellipsis, Σ,
+** the signs · ² × √ →) drawn into a tt_canvas at integer scales. Used by
+** every figure file.
 */
 #ifndef TT_FONT_H
 #define TT_FONT_H
@@ -24,9 +25,9 @@ enum {
 };
 
 /* Width in pixels of s at scale (the length along the text direction).
-   Besides ASCII, UTF-8 "\xe2\x80\xa6" (ellipsis) and "\xce\xa3" (capital
-   sigma) have glyphs; other bytes outside ASCII draw as '?' (one per UTF-8
-   sequence). */
+   Besides ASCII, UTF-8 "\xe2\x80\xa6" (ellipsis), "\xce\xa3" (capital
+   sigma) and the signs · ² × √ → have glyphs; other bytes outside ASCII
+   draw as '?' (one per UTF-8 sequence). */
 int tt_font_width(const char *s, int scale, int flags);
 
 /* Draws s with the top of its cap height at (x, y). With TT_FONT_UP, (x, y)

@@ -335,12 +335,20 @@ print(select(2, pcall(tt.heatmap, x, "/tmp/tt_sandbox_escape.png")))
 print(select(2, pcall(tt.bars, tt.rand(3), "../bars_escape.png")))
 print(select(2, pcall(tt.flow, "/tmp/tt_sandbox_escape.png")))
 print(select(2, pcall(tt.head_groups, "/tmp/tt_sandbox_hg.png", {q_heads = 2, kv_heads = {1}})))
+print(select(2, pcall(tt.plot, {y = {1, 2}}, "/tmp/tt_sandbox_plot.png")))
+print(select(2, pcall(tt.attend_figure, tt.ones(2), tt.ones(3, 2), tt.ones(3, 2), "../att_escape.png")))
+print(tt.plot({y = {1, 2}}, "images/plot_ok.png"))
 print(tt.heatmap(x, "images/ok.png"))
 ]])
 f:close()
 local out = io.popen("cd " .. dir .. " && " .. os.getenv("PWD") .. "/tensortrace -q --sandbox sbx.lua 2>&1"):read("a")
 check("sandbox: heatmap outside --images refused", out:find("sandbox: cannot write '/tmp/tt_sandbox_escape.png'", 1, true) ~= nil)
 check("sandbox: bars outside --images refused", out:find("sandbox: cannot write '../bars_escape.png'", 1, true) ~= nil)
+check("sandbox: plot and attend_figure outside --images refused",
+      out:find("sandbox: cannot write '/tmp/tt_sandbox_plot.png'", 1, true) ~= nil and
+      out:find("sandbox: cannot write '../att_escape.png'", 1, true) ~= nil and
+      not exists("/tmp/tt_sandbox_plot.png") and not exists(dir .. "/../att_escape.png"))
+check("sandbox: plot under --images written", exists(images .. "/plot_ok.png"))
 check("sandbox: head_groups outside --images refused",
       out:find("sandbox: cannot write '/tmp/tt_sandbox_hg.png'", 1, true) ~= nil and not exists("/tmp/tt_sandbox_hg.png"))
 check("sandbox: no escaped file", not exists("/tmp/tt_sandbox_escape.png") and not exists(dir .. "/../bars_escape.png"))
@@ -442,6 +450,9 @@ local kinds = {
   {"categories", function(p) return tt.heatmap(tt.tensor({{1, 2}, {3, 1}}), p, {categories = {"x", "y", "z"}}) end},
   {"downsampled", function(p) return tt.heatmap(tt.arange(1200 * 1100):view(1200, 1100), p) end},
   {"bars", function(p) return tt.bars(tt.tensor({{0.2, 0.5, 0.8}, {2, -5, 8}}), p, {labels = {"small", "big & <b>"}}) end},
+  {"plot", function(p) return tt.plot({{name = "N² & <b>", x = {1, 10, 100}, y = {1, 100, 1e4}}, {y = {1, 0 / 0, 3}}}, p,
+                                      {xlog = true, ylog = true, title = "a × b"}) end},
+  {"attend", function(p) return tt.attend_figure(tt.ones(2), tt.eye(2), tt.ones(2, 3), p, {labels = {"<a>", "b"}}) end},
   {"flow", function(p)
     tt.trace.section("svg flow")
     local a = tt.randn(2, 3):label("A")
@@ -500,6 +511,90 @@ check("sandbox: svg outside --images refused",
       out:find("sandbox: cannot write '../bars_escape.SVG'", 1, true) ~= nil)
 check("sandbox: no escaped svg", not exists("/tmp/tt_sandbox_escape.svg") and not exists(dir .. "/../bars_escape.SVG"))
 check("sandbox: svg under --images written", exists(images .. "/ok.svg") and xml_check(slurp(images .. "/ok.svg")))
+
+-- ===== tt.plot =====
+local function png_wh(p)
+  local b = slurp(p)
+  return b:sub(2, 4) == "PNG" and string.unpack(">I4>I4", b, 17)
+end
+local steps, loss = {}, {}
+for i = 1, 30 do steps[i] = i; loss[i] = 3 * math.exp(-i / 8) end
+local function two_series()   -- one call site: the PNG's Source chunk names the line
+  return tt.plot({{name = "loss", x = steps, y = loss}, {name = "half", x = steps, y = tt.tensor(loss) / 2}},
+                 tmp("plot.png"), {title = "Loss", xtitle = "step", ytitle = "loss", legend = true, markers = false})
+end
+check("plot: a list of series writes a PNG", two_series() == tmp("plot.png") and png_wh(tmp("plot.png")))
+check("plot: one series alone, x defaults to 1, 2, ...", tt.plot({y = {3, 1, 2}}, tmp("plot1.png")) and
+      png_wh(tmp("plot1.png")))
+check("plot: log axes", tt.plot({{x = {16, 64, 256}, y = {256, 4096, 65536}}}, tmp("plot2.png"),
+                                {xlog = true, ylog = true}))
+check("plot: .svg", not exists(tmp("plot_one.svg")) and tt.plot({y = {1, 2}}, tmp("plot_one.svg")) and
+      slurp(tmp("plot_one.svg")):sub(1, 5) == "<?xml")
+local a1 = slurp(tmp("plot.png"))
+two_series()
+check("plot: the same bytes twice", slurp(tmp("plot.png")) == a1)
+check("plot: a NaN point is skipped, not an error", tt.plot({y = {1, 0 / 0, 3}}, tmp("plot3.png")))
+-- errors, each naming the series and the point
+checkerror({"plot: unknown option 'log'", "(options: title, xtitle, ytitle, xlog, ylog, legend, markers)"},
+           tt.plot, {y = {1}}, tmp("e.png"), {log = true})
+checkerror({"plot: option 'xlog' must be true or false, not a string"}, tt.plot, {y = {1}}, tmp("e.png"), {xlog = "yes"})
+checkerror({"plot: nothing to draw: no series"}, tt.plot, {}, tmp("e.png"))
+checkerror({"plot: series 'loss' is empty"}, tt.plot, {{name = "loss", y = {}}}, tmp("e.png"))
+checkerror({"plot: series 'b' has 3 x values and 2 y values"}, tt.plot,
+           {{name = "a", y = {1, 2}}, {name = "b", x = {1, 2, 3}, y = {1, 2}}}, tmp("e.png"))
+checkerror({"plot: series 'flops' has y = 0 at point 2, which a log y axis cannot show"}, tt.plot,
+           {{name = "flops", y = {1, 0, 3}}}, tmp("e.png"), {ylog = true})
+checkerror({"plot: series 2 has x = -1 at point 1, which a log x axis cannot show"}, tt.plot,
+           {{y = {1}}, {x = {-1}, y = {2}}}, tmp("e.png"), {xlog = true})
+checkerror({"plot: series 1 has no y"}, tt.plot, {{x = {1, 2}}}, tmp("e.png"))
+checkerror({"plot: series 1's y must hold numbers (entry 2 is a string)"}, tt.plot, {{y = {1, "2"}}}, tmp("e.png"))
+checkerror({"plot: series 1's x must be a 1-D tensor or a list of numbers, got [2,2]"}, tt.plot,
+           {{x = tt.zeros(2, 2), y = {1, 2}}}, tmp("e.png"))
+do   -- a closed tensor, or one closed by an __index while the series are read
+  local closed = tt.ones(3)
+  tensor_mt.__close(closed)
+  checkerror({"plot: series 1's y is a closed tensor"}, tt.plot, {{y = closed}}, tmp("e.png"))
+  local live = tt.ones(3)
+  local sneaky = setmetatable({}, {__index = function(_, k)
+    if k == "y" then return live end
+    if k == "x" then tensor_mt.__close(live) end
+  end})
+  checkerror({"plot: series 1's y is a closed tensor"}, tt.plot, {sneaky}, tmp("e.png"))
+end
+checkerror({"plot: series 2 must be a table"}, tt.plot, {{y = {1}}, 5}, tmp("e.png"))
+checkerror({"plot (a series): unknown option 'ys'"}, tt.plot, {{ys = {1}}}, tmp("e.png"))
+checkerror({"plot: 9 series, at most 8 fit one chart"}, tt.plot,
+           {{y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}}, tmp("e.png"))
+checkerror({"plot: nothing to draw: no series has a finite point"}, tt.plot, {y = {0 / 0}}, tmp("e.png"))
+check("plot: no file after an error", not exists(tmp("e.png")))
+
+-- ===== tt.attend_figure =====
+local Qh = tt.tensor{{1, 0}, {0, 1}, {1, 1}}
+local Vh = tt.tensor{{1, 0}, {0, 2}, {1, 1}}
+check("attend_figure: the hand example writes a PNG",
+      tt.attend_figure(Qh[3], Qh, Vh, tmp("att.png"), {labels = {"t1", "t2", "t3"}, query = "t3", title = "q3", decimals = 4})
+      == tmp("att.png") and png_wh(tmp("att.png")))
+check("attend_figure: q as [1, Dh], a scale, K a transposed view", tt.attend_figure(Qh:narrow(1, 3, 1),
+      Qh:mT():contiguous():mT(), Vh, tmp("att2.svg"), {scale = 0.5}) and slurp(tmp("att2.svg")):sub(1, 5) == "<?xml")
+checkerror({"attend_figure: expected one query q [Dh] (or [1,Dh]), keys K [Nk,Dh] and values V [Nk,Dv], got q [3,2]",
+            "hint: one query row, e.g. Q[3]"}, tt.attend_figure, Qh, Qh, Vh, tmp("e.png"))
+checkerror({"attend_figure: q [3] and K [3,2] differ in Dh (3 vs 2)"}, tt.attend_figure, tt.ones(3), Qh, Vh, tmp("e.png"))
+checkerror({"attend_figure: K [3,2] and V [2,2] differ in the number of keys (3 vs 2)"}, tt.attend_figure,
+           Qh[1], Qh, Vh:narrow(1, 1, 2), tmp("e.png"))
+checkerror({"attend_figure: 2 labels for the 3 keys"}, tt.attend_figure, Qh[1], Qh, Vh, tmp("e.png"), {labels = {"a", "b"}})
+checkerror({"attend_figure: 40 keys, at most 32 fit one figure", "K:narrow(1, 1, 32)"}, tt.attend_figure,
+           tt.ones(2), tt.ones(40, 2), tt.ones(40, 2), tmp("e.png"))
+checkerror({"attend_figure: values of size 20, at most 16 columns"}, tt.attend_figure,
+           tt.ones(2), tt.ones(3, 2), tt.ones(3, 20), tmp("e.png"))
+checkerror({"attend_figure: unknown option 'tokens'", "(options: title, labels, query, scale, decimals)"},
+           tt.attend_figure, Qh[1], Qh, Vh, tmp("e.png"), {tokens = {}})
+checkerror({"attend_figure: option 'query' must be a string, not a number"},
+           tt.attend_figure, Qh[1], Qh, Vh, tmp("e.png"), {query = 3})
+checkerror({"attend_figure: option 'scale' must be a number, not a string"},
+           tt.attend_figure, Qh[1], Qh, Vh, tmp("e.png"), {scale = "1"})
+checkerror({"attend_figure: scale must be a finite number, not inf"},
+           tt.attend_figure, Qh[1], Qh, Vh, tmp("e.png"), {scale = math.huge})
+check("attend_figure: no file after an error", not exists(tmp("e.png")))
 
 os.execute("rm -rf " .. dir)
 T.report()
