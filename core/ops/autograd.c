@@ -97,8 +97,15 @@ const char *tt_grad_fn_name(const tt_tensor *t)
     if (!t->ag || !t->ag->fn) return NULL;
     tt_op op = t->ag->fn->op;
     if (!names[op]) {
+        /* PyTorch's style: log_softmax -> LogSoftmaxBackward */
         const char *n = tt_op_name(op);
-        snprintf(buf[op], sizeof buf[op], "%c%sBackward", n[0] >= 'a' && n[0] <= 'z' ? n[0] - 32 : n[0], n + 1);
+        size_t k = 0;
+        for (int up = 1; *n && k + sizeof "Backward" < sizeof buf[op]; n++) {
+            if (*n == '_' || *n == '.') { up = 1; continue; }
+            buf[op][k++] = up && *n >= 'a' && *n <= 'z' ? (char)(*n - 32) : *n;
+            up = 0;
+        }
+        memcpy(buf[op] + k, "Backward", sizeof "Backward");
         names[op] = buf[op];
     }
     return names[op];

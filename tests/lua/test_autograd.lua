@@ -102,7 +102,7 @@ local acts = {
   {"relu", function(v) return v > 0 and v or 0 end, function(v) return v > 0 and 1 or 0 end, "ReluBackward"},
   {"tanh", th, function(v) return 1 - th(v) ^ 2 end, "TanhBackward"},
   {"sigmoid", sig, function(v) return sig(v) * (1 - sig(v)) end, "SigmoidBackward"},
-  {"gelu", gelu_t, nil, "Gelu_tanhBackward", "tanh"},
+  {"gelu", gelu_t, nil, "GeluTanhBackward", "tanh"},
 }
 for _, a in ipairs(acts) do
   local name, f, df, fn, form = a[1], a[2], a[3], a[4], a[5]
@@ -136,7 +136,7 @@ close("relu: gradient 0 at 0 (PyTorch)", r0.grad, {0, 0, 1})
 for _, d in ipairs({1, 2, -1}) do
   local x0 = xt:detach():requires_grad_()
   local y = x0:log_softmax(d)
-  check("log_softmax: grad_fn", y.grad_fn == "Log_softmaxBackward")
+  check("log_softmax: grad_fn", y.grad_fn == "LogSoftmaxBackward")
   local dd = d < 0 and 2 or d
   local function row(i, j) -- the entries sharing (i, j)'s line along dd
     local r = {}
