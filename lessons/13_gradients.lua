@@ -66,11 +66,14 @@ print("output into the gradient at its inputs. The hand computation reads the")
 print("forward pass's tensors as plain values (detach), so it builds no graph.")
 local P = weights:detach():label("p")
 local O = out:detach()
-print("loss = mean((out - target)^2) over N*Dh numbers, so")
+print("loss = mean((out - target)^2) over N*Dh numbers, so the gradient at the")
+print("output is g_out = 2 * (out - target) / (N*Dh).")
 local g_out = (2 * (O - target) / (N * Dh)):label("g_out")
-print("out = p @ V, so d loss / d V = p^T @ g_out and d loss / d p = g_out @ V^T:")
+print("out = p @ V (p: the weights), so d loss / d V = p^T @ g_out, which must equal")
+print("V.grad, and the gradient at the weights is g_p = g_out @ V^T.")
 local g_V = P:mT():matmul(g_out):label("g_V")
 tt.assert_close(g_V, V.grad, 1e-5, 1e-7, "p^T @ g_out == V.grad")
+print("Checked: p^T @ g_out equals V.grad.")
 local g_p = g_out:matmul(V:detach():mT()):label("g_p")
 
 print("Softmax is where attention's gradient is interesting. To compare with")
@@ -92,7 +95,8 @@ tt.assert_close(J, J:mT(), 0, 0, "J is symmetric")
 print("J is symmetric (checked), so the gradient at the row's scores is J @ g_p[i]:")
 local g_row_J = J:matmul(g_p[i]):label("g_scores_row (Jacobian)")
 tt.assert_close(g_row_J, S.grad[i], 1e-5, 1e-7, "J @ g_p[i] == scores.grad[i]")
-print("The cheap form never builds J: J @ g = p*g - p*(p.g) = p * (g - <g,p>).")
+print("The cheap form never builds J: with g = g_p[i],")
+print("J @ g = p * g - p * <p,g> = p * (g - <g,p>).")
 local g = g_p[i]
 local g_row_cheap = (p * (g - (g * p):sum())):label("g_scores_row (cheap)")
 tt.assert_close(g_row_cheap, S.grad[i], 1e-5, 1e-7, "p * (g - <g,p>) == scores.grad[i]")
@@ -102,7 +106,8 @@ untraced(function()
   print("  backward()      = " .. fmt_row(S.grad[i]:totable()))
 end)
 print("Checked: both equal backward()'s row. J has N*N entries for each of the N")
-print("rows; the cheap form needs a few operations per score, for all rows at once:")
+print("rows; the cheap form needs four operations per score. Applied to all rows at")
+print("once it gives the whole of d loss / d scores (checked against backward()).")
 local g_S = (P * (g_p - (g_p * P):sum("Nk", true))):label("g_scores")
 tt.assert_close(g_S, S.grad, 1e-5, 1e-7, "p * (g - <g,p>) for every row == scores.grad")
 
@@ -144,8 +149,9 @@ print("its weight is 1 whatever its score, and p * (g - <g,p>) = 1 * (g - g) = 0
 untraced(function()
   if S.grad[1][1]:item() ~= 0 then error("the first query's gradient should be exactly 0") end
 end)
-print("And every row of d loss / d scores sums to 0: adding the same number to a")
-print("whole row of scores leaves softmax unchanged, so that direction has no slope.")
+print("And every row of d loss / d scores sums to 0 (to 1e-7): adding the same")
+print("number to a whole row of scores leaves softmax unchanged, so that direction")
+print("has no slope.")
 tt.assert_close(S.grad:sum(-1), tt.zeros(N), 0, 1e-7, "each row of scores.grad sums to 0")
 tt.heatmap(S.grad, "images/13_scores_grad.png", {
   title = "d loss / d scores (causal head)", xlabels = tokens, ylabels = tokens, row_sums = true,
@@ -154,11 +160,11 @@ tt.heatmap(S.grad, "images/13_scores_grad.png", {
 print("Figure: images/13_scores_grad.png")
 
 tt.trace.section("5. Lesson 02's claim, measured: unscaled scores starve the gradient")
-print("As in lesson 02, 8 random keys, but 256 random queries; entries of")
-print("variance 1. The same random gradient G arrives at the weights (the loss is")
-print("sum(softmax(s) * G)). How much of it reaches the scores s, for s = q.k and")
-print("for s = q.k / sqrt(Dh)? We count a query as starved when its row of")
-print("d loss / d s has norm below 1e-3.")
+print("As in lesson 02, random queries against 8 random keys (256 queries here),")
+print("entries of variance 1. The same random gradient G arrives at the weights")
+print("(the loss is sum(softmax(s) * G)). How much of it reaches the scores s, for")
+print("s = q.k and for s = q.k / sqrt(Dh)? We count a query as starved when its")
+print("row of d loss / d s has norm below 1e-3.")
 local M, Nk, STARVED = 256, 8, 1e-3
 local G = tt.randn(M, Nk):label("G")
 local function grad_at_scores(s)
@@ -167,13 +173,17 @@ local function grad_at_scores(s)
   l:backward()
   return leaf.grad
 end
--- The norm of the whole gradient, and how many query rows are starved.
+-- The norm of the whole gradient, and how many query rows are starved
+-- (reading numbers out, untraced).
 local function measure(grad)
+  tt.trace.off()
   local rows = (grad * grad):sum(-1):sqrt()
-  return norm(grad), rows:lt(STARVED):float():sum():item()
+  local total, starved = norm(grad), rows:lt(STARVED):float():sum():item()
+  tt.trace.on()
+  return total, starved
 end
 local widths, raw_norms, scaled_norms, raw_starved, scaled_starved = {4, 16, 64, 256, 1024}, {}, {}, {}, {}
-print("     Dh   std(q.k)   ||grad|| unscaled   scaled   starved queries unscaled   scaled")
+print("Five widths; the trace shows the first.")
 for n, d in ipairs(widths) do
   if n == 2 then tt.trace.off() end
   local q = tt.randn(M, d)
@@ -182,8 +192,9 @@ for n, d in ipairs(widths) do
   raw_norms[n], raw_starved[n] = measure(grad_at_scores(raw))
   scaled_norms[n], scaled_starved[n] = measure(grad_at_scores(raw / math.sqrt(d)))
   untraced(function()
-    print(string.format("  %5d   %8.2f   %17.3f   %6.3f   %20d/%d   %4d/%d", d, raw:std():item(),
-          raw_norms[n], scaled_norms[n], raw_starved[n], M, scaled_starved[n], M))
+    if n == 1 then print("     Dh   std(q.k)   ||grad|| unscaled  scaled   starved unscaled  scaled") end
+    print(string.format("  %5d   %8.2f   %17.3f  %6.3f   %16s  %6s", d, raw:std():item(),
+          raw_norms[n], scaled_norms[n], string.format("%d/%d", raw_starved[n], M), string.format("%d/%d", scaled_starved[n], M)))
   end)
 end
 tt.trace.on()
