@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lauxtt.h"
 #include "ltrace.h"
@@ -310,6 +311,17 @@ static int ltt_manual_seed(lua_State *L)
 static int ltt_clock(lua_State *L)
 {
     lua_pushnumber(L, (lua_Number)tt_now_ns() * 1e-9);
+    return 1;
+}
+
+/* tt.isatty(fd): whether file descriptor fd (0 stdin, 1 stdout, 2 stderr)
+   is a terminal, so a script can print progress for a person watching and
+   nothing into a file or a pipe. */
+static int ltt_isatty(lua_State *L)
+{
+    lua_Integer fd = luaL_checkinteger(L, 1);
+    luaL_argcheck(L, fd >= 0 && fd <= INT_MAX, 1, "file descriptor must be >= 0");
+    lua_pushboolean(L, isatty((int)fd) == 1);
     return 1;
 }
 
@@ -1247,6 +1259,7 @@ static const luaL_Reg ttlib[] = {
     {"causal_mask", ltt_causal_mask}, {"sdpa", ltt_sdpa},
     {"rearrange", ltt_rearrange}, {"einsum", ltt_einsum},
     {"allclose", ltt_allclose}, {"assert_close", ltt_assert_close}, {"clock", ltt_clock},
+    {"isatty", ltt_isatty},
     {NULL, NULL}
 };
 

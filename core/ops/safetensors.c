@@ -92,19 +92,36 @@ static int by_name(const void *x, const void *y)
     return strcmp(sort_job->names[*(const int *)x], sort_job->names[*(const int *)y]);
 }
 
+static const char *const *sort_meta;
+static int by_key(const void *x, const void *y)
+{
+    return strcmp(sort_meta[2 * *(const int *)x], sort_meta[2 * *(const int *)y]);
+}
+
 static tt_status build_header(const char *path, save_job *j)
 {
     tt_strbuf b = {0};
     tt_strbuf_str(&b, "{");
     int first = 1;
     if (j->nmeta > 0) {
-        tt_strbuf_str(&b, "\"__metadata__\":{");
-        for (int i = 0; i < j->nmeta; i++) {
-            if (i) tt_strbuf_str(&b, ",");
-            sb_json(&b, j->meta[2 * i]);
-            tt_strbuf_str(&b, ":");
-            sb_json(&b, j->meta[2 * i + 1]);
+        /* keys in order, as the tensors: a script's table comes in hash
+           order, which changes from run to run, and the bytes must not */
+        int *order = malloc((size_t)j->nmeta * sizeof *order);
+        if (!order) {
+            free(b.p);
+            return tt__err(TT_ENOMEM, "save: out of memory for the header of '%s'", path);
         }
+        for (int i = 0; i < j->nmeta; i++) order[i] = i;
+        sort_meta = j->meta;
+        qsort(order, (size_t)j->nmeta, sizeof *order, by_key);
+        tt_strbuf_str(&b, "\"__metadata__\":{");
+        for (int r = 0; r < j->nmeta; r++) {
+            if (r) tt_strbuf_str(&b, ",");
+            sb_json(&b, j->meta[2 * order[r]]);
+            tt_strbuf_str(&b, ":");
+            sb_json(&b, j->meta[2 * order[r] + 1]);
+        }
+        free(order);
         tt_strbuf_str(&b, "}");
         first = 0;
     }

@@ -214,6 +214,18 @@ check("allclose false", not tt.allclose(tt.tensor{1, 2}, tt.tensor{1, 2.1}))
 check("allclose number", tt.allclose(tt.ones(3), 1))
 local t0 = tt.clock()
 check("clock monotonic", type(t0) == "number" and tt.clock() >= t0)
+-- isatty: run.sh sends this script's output to a file, so 1 and 2 are no terminal
+check("isatty(1) of a file", tt.isatty(1) == false)
+check("isatty(2) of a file", tt.isatty(2) == false)
+check("isatty of a closed descriptor", tt.isatty(987) == false)
+checkerror({"bad argument #1 to 'isatty'", "must be >= 0"}, function() tt.isatty(-1) end)
+checkerror({"bad argument #1 to 'isatty'", "number expected"}, function() tt.isatty("stderr") end)
+-- under script(1) (util-linux) stdout and stderr are a pseudo-terminal
+if os.execute("command -v script >/dev/null 2>&1") then
+  local p = io.popen("script -qec \"./tensortrace -q -e 'print(tt.isatty(1), tt.isatty(2))'\" /dev/null </dev/null")
+  local got = p:read("a"); p:close()
+  check("isatty(1), isatty(2) of a terminal", got:match("^true\ttrue") ~= nil)
+end
 -- a nested table that does not convert: the error names the script line
 local x22 = tt.tensor{{1, 2}, {3, 4}}
 local line = debug.getinfo(1, "l").currentline

@@ -65,6 +65,21 @@ check("header names dtype, shape and offsets", header:find(
   1, true) ~= nil)
 check("header holds __metadata__", header:find('"__metadata__":{"k":"v"}', 1, true) ~= nil)
 check("data after the header", bytes:sub(9 + hlen) == string.pack("<ff", 1, 2) .. "\1\0")
+-- metadata keys in sorted order, whatever the table's hash order (which
+-- changes from run to run): the same checkpoint gives the same bytes
+do
+  local many, keys = {}, {}
+  for i = 1, 40 do many[string.format("key%02d", 41 - i)] = tostring(i) end
+  local mpath = path .. ".meta"
+  tt.save(mpath, {a = tt.tensor({1})}, many)
+  local mbytes = T.slurp(mpath)
+  os.remove(mpath)
+  local mheader = mbytes:sub(9, 8 + string.unpack("<I8", mbytes))
+  for k in mheader:gmatch('"(key%d%d)"') do keys[#keys + 1] = k end
+  local sorted = #keys == 40
+  for i = 2, #keys do sorted = sorted and keys[i - 1] < keys[i] end
+  check("metadata keys written in sorted order", sorted)
+end
 
 -- atomic: a refused save leaves the old file as it was
 checkerror("save:", tt.save, path, {x = 5})
