@@ -124,8 +124,10 @@ end
 
 -- Per-token loss: -log p(next token), [b, N-1]; column i predicts token i+1.
 local function token_losses(logits, x)
-  local logp = logits:narrow(2, 1, N - 1):log_softmax(3)
-  return -logp:gather(3, x:narrow(2, 2, N - 1):unsqueeze(3)):squeeze(3)
+  local b = x:size(1)
+  local rows = logits:narrow(2, 1, N - 1):reshape(b * (N - 1), V)
+  local targets = x:narrow(2, 2, N - 1):reshape(b * (N - 1))
+  return tt.cross_entropy(rows, targets, {reduction = "none"}):view(b, N - 1)
 end
 -- The two parts for period P: first occurrences (tokens 2..P) and the
 -- repeated tokens an induction head can predict (tokens P+2..N; token P+1
@@ -276,9 +278,10 @@ else
   if #curve.first ~= STEPS or meta.steps ~= tostring(STEPS) then error(CHECKPOINT .. " is not from this lesson") end
 end
 tt.trace.on()
-print(string.format("%d steps of %d tokens. Loaded from %s unless the script", STEPS, B * N, CHECKPOINT))
-print("was run with --retrain, which trains again from the same seed (and")
-print("writes the same bytes: the training is deterministic for any thread count).")
+print(string.format("%d steps of %d tokens each. The weights come from", STEPS, B * N))
+print(CHECKPOINT .. " unless the script runs with --retrain,")
+print("which trains again from the same seed and writes the same bytes: the")
+print("training is deterministic for any thread count.")
 
 tt.trace.section("6. The phase change")
 -- means over windows of 20 steps: one point per window, at its last step
