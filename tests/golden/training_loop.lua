@@ -3,7 +3,7 @@
 -- steps whose groups repeat it (same lines, ops and shapes) are counted.
 -- The loss is printed after steps 3 and 7, so: step 1 in full, "×2 more"
 -- (steps 2 and 3) before the first print, "×4 more" (steps 4 to 7) before
--- the second. The JSON trace keeps every event (test_trace.lua counts them).
+-- the second. The JSON trace is never folded (test_trace.lua checks it).
 tt.manual_seed(0)
 local lin1, lin2 = tt.nn.Linear(4, 8), tt.nn.Linear(8, 2)
 local params = lin1:parameters()

@@ -347,6 +347,11 @@ run("-q --trace-json " .. jf .. " " .. script)
 local nmul = 0
 for line in io.lines(jf) do if json.decode(line).op == "mul" then nmul = nmul + 1 end end
 fcheck("fold: the JSON trace has every pass", nmul == 5, nmul)
+-- the training loop of tests/golden/training_loop.lua: 7 steps in the JSON
+run("-q --trace-json " .. jf .. " tests/golden/training_loop.lua")
+local nstep = 0
+for line in io.lines(jf) do if json.decode(line).phase == "step" then nstep = nstep + 1 end end
+fcheck("fold: the JSON of the training loop has all 7 optimizer steps", nstep == 7, tostring(nstep))
 -- --trace=values: the first pass's values, the rest counted and said so
 out = run("--trace=values " .. script)
 fcheck("fold: values shown once, the count says they are not", count(out, "min ") == 3
