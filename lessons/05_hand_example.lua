@@ -9,7 +9,7 @@
 --
 -- Run it:   ./tensortrace lessons/05_hand_example.lua
 --           ./tensortrace -q lessons/05_hand_example.lua   (numbers only, no trace)
--- Figures:  images/05_scores.png  images/05_weights.png
+-- Figures:  images/05_attend.png  images/05_scores.png  images/05_weights.png
 
 local function untraced(fn, ...)
   tt.trace.off(); fn(...); tt.trace.on()
@@ -93,6 +93,11 @@ print("  so it equals a1 + a2 + a3, the sum of the weights.")
 tt.assert_close(z3[2], a3:sum(), 1e-6, 1e-6, "z3[2] equals the sum of the weights")
 print("  z3 is not a copy of v3 = [1,1]: attention mixes all three values.")
 if tt.allclose(z3, V[3], 0, 1e-3) then error("z3 should differ from v3") end
+tt.attend_figure(q3, K, V, "images/05_attend.png", {
+  labels = tokens, query = "t3", title = "Hand example: one query's attention, step by step" })
+print("Figure: images/05_attend.png draws the four steps for query t3, one row a key:")
+print("its score, its weight, its value row, that row times the weight, and under them")
+print("their sum, the output z3 = [0.752, 1.000].")
 
 tt.trace.section("2. All three queries at once")
 print("The same four steps as matrix operations: S = QK^T/sqrt(Dh), A = softmax(S), Z = AV.")

@@ -13,7 +13,7 @@
 --
 -- Run:  ./tensortrace lessons/10_complexity.lua      (trace of the N = 64 run)
 --       ./tensortrace -q lessons/10_complexity.lua   (narrative only)
--- Figure: images/10_flops.png
+-- Figure: images/10_flops.png (FLOPs of each part vs N, log-log: slopes 1 and 2)
 
 tt.manual_seed(0)
 
@@ -132,18 +132,51 @@ for _, s in ipairs{"scores", "softmax", "agg"} do
 end
 if measured(runs[1024]).proj ~= 4 * measured(runs[256]).proj then error("proj should grow x4") end
 
-local shares, labels = {}, {}
-for i, N in ipairs(Ns) do
-  local m, row = measured(runs[N]), {}
-  for j, s in ipairs(steps) do row[j] = 100 * m[s] / totals[N] end
-  shares[i] = row
-  labels[i] = "N = " .. N
+tt.trace.section("FLOPs against N on a log-log plot")
+print("Three more sizes, N = 32, 128 and 512 (trace paused), give six points a step.")
+tt.trace.off()
+for _, N in ipairs{32, 128, 512} do runs[N] = attention(tt.randn(1, N, D):named("B", "N", "D")) end
+tt.trace.on()
+local plotNs = {32, 64, 128, 256, 512, 1024}
+local linear, quadratic, total = {}, {}, {}
+for i, N in ipairs(plotNs) do
+  local m, want = measured(runs[N]), formula(N)
+  for _, s in ipairs(steps) do
+    if m[s] ~= want[s] then error(string.format("%s at N=%d: counted %d FLOPs, formula says %d", s, N, m[s], want[s])) end
+  end
+  linear[i] = m.proj + m.out
+  quadratic[i] = m.scores + m.softmax + m.agg
+  total[i] = linear[i] + quadratic[i]
 end
-tt.bars(tt.tensor(shares), "images/10_flops.png", {
-  title = "Share of FLOPs per step (%), D = 64",
-  xlabels = {"Q,K,V", "scores", "softmax", "A @ V", "W_O"},
-  labels = labels, decimals = 0 })
-print("Figure: images/10_flops.png (share of each step, per N)")
+tt.plot({
+  {name = "projections ~ N", x = plotNs, y = linear},
+  {name = "scores+softmax+AV ~ N²", x = plotNs, y = quadratic},
+  {name = "total", x = plotNs, y = total},
+}, "images/10_flops.png", {
+  title = "Attention FLOPs vs N (D = 64, H = 4)",
+  xtitle = "N (tokens)", ytitle = "FLOPs", xlog = true, ylog = true })
+-- slope between two points on log-log axes: how many decades y rises per decade of N
+local function slope(y, i, j) return math.log(y[j] / y[i]) / math.log(plotNs[j] / plotNs[i]) end
+local n = #plotNs
+print("On log-log axes a cost proportional to N^k is a straight line of slope k")
+print("(log y = k log N + constant). The slopes of the counted FLOPs, N = 32 to 1024:")
+print(string.format("  projections %.3f (cost grows as N), N x N steps %.3f (cost grows as N^2),",
+      slope(linear, 1, n), slope(quadratic, 1, n)))
+for i = 1, n - 1 do
+  if math.abs(slope(linear, i, i + 1) - 1) > 1e-9 or math.abs(slope(quadratic, i, i + 1) - 2) > 1e-9 then
+    error("every segment should have slope 1 (projections) and 2 (N x N steps)")
+  end
+end
+local bends = {}
+for i = 1, n - 1 do
+  bends[i] = string.format("%.2f", slope(total, i, i + 1))
+  if i > 1 and slope(total, i, i + 1) <= slope(total, i - 1, i) then error("the total's slope should grow") end
+end
+print("  and the total bends from one to the other: its slope per doubling of N is")
+print("  " .. table.concat(bends, ", ") .. ". The two straight lines cross where the N^2 part")
+print("  takes over (next section).")
+print("Checked: every segment has slope 1 or 2 to 1e-9; the total's slope grows.")
+print("Figure: images/10_flops.png (FLOPs vs N, log-log)")
 
 tt.trace.section("Where does N^2 take over?")
 print("Linear in N:    projections        6 N D^2 + 2 N D^2          = 8 N D^2")

@@ -6,8 +6,12 @@
 ** The first rows of the current line are held back until the line changes
 ** or the script prints, so a label given later on the same line shows in
 ** them; a label given on another line never changes a row already made.
+** A finished group is held back too, to fold a loop: groups that repeat
+** the ones just before them (same lines, ops and shapes) are counted, and
+** one line "… ×N more (same shapes)" stands for them.
 */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +26,8 @@
 #define MAX_CALLERS 3                  /* call sites shown after a line inside a function */
 #define MAX_SOURCES 64                 /* chunks whose text is kept ... */
 #define MAX_SOURCE_BYTES (4 << 20)     /* ... and their total size; the least recently used go */
+#define FOLD_HISTORY 128               /* finished groups remembered when looking for a repeat */
+#define FOLD_GROUP_MAX (256 << 10)     /* text of one group held back; a longer one prints as it comes */
 
 typedef struct pending {
     tt_event ev;
@@ -41,6 +47,7 @@ typedef struct frame {
     size_t srclen;
     uint32_t sum;                        /* of the source's ends: a reused address is a new chunk */
     int line;
+    uint64_t pass;                       /* the innermost for loop's variable: a new value is a new pass */
 } frame;
 
 typedef struct group {
@@ -260,6 +267,33 @@ static int same_frame(const frame *a, const frame *b)
     return a->src == b->src && a->srclen == b->srclen && a->sum == b->sum && a->line == b->line;
 }
 
+/* Identifies the pass of the innermost for loop running in ar's function
+   by its control variable (the first named local after the loop's hidden
+   "(for state)" ones): a loop's passes on one line are groups of their own,
+   so that they can fold. 0 outside loops. */
+static uint64_t loop_pass(lua_State *L, lua_Debug *ar)
+{
+    uint64_t key = 0;
+    int after_state = 0;
+    const char *name;
+    for (int n = 1; (name = lua_getlocal(L, ar, n)) != NULL; n++) {
+        if (strcmp(name, "(for state)") == 0) {
+            after_state = 1;
+        } else if (after_state && name[0] != '(') {
+            after_state = 0;
+            if (lua_isinteger(L, -1)) key = (uint64_t)lua_tointeger(L, -1);
+            else if (lua_type(L, -1) == LUA_TNUMBER) {
+                lua_Number v = lua_tonumber(L, -1);
+                memcpy(&key, &v, sizeof key < sizeof v ? sizeof key : sizeof v);
+            } else if (lua_type(L, -1) == LUA_TBOOLEAN) key = (uint64_t)lua_toboolean(L, -1);
+            else key = (uint64_t)(uintptr_t)lua_topointer(L, -1);
+            key = key * 31u + (uint64_t)n;   /* another loop with the same value is another pass */
+        }
+        lua_pop(L, 1);
+    }
+    return key;
+}
+
 /* The innermost Lua line running, then the lines that called it, up to
    MAX_CALLERS and stopping at a main chunk. Returns the frame count. */
 static int locate(lua_State *L, frame *f, int max)
@@ -278,10 +312,289 @@ static int locate(lua_State *L, frame *f, int max)
         f[n].srclen = ar.srclen;
         f[n].sum = ends_sum(ar.source, ar.srclen);
         f[n].line = ar.currentline;
+        f[n].pass = loop_pass(L, &ar);
         n++;
         if (strcmp(ar.what, "main") == 0) break;
     }
     return n;
+}
+
+/* ===== Folding a loop: repeated groups counted, not printed ===== */
+
+/* A group of the text trace once its last row is in: kept to be compared
+   with the groups after it, its text while it waits to be shown. */
+typedef struct done_group {
+    frame f[1 + MAX_CALLERS];
+    int n;
+    char file[140];                      /* its header's file and line */
+    int line;
+    char *sig;                           /* its rows without labels or values; NULL: never equal */
+    uint32_t sighash;
+    char *text;                          /* header and rows, while it waits; NULL once shown or counted */
+    size_t rows_at;                      /* where its rows start in text (after the header) */
+    long anchor;                         /* first group of the repeat it belongs to (itself when alone) */
+} done_group;
+
+static struct {
+    done_group h[FOLD_HISTORY];          /* group i is h[i % FOLD_HISTORY] */
+    long len;                            /* groups finished */
+    long waiting;                        /* the last ones, held back: they may repeat those before */
+    long period;                         /* groups in the repeat being counted, 0 if none */
+    long since;                          /* the first of its first occurrence (shown) */
+    long count;                          /* repeats counted since the last "more" line */
+    frame last[1 + MAX_CALLERS];         /* the lines of the group shown last, nothing printed since */
+    int nlast;                           /* 0: something else was printed after it */
+} fold;
+
+/* The group being made: its text and signature, held until it ends. */
+static struct {
+    tt_strbuf text, sig;
+    size_t rows_at;
+    int open;
+    int direct;                          /* printed as it comes (too long, or a continuation): never folds */
+} cur;
+
+static done_group *nth(long i) { return &fold.h[i % FOLD_HISTORY]; }
+
+static int same_lines(const frame *a, int na, const frame *b, int nb)
+{
+    if (na != nb) return 0;
+    for (int k = 0; k < na; k++)
+        if (!same_frame(&a[k], &b[k])) return 0;
+    return 1;
+}
+
+static int same_group(long i, long j)
+{
+    const done_group *a = nth(i), *b = nth(j);
+    if (a->sig == NULL || b->sig == NULL || a->sighash != b->sighash) return 0;
+    return same_lines(a->f, a->n, b->f, b->n) && strcmp(a->sig, b->sig) == 0;
+}
+
+/* Prints a group; its header only when the rows just above are not of the
+   same lines (a loop's passes that differ read as one group). */
+static void show(long i)
+{
+    done_group *g = nth(i);
+    if (g->text) {
+        int again = same_lines(g->f, g->n, fold.last, fold.nlast);
+        fputs(g->text + (again ? g->rows_at : 0), stdout);
+        memcpy(fold.last, g->f, sizeof fold.last);
+        fold.nlast = g->n;
+    }
+    free(g->text);
+    g->text = NULL;
+}
+
+/* Marks groups from..to-1 as part of the repeat whose first occurrence
+   starts at fold.since; the counted ones are never shown. */
+static void mark_repeat(long from, long to, long counted_from)
+{
+    for (long j = from; j < to; j++) {
+        nth(j)->anchor = fold.since;
+        if (j >= counted_from) {
+            free(nth(j)->text);
+            nth(j)->text = NULL;
+        }
+    }
+}
+
+/* "    … ×9 more (same shapes)": the repeats counted since the last such
+   line; "of the rows since line 12" when a repeat is several groups. */
+static void announce(void)
+{
+    if (fold.count == 0) return;
+    const done_group *first = nth(fold.since), *last = nth(fold.len - 1);
+    printf("    \xe2\x80\xa6 \xc3\x97%ld more", fold.count);
+    if (fold.period > 1 && strcmp(first->file, last->file) == 0) printf(" of the rows since line %d", first->line);
+    else if (fold.period > 1) printf(" of the rows since %s:%d", first->file, first->line);
+    printf(" (same shapes%s)\n", tr.mode == LTT_TRACE_VALUES ? ", values not shown" : "");
+    fold.count = 0;
+    fold.nlast = 0;
+}
+
+/* Whether the p groups before s can be a first occurrence: all in the
+   history, each shown or counted in a repeat that began among them (a
+   "more" line never stands for rows the reader did not see). */
+static int window_ok(long s, long p)
+{
+    if (s - p < 0 || s - p < fold.len - FOLD_HISTORY) return 0;
+    for (long j = s - p; j < s; j++)
+        if (nth(j)->anchor < s - p) return 0;
+    return 1;
+}
+
+/* Whether groups s..len-1 repeat the p groups before them. */
+static int repeats(long s, long p)
+{
+    if (p > FOLD_HISTORY / 2 || !window_ok(s, p)) return 0;
+    for (long j = s; j < fold.len; j++)
+        if (!same_group(j, j - p)) return 0;
+    return 1;
+}
+
+/* Decides the waiting groups s..len-1 (no repeat being counted). The
+   earliest s2 whose groups s2..len-1 repeat as many groups just before
+   starts a repeat (the groups before s2 are shown). Else, while the
+   groups from s match the start of a longer block before them, they keep
+   waiting; if not, the first is shown and the rest looked at again. */
+static void settle(long s)
+{
+    while (s < fold.len) {
+        for (long s2 = s; s2 < fold.len; s2++) {
+            long p = fold.len - s2;
+            if (!repeats(s2, p)) continue;
+            while (s < s2) show(s++);
+            fold.period = p;
+            fold.since = s2 - p;
+            fold.count = 1;
+            fold.waiting = 0;
+            mark_repeat(s2 - p, fold.len, s2);
+            return;
+        }
+        for (long p = fold.len - s + 1; p <= FOLD_HISTORY / 2; p++)
+            if (repeats(s, p)) {
+                fold.waiting = fold.len - s;
+                return;
+            }
+        show(s++);
+    }
+    fold.waiting = 0;
+}
+
+static void fold_add(const group *where, char *sig, char *text, size_t rows_at)
+{
+    long i = fold.len++;
+    done_group *g = nth(i);
+    free(g->sig);
+    free(g->text);                       /* NULL: a group this old was decided long ago */
+    memcpy(g->f, where->f, sizeof g->f);
+    g->n = where->n;
+    snprintf(g->file, sizeof g->file, "%s", display_name(where->f[0].src));
+    g->line = where->f[0].line;
+    g->sig = sig;
+    g->sighash = sig ? name_hash(sig, strlen(sig)) : 0;
+    g->text = text;
+    g->rows_at = rows_at;
+    g->anchor = i;
+    if (fold.period) {
+        if (same_group(i, i - fold.period)) {
+            if (++fold.waiting == fold.period) {
+                fold.count++;
+                mark_repeat(i + 1 - fold.period, i + 1, i + 1 - fold.period);
+                fold.waiting = 0;
+            }
+            return;
+        }
+        announce();
+        fold.period = 0;
+    }
+    settle(i - fold.waiting);
+}
+
+/* Before other output: the count so far, and the waiting groups in full.
+   keep: a repeat in progress may go on counting after the output (a
+   training loop printing its loss); not across a section. */
+static void fold_flush(int keep)
+{
+    announce();
+    if (fold.period && fold.waiting == 0 && keep) return;
+    for (long j = fold.len - fold.waiting; j < fold.len; j++) show(j);
+    fold.waiting = fold.period = 0;
+    fold.nlast = 0;                      /* output follows */
+}
+
+static void fold_reset(void)
+{
+    fold_flush(0);
+    for (int i = 0; i < FOLD_HISTORY; i++) free(fold.h[i].sig);
+    memset(&fold, 0, sizeof fold);
+    tt_strbuf_free(&cur.text);
+    tt_strbuf_free(&cur.sig);
+    cur.open = cur.direct = 0;
+}
+
+/* Text of the current group: held back, or printed at once once it is
+   too long to hold (the repeats before it are settled first). */
+static void emit_fmt(const char *fmt, ...) TT__PRINTF(1, 2);
+static void emit_fmt(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (cur.direct) vprintf(fmt, ap);
+    else tt_strbuf_vfmt(&cur.text, fmt, ap);
+    va_end(ap);
+    if (!cur.direct && (cur.text.n > FOLD_GROUP_MAX || cur.text.oom)) {
+        fold_flush(0);
+        if (cur.text.n) fputs(cur.text.p, stdout);
+        tt_strbuf_free(&cur.text);
+        cur.direct = 1;
+    }
+}
+
+/* A row as repeats are compared: its text without labels, scalars and
+   arguments (op, shapes, strides, FLOPs, warnings), or a check's text. */
+static void add_sig(const tt_event *row, const char *text)
+{
+    if (cur.direct) return;
+    if (text) {
+        tt_strbuf_str(&cur.sig, text);
+    } else {
+        tt_event ev = *row;
+        ev.has_scalar = 0;
+        ev.args[0] = 0;
+        tt_tensor t[2 * TT_TRACE_MAX_INPUTS + 1];
+        int k = 0;
+        for (int j = 0; j < ev.ninputs; j++, k++) {
+            t[k] = *ev.inputs[j];
+            t[k].label = NULL;
+            ev.inputs[j] = &t[k];
+        }
+        for (int j = 0; j < ev.ngrads; j++, k++) {
+            t[k] = *ev.grads[j];
+            t[k].label = NULL;
+            ev.grads[j] = &t[k];
+        }
+        if (ev.output) {
+            t[k] = *ev.output;
+            t[k].label = NULL;
+            ev.output = &t[k];
+        }
+        char buf[2048];
+        tt_strbuf_str(&cur.sig, tt_event_format(&ev, buf, sizeof buf));
+    }
+    tt_strbuf_add(&cur.sig, "\n", 1);
+}
+
+static char *take(tt_strbuf *b)
+{
+    char *s = NULL;
+    if (!b->oom && (s = malloc(b->n + 1)) != NULL) {
+        if (b->n) memcpy(s, b->p, b->n);
+        s[b->n] = 0;
+    }
+    tt_strbuf_free(b);
+    return s;
+}
+
+/* The current group is complete: to the folding. */
+static void end_group(const group *where)
+{
+    if (!cur.open) return;
+    cur.open = 0;
+    if (tr.mode == LTT_TRACE_OFF) {
+        tt_strbuf_free(&cur.text);
+        tt_strbuf_free(&cur.sig);
+        return;
+    }
+    char *sig = cur.direct ? NULL : take(&cur.sig), *text = cur.direct ? NULL : take(&cur.text);
+    tt_strbuf_free(&cur.sig);
+    if (!cur.direct && text == NULL) {  /* out of memory: no folding of this one */
+        free(sig);
+        sig = NULL;
+    }
+    cur.direct = 0;
+    fold_add(where, sig, text, cur.rows_at);
 }
 
 /* ===== Held-back rows ===== */
@@ -292,7 +605,8 @@ static const char *previous_label(const tt_tensor *t, char *buf, size_t n)
     return buf;
 }
 
-void ltt_trace_flush(void)
+/* Renders the held-back rows into the current group's text (and JSON). */
+static void render_rows(void)
 {
     if (tr.npend == 0) return;
     char row[2048];
@@ -301,7 +615,8 @@ void ltt_trace_flush(void)
         pending *p = &tr.pend[i];
         if (p->text) {
             if (tr.mode != LTT_TRACE_OFF) {
-                printf("    %s\n", p->text);
+                emit_fmt("    %s\n", p->text);
+                add_sig(NULL, p->text);
                 ltt_report_check(p->text);
             }
             free(p->text);
@@ -328,15 +643,15 @@ void ltt_trace_flush(void)
                 if (j < ev.ninputs) ev.inputs[j] = &shown[j];
                 else ev.output = &shown[j];
             }
-            printf("    %s\n", tt_event_format(&ev, row, sizeof row));
-            if (tr.mode == LTT_TRACE_VALUES && p->values) fputs(p->values, stdout);
+            emit_fmt("    %s\n", tt_event_format(&ev, row, sizeof row));
+            add_sig(&ev, NULL);
+            if (tr.mode == LTT_TRACE_VALUES && p->values) emit_fmt("%s", p->values);
             ltt_report_row(&ev, tr.mode == LTT_TRACE_VALUES ? p->values : NULL);
         }
         free(p->values);
         p->values = NULL;
     }
     tr.npend = 0;
-    fflush(stdout);
 }
 
 static void free_group(group *g)
@@ -351,15 +666,30 @@ static void print_header(const group *g)
 {
     const char *name = display_name(g->f[0].src);
     const char *text = source_line(g->f[0].src, g->f[0].line);
-    printf("%s:%d", name, g->f[0].line);
+    emit_fmt("%s:%d", name, g->f[0].line);
     ltt_report_group(name, g->f[0].line, text);
     for (int i = 1; i < g->n; i++) {
         int same = g->f[i].src == g->f[0].src;
-        if (same) printf(" \xe2\x86\x90 line %d", g->f[i].line);
-        else printf(" \xe2\x86\x90 %s:%d", display_name(g->f[i].src), g->f[i].line);
+        if (same) emit_fmt(" \xe2\x86\x90 line %d", g->f[i].line);
+        else emit_fmt(" \xe2\x86\x90 %s:%d", display_name(g->f[i].src), g->f[i].line);
         ltt_report_caller(same ? NULL : display_name(g->f[i].src), g->f[i].line);
     }
-    printf("  %s\n", text);
+    emit_fmt("  %s\n", text);
+}
+
+/* Everything held back goes out: before the script's own output (keep:
+   a repeat being counted may go on after it) or a section (it may not). */
+static void flush_all(int keep)
+{
+    render_rows();
+    end_group(&tr.grp);
+    if (tr.mode != LTT_TRACE_OFF) fold_flush(keep);
+    fflush(stdout);
+}
+
+void ltt_trace_flush(void)
+{
+    flush_all(1);
 }
 
 /* A slot for a new row of the line running now: prints the header first
@@ -379,7 +709,7 @@ static void locate_group(group *g)
 static int is_current(const group *g)
 {
     int same = g->n == tr.grp.n && !tr.output_since_header;
-    for (int i = 0; same && i < g->n; i++) same = same_frame(&g->f[i], &tr.grp.f[i]);
+    for (int i = 0; same && i < g->n; i++) same = same_frame(&g->f[i], &tr.grp.f[i]) && g->f[i].pass == tr.grp.f[i].pass;
     return same;
 }
 
@@ -388,16 +718,21 @@ static pending *new_row(void)
     group g;
     locate_group(&g);
     if (!is_current(&g)) {
-        ltt_trace_flush();
+        render_rows();
+        end_group(&tr.grp);
+        cur.open = 1;
         if (tr.mode != LTT_TRACE_OFF) print_header(&g);
+        cur.rows_at = cur.text.n;
         const char *name = display_name(g.f[0].src);
         free_group(&tr.grp);
         tr.grp = g;
         tr.grp.name = malloc(strlen(name) + 1);
         if (tr.grp.name) strcpy(tr.grp.name, name);
         tr.output_since_header = 0;
+    } else if (!cur.open) {              /* more rows of a group whose first ones went out */
+        cur.open = cur.direct = 1;
     }
-    if (tr.npend == HOLD_MAX) ltt_trace_flush();     /* a long loop on one line: keep memory flat */
+    if (tr.npend == HOLD_MAX) render_rows();     /* a long loop on one line: keep memory flat */
     pending *p = &tr.pend[tr.npend++];
     memset(p->prev, 0, sizeof p->prev);
     p->folded = 0;
@@ -851,7 +1186,8 @@ int ltt_trace_start(lua_State *L, ltt_trace_mode mode, const char *json_path, co
 
 void ltt_trace_stop(void)
 {
-    ltt_trace_flush();
+    flush_all(0);
+    fold_reset();
     tr.wanted = 0;
     update_sink();
     ltt_set_output_hook(NULL);
@@ -869,7 +1205,7 @@ void ltt_trace_stop(void)
 static int trace_section(lua_State *L)
 {
     const char *title = luaL_checkstring(L, 1);
-    ltt_trace_flush();
+    flush_all(0);
     printf("\n=== %s ===\n", title);
     ltt_report_section(title);
     fflush(stdout);
@@ -882,7 +1218,7 @@ static int trace_section(lua_State *L)
    Both return whether the trace was showing before the call. */
 static int trace_off(lua_State *L)
 {
-    ltt_trace_flush();
+    render_rows();                       /* not the groups: a loop that pauses still folds */
     lua_pushboolean(L, tr.paused == 0);
     tr.paused++;
     update_sink();
@@ -918,7 +1254,7 @@ static int trace_summary(lua_State *L)
     int times = ltt_optflag(L, opts, "trace.summary", "times", 1);
     const int print = ltt_optflag(L, opts, "trace.summary", "print", 1);
     if (getenv("TT_TRACE_NO_TIMES")) times = 0;
-    ltt_trace_flush();
+    flush_all(0);
     lua_newtable(L);                    /* returned: row name -> counters */
     int stats_idx = lua_gettop(L);
     int64_t total = 0, calls[TT_PHASE_COUNT] = {0};

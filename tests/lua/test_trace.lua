@@ -25,12 +25,13 @@ local function peak_kb(out)
 end
 
 -- ===== held-back rows are bounded =====
--- One line, many ops: rows come out while the line still runs, and memory
--- stays flat (it grew by ~1.5 KB a row before).
+-- One line, many ops (a while loop: no pass of a for loop to fold): rows
+-- come out while the line still runs, and memory stays flat (it grew by
+-- ~1.5 KB a row before).
 local out_path = dir .. "/out"
 local script = write("loop.lua", string.format([[
 local x = tt.ones(2)
-for i = 1, 100000 do local y = x + 1 end local f = io.open(%q) SEEN = select(2, f:read("a"):gsub("\n    add ", "")) f:close()
+local i = 0 while i < 100000 do local y = x + 1 i = i + 1 end local f = io.open(%q) SEEN = select(2, f:read("a"):gsub("\n    add ", "")) f:close()
 print("seen while the line ran: " .. SEEN)
 ]], out_path) .. peak_kb_code)
 local out, err, code = run(script)
@@ -39,6 +40,7 @@ local seen = tonumber(out:match("seen while the line ran: (%d+)"))
 check("rows of a long line are printed while it runs (" .. tostring(seen) .. ")", seen and seen >= 100000 - 64)
 check("every row is printed once", count(out, "\n    add ") == 100000)
 check("the header is printed once", count(out, "loop.lua:2 ") == 1)
+check("a while loop on one line does not fold", not has(out, "more (same shapes)"))
 local kb = peak_kb(out)
 check("held-back rows use bounded memory (" .. tostring(kb) .. " KB)", kb == nil or kb < 64 * 1024)
 
@@ -105,13 +107,16 @@ check("later line: not shown", has(out, "ones        -> [4]") and not has(out, "
 check("a label at the call site shows on the function's row", has(out, "exp         [5] -> Z at the call[5]"))
 
 -- a label moved to a newer tensor: the older one is "(previous)"
+-- (two calls from two lines: a loop's second pass would fold)
 script = write("previous.lua", [[
 local m = tt.zeros(2):label("m")
-for i = 1, 2 do
+local function pass(i)
   local m_new = m:maximum(tt.ones(2) * i):label("m_new")
   local alpha = (m - m_new):exp():label("alpha")
   m = m_new
 end
+pass(1)
+pass(2)
 ]])
 out = run(script)
 check("first pass: the old m", has(out, "sub         m[2] - m_new[2] -> [2]"))
@@ -319,5 +324,111 @@ out = run("-e 'local xs = {} for i = 1, 6 do xs[i] = tt.ones(2):requires_grad_()
           "tt.cat(xs, 1):sum():backward()'")
 check("backward: more gradients than shown are counted",
       has(out, "grad cat         grad[12] -> grad of x1[2], grad of x2[2], grad of x3[2], grad of x4[2], ... (6 gradients)\n"))
+
+-- ===== a loop's repeated groups fold =====
+local function fcheck(descr, cond, shown)
+  if not check(descr, cond, 2) and shown then print(shown) end
+end
+-- one group a pass (line 3): the first shown, the other 4 counted
+script = write("fold1.lua", [[
+local x = tt.ones(2, 3)
+for i = 1, 5 do
+  local y = x * i
+end
+local z = x:sum()
+]])
+out = run(script)
+fcheck("fold: one line repeated shows once", count(out, "\n    mul ") == 1, out)
+fcheck("fold: the count of the others", has(out, "    mul         [2,3] * 1.0 -> [2,3]   6 FLOP\n    \u{2026} \u{d7}4 more (same shapes)\n"), out)
+fcheck("fold: the next line after it", has(out, "more (same shapes)\n" .. dir .. "/fold1.lua:5"), out)
+-- JSON keeps every event
+local jf = dir .. "/fold.json"
+run("-q --trace-json " .. jf .. " " .. script)
+local nmul = 0
+for line in io.lines(jf) do if json.decode(line).op == "mul" then nmul = nmul + 1 end end
+fcheck("fold: the JSON trace has every pass", nmul == 5, nmul)
+-- the training loop of tests/golden/training_loop.lua: 7 steps in the JSON
+run("-q --trace-json " .. jf .. " tests/golden/training_loop.lua")
+local nstep = 0
+for line in io.lines(jf) do if json.decode(line).phase == "step" then nstep = nstep + 1 end end
+fcheck("fold: the JSON of the training loop has all 7 optimizer steps", nstep == 7, tostring(nstep))
+-- --trace=values: the first pass's values, the rest counted and said so
+out = run("--trace=values " .. script)
+fcheck("fold: values shown once, the count says they are not", count(out, "min ") == 3
+      and has(out, "\u{d7}4 more (same shapes, values not shown)"), out)
+
+-- a body of two lines repeats as a block; an odd pass with another shape
+-- ends the run, and is shown
+script = write("fold2.lua", [[
+for i = 1, 6 do
+  local n = i == 4 and 3 or 2
+  local a = tt.ones(n)
+  local b = a + 1
+end
+]])
+out = run(script)
+local want = table.concat({
+  dir .. "/fold2.lua:3  local a = tt.ones(n)", "    ones        -> [2]",
+  dir .. "/fold2.lua:4  local b = a + 1", "    add         [2] + 1.0 -> [2]   2 FLOP",
+  "    \u{2026} \u{d7}2 more of the rows since line 3 (same shapes)",
+  dir .. "/fold2.lua:3  local a = tt.ones(n)", "    ones        -> [3]",
+  dir .. "/fold2.lua:4  local b = a + 1", "    add         [3] + 1.0 -> [3]   3 FLOP",
+  dir .. "/fold2.lua:3  local a = tt.ones(n)", "    ones        -> [2]",
+  dir .. "/fold2.lua:4  local b = a + 1", "    add         [2] + 1.0 -> [2]   2 FLOP",
+  "    \u{2026} \u{d7}1 more of the rows since line 3 (same shapes)", ""}, "\n")
+fcheck("fold: a two-line body folds as a block, a different pass ends it", out == want, out)
+
+-- the script's prints stay in order: the count so far comes before each
+-- print, and the run goes on counting after it
+script = write("fold3.lua", [[
+local x = tt.ones(2)
+for i = 1, 9 do
+  local y = x + i
+  if i % 3 == 0 then print("printed at " .. i) end
+end
+]])
+out = run(script)
+fcheck("fold: prints in order with the counts", has(out, "2 FLOP\n    \u{2026} \u{d7}2 more (same shapes)\nprinted at 3\n"
+      .. "    \u{2026} \u{d7}3 more (same shapes)\nprinted at 6\n    \u{2026} \u{d7}3 more (same shapes)\nprinted at 9\n"), out)
+
+-- a warning is never folded away: a pass that warns differs
+script = write("fold4.lua", [[
+for i = 1, 3 do
+  local m = tt.zeros(2, 2):bool()
+  if i == 3 then m = tt.ones(2, 2):bool() end
+  local w = tt.zeros(2, 2):masked_fill(m, -math.huge):softmax(2)
+end
+]])
+out = run(script)
+fcheck("fold: a row with a warning is shown", count(out, "!! ") >= 1, out)
+
+-- a section ends a run (its count comes before the heading), as does the
+-- end of the script
+script = write("fold5.lua", [[
+for i = 1, 3 do
+  local a = tt.ones(2)
+end
+tt.trace.section("next")
+for i = 1, 3 do
+  local a = tt.ones(2)
+end
+]])
+out = run(script)
+fcheck("fold: a section ends the run and starts afresh", has(out, "\u{d7}2 more (same shapes)\n\n=== next ===\n" .. dir
+      .. "/fold5.lua:6  local a = tt.ones(2)\n    ones        -> [2]\n    \u{2026} \u{d7}2 more (same shapes)\n"), out)
+
+-- memory stays flat over a long loop of several lines, and the count is exact
+script = write("fold6.lua", [[
+local x = tt.ones(2)
+for i = 1, 50000 do
+  local a = x + 1
+  local b = a * 2
+end
+]] .. peak_kb_code)
+local out6 = run(script)
+fcheck("fold: a long two-line loop is one count", has(out6, "\u{d7}49999 more of the rows since line 3 (same shapes)"), out6:sub(1, 400))
+local k6, kq = peak_kb(out6), peak_kb(run("-q " .. script))
+fcheck("fold: folding holds no memory per pass (" .. tostring(k6) .. " KB traced, " .. tostring(kq) .. " KB with -q)",
+      k6 == nil or kq == nil or k6 < kq + 2048)
 
 T.report()
