@@ -193,10 +193,13 @@ SHARE     = $(PREFIX)/share/tensortrace
 MAN1      = $(PREFIX)/share/man/man1
 install: all tt.so
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LUA_CMOD) $(DESTDIR)$(MAN1) \
-	    $(DESTDIR)$(SHARE)/lessons $(DESTDIR)$(SHARE)/images
+	    $(DESTDIR)$(SHARE)/lessons $(DESTDIR)$(SHARE)/images \
+	    $(DESTDIR)$(SHARE)/lessons/lib $(DESTDIR)$(SHARE)/lessons/data
 	install -m 755 tensortrace $(DESTDIR)$(PREFIX)/bin/tensortrace
 	install -m 755 tt.so $(DESTDIR)$(LUA_CMOD)/tt.so
 	install -m 644 lessons/*.lua $(DESTDIR)$(SHARE)/lessons/
+	install -m 644 lessons/lib/*.lua $(DESTDIR)$(SHARE)/lessons/lib/
+	install -m 644 lessons/data/* $(DESTDIR)$(SHARE)/lessons/data/
 	install -m 644 images/*.png $(DESTDIR)$(SHARE)/images/
 	install -m 644 lua/tensortrace.1 $(DESTDIR)$(MAN1)/tensortrace.1
 

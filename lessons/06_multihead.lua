@@ -12,8 +12,14 @@
 -- Run it:   ./tensortrace lessons/06_multihead.lua       (every shape and stride)
 --           ./tensortrace -q lessons/06_multihead.lua    (narrative only)
 -- Figures:  images/06_flow.png  images/06_heads.png
+-- Section 5 loads the model lesson 14 trained (lessons/lib/induction_model.lua,
+-- weights in lessons/data/induction.safetensors) to show heads that specialise.
 
 tt.manual_seed(6)
+-- lesson 14's trained model (section 5), from the file next to this one
+local M = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/induction_model.lua")
+local PERIOD = 11                 -- section 5's sequences repeat every 11 tokens
+local ROLE_MIN = 0.3              -- a score this high names a head's role
 
 local function untraced(fn, ...)
   tt.trace.off(); fn(...); tt.trace.on()
@@ -123,28 +129,61 @@ print("Checked: rearrange equals view + transpose (also a view), einsum equals")
 print("matmul with mT, and the merge pattern \"b h s d -> b s (h d)\" equals")
 print("transpose + reshape.")
 
-tt.trace.section("5. What the heads look at")
-print("Each head has its own slice of W_Q, W_K, W_V, so each makes its own")
-print("pattern of weights. Sentence 1, all heads:")
-local w1 = weights[1]:label("Weights_sentence1")          -- [H, N, N]
-local future = ~causal                                    -- [N, N] hatched in every panel
-tt.heatmap(w1, "images/06_heads.png", {
-  title = "Causal attention weights of each head (sentence 1)",
-  xlabels = tokens, ylabels = tokens, xtitle = "Key", ytitle = "Query",
-  mask = {["masked: exactly 0"] = future},
-  cmap = "viridis", vmin = 0, vmax = 1, decimals = 1 })
-print("Figure: images/06_heads.png, one panel per head (hatched: the masked future).")
-untraced(function()
-  local best = w1:argmax(-1):totable()
-  for h = 1, H do
-    local picks = {}
-    for i = 1, N do picks[i] = tokens[best[h][i]] end
-    print(string.format("  head %d: each query's favourite key: %s", h, table.concat(picks, " ")))
+tt.trace.section("5. What the heads look at: a trained model")
+print("Random weights (sections 1-4) are enough to follow the shapes, but their")
+print("heads differ only by noise. Trained heads specialise. Lesson 14 trains a")
+print(string.format("small model on random tokens that repeat with a period P: %d layers of", 2))
+print(string.format("causal multi-head attention, each H = %d heads of Dh = %d (D = %d), split,", M.H, M.Dh, M.D))
+print("attended and merged exactly as above (with tt.sdpa). Its weights are in")
+print("lessons/data/induction.safetensors; here they are loaded and run on")
+print(string.format("sequences of period P = %d. (Model untraced: the trace above has the shapes.)", PERIOD))
+tt.trace.off()
+local model = M.load()
+local batch = M.repeated_batch(32, PERIOD)           -- measured on 32 sequences
+local _, w_batch = tt.no_grad(M.forward, model, batch, {weights = true})
+local scores_of = {M.head_scores(w_batch[1], PERIOD), M.head_scores(w_batch[2], PERIOD)}
+local seq = batch:narrow(1, 1, 1)                    -- the drawn one: the first of them
+local _, w_seq = tt.no_grad(M.forward, model, seq, {weights = true})
+tt.trace.on()
+print("Three scores say what a head does, each a mean over the 32 sequences of the")
+print("weight a query puts on one key:")
+print("  current:  the query's own token (key i)")
+print("  previous: the token just before it (key i - 1)")
+print("  induction: for a repeated token, the token that followed its earlier")
+print("             occurrence (key i - P + 1): the copying pattern of lesson 14")
+print(string.format("Rule: a head is named by its highest score when that is at least %.1f;", ROLE_MIN))
+print("when none is, none of these keys gets much of its weight: \"diffuse\" here.")
+local ROLES = {{"current", "current token"}, {"prev", "previous token"}, {"ind", "induction"}}
+local titles, roles_seen, n_roles = {}, {}, 0
+print("  head      current  previous  induction   role")
+for l = 1, 2 do
+  for h = 1, M.H do
+    local s, role, best = scores_of[l], "diffuse", ROLE_MIN
+    for _, r in ipairs(ROLES) do
+      if s[r[1]][h] >= best then role, best = r[2], s[r[1]][h] end
+    end
+    print(string.format("  L%d H%d   %7.2f  %8.2f  %9.2f   %s", l, h, s.current[h], s.prev[h], s.ind[h], role))
+    titles[#titles + 1] = string.format("L%d H%d: %s", l, h, role)
+    if not roles_seen[role] then roles_seen[role], n_roles = true, n_roles + 1 end
   end
-end)
-local spread = (w1:select(1, 1) - w1:select(1, 2)):abs():max():item()
-if spread < 0.05 then error("heads 1 and 2 should attend differently") end
-print("These projections are random, not trained, and still each head weighs the")
-print("keys its own way (checked: heads 1 and 2 differ by more than 0.05 somewhere).")
-print("Trained heads often differ far more. Be careful reading meaning into them,")
-print("though: heads can be redundant, and a weight map alone explains no decision.")
+end
+if n_roles < 4 then error("the trained heads should play at least 4 different roles") end
+if not (roles_seen["previous token"] and roles_seen["induction"]) then
+  error("the trained model should have a previous-token head and an induction head")
+end
+print(string.format("Checked: the 8 heads play %d different roles, among them a previous-token", n_roles))
+print("head (layer 1) and induction heads (layer 2).")
+local seq_tokens = M.chars(seq[1]:totable())
+tt.trace.off()
+tt.heatmap(tt.cat({w_seq[1][1], w_seq[2][1]}, 1), "images/06_heads.png", {
+  title = string.format("Trained heads (lesson 14's model), one sequence repeating with period %d", PERIOD),
+  panel_titles = titles, xlabels = seq_tokens, ylabels = seq_tokens, xtitle = "Key", ytitle = "Query",
+  mask = {["masked: exactly 0"] = ~tt.causal_mask(M.N)},
+  cmap = "viridis", vmin = 0, vmax = 1, annotate = false })
+tt.trace.on()
+print("Figure: images/06_heads.png, every head of both layers on the first sequence")
+print("(a row is a query's weights; hatched: the masked future). Same split, same")
+print("batched matmul, same merge: only the weights differ, and with them what each")
+print("head reads. Be careful reading meaning into a map, though: layer 2's four")
+print("heads all learned the same stripe (redundant), and a weight map alone explains")
+print("no decision (lesson 14 switches a head off to show what it is for).")

@@ -10,7 +10,10 @@
 --
 -- Run:  ./tensortrace lessons/09_kv_cache.lua      (trace of every shape)
 --       ./tensortrace -q lessons/09_kv_cache.lua   (narrative only)
--- Figures: images/09_decode_weights.png, images/09_alignment.png
+-- The last section decodes with the model lesson 14 trained (shared code in
+-- lessons/lib/induction_model.lua): its induction heads predict a repeat.
+-- Figures: images/09_decode_weights.png, images/09_alignment.png,
+--          images/09_trained_decode.png
 
 tt.manual_seed(0)
 
@@ -199,3 +202,91 @@ tt.heatmap(masks, "images/09_alignment.png", {
   xlabels = tok, ylabels = {"t5", "t6"}, xtitle = "key", ytitle = "new query",
   cmap = "viridis", vmin = 0, vmax = 1, decimals = 0, colorbar = false })
 print("Figure: images/09_alignment.png")
+
+tt.trace.section("A trained model decodes with a cache: the induction heads predict the repeat")
+local IM = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/induction_model.lua")
+local SEQS, PERIOD = 16, IM.N // 2
+local ACC_MIN, FIRST_MAX = 0.8, 0.2   -- measured: 0.93 on the repeat, 0.03 on first occurrences
+print(string.format("Lesson 14 trained a 2-layer attention-only model (H = %d heads of Dh = %d per", IM.H, IM.Dh))
+print("layer) on random tokens that repeat; its weights are in lessons/data/")
+print(string.format("induction.safetensors. Feed it %d sequences of N = %d tokens whose second", SEQS, IM.N))
+print(string.format("half repeats the first (P = %d), one token per step. Each layer keeps its own", PERIOD))
+print("K and V cache: at step t the new token is embedded at position t, and in each")
+print("layer its one query attends over that layer's cache. The logits of step t")
+print("predict token t + 1. Step 1 is traced; the rest only grow the caches.")
+tt.trace.off()
+local trained = IM.load()
+local seqs = IM.repeated_batch(SEQS, PERIOD)          -- [16, 32] token ids
+tt.trace.on()
+local cache = {{}, {}}                                 -- per layer: k, v [b,H,t,Dh]
+local step_logits, induction_rows = {}, {}
+print("  step  reads  predicts  next   K and V cache, each layer")
+for t = 1, IM.N do
+  local h = IM.embed(trained, seqs:narrow(2, t, 1), t)           -- [b,1,D] at position t
+  for l = 1, 2 do
+    local q_t, k_t, v_t = IM.qkv(trained, l, h)                  -- [b,H,1,Dh] each
+    local c = cache[l]
+    c.k = c.k and tt.cat({c.k, k_t}, 3) or k_t
+    c.v = c.v and tt.cat({c.v, v_t}, 3) or v_t
+    local heads, w_t = tt.sdpa(q_t, c.k, c.v, {causal = true, weights = l == 2})
+    if l == 2 then induction_rows[t] = w_t end
+    h = IM.add_heads(trained, l, h, heads)
+  end
+  step_logits[t] = IM.unembed(trained, h)                        -- [b,1,V]
+  if t == 1 then tt.trace.off() end
+  local reads, guess = seqs[1][t]:item(), step_logits[t][1][1]:argmax():item()
+  local next_id = t < IM.N and seqs[1][t + 1]:item()
+  print(string.format("  %4d    %s       %s       %s     [%s]%s", t, IM.char(reads), IM.char(guess),
+    next_id and IM.char(next_id) or "-", table.concat(cache[1].k:shape(), ","),
+    t == PERIOD + 1 and "  <- the repeat starts" or ""))
+end
+tt.trace.on()
+local cached = tt.cat(step_logits, 2)                   -- [b, N, V]
+local full_logits = tt.no_grad(IM.forward, trained, seqs)
+tt.assert_close(cached, full_logits, 1e-4, 1e-4, "cached decoding == full causal forward")
+print("Checked: the logits of the 32 cached steps equal one full causal forward pass.")
+tt.trace.off()
+-- accuracy of argmax(logits of step t) == token t+1, over all sequences:
+-- first occurrences are tokens 2..P, the predictable repeat tokens P+2..N
+local hits = cached:narrow(2, 1, IM.N - 1):argmax(3):eq(seqs:narrow(2, 2, IM.N - 1)):float()
+local first_acc = hits:narrow(2, 1, PERIOD - 1):mean():item()
+local repeat_acc = hits:narrow(2, PERIOD + 1, IM.N - 1 - PERIOD):mean():item()
+tt.trace.on()
+print(string.format("Accuracy over the %d sequences: first occurrences (tokens 2..%d) %.2f (a guess:", SEQS, PERIOD, first_acc))
+print(string.format("1/%d = %.2f); the repeat (tokens %d..%d) %.2f.", IM.V, 1 / IM.V, PERIOD + 2, IM.N, repeat_acc))
+if repeat_acc < ACC_MIN then error("the induction heads should predict the repeated tokens") end
+if first_acc > FIRST_MAX then error("first occurrences are random: they cannot be predicted") end
+print(string.format("Checked: above %.1f on the repeat, below %.1f on first occurrences. Token P + 1", ACC_MIN, FIRST_MAX))
+print("starts the repeat and no model can know the period in advance; from then on")
+print("each step finds, in the cache, the token after the earlier occurrence of the")
+print("token it reads, and predicts it. The cache is what makes looking back cheap.")
+-- the misses of sequence 1 in the repeat: a token seen more than once before
+local ids = seqs[1]:totable()
+for t = PERIOD + 1, IM.N - 1 do
+  local guess = step_logits[t][1][1]:argmax():item()
+  if guess ~= ids[t + 1] then
+    local after = {}
+    for j = 1, t - 1 do if ids[j] == ids[t] then after[#after + 1] = IM.char(ids[j + 1]) end end
+    print(string.format("Step %d misses: '%s' occurred %d times before, followed by %s; the model", t,
+      IM.char(ids[t]), #after, table.concat(after, ", ")))
+    print("copied the wrong one. Induction copies what followed; it cannot tell which")
+    print("earlier occurrence is the right one when there are several.")
+  end
+end
+tt.trace.off()
+local ind_head = 3                                      -- lesson 14's strongest induction head
+local rows = {}
+for t = 1, IM.N do
+  local w = induction_rows[t][1][ind_head]             -- [1, t]
+  rows[t] = t < IM.N and tt.cat({w, tt.zeros(1, IM.N - t)}, 2) or w
+end
+local seq_chars = IM.chars(seqs[1]:totable())
+tt.heatmap(tt.cat(rows, 1), "images/09_trained_decode.png", {
+  title = string.format("Cached decoding: layer 2 head %d, row t = step t (P = %d)", ind_head, PERIOD),
+  xlabels = seq_chars, ylabels = seq_chars, xtitle = "cached key", ytitle = "decode step (token read)",
+  mask = {["key not in the cache yet"] = ~tt.causal_mask(IM.N)},
+  cmap = "viridis", vmin = 0, vmax = 1, annotate = false })
+tt.trace.on()
+print(string.format("Figure: images/09_trained_decode.png, row t = the weights of step t in layer 2 head %d", ind_head))
+print("over the cache as it was then: from step P + 1 a stripe P - 1 keys left of the")
+print("diagonal, the token after the earlier occurrence.")

@@ -24,7 +24,9 @@ for i, a in ipairs(args) do
   if a == "--retrain" then retrain = true end
   if a == "--steps" then prefix_steps = math.tointeger(tonumber(args[i + 1])) end
 end
-local CHECKPOINT = "lessons/data/induction.safetensors"
+-- the model (weights, forward pass, head scores) is shared with lessons 06 and 09
+local M = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/induction_model.lua")
+local CHECKPOINT = M.CHECKPOINT
 local function exists(path)
   local f = io.open(path, "rb")
   if f then f:close() end
@@ -33,15 +35,12 @@ end
 if prefix_steps or not exists(CHECKPOINT) then retrain = true end
 
 tt.manual_seed(14)
-local V, D, H, N, B = 64, 64, 4, 32, 32   -- vocabulary, width, heads, length, batch
-local Dh = D // H
+local V, D, H, N, Dh = M.V, M.D, M.H, M.N, M.Dh   -- vocabulary, width, heads, length
+local B = 32                                       -- batch
 local STEPS, LR = 1000, 1e-3
 -- thresholds the checks use, with margin under what the trained model measured
 -- (previous-token 0.50, induction 0.56, ablation +2.97 nats, stripe 0.11 without it)
 local PREV_MIN, IND_MIN, ABLATE_MIN, STRIPE_GONE = 0.4, 0.4, 2.0, 0.25
--- one character per token id, so a sequence prints as a short string
-local ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+*"
-local function char(id) return ALPHABET:sub(id, id) end
 
 tt.trace.section("1. The task: random tokens, then the same tokens again")
 print(string.format("Each sequence is P random tokens (of V = %d) repeated until it is N = %d long.", V, N))
@@ -49,13 +48,7 @@ print("The first P tokens are noise: nothing predicts them, the best loss there 
 print(string.format("ln %d = %.3f (a uniform guess). Every later token is a copy: at position i the", V, math.log(V)))
 print("answer is the token that followed the same token P steps earlier. Only a")
 print("model that looks back can get the repeated part right.")
--- P random tokens, repeated: a [B, N] int64 tensor of ids 1..V
-local function repeated_batch(b, P)
-  local a = tt.randint(1, V + 1, b, P)
-  local copies = {}
-  for c = 1, (N + P - 1) // P do copies[c] = a end
-  return tt.cat(copies, 2):narrow(2, 1, N)
-end
+local repeated_batch = M.repeated_batch     -- P random tokens, repeated: [b, N] ids
 local function draw_period() return tt.randint(N // 4, N // 2 + 1, 1):item() end
 print("")
 print(string.format("The period P is drawn anew for each batch, uniformly in %d..%d. Why not", N // 4, N // 2))
@@ -69,9 +62,7 @@ tt.trace.off()
 local example_P = 11
 local example = repeated_batch(1, example_P)
 tt.trace.on()
-local example_ids = example[1]:totable()
-local example_tokens = {}
-for i = 1, N do example_tokens[i] = char(example_ids[i]) end
+local example_tokens = M.chars(example[1]:totable())
 print(string.format("Example, P = %d:  %s", example_P, table.concat(example_tokens)))
 
 tt.trace.section("2. The model: embeddings, two attention layers, unembedding")
@@ -80,47 +71,19 @@ print("multi-head attention, each adding its output to h (the residual stream),"
 print("then a Linear to V logits. No MLP, no LayerNorm: attention only.")
 print("The weights are plain tensors in one table, by name (not tt.nn modules), so")
 print("the checkpoint loads straight into the same table.")
--- Linear-style init: uniform(-1/sqrt(in), 1/sqrt(in)), weight [out, in]
-local function linear_weight(out, in_)
-  return ((tt.rand(out, in_) * 2 - 1) / math.sqrt(in_)):requires_grad_()
-end
+print("The model's code is in lessons/lib/induction_model.lua: lessons 06 and 09")
+print("load it too, with the weights trained here.")
 tt.trace.off()                            -- random init: not part of the math
-local model = {
-  tok_embed = tt.randn(V, D):requires_grad_(),              -- one row per token id
-  pos_embed = tt.randn(N, D):requires_grad_(),              -- one row per position
-  ["layer1.qkv"] = linear_weight(3 * D, D), ["layer1.out"] = linear_weight(D, D),
-  ["layer2.qkv"] = linear_weight(3 * D, D), ["layer2.out"] = linear_weight(D, D),
-  unembed = linear_weight(V, D),
-}
+local model = M.init()
 tt.trace.on()
-local NAMES = {"tok_embed", "pos_embed", "layer1.qkv", "layer1.out", "layer2.qkv", "layer2.out", "unembed"}
+local NAMES = M.NAMES
 local count = 0
 for _, name in ipairs(NAMES) do count = count + model[name]:numel() end
 print(string.format("%d parameters: D = %d, H = %d heads of Dh = %d, N = %d positions.", count, D, H, Dh, N))
 
--- The forward pass. x [b, N] ids -> logits [b, N, V]. opts.weights: also
--- return each layer's attention weights [b, H, N, N]; opts.ablate = {layer,
--- head}: that head's output is multiplied by 0 before W_O.
-local function forward(x, opts)
-  opts = opts or {}
-  local b = x:size(1)
-  local h = model.tok_embed:index_select(1, x:reshape(b * N)):view(b, N, D) + model.pos_embed
-  local weights = {}
-  for l = 1, 2 do
-    -- one matmul makes Q, K and V of all heads: [b,N,3D] -> [3,b,H,N,Dh]
-    local qkv = h:matmul(model["layer" .. l .. ".qkv"]:mT()):view(b, N, 3, H, Dh):permute(3, 1, 4, 2, 5)
-    local heads
-    heads, weights[l] = tt.sdpa(qkv[1], qkv[2], qkv[3], {causal = true, weights = opts.weights})
-    if opts.ablate and opts.ablate[1] == l then
-      local keep = {}
-      for k = 1, H do keep[k] = {{k == opts.ablate[2] and 0 or 1}} end
-      heads = heads * tt.tensor({keep})                    -- [1,H,1,1]
-    end
-    local merged = heads:transpose(2, 3):reshape(b, N, D)
-    h = h + merged:matmul(model["layer" .. l .. ".out"]:mT())   -- the residual stream
-  end
-  return h:matmul(model.unembed:mT()), weights
-end
+-- The forward pass (M.forward): x [b, N] ids -> logits [b, N, V], and with
+-- opts.weights each layer's attention weights; opts.ablate = {layer, head}.
+local function forward(x, opts) return M.forward(model, x, opts) end
 
 -- Per-token loss: -log p(next token), [b, N-1]; column i predicts token i+1.
 local function token_losses(logits, x)
@@ -142,22 +105,6 @@ local eval_set = {}
 tt.trace.off()
 for P = N // 4, N // 2 do eval_set[#eval_set + 1] = {P = P, x = repeated_batch(B, P)} end
 tt.trace.on()
--- "Expected key" masks [N, N]: 1 where a query should look, 0 elsewhere.
-local function expected_keys(offset, first_query)       -- key = query - offset
-  local m = {}
-  for i = 1, N do
-    m[i] = {}
-    for j = 1, N do m[i][j] = (i >= first_query and j == i - offset) and 1 or 0 end
-  end
-  return tt.tensor(m)
-end
-local previous_token = expected_keys(1, 2)
--- induction: query i (a repeat of token i-P) should look at key i-P+1
-local function after_earlier(P) return expected_keys(P - 1, P + 1) end
--- mean weight on the expected key, per head: [b,H,N,N] -> Lua list of H numbers
-local function mean_weight_on(w, mask, queries)
-  return ((w * mask):sum(4):sum(3) / queries):mean(1):totable()
-end
 -- Over the whole evaluation set: previous-token score of every layer-1 head,
 -- induction score of every layer-2 head, and the repeated-token loss.
 local function measure(opts)
@@ -167,8 +114,8 @@ local function measure(opts)
   tt.no_grad(function()
     for _, e in ipairs(eval_set) do
       local logits, w = forward(e.x, {weights = true, ablate = opts and opts.ablate})
-      local p1 = mean_weight_on(w[1], previous_token, N - 1)
-      local p2 = mean_weight_on(w[2], after_earlier(e.P), N - e.P)
+      local p1 = M.head_scores(w[1], e.P).prev
+      local p2 = M.head_scores(w[2], e.P).ind
       for h = 1, H do
         prev[h] = prev[h] + p1[h] / #eval_set
         ind[h] = ind[h] + p2[h] / #eval_set
@@ -272,8 +219,8 @@ if retrain then
   tt.save(CHECKPOINT, tensors, {steps = tostring(STEPS), seed = "14", lr = tostring(LR)})
   print("Saved " .. CHECKPOINT .. ".")
 else
-  local loaded, meta = tt.load(CHECKPOINT)
-  for _, name in ipairs(NAMES) do model[name] = loaded[name] end
+  local loaded, meta
+  model, loaded, meta = M.load()
   curve.first, curve.repeated = loaded["curve.first"]:totable(), loaded["curve.repeated"]:totable()
   if #curve.first ~= STEPS or meta.steps ~= tostring(STEPS) then error(CHECKPOINT .. " is not from this lesson") end
 end

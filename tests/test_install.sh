@@ -25,6 +25,9 @@ mkdir "$tmp/run" "$tmp/run/images"
 (cd "$tmp/run" && "$root/bin/tensortrace" -q "$root/share/tensortrace/lessons/05_hand_example.lua") >"$tmp/out" 2>&1
 ok $? "installed lesson 05 failed: $(tail -5 "$tmp/out")"
 [ -f "$tmp/run/images/05_weights.png" ]; ok $? "installed lesson 05 wrote no figure"
+# lesson 09 loads the shared model (lessons/lib) and its checkpoint (lessons/data)
+(cd "$tmp/run" && "$root/bin/tensortrace" -q "$root/share/tensortrace/lessons/09_kv_cache.lua") >"$tmp/out" 2>&1
+ok $? "installed lesson 09 failed: $(tail -5 "$tmp/out")"
 
 # A stock lua5.4 finds the module through its C path.
 LUA_CPATH="$root/lib/lua/5.4/?.so" lua5.4 -e 'local tt = require "tt"; assert(tt.ones(2, 3):sum():item() == 6); print("ok")' >"$tmp/out" 2>&1

@@ -1,0 +1,127 @@
+-- induction_model.lua — lesson 14's two-layer attention-only transformer,
+-- shared with lessons 06 and 09 (which draw and decode its trained heads).
+--
+-- A lesson loads it from its own folder, which works from any directory and
+-- under --sandbox (a script may read below its folder):
+--   local M = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/induction_model.lua")
+-- M.load() reads the weights lesson 14 trained (lessons/data/induction.safetensors);
+-- M.forward runs the model; M.head_scores says what each head does.
+local M = {}
+M.V, M.D, M.H, M.N = 64, 64, 4, 32         -- vocabulary, width, heads, positions
+M.Dh = M.D // M.H
+M.NAMES = {"tok_embed", "pos_embed", "layer1.qkv", "layer1.out", "layer2.qkv", "layer2.out", "unembed"}
+local V, D, H, N, Dh = M.V, M.D, M.H, M.N, M.Dh
+local here = (arg and arg[0] and arg[0]:match("^(.*)/")) or "."
+M.CHECKPOINT = here .. "/data/induction.safetensors"
+
+-- one character per token id, so a sequence prints as a short string
+local ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+*"
+function M.char(id) return ALPHABET:sub(id, id) end
+function M.chars(ids)                      -- Lua list of ids -> list of characters
+  local out = {}
+  for i, id in ipairs(ids) do out[i] = M.char(id) end
+  return out
+end
+
+-- P random tokens, repeated: a [b, N] int64 tensor of ids 1..V
+function M.repeated_batch(b, P)
+  local a = tt.randint(1, V + 1, b, P)
+  local copies = {}
+  for c = 1, (N + P - 1) // P do copies[c] = a end
+  return tt.cat(copies, 2):narrow(2, 1, N)
+end
+
+-- Random weights, as lesson 14 starts training from. Linear-style init:
+-- uniform(-1/sqrt(in), 1/sqrt(in)), weight [out, in].
+local function linear_weight(out, in_)
+  return ((tt.rand(out, in_) * 2 - 1) / math.sqrt(in_)):requires_grad_()
+end
+function M.init()
+  return {
+    tok_embed = tt.randn(V, D):requires_grad_(),            -- one row per token id
+    pos_embed = tt.randn(N, D):requires_grad_(),            -- one row per position
+    ["layer1.qkv"] = linear_weight(3 * D, D), ["layer1.out"] = linear_weight(D, D),
+    ["layer2.qkv"] = linear_weight(3 * D, D), ["layer2.out"] = linear_weight(D, D),
+    unembed = linear_weight(V, D),
+  }
+end
+
+-- The trained weights (and the training curves) from the checkpoint.
+function M.load(path)
+  path = path or M.CHECKPOINT
+  local loaded, meta = tt.load(path)
+  local model = {}
+  for _, name in ipairs(M.NAMES) do
+    if not loaded[name] then error(path .. " has no tensor '" .. name .. "' (lesson 14 writes it)") end
+    model[name] = loaded[name]
+  end
+  return model, loaded, meta
+end
+
+-- The pieces of the forward pass, separate so lesson 09 can run them one
+-- token at a time. Token ids x [b, n] at positions first..first+n-1 -> h [b, n, D].
+function M.embed(model, x, first)
+  local b, n = x:size(1), x:size(2)
+  return model.tok_embed:index_select(1, x:reshape(b * n)):view(b, n, D)
+       + model.pos_embed:narrow(1, first or 1, n)
+end
+-- one matmul makes Q, K and V of all heads: h [b,n,D] -> q, k, v [b,H,n,Dh]
+function M.qkv(model, l, h)
+  local b, n = h:size(1), h:size(2)
+  local qkv = h:matmul(model["layer" .. l .. ".qkv"]:mT()):view(b, n, 3, H, Dh):permute(3, 1, 4, 2, 5)
+  return qkv[1], qkv[2], qkv[3]
+end
+-- the heads' outputs [b,H,n,Dh] merged, through W_O, added to the residual stream h
+function M.add_heads(model, l, h, heads)
+  local b, n = h:size(1), h:size(2)
+  local merged = heads:transpose(2, 3):reshape(b, n, D)
+  return h + merged:matmul(model["layer" .. l .. ".out"]:mT())
+end
+function M.unembed(model, h) return h:matmul(model.unembed:mT()) end
+
+-- The whole forward pass. x [b, N] ids -> logits [b, N, V]. opts.weights: also
+-- return each layer's attention weights [b, H, N, N]; opts.ablate = {layer,
+-- head}: that head's output is multiplied by 0 before W_O.
+function M.forward(model, x, opts)
+  opts = opts or {}
+  local h = M.embed(model, x)
+  local weights = {}
+  for l = 1, 2 do
+    local q, k, v = M.qkv(model, l, h)
+    local heads
+    heads, weights[l] = tt.sdpa(q, k, v, {causal = true, weights = opts.weights})
+    if opts.ablate and opts.ablate[1] == l then
+      local keep = {}
+      for j = 1, H do keep[j] = {{j == opts.ablate[2] and 0 or 1}} end
+      heads = heads * tt.tensor({keep})                    -- [1,H,1,1]
+    end
+    h = M.add_heads(model, l, h, heads)                     -- the residual stream
+  end
+  return M.unembed(model, h), weights
+end
+
+-- ===== What a head does, measured =====
+-- "Expected key" masks [N, N]: 1 where a query should look, 0 elsewhere.
+local function expected_keys(offset, first_query)       -- key = query - offset
+  local m = {}
+  for i = 1, N do
+    m[i] = {}
+    for j = 1, N do m[i][j] = (i >= first_query and j == i - offset) and 1 or 0 end
+  end
+  return tt.tensor(m)
+end
+-- mean weight on the expected key, per head: [b,H,N,N] -> Lua list of H numbers
+local function mean_weight_on(w, mask, queries)
+  return ((w * mask):sum(4):sum(3) / queries):mean(1):totable()
+end
+-- Three scores of every head of one layer's weights w [b,H,N,N] on sequences
+-- of period P: current = mean weight a query puts on itself; prev = on the
+-- token just before it; ind = mean weight a repeated token puts on the token
+-- that followed its earlier occurrence (key i - P + 1 for query i).
+function M.head_scores(w, P)
+  return {current = mean_weight_on(w, expected_keys(0, 1), N),
+          prev = mean_weight_on(w, expected_keys(1, 2), N - 1),
+          ind = mean_weight_on(w, expected_keys(P - 1, P + 1), N - P)}
+end
+
+return M
