@@ -145,6 +145,7 @@ typedef enum tt_op {
     TT_OP_SGD_STEP, TT_OP_ADAMW_STEP, TT_OP_CLIP_GRAD_NORM,
     /* indexing */
     TT_OP_INDEX_SELECT, TT_OP_GATHER,
+    TT_OP_CROSS_ENTROPY,
     TT_OP_COUNT
 } tt_op;
 
@@ -212,6 +213,16 @@ tt_status tt_stack(tt_tensor *out, const tt_tensor *const *list, int n, int d);
    most a's off d; the result has index's shape. Any dtype of a. */
 tt_status tt_index_select(tt_tensor *out, const tt_tensor *a, int d, const tt_tensor *index);
 tt_status tt_gather(tt_tensor *out, const tt_tensor *a, int d, const tt_tensor *index);
+
+/* PyTorch's cross_entropy with class indices: logits [N, C] float32 and
+   int64 targets [N] (or [C] and one target, 0-d or [1]), targets 1-based;
+   a target equal to ignore_index (PyTorch's default -100) counts nowhere,
+   any other outside 1..C is TT_EARG naming it. Loss of a row: log-sum-exp
+   (max-subtracted) - logit[target]. MEAN: over the targets not ignored
+   (none: NaN, as PyTorch); SUM; NONE: [N] (0-d for [C]), 0 where ignored. */
+typedef enum tt_reduction { TT_REDUCTION_MEAN, TT_REDUCTION_SUM, TT_REDUCTION_NONE } tt_reduction;
+tt_status tt_cross_entropy(tt_tensor *out, const tt_tensor *logits, const tt_tensor *targets,
+                           int64_t ignore_index, tt_reduction reduction);
 
 /* PyTorch's matmul: 1-D promotion, broadcast batch dims, any strides. */
 tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b);

@@ -219,6 +219,7 @@ tt_status tt__bw_sum(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_matmul(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_softmax(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_log_softmax(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_cross_entropy(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_relu(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_gelu(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_tanh(const tt__node *, const tt_tensor *, tt_tensor *);

@@ -1,5 +1,6 @@
 /*
-** lnn.c — tt.nn: modules with parameters (Linear, LayerNorm, RMSNorm), each
+** lnn.c — tt.nn: modules with parameters (Linear, Embedding, LayerNorm,
+** RMSNorm), each
 ** a callable userdata holding its parameters as user values, and
 ** clip_grad_norm. Forward passes are the ordinary ops (traced, and
 ** recorded for backward like any other).
@@ -77,6 +78,65 @@ static int ltt_linear(lua_State *L)
         lua_setiuservalue(L, ud, 2);
     }
     ltt_trace_mute(0);
+    lua_settop(L, ud);
+    return 1;
+}
+
+/* ===== Embedding =====
+   A table of num rows of dim, weight [num, dim]; emb(ids) for int64 ids of
+   any shape (1..num) is ids.shape..[dim]: index_select of the flattened
+   ids, so the backward scatter-adds (a repeated id gets the sum). */
+static int embedding_call(lua_State *L)
+{
+    luaL_checkudata(L, 1, "tt.Embedding");
+    tt_tensor *ids = ltt_checktensor(L, 2);
+    lua_getiuservalue(L, 1, 1);
+    tt_tensor *w = ltt_checktensor(L, -1);
+    char si[256];
+    if (ids->dtype != TT_INT64)
+        return ltt_error(L, "Embedding: ids must be int64, got %s %s; hint: ids:long()",
+                         tt_dtype_name(ids->dtype), tt_shape_str(ids, si, sizeof si));
+    int64_t n = tt_numel(ids);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t id = tt_get_i64(ids, k);
+        if (id < 1 || id > w->shape[0])
+            return ltt_error(L, "Embedding: id %lld out of range 1..%lld (num_embeddings) in ids %s%s",
+                             (long long)id, (long long)w->shape[0], tt_shape_str(ids, si, sizeof si),
+                             id == 0 ? "; hint: ids count from 1" : "");
+    }
+    if (ids->ndim + 1 > TT_MAX_DIMS)
+        return ltt_error(L, "Embedding: ids %s have too many dims (the result adds one; at most %d)",
+                         tt_shape_str(ids, si, sizeof si), TT_MAX_DIMS);
+    tt_tensor *flat = ltt_newtensor(L), *in_ids[] = {ids};
+    LTT_CALL_HELD(L, "Embedding", in_ids, tt_reshape(flat, ids, 1, &n));
+    tt_tensor *rows = ltt_newtensor(L), *in_sel[] = {w, flat};
+    LTT_CALL_HELD(L, "Embedding", in_sel, tt_index_select(rows, w, 0, flat));
+    int64_t shape[TT_MAX_DIMS];
+    memcpy(shape, ids->shape, (size_t)ids->ndim * sizeof *shape);
+    shape[ids->ndim] = w->shape[1];
+    tt_tensor *y = ltt_newtensor(L), *in_rows[] = {rows};
+    LTT_CALL_HELD(L, "Embedding", in_rows, tt_reshape(y, rows, ids->ndim + 1, shape));
+    return 1;
+}
+
+/* N(0, 1) from the seeded generator, as PyTorch's init; untraced */
+static int ltt_embedding(lua_State *L)
+{
+    lua_Integer num = luaL_checkinteger(L, 1), dim = luaL_checkinteger(L, 2);
+    if (num <= 0 || dim <= 0)
+        return ltt_error(L, "Embedding: num_embeddings and embedding_dim must be positive, got %lld, %lld",
+                         (long long)num, (long long)dim);
+    lua_newuserdatauv(L, 0, 2);
+    int ud = lua_gettop(L);
+    luaL_setmetatable(L, "tt.Embedding");
+    int64_t shape[2] = {num, dim};
+    ltt_trace_mute(1);
+    tt_tensor *t = ltt_newtensor(L);
+    tt_status st = tt_randn(t, 2, shape);
+    if (st == TT_OK) st = tt_requires_grad_(t, 1);
+    ltt_trace_mute(0);
+    ltt_check(L, st);
+    lua_setiuservalue(L, ud, 1);
     lua_settop(L, ud);
     return 1;
 }
@@ -204,6 +264,7 @@ typedef struct modkind {
 
 static const modkind KINDS[] = {
     {"tt.Linear", "Linear", linear_call},
+    {"tt.Embedding", "Embedding", embedding_call},
     {"tt.LayerNorm", "LayerNorm", layernorm_call},
     {"tt.RMSNorm", "RMSNorm", rmsnorm_call},
 };
@@ -261,6 +322,12 @@ static int module_index(lua_State *L)
         lua_getiuservalue(L, 1, 1);
         tt_tensor *w = ltt_checktensor(L, -1);
         lua_pushinteger(L, w->shape[key[0] == 'i' ? 1 : 0]);
+    } else if (k->call == embedding_call && (strcmp(key, "num_embeddings") == 0 || strcmp(key, "embedding_dim") == 0)) {
+        lua_getiuservalue(L, 1, 1);
+        tt_tensor *w = ltt_checktensor(L, -1);
+        lua_pushinteger(L, w->shape[key[0] == 'n' ? 0 : 1]);
+    } else if (k->call == embedding_call) {
+        lua_pushnil(L);
     } else if (k->call != linear_call && strcmp(key, "eps") == 0) {
         lua_pushnumber(L, ((normdata *)lua_touserdata(L, 1))->eps);
     } else if (k->call != linear_call && strcmp(key, "normalized_shape") == 0) {
@@ -277,6 +344,11 @@ static int module_tostring(lua_State *L)
         tt_tensor *w = ltt_checktensor(L, -2);
         lua_pushfstring(L, "Linear(in_features=%d, out_features=%d, bias=%s)", (int)w->shape[1], (int)w->shape[0],
                         has_b ? "true" : "false");
+        return 1;
+    }
+    if (k->call == embedding_call) {
+        tt_tensor *w = ltt_checktensor(L, -2);
+        lua_pushfstring(L, "Embedding(%d, %d)", (int)w->shape[0], (int)w->shape[1]);
         return 1;
     }
     const normdata *nd = lua_touserdata(L, 1);
@@ -306,7 +378,7 @@ static int ltt_clip_grad_norm(lua_State *L)
 }
 
 static const luaL_Reg nnlib[] = {
-    {"Linear", ltt_linear}, {"LayerNorm", ltt_layernorm}, {"RMSNorm", ltt_rmsnorm},
+    {"Linear", ltt_linear}, {"Embedding", ltt_embedding}, {"LayerNorm", ltt_layernorm}, {"RMSNorm", ltt_rmsnorm},
     {"clip_grad_norm", ltt_clip_grad_norm}, {NULL, NULL}
 };
 

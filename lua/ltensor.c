@@ -945,6 +945,37 @@ static int ltt_sdpa(lua_State *L)
     return want_w ? 2 : 1;
 }
 
+/* tt.cross_entropy(logits, targets [, {ignore_index = n, reduction = "mean"|"sum"|"none"}]);
+   the options first, as sdpa's */
+static int ltt_cross_entropy(lua_State *L)
+{
+    static const char *const known[] = {"ignore_index", "reduction", NULL};
+    static const char *const reductions[] = {"mean", "sum", "none", NULL};
+    lua_settop(L, 3);
+    ltt_check_opts(L, 3, "cross_entropy", known);
+    lua_Integer ignore = -100;
+    int red = TT_REDUCTION_MEAN;
+    if (lua_istable(L, 3)) {
+        lua_getfield(L, 3, "ignore_index");
+        if (!lua_isnil(L, -1) && !lua_isinteger(L, -1))
+            return ltt_error(L, "cross_entropy: ignore_index must be an integer, got %s", luaL_typename(L, -1));
+        if (!lua_isnil(L, -1)) ignore = lua_tointeger(L, -1);
+        lua_getfield(L, 3, "reduction");
+        if (!lua_isnil(L, -1)) {
+            const char *r = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+            for (red = 0; reductions[red] && strcmp(reductions[red], r) != 0; red++) {}
+            if (!reductions[red])
+                return ltt_error(L, "cross_entropy: reduction must be \"mean\", \"sum\" or \"none\", got %s%s%s",
+                                 *r ? "\"" : "", *r ? r : luaL_typename(L, -1), *r ? "\"" : "");
+        }
+    }
+    tt_tensor *x = ltt_checktensor(L, 1), *t = ltt_checktensor(L, 2);
+    tt_tensor *out = ltt_newtensor(L);
+    tt_tensor *in[] = {x, t};
+    LTT_CALL_HELD(L, "cross_entropy", in, tt_cross_entropy(out, x, t, ignore, (tt_reduction)red));
+    return 1;
+}
+
 /* ===== einops ===== */
 
 static int ltt_rearrange(lua_State *L)
@@ -1244,7 +1275,7 @@ static const luaL_Reg ttlib[] = {
     {"tensor", ltt_tensor_new}, {"zeros", ltt_zeros}, {"ones", ltt_ones}, {"full", ltt_full},
     {"arange", ltt_arange}, {"eye", ltt_eye}, {"randn", ltt_randn}, {"rand", ltt_rand}, {"randint", ltt_randint},
     {"manual_seed", ltt_manual_seed}, {"no_grad", ltt_no_grad}, {"matmul", ltt_matmul}, {"cat", ltt_cat}, {"stack", ltt_stack},
-    {"causal_mask", ltt_causal_mask}, {"sdpa", ltt_sdpa},
+    {"causal_mask", ltt_causal_mask}, {"sdpa", ltt_sdpa}, {"cross_entropy", ltt_cross_entropy},
     {"rearrange", ltt_rearrange}, {"einsum", ltt_einsum},
     {"allclose", ltt_allclose}, {"assert_close", ltt_assert_close}, {"clock", ltt_clock},
     {NULL, NULL}

@@ -67,6 +67,18 @@ void tk_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, fl
 /* The same for log_softmax (x - max - log(sum(exp(x - max)))). */
 void tk_log_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x, float *y);
 
+/* Cross-entropy of nrows contiguous rows of n logits against 0-based
+   targets t (t < 0: ignored, loss 0, row not read). loss[r] = log-sum-exp
+   - x[t], max-subtracted; stats[2r], stats[2r+1] get the row's max and
+   sum of exp(x - max) for the backward (an all -inf row: NaN). Returns 0,
+   or -1 if it could not get its scratch row. */
+int tk_cross_entropy_rows(int64_t nrows, int64_t n, const float *x, const int64_t *t,
+                          float *loss, float *stats);
+/* dx[r] = (softmax(x[r]) - onehot(t[r])) * g[r * gstride] from stats;
+   ignored rows get zeros. */
+void tk_cross_entropy_backward_rows(int64_t nrows, int64_t n, const float *x, const int64_t *t,
+                                    const float *stats, const float *g, int64_t gstride, float *dx);
+
 /* Reductions of lines: tk_reduce_lines reduces nb <= TK_RED_BLOCK lines side
    by side, line i holding x[i*si + j*sd] for j < R; v[i] gets the value and,
    for MAX/MIN, ix[i] the 1-based index of the first extremum (NaN wins;

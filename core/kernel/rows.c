@@ -103,6 +103,85 @@ void tk_exp_vec(int64_t n, const float *x, float *y)
     tk_parallel_for(n, EXP_GRAIN, exp_range, &j);
 }
 
+/* ===== Cross-entropy rows =====
+   One pass of max and one of exp-sum a row; a row whose target is
+   ignored (t < 0) is skipped whole, so C may even be 0 there. */
+typedef struct ce_job {
+    const tk_kern *kn;
+    int64_t n;
+    const float *x;
+    const int64_t *t;       /* 0-based targets, < 0 ignored */
+    float *loss, *stats;    /* stats: max and sum of exp(x - max) a row */
+    const float *g;         /* backward: g a row (gstride 0: one for all) */
+    int64_t gstride;
+    float *dx;
+    atomic_int nomem;
+} ce_job;
+
+static void ce_range(void *ctx, int64_t begin, int64_t end)
+{
+    ce_job *j = ctx;
+    int64_t n = j->n;
+    float *e = tk_scratch(TK_SCRATCH_TILE, (size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!e) {
+        atomic_store(&j->nomem, 1);
+        return;
+    }
+    for (int64_t r = begin; r < end; r++) {
+        const float *x = j->x + r * n;
+        int64_t t = j->t[r];
+        if (t < 0) {
+            j->loss[r] = 0.0f;
+            j->stats[2 * r] = j->stats[2 * r + 1] = NAN;
+            continue;
+        }
+        float m = j->kn->row_max(n, x);
+        /* all -inf: NaN, as PyTorch; the sum's terms are exp(x - m) <= 1 */
+        float s = m == -INFINITY ? NAN : j->kn->exp_sum(n, x, m, e);
+        j->stats[2 * r] = m;
+        j->stats[2 * r + 1] = s;
+        /* (m - x_t) + log s, not lse - x_t: exact when m ~ x_t ~ 1e30 */
+        j->loss[r] = (m - x[t]) + logf(s);
+    }
+}
+
+int tk_cross_entropy_rows(int64_t nrows, int64_t n, const float *x, const int64_t *t,
+                          float *loss, float *stats)
+{
+    if (nrows <= 0) return 0;
+    ce_job j = { .kn = tk_kern_now(), .n = n, .x = x, .t = t, .loss = loss, .stats = stats };
+    tk_parallel_for(nrows, GRAIN / (n + 1) + 1, ce_range, &j);
+    return atomic_load(&j.nomem) ? -1 : 0;
+}
+
+/* dx = (exp(x - m) / s - onehot(t)) * g, from the forward's m and s */
+static void ce_backward_range(void *ctx, int64_t begin, int64_t end)
+{
+    ce_job *j = ctx;
+    int64_t n = j->n;
+    for (int64_t r = begin; r < end; r++) {
+        float *dx = j->dx + r * n;
+        int64_t t = j->t[r];
+        if (t < 0) {
+            for (int64_t i = 0; i < n; i++) dx[i] = 0.0f;
+            continue;
+        }
+        float g = j->g[r * j->gstride], m = j->stats[2 * r], s = j->stats[2 * r + 1];
+        j->kn->exp_sum(n, j->x + r * n, m, dx);
+        j->kn->scale(n, g / s, dx, dx, 0);
+        dx[t] -= g;
+    }
+}
+
+void tk_cross_entropy_backward_rows(int64_t nrows, int64_t n, const float *x, const int64_t *t,
+                                    const float *stats, const float *g, int64_t gstride, float *dx)
+{
+    if (nrows <= 0) return;
+    ce_job j = { .kn = tk_kern_now(), .n = n, .x = x, .t = t, .stats = (float *)stats,
+                 .g = g, .gstride = gstride, .dx = dx };
+    tk_parallel_for(nrows, GRAIN / (n + 1) + 1, ce_backward_range, &j);
+}
+
 /* ===== Column softmax ===== */
 
 #define SM_COLS 4096            /* columns side by side at most (wide rows: fewer TLB misses) */

@@ -111,6 +111,9 @@ static const tt__opdef OPS[] = {
     /* indexing: the backward scatter-adds g where the forward read */
     [TT_OP_INDEX_SELECT] = { .name = "index_select", BW(index), .saves = TT__SAVE_B },
     [TT_OP_GATHER] = { .name = "gather", BW(index), .saves = TT__SAVE_B },
+    /* losses: 4 a logit (max, sub, exp, sum); the front-end saves the
+       contiguous logits, the row statistics and the 0-based targets itself */
+    [TT_OP_CROSS_ENTROPY] = { .name = "cross_entropy", .flops = 4, BW(cross_entropy) },
 };
 _Static_assert(sizeof OPS / sizeof OPS[0] == TT_OP_COUNT, "OPS: one row per tt_op");
 

@@ -251,4 +251,65 @@ checkerror("RMSNorm: unknown option 'bias'", tt.nn.RMSNorm, 4, {bias = false})
 checkerror("clip_grad_norm: max_norm must be >= 0", tt.nn.clip_grad_norm, {w}, -1)
 checkerror("test_nn.lua:252: SGD: lr must be >= 0", function() return tt.optim.SGD({w}, {lr = -1}) end)
 
+-- Embedding: weight [num, dim] N(0,1) from the seeded generator, rows by
+-- 1-based int64 ids of any shape, gradients scatter-added
+tt.manual_seed(11)
+local emb = tt.nn.Embedding(16, 8)
+tt.manual_seed(11)
+local same = tt.randn(16, 8)
+check("Embedding: weight is tt.randn(num, dim) from the seed", tt.allclose(emb.weight, same, 0, 0))
+check("Embedding: sizes", emb.num_embeddings == 16 and emb.embedding_dim == 8)
+check("Embedding: weight [16,8] requires grad", emb.weight.requires_grad and emb.weight:size(1) == 16
+      and emb.weight:size(2) == 8)
+check("Embedding: one parameter", #emb:parameters() == 1 and rawequal(emb:parameters()[1], emb.weight))
+check("Embedding: named weight", emb:named_parameters()[1][1] == "weight"
+      and rawequal(emb:named_parameters()[1][2], emb.weight))
+check("Embedding: no bias", emb.bias == nil)
+check("Embedding: tostring", tostring(emb) == "Embedding(16, 8)")
+local big = tt.nn.Embedding(1000, 100).weight
+local mean, sd = big:mean():item(), big:std():item()
+check("Embedding: init mean ~0 (" .. mean .. ")", math.abs(mean) < 0.01)
+check("Embedding: init std ~1 (" .. sd .. ")", math.abs(sd - 1) < 0.01)
+
+local W = emb.weight:totable()
+local id_list = {{3, 16, 3}, {1, 3, 7}}
+local ids = tt.tensor(id_list, "int64")
+local out = emb(ids)
+check("Embedding: ids [2,3] give [2,3,8]", out:dim() == 3 and out:size(1) == 2 and out:size(3) == 8)
+local want = {}
+for i = 1, 2 do
+  want[i] = {}
+  for j = 1, 3 do want[i][j] = W[id_list[i][j]] end
+end
+close("Embedding: rows of the weight", out, want, 0)
+close("Embedding: 0-d id gives [dim]", emb(tt.tensor(16, "int64")), W[16], 0)
+check("Embedding: ids [1,1,2] give [1,1,2,8]", emb(tt.ones(1, 1, 2):long()):dim() == 4)
+check("Embedding: no ids give [0,8]", emb(tt.zeros(0):long()):size(1) == 0)
+-- repeated ids: each weight row's gradient is the sum of g over its uses
+local g = tt.randn(2, 3, 8)
+out:backward(g)
+local G, wantg = g:totable(), {}
+for r = 1, 16 do
+  wantg[r] = {}
+  for c = 1, 8 do wantg[r][c] = 0 end
+end
+for i = 1, 2 do
+  for j = 1, 3 do
+    local r = id_list[i][j]
+    for c = 1, 8 do wantg[r][c] = wantg[r][c] + G[i][j][c] end
+  end
+end
+close("Embedding: gradient accumulates over repeated ids", emb.weight.grad, wantg, 1e-6)
+emb(tt.tensor({3}, "int64")):sum():backward()
+for c = 1, 8 do wantg[3][c] = wantg[3][c] + 1 end
+close("Embedding: a second backward adds to .grad", emb.weight.grad, wantg, 1e-6)
+checkerror({"Embedding: id 17 out of range 1..16 (num_embeddings) in ids [2]", "test_nn.lua:"},
+           function() return emb(tt.tensor({1, 17}, "int64")) end)
+checkerror({"Embedding: id 0 out of range 1..16", "hint: ids count from 1"},
+           function() return emb(tt.tensor({0}, "int64")) end)
+checkerror({"Embedding: ids must be int64, got float32 [2]", "hint: ids:long()"},
+           function() return emb(tt.tensor({1, 2})) end)
+checkerror("Embedding: num_embeddings and embedding_dim must be positive, got 0, 4",
+           function() return tt.nn.Embedding(0, 4) end)
+
 T.report()
