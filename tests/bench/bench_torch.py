@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # bench_torch.py — PyTorch yardstick for `make bench` (called by bench.c).
 # Prints one line per measurement: "<name> <median_ms> <min_ms> <max_ms> <peak_extra_mib>".
-# Usage: bench_torch.py THREADS softmax | ew | sdpa N HKV [N HKV ...] | sdpabwd N [N ...] | train
+# Usage: bench_torch.py THREADS softmax | ew | sdpa N HKV [N HKV ...] | sdpabwd N [N ...] | train [BUDGET_S]
 # sdpabwd prints a sixth field, the backward's median ms; train prints "train <ms> <ms> <ms> <mib> <loss>".
 import math
 import sys
@@ -104,7 +104,7 @@ class Attention(torch.nn.Module):
         return x + self.o(y)
 
 
-def train_step():
+def train_step(budget):
     """one AdamW step of the lesson-sized model: the same sizes and ops as train.lua"""
     V, D, L, H, B, N = 64, 64, 2, 4, 32, 64
     tok, pos = torch.nn.Embedding(V, D), torch.nn.Embedding(N, D)
@@ -128,7 +128,7 @@ def train_step():
         loss.backward()
         opt.step()
 
-    r = measure(step, 2.0)
+    r = measure(step, budget)
     print("train %.3f %.3f %.3f %.1f %.4f" % (r + (loss.item(),)))
 
 
@@ -144,7 +144,7 @@ def main():
             sdpa_backward(int(n))
         return
     if what == "train":
-        train_step()
+        train_step(float(sys.argv[3]) if len(sys.argv) > 3 else 2.0)
         return
     with torch.no_grad():
         if what == "softmax":
