@@ -226,6 +226,7 @@ $(BUILD)/bench/bench: tests/bench/bench.c $(CORE_OBJ)
 bench: all $(BUILD)/bench/bench
 	$(BUILD)/bench/bench $(BENCH_ARGS)
 	./tensortrace -q tests/bench/overhead.lua $(BENCH_ARGS)
+	./tensortrace -q tests/bench/train.lua $(BENCH_ARGS)
 
 # ===== Safety (issue 7): make asan · make scalar · make memcheck · make fuzz =====
 # Each variant builds into its own folder under build/ (objects, test

@@ -36,9 +36,14 @@ void tt_fmt_bytes(char *buf, size_t n, double b)
    collection cycle at a time, so a loop of small ops frees hundreds of
    same-sized buffers at once: below SMALL_LIMIT a class keeps 64 blocks,
    or more while all the small blocks kept stay under SMALL_CACHE_BYTES
-   (else each op would go back to aligned_alloc, the slowest part of it). */
+   (else each op would go back to aligned_alloc, the slowest part of it).
+   From SMALL_LIMIT up, blocks are kept while all of them stay under
+   CACHE_MAX_BYTES: a training step of a small model frees a cycle's worth
+   of activations and gradients (a hundred or more of 512 KiB), and each
+   one malloc took back would page-fault afresh in the next step (a third
+   of the step's time, measured by tests/bench/train.lua). */
 #define NCLASSES 240
-#define SMALL_LIMIT (1 << 20)               /* below: 64 blocks a class, more within: */
+#define SMALL_LIMIT (1 << 16)               /* below: 64 blocks a class, more within: */
 #define SMALL_CACHE_BYTES ((int64_t)16 << 20)
 #define CACHE_MAX_BYTES ((int64_t)512 << 20) /* above: this many bytes in all */
 

@@ -91,14 +91,14 @@ static void put_rate(double work, stat3 s, const char *unit)
 {
     char b[64];
     snprintf(b, sizeof b, "%.1f (%.1f-%.1f) %s", work / s.med, work / s.max, work / s.min, unit);
-    printf("%-28s", b);
+    printf("%-27s ", b);   /* a space even when the value is wider than its column */
 }
 
 static void put_ms(stat3 s)
 {
     char b[64];
     snprintf(b, sizeof b, "%.1f (%.1f-%.1f) ms", s.med * 1e3, s.min * 1e3, s.max * 1e3);
-    printf("%-28s", b);
+    printf("%-27s ", b);
 }
 
 static float *frand(size_t n)
@@ -661,19 +661,50 @@ typedef struct fb { tk_sdpa_args f; tk_sdpa_bwd_args b; } fb;
 static void fb_fwd(void *ctx) { tk_sdpa(&((fb *)ctx)->f); }
 static void fb_bwd(void *ctx) { tk_sdpa_backward(&((fb *)ctx)->b); }
 
+/* PyTorch's autograd through the explicit formula at one N: fwd+bwd and
+   bwd alone (s), the first call's extra peak RSS (MiB); 0 when absent. */
+static int torch_sdpa_bwd(const char *py, int th, int64_t N, stat3 *both, double *bwd, double *mib)
+{
+    char cmd[512], line[256];
+    int found = 0;
+    snprintf(cmd, sizeof cmd, "%s tests/bench/bench_torch.py %d sdpabwd %lld 2>&1", py, th, (long long)N);
+    FILE *f = popen(cmd, "r");
+    while (f && fgets(line, sizeof line, f)) {
+        long long n;
+        double med, mn, mx, pk, b;
+        if (sscanf(line, "sdpabwd_%lld %lf %lf %lf %lf %lf", &n, &med, &mn, &mx, &pk, &b) == 6) {
+            *both = (stat3){ med / 1e3, mn / 1e3, mx / 1e3 };
+            *bwd = b / 1e3;
+            *mib = pk;
+            found = 1;
+        } else if (strncmp(line, "absent", 6) == 0) {
+            printf("  torch: %s", line);
+        }
+    }
+    if (f) pclose(f);
+    return found;
+}
+
 /* The backward next to the forward that feeds it (which saves lse), MHA
-   causal. extra: peak RSS growth of the first backward call (every buffer
-   it is given is already resident). */
-static void bench_sdpa_bwd(void)
+   causal, then PyTorch's autograd through the explicit formula (q@k^T*scale,
+   masked_fill, softmax, @v, .backward) on the same shapes. extra: peak RSS
+   growth of the first forward+backward (every buffer they are given is
+   already resident). */
+static void bench_sdpa_bwd(const char *py)
 {
     static const int64_t ns[] = { 1024, 4096 };
     printf("\n== sdpa forward+backward B=1 H=8 Dh=64 causal (ms; extra = peak RSS growth of the\n"
-           "   first backward call, MiB)\n");
-    printf("  %-10s %-2s %-28s%-28s%-9s%s\n", "", "th", "forward", "backward", "bwd/fwd", "extra");
+           "   first forward+backward, MiB; torch: autograd through the explicit formula;\n"
+           "   speed-up = torch fwd+bwd / ours fwd+bwd)\n");
+    printf("  %-10s %-2s %-28s%-28s%-8s%-7s%-28s%-12s%-9s%s\n", "", "th", "forward", "backward", "bwd/fwd",
+           "extra", "torch fwd+bwd", "torch bwd", "extra", "speed-up");
     for (int th = 1; th <= 2; th++) {
         tt_set_num_threads(th);
         for (int i = 0; i < 2; i++) {
             int64_t N = ns[i], n = 8 * N * 64;
+            stat3 tb = { 0, 0, 0 };
+            double tbwd = 0, tmib = 0;
+            int have_torch = py && torch_sdpa_bwd(py, th, N, &tb, &tbwd, &tmib);
             float *q = frand((size_t)n), *k = frand((size_t)n), *v = frand((size_t)n), *o = frand((size_t)n);
             float *go = frand((size_t)n), *dq = frand((size_t)n), *dk = frand((size_t)n);
             float *dv = frand((size_t)n), *lse = frand((size_t)(8 * N));
@@ -689,9 +720,9 @@ static void bench_sdpa_bwd(void)
                 1, t.f.scale, o, go, lse, dq, dk, dv,
             };
             t.b = b;
-            fb_fwd(&t);
             long base = status_kib("VmRSS");
             peak_reset();
+            fb_fwd(&t);
             fb_bwd(&t);
             double mib = (double)(status_kib("VmHWM") - base) / 1024.0;
             stat3 sf = timeit(fb_fwd, &t, 1.5), sb = timeit(fb_bwd, &t, 1.5);
@@ -700,7 +731,14 @@ static void bench_sdpa_bwd(void)
             printf("  %-10s %d  ", l, th);
             put_ms(sf);
             put_ms(sb);
-            printf("%-9.2f%.1f\n", sb.med / sf.med, mib);
+            printf("%-8.2f%-7.1f", sb.med / sf.med, mib);
+            if (have_torch) {
+                put_ms(tb);
+                char bw[32];
+                snprintf(bw, sizeof bw, "%.1f ms", tbwd * 1e3);
+                printf("%-12s%-9.1f%.1fx", bw, tmib, tb.med / (sf.med + sb.med));
+            }
+            printf("\n");
             fflush(stdout);
             free(q); free(k); free(v); free(o); free(go); free(dq); free(dk); free(dv); free(lse);
         }
@@ -728,7 +766,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         for (int s = 0; s < 8; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = 1;
     openblas_load();
-    const char *py = (want[2] || want[3] || want[5]) ? find_python() : NULL;
+    const char *py = (want[2] || want[3] || want[5] || want[6]) ? find_python() : NULL;
     time_t tm = time(NULL);
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&tm));
@@ -740,6 +778,6 @@ int main(int argc, char **argv)
     if (want[5]) bench_ew(py);
     if (want[7]) bench_ops();
     if (want[3]) bench_sdpa(py);
-    if (want[6]) bench_sdpa_bwd();
+    if (want[6]) bench_sdpa_bwd(py);
     return 0;
 }

@@ -1,10 +1,12 @@
 -- overhead.lua — the interpreter's side of `make bench`: what a tiny op
 -- costs from Lua with the trace off (target: at most 1 us), and the wall
--- time of every lesson as a learner runs it (target: under 100 ms).
+-- time of every lesson as a learner runs it (target: under 100 ms); each
+-- tiny op also with recording for backward on (target: at most 1.5x off).
 -- Run: ./tensortrace -q tests/bench/overhead.lua [ops] [lessons]
 -- (no section named: both; only bench.c's sections named: neither).
 
 local OP_TARGET_US, LESSON_TARGET_MS = 1.0, 100
+local REC_TARGET = 1.5                 -- a tiny op recording for backward: at most 1.5x its cost off
 local RUNS, CALLS = 7, 100000          -- per tiny op: runs of CALLS calls, after a warm-up
 local LESSON_RUNS = 3
 
@@ -27,32 +29,49 @@ end
 
 -- ===== tiny ops =====
 
+-- us per call of loop: median, min, max of RUNS runs of CALLS calls
+local function time_loop(loop)
+  loop(CALLS // 5)                     -- warm-up: caches, free lists, the collector's pace
+  local ts = {}
+  for r = 1, RUNS do
+    local t0 = tt.clock()
+    loop(CALLS)
+    ts[r] = (tt.clock() - t0) / CALLS * 1e6
+  end
+  return median_min_max(ts)
+end
+
+-- Each op twice: on inputs that do not require grad (recording off), then
+-- on the same values requiring grad (each call records a node of the graph,
+-- which the collector frees with its result).
 local function bench_ops()
   tt.trace.off()                       -- also when run with the trace on
-  local x, y = tt.randn(4), tt.randn(4)
-  local m = tt.randn(2, 3)
-  local a, b = tt.randn(2, 2), tt.randn(2, 2)
+  local function inputs(grad)
+    tt.manual_seed(0)
+    local t = {x = tt.randn(4), y = tt.randn(4), m = tt.randn(2, 3), a = tt.randn(2, 2), b = tt.randn(2, 2)}
+    if grad then for _, v in pairs(t) do v:requires_grad_() end end
+    return t
+  end
   local cases = {
-    {"add [4] + [4]", function(n) for _ = 1, n do local _ = x + y end end},
-    {"transpose [2,3] (view)", function(n) for _ = 1, n do local _ = m:transpose(1, 2) end end},
-    {"matmul [2,2] @ [2,2]", function(n) for _ = 1, n do local _ = a:matmul(b) end end},
-    {"softmax [4]", function(n) for _ = 1, n do local _ = x:softmax(1) end end},
+    {"add [4] + [4]", function(t, n) local x, y = t.x, t.y for _ = 1, n do local _ = x + y end end},
+    {"transpose [2,3] (view)", function(t, n) local m = t.m for _ = 1, n do local _ = m:transpose(1, 2) end end},
+    {"matmul [2,2] @ [2,2]", function(t, n) local a, b = t.a, t.b for _ = 1, n do local _ = a:matmul(b) end end},
+    {"softmax [4]", function(t, n) local x = t.x for _ = 1, n do local _ = x:softmax(1) end end},
   }
+  local off, on = inputs(false), inputs(true)
   print(string.format("\n== tiny ops from Lua, trace off (us per op: median (min-max) of %d runs of %d calls"
-                      .. " after a warm-up)", RUNS, CALLS))
-  print(string.format("  %-24s %-28s%-10s%s", "op", "ours", "target", "verdict"))
+                      .. " after a warm-up;\n   recording on: the inputs require grad; ratio = on / off,"
+                      .. " target %.1fx)", RUNS, CALLS, REC_TARGET))
+  print(string.format("  %-24s %-24s%-14s%-24s%-7s%s", "op", "recording off", "verdict",
+                      "recording on", "ratio", "verdict"))
   for _, c in ipairs(cases) do
     local name, loop = c[1], c[2]
-    loop(CALLS // 5)                   -- warm-up: caches, free lists, the collector's pace
-    local ts = {}
-    for r = 1, RUNS do
-      local t0 = tt.clock()
-      loop(CALLS)
-      ts[r] = (tt.clock() - t0) / CALLS * 1e6
-    end
-    local med, lo, hi = median_min_max(ts)
-    print(string.format("  %-24s %-28s%-10s%s", name, string.format("%.2f (%.2f-%.2f) us", med, lo, hi),
-                        string.format("%.1f us", OP_TARGET_US), verdict(med, OP_TARGET_US)))
+    local med, lo, hi = time_loop(function(n) loop(off, n) end)
+    local rmed, rlo, rhi = time_loop(function(n) loop(on, n) end)
+    local ratio = rmed / med
+    print(string.format("  %-24s %-24s%-14s%-24s%-7s%s", name, string.format("%.2f (%.2f-%.2f) us", med, lo, hi),
+                        verdict(med, OP_TARGET_US), string.format("%.2f (%.2f-%.2f) us", rmed, rlo, rhi),
+                        string.format("%.2fx", ratio), ratio <= REC_TARGET and "ok" or "OVER"))
     io.stdout:flush()
   end
   tt.trace.on()
