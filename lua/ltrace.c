@@ -470,7 +470,8 @@ static void fold_add(const group *where, char *sig, char *text, size_t rows_at)
     free(g->text);                       /* NULL: a group this old was decided long ago */
     memcpy(g->f, where->f, sizeof g->f);
     g->n = where->n;
-    snprintf(g->file, sizeof g->file, "%s", display_name(where->f[0].src));
+    /* the name copied at the group's start: its chunk may be collected by now */
+    snprintf(g->file, sizeof g->file, "%s", where->name ? where->name : "?");
     g->line = where->f[0].line;
     g->sig = sig;
     g->sighash = sig ? name_hash(sig, strlen(sig)) : 0;
