@@ -17,10 +17,8 @@ local known = want.ops or want.lessons or want.overhead
 if any and not known then return end  -- `make bench BENCH_ARGS=gemm`: not ours
 local all = not any or want.overhead
 
-local function median_min_max(ts)
-  table.sort(ts)
-  return ts[(#ts + 1) // 2], ts[1], ts[#ts]
-end
+local lib = dofile((arg[0]:match("^(.*/)") or "./") .. "benchlib.lua")
+local median_min_max, sh_quote, read_cmd, interpreter = lib.median_min_max, lib.sh_quote, lib.read_cmd, lib.interpreter
 
 local function verdict(med, target)
   return med <= target and string.format("ok (%.0f%%)", 100 * med / target)
@@ -78,25 +76,6 @@ local function bench_ops()
 end
 
 -- ===== lessons =====
-
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
-local function read_cmd(cmd)
-  local f = io.popen(cmd)
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
--- The interpreter running this script (as lua.c's arg: the lowest index),
--- made absolute so lessons can run in a scratch folder.
-local function interpreter(cwd)
-  local i = 0
-  while arg[i - 1] do i = i - 1 end
-  local exe = arg[i]
-  if exe:sub(1, 1) ~= "/" then exe = cwd .. "/" .. exe end
-  return exe
-end
 
 local function bench_lessons()
   local cwd = read_cmd("pwd"):gsub("%s+$", "")

@@ -44,10 +44,8 @@ local function forward(m, ids, positions, targets)
   return tt.cross_entropy(m.unembed(x):reshape(B * N, V), targets:reshape(B * N))
 end
 
-local function median_min_max(ts)
-  table.sort(ts)
-  return ts[(#ts + 1) // 2], ts[1], ts[#ts]
-end
+local lib = dofile((arg[0]:match("^(.*/)") or "./") .. "benchlib.lua")
+local median_min_max, sh_quote, read_cmd, interpreter = lib.median_min_max, lib.sh_quote, lib.read_cmd, lib.interpreter
 
 -- "train <med_ms> <min_ms> <max_ms> <loss>", as bench_torch.py prints it
 local function child()
@@ -78,22 +76,6 @@ local function child()
 end
 
 -- ===== the comparison =====
-
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
-local function read_cmd(cmd)
-  local f = io.popen(cmd)
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
--- The interpreter running this script (as lua.c's arg: the lowest index).
-local function interpreter()
-  local i = 0
-  while arg[i - 1] do i = i - 1 end
-  return arg[i]
-end
 
 -- median, min, max (ms) from a "train ..." line, or nil
 local function parse(out)
