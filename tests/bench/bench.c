@@ -143,10 +143,12 @@ static sgemm_fn ob_sgemm;
 static void (*ob_set_threads)(int);
 static char *(*ob_config)(void);
 
-static void openblas_load(void)
+/* avx2: OpenBLAS's Zen (AVX2) kernels, to stand next to our forced AVX2 path */
+static void openblas_load(int avx2)
 {
-    /* its AVX-512 kernel only when it detects the core itself */
-    unsetenv("OPENBLAS_CORETYPE");
+    /* otherwise its AVX-512 kernel, which it picks only when it detects the core itself */
+    if (avx2) setenv("OPENBLAS_CORETYPE", "Zen", 1);
+    else unsetenv("OPENBLAS_CORETYPE");
     unsetenv("OPENBLAS_L2_SIZE");
     static const char *names[] = { "libopenblas.so.0", "libopenblas.so", "libopenblasp.so.0" };
     void *h = NULL;
@@ -761,11 +763,19 @@ static const char *find_python(void)
 int main(int argc, char **argv)
 {
     int all = argc < 2;
-    int want[8] = { all, all, all, all, all, all, all, all };
+    int want[8] = { 0 };
     static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "torch", "ew", "sdpabwd", "api" };
-    for (int i = 1; i < argc; i++)
+    const char *path = NULL;   /* path=avx2 (or scalar): run as if the CPU had no wider path */
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "path=", 5) == 0) { path = argv[i] + 5; all = argc < 3; continue; }
         for (int s = 0; s < 8; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = 1;
-    openblas_load();
+    }
+    for (int s = 0; s < 8; s++) want[s] |= all;
+    if (path && !tk_simd_force(path)) {
+        fprintf(stderr, "bench: path=%s is not available on this CPU (avx512, avx2, scalar)\n", path);
+        return 1;
+    }
+    openblas_load(path && strcmp(path, "avx2") == 0);
     const char *py = (want[2] || want[3] || want[5] || want[6]) ? find_python() : NULL;
     time_t tm = time(NULL);
     char date[64];
