@@ -282,7 +282,7 @@ for t = 1, IM.N do
 end
 local seq_chars = IM.chars(seqs[1]:totable())
 tt.heatmap(tt.cat(rows, 1), "images/09_trained_decode.png", {
-  title = string.format("Cached decoding: layer 2 head %d, row t = step t (P = %d)", ind_head, PERIOD),
+  title = string.format("Decoding from the KV cache\nlayer 2 head %d, P = %d", ind_head, PERIOD),
   xlabels = seq_chars, ylabels = seq_chars, xtitle = "cached key", ytitle = "decode step (token read)",
   mask = {["key not in the cache yet"] = ~tt.causal_mask(IM.N)},
   cmap = "viridis", vmin = 0, vmax = 1, annotate = false })

@@ -1521,10 +1521,14 @@ static void test_plot_log_and_gaps(void)
     tt_canvas c;
     tt_plot_geom g;
     CHECK("log-log plot renders", tt_plot_render(&c, &g, &s, 1, &o) == TT_OK);
-    int decades = g.nxticks == 5 && g.xlo == 0.0 && g.xhi == 4.0;
-    for (int k = 0; k < g.nxticks; k++) decades &= fabs(g.xticks[k] - pow(10.0, k)) < 1e-9 * pow(10.0, k);
-    CHECK("log x ticks at the decades 1 .. 10^4", decades);
-    CHECK("log y axis from 10^0 to 10^7", g.ylo == 0.0 && g.yhi == 7.0 && g.nyticks == 8);
+    /* x 3 .. 2000: the ends are the data and a little room, out to the
+       nearest m x 10^k (2 and 3000), not the empty decades 1..2 and 3000..10^4 */
+    int decades = g.nxticks == 3 && fabs(g.xlo - log10(2.0)) < 1e-12 && fabs(g.xhi - log10(3000.0)) < 1e-12;
+    for (int k = 0; k < g.nxticks; k++) decades &= fabs(g.xticks[k] - pow(10.0, k + 1)) < 1e-9 * pow(10.0, k + 1);
+    CHECK("log x axis from 2 to 3000, ticks at the decades 10 .. 10^3", decades);
+    CHECK("log y axis (9 .. 4e6) from 6 to 6e6, ticks at 10 .. 10^6",
+          fabs(g.ylo - log10(6.0)) < 1e-12 && fabs(g.yhi - log10(6e6)) < 1e-12 && g.nyticks == 6 &&
+              fabs(g.yticks[0] - 10.0) < 1e-9);
     /* y = x^2 is a straight line on log-log: its midpoint in log space is on it */
     double px, py;
     tt_plot_point(&g, 1, 1, sqrt(20.0 * 150.0), sqrt(400.0 * 22500.0), &px, &py);
@@ -1535,6 +1539,13 @@ static void test_plot_log_and_gaps(void)
     tt_plot_point(&g, 1, 1, 200.0, 1.0, &px, &py);
     CHECK("a short minor tick under 2 x 10^2", tt_canvas_get(&c, (int)lround(px), g.ay + g.ah + 2) != 0xffffffu &&
                                                   tt_canvas_get(&c, (int)lround(px), g.ay + g.ah + 4) == 0xffffffu);
+    tt_canvas_free(&c);
+
+    /* data inside one decade: the ends stay whole decades, so two ticks show */
+    const double nx[3] = { 20, 40, 80 };
+    const tt_plot_series ns = { "narrow", nx, nx, 3, 3 };
+    CHECK("narrow log plot renders", tt_plot_render(&c, &g, &ns, 1, &o) == TT_OK);
+    CHECK("log axis inside one decade: 10 .. 100", g.xlo == 1.0 && g.xhi == 2.0 && g.nxticks == 2);
     tt_canvas_free(&c);
 
     /* NaN: the point is left out and the line breaks there */
@@ -1747,6 +1758,42 @@ static void test_attend(void)
                                             strstr(tt_errmsg(), "scale must be a finite number"));
 }
 
+/* Token labels on the thin cells of a panel grid (8 heads, 32 tokens, as
+   lessons 06, 07 and 14 draw): every other token, upright, at full size. */
+static void test_heatmap_token_ticks(void)
+{
+    enum { P = 8, N = 32 };
+    float *v = calloc((size_t)P * N * N, sizeof *v);
+    if (!v) return;
+    static const char ALPHA[] = "abcdefghijklmnopqrstuvwxyzABCDEF";
+    char names[N][2];
+    const char *toks[N];
+    for (int i = 0; i < N; i++) { names[i][0] = ALPHA[i]; names[i][1] = 0; toks[i] = names[i]; }
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    o.xlabels = o.ylabels = toks;
+    o.nxlabels = o.nylabels = N;
+    o.annotate = 0;
+    tt_heatmap_geom g;
+    tt_canvas c;
+    if (tt_heatmap_render(&c, &g, v, P, N, N, &o) != TT_OK) { free(v); CHECK(tt_errmsg(), 0); return; }
+    CHECK("8 panels of 32 tokens: cells under 11 pixels (the thinned case)", g.cell_w < 11 && g.cell_h < 11);
+    /* under the last panel: ink under column 3 (label "c"), none under column 2 */
+    int x, y;
+    cell_xy(&g, P - 1, N - 1, 2, &x, &y);
+    const int band = y - 2 + g.cell_h + 8;
+    CHECK("x label under every other token (column 3)", count_luma(c.px, c.w, x, band, g.cell_w - 4, 14, 0.0, 0.5) > 0);
+    CHECK("no x label under column 2", count_luma(c.px, c.w, x - g.cell_w, band, g.cell_w - 4, 14, 0.0, 0.5) == 0);
+    CHECK("x labels upright: no ink 20 pixels below the band",
+          count_luma(c.px, c.w, x, band + 20, g.cell_w - 4, 10, 0.0, 0.5) == 0);
+    /* left of the first panel: ink beside row 3, none beside row 2 */
+    cell_xy(&g, 0, 2, 0, &x, &y);
+    CHECK("y label beside every other token (row 3)", count_luma(c.px, c.w, x - 2 - 8 - 12, y, 10, g.cell_h - 4, 0.0, 0.5) > 0);
+    CHECK("no y label beside row 2", count_luma(c.px, c.w, x - 2 - 8 - 12, y - g.cell_h, 10, g.cell_h - 4, 0.0, 0.5) == 0);
+    tt_canvas_free(&c);
+    free(v);
+}
+
 int main(void)
 {
     const char *base = getenv("TMPDIR");
@@ -1767,6 +1814,7 @@ int main(void)
     test_bars_labels();
     test_flow_labels();
     test_heatmap_options();
+    test_heatmap_token_ticks();
     test_head_groups();
     test_svg();
     test_plot_lines();

@@ -538,16 +538,19 @@ static tt_status axis_pick(axis_labels *a, int64_t n, double px, const char *con
     int64_t step = 1;
     a->scale = 2;
     if (tokens) {
-        if (columns) {
+        /* thinner cells: every step-th token at full size, step as small
+           as lets the glyphs (descenders included) sit clear of each other:
+           every other one on the 9-pixel cells of a panel grid */
+        if (px < 22.0) {
+            if (px >= 11.0) a->scale = 1;
+            else step = (int64_t)ceil(2.0 * TT_FONT_HEIGHT / px);
+        }
+        if (columns) {   /* across when the labels fit their pitch */
             int widest = 0;
             for (int64_t i = 0; i < n && i < nnames; i++)
                 if (names[i]) widest = imax(widest, tt_font_width(names[i], 2, 0));
-            if (widest + 6 <= px) a->vertical = 0;
+            if (widest + 6 <= px * (double)step) a->vertical = 0;
             else a->vertical = 1;
-        }
-        if (px < 22.0) {
-            if (px >= 11.0) a->scale = 1;
-            else step = nice_up(22.0 / px);
         }
     } else {
         /* numbers: horizontal, thinned so that they do not touch */

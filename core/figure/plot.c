@@ -101,29 +101,57 @@ static void label_linear(axis *a, int d)
     }
 }
 
+/* log10 of the nearest m x 10^k (m = 1..9, a minor tick) below or above e */
+static double minor_below(double e)
+{
+    const double k = floor(e);
+    return k + log10(floor(pow(10.0, e - k) + 1e-9));
+}
+static double minor_above(double e)
+{
+    const double k = floor(e), m = ceil(pow(10.0, e - k) - 1e-9);
+    return m >= 10.0 ? k + 1.0 : k + log10(m);
+}
+
 /* Linear: the data and a margin, 1-2-5 ticks inside. Log: a tick a
    decade (every other decade and so on past ten), minor ticks at
-   2..9 x 10^k when they fit. */
+   2..9 x 10^k when they fit; then the ends are the data and a margin out to
+   the nearest minor tick (1500 ends at 2 x 10^3, not at 10^4), as long as
+   two decade ticks stay inside; else, and when no minor ticks are drawn,
+   whole decades. */
 static void axis_setup(axis *a, double vmin, double vmax, int want)
 {
     if (a->log) {
-        double lo = floor(log10(vmin)), hi = ceil(log10(vmax));
+        const double dlo = log10(vmin), dhi = log10(vmax);
+        double lo = floor(dlo), hi = ceil(dhi);
         if (hi <= lo) hi = lo + 1.0;
         const int decades = (int)(hi - lo), step = (decades + want - 1) / want;
         lo = floor(lo / step) * step;
         hi = ceil(hi / step) * step;
+        const int minors = step == 1 && decades <= 8;
+        if (minors) {
+            const double pad = (dhi - dlo) * 0.03;
+            const double l = minor_below(dlo - pad), h = minor_above(dhi + pad);
+            if (floor(h + 1e-9) - ceil(l - 1e-9) >= 1.0) {
+                lo = l;
+                hi = h;
+            }
+        }
         a->lo = lo;
         a->hi = hi;
         a->nt = 0;
-        for (double e = lo; e <= hi + 1e-9 && a->nt < TT_PLOT_MAX_TICKS; e += step) {
+        for (double e = ceil(lo - 1e-9); e <= hi + 1e-9 && a->nt < TT_PLOT_MAX_TICKS; e += step) {
             a->tick[a->nt] = pow(10.0, e);
             snprintf(a->text[a->nt], sizeof a->text[0], "%d", (int)e);
             a->nt++;
         }
         a->nminor = 0;
-        if (step == 1 && decades <= 8)
-            for (double e = lo; e < hi; e += 1.0)
-                for (int m = 2; m <= 9; m++) a->minor[a->nminor++] = e + log10((double)m);
+        if (minors)
+            for (double e = floor(lo); e < hi; e += 1.0)
+                for (int m = 2; m <= 9; m++) {
+                    const double me = e + log10((double)m);
+                    if (me > lo + 1e-9 && me < hi - 1e-9) a->minor[a->nminor++] = me;
+                }
     } else {
         double lo = vmin, hi = vmax;
         if (!(hi > lo)) {   /* one value: half its size either side of it */
