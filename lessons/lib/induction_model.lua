@@ -5,7 +5,7 @@
 -- under --sandbox (a script may read below its folder):
 --   local M = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/induction_model.lua")
 -- M.load() reads the weights lesson 14 trained (lessons/data/induction.safetensors);
--- M.forward runs the model; M.head_scores says what each head does.
+-- M.forward runs the model; M.head_scores says what each head does. GQA: at the end.
 local M = {}
 M.V, M.D, M.H, M.N = 64, 64, 4, 32         -- vocabulary, width, heads, positions
 M.Dh = M.D // M.H
@@ -31,17 +31,17 @@ function M.repeated_batch(b, P)
   return tt.cat(copies, 2):narrow(2, 1, N)
 end
 
--- Random weights, as lesson 14 starts training from. Linear-style init:
--- uniform(-1/sqrt(in), 1/sqrt(in)), weight [out, in].
+-- Random weights, as lesson 14 starts training from (opts: the GQA variant, below).
+-- Linear-style init: uniform(-1/sqrt(in), 1/sqrt(in)), weight [out, in].
 local function linear_weight(out, in_)
   return ((tt.rand(out, in_) * 2 - 1) / math.sqrt(in_)):requires_grad_()
 end
-function M.init()
+function M.init(opts)
   return {
     tok_embed = tt.randn(V, D):requires_grad_(),            -- one row per token id
     pos_embed = tt.randn(N, D):requires_grad_(),            -- one row per position
-    ["layer1.qkv"] = linear_weight(3 * D, D), ["layer1.out"] = linear_weight(D, D),
-    ["layer2.qkv"] = linear_weight(3 * D, D), ["layer2.out"] = linear_weight(D, D),
+    ["layer1.qkv"] = linear_weight(M.qkv_rows(opts), D), ["layer1.out"] = linear_weight(D, D),
+    ["layer2.qkv"] = linear_weight(M.qkv_rows(opts), D), ["layer2.out"] = linear_weight(D, D),
     unembed = linear_weight(V, D),
   }
 end
@@ -87,7 +87,7 @@ function M.forward(model, x, opts)
   local h = M.embed(model, x)
   local weights = {}
   for l = 1, 2 do
-    local q, k, v = M.qkv(model, l, h)
+    local q, k, v = (M.kv_heads(model) < H and M.qkv_grouped or M.qkv)(model, l, h)
     local heads
     heads, weights[l] = tt.sdpa(q, k, v, {causal = true, weights = opts.weights})
     if opts.ablate and opts.ablate[1] == l then
@@ -122,6 +122,31 @@ function M.head_scores(w, P)
   return {current = mean_weight_on(w, expected_keys(0, 1), N),
           prev = mean_weight_on(w, expected_keys(1, 2), N - 1),
           ind = mean_weight_on(w, expected_keys(P - 1, P + 1), N - P)}
+end
+
+-- ===== The GQA variant (lesson 07) =====
+-- M.init{kv_heads = G} gives each layer H query heads but only G key/value
+-- heads, K/V head g serving query heads (g-1)*H/G+1 .. g*H/G: its qkv weight
+-- makes D + 2*G*Dh numbers per token instead of 3*D. M.forward runs it
+-- through tt.sdpa, which shares each K/V head without copying it. Lesson 07
+-- trains it as lesson 14 trains the MHA model and saves it to CHECKPOINT_GQA.
+M.CHECKPOINT_GQA = here .. "/data/induction_gqa.safetensors"
+function M.qkv_rows(opts)
+  local G = opts and opts.kv_heads or H
+  if H % G ~= 0 then error("induction model: kv_heads = " .. G .. " does not divide the " .. H .. " query heads") end
+  return D + 2 * G * Dh
+end
+-- the number of K/V heads of a model: H, or G for the GQA variant
+function M.kv_heads(model) return (model["layer1.qkv"]:size(1) - D) // (2 * Dh) end
+-- one matmul makes Q of all H heads and K, V of the G K/V heads:
+-- h [b,n,D] -> q [b,H,n,Dh], k, v [b,G,n,Dh]
+function M.qkv_grouped(model, l, h)
+  local b, n, G = h:size(1), h:size(2), M.kv_heads(model)
+  local all = h:matmul(model["layer" .. l .. ".qkv"]:mT())
+  local function heads(first, count)     -- columns first.. of all, as [b,count,n,Dh]
+    return all:narrow(3, first, count * Dh):reshape(b, n, count, Dh):transpose(2, 3)
+  end
+  return heads(1, H), heads(D + 1, G), heads(D + G * Dh + 1, G)
 end
 
 return M
