@@ -109,8 +109,8 @@ tt.trace.section("A group shares K/V, not its answers")
 print("The 4 query heads of a group read the same keys and values, but each asks its")
 print("own question, so their weights (and outputs) differ. Nothing is averaged:")
 print("all 8 heads are concatenated and mixed by W_O, exactly as in MHA.")
-print("With random weights that is no surprise; the last section asks it of a")
-print("trained model.")
+print("With random weights that is no surprise; the end of the lesson asks it")
+print("again of a trained model.")
 tt.trace.off()
 for h = 2, R do
   local diff = (weights:select(2, h) - weights:select(2, 1)):abs():max():item()
@@ -161,7 +161,7 @@ tt.trace.section("A trained GQA model: which heads share, and what each learned"
 print("Random weights show the mechanism, not what sharing does to a model. Lesson 14")
 print(string.format("trains a 2-layer attention-only model (H = %d heads of Dh = %d per layer) to", TH, TDh))
 print("copy: random tokens that repeat with a period P. Here the same model is trained")
-print(string.format("the same way (such sequences, AdamW, lr %g, %d steps of %d sequences), but each", LR, STEPS, TB))
+print(string.format("the same way (same task, AdamW, lr %g, %d steps of %d sequences), but each", LR, STEPS, TB))
 print(string.format("layer has only G = %d K/V heads for its H = %d query heads:", TG, TH))
 for h = 1, TH do
   print(string.format("  query head %d reads K/V head %d", h, math.ceil(h / TR)))
@@ -225,6 +225,24 @@ tt.trace.on()
 print(string.format("The weights come from %s unless the", M.CHECKPOINT_GQA))
 print("lesson runs with --retrain, which trains again from the same seed and writes")
 print("the same bytes for any thread count.")
+-- the sequence of the figure at the end, P random tokens repeated
+local EXAMPLE_P = 11
+tt.trace.off()
+tt.manual_seed(11)
+local example = M.repeated_batch(1, EXAMPLE_P)
+tt.trace.on()
+print("")
+print("Layer 1 on one sequence of N = 32 tokens, traced: one matmul makes the 4 query")
+print("heads and the 2 K/V heads, and tt.sdpa pairs query heads 1, 2 with K/V head 1")
+print("and 3, 4 with K/V head 2.")
+local q1, k1, v1 = tt.no_grad(M.qkv_grouped, model, 1, M.embed(model, example))
+local heads1 = tt.no_grad(tt.sdpa, q1, k1, v1, {causal = true})
+if q1:size(2) ~= TH or k1:size(2) ~= TG or heads1:size(2) ~= TH then
+  error("layer 1 should have " .. TH .. " query heads on " .. TG .. " K/V heads")
+end
+if not (k1:shares_storage(q1) and v1:shares_storage(q1)) then error("Q, K and V should be views of one matmul") end
+print("Q [1,4,32,16], K and V [1,2,32,16] are views of the one matmul's output (no")
+print("copy), and tt.sdpa reads K and V with their 2 heads as they are.")
 
 tt.trace.section("What each query head does, by K/V group")
 -- A fixed evaluation set, as lesson 14's: 32 sequences for every period 8..16.
@@ -381,9 +399,6 @@ print("the size of the gap is this pair of runs, not a law.")
 
 -- Every head of both layers on one sequence: [2H, N, N].
 tt.trace.off()
-local EXAMPLE_P = 11
-tt.manual_seed(11)
-local example = M.repeated_batch(1, EXAMPLE_P)
 local example_tokens = M.chars(example[1]:totable())
 local _, w_example = tt.no_grad(M.forward, model, example, {weights = true})
 tt.heatmap(tt.cat({w_example[1][1], w_example[2][1]}, 1), "images/07_gqa_heads.png", {
