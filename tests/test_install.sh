@@ -28,6 +28,10 @@ ok $? "installed lesson 05 failed: $(tail -5 "$tmp/out")"
 # lesson 09 loads the shared model (lessons/lib) and its checkpoint (lessons/data)
 (cd "$tmp/run" && "$root/bin/tensortrace" -q "$root/share/tensortrace/lessons/09_kv_cache.lua") >"$tmp/out" 2>&1
 ok $? "installed lesson 09 failed: $(tail -5 "$tmp/out")"
+# lesson 07 loads the GQA checkpoint (and the MHA one); without it, it would retrain
+(cd "$tmp/run" && "$root/bin/tensortrace" -q "$root/share/tensortrace/lessons/07_gqa.lua") >"$tmp/out" 2>&1
+ok $? "installed lesson 07 failed: $(tail -5 "$tmp/out")"
+! grep -q "^Trained" "$tmp/out"; ok $? "installed lesson 07 retrained: the GQA checkpoint was not installed"
 
 # A stock lua5.4 finds the module through its C path.
 LUA_CPATH="$root/lib/lua/5.4/?.so" lua5.4 -e 'local tt = require "tt"; assert(tt.ones(2, 3):sum():item() == 6); print("ok")' >"$tmp/out" 2>&1
