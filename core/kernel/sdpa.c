@@ -125,6 +125,8 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     const tk_sdpa_args *a = J->a;
     const tk_kern *kn = J->kn;
     int mr = kn->mr, nr = kn->nr;
+    float (*exp_sum)(int64_t, const float *, float, float *) =
+        kn->sdpa_exp_sum ? kn->sdpa_exp_sum : kn->exp_sum;
     int64_t bh = task / J->nqb, r = task % J->nqb;
     int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / J->G;
     /* causal: pair early and late query blocks so contiguous ranges balance */
@@ -225,7 +227,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
                the sum NaN: exp(NaN - m), exp(inf - inf) or a NaN max. So
                the sum is the row's check, at no extra pass. */
             float alpha = expf(mrow[i] - mnew);  /* 0 on the first visible block */
-            float sum = kn->exp_sum(lim, s, mnew, p);
+            float sum = exp_sum(lim, s, mnew, p);
             if (sum != sum) {
                 bad[i] = 1.0f;
                 memset(p, 0, (size_t)nk * sizeof(float));
