@@ -891,9 +891,9 @@ static int64_t sdpa_ref64(const tk_sdpa_args *a, double *out, double *w)
 }
 
 /* Non-finite inputs a case may be given (applied to batch 0, kv head 0). */
-enum { P_NONE, P_Q_NAN, P_K_POSINF, P_K_LAST_NAN, P_ALL_NEGINF, P_V_NAN, P_COUNT };
+enum { P_NONE, P_Q_NAN, P_K_POSINF, P_K_LAST_NAN, P_ALL_NEGINF, P_V_NAN, P_NEGINF_NAN, P_COUNT };
 static const char *const POISON[] = { "", " q row NaN", " k all +inf", " last key NaN",
-                                      " row 0 all -inf", " v NaN" };
+                                      " row 0 all -inf", " v NaN", " row 0: -inf, key 0 NaN, finite from key 512" };
 
 static void sdpa_run(const sdpa_case *c, int use_ref, int poison)
 {
@@ -919,11 +919,12 @@ static void sdpa_run(const sdpa_case *c, int use_ref, int poison)
         for (int64_t j = 0; j < c->Nk; j++) {
             float *kj = k + j * a.ks_n + e * a.ks_d;
             if (poison == P_K_POSINF) *kj = INFINITY;
-            if (poison == P_ALL_NEGINF) *kj = -INFINITY;
+            if (poison == P_ALL_NEGINF || (poison == P_NEGINF_NAN && j < 512)) *kj = -INFINITY;
+            if (poison == P_NEGINF_NAN && j == 0) *kj = NAN;   /* a vector max drops it */
             if (poison == P_K_LAST_NAN && j == c->Nk - 1) *kj = NAN;
         }
         if (poison == P_Q_NAN && e == 0) q[qrow * a.qs_n] = NAN;
-        if (poison == P_ALL_NEGINF) q[e * a.qs_d] = 1.0f;   /* row 0 scores all -inf */
+        if (poison == P_ALL_NEGINF || poison == P_NEGINF_NAN) q[e * a.qs_d] = 1.0f;   /* row 0 scores -inf */
     }
     if (poison == P_V_NAN) v[0] = NAN;
     uint8_t *mask = NULL;
