@@ -891,9 +891,9 @@ static int64_t sdpa_ref64(const tk_sdpa_args *a, double *out, double *w)
 }
 
 /* Non-finite inputs a case may be given (applied to batch 0, kv head 0). */
-enum { P_NONE, P_Q_NAN, P_K_POSINF, P_K_LAST_NAN, P_ALL_NEGINF, P_V_NAN, P_COUNT };
+enum { P_NONE, P_Q_NAN, P_K_POSINF, P_K_LAST_NAN, P_ALL_NEGINF, P_V_NAN, P_NEGINF_NAN, P_COUNT };
 static const char *const POISON[] = { "", " q row NaN", " k all +inf", " last key NaN",
-                                      " row 0 all -inf", " v NaN" };
+                                      " row 0 all -inf", " v NaN", " row 0: -inf, key 0 NaN, finite from key 512" };
 
 static void sdpa_run(const sdpa_case *c, int use_ref, int poison)
 {
@@ -919,11 +919,12 @@ static void sdpa_run(const sdpa_case *c, int use_ref, int poison)
         for (int64_t j = 0; j < c->Nk; j++) {
             float *kj = k + j * a.ks_n + e * a.ks_d;
             if (poison == P_K_POSINF) *kj = INFINITY;
-            if (poison == P_ALL_NEGINF) *kj = -INFINITY;
+            if (poison == P_ALL_NEGINF || (poison == P_NEGINF_NAN && j < 512)) *kj = -INFINITY;
+            if (poison == P_NEGINF_NAN && j == 0) *kj = NAN;   /* a vector max drops it */
             if (poison == P_K_LAST_NAN && j == c->Nk - 1) *kj = NAN;
         }
         if (poison == P_Q_NAN && e == 0) q[qrow * a.qs_n] = NAN;
-        if (poison == P_ALL_NEGINF) q[e * a.qs_d] = 1.0f;   /* row 0 scores all -inf */
+        if (poison == P_ALL_NEGINF || poison == P_NEGINF_NAN) q[e * a.qs_d] = 1.0f;   /* row 0 scores -inf */
     }
     if (poison == P_V_NAN) v[0] = NAN;
     uint8_t *mask = NULL;
@@ -967,6 +968,48 @@ static void sdpa_run(const sdpa_case *c, int use_ref, int poison)
         free(o1);
     }
     free(q); free(k); free(v); free(mask); free(a.out); free(a.weights); free(ro); free(rw);
+}
+
+/* The path's sdpa exp-sum (scores less their max: x <= m) against exp in
+   double: 2e-7 relative, results under FLT_MIN within FLT_MIN (it may
+   flush them), a hidden key (-inf) exactly 0, NaN kept, the sum of the
+   values it wrote; odd lengths for the tails. */
+static void test_sdpa_exp_sum(void)
+{
+    const tk_kern *kn = tk_kern_now();
+    if (!kn->sdpa_exp_sum) return;
+    size_t cap = 1u << 20, n = 0;
+    float *x = malloc((cap + 64) * sizeof(float)), *y = malloc((cap + 64) * sizeof(float));
+    for (uint32_t u = 0x80000000u; u < 0xC2DC0000u && n < cap; u += 1021) x[n++] = from_bits(u); /* (-110, -0] */
+    static const float special[] = { -87.3365f, -87.34f, -87.68f, -87.7f, -88.0f, -88.1f, -100.0f,
+                                     -103.98f, -150.0f, -FLT_MAX, -INFINITY, -1e-30f, 0.0f, -0.0f };
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++) x[n++] = special[i];
+    int bad = 0;
+    for (int64_t len = 1; len <= 41; len += 8) {      /* tails: 1, 9, 17, 25, 33, 41 */
+        for (size_t i0 = 0; i0 + (size_t)len <= n; i0 += (size_t)len) {
+            float m = 2.5f, xs[41];
+            for (int64_t j = 0; j < len; j++) xs[j] = x[i0 + (size_t)j] + m;   /* x - m = x */
+            float s = kn->sdpa_exp_sum(len, xs, m, y);
+            double want = 0.0;
+            for (int64_t j = 0; j < len; j++) {
+                double r = exp((double)xs[j] - (double)m), v = y[j];
+                int ok = r >= (double)FLT_MIN ? fabs(v - r) <= 2e-7 * r + 1e-45
+                                              : fabs(v - r) <= (double)FLT_MIN && v >= 0.0;
+                if (isinf(xs[j])) ok = v == 0.0;
+                if (!ok && bad++ < 5)
+                    printf("  sdpa_exp_sum %s: exp(%.9g) got %.9g want %.9g\n", path_now,
+                           (double)xs[j] - (double)m, v, r);
+                want += v;
+            }
+            if (fabs((double)s - want) > 1e-6 * want + 1e-30 && bad++ < 5)
+                printf("  sdpa_exp_sum %s: sum %.9g want %.9g\n", path_now, (double)s, want);
+        }
+    }
+    CHECK("sdpa_exp_sum: exp within 2e-7, tiny results within FLT_MIN, exp(-inf) = 0, the sum", bad == 0);
+    float nx[9] = { 0.0f, -1.0f, NAN, -2.0f, -INFINITY, -3.0f, -4.0f, -5.0f, -6.0f }, ny[9];
+    float ns = kn->sdpa_exp_sum(9, nx, 0.0f, ny);
+    CHECK("sdpa_exp_sum: NaN stays NaN and makes the sum NaN", isnan(ny[2]) && isnan(ns) && ny[4] == 0.0f);
+    free(x); free(y);
 }
 
 static void test_sdpa(int use_ref)
@@ -1084,6 +1127,7 @@ int main(void)
         test_softmax();
         test_softmax_threads();
         test_log_softmax();
+        test_sdpa_exp_sum();
         test_sdpa(0);
         ran++;
     }

@@ -402,12 +402,68 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
     for (; i < n; i++) o[i] = m[i * sm] ? v : x[i * sx];   /* leftovers */
 }
 
+/* ===== sdpa ===== */
+
+/* exp(x) for x <= 0 or NaN (scores less their row max): no upper clamp,
+   and x is clamped at -88 instead of -110, so n >= -127 and 2^n is one
+   shift of n + 127 into the exponent field, not exp8's two halves. At
+   n = -127 that field is 0 and the result 0: exact for -inf (a hidden
+   key), a flush for true values under 1e-38. NaN passes (2nd operand). */
+static TARGET inline __m256 exp8_nonpos(__m256 x)
+{
+    x = _mm256_max_ps(_mm256_set1_ps(-88.0f), x);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(TK_LOG2E)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TK_LN2_HI), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TK_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(tk_exp_poly[0]);
+#pragma GCC unroll 8
+    for (int i = 1; i < 8; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(tk_exp_poly[i]));
+    __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
+}
+
+/* exp_sum for x <= m, with exp8_nonpos; the same summation order. */
+static TARGET float sdpa_exp_sum(int64_t n, const float *x, float m, float *y)
+{
+    __m256 vm = _mm256_set1_ps(m), s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256 e0 = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        __m256 e1 = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm));
+        __m256 e2 = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(x + i + 16), vm));
+        __m256 e3 = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(x + i + 24), vm));
+        _mm256_storeu_ps(y + i, e0);
+        _mm256_storeu_ps(y + i + 8, e1);
+        _mm256_storeu_ps(y + i + 16, e2);
+        _mm256_storeu_ps(y + i + 24, e3);
+        s0 = _mm256_add_ps(s0, e0); s1 = _mm256_add_ps(s1, e1);
+        s2 = _mm256_add_ps(s2, e2); s3 = _mm256_add_ps(s3, e3);
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        _mm256_storeu_ps(y + i, e);
+        s0 = _mm256_add_ps(s0, e);
+    }
+    if (i < n) {                               /* leftovers: padded with -inf -> 0 */
+        float t[8];
+        for (int j = 0; j < 8; j++) t[j] = i + j < n ? x[i + j] : -INFINITY;
+        __m256 e = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(t), vm));
+        _mm256_storeu_ps(t, e);
+        memcpy(y + i, t, (size_t)(n - i) * sizeof(float));
+        s1 = _mm256_add_ps(s1, e);
+    }
+    float t[8];
+    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+
 const tk_kern tk_kern_avx2 = {
     .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
     .row_max = row_max, .exp_sum = exp_sum, .scale = scale,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
-    .ew_masked_fill = ew_masked_fill,
+    .ew_masked_fill = ew_masked_fill, .sdpa_exp_sum = sdpa_exp_sum,
 };
 
 #else

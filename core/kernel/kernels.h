@@ -268,6 +268,9 @@ typedef struct tk_kern {
     void (*ew_unary)(int op, int64_t n, const float *x, float *o);
     void (*ew_masked_fill)(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
                            float v, float *o);
+    /* optional, sdpa: exp_sum for x <= m (scores less their max); results
+       below 1e-38 may flush to 0, which no row sum can see */
+    float (*sdpa_exp_sum)(int64_t n, const float *x, float m, float *y);
 } tk_kern;
 
 /* Micro-kernel operands: A (mc x kc, any strides) as mr-row slivers, B

@@ -125,6 +125,8 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     const tk_sdpa_args *a = J->a;
     const tk_kern *kn = J->kn;
     int mr = kn->mr, nr = kn->nr;
+    float (*exp_sum)(int64_t, const float *, float, float *) =
+        kn->sdpa_exp_sum ? kn->sdpa_exp_sum : kn->exp_sum;
     int64_t bh = task / J->nqb, r = task % J->nqb;
     int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / J->G;
     /* causal: pair early and late query blocks so contiguous ranges balance */
@@ -209,24 +211,28 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             }
             for (int64_t j = lim; j < nk; j++) s[j] = -INFINITY;
             if (W) memcpy(W + i * a->Nk + j0, s, (size_t)nk * sizeof(float));
-            if (visible > 0) {
-                int nonfinite = 0;              /* hidden scores are -inf here */
-                for (int64_t j = 0; j < lim; j++) nonfinite |= !(s[j] < INFINITY);
-                seen[i] = 1.0f;
-                if (nonfinite) bad[i] = 1.0f;
-            }
+            if (visible > 0) seen[i] = 1.0f;
             if (bad[i] != 0.0f) {               /* the row will be NaN: skip its softmax */
                 memset(p, 0, (size_t)nk * sizeof(float));
                 continue;
             }
             float mnew = kn->row_max(lim, s);
             if (mnew < mrow[i]) mnew = mrow[i];
-            if (mnew == -INFINITY) {            /* nothing visible yet */
+            if (mnew == -INFINITY) {            /* nothing finite yet; a NaN the max dropped? */
+                for (int64_t j = 0; j < lim; j++) if (s[j] != s[j]) bad[i] = 1.0f;
                 memset(p, 0, (size_t)nk * sizeof(float));
                 continue;
             }
+            /* A visible NaN or +inf score (hidden ones are -inf here) makes
+               the sum NaN: exp(NaN - m), exp(inf - inf) or a NaN max. So
+               the sum is the row's check, at no extra pass. */
             float alpha = expf(mrow[i] - mnew);  /* 0 on the first visible block */
-            float sum = kn->exp_sum(lim, s, mnew, p);
+            float sum = exp_sum(lim, s, mnew, p);
+            if (sum != sum) {
+                bad[i] = 1.0f;
+                memset(p, 0, (size_t)nk * sizeof(float));
+                continue;
+            }
             memset(p + lim, 0, (size_t)(nk - lim) * sizeof(float));
             lrow[i] = lrow[i] * alpha + sum;
             mrow[i] = mnew;
