@@ -25,7 +25,8 @@ tt.trace.section("1. The spread of q.k grows like sqrt(Dh)")
 print("Draw random q and k whose entries have mean 0 and variance 1. Each product")
 print("q_r*k_r then has variance 1, and q.k adds Dh of them: variance Dh, std sqrt(Dh).")
 local S = 4096
-print(string.format("Measured over %d random pairs per width (the trace shows the first width).", S))
+print(string.format("Measured over %d random pairs: drawn once at the largest width, each width", S))
+print("uses their first Dh entries (the trace shows the first width).")
 print("A std measured from n samples is itself uncertain: its standard error is")
 print("about std/sqrt(2(n-1)) for Gaussian data. q.k is not quite Gaussian at small")
 print("Dh (its excess kurtosis is 6/Dh), which widens the error to")
@@ -34,10 +35,12 @@ print("these standard errors of the measured std:")
 local widths = {4, 8, 16, 32, 64, 128, 256}
 local measured = {}
 print("     Dh   std(q.k)   sqrt(Dh)   std. error   (std - sqrt(Dh)) / error")
+local q_all = tt.randn(S, widths[#widths])
+local k_all = tt.randn(S, widths[#widths])
 for i, Dh in ipairs(widths) do
   if i == 2 then tt.trace.off() end
-  local q = tt.randn(S, Dh)
-  local k = tt.randn(S, Dh)
+  local q = q_all:narrow(2, 1, Dh)
+  local k = k_all:narrow(2, 1, Dh)
   local dots = (q * k):sum(-1)                 -- S dot products
   local sd = dots:std():item()
   local se = math.sqrt(Dh) / 2 * math.sqrt(2 / (S - 1) + 6 / Dh / S)

@@ -101,18 +101,24 @@ function M.forward(model, x, opts)
 end
 
 -- ===== What a head does, measured =====
--- "Expected key" masks [N, N]: 1 where a query should look, 0 elsewhere.
+-- The expected keys as positions in a flattened [N*N] weight matrix: query i
+-- looks at key i - offset, for queries first_query..N. Kept per (offset,
+-- first_query): the lessons ask for the same few again and again.
+local key_index = {}
 local function expected_keys(offset, first_query)       -- key = query - offset
-  local m = {}
-  for i = 1, N do
-    m[i] = {}
-    for j = 1, N do m[i][j] = (i >= first_query and j == i - offset) and 1 or 0 end
+  local id = offset .. ":" .. first_query
+  if not key_index[id] then
+    local flat = {}
+    for i = first_query, N do flat[#flat + 1] = (i - 1) * N + (i - offset) end
+    key_index[id] = tt.tensor(flat):long()
   end
-  return tt.tensor(m)
+  return key_index[id]
 end
 -- mean weight on the expected key, per head: [b,H,N,N] -> Lua list of H numbers
-local function mean_weight_on(w, mask, queries)
-  return ((w * mask):sum(4):sum(3) / queries):mean(1):totable()
+-- (only the expected keys are read: a multiply by a 0/1 mask would read all N*N)
+local function mean_weight_on(w, keys, queries)
+  local picked = w:reshape(w:size(1), w:size(2), N * N):index_select(3, keys)   -- [b,H,queries]
+  return (picked:sum(3) / queries):mean(1):totable()
 end
 -- Three scores of every head of one layer's weights w [b,H,N,N] on sequences
 -- of period P: current = mean weight a query puts on itself; prev = on the

@@ -4,12 +4,14 @@
 ** Medians after a warm-up, min-max in brackets. Never part of `make test`.
 */
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kernel/kernels.h"
 #include "tt.h"
@@ -166,60 +168,133 @@ static void openblas_load(int avx2)
 
 /* ===== FMA peak ===== */
 
+/* One run of the peak loop on th threads: each thread takes one chunk of a
+   tk_parallel_for over th items, waits at a barrier until all th have
+   arrived (so a worker that wakes late does not leave its chunk to another
+   thread, which would time two chunks back to back), then stamps its own
+   start and end. The run lasts from the first start to the last end. */
+#define PEAK_MAX_THREADS 64
+
+typedef struct peak_run {
+    atomic_int arrived;
+    int th, late;              /* late: the barrier timed out (a thread never came) */
+    double start[PEAK_MAX_THREADS], end[PEAK_MAX_THREADS];
+    float sink;
+} peak_run;
+
+#define PEAK_ITERS 20000000    /* per thread: 12 FMAs each, about 40 ms at 3 GHz */
+
+static void peak_barrier(peak_run *r)
+{
+    atomic_fetch_add(&r->arrived, 1);
+    double t0 = now();
+    while (atomic_load(&r->arrived) < r->th)
+        if (now() - t0 > 1.0) { r->late = 1; return; }   /* never hang the bench */
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx512f"))) static void peak512(void *ctx, int64_t b, int64_t e)
 {
+    peak_run *r = ctx;
     __m512 a[12], m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(1e-3f);
     for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
-    for (int64_t k = b * 20000000; k < e * 20000000; k++) {
+    for (int64_t t = b; t < e; t++) {
+        peak_barrier(r);
+        r->start[t] = now();
+        for (int64_t k = 0; k < PEAK_ITERS; k++) {
 #pragma GCC unroll 12
-        for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(a[i], m, c);
+            for (int i = 0; i < 12; i++) a[i] = _mm512_fmadd_ps(a[i], m, c);
+        }
+        r->end[t] = now();
     }
     float s = 0.0f;
     for (int i = 0; i < 12; i++) s += _mm512_reduce_add_ps(a[i]);
-    *(volatile float *)ctx = s;
+    *(volatile float *)&r->sink = s;
 }
 __attribute__((target("avx2,fma"))) static void peak256(void *ctx, int64_t b, int64_t e)
 {
+    peak_run *r = ctx;
     __m256 a[12], m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(1e-3f);
     for (int i = 0; i < 12; i++) a[i] = _mm256_set1_ps((float)i);
-    for (int64_t k = b * 20000000; k < e * 20000000; k++) {
+    for (int64_t t = b; t < e; t++) {
+        peak_barrier(r);
+        r->start[t] = now();
+        for (int64_t k = 0; k < PEAK_ITERS; k++) {
 #pragma GCC unroll 12
-        for (int i = 0; i < 12; i++) a[i] = _mm256_fmadd_ps(a[i], m, c);
+            for (int i = 0; i < 12; i++) a[i] = _mm256_fmadd_ps(a[i], m, c);
+        }
+        r->end[t] = now();
     }
     __m256 s = a[0];   /* every chain feeds the result, or the compiler drops it */
     for (int i = 1; i < 12; i++) s = _mm256_add_ps(s, a[i]);
     float t[8];
     _mm256_storeu_ps(t, s);
-    *(volatile float *)ctx = t[0];
+    *(volatile float *)&r->sink = t[0];
 }
 #endif
 
-static double peak1;   /* measured 1-thread FMA peak of the active path */
+/* GFLOP/s of w-bit FMAs (512 or 256) on th threads: the best of PEAK_RUNS
+   runs, after one that starts the pool's workers; -1 when the CPU lacks
+   them or a thread never reached the barrier. */
+#define PEAK_RUNS 5
+
+static double peak_once(int w, int th)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (w == 512 ? !__builtin_cpu_supports("avx512f") : !__builtin_cpu_supports("fma")) return -1;
+    int saved = tk_get_num_threads();
+    tk_set_num_threads(th);
+    double best = 1e30;
+    for (int run = 0; run <= PEAK_RUNS && best > 0; run++) {   /* run 0 starts the workers, untimed */
+        peak_run r = { .th = th };
+        atomic_init(&r.arrived, 0);
+        tk_parallel_for(th, 1, w == 512 ? peak512 : peak256, &r);
+        double first = r.start[0], last = r.end[0];
+        for (int t = 1; t < th; t++) {
+            if (r.start[t] < first) first = r.start[t];
+            if (r.end[t] > last) last = r.end[t];
+        }
+        if (r.late) best = -1;
+        else if (run > 0 && last - first < best) best = last - first;
+    }
+    tk_set_num_threads(saved);
+    return best > 0 ? (double)PEAK_ITERS * 12 * (w / 32) * 2 * th / best / 1e9 : -1;
+#else
+    (void)w; (void)th;
+    return -1;
+#endif
+}
+
+/* peak_once, measured once per (w, th) and kept; 0 when there is none */
+static double peak_measure(int w, int th)
+{
+    static double kept[2][PEAK_MAX_THREADS + 1];   /* 0: not measured yet */
+    if (th < 1 || th > PEAK_MAX_THREADS) return 0;
+    double *k = &kept[w == 512][th];
+    if (*k == 0) *k = peak_once(w, th);
+    return *k > 0 ? *k : 0;
+}
+
+/* The peak of the path the kernels use now (tk_simd_path: path=avx2 or
+   a forced AVX2 row measure against the AVX2 peak). */
+static double peak_now(int th)
+{
+    const char *p = tk_simd_path();
+    return strcmp(p, "avx512") == 0 ? peak_measure(512, th) : strcmp(p, "avx2") == 0 ? peak_measure(256, th) : 0;
+}
 
 static void bench_peak(void)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
-    float sink;
-    printf("\n== FMA peak (12 independent FMA chains; GFLOP/s)\n");
-    for (int w = 512; w >= 256; w -= 256) {
-        if (w == 512 && !__builtin_cpu_supports("avx512f")) continue;
-        if (w == 256 && !__builtin_cpu_supports("fma")) continue;
+    printf("\n== FMA peak (12 independent FMA chains per thread, threads started and met at a\n"
+           "   barrier before timing; GFLOP/s, best of %d runs)\n", PEAK_RUNS);
+    for (int w = 512; w >= 256; w -= 256)
         for (int th = 1; th <= 2; th++) {
-            tk_set_num_threads(th);
-            double t = 1e30;
-            for (int r = 0; r < 3; r++) {   /* the best of three: a fresh worker may start late */
-                double t0 = now();
-                tk_parallel_for(th, 1, w == 512 ? peak512 : peak256, &sink);
-                t0 = now() - t0;
-                if (t0 < t) t = t0;
-            }
-            double g = 20000000.0 * 12 * (w / 32) * 2 * th / t / 1e9;
-            printf("  %s  %d thread%s  %7.1f\n", w == 512 ? "avx512  " : "avx2+fma", th, th > 1 ? "s" : " ", g);
-            if (th == 1 && ((w == 512) == (strcmp(tk_simd_path(), "avx512") == 0))) peak1 = g;
+            const char *name = w == 512 ? "avx512  " : "avx2+fma";
+            double g = peak_measure(w, th);
+            if (g > 0) printf("  %s  %d thread%s  %7.1f\n", name, th, th > 1 ? "s" : " ", g);
+            else if (th > 1 && peak_measure(w, 1) > 0)
+                printf("  %s  %d threads  none: a worker never reached the barrier\n", name, th);
         }
-    }
-#endif
 }
 
 /* ===== GEMM ===== */
@@ -268,7 +343,8 @@ static void mm_row(const char *label, mm *m, int th, double budget)
         put_rate(flop, ob, "");
         printf("%5.2f", ob.med / ours.med);
     }
-    if (peak1 > 0 && th == 1) printf("   %3.0f%% of peak", 100.0 * flop / ours.med / peak1);
+    double pk = peak_now(th);
+    if (pk > 0) printf("   %3.0f%% of peak", 100.0 * flop / ours.med / pk);
     printf("\n");
     fflush(stdout);
 }
@@ -600,13 +676,36 @@ static int torch_find(const char *kind, int64_t n, int64_t hkv)
     return -1;
 }
 
+/* Matmul FLOPs of causal attention, B=1, H heads of Dh=64, N queries and
+   keys: N(N+1)/2 (query, key) pairs, each 2*Dh for q.k and 2*Dh for p*v in
+   the forward; the backward recomputes q.k and does four more products
+   (dV, dP, dQ, dK), 2*Dh each. Softmax and exp are not counted. */
+static double sdpa_flops(int64_t N, int backward)
+{
+    return (double)N * (double)(N + 1) / 2 * 8 * 64 * 2 * (backward ? 5 : 2);
+}
+
+/* "GFLOP  floor ms  share": the time the FLOPs take at the measured FMA peak
+   on th threads, and the share of that peak reached in s seconds. */
+static void put_floor(double flops, int th, double s)
+{
+    double pk = peak_now(th);
+    char b[64];
+    if (pk > 0) snprintf(b, sizeof b, "%.1f  %.1f ms  %.0f%%", flops / 1e9, flops / pk / 1e6, 100.0 * flops / s / (pk * 1e9));
+    else snprintf(b, sizeof b, "%.1f  (no peak)", flops / 1e9);
+    printf("%-26s", b);
+}
+
 static void bench_sdpa(const char *py)
 {
     static const int64_t ns[] = { 1024, 2048, 4096 };
     int nn = 3;
     printf("\n== sdpa B=1 H=8 Dh=64 causal (ms; extra = peak RSS growth of the first call, MiB;\n"
-           "   ours keeps its per-thread K/V packing buffers, so only growth shows)\n");
-    printf("  %-22s %-2s %-28s%-9s%-28s%-9s%s\n", "", "th", "ours", "extra", "torch explicit formula", "extra", "speed-up");
+           "   ours keeps its per-thread K/V packing buffers, so only growth shows; GFLOP of the\n"
+           "   matmuls, floor = their time at the FMA peak measured on as many threads, and the\n"
+           "   share of that peak reached)\n");
+    printf("  %-22s %-2s %-28s%-9s%-26s%-28s%-9s%s\n", "", "th", "ours", "extra", "GFLOP  floor  of peak",
+           "torch explicit formula", "extra", "speed-up");
     for (int th = 1; th <= 2; th++) {
         if (py) torch_sdpa(py, th, ns, nn);
         tk_set_num_threads(th);
@@ -627,6 +726,7 @@ static void bench_sdpa(const char *py)
                 printf("  %-22s %d  ", l, th);
                 put_ms(s);
                 printf("%-9.1f", mib);
+                put_floor(sdpa_flops(N, 0), th, s.med);
                 int j = torch_find("explicit", N, hkv);
                 if (j >= 0) {
                     put_ms(tres[j].t);
@@ -697,9 +797,11 @@ static void bench_sdpa_bwd(const char *py)
     static const int64_t ns[] = { 1024, 4096 };
     printf("\n== sdpa forward+backward B=1 H=8 Dh=64 causal (ms; extra = peak RSS growth of the\n"
            "   first forward+backward, MiB; torch: autograd through the explicit formula;\n"
-           "   speed-up = torch fwd+bwd / ours fwd+bwd)\n");
-    printf("  %-10s %-2s %-28s%-28s%-8s%-7s%-28s%-12s%-9s%s\n", "", "th", "forward", "backward", "bwd/fwd",
-           "extra", "torch fwd+bwd", "torch bwd", "extra", "speed-up");
+           "   speed-up = torch fwd+bwd / ours fwd+bwd;\n");
+    printf("   fwd+bwd: GFLOP of the forward's and the backward's matmuls together, floor = their\n"
+           "   time at the FMA peak measured on as many threads, and the share of it reached)\n");
+    printf("  %-10s %-2s %-28s%-28s%-8s%-7s%-26s%-28s%-12s%-9s%s\n", "", "th", "forward", "backward", "bwd/fwd",
+           "extra", "fwd+bwd GFLOP floor peak", "torch fwd+bwd", "torch bwd", "extra", "speed-up");
     for (int th = 1; th <= 2; th++) {
         tt_set_num_threads(th);
         for (int i = 0; i < 2; i++) {
@@ -734,6 +836,7 @@ static void bench_sdpa_bwd(const char *py)
             put_ms(sf);
             put_ms(sb);
             printf("%-8.2f%-7.1f", sb.med / sf.med, mib);
+            put_floor(sdpa_flops(N, 0) + sdpa_flops(N, 1), th, sf.med + sb.med);
             if (have_torch) {
                 put_ms(tb);
                 char bw[32];
@@ -745,6 +848,70 @@ static void bench_sdpa_bwd(const char *py)
             free(q); free(k); free(v); free(o); free(go); free(dq); free(dk); free(dv); free(lse);
         }
     }
+}
+
+/* ===== The machine ===== */
+
+/* Cache size of level (1: L1d, 2, 3) in KiB: sysconf where glibc knows it,
+   else /sys (cpu0's index folders); 0 when neither says. */
+static long cache_kib(int level)
+{
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+    long v = sysconf(level == 1 ? _SC_LEVEL1_DCACHE_SIZE : level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+    if (v > 0) return v / 1024;
+#endif
+    for (int i = 0; i < 8; i++) {
+        char path[96], buf[64];
+        long lv = 0, kib = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        if (fgets(buf, sizeof buf, f)) lv = atol(buf);
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if ((f = fopen(path, "r")) == NULL) continue;
+        int instr = fgets(buf, sizeof buf, f) && strncmp(buf, "Instruction", 11) == 0;
+        fclose(f);
+        if (lv != level || instr) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if ((f = fopen(path, "r")) == NULL) continue;
+        if (fgets(buf, sizeof buf, f)) kib = atol(buf) * (strchr(buf, 'M') ? 1024 : 1);
+        fclose(f);
+        return kib;
+    }
+    return 0;
+}
+
+static void put_cache(const char *name, long kib)
+{
+    if (kib >= 1024 && kib % 1024 == 0) printf(" %s %ld MiB", name, kib / 1024);
+    else if (kib > 0) printf(" %s %ld KiB", name, kib);
+    else printf(" %s ?", name);
+}
+
+/* The lines at the top: what the numbers below were measured on. */
+static void put_machine(void)
+{
+    char model[128] = "unknown CPU", line[256];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon) {
+            snprintf(model, sizeof model, "%s", colon + 2);
+            model[strcspn(model, "\n")] = 0;
+            break;
+        }
+    }
+    if (f) fclose(f);
+    const char *isa = "scalar";
+#if defined(__x86_64__) && defined(__GNUC__)
+    isa = __builtin_cpu_supports("avx512f") ? "avx512f, avx2+fma" : __builtin_cpu_supports("fma") ? "avx2+fma" : "sse2";
+#endif
+    printf("machine: %s; ISA %s; %ld cores;", model, isa, sysconf(_SC_NPROCESSORS_ONLN));
+    put_cache("L1d", cache_kib(1));
+    put_cache("L2", cache_kib(2));
+    put_cache("L3", cache_kib(3));
+    printf("\n");
 }
 
 static const char *find_python(void)
@@ -780,8 +947,9 @@ int main(int argc, char **argv)
     time_t tm = time(NULL);
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&tm));
-    printf("tensortrace bench — %s; path %s; cores %d; %s\n", date, tk_simd_path(), tk_get_num_threads(),
-           ob_config ? ob_config() : "no OpenBLAS");
+    printf("tensortrace bench — %s; kernel path %s%s; threads %d; %s\n", date, tk_simd_path(),
+           path ? " (forced by path=)" : "", tk_get_num_threads(), ob_config ? ob_config() : "no OpenBLAS");
+    put_machine();
     if (want[0]) bench_peak();
     if (want[1]) bench_gemm();
     if (want[2]) bench_softmax(py);
