@@ -481,7 +481,7 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
 }
 
 const tk_kern tk_kern_avx2 = {
-    .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
+    .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC, .blocks_from_caches = 1,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
     .row_max = row_max, .exp_sum = exp_sum, .scale = scale, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
