@@ -12,11 +12,14 @@
 
 #define TARGET __attribute__((target("avx2,fma")))
 
-/* Micro-tile: MR rows broadcast x NR = 2 vectors: 12 accumulators of 16 regs. */
+/* Micro-tile: MR rows broadcast x NR = 2 vectors. Of the 16 ymm registers,
+   12 hold accumulators (two FMA ports x 4 cycles of latency need 8 chains
+   in flight), 2 the B vectors and 1 the broadcast: 8 loads per 12 FMAs. */
 #define MR 6
 #define NR 16
-/* Cache blocks: A and B slivers (6 + 16 KiB at kc 256) stay in a 32 KiB L1;
-   the A block (mc = 12 slivers, 72 KiB) in L2; the B panel (4 MiB) in L3. */
+/* Cache blocks, upper bounds fitted to L1/L2 at run time (gemm.c): A and B
+   slivers (6 + 16 KiB at kc 256) stay in a 32 or 48 KiB L1; the A block
+   (mc = 12 slivers, 72 KiB) in L2; the B panel (4 MiB) in L3. */
 #define KC 256
 #define MC 72
 #define NC 4096
