@@ -130,6 +130,10 @@ static void test_gemm(void)
     /* narrow B: A read in place, partial last sliver, several kc blocks */
     gemm_case(1, 1000, 64, 1000, L_ROW, L_ROW, L_ROW, 0);
     gemm_case(2, 77, 128, 300, L_PAD, L_COL, L_ROW, 0);
+    /* K = 1, and B given transposed (Q K^T) across several slivers */
+    for (int lb = 0; lb < 3; lb++) gemm_case(2, 67, 45, 1, L_ROW, lb, L_ROW, 0);
+    gemm_case(3, 130, 150, 64, L_ROW, L_COL, L_ROW, 0);
+    gemm_case(2, 61, 35, 401, L_PAD, L_COL, L_ROW, 0);
 
     /* K == 0 gives zeros */
     float c[6] = { 1, 2, 3, 4, 5, 6 }, dummy = 0.0f;
@@ -140,29 +144,74 @@ static void test_gemm(void)
     CHECK("gemm K == 0 gives zeros", zeros);
 }
 
-/* Same product on 1, 2 and 3 threads: identical bits (A column-major, then
-   row-major, which a narrow B reads in place). */
+/* The packers of the active path (fast where it has them) against the
+   layout written out here: sliver s, step p, lane i at s*w*kc + p*w + i,
+   zero past the operand's edge, nothing written past the last sliver. */
+static void pack_case(int is_a, int64_t rows, int64_t kc, int lay)
+{
+    const tk_kern *kn = tk_kern_now();
+    int w = is_a ? kn->mr : kn->nr;
+    int64_t R = is_a ? rows : kc, C = is_a ? kc : rows;   /* the operand, R x C */
+    int64_t rs, cs, ext;
+    strides(lay, R, C, &rs, &cs, &ext);
+    int64_t len = (rows + w - 1) / w * w * kc;
+    float *src = frand((size_t)ext), *dst = malloc((size_t)(len + 16) * sizeof(float));
+    for (int64_t i = 0; i < len + 16; i++) dst[i] = 777.0f;
+    if (is_a) tk_pack_a(kn, rows, kc, src, rs, cs, dst);
+    else tk_pack_b(kn, kc, rows, src, rs, cs, dst);
+    int bad = 0;
+    for (int64_t x = 0; x < (rows + w - 1) / w * w; x++)
+        for (int64_t p = 0; p < kc; p++) {
+            float want = 0.0f;   /* x: row of A or column of B */
+            if (x < rows) want = is_a ? src[x * rs + p * cs] : src[p * rs + x * cs];
+            bad += dst[x / w * w * kc + p * w + x % w] != want;
+        }
+    for (int64_t i = len; i < len + 16; i++) bad += dst[i] != 777.0f;
+    if (bad)
+        printf("  pack_%s %s %lldx%lld %s: %d wrong\n", is_a ? "a" : "b", path_now,
+               (long long)rows, (long long)kc, lay_name[lay], bad);
+    CHECK("gemm packers give the sliver layout, zero padded", bad == 0);
+    free(src); free(dst);
+}
+
+static void test_gemm_pack(void)
+{
+    static const int64_t ks[] = { 1, 7, 8, 9, 16, 17, 33 };
+    static const int64_t rs[] = { 1, 5, 6, 7, 12, 13, 16, 17, 31, 33 };
+    for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+        for (size_t r = 0; r < sizeof rs / sizeof rs[0]; r++)
+            for (int lay = 0; lay < 3; lay++) {
+                pack_case(1, rs[r], ks[k], lay);
+                pack_case(0, rs[r], ks[k], lay);
+            }
+}
+
+/* Same product on 1, 2 and 3 threads: identical bits (A column-major,
+   then row-major, which a narrow B reads in place, then row-major with B
+   transposed as K^T). */
 static void test_gemm_threads(void)
 {
     static const int64_t shp[][4] = { { 1, 300, 257, 129 }, { 1, 65, 1000, 600 },
                                       { 8, 64, 64, 64 }, { 3, 200, 40, 33 }, { 2, 5, 300, 200 },
-                                      { 1, 1000, 64, 500 } };
-    for (size_t s = 0; s < 2 * sizeof shp / sizeof shp[0]; s++) {
-        size_t i = s % (sizeof shp / sizeof shp[0]);
-        int arow = s >= sizeof shp / sizeof shp[0];
+                                      { 1, 1000, 64, 500 }, { 8, 100, 64, 300 }, { 3, 77, 64, 1000 } };
+    const size_t nshp = sizeof shp / sizeof shp[0];
+    for (size_t s = 0; s < 3 * nshp; s++) {
+        size_t i = s % nshp;
+        int arow = s >= nshp, btr = s >= 2 * nshp;
         int64_t nb = shp[i][0], M = shp[i][1], N = shp[i][2], K = shp[i][3];
         int64_t rsa = arow ? K : 1, csa = arow ? 1 : M;
+        int64_t rsb = btr ? 1 : N, csb = btr ? K : 1;
         float *a = frand((size_t)(nb * M * K)), *b = frand((size_t)(nb * K * N));
         float *c1 = malloc((size_t)(nb * M * N) * sizeof(float));
         float *c2 = malloc((size_t)(nb * M * N) * sizeof(float));
         int64_t ao[8], bo[8], co[8];
         for (int64_t t = 0; t < nb; t++) { ao[t] = t * M * K; bo[t] = t * K * N; co[t] = t * M * N; }
         tt_set_num_threads(1);
-        tk_gemm_batch(nb, M, N, K, a, ao, rsa, csa, b, bo, N, 1, c1, co, N, 1);
+        tk_gemm_batch(nb, M, N, K, a, ao, rsa, csa, b, bo, rsb, csb, c1, co, N, 1);
         int same = 1;
         for (int th = 2; th <= threads_max + 1; th++) {
             tt_set_num_threads(th);
-            tk_gemm_batch(nb, M, N, K, a, ao, rsa, csa, b, bo, N, 1, c2, co, N, 1);
+            tk_gemm_batch(nb, M, N, K, a, ao, rsa, csa, b, bo, rsb, csb, c2, co, N, 1);
             same &= memcmp(c1, c2, (size_t)(nb * M * N) * sizeof(float)) == 0;
         }
         tt_set_num_threads(threads_max);
@@ -1118,6 +1167,7 @@ int main(void)
         CHECK("tk_simd_path reports the forced path", strcmp(tk_simd_path(), paths[p]) == 0);
         printf("path %s\n", paths[p]);
         test_gemm();
+        test_gemm_pack();
         test_gemm_threads();
         test_exp();
         test_ew_binary();

@@ -12,11 +12,14 @@
 
 #define TARGET __attribute__((target("avx2,fma")))
 
-/* Micro-tile: MR rows broadcast x NR = 2 vectors: 12 accumulators of 16 regs. */
+/* Micro-tile: MR rows broadcast x NR = 2 vectors. Of the 16 ymm registers,
+   12 hold accumulators (two FMA ports x 4 cycles of latency need 8 chains
+   in flight), 2 the B vectors and 1 the broadcast: 8 loads per 12 FMAs. */
 #define MR 6
 #define NR 16
-/* Cache blocks: A and B slivers (6 + 16 KiB at kc 256) stay in a 32 KiB L1;
-   the A block (mc = 12 slivers, 72 KiB) in L2; the B panel (4 MiB) in L3. */
+/* Cache blocks, upper bounds fitted to L1/L2 at run time (gemm.c): A and B
+   slivers (6 + 16 KiB at kc 256) stay in a 32 or 48 KiB L1; the A block
+   (mc = 12 slivers, 72 KiB) in L2; the B panel (4 MiB) in L3. */
 #define KC 256
 #define MC 72
 #define NC 4096
@@ -77,6 +80,84 @@ static TARGET void ukernel_rows(int64_t kc, const float *a, int64_t rsa, const f
                                 float *c, int64_t rsc, int n, int acc)
 {
     tile(kc, a, rsa, 1, bp, c, rsc, MR, n, acc);
+}
+
+/* The 8 x 8 transpose of `rows` (<= 8) rows of 8 contiguous floats (row
+   stride ld): o[q] is column q; missing rows read as zeros (the packing's
+   padding). Three shuffle stages. */
+static TARGET inline __attribute__((always_inline)) void
+tr8(const float *src, int64_t ld, int rows, __m256 o[8])
+{
+    __m256 r[8], t[8], u[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) r[i] = i < rows ? _mm256_loadu_ps(src + i * ld) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 8; i += 4) {   /* per 128-bit half: rows i..i+3 of one column */
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) {
+        o[q] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x20);
+        o[q + 4] = _mm256_permute2f128_ps(u[q], u[q + 4], 0x31);
+    }
+}
+
+/* A (mc x kc) with unit column stride into MR-row slivers: 8 columns at a
+   time transposed in registers, MR = 6 lanes of each stored (4 + 2), so
+   nothing is written past the sliver. 0: not handled. */
+static TARGET int pack_a(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs, float *dst)
+{
+    if (cs != 1) return 0;
+    for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {
+        int m = mc - i0 < MR ? (int)(mc - i0) : MR;
+        const float *s = a + i0 * rs;
+        int64_t p = 0;
+        for (; p + 8 <= kc; p += 8) {
+            __m256 o[8];
+            tr8(s + p, rs, m, o);
+#pragma GCC unroll 8
+            for (int q = 0; q < 8; q++) {
+                float *d = dst + (p + q) * MR;
+                _mm_storeu_ps(d, _mm256_castps256_ps128(o[q]));
+                _mm_storel_pi((__m64 *)(d + 4), _mm256_extractf128_ps(o[q], 1));
+            }
+        }
+        for (; p < kc; p++)                    /* leftovers */
+            for (int i = 0; i < MR; i++) dst[p * MR + i] = i < m ? s[i * rs + p] : 0.0f;
+    }
+    return 1;
+}
+
+/* B (kc x nc) with unit row stride (a transposed view such as K^T) into
+   NR-column slivers, two 8 x 8 transposes per 8 rows. 0: not handled. */
+static TARGET int pack_b(int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs, float *dst)
+{
+    if (rs != 1 || cs == 1) return 0;
+    for (int64_t j0 = 0; j0 < nc; j0 += NR, dst += NR * kc) {
+        int n = nc - j0 < NR ? (int)(nc - j0) : NR;
+        const float *s = b + j0 * cs;
+        int64_t p = 0;
+        for (; p + 8 <= kc; p += 8) {
+            __m256 o[8];
+            tr8(s + p, cs, n < 8 ? n : 8, o);
+#pragma GCC unroll 8
+            for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + (p + q) * NR, o[q]);
+            tr8(s + 8 * cs + p, cs, n > 8 ? n - 8 : 0, o);
+#pragma GCC unroll 8
+            for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + (p + q) * NR + 8, o[q]);
+        }
+        for (; p < kc; p++)                    /* leftovers */
+            for (int j = 0; j < NR; j++) dst[p * NR + j] = j < n ? s[j * cs + p] : 0.0f;
+    }
+    return 1;
 }
 
 /* exp(x) as in avx512.c; without scalef, 2^n is applied in two
@@ -459,9 +540,9 @@ static TARGET float sdpa_exp_sum(int64_t n, const float *x, float m, float *y)
 }
 
 const tk_kern tk_kern_avx2 = {
-    .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
+    .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC, .blocks_from_caches = 1,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
-    .row_max = row_max, .exp_sum = exp_sum, .scale = scale,
+    .row_max = row_max, .exp_sum = exp_sum, .scale = scale, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
     .ew_masked_fill = ew_masked_fill, .sdpa_exp_sum = sdpa_exp_sum,
 };

@@ -2,8 +2,10 @@
 ** gemm.c — the packed cache-blocked GEMM driver shared by all paths: the
 ** portable packers, the blocked loops and the thread split.
 */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels.h"
 
@@ -66,12 +68,51 @@ void tk_pack_b(const tk_kern *kn, int64_t kc, int64_t nc, const float *b, int64_
     if (!kn->pack_b || !kn->pack_b(kc, nc, b, rs, cs, dst)) pack_b_c(kn->nr, kc, nc, b, rs, cs, dst);
 }
 
+/* Data cache sizes in bytes, read once (0 where the system does not say). */
+static long cache_l1, cache_l2;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+
+static void cache_read(void)
+{
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+    cache_l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    cache_l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    if (cache_l1 < 0) cache_l1 = 0;
+    if (cache_l2 < 0) cache_l2 = 0;
+}
+
+/* The path's kc and mc are upper bounds, measured on the machines it was
+   tuned on; a path that asks for it (blocks_from_caches) fits them to this
+   machine's caches: kc the largest power of two whose A and B slivers take
+   at most 3/4 of L1 (they are read on every step of the micro-kernel), mc
+   so that the packed A block takes at most 1/4 of L2 (it is read once per
+   column sliver; B's panel and C pass through L2 beside it). Fixed per
+   machine, so no result depends on the thread count. */
+static void cache_blocks(const tk_kern *kn, int64_t *kc, int64_t *mc)
+{
+    *kc = kn->kc;
+    *mc = kn->mc;
+    if (!kn->blocks_from_caches) return;
+    pthread_once(&cache_once, cache_read);
+    if (cache_l1 > 0) {
+        int64_t fit = cache_l1 * 3 / 4 / ((int64_t)(kn->mr + kn->nr) * (int64_t)sizeof(float)), k = 64;
+        while (2 * k <= fit && 2 * k <= kn->kc) k *= 2;
+        *kc = k;
+    }
+    if (cache_l2 > 0) {
+        int64_t rows = cache_l2 / 4 / (*kc * (int64_t)sizeof(float)) / kn->mr * kn->mr;
+        if (rows < *mc) *mc = rows < kn->mr ? kn->mr : rows;
+    }
+}
+
 typedef struct gemm_job {
     const tk_kern *kn;
     int64_t M, N, K;
     const float *a; const int64_t *aoff; int64_t rsa, csa;
     const float *b; const int64_t *boff; int64_t rsb, csb;
     float *c; const int64_t *coff; int64_t rsc, csc;
+    int64_t kc, mc;               /* inner and row blocks (cache_blocks) */
     int64_t nc, njc;              /* column blocks */
     int64_t slivers, parts;       /* mr-row slivers of C, cut into `parts` row ranges */
     int failed;                   /* units: batch x njc x parts */
@@ -82,6 +123,19 @@ static int64_t part_row(const gemm_job *g, int64_t k)
 {
     int64_t r = g->slivers * k / g->parts * g->kn->mr;
     return r < g->M ? r : g->M;
+}
+
+/* The next sliver's A rows (kc each) into L2 while this one computes: read
+   in place, its rows are short runs far apart (a row of P per head), which
+   the hardware prefetchers pick up late. */
+static void prefetch_rows(const float *a, int64_t rs, int64_t rows, int64_t kc)
+{
+#if defined(__GNUC__)
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t p = 0; p < kc; p += 16) __builtin_prefetch(a + i * rs + p, 0, 2);
+#else
+    (void)a; (void)rs; (void)rows; (void)kc;
+#endif
 }
 
 /* C rows [r0, r1) (+)= A rows times the packed B panel (kc x ncur), A read
@@ -96,6 +150,7 @@ static void gemm_rows(const gemm_job *g, const float *A, float *C, int64_t r0, i
         int m = r1 - i0 < mr ? (int)(r1 - i0) : mr;
         const float *as = A + i0 * g->rsa;
         if (m < mr) tk_pack_a(kn, m, kc, as, g->rsa, 1, ap);
+        prefetch_rows(as + mr * g->rsa, g->rsa, r1 - i0 - mr < mr ? r1 - i0 - mr : mr, kc);
         for (int64_t jr = 0; jr < ncur; jr += nr) {
             int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
             float *ct = C + i0 * g->rsc + jr;
@@ -115,13 +170,13 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
     const float *A = g->a + g->aoff[t], *B = g->b + g->boff[t];
     float *C = g->c + g->coff[t];
     int64_t j0 = jc * g->nc, ncur = g->N - j0 < g->nc ? g->N - j0 : g->nc;
-    int64_t sl = (r1 - r0 + mr - 1) / mr, nblk = (sl * mr + kn->mc - 1) / kn->mc;
+    int64_t sl = (r1 - r0 + mr - 1) / mr, nblk = (sl * mr + g->mc - 1) / g->mc;
     int64_t mc = (sl + nblk - 1) / nblk * mr;
     /* a narrow B (A·V: N = Dh) would reuse a packed A block only a few
        times: read A where it is instead */
     int in_place = kn->ukernel_rows && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr;
-    for (int64_t p0 = 0; p0 < g->K; p0 += kn->kc) {
-        int64_t kc = g->K - p0 < kn->kc ? g->K - p0 : kn->kc;
+    for (int64_t p0 = 0; p0 < g->K; p0 += g->kc) {
+        int64_t kc = g->K - p0 < g->kc ? g->K - p0 : g->kc;
         int acc = p0 > 0;
         const float *bs = B + p0 * g->rsb + j0 * g->csb;
         tk_pack_b(kn, kc, ncur, bs, g->rsb, g->csb, bp);
@@ -159,9 +214,9 @@ static void gemm_range(void *ctx, int64_t begin, int64_t end)
 {
     gemm_job *g = ctx;
     const tk_kern *kn = g->kn;
-    int64_t kc = g->K < kn->kc ? g->K : kn->kc;
+    int64_t kc = g->K < g->kc ? g->K : g->kc;
     int64_t ncp = (g->nc + kn->nr - 1) / kn->nr * kn->nr;
-    float *ap = tk_scratch(TK_SCRATCH_PACK_A, (size_t)(kn->mc * kc) * sizeof(float));
+    float *ap = tk_scratch(TK_SCRATCH_PACK_A, (size_t)(g->mc * kc) * sizeof(float));
     float *bp = tk_scratch(TK_SCRATCH_PACK_B, (size_t)(ncp * kc) * sizeof(float));
     float *tmp = tk_scratch(TK_SCRATCH_TILE, (size_t)(kn->mr * kn->nr) * sizeof(float));
     if (!ap || !bp || !tmp) { g->failed = 1; return; }
@@ -239,7 +294,8 @@ void tk_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
         return;
     }
     gemm_job g = { kn, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc,
-                   kn->nc, 0, (M + kn->mr - 1) / kn->mr, 1, 0 };
+                   kn->kc, kn->mc, kn->nc, 0, (M + kn->mr - 1) / kn->mr, 1, 0 };
+    cache_blocks(kn, &g.kc, &g.mc);
     /* Too few rows to share: cut the columns finer (this never changes the
        arithmetic, only who does it). */
     if (nbatch * g.slivers < 4 * nt && N > kn->nr) {

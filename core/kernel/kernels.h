@@ -242,6 +242,7 @@ typedef struct tk_kern {
     const char *name;
     int mr, nr;
     int64_t kc, mc, nc;
+    int blocks_from_caches;   /* kc, mc: upper bounds, fitted to L1/L2 at run time (gemm.c) */
     void (*ukernel)(int64_t kc, const float *ap, const float *bp, float *c,
                     int64_t rsc, int m, int n, int acc);
     /* optional: the same with the A sliver read in place from mr rows of a
