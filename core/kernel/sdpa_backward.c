@@ -171,6 +171,28 @@ static void mm(const tk_kern *kn, int64_t M, int64_t N, int64_t K, const float *
     }
 }
 
+/* As mm (without kbeg), with A (M x K, row stride rsa, each row's
+   elements adjacent) read where it lies by ukernel_rows for full mr-row
+   panels (the same arithmetic as ukernel on a packed copy); a partial
+   panel, or a kernel without ukernel_rows, is packed into buf first. At
+   attention's small blocks packing costs about as much as the product. */
+static void mm_rows(const tk_kern *kn, int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa,
+                    float *buf, const float *bp, int64_t kb, float *c, int64_t rsc, int acc, const limits *lm)
+{
+    for (int64_t ir = 0; ir < M; ir += kn->mr) {
+        int m = M - ir < kn->mr ? (int)(M - ir) : kn->mr;
+        int64_t n_end = panel_max(lm ? lm->ncol : NULL, ir, m, N);
+        int64_t k_end = panel_max(lm ? lm->kend : NULL, ir, m, K);
+        int in_place = m == kn->mr && kn->ukernel_rows;
+        if (!in_place) tk_pack_a(kn, m, k_end, a + ir * rsa, rsa, 1, buf);
+        for (int64_t jr = 0; jr < n_end; jr += kn->nr) {
+            int n = n_end - jr < kn->nr ? (int)(n_end - jr) : kn->nr;
+            if (in_place) kn->ukernel_rows(k_end, a + ir * rsa, rsa, bp + jr * kb, c + ir * rsc + jr, rsc, n, acc);
+            else kn->ukernel(k_end, buf, bp + jr * kb, c + ir * rsc + jr, rsc, m, n, acc);
+        }
+    }
+}
+
 /* Per-thread buffers, carved from one scratch slot. */
 typedef struct bufs {
     float *kt, *vt, *kb;         /* chunk: Kᵀ, Vᵀ (for S, dP), K (for dQ) as B slivers */
@@ -240,9 +262,13 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
        columns a row may see) */
     tk_pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qa);
     kn->scale(nqp * Dh, a->scale, u->qa, u->qa, 0);
-    tk_pack_a(kn, nq, Dv, dO, a->dos_n, a->dos_d, u->oa);
     mm(kn, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0, &rows);
-    mm(kn, nq, nk, Dv, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
+    if (a->dos_d == 1) {
+        mm_rows(kn, nq, nk, Dv, dO, a->dos_n, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
+    } else {
+        tk_pack_a(kn, nq, Dv, dO, a->dos_n, a->dos_d, u->oa);
+        mm(kn, nq, nk, Dv, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
+    }
 
     /* P = exp(S - lse) where visible, else 0; dS = scale P (dP - D) */
     const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + j0 * a->ms_k : NULL;
@@ -271,8 +297,8 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
     tk_pack_b(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qb);
     tk_pack_a(kn, nk, nq, u->dp, 1, BK, u->ta);
     mm(kn, nk, Dh, nq, u->ta, u->qb, nq, u->gk, J->dhp, 1, &key_terms);
-    tk_pack_a(kn, nq, nk, u->dp, BK, 1, u->sa);
-    mm(kn, nq, Dh, nk, u->sa, u->kb, kb, dq->p + b * dq->sb + h * dq->sh + i0 * dq->sn, dq->sn, 1, &dq_terms);
+    mm_rows(kn, nq, Dh, nk, u->dp, BK, u->sa, u->kb, kb, dq->p + b * dq->sb + h * dq->sh + i0 * dq->sn, dq->sn, 1,
+            &dq_terms);
 }
 
 /* Key chunk c of kv head (b, hk): its dK and dV rows, and its dQ terms. */

@@ -104,7 +104,7 @@ class Attention(torch.nn.Module):
         return x + self.o(y)
 
 
-WARMUP = 20                         # untimed steps before train_step's timing, as in train.lua
+WARMUP = 30                         # untimed steps before train_step's timing, as in train.lua
 
 
 def train_step(budget):

@@ -10,7 +10,7 @@
 local TARGET = 3.0                     -- at least 3x PyTorch 1.13
 local BUDGET = 0.7                     -- seconds of timed steps a side, a round
 local ROUNDS = 3                       -- ours and torch take turns: a noisy spell hits both
-local WARMUP = 20                      -- untimed steps first, both sides (bench_torch.py too): the
+local WARMUP = 30                      -- untimed steps first, both sides (bench_torch.py too): the
                                        -- steady state of a long run, not its first collection cycles
 
 local want = {}
