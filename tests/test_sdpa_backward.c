@@ -33,13 +33,33 @@ static const char *const mask_name[] = { "", " mask", " mask[1,1,Nq,Nk]", " key 
 
 typedef struct tcase {
     int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv;
-    int causal, mask, layout;   /* layout 1: q, v stored [B,N,H,D], k with d outermost */
+    int causal, mask, layout;   /* layout 1: q, v stored [B,N,H,D], k with d outermost; dO
+                                   and the gradients [B,N,H,D] with padded rows (layouts) */
 } tcase;
+
+/* layout 1's gradient layouts: [B, N, H, D] with PAD unused floats after
+   each position's H*D (the kernel must write rows only, and all of them) */
+#define PAD 3
+static void grad_strides(int lay, int64_t H, int64_t N, int64_t D, int64_t *s)
+{
+    if (lay == 0) { s[2] = D; s[1] = N * D; s[0] = H * N * D; }
+    else { s[1] = D; s[2] = H * D + PAD; s[0] = N * s[2]; }
+}
+
+/* x [B, H, N, D] with strides s, gathered into a contiguous copy */
+static float *gather(const float *x, int64_t B, int64_t H, int64_t N, int64_t D, const int64_t *s)
+{
+    float *y = malloc((size_t)(B * H * N * D > 0 ? B * H * N * D : 1) * sizeof(float));
+    for (int64_t t = 0; t < B * H * N * D; t++)
+        y[t] = x[t / (H * N * D) * s[0] + t / (N * D) % H * s[1] + t / D % N * s[2] + t % D];
+    return y;
+}
 
 /* The problem: float inputs in the kernel's argument block, plus dO. */
 typedef struct prob {
     tk_sdpa_bwd_args a;
     float *q, *k, *v, *out, *dout, *lse;
+    float *dout_s;              /* layout 1: dout as the kernel reads it, padded rows */
     uint8_t *mask;
 } prob;
 
@@ -115,11 +135,29 @@ static void prob_make(prob *p, const tcase *c)
     };
     tk_sdpa(&f);
     a->out = p->out; a->lse = p->lse;
+    if (c->layout) {                     /* dO read through strides: a copy with padded rows */
+        int64_t gs[3];
+        grad_strides(1, c->Hq, Nq, c->Dv, gs);
+        p->dout_s = frand(c->B * gs[0], 1.0);
+        for (int64_t t = 0; t < c->B * c->Hq * Nq * c->Dv; t++)
+            p->dout_s[t / (c->Hq * Nq * c->Dv) * gs[0] + t / (Nq * c->Dv) % c->Hq * gs[1]
+                      + t / c->Dv % Nq * gs[2] + t % c->Dv] = p->dout[t];
+        a->layouts = 1;
+        a->dout = p->dout_s;
+        a->dos_b = gs[0]; a->dos_h = gs[1]; a->dos_n = gs[2]; a->dos_d = 1;
+        grad_strides(1, c->Hq, Nq, c->Dh, gs);
+        a->dqs_b = gs[0]; a->dqs_h = gs[1]; a->dqs_n = gs[2];
+        grad_strides(1, c->Hkv, Nk, c->Dh, gs);
+        a->dks_b = gs[0]; a->dks_h = gs[1]; a->dks_n = gs[2];
+        grad_strides(1, c->Hkv, Nk, c->Dv, gs);
+        a->dvs_b = gs[0]; a->dvs_h = gs[1]; a->dvs_n = gs[2];
+    }
 }
 
 static void prob_free(prob *p)
 {
     free(p->q); free(p->k); free(p->v); free(p->out); free(p->dout); free(p->lse); free(p->mask);
+    free(p->dout_s);
 }
 
 /* ===== The explicit formula, float64 ===== */
@@ -279,15 +317,40 @@ static void grads_alloc(grads *g, const tcase *c)
     g->dv = malloc((size_t)(c->B * c->Hkv * c->Nk * c->Dv) * sizeof(float));
 }
 
-static int grads_run(prob *p, grads *g, int use_ref)
+/* Runs the kernel or the reference into g (contiguous). In layout 1 the
+   kernel writes padded buffers, gathered into g afterwards; *pads_kept
+   says whether the padding was left alone. */
+static int grads_run(prob *p, grads *g, int use_ref, const tcase *c, int *pads_kept)
 {
-    int64_t nq = p->a.B * p->a.Hq * p->a.Nq * p->a.Dh;
-    int64_t nk = p->a.B * p->a.Hkv * p->a.Nk * p->a.Dh, nv = p->a.B * p->a.Hkv * p->a.Nk * p->a.Dv;
-    for (int64_t i = 0; i < nq; i++) g->dq[i] = 555.0f;   /* every element must be written */
-    for (int64_t i = 0; i < nk; i++) g->dk[i] = 555.0f;
-    for (int64_t i = 0; i < nv; i++) g->dv[i] = 555.0f;
-    p->a.dq = g->dq; p->a.dk = g->dk; p->a.dv = g->dv;
-    return use_ref ? tk_sdpa_backward_ref(&p->a) : tk_sdpa_backward(&p->a);
+    tk_sdpa_bwd_args *a = &p->a;
+    int64_t sq[3], sk[3], sv[3];
+    grad_strides(c->layout, a->Hq, a->Nq, a->Dh, sq);
+    grad_strides(c->layout, a->Hkv, a->Nk, a->Dh, sk);
+    grad_strides(c->layout, a->Hkv, a->Nk, a->Dv, sv);
+    int64_t n[3] = { a->B * sq[0], a->B * sk[0], a->B * sv[0] };
+    float *buf[3];
+    for (int t = 0; t < 3; t++) {
+        buf[t] = c->layout ? malloc((size_t)(n[t] > 0 ? n[t] : 1) * sizeof(float)) : t == 0 ? g->dq : t == 1 ? g->dk : g->dv;
+        for (int64_t i = 0; i < n[t]; i++) buf[t][i] = 555.0f;   /* every element must be written */
+    }
+    a->dq = buf[0]; a->dk = buf[1]; a->dv = buf[2];
+    int r = use_ref ? tk_sdpa_backward_ref(a) : tk_sdpa_backward(a);
+    *pads_kept = 1;
+    if (c->layout) {
+        float *gq = gather(buf[0], a->B, a->Hq, a->Nq, a->Dh, sq), *gk = gather(buf[1], a->B, a->Hkv, a->Nk, a->Dh, sk);
+        float *gv = gather(buf[2], a->B, a->Hkv, a->Nk, a->Dv, sv);
+        memcpy(g->dq, gq, (size_t)(a->B * a->Hq * a->Nq * a->Dh) * sizeof(float));
+        memcpy(g->dk, gk, (size_t)(a->B * a->Hkv * a->Nk * a->Dh) * sizeof(float));
+        memcpy(g->dv, gv, (size_t)(a->B * a->Hkv * a->Nk * a->Dv) * sizeof(float));
+        int64_t *ss[3] = { sq, sk, sv };
+        for (int t = 0; t < 3; t++) {
+            for (int64_t i = 0; i < n[t]; i++)
+                if (i % ss[t][2] >= ss[t][2] - PAD) *pads_kept &= buf[t][i] == 555.0f;
+            free(buf[t]);
+        }
+        free(gq); free(gk); free(gv);
+    }
+    return r;
 }
 
 static int grads_same(const grads *x, const grads *y, const tcase *c)
@@ -334,8 +397,11 @@ static void run_case(const tcase *c, int with_ref)
     for (int t = 1; t <= 3; t++) {
         grads_alloc(&r[t - 1], c);
         tt_set_num_threads(t);
+        int pads;
         snprintf(m, sizeof m, "%s: returns 0 (%d threads)", descr, t);
-        CHECK(m, grads_run(&p, &r[t - 1], 0) == 0);
+        CHECK(m, grads_run(&p, &r[t - 1], 0, c, &pads) == 0);
+        snprintf(m, sizeof m, "%s: writes the gradients' rows only (%d threads)", descr, t);
+        CHECK(m, pads);
     }
     /* the scale: the largest gradient entry of the three (a gradient may be
        exactly 0, as dq is with a single key) */
@@ -355,7 +421,10 @@ static void run_case(const tcase *c, int with_ref)
     if (with_ref) {
         grads f;
         grads_alloc(&f, c);
-        grads_run(&p, &f, 1);
+        int pads;
+        grads_run(&p, &f, 1, c, &pads);
+        snprintf(m, sizeof m, "%s: reference writes the gradients' rows only", descr);
+        CHECK(m, pads);
         eq = rel_err(f.dq, rq, nq, norm); ek = rel_err(f.dk, rk, nk, norm); ev = rel_err(f.dv, rv, nv, norm);
         snprintf(m, sizeof m, "%s: reference within %g (%.2g %.2g %.2g)", descr, TOL_REF, eq, ek, ev);
         CHECK(m, eq <= TOL_REF && ek <= TOL_REF && ev <= TOL_REF);
@@ -380,6 +449,8 @@ static const tcase cases[] = {
     { 1, 2, 1, 200, 130, 16, 16, 0, M_UPLEFT, 1 },   /* upper-left causal, Nq > Nk */
     { 1, 2, 2, 130, 200, 16, 16, 1, M_RAND,   0 },   /* causal and a mask */
     { 1, 1, 1,1100,1100, 32, 32, 1, M_NONE,   0 },   /* five key chunks over four lanes */
+    { 2, 4, 2, 600, 600, 16, 16, 1, M_NONE,   1 },   /* three lanes summed into strided dq; GQA */
+    { 1, 2, 2,  70,  70,  5,  7, 1, M_NONE,   1 },   /* odd head sizes, strided */
 };
 
 int main(void)

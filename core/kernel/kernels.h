@@ -190,7 +190,12 @@ int64_t tk_sdpa_ref(const tk_sdpa_args *a);
    overwritten; dk and dv summed over the query heads sharing their kv head.
    A row with no visible key (lse -inf) gets and gives zero gradient; a NaN
    row gives NaN. Bit-identical for any thread count. Returns 0, or -1 if it
-   could not get memory. */
+   could not get memory.
+   layouts (optional, 0 = the contiguous layouts above): dout is read
+   through dos_* and dq, dk, dv are written through their row strides
+   (each row's elements adjacent), so a gradient can take its input's
+   layout ([B, N, H, D] after a transpose) and the front-end copies
+   neither way. The rows written must not overlap. */
 typedef struct tk_sdpa_bwd_args {
     int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv;
     const float *q; int64_t qs_b, qs_h, qs_n, qs_d;
@@ -201,6 +206,9 @@ typedef struct tk_sdpa_bwd_args {
     float scale;
     const float *out, *dout, *lse;
     float *dq, *dk, *dv;
+    int layouts;
+    int64_t dos_b, dos_h, dos_n, dos_d;
+    int64_t dqs_b, dqs_h, dqs_n, dks_b, dks_h, dks_n, dvs_b, dvs_h, dvs_n;
 } tk_sdpa_bwd_args;
 
 int tk_sdpa_backward(const tk_sdpa_bwd_args *a);

@@ -20,11 +20,43 @@ static int visible(const tk_sdpa_bwd_args *a, int64_t b, int64_t h, int64_t i, i
     return !a->mask || a->mask[b * a->ms_b + h * a->ms_h + i * a->ms_q + j * a->ms_k] != 0;
 }
 
+/* a with its layouts filled in: the contiguous ones unless given. */
+static tk_sdpa_bwd_args with_layouts(const tk_sdpa_bwd_args *a)
+{
+    tk_sdpa_bwd_args r = *a;
+    if (r.layouts) return r;
+    r.layouts = 1;
+    r.dos_d = 1, r.dos_n = r.Dv, r.dos_h = r.Nq * r.Dv, r.dos_b = r.Hq * r.Nq * r.Dv;
+    r.dqs_n = r.Dh, r.dqs_h = r.Nq * r.Dh, r.dqs_b = r.Hq * r.Nq * r.Dh;
+    r.dks_n = r.Dh, r.dks_h = r.Nk * r.Dh, r.dks_b = r.Hkv * r.Nk * r.Dh;
+    r.dvs_n = r.Dv, r.dvs_h = r.Nk * r.Dv, r.dvs_b = r.Hkv * r.Nk * r.Dv;
+    return r;
+}
+
+/* Row i of head (b, h) of dO, and of each gradient. */
+static const float *dout_row(const tk_sdpa_bwd_args *a, int64_t b, int64_t h, int64_t i)
+{
+    return a->dout + b * a->dos_b + h * a->dos_h + i * a->dos_n;
+}
+static float *dq_row(const tk_sdpa_bwd_args *a, int64_t b, int64_t h, int64_t i)
+{
+    return a->dq + b * a->dqs_b + h * a->dqs_h + i * a->dqs_n;
+}
+static float *dk_row(const tk_sdpa_bwd_args *a, int64_t b, int64_t h, int64_t j)
+{
+    return a->dk + b * a->dks_b + h * a->dks_h + j * a->dks_n;
+}
+static float *dv_row(const tk_sdpa_bwd_args *a, int64_t b, int64_t h, int64_t j)
+{
+    return a->dv + b * a->dvs_b + h * a->dvs_h + j * a->dvs_n;
+}
+
 /* ===== Reference ===== */
 
 /* One kv head at a time, float64 sums, dk and dv accumulated over its group. */
-int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *a)
+int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *args)
 {
+    const tk_sdpa_bwd_args la = with_layouts(args), *a = &la;
     int64_t G = a->Hq / a->Hkv, Nk = a->Nk, Dh = a->Dh, Dv = a->Dv;
     double *p = malloc((size_t)(Nk > 0 ? Nk : 1) * sizeof(double));
     double *dq = malloc((size_t)(Dh > 0 ? Dh : 1) * sizeof(double));
@@ -40,28 +72,31 @@ int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *a)
                 for (int64_t i = 0; i < a->Nq; i++) {
                     int64_t row = (b * a->Hq + h) * a->Nq + i;
                     const float *q = a->q + b * a->qs_b + h * a->qs_h + i * a->qs_n;
-                    const float *o = a->out + row * Dv, *go = a->dout + row * Dv;
+                    const float *o = a->out + row * Dv, *go = dout_row(a, b, h, i);
                     double lse = (double)a->lse[row], D = 0.0;
                     int empty = a->lse[row] == -INFINITY;     /* no visible key */
                     for (int64_t e = 0; e < Dh; e++) dq[e] = 0.0;
-                    for (int64_t e = 0; e < Dv; e++) D += (double)go[e] * (double)o[e];
+                    for (int64_t e = 0; e < Dv; e++) D += (double)go[e * a->dos_d] * (double)o[e];
                     for (int64_t j = 0; j < Nk && !empty; j++) {
                         if (!visible(a, b, h, i, j)) continue;
                         double s = 0.0, dp = 0.0;
                         for (int64_t e = 0; e < Dh; e++) s += (double)q[e * a->qs_d] * (double)K[j * a->ks_n + e * a->ks_d];
-                        for (int64_t e = 0; e < Dv; e++) dp += (double)go[e] * (double)V[j * a->vs_n + e * a->vs_d];
+                        for (int64_t e = 0; e < Dv; e++) dp += (double)go[e * a->dos_d] * (double)V[j * a->vs_n + e * a->vs_d];
                         double pj = exp(s * (double)a->scale - lse), ds = pj * (dp - D) * (double)a->scale;
                         for (int64_t e = 0; e < Dh; e++) {
                             dq[e] += ds * (double)K[j * a->ks_n + e * a->ks_d];
                             dk[j * Dh + e] += ds * (double)q[e * a->qs_d];
                         }
-                        for (int64_t e = 0; e < Dv; e++) dv[j * Dv + e] += pj * (double)go[e];
+                        for (int64_t e = 0; e < Dv; e++) dv[j * Dv + e] += pj * (double)go[e * a->dos_d];
                     }
-                    for (int64_t e = 0; e < Dh; e++) a->dq[row * Dh + e] = (float)dq[e];
+                    float *gq = dq_row(a, b, h, i);
+                    for (int64_t e = 0; e < Dh; e++) gq[e] = (float)dq[e];
                 }
-            float *gk = a->dk + (b * a->Hkv + hk) * Nk * Dh, *gv = a->dv + (b * a->Hkv + hk) * Nk * Dv;
-            for (int64_t t = 0; t < Nk * Dh; t++) gk[t] = (float)dk[t];
-            for (int64_t t = 0; t < Nk * Dv; t++) gv[t] = (float)dv[t];
+            for (int64_t j = 0; j < Nk; j++) {
+                float *gk = dk_row(a, b, hk, j), *gv = dv_row(a, b, hk, j);
+                for (int64_t e = 0; e < Dh; e++) gk[e] = (float)dk[j * Dh + e];
+                for (int64_t e = 0; e < Dv; e++) gv[e] = (float)dv[j * Dv + e];
+            }
         }
     free(p); free(dq); free(dk); free(dv);
     return 0;
@@ -84,6 +119,13 @@ int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *a)
 #define LANE_BYTES ((int64_t)48 << 20)   /* cap on the extra dQ buffers */
 
 
+/* Where a task adds its dQ terms: dq itself (its strides) or a lane's
+   contiguous buffer. */
+typedef struct dq_dst {
+    float *p;
+    int64_t sb, sh, sn;
+} dq_dst;
+
 typedef struct bwd_job {
     const tk_sdpa_bwd_args *a;
     const tk_kern *kn;
@@ -94,16 +136,59 @@ typedef struct bwd_job {
     int failed;
 } bwd_job;
 
-/* C[M,N] (row stride rsc) = (acc ? C + : ) Ap Bp over K, packed operands;
-   Bp was packed with kb >= K rows (only its first K are read). */
-static void mm(const tk_kern *kn, int64_t M, int64_t N, int64_t K, const float *ap,
-               const float *bp, int64_t kb, float *c, int64_t rsc, int acc)
+/* Limits of a causal block, per mr-row panel of a product (NULL: none).
+   For row i of the panel's rows, ncol[i] columns of C are needed, the
+   inner steps from kbeg[i] to kend[i] can be nonzero; the panel takes
+   the widest. The steps skipped multiply an exact zero of P or dS (set
+   so by block), so the sums keep their values and their order. */
+typedef struct limits { const int64_t *ncol, *kbeg, *kend; } limits;
+
+static int64_t panel_max(const int64_t *x, int64_t i, int m, int64_t dflt)
 {
-    for (int64_t jr = 0; jr < N; jr += kn->nr) {
-        int n = N - jr < kn->nr ? (int)(N - jr) : kn->nr;
-        for (int64_t ir = 0; ir < M; ir += kn->mr) {
-            int m = M - ir < kn->mr ? (int)(M - ir) : kn->mr;
-            kn->ukernel(K, ap + ir * K, bp + jr * kb, c + ir * rsc + jr, rsc, m, n, acc);
+    if (!x) return dflt;
+    int64_t v = x[i];
+    for (int t = 1; t < m; t++) v = x[i + t] > v ? x[i + t] : v;
+    return v < dflt ? v : dflt;
+}
+
+/* C[M,N] (row stride rsc) = (acc ? C + : ) Ap Bp over K, packed operands;
+   Bp was packed with kb >= K rows (only its first K are read). A packed
+   sliver holds step p at p * mr, a B sliver at p * nr. */
+static void mm(const tk_kern *kn, int64_t M, int64_t N, int64_t K, const float *ap,
+               const float *bp, int64_t kb, float *c, int64_t rsc, int acc, const limits *lm)
+{
+    for (int64_t ir = 0; ir < M; ir += kn->mr) {
+        int m = M - ir < kn->mr ? (int)(M - ir) : kn->mr;
+        int64_t n_end = panel_max(lm ? lm->ncol : NULL, ir, m, N);
+        int64_t k_end = panel_max(lm ? lm->kend : NULL, ir, m, K);
+        int64_t k_beg = lm && lm->kbeg ? lm->kbeg[ir] : 0;   /* kbeg rises with the row */
+        if (k_beg > k_end) k_beg = k_end;
+        for (int64_t jr = 0; jr < n_end; jr += kn->nr) {
+            int n = n_end - jr < kn->nr ? (int)(n_end - jr) : kn->nr;
+            kn->ukernel(k_end - k_beg, ap + ir * K + k_beg * kn->mr, bp + jr * kb + k_beg * kn->nr,
+                        c + ir * rsc + jr, rsc, m, n, acc);
+        }
+    }
+}
+
+/* As mm (without kbeg), with A (M x K, row stride rsa, each row's
+   elements adjacent) read where it lies by ukernel_rows for full mr-row
+   panels (the same arithmetic as ukernel on a packed copy); a partial
+   panel, or a kernel without ukernel_rows, is packed into buf first. At
+   attention's small blocks packing costs about as much as the product. */
+static void mm_rows(const tk_kern *kn, int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa,
+                    float *buf, const float *bp, int64_t kb, float *c, int64_t rsc, int acc, const limits *lm)
+{
+    for (int64_t ir = 0; ir < M; ir += kn->mr) {
+        int m = M - ir < kn->mr ? (int)(M - ir) : kn->mr;
+        int64_t n_end = panel_max(lm ? lm->ncol : NULL, ir, m, N);
+        int64_t k_end = panel_max(lm ? lm->kend : NULL, ir, m, K);
+        int in_place = m == kn->mr && kn->ukernel_rows;
+        if (!in_place) tk_pack_a(kn, m, k_end, a + ir * rsa, rsa, 1, buf);
+        for (int64_t jr = 0; jr < n_end; jr += kn->nr) {
+            int n = n_end - jr < kn->nr ? (int)(n_end - jr) : kn->nr;
+            if (in_place) kn->ukernel_rows(k_end, a + ir * rsa, rsa, bp + jr * kb, c + ir * rsc + jr, rsc, n, acc);
+            else kn->ukernel(k_end, buf, bp + jr * kb, c + ir * rsc + jr, rsc, m, n, acc);
         }
     }
 }
@@ -157,21 +242,33 @@ static int block_visible(const bwd_job *J, int64_t b, int64_t h, int64_t i0, int
 /* One query block against the first nk keys of the packed chunk (kb keys):
    P, dS, then the dV, dK, dQ terms. */
 static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                  int64_t j0, int64_t nk, int64_t kb, const int64_t *lim, float *dq)
+                  int64_t j0, int64_t nk, int64_t kb, const int64_t *lim, const dq_dst *dq)
 {
     const tk_sdpa_bwd_args *a = J->a;
     const tk_kern *kn = J->kn;
     int64_t Dh = a->Dh, Dv = a->Dv, row0 = (b * a->Hq + h) * a->Nq + i0;
     const float *Q = a->q + b * a->qs_b + h * a->qs_h + i0 * a->qs_n;
-    const float *dO = a->dout + row0 * Dv;
+    const float *dO = dout_row(a, b, h, i0);
     int64_t nqp = (nq + kn->mr - 1) / kn->mr * kn->mr;
 
-    /* S = (scale Q) Kᵀ, as the forward computes it; dP = dO Vᵀ */
+    /* key j is seen by no row before first[j] (as lim[] is a prefix of keys) */
+    int64_t first[BK], seen = 0;
+    for (int64_t i = 0; i < nq; i++)
+        for (; seen < lim[i]; seen++) first[seen] = i;
+    for (; seen < nk; seen++) first[seen] = nq;
+    const limits rows = { lim, NULL, NULL }, dq_terms = { NULL, NULL, lim }, key_terms = { NULL, first, NULL };
+
+    /* S = (scale Q) Kᵀ, as the forward computes it; dP = dO Vᵀ (only the
+       columns a row may see) */
     tk_pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qa);
     kn->scale(nqp * Dh, a->scale, u->qa, u->qa, 0);
-    tk_pack_a(kn, nq, Dv, dO, Dv, 1, u->oa);
-    mm(kn, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0);
-    mm(kn, nq, nk, Dv, u->oa, u->vt, Dv, u->dp, BK, 0);
+    mm(kn, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0, &rows);
+    if (a->dos_d == 1) {
+        mm_rows(kn, nq, nk, Dv, dO, a->dos_n, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
+    } else {
+        tk_pack_a(kn, nq, Dv, dO, a->dos_n, a->dos_d, u->oa);
+        mm(kn, nq, nk, Dv, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
+    }
 
     /* P = exp(S - lse) where visible, else 0; dS = scale P (dP - D) */
     const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + j0 * a->ms_k : NULL;
@@ -187,24 +284,25 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
             const uint8_t *mi = M + (i0 + i) * a->ms_q;
             for (int64_t j = 0; j < lim[i]; j++) if (!mi[j * a->ms_k]) s[j] = -INFINITY;
         }
-        for (int64_t j = lim[i]; j < nk; j++) s[j] = -INFINITY;
-        kn->exp_sum(nk, s, lse, s);
-        for (int64_t j = 0; j < nk; j++) ds[j] = a->scale * s[j] * (ds[j] - D);
+        kn->exp_sum(lim[i], s, lse, s);
+        for (int64_t j = 0; j < lim[i]; j++) ds[j] = a->scale * s[j] * (ds[j] - D);
+        memset(s + lim[i], 0, (size_t)(nk - lim[i]) * sizeof(float));   /* hidden: exact zeros */
+        memset(ds + lim[i], 0, (size_t)(nk - lim[i]) * sizeof(float));
     }
 
     /* dV += Pᵀ dO; dK += dSᵀ Q; dQ += dS K */
-    tk_pack_b(kn, nq, Dv, dO, Dv, 1, u->ob);
+    tk_pack_b(kn, nq, Dv, dO, a->dos_n, a->dos_d, u->ob);
     tk_pack_a(kn, nk, nq, u->s, 1, BK, u->ta);
-    mm(kn, nk, Dv, nq, u->ta, u->ob, nq, u->gv, J->dvp, 1);
+    mm(kn, nk, Dv, nq, u->ta, u->ob, nq, u->gv, J->dvp, 1, &key_terms);
     tk_pack_b(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qb);
     tk_pack_a(kn, nk, nq, u->dp, 1, BK, u->ta);
-    mm(kn, nk, Dh, nq, u->ta, u->qb, nq, u->gk, J->dhp, 1);
-    tk_pack_a(kn, nq, nk, u->dp, BK, 1, u->sa);
-    mm(kn, nq, Dh, nk, u->sa, u->kb, kb, dq + row0 * Dh, Dh, 1);
+    mm(kn, nk, Dh, nq, u->ta, u->qb, nq, u->gk, J->dhp, 1, &key_terms);
+    mm_rows(kn, nq, Dh, nk, u->dp, BK, u->sa, u->kb, kb, dq->p + b * dq->sb + h * dq->sh + i0 * dq->sn, dq->sn, 1,
+            &dq_terms);
 }
 
 /* Key chunk c of kv head (b, hk): its dK and dV rows, and its dQ terms. */
-static void chunk(const bwd_job *J, const bufs *u, int64_t b, int64_t hk, int64_t c, float *dq)
+static void chunk(const bwd_job *J, const bufs *u, int64_t b, int64_t hk, int64_t c, const dq_dst *dq)
 {
     const tk_sdpa_bwd_args *a = J->a;
     const tk_kern *kn = J->kn;
@@ -229,11 +327,9 @@ static void chunk(const bwd_job *J, const bufs *u, int64_t b, int64_t hk, int64_
                 block(J, u, b, h, i0, nq, j0, nkb, nk, lim, dq);
         }
 
-    float *gk = a->dk + ((b * a->Hkv + hk) * a->Nk + j0) * Dh;
-    float *gv = a->dv + ((b * a->Hkv + hk) * a->Nk + j0) * Dv;
     for (int64_t j = 0; j < nk; j++) {
-        memcpy(gk + j * Dh, u->gk + j * J->dhp, (size_t)Dh * sizeof(float));
-        memcpy(gv + j * Dv, u->gv + j * J->dvp, (size_t)Dv * sizeof(float));
+        memcpy(dk_row(a, b, hk, j0 + j), u->gk + j * J->dhp, (size_t)Dh * sizeof(float));
+        memcpy(dv_row(a, b, hk, j0 + j), u->gv + j * J->dvp, (size_t)Dv * sizeof(float));
     }
 }
 
@@ -245,11 +341,13 @@ static void task_range(void *ctx, int64_t begin, int64_t end)
     if (!get_bufs(J, &u)) { J->failed = 1; return; }
     for (int64_t t = begin; t < end; t++) {
         int64_t bhk = t / J->lanes, l = t % J->lanes, b = bhk / a->Hkv, hk = bhk % a->Hkv;
-        int64_t size = a->B * a->Hq * a->Nq * a->Dh;
-        float *dq = l == 0 ? a->dq : J->lane + (l - 1) * size;
-        memset(dq + (b * a->Hq + hk * J->G) * a->Nq * a->Dh, 0,
-               (size_t)(J->G * a->Nq * a->Dh) * sizeof(float));
-        for (int64_t c = l; c < J->nchunk; c += J->lanes) chunk(J, &u, b, hk, c, dq);
+        int64_t Dh = a->Dh, Nq = a->Nq, size = a->B * a->Hq * Nq * Dh;
+        dq_dst dq = { a->dq, a->dqs_b, a->dqs_h, a->dqs_n };
+        if (l > 0) dq = (dq_dst){ J->lane + (l - 1) * size, a->Hq * Nq * Dh, Nq * Dh, Dh };
+        for (int64_t h = hk * J->G; h < hk * J->G + J->G; h++)
+            for (int64_t i = 0; i < Nq; i++)
+                memset(dq.p + b * dq.sb + h * dq.sh + i * dq.sn, 0, (size_t)Dh * sizeof(float));
+        for (int64_t c = l; c < J->nchunk; c += J->lanes) chunk(J, &u, b, hk, c, &dq);
     }
 }
 
@@ -260,8 +358,9 @@ static void d_range(void *ctx, int64_t begin, int64_t end)
     const tk_sdpa_bwd_args *a = J->a;
     float *D = (float *)J->D;
     for (int64_t r = begin; r < end; r++) {
+        const float *go = dout_row(a, r / a->Nq / a->Hq, r / a->Nq % a->Hq, r % a->Nq);
         double d = 0.0;
-        for (int64_t e = 0; e < a->Dv; e++) d += (double)a->dout[r * a->Dv + e] * (double)a->out[r * a->Dv + e];
+        for (int64_t e = 0; e < a->Dv; e++) d += (double)go[e * a->dos_d] * (double)a->out[r * a->Dv + e];
         D[r] = (float)d;
     }
 }
@@ -272,20 +371,29 @@ static void sum_range(void *ctx, int64_t begin, int64_t end)
     bwd_job *J = ctx;
     const tk_sdpa_bwd_args *a = J->a;
     int64_t size = a->B * a->Hq * a->Nq * a->Dh;
-    for (int64_t l = 1; l < J->lanes; l++) {
-        const float *x = J->lane + (l - 1) * size;
-        for (int64_t t = begin * a->Dh; t < end * a->Dh; t++) a->dq[t] += x[t];
-    }
+    for (int64_t l = 1; l < J->lanes; l++)
+        for (int64_t r = begin; r < end; r++) {
+            const float *x = J->lane + (l - 1) * size + r * a->Dh;
+            float *dq = dq_row(a, r / a->Nq / a->Hq, r / a->Nq % a->Hq, r % a->Nq);
+            for (int64_t e = 0; e < a->Dh; e++) dq[e] += x[e];
+        }
 }
 
-int tk_sdpa_backward(const tk_sdpa_bwd_args *a)
+int tk_sdpa_backward(const tk_sdpa_bwd_args *args)
 {
+    const tk_sdpa_bwd_args la = with_layouts(args), *a = &la;
     int64_t rows = a->B * a->Hq * a->Nq;
     if (a->B <= 0 || a->Hq <= 0) return 0;
     if (a->Nq <= 0 || a->Nk <= 0) {          /* nothing visible anywhere */
-        memset(a->dq, 0, (size_t)(rows * a->Dh) * sizeof(float));
-        memset(a->dk, 0, (size_t)(a->B * a->Hkv * a->Nk * a->Dh) * sizeof(float));
-        memset(a->dv, 0, (size_t)(a->B * a->Hkv * a->Nk * a->Dv) * sizeof(float));
+        for (int64_t b = 0; b < a->B; b++) {
+            for (int64_t h = 0; h < a->Hq; h++)
+                for (int64_t i = 0; i < a->Nq; i++) memset(dq_row(a, b, h, i), 0, (size_t)a->Dh * sizeof(float));
+            for (int64_t h = 0; h < a->Hkv; h++)
+                for (int64_t j = 0; j < a->Nk; j++) {
+                    memset(dk_row(a, b, h, j), 0, (size_t)a->Dh * sizeof(float));
+                    memset(dv_row(a, b, h, j), 0, (size_t)a->Dv * sizeof(float));
+                }
+        }
         return 0;
     }
     const tk_kern *kn = tk_kern_now();

@@ -539,7 +539,16 @@ tt_status tt__bw_matmul(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
         const tt_tensor *ga = a ? sum_to(&w, mm(&w, g, mT(&w, b)), a->ndim, a->shape) : NULL;
         give(&w, reshape(&w, ga, IN_SHAPE(n, 0)), &gin[0]);
     }
-    if (need(n, 1)) {
+    if (need(n, 1) && a && b && g && b->ndim == 2 && a->ndim > 2) {
+        /* b shared by every batch (x [B,N,D] @ w [D,E]): the sum over the
+           batch of aᵀ g is one GEMM over all B*N rows, with no [B,D,E]
+           products to reduce */
+        int64_t as2[2] = {1, a->shape[a->ndim - 1]};
+        for (int i = 0; i < a->ndim - 1; i++) as2[0] *= a->shape[i];
+        int64_t gs2[2] = {as2[0], g->shape[g->ndim - 1]};
+        const tt_tensor *gb = mm(&w, mT(&w, reshape(&w, a, 2, as2)), reshape(&w, g, 2, gs2));
+        give(&w, reshape(&w, gb, IN_SHAPE(n, 1)), &gin[1]);
+    } else if (need(n, 1)) {
         const tt_tensor *gb = b ? sum_to(&w, mm(&w, mT(&w, a), g), b->ndim, b->shape) : NULL;
         give(&w, reshape(&w, gb, IN_SHAPE(n, 1)), &gin[1]);
     }

@@ -124,6 +124,7 @@ static void layout_free(sdpa_layout *L)
    their order. */
 #define STRIDES(t) ((t)->ndim >= 3 ? (t)->stride[(t)->ndim - 3] : 0), (t)->stride[(t)->ndim - 2], \
                    (t)->stride[(t)->ndim - 1]
+#define ROW_STRIDES(t) ((t)->ndim >= 3 ? (t)->stride[(t)->ndim - 3] : 0), (t)->stride[(t)->ndim - 2]
 #define LAYOUT_ARGS(L) \
     (L)->B, (L)->Hq, (L)->Hkv, (L)->Nq, (L)->Nk, (L)->Dh, (L)->Dv, \
     tt_data_f32((L)->q), (L)->qsb, STRIDES((L)->q), \
@@ -367,9 +368,35 @@ static tt_status record(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, cons
     return st;
 }
 
-/* dq, dk, dv from the fused backward, shaped as q, k, v (the kernel
-   writes them contiguous, which is their own shape's layout); dk and dv
-   come summed over the query heads that share a kv head. */
+/* A fresh float32 tensor shaped as x and laid out as x when x is dense
+   (its strides a permutation of a contiguous layout's, the last 1), as PyTorch
+   lays out a gradient like its input: heads split from [B, N, H*D] by a
+   transpose get their gradient in [B, N, H*D] order, so the transpose's
+   and the reshape's backward are views and nothing is copied. Else
+   contiguous. */
+static tt_status alloc_like(tt_tensor *d, const tt_tensor *x)
+{
+    tt_status st = tt__alloc(d, "sdpa", TT_FLOAT32, x->ndim, x->shape, NULL);
+    if (st || tt_numel(x) == 0 || x->ndim == 0 || x->stride[x->ndim - 1] != 1) return st;
+    int order[TT_MAX_DIMS], n = 0;
+    for (int i = 0; i < x->ndim; i++) {
+        if (x->shape[i] == 1) continue;         /* any stride serves a dim of size 1 */
+        int j = n++;
+        for (; j > 0 && x->stride[order[j - 1]] < x->stride[i]; j--) order[j] = order[j - 1];
+        order[j] = i;
+    }
+    int64_t want = 1;
+    for (int k = n - 1; k >= 0; k--) {
+        if (x->stride[order[k]] != want) return TT_OK;
+        want *= x->shape[order[k]];
+    }
+    for (int k = 0; k < n; k++) d->stride[order[k]] = x->stride[order[k]];
+    return TT_OK;
+}
+
+/* dq, dk, dv from the fused backward, shaped and laid out as q, k, v (the
+   layouts the kernel read them in); dk and dv come summed over the query
+   heads that share a kv head. The kernel reads g through its strides. */
 tt_status tt__bw_sdpa(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {
     if (n->args.weights)
@@ -379,19 +406,20 @@ tt_status tt__bw_sdpa(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     const tt_tensor *q = &n->saved[0], *k = &n->saved[1], *out = &n->saved[2], *v = &n->saved[3];
     const tt_tensor *lse = &n->saved[4], *mask = n->saved[5].storage ? &n->saved[5] : NULL;
     tt_tensor gc = {0}, d[3] = {{0}};
-    const tt_tensor *in[3] = {q, k, v};
     sdpa_layout L;
     tt_status st = layout_init(&L, q, k, v, mask);
-    for (int i = 0; i < 3 && st == TT_OK; i++) st = tt_zeros(&d[i], TT_FLOAT32, in[i]->ndim, in[i]->shape);
-    if (st == TT_OK && !tt_is_contiguous(g)) {
-        st = tt_contiguous(&gc, g);
-        g = &gc;
-    }
-    if (st == TT_OK && L.B * L.Hq * L.Nq > 0 && L.Nk > 0) {
+    const tt_tensor *in[3] = {L.q, L.k, L.v};   /* as the kernel reads them (copies where needed) */
+    for (int i = 0; i < 3 && st == TT_OK; i++) st = alloc_like(&d[i], in[i]);
+    int nbd = q->ndim >= 3 ? q->ndim - 3 : 0;
+    int64_t gsb = 0, dsb[3] = {0};
+    if (st == TT_OK) st = flat_batch(&g, &gc, nbd, &gsb);
+    for (int i = 0; i < 3 && st == TT_OK; i++) tt__iter_flat(nbd, d[i].shape, d[i].stride, &dsb[i]);
+    if (st == TT_OK) {
         tk_sdpa_bwd_args ar = {
             LAYOUT_ARGS(&L), n->args.causal, (float)n->args.s,
             tt_data_f32(out), tt_data_f32(g), tt_data_f32(lse),
             tt_data_f32(&d[0]), tt_data_f32(&d[1]), tt_data_f32(&d[2]),
+            1, gsb, STRIDES(g), dsb[0], ROW_STRIDES(&d[0]), dsb[1], ROW_STRIDES(&d[1]), dsb[2], ROW_STRIDES(&d[2]),
         };
         if (tk_sdpa_backward(&ar) != 0) st = tt__err(TT_ENOMEM, "backward: sdpa: out of memory");
         /* per pair: S = QK^T again (2 Dh), dV = P^T dO and dP = dO V^T (2 Dv

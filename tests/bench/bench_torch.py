@@ -104,6 +104,9 @@ class Attention(torch.nn.Module):
         return x + self.o(y)
 
 
+WARMUP = 30                         # untimed steps before train_step's timing, as in train.lua
+
+
 def train_step(budget):
     """one AdamW step of the lesson-sized model: the same sizes and ops as train.lua"""
     V, D, L, H, B, N = 64, 64, 2, 4, 32, 64
@@ -128,6 +131,8 @@ def train_step(budget):
         loss.backward()
         opt.step()
 
+    for _ in range(WARMUP - 1):     # as train.lua: the steady state of a long run
+        step()
     r = measure(step, budget)
     print("train %.3f %.3f %.3f %.1f %.4f" % (r + (loss.item(),)))
 

@@ -10,6 +10,8 @@
 local TARGET = 3.0                     -- at least 3x PyTorch 1.13
 local BUDGET = 0.7                     -- seconds of timed steps a side, a round
 local ROUNDS = 3                       -- ours and torch take turns: a noisy spell hits both
+local WARMUP = 30                      -- untimed steps first, both sides (bench_torch.py too): the
+                                       -- steady state of a long run, not its first collection cycles
 
 local want = {}
 for _, a in ipairs(arg) do want[a] = true end
@@ -62,8 +64,13 @@ local function child()
     loss:backward()
     opt:step()
   end
+  -- warm-up: tensors die a collection cycle at a time, and the buffers of
+  -- the first cycles come from malloc as fresh pages (a step that faults
+  -- them in takes 3-4x as long); after a few cycles the storage cache holds
+  -- them all and no step faults (README, Performance)
+  for _ = 1, WARMUP - 1 do step() end
   local t0 = tt.clock()
-  step()                               -- warm-up: free lists, the pool's threads
+  step()
   local reps = math.max(3, math.min(9, math.floor(BUDGET / math.max(tt.clock() - t0, 1e-6))))
   local ts = {}
   for r = 1, reps do
