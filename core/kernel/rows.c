@@ -40,7 +40,8 @@ static void softmax_range(void *ctx, int64_t begin, int64_t end)
             for (int64_t i = 0; i < n; i++) y[i] = NAN;
             continue;
         }
-        float s = kn->exp_sum(n, x, m, t);
+        float s = kn->exp_sum_next && r + 1 < end ? kn->exp_sum_next(n, x, m, t, x + n)
+                                                   : kn->exp_sum(n, x, m, t);
         kn->scale(n, 1.0f / s, t, y, e != NULL);
     }
 }
