@@ -549,6 +549,49 @@ static void test_fast_and_careful(void)
     free(x); free(a); free(b);
 }
 
+/* Sums of lines (tk_reduce_lines): a contiguous line in TK_SUM_CHAINS
+   chains, neighbouring lines as vectors; every path gives the same bits,
+   close to the float64 sum, at lengths around the chain and vector sizes. */
+static void test_reduce_paths(void)
+{
+    static const char *paths[] = { "scalar", "avx2", "avx512" };
+    static const int64_t lens[] = { 1, 2, 7, 31, 32, 33, 63, 65, 100, 1000, 4099 };
+    static const int64_t nbs[] = { 1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64 };
+    float *x = frand(70 * 80);
+    for (int i = 0; i < 70 * 80; i++) x[i] = x[i] * 1000.0f - 400.0f;
+    float v0[64], v[64], ix[64];
+    int same = 1, close = 1, tested = 0;
+    for (int p = 0; p < 3; p++) {
+        if (!tk_simd_force(paths[p])) continue;
+        tested++;
+        for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+            int64_t n = lens[k];
+            double r = 0.0;
+            for (int64_t j = 0; j < n; j++) r += (double)x[j];
+            tk_reduce_lines(TK_RED_SUM, x, 1, 0, n, 1, v, ix);
+            close &= fabs((double)v[0] - r) <= 1e-6 * (fabs(r) + 1.0);
+            tk_reduce_lines(TK_RED_MEAN, x, 1, 0, n, 1, v + 1, ix);
+            if (p == 0) memcpy(v0 + 2 * k, v, 2 * sizeof(float));
+            else same &= memcmp(v0 + 2 * k, v, 2 * sizeof(float)) == 0;
+        }
+        for (size_t k = 0; k < sizeof nbs / sizeof nbs[0]; k++)
+            for (int64_t R = 1; R <= 5; R += 2) {
+                int64_t nb = nbs[k], sd = nb + 3;
+                float w[64];
+                tk_reduce_lines(TK_RED_SUM, x + 1, nb, 1, R, sd, w, ix);
+                for (int64_t i = 0; i < nb; i++) {
+                    double r = 0.0;
+                    for (int64_t j = 0; j < R; j++) r += (double)x[1 + j * sd + i];
+                    same &= w[i] == (float)r;               /* in order, in double: exact as float64 */
+                }
+            }
+    }
+    tk_simd_force(NULL);
+    CHECK("sum of lines: every path gives the same bits (contiguous and side by side)", tested >= 1 && same);
+    CHECK("sum of lines: within 1e-6 of the float64 sum", close);
+    free(x);
+}
+
 /* The AVX2 and AVX-512 logs run the same operations on the same tables. */
 static void test_log_paths_agree(void)
 {
@@ -1157,6 +1200,7 @@ int main(void)
     }
     CHECK("the scalar path always runs", ran >= 1);
     test_log_paths_agree();
+    test_reduce_paths();
     {   /* the references as such */
         float x[3] = { 1.0f, NAN, 4.0f }, y[3] = { 2.0f, 1.0f, NAN }, o[3];
         uint8_t b[3], m[3] = { 0, 1, 0 };

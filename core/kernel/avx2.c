@@ -223,6 +223,51 @@ static TARGET void scale(int64_t n, float s, const float *x, float *y, int strea
     for (; i < n; i++) y[i] = s * x[i];        /* leftovers */
 }
 
+/* ===== Reduction lines ===== */
+
+/* as TK_SUM_CHAINS says: 8 vectors of 4 double chains, the leftovers added
+   to the chains in order */
+static TARGET double sum_line(int64_t n, const float *x)
+{
+    __m256d a[8];
+    for (int q = 0; q < 8; q++) a[q] = _mm256_setzero_pd();
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32)
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; q++) a[q] = _mm256_add_pd(a[q], _mm256_cvtps_pd(_mm_loadu_ps(x + j + 4 * q)));
+    double s[TK_SUM_CHAINS];
+    for (int q = 0; q < 8; q++) _mm256_storeu_pd(s + 4 * q, a[q]);
+    for (int k = 0; j + k < n; k++) s[k] += (double)x[j + k];
+    return tk_sum_fold(s);
+}
+
+/* acc[i] += x[j*sd + i] over j in order: 4 lines a vector, 16 at a time;
+   the last nb % 4 lines scalar (the same adds in the same order) */
+static TARGET void sum_cols(int64_t nb, int64_t R, const float *x, int64_t sd, double *acc)
+{
+    int64_t i = 0;
+    for (; i + 16 <= nb; i += 16) {
+        __m256d a0 = _mm256_loadu_pd(acc + i), a1 = _mm256_loadu_pd(acc + i + 4);
+        __m256d a2 = _mm256_loadu_pd(acc + i + 8), a3 = _mm256_loadu_pd(acc + i + 12);
+        for (int64_t j = 0; j < R; j++) {
+            const float *r = x + j * sd + i;
+            a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(r)));
+            a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(r + 4)));
+            a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(r + 8)));
+            a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(r + 12)));
+        }
+        _mm256_storeu_pd(acc + i, a0); _mm256_storeu_pd(acc + i + 4, a1);
+        _mm256_storeu_pd(acc + i + 8, a2); _mm256_storeu_pd(acc + i + 12, a3);
+    }
+    for (; i + 4 <= nb; i += 4) {
+        __m256d a0 = _mm256_loadu_pd(acc + i);
+        for (int64_t j = 0; j < R; j++) a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(x + j * sd + i)));
+        _mm256_storeu_pd(acc + i, a0);
+    }
+    for (; i < nb; i++)
+        for (int64_t j = 0; j < R; j++) acc[i] += (double)x[j * sd + i];
+}
+
 /* ===== Elementwise rows ===== */
 
 static TARGET inline __m256 neg8(__m256 u) { return _mm256_xor_ps(u, _mm256_set1_ps(-0.0f)); }
@@ -457,6 +502,7 @@ const tk_kern tk_kern_avx2 = {
     .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
     .row_max = row_max, .exp_sum = exp_sum, .exp_sum_next = exp_sum_next, .scale = scale,
+    .sum_line = sum_line, .sum_cols = sum_cols,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
     .ew_masked_fill = ew_masked_fill,
 };

@@ -277,6 +277,47 @@ static TARGET void scale(int64_t n, float s, const float *x, float *y, int strea
     }
 }
 
+/* ===== Reduction lines ===== */
+
+/* as TK_SUM_CHAINS says: 4 vectors of 8 double chains, the leftovers added
+   to the chains in order */
+static TARGET double sum_line(int64_t n, const float *x)
+{
+    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x + j)));
+        a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8)));
+        a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 16)));
+        a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 24)));
+    }
+    double s[TK_SUM_CHAINS];
+    _mm512_storeu_pd(s, a0); _mm512_storeu_pd(s + 8, a1);
+    _mm512_storeu_pd(s + 16, a2); _mm512_storeu_pd(s + 24, a3);
+    for (int k = 0; j + k < n; k++) s[k] += (double)x[j + k];
+    return tk_sum_fold(s);
+}
+
+/* acc[i] += x[j*sd + i] over j in order: 8 lines a vector, the last ones masked */
+static TARGET void sum_cols(int64_t nb, int64_t R, const float *x, int64_t sd, double *acc)
+{
+    for (int64_t i = 0; i < nb; i += 32) {
+        __mmask8 k[4];
+        __m512d a[4];
+        for (int q = 0; q < 4; q++) {
+            int64_t left = nb - i - 8 * q;
+            k[q] = left >= 8 ? (__mmask8)0xff : left > 0 ? (__mmask8)((1u << left) - 1u) : 0;
+            a[q] = _mm512_maskz_loadu_pd(k[q], acc + i + 8 * q);
+        }
+        for (int64_t j = 0; j < R; j++) {
+            const float *r = x + j * sd + i;
+            for (int q = 0; q < 4; q++)
+                a[q] = _mm512_add_pd(a[q], _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)k[q], r + 8 * q))));
+        }
+        for (int q = 0; q < 4; q++) _mm512_mask_storeu_pd(acc + i + 8 * q, k[q], a[q]);
+    }
+}
+
 /* ===== Elementwise rows ===== */
 
 static TARGET inline __m512 neg16(__m512 u)
@@ -507,7 +548,8 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
 const tk_kern tk_kern_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
-    .row_max = row_max, .exp_sum = exp_sum, .exp_sum_next = exp_sum_next, .scale = scale, .pack_a = pack_a, .pack_b = pack_b,
+    .row_max = row_max, .exp_sum = exp_sum, .exp_sum_next = exp_sum_next, .scale = scale,
+    .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
     .ew_masked_fill = ew_masked_fill,
 };

@@ -86,6 +86,16 @@ void tk_cross_entropy_backward_rows(int64_t nrows, int64_t n, const float *x, co
    R - 1 (NaN when R < 2), MEAN by R (NaN when R == 0). */
 enum { TK_RED_SUM, TK_RED_MEAN, TK_RED_VAR, TK_RED_STD, TK_RED_MAX, TK_RED_MIN };
 #define TK_RED_BLOCK 64         /* neighbouring lines share the cache lines a strided pass reads */
+/* A contiguous line's sum goes in TK_SUM_CHAINS double chains (element j
+   to chain j % TK_SUM_CHAINS, in order), folded by tk_sum_fold; every path
+   keeps that order, so the bits do not depend on the path. */
+#define TK_SUM_CHAINS 32
+static inline double tk_sum_fold(double *s)
+{
+    for (int w = TK_SUM_CHAINS / 2; w > 0; w /= 2)
+        for (int k = 0; k < w; k++) s[k] += s[k + w];
+    return s[0];
+}
 void tk_reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t R, int64_t sd,
                      float *v, float *ix);
 
@@ -259,6 +269,11 @@ typedef struct tk_kern {
     float (*exp_sum_next)(int64_t n, const float *x, float m, float *y, const float *next);
     /* y = s*x; stream != 0 bypasses the cache on y */
     void (*scale)(int64_t n, float s, const float *x, float *y, int stream);
+    /* optional: reduction lines (rows.c has the portable ones). sum_line:
+       n contiguous floats in double as TK_SUM_CHAINS says; sum_cols:
+       acc[i] += x[j*sd + i] in double for i < nb, j < R in order */
+    double (*sum_line)(int64_t n, const float *x);
+    void (*sum_cols)(int64_t nb, int64_t R, const float *x, int64_t sd, double *acc);
     /* optional fast packers for some strides (else the portable ones):
        same layout as the portable pack_a/pack_b in gemm.c; return 0
        when they do not handle these strides */
