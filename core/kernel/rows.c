@@ -302,7 +302,8 @@ void tk_reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t R, 
                          float *v, float *ix)
 {
     if (op != TK_RED_MAX && op != TK_RED_MIN) {
-        double acc[TK_RED_BLOCK] = {0}, ss[TK_RED_BLOCK] = {0};
+        double acc[TK_RED_BLOCK], ss[TK_RED_BLOCK];     /* only the nb in use are zeroed */
+        for (int64_t i = 0; i < nb; i++) acc[i] = ss[i] = 0.0;
         if (nb == 1 && sd == 1) {
             acc[0] = line_sum(x, R);
         } else if (si == 1 && tk_kern_now()->sum_cols) {        /* neighbouring lines: vectors */
