@@ -548,6 +548,116 @@ static double act64_d(int code, double x)
     return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * K_GELU * (1.0 + 3.0 * C_GELU * x * x);
 }
 
+/* The vector exp (AVX2) and log have a short way for the common vectors
+   and a careful one for a vector with any other lane: the bits of a lane
+   must not depend on its neighbours (x alone vs next to a lane that forces
+   the careful way), nor softmax's rows on the row after them (the next row
+   is fetched while one is computed). */
+static void test_fast_and_careful(void)
+{
+    enum { N = 4096 };
+    float *x = malloc(N * sizeof(float)), *a = malloc(N * sizeof(float)), *b = malloc(N * sizeof(float));
+    float v[16], w[16];
+    int bad_exp = 0, bad_log = 0;
+    for (int i = 0; i < N; i++) x[i] = -90.0f + 180.0f * (float)i / (float)N;
+    x[0] = -87.0f; x[1] = nextafterf(-87.0f, -INFINITY); x[2] = 88.0f; x[3] = nextafterf(88.0f, INFINITY);
+    tk_exp_vec(N, x, a);
+    for (int i = 0; i < N; i++) {
+        for (int l = 0; l < 16; l++) v[l] = l == 5 ? x[i] : -INFINITY;
+        tk_exp_vec(16, v, w);
+        bad_exp += bits_of(w[5]) != bits_of(a[i]);
+    }
+    for (int i = 0; i < N; i++) x[i] = from_bits(0x00400000u + (uint32_t)i * 0x7f1f3u);  /* denormal .. huge */
+    tk_ew_unary(TK_EW_LOG, N, x, a);
+    for (int i = 0; i < N; i++) {
+        for (int l = 0; l < 16; l++) v[l] = l == 9 ? x[i] : (l & 1 ? 0.0f : 1.5f);
+        tk_ew_unary(TK_EW_LOG, 16, v, w);
+        bad_log += bits_of(w[9]) != bits_of(a[i]);
+    }
+    char d[128];
+    snprintf(d, sizeof d, "exp %s: a lane's bits do not depend on its neighbours (-87, 88 edges)", path_now);
+    CHECK(d, bad_exp == 0);
+    snprintf(d, sizeof d, "log %s: a lane's bits do not depend on its neighbours (0, denormals)", path_now);
+    CHECK(d, bad_log == 0);
+    static const int64_t ns[] = { 1, 17, 63, 64, 65, 100, 2048 + 7 };
+    int bad_sm = 0;
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        int64_t n = ns[k];
+        float *xs = frand((size_t)(5 * n)), *ys = malloc((size_t)(5 * n) * sizeof(float)), y1[2100];
+        for (int64_t j = 0; j < 5 * n; j++) xs[j] *= 30.0f;
+        xs[n + n / 2] = -INFINITY;
+        tk_softmax_rows(5, n, xs, ys);
+        for (int r = 0; r < 5; r++) {
+            tk_softmax_rows(1, n, xs + r * n, y1);
+            bad_sm += memcmp(y1, ys + r * n, (size_t)n * sizeof(float)) != 0;
+        }
+        free(xs); free(ys);
+    }
+    snprintf(d, sizeof d, "softmax %s: a row's bits do not depend on the rows after it", path_now);
+    CHECK(d, bad_sm == 0);
+    free(x); free(a); free(b);
+}
+
+/* Sums of lines (tk_reduce_lines): a contiguous line in TK_SUM_CHAINS
+   chains, neighbouring lines as vectors; every path gives the same bits,
+   close to the float64 sum, at lengths around the chain and vector sizes. */
+static void test_reduce_paths(void)
+{
+    static const char *paths[] = { "scalar", "avx2", "avx512" };
+    static const int64_t lens[] = { 1, 2, 7, 31, 32, 33, 63, 65, 100, 1000, 4099 };
+    static const int64_t nbs[] = { 1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64 };
+    float *x = frand(70 * 80);
+    for (int i = 0; i < 70 * 80; i++) x[i] = x[i] * 1000.0f - 400.0f;
+    float v0[64], v[64], ix[64];
+    int same = 1, close = 1, tested = 0;
+    for (int p = 0; p < 3; p++) {
+        if (!tk_simd_force(paths[p])) continue;
+        tested++;
+        for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+            int64_t n = lens[k];
+            double r = 0.0;
+            for (int64_t j = 0; j < n; j++) r += (double)x[j];
+            tk_reduce_lines(TK_RED_SUM, x, 1, 0, n, 1, v, ix);
+            close &= fabs((double)v[0] - r) <= 1e-6 * (fabs(r) + 1.0);
+            tk_reduce_lines(TK_RED_MEAN, x, 1, 0, n, 1, v + 1, ix);
+            if (p == 0) memcpy(v0 + 2 * k, v, 2 * sizeof(float));
+            else same &= memcmp(v0 + 2 * k, v, 2 * sizeof(float)) == 0;
+        }
+        for (size_t k = 0; k < sizeof nbs / sizeof nbs[0]; k++)
+            for (int64_t R = 1; R <= 5; R += 2) {
+                int64_t nb = nbs[k], sd = nb + 3;
+                float w[64];
+                tk_reduce_lines(TK_RED_SUM, x + 1, nb, 1, R, sd, w, ix);
+                for (int64_t i = 0; i < nb; i++) {
+                    double r = 0.0;
+                    for (int64_t j = 0; j < R; j++) r += (double)x[1 + j * sd + i];
+                    same &= w[i] == (float)r;               /* in order, in double: exact as float64 */
+                }
+            }
+    }
+    tk_simd_force(NULL);
+    CHECK("sum of lines: every path gives the same bits (contiguous and side by side)", tested >= 1 && same);
+    CHECK("sum of lines: within 1e-6 of the float64 sum", close);
+    free(x);
+}
+
+/* The AVX2 and AVX-512 logs run the same operations on the same tables. */
+static void test_log_paths_agree(void)
+{
+    if (!tk_simd_force("avx512") || !tk_simd_force("avx2")) {
+        printf("skip: log avx2 vs avx512 needs both paths\n");
+        return;
+    }
+    size_t n = 0, cap = 1u << 20;
+    float *x = malloc(cap * sizeof(float)), *a = malloc(cap * sizeof(float)), *b = malloc(cap * sizeof(float));
+    for (uint32_t u = 1; u < 0x7f800000u && n < cap; u += 2039) x[n++] = from_bits(u);
+    tk_ew_unary(TK_EW_LOG, (int64_t)n, x, a);
+    tk_simd_force("avx512");
+    tk_ew_unary(TK_EW_LOG, (int64_t)n, x, b);
+    CHECK("log: the avx2 and avx512 paths give the same bits", memcmp(a, b, n * sizeof(float)) == 0);
+    free(x); free(a); free(b);
+}
+
 static void test_ew_activations(void)
 {
     static const int64_t sizes[] = { 0, 1, 7, 15, 16, 17, 31, 33, 65, 1000 };
@@ -1172,6 +1282,7 @@ int main(void)
         test_exp();
         test_ew_binary();
         test_ew_unary();
+        test_fast_and_careful();
         test_ew_activations();
         test_ew_masked_fill();
         test_softmax();
@@ -1182,6 +1293,8 @@ int main(void)
         ran++;
     }
     CHECK("the scalar path always runs", ran >= 1);
+    test_log_paths_agree();
+    test_reduce_paths();
     {   /* the references as such */
         float x[3] = { 1.0f, NAN, 4.0f }, y[3] = { 2.0f, 1.0f, NAN }, o[3];
         uint8_t b[3], m[3] = { 0, 1, 0 };

@@ -160,25 +160,44 @@ static TARGET int pack_b(int64_t kc, int64_t nc, const float *b, int64_t rs, int
     return 1;
 }
 
-/* exp(x) as in avx512.c; without scalef, 2^n is applied in two
-   exact halves (p*2^(n/2) is normal) so a denormal result rounds once. */
-static TARGET inline __m256 exp8(__m256 x)
+/* exp(x) as in avx512.c: n = round(x log2e), p(r) ~ exp(r). */
+static TARGET inline __attribute__((always_inline)) __m256 exp8_poly(__m256 x, __m256 *n)
 {
-    x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);     /* NaN passes (2nd operand) */
-    x = _mm256_max_ps(_mm256_set1_ps(-110.0f), x);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(TK_LOG2E)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TK_LN2_HI), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TK_LN2_LO), r);
+    *n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(TK_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(*n, _mm256_set1_ps(TK_LN2_HI), x);
+    r = _mm256_fnmadd_ps(*n, _mm256_set1_ps(TK_LN2_LO), r);
     __m256 p = _mm256_set1_ps(tk_exp_poly[0]);
 #pragma GCC unroll 8
     for (int i = 1; i < 8; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(tk_exp_poly[i]));
+    return p;
+}
+
+/* Without scalef, 2^n is applied in two exact halves (p*2^(n/2) is
+   normal) so a denormal result rounds once; clamped first, NaN passes
+   (minps and maxps return the second operand on NaN). */
+static TARGET __attribute__((noinline)) __m256 exp8_wide(__m256 x)
+{
+    x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
+    x = _mm256_max_ps(_mm256_set1_ps(-110.0f), x);
+    __m256 n, p = exp8_poly(x, &n);
     __m256i ni = _mm256_cvtps_epi32(n);
     __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
     __m256i bias = _mm256_set1_epi32(127);
     __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
     __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
     return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* The common case, x in [-87, 88]: 2^n is a normal float (n in [-126,
+   127]), so one product rounds once, to the bits exp8_wide gives. */
+static TARGET inline __attribute__((always_inline)) __m256 exp8(__m256 x)
+{
+    __m256 in = _mm256_and_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ),
+                              _mm256_cmp_ps(x, _mm256_set1_ps(88.0f), _CMP_LE_OQ));
+    if (__builtin_expect(_mm256_movemask_ps(in) != 0xff, 0)) return exp8_wide(x);
+    __m256 n, p = exp8_poly(x, &n);
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
 static TARGET void exp_vec(int64_t n, const float *x, float *y)
@@ -220,11 +239,17 @@ static TARGET float row_max(int64_t n, const float *x)
     return m;
 }
 
-static TARGET float exp_sum(int64_t n, const float *x, float m, float *y)
+/* as in avx512.c, next fetched two lines an iteration */
+static TARGET inline __attribute__((always_inline)) float
+exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next)
 {
     __m256 vm = _mm256_set1_ps(m), s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
+        if (next) {
+            _mm_prefetch((const char *)(next + i), _MM_HINT_T0);
+            _mm_prefetch((const char *)(next + i + 16), _MM_HINT_T0);
+        }
         __m256 e0 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
         __m256 e1 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm));
         __m256 e2 = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 16), vm));
@@ -254,6 +279,18 @@ static TARGET float exp_sum(int64_t n, const float *x, float m, float *y)
     return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
 }
 
+static TARGET float exp_sum(int64_t n, const float *x, float m, float *y)
+{
+    return exp_sum_body(n, x, m, y, NULL);
+}
+
+static TARGET float exp_sum_next(int64_t n, const float *x, float m, float *y, const float *next)
+{
+    for (int64_t i = n & ~(int64_t)31; i < n; i += 16)    /* the part the main loop leaves */
+        _mm_prefetch((const char *)(next + i), _MM_HINT_T0);
+    return exp_sum_body(n, x, m, y, next);
+}
+
 static TARGET void scale(int64_t n, float s, const float *x, float *y, int stream)
 {
     __m256 vs = _mm256_set1_ps(s);
@@ -265,6 +302,51 @@ static TARGET void scale(int64_t n, float s, const float *x, float *y, int strea
     }
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(vs, _mm256_loadu_ps(x + i)));
     for (; i < n; i++) y[i] = s * x[i];        /* leftovers */
+}
+
+/* ===== Reduction lines ===== */
+
+/* as TK_SUM_CHAINS says: 8 vectors of 4 double chains, the leftovers added
+   to the chains in order */
+static TARGET double sum_line(int64_t n, const float *x)
+{
+    __m256d a[8];
+    for (int q = 0; q < 8; q++) a[q] = _mm256_setzero_pd();
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32)
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; q++) a[q] = _mm256_add_pd(a[q], _mm256_cvtps_pd(_mm_loadu_ps(x + j + 4 * q)));
+    double s[TK_SUM_CHAINS];
+    for (int q = 0; q < 8; q++) _mm256_storeu_pd(s + 4 * q, a[q]);
+    for (int k = 0; j + k < n; k++) s[k] += (double)x[j + k];
+    return tk_sum_fold(s);
+}
+
+/* acc[i] += x[j*sd + i] over j in order: 4 lines a vector, 16 at a time;
+   the last nb % 4 lines scalar (the same adds in the same order) */
+static TARGET void sum_cols(int64_t nb, int64_t R, const float *x, int64_t sd, double *acc)
+{
+    int64_t i = 0;
+    for (; i + 16 <= nb; i += 16) {
+        __m256d a0 = _mm256_loadu_pd(acc + i), a1 = _mm256_loadu_pd(acc + i + 4);
+        __m256d a2 = _mm256_loadu_pd(acc + i + 8), a3 = _mm256_loadu_pd(acc + i + 12);
+        for (int64_t j = 0; j < R; j++) {
+            const float *r = x + j * sd + i;
+            a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(r)));
+            a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(r + 4)));
+            a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(r + 8)));
+            a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(r + 12)));
+        }
+        _mm256_storeu_pd(acc + i, a0); _mm256_storeu_pd(acc + i + 4, a1);
+        _mm256_storeu_pd(acc + i + 8, a2); _mm256_storeu_pd(acc + i + 12, a3);
+    }
+    for (; i + 4 <= nb; i += 4) {
+        __m256d a0 = _mm256_loadu_pd(acc + i);
+        for (int64_t j = 0; j < R; j++) a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(x + j * sd + i)));
+        _mm256_storeu_pd(acc + i, a0);
+    }
+    for (; i < nb; i++)
+        for (int64_t j = 0; j < R; j++) acc[i] += (double)x[j * sd + i];
 }
 
 /* ===== Elementwise rows ===== */
@@ -284,37 +366,51 @@ static TARGET inline __m256 min8(__m256 u, __m256 w)
     return _mm256_blendv_ps(_mm256_min_ps(u, w), u, _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
 }
 
-/* log(x) as in avx512.c; without getexp/getmant the exponent and
-   mantissa come from the bits, denormals scaled up by 2^23 first. */
-static TARGET inline __m256 log8(__m256 x)
+/* log(x) as tk_log_invc says (kernels.h) for ix, the bits of positive
+   normal floats, the 8-entry tables in registers; kadj (when adj) is
+   added to k. The same operations as avx512.c, so the same bits. */
+static TARGET inline __attribute__((always_inline)) __m256 log_normal8(__m256i ix, __m256 kadj, int adj)
+{
+    __m256i u = _mm256_sub_epi32(ix, _mm256_set1_epi32(TK_LOG_OFF));
+    __m256 k = _mm256_cvtepi32_ps(_mm256_srai_epi32(u, 23));
+    if (adj) k = _mm256_add_ps(k, kadj);
+    __m256 z = _mm256_castsi256_ps(_mm256_sub_epi32(ix, _mm256_and_si256(u, _mm256_set1_epi32((int)0xff800000u))));
+    __m256i i = _mm256_srli_epi32(u, 20);
+    __m256 invc = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tk_log_invc), i);
+    __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tk_log_hi), i);
+    __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tk_log_lo), i);
+    __m256 r = _mm256_fmsub_ps(z, invc, _mm256_set1_ps(1.0f));
+    __m256 p = _mm256_set1_ps(tk_log_poly[0]);
+#pragma GCC unroll 5
+    for (int j = 1; j < 5; j++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(tk_log_poly[j]));
+    lo = _mm256_add_ps(_mm256_fmadd_ps(k, _mm256_set1_ps(TK_LN2_LO), lo), _mm256_mul_ps(_mm256_mul_ps(r, r), p));
+    hi = _mm256_fmadd_ps(k, _mm256_set1_ps(TK_LN2_HI), hi);               /* exact */
+    return _mm256_add_ps(hi, _mm256_add_ps(r, lo));
+}
+
+/* log(x); a vector with a lane that is not a positive normal float takes
+   the slow way, as in avx512.c (denormals scaled by 2^23 first, the
+   special values put right at the end). */
+static TARGET __attribute__((noinline)) __m256 log8_odd(__m256 x)
 {
     __m256 den = _mm256_cmp_ps(x, _mm256_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
     __m256 xs = _mm256_blendv_ps(x, _mm256_mul_ps(x, _mm256_set1_ps(8388608.0f)), den);
-    __m256i xi = _mm256_castps_si256(xs);
-    __m256i ei = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_and_si256(xi, _mm256_set1_epi32(0x7f800000)), 23),
-                                  _mm256_set1_epi32(127));
-    __m256 e = _mm256_add_ps(_mm256_cvtepi32_ps(ei), _mm256_and_ps(den, _mm256_set1_ps(-23.0f)));
-    __m256 m = _mm256_castsi256_ps(_mm256_or_si256(_mm256_and_si256(xi, _mm256_set1_epi32(0x007fffff)),
-                                                   _mm256_set1_epi32(0x3f800000)));
-    __m256 big = _mm256_cmp_ps(m, _mm256_set1_ps(1.41421356f), _CMP_GT_OQ);
-    m = _mm256_blendv_ps(m, _mm256_mul_ps(m, _mm256_set1_ps(0.5f)), big);
-    e = _mm256_add_ps(e, _mm256_and_ps(big, _mm256_set1_ps(1.0f)));
-    __m256 f = _mm256_sub_ps(m, _mm256_set1_ps(1.0f));
-    __m256 z = _mm256_mul_ps(f, f);
-    __m256 p = _mm256_set1_ps(tk_log_poly[0]);
-#pragma GCC unroll 9
-    for (int i = 1; i < 9; i++) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(tk_log_poly[i]));
-    __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, f), z);
-    y = _mm256_fmadd_ps(e, _mm256_set1_ps(TK_LN2_LO), y);
-    y = _mm256_fnmadd_ps(_mm256_set1_ps(0.5f), z, y);
-    __m256 r = _mm256_fmadd_ps(e, _mm256_set1_ps(TK_LN2_HI), f);   /* e ln2_hi exact */
-    r = _mm256_add_ps(r, y);
+    __m256 r = log_normal8(_mm256_castps_si256(xs), _mm256_and_ps(den, _mm256_set1_ps(-23.0f)), 1);
     __m256 zero = _mm256_setzero_ps(), inf = _mm256_set1_ps(INFINITY);
     r = _mm256_blendv_ps(r, inf, _mm256_cmp_ps(x, inf, _CMP_EQ_OQ));
     r = _mm256_blendv_ps(r, _mm256_castsi256_ps(_mm256_set1_epi32((int)0xffc00000u)),  /* as logf */
                          _mm256_cmp_ps(x, zero, _CMP_LT_OQ));
     r = _mm256_blendv_ps(r, neg8(inf), _mm256_cmp_ps(x, zero, _CMP_EQ_OQ));
     return _mm256_blendv_ps(r, _mm256_add_ps(x, x), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+static TARGET inline __attribute__((always_inline)) __m256 log8(__m256 x)
+{
+    __m256i ix = _mm256_castps_si256(x);
+    __m256i t = _mm256_sub_epi32(ix, _mm256_set1_epi32(0x00800000)), lim = _mm256_set1_epi32(0x7f000000);
+    __m256i odd = _mm256_cmpeq_epi32(_mm256_max_epu32(t, lim), t);      /* t >= lim, unsigned */
+    if (__builtin_expect(!_mm256_testz_si256(odd, odd), 0)) return log8_odd(x);
+    return log_normal8(ix, _mm256_setzero_ps(), 0);
 }
 
 /* One loop per stride pattern, two vectors an iteration; the leftovers run
@@ -542,7 +638,8 @@ static TARGET float sdpa_exp_sum(int64_t n, const float *x, float m, float *y)
 const tk_kern tk_kern_avx2 = {
     .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC, .blocks_from_caches = 1,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
-    .row_max = row_max, .exp_sum = exp_sum, .scale = scale, .pack_a = pack_a, .pack_b = pack_b,
+    .row_max = row_max, .exp_sum = exp_sum, .exp_sum_next = exp_sum_next, .scale = scale,
+    .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
     .ew_masked_fill = ew_masked_fill, .sdpa_exp_sum = sdpa_exp_sum,
 };

@@ -199,12 +199,21 @@ static TARGET float row_max(int64_t n, const float *x)
     return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
 }
 
-/* y = exp(x - m), returns the sum (4 partial sums, fixed order). */
-static TARGET float exp_sum(int64_t n, const float *x, float m, float *y)
+/* y = exp(x - m), returns the sum (4 partial sums, fixed order). next:
+   NULL or n floats to fetch into L1 meanwhile (softmax's next row, so its
+   memory reads overlap this row's arithmetic). */
+static TARGET inline __attribute__((always_inline)) float
+exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next)
 {
     __m512 vm = _mm512_set1_ps(m), s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
+        if (next) {
+            _mm_prefetch((const char *)(next + i), _MM_HINT_T0);
+            _mm_prefetch((const char *)(next + i + 16), _MM_HINT_T0);
+            _mm_prefetch((const char *)(next + i + 32), _MM_HINT_T0);
+            _mm_prefetch((const char *)(next + i + 48), _MM_HINT_T0);
+        }
         __m512 e0 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
         __m512 e1 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vm));
         __m512 e2 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 32), vm));
@@ -228,6 +237,18 @@ static TARGET float exp_sum(int64_t n, const float *x, float m, float *y)
         s1 = _mm512_add_ps(s1, e);
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+static TARGET float exp_sum(int64_t n, const float *x, float m, float *y)
+{
+    return exp_sum_body(n, x, m, y, NULL);
+}
+
+static TARGET float exp_sum_next(int64_t n, const float *x, float m, float *y, const float *next)
+{
+    for (int64_t i = n & ~(int64_t)63; i < n; i += 16)    /* the part the main loop leaves */
+        _mm_prefetch((const char *)(next + i), _MM_HINT_T0);
+    return exp_sum_body(n, x, m, y, next);
 }
 
 static TARGET void scale(int64_t n, float s, const float *x, float *y, int stream)
@@ -256,6 +277,47 @@ static TARGET void scale(int64_t n, float s, const float *x, float *y, int strea
     }
 }
 
+/* ===== Reduction lines ===== */
+
+/* as TK_SUM_CHAINS says: 4 vectors of 8 double chains, the leftovers added
+   to the chains in order */
+static TARGET double sum_line(int64_t n, const float *x)
+{
+    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(x + j)));
+        a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8)));
+        a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 16)));
+        a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 24)));
+    }
+    double s[TK_SUM_CHAINS];
+    _mm512_storeu_pd(s, a0); _mm512_storeu_pd(s + 8, a1);
+    _mm512_storeu_pd(s + 16, a2); _mm512_storeu_pd(s + 24, a3);
+    for (int k = 0; j + k < n; k++) s[k] += (double)x[j + k];
+    return tk_sum_fold(s);
+}
+
+/* acc[i] += x[j*sd + i] over j in order: 8 lines a vector, the last ones masked */
+static TARGET void sum_cols(int64_t nb, int64_t R, const float *x, int64_t sd, double *acc)
+{
+    for (int64_t i = 0; i < nb; i += 32) {
+        __mmask8 k[4];
+        __m512d a[4];
+        for (int q = 0; q < 4; q++) {
+            int64_t left = nb - i - 8 * q;
+            k[q] = left >= 8 ? (__mmask8)0xff : left > 0 ? (__mmask8)((1u << left) - 1u) : 0;
+            a[q] = _mm512_maskz_loadu_pd(k[q], acc + i + 8 * q);
+        }
+        for (int64_t j = 0; j < R; j++) {
+            const float *r = x + j * sd + i;
+            for (int q = 0; q < 4; q++)
+                a[q] = _mm512_add_pd(a[q], _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)k[q], r + 8 * q))));
+        }
+        for (int q = 0; q < 4; q++) _mm512_mask_storeu_pd(acc + i + 8 * q, k[q], a[q]);
+    }
+}
+
 /* ===== Elementwise rows ===== */
 
 static TARGET inline __m512 neg16(__m512 u)
@@ -275,34 +337,59 @@ static TARGET inline __m512 min16(__m512 u, __m512 w)
     return _mm512_mask_mov_ps(_mm512_min_ps(u, w), _mm512_cmp_ps_mask(u, u, _CMP_UNORD_Q), u);
 }
 
-/* log(x): x = m 2^e with m in [sqrt(1/2), sqrt(2)) (getexp/getmant see
-   denormals as normal numbers), f = m - 1 exactly, log(1+f) by the Cephes
-   logf polynomial, e ln2 added in two parts (the high part exact). Within
-   2 ulp over all positive floats (tests/test_kernels.c sweeps them);
-   0, negatives, inf and NaN are put right at the end. */
-static TARGET inline __m512 log16(__m512 x)
+/* An 8-entry table in both halves of a register: vpermps reads 4 index
+   bits, the 4th being k's lowest. */
+static TARGET inline __m512 table8(const float *t)
 {
-    __m512 m = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
-    __m512 e = _mm512_getexp_ps(x);
-    __mmask16 big = _mm512_cmp_ps_mask(m, _mm512_set1_ps(1.41421356f), _CMP_GT_OQ);
-    m = _mm512_mask_mul_ps(m, big, m, _mm512_set1_ps(0.5f));
-    e = _mm512_mask_add_ps(e, big, e, _mm512_set1_ps(1.0f));
-    __m512 f = _mm512_sub_ps(m, _mm512_set1_ps(1.0f));
-    __m512 z = _mm512_mul_ps(f, f);
+    __m512 v = _mm512_castps256_ps512(_mm256_loadu_ps(t));
+    return _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 1, 0));
+}
+
+/* log(x) as tk_log_invc says (kernels.h) for ix, the bits of positive
+   normal floats; kadj (when adj) is added to k. */
+static TARGET inline __attribute__((always_inline)) __m512 log_normal16(__m512i ix, __m512 kadj, int adj)
+{
+    __m512i u = _mm512_sub_epi32(ix, _mm512_set1_epi32(TK_LOG_OFF));
+    __m512 k = _mm512_cvtepi32_ps(_mm512_srai_epi32(u, 23));
+    if (adj) k = _mm512_add_ps(k, kadj);
+    __m512 z = _mm512_castsi512_ps(_mm512_sub_epi32(ix, _mm512_and_si512(u, _mm512_set1_epi32((int)0xff800000u))));
+    __m512i i = _mm512_srli_epi32(u, 20);
+    __m512 invc = _mm512_permutexvar_ps(i, table8(tk_log_invc));
+    __m512 hi = _mm512_permutexvar_ps(i, table8(tk_log_hi));
+    __m512 lo = _mm512_permutexvar_ps(i, table8(tk_log_lo));
+    __m512 r = _mm512_fmsub_ps(z, invc, _mm512_set1_ps(1.0f));
     __m512 p = _mm512_set1_ps(tk_log_poly[0]);
-#pragma GCC unroll 9
-    for (int i = 1; i < 9; i++) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(tk_log_poly[i]));
-    __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, f), z);
-    y = _mm512_fmadd_ps(e, _mm512_set1_ps(TK_LN2_LO), y);
-    y = _mm512_fnmadd_ps(_mm512_set1_ps(0.5f), z, y);
-    __m512 r = _mm512_fmadd_ps(e, _mm512_set1_ps(TK_LN2_HI), f);   /* e ln2_hi exact */
-    r = _mm512_add_ps(r, y);
+#pragma GCC unroll 5
+    for (int j = 1; j < 5; j++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(tk_log_poly[j]));
+    lo = _mm512_add_ps(_mm512_fmadd_ps(k, _mm512_set1_ps(TK_LN2_LO), lo), _mm512_mul_ps(_mm512_mul_ps(r, r), p));
+    hi = _mm512_fmadd_ps(k, _mm512_set1_ps(TK_LN2_HI), hi);               /* exact */
+    return _mm512_add_ps(hi, _mm512_add_ps(r, lo));
+}
+
+/* log(x); a vector with a lane that is not a positive normal float takes
+   the slow way: denormals scaled by 2^23 first (the same arithmetic for the
+   other lanes, so no bit depends on the neighbours), 0, negatives, inf and
+   NaN put right at the end. */
+static TARGET __attribute__((noinline)) __m512 log16_odd(__m512 x)
+{
+    __mmask16 den = _mm512_cmp_ps_mask(x, _mm512_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
+    __m512 xs = _mm512_mask_mul_ps(x, den, x, _mm512_set1_ps(8388608.0f));
+    __m512 r = log_normal16(_mm512_castps_si512(xs), _mm512_maskz_mov_ps(den, _mm512_set1_ps(-23.0f)), 1);
     __m512 zero = _mm512_setzero_ps(), inf = _mm512_set1_ps(INFINITY);
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, inf, _CMP_EQ_OQ), inf);
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ),
                            _mm512_castsi512_ps(_mm512_set1_epi32((int)0xffc00000u)));  /* default NaN, as logf */
     r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, zero, _CMP_EQ_OQ), neg16(inf));
     return _mm512_mask_add_ps(r, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x);
+}
+
+static TARGET inline __attribute__((always_inline)) __m512 log16(__m512 x)
+{
+    __m512i ix = _mm512_castps_si512(x);
+    __mmask16 odd = _mm512_cmpge_epu32_mask(_mm512_sub_epi32(ix, _mm512_set1_epi32(0x00800000)),
+                                            _mm512_set1_epi32(0x7f000000));
+    if (__builtin_expect(odd != 0, 0)) return log16_odd(x);
+    return log_normal16(ix, _mm512_setzero_ps(), 0);
 }
 
 /* One loop per stride pattern (contiguous or broadcast scalar), two vectors
@@ -461,7 +548,8 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
 const tk_kern tk_kern_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
-    .row_max = row_max, .exp_sum = exp_sum, .scale = scale, .pack_a = pack_a, .pack_b = pack_b,
+    .row_max = row_max, .exp_sum = exp_sum, .exp_sum_next = exp_sum_next, .scale = scale,
+    .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
     .ew_masked_fill = ew_masked_fill,
 };

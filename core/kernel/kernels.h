@@ -86,6 +86,16 @@ void tk_cross_entropy_backward_rows(int64_t nrows, int64_t n, const float *x, co
    R - 1 (NaN when R < 2), MEAN by R (NaN when R == 0). */
 enum { TK_RED_SUM, TK_RED_MEAN, TK_RED_VAR, TK_RED_STD, TK_RED_MAX, TK_RED_MIN };
 #define TK_RED_BLOCK 64         /* neighbouring lines share the cache lines a strided pass reads */
+/* A contiguous line's sum goes in TK_SUM_CHAINS double chains (element j
+   to chain j % TK_SUM_CHAINS, in order), folded by tk_sum_fold; every path
+   keeps that order, so the bits do not depend on the path. */
+#define TK_SUM_CHAINS 32
+static inline double tk_sum_fold(double *s)
+{
+    for (int w = TK_SUM_CHAINS / 2; w > 0; w /= 2)
+        for (int k = 0; k < w; k++) s[k] += s[k + w];
+    return s[0];
+}
 void tk_reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t R, int64_t sd,
                      float *v, float *ix);
 
@@ -128,8 +138,8 @@ void tk_ew_compare(int op, int64_t n, const float *x, int64_t sx, const float *y
 void tk_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, uint8_t *o);
 /* Unary float ops: NEG ABS SQRT EXP LOG and the activations. NEG, ABS,
    SQRT, RELU are exact. EXP as tk_exp_vec (TANH and SIGMOID on the SIMD
-   paths are built on it, within 1e-6 relative); LOG within 2 ulp of the exact result on the SIMD paths (logf
-   on the scalar one); log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN
+   paths are built on it, within 1e-6 relative); LOG within 2 ulp of the
+   exact result on the SIMD paths (1.05 measured; logf on the scalar one); log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN
    stays NaN. The activations: RELU (exact; NaN stays NaN), GELU (exact
    form, x * Phi(x) through erfcf: accurate where Phi is tiny), GELU_TANH
    (PyTorch's tanh form, written x * sigmoid(2z) so it does not cancel for
@@ -262,8 +272,17 @@ typedef struct tk_kern {
     void (*exp_vec)(int64_t n, const float *x, float *y);
     float (*row_max)(int64_t n, const float *x);                    /* -inf if n == 0 */
     float (*exp_sum)(int64_t n, const float *x, float m, float *y); /* y = exp(x-m); sum */
+    /* optional: exp_sum's result and bits, fetching n floats at next
+       into L1 meanwhile (softmax's next row: its reads overlap this row's
+       arithmetic instead of waiting for it) */
+    float (*exp_sum_next)(int64_t n, const float *x, float m, float *y, const float *next);
     /* y = s*x; stream != 0 bypasses the cache on y */
     void (*scale)(int64_t n, float s, const float *x, float *y, int stream);
+    /* optional: reduction lines (rows.c has the portable ones). sum_line:
+       n contiguous floats in double as TK_SUM_CHAINS says; sum_cols:
+       acc[i] += x[j*sd + i] in double for i < nb, j < R in order */
+    double (*sum_line)(int64_t n, const float *x);
+    void (*sum_cols)(int64_t nb, int64_t R, const float *x, int64_t sd, double *acc);
     /* optional fast packers for some strides (else the portable ones):
        same layout as the portable pack_a/pack_b in gemm.c; return 0
        when they do not handle these strides */
@@ -291,10 +310,18 @@ void tk_pack_b(const tk_kern *kn, int64_t kc, int64_t nc, const float *b, int64_
                float *dst);
 
 /* The vector exp and log of both SIMD paths, one set of constants so the
-   paths cannot drift apart. ln 2 = LN2_HI + LN2_LO, LN2_HI with few bits so
-   n * LN2_HI is exact. exp: Taylor 1/7! .. 1/0! on |r| <= ln2/2, highest
-   first (truncation 5e-9). log: log(1+f) = f - f^2/2 + f^3 P(f), P's
-   coefficients highest first. */
+   paths cannot drift apart (they give the same bits). ln 2 = LN2_HI +
+   LN2_LO, LN2_HI with few bits so n * LN2_HI is exact. exp: Taylor 1/7! ..
+   1/0! on |r| <= ln2/2, highest first (truncation 5e-9).
+   log: x = 2^k z, z in [z0, 2 z0) with z0 = 0.70833 (bits TK_LOG_OFF):
+   k and z come from x's bits minus TK_LOG_OFF, whose next 3 bits pick
+   one of 8 intervals of z. Interval i has c = 1/tk_log_invc[i] (exactly 1
+   for the one holding 1, so there r = z - 1 exactly and nothing cancels),
+   log x = k ln2 + log c + log(1 + r), r = z/c - 1 by one fma, |r| < 0.057,
+   log(1 + r) = r + r^2 P(r), P Taylor -1/2 .. -1/6 (truncation 5e-9
+   relative). log c = tk_log_hi (a multiple of 2^-9, so k LN2_HI + hi is
+   exact) + tk_log_lo. tests/test_kernels.c measures the error over all
+   positive floats. */
 #define TK_LOG2E 1.44269504f
 #define TK_LN2_HI 0.693359375f
 #define TK_LN2_LO (-2.12194440e-4f)
@@ -302,10 +329,20 @@ static const float tk_exp_poly[8] = {
     1.98412698e-4f, 1.38888889e-3f, 8.33333333e-3f, 4.16666667e-2f,
     1.66666667e-1f, 0.5f, 1.0f, 1.0f,
 };
-static const float tk_log_poly[9] = {
-    7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f, 1.4249322787e-1f,
-    -1.6668057665e-1f, 2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f,
+#define TK_LOG_OFF 0x3f355556           /* the bits of z0 = 0.70833337 */
+static const float tk_log_invc[8] = {
+    1.352112651e+00f, 1.246753216e+00f, 1.156626463e+00f, 1.078651667e+00f,
+    1.0f, 9.056603312e-01f, 8.135592937e-01f, 7.384614944e-01f,
 };
+static const float tk_log_hi[8] = {
+    -0.30078125f, -0.220703125f, -0.14453125f, -0.076171875f,
+    0.0f, 0.099609375f, 0.20703125f, 0.302734375f,
+};
+static const float tk_log_lo[8] = {
+    -8.870458114e-04f, 1.603802230e-04f, -9.762964328e-04f, 4.600706452e-04f,
+    0.0f, -5.184214679e-04f, -6.947822403e-04f, 4.519436043e-04f,
+};
+static const float tk_log_poly[5] = { -1.0f / 6.0f, 0.2f, -0.25f, 1.0f / 3.0f, -0.5f };
 
 /* tanh on the SIMD paths: Cephes tanhf, x + x^3 P(x^2) on |x| < 0.625
    (P's coefficients highest first), 1 - 2 / (exp(2|x|) + 1) above, the

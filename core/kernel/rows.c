@@ -40,7 +40,8 @@ static void softmax_range(void *ctx, int64_t begin, int64_t end)
             for (int64_t i = 0; i < n; i++) y[i] = NAN;
             continue;
         }
-        float s = kn->exp_sum(n, x, m, t);
+        float s = kn->exp_sum_next && r + 1 < end ? kn->exp_sum_next(n, x, m, t, x + n)
+                                                   : kn->exp_sum(n, x, m, t);
         kn->scale(n, 1.0f / s, t, y, e != NULL);
     }
 }
@@ -268,19 +269,18 @@ void tk_log_softmax_cols(int64_t outer, int64_t n, int64_t inner, const float *x
 
 /* ===== Reductions ===== */
 
-/* Sum of a contiguous line in double; four chains hide the add latency. */
+/* Sum of a contiguous line in double, in the chains of TK_SUM_CHAINS (they
+   hide the add latency; the SIMD paths keep the same order). */
 static double line_sum(const float *x, int64_t n)
 {
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    const tk_kern *kn = tk_kern_now();
+    if (kn->sum_line) return kn->sum_line(n, x);
+    double s[TK_SUM_CHAINS] = {0};
     int64_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        s0 += (double)x[j];
-        s1 += (double)x[j + 1];
-        s2 += (double)x[j + 2];
-        s3 += (double)x[j + 3];
-    }
-    for (; j < n; j++) s0 += (double)x[j];
-    return (s0 + s1) + (s2 + s3);
+    for (; j + TK_SUM_CHAINS <= n; j += TK_SUM_CHAINS)
+        for (int k = 0; k < TK_SUM_CHAINS; k++) s[k] += (double)x[j + k];
+    for (int k = 0; j + k < n; k++) s[k] += (double)x[j + k];
+    return tk_sum_fold(s);
 }
 
 /* Sum of squared deviations from mean (the second pass of var). */
@@ -302,9 +302,12 @@ void tk_reduce_lines(int op, const float *x, int64_t nb, int64_t si, int64_t R, 
                          float *v, float *ix)
 {
     if (op != TK_RED_MAX && op != TK_RED_MIN) {
-        double acc[TK_RED_BLOCK] = {0}, ss[TK_RED_BLOCK] = {0};
+        double acc[TK_RED_BLOCK], ss[TK_RED_BLOCK];     /* only the nb in use are zeroed */
+        for (int64_t i = 0; i < nb; i++) acc[i] = ss[i] = 0.0;
         if (nb == 1 && sd == 1) {
             acc[0] = line_sum(x, R);
+        } else if (si == 1 && tk_kern_now()->sum_cols) {        /* neighbouring lines: vectors */
+            tk_kern_now()->sum_cols(nb, R, x, sd, acc);
         } else {
             for (int64_t j = 0; j < R; j++) {
                 const float *r = x + j * sd;
