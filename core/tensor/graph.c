@@ -1,21 +1,97 @@
 /*
 ** graph.c — the autograd graph's memory: records (tt_tensor.ag) and nodes
-** are refcounted and freed here, below the ops, so tt_tensor_release can
-** drop them. Recording and the backward pass are core/ops/autograd.c.
+** are allocated, refcounted and freed here, below the ops, so
+** tt_tensor_release can drop them. Recording and the backward pass are
+** core/ops/autograd.c. Every op recorded for backward makes a node, so a
+** node is one block sized to its op (a view's has no saved slots) that
+** holds its result's record too, and its
+** bytes count against the memory cap and in tt_graph_memory_in_use: Lua's
+** collector sees only the small userdata of a result, and the interpreter
+** collects when tensors and graphs together grow.
 */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tt_internal.h"
 
+static int64_t graph_bytes;
+
+int64_t tt_graph_memory_in_use(void) { return graph_bytes; }
+
+static void *graph_alloc(size_t bytes)
+{
+    if (tt__mem_reserve((int64_t)bytes)) return NULL;
+    void *p = malloc(bytes);
+    if (p == NULL) {
+        tt__mem_release((int64_t)bytes);
+        tt__err(TT_ENOMEM, "out of memory");
+        return NULL;
+    }
+    graph_bytes += (int64_t)bytes;
+    return p;
+}
+
+static void graph_free(void *p, size_t bytes)
+{
+    free(p);
+    tt__mem_release((int64_t)bytes);
+    graph_bytes -= (int64_t)bytes;
+}
+
+tt_autograd *tt__ag_new(void)
+{
+    tt_autograd *r = graph_alloc(sizeof *r);
+    if (r) {
+        memset(r, 0, sizeof *r);
+        r->refs = 1;
+    }
+    return r;
+}
+
+tt__node *tt__node_new(tt_op op, const tt_tensor *const *in, int nin, int nsaved, const tt_tensor *out)
+{
+    size_t dims = (size_t)out->ndim;
+    for (int i = 0; i < nin; i++) dims += (size_t)in[i]->ndim;
+    size_t head = sizeof(tt__node) + (size_t)nin * sizeof(tt__edge);
+    size_t bytes = head + (size_t)nsaved * sizeof(tt_tensor) + dims * (sizeof(int64_t) + sizeof(char *));
+    tt__node *n = graph_alloc(bytes);
+    if (n == NULL) return NULL;
+    memset(n, 0, head);
+    n->refs = 1;                        /* the result record's */
+    n->result.refs = 1;
+    n->result.requires_grad = 1;
+    n->result.in_node = 1;
+    n->result.fn = n;
+    n->op = op;
+    n->nin = nin;
+    n->nsaved = nsaved;
+    n->bytes = bytes;
+    n->saved = (tt_tensor *)((char *)n + head);
+    memset(n->saved, 0, (size_t)nsaved * sizeof(tt_tensor));
+    int64_t *shapes = (int64_t *)(n->saved + nsaved);
+    const char **names = (const char **)(shapes + dims);
+    for (int i = 0; i < nin; i++) {
+        tt__edge *e = &n->in[i];
+        int nd = in[i]->ndim;
+        e->ndim = nd;
+        e->shape = memcpy(shapes, in[i]->shape, (size_t)nd * sizeof *shapes);
+        e->names = memcpy(names, in[i]->names, (size_t)nd * sizeof *names);
+        e->label = in[i]->label;
+        shapes += nd;
+        names += nd;
+    }
+    n->out_names = memcpy(names, out->names, (size_t)out->ndim * sizeof *names);
+    return n;
+}
+
 void tt__node_free_saved(tt__node *n)
 {
-    for (int i = 0; i < TT__AG_SAVED; i++) tt_tensor_release(&n->saved[i]);
+    for (int i = 0; i < n->nsaved; i++) tt_tensor_release(&n->saved[i]);
     if (n->operands) {
         for (int i = 0; i < n->nin; i++) tt_tensor_release(&n->operands[i]);
         free(n->operands);
         n->operands = NULL;
     }
-    tt_tensor_release(&n->acc);
     n->freed = 1;
 }
 
@@ -38,7 +114,7 @@ void tt__node_release(tt__node *n)
                 todo = m;
             }
         }
-        free(x);
+        graph_free(x, x->bytes);
     }
 }
 
@@ -46,6 +122,10 @@ void tt__ag_release(tt_autograd *r)
 {
     if (r == NULL || --r->refs > 0) return;
     tt_tensor_release(&r->grad);
+    if (r->in_node) {
+        tt__node_release(r->fn);        /* frees r with the node when none else holds it */
+        return;
+    }
     tt__node_release(r->fn);
-    free(r);
+    graph_free(r, sizeof *r);
 }
