@@ -29,8 +29,15 @@ int tt_is_grad_enabled(void) { return tt__grad_enabled; }
 
 /* ===== Records ===== */
 
-
 static int requires(const tt_tensor *t) { return t && t->ag && t->ag->requires_grad; }
+
+/* TT_ENOMEM "op: what: " and the message of the allocation that failed */
+static tt_status out_of_memory(const char *op, const char *what)
+{
+    char why[TT__ERRMSG_SIZE];
+    snprintf(why, sizeof why, "%s", tt_errmsg());
+    return tt__err(TT_ENOMEM, "%s: %s%s", op, what, why);
+}
 
 tt_status tt_requires_grad_(tt_tensor *t, int flag)
 {
@@ -45,7 +52,7 @@ tt_status tt_requires_grad_(tt_tensor *t, int flag)
                        tt_grad_fn_name(t));
     if (!t->ag && !flag) return TT_OK;
     if (!t->ag && !(t->ag = tt__ag_new()))
-        return tt__err(TT_ENOMEM, "requires_grad_: %s", tt_errmsg());
+        return out_of_memory("requires_grad_", "");
     t->ag->requires_grad = flag != 0;
     return TT_OK;
 }
@@ -67,7 +74,7 @@ tt_status tt_set_grad(tt_tensor *t, const tt_tensor *g)
                        tt_dtype_name(g->dtype), tt_shape_str(g, sg, sizeof sg));
     if (!t->ag) {
         if (!g) return TT_OK;
-        if (!(t->ag = tt__ag_new())) return tt__err(TT_ENOMEM, "grad: %s", tt_errmsg());
+        if (!(t->ag = tt__ag_new())) return out_of_memory("grad", "");
     }
     tt_tensor_release(&t->ag->grad);
     if (g) {
@@ -125,7 +132,7 @@ static int saved_slots(int saves)
 static tt_status no_room(tt_tensor *out, tt_op op)
 {
     tt_tensor_release(out);
-    return tt__err(TT_ENOMEM, "%s: recording its gradient: %s", tt_op_name(op), tt_errmsg());
+    return out_of_memory(tt_op_name(op), "recording its gradient: ");
 }
 
 /* out = op(in[0..nin)); in ends at its first NULL */
