@@ -192,6 +192,8 @@ tt_autograd *tt__ag_new(void);
 tt__node *tt__node_new(tt_op op, const tt_tensor *const *in, int nin, int nsaved, const tt_tensor *out);
 void tt__ag_release(tt_autograd *r);
 void tt__node_release(tt__node *n);
+/* Frees the graph blocks kept for reuse (tt_release_caches, at exit). */
+void tt__graph_drop_cache(void);
 /* Drops n's saved tensors and marks it freed (after a backward). */
 void tt__node_free_saved(tt__node *n);
 
