@@ -19,18 +19,21 @@ static int64_t graph_bytes;
 int64_t tt_graph_memory_in_use(void) { return graph_bytes; }
 
 /* Freed blocks are kept for reuse, by size in steps of 64 bytes (at most
-   4 MiB, outside the cap's count as malloc's own free memory is): Lua
+   512 KiB a size, outside the cap's count as malloc's own free memory is;
+   a size each, so the blocks of a loop that ended never crowd out those
+   of the next: one shared budget made a recorded softmax run after a
+   recorded matmul loop 4x slower than alone): Lua
    frees a collection cycle's dead results at once, and malloc sorting
    them back into its bins (unlink_chunk, _int_malloc) took a third of a
    recorded view's time (perf). The last block freed is the first reused,
    still in cache. Under AddressSanitizer none is kept, so it sees every
    use after free. */
 #define KEEP_CLASSES 32                 /* blocks up to 2 KiB */
-#define KEEP_MAX_BYTES ((int64_t)4 << 20)
+#define KEEP_CLASS_BYTES ((int64_t)512 << 10)
 
 typedef struct kept_block { struct kept_block *next; } kept_block;
 static kept_block *kept[KEEP_CLASSES];
-static int64_t kept_bytes;
+static int64_t kept_bytes[KEEP_CLASSES];
 
 #if defined(__SANITIZE_ADDRESS__)
 #define KEEPING 0
@@ -49,7 +52,7 @@ static void *graph_alloc(size_t bytes)
     if (idx < KEEP_CLASSES && kept[idx]) {
         p = kept[idx];
         kept[idx] = kept[idx]->next;
-        kept_bytes -= (int64_t)sz;
+        kept_bytes[idx] -= (int64_t)sz;
     } else if ((p = malloc(sz)) == NULL) {
         tt__mem_release((int64_t)sz);
         tt__err(TT_ENOMEM, "out of memory");
@@ -64,11 +67,11 @@ static void graph_free(void *p, size_t bytes)
     size_t sz = block_size(bytes), idx = sz / 64 - 1;
     tt__mem_release((int64_t)sz);
     graph_bytes -= (int64_t)sz;
-    if (KEEPING && idx < KEEP_CLASSES && kept_bytes + (int64_t)sz <= KEEP_MAX_BYTES) {
+    if (KEEPING && idx < KEEP_CLASSES && kept_bytes[idx] + (int64_t)sz <= KEEP_CLASS_BYTES) {
         kept_block *b = p;
         b->next = kept[idx];
         kept[idx] = b;
-        kept_bytes += (int64_t)sz;
+        kept_bytes[idx] += (int64_t)sz;
     } else {
         free(p);
     }
@@ -76,13 +79,14 @@ static void graph_free(void *p, size_t bytes)
 
 void tt__graph_drop_cache(void)
 {
-    for (int i = 0; i < KEEP_CLASSES; i++)
+    for (int i = 0; i < KEEP_CLASSES; i++) {
         while (kept[i]) {
             kept_block *b = kept[i];
             kept[i] = b->next;
             free(b);
         }
-    kept_bytes = 0;
+        kept_bytes[i] = 0;
+    }
 }
 
 tt_autograd *tt__ag_new(void)
