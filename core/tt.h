@@ -274,6 +274,10 @@ const char *tt_grad_fn_name(const tt_tensor *t);
 /* Grad mode (on at start); returns the previous state. */
 int tt_set_grad_enabled(int on);
 int tt_is_grad_enabled(void);
+/* Bytes of the graphs' nodes and records now alive (tensor/graph.c); they
+   count against the memory cap as tensors do, and the interpreter collects
+   garbage when tensors and graphs together grow. */
+int64_t tt_graph_memory_in_use(void);
 
 /* ===== Optimizers (ops/optim.c) =====
    PyTorch's update rules, fused: one pass over each parameter's data, its

@@ -118,6 +118,7 @@ typedef struct tt__node tt__node;
 typedef struct tt_autograd {
     int refs;
     int requires_grad;
+    int in_node;                /* the record of an op's result, inside its node's block: freed with it */
     tt_tensor grad;             /* storage NULL until a backward reaches it */
     tt__node *fn;               /* the op that made it; NULL for a leaf */
 } tt_autograd;
@@ -137,35 +138,43 @@ typedef struct tt__agargs {
 
 #define TT__AG_IN 3             /* inputs of an op recorded by tt__record (masked_fill's mask included) */
 enum { TT__SAVE_A = 1, TT__SAVE_B = 2, TT__SAVE_OUT = 4, TT__SAVE_C = 8,
-       TT__SAVE_LIST = 16 };    /* LIST: every input, in the node's operands[] */
+       TT__SAVE_LIST = 16,      /* every input, in the node's operands[] */
+       TT__SAVE_EXTRA = 32 };   /* saved[4] and saved[5], which the op's front-end fills */
 /* saved[]: a, b, out, c (those the op's row asks for), then two an op's
-   front-end fills itself (sdpa: the log-sum-exp and the mask) */
+   front-end fills itself (sdpa: the log-sum-exp and the mask). A node has
+   the slots up to the last its row asks for (n->nsaved), no more: a node
+   is made per recorded op, and a view's node saves nothing. */
 #define TT__AG_SAVED 6
 
 /* A node's input: its node, or its leaf's record to accumulate into (both
-   NULL: it needs no gradient), and its shape. */
+   NULL: it needs no gradient), and its shape. shape and names point into
+   the node's own block (ndim entries each). */
 typedef struct tt__edge {
     tt__node *next;
     tt_autograd *leaf;
     int ndim;
-    int64_t shape[TT_MAX_DIMS];
-    const char *names[TT_MAX_DIMS];  /* the input's dims and label (interned), */
-    const char *label;               /* for the backward's trace row */
+    const int64_t *shape;
+    const char *const *names;   /* the input's dims and label (interned), */
+    const char *label;          /* for the backward's trace row */
 } tt__edge;
 
+/* One block (tensor/graph.c): the node, its edges, its saved slots, then
+   the shapes and names the edges and out_names point to. */
 struct tt__node {
     int refs, freed;
     tt_op op;
-    tt_tensor saved[TT__AG_SAVED];
+    int nin, nsaved;
+    size_t bytes;               /* the block's size, as counted in tt_graph_memory_in_use */
+    tt_tensor *saved;           /* nsaved slots; those not saved are empty */
+    tt_autograd result;         /* the record of the op's result (one malloc a recorded op) */
     tt__agargs args;
-    const char *out_names[TT_MAX_DIMS];   /* the output's dims: its gradient's in the trace */
+    const char *const *out_names;   /* the output's dims: its gradient's in the trace */
     /* the engine's scratch */
-    tt_tensor acc;
+    tt_tensor *acc;             /* the gradient arriving, in the engine's array during a backward */
     int pending;
     unsigned mark;
     tt__node *link;
     tt_tensor *operands;        /* TT__SAVE_LIST: the nin inputs (einsum's backward reads them all) */
-    int nin;
     tt__edge in[];              /* nin of them: a list op (cat, stack) has any number */
 };
 
@@ -173,8 +182,18 @@ struct tt__node {
    each input with an edge, shaped as the input (gin has n->nin entries). */
 typedef tt_status (*tt__backward_fn)(const tt__node *n, const tt_tensor *g, tt_tensor *gin);
 
+/* A record (refs 1, the rest zero), counted as graph memory; NULL and
+   tt__err on TT_ENOMEM or past the memory cap. */
+tt_autograd *tt__ag_new(void);
+/* A node for out = op(in[0..nin)) with nsaved empty slots: the edges'
+   shapes, names and labels and out's names copied, the rest zero; its
+   result record (refs 1, requires grad) holds the node's one reference.
+   NULL and tt__err as tt__ag_new. */
+tt__node *tt__node_new(tt_op op, const tt_tensor *const *in, int nin, int nsaved, const tt_tensor *out);
 void tt__ag_release(tt_autograd *r);
 void tt__node_release(tt__node *n);
+/* Frees the graph blocks kept for reuse (tt_release_caches, at exit). */
+void tt__graph_drop_cache(void);
 /* Drops n's saved tensors and marks it freed (after a backward). */
 void tt__node_free_saved(tt__node *n);
 

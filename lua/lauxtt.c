@@ -11,15 +11,18 @@
 #include "lauxtt.h"
 
 /* Lua's collector sees a tensor as a small userdata and does not know of
-   the buffer behind it, so big temporaries would pile up between cycles
-   (as in Torch7, we track the heap ourselves): when tensor memory doubles
-   since the last full collection, run one. */
+   the buffer behind it, nor of the graph node a recorded op made, so big
+   temporaries would pile up between cycles (as in Torch7, we track the
+   heap ourselves): when tensor and graph memory doubles since the last
+   full collection, run one. */
 static int64_t gc_threshold = 64 << 20;
+
+static int64_t c_memory(void) { return tt_memory_in_use() + tt_graph_memory_in_use(); }
 
 static void collect(lua_State *L)
 {
     lua_gc(L, LUA_GCCOLLECT);
-    int64_t live = tt_memory_in_use();
+    int64_t live = c_memory();
     gc_threshold = live > (32 << 20) ? 2 * live : 64 << 20;
 }
 
@@ -80,7 +83,7 @@ void ltt_register_tensor_mt(lua_State *L)
 
 tt_tensor *ltt_newtensor(lua_State *L)
 {
-    if (tt_memory_in_use() > gc_threshold) collect(L);
+    if (c_memory() > gc_threshold) collect(L);
     ltensor *u = lua_newuserdatauv(L, sizeof *u, 0);
     memset(u, 0, sizeof *u);
     lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);

@@ -2,7 +2,8 @@
 ** test_autograd.c — every backward against central finite differences,
 ** at awkward sizes, broadcast and strided (transposed) inputs; the
 ** engine's rules: accumulation, the freed graph, the error messages,
-** no_grad, a 10000-op chain, and memory back to the start.
+** no_grad, a 10000-op chain, graph memory counted and capped, and memory
+** back to the start.
 */
 #include <math.h>
 #include <stdio.h>
@@ -689,6 +690,54 @@ static void test_chain(void)
     tt_tensor_release(&x);
 }
 
+/* A recorded op's node and record count as graph memory, and against the
+   memory cap: a chain kept alive by its last result (each intermediate
+   handle dropped, as a Lua loop `y = y:transpose(1, 2)` does) grows the
+   graph only, and meets the cap with a message naming the op. */
+static void test_graph_memory(void)
+{
+    int64_t s[2] = {2, 3}, g0 = tt_graph_memory_in_use();
+    tt_tensor x, y;
+    tt_ones(&x, TT_FLOAT32, 2, s);
+    tt_requires_grad_(&x, 1);
+    int64_t leaf = tt_graph_memory_in_use() - g0;
+    CHECK("graph memory: a leaf's record counts", leaf > 0);
+    tt_transpose(&y, &x, 0, 1);
+    int64_t view = tt_graph_memory_in_use() - g0 - leaf;
+    CHECK("graph memory: a recorded view's node counts", view > 0);
+    CHECK("graph memory: a view's node is small (no saved tensors)", view < 1024);
+    tt_tensor_release(&y);
+    tt_softmax(&y, &x, 1);
+    int64_t soft = tt_graph_memory_in_use() - g0 - leaf;
+    CHECK("graph memory: softmax's node saves its output", soft > view && soft < 2048);
+    tt_tensor_release(&y);
+    CHECK("graph memory: back to the leaf's once released", tt_graph_memory_in_use() - g0 == leaf);
+
+    const int64_t cap = 8 << 20;
+    tt_set_max_memory(tt_memory_in_use() + cap);
+    tt_tensor cur;
+    tt_transpose(&cur, &x, 0, 1);
+    tt_status st = TT_OK;
+    int i = 0;
+    int64_t most = 0;
+    for (; i < 1000000 && st == TT_OK; i++) {
+        tt_tensor next;
+        st = tt_transpose(&next, &cur, 0, 1);
+        if (tt_graph_memory_in_use() > most) most = tt_graph_memory_in_use();
+        tt_tensor_release(&cur);    /* the chain lives on in next's node */
+        cur = next;
+    }
+    CHECK("graph memory: a chain of views meets the cap", st == TT_ENOMEM && i > 1000 && i < 1000000);
+    CHECK("... with the cap's message naming the op", strstr(tt_errmsg(), "transpose: recording its gradient")
+          && strstr(tt_errmsg(), "--max-memory"));
+    CHECK("... having grown the graph to about the cap", most - g0 > cap / 2 && most - g0 <= cap);
+    tt_set_max_memory(0);
+    CHECK("graph memory: the failed op left its output empty", cur.storage == NULL);
+    CHECK("graph memory: the chain freed with its end", tt_graph_memory_in_use() - g0 == leaf);
+    tt_tensor_release(&x);
+    CHECK("graph memory: none once the leaf is released", tt_graph_memory_in_use() == g0);
+}
+
 /* ===== sdpa: the fused backward ===== */
 
 static tt_status f_sdpa(tt_tensor *o, tt_tensor *const *in) { return tt_sdpa(o, NULL, in[0], in[1], in[2], NULL, 0, NAN, NULL); }
@@ -851,6 +900,7 @@ int main(void)
     test_log_softmax_fd();
     test_engine();
     test_chain();
+    test_graph_memory();
     test_sdpa_gradients();
     test_sdpa_explicit();
     CHECK("memory back to the start", tt_memory_in_use() == start);

@@ -29,14 +29,15 @@ int tt_is_grad_enabled(void) { return tt__grad_enabled; }
 
 /* ===== Records ===== */
 
-static tt_autograd *record_new(void)
-{
-    tt_autograd *r = calloc(1, sizeof *r);
-    if (r) r->refs = 1;
-    return r;
-}
-
 static int requires(const tt_tensor *t) { return t && t->ag && t->ag->requires_grad; }
+
+/* TT_ENOMEM "op: what: " and the message of the allocation that failed */
+static tt_status out_of_memory(const char *op, const char *what)
+{
+    char why[TT__ERRMSG_SIZE];
+    snprintf(why, sizeof why, "%s", tt_errmsg());
+    return tt__err(TT_ENOMEM, "%s: %s%s", op, what, why);
+}
 
 tt_status tt_requires_grad_(tt_tensor *t, int flag)
 {
@@ -50,8 +51,8 @@ tt_status tt_requires_grad_(tt_tensor *t, int flag)
                        "hint: x:detach() gives a tensor outside the graph", tt_shape_str(t, s, sizeof s),
                        tt_grad_fn_name(t));
     if (!t->ag && !flag) return TT_OK;
-    if (!t->ag && !(t->ag = record_new()))
-        return tt__err(TT_ENOMEM, "requires_grad_: out of memory");
+    if (!t->ag && !(t->ag = tt__ag_new()))
+        return out_of_memory("requires_grad_", "");
     t->ag->requires_grad = flag != 0;
     return TT_OK;
 }
@@ -73,7 +74,7 @@ tt_status tt_set_grad(tt_tensor *t, const tt_tensor *g)
                        tt_dtype_name(g->dtype), tt_shape_str(g, sg, sizeof sg));
     if (!t->ag) {
         if (!g) return TT_OK;
-        if (!(t->ag = record_new())) return tt__err(TT_ENOMEM, "grad: out of memory");
+        if (!(t->ag = tt__ag_new())) return out_of_memory("grad", "");
     }
     tt_tensor_release(&t->ag->grad);
     if (g) {
@@ -121,51 +122,47 @@ static void save(tt_tensor *dst, const tt_tensor *src)
     for (int i = 0; i < TT_MAX_DIMS; i++) dst->names[i] = NULL;
 }
 
+/* The saved slots op's node needs: up to the last its row asks for. */
+static int saved_slots(int saves)
+{
+    return saves & TT__SAVE_EXTRA ? TT__AG_SAVED : saves & TT__SAVE_C ? 4 : saves & TT__SAVE_OUT ? 3
+         : saves & TT__SAVE_B ? 2 : saves & TT__SAVE_A ? 1 : 0;
+}
+
+static tt_status no_room(tt_tensor *out, tt_op op)
+{
+    tt_tensor_release(out);
+    return out_of_memory(tt_op_name(op), "recording its gradient: ");
+}
+
 /* out = op(in[0..nin)); in ends at its first NULL */
 static tt_status record_n(tt_tensor *out, tt_op op, const tt_tensor *const *in, int nin, const tt__agargs *args)
 {
-    int any = 0;
-    for (int i = 0; i < nin && in[i]; i++) any |= requires(in[i]) && in[i]->dtype == TT_FLOAT32;
+    int any = 0, n_in = 0;
+    for (; n_in < nin && in[n_in]; n_in++) any |= requires(in[n_in]) && in[n_in]->dtype == TT_FLOAT32;
     if (!any || out->dtype != TT_FLOAT32) return TT_OK;     /* bool results never require grad */
-    tt__node *n = calloc(1, sizeof *n + (size_t)nin * sizeof n->in[0]);
-    tt_autograd *r = record_new();
-    if (!n || !r) {
-        free(n);
-        free(r);
-        tt_tensor_release(out);
-        return tt__err(TT_ENOMEM, "%s: out of memory recording its gradient", tt_op_name(op));
-    }
-    n->refs = 1;
-    n->op = op;
-    memcpy(n->out_names, out->names, sizeof n->out_names);
+    int saves = tt__op_def(op)->saves;
+    tt__node *n = tt__node_new(op, in, n_in, saved_slots(saves), out);
+    if (!n) return no_room(out, op);
     if (args) n->args = *args;
-    for (int i = 0; i < nin && in[i]; i++) {
-        tt__edge *e = &n->in[i];
-        n->nin = i + 1;
-        e->ndim = in[i]->ndim;
-        memcpy(e->shape, in[i]->shape, sizeof e->shape);
-        memcpy(e->names, in[i]->names, sizeof e->names);
-        e->label = in[i]->label;
+    for (int i = 0; i < n_in; i++) {
         if (!requires(in[i]) || in[i]->dtype != TT_FLOAT32) continue;
         tt_autograd *ag = in[i]->ag;
+        tt__edge *e = &n->in[i];
         if (ag->fn) (e->next = ag->fn)->refs++;
         else (e->leaf = ag)->refs++;
     }
-    int saves = tt__op_def(op)->saves;
-    if ((saves & TT__SAVE_A) && nin > 0 && in[0]) save(&n->saved[0], in[0]);
-    if ((saves & TT__SAVE_B) && nin > 1 && in[1]) save(&n->saved[1], in[1]);
+    if ((saves & TT__SAVE_A) && n_in > 0) save(&n->saved[0], in[0]);
+    if ((saves & TT__SAVE_B) && n_in > 1) save(&n->saved[1], in[1]);
     if (saves & TT__SAVE_OUT) save(&n->saved[2], out);
-    if ((saves & TT__SAVE_C) && nin > 2 && in[2]) save(&n->saved[3], in[2]);
+    if ((saves & TT__SAVE_C) && n_in > 2) save(&n->saved[3], in[2]);
     if ((saves & TT__SAVE_LIST) && !(n->operands = calloc((size_t)n->nin, sizeof *n->operands))) {
-        free(r);
-        tt__node_release(n);
-        tt_tensor_release(out);
-        return tt__err(TT_ENOMEM, "%s: out of memory recording its gradient", tt_op_name(op));
+        tt__ag_release(&n->result);
+        tt__err(TT_ENOMEM, "out of memory");
+        return no_room(out, op);
     }
     for (int i = 0; n->operands && i < n->nin; i++) save(&n->operands[i], in[i]);
-    r->requires_grad = 1;
-    r->fn = n;
-    out->ag = r;
+    out->ag = &n->result;
     return TT_OK;
 }
 
@@ -914,14 +911,14 @@ static tt_status run(tt__node **all, int64_t count)
             st = tt__err(TT_ENOMEM, "backward: out of memory");
             break;
         }
-        st = run_node(x, def, &x->acc, gin);
-        tt_tensor_release(&x->acc);
+        st = run_node(x, def, x->acc, gin);
+        tt_tensor_release(x->acc);
         for (int i = 0; i < x->nin; i++) {
             tt__edge *e = &x->in[i];
             if (!gin[i].storage) continue;
             if (st == TT_OK && e->leaf && e->leaf->requires_grad) st = accumulate_leaf(e->leaf, &gin[i]);
             else if (st == TT_OK && e->next) {
-                st = accumulate(&e->next->acc, &gin[i]);
+                st = accumulate(e->next->acc, &gin[i]);
                 if (--e->next->pending == 0) ready[top++] = e->next;
             } else {
                 tt_tensor_release(&gin[i]);
@@ -958,14 +955,23 @@ tt_status tt_backward(const tt_tensor *root, const tt_tensor *grad)
         tt__node **all = NULL;
         int64_t count = 0;
         st = collect(fn, &all, &count);
+        /* the gradients arriving at each node: only while a backward runs */
+        tt_tensor *accs = st == TT_OK ? calloc((size_t)count, sizeof *accs) : NULL;
+        if (st == TT_OK && !accs) st = tt__err(TT_ENOMEM, "backward: out of memory");
         if (st == TT_OK) {
-            fn->acc = g0;
+            for (int64_t i = 0; i < count; i++) all[i]->acc = &accs[i];
+            accs[0] = g0;
             st = run(all, count);
-            for (int64_t i = 0; i < count; i++) tt__node_free_saved(all[i]);
-            free(all);
+            for (int64_t i = 0; i < count; i++) {
+                tt_tensor_release(&accs[i]);
+                all[i]->acc = NULL;
+                tt__node_free_saved(all[i]);
+            }
         } else {
             tt_tensor_release(&g0);
         }
+        free(accs);
+        free(all);
     }
     tt_set_grad_enabled(was);
     tt__op_leave(sc, TT_EARG, NULL);   /* not TT_OK: the backward's ops emit no event */

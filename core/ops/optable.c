@@ -83,8 +83,8 @@ static const tt__opdef OPS[] = {
        keeps_int: int64 input allowed (int64 values), mean/std/var want float32 */
     [TT_OP_SUM] = { .name = "sum", REDUCE, .flops = 1, .kernel = TK_RED_SUM, BW(sum), .keeps_int = 1 },
     [TT_OP_MEAN] = { .name = "mean", REDUCE, .flops = 1, .kernel = TK_RED_MEAN, BW(sum) },
-    [TT_OP_MAX] = { .name = "max", REDUCE, .flops = 1, .kernel = TK_RED_MAX, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT, .keeps_int = 1 },
-    [TT_OP_MIN] = { .name = "min", REDUCE, .flops = 1, .kernel = TK_RED_MIN, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT, .keeps_int = 1 },
+    [TT_OP_MAX] = { .name = "max", REDUCE, .flops = 1, .kernel = TK_RED_MAX, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT | TT__SAVE_EXTRA, .keeps_int = 1 },
+    [TT_OP_MIN] = { .name = "min", REDUCE, .flops = 1, .kernel = TK_RED_MIN, BW(max), .saves = TT__SAVE_A | TT__SAVE_OUT | TT__SAVE_EXTRA, .keeps_int = 1 },
     [TT_OP_ARGMAX] = { .name = "argmax", REDUCE, .flops = 1, .kernel = TK_RED_MAX, .index = 1, .keeps_int = 1 },
     [TT_OP_ARGMIN] = { .name = "argmin", REDUCE, .flops = 1, .kernel = TK_RED_MIN, .index = 1, .keeps_int = 1 },
     [TT_OP_STD] = { .name = "std", REDUCE, .flops = 3, .kernel = TK_RED_STD, BW(var), .saves = TT__SAVE_A | TT__SAVE_OUT },
@@ -101,7 +101,7 @@ static const tt__opdef OPS[] = {
     [TT_OP_CAT] = { .name = "cat", BW(cat) },
     [TT_OP_STACK] = { .name = "stack", BW(cat) },
     [TT_OP_MATMUL] = { .name = "matmul", .infix = "@", BW(matmul), .saves = TT__SAVE_A | TT__SAVE_B },
-    [TT_OP_SDPA] = { .name = "sdpa", BW(sdpa), .saves = TT__SAVE_A | TT__SAVE_B | TT__SAVE_C | TT__SAVE_OUT },
+    [TT_OP_SDPA] = { .name = "sdpa", BW(sdpa), .saves = TT__SAVE_A | TT__SAVE_B | TT__SAVE_C | TT__SAVE_OUT | TT__SAVE_EXTRA },
     [TT_OP_REARRANGE] = { .name = "rearrange", BW(rearrange) },
     [TT_OP_EINSUM] = { .name = "einsum", BW(einsum), .saves = TT__SAVE_LIST },
     /* optimizers: FLOPs counted by the step itself (they depend on the options) */
@@ -113,7 +113,7 @@ static const tt__opdef OPS[] = {
     [TT_OP_GATHER] = { .name = "gather", BW(index), .saves = TT__SAVE_B },
     /* losses: 4 a logit (max, sub, exp, sum); the front-end saves the
        contiguous logits, the row statistics and the 0-based targets itself */
-    [TT_OP_CROSS_ENTROPY] = { .name = "cross_entropy", .flops = 4, BW(cross_entropy) },
+    [TT_OP_CROSS_ENTROPY] = { .name = "cross_entropy", .flops = 4, BW(cross_entropy), .saves = TT__SAVE_EXTRA },
 };
 _Static_assert(sizeof OPS / sizeof OPS[0] == TT_OP_COUNT, "OPS: one row per tt_op");
 

@@ -22,6 +22,7 @@ void tt_release_caches(void)
 {
     tk_threads_stop();
     tt__storage_drop_cache();
+    tt__graph_drop_cache();
     tt__intern_free();
 }
 

@@ -7,7 +7,7 @@
 
 local OP_TARGET_US, LESSON_TARGET_MS = 1.0, 100
 local REC_TARGET = 1.5                 -- a tiny op recording for backward: at most 1.5x its cost off
-local RUNS, CALLS = 7, 100000          -- per tiny op: runs of CALLS calls, after a warm-up
+local RUNS, CALLS = 15, 50000          -- per tiny op: runs of CALLS calls, after a warm-up
 local LESSON_RUNS = 7                  -- per lesson, after one untimed run (disk cache, page cache of the binary)
 
 local want = {}
@@ -27,13 +27,20 @@ end
 
 -- ===== tiny ops =====
 
--- us per call of loop: median, min, max of RUNS runs of CALLS calls
+-- us per call of loop: median, min, max of RUNS runs of CALLS calls. Each
+-- run starts from a full collection (not timed), so no run inherits the
+-- garbage of the one before, and ends with one (timed): a run pays for
+-- freeing all it made, not for a share that depends on where the
+-- collector's cycle happened to stop. The first runs of a loop without
+-- that spread from 0.3 to 7 us for the same op.
 local function time_loop(loop)
   loop(CALLS // 5)                     -- warm-up: caches, free lists, the collector's pace
   local ts = {}
   for r = 1, RUNS do
+    collectgarbage()
     local t0 = tt.clock()
     loop(CALLS)
+    collectgarbage()
     ts[r] = (tt.clock() - t0) / CALLS * 1e6
   end
   return median_min_max(ts)

@@ -31,6 +31,19 @@ check("after a caught memory error the script goes on", code == 0 and has(out, "
 out, err, code = run("-q -e 'print(pcall(tt.zeros, 1 << 40))'")
 check("the default cap stops a 4 TiB tensor with an error", code == 0 and has(out, "false") and has(out, "memory cap"))
 
+-- Graph nodes count against the cap: a loop of recorded ops without a
+-- backward stays under a small one (each node is freed with its result),
+-- and a chain kept alive by its last result meets it naming the op (an
+-- uncounted graph grew past 600 MB in silence there).
+out, err, code = run("-q --max-memory 4M -e 'local x = tt.randn(2, 3):requires_grad_() "
+                     .. "for i = 1, 100000 do local z = (x:transpose(1, 2) * 2):softmax(1) end print(\"bounded\")'")
+check("100000 recorded ops without backward under a 4M cap", code == 0 and has(out, "bounded"))
+out, err, code = run("-q --max-memory 4M -e 'local x = tt.randn(2, 3):requires_grad_() local y = x "
+                     .. "for i = 1, 1e6 do y = y:transpose(1, 2) end'")
+check("a graph kept alive meets the cap: exit 1", code == 1)
+check("... naming the op and the cap", has(err, "(command line):1: transpose: recording its gradient: ")
+      and has(err, "needed but the memory cap is 4.0 MiB") and has(err, "hint: raise it with --max-memory"))
+
 out, err, code = run("-q --max-memory 0 -e 'print(pcall(tt.zeros, 1 << 50))'")
 check("--max-memory 0 lifts the cap (malloc still fails cleanly)", code == 0 and has(out, "false") and has(out, "out of memory"))
 
