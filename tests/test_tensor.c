@@ -2,7 +2,9 @@
 ** test_tensor.c — the tensor layer itself: the strided iterator against a
 ** naive odometer written here (transposed, broadcast, narrowed, 0-size,
 ** 1-size and 8-dim operands; rows and tiles; 1, 2 and 3 threads), copy of
-** transposed and permuted views, tt_get and tt_get_floats on strided views.
+** transposed and permuted views, tt_get and tt_get_floats on strided views;
+** big storage buffers (2 MiB aligned, huge pages asked for on Linux, zeroed,
+** reused from the cache, counted exactly under the memory cap).
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -376,6 +378,72 @@ static void test_randint(void)
     }
 }
 
+/* Whether the mapping holding p has the kernel's "hg" flag (MADV_HUGEPAGE
+   given): -1 where /proc/self/smaps cannot be read. */
+static int huge_page_advised(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (f == NULL) return -1;
+    char line[512];
+    int inside = 0, found = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            found = strstr(line, " hg") != NULL;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* Transparent huge pages on in "madvise" or "always" mode. */
+static int thp_enabled(void)
+{
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char line[128] = "";
+    if (f == NULL) return 0;
+    if (fgets(line, sizeof line, f) == NULL) line[0] = 0;
+    fclose(f);
+    return strstr(line, "[madvise]") || strstr(line, "[always]");
+}
+
+static void test_big_storage(void)
+{
+    const int64_t base = tt_memory_in_use(), nbytes = (3 << 20) + 100;   /* class 3.5 MiB */
+    tt_storage *s;
+    if (!ok(tt__storage_new(&s, nbytes, 1))) return;
+    unsigned char *data = s->data;
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < nbytes; i++) nonzero += data[i] != 0;
+    CHECK("big storage: zeroed", nonzero == 0);
+    CHECK("big storage: counted at its size", tt_memory_in_use() == base + nbytes);
+#ifdef __linux__
+    CHECK("big storage: 2 MiB aligned", (uintptr_t)data % (2u << 20) == 0);
+    if (thp_enabled()) CHECK("big storage: huge pages asked for", huge_page_advised(data) != 0);
+#endif
+    memset(data, 7, (size_t)nbytes);
+    tt__storage_release(s);
+    CHECK("big storage: released, uncounted", tt_memory_in_use() == base);
+    if (!ok(tt__storage_new(&s, nbytes, 1))) return;
+    CHECK("big storage: the cached buffer is handed out again", s->data == data);
+    nonzero = 0;
+    for (int64_t i = 0; i < nbytes; i++) nonzero += data[i] != 0;
+    CHECK("big storage: zeroed again from the cache", nonzero == 0);
+    tt__storage_release(s);
+    /* under a cap the cached 3.5 MiB counts: 4 MiB more fit only once it is dropped */
+    tt_set_max_memory(tt_memory_in_use() + (6 << 20));
+    tt_storage *t;
+    CHECK("big storage: the cache yields to the cap", ok(tt__storage_new(&t, 4 << 20, 0)));
+    tt__storage_release(t);
+    CHECK("big storage: a buffer over the cap is refused",
+          tt__storage_new(&t, 7 << 20, 0) == TT_ENOMEM && t == NULL && strstr(tt_errmsg(), "memory cap"));
+    tt_set_max_memory(0);
+    CHECK("big storage: nothing left counted", tt_memory_in_use() == base);
+}
+
 int main(void)
 {
     int64_t base = tt_memory_in_use();
@@ -389,6 +457,7 @@ int main(void)
     }
     test_int64_convert();
     test_randint();
+    test_big_storage();
     CHECK("no tensor leaked", tt_memory_in_use() == base);
     tt_release_caches();
     return check_report();
