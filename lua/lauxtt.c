@@ -15,7 +15,7 @@
    temporaries would pile up between cycles (as in Torch7, we track the
    heap ourselves): when tensor and graph memory doubles since the last
    full collection, run one. */
-static int64_t gc_threshold = 64 << 20;
+static int64_t gc_threshold = 16 << 20;
 
 static int64_t c_memory(void) { return tt_memory_in_use() + tt_graph_memory_in_use(); }
 
@@ -23,7 +23,7 @@ static void collect(lua_State *L)
 {
     lua_gc(L, LUA_GCCOLLECT);
     int64_t live = c_memory();
-    gc_threshold = live > (32 << 20) ? 2 * live : 64 << 20;
+    gc_threshold = live > (8 << 20) ? 2 * live : 16 << 20;
 }
 
 static void reclaim(void *ud) { collect(ud); }
