@@ -561,6 +561,7 @@ static void test_fast_and_careful(void)
     int bad_exp = 0, bad_log = 0;
     for (int i = 0; i < N; i++) x[i] = -90.0f + 180.0f * (float)i / (float)N;
     x[0] = -87.0f; x[1] = nextafterf(-87.0f, -INFINITY); x[2] = 88.0f; x[3] = nextafterf(88.0f, INFINITY);
+    x[4] = -86.0f; x[5] = nextafterf(-86.0f, -INFINITY);
     tk_exp_vec(N, x, a);
     for (int i = 0; i < N; i++) {
         for (int l = 0; l < 16; l++) v[l] = l == 5 ? x[i] : -INFINITY;
@@ -575,7 +576,7 @@ static void test_fast_and_careful(void)
         bad_log += bits_of(w[9]) != bits_of(a[i]);
     }
     char d[128];
-    snprintf(d, sizeof d, "exp %s: a lane's bits do not depend on its neighbours (-87, 88 edges)", path_now);
+    snprintf(d, sizeof d, "exp %s: a lane's bits do not depend on its neighbours (-87, -86, 88 edges)", path_now);
     CHECK(d, bad_exp == 0);
     snprintf(d, sizeof d, "log %s: a lane's bits do not depend on its neighbours (0, denormals)", path_now);
     CHECK(d, bad_log == 0);
@@ -966,6 +967,67 @@ static void test_log_softmax(void)
     check_close(d, y, r, 35, 2e-6, 2e-6);
 }
 
+/* Softmax's and exp's bits are part of the contract: golden traces, trained
+   checkpoints and the lessons' re-train goldens depend on them. The hashes
+   below are of the code at cab5b4a (before the row kernels were rescheduled
+   for speed); any change to a kernel's arithmetic or to a sum's order shows
+   up here. Rows of awkward lengths, -inf entries, an all -inf row, entries
+   just past exp's fast range below the max, NaN, huge values; in place too. */
+static uint64_t fnv_bits(uint64_t h, const float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b = bits_of(y[i]);
+        for (int k = 0; k < 4; k++) h = (h ^ ((b >> (8 * k)) & 0xff)) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+static void test_softmax_pinned(void)
+{
+    static const int64_t ns[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 79, 95,
+                                  127, 128, 129, 191, 192, 200, 255, 256, 257, 1000, 2047, 2048,
+                                  2049, 2111, 4100 };
+    static const struct { const char *path; uint64_t softmax, exp; } pins[] = {
+        { "avx512", 0x4021866591d3cef9ull, 0xfde2c27d44abe2fcull },
+        { "avx2", 0x88ef5179ba4d5a25ull, 0xfde2c27d44abe2fcull },
+        { "scalar", 0x0861562f72e7825dull, 0x059ca7099a7eeb69ull },
+    };
+    enum { ROWS = 9 };
+    uint64_t seed = rng, hs = 0xcbf29ce484222325ull, he = hs;
+    rng = 1234;
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        int64_t n = ns[k];
+        float *x = malloc((size_t)(ROWS * n) * sizeof(float)), *y = malloc((size_t)(ROWS * n) * sizeof(float));
+        for (int64_t j = 0; j < ROWS * n; j++) {
+            double u = urand();
+            x[j] = u < 0.1 ? -INFINITY : (float)(80.0 * urand() - 40.0);
+        }
+        for (int64_t j = 0; j < n; j++) x[2 * n + j] = -INFINITY;          /* row 2: all -inf */
+        for (int64_t j = 0; j < n; j++)                                     /* row 3: exp's edges */
+            x[3 * n + j] = j == 0 ? 0.0f : -86.0f - (float)(j % 5) * 0.5f + (float)urand() * 0.01f;
+        if (n > 3) x[4 * n + n / 3] = NAN;                                  /* row 4: NaN */
+        x[5 * n + n - 1] = 3e38f;                                           /* row 5: huge */
+        for (int64_t j = 0; j < n; j++) if (j % 3) x[6 * n + j] = -INFINITY; /* row 6: mostly -inf */
+        tk_softmax_rows(ROWS, n, x, y);
+        hs = fnv_bits(hs, y, ROWS * n);
+        tk_softmax_rows(ROWS, n, x, x);                                     /* in place */
+        hs = fnv_bits(hs, x, ROWS * n);
+        for (int64_t j = 0; j < ROWS * n; j++) x[j] = (float)(200.0 * urand() - 110.0);
+        tk_exp_vec(ROWS * n, x, y);
+        he = fnv_bits(he, y, ROWS * n);
+        free(x); free(y);
+    }
+    rng = seed;
+    for (size_t p = 0; p < sizeof pins / sizeof pins[0]; p++)
+        if (strcmp(pins[p].path, path_now) == 0) {
+            char d[160];
+            snprintf(d, sizeof d, "softmax %s: the pinned bits (hash %016llx)", path_now, (unsigned long long)hs);
+            CHECK(d, hs == pins[p].softmax);
+            snprintf(d, sizeof d, "exp %s: the pinned bits (hash %016llx)", path_now, (unsigned long long)he);
+            CHECK(d, he == pins[p].exp);
+        }
+}
+
 static void test_softmax_threads(void)
 {
     int64_t rows = 301, n = 777;
@@ -1287,6 +1349,7 @@ int main(void)
         test_ew_masked_fill();
         test_softmax();
         test_softmax_threads();
+        test_softmax_pinned();
         test_log_softmax();
         test_sdpa_exp_sum();
         test_sdpa(0);
