@@ -320,6 +320,14 @@ static TARGET void scale(int64_t n, float s, const float *x, float *y, int strea
         for (; i + 8 <= n; i += 8) _mm256_stream_ps(y + i, _mm256_mul_ps(vs, _mm256_loadu_ps(x + i)));
         _mm_sfence();
     }
+    for (; i + 32 <= n; i += 32) {          /* 4 vectors an iteration: less loop per store */
+        __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+        __m256 c = _mm256_loadu_ps(x + i + 16), d = _mm256_loadu_ps(x + i + 24);
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(vs, a));
+        _mm256_storeu_ps(y + i + 8, _mm256_mul_ps(vs, b));
+        _mm256_storeu_ps(y + i + 16, _mm256_mul_ps(vs, c));
+        _mm256_storeu_ps(y + i + 24, _mm256_mul_ps(vs, d));
+    }
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(vs, _mm256_loadu_ps(x + i)));
     for (; i < n; i++) y[i] = s * x[i];        /* leftovers */
 }
