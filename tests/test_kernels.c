@@ -561,6 +561,7 @@ static void test_fast_and_careful(void)
     int bad_exp = 0, bad_log = 0;
     for (int i = 0; i < N; i++) x[i] = -90.0f + 180.0f * (float)i / (float)N;
     x[0] = -87.0f; x[1] = nextafterf(-87.0f, -INFINITY); x[2] = 88.0f; x[3] = nextafterf(88.0f, INFINITY);
+    x[4] = -86.0f; x[5] = nextafterf(-86.0f, -INFINITY);
     tk_exp_vec(N, x, a);
     for (int i = 0; i < N; i++) {
         for (int l = 0; l < 16; l++) v[l] = l == 5 ? x[i] : -INFINITY;
@@ -575,7 +576,7 @@ static void test_fast_and_careful(void)
         bad_log += bits_of(w[9]) != bits_of(a[i]);
     }
     char d[128];
-    snprintf(d, sizeof d, "exp %s: a lane's bits do not depend on its neighbours (-87, 88 edges)", path_now);
+    snprintf(d, sizeof d, "exp %s: a lane's bits do not depend on its neighbours (-87, -86, 88 edges)", path_now);
     CHECK(d, bad_exp == 0);
     snprintf(d, sizeof d, "log %s: a lane's bits do not depend on its neighbours (0, denormals)", path_now);
     CHECK(d, bad_log == 0);
@@ -859,12 +860,30 @@ static void test_softmax(void)
     check_close("softmax_ref edges", y, r, 30, 2e-6, 1e-12);
     free(y);
 
-    /* big enough for the streaming stores, odd row length (unaligned rows) */
+    /* past the last-level cache, odd row length (unaligned rows) */
     int64_t rows = 1031, n = 4099;
     float *x = frand((size_t)(rows * n));
     for (int64_t j = 0; j < rows * n; j += 97) x[j] = -INFINITY;
-    softmax_case(rows, n, x, 0, "streaming");
+    softmax_case(rows, n, x, 0, "big");
     free(x);
+
+    /* the path's scale with non-temporal stores (softmax no longer streams;
+       the primitive keeps the option): exact products at every start and
+       length around the vector and line sizes */
+    const tk_kern *kn = tk_kern_now();
+    float *a = frand(300), *o = malloc(300 * sizeof(float));
+    int bad = 0;
+    for (int off = 0; off < 17; off++)
+        for (int64_t len = 0; len + off <= 300; len += 13) {
+            for (int i = 0; i < 300; i++) o[i] = 777.0f;
+            kn->scale(len, 0.37f, a + off, o + off, 1);
+            for (int i = 0; i < 300; i++)
+                bad += i >= off && i < off + len ? o[i] != 0.37f * a[i] : o[i] != 777.0f;
+        }
+    char d[96];
+    snprintf(d, sizeof d, "scale %s with streaming stores: exact, only its range", path_now);
+    CHECK(d, bad == 0);
+    free(a); free(o);
 }
 
 /* log_softmax of [outer, n, inner] over n in float64; past the float range
@@ -964,6 +983,71 @@ static void test_log_softmax(void)
     log_softmax_ref(1, 7, 5, &e[0][0], r);
     snprintf(d, sizeof d, "log_softmax cols %s edge values", path_now);
     check_close(d, y, r, 35, 2e-6, 2e-6);
+}
+
+/* Softmax's and exp's bits are part of the contract: golden traces, trained
+   checkpoints and the lessons' re-train goldens depend on them. The hashes
+   below are of the code at cab5b4a (before the row kernels were rescheduled
+   for speed); any change to a kernel's arithmetic or to a sum's order shows
+   up here. Rows of awkward lengths, -inf entries, an all -inf row, entries
+   just past exp's fast range below the max, NaN, huge values, rows without
+   -inf (every vector of them takes exp's fast way); in place too. */
+static uint64_t fnv_bits(uint64_t h, const float *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t b = bits_of(y[i]);
+        for (int k = 0; k < 4; k++) h = (h ^ ((b >> (8 * k)) & 0xff)) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+static void test_softmax_pinned(void)
+{
+    static const int64_t ns[] = { 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 79, 95,
+                                  127, 128, 129, 191, 192, 200, 255, 256, 257, 1000, 2047, 2048,
+                                  2049, 2111, 4100 };
+    static const struct { const char *path; uint64_t softmax, exp; } pins[] = {
+        { "avx512", 0x9bf31cdf40b50ed5ull, 0x7f08fe3c8eaaeeccull },
+        { "avx2", 0x02306f29a4c072c1ull, 0x7f08fe3c8eaaeeccull },
+        { "scalar", 0xbb06a6d1142e54c1ull, 0x77445b13d1cdb9e0ull },
+    };
+    enum { ROWS = 9 };
+    uint64_t seed = rng, hs = 0xcbf29ce484222325ull, he = hs;
+    rng = 1234;
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        int64_t n = ns[k];
+        float *x = malloc((size_t)(ROWS * n) * sizeof(float)), *y = malloc((size_t)(ROWS * n) * sizeof(float));
+        for (int64_t j = 0; j < ROWS * n; j++) {
+            double u = urand();
+            x[j] = u < 0.1 ? -INFINITY : (float)(80.0 * urand() - 40.0);
+        }
+        for (int64_t j = 0; j < n; j++) x[2 * n + j] = -INFINITY;          /* row 2: all -inf */
+        for (int64_t j = 0; j < n; j++)                                     /* row 3: exp's edges */
+            x[3 * n + j] = j == 0 ? 0.0f : -86.0f - (float)(j % 5) * 0.5f + (float)urand() * 0.01f;
+        if (n > 3) x[4 * n + n / 3] = NAN;                                  /* row 4: NaN */
+        x[5 * n + n - 1] = 3e38f;                                           /* row 5: huge */
+        for (int64_t j = 0; j < n; j++) if (j % 3) x[6 * n + j] = -INFINITY; /* row 6: mostly -inf */
+        for (int64_t j = 0; j < n; j++) x[7 * n + j] = (float)(80.0 * urand() - 40.0); /* 7: no -inf */
+        for (int64_t j = 0; j < n; j++)                     /* row 8: down to 86 below the max */
+            x[8 * n + j] = j == n / 2 ? 10.0f : 10.0f - (float)(86.0 * urand());
+        tk_softmax_rows(ROWS, n, x, y);
+        hs = fnv_bits(hs, y, ROWS * n);
+        tk_softmax_rows(ROWS, n, x, x);                                     /* in place */
+        hs = fnv_bits(hs, x, ROWS * n);
+        for (int64_t j = 0; j < ROWS * n; j++) x[j] = (float)(200.0 * urand() - 110.0);
+        tk_exp_vec(ROWS * n, x, y);
+        he = fnv_bits(he, y, ROWS * n);
+        free(x); free(y);
+    }
+    rng = seed;
+    for (size_t p = 0; p < sizeof pins / sizeof pins[0]; p++)
+        if (strcmp(pins[p].path, path_now) == 0) {
+            char d[160];
+            snprintf(d, sizeof d, "softmax %s: the pinned bits (hash %016llx)", path_now, (unsigned long long)hs);
+            CHECK(d, hs == pins[p].softmax);
+            snprintf(d, sizeof d, "exp %s: the pinned bits (hash %016llx)", path_now, (unsigned long long)he);
+            CHECK(d, he == pins[p].exp);
+        }
 }
 
 static void test_softmax_threads(void)
@@ -1287,6 +1371,7 @@ int main(void)
         test_ew_masked_fill();
         test_softmax();
         test_softmax_threads();
+        test_softmax_pinned();
         test_log_softmax();
         test_sdpa_exp_sum();
         test_sdpa(0);

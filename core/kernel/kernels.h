@@ -238,7 +238,7 @@ int tk_simd_force(const char *path);
 enum {
     TK_SCRATCH_PACK_A,      /* GEMM: the packed A block */
     TK_SCRATCH_PACK_B,      /* GEMM: the packed B panel */
-    TK_SCRATCH_TILE,        /* GEMM: a C tile for strided C; softmax: one exp row */
+    TK_SCRATCH_TILE,        /* GEMM: a C tile for strided C; log_softmax, cross-entropy: one exp row */
     TK_SCRATCH_SDPA_K,      /* sdpa: K of one head as B slivers */
     TK_SCRATCH_SDPA_V,      /* sdpa: V of one head as B slivers */
     TK_SCRATCH_SDPA_Q,      /* sdpa: the scaled Q block as A slivers */
@@ -276,7 +276,8 @@ typedef struct tk_kern {
        into L1 meanwhile (softmax's next row: its reads overlap this row's
        arithmetic instead of waiting for it) */
     float (*exp_sum_next)(int64_t n, const float *x, float m, float *y, const float *next);
-    /* y = s*x; stream != 0 bypasses the cache on y */
+    /* y = s*x; stream != 0 bypasses the cache on y (no caller does now: slower
+       than ordinary stores for softmax results on the Zen 5 VM) */
     void (*scale)(int64_t n, float s, const float *x, float *y, int stream);
     /* optional: reduction lines (rows.c has the portable ones). sum_line:
        n contiguous floats in double as TK_SUM_CHAINS says; sum_cols:

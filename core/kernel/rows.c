@@ -9,11 +9,9 @@
 #include "kernels.h"
 
 /* Work sizes: a task of GRAIN elements (EXP_GRAIN for the cheaper exp alone)
-   repays a thread wake-up; a softmax result past STREAM_BYTES (about the
-   last-level cache) is not read back soon, so it bypasses the caches. */
+   repays a thread wake-up. */
 #define GRAIN 16384
 #define EXP_GRAIN 32768
-#define STREAM_BYTES (16.0 * 1024 * 1024)
 
 /* ===== Softmax and exp ===== */
 
@@ -22,35 +20,35 @@ typedef struct rows_job {
     int64_t n;
     const float *x;
     float *y;
-    int stream;
 } rows_job;
 
+/* The exps go to y and are scaled there while the row is in L1, with
+   ordinary stores even when the result is far larger than the caches:
+   non-temporal stores of the result (through an L1 scratch row) measured
+   0.6-0.7x the speed on the 2-core EPYC (Zen 5) VM, on both paths. */
 static void softmax_range(void *ctx, int64_t begin, int64_t end)
 {
     rows_job *j = ctx;
     const tk_kern *kn = j->kn;
     int64_t n = j->n;
-    /* streaming: exp goes to an L1-resident row, the result bypasses caches */
-    float *e = j->stream ? tk_scratch(TK_SCRATCH_TILE, (size_t)n * sizeof(float)) : NULL;
     for (int64_t r = begin; r < end; r++) {
         const float *x = j->x + r * n;
-        float *y = j->y + r * n, *t = e ? e : y;
+        float *y = j->y + r * n;
         float m = kn->row_max(n, x);
         if (m == -INFINITY) {                 /* all -inf: NaN, as PyTorch */
             for (int64_t i = 0; i < n; i++) y[i] = NAN;
             continue;
         }
-        float s = kn->exp_sum_next && r + 1 < end ? kn->exp_sum_next(n, x, m, t, x + n)
-                                                   : kn->exp_sum(n, x, m, t);
-        kn->scale(n, 1.0f / s, t, y, e != NULL);
+        float s = kn->exp_sum_next && r + 1 < end ? kn->exp_sum_next(n, x, m, y, x + n)
+                                                   : kn->exp_sum(n, x, m, y);
+        kn->scale(n, 1.0f / s, y, y, 0);
     }
 }
 
 void tk_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y)
 {
     if (nrows <= 0 || n <= 0) return;
-    rows_job j = { tk_kern_now(), n, x, y, 0 };
-    j.stream = (double)nrows * (double)n * 4.0 >= STREAM_BYTES;
+    rows_job j = { tk_kern_now(), n, x, y };
     tk_parallel_for(nrows, GRAIN / n + 1, softmax_range, &j);
 }
 
@@ -86,7 +84,7 @@ static void log_softmax_range(void *ctx, int64_t begin, int64_t end)
 int tk_log_softmax_rows(int64_t nrows, int64_t n, const float *x, float *y)
 {
     if (nrows <= 0 || n <= 0) return 0;
-    log_job j = { { tk_kern_now(), n, x, y, 0 }, 0 };
+    log_job j = { { tk_kern_now(), n, x, y }, 0 };
     tk_parallel_for(nrows, GRAIN / n + 1, log_softmax_range, &j);
     return atomic_load(&j.nomem) ? -1 : 0;
 }
@@ -100,7 +98,7 @@ static void exp_range(void *ctx, int64_t begin, int64_t end)
 void tk_exp_vec(int64_t n, const float *x, float *y)
 {
     if (n <= 0) return;
-    rows_job j = { tk_kern_now(), 1, x, y, 0 };
+    rows_job j = { tk_kern_now(), 1, x, y };
     tk_parallel_for(n, EXP_GRAIN, exp_range, &j);
 }
 
