@@ -211,6 +211,18 @@ static TARGET inline __attribute__((always_inline)) __m256 exp8(__m256 x)
     return exp8_fast(x);
 }
 
+/* exp(x) for x <= 0 or NaN (scores less their row max): no upper clamp,
+   and x is clamped at -88 instead of -110, so n >= -127 and 2^n is one
+   shift of n + 127 into the exponent field, not exp8's two halves. At
+   n = -127 that field is 0 and the result 0: exact for -inf (a hidden
+   key), a flush for true values under 1e-38. NaN passes (2nd operand). */
+static TARGET inline __attribute__((always_inline)) __m256 exp8_nonpos(__m256 x)
+{
+    __m256 n, p = exp8_poly(_mm256_max_ps(_mm256_set1_ps(-88.0f), x), &n);
+    __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
+}
+
 static TARGET void exp_vec(int64_t n, const float *x, float *y)
 {
     int64_t i = 0;
@@ -254,7 +266,7 @@ static TARGET float row_max(int64_t n, const float *x)
    of an iteration share one range test (one movemask and branch instead
    of four), else each takes exp8's own test */
 static TARGET inline __attribute__((always_inline)) float
-exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next)
+exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next, int nonpos)
 {
     __m256 vm = _mm256_set1_ps(m), s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
@@ -269,7 +281,9 @@ exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next)
         __m256 e3 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 24), vm);
         __m256 in = _mm256_and_ps(_mm256_and_ps(exp8_in(e0), exp8_in(e1)),
                                   _mm256_and_ps(exp8_in(e2), exp8_in(e3)));
-        if (__builtin_expect(_mm256_movemask_ps(in) == 0xff, 1)) {
+        if (nonpos) {
+            e0 = exp8_nonpos(e0); e1 = exp8_nonpos(e1); e2 = exp8_nonpos(e2); e3 = exp8_nonpos(e3);
+        } else if (__builtin_expect(_mm256_movemask_ps(in) == 0xff, 1)) {
             e0 = exp8_fast(e0); e1 = exp8_fast(e1); e2 = exp8_fast(e2); e3 = exp8_fast(e3);
         } else {
             e0 = exp8(e0); e1 = exp8(e1); e2 = exp8(e2); e3 = exp8(e3);
@@ -282,14 +296,16 @@ exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next)
         s2 = _mm256_add_ps(s2, e2); s3 = _mm256_add_ps(s3, e3);
     }
     for (; i + 8 <= n; i += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+        __m256 e = _mm256_sub_ps(_mm256_loadu_ps(x + i), vm);
+        e = nonpos ? exp8_nonpos(e) : exp8(e);
         _mm256_storeu_ps(y + i, e);
         s0 = _mm256_add_ps(s0, e);
     }
     if (i < n) {                               /* leftovers: padded with -inf -> 0 */
         float t[8];
         for (int j = 0; j < 8; j++) t[j] = i + j < n ? x[i + j] : -INFINITY;
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(t), vm));
+        __m256 e = _mm256_sub_ps(_mm256_loadu_ps(t), vm);
+        e = nonpos ? exp8_nonpos(e) : exp8(e);
         _mm256_storeu_ps(t, e);
         memcpy(y + i, t, (size_t)(n - i) * sizeof(float));
         s1 = _mm256_add_ps(s1, e);
@@ -301,14 +317,20 @@ exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next)
 
 static TARGET float exp_sum(int64_t n, const float *x, float m, float *y)
 {
-    return exp_sum_body(n, x, m, y, NULL);
+    return exp_sum_body(n, x, m, y, NULL, 0);
+}
+
+/* exp_sum for x <= m (sdpa's scores less their max), with exp8_nonpos */
+static TARGET float sdpa_exp_sum(int64_t n, const float *x, float m, float *y)
+{
+    return exp_sum_body(n, x, m, y, NULL, 1);
 }
 
 static TARGET float exp_sum_next(int64_t n, const float *x, float m, float *y, const float *next)
 {
     for (int64_t i = n & ~(int64_t)31; i < n; i += 16)    /* the part the main loop leaves */
         _mm_prefetch((const char *)(next + i), _MM_HINT_T0);
-    return exp_sum_body(n, x, m, y, next);
+    return exp_sum_body(n, x, m, y, next, 0);
 }
 
 static TARGET void scale(int64_t n, float s, const float *x, float *y, int stream)
@@ -609,59 +631,6 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
 
 /* ===== sdpa ===== */
 
-/* exp(x) for x <= 0 or NaN (scores less their row max): no upper clamp,
-   and x is clamped at -88 instead of -110, so n >= -127 and 2^n is one
-   shift of n + 127 into the exponent field, not exp8's two halves. At
-   n = -127 that field is 0 and the result 0: exact for -inf (a hidden
-   key), a flush for true values under 1e-38. NaN passes (2nd operand). */
-static TARGET inline __m256 exp8_nonpos(__m256 x)
-{
-    x = _mm256_max_ps(_mm256_set1_ps(-88.0f), x);
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(TK_LOG2E)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TK_LN2_HI), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TK_LN2_LO), r);
-    __m256 p = _mm256_set1_ps(tk_exp_poly[0]);
-#pragma GCC unroll 8
-    for (int i = 1; i < 8; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(tk_exp_poly[i]));
-    __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
-}
-
-/* exp_sum for x <= m, with exp8_nonpos; the same summation order. */
-static TARGET float sdpa_exp_sum(int64_t n, const float *x, float m, float *y)
-{
-    __m256 vm = _mm256_set1_ps(m), s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        __m256 e0 = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
-        __m256 e1 = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm));
-        __m256 e2 = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(x + i + 16), vm));
-        __m256 e3 = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(x + i + 24), vm));
-        _mm256_storeu_ps(y + i, e0);
-        _mm256_storeu_ps(y + i + 8, e1);
-        _mm256_storeu_ps(y + i + 16, e2);
-        _mm256_storeu_ps(y + i + 24, e3);
-        s0 = _mm256_add_ps(s0, e0); s1 = _mm256_add_ps(s1, e1);
-        s2 = _mm256_add_ps(s2, e2); s3 = _mm256_add_ps(s3, e3);
-    }
-    for (; i + 8 <= n; i += 8) {
-        __m256 e = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
-        _mm256_storeu_ps(y + i, e);
-        s0 = _mm256_add_ps(s0, e);
-    }
-    if (i < n) {                               /* leftovers: padded with -inf -> 0 */
-        float t[8];
-        for (int j = 0; j < 8; j++) t[j] = i + j < n ? x[i + j] : -INFINITY;
-        __m256 e = exp8_nonpos(_mm256_sub_ps(_mm256_loadu_ps(t), vm));
-        _mm256_storeu_ps(t, e);
-        memcpy(y + i, t, (size_t)(n - i) * sizeof(float));
-        s1 = _mm256_add_ps(s1, e);
-    }
-    float t[8];
-    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
-}
 
 const tk_kern tk_kern_avx2 = {
     .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC, .blocks_from_caches = 1,
