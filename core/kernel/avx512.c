@@ -545,13 +545,139 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
     for (; i < n; i++) o[i] = m[i] ? v : x[i * sx];   /* leftovers: a select, same result */
 }
 
+/* ===== sdpa at small shapes =====
+   One (b, h) head whole when Nq, Nk <= SDPA_SMALL_N and Dh, Dv <= 16 (a
+   key or value row is one vector): K^T (16 x 64) sits in L1, a score row
+   in 4 registers, and nothing is packed. Every sum is the tiled kernel's
+   (sdpa.c) in its order, so the bits are too: a score is the fma chain
+   over d from 0 of (scale q_d) k_d, as its micro-kernel does on the scaled
+   Q sliver; row_max and exp_sum are the ones it calls (its exp_sum, as
+   this path has no sdpa_exp_sum); an output is the fma chain over keys j
+   in order of p_j v_j (hidden keys have p = 0 and add exact zeros), times
+   1 / sum. Returns the rows with no visible key, or -1 when a row has a
+   non-finite score or sum: the caller then runs the tiled kernel on the
+   head, which handles such rows as the formula does. */
+#define SDPA_SMALL_N 64
+#define SDPA_SMALL_ROWS 8     /* output rows a P V pass carries: 8 fma chains */
+
+static TARGET int64_t sdpa_head(const tk_sdpa_args *a, int64_t b, int64_t h)
+{
+    enum { W = SDPA_SMALL_N, R = SDPA_SMALL_ROWS };
+    int64_t hk = h / (a->Hq / a->Hkv), Nq = a->Nq, Nk = a->Nk, Dh = a->Dh, off = Nk - Nq;
+    int64_t bh = b * a->Hq + h, empty = 0;
+    const float *Q = a->q + b * a->qs_b + h * a->qs_h;
+    const float *K = a->k + b * a->ks_b + hk * a->ks_h, *V = a->v + b * a->vs_b + hk * a->vs_h;
+    const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h : NULL;
+    __attribute__((aligned(64))) float kt[16 * W], vr[W * 16], P[R * W];
+    __mmask16 kv = tail_mask(a->Dv);
+
+    /* K^T, Dh rows of W keys; keys from Nk on are zeros (never read) */
+    if (Dh == 16 && a->ks_d == 1) {
+        for (int64_t j0 = 0; j0 < W; j0 += 16) {
+            int rows = Nk - j0 < 0 ? 0 : Nk - j0 < 16 ? (int)(Nk - j0) : 16;
+            tr16(K + (rows ? j0 * a->ks_n : 0), a->ks_n, rows, kt + j0, W, 0xffff);
+        }
+    } else {
+        for (int64_t d = 0; d < Dh; d++)
+            for (int64_t j = 0; j < W; j++) kt[d * W + j] = j < Nk ? K[j * a->ks_n + d * a->ks_d] : 0.0f;
+    }
+    /* V rows: in place when their elements are adjacent */
+    const float *vrow = V;
+    int64_t vst = a->vs_n;
+    if (a->vs_d != 1) {
+        for (int64_t j = 0; j < Nk; j++)
+            for (int64_t e = 0; e < a->Dv; e++) vr[j * 16 + e] = V[j * a->vs_n + e * a->vs_d];
+        vrow = vr; vst = 16;
+    }
+
+    for (int64_t i0 = 0; i0 < Nq; i0 += R) {
+        int nr = Nq - i0 < R ? (int)(Nq - i0) : R;
+        float inv[R];
+        int64_t jb = 0;                         /* keys any row of the block sees */
+        int64_t lims[R];
+        for (int r = 0; r < R; r++) {
+            int64_t i = i0 + r, lim = Nk;
+            if (a->causal) lim = i + off + 1 < 0 ? 0 : i + off + 1 < Nk ? i + off + 1 : Nk;
+            lims[r] = r < nr ? lim : 0;
+        }
+        /* scores, two rows at a time: 4 chunks of 16 keys each, 8 fma chains */
+        __attribute__((aligned(64))) float S[R * W];
+        for (int r = 0; r < R; r += 2) {
+            int64_t lim = lims[r + 1] > lims[r] ? lims[r + 1] : lims[r];
+            __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, e0 = c0, e1 = c0, e2 = c0, e3 = c0;
+            const float *qa = Q + (i0 + r) * a->qs_n, *qb = r + 1 < nr ? qa + a->qs_n : qa;
+            for (int64_t d = 0; d < Dh && lim > 0; d++) {
+                __m512 xa = _mm512_set1_ps(qa[d * a->qs_d] * a->scale);
+                __m512 xb = _mm512_set1_ps(qb[d * a->qs_d] * a->scale);
+                const float *kd = kt + d * W;
+                __m512 k0 = _mm512_load_ps(kd);
+                c0 = _mm512_fmadd_ps(xa, k0, c0); e0 = _mm512_fmadd_ps(xb, k0, e0);
+                if (lim > 16) {
+                    __m512 k1 = _mm512_load_ps(kd + 16);
+                    c1 = _mm512_fmadd_ps(xa, k1, c1); e1 = _mm512_fmadd_ps(xb, k1, e1);
+                }
+                if (lim > 32) {
+                    __m512 k2 = _mm512_load_ps(kd + 32);
+                    c2 = _mm512_fmadd_ps(xa, k2, c2); e2 = _mm512_fmadd_ps(xb, k2, e2);
+                }
+                if (lim > 48) {
+                    __m512 k3 = _mm512_load_ps(kd + 48);
+                    c3 = _mm512_fmadd_ps(xa, k3, c3); e3 = _mm512_fmadd_ps(xb, k3, e3);
+                }
+            }
+            float *sa = S + r * W, *sb = sa + W;
+            _mm512_store_ps(sa, c0); _mm512_store_ps(sa + 16, c1);
+            _mm512_store_ps(sa + 32, c2); _mm512_store_ps(sa + 48, c3);
+            _mm512_store_ps(sb, e0); _mm512_store_ps(sb + 16, e1);
+            _mm512_store_ps(sb + 32, e2); _mm512_store_ps(sb + 48, e3);
+        }
+        /* mask and softmax, row by row: P = exp(S - max), zero from lim on */
+        for (int r = 0; r < R; r++) {
+            float *s = S + r * W, *p = P + r * W;
+            int64_t i = i0 + r, lim = lims[r], visible = lim, z = 0;   /* p is zero from z on */
+            inv[r] = -1.0f;                     /* the row's output is zeros */
+            if (M)
+                for (int64_t j = 0; j < lim; j++)
+                    if (!M[i * a->ms_q + j * a->ms_k]) { s[j] = -INFINITY; visible--; }
+            if (visible > 0) {
+                float m = row_max(lim, s);
+                if (!(m > -INFINITY && m < INFINITY)) return -1;
+                float sum = exp_sum(lim, s, m, p);
+                if (sum != sum) return -1;
+                inv[r] = 1.0f / sum;
+                if (a->lse) a->lse[bh * Nq + i] = m + logf(sum);
+                z = lim;
+                jb = lim > jb ? lim : jb;
+            } else if (r < nr) {
+                if (a->lse) a->lse[bh * Nq + i] = -INFINITY;
+                empty++;
+            }
+            for (int64_t j = z & ~(int64_t)15; j < W; j += 16)
+                _mm512_store_ps(p + j, _mm512_maskz_load_ps(tail_mask(z - j > 0 ? z - j : 0), p + j));
+        }
+        /* O = P V over the block's keys, R rows at a time */
+        __m512 o[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) o[r] = _mm512_setzero_ps();
+        for (int64_t j = 0; j < jb; j++) {
+            __m512 vj = _mm512_maskz_loadu_ps(kv, vrow + j * vst);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) o[r] = _mm512_fmadd_ps(_mm512_set1_ps(P[r * W + j]), vj, o[r]);
+        }
+        for (int r = 0; r < nr; r++)
+            _mm512_mask_storeu_ps(a->out + (bh * Nq + i0 + r) * a->Dv, kv, inv[r] < 0.0f ? _mm512_setzero_ps()
+                                  : _mm512_mul_ps(_mm512_set1_ps(inv[r]), o[r]));
+    }
+    return empty;
+}
+
 const tk_kern tk_kern_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
     .row_max = row_max, .exp_sum = exp_sum, .exp_sum_next = exp_sum_next, .scale = scale,
     .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
-    .ew_masked_fill = ew_masked_fill,
+    .ew_masked_fill = ew_masked_fill, .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N,
 };
 
 #else

@@ -299,6 +299,11 @@ typedef struct tk_kern {
     /* optional, sdpa: exp_sum for x <= m (scores less their max); results
        below 1e-38 may flush to 0, which no row sum can see */
     float (*sdpa_exp_sum)(int64_t n, const float *x, float m, float *y);
+    /* optional, sdpa at small shapes (Nq, Nk <= sdpa_small_n, Dh, Dv <= 16,
+       no weights): head (b, h) whole, the tiled kernel's bits; returns its
+       rows with no visible key, or -1: run the tiled kernel on it */
+    int64_t (*sdpa_head)(const tk_sdpa_args *a, int64_t b, int64_t h);
+    int64_t sdpa_small_n;
 } tk_kern;
 
 /* Micro-kernel operands: A (mc x kc, any strides) as mr-row slivers, B
