@@ -224,6 +224,14 @@ typedef struct tk_sdpa_bwd_args {
 int tk_sdpa_backward(const tk_sdpa_bwd_args *a);
 int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *a);
 
+/* Whether a head of these sizes goes to the path's small-shape sdpa kernel
+   (kn->sdpa_head, or kn->sdpa_bwd_head when backward); tk_sdpa_small(0)
+   sends every head to the tiled kernels, as tests do to compare the two
+   bit for bit (1, the default, restores). */
+struct tk_kern;
+int tk_sdpa_small_fits(const struct tk_kern *kn, int64_t Nq, int64_t Nk, int64_t Dh, int64_t Dv, int backward);
+void tk_sdpa_small(int on);
+
 /* ===== Dispatch control (tests and benchmarks) ===== */
 
 /* "avx512", "avx2" or "scalar": the path the dispatchers use now. */
@@ -304,6 +312,10 @@ typedef struct tk_kern {
        rows with no visible key, or -1: run the tiled kernel on it */
     int64_t (*sdpa_head)(const tk_sdpa_args *a, int64_t b, int64_t h);
     int64_t sdpa_small_n;
+    /* optional, the backward at those shapes: kv head (b, hk) and its group
+       whole, the tiled kernel's bits (D: rowsum(dO o O) per query row, a
+       with its layouts filled in); 0, or -1: run the tiled kernel on it */
+    int (*sdpa_bwd_head)(const tk_sdpa_bwd_args *a, const float *D, int64_t b, int64_t hk);
 } tk_kern;
 
 /* Micro-kernel operands: A (mc x kc, any strides) as mr-row slivers, B

@@ -293,6 +293,19 @@ static void sdpa_range(void *ctx, int64_t begin, int64_t end)
     for (int64_t t = begin; t < end; t++) sdpa_task(ctx, t);
 }
 
+static int small_on = 1;
+
+void tk_sdpa_small(int on)
+{
+    small_on = on;
+}
+
+int tk_sdpa_small_fits(const tk_kern *kn, int64_t Nq, int64_t Nk, int64_t Dh, int64_t Dv, int backward)
+{
+    return small_on && (backward ? kn->sdpa_bwd_head != NULL : kn->sdpa_head != NULL)
+           && Nq <= kn->sdpa_small_n && Nk <= kn->sdpa_small_n && Dh <= 16 && Dv <= 16;
+}
+
 int64_t tk_sdpa(const tk_sdpa_args *a)
 {
     if (a->B <= 0 || a->Hq <= 0 || a->Nq <= 0) return 0;
@@ -303,8 +316,7 @@ int64_t tk_sdpa(const tk_sdpa_args *a)
     }
     const tk_kern *kn = tk_kern_now();
     sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, 0, NULL, 0 };
-    J.small = kn->sdpa_head && a->Nq <= kn->sdpa_small_n && a->Nk <= kn->sdpa_small_n
-              && a->Dh <= 16 && a->Dv <= 16 && !a->weights;
+    J.small = !a->weights && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 0);
     J.bq = J.small ? a->Nq : BQ_ROWS / kn->mr * kn->mr;   /* a head, or whole slivers */
     J.nqb = (a->Nq + J.bq - 1) / J.bq;
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;

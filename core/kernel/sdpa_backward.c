@@ -133,6 +133,7 @@ typedef struct bwd_job {
     int64_t bqp, bkp, dhp, dvp;  /* BQ and BK rounded up to mr, Dh and Dv to nr */
     const float *D;              /* [B, Hq, Nq]: rowsum(dO∘O) */
     float *lane;                 /* lanes 1 .. L-1, each [B, Hq, Nq, Dh] */
+    int small;                   /* kn->sdpa_bwd_head takes a task's kv head first */
     int failed;
 } bwd_job;
 
@@ -343,6 +344,7 @@ static void task_range(void *ctx, int64_t begin, int64_t end)
         int64_t bhk = t / J->lanes, l = t % J->lanes, b = bhk / a->Hkv, hk = bhk % a->Hkv;
         int64_t Dh = a->Dh, Nq = a->Nq, size = a->B * a->Hq * Nq * Dh;
         dq_dst dq = { a->dq, a->dqs_b, a->dqs_h, a->dqs_n };
+        if (J->small && J->kn->sdpa_bwd_head(a, J->D, b, hk) == 0) continue;
         if (l > 0) dq = (dq_dst){ J->lane + (l - 1) * size, a->Hq * Nq * Dh, Nq * Dh, Dh };
         for (int64_t h = hk * J->G; h < hk * J->G + J->G; h++)
             for (int64_t i = 0; i < Nq; i++)
@@ -408,6 +410,7 @@ int tk_sdpa_backward(const tk_sdpa_bwd_args *args)
     if (J.bkp < (BK + kn->mr - 1) / kn->mr * kn->mr) J.bkp = (BK + kn->mr - 1) / kn->mr * kn->mr;
     J.dhp = (a->Dh + kn->nr - 1) / kn->nr * kn->nr;
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
+    J.small = tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 1);   /* one key chunk: one lane */
     /* lanes: up to 4 (parallel work when there are few kv heads), fewer
        when their buffers would be big; never from the thread count */
     int64_t lane_bytes = rows * a->Dh * (int64_t)sizeof(float);
