@@ -336,6 +336,20 @@ static tt_status f_index_select0(tt_tensor *o, tt_tensor *const *in)
     return st;
 }
 
+/* the same along dim 1 (an embedding's rows; its backward's row path):
+   strided index {2, 1, 2, 2, 1} into [2,3,5] */
+static tt_status f_index_select0s(tt_tensor *o, tt_tensor *const *in)
+{
+    const int64_t ix[10] = {2, 9, 1, 9, 2, 9, 2, 9, 1, 9};
+    tt_tensor all, col;
+    tt_from_buffer(&all, TT_INT64, 2, (int64_t[]){5, 2}, ix);
+    tt_select(&col, &all, 1, 0);
+    tt_status st = tt_index_select(o, in[0], 0, &col);
+    tt_tensor_release(&col);
+    tt_tensor_release(&all);
+    return st;
+}
+
 /* gather along dim 3 of [2,3,5] with a [2,2,7] index (smaller off d,
    longer along d, repeats), transposed so it is strided */
 static tt_status f_gather(tt_tensor *o, tt_tensor *const *in)
@@ -438,6 +452,7 @@ static void test_gradients(void)
     gradcheck("einsum diagonal", f_es_diag, 2, dia);
     gradcheck("index_select, repeated and strided indices", f_index_select, 1, bc);
     gradcheck("index_select dim 1", f_index_select0, 1, bc);
+    gradcheck("index_select dim 1, repeated and strided indices", f_index_select0s, 1, bc);
     gradcheck("gather, repeated indices, strided index", f_gather, 1, bc);
     gradcheck("gather dim 1, smaller index", f_gather0, 1, bc);
     input mm1[2] = {{3, {2, 3, 5}, 1, 0, 0}, {2, {5, 4}, 1, 0, 0}};

@@ -1201,6 +1201,19 @@ static void sdpa_run(const sdpa_case *c, int use_ref, int poison)
     if (got != want) printf("  %s: %lld empty rows, want %lld\n", d, (long long)got, (long long)want);
     CHECK("sdpa counts the rows with no visible key", got == want);
 
+    if (!use_ref && !c->weights && poison == P_NONE) {
+        /* asking for the weights takes the tiled kernel: a path's small-shape
+           kernel (kn->sdpa_head) must give its bits */
+        float *o1 = malloc((size_t)no * sizeof(float) + 4);
+        memcpy(o1, a.out, (size_t)no * sizeof(float));
+        a.weights = malloc((size_t)nw * sizeof(float) + 4);
+        tk_sdpa(&a);
+        free(a.weights);
+        a.weights = NULL;
+        CHECK("sdpa: the small-shape path gives the tiled kernel's bits",
+              memcmp(o1, a.out, (size_t)no * sizeof(float)) == 0);
+        free(o1);
+    }
     if (!use_ref) {   /* 1 vs N threads */
         float *o1 = malloc((size_t)no * sizeof(float) + 4);
         memcpy(o1, a.out, (size_t)no * sizeof(float));
@@ -1290,6 +1303,39 @@ static void test_sdpa(int use_ref)
     };
     for (size_t i = 0; i < sizeof nf / sizeof nf[0]; i++)
         for (int p = P_Q_NAN; p < P_COUNT; p++) sdpa_run(&nf[i], use_ref, p);
+}
+
+/* Small shapes (N <= 64, Dh, Dv <= 16, no weights: a path's kn->sdpa_head)
+   on every path, against float64, bit-identical to the tiled kernel (see
+   sdpa_run); with non-finite inputs the tiled kernel takes the odd heads.
+   Run last: the inputs drawn before stay as they were. */
+static void test_sdpa_small(void)
+{
+    static const sdpa_case cs[] = {
+        /* B Hq Hkv Nq  Nk   Dh  Dv causal mask w layout scale */
+        { 2, 4, 2, 64, 64, 16, 16, 1, 0, 0, 1, 0 },             /* the lesson model's, GQA */
+        { 1, 2, 2, 37, 64, 16, 16, 1, 0, 0, 0, 0 },             /* causal Nq < Nk */
+        { 1, 2, 2, 64, 37, 16, 16, 1, 0, 0, 1, 0 },             /* causal Nq > Nk: empty rows */
+        { 2, 3, 1, 33, 50, 13, 9, 0, 1, 0, 1, 0 },              /* MQA, K d-outer, masked row */
+        { 1, 2, 2, 64, 64, 16, 16, 1, 2, 0, 0, 0 },             /* mask + causal */
+        { 1, 1, 1, 5, 64, 16, 7, 0, 4, 0, 0, 0 },               /* mask transposed view */
+        { 3, 1, 1, 64, 64, 1, 16, 1, 3, 0, 1, 0.5f },           /* Dh 1, key padding */
+        { 1, 1, 1, 1, 1, 16, 16, 0, 0, 0, 0, 0 },
+        { 1, 2, 2, 65, 65, 16, 16, 1, 0, 0, 0, 0 },             /* just too big: tiled */
+    };
+    static const sdpa_case nf[] = {
+        { 1, 2, 1, 64, 64, 16, 16, 1, 0, 0, 1, 0 },
+        { 2, 2, 2, 9, 30, 16, 5, 0, 1, 0, 0, 0 },
+    };
+    static const char *paths[] = { "avx512", "avx2", "scalar" };
+    for (int p = 0; p < 3; p++) {
+        if (!tk_simd_force(paths[p])) continue;
+        path_now = paths[p];
+        for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) sdpa_run(&cs[i], 0, P_NONE);
+        for (size_t i = 0; i < sizeof nf / sizeof nf[0]; i++)
+            for (int q = P_Q_NAN; q < P_COUNT; q++) sdpa_run(&nf[i], 0, q);
+    }
+    tk_simd_force(NULL);
 }
 
 /* ===== Threads ===== */
@@ -1402,5 +1448,6 @@ int main(void)
         /* A [[1,2,3],[4,5,6]], B^T stored: B = [[1,2],[0,0.5],[-1,3]] */
         CHECK("gemm_ref", c[0] == -2.0f && c[1] == 12.0f && c[2] == -2.0f && c[3] == 28.5f);
     }
+    test_sdpa_small();
     return check_report();
 }

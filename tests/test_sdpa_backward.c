@@ -418,6 +418,17 @@ static void run_case(const tcase *c, int with_ref)
     CHECK(m, zero);
     snprintf(m, sizeof m, "%s: 1, 2, 3 threads bit-identical", descr);
     CHECK(m, grads_same(&r[0], &r[1], c) && grads_same(&r[0], &r[2], c));
+    if (tk_sdpa_small_fits(tk_kern_now(), c->Nq, c->Nk, c->Dh, c->Dv, 1)) {
+        grads t;
+        grads_alloc(&t, c);
+        int pads;
+        tk_sdpa_small(0);
+        grads_run(&p, &t, 0, c, &pads);
+        tk_sdpa_small(1);
+        snprintf(m, sizeof m, "%s: the small-shape kernel gives the tiled kernel's bits", descr);
+        CHECK(m, grads_same(&r[0], &t, c));
+        grads_free(&t);
+    }
     if (with_ref) {
         grads f;
         grads_alloc(&f, c);
@@ -451,6 +462,14 @@ static const tcase cases[] = {
     { 1, 1, 1,1100,1100, 32, 32, 1, M_NONE,   0 },   /* five key chunks over four lanes */
     { 2, 4, 2, 600, 600, 16, 16, 1, M_NONE,   1 },   /* three lanes summed into strided dq; GQA */
     { 1, 2, 2,  70,  70,  5,  7, 1, M_NONE,   1 },   /* odd head sizes, strided */
+    /* small shapes (N <= 64, Dh, Dv <= 16): the path's kn->sdpa_bwd_head */
+    { 2, 4, 2,  64,  64, 16, 16, 1, M_NONE,   1 },   /* the lesson model's, GQA, strided */
+    { 1, 2, 2,  37,  64, 16, 16, 1, M_NONE,   0 },   /* causal Nq < Nk */
+    { 1, 4, 1,  64,  37, 13,  9, 1, M_NONE,   1 },   /* Nq > Nk: empty rows; MQA, odd sizes */
+    { 2, 2, 2,  33,  50, 16, 16, 0, M_RAND,   1 },
+    { 1, 2, 1,  64,  64, 16, 16, 0, M_UPLEFT, 0 },
+    { 1, 2, 2,  64,  63, 16, 16, 1, M_RAND,   0 },   /* causal and a mask */
+    { 2, 2, 2,   5,  64,  8, 16, 0, M_KEYPAD, 0 },
 };
 
 int main(void)

@@ -545,13 +545,267 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
     for (; i < n; i++) o[i] = m[i] ? v : x[i * sx];   /* leftovers: a select, same result */
 }
 
+/* ===== sdpa at small shapes =====
+   One (b, h) head whole when Nq, Nk <= SDPA_SMALL_N and Dh, Dv <= 16 (a
+   key or value row is one vector): K^T (16 x 64) sits in L1, a score row
+   in 4 registers, and nothing is packed. Every sum is the tiled kernel's
+   (sdpa.c) in its order, so the bits are too: a score is the fma chain
+   over d from 0 of (scale q_d) k_d, as its micro-kernel does on the scaled
+   Q sliver; row_max and exp_sum are the ones it calls (its exp_sum, as
+   this path has no sdpa_exp_sum); an output is the fma chain over keys j
+   in order of p_j v_j (hidden keys have p = 0 and add exact zeros), times
+   1 / sum. Returns the rows with no visible key, or -1 when a row has a
+   non-finite score or sum: the caller then runs the tiled kernel on the
+   head, which handles such rows as the formula does. */
+#define SDPA_SMALL_N 64
+#define SDPA_SMALL_ROWS 8     /* output rows a P V pass carries: 8 fma chains */
+
+/* Rows xa and xb (elements x[d * xs], times mul) dotted with the keys of
+   kt (Dn rows of W keys): 8 fma chains over d from 0, the micro-kernel's
+   order; chunks of 16 keys from lim on are left zero. */
+static TARGET inline __attribute__((always_inline)) void
+dot2(const float *xa, const float *xb, int64_t xs, float mul, int64_t Dn, const float *kt,
+     int64_t lim, float *sa, float *sb)
+{
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, e0 = c0, e1 = c0, e2 = c0, e3 = c0;
+    for (int64_t d = 0; d < Dn && lim > 0; d++) {
+        __m512 ya = _mm512_set1_ps(xa[d * xs] * mul), yb = _mm512_set1_ps(xb[d * xs] * mul);
+        const float *kd = kt + d * SDPA_SMALL_N;
+        __m512 k0 = _mm512_load_ps(kd);
+        c0 = _mm512_fmadd_ps(ya, k0, c0); e0 = _mm512_fmadd_ps(yb, k0, e0);
+        if (lim > 16) {
+            __m512 k1 = _mm512_load_ps(kd + 16);
+            c1 = _mm512_fmadd_ps(ya, k1, c1); e1 = _mm512_fmadd_ps(yb, k1, e1);
+        }
+        if (lim > 32) {
+            __m512 k2 = _mm512_load_ps(kd + 32);
+            c2 = _mm512_fmadd_ps(ya, k2, c2); e2 = _mm512_fmadd_ps(yb, k2, e2);
+        }
+        if (lim > 48) {
+            __m512 k3 = _mm512_load_ps(kd + 48);
+            c3 = _mm512_fmadd_ps(ya, k3, c3); e3 = _mm512_fmadd_ps(yb, k3, e3);
+        }
+    }
+    _mm512_store_ps(sa, c0); _mm512_store_ps(sa + 16, c1);
+    _mm512_store_ps(sa + 32, c2); _mm512_store_ps(sa + 48, c3);
+    _mm512_store_ps(sb, e0); _mm512_store_ps(sb + 16, e1);
+    _mm512_store_ps(sb + 32, e2); _mm512_store_ps(sb + 48, e3);
+}
+
+/* o[r] = the fma chain from 0 over steps t in [t0, t1), in order, of
+   c[r * cr + t * ct] times row t of x (x + t * xs, lanes kv), r < 8 */
+static TARGET inline __attribute__((always_inline)) void
+acc8(const float *c, int64_t cr, int64_t ct, int64_t t0, int64_t t1, const float *x, int64_t xs,
+     __mmask16 kv, __m512 *o)
+{
+#pragma GCC unroll 8
+    for (int r = 0; r < SDPA_SMALL_ROWS; r++) o[r] = _mm512_setzero_ps();
+    for (int64_t t = t0; t < t1; t++) {
+        __m512 xt = _mm512_maskz_loadu_ps(kv, x + t * xs);
+#pragma GCC unroll 8
+        for (int r = 0; r < SDPA_SMALL_ROWS; r++)
+            o[r] = _mm512_fmadd_ps(_mm512_set1_ps(c[r * cr + t * ct]), xt, o[r]);
+    }
+}
+
+static TARGET int64_t sdpa_head(const tk_sdpa_args *a, int64_t b, int64_t h)
+{
+    enum { W = SDPA_SMALL_N, R = SDPA_SMALL_ROWS };
+    int64_t hk = h / (a->Hq / a->Hkv), Nq = a->Nq, Nk = a->Nk, Dh = a->Dh, off = Nk - Nq;
+    int64_t bh = b * a->Hq + h, empty = 0;
+    const float *Q = a->q + b * a->qs_b + h * a->qs_h;
+    const float *K = a->k + b * a->ks_b + hk * a->ks_h, *V = a->v + b * a->vs_b + hk * a->vs_h;
+    const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h : NULL;
+    __attribute__((aligned(64))) float kt[16 * W], vr[W * 16], P[R * W];
+    __mmask16 kv = tail_mask(a->Dv);
+
+    /* K^T, Dh rows of W keys; keys from Nk on are zeros (never read) */
+    if (Dh == 16 && a->ks_d == 1) {
+        for (int64_t j0 = 0; j0 < W; j0 += 16) {
+            int rows = Nk - j0 < 0 ? 0 : Nk - j0 < 16 ? (int)(Nk - j0) : 16;
+            tr16(K + (rows ? j0 * a->ks_n : 0), a->ks_n, rows, kt + j0, W, 0xffff);
+        }
+    } else {
+        for (int64_t d = 0; d < Dh; d++)
+            for (int64_t j = 0; j < W; j++) kt[d * W + j] = j < Nk ? K[j * a->ks_n + d * a->ks_d] : 0.0f;
+    }
+    /* V rows: in place when their elements are adjacent */
+    const float *vrow = V;
+    int64_t vst = a->vs_n;
+    if (a->vs_d != 1) {
+        for (int64_t j = 0; j < Nk; j++)
+            for (int64_t e = 0; e < a->Dv; e++) vr[j * 16 + e] = V[j * a->vs_n + e * a->vs_d];
+        vrow = vr; vst = 16;
+    }
+
+    for (int64_t i0 = 0; i0 < Nq; i0 += R) {
+        int nr = Nq - i0 < R ? (int)(Nq - i0) : R;
+        float inv[R];
+        int64_t jb = 0;                         /* keys any row of the block sees */
+        int64_t lims[R];
+        for (int r = 0; r < R; r++) {
+            int64_t i = i0 + r, lim = Nk;
+            if (a->causal) lim = i + off + 1 < 0 ? 0 : i + off + 1 < Nk ? i + off + 1 : Nk;
+            lims[r] = r < nr ? lim : 0;
+        }
+        /* scores, two rows at a time: 4 chunks of 16 keys each, 8 fma chains */
+        __attribute__((aligned(64))) float S[R * W];
+        for (int r = 0; r < R; r += 2) {
+            const float *qa = Q + (i0 + r) * a->qs_n, *qb = r + 1 < nr ? qa + a->qs_n : qa;
+            dot2(qa, qb, a->qs_d, a->scale, Dh, kt, lims[r + 1] > lims[r] ? lims[r + 1] : lims[r],
+                 S + r * W, S + (r + 1) * W);
+        }
+        /* mask and softmax, row by row: P = exp(S - max), zero from lim on */
+        for (int r = 0; r < R; r++) {
+            float *s = S + r * W, *p = P + r * W;
+            int64_t i = i0 + r, lim = lims[r], visible = lim, z = 0;   /* p is zero from z on */
+            inv[r] = -1.0f;                     /* the row's output is zeros */
+            if (M)
+                for (int64_t j = 0; j < lim; j++)
+                    if (!M[i * a->ms_q + j * a->ms_k]) { s[j] = -INFINITY; visible--; }
+            if (visible > 0) {
+                float m = row_max(lim, s);
+                if (!(m > -INFINITY && m < INFINITY)) return -1;
+                float sum = exp_sum(lim, s, m, p);
+                if (sum != sum) return -1;
+                inv[r] = 1.0f / sum;
+                if (a->lse) a->lse[bh * Nq + i] = m + logf(sum);
+                z = lim;
+                jb = lim > jb ? lim : jb;
+            } else if (r < nr) {
+                if (a->lse) a->lse[bh * Nq + i] = -INFINITY;
+                empty++;
+            }
+            for (int64_t j = z & ~(int64_t)15; j < W; j += 16)
+                _mm512_store_ps(p + j, _mm512_maskz_load_ps(tail_mask(z - j > 0 ? z - j : 0), p + j));
+        }
+        /* O = P V over the block's keys, R rows at a time */
+        __m512 o[R];
+        acc8(P, W, 1, 0, jb, vrow, vst, kv, o);
+        for (int r = 0; r < nr; r++)
+            _mm512_mask_storeu_ps(a->out + (bh * Nq + i0 + r) * a->Dv, kv, inv[r] < 0.0f ? _mm512_setzero_ps()
+                                  : _mm512_mul_ps(_mm512_set1_ps(inv[r]), o[r]));
+    }
+    return empty;
+}
+
+/* n rows (row stride rs, element stride cs, Dn elements) into 16-float
+   rows at dst, zero padded; returns a NaN when an element is not finite */
+static TARGET float rows16(float *dst, const float *src, int64_t n, int64_t rs, int64_t cs, int64_t Dn)
+{
+    __mmask16 k = tail_mask(Dn);
+    __m512 chk = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i++) {
+        __m512 x;
+        if (cs == 1) x = _mm512_maskz_loadu_ps(k, src + i * rs);
+        else {
+            __attribute__((aligned(64))) float t[16] = { 0 };
+            for (int64_t d = 0; d < Dn; d++) t[d] = src[i * rs + d * cs];
+            x = _mm512_load_ps(t);
+        }
+        _mm512_store_ps(dst + i * 16, x);
+        chk = _mm512_add_ps(chk, _mm512_sub_ps(x, x));   /* x - x: NaN for inf and NaN */
+    }
+    return _mm512_reduce_add_ps(chk);
+}
+
+/* The backward of one kv head (b, hk) and its group of query heads whole,
+   at sdpa_head's shapes: S and dP two rows at a time, P and dS row by row,
+   dQ eight rows and dK, dV eight keys at a time, nothing packed. Every sum
+   is the tiled kernel's (sdpa_backward.c) in its order: S, dP and dQ are
+   fma chains over d, e and keys from 0, dV and dK chains over query rows
+   added to the head's sum of the group's earlier heads; the terms either
+   skips are exact zeros (hidden P and dS times finite rows). Returns -1
+   when an input is not finite (the tiled kernel then takes the head), else 0. */
+static TARGET int sdpa_bwd_head(const tk_sdpa_bwd_args *a, const float *Drow, int64_t b, int64_t hk)
+{
+    enum { W = SDPA_SMALL_N, R = SDPA_SMALL_ROWS };
+    int64_t G = a->Hq / a->Hkv, Nq = a->Nq, Nk = a->Nk, Dh = a->Dh, Dv = a->Dv, off = Nk - Nq;
+    __attribute__((aligned(64))) float kr[W * 16], vr[W * 16], kt[16 * W], vt[16 * W];
+    __attribute__((aligned(64))) float qr[W * 16], dor[W * 16], S[W * W], DS[W * W];
+    __attribute__((aligned(64))) float gk[W * 16] = { 0 }, gv[W * 16] = { 0 };
+    __mmask16 kh = tail_mask(Dh), kv = tail_mask(Dv);
+    const float *K = a->k + b * a->ks_b + hk * a->ks_h, *V = a->v + b * a->vs_b + hk * a->vs_h;
+    float chk = rows16(kr, K, Nk, a->ks_n, a->ks_d, Dh) + rows16(vr, V, Nk, a->vs_n, a->vs_d, Dv);
+    if (chk != chk) return -1;
+    for (int64_t j0 = 0; j0 < W; j0 += 16) {     /* K^T, V^T: 16 rows of W keys */
+        int rows = Nk - j0 < 0 ? 0 : Nk - j0 < 16 ? (int)(Nk - j0) : 16;
+        tr16(kr + j0 * 16, 16, rows, kt + j0, W, 0xffff);
+        tr16(vr + j0 * 16, 16, rows, vt + j0, W, 0xffff);
+    }
+    for (int64_t h = hk * G; h < hk * G + G; h++) {
+        int64_t row0 = (b * a->Hq + h) * Nq, lim[W + 1];
+        chk = rows16(qr, a->q + b * a->qs_b + h * a->qs_h, Nq, a->qs_n, a->qs_d, Dh)
+            + rows16(dor, a->dout + b * a->dos_b + h * a->dos_h, Nq, a->dos_n, a->dos_d, Dv);
+        for (int64_t i = 0; i < Nq; i++) {
+            float lse = a->lse[row0 + i], D = Drow[row0 + i];
+            chk += D - D + (lse == -INFINITY ? 0.0f : lse - lse);
+            lim[i] = !a->causal ? Nk : i + off + 1 < 0 ? 0 : i + off + 1 < Nk ? i + off + 1 : Nk;
+            if (lse == -INFINITY) lim[i] = 0;     /* no visible key: no gradient */
+        }
+        if (chk != chk) return -1;
+        lim[Nq] = 0;
+        /* S = (scale Q) K^T and dP = dO V^T, two rows at a time */
+        for (int64_t i = 0; i < Nq; i += 2) {
+            int64_t l = lim[i + 1] > lim[i] ? lim[i + 1] : lim[i];
+            const float *qb = i + 1 < Nq ? qr + 16 : qr;
+            dot2(qr + i * 16, qb + i * 16, 1, a->scale, Dh, kt, l, S + i * W, S + (i + 1) * W);
+            const float *ob = i + 1 < Nq ? dor + 16 : dor;
+            dot2(dor + i * 16, ob + i * 16, 1, 1.0f, Dv, vt, l, DS + i * W, DS + (i + 1) * W);
+        }
+        /* P = exp(S - lse) where visible, dS = scale P (dP - D); zeros past lim */
+        const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h : NULL;
+        for (int64_t i = 0; i < Nq; i++) {
+            float *p = S + i * W, *ds = DS + i * W;
+            int64_t l = lim[i];
+            if (M)
+                for (int64_t j = 0; j < l; j++) if (!M[i * a->ms_q + j * a->ms_k]) p[j] = -INFINITY;
+            if (l > 0) exp_sum(l, p, a->lse[row0 + i], p);
+            __m512 vsc = _mm512_set1_ps(a->scale), vd = _mm512_set1_ps(Drow[row0 + i]);
+            for (int64_t j = 0; j < W; j += 16) {
+                __mmask16 k = tail_mask(l - j > 0 ? l - j : 0);
+                __m512 pj = _mm512_maskz_load_ps(k, p + j);
+                _mm512_store_ps(p + j, pj);
+                _mm512_store_ps(ds + j, _mm512_maskz_mul_ps(k, _mm512_mul_ps(vsc, pj),
+                                                             _mm512_sub_ps(_mm512_load_ps(ds + j), vd)));
+            }
+        }
+        /* dQ = dS K, eight rows at a time */
+        for (int64_t i0 = 0; i0 < Nq; i0 += R) {
+            int64_t l = 0;
+            for (int64_t i = i0; i < i0 + R && i < Nq; i++) l = lim[i] > l ? lim[i] : l;
+            __m512 o[R];
+            acc8(DS + i0 * W, W, 1, 0, l, kr, 16, kh, o);
+            for (int r = 0; r < R && i0 + r < Nq; r++)
+                _mm512_mask_storeu_ps(a->dq + b * a->dqs_b + h * a->dqs_h + (i0 + r) * a->dqs_n, kh, o[r]);
+        }
+        /* dV += P^T dO, dK += dS^T Q, eight keys at a time over the rows that see them */
+        for (int64_t j0 = 0; j0 < Nk; j0 += R) {
+            int64_t i1 = a->causal && j0 - off > 0 ? j0 - off : 0;
+            __m512 o[R];
+            acc8(S + j0, 1, W, i1, Nq, dor, 16, kv, o);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) _mm512_store_ps(gv + (j0 + r) * 16, _mm512_add_ps(_mm512_load_ps(gv + (j0 + r) * 16), o[r]));
+            acc8(DS + j0, 1, W, i1, Nq, qr, 16, kh, o);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; r++) _mm512_store_ps(gk + (j0 + r) * 16, _mm512_add_ps(_mm512_load_ps(gk + (j0 + r) * 16), o[r]));
+        }
+    }
+    for (int64_t j = 0; j < Nk; j++) {
+        _mm512_mask_storeu_ps(a->dk + b * a->dks_b + hk * a->dks_h + j * a->dks_n, kh, _mm512_load_ps(gk + j * 16));
+        _mm512_mask_storeu_ps(a->dv + b * a->dvs_b + hk * a->dvs_h + j * a->dvs_n, kv, _mm512_load_ps(gv + j * 16));
+    }
+    return 0;
+}
+
 const tk_kern tk_kern_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
     .row_max = row_max, .exp_sum = exp_sum, .exp_sum_next = exp_sum_next, .scale = scale,
     .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
-    .ew_masked_fill = ew_masked_fill,
+    .ew_masked_fill = ew_masked_fill, .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N,
+    .sdpa_bwd_head = sdpa_bwd_head,
 };
 
 #else

@@ -224,6 +224,14 @@ typedef struct tk_sdpa_bwd_args {
 int tk_sdpa_backward(const tk_sdpa_bwd_args *a);
 int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *a);
 
+/* Whether a head of these sizes goes to the path's small-shape sdpa kernel
+   (kn->sdpa_head, or kn->sdpa_bwd_head when backward); tk_sdpa_small(0)
+   sends every head to the tiled kernels, as tests do to compare the two
+   bit for bit (1, the default, restores). */
+struct tk_kern;
+int tk_sdpa_small_fits(const struct tk_kern *kn, int64_t Nq, int64_t Nk, int64_t Dh, int64_t Dv, int backward);
+void tk_sdpa_small(int on);
+
 /* ===== Dispatch control (tests and benchmarks) ===== */
 
 /* "avx512", "avx2" or "scalar": the path the dispatchers use now. */
@@ -300,6 +308,15 @@ typedef struct tk_kern {
     /* optional, sdpa: exp_sum for x <= m (scores less their max); results
        below 1e-38 may flush to 0, which no row sum can see */
     float (*sdpa_exp_sum)(int64_t n, const float *x, float m, float *y);
+    /* optional, sdpa at small shapes (Nq, Nk <= sdpa_small_n, Dh, Dv <= 16,
+       no weights): head (b, h) whole, the tiled kernel's bits; returns its
+       rows with no visible key, or -1: run the tiled kernel on it */
+    int64_t (*sdpa_head)(const tk_sdpa_args *a, int64_t b, int64_t h);
+    int64_t sdpa_small_n;
+    /* optional, the backward at those shapes: kv head (b, hk) and its group
+       whole, the tiled kernel's bits (D: rowsum(dO o O) per query row, a
+       with its layouts filled in); 0, or -1: run the tiled kernel on it */
+    int (*sdpa_bwd_head)(const tk_sdpa_bwd_args *a, const float *D, int64_t b, int64_t hk);
 } tk_kern;
 
 /* Micro-kernel operands: A (mc x kc, any strides) as mr-row slivers, B

@@ -88,6 +88,7 @@ typedef struct sdpa_job {
     int64_t G, off, bq, bk, nqb;
     int64_t dvp;                 /* Dv rounded up to nr */
     uint64_t call;
+    int small;                   /* a task is a head, done by kn->sdpa_head */
     int64_t *empty;              /* per task */
     int failed;
 } sdpa_job;
@@ -129,6 +130,10 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         kn->sdpa_exp_sum ? kn->sdpa_exp_sum : kn->exp_sum;
     int64_t bh = task / J->nqb, r = task % J->nqb;
     int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / J->G;
+    if (J->small) {
+        int64_t e = kn->sdpa_head(a, b, h);
+        if (e >= 0) { J->empty[task] = e; return; }
+    }
     /* causal: pair early and late query blocks so contiguous ranges balance */
     int64_t qb = !a->causal ? r : (r % 2 == 0 ? r / 2 : J->nqb - 1 - r / 2);
     int64_t i0 = qb * J->bq, nq = a->Nq - i0 < J->bq ? a->Nq - i0 : J->bq;
@@ -288,6 +293,19 @@ static void sdpa_range(void *ctx, int64_t begin, int64_t end)
     for (int64_t t = begin; t < end; t++) sdpa_task(ctx, t);
 }
 
+static int small_on = 1;
+
+void tk_sdpa_small(int on)
+{
+    small_on = on;
+}
+
+int tk_sdpa_small_fits(const tk_kern *kn, int64_t Nq, int64_t Nk, int64_t Dh, int64_t Dv, int backward)
+{
+    return small_on && (backward ? kn->sdpa_bwd_head != NULL : kn->sdpa_head != NULL)
+           && Nq <= kn->sdpa_small_n && Nk <= kn->sdpa_small_n && Dh <= 16 && Dv <= 16;
+}
+
 int64_t tk_sdpa(const tk_sdpa_args *a)
 {
     if (a->B <= 0 || a->Hq <= 0 || a->Nq <= 0) return 0;
@@ -297,8 +315,9 @@ int64_t tk_sdpa(const tk_sdpa_args *a)
         return a->B * a->Hq * a->Nq;
     }
     const tk_kern *kn = tk_kern_now();
-    sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, NULL, 0 };
-    J.bq = BQ_ROWS / kn->mr * kn->mr;      /* whole slivers */
+    sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, 0, NULL, 0 };
+    J.small = !a->weights && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 0);
+    J.bq = J.small ? a->Nq : BQ_ROWS / kn->mr * kn->mr;   /* a head, or whole slivers */
     J.nqb = (a->Nq + J.bq - 1) / J.bq;
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
     J.call = ++sdpa_calls;

@@ -133,6 +133,7 @@ typedef struct bwd_job {
     int64_t bqp, bkp, dhp, dvp;  /* BQ and BK rounded up to mr, Dh and Dv to nr */
     const float *D;              /* [B, Hq, Nq]: rowsum(dO∘O) */
     float *lane;                 /* lanes 1 .. L-1, each [B, Hq, Nq, Dh] */
+    int small;                   /* kn->sdpa_bwd_head takes a task's kv head first */
     int failed;
 } bwd_job;
 
@@ -343,6 +344,7 @@ static void task_range(void *ctx, int64_t begin, int64_t end)
         int64_t bhk = t / J->lanes, l = t % J->lanes, b = bhk / a->Hkv, hk = bhk % a->Hkv;
         int64_t Dh = a->Dh, Nq = a->Nq, size = a->B * a->Hq * Nq * Dh;
         dq_dst dq = { a->dq, a->dqs_b, a->dqs_h, a->dqs_n };
+        if (J->small && J->kn->sdpa_bwd_head(a, J->D, b, hk) == 0) continue;
         if (l > 0) dq = (dq_dst){ J->lane + (l - 1) * size, a->Hq * Nq * Dh, Nq * Dh, Dh };
         for (int64_t h = hk * J->G; h < hk * J->G + J->G; h++)
             for (int64_t i = 0; i < Nq; i++)
@@ -351,17 +353,34 @@ static void task_range(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* D[r] = rowsum(dO∘O), float64 sums. */
+/* D[r] = rowsum(dO∘O), float64 sums in order of e; four rows of a head at
+   a time, so four sums are under way at once. */
 static void d_range(void *ctx, int64_t begin, int64_t end)
 {
     bwd_job *J = ctx;
     const tk_sdpa_bwd_args *a = J->a;
     float *D = (float *)J->D;
-    for (int64_t r = begin; r < end; r++) {
-        const float *go = dout_row(a, r / a->Nq / a->Hq, r / a->Nq % a->Hq, r % a->Nq);
-        double d = 0.0;
-        for (int64_t e = 0; e < a->Dv; e++) d += (double)go[e * a->dos_d] * (double)a->out[r * a->Dv + e];
-        D[r] = (float)d;
+    int64_t Dv = a->Dv, sd = a->dos_d, sn = a->dos_n;
+    for (int64_t r = begin; r < end;) {
+        int64_t bh = r / a->Nq, i = r % a->Nq, n = a->Nq - i < end - r ? a->Nq - i : end - r;
+        const float *go = dout_row(a, bh / a->Hq, bh % a->Hq, i), *o = a->out + r * Dv;
+        int64_t k = 0;
+        for (; k + 4 <= n; k += 4) {
+            double d0 = 0.0, d1 = 0.0, d2 = 0.0, d3 = 0.0;
+            for (int64_t e = 0; e < Dv; e++) {
+                d0 += (double)go[k * sn + e * sd] * (double)o[k * Dv + e];
+                d1 += (double)go[(k + 1) * sn + e * sd] * (double)o[(k + 1) * Dv + e];
+                d2 += (double)go[(k + 2) * sn + e * sd] * (double)o[(k + 2) * Dv + e];
+                d3 += (double)go[(k + 3) * sn + e * sd] * (double)o[(k + 3) * Dv + e];
+            }
+            D[r + k] = (float)d0; D[r + k + 1] = (float)d1; D[r + k + 2] = (float)d2; D[r + k + 3] = (float)d3;
+        }
+        for (; k < n; k++) {
+            double d = 0.0;
+            for (int64_t e = 0; e < Dv; e++) d += (double)go[k * sn + e * sd] * (double)o[k * Dv + e];
+            D[r + k] = (float)d;
+        }
+        r += n;
     }
 }
 
@@ -408,6 +427,7 @@ int tk_sdpa_backward(const tk_sdpa_bwd_args *args)
     if (J.bkp < (BK + kn->mr - 1) / kn->mr * kn->mr) J.bkp = (BK + kn->mr - 1) / kn->mr * kn->mr;
     J.dhp = (a->Dh + kn->nr - 1) / kn->nr * kn->nr;
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
+    J.small = tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 1);   /* one key chunk: one lane */
     /* lanes: up to 4 (parallel work when there are few kv heads), fewer
        when their buffers would be big; never from the thread count */
     int64_t lane_bytes = rows * a->Dh * (int64_t)sizeof(float);

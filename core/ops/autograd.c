@@ -705,7 +705,25 @@ tt_status tt__bw_index(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     scratch w = {0};
     tt_tensor *z = slot(&w);
     if (z) kept(&w, z, tt_zeros(z, TT_FLOAT32, IN_SHAPE(n, 0)));
-    if (w.st == TT_OK) tt__index_add(z, n->args.d, B(n), n->op == TT_OP_GATHER, g);
+    if (w.st == TT_OK) {
+        const tt_tensor *ix = B(n);
+        if (n->op == TT_OP_INDEX_SELECT && n->args.d == 0 && g->dtype == TT_FLOAT32 && tt_is_contiguous(g)
+            && tt_is_contiguous(z)) {
+            /* an embedding's: g's row k added to z's row index[k], rows in
+               order, so every element sums in index_add's order */
+            int64_t rows = ix->shape[0], len = rows > 0 ? tt_numel(g) / rows : 0;
+            const int64_t *id = tt_data_i64(ix);
+            const float *gr = tt_data_f32(g);
+            float *zr = tt_data_f32(z);
+            for (int64_t k = 0; k < rows; k++) {
+                float *dst = zr + (id[k * ix->stride[0]] - 1) * len;
+                const float *src = gr + k * len;
+                for (int64_t c = 0; c < len; c++) dst[c] += src[c];
+            }
+        } else {
+            tt__index_add(z, n->args.d, ix, n->op == TT_OP_GATHER, g);
+        }
+    }
     give(&w, z, &gin[0]);
     return done(&w);
 }
