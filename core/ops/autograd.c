@@ -61,7 +61,7 @@ int tt_tensor_requires_grad(const tt_tensor *t) { return requires(t); }
 
 const tt_tensor *tt_grad(const tt_tensor *t)
 {
-    return t->ag && t->ag->grad.storage ? &t->ag->grad : NULL;
+    return t->ag && t->ag->grad && t->ag->grad->storage ? t->ag->grad : NULL;
 }
 
 tt_status tt_set_grad(tt_tensor *t, const tt_tensor *g)
@@ -76,10 +76,12 @@ tt_status tt_set_grad(tt_tensor *t, const tt_tensor *g)
         if (!g) return TT_OK;
         if (!(t->ag = tt__ag_new())) return out_of_memory("grad", "");
     }
-    tt_tensor_release(&t->ag->grad);
+    if (t->ag->grad) tt_tensor_release(t->ag->grad);
     if (g) {
-        tt__view_of(&t->ag->grad, g);
-        t->ag->grad.label = g->label;
+        tt_tensor *slot = tt__ag_grad_slot(t->ag);
+        if (!slot) return out_of_memory("grad", "");
+        tt__view_of(slot, g);
+        slot->label = g->label;
     }
     return TT_OK;
 }
@@ -799,7 +801,12 @@ static tt_status accumulate_leaf(tt_autograd *r, tt_tensor *g)
     }
     for (int i = 0; i < TT_MAX_DIMS; i++) g->names[i] = NULL;
     g->label = NULL;
-    return accumulate(&r->grad, g);
+    tt_tensor *slot = tt__ag_grad_slot(r);
+    if (!slot) {
+        tt_tensor_release(g);
+        return out_of_memory("backward", "");
+    }
+    return accumulate(slot, g);
 }
 
 /* The nodes reachable from root, each once, in *list (malloc'd); pending

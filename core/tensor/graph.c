@@ -99,6 +99,12 @@ tt_autograd *tt__ag_new(void)
     return r;
 }
 
+tt_tensor *tt__ag_grad_slot(tt_autograd *r)
+{
+    if (r->grad == NULL && (r->grad = graph_alloc(sizeof *r->grad)) != NULL) memset(r->grad, 0, sizeof *r->grad);
+    return r->grad;
+}
+
 tt__node *tt__node_new(tt_op op, const tt_tensor *const *in, int nin, int nsaved, const tt_tensor *out)
 {
     size_t dims = (size_t)out->ndim;
@@ -172,7 +178,10 @@ void tt__node_release(tt__node *n)
 void tt__ag_release(tt_autograd *r)
 {
     if (r == NULL || --r->refs > 0) return;
-    tt_tensor_release(&r->grad);
+    if (r->grad) {
+        tt_tensor_release(r->grad);
+        graph_free(r->grad, sizeof *r->grad);
+    }
     if (r->in_node) {
         tt__node_release(r->fn);        /* frees r with the node when none else holds it */
         return;
