@@ -167,6 +167,8 @@ struct tt__node {
     int nin, nsaved;
     size_t bytes;               /* the block's size, as counted in tt_graph_memory_in_use */
     tt_tensor *saved;           /* nsaved slots; those not saved are empty */
+    unsigned filled;            /* bit i: saved[i] may hold a tensor (the others are never read
+                                   when the node is freed: cold lines of a node made a cycle ago) */
     tt_autograd result;         /* the record of the op's result (one malloc a recorded op) */
     tt__agargs args;
     const char *const *out_names;   /* the output's dims: its gradient's in the trace */

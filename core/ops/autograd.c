@@ -147,6 +147,10 @@ static tt_status record_n(tt_tensor *out, tt_op op, const tt_tensor *const *in, 
     tt__node *n = tt__node_new(op, in, n_in, saved_slots(saves), out);
     if (!n) return no_room(out, op);
     if (args) n->args = *args;
+    /* slots a, b, out, c as the row saves them; an extra-saving op's front-end may fill any */
+    n->filled = saves & TT__SAVE_EXTRA ? (1u << TT__AG_SAVED) - 1
+              : (saves & TT__SAVE_A ? 1u : 0) | (saves & TT__SAVE_B ? 2u : 0) | (saves & TT__SAVE_OUT ? 4u : 0)
+                | (saves & TT__SAVE_C ? 8u : 0);
     for (int i = 0; i < n_in; i++) {
         if (!requires(in[i]) || in[i]->dtype != TT_FLOAT32) continue;
         tt_autograd *ag = in[i]->ag;
