@@ -119,7 +119,8 @@ typedef struct tt_autograd {
     int refs;
     int requires_grad;
     int in_node;                /* the record of an op's result, inside its node's block: freed with it */
-    tt_tensor grad;             /* storage NULL until a backward reaches it */
+    tt_tensor *grad;            /* NULL until a backward reaches it (or tt_set_grad): out of
+                                   line, as an op's result (most records) never has one */
     tt__node *fn;               /* the op that made it; NULL for a leaf */
 } tt_autograd;
 
@@ -166,6 +167,8 @@ struct tt__node {
     int nin, nsaved;
     size_t bytes;               /* the block's size, as counted in tt_graph_memory_in_use */
     tt_tensor *saved;           /* nsaved slots; those not saved are empty */
+    unsigned filled;            /* bit i: saved[i] may hold a tensor (the others are never read
+                                   when the node is freed: cold lines of a node made a cycle ago) */
     tt_autograd result;         /* the record of the op's result (one malloc a recorded op) */
     tt__agargs args;
     const char *const *out_names;   /* the output's dims: its gradient's in the trace */
@@ -185,6 +188,9 @@ typedef tt_status (*tt__backward_fn)(const tt__node *n, const tt_tensor *g, tt_t
 /* A record (refs 1, the rest zero), counted as graph memory; NULL and
    tt__err on TT_ENOMEM or past the memory cap. */
 tt_autograd *tt__ag_new(void);
+/* r->grad, made empty (graph memory) when r has none; NULL and tt__err as
+   tt__ag_new. */
+tt_tensor *tt__ag_grad_slot(tt_autograd *r);
 /* A node for out = op(in[0..nin)) with nsaved empty slots: the edges'
    shapes, names and labels and out's names copied, the rest zero; its
    result record (refs 1, requires grad) holds the node's one reference.

@@ -61,7 +61,7 @@ int tt_tensor_requires_grad(const tt_tensor *t) { return requires(t); }
 
 const tt_tensor *tt_grad(const tt_tensor *t)
 {
-    return t->ag && t->ag->grad.storage ? &t->ag->grad : NULL;
+    return t->ag && t->ag->grad && t->ag->grad->storage ? t->ag->grad : NULL;
 }
 
 tt_status tt_set_grad(tt_tensor *t, const tt_tensor *g)
@@ -76,10 +76,12 @@ tt_status tt_set_grad(tt_tensor *t, const tt_tensor *g)
         if (!g) return TT_OK;
         if (!(t->ag = tt__ag_new())) return out_of_memory("grad", "");
     }
-    tt_tensor_release(&t->ag->grad);
+    if (t->ag->grad) tt_tensor_release(t->ag->grad);
     if (g) {
-        tt__view_of(&t->ag->grad, g);
-        t->ag->grad.label = g->label;
+        tt_tensor *slot = tt__ag_grad_slot(t->ag);
+        if (!slot) return out_of_memory("grad", "");
+        tt__view_of(slot, g);
+        slot->label = g->label;
     }
     return TT_OK;
 }
@@ -145,6 +147,10 @@ static tt_status record_n(tt_tensor *out, tt_op op, const tt_tensor *const *in, 
     tt__node *n = tt__node_new(op, in, n_in, saved_slots(saves), out);
     if (!n) return no_room(out, op);
     if (args) n->args = *args;
+    /* slots a, b, out, c as the row saves them; an extra-saving op's front-end may fill any */
+    n->filled = saves & TT__SAVE_EXTRA ? (1u << TT__AG_SAVED) - 1
+              : (saves & TT__SAVE_A ? 1u : 0) | (saves & TT__SAVE_B ? 2u : 0) | (saves & TT__SAVE_OUT ? 4u : 0)
+                | (saves & TT__SAVE_C ? 8u : 0);
     for (int i = 0; i < n_in; i++) {
         if (!requires(in[i]) || in[i]->dtype != TT_FLOAT32) continue;
         tt_autograd *ag = in[i]->ag;
@@ -817,7 +823,12 @@ static tt_status accumulate_leaf(tt_autograd *r, tt_tensor *g)
     }
     for (int i = 0; i < TT_MAX_DIMS; i++) g->names[i] = NULL;
     g->label = NULL;
-    return accumulate(&r->grad, g);
+    tt_tensor *slot = tt__ag_grad_slot(r);
+    if (!slot) {
+        tt_tensor_release(g);
+        return out_of_memory("backward", "");
+    }
+    return accumulate(slot, g);
 }
 
 /* The nodes reachable from root, each once, in *list (malloc'd); pending

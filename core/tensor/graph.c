@@ -18,22 +18,27 @@ static int64_t graph_bytes;
 
 int64_t tt_graph_memory_in_use(void) { return graph_bytes; }
 
-/* Freed blocks are kept for reuse, by size in steps of 64 bytes (at most
-   512 KiB a size, outside the cap's count as malloc's own free memory is;
-   a size each, so the blocks of a loop that ended never crowd out those
-   of the next: one shared budget made a recorded softmax run after a
-   recorded matmul loop 4x slower than alone): Lua
-   frees a collection cycle's dead results at once, and malloc sorting
-   them back into its bins (unlink_chunk, _int_malloc) took a third of a
-   recorded view's time (perf). The last block freed is the first reused,
-   still in cache. Under AddressSanitizer none is kept, so it sees every
-   use after free. */
+/* Freed blocks are kept for reuse, by size in steps of 64 bytes, outside
+   the cap's count as malloc's own free memory is: Lua frees a collection
+   cycle's dead results at once, and malloc sorting them back into its bins
+   (unlink_chunk, _int_malloc) took a third of a recorded view's time
+   (perf). The last block freed is the first reused, still in cache. A size
+   keeps up to the most of it that was ever in use at once (at least 512
+   KiB, at most 32 MiB), so the process never holds more than it once used,
+   and a loop's blocks never crowd out those of the next: one shared
+   budget made a recorded softmax run after a recorded matmul loop 4x
+   slower than alone, and a fixed 512 KiB a size kept a fifth of a recorded
+   softmax loop's nodes (a collection cycle frees about 3 MB of them), the
+   rest going back to malloc cold: 0.9 us an op against 0.5. Under
+   AddressSanitizer none is kept, so it sees every use after free. */
 #define KEEP_CLASSES 32                 /* blocks up to 2 KiB */
-#define KEEP_CLASS_BYTES ((int64_t)512 << 10)
+#define KEEP_MIN_BYTES ((int64_t)512 << 10)
+#define KEEP_MAX_BYTES ((int64_t)32 << 20)
 
 typedef struct kept_block { struct kept_block *next; } kept_block;
 static kept_block *kept[KEEP_CLASSES];
 static int64_t kept_bytes[KEEP_CLASSES];
+static int64_t live_bytes[KEEP_CLASSES], peak_bytes[KEEP_CLASSES];   /* in use, and its most */
 
 #if defined(__SANITIZE_ADDRESS__)
 #define KEEPING 0
@@ -59,7 +64,14 @@ static void *graph_alloc(size_t bytes)
         return NULL;
     }
     graph_bytes += (int64_t)sz;
+    if (idx < KEEP_CLASSES && (live_bytes[idx] += (int64_t)sz) > peak_bytes[idx]) peak_bytes[idx] = live_bytes[idx];
     return p;
+}
+
+static int64_t keep_budget(size_t idx)
+{
+    int64_t b = peak_bytes[idx];
+    return b < KEEP_MIN_BYTES ? KEEP_MIN_BYTES : b > KEEP_MAX_BYTES ? KEEP_MAX_BYTES : b;
 }
 
 static void graph_free(void *p, size_t bytes)
@@ -67,7 +79,8 @@ static void graph_free(void *p, size_t bytes)
     size_t sz = block_size(bytes), idx = sz / 64 - 1;
     tt__mem_release((int64_t)sz);
     graph_bytes -= (int64_t)sz;
-    if (KEEPING && idx < KEEP_CLASSES && kept_bytes[idx] + (int64_t)sz <= KEEP_CLASS_BYTES) {
+    if (idx < KEEP_CLASSES) live_bytes[idx] -= (int64_t)sz;
+    if (KEEPING && idx < KEEP_CLASSES && kept_bytes[idx] + (int64_t)sz <= keep_budget(idx)) {
         kept_block *b = p;
         b->next = kept[idx];
         kept[idx] = b;
@@ -97,6 +110,12 @@ tt_autograd *tt__ag_new(void)
         r->refs = 1;
     }
     return r;
+}
+
+tt_tensor *tt__ag_grad_slot(tt_autograd *r)
+{
+    if (r->grad == NULL && (r->grad = graph_alloc(sizeof *r->grad)) != NULL) memset(r->grad, 0, sizeof *r->grad);
+    return r->grad;
 }
 
 tt__node *tt__node_new(tt_op op, const tt_tensor *const *in, int nin, int nsaved, const tt_tensor *out)
@@ -137,7 +156,8 @@ tt__node *tt__node_new(tt_op op, const tt_tensor *const *in, int nin, int nsaved
 
 void tt__node_free_saved(tt__node *n)
 {
-    for (int i = 0; i < n->nsaved; i++) tt_tensor_release(&n->saved[i]);
+    for (int i = 0; i < n->nsaved; i++)
+        if (n->filled >> i & 1) tt_tensor_release(&n->saved[i]);
     if (n->operands) {
         for (int i = 0; i < n->nin; i++) tt_tensor_release(&n->operands[i]);
         free(n->operands);
@@ -172,7 +192,10 @@ void tt__node_release(tt__node *n)
 void tt__ag_release(tt_autograd *r)
 {
     if (r == NULL || --r->refs > 0) return;
-    tt_tensor_release(&r->grad);
+    if (r->grad) {
+        tt_tensor_release(r->grad);
+        graph_free(r->grad, sizeof *r->grad);
+    }
     if (r->in_node) {
         tt__node_release(r->fn);        /* frees r with the node when none else holds it */
         return;
