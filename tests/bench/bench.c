@@ -824,7 +824,7 @@ static void bench_sdpa_bwd(const char *py)
                 k, t.f.ks_b, t.f.ks_h, t.f.ks_n, t.f.ks_d,
                 v, t.f.vs_b, t.f.vs_h, t.f.vs_n, t.f.vs_d,
                 NULL, 0, 0, 0, 0,
-                1, t.f.scale, o, go, lse, dq, dk, dv,
+                1, t.f.scale, o, go, lse, dq, dk, dv, .layouts = 0,   /* contiguous */
             };
             t.b = b;
             long base = status_kib("VmRSS");
@@ -932,21 +932,21 @@ static const char *find_python(void)
 
 int main(int argc, char **argv)
 {
-    int all = argc < 2;
-    int want[8] = { 0 };
-    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "torch", "ew", "sdpabwd", "api" };
+    int want[8] = { 0 }, any = 0, no_torch = 0;
+    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "ew", "sdpabwd", "api" };
     const char *path = NULL;   /* path=avx2 (or scalar): run as if the CPU had no wider path */
     for (int i = 1; i < argc; i++) {
-        if (strncmp(argv[i], "path=", 5) == 0) { path = argv[i] + 5; all = argc < 3; continue; }
-        for (int s = 0; s < 8; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = 1;
+        if (strncmp(argv[i], "path=", 5) == 0) { path = argv[i] + 5; continue; }
+        if (strcmp(argv[i], "notorch") == 0) { no_torch = 1; continue; }   /* the PyTorch columns take minutes */
+        for (int s = 0; s < 7; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = any = 1;
     }
-    for (int s = 0; s < 8; s++) want[s] |= all;
+    for (int s = 0; s < 7; s++) want[s] |= !any;
     if (path && !tk_simd_force(path)) {
         fprintf(stderr, "bench: path=%s is not available on this CPU (avx512, avx2, scalar)\n", path);
         return 1;
     }
     openblas_load(path && strcmp(path, "avx2") == 0);
-    const char *py = (want[2] || want[3] || want[5] || want[6]) ? find_python() : NULL;
+    const char *py = !no_torch && (want[2] || want[3] || want[4] || want[5]) ? find_python() : NULL;
     time_t tm = time(NULL);
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&tm));
@@ -956,9 +956,9 @@ int main(int argc, char **argv)
     if (want[0]) bench_peak();
     if (want[1]) bench_gemm();
     if (want[2]) bench_softmax(py);
-    if (want[5]) bench_ew(py);
-    if (want[7]) bench_ops();
+    if (want[4]) bench_ew(py);
+    if (want[6]) bench_ops();
     if (want[3]) bench_sdpa(py);
-    if (want[6]) bench_sdpa_bwd(py);
+    if (want[5]) bench_sdpa_bwd(py);
     return 0;
 }
