@@ -213,6 +213,24 @@ void tt_canvas_line(tt_canvas *c, double x0, double y0, double x1, double y1,
         }
 }
 
+/* The x range of row py that segment p-q can reach: the part of the
+   segment within reach of the row, widened by reach and a pixel for
+   rounding. Outside it a pixel's coverage is 0, so a diagonal segment
+   visits a band along itself, not its bounding box. */
+static void segment_span(const double *p, const double *q, double py, double reach,
+                         double *xa, double *xb)
+{
+    double t0 = 0.0, t1 = 1.0;
+    const double dy = q[1] - p[1];
+    if (dy != 0.0) {
+        t0 = clamp01((py - reach - p[1]) / dy);
+        t1 = clamp01((py + reach - p[1]) / dy);
+    }
+    const double x0 = p[0] + t0 * (q[0] - p[0]), x1 = p[0] + t1 * (q[0] - p[0]);
+    *xa = fmin(x0, x1) - reach - 1.0;
+    *xb = fmax(x0, x1) + reach + 1.0;
+}
+
 void tt_canvas_polyline(tt_canvas *c, const double (*pt)[2], int n, double width, uint32_t rgb)
 {
     /* one blend a pixel, from its distance to the nearest segment: joints
@@ -229,8 +247,10 @@ void tt_canvas_polyline(tt_canvas *c, const double (*pt)[2], int n, double width
         for (int k = 0; k < nseg; k++) {
             const double *p = pt[k], *q = pt[n > 1 ? k + 1 : k];
             if (py < fmin(p[1], q[1]) - reach || py > fmax(p[1], q[1]) + reach) continue;
-            xa = fmin(xa, fmin(p[0], q[0]) - reach);
-            xb = fmax(xb, fmax(p[0], q[0]) + reach);
+            double sa, sb;
+            segment_span(p, q, py, reach, &sa, &sb);
+            xa = fmin(xa, sa);
+            xb = fmax(xb, sb);
         }
         if (xa > xb) continue;
         for (int x = imax((int)floor(xa), 0); x <= (int)ceil(xb) && x < c->w; x++) {
@@ -238,7 +258,10 @@ void tt_canvas_polyline(tt_canvas *c, const double (*pt)[2], int n, double width
             double d = 1e18;
             for (int k = 0; k < nseg; k++) {
                 const double *p = pt[k], *q = pt[n > 1 ? k + 1 : k];
-                if (py < fmin(p[1], q[1]) - reach || py > fmax(p[1], q[1]) + reach) continue;
+                /* a segment more than reach away along x or y cannot be the
+                   nearest one of a pixel it covers */
+                if (py < fmin(p[1], q[1]) - reach || py > fmax(p[1], q[1]) + reach ||
+                    px < fmin(p[0], q[0]) - reach || px > fmax(p[0], q[0]) + reach) continue;
                 const double dx = q[0] - p[0], dy = q[1] - p[1], len2 = dx * dx + dy * dy;
                 const double t = len2 > 0.0 ? clamp01(((px - p[0]) * dx + (py - p[1]) * dy) / len2) : 0.0;
                 d = fmin(d, hypot(px - (p[0] + t * dx), py - (p[1] + t * dy)));
@@ -282,9 +305,12 @@ void tt_canvas_round_rect(tt_canvas *c, int x, int y, int w, int h, int r,
     const double hx = w / 2.0 - r, hy = h / 2.0 - r;
     for (int yy = y; yy < y + h; yy++)
         for (int xx = x; xx < x + w; xx++) {
-            /* signed distance to the rounded box (negative inside) */
+            /* signed distance to the rounded box (negative inside); hypot(v, 0)
+               is v exactly, so only the corners pay for hypot */
             const double qx = fabs(xx + 0.5 - cx) - hx, qy = fabs(yy + 0.5 - cy) - hy;
-            const double out = hypot(fmax(qx, 0.0), fmax(qy, 0.0)) + fmin(fmax(qx, qy), 0.0) - r;
+            const double ox = fmax(qx, 0.0), oy = fmax(qy, 0.0);
+            const double len = ox == 0.0 ? oy : oy == 0.0 ? ox : hypot(ox, oy);
+            const double out = len + fmin(fmax(qx, qy), 0.0) - r;
             if (bw > 0) {
                 blend(c, xx, yy, border, clamp01(0.5 - out));
                 blend(c, xx, yy, fill, clamp01(0.5 - (out + bw)));
