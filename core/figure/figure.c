@@ -38,11 +38,12 @@ static int imin(int a, int b) { return a < b ? a : b; }
 static int want_vectors = 1;
 
 /* A fresh 2-4 MB canvas cost a page fault per 4 KiB on first touch (540
-   for a 1000x700 figure, a third of lesson 04's CPU time on a VM). So the
-   buffer of a freed canvas is kept for the next one, and new buffers are
-   whole 2 MiB blocks that ask Linux for transparent huge pages (faulted in
-   2 MiB at a time where THP is in "madvise" mode; a hint whose failure is
-   ignored). Under --max-memory nothing is kept: the cap sees every byte. */
+   for a 1000x700 figure, a third of lesson 04's CPU time on a VM). So
+   canvas buffers are whole 2 MiB blocks that ask Linux for transparent
+   huge pages (faulted in 2 MiB at a time where THP is in "madvise" mode; a
+   hint whose failure is ignored), and the buffer of a freed canvas is kept
+   for the next one, so that reuse does not hang on what malloc does with a
+   freed block. Under --max-memory nothing is kept: the cap sees every byte. */
 #define CANVAS_BLOCK ((size_t)2 << 20)
 
 static uint8_t *kept_px;                /* one buffer of kept_size bytes, or NULL */
