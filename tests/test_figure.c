@@ -1794,6 +1794,32 @@ static void test_heatmap_token_ticks(void)
     free(v);
 }
 
+/* A freed canvas's buffer is reused by the next canvas (no fresh page
+   faults per figure), which still starts all white whatever was drawn
+   before. */
+static void test_canvas_reuse(void)
+{
+    tt_canvas a, b;
+    CHECK("canvas: first", tt_canvas_init(&a, 37, 23) == TT_OK);
+    tt_canvas_fill_rect(&a, 0, 0, 37, 23, 0x123456u);
+    uint8_t *first = a.px;
+    tt_canvas_free(&a);
+    CHECK("canvas: second", tt_canvas_init(&b, 23, 37) == TT_OK);
+    CHECK("canvas: the freed buffer is reused", b.px == first);
+    int white = 1;
+    for (int y = 0; y < 37; y++)
+        for (int x = 0; x < 23; x++) white &= tt_canvas_get(&b, x, y) == 0xffffffu;
+    CHECK("canvas: a reused buffer starts white", white);
+    tt_canvas_fill_rect(&b, 0, 0, 23, 37, 0x654321u);
+    CHECK("canvas: a canvas larger than the kept buffer", tt_canvas_init(&a, 1500, 1500) == TT_OK);
+    white = 1;
+    for (int y = 0; y < 1500; y += 7)
+        for (int x = 0; x < 1500; x += 5) white &= tt_canvas_get(&a, x, y) == 0xffffffu;
+    CHECK("canvas: a fresh buffer starts white", white);
+    tt_canvas_free(&b);
+    tt_canvas_free(&a);
+}
+
 int main(void)
 {
     const char *base = getenv("TMPDIR");
@@ -1824,6 +1850,7 @@ int main(void)
     test_plot_errors();
     test_font_signs();
     test_attend();
+    test_canvas_reuse();
     if (getenv("TT_KEEP_FIGURES")) printf("figures kept in %s\n", tmpdir);
     else remove_tree(tmpdir);
     return check_report();

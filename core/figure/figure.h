@@ -25,6 +25,7 @@ allocated. */
 typedef struct tt_canvas {
     int w, h;
     uint8_t *px;
+    size_t px_size;     /* bytes allocated at px (figure.c keeps freed buffers) */
     struct tt_svg *vec;
 } tt_canvas;
 
