@@ -280,7 +280,17 @@ static TARGET void scale(int64_t n, float s, const float *x, float *y, int strea
 /* ===== Reduction lines ===== */
 
 /* as TK_SUM_CHAINS says: 4 vectors of 8 double chains, the leftovers added
-   to the chains in order */
+   to the chains in order (a masked lane adds +0, exact: a chain starts at +0
+   and so is never -0), then tk_sum_fold's order in registers. No array on
+   the stack: under ASan's fake stack a 64-byte-aligned one is misaligned
+   and its aligned stores fault (GCC PR 110027). */
+static TARGET inline __m512d widen_half(__m512 v, int hi)
+{
+    __m256 h = hi ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))
+                  : _mm512_castps512_ps256(v);
+    return _mm512_cvtps_pd(h);
+}
+
 static TARGET double sum_line(int64_t n, const float *x)
 {
     __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
@@ -291,11 +301,19 @@ static TARGET double sum_line(int64_t n, const float *x)
         a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 16)));
         a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 24)));
     }
-    double s[TK_SUM_CHAINS];
-    _mm512_storeu_pd(s, a0); _mm512_storeu_pd(s + 8, a1);
-    _mm512_storeu_pd(s + 16, a2); _mm512_storeu_pd(s + 24, a3);
-    for (int k = 0; j + k < n; k++) s[k] += (double)x[j + k];
-    return tk_sum_fold(s);
+    if (j < n) {
+        int64_t m = n - j;
+        __m512 lo = _mm512_maskz_loadu_ps(tail_mask(m), x + j);
+        __m512 hi = _mm512_maskz_loadu_ps(tail_mask(m > 16 ? m - 16 : 0), x + j + 16);
+        a0 = _mm512_add_pd(a0, widen_half(lo, 0));
+        a1 = _mm512_add_pd(a1, widen_half(lo, 1));
+        a2 = _mm512_add_pd(a2, widen_half(hi, 0));
+        a3 = _mm512_add_pd(a3, widen_half(hi, 1));
+    }
+    __m512d s8 = _mm512_add_pd(_mm512_add_pd(a0, a2), _mm512_add_pd(a1, a3));   /* w = 16, 8 */
+    __m256d s4 = _mm256_add_pd(_mm512_castpd512_pd256(s8), _mm512_extractf64x4_pd(s8, 1));
+    __m128d s2 = _mm_add_pd(_mm256_castpd256_pd128(s4), _mm256_extractf128_pd(s4, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s2, _mm_unpackhi_pd(s2, s2)));
 }
 
 /* acc[i] += x[j*sd + i] over j in order: 8 lines a vector, the last ones masked */
