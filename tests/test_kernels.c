@@ -42,8 +42,8 @@ static int threads_max = 2;
 
 /* Layouts of an operand R x C: row-major, transposed (column-major),
    narrowed (row stride padded), expanded (stride 0 on rows). */
-enum { L_ROW, L_COL, L_PAD, L_BCAST, L_NLAYOUT };
-static const char *lay_name[] = { "row", "col", "pad", "bcast" };
+enum { L_ROW, L_COL, L_PAD, L_BCAST, L_COLGAP, L_NLAYOUT };
+static const char *lay_name[] = { "row", "col", "pad", "bcast", "colgap" };
 
 static void strides(int lay, int64_t R, int64_t C, int64_t *rs, int64_t *cs, int64_t *extent)
 {
@@ -51,6 +51,7 @@ static void strides(int lay, int64_t R, int64_t C, int64_t *rs, int64_t *cs, int
     case L_COL:   *rs = 1; *cs = R; break;
     case L_PAD:   *rs = C + 3; *cs = 1; break;
     case L_BCAST: *rs = 0; *cs = 1; break;
+    case L_COLGAP: *rs = 1; *cs = R + 3; break;   /* x^T of a slice: columns apart */
     default:      *rs = C; *cs = 1; break;
     }
     *extent = (R - 1) * *rs + (C - 1) * *cs + 1;
@@ -180,7 +181,8 @@ static void test_gemm_pack(void)
     static const int64_t rs[] = { 1, 5, 6, 7, 12, 13, 16, 17, 31, 33 };
     for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
         for (size_t r = 0; r < sizeof rs / sizeof rs[0]; r++)
-            for (int lay = 0; lay < 3; lay++) {
+            for (int lay = 0; lay < L_NLAYOUT; lay++) {
+                if (lay == L_BCAST) continue;
                 pack_case(1, rs[r], ks[k], lay);
                 pack_case(0, rs[r], ks[k], lay);
             }

@@ -463,6 +463,31 @@ static void test_indexing(void)
         CHECK("index_select of int64", good);
         tt_tensor_release(&out);
     }
+    /* an embedding's lookup (dim 1, whole rows copied): a contiguous weight,
+       one whose rows lie apart (narrowed columns), one whose rows are not
+       contiguous (transposed), int64 rows; repeated, strided index */
+    const int64_t wshape[2] = {11, 7};
+    tt_tensor rix = strided_index(25, wshape[0]);
+    for (int l = 0; l < 4; l++) {
+        static const char *const what[] = { "contiguous", "rows apart", "transposed", "int64" };
+        tt_tensor w, rows;
+        if (l < 3) w = make(l == 0 ? L_CONTIG : l == 1 ? L_NARROW : L_TRANS, 2, wshape);
+        else if (!ok(tt_randint(&w, -1000000, 1000000, 2, wshape))) continue;
+        char descr[96];
+        snprintf(descr, sizeof descr, "index_select dim=1 of a [11,7] weight, %s", what[l]);
+        if (!ok(tt_index_select(&rows, &w, 0, &rix))) { CHECK(descr, 0); tt_tensor_release(&w); continue; }
+        int64_t os[2] = {25, wshape[1]}, idx[2] = {0};
+        int good = same_shape(&rows, 2, os) && rows.dtype == w.dtype;
+        for (int64_t k = 0; good && k < 25 * wshape[1]; k++) {
+            int64_t src[2] = {tt_get_i64(&rix, idx[0]) - 1, idx[1]};
+            good &= el(&rows, idx) == el(&w, src);
+            next_idx(2, os, idx);
+        }
+        CHECK(descr, good);
+        tt_tensor_release(&rows);
+        tt_tensor_release(&w);
+    }
+    tt_tensor_release(&rix);
     /* errors: the value and the range; float index; wrong dims */
     tt_tensor bad, f;
     int64_t two = 2, vals[2] = {1, 41};

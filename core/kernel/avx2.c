@@ -110,11 +110,29 @@ tr8(const float *src, int64_t ld, int rows, __m256 o[8])
     }
 }
 
-/* A (mc x kc) with unit column stride into MR-row slivers: 8 columns at a
-   time transposed in registers, MR = 6 lanes of each stored (4 + 2), so
-   nothing is written past the sliver. 0: not handled. */
+/* MR = 6 lanes of v at d, stored 4 + 2 so nothing is written past them. */
+static TARGET inline __attribute__((always_inline)) void store_sliver_step(float *d, __m256 v)
+{
+    _mm_storeu_ps(d, _mm256_castps256_ps128(v));
+    _mm_storel_pi((__m64 *)(d + 4), _mm256_extractf128_ps(v, 1));
+}
+
+/* A (mc x kc) into MR-row slivers. Unit column stride: 8 columns at a time
+   transposed in registers. Unit row stride (a transposed view such as x^T
+   in a weight's gradient): each step's MR rows are consecutive, one masked
+   load (lanes past mc neither read nor kept: zeros) and one store. 0: not
+   handled. */
 static TARGET int pack_a(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs, float *dst)
 {
+    if (cs != 1 && rs == 1) {
+        for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {
+            int m = mc - i0 < MR ? (int)(mc - i0) : MR;
+            __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32(m), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            const float *s = a + i0;
+            for (int64_t p = 0; p < kc; p++) store_sliver_step(dst + p * MR, _mm256_maskload_ps(s + p * cs, k));
+        }
+        return 1;
+    }
     if (cs != 1) return 0;
     for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {
         int m = mc - i0 < MR ? (int)(mc - i0) : MR;
@@ -124,11 +142,7 @@ static TARGET int pack_a(int64_t mc, int64_t kc, const float *a, int64_t rs, int
             __m256 o[8];
             tr8(s + p, rs, m, o);
 #pragma GCC unroll 8
-            for (int q = 0; q < 8; q++) {
-                float *d = dst + (p + q) * MR;
-                _mm_storeu_ps(d, _mm256_castps256_ps128(o[q]));
-                _mm_storel_pi((__m64 *)(d + 4), _mm256_extractf128_ps(o[q], 1));
-            }
+            for (int q = 0; q < 8; q++) store_sliver_step(dst + (p + q) * MR, o[q]);
         }
         for (; p < kc; p++)                    /* leftovers */
             for (int i = 0; i < MR; i++) dst[p * MR + i] = i < m ? s[i * rs + p] : 0.0f;

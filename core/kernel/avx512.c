@@ -107,10 +107,23 @@ static TARGET void tr16(const float *src, int64_t ld, int rows, float *dst, int6
     }
 }
 
-/* A (mc x kc) with unit column stride into MR-row slivers: rows are read
-   16 columns at a time and transposed in registers. 0: not handled. */
+/* A (mc x kc) into MR-row slivers. Unit column stride: rows are read 16
+   columns at a time and transposed in registers. Unit row stride (a
+   transposed view such as x^T in a weight's gradient): each step's MR rows
+   are consecutive, one masked load (zeros past mc) and one store. 0: not
+   handled. */
 static TARGET int pack_a(int64_t mc, int64_t kc, const float *a, int64_t rs, int64_t cs, float *dst)
 {
+    if (cs != 1 && rs == 1) {
+        const __mmask16 sliver = (__mmask16)((1u << MR) - 1u);
+        for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {
+            __mmask16 k = tail_mask(mc - i0 < MR ? mc - i0 : MR);
+            const float *s = a + i0;
+            for (int64_t p = 0; p < kc; p++)
+                _mm512_mask_storeu_ps(dst + p * MR, sliver, _mm512_maskz_loadu_ps(k, s + p * cs));
+        }
+        return 1;
+    }
     if (cs != 1) return 0;
     for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {
         int m = mc - i0 < MR ? (int)(mc - i0) : MR;

@@ -1237,6 +1237,28 @@ static void index_walk(const tt_tensor *big, int d, const tt_tensor *index, int 
     }
 }
 
+/* index_select along dim 1 (an embedding's lookup) when each of a's rows
+   (dims 2..) is one contiguous run: out's row k is a copy of a's row
+   index[k], one memcpy instead of index_walk's element by element. out is
+   freshly allocated (contiguous). 0: a's rows are not contiguous. */
+static int select_rows(tt_tensor *out, const tt_tensor *a, const tt_tensor *index)
+{
+    int64_t len = 1;
+    for (int q = a->ndim - 1; q >= 1; q--) {
+        if (a->shape[q] != 1 && a->stride[q] != len) return 0;
+        len *= a->shape[q];
+    }
+    size_t es = tt_dtype_size(a->dtype), row = (size_t)len * es;
+    int64_t rows = index->shape[0];
+    if (row == 0 || rows == 0) return 1;
+    const int64_t *ix = tt_data_i64(index);
+    const char *ab = (const char *)a->storage->data + a->offset * (int64_t)es;
+    char *ob = (char *)out->storage->data + out->offset * (int64_t)es;
+    for (int64_t k = 0; k < rows; k++)
+        memcpy(ob + k * (int64_t)row, ab + (ix[k * index->stride[0]] - 1) * a->stride[0] * (int64_t)es, row);
+    return 1;
+}
+
 void tt__index_add(tt_tensor *dst, int d, const tt_tensor *index, int gather, const tt_tensor *g)
 {
     index_walk(dst, d, index, gather, g, 1);
@@ -1287,7 +1309,7 @@ static tt_status index_impl(tt_tensor *out, const tt_tensor *a, int d, const tt_
     if ((st = check_index(op, a, d, index))) return st;
     st = tt__alloc(out, op, a->dtype, a->ndim, shape, gather ? NULL : a->names);
     if (st) return st;
-    index_walk(a, d, index, gather, out, 0);
+    if (gather || d != 0 || !select_rows(out, a, index)) index_walk(a, d, index, gather, out, 0);
     return TT_OK;
 }
 
