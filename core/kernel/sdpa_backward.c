@@ -286,7 +286,12 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
             for (int64_t j = 0; j < lim[i]; j++) if (!mi[j * a->ms_k]) s[j] = -INFINITY;
         }
         kn->exp_sum(lim[i], s, lse, s);
-        for (int64_t j = 0; j < lim[i]; j++) ds[j] = a->scale * s[j] * (ds[j] - D);
+        /* ds = (scale P) (dP - D), as vectors: the same two products and
+           difference per element as the formula written out, so the same bits */
+        float sp[BK];
+        kn->ew_binary(TK_EW_MUL, lim[i], s, 1, &a->scale, 0, sp);
+        kn->ew_binary(TK_EW_SUB, lim[i], ds, 1, &D, 0, ds);
+        kn->ew_binary(TK_EW_MUL, lim[i], sp, 1, ds, 1, ds);
         memset(s + lim[i], 0, (size_t)(nk - lim[i]) * sizeof(float));   /* hidden: exact zeros */
         memset(ds + lim[i], 0, (size_t)(nk - lim[i]) * sizeof(float));
     }
