@@ -932,7 +932,7 @@ static const char *find_python(void)
 
 int main(int argc, char **argv)
 {
-    int want[8] = { 0 }, any = 0, no_torch = 0;
+    int want[7] = { 0 }, any = 0, no_torch = 0;
     static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "ew", "sdpabwd", "api" };
     const char *path = NULL;   /* path=avx2 (or scalar): run as if the CPU had no wider path */
     for (int i = 1; i < argc; i++) {
