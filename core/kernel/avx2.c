@@ -174,67 +174,84 @@ static TARGET int pack_b(int64_t kc, int64_t nc, const float *b, int64_t rs, int
     return 1;
 }
 
-/* exp(x) as in avx512.c: n = round(x log2e), p(r) ~ exp(r). */
-static TARGET inline __attribute__((always_inline)) __m256 exp8_poly(__m256 x, __m256 *n)
+/* exp as kernels.h says. exp8_reduce: r, and t's bits, 0x4b400000 + n. */
+static TARGET inline __attribute__((always_inline)) __m256 exp8_reduce(__m256 x, __m256i *ti)
 {
-    *n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(TK_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(*n, _mm256_set1_ps(TK_LN2_HI), x);
-    r = _mm256_fnmadd_ps(*n, _mm256_set1_ps(TK_LN2_LO), r);
-    __m256 p = _mm256_set1_ps(tk_exp_poly[0]);
-#pragma GCC unroll 8
-    for (int i = 1; i < 8; i++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(tk_exp_poly[i]));
-    return p;
+    __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(8.0f * TK_LOG2E), _mm256_set1_ps(TK_EXP_SHIFT));
+    __m256 n = _mm256_sub_ps(t, _mm256_set1_ps(TK_EXP_SHIFT));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(TK_LN2_HI / 8.0f), x);
+    *ti = _mm256_castps_si256(t);
+    return _mm256_fnmadd_ps(n, _mm256_set1_ps(TK_LN2_LO / 8.0f), r);
 }
 
-/* Without scalef, 2^n is applied in two exact halves (p*2^(n/2) is
-   normal) so a denormal result rounds once; clamped first, NaN passes
-   (minps and maxps return the second operand on NaN). */
+/* q with exp(r) = 1 + q */
+static TARGET inline __attribute__((always_inline)) __m256 exp8_q(__m256 r)
+{
+    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(tk_exp_poly[0]), r, _mm256_set1_ps(tk_exp_poly[1]));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(tk_exp_poly[2]));
+    q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(1.0f));
+    return _mm256_mul_ps(q, r);
+}
+
+/* Outside [-87, 88]: x clamped (NaN passes: minps and maxps return the
+   second operand on NaN), p = T + T q, then 2^k in two exact halves (p
+   2^(k/2) is normal) so a denormal result rounds once, as scalef does. */
 static TARGET __attribute__((noinline)) __m256 exp8_wide(__m256 x)
 {
     x = _mm256_min_ps(_mm256_set1_ps(89.0f), x);
     x = _mm256_max_ps(_mm256_set1_ps(-110.0f), x);
-    __m256 n, p = exp8_poly(x, &n);
-    __m256i ni = _mm256_cvtps_epi32(n);
-    __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    __m256i ti;
+    __m256 q = exp8_q(exp8_reduce(x, &ti));
+    __m256 T = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tk_exp_tab), ti);
+    __m256 p = _mm256_fmadd_ps(T, q, T);
+    __m256i k = _mm256_srai_epi32(_mm256_sub_epi32(ti, _mm256_castps_si256(_mm256_set1_ps(TK_EXP_SHIFT))), 3);
+    __m256i k1 = _mm256_srai_epi32(k, 1), k2 = _mm256_sub_epi32(k, k1);
     __m256i bias = _mm256_set1_epi32(127);
-    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
-    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
     return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
 
-/* The common case, x in [-86, 88] (exp8_in): n in [-124, 127] and p in
-   [0.7, 1.42], so p 2^n is a normal float and exact; adding n to p's
-   exponent field gives it without a product (the bits exp8_wide gives,
-   one op fewer on the FMA ports). */
-static TARGET inline __attribute__((always_inline)) __m256 exp8_in(__m256 x)
-{
-    return _mm256_and_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-86.0f), _CMP_GE_OQ),
-                         _mm256_cmp_ps(x, _mm256_set1_ps(88.0f), _CMP_LE_OQ));
-}
-
+/* On [-87, 88] k is in [-126, 127] and the result normal: 2^k T is T's
+   bits plus n << 20 less j << 20 (the table holds T's bits less j << 20),
+   and the fma gives 2^k (T + T q) with the one rounding exp8_wide's p has.
+   NaN gives NaN here too (q is NaN). */
 static TARGET inline __attribute__((always_inline)) __m256 exp8_fast(__m256 x)
 {
-    __m256 n, p = exp8_poly(x, &n);
-    __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
-    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
+    __m256i ti, adj = _mm256_sub_epi32(_mm256_castps_si256(_mm256_loadu_ps(tk_exp_tab)),
+                                       _mm256_setr_epi32(0, 1 << 20, 2 << 20, 3 << 20, 4 << 20,
+                                                         5 << 20, 6 << 20, 7 << 20));
+    __m256 q = exp8_q(exp8_reduce(x, &ti));
+    __m256 T = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_permutevar8x32_epi32(adj, ti),
+                                                    _mm256_slli_epi32(ti, 20)));
+    return _mm256_fmadd_ps(T, q, T);
+}
+
+/* lo >= -87 and hi <= 88 in every lane: exp8_fast's range. A NaN lane
+   fails the test or (through min and max, which return their second
+   operand on NaN) drops out of it: right either way, as exp8_fast gives
+   NaN for NaN. */
+static TARGET inline __attribute__((always_inline)) int exp8_in(__m256 lo, __m256 hi)
+{
+    __m256 in = _mm256_and_ps(_mm256_cmp_ps(lo, _mm256_set1_ps(-87.0f), _CMP_GE_OQ),
+                              _mm256_cmp_ps(hi, _mm256_set1_ps(88.0f), _CMP_LE_OQ));
+    return _mm256_movemask_ps(in) == 0xff;
 }
 
 static TARGET inline __attribute__((always_inline)) __m256 exp8(__m256 x)
 {
-    if (__builtin_expect(_mm256_movemask_ps(exp8_in(x)) != 0xff, 0)) return exp8_wide(x);
+    if (__builtin_expect(!exp8_in(x, x), 0)) return exp8_wide(x);
     return exp8_fast(x);
 }
 
-/* exp(x) for x <= 0 or NaN (scores less their row max): no upper clamp,
-   and x is clamped at -88 instead of -110, so n >= -127 and 2^n is one
-   shift of n + 127 into the exponent field, not exp8's two halves. At
-   n = -127 that field is 0 and the result 0: exact for -inf (a hidden
-   key), a flush for true values under 1e-38. NaN passes (2nd operand). */
+/* exp(x) for x <= 0 or NaN (scores less their row max), no branch:
+   exp8_fast on x clamped at TK_EXP_LO, the float just above ln FLT_MIN
+   (so k >= -126), and 0 below it, where the true value is under FLT_MIN
+   (-inf, a hidden key, gives 0 exactly). NaN stays NaN (NLT is true). */
 static TARGET inline __attribute__((always_inline)) __m256 exp8_nonpos(__m256 x)
 {
-    __m256 n, p = exp8_poly(_mm256_max_ps(_mm256_set1_ps(-88.0f), x), &n);
-    __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
+    __m256 y = exp8_fast(_mm256_max_ps(_mm256_set1_ps(TK_EXP_LO), x));
+    return _mm256_and_ps(y, _mm256_cmp_ps(x, _mm256_set1_ps(TK_EXP_LO), _CMP_NLT_UQ));
 }
 
 static TARGET void exp_vec(int64_t n, const float *x, float *y)
@@ -293,12 +310,11 @@ exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next, in
         __m256 e1 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vm);
         __m256 e2 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 16), vm);
         __m256 e3 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 24), vm);
-        __m256 in = _mm256_and_ps(_mm256_and_ps(exp8_in(e0), exp8_in(e1)),
-                                  _mm256_and_ps(exp8_in(e2), exp8_in(e3)));
-        if (nonpos) {
-            e0 = exp8_nonpos(e0); e1 = exp8_nonpos(e1); e2 = exp8_nonpos(e2); e3 = exp8_nonpos(e3);
-        } else if (__builtin_expect(_mm256_movemask_ps(in) == 0xff, 1)) {
+        if (__builtin_expect(exp8_in(_mm256_min_ps(_mm256_min_ps(e0, e1), _mm256_min_ps(e2, e3)),
+                                     _mm256_max_ps(_mm256_max_ps(e0, e1), _mm256_max_ps(e2, e3))), 1)) {
             e0 = exp8_fast(e0); e1 = exp8_fast(e1); e2 = exp8_fast(e2); e3 = exp8_fast(e3);
+        } else if (nonpos) {
+            e0 = exp8_nonpos(e0); e1 = exp8_nonpos(e1); e2 = exp8_nonpos(e2); e3 = exp8_nonpos(e3);
         } else {
             e0 = exp8(e0); e1 = exp8(e1); e2 = exp8(e2); e3 = exp8(e3);
         }

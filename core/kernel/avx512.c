@@ -155,23 +155,79 @@ static TARGET int pack_b(int64_t kc, int64_t nc, const float *b, int64_t rs, int
     return 1;
 }
 
-/* exp(x): x = n ln2 + r, |r| <= ln2/2 (ln2 split in two for exactness),
-   degree-7 Taylor polynomial (truncation 5e-9), then scalef does p*2^n with
-   one rounding, so denormal results, overflow to inf and 0 come out right.
-   The clamps keep n finite; NaN passes through them (minps returns the
-   second operand on NaN). */
-static TARGET inline __m512 exp16(__m512 x)
+/* exp as kernels.h says; the same bits as avx2.c's exp8. T comes from
+   the 8 entries twice over (vpermps reads 4 index bits). exp16_reduce: r,
+   and t's bits, 0x4b400000 + n; exp16_q: q with exp(r) = 1 + q. */
+static TARGET inline __attribute__((always_inline)) __m512 exp16_reduce(__m512 x, __m512i *ti)
+{
+    __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(8.0f * TK_LOG2E), _mm512_set1_ps(TK_EXP_SHIFT));
+    __m512 n = _mm512_sub_ps(t, _mm512_set1_ps(TK_EXP_SHIFT));
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(TK_LN2_HI / 8.0f), x);
+    *ti = _mm512_castps_si512(t);
+    return _mm512_fnmadd_ps(n, _mm512_set1_ps(TK_LN2_LO / 8.0f), r);
+}
+
+static TARGET inline __attribute__((always_inline)) __m512 exp16_q(__m512 r)
+{
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(tk_exp_poly[0]), r, _mm512_set1_ps(tk_exp_poly[1]));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(tk_exp_poly[2]));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
+    return _mm512_mul_ps(q, r);
+}
+
+static TARGET inline __attribute__((always_inline)) __m512 exp_table(void)
+{
+    __m512 tab = _mm512_castps256_ps512(_mm256_loadu_ps(tk_exp_tab));
+    return _mm512_shuffle_f32x4(tab, tab, 0x44);
+}
+
+/* Any x: clamped (NaN passes: minps returns the second operand on NaN),
+   then scalef does p 2^k with one rounding, so denormal results, overflow
+   to inf and 0 come out right. */
+static TARGET __attribute__((noinline)) __m512 exp16_wide(__m512 x)
 {
     x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
     x = _mm512_max_ps(_mm512_set1_ps(-110.0f), x);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(TK_LOG2E)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(TK_LN2_HI), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(TK_LN2_LO), r);
-    __m512 p = _mm512_set1_ps(tk_exp_poly[0]);
-#pragma GCC unroll 8
-    for (int i = 1; i < 8; i++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(tk_exp_poly[i]));
-    return _mm512_scalef_ps(p, n);
+    __m512i ti;
+    __m512 q = exp16_q(exp16_reduce(x, &ti));
+    __m512 T = _mm512_permutexvar_ps(ti, exp_table());
+    __m512i k = _mm512_srai_epi32(_mm512_sub_epi32(ti, _mm512_castps_si512(_mm512_set1_ps(TK_EXP_SHIFT))), 3);
+    return _mm512_scalef_ps(_mm512_fmadd_ps(T, q, T), _mm512_cvtepi32_ps(k));
+}
+
+/* On [-87, 88] (k in [-126, 127], a normal result) 2^k T is T's bits plus
+   n << 20 less j << 20, and the fma rounds 2^k (T + T q) once: the bits
+   of exp16_wide. NaN gives NaN (q is NaN). */
+static TARGET inline __attribute__((always_inline)) __m512 exp16_fast(__m512 x)
+{
+    __m512i ti, adj = _mm512_sub_epi32(_mm512_castps_si512(exp_table()),
+                                       _mm512_slli_epi32(_mm512_and_si512(
+                                           _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                           _mm512_set1_epi32(7)), 20));
+    __m512 q = exp16_q(exp16_reduce(x, &ti));
+    __m512 T = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_permutexvar_epi32(ti, adj), _mm512_slli_epi32(ti, 20)));
+    return _mm512_fmadd_ps(T, q, T);
+}
+
+/* lo >= -87 and hi <= 88 in every lane (a NaN lane fails or, through min
+   and max, drops out: right either way, exp16_fast gives NaN for NaN) */
+static TARGET inline __attribute__((always_inline)) int exp16_in(__m512 lo, __m512 hi)
+{
+    return (__mmask16)(_mm512_cmp_ps_mask(lo, _mm512_set1_ps(-87.0f), _CMP_GE_OQ)
+                       & _mm512_cmp_ps_mask(hi, _mm512_set1_ps(88.0f), _CMP_LE_OQ)) == 0xffff;
+}
+
+static TARGET inline __attribute__((always_inline)) __m512 exp16(__m512 x)
+{
+    if (__builtin_expect(!exp16_in(x, x), 0)) return exp16_wide(x);
+    return exp16_fast(x);
+}
+
+/* avx2.c's exp8_nonpos: x <= 0 or NaN; 0 below TK_EXP_LO, exact above */
+static TARGET inline __attribute__((always_inline)) __m512 exp16_nonpos(__m512 x)
+{
+    __m512 y = exp16_fast(_mm512_max_ps(_mm512_set1_ps(TK_EXP_LO), x));
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(TK_EXP_LO), _CMP_NLT_UQ), y);
 }
 
 static TARGET void exp_vec(int64_t n, const float *x, float *y)
@@ -216,7 +272,7 @@ static TARGET float row_max(int64_t n, const float *x)
    NULL or n floats to fetch into L1 meanwhile (softmax's next row, so its
    memory reads overlap this row's arithmetic). */
 static TARGET inline __attribute__((always_inline)) float
-exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next)
+exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next, int nonpos)
 {
     __m512 vm = _mm512_set1_ps(m), s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
@@ -227,10 +283,18 @@ exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next)
             _mm_prefetch((const char *)(next + i + 32), _MM_HINT_T0);
             _mm_prefetch((const char *)(next + i + 48), _MM_HINT_T0);
         }
-        __m512 e0 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
-        __m512 e1 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vm));
-        __m512 e2 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 32), vm));
-        __m512 e3 = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 48), vm));
+        __m512 e0 = _mm512_sub_ps(_mm512_loadu_ps(x + i), vm);
+        __m512 e1 = _mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vm);
+        __m512 e2 = _mm512_sub_ps(_mm512_loadu_ps(x + i + 32), vm);
+        __m512 e3 = _mm512_sub_ps(_mm512_loadu_ps(x + i + 48), vm);
+        __m512 lo = _mm512_min_ps(_mm512_min_ps(e0, e1), _mm512_min_ps(e2, e3));
+        if (__builtin_expect(exp16_in(lo, _mm512_max_ps(_mm512_max_ps(e0, e1), _mm512_max_ps(e2, e3))), 1)) {
+            e0 = exp16_fast(e0); e1 = exp16_fast(e1); e2 = exp16_fast(e2); e3 = exp16_fast(e3);
+        } else if (nonpos) {
+            e0 = exp16_nonpos(e0); e1 = exp16_nonpos(e1); e2 = exp16_nonpos(e2); e3 = exp16_nonpos(e3);
+        } else {
+            e0 = exp16(e0); e1 = exp16(e1); e2 = exp16(e2); e3 = exp16(e3);
+        }
         _mm512_storeu_ps(y + i, e0);
         _mm512_storeu_ps(y + i + 16, e1);
         _mm512_storeu_ps(y + i + 32, e2);
@@ -239,13 +303,15 @@ exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next)
         s2 = _mm512_add_ps(s2, e2); s3 = _mm512_add_ps(s3, e3);
     }
     for (; i + 16 <= n; i += 16) {
-        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        __m512 e = _mm512_sub_ps(_mm512_loadu_ps(x + i), vm);
+        e = nonpos ? exp16_nonpos(e) : exp16(e);
         _mm512_storeu_ps(y + i, e);
         s0 = _mm512_add_ps(s0, e);
     }
     if (i < n) {                               /* leftovers: masked lanes add 0 */
         __mmask16 k = tail_mask(n - i);
-        __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm)));
+        __m512 e = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm);
+        e = _mm512_maskz_mov_ps(k, nonpos ? exp16_nonpos(e) : exp16(e));
         _mm512_mask_storeu_ps(y + i, k, e);
         s1 = _mm512_add_ps(s1, e);
     }
@@ -254,14 +320,20 @@ exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next)
 
 static TARGET float exp_sum(int64_t n, const float *x, float m, float *y)
 {
-    return exp_sum_body(n, x, m, y, NULL);
+    return exp_sum_body(n, x, m, y, NULL, 0);
+}
+
+/* exp_sum for x <= m (sdpa's scores less their max), with exp16_nonpos */
+static TARGET float sdpa_exp_sum(int64_t n, const float *x, float m, float *y)
+{
+    return exp_sum_body(n, x, m, y, NULL, 1);
 }
 
 static TARGET float exp_sum_next(int64_t n, const float *x, float m, float *y, const float *next)
 {
     for (int64_t i = n & ~(int64_t)63; i < n; i += 16)    /* the part the main loop leaves */
         _mm_prefetch((const char *)(next + i), _MM_HINT_T0);
-    return exp_sum_body(n, x, m, y, next);
+    return exp_sum_body(n, x, m, y, next, 0);
 }
 
 static TARGET void scale(int64_t n, float s, const float *x, float *y, int stream)
@@ -582,8 +654,7 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
    in 4 registers, and nothing is packed. Every sum is the tiled kernel's
    (sdpa.c) in its order, so the bits are too: a score is the fma chain
    over d from 0 of (scale q_d) k_d, as its micro-kernel does on the scaled
-   Q sliver; row_max and exp_sum are the ones it calls (its exp_sum, as
-   this path has no sdpa_exp_sum); an output is the fma chain over keys j
+   Q sliver; row_max and sdpa_exp_sum are the ones it calls; an output is the fma chain over keys j
    in order of p_j v_j (hidden keys have p = 0 and add exact zeros), times
    1 / sum. Returns the rows with no visible key, or -1 when a row has a
    non-finite score or sum: the caller then runs the tiled kernel on the
@@ -697,7 +768,7 @@ static TARGET int64_t sdpa_head(const tk_sdpa_args *a, int64_t b, int64_t h)
             if (visible > 0) {
                 float m = row_max(lim, s);
                 if (!(m > -INFINITY && m < INFINITY)) return -1;
-                float sum = exp_sum(lim, s, m, p);
+                float sum = sdpa_exp_sum(lim, s, m, p);
                 if (sum != sum) return -1;
                 inv[r] = 1.0f / sum;
                 if (a->lse) a->lse[bh * Nq + i] = m + logf(sum);
@@ -833,6 +904,7 @@ const tk_kern tk_kern_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
     .row_max = row_max, .exp_sum = exp_sum, .exp_sum_next = exp_sum_next, .scale = scale,
+    .sdpa_exp_sum = sdpa_exp_sum,
     .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
     .ew_masked_fill = ew_masked_fill, .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N,
