@@ -56,15 +56,17 @@ static stat3 timeit(void (*fn)(void *), void *ctx, double budget)
     return s;
 }
 
-/* Ours and a yardstick measured in turns: three rounds, each a warm-up
-   and 1..4 runs of A, then the same of B, all within about 2 * budget s. A noisy spell on
-   this shared machine then tends to hit both sides, not one. */
+/* Ours and a yardstick measured in turns: rounds of a warm-up and 1..4
+   runs of A, then the same of B, all within about 2 * budget s. A noisy
+   spell on this shared machine then tends to hit both sides, not one.
+   Three rounds, or nine when a call takes under 5 ms: a spell as long as
+   a whole round of such calls would otherwise be a third of the runs. */
 static void timeit_pair(void (*fa)(void *), void *ca, void (*fb)(void *), void *cb, double budget,
                         stat3 *sa, stat3 *sb)
 {
-    double ta[12], tb[12];
-    int na = 0, nb = 0;
-    for (int round = 0; round < 3; round++) {
+    double ta[36], tb[36];
+    int na = 0, nb = 0, rounds = 3;
+    for (int round = 0; round < rounds; round++) {
         for (int side = 0; side < 2; side++) {
             void (*fn)(void *) = side ? fb : fa;
             void *ctx = side ? cb : ca;
@@ -73,7 +75,8 @@ static void timeit_pair(void (*fa)(void *), void *ca, void (*fb)(void *), void *
             double t = now();
             fn(ctx);
             double first = now() - t;
-            int reps = first > 0 ? (int)(budget / 3 / first) : 4;
+            if (round == 0 && side == 0 && first < 5e-3) rounds = 9;
+            int reps = first > 0 ? (int)(budget / rounds / first) : 4;
             reps = reps < 1 ? 1 : reps > 4 ? 4 : reps;
             for (int r = 0; r < reps; r++) {
                 t = now();
