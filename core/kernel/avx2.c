@@ -117,6 +117,32 @@ static TARGET inline __attribute__((always_inline)) void store_sliver_step(float
     _mm_storel_pi((__m64 *)(d + 4), _mm256_extractf128_ps(v, 1));
 }
 
+/* tk_transpose by 8 x 8 blocks of whole columns; a last partial block of
+   rows is stored through a padded tile */
+static TARGET int64_t transpose(int64_t rows, int64_t cols, const float *a, int64_t lda, float *b,
+                                int64_t ldb)
+{
+    int64_t j = 0;
+    for (; j + 8 <= cols; j += 8)
+        for (int64_t i = 0; i < rows; i += 8) {
+            int m = rows - i < 8 ? (int)(rows - i) : 8;
+            __m256 o[8];
+            tr8(a + i * lda + j, lda, m, o);
+            float *d = b + j * ldb + i;
+            if (m == 8) {
+#pragma GCC unroll 8
+                for (int q = 0; q < 8; q++) _mm256_storeu_ps(d + q * ldb, o[q]);
+            } else {
+                float t[8];
+                for (int q = 0; q < 8; q++) {
+                    _mm256_storeu_ps(t, o[q]);
+                    memcpy(d + q * ldb, t, (size_t)m * sizeof(float));
+                }
+            }
+        }
+    return j;
+}
+
 /* A (mc x kc) into MR-row slivers. Unit column stride: 8 columns at a time
    transposed in registers. Unit row stride (a transposed view such as x^T
    in a weight's gradient): each step's MR rows are consecutive, one masked
@@ -668,7 +694,7 @@ const tk_kern tk_kern_avx2 = {
     .row_max = row_max, .exp_sum = exp_sum, .exp_sum_next = exp_sum_next, .scale = scale,
     .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
-    .ew_masked_fill = ew_masked_fill, .sdpa_exp_sum = sdpa_exp_sum,
+    .ew_masked_fill = ew_masked_fill, .sdpa_exp_sum = sdpa_exp_sum, .transpose = transpose,
 };
 
 #else

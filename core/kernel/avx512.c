@@ -107,6 +107,19 @@ static TARGET void tr16(const float *src, int64_t ld, int rows, float *dst, int6
     }
 }
 
+/* tk_transpose by 16 x 16 blocks of whole columns (rows masked) */
+static TARGET int64_t transpose(int64_t rows, int64_t cols, const float *a, int64_t lda, float *b,
+                                int64_t ldb)
+{
+    int64_t j = 0;
+    for (; j + 16 <= cols; j += 16)
+        for (int64_t i = 0; i < rows; i += 16) {
+            int m = rows - i < 16 ? (int)(rows - i) : 16;
+            tr16(a + i * lda + j, lda, m, b + j * ldb + i, ldb, tail_mask(m));
+        }
+    return j;
+}
+
 /* A (mc x kc) into MR-row slivers. Unit column stride: rows are read 16
    columns at a time and transposed in registers. Unit row stride (a
    transposed view such as x^T in a weight's gradient): each step's MR rows
@@ -910,7 +923,7 @@ const tk_kern tk_kern_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
     .row_max = row_max, .exp_sum = exp_sum, .exp_sum_next = exp_sum_next, .scale = scale,
-    .sdpa_exp_sum = sdpa_exp_sum,
+    .sdpa_exp_sum = sdpa_exp_sum, .transpose = transpose,
     .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
     .ew_masked_fill = ew_masked_fill, .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N,

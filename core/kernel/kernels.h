@@ -60,6 +60,10 @@ void tk_log_softmax_rows_ref(int64_t nrows, int64_t n, const float *x, float *y)
 void tk_exp_vec(int64_t n, const float *x, float *y);
 void tk_exp_vec_ref(int64_t n, const float *x, float *y);
 
+/* b[j*ldb + i] = a[i*lda + j] for i < rows, j < cols: a block of a
+   transposed view gathered (iter.c's tiles), one thread. */
+void tk_transpose(int64_t rows, int64_t cols, const float *a, int64_t lda, float *b, int64_t ldb);
+
 /* Softmax over n for contiguous x, y viewed as [outer, n, inner] (x == y
    allowed); an all -inf column gives NaN. Neighbouring columns go through
    the passes side by side, so every access runs along contiguous rows. */
@@ -305,8 +309,11 @@ typedef struct tk_kern {
     void (*ew_unary)(int op, int64_t n, const float *x, float *o);
     void (*ew_masked_fill)(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
                            float v, float *o);
+    /* optional: tk_transpose's whole 16 x 16 (or 8 x 8) blocks; returns the
+       columns it did (a multiple of the block), the rest is portable */
+    int64_t (*transpose)(int64_t rows, int64_t cols, const float *a, int64_t lda, float *b, int64_t ldb);
     /* optional, sdpa: exp_sum for x <= m (scores less their max); results
-       below 1e-38 may flush to 0, which no row sum can see */
+       below FLT_MIN may flush to 0, which no row sum can see */
     float (*sdpa_exp_sum)(int64_t n, const float *x, float m, float *y);
     /* optional, sdpa at small shapes (Nq, Nk <= sdpa_small_n, Dh, Dv <= 16,
        no weights): head (b, h) whole, the tiled kernel's bits; returns its

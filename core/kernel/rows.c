@@ -102,6 +102,14 @@ void tk_exp_vec(int64_t n, const float *x, float *y)
     tk_parallel_for(n, EXP_GRAIN, exp_range, &j);
 }
 
+void tk_transpose(int64_t rows, int64_t cols, const float *a, int64_t lda, float *b, int64_t ldb)
+{
+    const tk_kern *kn = tk_kern_now();
+    int64_t j0 = kn->transpose ? kn->transpose(rows, cols, a, lda, b, ldb) : 0;
+    for (int64_t j = j0; j < cols; j++)          /* the columns left: b's rows */
+        for (int64_t i = 0; i < rows; i++) b[j * ldb + i] = a[i * lda + j];
+}
+
 /* ===== Cross-entropy rows =====
    One pass of max and one of exp-sum a row; a row whose target is
    ignored (t < 0) is skipped whole, so C may even be 0 there. */

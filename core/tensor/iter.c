@@ -169,17 +169,13 @@ typedef struct tile_job {
 } tile_job;
 
 /* Operand k's R x C tile at sp (stride 1 down a column, s0 along a row)
-   into the row-major dp. */
-#define GATHER(T, pf) do { \
+   into the row-major dp: floats by the path's register transposes, bytes
+   (bool operands) here. */
+#define GATHER(T) do { \
     const T *s_ = (const T *)sp; \
     T *d_ = (T *)dp; \
-    for (int64_t cc = 0; cc < C; cc++) { \
-        if (pf) { \
-            __builtin_prefetch(s_ + (cc + TILE_C) * s0); \
-            __builtin_prefetch(s_ + (cc + TILE_C) * s0 + R - 1); \
-        } \
+    for (int64_t cc = 0; cc < C; cc++) \
         for (int64_t r = 0; r < R; r++) d_[r * C + cc] = s_[cc * s0 + r]; \
-    } \
 } while (0)
 
 static void tile_range(void *p, int64_t begin, int64_t end)
@@ -211,8 +207,19 @@ static void tile_range(void *p, int64_t begin, int64_t end)
             int64_t s0 = inc[k];                     /* stride[k][rdim] == 1 */
             const char *sp = row[k];
             char *dp = (char *)buf[k];
-            if (es == 4) GATHER(float, c0 + TILE_C + C <= it->shape[0]);   /* the next tile exists */
-            else GATHER(uint8_t, 0);
+            if (es == 4) {
+                int pf = c0 + TILE_C + C <= it->shape[0];       /* the next tile exists */
+                for (int64_t c1 = 0; c1 < C; c1 += 16) {        /* its lines fetched as we go */
+                    int64_t n1 = C - c1 < 16 ? C - c1 : 16;
+                    for (int64_t cc = c1; pf && cc < c1 + n1; cc++) {
+                        __builtin_prefetch((const float *)sp + (cc + TILE_C) * s0);
+                        __builtin_prefetch((const float *)sp + (cc + TILE_C) * s0 + R - 1);
+                    }
+                    tk_transpose(n1, R, (const float *)sp + c1 * s0, s0, (float *)dp + c1, C);
+                }
+            } else {
+                GATHER(uint8_t);
+            }
             row[k] = dp;
             inc[k] = 1;
             down[k] = C * es;
