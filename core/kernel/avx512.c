@@ -417,20 +417,23 @@ static TARGET double sum_line(int64_t n, const float *x)
 /* acc[i] += x[j*sd + i] over j in order: 8 lines a vector, the last ones masked */
 static TARGET void sum_cols(int64_t nb, int64_t R, const float *x, int64_t sd, double *acc)
 {
-    for (int64_t i = 0; i < nb; i += 32) {
-        __mmask8 k[4];
-        __m512d a[4];
-        for (int q = 0; q < 4; q++) {
-            int64_t left = nb - i - 8 * q;
-            k[q] = left >= 8 ? (__mmask8)0xff : left > 0 ? (__mmask8)((1u << left) - 1u) : 0;
-            a[q] = _mm512_maskz_loadu_pd(k[q], acc + i + 8 * q);
-        }
+    for (int64_t i = 0; i < nb; i += 32) {   /* four named chains: an array of them went to the stack */
+        int64_t left = nb - i;
+        __mmask8 k0 = left >= 8 ? 0xff : (__mmask8)((1u << left) - 1u);
+        __mmask8 k1 = left >= 16 ? 0xff : left > 8 ? (__mmask8)((1u << (left - 8)) - 1u) : 0;
+        __mmask8 k2 = left >= 24 ? 0xff : left > 16 ? (__mmask8)((1u << (left - 16)) - 1u) : 0;
+        __mmask8 k3 = left >= 32 ? 0xff : left > 24 ? (__mmask8)((1u << (left - 24)) - 1u) : 0;
+        __m512d a0 = _mm512_maskz_loadu_pd(k0, acc + i), a1 = _mm512_maskz_loadu_pd(k1, acc + i + 8);
+        __m512d a2 = _mm512_maskz_loadu_pd(k2, acc + i + 16), a3 = _mm512_maskz_loadu_pd(k3, acc + i + 24);
         for (int64_t j = 0; j < R; j++) {
             const float *r = x + j * sd + i;
-            for (int q = 0; q < 4; q++)
-                a[q] = _mm512_add_pd(a[q], _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)k[q], r + 8 * q))));
+            a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)k0, r))));
+            a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)k1, r + 8))));
+            a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)k2, r + 16))));
+            a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)k3, r + 24))));
         }
-        for (int q = 0; q < 4; q++) _mm512_mask_storeu_pd(acc + i + 8 * q, k[q], a[q]);
+        _mm512_mask_storeu_pd(acc + i, k0, a0); _mm512_mask_storeu_pd(acc + i + 8, k1, a1);
+        _mm512_mask_storeu_pd(acc + i + 16, k2, a2); _mm512_mask_storeu_pd(acc + i + 24, k3, a3);
     }
 }
 
