@@ -121,6 +121,16 @@ static void pack_kv(const sdpa_job *J, int64_t b, int64_t hk, int64_t j0, int64_
     }
 }
 
+/* How many of the nk keys from j0 query row i sees: causal hides those
+   after i + off. Rows of a sliver see more keys the later the row, so its
+   last row's count bounds the sliver. */
+static inline int64_t row_keys(const sdpa_job *J, int64_t i, int64_t j0, int64_t nk)
+{
+    if (!J->a->causal) return nk;
+    int64_t l = i + J->off + 1 - j0;
+    return l < 0 ? 0 : l < nk ? l : nk;
+}
+
 static void sdpa_task(sdpa_job *J, int64_t task)
 {
     const tk_sdpa_args *a = J->a;
@@ -192,30 +202,30 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + i0 * a->ms_q : NULL;
     for (int64_t j0 = 0; j0 < jend; j0 += bk) {
         int64_t nk = jend - j0 < bk ? jend - j0 : bk;
-        /* 1. S = (scale Q) K^T */
+        /* 1. S = (scale Q) K^T, for each sliver only the micro-tiles that
+           hold a key it can see (the rest of its rows is set below) */
         for (int64_t jr = 0; jr < nk; jr += nr) {
             int n = nk - jr < nr ? (int)(nk - jr) : nr;
             for (int64_t ir = 0; ir < nq; ir += mr) {
                 int m = nq - ir < mr ? (int)(nq - ir) : mr;
+                if (jr >= row_keys(J, i0 + ir + m - 1, j0, nk)) continue;
                 kn->ukernel(Dh, qp + ir * Dh, kp + (j0 + jr) * Dh, S + ir * bk + jr, bk, m, n, 0);
             }
         }
         /* 2. mask and online softmax, row by row; P = exp(S - m) */
         for (int64_t i = 0; i < nq; i++) {
             float *s = S + i * bk, *p = s;
-            int64_t lim = nk;
-            if (a->causal) {
-                int64_t l = i0 + i + J->off + 1 - j0;
-                lim = l < 0 ? 0 : l < nk ? l : nk;
-            }
+            int64_t lim = row_keys(J, i0 + i, j0, nk);
             int64_t visible = lim;
             if (M) {
                 const uint8_t *mi = M + i * a->ms_q + j0 * a->ms_k;
                 for (int64_t j = 0; j < lim; j++)
                     if (!mi[j * a->ms_k]) { s[j] = -INFINITY; visible--; }
             }
-            for (int64_t j = lim; j < nk; j++) s[j] = -INFINITY;
-            if (W) memcpy(W + i * a->Nk + j0, s, (size_t)nk * sizeof(float));
+            if (W) {   /* the masked scores; keys from lim on are hidden (P is 0 there) */
+                for (int64_t j = lim; j < nk; j++) s[j] = -INFINITY;
+                memcpy(W + i * a->Nk + j0, s, (size_t)nk * sizeof(float));
+            }
             if (visible > 0) seen[i] = 1.0f;
             if (bad[i] != 0.0f) {               /* the row will be NaN: skip its softmax */
                 memset(p, 0, (size_t)nk * sizeof(float));
@@ -231,7 +241,6 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             /* A visible NaN or +inf score (hidden ones are -inf here) makes
                the sum NaN: exp(NaN - m), exp(inf - inf) or a NaN max. So
                the sum is the row's check, at no extra pass. */
-            float alpha = expf(mrow[i] - mnew);  /* 0 on the first visible block */
             float sum = exp_sum(lim, s, mnew, p);
             if (sum != sum) {
                 bad[i] = 1.0f;
@@ -239,26 +248,39 @@ static void sdpa_task(sdpa_job *J, int64_t task)
                 continue;
             }
             memset(p + lim, 0, (size_t)(nk - lim) * sizeof(float));
-            lrow[i] = lrow[i] * alpha + sum;
+            /* alpha = exp(m_old - m_new): 1 when the max stays (most blocks
+               after a row's first), and on the row's first visible block 0
+               for a sum of 0 and an O row of zeros (or NaN from 0 v), which
+               scaling would leave as they are */
+            if (mrow[i] == -INFINITY) lrow[i] = sum;
+            else if (mrow[i] != mnew) {
+                float alpha = expf(mrow[i] - mnew);
+                lrow[i] = lrow[i] * alpha + sum;
+                kn->scale(Dv, alpha, O + i * dvp, O + i * dvp, 0);
+            } else lrow[i] += sum;
             mrow[i] = mnew;
-            if (alpha != 1.0f) kn->scale(Dv, alpha, O + i * dvp, O + i * dvp, 0);
         }
         /* 3. O += P V, P read in place by full slivers (a last partial
-           sliver is packed, zero padded) */
+           sliver is packed, zero padded), over the keys the sliver sees:
+           its P is 0 from there on, and the micro-kernel sums each output
+           as one fma chain over keys in order, so dropping those trailing
+           0 v terms leaves every finite sum as it was */
         for (int64_t ir = 0; ir < nq; ir += mr) {
             int m = nq - ir < mr ? (int)(nq - ir) : mr;
+            int64_t kl = row_keys(J, i0 + ir + m - 1, j0, nk);   /* keys the sliver sees */
             const float *P = S + ir * bk;
+            if (kl == 0) continue;
             if (m < mr || !kn->ukernel_rows) {
                 for (int64_t i = 0; i < mr; i++)
-                    for (int64_t j = 0; j < nk; j++) pp[j * mr + i] = i < m ? P[i * bk + j] : 0.0f;
+                    for (int64_t j = 0; j < kl; j++) pp[j * mr + i] = i < m ? P[i * bk + j] : 0.0f;
                 P = NULL;
             }
             for (int64_t t = 0; t < dvp; t += nr) {
                 int n = Dv - t < nr ? (int)(Dv - t) : nr;
                 const float *vs = vp + t * nkp + j0 * nr;
                 float *o = O + ir * dvp + t;
-                if (P) kn->ukernel_rows(nk, P, bk, vs, o, dvp, n, 1);
-                else kn->ukernel(nk, pp, vs, o, dvp, m, n, 1);
+                if (P) kn->ukernel_rows(kl, P, bk, vs, o, dvp, n, 1);
+                else kn->ukernel(kl, pp, vs, o, dvp, m, n, 1);
             }
         }
     }
