@@ -266,9 +266,12 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         }
         /* 3. O += P V, P read in place by full slivers (a last partial
            sliver is packed, zero padded), over the keys the sliver sees:
-           its P is 0 from there on, and the micro-kernel sums each output
+           its P is +0 from there on, and the micro-kernel sums each output
            as one fma chain over keys in order, so dropping those trailing
-           0 v terms leaves every finite sum as it was */
+           0 v terms leaves each sum as it was (but a -0 sum, which such a
+           term may have turned into +0; added to O, which is never -0 but
+           after an underflowing rescale, it shows as the same bits). As
+           with the keys past the block, a hidden key's v is not read. */
         for (int64_t ir = 0; ir < nq; ir += mr) {
             int m = nq - ir < mr ? (int)(nq - ir) : mr;
             int64_t kl = row_keys(J, i0 + ir + m - 1, j0, nk);   /* keys the sliver sees */
