@@ -89,7 +89,7 @@ int64_t tk_sdpa_ref(const tk_sdpa_args *a)
 typedef struct sdpa_job {
     const tk_sdpa_args *a;
     const tk_kern *kn;
-    int64_t G, off, bq, bk, nqb;
+    int64_t G, off, bq, bk, nqb, ntask;
     int64_t dvp;                 /* Dv rounded up to nr */
     uint64_t call;
     int small;                   /* a task is a head, done by kn->sdpa_head */
@@ -135,6 +135,27 @@ static inline int64_t row_keys(const sdpa_job *J, int64_t i, int64_t j0, int64_t
     return l < 0 ? 0 : l < nk ? l : nk;
 }
 
+/* The first query row of a task's block, and its head bh = b Hq + h */
+static int64_t task_row0(const sdpa_job *J, int64_t task, int64_t *bh)
+{
+    int64_t r = task % J->nqb;
+    *bh = task / J->nqb;
+    /* causal: pair early and late query blocks so contiguous ranges balance */
+    return (!J->a->causal ? r : r % 2 == 0 ? r / 2 : J->nqb - 1 - r / 2) * J->bq;
+}
+
+/* Fetch n bytes from p into the cache (for writing when w) while the last
+   key block is computed: the output rows and the next task's Q rows are
+   in memory, and stores or loads missing there stall longer than the
+   prefetches, spread over the block's work, cost. */
+static void fetch(const void *p, int64_t n, int w)
+{
+    for (int64_t c = 0; c < n; c += 64) {
+        if (w) __builtin_prefetch((const char *)p + c, 1);
+        else __builtin_prefetch((const char *)p + c, 0);
+    }
+}
+
 static void sdpa_task(sdpa_job *J, int64_t task)
 {
     const tk_sdpa_args *a = J->a;
@@ -142,15 +163,13 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     int mr = kn->mr, nr = kn->nr;
     float (*exp_sum)(int64_t, const float *, float, float *) =
         kn->sdpa_exp_sum ? kn->sdpa_exp_sum : kn->exp_sum;
-    int64_t bh = task / J->nqb, r = task % J->nqb;
+    int64_t bh, i0 = task_row0(J, task, &bh);
     int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / J->G;
     if (J->small) {
         int64_t e = kn->sdpa_head(a, b, h);
         if (e >= 0) { J->empty[task] = e; return; }
     }
-    /* causal: pair early and late query blocks so contiguous ranges balance */
-    int64_t qb = !a->causal ? r : (r % 2 == 0 ? r / 2 : J->nqb - 1 - r / 2);
-    int64_t i0 = qb * J->bq, nq = a->Nq - i0 < J->bq ? a->Nq - i0 : J->bq;
+    int64_t nq = a->Nq - i0 < J->bq ? a->Nq - i0 : J->bq;
     int64_t nqp = (nq + mr - 1) / mr * mr;
     int64_t Dh = a->Dh, Dv = a->Dv, dvp = J->dvp, bk = J->bk, ls = bk + S_PAD;   /* ls: S row stride */
     float *out = a->out + (bh * a->Nq + i0) * Dv;
@@ -206,6 +225,15 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + i0 * a->ms_q : NULL;
     for (int64_t j0 = 0; j0 < jend; j0 += bk) {
         int64_t nk = jend - j0 < bk ? jend - j0 : bk;
+        /* the last key block fetches the output rows and the next task's
+           Q rows, a row of each with each score row */
+        const float *nQ = NULL;
+        int64_t nq1 = 0;
+        if (j0 + bk >= jend && task + 1 < J->ntask && a->qs_d == 1) {
+            int64_t nbh, n0 = task_row0(J, task + 1, &nbh);
+            nQ = a->q + nbh / a->Hq * a->qs_b + nbh % a->Hq * a->qs_h + n0 * a->qs_n;
+            nq1 = a->Nq - n0 < J->bq ? a->Nq - n0 : J->bq;
+        }
         /* 1. S = (scale Q) K^T, for each sliver only the micro-tiles that
            hold a key it can see (the rest of its rows is set below) */
         for (int64_t jr = 0; jr < nk; jr += nr) {
@@ -219,6 +247,8 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         /* 2. mask and online softmax, row by row; P = exp(S - m) */
         for (int64_t i = 0; i < nq; i++) {
             float *s = S + i * ls, *p = s;
+            if (j0 + bk >= jend) fetch(out + i * Dv, Dv * (int64_t)sizeof(float), 1);
+            if (i < nq1) fetch(nQ + i * a->qs_n, Dh * (int64_t)sizeof(float), 0);
             int64_t lim = row_keys(J, i0 + i, j0, nk);
             int64_t visible = lim;
             if (M) {
@@ -344,13 +374,13 @@ int64_t tk_sdpa(const tk_sdpa_args *a)
         return a->B * a->Hq * a->Nq;
     }
     const tk_kern *kn = tk_kern_now();
-    sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, 0, NULL, 0 };
+    sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, 0, 0, NULL, 0 };
     J.small = !a->weights && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 0);
     J.bq = J.small ? a->Nq : BQ_ROWS / kn->mr * kn->mr;   /* a head, or whole slivers */
     J.nqb = (a->Nq + J.bq - 1) / J.bq;
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
     J.call = ++sdpa_calls;
-    int64_t ntask = a->B * a->Hq * J.nqb;
+    int64_t ntask = J.ntask = a->B * a->Hq * J.nqb;
     J.empty = calloc((size_t)ntask, sizeof(int64_t));
     if (!J.empty) return tk_sdpa_ref(a);
     tk_parallel_for(ntask, 1, sdpa_range, &J);
