@@ -72,13 +72,15 @@ int64_t tk_sdpa_ref(const tk_sdpa_args *a)
    as micro-kernel A slivers; for each block of BK keys up to the last one
    visible (blocks wholly above the causal diagonal are never touched):
    S = Q K^T, mask, online softmax (running max m, sum l, O rescaled by
-   exp(m_old - m_new)), O += P V. K and V of a kv head are packed once per
+   exp(m_old - m_new) when m moved), O += P V; on the diagonal block each
+   sliver of mr queries takes only the keys its last row sees. K and V of a kv head are packed once per
    thread and reused by every query block and every query head of its group
    (GQA without copies). */
 
 /* Block sizes: about BQ_ROWS query rows (whole slivers) by BK_COLS keys, so
-   the score block S (64 x 512 floats, 128 KiB) stays in L2 next to the Q
-   block and the O accumulators, while K and V panels stream from L3. */
+   the score block S (64 x 544 floats with S_PAD, 136 KiB) stays in L2 next
+   to the Q block and the O accumulators, while K and V panels stream from
+   L3. */
 #define BQ_ROWS 64
 #define BK_COLS 512
 /* S rows are BK_COLS + S_PAD floats apart: at 2 KiB apart the mr rows a
