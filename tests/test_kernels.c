@@ -1291,6 +1291,12 @@ static void test_sdpa(int use_ref)
         { 1, 1, 1, 100, 1100, 16, 24, 1, 0, 0, 0, 0 },          /* several key blocks */
         { 1, 2, 1, 70, 1100, 16, 16, 0, 3, 1, 0, 0 },           /* the same, padding mask */
         { 1, 2, 2, 3, 5, 0, 4, 0, 0, 1, 0, 1.0f },              /* Dh = 0: uniform weights */
+        /* causal: each sliver's own key count on the diagonal block, with
+           a mask, a partial last sliver, a partial value tile, the diagonal
+           crossing a key block inside a query block, empty first rows */
+        { 2, 2, 1, 77, 600, 24, 40, 1, 2, 1, 0, 0 },
+        { 1, 2, 2, 600, 530, 16, 20, 1, 0, 0, 1, 0 },
+        { 1, 1, 1, 523, 517, 8, 8, 1, 4, 1, 0, 0 },
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) sdpa_run(&cs[i], use_ref, P_NONE);
 

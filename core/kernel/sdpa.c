@@ -72,20 +72,26 @@ int64_t tk_sdpa_ref(const tk_sdpa_args *a)
    as micro-kernel A slivers; for each block of BK keys up to the last one
    visible (blocks wholly above the causal diagonal are never touched):
    S = Q K^T, mask, online softmax (running max m, sum l, O rescaled by
-   exp(m_old - m_new)), O += P V. K and V of a kv head are packed once per
+   exp(m_old - m_new) when m moved), O += P V; on the diagonal block each
+   sliver of mr queries takes only the keys its last row sees. K and V of a kv head are packed once per
    thread and reused by every query block and every query head of its group
    (GQA without copies). */
 
 /* Block sizes: about BQ_ROWS query rows (whole slivers) by BK_COLS keys, so
-   the score block S (64 x 512 floats, 128 KiB) stays in L2 next to the Q
-   block and the O accumulators, while K and V panels stream from L3. */
+   the score block S (64 x 544 floats with S_PAD, 136 KiB) stays in L2 next
+   to the Q block and the O accumulators, while K and V panels stream from
+   L3. */
 #define BQ_ROWS 64
 #define BK_COLS 512
+/* S rows are BK_COLS + S_PAD floats apart: at 2 KiB apart the mr rows a
+   micro-tile stores (Q K^T) or broadcasts from (P V) share few L1 sets and
+   alias 4 KiB apart; 128 bytes more measured 2-3% faster at N = 4096. */
+#define S_PAD 32
 
 typedef struct sdpa_job {
     const tk_sdpa_args *a;
     const tk_kern *kn;
-    int64_t G, off, bq, bk, nqb;
+    int64_t G, off, bq, bk, nqb, ntask;
     int64_t dvp;                 /* Dv rounded up to nr */
     uint64_t call;
     int small;                   /* a task is a head, done by kn->sdpa_head */
@@ -121,6 +127,37 @@ static void pack_kv(const sdpa_job *J, int64_t b, int64_t hk, int64_t j0, int64_
     }
 }
 
+/* How many of the nk keys from j0 query row i sees: causal hides those
+   after i + off. Rows of a sliver see more keys the later the row, so its
+   last row's count bounds the sliver. */
+static inline int64_t row_keys(const sdpa_job *J, int64_t i, int64_t j0, int64_t nk)
+{
+    if (!J->a->causal) return nk;
+    int64_t l = i + J->off + 1 - j0;
+    return l < 0 ? 0 : l < nk ? l : nk;
+}
+
+/* The first query row of a task's block, and its head bh = b Hq + h */
+static int64_t task_row0(const sdpa_job *J, int64_t task, int64_t *bh)
+{
+    int64_t r = task % J->nqb;
+    *bh = task / J->nqb;
+    /* causal: pair early and late query blocks so contiguous ranges balance */
+    return (!J->a->causal ? r : r % 2 == 0 ? r / 2 : J->nqb - 1 - r / 2) * J->bq;
+}
+
+/* Fetch n bytes from p into the cache (for writing when w) while the last
+   key block is computed: the output rows and the next task's Q rows are
+   in memory, and stores or loads missing there stall longer than the
+   prefetches, spread over the block's work, cost. */
+static void fetch(const void *p, int64_t n, int w)
+{
+    for (int64_t c = 0; c < n; c += 64) {
+        if (w) __builtin_prefetch((const char *)p + c, 1);
+        else __builtin_prefetch((const char *)p + c, 0);
+    }
+}
+
 static void sdpa_task(sdpa_job *J, int64_t task)
 {
     const tk_sdpa_args *a = J->a;
@@ -128,17 +165,15 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     int mr = kn->mr, nr = kn->nr;
     float (*exp_sum)(int64_t, const float *, float, float *) =
         kn->sdpa_exp_sum ? kn->sdpa_exp_sum : kn->exp_sum;
-    int64_t bh = task / J->nqb, r = task % J->nqb;
+    int64_t bh, i0 = task_row0(J, task, &bh);
     int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / J->G;
     if (J->small) {
         int64_t e = kn->sdpa_head(a, b, h);
         if (e >= 0) { J->empty[task] = e; return; }
     }
-    /* causal: pair early and late query blocks so contiguous ranges balance */
-    int64_t qb = !a->causal ? r : (r % 2 == 0 ? r / 2 : J->nqb - 1 - r / 2);
-    int64_t i0 = qb * J->bq, nq = a->Nq - i0 < J->bq ? a->Nq - i0 : J->bq;
+    int64_t nq = a->Nq - i0 < J->bq ? a->Nq - i0 : J->bq;
     int64_t nqp = (nq + mr - 1) / mr * mr;
-    int64_t Dh = a->Dh, Dv = a->Dv, dvp = J->dvp, bk = J->bk;
+    int64_t Dh = a->Dh, Dv = a->Dv, dvp = J->dvp, bk = J->bk, ls = bk + S_PAD;   /* ls: S row stride */
     float *out = a->out + (bh * a->Nq + i0) * Dv;
     J->empty[task] = 0;                     /* read by the caller even if this task fails */
     float *W = a->weights ? a->weights + (bh * a->Nq + i0) * a->Nk : NULL;
@@ -162,7 +197,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     float *kp = tk_scratch(TK_SCRATCH_SDPA_K, (size_t)(nkp * (Dh > 0 ? Dh : 1)) * sizeof(float));
     float *vp = tk_scratch(TK_SCRATCH_SDPA_V, (size_t)(nkp * (dvp > 0 ? dvp : 1)) * sizeof(float));
     float *qp = tk_scratch(TK_SCRATCH_SDPA_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
-    float *S = tk_scratch(TK_SCRATCH_SDPA_S, (size_t)(nqp * bk) * sizeof(float));
+    float *S = tk_scratch(TK_SCRATCH_SDPA_S, (size_t)(nqp * ls) * sizeof(float));
     float *pp = tk_scratch(TK_SCRATCH_SDPA_P, (size_t)(mr * bk) * sizeof(float));
     float *O = tk_scratch(TK_SCRATCH_SDPA_O, (size_t)(nqp * (dvp + 4)) * sizeof(float));
     if (!kp || !vp || !qp || !S || !pp || !O) { J->failed = 1; return; }
@@ -192,30 +227,41 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + i0 * a->ms_q : NULL;
     for (int64_t j0 = 0; j0 < jend; j0 += bk) {
         int64_t nk = jend - j0 < bk ? jend - j0 : bk;
-        /* 1. S = (scale Q) K^T */
+        /* the last key block fetches the output rows and the next task's
+           Q rows, a row of each with each score row */
+        const float *nQ = NULL;
+        int64_t nq1 = 0;
+        if (j0 + bk >= jend && task + 1 < J->ntask && a->qs_d == 1) {
+            int64_t nbh, n0 = task_row0(J, task + 1, &nbh);
+            nQ = a->q + nbh / a->Hq * a->qs_b + nbh % a->Hq * a->qs_h + n0 * a->qs_n;
+            nq1 = a->Nq - n0 < J->bq ? a->Nq - n0 : J->bq;
+        }
+        /* 1. S = (scale Q) K^T, for each sliver only the micro-tiles that
+           hold a key it can see (the rest of its rows is set below) */
         for (int64_t jr = 0; jr < nk; jr += nr) {
             int n = nk - jr < nr ? (int)(nk - jr) : nr;
             for (int64_t ir = 0; ir < nq; ir += mr) {
                 int m = nq - ir < mr ? (int)(nq - ir) : mr;
-                kn->ukernel(Dh, qp + ir * Dh, kp + (j0 + jr) * Dh, S + ir * bk + jr, bk, m, n, 0);
+                if (jr >= row_keys(J, i0 + ir + m - 1, j0, nk)) continue;
+                kn->ukernel(Dh, qp + ir * Dh, kp + (j0 + jr) * Dh, S + ir * ls + jr, ls, m, n, 0);
             }
         }
         /* 2. mask and online softmax, row by row; P = exp(S - m) */
         for (int64_t i = 0; i < nq; i++) {
-            float *s = S + i * bk, *p = s;
-            int64_t lim = nk;
-            if (a->causal) {
-                int64_t l = i0 + i + J->off + 1 - j0;
-                lim = l < 0 ? 0 : l < nk ? l : nk;
-            }
+            float *s = S + i * ls, *p = s;
+            if (j0 + bk >= jend) fetch(out + i * Dv, Dv * (int64_t)sizeof(float), 1);
+            if (i < nq1) fetch(nQ + i * a->qs_n, Dh * (int64_t)sizeof(float), 0);
+            int64_t lim = row_keys(J, i0 + i, j0, nk);
             int64_t visible = lim;
             if (M) {
                 const uint8_t *mi = M + i * a->ms_q + j0 * a->ms_k;
                 for (int64_t j = 0; j < lim; j++)
                     if (!mi[j * a->ms_k]) { s[j] = -INFINITY; visible--; }
             }
-            for (int64_t j = lim; j < nk; j++) s[j] = -INFINITY;
-            if (W) memcpy(W + i * a->Nk + j0, s, (size_t)nk * sizeof(float));
+            if (W) {   /* the masked scores; keys from lim on are hidden (P is 0 there) */
+                for (int64_t j = lim; j < nk; j++) s[j] = -INFINITY;
+                memcpy(W + i * a->Nk + j0, s, (size_t)nk * sizeof(float));
+            }
             if (visible > 0) seen[i] = 1.0f;
             if (bad[i] != 0.0f) {               /* the row will be NaN: skip its softmax */
                 memset(p, 0, (size_t)nk * sizeof(float));
@@ -231,7 +277,6 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             /* A visible NaN or +inf score (hidden ones are -inf here) makes
                the sum NaN: exp(NaN - m), exp(inf - inf) or a NaN max. So
                the sum is the row's check, at no extra pass. */
-            float alpha = expf(mrow[i] - mnew);  /* 0 on the first visible block */
             float sum = exp_sum(lim, s, mnew, p);
             if (sum != sum) {
                 bad[i] = 1.0f;
@@ -239,26 +284,42 @@ static void sdpa_task(sdpa_job *J, int64_t task)
                 continue;
             }
             memset(p + lim, 0, (size_t)(nk - lim) * sizeof(float));
-            lrow[i] = lrow[i] * alpha + sum;
+            /* alpha = exp(m_old - m_new): 1 when the max stays (most blocks
+               after a row's first), and on the row's first visible block 0
+               for a sum of 0 and an O row of zeros (or NaN from 0 v), which
+               scaling would leave as they are */
+            if (mrow[i] == -INFINITY) lrow[i] = sum;
+            else if (mrow[i] != mnew) {
+                float alpha = expf(mrow[i] - mnew);
+                lrow[i] = lrow[i] * alpha + sum;
+                kn->scale(Dv, alpha, O + i * dvp, O + i * dvp, 0);
+            } else lrow[i] += sum;
             mrow[i] = mnew;
-            if (alpha != 1.0f) kn->scale(Dv, alpha, O + i * dvp, O + i * dvp, 0);
         }
         /* 3. O += P V, P read in place by full slivers (a last partial
-           sliver is packed, zero padded) */
+           sliver is packed, zero padded), over the keys the sliver sees:
+           its P is +0 from there on, and the micro-kernel sums each output
+           as one fma chain over keys in order, so dropping those trailing
+           0 v terms leaves each sum as it was (but a -0 sum, which such a
+           term may have turned into +0; added to O, which is never -0 but
+           after an underflowing rescale, it shows as the same bits). As
+           with the keys past the block, a hidden key's v is not read. */
         for (int64_t ir = 0; ir < nq; ir += mr) {
             int m = nq - ir < mr ? (int)(nq - ir) : mr;
-            const float *P = S + ir * bk;
+            int64_t kl = row_keys(J, i0 + ir + m - 1, j0, nk);   /* keys the sliver sees */
+            const float *P = S + ir * ls;
+            if (kl == 0) continue;
             if (m < mr || !kn->ukernel_rows) {
                 for (int64_t i = 0; i < mr; i++)
-                    for (int64_t j = 0; j < nk; j++) pp[j * mr + i] = i < m ? P[i * bk + j] : 0.0f;
+                    for (int64_t j = 0; j < kl; j++) pp[j * mr + i] = i < m ? P[i * ls + j] : 0.0f;
                 P = NULL;
             }
             for (int64_t t = 0; t < dvp; t += nr) {
                 int n = Dv - t < nr ? (int)(Dv - t) : nr;
                 const float *vs = vp + t * nkp + j0 * nr;
                 float *o = O + ir * dvp + t;
-                if (P) kn->ukernel_rows(nk, P, bk, vs, o, dvp, n, 1);
-                else kn->ukernel(nk, pp, vs, o, dvp, m, n, 1);
+                if (P) kn->ukernel_rows(kl, P, ls, vs, o, dvp, n, 1);
+                else kn->ukernel(kl, pp, vs, o, dvp, m, n, 1);
             }
         }
     }
@@ -315,13 +376,13 @@ int64_t tk_sdpa(const tk_sdpa_args *a)
         return a->B * a->Hq * a->Nq;
     }
     const tk_kern *kn = tk_kern_now();
-    sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, 0, NULL, 0 };
+    sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, 0, 0, NULL, 0 };
     J.small = !a->weights && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 0);
     J.bq = J.small ? a->Nq : BQ_ROWS / kn->mr * kn->mr;   /* a head, or whole slivers */
     J.nqb = (a->Nq + J.bq - 1) / J.bq;
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
     J.call = ++sdpa_calls;
-    int64_t ntask = a->B * a->Hq * J.nqb;
+    int64_t ntask = J.ntask = a->B * a->Hq * J.nqb;
     J.empty = calloc((size_t)ntask, sizeof(int64_t));
     if (!J.empty) return tk_sdpa_ref(a);
     tk_parallel_for(ntask, 1, sdpa_range, &J);
