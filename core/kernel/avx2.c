@@ -441,21 +441,21 @@ static TARGET inline __attribute__((always_inline)) __m256 log_normal8(__m256i i
     __m256 z = _mm256_castsi256_ps(_mm256_sub_epi32(ix, _mm256_and_si256(u, _mm256_set1_epi32((int)0xff800000u))));
     __m256i i = _mm256_srli_epi32(u, 20);
     __m256 invc = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tk_log_invc), i);
-    __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tk_log_hi), i);
-    __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tk_log_lo), i);
+    __m256 logc = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tk_log_c), i);
     __m256 r = _mm256_fmsub_ps(z, invc, _mm256_set1_ps(1.0f));
-    __m256 p = _mm256_set1_ps(tk_log_poly[0]);
-#pragma GCC unroll 5
-    for (int j = 1; j < 5; j++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(tk_log_poly[j]));
-    lo = _mm256_add_ps(_mm256_fmadd_ps(k, _mm256_set1_ps(TK_LN2_LO), lo), _mm256_mul_ps(_mm256_mul_ps(r, r), p));
-    hi = _mm256_fmadd_ps(k, _mm256_set1_ps(TK_LN2_HI), hi);               /* exact */
-    return _mm256_add_ps(hi, _mm256_add_ps(r, lo));
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(tk_log_poly[0]), r, _mm256_set1_ps(tk_log_poly[1]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(tk_log_poly[2]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(tk_log_poly[3]));
+    __m256 s = _mm256_fmadd_ps(_mm256_mul_ps(r, r), p, _mm256_fmadd_ps(k, _mm256_set1_ps(TK_LN2_LO), r));
+    __m256 hi = _mm256_fmadd_ps(k, _mm256_set1_ps(TK_LN2_HI), logc);           /* exact */
+    return _mm256_add_ps(hi, s);
 }
 
 /* log(x); a vector with a lane that is not a positive normal float takes
    the slow way, as in avx512.c (denormals scaled by 2^23 first, the
-   special values put right at the end). */
-static TARGET __attribute__((noinline)) __m256 log8_odd(__m256 x)
+   special values put right at the end; inlined so the loops keep the
+   constants in registers). */
+static TARGET inline __attribute__((always_inline)) __m256 log8_odd(__m256 x)
 {
     __m256 den = _mm256_cmp_ps(x, _mm256_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
     __m256 xs = _mm256_blendv_ps(x, _mm256_mul_ps(x, _mm256_set1_ps(8388608.0f)), den);

@@ -386,22 +386,23 @@ static TARGET inline __attribute__((always_inline)) __m512 log_normal16(__m512i 
     __m512 z = _mm512_castsi512_ps(_mm512_sub_epi32(ix, _mm512_and_si512(u, _mm512_set1_epi32((int)0xff800000u))));
     __m512i i = _mm512_srli_epi32(u, 20);
     __m512 invc = _mm512_permutexvar_ps(i, table8(tk_log_invc));
-    __m512 hi = _mm512_permutexvar_ps(i, table8(tk_log_hi));
-    __m512 lo = _mm512_permutexvar_ps(i, table8(tk_log_lo));
+    __m512 logc = _mm512_permutexvar_ps(i, table8(tk_log_c));
     __m512 r = _mm512_fmsub_ps(z, invc, _mm512_set1_ps(1.0f));
-    __m512 p = _mm512_set1_ps(tk_log_poly[0]);
-#pragma GCC unroll 5
-    for (int j = 1; j < 5; j++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(tk_log_poly[j]));
-    lo = _mm512_add_ps(_mm512_fmadd_ps(k, _mm512_set1_ps(TK_LN2_LO), lo), _mm512_mul_ps(_mm512_mul_ps(r, r), p));
-    hi = _mm512_fmadd_ps(k, _mm512_set1_ps(TK_LN2_HI), hi);               /* exact */
-    return _mm512_add_ps(hi, _mm512_add_ps(r, lo));
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(tk_log_poly[0]), r, _mm512_set1_ps(tk_log_poly[1]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(tk_log_poly[2]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(tk_log_poly[3]));
+    __m512 s = _mm512_fmadd_ps(_mm512_mul_ps(r, r), p, _mm512_fmadd_ps(k, _mm512_set1_ps(TK_LN2_LO), r));
+    __m512 hi = _mm512_fmadd_ps(k, _mm512_set1_ps(TK_LN2_HI), logc);           /* exact */
+    return _mm512_add_ps(hi, s);
 }
 
 /* log(x); a vector with a lane that is not a positive normal float takes
    the slow way: denormals scaled by 2^23 first (the same arithmetic for the
    other lanes, so no bit depends on the neighbours), 0, negatives, inf and
-   NaN put right at the end. */
-static TARGET __attribute__((noinline)) __m512 log16_odd(__m512 x)
+   NaN put right at the end. Inlined, though rare: a call clobbers every
+   vector register, and the loops then rebuilt log's constants for each
+   vector (a third of log's time). */
+static TARGET inline __attribute__((always_inline)) __m512 log16_odd(__m512 x)
 {
     __mmask16 den = _mm512_cmp_ps_mask(x, _mm512_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
     __m512 xs = _mm512_mask_mul_ps(x, den, x, _mm512_set1_ps(8388608.0f));
