@@ -338,7 +338,8 @@ void tk_pack_b(const tk_kern *kn, int64_t kc, int64_t nc, const float *b, int64_
    log x = k ln2 + log c + log(1 + r), r = z/c - 1 by one fma, |r| < 0.061,
    log(1 + r) = r + r^2 P(r), P of degree 3 fitted (minimax) to
    (log(1 + r) - r)/r^2 on the r of all 8 intervals (error 7e-9 relative
-   to log(1 + r)). Each invc is the float near the interval's middle whose
+   to log(1 + r)), coefficients highest first, evaluated as
+   (p0 r + p1) r^2 + (p2 r + p3) (two fmas deep, not three). Each invc is the float near the interval's middle whose
    log c = tk_log_c[i] is a multiple of 2^-17 to within 1.4e-10 (Gal's
    accurate tables: searched among 2^17 floats), so one table holds log c
    and k LN2_HI + log c is exact. tests/test_kernels.c measures the error
