@@ -139,7 +139,7 @@ void tk_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const floa
 /* Unary float ops: NEG ABS SQRT EXP LOG and the activations. NEG, ABS,
    SQRT, RELU are exact. EXP as tk_exp_vec (TANH and SIGMOID on the SIMD
    paths are built on it, within 1e-6 relative); LOG within 2 ulp of the
-   exact result on the SIMD paths (1.16 at worst over all positive floats; logf on the scalar one); log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN
+   exact result on the SIMD paths (1.15 at worst over all positive floats; logf on the scalar one); log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN
    stays NaN. The activations: RELU (exact; NaN stays NaN), GELU (exact
    form, x * Phi(x) through erfcf: accurate where Phi is tiny), GELU_TANH
    (PyTorch's tanh form, written x * sigmoid(2z) so it does not cancel for
