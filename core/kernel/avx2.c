@@ -483,21 +483,21 @@ static TARGET inline __attribute__((always_inline)) __m256 log_normal8(__m256i i
     __m256 z = _mm256_castsi256_ps(_mm256_sub_epi32(ix, _mm256_and_si256(u, _mm256_set1_epi32((int)0xff800000u))));
     __m256i i = _mm256_srli_epi32(u, 20);
     __m256 invc = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tk_log_invc), i);
-    __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tk_log_hi), i);
-    __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tk_log_lo), i);
+    __m256 logc = _mm256_permutevar8x32_ps(_mm256_loadu_ps(tk_log_c), i);
     __m256 r = _mm256_fmsub_ps(z, invc, _mm256_set1_ps(1.0f));
-    __m256 p = _mm256_set1_ps(tk_log_poly[0]);
-#pragma GCC unroll 5
-    for (int j = 1; j < 5; j++) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(tk_log_poly[j]));
-    lo = _mm256_add_ps(_mm256_fmadd_ps(k, _mm256_set1_ps(TK_LN2_LO), lo), _mm256_mul_ps(_mm256_mul_ps(r, r), p));
-    hi = _mm256_fmadd_ps(k, _mm256_set1_ps(TK_LN2_HI), hi);               /* exact */
-    return _mm256_add_ps(hi, _mm256_add_ps(r, lo));
+    __m256 r2 = _mm256_mul_ps(r, r);
+    __m256 p = _mm256_fmadd_ps(r2, _mm256_fmadd_ps(_mm256_set1_ps(tk_log_poly[0]), r, _mm256_set1_ps(tk_log_poly[1])),
+                               _mm256_fmadd_ps(_mm256_set1_ps(tk_log_poly[2]), r, _mm256_set1_ps(tk_log_poly[3])));
+    __m256 s = _mm256_fmadd_ps(r2, p, _mm256_fmadd_ps(k, _mm256_set1_ps(TK_LN2_LO), r));
+    __m256 hi = _mm256_fmadd_ps(k, _mm256_set1_ps(TK_LN2_HI), logc);           /* exact */
+    return _mm256_add_ps(hi, s);
 }
 
 /* log(x); a vector with a lane that is not a positive normal float takes
    the slow way, as in avx512.c (denormals scaled by 2^23 first, the
-   special values put right at the end). */
-static TARGET __attribute__((noinline)) __m256 log8_odd(__m256 x)
+   special values put right at the end; inlined so the loops keep the
+   constants in registers). */
+static TARGET inline __attribute__((always_inline)) __m256 log8_odd(__m256 x)
 {
     __m256 den = _mm256_cmp_ps(x, _mm256_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
     __m256 xs = _mm256_blendv_ps(x, _mm256_mul_ps(x, _mm256_set1_ps(8388608.0f)), den);
@@ -510,13 +510,45 @@ static TARGET __attribute__((noinline)) __m256 log8_odd(__m256 x)
     return _mm256_blendv_ps(r, _mm256_add_ps(x, x), _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
+/* A lane is rare (0, denormal, negative, inf or NaN) when its bits minus
+   2^23 are >= 0x7f000000 unsigned; one of two vectors is when the unsigned
+   max of their keys is. */
+static TARGET inline __m256i log_key8(__m256i ix)
+{
+    return _mm256_sub_epi32(ix, _mm256_set1_epi32(0x00800000));
+}
+
+static TARGET inline int log_rare8(__m256i key)
+{
+    __m256i odd = _mm256_cmpeq_epi32(_mm256_max_epu32(key, _mm256_set1_epi32(0x7f000000)), key);
+    return !_mm256_testz_si256(odd, odd);
+}
+
 static TARGET inline __attribute__((always_inline)) __m256 log8(__m256 x)
 {
     __m256i ix = _mm256_castps_si256(x);
-    __m256i t = _mm256_sub_epi32(ix, _mm256_set1_epi32(0x00800000)), lim = _mm256_set1_epi32(0x7f000000);
-    __m256i odd = _mm256_cmpeq_epi32(_mm256_max_epu32(t, lim), t);      /* t >= lim, unsigned */
-    if (__builtin_expect(!_mm256_testz_si256(odd, odd), 0)) return log8_odd(x);
+    if (__builtin_expect(log_rare8(log_key8(ix)), 0)) return log8_odd(x);
     return log_normal8(ix, _mm256_setzero_ps(), 0);
+}
+
+/* log of a row's whole vectors, one test of two for rare lanes (as
+   avx512.c); returns how many floats it did. */
+static TARGET int64_t ew_log8(int64_t n, const float *x, float *o)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 a0 = _mm256_loadu_ps(x + i), a1 = _mm256_loadu_ps(x + i + 8);
+        __m256i i0 = _mm256_castps_si256(a0), i1 = _mm256_castps_si256(a1);
+        if (__builtin_expect(log_rare8(_mm256_max_epu32(log_key8(i0), log_key8(i1))), 0)) {
+            _mm256_storeu_ps(o + i, log8_odd(a0));
+            _mm256_storeu_ps(o + i + 8, log8_odd(a1));
+        } else {
+            _mm256_storeu_ps(o + i, log_normal8(i0, _mm256_setzero_ps(), 0));
+            _mm256_storeu_ps(o + i + 8, log_normal8(i1, _mm256_setzero_ps(), 0));
+        }
+    }
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, log8(_mm256_loadu_ps(x + i)));
+    return i;
 }
 
 /* One loop per stride pattern, two vectors an iteration; the leftovers run
@@ -648,7 +680,7 @@ static TARGET void ew_unary(int op, int64_t n, const float *x, float *o)
     case TK_EW_ABS: EW_UN_LOOP(abs8); break;
     case TK_EW_SQRT: EW_UN_LOOP(_mm256_sqrt_ps); break;
     case TK_EW_EXP: EW_UN_LOOP(exp8); break;
-    case TK_EW_LOG: EW_UN_LOOP(log8); break;
+    case TK_EW_LOG: i = ew_log8(n, x, o); break;
     case TK_EW_RELU: EW_UN_LOOP(relu8); break;
     case TK_EW_TANH: EW_UN_LOOP(tanh8); break;
     case TK_EW_SIGMOID: EW_UN_LOOP(sigmoid8); break;

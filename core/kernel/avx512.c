@@ -474,22 +474,23 @@ static TARGET inline __attribute__((always_inline)) __m512 log_normal16(__m512i 
     __m512 z = _mm512_castsi512_ps(_mm512_sub_epi32(ix, _mm512_and_si512(u, _mm512_set1_epi32((int)0xff800000u))));
     __m512i i = _mm512_srli_epi32(u, 20);
     __m512 invc = _mm512_permutexvar_ps(i, table8(tk_log_invc));
-    __m512 hi = _mm512_permutexvar_ps(i, table8(tk_log_hi));
-    __m512 lo = _mm512_permutexvar_ps(i, table8(tk_log_lo));
+    __m512 logc = _mm512_permutexvar_ps(i, table8(tk_log_c));
     __m512 r = _mm512_fmsub_ps(z, invc, _mm512_set1_ps(1.0f));
-    __m512 p = _mm512_set1_ps(tk_log_poly[0]);
-#pragma GCC unroll 5
-    for (int j = 1; j < 5; j++) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(tk_log_poly[j]));
-    lo = _mm512_add_ps(_mm512_fmadd_ps(k, _mm512_set1_ps(TK_LN2_LO), lo), _mm512_mul_ps(_mm512_mul_ps(r, r), p));
-    hi = _mm512_fmadd_ps(k, _mm512_set1_ps(TK_LN2_HI), hi);               /* exact */
-    return _mm512_add_ps(hi, _mm512_add_ps(r, lo));
+    __m512 r2 = _mm512_mul_ps(r, r);
+    __m512 p = _mm512_fmadd_ps(r2, _mm512_fmadd_ps(_mm512_set1_ps(tk_log_poly[0]), r, _mm512_set1_ps(tk_log_poly[1])),
+                               _mm512_fmadd_ps(_mm512_set1_ps(tk_log_poly[2]), r, _mm512_set1_ps(tk_log_poly[3])));
+    __m512 s = _mm512_fmadd_ps(r2, p, _mm512_fmadd_ps(k, _mm512_set1_ps(TK_LN2_LO), r));
+    __m512 hi = _mm512_fmadd_ps(k, _mm512_set1_ps(TK_LN2_HI), logc);           /* exact */
+    return _mm512_add_ps(hi, s);
 }
 
 /* log(x); a vector with a lane that is not a positive normal float takes
    the slow way: denormals scaled by 2^23 first (the same arithmetic for the
    other lanes, so no bit depends on the neighbours), 0, negatives, inf and
-   NaN put right at the end. */
-static TARGET __attribute__((noinline)) __m512 log16_odd(__m512 x)
+   NaN put right at the end. Inlined, though rare: a call clobbers every
+   vector register, and the loops then rebuilt log's constants for each
+   vector (a third of log's time). */
+static TARGET inline __attribute__((always_inline)) __m512 log16_odd(__m512 x)
 {
     __mmask16 den = _mm512_cmp_ps_mask(x, _mm512_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
     __m512 xs = _mm512_mask_mul_ps(x, den, x, _mm512_set1_ps(8388608.0f));
@@ -502,13 +503,40 @@ static TARGET __attribute__((noinline)) __m512 log16_odd(__m512 x)
     return _mm512_mask_add_ps(r, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x);
 }
 
+/* Not a positive normal float: 0, denormal, negative, inf or NaN. */
+static TARGET inline __mmask16 log_rare16(__m512i ix)
+{
+    return _mm512_cmpge_epu32_mask(_mm512_sub_epi32(ix, _mm512_set1_epi32(0x00800000)),
+                                   _mm512_set1_epi32(0x7f000000));
+}
+
 static TARGET inline __attribute__((always_inline)) __m512 log16(__m512 x)
 {
     __m512i ix = _mm512_castps_si512(x);
-    __mmask16 odd = _mm512_cmpge_epu32_mask(_mm512_sub_epi32(ix, _mm512_set1_epi32(0x00800000)),
-                                            _mm512_set1_epi32(0x7f000000));
-    if (__builtin_expect(odd != 0, 0)) return log16_odd(x);
+    if (__builtin_expect(log_rare16(ix) != 0, 0)) return log16_odd(x);
     return log_normal16(ix, _mm512_setzero_ps(), 0);
+}
+
+/* log of a row: one test of two vectors for rare lanes (log16_odd gives
+   the normal lanes the same bits as log_normal16). */
+static TARGET void ew_log16(int64_t n, const float *x, float *o)
+{
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512 a0 = _mm512_loadu_ps(x + i), a1 = _mm512_loadu_ps(x + i + 16);
+        __m512i i0 = _mm512_castps_si512(a0), i1 = _mm512_castps_si512(a1);
+        if (__builtin_expect(!_mm512_kortestz(log_rare16(i0), log_rare16(i1)), 0)) {
+            _mm512_storeu_ps(o + i, log16_odd(a0));
+            _mm512_storeu_ps(o + i + 16, log16_odd(a1));
+        } else {
+            _mm512_storeu_ps(o + i, log_normal16(i0, _mm512_setzero_ps(), 0));
+            _mm512_storeu_ps(o + i + 16, log_normal16(i1, _mm512_setzero_ps(), 0));
+        }
+    }
+    for (; i < n; i += 16) {
+        __mmask16 k = tail_mask(n - i);
+        _mm512_mask_storeu_ps(o + i, k, log16(_mm512_maskz_loadu_ps(k, x + i)));
+    }
 }
 
 /* One loop per stride pattern (contiguous or broadcast scalar), two vectors
@@ -641,7 +669,7 @@ static TARGET void ew_unary(int op, int64_t n, const float *x, float *o)
     case TK_EW_ABS: EW_UN_LOOP(_mm512_abs_ps); break;
     case TK_EW_SQRT: EW_UN_LOOP(_mm512_sqrt_ps); break;
     case TK_EW_EXP: EW_UN_LOOP(exp16); break;
-    case TK_EW_LOG: EW_UN_LOOP(log16); break;
+    case TK_EW_LOG: ew_log16(n, x, o); break;
     case TK_EW_RELU: EW_UN_LOOP(relu16); break;
     case TK_EW_TANH: EW_UN_LOOP(tanh16); break;
     case TK_EW_SIGMOID: EW_UN_LOOP(sigmoid16); break;
