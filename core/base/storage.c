@@ -135,8 +135,8 @@ static void cache_put(void *p, size_t sz, int idx)
    once every buffer cut from it is dropped; a buffer dropped while others
    of its slab live is "stranded", still memory, and counts against the cap
    until its slab goes. Near the cap, medium buffers are plain ones.
-   (A 4 KiB fault cost 12 us on this project's VM, a huge page 2 MiB for
-   about 60 us; lesson 14 faulted 3.9k times.) */
+   (A 4 KiB fault cost 12 us on this project's VM, a 2 MiB huge page
+   about 135 us; lesson 14 faulted 3.9k-6.8k times, now 1.1k.) */
 #define SLAB HUGE_BUFFER
 #ifndef TT_NO_SLABS
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
