@@ -104,28 +104,28 @@ end
 -- A fixed evaluation set: EVAL_B sequences for every period, 8..16 (72 in
 -- all, enough for the scores' two decimals). Each is drawn as a batch of B and
 -- cut, so the random stream, and with it the training, stays the same.
-local eval_set = {}
+local eval_set, eval_x = {}, {}
 tt.trace.off()
 for P = N // 4, N // 2 do eval_set[#eval_set + 1] = {P = P, x = repeated_batch(B, P):narrow(1, 1, EVAL_B)} end
+for k, e in ipairs(eval_set) do eval_x[k] = e.x end
+eval_x = tt.cat(eval_x, 1)              -- the 72 as one batch: the forward pass does not depend on P
 tt.trace.on()
 -- Over the whole evaluation set: previous-token score of every layer-1 head,
 -- induction score of every layer-2 head, and the repeated-token loss.
 local function measure(opts)
   local prev, ind, rep = {}, {}, 0
   for h = 1, H do prev[h], ind[h] = 0, 0 end
-  tt.trace.off()                        -- 9 forward passes: measured, not traced
+  tt.trace.off()                        -- one forward pass over all 9 batches: measured, not traced
   tt.no_grad(function()
-    for _, e in ipairs(eval_set) do
-      local logits, w = forward(e.x, {weights = true, ablate = opts and opts.ablate})
-      local p1 = M.head_scores(w[1], e.P).prev
-      local p2 = M.head_scores(w[2], e.P).ind
-      for h = 1, H do
-        prev[h] = prev[h] + p1[h] / #eval_set
-        ind[h] = ind[h] + p2[h] / #eval_set
-      end
-      local _, r = split_losses(token_losses(logits, e.x), e.P)
+    local logits, w = forward(eval_x, {weights = true, ablate = opts and opts.ablate})
+    local losses = token_losses(logits, eval_x)
+    for k, e in ipairs(eval_set) do
+      local first = (k - 1) * EVAL_B + 1 -- this period's sequences in the batch
+      local p1 = M.head_scores(w[1]:narrow(1, first, EVAL_B), e.P).prev
+      local p2 = M.head_scores(w[2]:narrow(1, first, EVAL_B), e.P).ind
+      for h = 1, H do prev[h], ind[h] = prev[h] + p1[h] / #eval_set, ind[h] + p2[h] / #eval_set end
+      local _, r = split_losses(losses:narrow(1, first, EVAL_B), e.P)
       rep = rep + r:item() / #eval_set
-      collectgarbage()                  -- free this batch's tensors: fresh memory costs a page fault per 4 KiB
     end
   end)
   tt.trace.on()

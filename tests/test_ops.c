@@ -463,6 +463,22 @@ static void test_indexing(void)
         CHECK("index_select of int64", good);
         tt_tensor_release(&out);
     }
+    /* int64 along the last dim of a transposed view: [8,5] viewed as [5,8] */
+    tt_tensor grid, gt, lix = strided_index(11, 8), lout;
+    const int64_t s85[2] = {8, 5};
+    if (ok(tt_randint(&grid, -1000000, 1000000, 2, s85)) && ok(tt_transpose(&gt, &grid, 0, 1))) {
+        if (ok(tt_index_select(&lout, &gt, 1, &lix))) {
+            int good = lout.dtype == TT_INT64 && lout.shape[0] == 5 && lout.shape[1] == 11;
+            for (int64_t r = 0; r < 5; r++)
+                for (int64_t k = 0; k < 11; k++)
+                    good &= tt_get_i64(&lout, r * 11 + k) == tt_get_i64(&grid, (tt_get_i64(&lix, k) - 1) * 5 + r);
+            CHECK("index_select of int64, last dim of a transposed view", good);
+            tt_tensor_release(&lout);
+        }
+        tt_tensor_release(&gt);
+        tt_tensor_release(&grid);
+    }
+    tt_tensor_release(&lix);
     /* an embedding's lookup (dim 1, whole rows copied): a contiguous weight,
        one whose rows lie apart (narrowed columns), one whose rows are not
        contiguous (transposed), int64 rows; repeated, strided index */

@@ -444,6 +444,76 @@ static void test_big_storage(void)
     CHECK("big storage: nothing left counted", tt_memory_in_use() == base);
 }
 
+/* Medium buffers (64 KiB up to 2 MiB) are cut from 2 MiB slabs that ask for
+   huge pages; a slab goes back to malloc once all its buffers are dropped. */
+static void test_medium_storage(void)
+{
+    const int64_t base = tt_memory_in_use(), nbytes = (224 << 10) - 100;   /* class 224 KiB: 9 a slab */
+    enum { PER_SLAB = (2 << 20) / (224 << 10), N = PER_SLAB + 2 };
+    tt_storage *s[N];
+    int made = 0;
+    for (; made < N; made++)
+        if (!ok(tt__storage_new(&s[made], nbytes, 1))) break;
+    if (made < N) {
+        while (made > 0) tt__storage_release(s[--made]);
+        return;
+    }
+    int zeroed = 1, apart = 1;
+    for (int i = 0; i < N; i++) {
+        const unsigned char *d = s[i]->data;
+        for (int64_t j = 0; j < nbytes; j++) zeroed &= d[j] == 0;
+        for (int j = 0; j < i; j++) {            /* no two overlap */
+            const unsigned char *e = s[j]->data;
+            apart &= d + nbytes <= e || e + nbytes <= d;
+        }
+        memset(s[i]->data, 0x5a, (size_t)nbytes);
+    }
+    CHECK("medium storage: zeroed", zeroed);
+    CHECK("medium storage: no two buffers overlap", apart);
+    CHECK("medium storage: counted at their size", tt_memory_in_use() == base + N * nbytes);
+#ifdef __linux__
+    uintptr_t slab0 = (uintptr_t)s[0]->data & ~(uintptr_t)((2 << 20) - 1);
+    int same = 1;
+    for (int i = 1; i < PER_SLAB; i++) same &= ((uintptr_t)s[i]->data & ~(uintptr_t)((2 << 20) - 1)) == slab0;
+    CHECK("medium storage: a class's buffers share a 2 MiB block", same);
+    if (thp_enabled()) CHECK("medium storage: huge pages asked for", huge_page_advised(s[0]->data) != 0);
+#endif
+    void *first = s[0]->data;
+    tt__storage_release(s[0]);
+    CHECK("medium storage: released, uncounted", tt_memory_in_use() == base + (N - 1) * nbytes);
+    if (!ok(tt__storage_new(&s[0], nbytes, 1))) s[0] = NULL;
+    else {
+        CHECK("medium storage: the cached buffer is handed out again", s[0]->data == first);
+        const unsigned char *d = s[0]->data;
+        int z = 1;
+        for (int64_t j = 0; j < nbytes; j++) z &= d[j] == 0;
+        CHECK("medium storage: zeroed again from the cache", z);
+    }
+    /* dropped from the cache while the rest of their slab lives: the memory
+       stays counted under a cap, and goes when the last buffer does */
+    for (int i = 0; i < N; i += 2) if (s[i]) tt__storage_release(s[i]);
+    tt__storage_drop_cache();
+    for (int i = 1; i < N; i += 2) {            /* still intact */
+        const unsigned char *d = s[i]->data;
+        int kept = 1;
+        for (int64_t j = 0; j < nbytes; j++) kept &= d[j] == 0x5a;
+        if (!kept) { CHECK("medium storage: live buffers survive a cache drop", 0); break; }
+    }
+    tt_set_max_memory(tt_memory_in_use() + (1 << 20));   /* room for 96 KiB, not for a slab */
+    tt_storage *t;
+    CHECK("medium storage: dropped buffers of a live slab count under the cap",
+          tt__storage_new(&t, 96 << 10, 1) == TT_ENOMEM && t == NULL && strstr(tt_errmsg(), "memory cap"));
+    for (int i = 1; i < N; i += 2) tt__storage_release(s[i]);
+    tt__storage_drop_cache();                    /* the slabs go */
+    tt_set_max_memory(tt_memory_in_use() + (1 << 20));
+    CHECK("medium storage: once the slabs are gone, a plain buffer near the cap",
+          tt__storage_new(&t, 96 << 10, 1) == TT_OK && t->data != NULL);
+    if (t) tt__storage_release(t);
+    tt_set_max_memory(0);
+    tt__storage_drop_cache();
+    CHECK("medium storage: nothing left counted", tt_memory_in_use() == base);
+}
+
 int main(void)
 {
     int64_t base = tt_memory_in_use();
@@ -458,6 +528,7 @@ int main(void)
     test_int64_convert();
     test_randint();
     test_big_storage();
+    test_medium_storage();
     CHECK("no tensor leaked", tt_memory_in_use() == base);
     tt_release_caches();
     return check_report();

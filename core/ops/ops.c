@@ -1259,6 +1259,34 @@ static int select_rows(tt_tensor *out, const tt_tensor *a, const tt_tensor *inde
     return 1;
 }
 
+/* index_select along the last dim (a head's score picks N of a row of N*N
+   weights): out is fresh (contiguous) and filled a row at a time, the row's
+   start found once, not index_walk's address arithmetic over every dim for
+   every element (3x fewer instructions at lesson 14's sizes). */
+static void select_last(tt_tensor *out, const tt_tensor *a, const tt_tensor *index)
+{
+    const int d = a->ndim - 1;
+    const int64_t m = index->shape[0], is = index->stride[0], as = a->stride[d];
+    if (m == 0 || tt_numel(out) == 0) return;
+    const int64_t rows = tt_numel(out) / m;
+    int64_t i[TT_MAX_DIMS] = {0};
+    const size_t es = tt_dtype_size(a->dtype);
+    const int64_t *ix = tt_data_i64(index);
+    const char *ab = (const char *)a->storage->data + a->offset * (int64_t)es;
+    char *ob = (char *)out->storage->data + out->offset * (int64_t)es;
+    for (int64_t r = 0; r < rows; r++, ob += m * (int64_t)es) {
+        int64_t base = 0;
+        for (int q = 0; q < d; q++) base += i[q] * a->stride[q];
+        const char *row = ab + base * (int64_t)es;
+        if (es == 4)
+            for (int64_t k = 0; k < m; k++) memcpy(ob + 4 * k, row + (ix[k * is] - 1) * as * 4, 4);
+        else
+            for (int64_t k = 0; k < m; k++)
+                memcpy(ob + k * (int64_t)es, row + (ix[k * is] - 1) * as * (int64_t)es, es);
+        for (int q = d - 1; q >= 0 && ++i[q] == a->shape[q]; q--) i[q] = 0;
+    }
+}
+
 void tt__index_add(tt_tensor *dst, int d, const tt_tensor *index, int gather, const tt_tensor *g)
 {
     index_walk(dst, d, index, gather, g, 1);
@@ -1309,7 +1337,9 @@ static tt_status index_impl(tt_tensor *out, const tt_tensor *a, int d, const tt_
     if ((st = check_index(op, a, d, index))) return st;
     st = tt__alloc(out, op, a->dtype, a->ndim, shape, gather ? NULL : a->names);
     if (st) return st;
-    if (gather || d != 0 || !select_rows(out, a, index)) index_walk(a, d, index, gather, out, 0);
+    if (!gather && d == 0 && select_rows(out, a, index)) return TT_OK;
+    if (!gather && d > 0 && d == a->ndim - 1) select_last(out, a, index);
+    else index_walk(a, d, index, gather, out, 0);
     return TT_OK;
 }
 
