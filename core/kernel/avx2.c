@@ -389,15 +389,10 @@ static TARGET float exp_sum_next(int64_t n, const float *x, float m, float *y, c
     return exp_sum_body(n, x, m, y, next, 0);
 }
 
-static TARGET void scale(int64_t n, float s, const float *x, float *y, int stream)
+static TARGET void scale(int64_t n, float s, const float *x, float *y)
 {
     __m256 vs = _mm256_set1_ps(s);
     int64_t i = 0;
-    if (stream && ((uintptr_t)y & 3) == 0) {
-        for (; i < n && ((uintptr_t)(y + i) & 31) != 0; i++) y[i] = s * x[i];
-        for (; i + 8 <= n; i += 8) _mm256_stream_ps(y + i, _mm256_mul_ps(vs, _mm256_loadu_ps(x + i)));
-        _mm_sfence();
-    }
     for (; i + 32 <= n; i += 32) {          /* 4 vectors an iteration: less loop per store */
         __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
         __m256 c = _mm256_loadu_ps(x + i + 16), d = _mm256_loadu_ps(x + i + 24);

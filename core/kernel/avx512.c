@@ -349,25 +349,10 @@ static TARGET float exp_sum_next(int64_t n, const float *x, float m, float *y, c
     return exp_sum_body(n, x, m, y, next, 0);
 }
 
-static TARGET void scale(int64_t n, float s, const float *x, float *y, int stream)
+static TARGET void scale(int64_t n, float s, const float *x, float *y)
 {
     __m512 vs = _mm512_set1_ps(s);
     int64_t i = 0;
-    if (stream) {
-        /* masked head up to a 64-byte boundary, then non-temporal stores */
-        int64_t head = (int64_t)((64 - ((uintptr_t)y & 63)) & 63) / 4;
-        if (((uintptr_t)y & 3) == 0 && head > 0) {
-            if (head > n) head = n;
-            __mmask16 k = tail_mask(head);
-            _mm512_mask_storeu_ps(y, k, _mm512_mul_ps(vs, _mm512_maskz_loadu_ps(k, x)));
-            i = head;
-        }
-        if (((uintptr_t)(y + i) & 63) == 0) {
-            for (; i + 16 <= n; i += 16)
-                _mm512_stream_ps(y + i, _mm512_mul_ps(vs, _mm512_loadu_ps(x + i)));
-            _mm_sfence();
-        }
-    }
     for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(vs, _mm512_loadu_ps(x + i)));
     if (i < n) {                               /* leftovers */
         __mmask16 k = tail_mask(n - i);

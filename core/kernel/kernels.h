@@ -288,9 +288,7 @@ typedef struct tk_kern {
        into L1 meanwhile (softmax's next row: its reads overlap this row's
        arithmetic instead of waiting for it) */
     float (*exp_sum_next)(int64_t n, const float *x, float m, float *y, const float *next);
-    /* y = s*x; stream != 0 bypasses the cache on y (no caller does now: slower
-       than ordinary stores for softmax results on the Zen 5 VM) */
-    void (*scale)(int64_t n, float s, const float *x, float *y, int stream);
+    void (*scale)(int64_t n, float s, const float *x, float *y);     /* y = s*x */
     /* optional: reduction lines (rows.c has the portable ones). sum_line:
        n contiguous floats in double as TK_SUM_CHAINS says; sum_cols:
        acc[i] += x[j*sd + i] in double for i < nb, j < R in order */

@@ -288,9 +288,8 @@ static float exp_sum_c(int64_t n, const float *x, float m, float *y)
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
-static void scale_c(int64_t n, float s, const float *x, float *y, int stream)
+static void scale_c(int64_t n, float s, const float *x, float *y)
 {
-    (void)stream;
     for (int64_t i = 0; i < n; i++) y[i] = s * x[i];
 }
 

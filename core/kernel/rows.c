@@ -41,7 +41,7 @@ static void softmax_range(void *ctx, int64_t begin, int64_t end)
         }
         float s = kn->exp_sum_next && r + 1 < end ? kn->exp_sum_next(n, x, m, y, x + n)
                                                    : kn->exp_sum(n, x, m, y);
-        kn->scale(n, 1.0f / s, y, y, 0);
+        kn->scale(n, 1.0f / s, y, y);
     }
 }
 
@@ -175,7 +175,7 @@ static void ce_backward_range(void *ctx, int64_t begin, int64_t end)
         }
         float g = j->g[r * j->gstride], m = j->stats[2 * r], s = j->stats[2 * r + 1];
         j->kn->exp_sum(n, j->x + r * n, m, dx);
-        j->kn->scale(n, g / s, dx, dx, 0);
+        j->kn->scale(n, g / s, dx, dx);
         dx[t] -= g;
     }
 }

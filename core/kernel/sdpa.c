@@ -219,7 +219,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     const float *Q = a->q + b * a->qs_b + h * a->qs_h + i0 * a->qs_n;
     if (Dh > 0) {
         tk_pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, qp);
-        kn->scale(nqp * Dh, a->scale, qp, qp, 0);
+        kn->scale(nqp * Dh, a->scale, qp, qp);
     }
     memset(O, 0, (size_t)(nqp * dvp) * sizeof(float));
     for (int64_t i = 0; i < nq; i++) { mrow[i] = -INFINITY; lrow[i] = seen[i] = bad[i] = 0.0f; }
@@ -292,7 +292,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             else if (mrow[i] != mnew) {
                 float alpha = expf(mrow[i] - mnew);
                 lrow[i] = lrow[i] * alpha + sum;
-                kn->scale(Dv, alpha, O + i * dvp, O + i * dvp, 0);
+                kn->scale(Dv, alpha, O + i * dvp, O + i * dvp);
             } else lrow[i] += sum;
             mrow[i] = mnew;
         }
@@ -339,10 +339,10 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         }
         float inv = 1.0f / lrow[i];
         if (lse) lse[i] = mrow[i] + logf(lrow[i]);
-        kn->scale(Dv, inv, O + i * dvp, o, 0);
+        kn->scale(Dv, inv, O + i * dvp, o);
         if (w) {   /* weights from the saved masked scores, final max and sum */
             kn->exp_sum(jend, w, mrow[i], w);
-            kn->scale(jend, inv, w, w, 0);
+            kn->scale(jend, inv, w, w);
             memset(w + jend, 0, (size_t)(a->Nk - jend) * sizeof(float));
         }
     }

@@ -262,7 +262,7 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
     /* S = (scale Q) Kᵀ, as the forward computes it; dP = dO Vᵀ (only the
        columns a row may see) */
     tk_pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qa);
-    kn->scale(nqp * Dh, a->scale, u->qa, u->qa, 0);
+    kn->scale(nqp * Dh, a->scale, u->qa, u->qa);
     mm(kn, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0, &rows);
     if (a->dos_d == 1) {
         mm_rows(kn, nq, nk, Dv, dO, a->dos_n, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
