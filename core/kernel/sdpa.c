@@ -73,9 +73,9 @@ int64_t tk_sdpa_ref(const tk_sdpa_args *a)
    visible (blocks wholly above the causal diagonal are never touched):
    S = Q K^T, mask, online softmax (running max m, sum l, O rescaled by
    exp(m_old - m_new) when m moved), O += P V; on the diagonal block each
-   sliver of mr queries takes only the keys its last row sees. K and V of a kv head are packed once per
-   thread and reused by every query block and every query head of its group
-   (GQA without copies). */
+   sliver of mr queries takes only the keys its last row sees. K and V of a
+   kv head are packed once per thread and reused by every query block and
+   every query head of its group (GQA without copies). */
 
 /* Block sizes: about BQ_ROWS query rows (whole slivers) by BK_COLS keys, so
    the score block S (64 x 544 floats with S_PAD, 136 KiB) stays in L2 next
