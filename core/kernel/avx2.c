@@ -778,6 +778,53 @@ static TARGET void slivers16(float *dst, const float *rows, int64_t Nk, int64_t 
     if (Dn > 0) pack_b(Dn, Nk, rows, 1, 16, dst);
 }
 
+/* A score row's max and sdpa_exp_sum(n, s, max, s), n <= SDPA_SMALL_N,
+   without row_max's and exp_sum_body's scalar leftovers: the same exps
+   (exp_sum_body's exp8_fast equals exp8_nonpos on x <= 0) into the same
+   accumulators in the same order, the last partial vector through a
+   masked load, -inf past n (exp 0, stored: the caller wants zeros there).
+   The max of finite and -inf scores is the max whatever the order; a NaN
+   or inf score gives a max or sum the caller rejects, as with row_max. */
+static TARGET inline __attribute__((always_inline)) float small_exp_sum(int64_t n, float *s, float *mx)
+{
+    __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 ninf = _mm256_set1_ps(-INFINITY), vm = ninf;
+    int64_t full = n & ~(int64_t)7;
+    for (int64_t i = 0; i < full; i += 8) vm = _mm256_max_ps(vm, _mm256_load_ps(s + i));
+    __m256i kt = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - full)), iota);
+    __m256 tail = _mm256_blendv_ps(ninf, _mm256_maskload_ps(s + full, kt), _mm256_castsi256_ps(kt));
+    vm = _mm256_max_ps(vm, tail);
+    vm = _mm256_max_ps(vm, _mm256_permute2f128_ps(vm, vm, 1));
+    vm = _mm256_max_ps(vm, _mm256_permute_ps(vm, 0x4e));
+    vm = _mm256_max_ps(vm, _mm256_permute_ps(vm, 0xb1));
+    *mx = _mm256_cvtss_f32(vm);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256 e0 = exp8_nonpos(_mm256_sub_ps(_mm256_load_ps(s + i), vm));
+        __m256 e1 = exp8_nonpos(_mm256_sub_ps(_mm256_load_ps(s + i + 8), vm));
+        __m256 e2 = exp8_nonpos(_mm256_sub_ps(_mm256_load_ps(s + i + 16), vm));
+        __m256 e3 = exp8_nonpos(_mm256_sub_ps(_mm256_load_ps(s + i + 24), vm));
+        _mm256_store_ps(s + i, e0); _mm256_store_ps(s + i + 8, e1);
+        _mm256_store_ps(s + i + 16, e2); _mm256_store_ps(s + i + 24, e3);
+        s0 = _mm256_add_ps(s0, e0); s1 = _mm256_add_ps(s1, e1);
+        s2 = _mm256_add_ps(s2, e2); s3 = _mm256_add_ps(s3, e3);
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp8_nonpos(_mm256_sub_ps(_mm256_load_ps(s + i), vm));
+        _mm256_store_ps(s + i, e);
+        s0 = _mm256_add_ps(s0, e);
+    }
+    if (i < n) {
+        __m256 e = exp8_nonpos(_mm256_sub_ps(tail, vm));
+        _mm256_store_ps(s + i, e);
+        s1 = _mm256_add_ps(s1, e);
+    }
+    float t[8];
+    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+
 static TARGET int64_t sdpa_head(const tk_sdpa_args *a, int64_t b, int64_t h)
 {
     enum { W = SDPA_SMALL_N, WP = SDPA_SMALL_ROWS };
@@ -822,10 +869,8 @@ static TARGET int64_t sdpa_head(const tk_sdpa_args *a, int64_t b, int64_t h)
                 for (int64_t j = 0; j < lim[r]; j++)
                     if (!M[i * a->ms_q + j * a->ms_k]) { s[j] = -INFINITY; visible--; }
             if (visible > 0) {
-                float mx = row_max(lim[r], s);
-                if (!(mx > -INFINITY && mx < INFINITY)) return -1;
-                float sum = sdpa_exp_sum(lim[r], s, mx, s);
-                if (sum != sum) return -1;
+                float mx, sum = small_exp_sum(lim[r], s, &mx);
+                if (!(mx > -INFINITY && mx < INFINITY) || sum != sum) return -1;
                 inv[r] = 1.0f / sum;
                 if (a->lse) a->lse[bh * Nq + i] = mx + logf(sum);
                 z = lim[r];
@@ -833,7 +878,8 @@ static TARGET int64_t sdpa_head(const tk_sdpa_args *a, int64_t b, int64_t h)
                 if (a->lse) a->lse[bh * Nq + i] = -INFINITY;
                 empty++;
             }
-            memset(s + z, 0, (size_t)(kl - z) * sizeof(float));
+            z = (z + 7) & ~(int64_t)7;         /* small_exp_sum wrote zeros to there */
+            if (kl > z) memset(s + z, 0, (size_t)(kl - z) * sizeof(float));
         }
         /* O = 0 + P V over the sliver's keys, then times 1 / sum */
         memset(O, 0, sizeof O);
@@ -880,8 +926,8 @@ static TARGET int sdpa_bwd_head(const tk_sdpa_bwd_args *a, const float *Drow, in
         if (chk != chk) return -1;
         pad_rows16(qr, Nq);
         pad_rows16(dor, Nq);
-        memcpy(qs, qr, sizeof qs);
-        scale(Nq * 16, a->scale, qs, qs, 0);
+        scale(Nq * 16, a->scale, qr, qs, 0);
+        pad_rows16(qs, Nq);
         /* S and dP over the keys the sliver's rows see */
         for (int64_t i0 = 0; i0 < Nq; i0 += MR) {
             int m = Nq - i0 < MR ? (int)(Nq - i0) : MR;
@@ -892,7 +938,11 @@ static TARGET int sdpa_bwd_head(const tk_sdpa_bwd_args *a, const float *Drow, in
                 tile(Dv, dor + i0 * 16, 16, 1, vt + j * Dv, DS + i0 * W + j, W, m, 16, 0);
             }
         }
-        /* P = exp(S - lse) where visible, dS = (scale P) (dP - D); zeros past lim */
+        /* P = exp(S - lse) where visible, dS = (scale P) (dP - D); zeros past
+           lim. exp8 is exp_sum's exp lane by lane (exp8_fast and exp8_wide
+           agree where both run); exp_sum's -inf padding past lim would send
+           the last vector to exp8_wide, here those lanes take 0 and are
+           cleared after. */
         const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h : NULL;
         __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
         __m256 vsc = _mm256_set1_ps(a->scale);
@@ -901,11 +951,12 @@ static TARGET int sdpa_bwd_head(const tk_sdpa_bwd_args *a, const float *Drow, in
             int64_t l = lim[i];
             if (M)
                 for (int64_t j = 0; j < l; j++) if (!M[i * a->ms_q + j * a->ms_k]) p[j] = -INFINITY;
-            if (l > 0) exp_sum(l, p, a->lse[row0 + i], p);
-            __m256 vd = _mm256_set1_ps(Drow[row0 + i]);
+            __m256 vd = _mm256_set1_ps(Drow[row0 + i]), vl = _mm256_set1_ps(l > 0 ? a->lse[row0 + i] : 0.0f);
             for (int64_t j = 0; j < W; j += 8) {
                 __m256 k = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(l - j)), iota));
-                __m256 pj = _mm256_and_ps(k, _mm256_load_ps(p + j));
+                __m256 pj = _mm256_setzero_ps();
+                if (j < l)
+                    pj = _mm256_and_ps(k, exp8(_mm256_and_ps(k, _mm256_sub_ps(_mm256_load_ps(p + j), vl))));
                 _mm256_store_ps(p + j, pj);
                 _mm256_store_ps(ds + j, _mm256_and_ps(k, _mm256_mul_ps(_mm256_mul_ps(pj, vsc),
                                                                         _mm256_sub_ps(_mm256_load_ps(ds + j), vd))));
