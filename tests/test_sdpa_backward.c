@@ -447,6 +447,49 @@ static void run_case(const tcase *c, int with_ref)
     prob_free(&p);
 }
 
+/* Small shapes with a non-finite input (the path's kn->sdpa_bwd_head hands
+   such a head to the tiled kernel): the tiled kernel's bits, NaN or inf
+   where the poisoned key, row or lse reaches, finite where it cannot. */
+static void test_small_nonfinite(void)
+{
+    static const tcase c = { 1, 2, 1, 64, 64, 16, 16, 1, M_NONE, 0 };
+    enum { P_K, P_V, P_Q, P_DOUT, P_LSE, P_N };
+    static const char *const name[] = { "k NaN", "v inf", "q NaN", "dout inf", "lse NaN" };
+    if (!tk_sdpa_small_fits(tk_kern_now(), c.Nq, c.Nk, c.Dh, c.Dv, 1)) return;
+    for (int w = 0; w < P_N; w++) {
+        prob p;
+        prob_make(&p, &c);
+        int64_t j = 40, row = 64 + 50;   /* key 40; row 50 of query head 1 */
+        if (w == P_K) p.k[j * 16 + 3] = NAN;
+        if (w == P_V) p.v[j * 16 + 3] = INFINITY;
+        if (w == P_Q) p.q[row * 16 + 3] = NAN;
+        if (w == P_DOUT) p.dout[row * 16 + 3] = INFINITY;
+        if (w == P_LSE) p.lse[row] = NAN;
+        grads g, t;
+        grads_alloc(&g, &c);
+        grads_alloc(&t, &c);
+        int pads;
+        grads_run(&p, &g, 0, &c, &pads);
+        tk_sdpa_small(0);
+        grads_run(&p, &t, 0, &c, &pads);
+        tk_sdpa_small(1);
+        char m[200];
+        snprintf(m, sizeof m, "[%s] small shapes, %s: the tiled kernel's bits", tk_simd_path(), name[w]);
+        CHECK(m, grads_same(&g, &t, &c));
+        /* key 40 is seen by rows 40 on; row 50 of head 1 sees keys 0 to 50 */
+        int bad_dk = 0, fin_dq0 = 1;
+        for (int e = 0; e < 16; e++) {
+            bad_dk |= !isfinite(g.dk[(w == P_K || w == P_V ? j : 0) * 16 + e]) || (w == P_V && !isfinite(g.dv[j * 16 + e]));
+            fin_dq0 &= isfinite(g.dq[e]);
+        }
+        snprintf(m, sizeof m, "[%s] small shapes, %s: reaches the gradients it feeds, not row 0's dq",
+                 tk_simd_path(), name[w]);
+        CHECK(m, bad_dk && fin_dq0);
+        grads_free(&g); grads_free(&t);
+        prob_free(&p);
+    }
+}
+
 static const tcase cases[] = {
     /* B  Hq Hkv Nq   Nk   Dh  Dv causal mask    layout */
     { 1, 1, 1,   1,   1,  8,  8, 0, M_NONE,   0 },
@@ -480,6 +523,7 @@ int main(void)
     for (int pth = 0; pth < 3; pth++) {
         if (!tk_simd_force(paths[pth])) { printf("  path %s: not on this CPU or build\n", paths[pth]); continue; }
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], first);
+        test_small_nonfinite();
         first = 0;
     }
     tk_simd_force(NULL);

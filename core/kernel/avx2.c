@@ -712,8 +712,276 @@ static TARGET void ew_masked_fill(int64_t n, const float *x, int64_t sx, const u
     for (; i < n; i++) o[i] = m[i * sm] ? v : x[i * sx];   /* leftovers */
 }
 
-/* ===== sdpa ===== */
+/* ===== sdpa at small shapes =====
+   One head whole when Nq, Nk <= SDPA_SMALL_N and Dh, Dv <= 16, as
+   avx512.c's sdpa_head and sdpa_bwd_head: operands in L1, nothing packed
+   but K^T and V^T, no scratch. A row of 16 floats is two ymm registers, so
+   the layout is the micro-kernel's: tile() keeps 6 rows of 2 accumulators
+   (12 registers), the streamed key or value row (2) and a broadcast (1),
+   15 of the 16. Every product here is tile() itself, on query rows, score
+   rows and key rows of 16 floats as they lie (K^T and V^T as 16-key
+   slivers), over the 6-row slivers the tiled kernels use, so every sum is
+   theirs in their order and the bits are too: scores and dP fma chains
+   over d from 0 of (scale q_d) k_d and do_e v_e; O, dQ, dK and dV fma
+   chains over keys or query rows from 0, added to zeros (turning a -0
+   chain into +0, as the tiled kernels' accumulators do) and, for dK and
+   dV, to the group's earlier heads; row_max, sdpa_exp_sum, exp_sum and
+   scale are the ones they call. The forward's P V takes each sliver's
+   last row's keys, as the tiled kernel does; elsewhere the terms one
+   skips and the other adds are exact zeros times finite rows. */
+#define SDPA_SMALL_N 64
+#define SDPA_SMALL_ROWS ((SDPA_SMALL_N + MR - 1) / MR * MR)   /* tile() reads whole slivers */
 
+/* n rows (row stride rs, element stride cs, Dn elements) into 16-float
+   rows at dst, zero padded; returns a NaN when an element is not finite */
+static TARGET float rows16(float *dst, const float *src, int64_t n, int64_t rs, int64_t cs, int64_t Dn)
+{
+    __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)Dn), iota);
+    __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)Dn - 8), iota);
+    __m256 chk = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i++) {
+        __m256 x0, x1;
+        if (cs == 1) {
+            x0 = _mm256_maskload_ps(src + i * rs, k0);
+            x1 = _mm256_maskload_ps(src + i * rs + 8, k1);
+        } else {
+            float t[16] = { 0 };
+            for (int64_t d = 0; d < Dn; d++) t[d] = src[i * rs + d * cs];
+            x0 = _mm256_loadu_ps(t);
+            x1 = _mm256_loadu_ps(t + 8);
+        }
+        _mm256_store_ps(dst + i * 16, x0);
+        _mm256_store_ps(dst + i * 16 + 8, x1);
+        chk = _mm256_add_ps(chk, _mm256_add_ps(_mm256_sub_ps(x0, x0), _mm256_sub_ps(x1, x1)));
+    }
+    float t[8];
+    _mm256_storeu_ps(t, chk);
+    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+
+/* Rows [n, up to a whole sliver) of 16-float rows: zeros, read by tile() */
+static void pad_rows16(float *dst, int64_t n)
+{
+    int64_t np = (n + MR - 1) / MR * MR;
+    memset(dst + n * 16, 0, (size_t)((np - n) * 16) * sizeof(float));
+}
+
+/* Dn x Nk K^T (or V^T) as 16-key slivers (kc = Dn), from 16-float rows */
+static TARGET void slivers16(float *dst, const float *rows, int64_t Nk, int64_t Dn)
+{
+    if (Dn > 0) pack_b(Dn, Nk, rows, 1, 16, dst);
+}
+
+/* A score row's max and sdpa_exp_sum(n, s, max, s), n <= SDPA_SMALL_N,
+   without row_max's and exp_sum_body's scalar leftovers: the same exps
+   (exp_sum_body's exp8_fast equals exp8_nonpos on x <= 0) into the same
+   accumulators in the same order, the last partial vector through a
+   masked load, -inf past n (exp 0, stored: the caller wants zeros there).
+   The max of finite and -inf scores is the max whatever the order; a NaN
+   or inf score gives a max or sum the caller rejects, as with row_max. */
+static TARGET inline __attribute__((always_inline)) float small_exp_sum(int64_t n, float *s, float *mx)
+{
+    __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 ninf = _mm256_set1_ps(-INFINITY), vm = ninf;
+    int64_t full = n & ~(int64_t)7;
+    for (int64_t i = 0; i < full; i += 8) vm = _mm256_max_ps(vm, _mm256_load_ps(s + i));
+    __m256i kt = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - full)), iota);
+    __m256 tail = _mm256_blendv_ps(ninf, _mm256_maskload_ps(s + full, kt), _mm256_castsi256_ps(kt));
+    vm = _mm256_max_ps(vm, tail);
+    vm = _mm256_max_ps(vm, _mm256_permute2f128_ps(vm, vm, 1));
+    vm = _mm256_max_ps(vm, _mm256_permute_ps(vm, 0x4e));
+    vm = _mm256_max_ps(vm, _mm256_permute_ps(vm, 0xb1));
+    *mx = _mm256_cvtss_f32(vm);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256 e0 = exp8_nonpos(_mm256_sub_ps(_mm256_load_ps(s + i), vm));
+        __m256 e1 = exp8_nonpos(_mm256_sub_ps(_mm256_load_ps(s + i + 8), vm));
+        __m256 e2 = exp8_nonpos(_mm256_sub_ps(_mm256_load_ps(s + i + 16), vm));
+        __m256 e3 = exp8_nonpos(_mm256_sub_ps(_mm256_load_ps(s + i + 24), vm));
+        _mm256_store_ps(s + i, e0); _mm256_store_ps(s + i + 8, e1);
+        _mm256_store_ps(s + i + 16, e2); _mm256_store_ps(s + i + 24, e3);
+        s0 = _mm256_add_ps(s0, e0); s1 = _mm256_add_ps(s1, e1);
+        s2 = _mm256_add_ps(s2, e2); s3 = _mm256_add_ps(s3, e3);
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp8_nonpos(_mm256_sub_ps(_mm256_load_ps(s + i), vm));
+        _mm256_store_ps(s + i, e);
+        s0 = _mm256_add_ps(s0, e);
+    }
+    if (i < n) {
+        __m256 e = exp8_nonpos(_mm256_sub_ps(tail, vm));
+        _mm256_store_ps(s + i, e);
+        s1 = _mm256_add_ps(s1, e);
+    }
+    float t[8];
+    _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+
+static TARGET int64_t sdpa_head(const tk_sdpa_args *a, int64_t b, int64_t h)
+{
+    enum { W = SDPA_SMALL_N, WP = SDPA_SMALL_ROWS };
+    int64_t hk = h / (a->Hq / a->Hkv), Nq = a->Nq, Nk = a->Nk, Dh = a->Dh, Dv = a->Dv, off = Nk - Nq;
+    int64_t bh = b * a->Hq + h, empty = 0;
+    const float *K = a->k + b * a->ks_b + hk * a->ks_h, *V = a->v + b * a->vs_b + hk * a->vs_h;
+    const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h : NULL;
+    __attribute__((aligned(32))) float qs[WP * 16], kr[W * 16], kt[W * 16], vr[W * 16];
+    __attribute__((aligned(32))) float S[WP * W], O[MR * 16];
+
+    /* scale Q, as the tiled kernel scales its packed copy */
+    rows16(qs, a->q + b * a->qs_b + h * a->qs_h, Nq, a->qs_n, a->qs_d, Dh);
+    pad_rows16(qs, Nq);
+    scale(Nq * 16, a->scale, qs, qs);
+    if (Dh > 0 && !pack_b(Dh, Nk, K, a->ks_d, a->ks_n, kt)) {
+        rows16(kr, K, Nk, a->ks_n, a->ks_d, Dh);
+        slivers16(kt, kr, Nk, Dh);
+    }
+    const float *vrow = V;                      /* value rows 16 floats apart */
+    if (Dv != 16 || a->vs_d != 1 || a->vs_n != 16) {
+        rows16(vr, V, Nk, a->vs_n, a->vs_d, Dv);
+        vrow = vr;
+    }
+
+    for (int64_t i0 = 0; i0 < Nq; i0 += MR) {
+        int m = Nq - i0 < MR ? (int)(Nq - i0) : MR;
+        int64_t lim[MR] = { 0 }, kl;            /* keys each row sees; kl: the sliver's last row's */
+        for (int r = 0; r < m; r++) {
+            int64_t l = i0 + r + off + 1;
+            lim[r] = !a->causal ? Nk : l < 0 ? 0 : l < Nk ? l : Nk;
+        }
+        kl = lim[m - 1];
+        for (int64_t j = 0; j < kl; j += 16)     /* S = (scale Q) K^T */
+            tile(Dh, qs + i0 * 16, 16, 1, kt + j * Dh, S + i0 * W + j, W, m, 16, 0);
+        /* mask and softmax row by row: P = exp(S - max), zero to kl */
+        float inv[MR];
+        for (int r = 0; r < m; r++) {
+            int64_t i = i0 + r, visible = lim[r], z = 0;   /* p is zero from z on */
+            float *s = S + i * W;
+            inv[r] = -1.0f;                     /* the row's output is zeros */
+            if (M)
+                for (int64_t j = 0; j < lim[r]; j++)
+                    if (!M[i * a->ms_q + j * a->ms_k]) { s[j] = -INFINITY; visible--; }
+            if (visible > 0) {
+                float mx, sum = small_exp_sum(lim[r], s, &mx);
+                if (!(mx > -INFINITY && mx < INFINITY) || sum != sum) return -1;
+                inv[r] = 1.0f / sum;
+                if (a->lse) a->lse[bh * Nq + i] = mx + logf(sum);
+                z = lim[r];
+            } else {
+                if (a->lse) a->lse[bh * Nq + i] = -INFINITY;
+                empty++;
+            }
+            z = (z + 7) & ~(int64_t)7;         /* small_exp_sum wrote zeros to there */
+            if (kl > z) memset(s + z, 0, (size_t)(kl - z) * sizeof(float));
+        }
+        /* O = 0 + P V over the sliver's keys, then times 1 / sum */
+        memset(O, 0, sizeof O);
+        tile(kl, S + i0 * W, W, 1, vrow, O, 16, m, 16, 1);
+        for (int r = 0; r < m; r++) {
+            float *o = a->out + (bh * Nq + i0 + r) * Dv;
+            if (inv[r] < 0.0f) memset(o, 0, (size_t)Dv * sizeof(float));
+            else scale(Dv, inv[r], O + r * 16, o);
+        }
+    }
+    return empty;
+}
+
+/* The backward of kv head (b, hk) and its group of query heads whole, at
+   sdpa_head's shapes: S = (scale Q) K^T and dP = dO V^T by slivers, P and
+   dS row by row, then dQ = dS K by slivers of rows and dV += P^T dO,
+   dK += dS^T Q by slivers of keys (tile() reading P and dS transposed in
+   place). Returns -1 when an input is not finite (the tiled kernel then
+   takes the head), else 0. */
+static TARGET int sdpa_bwd_head(const tk_sdpa_bwd_args *a, const float *Drow, int64_t b, int64_t hk)
+{
+    enum { W = SDPA_SMALL_N, WP = SDPA_SMALL_ROWS };
+    int64_t G = a->Hq / a->Hkv, Nq = a->Nq, Nk = a->Nk, Dh = a->Dh, Dv = a->Dv, off = Nk - Nq;
+    __attribute__((aligned(32))) float kr[W * 16], vr[W * 16], kt[W * 16], vt[W * 16];
+    __attribute__((aligned(32))) float qr[WP * 16], qs[WP * 16], dor[WP * 16], S[WP * W], DS[WP * W];
+    __attribute__((aligned(32))) float gk[W * 16] = { 0 }, gv[W * 16] = { 0 };
+    const float *K = a->k + b * a->ks_b + hk * a->ks_h, *V = a->v + b * a->vs_b + hk * a->vs_h;
+    float chk = rows16(kr, K, Nk, a->ks_n, a->ks_d, Dh) + rows16(vr, V, Nk, a->vs_n, a->vs_d, Dv);
+    if (chk != chk) return -1;
+    slivers16(kt, kr, Nk, Dh);
+    slivers16(vt, vr, Nk, Dv);
+    for (int64_t h = hk * G; h < hk * G + G; h++) {
+        int64_t row0 = (b * a->Hq + h) * Nq, lim[WP];
+        chk = rows16(qr, a->q + b * a->qs_b + h * a->qs_h, Nq, a->qs_n, a->qs_d, Dh)
+            + rows16(dor, a->dout + b * a->dos_b + h * a->dos_h, Nq, a->dos_n, a->dos_d, Dv);
+        for (int64_t i = 0; i < WP; i++) {
+            lim[i] = 0;
+            if (i >= Nq) continue;
+            float lse = a->lse[row0 + i], D = Drow[row0 + i];
+            chk += D - D + (lse == -INFINITY ? 0.0f : lse - lse);
+            lim[i] = !a->causal ? Nk : i + off + 1 < 0 ? 0 : i + off + 1 < Nk ? i + off + 1 : Nk;
+            if (lse == -INFINITY) lim[i] = 0;     /* no visible key: no gradient */
+        }
+        if (chk != chk) return -1;
+        pad_rows16(qr, Nq);
+        pad_rows16(dor, Nq);
+        scale(Nq * 16, a->scale, qr, qs);
+        pad_rows16(qs, Nq);
+        /* S and dP over the keys the sliver's rows see */
+        for (int64_t i0 = 0; i0 < Nq; i0 += MR) {
+            int m = Nq - i0 < MR ? (int)(Nq - i0) : MR;
+            int64_t l = 0;
+            for (int r = 0; r < m; r++) l = lim[i0 + r] > l ? lim[i0 + r] : l;
+            for (int64_t j = 0; j < l; j += 16) {
+                tile(Dh, qs + i0 * 16, 16, 1, kt + j * Dh, S + i0 * W + j, W, m, 16, 0);
+                tile(Dv, dor + i0 * 16, 16, 1, vt + j * Dv, DS + i0 * W + j, W, m, 16, 0);
+            }
+        }
+        /* P = exp(S - lse) where visible, dS = (scale P) (dP - D); zeros past
+           lim. exp8 is exp_sum's exp lane by lane (exp8_fast and exp8_wide
+           agree where both run); exp_sum's -inf padding past lim would send
+           the last vector to exp8_wide, here those lanes take 0 and are
+           cleared after. */
+        const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h : NULL;
+        __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        __m256 vsc = _mm256_set1_ps(a->scale);
+        for (int64_t i = 0; i < Nq; i++) {
+            float *p = S + i * W, *ds = DS + i * W;
+            int64_t l = lim[i];
+            if (M)
+                for (int64_t j = 0; j < l; j++) if (!M[i * a->ms_q + j * a->ms_k]) p[j] = -INFINITY;
+            __m256 vd = _mm256_set1_ps(Drow[row0 + i]), vl = _mm256_set1_ps(l > 0 ? a->lse[row0 + i] : 0.0f);
+            for (int64_t j = 0; j < W; j += 8) {
+                __m256 k = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)(l - j)), iota));
+                __m256 pj = _mm256_setzero_ps();
+                if (j < l)
+                    pj = _mm256_and_ps(k, exp8(_mm256_and_ps(k, _mm256_sub_ps(_mm256_load_ps(p + j), vl))));
+                _mm256_store_ps(p + j, pj);
+                _mm256_store_ps(ds + j, _mm256_and_ps(k, _mm256_mul_ps(_mm256_mul_ps(pj, vsc),
+                                                                        _mm256_sub_ps(_mm256_load_ps(ds + j), vd))));
+            }
+        }
+        /* dQ = 0 + dS K, by slivers of rows */
+        for (int64_t i0 = 0; i0 < Nq; i0 += MR) {
+            int m = Nq - i0 < MR ? (int)(Nq - i0) : MR;
+            int64_t l = 0;
+            float *dq = a->dq + b * a->dqs_b + h * a->dqs_h + i0 * a->dqs_n;
+            for (int r = 0; r < m; r++) {
+                l = lim[i0 + r] > l ? lim[i0 + r] : l;
+                memset(dq + r * a->dqs_n, 0, (size_t)Dh * sizeof(float));
+            }
+            if (Dh > 0) tile(l, DS + i0 * W, W, 1, kr, dq, a->dqs_n, m, (int)Dh, 1);
+        }
+        /* dV += P^T dO, dK += dS^T Q, by slivers of keys over the rows that see them */
+        for (int64_t j0 = 0; j0 < Nk; j0 += MR) {
+            int m = Nk - j0 < MR ? (int)(Nk - j0) : MR;
+            int64_t i1 = a->causal && j0 - off > 0 ? j0 - off : 0;
+            tile(Nq - i1, S + i1 * W + j0, 1, W, dor + i1 * 16, gv + j0 * 16, 16, m, 16, 1);
+            tile(Nq - i1, DS + i1 * W + j0, 1, W, qr + i1 * 16, gk + j0 * 16, 16, m, 16, 1);
+        }
+    }
+    for (int64_t j = 0; j < Nk; j++) {
+        memcpy(a->dk + b * a->dks_b + hk * a->dks_h + j * a->dks_n, gk + j * 16, (size_t)Dh * sizeof(float));
+        memcpy(a->dv + b * a->dvs_b + hk * a->dvs_h + j * a->dvs_n, gv + j * 16, (size_t)Dv * sizeof(float));
+    }
+    return 0;
+}
 
 const tk_kern tk_kern_avx2 = {
     .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC, .blocks_from_caches = 1,
@@ -722,6 +990,7 @@ const tk_kern tk_kern_avx2 = {
     .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
     .ew_masked_fill = ew_masked_fill, .sdpa_exp_sum = sdpa_exp_sum, .transpose = transpose,
+    .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N, .sdpa_bwd_head = sdpa_bwd_head,
 };
 
 #else
