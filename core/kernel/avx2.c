@@ -357,13 +357,13 @@ exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next, in
         _mm256_storeu_ps(y + i, e);
         s0 = _mm256_add_ps(s0, e);
     }
-    if (i < n) {                               /* leftovers: padded with -inf -> 0 */
-        float t[8];
-        for (int j = 0; j < 8; j++) t[j] = i + j < n ? x[i + j] : -INFINITY;
-        __m256 e = _mm256_sub_ps(_mm256_loadu_ps(t), vm);
-        e = nonpos ? exp8_nonpos(e) : exp8(e);
-        _mm256_storeu_ps(t, e);
-        memcpy(y + i, t, (size_t)(n - i) * sizeof(float));
+    if (i < n) {   /* leftovers: m in the lanes past n (exp 0 keeps exp8 on its fast way), then +0 */
+        __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - i)),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 v = _mm256_blendv_ps(vm, _mm256_maskload_ps(x + i, live), _mm256_castsi256_ps(live));
+        __m256 e = _mm256_sub_ps(v, vm);
+        e = _mm256_and_ps(nonpos ? exp8_nonpos(e) : exp8(e), _mm256_castsi256_ps(live));
+        _mm256_maskstore_ps(y + i, live, e);
         s1 = _mm256_add_ps(s1, e);
     }
     float t[8];
