@@ -389,18 +389,18 @@ static void d_range(void *ctx, int64_t begin, int64_t end)
     }
 }
 
-/* dq += lanes 1 .. L-1, in lane order, over rows. */
+/* dq += lanes 1 .. L-1, in lane order, a row at a time (vector adds: the
+   same sums, element by element, as a scalar loop). */
 static void sum_range(void *ctx, int64_t begin, int64_t end)
 {
     bwd_job *J = ctx;
     const tk_sdpa_bwd_args *a = J->a;
     int64_t size = a->B * a->Hq * a->Nq * a->Dh;
-    for (int64_t l = 1; l < J->lanes; l++)
-        for (int64_t r = begin; r < end; r++) {
-            const float *x = J->lane + (l - 1) * size + r * a->Dh;
-            float *dq = dq_row(a, r / a->Nq / a->Hq, r / a->Nq % a->Hq, r % a->Nq);
-            for (int64_t e = 0; e < a->Dh; e++) dq[e] += x[e];
-        }
+    for (int64_t r = begin; r < end; r++) {
+        float *dq = dq_row(a, r / a->Nq / a->Hq, r / a->Nq % a->Hq, r % a->Nq);
+        for (int64_t l = 1; l < J->lanes; l++)
+            J->kn->ew_binary(TK_EW_ADD, a->Dh, dq, 1, J->lane + (l - 1) * size + r * a->Dh, 1, dq);
+    }
 }
 
 int tk_sdpa_backward(const tk_sdpa_bwd_args *args)
