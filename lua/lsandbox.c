@@ -194,7 +194,7 @@ static void hard_stop(void)
     else
         snprintf(place, sizeof place, "in a __gc finalizer or a long Lua library call (Lua hooks are off there)");
     snprintf(msg, sizeof msg, "tensortrace: %s and was stopped %s\n", head, place);
-    tt_file_discard_temp();
+    tt_file_stop_writes();
     if (ftrylockfile(stdout) == 0) {    /* the script's output so far, unless stdout is busy */
         fflush(stdout);
         funlockfile(stdout);

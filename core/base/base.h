@@ -110,9 +110,10 @@ void tt_strbuf_free(tt_strbuf *b);
 typedef int (*tt_file_emit)(FILE *fp, void *ctx, char errtext[128]);
 tt_status tt__write_file(const char *path, const char *what, tt_file_emit emit, void *ctx);
 /* For a hard stop from another thread (the --timeout watchdog): the path of
-   the file being written (NULL when none) and, in *what, its kind; and
-   removing its temporary. */
+   the file being written (NULL when none) and, in *what, its kind; and, for
+   a process about to _exit, stopping all writes: the temporary of the one in
+   progress is removed and no later one can make another (the writer blocks). */
 const char *tt_file_in_progress(const char **what);
-void tt_file_discard_temp(void);
+void tt_file_stop_writes(void);
 
 #endif

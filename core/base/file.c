@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -28,13 +29,18 @@
 /* ===== Temporary files =====
    The write in progress, for a hard stop from another thread (the
    watchdog of --timeout): the file's path, and its temporary's name once
-   it has one. `busy` is set after the names and cleared before they change. */
+   it has one. `busy` is set after the names and cleared before they change.
+   A temporary's name appears or goes only with names_mu held, which a hard
+   stop takes for good: else the writer could make the next figure's
+   temporary between the stop's unlink and its _exit. */
 static struct {
     char path[PATH_MAX];
     const char *what;             /* "figure", "checkpoint" (a literal) */
     char tmp[PATH_MAX];           /* "" while the file has no name */
     atomic_int busy;
 } cur;
+
+static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
 
 #define TMP_MARK ".tt-tmp-"
 
@@ -45,8 +51,9 @@ const char *tt_file_in_progress(const char **what)
     return cur.path;
 }
 
-void tt_file_discard_temp(void)
+void tt_file_stop_writes(void)
 {
+    pthread_mutex_lock(&names_mu);         /* never released: the process is ending */
     if (atomic_load(&cur.busy) && cur.tmp[0]) unlink(cur.tmp);
 }
 
@@ -107,6 +114,7 @@ tt_status tt__write_file(const char *path, const char *what, tt_file_emit emit, 
         return tt__err(TT_EIO, "cannot write '%s': the path is too long", path);
     clean_stale(dir);
 
+    pthread_mutex_lock(&names_mu);
     atomic_store(&cur.busy, 0);
     snprintf(cur.path, sizeof cur.path, "%s", path);
     cur.what = what;
@@ -115,6 +123,7 @@ tt_status tt__write_file(const char *path, const char *what, tt_file_emit emit, 
     int fd = open_temp(dir, tmp, &named);
     if (!named) cur.tmp[0] = 0;
     atomic_store(&cur.busy, 1);
+    pthread_mutex_unlock(&names_mu);
 
     tt_status st = TT_OK;
     FILE *fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
@@ -140,6 +149,7 @@ tt_status tt__write_file(const char *path, const char *what, tt_file_emit emit, 
         if (st == TT_OK && !named) {          /* give the finished file its temporary name */
             char proc[64];
             snprintf(proc, sizeof proc, "/proc/self/fd/%d", fileno(fp));
+            pthread_mutex_lock(&names_mu);
             atomic_store(&cur.busy, 0);
             snprintf(cur.tmp, sizeof cur.tmp, "%s", tmp);
             atomic_store(&cur.busy, 1);
@@ -147,13 +157,20 @@ tt_status tt__write_file(const char *path, const char *what, tt_file_emit emit, 
                 (errno != EEXIST || unlink(tmp) != 0 ||
                  linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) != 0))
                 st = tt__err(TT_EIO, "cannot write '%s': %s", path, strerror(errno));
+            pthread_mutex_unlock(&names_mu);
         }
         if (fclose(fp) != 0 && st == TT_OK)
             st = tt__err(TT_EIO, "cannot write '%s': %s", path, strerror(errno));
+    }
+    pthread_mutex_lock(&names_mu);
+    if (fp) {
         if (st == TT_OK && rename(tmp, path) != 0)
             st = tt__err(TT_EIO, "cannot write '%s': %s", path, strerror(errno));
         if (st != TT_OK) unlink(tmp);
+    } else if (fd >= 0 && named) {
+        unlink(tmp);                           /* fdopen failed on the named temporary */
     }
     atomic_store(&cur.busy, 0);
+    pthread_mutex_unlock(&names_mu);
     return st;
 }
