@@ -168,15 +168,6 @@ typedef struct tile_job {
     int64_t nr, nc;             /* tiles along dims rdim and 0 */
 } tile_job;
 
-/* Operand k's R x C tile at sp (stride 1 down a column, s0 along a row)
-   into the row-major dp: floats by the path's register transposes, bytes
-   (bool operands) here. */
-#define GATHER(T) do { \
-    const T *s_ = (const T *)sp; \
-    T *d_ = (T *)dp; \
-    for (int64_t cc = 0; cc < C; cc++) \
-        for (int64_t r = 0; r < R; r++) d_[r * C + cc] = s_[cc * s0 + r]; \
-} while (0)
 
 static void tile_range(void *p, int64_t begin, int64_t end)
 {
@@ -207,6 +198,8 @@ static void tile_range(void *p, int64_t begin, int64_t end)
             int64_t s0 = inc[k];                     /* stride[k][rdim] == 1 */
             const char *sp = row[k];
             char *dp = (char *)buf[k];
+            /* the R x C tile at sp (stride 1 down a column, s0 along a row)
+               into the row-major dp */
             if (es == 4) {
                 int pf = c0 + TILE_C + C <= it->shape[0];       /* the next tile exists */
                 for (int64_t c1 = 0; c1 < C; c1 += 16) {        /* its lines fetched as we go */
@@ -217,8 +210,9 @@ static void tile_range(void *p, int64_t begin, int64_t end)
                     }
                     tk_transpose(n1, R, (const float *)sp + c1 * s0, s0, (float *)dp + c1, C);
                 }
-            } else {
-                GATHER(uint8_t);
+            } else {                            /* bytes (bool operands) */
+                for (int64_t cc = 0; cc < C; cc++)
+                    for (int64_t r = 0; r < R; r++) dp[r * C + cc] = sp[cc * s0 + r];
             }
             row[k] = dp;
             inc[k] = 1;
