@@ -505,7 +505,9 @@ tt_status tt__bw_max(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 }
 
 /* var = sum((a - mean)^2) / (N - 1), Bessel's correction as the forward:
-   g * 2 (a - mean) / (N - 1); std = sqrt(var): g * (a - mean) / ((N - 1) std) */
+   g * 2 (a - mean) / (N - 1); std = sqrt(var): g * (a - mean) / ((N - 1) std),
+   0 where std is 0 (a - mean is 0 there too: PyTorch's std_backward masks
+   the 0/0 instead of letting a NaN reach every upstream leaf) */
 tt_status tt__bw_var(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {
     scratch w = {0};
@@ -516,8 +518,15 @@ tt_status tt__bw_var(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     for (int i = 0; i < nd; i++)
         if (d < 0 || i == d) count *= n->in[0].shape[i];
     const tt_tensor *c = bin(&w, TT_OP_SUB, A(n), red(&w, TT_OP_MEAN, A(n), d, d >= 0));
-    const tt_tensor *k = n->op == TT_OP_VAR ? bins(&w, TT_OP_MUL, g, 2.0 / (double)(count - 1), 0)
-                                            : bin(&w, TT_OP_DIV, bins(&w, TT_OP_MUL, g, 1.0 / (double)(count - 1), 0), y);
+    const tt_tensor *k;
+    if (n->op == TT_OP_VAR) {
+        k = bins(&w, TT_OP_MUL, g, 2.0 / (double)(count - 1), 0);
+    } else {
+        const tt_tensor *q = bin(&w, TT_OP_DIV, bins(&w, TT_OP_MUL, g, 1.0 / (double)(count - 1), 0), y);
+        const tt_tensor *flat = bins(&w, TT_OP_EQ, y, 0, 0);
+        tt_tensor *o = q && flat ? slot(&w) : NULL;
+        k = o ? kept(&w, o, tt_masked_fill(o, q, flat, 0)) : NULL;
+    }
     give(&w, bin(&w, TT_OP_MUL, c, k), &gin[0]);
     return done(&w);
 }
