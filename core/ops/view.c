@@ -135,6 +135,62 @@ tt_status tt_named(tt_tensor *out, const tt_tensor *a, const char *const *names)
     return leave_view(sc, st, TT_OP_NAMED, out, a, NULL);
 }
 
+tt_status tt_flatten(tt_tensor *out, const tt_tensor *a, int start, int end)
+{
+    memset(out, 0, sizeof *out);
+    char sa[256];
+    int nd = a->ndim ? a->ndim : 1;     /* a 0-d tensor flattens to [1], as PyTorch */
+    if (start < 0 || end >= nd || start > end)
+        return tt__err(TT_EARG, "flatten: dims %d..%d are not a range of %s (start <= end, both in 1..%d)",
+                       start + 1, end + 1, tt_shape_str(a, sa, sizeof sa), nd);
+    int64_t shape[TT_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < a->ndim; i++) {
+        if (i <= start || i > end) shape[n++] = a->shape[i];
+        else shape[n - 1] *= a->shape[i];
+    }
+    if (a->ndim == 0) shape[n++] = 1;
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__view(out, a, n, shape, 1);
+    char args[32] = "";
+    if (tt__tracing()) snprintf(args, sizeof args, "%d, %d", start + 1, end + 1);
+    return leave_view(sc, st, TT_OP_FLATTEN, out, a, args);
+}
+
+tt_status tt_unbind(tt_tensor *outs, int max, int *count, const tt_tensor *a, int d)
+{
+    *count = 0;
+    tt_status st = tt__check_dim("unbind", a, d, 0);
+    if (st) return st;
+    int64_t n = a->shape[d];
+    if (n > max) return tt__err(TT_EARG, "unbind: %lld pieces is too many", (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        tt__opscope sc = tt__op_enter();
+        st = tt__select(&outs[i], a, d, i);
+        char args[48] = "";
+        if (tt__tracing()) snprintf(args, sizeof args, "%lld of %lld, dim=%d", (long long)i + 1, (long long)n, d + 1);
+        st = leave_view_ag(sc, st, TT_OP_UNBIND, &outs[i], a, args, &(tt__agargs){ .d = d, .start = i });
+        if (st) {
+            for (int64_t j = 0; j < i; j++) tt_tensor_release(&outs[j]);
+            return st;
+        }
+    }
+    *count = (int)n;
+    return TT_OK;
+}
+
+tt_status tt_t(tt_tensor *out, const tt_tensor *a)
+{
+    memset(out, 0, sizeof *out);
+    char sa[256];
+    if (a->ndim > 2)
+        return tt__err(TT_ESHAPE, "t: expects a tensor with at most 2 dims, got %s; hint: x:mT() swaps the last two, "
+                       "x:transpose(d1, d2) any two", tt_shape_str(a, sa, sizeof sa));
+    tt__opscope sc = tt__op_enter();
+    tt_status st = a->ndim == 2 ? tt__transpose(out, a, 0, 1, "t") : tt__view(out, a, a->ndim, a->shape, 0);
+    return leave_view_ag(sc, st, TT_OP_T, out, a, NULL, &(tt__agargs){ .d = 0, .d2 = 1 });
+}
+
 /* Pieces of at most `piece` along d; shared by chunk and split. */
 static tt_status pieces(tt_tensor *outs, int max, int *count, const tt_tensor *a, int64_t piece,
                         int d, tt_op op, const char *opname)

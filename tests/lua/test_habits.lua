@@ -1,0 +1,236 @@
+-- test_habits.lua — what a PyTorch user writes first (issue 30): x.shape,
+-- comparison operators, x[{i, j}], names() without holes, and the functions
+-- tt.where, sin, cos, pow, flatten, unbind, t, any, all, isnan, norm,
+-- tt.softmax, each against float64 references on non-contiguous inputs of
+-- awkward sizes, with gradients checked against finite differences.
+local T = dofile("tests/lua/check.lua")
+local check, close, checkerror = T.check, T.close, T.checkerror
+
+-- Plain Lua values of x, flat and row-major (the float64 side).
+local function flat(x)
+  local out = {}
+  local function walk(v)
+    if type(v) == "table" then for i = 1, #v do walk(v[i]) end else out[#out + 1] = v end
+  end
+  walk(x:totable())
+  return out
+end
+
+-- A nested table of the shape given, from a flat list.
+local function nest(list, shape)
+  local pos = 0
+  local function build(d)
+    if d > #shape then pos = pos + 1; return list[pos] end
+    local t = {}
+    for i = 1, shape[d] do t[i] = build(d + 1) end
+    return t
+  end
+  return build(1)
+end
+
+local function map(x, f)
+  local v = flat(x)
+  for i = 1, #v do v[i] = f(v[i]) end
+  return nest(v, x:shape())
+end
+
+-- A non-contiguous [5,7] view (a transpose of [7,5]) and a [3,1,17] one
+-- (every other column of [3,1,34]).
+tt.manual_seed(3)
+local A = tt.randn(7, 5):mT()
+local B = tt.randn(3, 1, 34):narrow(3, 1, 17)
+check("inputs are not contiguous", not A:is_contiguous())
+
+-- ===== x.shape =====
+check("x.shape is the sizes", A.shape[1] == 5 and A.shape[2] == 7 and #A.shape == 2)
+check("x.shape prints as [5,7]", tostring(A.shape) == "[5,7]")
+check("x:shape() prints as [5,7]", tostring(A:shape()) == "[5,7]")
+check("x.shape() is the same", tostring(A.shape()) == "[5,7]")
+check("x:size() is the shape", tostring(A:size()) == "[5,7]" and A:size(2) == 7)
+check("0-d shape prints as []", tostring(tt.tensor(1).shape) == "[]")
+check("shapes compare by value", A.shape == tt.zeros(5, 7).shape and A.shape == {5, 7})
+check("different shapes differ", A.shape ~= B.shape and A.shape ~= {7, 5} and A.shape ~= {5})
+check(".. joins a shape", "q " .. A.shape == "q [5,7]" and A.shape .. "!" == "[5,7]!")
+check("table.concat still works", table.concat(A:shape(), "x") == "5x7")
+check("tt.zeros takes a shape", tt.zeros(A.shape).shape == A.shape)
+-- ===== comparison operators =====
+checkerror({"lt:", "[5,7] < [5,7]", "one boolean", "a:lt(b)"}, function() return A < A end)
+checkerror({"le:", "[5,7] <= number", "a:le(b)"}, function() return A <= 0 end)
+-- a > b is Lua's b < a: the message shows the operands in that order
+checkerror({"lt:", "number < [5,7]", "a:gt"}, function() return A > 0 end)
+checkerror({"le:", "[3,1,17] <= [5,7]", "a:ge"}, function() return A >= B end)
+check("== on tensors is identity", A == A and not (A == A:view(5, 7)))
+
+-- ===== x[{...}] =====
+local At = A:totable()
+check("x[{i, j}] is the element", A[{2, 3}]:item() == At[2][3])
+check("x[{i, j}] is 0-d", A[{2, 3}]:dim() == 0)
+check("x[{-1, -1}] counts from the end", A[{-1, -1}]:item() == At[5][7])
+close("x[{i}] is x[i]", A[{4}], At[4], 0)
+close("x[{{2, 4}, 7}] ranges then selects", A[{{2, 4}, 7}], {At[2][7], At[3][7], At[4][7]}, 0)
+close("x[{{}, 2}] keeps a whole dim", A[{{}, 2}], {At[1][2], At[2][2], At[3][2], At[4][2], At[5][2]}, 0)
+close("x[{{4}, {-2, -1}}]: from 4 on, the last two", A[{{4}, {-2, -1}}], {{At[4][6], At[4][7]}, {At[5][6], At[5][7]}}, 0)
+check("x[{...}] is a view", A[{{2, 4}, 7}]:shares_storage(A))
+check("x[{}] is x", A[{}].shape == A.shape)
+check("an empty range", A[{{3, 2}}].shape == {0, 7})
+checkerror({"select", "index 0", "Lua counts from 1"}, function() return A[{1, 0}] end)
+checkerror({"select", "index 8 out of range", "of [7]"}, function() return A[{1, 8}] end)
+checkerror({"index", "3 indices for [5,7]"}, function() return A[{1, 1, 1}] end)
+checkerror({"index", "range {0, 2}", "dim 1", "Lua counts from 1"}, function() return A[{{0, 2}}] end)
+checkerror({"index", "range {2, 6}", "size 5"}, function() return A[{{2, 6}}] end)
+checkerror({"index", "entry 2", "integer or a range", "string"}, function() return A[{1, "x"}] end)
+checkerror({"index", "entry 1", "1.5"}, function() return A[{1.5}] end)
+checkerror({"index", "x[t]", "index_select", "tt.where"}, function() return A[A:gt(0)] end)
+
+-- ===== names() =====
+local named = tt.zeros(2, 3, 4):named("B", nil, "D")
+check("names() has no holes", table.concat(named:names(), ",") == "B,_,D")
+check("names() keeps n", named:names().n == 3)
+check("named takes '_' as unnamed", table.concat(named:named("_", "N", "_"):names(), ",") == "_,N,_")
+check("names round-trip through named", table.concat(named:named(named:names()):names(), ",") == "B,_,D")
+
+-- ===== elementwise: sin, cos, pow, isnan =====
+close("sin", A:sin(), map(A, math.sin), 2e-7)
+close("cos", B:cos(), map(B, math.cos), 2e-7)
+close("pow (method)", A:abs():pow(1.5), map(A, function(v) return math.abs(v) ^ 1.5 end), 1e-6)
+close("pow with a tensor exponent", A:abs():pow(A), nest((function()
+  local a, out = flat(A), {}
+  for i = 1, #a do out[i] = math.abs(a[i]) ^ a[i] end
+  return out
+end)(), {5, 7}), 1e-6)
+local specials = tt.tensor({0 / 0, 1, math.huge, -math.huge, 0, -(0 / 0)})
+close("isnan", specials:isnan():float(), {1, 0, 0, 0, 0, 1}, 0)
+check("isnan of a view", A:isnan():any():item() == false)
+check("isnan of int64 and bool", tt.tensor({1, 2}, "int64"):isnan():dtype() == "bool"
+  and not tt.tensor({true}):isnan():any():item())
+checkerror({"sin", "expects float32", "bool"}, function() return A:gt(0):sin() end)
+
+-- ===== tt.where =====
+local cond = B:gt(0)
+local C = tt.randn(17) * 3
+local function where_ref(c, a, b)
+  local cf, af, bf = flat(c), flat(a), flat(b)
+  local out = {}
+  for i = 1, #cf do out[i] = cf[i] and af[i] or bf[i] end
+  return out
+end
+local Cx = C:view(1, 1, 17):expand(3, 1, 17)
+close("where broadcasts cond [3,1,17], a [3,1,17], b [17]", tt.where(cond, B, C),
+  nest(where_ref(cond, B, Cx), {3, 1, 17}), 0)
+close("where with a number", tt.where(cond, B, 0), nest(where_ref(cond, B, B * 0), {3, 1, 17}), 0)
+close("where with the number first", tt.where(cond, -1, B), nest(where_ref(cond, (B * 0 - 1), B), {3, 1, 17}), 0)
+local keeps = tt.where(tt.tensor({true, false, true, false}), tt.tensor({-0.0, 1, 0 / 0, 2}),
+  tt.tensor({5, -0.0, 7, math.huge}))
+local kt = keeps:totable()
+check("where passes -0.0, NaN and inf exactly", 1 / kt[1] == -math.huge and 1 / kt[2] == -math.huge
+  and kt[3] ~= kt[3] and kt[4] == math.huge)
+check("where of bools", table.concat((function()
+  local r = tt.where(tt.tensor({true, false}), tt.tensor({false, false}), tt.tensor({true, true})):totable()
+  return {tostring(r[1]), tostring(r[2])}
+end)(), ",") == "false,true")
+check("where of int64", tt.where(tt.tensor({true, false}), tt.tensor({3, 4}, "int64"), 9):dtype() == "int64")
+check("where's shape is the broadcast of all three",
+  tt.where(tt.zeros(4, 1):bool(), tt.zeros(1, 3), tt.zeros(2, 1, 1)).shape == {2, 4, 3})
+checkerror({"where", "condition must be bool", "float32"}, function() return tt.where(A, A, A) end)
+checkerror({"where", "dtypes differ", "float32", "int64"}, function()
+  return tt.where(A:gt(0), A, tt.zeros(5, 7, "int64")) end)
+checkerror({"where", "argument 3", "string"}, function() return tt.where(A:gt(0), A, "x") end)
+checkerror({"where", "[5,7]", "[3,1,17]"}, function() return tt.where(A:gt(0), A, B) end)
+
+-- ===== any, all =====
+local bits = tt.tensor({{false, false, false}, {true, false, true}, {true, true, true}}):mT()
+close("any over dim 2 (of a transpose)", bits:any(2):float(), {1, 1, 1}, 0)
+close("all over dim 1", bits:all(1):float(), {0, 0, 1}, 0)
+close("any over dim 1, keepdim", bits:any(1, true):float(), {{0, 1, 1}}, 0)
+check("any and all of everything", bits:any():item() and not bits:all():item() and bits:any():dim() == 0)
+check("any/all of floats: nonzero, NaN included", specials:any():item() and not specials:all():item()
+  and tt.tensor({0 / 0, 1}):all():item())
+check("any of nothing is false, all of nothing true", not tt.zeros(0):any():item() and tt.zeros(0):all():item())
+check("all over an empty dim", tt.zeros(2, 0):all(2):float():sum():item() == 2)
+
+-- ===== norm =====
+local function norm_ref(x, p)
+  local v, s = flat(x), 0
+  for i = 1, #v do
+    if p == math.huge then s = math.max(s, math.abs(v[i])) else s = s + math.abs(v[i]) ^ p end
+  end
+  return p == math.huge and s or s ^ (1 / p)
+end
+close("norm (2)", A:norm(), norm_ref(A, 2), 2e-6)
+close("norm 'fro'", A:norm("fro"), norm_ref(A, 2), 2e-6)
+close("norm 1", B:norm(1), norm_ref(B, 1), 2e-6)
+close("norm 3", B:norm(3), norm_ref(B, 3), 2e-6)
+close("norm inf", A:norm(math.huge), norm_ref(A, math.huge), 0)
+close("norm inf as 'inf'", A:norm("inf"), norm_ref(A, math.huge), 0)
+local rows = {}
+for i = 1, 5 do rows[i] = norm_ref(A[i], 2) end
+close("norm over dim 2", A:norm(2, 2), rows, 2e-6)
+close("norm over dim 2, keepdim", A:norm(2, -1, true), nest(rows, {5, 1}), 2e-6)
+close("norm of int64", tt.tensor({3, 4}, "int64"):norm(), 5, 0)
+checkerror({"norm", "p must be positive", "-1"}, function() return A:norm(-1) end)
+checkerror({"norm", "p must be positive", "nan"}, function() return A:norm(0 / 0) end)
+checkerror({"norm", "\"nuc\""}, function() return A:norm("nuc") end)
+checkerror({"norm", "expects float32", "bool"}, function() return bits:norm() end)
+
+-- ===== flatten, unbind, t =====
+local F = tt.randn(2, 3, 4, 5):permute(4, 2, 1, 3)     -- [5,3,2,4], not contiguous
+close("flatten (all)", F:flatten(), flat(F), 0)
+check("flatten(2, 3)", F:flatten(2, 3).shape == {5, 6, 4})
+close("flatten(2, 3) values", F:flatten(2, 3), nest(flat(F), {5, 6, 4}), 0)
+check("flatten(-2)", F:flatten(-2).shape == {5, 3, 8})
+check("flatten of 0-d is [1]", tt.tensor(2):flatten().shape == {1})
+check("flatten is a view when it can be", tt.zeros(2, 3, 4):flatten(2):shares_storage(tt.zeros(1)) == false
+  and (function() local z = tt.zeros(2, 3, 4); return z:flatten(2):shares_storage(z) end)())
+checkerror({"flatten", "dims 3..2"}, function() return F:flatten(3, 2) end)
+checkerror({"flatten", "dim 5 out of range"}, function() return F:flatten(5) end)
+local U = A:unbind(2)
+check("unbind gives a list of size(d) views", #U == 7 and U[3]:shares_storage(A) and U[3].shape == {5})
+for j = 1, 7 do close("unbind piece " .. j, U[j], A:select(2, j):totable(), 0) end
+check("unbind defaults to dim 1", #A:unbind() == 5 and A:unbind()[2].shape == {7})
+check("unbind of an empty dim", #tt.zeros(0, 3):unbind() == 0)
+close("t of 2-D", A:t(), A:mT():totable(), 0)
+check("t of 1-D and 0-d", tt.zeros(3):t().shape == {3} and tt.tensor(1):t():dim() == 0)
+checkerror({"t:", "at most 2 dims", "[3,1,17]", "x:mT()"}, function() return B:t() end)
+
+-- ===== tt.softmax, tt.log_softmax =====
+close("tt.softmax(x, d) is x:softmax(d)", tt.softmax(A, 2), A:softmax(2):totable(), 0)
+close("tt.log_softmax(x, d)", tt.log_softmax(A, 1), A:log_softmax(1):totable(), 0)
+checkerror({"softmax", "dim is required"}, function() return tt.softmax(A) end)
+
+-- ===== gradients =====
+local function leaf(x) return x:detach():requires_grad_() end
+local a5, b17 = leaf(A), leaf(B)
+check("gradcheck sin", tt.gradcheck(function(x) return x:sin() end, {a5}))
+check("gradcheck cos", tt.gradcheck(function(x) return x:cos() end, {b17}))
+check("gradcheck pow", tt.gradcheck(function(x) return (x:abs() + 0.5):pow(1.7) end, {a5}))
+local c3 = leaf(C)
+check("gradcheck where (both sides, broadcast)", tt.gradcheck(function(x, y) return tt.where(cond, x, y) end, {b17, c3}))
+check("gradcheck where with a number", tt.gradcheck(function(x) return tt.where(cond, x, 0) end, {b17}))
+check("gradcheck norm 2", tt.gradcheck(function(x) return x:norm() end, {a5}))
+check("gradcheck norm 2 over a dim", tt.gradcheck(function(x) return x:norm(2, 2) end, {a5}))
+check("gradcheck norm 3 keepdim", tt.gradcheck(function(x) return x:norm(3, 1, true) end, {a5}))
+check("gradcheck norm 1", tt.gradcheck(function(x) return x:norm(1, 3) end, {b17}))
+check("gradcheck norm inf", tt.gradcheck(function(x) return x:norm(math.huge, 2) end, {a5}))
+check("gradcheck flatten", tt.gradcheck(function(x) return x:flatten() * tt.arange(35) end, {a5}))
+check("gradcheck unbind", tt.gradcheck(function(x) return x:unbind(2)[3] * 2 + x:unbind(2)[5] end, {a5}))
+check("gradcheck t", tt.gradcheck(function(x) return x:t() * tt.arange(5) end, {a5}))
+check("gradcheck t of 1-D", tt.gradcheck(function(x) return x:t() * tt.arange(17) end, {c3}))
+check("gradcheck softmax", tt.gradcheck(function(x) return tt.softmax(x, 1) end, {a5}))
+
+-- where: exactly g on the chosen side, 0 on the other
+local x, y = leaf(tt.tensor({1, 2, 3})), leaf(tt.tensor({4}))
+tt.where(tt.tensor({true, false, false}), x, y):backward(tt.tensor({10, 20, 30}))
+close("where's gradient to a", x.grad, {10, 0, 0}, 0)
+close("where's gradient to b, summed over the broadcast", y.grad, {50}, 0)
+-- norm: 0 at the origin (PyTorch's subgradient), ties split at inf
+local z = leaf(tt.zeros(3))
+z:norm():backward()
+close("norm's gradient at 0 is 0", z.grad, {0, 0, 0}, 0)
+local tie = leaf(tt.tensor({-2, 1, 2}))
+tie:norm(math.huge):backward()
+close("inf norm's gradient split among the ties", tie.grad, {-0.5, 0, 0.5}, 0)
+check("grad_fn names", a5:sin().grad_fn == "SinBackward" and tt.where(cond, b17, 0).grad_fn == "WhereBackward"
+  and a5:norm().grad_fn == "NormBackward" and a5:t().grad_fn == "TBackward")
+check("isnan, any, all need no gradient", not a5:isnan().requires_grad and not a5:gt(0):any().requires_grad)
+
+T.report()
