@@ -280,6 +280,17 @@ tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const 
 tt_status tt_rearrange(tt_tensor *out, const tt_tensor *a, const char *pattern,
                        int nsizes, const char *const *size_names, const int64_t *sizes);
 tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *list, int n);
+/* einops' reduce and repeat (pattern.c). reduce: the axes of the left side
+   missing on the right reduced with `reduction` ("sum", "mean", "max",
+   "min", "any", "all"), as einops.reduce(x, "b h n d -> b n d", "mean");
+   repeat: the axes of the right side missing on the left made new, of the
+   lengths given by name, as einops.repeat(x, "h w -> h w c", c=3) (a view
+   when no group merges a new axis). '...' on both sides or neither; output
+   dims named from the pattern, as rearrange's. */
+tt_status tt_reduce_pattern(tt_tensor *out, const tt_tensor *a, const char *pattern, const char *reduction,
+                            int nsizes, const char *const *size_names, const int64_t *sizes);
+tt_status tt_repeat(tt_tensor *out, const tt_tensor *a, const char *pattern,
+                    int nsizes, const char *const *size_names, const int64_t *sizes);
 
 /* ===== Gradients (ops/autograd.c) =====
    Reverse mode with PyTorch's semantics. While grad mode is on, an op with

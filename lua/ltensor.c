@@ -1171,26 +1171,64 @@ static int ltt_cross_entropy(lua_State *L)
 
 /* ===== einops ===== */
 
+/* The axis lengths table at idx ({h = 8}) into names and sizes (room for
+   64); returns their count. */
+static int pattern_sizes(lua_State *L, int idx, const char *op, const char **names, int64_t *sizes)
+{
+    int n = 0;
+    if (lua_isnoneornil(L, idx)) return 0;
+    if (!lua_istable(L, idx)) ltt_error(L, "%s: sizes must be a table, e.g. {h = 8}, got %s", op, luaL_typename(L, idx));
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (n == 64) ltt_error(L, "%s: too many sizes", op);
+        if (lua_type(L, -2) != LUA_TSTRING || !ltt_tointeger(L, -1, &sizes[n]))
+            ltt_error(L, "%s: sizes must map axis names to integers, e.g. {h = 8}", op);
+        names[n++] = tt_intern(ltt_checkcstring(L, -2, op, "an axis name in sizes"));
+        lua_pop(L, 1);
+    }
+    return n;
+}
+
 static int ltt_rearrange(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     const char *pattern = ltt_checkcstring(L, 2, "rearrange", "the pattern");
     const char *names[64];
     int64_t sizes[64];
-    int n = 0;
-    if (!lua_isnoneornil(L, 3)) {
-        luaL_checktype(L, 3, LUA_TTABLE);
-        lua_pushnil(L);
-        while (lua_next(L, 3)) {
-            if (lua_type(L, -2) != LUA_TSTRING || !ltt_tointeger(L, -1, &sizes[n]))
-                return ltt_error(L, "rearrange: sizes must map axis names to integers, e.g. {h = 8}");
-            if (n == 64) return ltt_error(L, "rearrange: too many sizes");
-            names[n++] = tt_intern(ltt_checkcstring(L, -2, "rearrange", "an axis name in sizes"));
-            lua_pop(L, 1);
-        }
-    }
+    int n = pattern_sizes(L, 3, "rearrange", names, sizes);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
     LTT_CALL_HELD(L, "rearrange", in, tt_rearrange(out, t, pattern, n, names, sizes));
+    return 1;
+}
+
+/* tt.reduce(x, pattern, reduction [, sizes]): einops.reduce */
+static int ltt_reduce(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    const char *pattern = ltt_checkcstring(L, 2, "reduce", "the pattern");
+    if (lua_isnoneornil(L, 3))
+        return ltt_error(L, "reduce: \"%s\" needs a reduction: \"sum\", \"mean\", \"max\", \"min\", \"any\" or \"all\"",
+                         pattern);
+    const char *reduction = ltt_checkcstring(L, 3, "reduce", "the reduction");
+    const char *names[64];
+    int64_t sizes[64];
+    int n = pattern_sizes(L, 4, "reduce", names, sizes);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    LTT_CALL_HELD(L, "reduce", in, tt_reduce_pattern(out, t, pattern, reduction, n, names, sizes));
+    return 1;
+}
+
+/* tt["repeat"](x, pattern [, sizes]), also tt.einrepeat: einops.repeat
+   (repeat is a Lua keyword, so tt.repeat does not parse) */
+static int ltt_repeat(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    const char *pattern = ltt_checkcstring(L, 2, "repeat", "the pattern");
+    const char *names[64];
+    int64_t sizes[64];
+    int n = pattern_sizes(L, 3, "repeat", names, sizes);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    LTT_CALL_HELD(L, "repeat", in, tt_repeat(out, t, pattern, n, names, sizes));
     return 1;
 }
 
@@ -1558,7 +1596,7 @@ static const luaL_Reg ttlib[] = {
     {"rearrange", ltt_rearrange}, {"einsum", ltt_einsum},
     {"allclose", ltt_allclose}, {"assert_close", ltt_assert_close}, {"clock", ltt_clock},
     {"isatty", ltt_isatty}, {"softmax", t_softmax}, {"log_softmax", t_log_softmax},
-    {"where", ltt_where},
+    {"where", ltt_where}, {"reduce", ltt_reduce}, {"repeat", ltt_repeat}, {"einrepeat", ltt_repeat},
     {NULL, NULL}
 };
 

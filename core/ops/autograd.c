@@ -826,6 +826,17 @@ tt_status tt__bw_rearrange(const tt__node *n, const tt_tensor *g, tt_tensor *gin
     return done(&w);
 }
 
+/* reduce and repeat: each one's gradient is the other (pattern.c) */
+tt_status tt__bw_reduce(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    return tt__reduce_grad(&gin[0], n->args.spec, (tt_op)n->args.len, A(n), OUT(n), g);
+}
+
+tt_status tt__bw_repeat(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    return tt__repeat_grad(&gin[0], n->args.spec, g);
+}
+
 /* einsum: each operand's gradient is itself an einsum of g with the
    others (tt__einsum_grad, beside the forward's parser) */
 tt_status tt__bw_einsum(const tt__node *n, const tt_tensor *g, tt_tensor *gin)

@@ -127,8 +127,8 @@ static const tt__opdef OPS[] = {
     [TT_OP_FLATTEN] = { .name = "flatten", BW(reshape) },
     [TT_OP_UNBIND] = { .name = "unbind", BW(narrow) },
     [TT_OP_T] = { .name = "t", BW(transpose) },
-    [TT_OP_REDUCE] = { .name = "reduce" },
-    [TT_OP_REPEAT] = { .name = "repeat" },
+    [TT_OP_REDUCE] = { .name = "reduce", .flops = 1, BW(reduce), .saves = TT__SAVE_A | TT__SAVE_OUT },
+    [TT_OP_REPEAT] = { .name = "repeat", BW(repeat) },
 };
 _Static_assert(sizeof OPS / sizeof OPS[0] == TT_OP_COUNT, "OPS: one row per tt_op");
 

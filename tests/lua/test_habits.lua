@@ -233,4 +233,85 @@ check("grad_fn names", a5:sin().grad_fn == "SinBackward" and tt.where(cond, b17,
   and a5:norm().grad_fn == "NormBackward" and a5:t().grad_fn == "TBackward")
 check("isnan, any, all need no gradient", not a5:isnan().requires_grad and not a5:gt(0):any().requires_grad)
 
+-- ===== einops: tt.reduce, tt["repeat"] =====
+local X = tt.randn(4, 3, 2, 5):permute(2, 4, 1, 3)   -- [3,5,4,2], not contiguous
+local Xv = X:totable()
+-- float64 reference: "b d (h w) k -> b w", over d, h and k (h = 2, w = 2)
+local function red_ref(op)
+  local out = {}
+  for b = 1, 3 do
+    out[b] = {}
+    for w = 1, 2 do
+      local acc, n = nil, 0
+      for d = 1, 5 do for h = 1, 2 do for k = 1, 2 do
+        local v = Xv[b][d][(h - 1) * 2 + w][k]
+        n = n + 1
+        if acc == nil then acc = v
+        elseif op == "max" then acc = math.max(acc, v)
+        elseif op == "min" then acc = math.min(acc, v)
+        else acc = acc + v end
+      end end end
+      out[b][w] = op == "mean" and acc / n or acc
+    end
+  end
+  return out
+end
+for _, op in ipairs({"sum", "mean", "max", "min"}) do
+  close("reduce " .. op .. " over a split axis, of a permuted input",
+    tt.reduce(X, "b d (h w) k -> b w", op, {h = 2}), red_ref(op), op == "sum" and 1e-5 or 2e-6)
+end
+local rt = tt.reduce(X, "b d (h w) k -> w () b", "sum", {w = 2})
+check("reduce names its dims from the pattern, units stay", tostring(rt.shape) == "[2,1,3]"
+  and table.concat(rt:names(), ",") == "w,_,b")
+close("reduce with reordering and ()", rt:select(2, 1), (function()
+  local r, t = red_ref("sum"), {}
+  for w = 1, 2 do t[w] = {r[1][w], r[2][w], r[3][w]} end
+  return t
+end)(), 1e-5)
+close("reduce with nothing reduced is rearrange", tt.reduce(X, "b d n k -> k b d n", "max"),
+  tt.rearrange(X, "b d n k -> k b d n"):totable(), 0)
+close("reduce with '...'", tt.reduce(X, "b ... k -> ...", "mean"), X:mean(1):mean(3):totable(), 2e-6)
+close("reduce everything", tt.reduce(X, "b d n k -> ", "sum"), X:sum():item(), 1e-5)
+close("reduce any/all", tt.reduce(X:gt(0), "b d n k -> b", "all"):float(), X:gt(0):all(4):all(3):all(2):float():totable(), 0)
+check("reduce over an empty axis: sum is 0", tt.reduce(tt.zeros(2, 0), "a b -> a", "sum").shape == {2}
+  and tt.reduce(tt.zeros(2, 0), "a b -> a", "sum"):sum():item() == 0)
+
+local rep = tt["repeat"](A, "n d -> n c d", {c = 3})
+check("repeat adds an axis as a view", rep.shape == {5, 3, 7} and rep:shares_storage(A))
+for c = 1, 3 do close("repeat copy " .. c, rep:select(2, c), At, 0) end
+local rep2 = tt.einrepeat(A, "n d -> (r n) (d s)", {r = 2, s = 3})
+check("tt.einrepeat is tt[\"repeat\"]", tt.einrepeat == tt["repeat"] and rep2.shape == {10, 21})
+local ok = true
+for i = 1, 10 do for j = 1, 21 do
+  if rep2[{i, j}]:item() ~= At[(i - 1) % 5 + 1][(j - 1) // 3 + 1] then ok = false end
+end end
+check("repeat (r n) tiles, (d s) repeats each element, as einops", ok)
+check("repeat with '...'", tt["repeat"](B, "... k -> ... k two", {two = 2}).shape == {3, 1, 17, 2})
+check("repeat with a unit on the left", tt["repeat"](B, "a 1 k -> a k r", {r = 4}).shape == {3, 17, 4})
+check("repeat names its dims", table.concat(rep2:names(), ",") == "r*n,d*s")
+
+checkerror({"reduce", "unknown reduction 'prod'", "\"sum\""}, function() return tt.reduce(X, "b d n k -> b", "prod") end)
+checkerror({"reduce", "needs a reduction"}, function() return tt.reduce(X, "b d n k -> b") end)
+checkerror({"reduce", "axis 'z' is missing on the left", "tt.repeat"}, function() return tt.reduce(X, "b d n k -> z", "sum") end)
+checkerror({"reduce", "'...' is on the left but not on the right"}, function() return tt.reduce(X, "b ... -> b", "sum") end)
+checkerror({"reduce", "\"b d (h w) k -> b\"", "[3,5,4,2]"}, function() return tt.reduce(X, "b d (h w) k -> b", "sum", {h = 3}) end)
+checkerror({"reduce", "pattern has 2 axes", "4 dims"}, function() return tt.reduce(X, "a b -> a", "sum") end)
+checkerror({"repeat", "axis 'c' is new on the right", "{c = 2}"}, function() return tt["repeat"](A, "n d -> n d c") end)
+checkerror({"repeat", "axis 'd' is missing on the right", "tt.reduce"}, function() return tt["repeat"](A, "n d -> n") end)
+checkerror({"repeat", "'z'", "not in the pattern"}, function() return tt["repeat"](A, "n d -> n d c", {c = 2, z = 1}) end)
+checkerror({"repeat", "c=-1", "negative"}, function() return tt["repeat"](A, "n d -> n d c", {c = -1}) end)
+
+local x5 = leaf(X)
+for _, op in ipairs({"sum", "mean", "max", "min"}) do
+  check("gradcheck reduce " .. op, tt.gradcheck(function(x) return tt.reduce(x, "b d (h w) k -> w b", op, {h = 2}) end, {x5}))
+end
+check("gradcheck repeat", tt.gradcheck(function(x) return tt["repeat"](x, "n d -> (r n) d s", {r = 2, s = 3}) end, {a5}))
+check("gradcheck repeat with '...'", tt.gradcheck(function(x) return tt["repeat"](x, "... k -> k ... two", {two = 2}) end, {b17}))
+local ties = leaf(tt.tensor({{1, 3, 3}, {2, 0, 2}}))
+tt.reduce(ties, "a b -> a", "max"):backward(tt.tensor({1, 10}))
+close("reduce max splits the gradient among ties, as x:max()", ties.grad, {{0, 0.5, 0.5}, {5, 0, 5}}, 0)
+check("reduce any needs no gradient", not tt.reduce(x5:gt(0), "b d n k -> b", "any").requires_grad)
+check("grad_fn of reduce and repeat", tt.reduce(x5, "b d n k -> b", "sum").grad_fn == "ReduceBackward"
+  and tt["repeat"](a5, "n d -> n d c", {c = 2}).grad_fn == "RepeatBackward")
+
 T.report()
