@@ -314,4 +314,42 @@ check("reduce any needs no gradient", not tt.reduce(x5:gt(0), "b d n k -> b", "a
 check("grad_fn of reduce and repeat", tt.reduce(x5, "b d n k -> b", "sum").grad_fn == "ReduceBackward"
   and tt["repeat"](a5, "n d -> n d c", {c = 2}).grad_fn == "RepeatBackward")
 
+-- ===== the 0-based habit: a note on the trace row =====
+local dir = T.tmpdir()
+local script = T.write(dir, "habit.lua", [[
+local B, N, H, Dh = 2, 5, 8, 4
+local x = tt.randn(B, N, H * Dh)
+local q = x:view(B, N, H, Dh):transpose(1, 2)
+local heads = x:view(B, N, H, Dh):transpose(2, 3)
+local merged = heads:transpose(1, 2):contiguous():view(B, N, H * Dh)
+local merged2 = heads:transpose(1, 2):reshape(B, N, H * Dh)
+local ok1 = heads:transpose(2, 3):contiguous():view(B, N, H * Dh)
+local ok2 = heads:transpose(2, 3):reshape(B, N, H * Dh)
+local ok3 = tt.randn(N, H * Dh):view(N, H, Dh):transpose(1, 2)
+local ok4 = tt.randn(3, 4, 5, 6):transpose(1, 2):reshape(4, 3, 30)
+local ok5 = x:view(B, N, H, Dh):transpose(1, 3)
+]])
+local out = T.run(dir, script)
+local lines = {}
+for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+local function noted(src_line)
+  local n, inside = 0, false
+  for _, l in ipairs(lines) do
+    if l:match("^%S") then inside = l:find("habit.lua:" .. src_line .. " ", 1, true) ~= nil
+    elseif inside and l:find("dims count from 1 here: PyTorch's transpose(1, 2) is transpose(2, 3)", 1, true) then
+      n = n + 1
+    end
+  end
+  return n
+end
+check("a head split transposed at (1, 2) is noted", noted(3) == 1 and out:find("swaps dims 1 and 2 of the head split [2,5,8,4]", 1, true))
+check("heads merged after transpose(1, 2) are noted (via contiguous)", noted(5) == 1
+  and out:find("mixes dims: transpose(1, 2) swapped dims 1 and 2 of [2,8,5,4]", 1, true))
+check("heads merged after transpose(1, 2) are noted (reshape)", noted(6) == 1)
+for l = 7, 11 do check("no note on correct code, line " .. l, noted(l) == 0) end
+check("the note is once per mistake", select(2, out:gsub("dims count from 1 here", "")) == 3)
+local json_path = dir .. "/t.json"
+T.run(dir, "-q --trace-json " .. json_path .. " " .. script)
+check("the note is in the JSON trace", T.slurp(json_path):find('"note":"swaps dims 1 and 2 of the head split', 1, true) ~= nil)
+
 T.report()
