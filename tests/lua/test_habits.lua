@@ -314,6 +314,33 @@ check("reduce any needs no gradient", not tt.reduce(x5:gt(0), "b d n k -> b", "a
 check("grad_fn of reduce and repeat", tt.reduce(x5, "b d n k -> b", "sum").grad_fn == "ReduceBackward"
   and tt["repeat"](a5, "n d -> n d c", {c = 2}).grad_fn == "RepeatBackward")
 
+-- backward values against float64 formulas (on the non-contiguous A)
+local gA = leaf(A)
+gA:sin():sum():backward()
+close("sin's gradient is cos(x)", gA.grad, map(A, math.cos), 2e-7)
+gA.grad = nil
+gA:cos():sum():backward()
+close("cos's gradient is -sin(x)", gA.grad, map(A, function(v) return -math.sin(v) end), 2e-7)
+gA.grad = nil
+gA:norm():backward()
+local nrm = norm_ref(A, 2)
+close("norm's gradient is x / |x|", gA.grad, map(A, function(v) return v / nrm end), 2e-6)
+gA.grad = nil
+gA:norm(3):backward()
+local n3 = norm_ref(A, 3)
+close("norm 3's gradient is sign(x) |x|^2 / |x|_3^2", gA.grad, map(A, function(v)
+  return (v > 0 and 1 or -1) * v * v / (n3 * n3) end), 2e-6)
+gA.grad = nil
+tt.reduce(gA, "n d -> d", "mean"):backward(tt.arange(7) + 1)
+close("reduce mean's gradient is g / n, repeated", gA.grad, nest((function()
+  local t = {}
+  for i = 1, 5 do for j = 1, 7 do t[#t + 1] = j / 5 end end
+  return t
+end)(), {5, 7}), 1e-7)
+gA.grad = nil
+tt["repeat"](gA, "n d -> (r n) d", {r = 3}):backward(tt.ones(15, 7))
+close("repeat's gradient is the sum over the copies", gA.grad, map(A, function() return 3 end), 0)
+
 -- ===== the 0-based habit: a note on the trace row =====
 local dir = T.tmpdir()
 local script = T.write(dir, "habit.lua", [[
