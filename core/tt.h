@@ -192,9 +192,12 @@ tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt);
    NaN (all false). */
 tt_status tt_isnan(tt_tensor *out, const tt_tensor *a);
 /* PyTorch's where: a where cond is true, b elsewhere; cond bool, a and b
-   of one dtype; all three broadcast together. Exact (no arithmetic on
-   the values: -0.0, inf and NaN pass as they are). */
-tt_status tt_where(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, const tt_tensor *b);
+   of one dtype; all three broadcast together. a (or b) NULL: the number sa
+   (sb) as a 0-d tensor of the other's dtype (float32 when both are
+   numbers). Exact (no arithmetic on the values: -0.0, inf and NaN pass as
+   they are). */
+tt_status tt_where(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, double sa,
+                   const tt_tensor *b, double sb);
 
 /* ===== Reductions ===== */
 

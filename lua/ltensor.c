@@ -825,30 +825,17 @@ static int t_norm(lua_State *L)
     return 1;
 }
 
-/* A tensor operand of tt.where that may be a Lua number: a 0-d tensor of
-   the other operand's dtype (float32 when both are numbers), pushed. */
-static tt_tensor *where_value(lua_State *L, int idx, const tt_tensor *other)
-{
-    tt_tensor *t = opttensor(L, idx, "where");
-    if (t) return t;
-    if (lua_type(L, idx) != LUA_TNUMBER)
-        ltt_error(L, "where: argument %d must be a tensor or a number, got %s", idx, luaL_typename(L, idx));
-    tt_tensor *out = ltt_newtensor(L);
-    ltt_check(L, tt_full(out, other ? other->dtype : TT_FLOAT32, 0, NULL, lua_tonumber(L, idx)));
-    lua_replace(L, idx);
-    return out;
-}
-
 /* tt.where(cond, a, b): PyTorch's torch.where; a and b tensors or numbers */
 static int ltt_where(lua_State *L)
 {
     lua_settop(L, 3);
     tt_tensor *cond = ltt_checktensor(L, 1);
-    tt_tensor *a = opttensor(L, 2, "where"), *b = opttensor(L, 3, "where");
-    if (!a) a = where_value(L, 2, b);
-    if (!b) b = where_value(L, 3, a);
-    tt_tensor *out = ltt_newtensor(L), *in[] = {cond, a, b};
-    LTT_CALL_HELD(L, "where", in, tt_where(out, cond, a, b));
+    tt_tensor *ab[2] = {opttensor(L, 2, "where"), opttensor(L, 3, "where")};
+    for (int i = 0; i < 2; i++)
+        if (!ab[i] && lua_type(L, i + 2) != LUA_TNUMBER)
+            return ltt_error(L, "where: argument %d must be a tensor or a number, got %s", i + 2, luaL_typename(L, i + 2));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {cond, ab[0], ab[1]};
+    LTT_CALL_HELD(L, "where", in, tt_where(out, cond, ab[0], lua_tonumber(L, 2), ab[1], lua_tonumber(L, 3)));
     return 1;
 }
 

@@ -815,15 +815,30 @@ static tt_status where_impl(tt_tensor *out, const tt_tensor *cond, const tt_tens
     return st;
 }
 
-tt_status tt_where(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, const tt_tensor *b)
+tt_status tt_where(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, double sa,
+                   const tt_tensor *b, double sb)
 {
     clear(out);
     tt__opscope sc = tt__op_enter();
-    tt_status st = where_impl(out, cond, a, b);
+    tt_tensor na = {0}, nb = {0};       /* the numbers as 0-d tensors: nested, so no rows */
+    tt_dtype dt = a ? a->dtype : b ? b->dtype : TT_FLOAT32;
+    tt_status st = TT_OK;
+    if (!a && (st = tt_full(&na, dt, 0, NULL, sa)) == TT_OK) a = &na;
+    if (st == TT_OK && !b && (st = tt_full(&nb, dt, 0, NULL, sb)) == TT_OK) b = &nb;
+    if (st == TT_OK) st = where_impl(out, cond, a, b);
     if (st == TT_OK && (tt__grad_wanted(sc, a, b))) st = tt__record(out, TT_OP_WHERE, cond, a, b, NULL);
     tt_event ev;
-    if (st == TT_OK) tt__event_init(&ev, TT_OP_WHERE, out, cond, a, b);
-    return tt__op_leave(sc, st, &ev);
+    if (st == TT_OK && b == &nb && a != &na) {     /* where(c, x, 0): shown as the script wrote it */
+        tt__event_init(&ev, TT_OP_WHERE, out, cond, a, NULL);
+        ev.has_scalar = 1;
+        ev.scalar = sb;
+    } else if (st == TT_OK) {
+        tt__event_init(&ev, TT_OP_WHERE, out, cond, a, b);
+    }
+    st = tt__op_leave(sc, st, &ev);
+    tt_tensor_release(&na);
+    tt_tensor_release(&nb);
+    return st;
 }
 
 /* any: sum(float(bool(a))) > 0; all: sum(float(~bool(a))) == 0. A sum of

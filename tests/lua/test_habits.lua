@@ -379,4 +379,10 @@ local json_path = dir .. "/t.json"
 T.run(dir, "-q --trace-json " .. json_path .. " " .. script)
 check("the note is in the JSON trace", T.slurp(json_path):find('"note":"swaps dims 1 and 2 of the head split', 1, true) ~= nil)
 
+-- tt.where with a number is one row, the number as written
+local wscript = T.write(dir, "where.lua", "local x = tt.randn(2, 3)\nlocal y = tt.where(x:gt(0), x, 0)\nlocal z = tt.where(x:gt(0), -1, x)\n")
+local wout = T.run(dir, wscript)
+check("where(c, x, 0) shows the number", wout:find("where       [2,3] bool, [2,3], 0.0 -> [2,3]", 1, true) ~= nil)
+check("a number becomes no row of its own", not wout:find("full", 1, true) and select(2, wout:gsub("\n    ", "")) == 5)
+
 T.report()
