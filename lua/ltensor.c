@@ -1464,9 +1464,10 @@ static int t_compare(lua_State *L)
     tt_tensor *a = ltt_testtensor(L, 1), *b = ltt_testtensor(L, 2);
     const char *x = a && a->storage ? tt_shape_str(a, sa, sizeof sa) : luaL_typename(L, 1);
     const char *y = b && b->storage ? tt_shape_str(b, sb, sizeof sb) : luaL_typename(L, 2);
-    return ltt_error(L, "%s: %s %s %s: Lua's comparison operators give one boolean, not a tensor; "
-                     "hint: a:%s(b) for a %s b (a:lt, a:le, a:gt, a:ge for <, <=, >, >=)",
-                     le ? "le" : "lt", x, le ? "<=" : "<", y, le ? "le" : "lt", le ? "<=" : "<");
+    return ltt_error(L, "%s: %s %s %s: a comparison operator gives Lua one boolean, never a tensor; "
+                     "hint: write x:%s(y) for x %s y and x:%s(y) for x %s y (Lua runs x %s y as y %s x)",
+                     le ? "le" : "lt", x, le ? "<=" : "<", y, le ? "le" : "lt", le ? "<=" : "<",
+                     le ? "ge" : "gt", le ? ">=" : ">", le ? ">=" : ">", le ? "<=" : "<");
 }
 
 static int t_index(lua_State *L)

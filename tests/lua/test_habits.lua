@@ -54,11 +54,11 @@ check(".. joins a shape", "q " .. A.shape == "q [5,7]" and A.shape .. "!" == "[5
 check("table.concat still works", table.concat(A:shape(), "x") == "5x7")
 check("tt.zeros takes a shape", tt.zeros(A.shape).shape == A.shape)
 -- ===== comparison operators =====
-checkerror({"lt:", "[5,7] < [5,7]", "one boolean", "a:lt(b)"}, function() return A < A end)
-checkerror({"le:", "[5,7] <= number", "a:le(b)"}, function() return A <= 0 end)
--- a > b is Lua's b < a: the message shows the operands in that order
-checkerror({"lt:", "number < [5,7]", "a:gt"}, function() return A > 0 end)
-checkerror({"le:", "[3,1,17] <= [5,7]", "a:ge"}, function() return A >= B end)
+checkerror({"lt:", "[5,7] < [5,7]", "one boolean", "x:lt(y) for x < y"}, function() return A < A end)
+checkerror({"le:", "[5,7] <= number", "x:le(y) for x <= y", "x:ge(y) for x >= y"}, function() return A <= 0 end)
+-- a > b is Lua's b < a: the message shows the operands in that order, and says so
+checkerror({"lt:", "number < [5,7]", "x:gt(y) for x > y", "Lua runs x > y as y < x"}, function() return A > 0 end)
+checkerror({"le:", "[3,1,17] <= [5,7]", "Lua runs x >= y as y <= x"}, function() return A >= B end)
 check("== on tensors is identity", A == A and not (A == A:view(5, 7)))
 
 -- ===== x[{...}] =====
