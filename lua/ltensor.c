@@ -1421,6 +1421,12 @@ static int index_table(lua_State *L)
         int isint;
         lua_Integer i = lua_tointegerx(L, 4, &isint);
         if (isint) {
+            int64_t size = cur->shape[d];
+            if (i == 0 || i > size || i < -size)  /* entry k is the script's dim k */
+                return ltt_error(L, "index: x[{...}] entry %lld: index %lld is outside dim %lld of %s (valid 1..%lld "
+                                 "or -%lld..-1)%s", (long long)k, (long long)i, (long long)k,
+                                 tt_shape_str(t, shp, sizeof shp), (long long)size, (long long)size,
+                                 i == 0 ? "; Lua counts from 1" : "");
             select_impl(L, cur, d, i);
         } else if (lua_istable(L, 4)) {
             int64_t size = cur->shape[d];
@@ -1437,9 +1443,9 @@ static int index_table(lua_State *L)
             }
             lua_Integer f = first < 0 ? first + size + 1 : first, l = last < 0 ? last + size + 1 : last;
             if (f < 1 || l > size || f > l + 1)
-                return ltt_error(L, "index: range {%lld, %lld} is outside dim %d of %s (size %lld); a range is {first, last}, "
+                return ltt_error(L, "index: range {%lld, %lld} is outside dim %lld of %s (size %lld); a range is {first, last}, "
                                  "both included%s",
-                                 (long long)first, (long long)last, d + 1, tt_shape_str(cur, shp, sizeof shp),
+                                 (long long)first, (long long)last, (long long)k, tt_shape_str(t, shp, sizeof shp),
                                  (long long)size, first == 0 ? ", and Lua counts from 1" : "");
             tt_tensor *out = ltt_newtensor(L), *in[] = {cur};
             LTT_CALL_HELD(L, "narrow", in, tt_narrow(out, cur, d, f - 1, l - f + 1));
