@@ -1376,6 +1376,9 @@ static int grad_field(lua_State *L, tt_tensor *t, const char *k)
 static int t_newindex(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
+    if (lua_type(L, 2) == LUA_TNUMBER || lua_type(L, 2) == LUA_TTABLE || ltt_testtensor(L, 2))
+        return ltt_error(L, "index: x[...] = v is not supported: tensors are not changed in place here; hint: "
+                         "y = tt.where(mask, v, x) or y = x:masked_fill(mask, v) makes the changed tensor");
     const char *k = lua_tostring(L, 2);
     if (k && strcmp(k, "grad") == 0) {
         ltt_check(L, tt_set_grad(t, lua_isnil(L, 3) ? NULL : ltt_checktensor(L, 3)));

@@ -83,6 +83,9 @@ checkerror({"index", "range {2, 6}", "size 5"}, function() return A[{{2, 6}}] en
 checkerror({"index", "entry 2", "integer or a range", "string"}, function() return A[{1, "x"}] end)
 checkerror({"index", "entry 1", "1.5"}, function() return A[{1.5}] end)
 checkerror({"index", "x[t]", "index_select", "tt.where"}, function() return A[A:gt(0)] end)
+checkerror({"index", "x[...] = v is not supported", "tt.where(mask, v, x)"}, function() A[{1, 2}] = 0 end)
+checkerror({"index", "x[...] = v is not supported"}, function() A[1] = 0 end)
+checkerror({"cannot set field 'foo'"}, function() A.foo = 0 end)
 
 -- ===== names() =====
 local named = tt.zeros(2, 3, 4):named("B", nil, "D")
