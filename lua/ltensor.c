@@ -1356,6 +1356,9 @@ static int grad_field(lua_State *L, tt_tensor *t, const char *k)
 {
     if (strcmp(k, "shape") == 0) {          /* x.shape, as PyTorch; callable: x:shape() */
         push_shape(L, t);
+    } else if (strcmp(k, "T") == 0 || strcmp(k, "ndim") == 0) {   /* PyTorch's properties, methods here */
+        return ltt_error(L, "tensor: x.%s is PyTorch's; hint: %s", k,
+                         k[0] == 'T' ? "x:t() transposes a matrix, x:mT() the last two dims" : "x:dim()");
     } else if (strcmp(k, "requires_grad") == 0) {
         lua_pushboolean(L, tt_tensor_requires_grad(t));
     } else if (strcmp(k, "grad") == 0) {
