@@ -1583,9 +1583,14 @@ static void set_op_functions(lua_State *L)
         lua_pushcclosure(L, f, 1);
         lua_setfield(L, -2, tt_op_name((tt_op)op));
     }
-    lua_pushinteger(L, TT_OP_POW);          /* x:pow(y), PyTorch's name for x ^ y */
-    lua_pushcclosure(L, binop_method, 1);
-    lua_setfield(L, -2, "pow");
+    /* PyTorch's method names of the arithmetic operators: x:add(y), x:sub(y),
+       x:mul(y), x:div(y), x:pow(y), x:neg() (and, or and not are Lua's keywords) */
+    static const tt_op arith[] = {TT_OP_ADD, TT_OP_SUB, TT_OP_MUL, TT_OP_DIV, TT_OP_POW, TT_OP_NEG};
+    for (size_t i = 0; i < sizeof arith / sizeof arith[0]; i++) {
+        lua_pushinteger(L, arith[i]);
+        lua_pushcclosure(L, op_closure(arith[i], 0), 1);
+        lua_setfield(L, -2, tt_op_name(arith[i]));
+    }
 }
 
 static const luaL_Reg ttlib[] = {

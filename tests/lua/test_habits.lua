@@ -98,6 +98,13 @@ check("named takes '_' as unnamed", table.concat(named:named("_", "N", "_"):name
 check("names round-trip through named", table.concat(named:named(named:names()):names(), ",") == "B,_,D")
 
 -- ===== elementwise: sin, cos, pow, isnan =====
+close("x:add, x:sub, x:mul, x:div, x:neg", A:add(B:narrow(3, 1, 7):select(1, 1)):sub(1):mul(2):div(4):neg(),
+  (function()
+    local a, b, out = flat(A), flat(B:narrow(3, 1, 7):select(1, 1)), {}
+    for i = 1, 35 do out[i] = -(((a[i] + b[(i - 1) % 7 + 1]) - 1) * 2 / 4) end
+    return nest(out, {5, 7})
+  end)(), 1e-6)
+check("x:mul(y) is x * y (one row, the same op)", A:mul(3).grad_fn == nil and tt.allclose(A:mul(A), A * A, 0, 0))
 close("sin", A:sin(), map(A, math.sin), 2e-7)
 close("cos", B:cos(), map(B, math.cos), 2e-7)
 close("pow (method)", A:abs():pow(1.5), map(A, function(v) return math.abs(v) ^ 1.5 end), 1e-6)
