@@ -212,6 +212,20 @@ close("tt.softmax(x, d) is x:softmax(d)", tt.softmax(A, 2), A:softmax(2):totable
 close("tt.log_softmax(x, d)", tt.log_softmax(A, 1), A:log_softmax(1):totable(), 0)
 checkerror({"softmax", "dim is required"}, function() return tt.softmax(A) end)
 
+-- ===== dim names through the new ops =====
+local NX = tt.randn(2, 3, 4):named("B", "N", "D")
+local function nm(x) return table.concat(x:names(), ",") end
+check("sin, cos, isnan keep names", nm(NX:sin()) == "B,N,D" and nm(NX:cos()) == "B,N,D" and nm(NX:isnan()) == "B,N,D")
+check("where unifies names", nm(tt.where(NX:gt(0), NX, tt.zeros(4):named("D"))) == "B,N,D")
+checkerror({"where", "'D'", "'K'"}, function() return tt.where(NX:gt(0), NX, tt.zeros(4):named("K")) end)
+check("any, all, norm drop the reduced dim", nm(NX:gt(0):any("N")) == "B,D" and nm(NX:gt(0):all(3)) == "B,N"
+  and nm(NX:norm(2, "D")) == "B,N" and nm(NX:norm(2, "N", true)) == "B,_,D")
+check("flatten keeps the dims it leaves alone", nm(NX:flatten(2)) == "B,_")
+check("unbind drops its dim", nm(NX:unbind("N")[2]) == "B,D" and #NX:unbind("N") == 3)
+check("t moves names", nm(NX[1]:t()) == "D,N")
+check("reduce and repeat name from the pattern", nm(tt.reduce(NX, "b n d -> d b", "sum")) == "d,b"
+  and nm(tt["repeat"](NX, "b n d -> b n d r", {r = 2})) == "b,n,d,r")
+
 -- ===== gradients =====
 local function leaf(x) return x:detach():requires_grad_() end
 local a5, b17 = leaf(A), leaf(B)
