@@ -252,7 +252,7 @@ variant-bin: $(BUILD)/tensortrace $(CTEST_BIN) $(BUILD)/tests/pngcmp
 # The suite of $(BUILD)/tensortrace, run from $(BUILD)/root (links to the tree).
 variant-test: variant-bin
 	@rm -rf $(BUILD)/root && mkdir -p $(BUILD)/root
-	@for d in core lua lessons tests images Makefile tt.so; do ln -s $(CURDIR)/$$d $(BUILD)/root/$$d; done
+	@for d in core lua lessons tests images Makefile README.md tt.so; do ln -s $(CURDIR)/$$d $(BUILD)/root/$$d; done
 	@ln -s $(CURDIR)/$(BUILD)/tensortrace $(BUILD)/root/tensortrace
 	@ln -s $(CURDIR)/$(BUILD) $(BUILD)/root/build
 	@[ -e $(BUILD)/pic ] || ln -s $(CURDIR)/$(PIC_BUILD) $(BUILD)/pic
