@@ -1,8 +1,10 @@
 /*
 ** figure.h — figures for teaching: heatmaps, bar charts, the flow diagram.
-** Rendering (figure.c, font.c) draws into an RGB canvas that also records
-** what it draws; png.c writes the pixels (the only file that includes
-** <png.h>), svg.c the recording. Inputs are plain arrays, not tensors.
+** Rendering (canvas.c, font.c, and one file a figure kind: heatmap.c,
+** bars.c, plot.c, attend.c, flow.c, head_groups.c) draws into an RGB
+** canvas that also records what it draws; png.c writes the pixels (the
+** only file that includes <png.h>), svg.c the recording. Inputs are plain
+** arrays, not tensors.
 */
 #ifndef TT_FIGURE_H
 #define TT_FIGURE_H
@@ -25,11 +27,11 @@ allocated. */
 typedef struct tt_canvas {
     int w, h;
     uint8_t *px;
-    size_t px_size;     /* bytes allocated at px (figure.c keeps freed buffers) */
+    size_t px_size;     /* bytes allocated at px (canvas.c keeps freed buffers) */
     struct tt_svg *vec;
 } tt_canvas;
 
-/* ===== Canvas drawing (figure.c; shared with flow.c) =====
+/* ===== Canvas drawing (canvas.c; shared by every figure) =====
    Colours are 0xRRGGBB. Everything clips to the canvas. */
 
 /* A white w x h canvas; TT_ENOMEM when too large. Free with tt_canvas_free
@@ -265,10 +267,30 @@ typedef tt_status (*tt_figure_render_fn)(tt_canvas *out, const void *ctx);
 tt_status tt__figure_write(const char *what, const char *path, tt_figure_render_fn render,
                            const void *ctx, const tt_png_meta *meta);
 
-/* Numbers as the heatmap writes them ("-0.00" as "0.00", "%.2e" from 1e6
-   on), and its 1-2-5 ticks, for the other figure files. */
+/* ===== Shared by the figure files (canvas.c) ===== */
+
+/* One pixel, not recorded for SVG: for a caller that records its own
+   shape (a heatmap's one-pixel cells). */
+void tt__canvas_put(tt_canvas *c, int x, int y, uint32_t rgb);
+/* Numbers as the figures write them ("-0.00" as "0.00", "%.2e" from 1e6
+   on), and 1-2-5 ticks. */
 void tt__fig_fmt_num(char *buf, size_t n, double v, int decimals);
 int tt__fig_nice_ticks(double lo, double hi, int want, double *ticks, int max, int *decimals);
+/* Decimals that show values of this size and spread: integers none. */
+int tt__fig_auto_decimals(const float *v, int64_t n, double maxabs);
+/* The range of the finite values, and whether -inf or NaN occur. */
+typedef struct tt__fig_stats {
+    double fmin, fmax, maxabs;
+    int64_t nfinite;
+    int has_ninf, has_nan;
+} tt__fig_stats;
+tt__fig_stats tt__fig_data_stats(const float *v, int64_t n);
+/* "scores [Nq=4,Nk=4]" into buf, or the shape alone without a name. */
+const char *tt__fig_what(char *buf, size_t n, const char *name, const char *shape);
+/* TT_EARG for a label list of the wrong length (see canvas.c). */
+tt_status tt__fig_count_err(const char *op, const char *opt, int given, int64_t want,
+                            const char *unit, const char *each, const char *tensor,
+                            const char *hint);
 
 /* ===== Line charts (plot.c) ===== */
 

@@ -2,8 +2,8 @@
 ** svg.h — the vector side of a tt_canvas (core layer, internal). Every
 ** canvas keeps a display list next to its pixels: each primitive appends
 ** one item (runs of equal rectangles in a row merge), and tt_svg_write
-** turns the list into SVG. Only figure.c and font.c record; the PNG path
-** never reads the list.
+** turns the list into SVG. Only canvas.c and font.c record (and heatmap.c
+** its one-pixel cells); the PNG path never reads the list.
 */
 #ifndef TT_SVG_H
 #define TT_SVG_H
@@ -39,7 +39,7 @@ void tt__svg_hatch(tt_svg *v, int x, int y, int w, int h, unsigned kinds);
 void tt__svg_text(tt_svg *v, int x, int y, const char *s, int scale, int flags, uint32_t rgb,
                   int width);
 
-/* Colours of mask kind k (figure.c): its background, or its strokes. */
+/* Colours of mask kind k (canvas.c): its background, or its strokes. */
 uint32_t tt__mask_rgb(int kind, int ink);
 
 #endif
