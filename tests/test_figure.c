@@ -1053,7 +1053,7 @@ static void test_heatmap_options(void)
             kinds_seen |= px == 0xb0641eu ? 1 : px == 0x2e5d92u ? 2 : 0;
         }
     CHECK("mask kind 0 hatches cell (1,4) in its colour only", kinds_seen == 1);
-    cell_xy(&g, 0, 4, 6, &x, &y);
+    cell_xy(&g, 0, 2, 6, &x, &y);
     kinds_seen = 0;
     for (int yy = y; yy < y + ch; yy++)
         for (int xx = x; xx < x + cw; xx++) {
@@ -1061,14 +1061,30 @@ static void test_heatmap_options(void)
             kinds_seen |= px == 0xb0641eu ? 1 : px == 0x2e5d92u ? 2 : 0;
         }
     CHECK("the broadcast mask hatches column 7 in kind 1", kinds_seen == 2);
+    /* (4,6) is NaN under mask kind 1: the NaN colour stays, under white
+       strokes of kind 1's pattern (a cross hatch, lines where x or y % 7 == 0) */
+    cell_xy(&g, 0, 4, 6, &x, &y);
+    int nan_px = 0, white_ok = 1, white_n = 0;
+    for (int yy = y; yy < y + ch; yy++)
+        for (int xx = x; xx < x + cw; xx++) {
+            const uint32_t px = tt_canvas_get(&c, xx, yy);
+            const int stroke = xx % 7 == 0 || yy % 7 == 0;
+            nan_px += px == TT_FIG_NAN_RGB;
+            white_n += px == 0xffffffu;
+            white_ok &= px == (stroke ? 0xffffffu : TT_FIG_NAN_RGB);
+        }
+    CHECK("a masked NaN keeps its colour under white strokes of its kind", white_ok && nan_px > 20 && white_n > 20);
     cell_xy(&g, 0, 0, 4, &x, &y);   /* (0,4) is not masked: one plain colour */
     const uint32_t c0 = tt_canvas_get(&c, x, y);
     for (int yy = y; yy < y + ch; yy++)
         for (int xx = x; xx < x + cw; xx++) plain &= tt_canvas_get(&c, xx, yy) == c0;
     CHECK("an unmasked cell stays plain", plain);
-    /* causal, padding, then the -inf of make_5x7 that no mask covers (its NaN is under one) */
-    CHECK("three legend entries, right of the grid", g.legend_n == 3 &&
+    /* causal, padding, the -inf of make_5x7 that no mask covers, and its
+       NaN, which shows under its mask */
+    CHECK("four legend entries, right of the grid", g.legend_n == 4 &&
           g.legend_x > g.x0 + 7 * g.cell_w);
+    CHECK("the last legend entry is NaN's colour",
+          tt_canvas_get(&c, g.legend_x + 11, g.legend_y + 32 * 3 + 11) == TT_FIG_NAN_RGB);
     int strokes[2] = { 0, 0 };
     for (int k = 0; k < 2; k++)
         for (int yy = 0; yy < 22; yy++)

@@ -353,20 +353,33 @@ static int mask_stroke(int kind, int x, int y)
     }
 }
 
-void tt_canvas_hatch_kinds(tt_canvas *c, int x, int y, int w, int h, unsigned kinds)
+/* The strokes of kinds over a rectangle; with_bg, in their colours on the
+   lowest kind's background, else in white over what is there. */
+static void hatch_kinds(tt_canvas *c, int x, int y, int w, int h, unsigned kinds, int with_bg)
 {
     kinds &= (1u << TT_FIG_MASK_KINDS) - 1;
     if (!kinds || !clip(c, &x, &y, &w, &h)) return;
-    tt__svg_hatch(c->vec, x, y, w, h, kinds);
+    tt__svg_hatch(c->vec, x, y, w, h, with_bg ? kinds : kinds | TT_SVG_HATCH_STROKES);
     int first = 0;
     while (!(kinds >> first & 1)) first++;
     for (int yy = y; yy < y + h; yy++)
         for (int xx = x; xx < x + w; xx++) {
             uint32_t rgb = MASK_BG[first];
+            int stroke = 0;
             for (int k = 0; k < TT_FIG_MASK_KINDS; k++)
-                if ((kinds >> k & 1) && mask_stroke(k, xx, yy)) rgb = MASK_INK[k];
-            put(c, xx, yy, rgb);
+                if ((kinds >> k & 1) && mask_stroke(k, xx, yy)) rgb = with_bg ? MASK_INK[k] : 0xffffffu, stroke = 1;
+            if (with_bg || stroke) put(c, xx, yy, rgb);
         }
+}
+
+void tt_canvas_hatch_kinds(tt_canvas *c, int x, int y, int w, int h, unsigned kinds)
+{
+    hatch_kinds(c, x, y, w, h, kinds, 1);
+}
+
+void tt_canvas_hatch_strokes(tt_canvas *c, int x, int y, int w, int h, unsigned kinds)
+{
+    hatch_kinds(c, x, y, w, h, kinds, 0);
 }
 
 /* ===== Colour maps ===== */

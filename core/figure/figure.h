@@ -63,6 +63,9 @@ void tt_canvas_hatch(tt_canvas *c, int x, int y, int w, int h);
    3 dots, each in its own colour. Follows canvas coordinates as above. */
 #define TT_FIG_MASK_KINDS 4
 void tt_canvas_hatch_kinds(tt_canvas *c, int x, int y, int w, int h, unsigned kinds);
+/* The same strokes in white, without the background, over what is drawn
+   there (a masked NaN cell keeps its NaN colour under them). */
+void tt_canvas_hatch_strokes(tt_canvas *c, int x, int y, int w, int h, unsigned kinds);
 
 /* ===== Colour maps (pure functions) ===== */
 

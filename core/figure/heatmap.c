@@ -630,13 +630,13 @@ static tt_status hm_row_sums(heatmap *h)
 static void hm_legend(heatmap *h)
 {
     const tt_heatmap_opts *opts = h->o;
-    int ninf_plain = 0, nan_plain = 0;   /* shown as such, not under a mask */
+    int ninf_plain = 0, nan = 0;   /* -inf shown as such, not under a mask; NaN shows under one too */
     unsigned kinds = 0;
     for (int64_t k = 0; k < h->nshown; k++) {
         const unsigned m = h->mbits ? h->mbits[k] : 0;
         kinds |= m;
         if (!m && isinf(h->vals[k]) && h->vals[k] < 0) ninf_plain = 1;
-        if (!m && isnan(h->vals[k])) nan_plain = 1;
+        if (isnan(h->vals[k])) nan = 1;
     }
     for (int k = 0; k < h->ncat; k++) {
         char t[32];
@@ -649,7 +649,7 @@ static void hm_legend(heatmap *h)
             legend_add(h->legend, &h->legend_n, LEG_MASK, k,
                        opts->mask_names && opts->mask_names[k] ? opts->mask_names[k] : "masked");
     if (ninf_plain) legend_add(h->legend, &h->legend_n, LEG_NINF, 0, "-inf (masked)");
-    if (nan_plain && !h->ncat) legend_add(h->legend, &h->legend_n, LEG_NAN, 0, "NaN");
+    if (nan && !h->ncat) legend_add(h->legend, &h->legend_n, LEG_NAN, 0, "NaN");
 }
 
 /* 7. positions (outer margin HM_MARGIN; grid of panels at gx, gy). The
@@ -754,6 +754,11 @@ static void hm_draw_cells(const heatmap *h, tt_canvas *out, int64_t p, int px0, 
             const double v = row[j];
             const int x = px0 + j * cw, y = my + i * ch;
             const unsigned m = h->mbits ? h->mbits[(p * rows + i) * cols + j] : 0;
+            if (m && isnan(v) && !h->ncat) {   /* hidden and NaN: the NaN colour under the strokes */
+                tt_canvas_fill_rect(out, x, y, cw - sep, ch - sep, TT_FIG_NAN_RGB);
+                tt_canvas_hatch_strokes(out, x, y, cw - sep, ch - sep, m);
+                continue;
+            }
             if (m) { tt_canvas_hatch_kinds(out, x, y, cw - sep, ch - sep, m); continue; }
             if (isinf(v) && v < 0) { tt_canvas_hatch(out, x, y, cw - sep, ch - sep); continue; }
             const uint32_t rgb = hm_cell_rgb(h, v, a, scale);
@@ -784,7 +789,10 @@ static void hm_draw_numbers(const heatmap *h, tt_canvas *out, int64_t p, int px0
             const int x = px0 + j * cw + (cw - sep - w) / 2;
             const int y = my + i * ch + (ch - sep - hgt) / 2;
             uint32_t ink;
-            if (m) {
+            if (m && isnan(v)) {   /* "NaN" as on a plain NaN cell */
+                tt_canvas_fill_rect(out, x - pad, y - pad, w + 2 * pad, hgt + 2 * pad, TT_FIG_NAN_RGB);
+                ink = WHITE;
+            } else if (m) {
                 tt_canvas_fill_rect(out, x - pad, y - pad, w + 2 * pad, hgt + 2 * pad, WHITE);
                 ink = PATCH_INK;
             } else if (isinf(v) && v < 0) {   /* a plain patch keeps the text legible */

@@ -32,7 +32,10 @@ void tt__svg_polyline(tt_svg *v, const double (*pt)[2], int n, double width, uin
 void tt__svg_triangle(tt_svg *v, const double xy[6], uint32_t rgb);
 void tt__svg_round_rect(tt_svg *v, int x, int y, int w, int h, int r, uint32_t fill,
                         uint32_t border, int bw);
-/* kinds == 0: the grey -inf hatch; else a bit set of mask kinds. */
+/* kinds == 0: the grey -inf hatch; else a bit set of mask kinds, on the
+   lowest kind's background, or, with TT_SVG_HATCH_STROKES set, the
+   strokes alone, in white. */
+#define TT_SVG_HATCH_STROKES 0x100u
 void tt__svg_hatch(tt_svg *v, int x, int y, int w, int h, unsigned kinds);
 /* Bitmap text s as drawn by tt_font_draw at (x, y); width is its
    tt_font_width, which the SVG text is stretched to. */
