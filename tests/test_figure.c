@@ -1695,8 +1695,10 @@ static void test_attend(void)
 {
     /* the hand example of lesson 05: query 3 of Q = K = [[1,0],[0,1],[1,1]], V = [[1,0],[0,2],[1,1]] */
     const float q[2] = { 1, 1 }, K[6] = { 1, 0, 0, 1, 1, 1 }, V[6] = { 1, 0, 0, 2, 1, 1 };
-    double sc[3], w[3], scaled[6], out[2];
-    tt_attend_compute(q, K, V, 3, 2, 2, 1.0 / sqrt(2.0), sc, w, scaled, out);
+    double dots[3], sc[3], w[3], scaled[6], out[2];
+    tt_attend_compute(q, K, V, 3, 2, 2, 1.0 / sqrt(2.0), dots, sc, w, scaled, out);
+    CHECK("attend: the dot products q.k_j of the hand example are 1, 1, 2",
+          dots[0] == 1.0 && dots[1] == 1.0 && dots[2] == 2.0);
     /* by hand: scores 1/sqrt2, 1/sqrt2, sqrt2; weights e^s / sum */
     const double r2 = sqrt(2.0), e1 = exp(1 / r2), e3 = exp(r2), tot = 2 * e1 + e3;
     const double ref_w[3] = { e1 / tot, e1 / tot, e3 / tot };
@@ -1712,7 +1714,7 @@ static void test_attend(void)
     /* a large score: no overflow (the max is taken off first) */
     const float qb[1] = { 1000 }, Kb[2] = { 1, 0.999f }, Vb[2] = { 1, 2 };
     double sb[2], wb[2], ab[2], ob[1];
-    tt_attend_compute(qb, Kb, Vb, 2, 1, 1, 1.0, sb, wb, ab, ob);
+    tt_attend_compute(qb, Kb, Vb, 2, 1, 1, 1.0, NULL, sb, wb, ab, ob);
     CHECK("attend: large scores stay finite", isfinite(wb[0]) && fabs(wb[0] + wb[1] - 1.0) < 1e-12 && wb[0] > wb[1]);
 
     tt_attend_opts o;
@@ -1744,6 +1746,20 @@ static void test_attend(void)
             written += tt_rgb_luma(tt_canvas_get(&c, x, y)) < 0.3;
     CHECK("attend: the output's number is written in its cell", written > 20);
     CHECK("attend: the output row below the last key", g.out_y >= g.row_y + 3 * g.row_h);
+    /* the dot products come first, left of the scores, on their own map
+       centred on 0: t3's 2 at its top, t1's 1 half way up */
+    CHECK("attend: the dot product column left of the scores", g.dot_x + g.col_w < g.score_x);
+    CHECK("attend: dot product cells coloured by q.k_j",
+          tt_canvas_get(&c, g.dot_x + 2, g.row_y + 2 * g.row_h + 2) == tt_cmap_rgb(TT_CMAP_DIVERGING, 1.0) &&
+              tt_canvas_get(&c, g.dot_x + 2, g.row_y + 2) == tt_cmap_rgb(TT_CMAP_DIVERGING, 0.75));
+    /* whole dot products are written whole: the ink of t3's cell is as wide as "2" */
+    const uint32_t dbg = tt_canvas_get(&c, g.dot_x + 2, g.row_y + 2 * g.row_h + 2);
+    int ink_x0 = 1 << 30, ink_x1 = -1;
+    for (int y = g.row_y + 2 * g.row_h; y < g.row_y + 3 * g.row_h - 4; y++)
+        for (int x = g.dot_x; x < g.dot_x + g.col_w; x++)
+            if (tt_canvas_get(&c, x, y) != dbg) { ink_x0 = x < ink_x0 ? x : ink_x0; ink_x1 = x > ink_x1 ? x : ink_x1; }
+    CHECK("attend: the dot product 2 is written as \"2\"",
+          ink_x1 >= ink_x0 && ink_x1 - ink_x0 + 1 <= tt_font_width("2", 2, 0));
     tt_canvas_free(&c);
 
     /* determinism and the file */

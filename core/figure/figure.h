@@ -363,26 +363,29 @@ typedef struct tt_attend_opts {
 } tt_attend_opts;
 
 /* Where things landed (for tests): key j's row spans row_y + j*row_h
-   (row_h - 4 of cells); its score cell starts at score_x, its weight
+   (row_h - 4 of cells); its dot product cell starts at dot_x, its score
+   cell at score_x, its weight
    cell at weight_x (both col_w wide); value d of v_j at v_x + d*cell_w,
    of a_j v_j at av_x + d*cell_w; the output row at out_y, same columns
    as a_j v_j. */
 typedef struct tt_attend_geom {
     int width, height;
     int row_y, row_h, col_w, cell_w;
-    int score_x, weight_x, v_x, av_x, out_y;
+    int dot_x, score_x, weight_x, v_x, av_x, out_y;
 } tt_attend_geom;
 
 void tt_attend_opts_init(tt_attend_opts *o);
-/* The numbers the figure shows, in float64: scores[j] = scale * q.k_j,
-   weights = softmax(scores), scaled[j*Dv + d] = weights[j] * V[j][d],
-   out[d] = the sum over j of scaled. q is [Dh], K [Nk, Dh], V [Nk, Dv],
-   row-major. */
+/* The numbers the figure shows, in float64: dots[j] = q.k_j (dots may be
+   NULL), scores[j] = scale * dots[j], weights = softmax(scores),
+   scaled[j*Dv + d] = weights[j] * V[j][d], out[d] = the sum over j of
+   scaled. q is [Dh], K [Nk, Dh], V [Nk, Dv], row-major. */
 void tt_attend_compute(const float *q, const float *K, const float *V, int nk, int dh, int dv,
-                       double scale, double *scores, double *weights, double *scaled, double *out);
-/* One query against its keys, side by side: the scores, the softmax
-   weights, the value rows v_j, the rows scaled by their weights a_j v_j
-   and, under them, their sum: the output. Every number annotated.
+                       double scale, double *dots, double *scores, double *weights, double *scaled,
+                       double *out);
+/* One query against its keys, side by side: the dot products, the
+   scores (the dot products times the scale), the softmax weights, the
+   value rows v_j, the rows scaled by their weights a_j v_j and, under
+   them, their sum: the output. Every number annotated.
    TT_EARG for no keys, more than TT_ATTEND_MAX_KEYS keys or
    TT_ATTEND_MAX_DV value columns, or a label list of the wrong length. */
 tt_status tt_attend_render(tt_canvas *out, tt_attend_geom *geom, const float *q, const float *K,
