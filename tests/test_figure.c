@@ -1790,38 +1790,61 @@ static void test_attend(void)
                                             strstr(tt_errmsg(), "scale must be a finite number"));
 }
 
-/* Token labels on the thin cells of a panel grid (8 heads, 32 tokens, as
-   lessons 06, 07 and 14 draw): every other token, upright, at full size. */
-static void test_heatmap_token_ticks(void)
+/* Token labels of the heads figures (8 heads, 32 tokens, as lessons 06,
+   07 and 14 draw; one head of 32, as lesson 09): the cells grow until
+   every token gets a full-size label; a grid too big for that (8 heads of
+   48 tokens) keeps its thin cells and labels every third token, at full
+   size. */
+static void token_grid(float *v, int P, int N, tt_heatmap_geom *g, tt_canvas *c)
 {
-    enum { P = 8, N = 32 };
-    float *v = calloc((size_t)P * N * N, sizeof *v);
-    if (!v) return;
-    static const char ALPHA[] = "abcdefghijklmnopqrstuvwxyzABCDEF";
-    char names[N][2];
-    const char *toks[N];
+    static const char ALPHA[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV";
+    static char names[48][2];
+    static const char *toks[48];
     for (int i = 0; i < N; i++) { names[i][0] = ALPHA[i]; names[i][1] = 0; toks[i] = names[i]; }
     tt_heatmap_opts o;
     tt_heatmap_opts_init(&o);
     o.xlabels = o.ylabels = toks;
     o.nxlabels = o.nylabels = N;
     o.annotate = 0;
+    if (tt_heatmap_render(c, g, v, P, N, N, &o) != TT_OK) { CHECK(tt_errmsg(), 0); memset(g, 0, sizeof *g); }
+}
+
+static void test_heatmap_token_ticks(void)
+{
+    enum { P = 8, N = 32 };
+    float *v = calloc((size_t)P * 48 * 48, sizeof *v);
+    if (!v) return;
     tt_heatmap_geom g;
     tt_canvas c;
-    if (tt_heatmap_render(&c, &g, v, P, N, N, &o) != TT_OK) { free(v); CHECK(tt_errmsg(), 0); return; }
-    CHECK("8 panels of 32 tokens: cells under 11 pixels (the thinned case)", g.cell_w < 11 && g.cell_h < 11);
-    /* under the last panel: ink under column 3 (label "c"), none under column 2 */
+    token_grid(v, P, N, &g, &c);
+    CHECK("8 panels of 32 tokens: cells of a full-size label", g.cell_w >= 20 && g.cell_h >= 20);
+    CHECK("8 panels of 32 tokens: every token labelled at full size, both axes",
+          g.xlabel_n == N && g.ylabel_n == N && g.xlabel_scale == 2 && g.ylabel_scale == 2);
+    /* under the last panel: ink under columns 2 and 3; left of the first: beside rows 2 and 3 */
     int x, y;
     cell_xy(&g, P - 1, N - 1, 2, &x, &y);
     const int band = y - 2 + g.cell_h + 8;
-    CHECK("x label under every other token (column 3)", count_luma(c.px, c.w, x, band, g.cell_w - 4, 14, 0.0, 0.5) > 0);
-    CHECK("no x label under column 2", count_luma(c.px, c.w, x - g.cell_w, band, g.cell_w - 4, 14, 0.0, 0.5) == 0);
+    CHECK("x label under column 3", count_luma(c.px, c.w, x, band, g.cell_w - 4, 14, 0.0, 0.5) > 0);
+    CHECK("x label under column 2", count_luma(c.px, c.w, x - g.cell_w, band, g.cell_w - 4, 14, 0.0, 0.5) > 0);
     CHECK("x labels upright: no ink 20 pixels below the band",
           count_luma(c.px, c.w, x, band + 20, g.cell_w - 4, 10, 0.0, 0.5) == 0);
-    /* left of the first panel: ink beside row 3, none beside row 2 */
     cell_xy(&g, 0, 2, 0, &x, &y);
-    CHECK("y label beside every other token (row 3)", count_luma(c.px, c.w, x - 2 - 8 - 12, y, 10, g.cell_h - 4, 0.0, 0.5) > 0);
-    CHECK("no y label beside row 2", count_luma(c.px, c.w, x - 2 - 8 - 12, y - g.cell_h, 10, g.cell_h - 4, 0.0, 0.5) == 0);
+    CHECK("y label beside row 3", count_luma(c.px, c.w, x - 2 - 8 - 12, y, 10, g.cell_h - 4, 0.0, 0.5) > 0);
+    CHECK("y label beside row 2", count_luma(c.px, c.w, x - 2 - 8 - 12, y - g.cell_h, 10, g.cell_h - 4, 0.0, 0.5) > 0);
+    CHECK("8 panels of 32 tokens: a slide-sized figure", g.width <= 3100 && g.height <= 1700);
+    tt_canvas_free(&c);
+
+    token_grid(v, 1, N, &g, &c);
+    CHECK("one panel of 32 tokens: every token at full size",
+          g.cell_w >= 20 && g.xlabel_n == N && g.ylabel_n == N && g.xlabel_scale == 2 && g.ylabel_scale == 2);
+    tt_canvas_free(&c);
+
+    token_grid(v, P, 48, &g, &c);
+    CHECK("8 panels of 48 tokens: too many for full-size cells, every third token at full size",
+          g.cell_w < 11 && g.xlabel_n == 16 && g.ylabel_n == 16 && g.xlabel_scale == 2);
+    cell_xy(&g, P - 1, 47, 2, &x, &y);
+    CHECK("thinned: no x label under column 2",
+          count_luma(c.px, c.w, x - g.cell_w, y - 2 + g.cell_h + 8, g.cell_w - 4, 14, 0.0, 0.5) == 0);
     tt_canvas_free(&c);
     free(v);
 }

@@ -179,6 +179,8 @@ typedef struct tt_heatmap_geom {
     int sums_x, sums_w;          /* row-sum margin of panel 0; sums_w == 0 when off */
     /* legend entry k: a 22x22 swatch at legend_x, legend_y + 32*k */
     int legend_x, legend_y, legend_n;
+    /* tick labels shown on each axis, and their font scale */
+    int xlabel_n, xlabel_scale, ylabel_n, ylabel_scale;
 } tt_heatmap_geom;
 
 /* Renders the heatmap into *out (initialised here; free with

@@ -26,6 +26,10 @@ static int imin(int a, int b) { return a < b ? a : b; }
 
 /* ===== Heatmap ===== */
 
+/* The least cell pitch of a full-size (scale 2) token label, clear of the
+   next one, descenders included. */
+#define HM_LABEL_CELL (2 * TT_FONT_HEIGHT + 2)
+
 /* Margin between an annotation and its cell's edges, by font scale. */
 static const int ANNOT_PAD[3] = { 0, 5, 12 };
 
@@ -99,7 +103,7 @@ static tt_status axis_pick(axis_labels *a, int64_t n, double px, const char *con
         /* thinner cells: every step-th token at full size, step as small
            as lets the glyphs (descenders included) sit clear of each other:
            every other one on the 9-pixel cells of a panel grid */
-        if (px < 22.0) {
+        if (px < HM_LABEL_CELL) {
             if (px >= 11.0) a->scale = 1;
             else step = (int64_t)ceil(2.0 * TT_FONT_HEIGHT / px);
         }
@@ -273,6 +277,9 @@ enum {
     HM_LEGEND_TEXT_GAP = 10,   /* swatch to its text */
     HM_LEGEND_GAP = 26,        /* colour bar to the legend under it */
     HM_ROW_SUMS_GAP = 10,      /* between a panel and its row-sum margin */
+    HM_LABEL_GRID_W = 1400,    /* cells grow to HM_LABEL_CELL while the grid fits: one panel ... */
+    HM_LABEL_GRID_W_P = 2900,  /* ... a grid of panels */
+    HM_LABEL_GRID_H = 1600,
     HM_MAX_PANELS = 64,
     HM_LUT = 1024,             /* colour lookup entries */
 };
@@ -487,6 +494,13 @@ static tt_status hm_scale(heatmap *h)
     return TT_OK;
 }
 
+/* Whether grows rows of panels of rows label-size cells fit HM_LABEL_GRID_H. */
+static int label_rows_fit(int64_t P, int gcols, int rows)
+{
+    const int64_t grows = (P + gcols - 1) / gcols;
+    return grows * rows * HM_LABEL_CELL + (grows - 1) * HM_FIT_GAP_Y <= HM_LABEL_GRID_H;
+}
+
 /* 4. annotations: numbers inside small matrices; 5. cell size: grown,
    within a limit, until the widest number fits with a margin of
    ANNOT_PAD[scale] on each side; else smaller text, then fewer decimals,
@@ -532,6 +546,13 @@ static void hm_cells(heatmap *h)
         if (decimals > 0) { decimals--; reduced = 1; }
         else annotate = 0;
     }
+    /* token labels: cells grow so that every token gets a full-size label,
+       while the grid stays within a slide's reach */
+    const int lw = P == 1 ? HM_LABEL_GRID_W : HM_LABEL_GRID_W_P;
+    if ((opts->xlabels || opts->ylabels) && !h->down && cell < HM_LABEL_CELL &&
+        gcols * cols * HM_LABEL_CELL + (gcols - 1) * HM_PANEL_GAP <= lw &&
+        label_rows_fit(P, gcols, rows))
+        cell = HM_LABEL_CELL;
     h->decimals = decimals;
     h->annotate = annotate;
     h->ascale = ascale;
@@ -944,6 +965,8 @@ static void hm_geom(const heatmap *h, tt_heatmap_geom *geom)
     geom->cmap = (tt_cmap)h->cmap; geom->vmin = h->lo; geom->vmax = h->hi;
     geom->sums_x = h->o->row_sums ? h->gx + h->mw + HM_ROW_SUMS_GAP : 0; geom->sums_w = h->rs_w;
     geom->legend_x = h->legend_x; geom->legend_y = h->legend_y; geom->legend_n = h->legend_n;
+    geom->xlabel_n = h->xlab.n; geom->xlabel_scale = h->xlab.scale;
+    geom->ylabel_n = h->ylab.n; geom->ylabel_scale = h->ylab.scale;
 }
 
 tt_status tt_heatmap_render(tt_canvas *out, tt_heatmap_geom *geom, const float *data,
