@@ -1790,6 +1790,54 @@ static void test_attend(void)
                                             strstr(tt_errmsg(), "scale must be a finite number"));
 }
 
+/* A bool tensor (lesson 09's causal masks): two colours and a legend
+   (false, true, or the names of categories), no colour bar; a cmap draws
+   it as 0/1 on the map instead. */
+static void test_heatmap_bool(void)
+{
+    /* [2, 3]: true where j <= i + 1, as a lower-right mask of 2 queries over 3 keys */
+    const uint8_t b[6] = { 1, 1, 0, 1, 1, 1 };
+    const tt_fig_src src = { NULL, b, { 6, 3, 1 } };
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    tt_canvas c;
+    tt_heatmap_geom g;
+    CHECK("bool heatmap renders", tt_heatmap_render_src(&c, &g, &src, 1, 2, 3, &o) == TT_OK);
+    int x, y;
+    cell_xy(&g, 0, 0, 0, &x, &y);
+    const uint32_t t = tt_canvas_get(&c, x, y);
+    cell_xy(&g, 0, 0, 2, &x, &y);
+    const uint32_t f = tt_canvas_get(&c, x, y);
+    CHECK("bool: true a strong blue, false light grey", t == 0x2f6db5u && f == 0xd8d8d8u);
+    CHECK("bool: apart in grey print too", tt_rgb_luma(f) - tt_rgb_luma(t) > 0.4);
+    CHECK("bool: a legend of two entries, no colour bar", g.legend_n == 2 && g.bar_w == 0);
+    CHECK("bool: the legend swatches are the two colours",
+          tt_canvas_get(&c, g.legend_x + 11, g.legend_y + 11) == f &&
+              tt_canvas_get(&c, g.legend_x + 11, g.legend_y + 32 + 11) == t);
+    CHECK("bool: no numbers in the cells", g.annotate_scale == 0);
+    tt_canvas_free(&c);
+
+    const char *names[3] = { "hidden", "may attend", "extra" };
+    o.categories = names;
+    o.ncategories = 2;
+    CHECK("bool with two category names renders", tt_heatmap_render_src(&c, &g, &src, 1, 2, 3, &o) == TT_OK &&
+                                                      g.legend_n == 2);
+    tt_canvas_free(&c);
+    o.ncategories = 3;
+    CHECK("bool with three category names: an error",
+          tt_heatmap_render_src(&c, &g, &src, 1, 2, 3, &o) == TT_EARG &&
+              strstr(tt_errmsg(), "heatmap: 3 categories for the bool tensor [2,3]; hint: it takes two, "
+                                  "the names of false and true"));
+    o.categories = NULL;
+    o.ncategories = 0;
+    o.cmap = "viridis";
+    CHECK("bool with a cmap renders", tt_heatmap_render_src(&c, &g, &src, 1, 2, 3, &o) == TT_OK);
+    cell_xy(&g, 0, 0, 0, &x, &y);
+    CHECK("bool with a cmap: 0/1 on the map, with its colour bar",
+          tt_canvas_get(&c, x, y) == tt_cmap_rgb(TT_CMAP_VIRIDIS, 1.0) && g.bar_w > 0 && g.legend_n == 0);
+    tt_canvas_free(&c);
+}
+
 /* Token labels of the heads figures (8 heads, 32 tokens, as lessons 06,
    07 and 14 draw; one head of 32, as lesson 09): the cells grow until
    every token gets a full-size label; a grid too big for that (8 heads of
@@ -1896,6 +1944,7 @@ int main(void)
     test_flow_labels();
     test_heatmap_options();
     test_heatmap_token_ticks();
+    test_heatmap_bool();
     test_head_groups();
     test_svg();
     test_plot_lines();

@@ -287,6 +287,9 @@ enum {
 #define TILE_INK 0x202020u
 #define PATCH_INK 0x3a3a3au    /* numbers over a hatch */
 #define WHITE 0xffffffu
+/* A bool tensor's two colours: false light grey, true a strong blue,
+   apart in colour and in grey print. */
+static const uint32_t BOOL_RGB[2] = { 0xd8d8d8u, 0x2f6db5u };
 
 /* Everything a heatmap's drawing needs, computed from the data and the
    options by the layout steps; freed by hm_free. */
@@ -295,6 +298,7 @@ typedef struct heatmap {
     int64_t P, R, C;
     char tname[320];           /* "scores [Nq=4,Nk=4]" for messages */
     int cmap, ncat, use_max;
+    int boolean;               /* a bool tensor drawn as two categories */
     /* the shown grid: one cell per br x bc block */
     int64_t br, bc, nshown;
     int rows, cols, down, limit;
@@ -383,6 +387,13 @@ static tt_status hm_check(heatmap *h)
         return tt__err(TT_EARG, "heatmap: unknown cmap '%s' (use 'viridis', 'diverging' "
                        "or 'gray')", opts->cmap);
     h->ncat = opts->categories ? opts->ncategories : 0;
+    if (h->boolean) {
+        if (opts->categories && opts->ncategories != 2)
+            return tt__err(TT_EARG, "heatmap: %d categor%s for the bool tensor %s; hint: it takes two, "
+                           "the names of false and true, e.g. {\"hidden\", \"may attend\"}",
+                           opts->ncategories, opts->ncategories == 1 ? "y" : "ies", tname);
+        h->ncat = 2;
+    }
     /* codes: a block mean would invent categories */
     h->use_max = h->ncat > 0 || (opts->downsample && !strcmp(opts->downsample, "max"));
     if (opts->downsample && strcmp(opts->downsample, "max") && strcmp(opts->downsample, "mean"))
@@ -391,7 +402,7 @@ static tt_status hm_check(heatmap *h)
     if (opts->masks && (opts->nmasks < 1 || opts->nmasks > TT_FIG_MASK_KINDS))
         return tt__err(TT_EARG, "heatmap: %d masks; one to %d kinds can be told apart",
                        opts->nmasks, TT_FIG_MASK_KINDS);
-    if (opts->categories && (h->ncat < 1 || h->ncat > TT_FIG_NCOLOURS))
+    if (opts->categories && !h->boolean && (h->ncat < 1 || h->ncat > TT_FIG_NCOLOURS))
         return tt__err(TT_EARG, "heatmap: %d categories; one to %d have colours of their own",
                        h->ncat, TT_FIG_NCOLOURS);
     if (opts->tile_rows < 0 || opts->tile_cols < 0)
@@ -437,6 +448,7 @@ static tt_status hm_gather(heatmap *h, const tt_fig_src *src)
         return tt__err(TT_ENOMEM, "heatmap: out of memory for %lld shown cells", (long long)h->nshown);
     tt_status st = gather(h->vals, src, P, R, C, h->br, h->bc, h->rows, h->cols, h->use_max);
     if (st != TT_OK) return st;
+    for (int64_t k = 0; k < h->nshown && h->boolean; k++) h->vals[k] += 1.0f;   /* codes: false 1, true 2 */
     for (int k = 0; opts->masks && k < opts->nmasks; k++)
         gather_mask(h->mbits, (uint8_t)(1u << k), &opts->masks[k], P, R, C, h->br, h->bc,
                     h->rows, h->cols);
@@ -661,9 +673,10 @@ static void hm_legend(heatmap *h)
     }
     for (int k = 0; k < h->ncat; k++) {
         char t[32];
-        snprintf(t, sizeof t, "%d", k + 1);
+        if (h->boolean) snprintf(t, sizeof t, "%s", k ? "true" : "false");
+        else snprintf(t, sizeof t, "%d", k + 1);
         legend_add(h->legend, &h->legend_n, LEG_CATEGORY, k,
-                   opts->categories[k] ? opts->categories[k] : t);
+                   opts->categories && opts->categories[k] ? opts->categories[k] : t);
     }
     for (int k = 0; k < (opts->masks ? opts->nmasks : 0); k++)
         if (kinds >> k & 1)
@@ -752,10 +765,16 @@ static void hm_draw_panel_title(const heatmap *h, tt_canvas *out, int64_t p, int
     tt_font_draw(out, px0 + (h->mw - w) / 2, py0, fitted, 2, 0, INK);
 }
 
+/* Colour of category k (0-based). */
+static uint32_t hm_cat_rgb(const heatmap *h, int k)
+{
+    return h->boolean ? BOOL_RGB[k] : tt_fig_colour(k);
+}
+
 /* Colour of a plain (unmasked, not -inf) cell on the range a..b. */
 static uint32_t hm_cell_rgb(const heatmap *h, double v, double a, double scale)
 {
-    if (h->ncat) return tt_fig_colour((int)v - 1);   /* codes checked: 1..ncat */
+    if (h->ncat) return hm_cat_rgb(h, (int)v - 1);   /* codes checked: 1..ncat */
     if (isnan(v)) return TT_FIG_NAN_RGB;
     if (isinf(v)) return h->lut[HM_LUT - 1];
     /* !(t > 0) also catches NaN from a range that overflowed */
@@ -944,7 +963,7 @@ static void hm_draw_legend(const heatmap *h, tt_canvas *out)
         case LEG_NAN: tt_canvas_fill_rect(out, x, y, s, s, TT_FIG_NAN_RGB); break;
         case LEG_NINF: tt_canvas_hatch(out, x, y, s, s); break;
         case LEG_MASK: tt_canvas_hatch_kinds(out, x, y, s, s, 1u << e->k); break;
-        case LEG_CATEGORY: tt_canvas_fill_rect(out, x, y, s, s, tt_fig_colour(e->k)); break;
+        case LEG_CATEGORY: tt_canvas_fill_rect(out, x, y, s, s, hm_cat_rgb(h, e->k)); break;
         }
         tt_canvas_frame(out, x - 1, y - 1, s + 2, s + 2, 1, RULE);
         tt_font_draw(out, x + s + HM_LEGEND_TEXT_GAP, y + s / 2 - TT_FONT_CAP, e->text, 2, 0, INK);
@@ -989,6 +1008,8 @@ tt_status tt_heatmap_render_src(tt_canvas *out, tt_heatmap_geom *geom, const tt_
     memset(h, 0, sizeof *h);
     h->o = opts;
     h->P = P; h->R = R; h->C = C;
+    h->boolean = src->b8 && !opts->cmap && !opts->has_vmin && !opts->has_vmax && !opts->row_scale &&
+                 !opts->row_sums;
     char shp[256];
     if (opts->meta.shape) snprintf(shp, sizeof shp, "%s", opts->meta.shape);
     else if (P == 1) snprintf(shp, sizeof shp, "[%lld,%lld]", (long long)R, (long long)C);
