@@ -616,6 +616,57 @@ tt_status tt__bw_sigmoid(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     return done(&w);
 }
 
+/* sin: g cos(a); cos: -g sin(a) */
+tt_status tt__bw_sin(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    if (n->op == TT_OP_SIN) give(&w, bin(&w, TT_OP_MUL, g, un(&w, TT_OP_COS, A(n))), &gin[0]);
+    else give(&w, bin(&w, TT_OP_MUL, g, un(&w, TT_OP_NEG, un(&w, TT_OP_SIN, A(n)))), &gin[0]);
+    return done(&w);
+}
+
+/* where(cond, a, b): g where cond to a, g elsewhere to b, each summed back
+   to its input's shape; cond (input 0, saved) has none */
+tt_status tt__bw_where(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    for (int i = 1; i <= 2; i++) {
+        if (!need(n, i)) continue;
+        tt_tensor *o = slot(&w);
+        const tt_tensor *hide = i == 1 ? un(&w, TT_OP_NOT, A(n)) : A(n);
+        const tt_tensor *gm = o && hide ? kept(&w, o, tt_masked_fill(o, g, hide, 0.0)) : NULL;
+        give(&w, to_in(&w, n, i, gm), &gin[i]);
+    }
+    return done(&w);
+}
+
+/* p-norm: g sign(a) |a|^(p-1) / y^(p-1) (p = 2: g a / y), 0 where y is 0
+   (PyTorch's subgradient); p = inf: g sign(a) split among the elements
+   with |a| == y, as max's ties */
+tt_status tt__bw_norm(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    double p = n->args.s;
+    const tt_tensor *y = OUT(n), *a = A(n), *grad;
+    kept_dims(&w, n, &g, &y);
+    const tt_tensor *sign = p == 2 ? NULL : bin(&w, TT_OP_SUB, as_float(&w, bins(&w, TT_OP_GT, a, 0, 0)),
+                                                as_float(&w, bins(&w, TT_OP_LT, a, 0, 0)));
+    if (isinf(p)) {
+        const tt_tensor *hit = as_float(&w, bin(&w, TT_OP_EQ, un(&w, TT_OP_ABS, a), y));
+        grad = bin(&w, TT_OP_DIV, bin(&w, TT_OP_MUL, sign, hit), red(&w, TT_OP_SUM, hit, n->args.d, 1));
+    } else if (p == 2) {
+        grad = bin(&w, TT_OP_DIV, a, y);
+    } else {
+        grad = bin(&w, TT_OP_MUL, sign, bin(&w, TT_OP_DIV, bins(&w, TT_OP_POW, un(&w, TT_OP_ABS, a), p - 1, 0),
+                                             bins(&w, TT_OP_POW, y, p - 1, 0)));
+    }
+    const tt_tensor *zero = bins(&w, TT_OP_EQ, y, 0, 0), *prod = bin(&w, TT_OP_MUL, g, grad);
+    tt_tensor *o = prod && zero ? slot(&w) : NULL;
+    const tt_tensor *gm = o ? kept(&w, o, tt_masked_fill(o, prod, zero, 0.0)) : NULL;
+    give(&w, gm, &gin[0]);
+    return done(&w);
+}
+
 /* zero where filled */
 tt_status tt__bw_masked_fill(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {
@@ -679,6 +730,10 @@ tt_status tt__bw_transpose(const tt__node *n, const tt_tensor *g, tt_tensor *gin
 {
     scratch w = {0};
     tt_tensor *o = slot(&w);
+    if (n->op == TT_OP_T && g->ndim < 2) {     /* t() of a 0-d or 1-D tensor: g as it is */
+        give(&w, reshape(&w, g, IN_SHAPE(n, 0)), &gin[0]);
+        return done(&w);
+    }
     if (o) kept(&w, o, n->op == TT_OP_MT ? tt_mT(o, g) : tt_transpose(o, g, n->args.d, n->args.d2));
     give(&w, o, &gin[0]);
     return done(&w);
@@ -742,7 +797,7 @@ tt_status tt__bw_narrow(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     if (z) kept(&w, z, tt_zeros(z, TT_FLOAT32, IN_SHAPE(n, 0)));
     if (w.st == TT_OK) {
         tt_tensor part;
-        if (n->op == TT_OP_SELECT) w.st = tt__select(&part, z, n->args.d, n->args.start);
+        if (n->op == TT_OP_SELECT || n->op == TT_OP_UNBIND) w.st = tt__select(&part, z, n->args.d, n->args.start);
         else w.st = tt__narrow(&part, z, n->args.d, n->args.start, n->args.len, "narrow");
         if (w.st == TT_OK) {
             tt__copy(&part, g);
@@ -769,6 +824,17 @@ tt_status tt__bw_rearrange(const tt__node *n, const tt_tensor *g, tt_tensor *gin
     if (o) g = kept(&w, o, tt_permute(o, g, inv));
     give(&w, reshape(&w, g, IN_SHAPE(n, 0)), &gin[0]);
     return done(&w);
+}
+
+/* reduce and repeat: each one's gradient is the other (pattern.c) */
+tt_status tt__bw_reduce(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    return tt__reduce_grad(&gin[0], n->args.spec, (tt_op)n->args.len, A(n), OUT(n), g);
+}
+
+tt_status tt__bw_repeat(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    return tt__repeat_grad(&gin[0], n->args.spec, g);
 }
 
 /* einsum: each operand's gradient is itself an einsum of g with the
