@@ -82,7 +82,7 @@ static struct {
     int nsrcs;
     size_t src_bytes;
     unsigned long src_clock;
-    struct holder { const char *label; uint64_t id; } *holders;   /* label -> newest tensor given it */
+    struct holder { const char *label; tt_tensor t; } *holders;   /* label -> newest tensor given it (header; storage not owned) */
     size_t nholders, holders_cap;
 } tr;
 
@@ -751,14 +751,26 @@ static size_t holder_slot(const char *label)
     return i;
 }
 
-/* The id of the newest tensor labelled `label` (interned), 0 if none. */
-static uint64_t holder(const char *label)
+/* The newest tensor labelled `label` (interned), NULL if none. */
+static const tt_tensor *holder(const char *label)
 {
-    if (label == NULL || tr.holders_cap == 0) return 0;
-    return tr.holders[holder_slot(label)].id;
+    if (label == NULL || tr.holders_cap == 0) return NULL;
+    struct holder *h = &tr.holders[holder_slot(label)];
+    return h->label ? &h->t : NULL;
 }
 
-static void set_holder(const char *label, uint64_t id)
+/* a and b are the same values: one tensor, or a view of the same elements
+   in the same layout, as detach() makes (it keeps the label) */
+static int same_tensor(const tt_tensor *a, const tt_tensor *b)
+{
+    if (a->id == b->id) return 1;
+    if (a->storage != b->storage || a->offset != b->offset || a->ndim != b->ndim || a->dtype != b->dtype) return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->stride[d] != b->stride[d])) return 0;
+    return 1;
+}
+
+static void set_holder(const char *label, const tt_tensor *t)
 {
     if (tr.nholders * 2 >= tr.holders_cap) {
         size_t ncap = tr.holders_cap ? tr.holders_cap * 2 : 64;
@@ -774,20 +786,23 @@ static void set_holder(const char *label, uint64_t id)
     size_t i = holder_slot(label);
     if (tr.holders[i].label == NULL) tr.nholders++;
     tr.holders[i].label = label;
-    tr.holders[i].id = id;
+    tr.holders[i].t = *t;
 }
 
+/* t carries a label that a different tensor was given since */
 static int is_previous(const tt_tensor *t)
 {
-    uint64_t h = holder(t->label);
-    return h != 0 && h != t->id;
+    const tt_tensor *h = holder(t->label);
+    return h != NULL && !same_tensor(h, t);
 }
 
-void ltt_trace_label(uint64_t id, const char *label)
+void ltt_trace_label(const tt_tensor *labelled)
 {
+    uint64_t id = labelled->id;
+    const char *label = labelled->label;
     tt_flow_set_label(id, label);
     if (!tr.wanted || label == NULL) return;
-    set_holder(label, id);
+    set_holder(label, labelled);
     if (tr.npend == 0) return;
     /* only rows of the line giving the label (or of a function it called) */
     frame here;
@@ -805,7 +820,7 @@ void ltt_trace_label(uint64_t id, const char *label)
                 t->label = label;
                 p->prev[k] = 0;
             } else if (t->label == label) {
-                p->prev[k] = 1;
+                p->prev[k] = !same_tensor(t, labelled);
             }
         }
     }

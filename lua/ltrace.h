@@ -16,8 +16,10 @@ void ltt_trace_flush(void);
 void ltt_trace_stop(void);
 /* While muted (nesting count), events are not shown (parameter init). */
 void ltt_trace_mute(int on);
-/* A label given to tensor id (updates held-back events and tt.flow). */
-void ltt_trace_label(uint64_t id, const char *label);
+/* t was given its label (updates held-back events and tt.flow): rows
+   showing an older tensor with that label mark it "(previous)", unless it
+   is the same values (a detach() of t keeps t's label). */
+void ltt_trace_label(const tt_tensor *t);
 /* The row of a check that passed (fn "assert_close") or of allclose's
    answer ok, in place of the rows that made its operands from constants
    (Lua tables, tt.ones...); only on a line that made rows. Call after comparing a and b. */

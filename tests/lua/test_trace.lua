@@ -124,6 +124,20 @@ check("second pass: the tensor that kept the old label says so",
       has(out, "sub         m_new (previous)[2] - m_new[2] -> [2]"))
 check("an op on the same line that moves the label marks its input",
       has(out, "maximum     m_new (previous)[2], [2] -> m_new[2]"))
+-- detach() keeps the label and the values: the same tensor, never "(previous)"
+local detach_script = write("previous_detach.lua", [[
+local out = tt.ones(2):label("out")
+local O = out:detach()
+local d = O - 1
+local s = out:detach() + 2; out:label("out")
+local old = out:detach()
+local new = tt.zeros(2):label("out")
+local e = old * 3
+]])
+out = run(detach_script)
+check("a detached tensor is its own label's current tensor", has(out, "sub         out[2] - 1.0 -> [2]"))
+check("relabelling on the same line leaves its detached view current", has(out, "add         out[2] + 2.0 -> [2]"))
+check("a detached view of a tensor whose label moved on is previous", has(out, "mul         out (previous)[2] * 3.0 -> [2]"))
 local j2 = dir .. "/prev.json"
 run("-q --trace-json " .. j2 .. " " .. script)
 local labels = {}
