@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,10 +43,12 @@ static const char usage_text[] =
     "  --timeout SECONDS            stop a runaway script with an error, also in __gc finalizers,\n"
     "                               error handlers and at exit (default with --sandbox: 30)\n"
     "  --max-instructions N         stop the script after N Lua VM instructions (e.g. 1e9)\n"
+    "  --images DIR                 where figures go: a path 'images/NAME' a script draws to is\n"
+    "                               written as DIR/NAME (env TT_IMAGES; default: images/ of the\n"
+    "                               current folder, as written)\n"
     "  --sandbox                    for others' scripts: no os/io escape hatches, text chunks\n"
-    "                               only, writes only under --images DIR, reads only under\n"
-    "                               the script's folder\n"
-    "  --images DIR                 the folder --sandbox lets scripts write (default images)\n"
+    "                               only, writes only under the --images folder (default\n"
+    "                               images), reads only under the script's folder\n"
     "  --max-write SIZE             --sandbox: cap on bytes written (default 256M; 0 = none)\n"
     "  --max-files N                --sandbox: cap on files written (default 1000; 0 = none)\n"
     "  --version, --help\n";
@@ -63,7 +66,7 @@ typedef struct options {
     double timeout;              /* -1: not given */
     long long max_instructions;
     int sandbox;
-    const char *images;          /* NULL: not given */
+    const char *images;          /* --images or TT_IMAGES; NULL: neither */
     long long max_write;         /* -1: not given */
     long long max_files;         /* -1: not given */
 } options;
@@ -442,6 +445,24 @@ int main(int argc, char **argv)
     int r = parse_args(argc, argv, &o);
     if (r >= 0) return r;
 
+    /* the figures' folder, tried now rather than at a lesson's first figure */
+    const char *images_from = "--images";
+    if (o.images == NULL && getenv("TT_IMAGES") && *getenv("TT_IMAGES")) {
+        o.images = getenv("TT_IMAGES");
+        images_from = "TT_IMAGES";
+    }
+    if (o.images) {
+        struct stat st;
+        const char *why = stat(o.images, &st) != 0 ? "the folder does not exist (make it with mkdir -p)"
+                        : !S_ISDIR(st.st_mode) ? "not a folder"
+                        : access(o.images, W_OK | X_OK) != 0 ? "the folder cannot be written" : NULL;
+        if (why) {
+            fprintf(stderr, PROGNAME ": %s '%s': %s\n(try '" PROGNAME " --help')\n", images_from, o.images, why);
+            return 2;
+        }
+        ltt_figures_set_images(o.images);
+    }
+
     if (o.report) {
         /* the path comes from the person running the command, so --sandbox
            does not restrict it; it is tried now, not after the run */
@@ -472,12 +493,12 @@ int main(int argc, char **argv)
         lua_close(L);
         return 2;
     }
-    if (o.sandbox || o.images || o.max_write >= 0 || o.max_files >= 0) {
+    if (o.sandbox || o.max_write >= 0 || o.max_files >= 0) {
         char dir[4096];
         const char *images = o.images ? o.images : "images";
         if (!o.sandbox) {
             fprintf(stderr, PROGNAME ": '%s' only applies with --sandbox\n(try '" PROGNAME " --help')\n",
-                    o.images ? "--images" : o.max_write >= 0 ? "--max-write" : "--max-files");
+                    o.max_write >= 0 ? "--max-write" : "--max-files");
             ltt_trace_stop();
             lua_close(L);
             return 2;
