@@ -185,6 +185,7 @@ static source *add_source(const char *name)
 
 void ltt_trace_source(const char *chunkname, const char *text)
 {
+    tr.output_since_header = 1;         /* a new chunk's rows get their own header, even at the same "stdin:1" */
     source *s = find_source(chunkname);
     if (s) {                            /* the REPL reuses its chunk name */
         char *name = s->name;

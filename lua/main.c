@@ -298,18 +298,111 @@ static int run_script(lua_State *L, const char *path, int argc, char **argv, int
 
 /* ===== REPL ===== */
 
+/* Ctrl-C: at a prompt it drops the line (and a chunk being continued); in
+   a running chunk it raises "interrupted" at the next Lua instruction, as
+   lua.c does (a long C operation finishes first), and keeps raising until
+   the chunk has ended, so a pcall in a loop cannot swallow it. */
+static volatile sig_atomic_t got_sigint;
+static lua_State *volatile running;       /* the REPL's state while a chunk runs */
+
+static void interrupt_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_sethook(L, interrupt_hook, LUA_MASKCOUNT, 1);
+    luaL_error(L, "interrupted (Ctrl-C)");
+}
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    got_sigint = 1;
+    lua_State *L = running;
+    if (L) lua_sethook(L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+/* No SA_RESTART: a read waiting at the prompt returns with EINTR. */
+static void catch_sigint(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+/* read_line returns the line typed (to free), or NULL at the end of input
+   or (*interrupted set) when Ctrl-C dropped the line. */
 #if defined(TT_HAVE_READLINE)
+#include <sys/select.h>
 #include <readline/readline.h>
 #include <readline/history.h>
-static char *read_line(const char *prompt) { return readline(prompt); }
+static char *rl_line;
+static int rl_have_line;
+static void on_line(char *line)
+{
+    rl_line = line;
+    rl_have_line = 1;
+    rl_callback_handler_remove();
+}
+/* readline's callback interface, so that Ctrl-C reaches us (as Python's
+   REPL does it): select() returns EINTR, and the line is dropped. */
+static char *read_line(const char *prompt, int *interrupted)
+{
+    *interrupted = 0;
+    got_sigint = 0;
+    rl_catch_signals = 0;
+    rl_line = NULL;
+    rl_have_line = 0;
+    /* SIGINT waits while readline works; pselect lets it in, atomically */
+    sigset_t block, waiting;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &waiting);
+    sigdelset(&waiting, SIGINT);
+    rl_callback_handler_install(prompt, on_line);
+    int fd = fileno(rl_instream ? rl_instream : stdin);
+    while (!rl_have_line) {
+        fd_set fds;
+        FD_ZERO(&fds);
+        FD_SET(fd, &fds);
+        int r = got_sigint ? -1 : pselect(fd + 1, &fds, NULL, NULL, NULL, &waiting);
+        if (got_sigint) errno = EINTR;
+        if (r > 0) {
+            rl_callback_read_char();
+        } else if (r < 0 && errno == EINTR) {
+            if (!got_sigint) continue;
+            got_sigint = 0;
+            rl_free_line_state();
+            rl_callback_sigcleanup();
+            rl_cleanup_after_signal();
+            rl_callback_handler_remove();
+            sigprocmask(SIG_UNBLOCK, &block, NULL);
+            *interrupted = 1;
+            return NULL;
+        } else if (r < 0) {
+            rl_callback_handler_remove();
+            break;
+        }
+    }
+    sigprocmask(SIG_UNBLOCK, &block, NULL);
+    return rl_line;
+}
 static void remember(const char *line) { if (*line) add_history(line); }
 #else
-static char *read_line(const char *prompt)
+static char *read_line(const char *prompt, int *interrupted)
 {
     static char buf[4096];
+    *interrupted = 0;
+    got_sigint = 0;
     fputs(prompt, stdout);
     fflush(stdout);
-    if (fgets(buf, sizeof buf, stdin) == NULL) return NULL;
+    if (fgets(buf, sizeof buf, stdin) == NULL) {
+        if (got_sigint) {
+            clearerr(stdin);
+            *interrupted = 1;
+        }
+        return NULL;
+    }
     size_t n = strlen(buf);
     if (n && buf[n - 1] == '\n') buf[n - 1] = 0;
     char *copy = malloc(strlen(buf) + 1);
@@ -341,7 +434,7 @@ static int load_repl_chunk(lua_State *L, const char *code)
     int status = luaL_loadbufferx(L, ret, strlen(ret), chunkname, text_only ? "t" : NULL);
     lua_remove(L, -2);
     if (status == LUA_OK) {
-        ltt_trace_source(chunkname, ret);
+        ltt_trace_source(chunkname, code);   /* the headers show what was typed */
         return status;
     }
     lua_pop(L, 1);
@@ -366,8 +459,14 @@ static void repl(lua_State *L)
     printf(PROGNAME " " TT_VERSION " — tensors of attention, traced. %s\n"
            "Type Lua; the global 'tt' is loaded. Expressions print their value. Ctrl-D quits.\n",
            LUA_RELEASE);
+    catch_sigint();
     for (;;) {
-        char *line = read_line("tt> ");
+        int interrupted;
+        char *line = read_line("tt> ", &interrupted);
+        if (line == NULL && interrupted) {
+            fputs("\n", stdout);          /* Ctrl-C at the prompt: a fresh one */
+            continue;
+        }
         if (line == NULL) break;
         luaL_Buffer b;
         luaL_buffinit(L, &b);
@@ -377,8 +476,9 @@ static void repl(lua_State *L)
         luaL_pushresult(&b);
         int status;
         /* keep reading lines while the chunk is incomplete */
+        int dropped = 0;
         while ((status = load_repl_chunk(L, lua_tostring(L, -1))) != LUA_OK && incomplete(L, status)) {
-            char *more = read_line("  > ");
+            char *more = read_line("  > ", &dropped);
             if (more == NULL) break;
             remember(more);
             lua_pushliteral(L, "\n");
@@ -386,11 +486,20 @@ static void repl(lua_State *L)
             free(more);
             lua_concat(L, 3);
         }
+        if (dropped) {                   /* Ctrl-C at "  > ": the unfinished chunk goes */
+            fputs("\n", stdout);
+            lua_settop(L, 0);
+            continue;
+        }
         if (status == LUA_OK) {
             lua_remove(L, -2);           /* the source text */
             ltt_limits_start(L, timeout_s, max_instr);
+            got_sigint = 0;
+            running = L;
             status = docall(L, 0, LUA_MULTRET);
+            running = NULL;
             ltt_limits_pause(L);
+            if (got_sigint) fputs("\n", stdout);   /* past the terminal's "^C" */
             ltt_trace_flush();
             if (status == LUA_OK) print_results(L);
             else report(L, status);
