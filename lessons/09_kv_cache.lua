@@ -232,7 +232,7 @@ for t = 1, IM.N do
     if l == 2 then induction_rows[t] = w_t end
     h = IM.add_heads(trained, l, h, heads)
   end
-  step_logits[t] = IM.unembed(trained, h)                        -- [b,1,V]
+  step_logits[t] = IM.unembed(trained, h):label("logits " .. t)   -- [b,1,V]
   if t == 1 then tt.trace.off() end
   local reads, guess = seqs[1][t]:item(), step_logits[t][1][1]:argmax():item()
   local next_id = t < IM.N and seqs[1][t + 1]:item()
