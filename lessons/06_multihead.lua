@@ -152,7 +152,7 @@ print("  previous: the token just before it (key i - 1)")
 print("  induction: for a repeated token, the token that followed its earlier")
 print("             occurrence (key i - P + 1): the copying pattern of lesson 14")
 print(string.format("Rule: a head is named by its highest score when that is at least %.1f;", ROLE_MIN))
-print("when none is, none of these keys gets much of its weight: \"diffuse\" here.")
+print(string.format("when none is, no one of these keys gets %.1f of its weight: \"diffuse\" here.", ROLE_MIN))
 local ROLES = {{"current", "current token"}, {"prev", "previous token"}, {"ind", "induction"}}
 local titles, roles_seen, n_roles, n_diffuse, in_layer = {}, {}, 0, 0, {{}, {}}
 print("  head      current  previous  induction   role")
