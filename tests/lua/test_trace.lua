@@ -458,6 +458,7 @@ print("between")
 tt.assert_close(a, b)
 local c = tt.allclose(a, b)
 for i = 1, 2 do tt.assert_close(a, b) end
+local g = tt.gradcheck(function(x) return (x * x):sum() end, {tt.ones(2, 2):requires_grad_()})
 ]])
 out = run(script)
 fcheck("a row of the line before is not folded into a check", has(out, "checks_alone.lua:2  local b = tt.ones(2, 3):label(\"b\")\n    ones        -> b[2,3]\n"), out)
@@ -468,10 +469,12 @@ check("the next line's check gets its own header",
 check("a check after the script's output shows", has(out, "between\n" .. dir .. "/checks_alone.lua:6  tt.assert_close(a, b)\n    \u{2713} checked"))
 check("allclose alone on its line shows its answer", has(out, "checks_alone.lua:7  local c = tt.allclose(a, b)\n    allclose    a[2,3] \u{2248} b[2,3]"))
 fcheck("five passed checks, five check marks", count(out, "\u{2713} checked") + count(out, "\u{d7}1 more") == 5, out)
+fcheck("a passing gradcheck shows as a check row", has(out, "checks_alone.lua:9  local g = tt.gradcheck(function(x) return (x * x):sum() end, {tt.ones(2, 2):requires_grad_()})\n"
+      .. "    ones        -> [2,2]\n    \u{2713} gradcheck   4 elements of 1 input against central differences (eps 0.01, rtol 0.01, atol 0.01)\n"), out)
 local html = dir .. "/checks_alone.html"
 run("--report " .. html .. " " .. script)
-check("the report counts every check", has(T.slurp(html), "5 checks passed"))
+check("the report counts every check", has(T.slurp(html), "6 checks passed"))
 run("-q --report " .. html .. " " .. script)
-check("the report counts every check also with -q", has(T.slurp(html), "5 checks passed"))
+check("the report counts every check also with -q", has(T.slurp(html), "6 checks passed"))
 
 T.report()
