@@ -143,14 +143,17 @@ lesson: all
 lessons: all
 	@for f in lessons/*.lua; do ./tensortrace "$$f" || exit 1; done
 
-# Regenerates every figure in images/ (and the golden traces of the lessons).
+# Regenerates every figure in images/ (the golden traces are make golden's).
 figures: all
 	@for f in lessons/*.lua; do echo "$$f"; ./tensortrace -q "$$f" >/dev/null || exit 1; done
 
+# Regenerates the golden traces; the lessons' figures go to a temporary
+# folder (--images), so only make figures touches images/.
 golden: all
 	@mkdir -p tests/golden
-	@for f in lessons/*.lua; do n=$$(basename "$$f" .lua); \
-	    TT_TRACE_NO_TIMES=1 ./tensortrace "$$f" > tests/golden/$$n.trace || exit 1; done
+	@figs=$$(mktemp -d) && for f in lessons/*.lua; do n=$$(basename "$$f" .lua); \
+	    TT_TRACE_NO_TIMES=1 ./tensortrace --images "$$figs" "$$f" > tests/golden/$$n.trace || { rm -rf "$$figs"; exit 1; }; \
+	    done; rm -rf "$$figs"
 	@for f in tests/golden/*.lua; do TT_TRACE_NO_TIMES=1 ./tensortrace "$$f" > "$${f%.lua}.trace" 2>&1 || exit 1; done
 	@for f in tests/golden/*.lua; do [ -f "$${f%.lua}.jsonl" ] || continue; \
 	    ./tensortrace -q --trace-json "$${f%.lua}.jsonl" "$$f" >/dev/null || exit 1; \

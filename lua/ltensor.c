@@ -508,7 +508,7 @@ static int t_label(lua_State *L)
         return 1;
     }
     t->label = tt_intern(ltt_checkcstring(L, 2, "label", "the label"));
-    ltt_trace_label(t->id, t->label);
+    ltt_trace_label(t);
     lua_settop(L, 1);
     return 1;
 }
