@@ -15,7 +15,7 @@
 -- Leave everything above the marked line as it is: the check builds the same inputs.
 
 -- lesson 14's model and its trained weights, from lessons/ (run from the repository's top)
-local LESSONS = arg[0]:match("^(.*)/exercises/") or "lessons"
+local LESSONS = arg[0]:match("^(.*lessons)/exercises/") or "lessons"
 local M = dofile(LESSONS .. "/lib/induction_model.lua")
 local model = M.load(LESSONS .. "/data/induction.safetensors")
 local D, H, N, Dh = M.D, M.H, M.N, M.Dh          -- 64 wide, 4 heads of 16, 32 positions
