@@ -1,4 +1,4 @@
--- reference: one causal attention step, every step labelled
+-- the reference: one causal attention step, every step labelled
 tt.manual_seed(3)
 local B, H, N, Dh = 1, 2, 5, 4
 local q = tt.randn(B, H, N, Dh):named("B", "H", "Nq", "Dh")
