@@ -442,6 +442,7 @@ static int t_label(lua_State *L)
     }
     t->label = tt_intern(ltt_checkcstring(L, 2, "label", "the label"));
     ltt_trace_label(t->id, t->label);
+    ltt_label_hook(L, t);
     lua_settop(L, 1);
     return 1;
 }
