@@ -766,6 +766,11 @@ local function verdict_json(v)
         o.diagnosis = arr { obj({ "kind", "message" }, { kind = "error", message = v.error.message }) }
     end
     if v.error then o.error = obj({ "file", "line", "message" }, v.error) end
+    local keys = {}   -- "first", "diagnosis" and "error" only when there is one
+    for _, k in ipairs(o.__keys) do
+        if o[k] ~= nil or k == "match" then keys[#keys + 1] = k end
+    end
+    o.__keys = keys
     return json(o)
 end
 
@@ -912,4 +917,14 @@ if fig and #verdicts >= 1 then
     end
     if fig ~= opt.figure then os.remove(fig) end
 end
-return code, results
+-- the verdict in one line (for the report's header)
+local summary
+if #verdicts == 1 and not verdicts[1].match then
+    local v = verdicts[1]
+    if v.first then
+        summary = string.format("the check failed at `%s` (line %s): %s", v.first.label, v.first.line or "?", v.first.diagnosis[1].kind)
+    elseif v.error then
+        summary = string.format("the check stopped: an error at line %s: %s", v.error.line or "?", v.error.message)
+    end
+end
+return code, results, summary
