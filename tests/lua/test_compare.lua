@@ -155,6 +155,11 @@ else
   current = T.slurp("images/check_your_work.png") == T.slurp(readme_fig)
 end
 check("images/check_your_work.png is current (make figures)", current)
+-- and README.md shows what that command prints
+local readme = T.slurp("README.md")
+local shown = readme:match("%$ %./tensortrace %-%-exercise tests/compare/my_03%.lua %-%-compare%-figure images/check_your_work%.png\n(.-)```")
+check("README's Check your work shows the real output",
+      shown and shown == out:gsub("figure: [^\n]*", "figure: images/check_your_work.png"))
 local html = dir .. "/r.html"
 out, err, code = run("--compare " .. REF .. " " .. SD .. " --report " .. html)
 local page = T.slurp(html)
