@@ -33,7 +33,7 @@ MAIN_CFLAGS = -DTT_HAVE_READLINE $(filter-out -D%,$(shell pkg-config --cflags re
 MAIN_LIBS   = $(shell pkg-config --libs readline)
 endif
 # The core sees neither Lua's headers nor (outside core/figure) libpng's:
-# the layers (README, How the code is laid out; checked by make layers).
+# the layers (core/README.md, How the code is laid out; checked by make layers).
 # -MMD: each object also depends on exactly the headers it includes.
 BASE_CFLAGS = $(WARN) $(DEFS) $(CFLAGS) -Icore -pthread -MMD -MP
 CORE_CFLAGS = $(BASE_CFLAGS)
@@ -141,8 +141,8 @@ $(BUILD)/tests/%: tests/%.c $(CORE_OBJ) tests/check.h
 test: check-test-deps all $(CTEST_BIN) $(BUILD)/tests/pngcmp tt.so
 	@sh tests/run.sh $(BUILD)
 
-# Each core folder uses only the layers below it (README, How the code is
-# laid out): includes and, from the objects, calls. Known exceptions are
+# Each core folder uses only the layers below it (core/README.md, How the
+# code is laid out): includes and, from the objects, calls. Known exceptions are
 # listed in tests/layers.known. make test runs it as tests/test_layers.sh.
 layers: $(CORE_OBJ) $(LUA_OBJ)
 	@sh tests/layers.sh . $(BUILD)
@@ -263,7 +263,7 @@ variant-bin: $(BUILD)/tensortrace $(CTEST_BIN) $(BUILD)/tests/pngcmp
 # The suite of $(BUILD)/tensortrace, run from $(BUILD)/root (links to the tree).
 variant-test: variant-bin
 	@rm -rf $(BUILD)/root && mkdir -p $(BUILD)/root
-	@for d in core lua lessons tests images Makefile tt.so; do ln -s $(CURDIR)/$$d $(BUILD)/root/$$d; done
+	@for d in core lua lessons tests images Makefile README.md tt.so; do ln -s $(CURDIR)/$$d $(BUILD)/root/$$d; done
 	@ln -s $(CURDIR)/$(BUILD)/tensortrace $(BUILD)/root/tensortrace
 	@ln -s $(CURDIR)/$(BUILD) $(BUILD)/root/build
 	@[ -e $(BUILD)/pic ] || ln -s $(CURDIR)/$(PIC_BUILD) $(BUILD)/pic

@@ -145,7 +145,7 @@ print(string.format("Jacobian is small; scaled, the weights stay spread and ||J|
 tt.heatmap(tt.stack({P_raw:narrow(1, 1, 8), P_scaled:narrow(1, 1, 8)}, 1),
   "images/02_scaled_vs_raw.png", {
   title = "Weights of 8 queries over 8 keys at Dh = 256",
-  panel_titles = {"raw scores q.k", "scaled scores q.k / sqrt(Dh)"},
+  panel_titles = {"softmax(q·k): raw", "softmax(q·k / √Dh): scaled"},
   xtitle = "Key", ytitle = "Query", cmap = "viridis", vmin = 0, vmax = 1, annotate = false })
 print("Figure: images/02_scaled_vs_raw.png (first 8 queries, raw vs scaled)")
 

@@ -121,8 +121,8 @@ end
 tt.trace.on()
 tt.heatmap(weights:select(1, 1), "images/08_weights.png", {
   title = "Cross-attention weights: each French word finds its English word",
-  xlabels = en[1], ylabels = fr[1], xtitle = "encoder key (English)",
-  ytitle = "decoder query (French)", cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
+  xlabels = en[1], ylabels = fr[1], xtitle = "encoder key (English)", ytitle = "decoder query (French)",
+  mask = {["<pad> key: exactly 0"] = pad:select(1, 1)}, cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
 local pad2 = pad:select(1, 2)                        -- [1, Nk]: hatches whole columns
 tt.heatmap(masked:select(1, 2), "images/08_masked_scores.png", {
   title = "Masked scores, sentence 2: <pad> keys are -inf",

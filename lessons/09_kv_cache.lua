@@ -195,12 +195,12 @@ tt.assert_close(out_chunk, full:narrow("Nq", 5, 2), 1e-5, 1e-5, "2-token chunk =
 local wrong_chunk = tt.sdpa(q_chunk, k_cache, v_cache, {mask = tt.causal_mask(2, N, "upper_left")})
 if tt.allclose(wrong_chunk, out_chunk, 1e-3, 1e-3) then error("upper-left should be wrong here too") end
 print("Checked: causal = true (lower-right) gives rows 5 and 6; upper-left does not.")
-local masks = tt.stack({tt.causal_mask(2, N):float(), tt.causal_mask(2, N, "upper_left"):float()}, 1)
+local masks = tt.stack({tt.causal_mask(2, N), tt.causal_mask(2, N, "upper_left")}, 1)
 tt.heatmap(masks, "images/09_alignment.png", {
-  title = "2 new queries over 6 cached keys: 1 = may attend",
+  title = "2 new queries over 6 cached keys: which keys each may attend",
   panel_titles = {"lower-right (correct for a cache)", "upper-left (the trap)"},
   xlabels = tok, ylabels = {"t5", "t6"}, xtitle = "key", ytitle = "new query",
-  cmap = "viridis", vmin = 0, vmax = 1, decimals = 0, colorbar = false })
+  categories = {"hidden", "may attend"} })
 print("Figure: images/09_alignment.png")
 
 tt.trace.section("A trained model decodes with a cache: the induction heads predict the repeat")

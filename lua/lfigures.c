@@ -318,7 +318,10 @@ static void opt_tiles(lua_State *L, int opts, int *tr, int *tc)
                    or {name = mask, ...}: a hatch and a legend entry a name
      row_sums      boolean: a margin column with each row's sum ("Σ row")
      categories    list of strings: x holds codes 1..n, drawn in distinct
-                   colours with a legend of these names, no colour bar
+                   colours with a legend of these names, no colour bar; a
+                   bool x is drawn so by default (false light grey, true
+                   blue, legend "false", "true"), and its two names are
+                   those of false and true
      tiles         {rows, cols}: thick borders every rows rows, cols columns */
 static const char *const heatmap_opts[] = {
     "title", "xlabels", "ylabels", "xtitle", "ytitle", "panel_titles", "annotate", "decimals",

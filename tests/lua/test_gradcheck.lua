@@ -1,4 +1,4 @@
--- test_gradcheck.lua — tt.gradcheck on every op with a gradient (README,
+-- test_gradcheck.lua — tt.gradcheck on every op with a gradient (lua/README.md,
 -- Gradients), at awkward shapes, strided and broadcast inputs; that it
 -- catches a wrong gradient; and every error it raises (fn failing,
 -- returning a non-tensor or another shape, bad inputs and options).
