@@ -93,7 +93,9 @@ local function close(m, r, rtol, atol)
             d = math.abs(a - b)
             if d ~= d then d = math.huge end
         end
-        local fails = d > atol + rtol * math.abs(b)
+        local tol = atol + rtol * math.abs(b)
+        if tol ~= tol or tol == math.huge then tol = atol end   -- REF's NaN or inf: only itself matches it
+        local fails = d > tol
         if fails then
             ok = false
             bad = bad + 1
@@ -125,7 +127,12 @@ end
 -- right side gets the size of its output dim (a group's parts are sized
 -- by the input side or the names sized here)
 local function rearrange_sizes(pattern, outt)
-    local right = (pattern:match("->(.*)$") or ""):gsub("%b()", " # ")
+    local left, right = pattern:match("^(.-)->(.*)$")
+    local split = {}                        -- names inside a group of the left side
+    for group in (left or ""):gmatch("%b()") do
+        for name in group:gmatch("[%a_][%w_]*") do split[name] = true end
+    end
+    right = (right or ""):gsub("%b()", " # ")
     local toks = {}
     for tok in right:gmatch("%S+") do toks[#toks + 1] = tok end
     local sizes, d = {}, 0
@@ -134,7 +141,7 @@ local function rearrange_sizes(pattern, outt)
             d = d + outt:dim() - (#toks - 1)
         else
             d = d + 1
-            if tok ~= "#" and d <= outt:dim() and not tonumber(tok) then sizes[tok] = outt:size(d) end
+            if split[tok] and d <= outt:dim() then sizes[tok] = outt:size(d) end
         end
     end
     return sizes
@@ -154,10 +161,13 @@ local binary = {
 local unary = {
     neg = function(a) return -a end, ["not"] = function(a) return ~a end,
 }
-for _, name in ipairs { "exp", "log", "sqrt", "abs", "relu", "gelu", "tanh", "sigmoid", "float", "bool", "contiguous", "clone", "mT" } do
+for _, name in ipairs { "exp", "log", "sqrt", "abs", "relu", "gelu", "tanh", "sigmoid", "float", "bool", "mT" } do
     unary[name] = function(a) return a[name](a) end
 end
-local reshaping = { view = true, reshape = true, unsqueeze = true, squeeze = true, named = true, flatten = true }
+local reshaping = { view = true, reshape = true, flatten = true }
+-- names and copies change no value: a replaced input (another length, say)
+-- goes through them as it is
+local same_values = { contiguous = true, clone = true }
 
 -- sdpa's options from its args ("causal, scale=0.3536") and head size
 local function sdpa_opts(args, q, nin, ins)
@@ -180,8 +190,19 @@ local function apply(node, ins)
         return binary[op](a, ins[2])
     elseif unary[op] then
         return unary[op](a)
+    elseif same_values[op] then
+        return a
+    elseif op == "named" then
+        if a:dim() ~= node.out:dim() then return a end
+        return a:named(table.unpack(names_of(node.out), 1, a:dim()))
     elseif reshaping[op] then
         return a:reshape(shape_of(node.out))
+    elseif op == "unsqueeze" then
+        return a:unsqueeze(arg_num(args, "dim"))
+    elseif op == "squeeze" then
+        local d = arg_num(args, "dim")
+        if d then return a:squeeze(d) end
+        return a:squeeze()
     elseif op == "expand" then
         return a:expand(shape_of(node.out))
     elseif op == "transpose" then
@@ -282,7 +303,7 @@ end
 
 local function label_or_shape(t)
     local l = t:label()
-    return l and ("`" .. l .. "`") or shape_str(t)
+    return l and ("`" .. l .. "`") or ("the " .. shape_str(t) .. " tensor")
 end
 
 local function fmt(x) return (string.format("%.4g", x)) end
@@ -435,18 +456,27 @@ local function hypotheses(R, nodes, all_nodes, label)
         if op == "matmul" then
             local b = node.inputs[2].t
             local bn = nodes[node.inputs[2].id]
-            -- Q·K instead of Q·Kᵀ
-            local last_two = bn and bn.op == "transpose" and b:dim() >= 2 and (function()
-                local d = arg_ints(bn.args or "")
-                local n = b:dim()
-                for i = 1, 2 do if d[i] and d[i] < 0 then d[i] = n + 1 + d[i] end end
-                return (d[1] == n and d[2] == n - 1) or (d[1] == n - 1 and d[2] == n)
-            end)()
-            if bn and (bn.op == "mT" or last_two) and bn.inputs[1] then
-                local tr = bn.inputs[1]
-                add("transpose_missing", string.format(
-                    "you multiplied by %s itself, not by its transpose: Q·Kᵀ needs k:mT() (the two differ only because Nk = Dh here)", label_or_shape(tr.t)),
-                    { [id] = function(_, ins, rep) return ins[1]:matmul(rep(tr.id, tr.t)) end })
+            -- Q·K instead of Q·Kᵀ (or Pᵀ·G written P·G): an operand's transpose left out
+            for side = 1, 2 do
+                local operand = node.inputs[side]
+                local tn = operand and nodes[operand.id]
+                local last_two = tn and tn.op == "transpose" and operand.t:dim() >= 2 and (function()
+                    local d = arg_ints(tn.args or "")
+                    local n = operand.t:dim()
+                    for i = 1, 2 do if d[i] and d[i] < 0 then d[i] = n + 1 + d[i] end end
+                    return (d[1] == n and d[2] == n - 1) or (d[1] == n - 1 and d[2] == n)
+                end)()
+                if tn and (tn.op == "mT" or last_two) and tn.inputs[1] then
+                    local tr = tn.inputs[1]
+                    add("transpose_missing", string.format(
+                        "you multiplied by %s itself, not by its transpose: the reference's %s operand is %s:mT() "
+                        .. "(the two differ only in values because the last two sizes are equal here)",
+                        label_or_shape(tr.t), side == 1 and "left" or "right", label_or_shape(tr.t)),
+                        { [id] = function(_, ins, rep)
+                            if side == 1 then return rep(tr.id, tr.t):matmul(ins[2]) end
+                            return ins[1]:matmul(rep(tr.id, tr.t))
+                        end })
+                end
             end
             local w = b
             if bn and bn.op == "mT" and bn.inputs[1] then w = bn.inputs[1].t end
@@ -484,6 +514,16 @@ local function projection_inputs(nodes)
     return list
 end
 
+-- A permutation says something only of values that are mostly distinct (a
+-- mask's or a one-hot's 0s and 1s are permutations of any other's).
+local function mostly_distinct(v)
+    local seen, n = {}, 0
+    for i = 1, #v do
+        if not seen[v[i]] then seen[v[i]] = true n = n + 1 end
+    end
+    return n > #v / 2
+end
+
 -- MINE a permutation of REF's elements (sorted values equal), not equal.
 local function permuted(m, r, rtol, atol)
     local a, b = {}, {}
@@ -504,6 +544,7 @@ local function diagnose(R, M, label, names_differ)
     for _, h in ipairs(hypotheses(R, ref.nodes, ref.all, label)) do
         if not kinds[h.kind] then
             local ok, cand = pcall(function() return replayer(ref.nodes, h.mods)(R.id, R.t) end)
+            if os.getenv("TT_COMPARE_DEBUG") then io.stderr:write(h.kind, " ", tostring(ok), " ", tostring(not ok and cand or ""), "\n") end
             if ok and cand and cand.dim and same_shape(cand, M.t) and cand:dtype() == M.t:dtype()
                     and (close(mv, values(cand), rtol, atol))
                     and not (same_shape(cand, R.t) and (close(values(cand), values(R.t), rtol, atol))) then
@@ -512,7 +553,8 @@ local function diagnose(R, M, label, names_differ)
             end
         end
     end
-    if #found == 0 and same_shape(R.t, M.t) and permuted(mv, values(R.t), rtol, atol) then
+    if #found == 0 and same_shape(R.t, M.t) and M.t:dtype() == "float32" and mostly_distinct(mv)
+            and permuted(mv, values(R.t), rtol, atol) then
         found[#found + 1] = { kind = "heads_scrambled", message =
             "your values are the reference's, in other places: heads merged by reshape without the transpose, "
             .. "or split the wrong way; split with view(B, N, H, Dh):transpose(2, 3) and merge with "
@@ -724,6 +766,11 @@ local function verdict_json(v)
         o.diagnosis = arr { obj({ "kind", "message" }, { kind = "error", message = v.error.message }) }
     end
     if v.error then o.error = obj({ "file", "line", "message" }, v.error) end
+    local keys = {}   -- "first", "diagnosis" and "error" only when there is one
+    for _, k in ipairs(o.__keys) do
+        if o[k] ~= nil or k == "match" then keys[#keys + 1] = k end
+    end
+    o.__keys = keys
     return json(o)
 end
 
@@ -870,4 +917,14 @@ if fig and #verdicts >= 1 then
     end
     if fig ~= opt.figure then os.remove(fig) end
 end
-return code, results
+-- the verdict in one line (for the report's header)
+local summary
+if #verdicts == 1 and not verdicts[1].match then
+    local v = verdicts[1]
+    if v.first then
+        summary = string.format("the check failed at `%s` (line %s): %s", v.first.label, v.first.line or "?", v.first.diagnosis[1].kind)
+    elseif v.error then
+        summary = string.format("the check stopped: an error at line %s: %s", v.error.line or "?", v.error.message)
+    end
+end
+return code, results, summary

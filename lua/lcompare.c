@@ -400,14 +400,15 @@ int ltt_compare(const ltt_compare_opts *o)
         lua_setfield(E, -2, "report");
         lua_pushcfunction(E, out_text);
         lua_setfield(E, -2, "out");
-        status = lua_pcall(E, 3, 2, handler);
+        status = lua_pcall(E, 3, 3, handler);
     }
     if (status != LUA_OK) {
         fprintf(stderr, PROGNAME ": --compare: %s\n", lua_tostring(E, -1));
     } else {
-        code = (int)lua_tointeger(E, -2);
-        if (o->exercise && lua_istable(E, -1)) {
-            lua_rawgeti(E, -1, 1);
+        code = (int)lua_tointeger(E, -3);
+        if (o->report && lua_isstring(E, -1)) ltt_report_error(lua_tostring(E, -1));
+        if (o->exercise && lua_istable(E, -2)) {
+            lua_rawgeti(E, -2, 1);
             if (lua_isboolean(E, -1)) progress_record(o->exercise, lua_toboolean(E, -1));
             lua_pop(E, 1);
         }
@@ -572,8 +573,9 @@ static const char *match_exercise(char **names, const char *what, int *several)
 {
     const char *found = NULL;
     char want[256], s[256];
-    snprintf(want, sizeof want, "%s", what);
-    stem(want, want, sizeof want);
+    stem(what, want, sizeof want);
+    *several = 0;
+    if (want[0] == 0) return NULL;
     char *end;
     long n = strtol(want, &end, 10);
     *several = 0;

@@ -508,7 +508,7 @@ static const char *script_dir(const char *script, char *buf, size_t n)
 static int check_main(const options *o, int argc, char **argv)
 {
     if (o->exercises) {
-        if (o->compare || o->exercise) return usage_error("'--exercises' lists the exercises; it takes no script%s", "");
+        if (o->compare || o->exercise || o->script) return usage_error("'--exercises' lists the exercises; it takes no script%s", "");
         return ltt_exercises_list();
     }
     if (o->sandbox || o->json || o->chunk)
