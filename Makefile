@@ -207,12 +207,15 @@ MAN1      = $(PREFIX)/share/man/man1
 install: all tt.so
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LUA_CMOD) $(DESTDIR)$(MAN1) \
 	    $(DESTDIR)$(SHARE)/lessons $(DESTDIR)$(SHARE)/images \
-	    $(DESTDIR)$(SHARE)/lessons/lib $(DESTDIR)$(SHARE)/lessons/data
+	    $(DESTDIR)$(SHARE)/lessons/lib $(DESTDIR)$(SHARE)/lessons/data \
+	    $(DESTDIR)$(SHARE)/lessons/exercises/solutions
 	install -m 755 tensortrace $(DESTDIR)$(PREFIX)/bin/tensortrace
 	install -m 755 tt.so $(DESTDIR)$(LUA_CMOD)/tt.so
 	install -m 644 lessons/*.lua $(DESTDIR)$(SHARE)/lessons/
 	install -m 644 lessons/lib/*.lua $(DESTDIR)$(SHARE)/lessons/lib/
 	install -m 644 lessons/data/* $(DESTDIR)$(SHARE)/lessons/data/
+	install -m 644 lessons/exercises/*.lua lessons/exercises/README.md $(DESTDIR)$(SHARE)/lessons/exercises/
+	install -m 644 lessons/exercises/solutions/*.lua $(DESTDIR)$(SHARE)/lessons/exercises/solutions/
 	install -m 644 images/*.png $(DESTDIR)$(SHARE)/images/
 	install -m 644 lua/tensortrace.1 $(DESTDIR)$(MAN1)/tensortrace.1
 
