@@ -44,6 +44,10 @@ typedef struct tt_tensor {
 
 /* Drops the reference held by t (t may be NULL or empty); t becomes empty. */
 void tt_tensor_release(tt_tensor *t);
+/* *out becomes a new reference to the same view as a (same storage, shape,
+   strides, names, label and id), outside the gradient graph; no op runs
+   and no event is emitted (a trace subscriber may keep what it sees). */
+void tt_tensor_share(tt_tensor *out, const tt_tensor *a);
 
 int64_t tt_numel(const tt_tensor *t);
 int tt_is_contiguous(const tt_tensor *t);

@@ -509,6 +509,7 @@ static int t_label(lua_State *L)
     }
     t->label = tt_intern(ltt_checkcstring(L, 2, "label", "the label"));
     ltt_trace_label(t);
+    ltt_label_hook(L, t);
     lua_settop(L, 1);
     return 1;
 }

@@ -17,6 +17,7 @@
 #include <lauxlib.h>
 
 #include "lauxtt.h"
+#include "lcompare.h"
 #include "lreport.h"
 #include "lsandbox.h"
 #include "ltrace.h"
@@ -28,6 +29,10 @@ static const char usage_text[] =
     "usage: " PROGNAME " [options] script.lua [args...]   run a lesson or any script\n"
     "       " PROGNAME " [options] -e 'lua code'          run a chunk\n"
     "       " PROGNAME "                                  interactive REPL\n"
+    "       " PROGNAME " --compare REF.lua MINE.lua [more.lua...] [-- args...]\n"
+    "                                  check scripts against a reference\n"
+    "       " PROGNAME " --exercise NN|NAME|PATH [--watch]   check an exercise\n"
+    "       " PROGNAME " --exercises                        list the exercises, done and next\n"
     "options:\n"
     "  -q, --quiet                  no trace (same as --trace=off)\n"
     "  --trace=off|shapes|values    shapes (default): one line per op; values: also print small results\n"
@@ -51,6 +56,21 @@ static const char usage_text[] =
     "                               images), reads only under the script's folder\n"
     "  --max-write SIZE             --sandbox: cap on bytes written (default 256M; 0 = none)\n"
     "  --max-files N                --sandbox: cap on files written (default 1000; 0 = none)\n"
+    "checking (--compare, --exercise):\n"
+    "  --compare REF MINE...        run REF and each MINE with the same seed and args; compare\n"
+    "                               every tensor REF labels (x:label) with MINE's of that label:\n"
+    "                               shape, names, dtype, values; explain the first mismatch;\n"
+    "                               one verdict line per file when there are several; exit 1\n"
+    "                               when one does not match\n"
+    "  --compare-tol RTOL,ATOL      value tolerance (default 1e-4,1e-5)\n"
+    "  --compare-json FILE          also write the verdict as JSON (several files: one per line)\n"
+    "  --compare-figure PATH        expected | yours | difference at the first mismatch (PNG/SVG)\n"
+    "  --exercise NN|NAME|PATH      check lessons/exercises/NN_*.lua (or your copy at PATH)\n"
+    "                               against its solution; the result goes to the progress file\n"
+    "  --exercises                  list the exercises with ✓/✗ and the next one to do\n"
+    "  --watch                      check again each time the file is saved (Linux inotify)\n"
+    "  the progress file: $XDG_STATE_HOME/tensortrace/progress, else\n"
+    "  ~/.local/state/tensortrace/progress (delete it to start over)\n"
     "  --version, --help\n";
 
 typedef struct options {
@@ -69,6 +89,15 @@ typedef struct options {
     const char *images;          /* --images or TT_IMAGES; NULL: neither */
     long long max_write;         /* -1: not given */
     long long max_files;         /* -1: not given */
+    int compare;                 /* --compare */
+    const char *exercise;        /* --exercise WHAT */
+    int exercises;               /* --exercises */
+    int watch;
+    double rtol, atol;
+    const char *compare_json, *compare_figure;
+    const char **files;          /* --compare's scripts (argv entries) */
+    int nfiles;
+    int args_at;                 /* argv index of the scripts' first argument (after "--"); 0: none */
 } options;
 
 /* Below this the interpreter itself (about 32K of Lua data) and any tensor
@@ -126,8 +155,24 @@ static int parse_args(int argc, char **argv, options *o)
     o->timeout = -1;
     o->max_write = -1;
     o->max_files = -1;
+    o->rtol = 1e-4;
+    o->atol = 1e-5;
+    static const char *files[1024];
+    o->files = files;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
+        if (o->compare || o->exercise) {      /* checking: files and options in any order */
+            if (strcmp(a, "--") == 0) {
+                o->args_at = i + 1;
+                return -1;
+            }
+            if (a[0] != '-') {
+                if (o->exercise) return usage_error("'--exercise' checks one exercise; unexpected '%s'", a);
+                if (o->nfiles == LTT_LEN(files)) return usage_error("'--compare' takes at most 1024 scripts%s", "");
+                files[o->nfiles++] = a;
+                continue;
+            }
+        }
         if (a[0] != '-' || strcmp(a, "-") == 0) {
             o->script = a;
             o->script_arg = i;
@@ -203,6 +248,29 @@ static int parse_args(int argc, char **argv, options *o)
             if (*end || end == v || !(n >= 1) || n > 9e18 || (v[0] < '0' || v[0] > '9'))
                 return usage_error("'--max-instructions' needs a positive count like 1e9, got '%s'", v);
             o->max_instructions = (long long)n;
+        } else if (strcmp(a, "--compare") == 0) {
+            o->compare = 1;
+        } else if (is_opt(a, "--exercise")) {
+            if ((v = opt_value(argc, argv, &i, "--exercise")) == NULL || !*v)
+                return usage_error("'--exercise' needs an exercise: a number, a name or your copy's path%s", "");
+            o->exercise = v;
+        } else if (strcmp(a, "--exercises") == 0) {
+            o->exercises = 1;
+        } else if (strcmp(a, "--watch") == 0) {
+            o->watch = 1;
+        } else if (is_opt(a, "--compare-tol")) {
+            char *end, *end2;
+            if ((v = opt_value(argc, argv, &i, "--compare-tol")) == NULL) return usage_error("'--compare-tol' needs RTOL,ATOL%s", "");
+            o->rtol = strtod(v, &end);
+            if (end == v || *end != ',' || !(o->rtol >= 0) || o->rtol > 1e6) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
+            o->atol = strtod(end + 1, &end2);
+            if (end2 == end + 1 || *end2 || !(o->atol >= 0) || o->atol > 1e30) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
+        } else if (is_opt(a, "--compare-json")) {
+            if ((v = opt_value(argc, argv, &i, "--compare-json")) == NULL || !*v) return usage_error("'--compare-json' needs a file name%s", "");
+            o->compare_json = v;
+        } else if (is_opt(a, "--compare-figure")) {
+            if ((v = opt_value(argc, argv, &i, "--compare-figure")) == NULL || !*v) return usage_error("'--compare-figure' needs a file name, e.g. check.png%s", "");
+            o->compare_figure = v;
         } else if (strcmp(a, "--sandbox") == 0) {
             o->sandbox = 1;
         } else if (is_opt(a, "--max-write")) {
@@ -548,11 +616,55 @@ static const char *script_dir(const char *script, char *buf, size_t n)
     return buf;
 }
 
+/* --compare, --exercise, --exercises. */
+static int check_main(const options *o, int argc, char **argv)
+{
+    if (o->exercises) {
+        if (o->compare || o->exercise || o->script) return usage_error("'--exercises' lists the exercises; it takes no script%s", "");
+        return ltt_exercises_list();
+    }
+    if (o->sandbox || o->json || o->chunk)
+        return usage_error("'%s' does not apply to --compare and --exercise", o->sandbox ? "--sandbox" : o->json ? "--trace-json" : "-e");
+    ltt_compare_opts c;
+    memset(&c, 0, sizeof c);
+    if (o->compare && o->exercise) return usage_error("'--compare' and '--exercise' do not go together%s", "");
+    if (o->compare) {
+        if (o->nfiles < 2) return usage_error("'--compare' needs a reference and at least one script: --compare REF.lua MINE.lua%s", "");
+        c.ref = o->files[0];
+        c.mine = o->files + 1;
+        c.nmine = o->nfiles - 1;
+    } else if (!ltt_exercise_resolve(o->exercise, &c)) {
+        return 2;
+    }
+    c.args = o->args_at ? argv + o->args_at : NULL;
+    c.nargs = o->args_at ? argc - o->args_at : 0;
+    c.seed = o->seed;
+    c.rtol = o->rtol;
+    c.atol = o->atol;
+    c.json = o->compare_json;
+    c.figure = o->compare_figure;
+    c.report = o->report;
+    c.report_argc = argc;
+    c.report_argv = argv;
+    c.timeout = o->timeout > 0 ? o->timeout : 60;
+    c.max_instructions = o->max_instructions;
+    c.max_memory = o->max_memory >= 0 ? o->max_memory : default_max_memory(0);
+    if (o->threads > 0) tt_set_num_threads(o->threads);
+    tt_set_max_memory(c.max_memory);
+    int code = o->watch ? ltt_compare_watch(&c) : ltt_compare(&c);
+    ltt_limits_done();
+    tt_release_caches();
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     int r = parse_args(argc, argv, &o);
     if (r >= 0) return r;
+    if (o.compare || o.exercise || o.exercises) return check_main(&o, argc, argv);
+    if (o.watch || o.compare_json || o.compare_figure)
+        return usage_error("'%s' goes with --compare or --exercise", o.watch ? "--watch" : o.compare_json ? "--compare-json" : "--compare-figure");
 
     /* the figures' folder, tried now rather than at a lesson's first figure */
     const char *images_from = "--images";
