@@ -233,6 +233,21 @@ tt_status tt_softmax(tt_tensor *out, const tt_tensor *a, int d);
 tt_status tt_log_softmax(tt_tensor *out, const tt_tensor *a, int d);
 /* a where mask is false, value where true; mask is bool, broadcast to a. */
 tt_status tt_masked_fill(tt_tensor *out, const tt_tensor *a, const tt_tensor *mask, double value);
+
+/* In-place ops (ops/inplace.c): a is written through its strides (a view
+   writes into its base) and its storage's version goes up, so a backward
+   that saved the old values fails (tt_backward_retain). a op= b (b
+   broadcast to a; s the scalar when b is NULL) for op ADD, SUB, MUL, DIV;
+   a's elements where mask is true set to value; all set to value; src
+   (broadcast, any dtype) copied in. TT_EARG when a requires grad with grad
+   mode on (in-place ops are not recorded), when a is an expand (elements
+   sharing memory), when the result's dtype cannot be a's; TT_ESHAPE when
+   the broadcast result is not a's shape. Each emits one event. */
+tt_status tt_binary_(tt_tensor *a, tt_op op, const tt_tensor *b, const double *s);
+tt_status tt_masked_fill_(tt_tensor *a, const tt_tensor *mask, double value);
+tt_status tt_fill_(tt_tensor *a, double value);
+tt_status tt_zero_(tt_tensor *a);
+tt_status tt_copy_(tt_tensor *a, const tt_tensor *src);
 /* Keep j - i <= k (tril) or j - i >= k (triu) on the last two dims. */
 tt_status tt_tril(tt_tensor *out, const tt_tensor *a, int64_t k);
 tt_status tt_triu(tt_tensor *out, const tt_tensor *a, int64_t k);
@@ -311,6 +326,12 @@ tt_status tt_requires_grad_(tt_tensor *t, int flag);
 int tt_tensor_requires_grad(const tt_tensor *t);
 /* grad NULL only for a one-element root; otherwise root's shape. */
 tt_status tt_backward(const tt_tensor *root, const tt_tensor *grad);
+/* The same; retain_graph != 0 keeps the saved tensors, so the graph can be
+   run backward again (its gradients then add up, as in PyTorch). Without
+   it a second backward() through a node that saved tensors is TT_EARG
+   with PyTorch's message; TT_EARG too when a tensor saved for the backward
+   was written in place since (its storage's version moved on). */
+tt_status tt_backward_retain(const tt_tensor *root, const tt_tensor *grad, int retain_graph);
 /* The accumulated gradient (borrowed), NULL until a backward reaches t. */
 const tt_tensor *tt_grad(const tt_tensor *t);
 /* Replaces t's gradient with g (a new reference taken), or clears it (NULL). */

@@ -990,6 +990,67 @@ static int t_masked_fill(lua_State *L)
     return 1;
 }
 
+/* ===== In-place ops: each returns x itself, as PyTorch's ===== */
+
+/* x:add_(y), x:sub_(y), x:mul_(y), x:div_(y): y a tensor or a number */
+static int inplace_binary(lua_State *L, tt_op op, const char *name)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *b = opttensor(L, 2, name);
+    if (!b && lua_type(L, 2) != LUA_TNUMBER)
+        return ltt_error(L, "%s: expects a tensor or a number, got %s", name, luaL_typename(L, 2));
+    double s = b ? 0 : lua_tonumber(L, 2);
+    tt_tensor *in[] = {t, b ? b : t};
+    LTT_CALL_HELD(L, name, in, tt_binary_(t, op, b, b ? NULL : &s));
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_add_(lua_State *L) { return inplace_binary(L, TT_OP_ADD, "add_"); }
+static int t_sub_(lua_State *L) { return inplace_binary(L, TT_OP_SUB, "sub_"); }
+static int t_mul_(lua_State *L) { return inplace_binary(L, TT_OP_MUL, "mul_"); }
+static int t_div_(lua_State *L) { return inplace_binary(L, TT_OP_DIV, "div_"); }
+
+static int t_masked_fill_(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *m = ltt_checktensor(L, 2);
+    double v = luaL_checknumber(L, 3);
+    tt_tensor *in[] = {t, m};
+    LTT_CALL_HELD(L, "masked_fill_", in, tt_masked_fill_(t, m, v));
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_fill_(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    double v = luaL_checknumber(L, 2);
+    tt_tensor *in[] = {t};
+    LTT_CALL_HELD(L, "fill_", in, tt_fill_(t, v));
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_zero_(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *in[] = {t};
+    LTT_CALL_HELD(L, "zero_", in, tt_zero_(t));
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int t_copy_(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *src = ltt_checktensor(L, 2);
+    tt_tensor *in[] = {t, src};
+    LTT_CALL_HELD(L, "copy_", in, tt_copy_(t, src));
+    lua_settop(L, 1);
+    return 1;
+}
+
 /* x:index_select(d, index), x:gather(d, index): index int64, 1-based */
 static int indexing(lua_State *L, tt_op op)
 {
@@ -1336,11 +1397,26 @@ static int t_requires_grad_(lua_State *L)
     return 1;
 }
 
+/* y:backward([grad] [, opts]) with opts {retain_graph = bool} (or
+   PyTorch's positional y:backward(grad, true)); y:backward{...} too */
 static int t_backward(lua_State *L)
 {
+    static const char *const known[] = {"retain_graph", NULL};
     tt_tensor *t = ltt_checktensor(L, 1);
-    tt_tensor *g = lua_isnoneornil(L, 2) ? NULL : ltt_checktensor(L, 2);
-    ltt_check(L, tt_backward(t, g));
+    int ga = 2, oa = 3;
+    if (lua_istable(L, 2) && !ltt_testtensor(L, 2)) ga = 0, oa = 2;      /* y:backward{retain_graph = true} */
+    tt_tensor *g = ga == 0 || lua_isnoneornil(L, ga) ? NULL : ltt_checktensor(L, ga);
+    int retain = 0;
+    if (lua_isboolean(L, oa)) {
+        retain = lua_toboolean(L, oa);
+    } else if (!lua_isnoneornil(L, oa)) {
+        if (!lua_istable(L, oa))
+            return ltt_error(L, "backward: options must be a table such as {retain_graph = true}, got a %s",
+                             luaL_typename(L, oa));
+        ltt_check_opts(L, oa, "backward", known);
+        retain = ltt_optflag(L, oa, "backward", "retain_graph", 0);
+    }
+    ltt_check(L, tt_backward_retain(t, g, retain));
     return 0;
 }
 
@@ -1529,6 +1605,8 @@ static const luaL_Reg tensor_meth[] = {
     {"tril", t_tril}, {"triu", t_triu}, {"repeat_interleave", t_repeat_interleave},
     {"unbind", t_unbind}, {"flatten", t_flatten}, {"t", t_t}, {"isnan", t_isnan},
     {"any", t_any}, {"all", t_all}, {"norm", t_norm},
+    {"add_", t_add_}, {"sub_", t_sub_}, {"mul_", t_mul_}, {"div_", t_div_}, {"masked_fill_", t_masked_fill_},
+    {"fill_", t_fill_}, {"zero_", t_zero_}, {"copy_", t_copy_},
     {NULL, NULL}
 };
 

@@ -735,6 +735,7 @@ tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, 
             tt_tensor *idx = &values->ag->fn->saved[4];
             tt__view_of(idx, indices);
             for (int i = 0; i < TT_MAX_DIMS; i++) idx->names[i] = NULL;
+            tt__node_note_versions(values->ag->fn);
         }
     }
     tt_event ev;
