@@ -1,5 +1,6 @@
 # tensortrace — make · make test · make lesson · make lessons · make figures · make golden
 #               make layers · make report · make test-browser · make bench · make asan · make memcheck · make module
+#               make difftest · make fuzz-parsers
 #               make install · make uninstall · make clean
 .PHONY: all test layers lesson lessons figures golden report test-browser bench asan memcheck module install uninstall \
         clean deps check-deps check-test-deps
@@ -247,11 +248,25 @@ bench: all $(BUILD)/bench/bench
 	./tensortrace -q tests/bench/overhead.lua $(BENCH_ARGS)
 	./tensortrace -q tests/bench/train.lua $(BENCH_ARGS)
 
+# Differential test against PyTorch (tests/diff/difftest.py; never run by
+# make test): N random programs (make difftest N=100000 SEED=2) as tt Lua
+# and as torch float64, outputs and gradients compared. Installs Debian's
+# python3-torch when /usr/bin/python3 lacks it, saying what it runs.
+difftest: all
+	@if ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then \
+	    sudo=""; [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo="sudo"; \
+	    if command -v apt-get >/dev/null 2>&1; then \
+	        echo "difftest: torch is missing; running: $$sudo apt-get update && $$sudo apt-get install -y python3 python3-torch"; \
+	        $$sudo apt-get update -qq && $$sudo apt-get install -y python3 python3-torch || exit 1; \
+	    else echo "difftest: install PyTorch for /usr/bin/python3 (e.g. 'apt-get install python3-torch')"; exit 1; fi; \
+	fi
+	@/usr/bin/python3 tests/diff/difftest.py --n $(N) --seed $(SEED)
+
 # ===== Safety (issue 7): make asan · make scalar · make memcheck · make fuzz =====
 # Each variant builds into its own folder under build/ (objects, test
 # programs, binary) and runs the whole suite from a shadow root there whose
 # ./tensortrace is the variant: the normal build is never touched.
-.PHONY: asan scalar memcheck fuzz fuzz-batch fuzz-libfuzzer variant-test variant-bin
+.PHONY: asan scalar memcheck fuzz fuzz-batch fuzz-libfuzzer fuzz-parsers difftest variant-test variant-bin
 # (-Wno-error: -O1 brings other warnings; the normal build enforces -Werror)
 SANITIZE  = -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all \
             -fno-omit-frame-pointer -Wno-error
