@@ -330,21 +330,45 @@ fuzz:
 	@$(MAKE) --no-print-directory fuzz-libfuzzer
 
 FUZZ_HARNESSES = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_CFLAGS = -std=c11 $(DEFS) -O1 -g -fsanitize=fuzzer,address,undefined \
-              -fno-sanitize-recover=all $(LUA_CFLAGS) $(PNG_CFLAGS) -Icore -Icore/figure -Ilua -pthread
-build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC)) $(wildcard core/*.h core/*/*.h lua/*.h tests/fuzz/*.h)
+FUZZ_SAN    = -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS = -std=c11 $(DEFS) -O1 -g $(LUA_CFLAGS) $(PNG_CFLAGS) -Icore -Icore/figure -Ilua -pthread -MMD -MP
+# The project's objects are compiled once (instrumented for coverage), and
+# each harness links them: a harness is then seconds to build, not minutes.
+FUZZ_OBJ    = $(patsubst %.c,build/fuzz/obj/%.o,$(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC))) \
+              build/fuzz/obj/compare_lua.o
+.SECONDARY: $(FUZZ_OBJ)
+build/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC)) $(LDLIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c -o $@ $<
+build/fuzz/obj/compare_lua.o: $(BUILD)/gen/compare_lua.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ) $(wildcard tests/fuzz/*.h)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
 
-fuzz-libfuzzer:
+# Every harness for FUZZ_SECONDS (make fuzz-parsers SECONDS=600), all at
+# once (one per core is the fastest; more share the cores), each from its
+# committed seed corpus (tests/fuzz/corpus/NAME) into a work corpus under
+# build/fuzz; a crash, leak or timeout is saved as build/fuzz/NAME-crash-...
+# and fails the target. Ends with "N passed, N failed".
+SECONDS ?= $(FUZZ_SECONDS)
+fuzz-parsers fuzz-libfuzzer:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found; libFuzzer harnesses skipped"; exit 0; }; \
-	$(MAKE) --no-print-directory $(FUZZ_HARNESSES) || exit 1; \
+	$(MAKE) --no-print-directory -j2 $(FUZZ_HARNESSES) >build/fuzz-build.log 2>&1 || { tail -30 build/fuzz-build.log; exit 1; }; \
+	echo "== $(words $(FUZZ_HARNESSES)) libFuzzer harnesses for $(SECONDS) s each"; \
 	for h in $(FUZZ_HARNESSES); do n=$$(basename $$h); mkdir -p build/fuzz/corpus-$$n; \
-	    echo "== $$n for $(FUZZ_SECONDS) s"; \
-	    $$h -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -close_fd_mask=3 \
-	        -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n 2>build/fuzz/$$n.log \
-	        || { tail -60 build/fuzz/$$n.log; exit 1; }; \
-	    grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs" build/fuzz/$$n.log | tail -1; done
+	    ( $$h -max_total_time=$(SECONDS) -timeout=30 -rss_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 \
+	        -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n \
+	        >build/fuzz/$$n.log 2>&1; echo $$? >build/fuzz/$$n.rc ) & done; wait; \
+	pass=0; fail=0; for h in $(FUZZ_HARNESSES); do n=$$(basename $$h); \
+	    runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' build/fuzz/$$n.log); \
+	    cov=$$(grep -o 'cov: [0-9]*' build/fuzz/$$n.log | tail -1); \
+	    if [ "$$(cat build/fuzz/$$n.rc)" = 0 ]; then pass=$$((pass + 1)); echo "ok   $$n: $$runs runs, $$cov edges"; \
+	    else fail=$$((fail + 1)); echo "FAIL $$n (build/fuzz/$$n.log):"; grep -A12 -m1 'ERROR\|==ERROR\|fuzz_' build/fuzz/$$n.log | head -40; \
+	         ls build/fuzz/$$n-* 2>/dev/null; fi; done; \
+	echo "$$pass passed, $$fail failed"; [ $$fail -eq 0 ]
+
+-include $(FUZZ_OBJ:.o=.d)
 
 # Header dependencies written by -MMD (absent before the first build).
 -include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(MODULE_OBJ:.o=.d) $(CTEST_BIN:=.d) $(BUILD)/tests/pngcmp.d

@@ -440,27 +440,27 @@ static int put_inline_svg(tt_strbuf *b, const char *s, int fig)
     if (strncmp(s, "<svg", 4) != 0) return 0;
     for (int i = 0; banned[i]; i++)
         if (strstr(s, banned[i])) return 0;
+    /* one pass, rewriting inside tags only: a label's text stays as written,
+       and a figure with many url(# in its labels is not quadratic (a
+       strstr for each needle from each match was, on megabyte labels) */
     static const char xmlns[] = " xmlns=\"http://www.w3.org/2000/svg\"";
-    while (*s) {
-        const char *a = strstr(s, xmlns), *c = strstr(s, "id=\""), *u = strstr(s, "url(#");
-        const char *next = a;
-        if (c && (next == NULL || c < next)) next = c;
-        if (u && (next == NULL || u < next)) next = u;
-        if (next == NULL) {
-            tt_strbuf_str(b, s);
-            break;
-        }
-        tt_strbuf_add(b, s, (size_t)(next - s));
-        if (next == a) {
-            s = a + sizeof xmlns - 1;
-        } else if (next == c) {
-            tt_strbuf_fmt(b, "id=\"f%d-", fig);
-            s = c + 4;
-        } else {
-            tt_strbuf_fmt(b, "url(#f%d-", fig);
-            s = u + 5;
-        }
+    const char *run = s;                    /* the bytes not copied yet start here */
+    int in_tag = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == '<' || *p == '>') { in_tag = *p == '<'; continue; }
+        if (!in_tag) continue;
+        size_t skip;
+        const char *with;
+        if (strncmp(p, xmlns, sizeof xmlns - 1) == 0) { skip = sizeof xmlns - 1; with = NULL; }
+        else if (strncmp(p, "id=\"", 4) == 0) { skip = 4; with = "id=\""; }
+        else if (strncmp(p, "url(#", 5) == 0) { skip = 5; with = "url(#"; }
+        else continue;
+        tt_strbuf_add(b, run, (size_t)(p - run));
+        if (with) tt_strbuf_fmt(b, "%sf%d-", with, fig);
+        p += skip - 1;
+        run = p + 1;
     }
+    tt_strbuf_str(b, run);
     return 1;
 }
 

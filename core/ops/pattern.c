@@ -850,11 +850,13 @@ static tt_status repeat_impl(tt_tensor *out, const tt_tensor *a, const char *tex
         all->names[all->n] = tt_intern(ax->name);
         all->sizes[all->n++] = len;
     }
-    if (st == TT_OK && (st = tt_reshape(&u, &t, nd, ones)) == TT_OK) step(&t, &u);
-    if (st == TT_OK && (st = tt_expand(&u, &t, nd, full)) == TT_OK) step(&t, &u);
     if (st == TT_OK) {
-        if ((st = rearrange_impl(&u, &t, p3, 0, NULL, NULL, order, &ga)) == TT_OK) step(&t, &u);
-        else st = step_err(&c, st);
+        /* a failing step names itself ("expand: shape ... is too large"):
+           said as repeat's, with the pattern */
+        if ((st = tt_reshape(&u, &t, nd, ones)) == TT_OK) step(&t, &u);
+        if (st == TT_OK && (st = tt_expand(&u, &t, nd, full)) == TT_OK) step(&t, &u);
+        if (st == TT_OK && (st = rearrange_impl(&u, &t, p3, 0, NULL, NULL, order, &ga)) == TT_OK) step(&t, &u);
+        if (st) st = step_err(&c, st);
     }
     if (st) {
         tt_tensor_release(&t);

@@ -432,6 +432,14 @@ static int read_entry(reader *r, entry *e)
     else for (;;) {
         char *key = read_string(r);
         if (!key || !expect(r, ':')) { free(key); return 0; }
+        int *have = strcmp(key, "dtype") == 0 ? &have_dtype : strcmp(key, "shape") == 0 ? &have_shape
+                    : strcmp(key, "data_offsets") == 0 ? &have_offsets : NULL;
+        if (have && *have) {            /* as the reference reader: which of the two would be meant? */
+            char what[160];
+            snprintf(what, sizeof what, "tensor '%.60s' has two \"%s\" fields", e->name, key);
+            free(key);
+            return fail(r, what, NULL);
+        }
         if (strcmp(key, "dtype") == 0) {
             char *dt = read_string(r);
             if (!dt) { free(key); return 0; }
@@ -543,6 +551,28 @@ static int read_metadata(reader *r, tt_loaded *f)
     }
 }
 
+static int by_string(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+/* A __metadata__ key given twice is refused, as a tensor name given twice
+   is: a reader that kept one of the two values would lose the other. */
+static int distinct_meta_keys(reader *r, const tt_loaded *f)
+{
+    if (f->nmeta < 2) return 1;
+    char **keys = malloc((size_t)f->nmeta * sizeof *keys);
+    if (!keys) { r->st = tt__err(TT_ENOMEM, "load: out of memory reading '%s'", r->path); return 0; }
+    for (int i = 0; i < f->nmeta; i++) keys[i] = f->meta[2 * i];
+    qsort(keys, (size_t)f->nmeta, sizeof *keys, by_string);
+    int ok = 1;
+    for (int i = 1; i < f->nmeta && ok; i++)
+        if (strcmp(keys[i - 1], keys[i]) == 0) {
+            char what[96];
+            snprintf(what, sizeof what, "__metadata__ has two keys '%.60s'", keys[i]);
+            ok = fail(r, what, NULL);
+        }
+    free(keys);
+    return ok;
+}
+
 /* Whether the n entries' names differ, through a hash set (a header may
    name hundreds of thousands of tensors: comparing every pair took a
    minute at 200k). 0 with *twice set to a repeated name, or with *twice
@@ -572,7 +602,7 @@ static int distinct_names(const entry *es, int n, const char **twice)
 static tt_status parse_header(reader *r, tt_loaded *f, entry **out, int *count, int64_t datalen)
 {
     entry *es = NULL;
-    int n = 0, cap = 0;
+    int n = 0, cap = 0, seen_meta = 0;
     if (!expect(r, '{')) goto bad;
     skip_ws(r);
     if (r->p < r->end && *r->p == '}') r->p++;
@@ -582,7 +612,10 @@ static tt_status parse_header(reader *r, tt_loaded *f, entry **out, int *count, 
         if (!expect(r, ':')) { free(name); goto bad; }
         if (strcmp(name, "__metadata__") == 0) {
             free(name);
-            if (f->nmeta || !read_metadata(r, f)) { if (r->st == TT_OK) fail(r, "two __metadata__ keys", NULL); goto bad; }
+            if (seen_meta++ || !read_metadata(r, f) || !distinct_meta_keys(r, f)) {
+                if (r->st == TT_OK) fail(r, "two __metadata__ keys", NULL);
+                goto bad;
+            }
         } else {
             if (n == cap) {
                 int nc = cap ? 2 * cap : 16;

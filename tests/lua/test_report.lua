@@ -423,5 +423,22 @@ check("report: a backward row names its op as the trace does",
       has(page, '<span class="op">grad softmax</span> grad[2,3] -&gt; grad of x[2,3]'))
 check("report: the backward page is well-formed XML", xml_check(page) == nil)
 
+-- an inline SVG: its own ids and url(#...) get the figure's number, a
+-- label's text stays as written, and a megabyte of "url(#" in labels is
+-- one pass (a strstr per match from each match took minutes: fuzz_writers)
+local svg_lua = write("svg.lua", [[
+local title = string.rep("url(#a ", 150000)
+tt.bars(tt.tensor{1, 2, 3}, "]] .. dir .. [[/b1.svg", {title = "see url(#x) in the text"})
+tt.bars(tt.tensor{1, 2, 3}, "]] .. dir .. [[/b2.svg", {title = title})
+]])
+local svg_html = dir .. "/svg.html"
+local _, svg_err, svg_code, svg_secs = run("--report " .. svg_html .. " " .. svg_lua)
+local svg_page = T.slurp(svg_html) or ""
+check("report: the SVG figures run: " .. svg_err, svg_code == 0)
+check("report: a label's url(# text is not rewritten", has(svg_page, ">see url(#x) in the text<"))
+check("report: a megabyte of url(# in labels takes under 10 s (" .. string.format("%.1f", svg_secs) .. " s)",
+      svg_secs < 10)
+check("report: the SVG page is well-formed XML", xml_check(svg_page) == nil)
+
 os.execute("rm -rf '" .. dir .. "'")
 T.report()

@@ -176,6 +176,17 @@ checkerror({"the shape of 'a' is too large"}, tt.load,
 checkerror({"two tensors are named 'a'"}, tt.load,
            raw("twice", '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
                         .. '"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}', string.rep("\0", 8)))
+-- a key given twice is refused, as the reference reader does (found by
+-- fuzz_safetensors: the second __metadata__ value was kept beside the first,
+-- and a save of what was read wrote both)
+checkerror({"__metadata__ has two keys 'k'"}, tt.load, raw("meta2", '{"__metadata__":{"k":"a","j":"b","k":"c"}}'))
+checkerror({"two __metadata__ keys"}, tt.load, raw("meta3", '{"__metadata__":{},"__metadata__":{"k":"c"}}'))
+checkerror({"tensor 'a' has two \"dtype\" fields"}, tt.load,
+           raw("dtype2", '{"a":{"dtype":"F32","shape":[1],"dtype":"I64","data_offsets":[0,4]}}', "\0\0\0\0"))
+checkerror({"tensor 'a' has two \"shape\" fields"}, tt.load,
+           raw("shape2", '{"a":{"shape":[2],"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', "\0\0\0\0"))
+checkerror({"tensor 'a' has two \"data_offsets\" fields"}, tt.load,
+           raw("offs2", '{"a":{"data_offsets":[0,8],"dtype":"F32","shape":[1],"data_offsets":[0,4]}}', "\0\0\0\0"))
 
 -- a tensor past the memory cap: the cap's message once, with the real size
 -- (the error was once formatted into its own buffer: the prefix twice and
