@@ -131,4 +131,30 @@ y:backward()
   check("... and a failure is the cap's error", msg_ok)
 end
 
+-- ===== gelu at +-inf (difftest seed 29, program 80979): the derivative is
+-- its limit, 0 at -inf and 1 at +inf, where torch's x * pdf(x) gives NaN
+-- (inf * 0). Kept on purpose (tests/README.md): a masked position's gelu
+-- gets a 0 upstream gradient, and 0 * NaN in torch makes every earlier
+-- leaf's gradient NaN; here it stays 0.
+do
+  local inf = math.huge
+  for _, approx in ipairs{"none", "tanh"} do
+    local x = tt.tensor{-inf, inf, 0}:requires_grad_()
+    x:gelu(approx):sum():backward()
+    -- float64 reference: gelu'(0) = 0.5 (Phi(0) + 0 * pdf(0)) for both forms
+    close("gelu(" .. approx .. ")'s gradient at -inf, +inf, 0: the limits 0, 1 and 0.5", x.grad, {0, 1, 0.5})
+  end
+  -- the difftest's program: masked log_softmax -> gelu -> masked softmax
+  local c = tt.tensor{0.23739494383335114, -2.5390329360961914, 0.3921720087528229}:requires_grad_()
+  local m = tt.tensor({true, true, false}, "bool")
+  local w = tt.tensor{-1.5478566884994507, 0.2568829655647278, -0.706740140914917}
+  local v = c:masked_fill(m, -inf):log_softmax(-1):gelu():masked_fill(m, -inf):softmax(-1)
+  local loss = (v * w):sum()
+  loss:backward()
+  -- float64: log_softmax gives {-inf, -inf, 0}, gelu {nan, nan, 0}, the
+  -- masked softmax {0, 0, 1}: the loss is w[3] and no path reaches c
+  close("masked gelu chain: the loss is w[3]", loss, -0.706740140914917, 1e-6)
+  close("masked gelu chain: c's gradient 0 (torch: NaN at c[3])", c.grad, {0, 0, 0})
+end
+
 T.report()
