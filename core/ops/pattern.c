@@ -732,11 +732,19 @@ static tt_status reduce_impl_pattern(tt_tensor *out, const tt_tensor *a, const c
             all->sizes[all->n++] = t.shape[d];
             K *= t.shape[d++];
         }
-    memcpy(merged, t.shape, (size_t)(t.ndim - k) * sizeof *merged);
-    merged[t.ndim - k] = K;
-    if ((st = tt_reshape(&u, &t, t.ndim - k + 1, merged)) == TT_OK) step(&t, &u);
+    /* no axis reduced ("a b -> b a"): a rearrange, whose any/all is each
+       element's truth (the merge below would add a 9th dim to an 8-dim t) */
+    if (k == 0) {
+        if ((red == TT_OP_ANY || red == TT_OP_ALL) && (st = tt_to_dtype(&u, &t, TT_BOOL)) == TT_OK) step(&t, &u);
+        if (st) st = step_err(&c, st);
+    }
+    if (k > 0) {
+        memcpy(merged, t.shape, (size_t)(t.ndim - k) * sizeof *merged);
+        merged[t.ndim - k] = K;
+        if ((st = tt_reshape(&u, &t, t.ndim - k + 1, merged)) == TT_OK) step(&t, &u);
+    }
     int last = t.ndim - 1;
-    if (st == TT_OK) {
+    if (st == TT_OK && k > 0) {
         st = red == TT_OP_ANY ? tt_any(&u, &t, last, 0) : red == TT_OP_ALL ? tt_all(&u, &t, last, 0)
                                                                               : tt_reduce(&u, red, &t, last, 0);
         if (st == TT_OK) step(&t, &u);
@@ -779,7 +787,8 @@ tt_status tt_reduce_pattern(tt_tensor *out, const tt_tensor *a, const char *patt
     tt_event ev;
     tt__event_init(&ev, TT_OP_REDUCE, out, a, NULL, NULL);
     if (st == TT_OK) {
-        ev.flops = (double)tt_numel(a);
+        ev.view = out->storage == a->storage;          /* a pattern that reduces no axis */
+        ev.flops = ev.view ? 0 : (double)tt_numel(a);
         if (tt__tracing()) {
             char text[220];
             snprintf(text, sizeof text, "%.160s\", \"%s", pattern, reduction);

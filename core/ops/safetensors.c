@@ -624,6 +624,11 @@ static tt_status parse_header(reader *r, tt_loaded *f, entry **out, int *count, 
                 es = g;
                 cap = nc;
             }
+            if (!name[0]) {         /* tt.save refuses one too: a name is a Lua table key */
+                free(name);
+                fail(r, "a tensor has an empty name", NULL);
+                goto bad;
+            }
             memset(&es[n], 0, sizeof es[n]);
             es[n].name = name;
             n++;

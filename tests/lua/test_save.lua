@@ -181,6 +181,9 @@ checkerror({"two tensors are named 'a'"}, tt.load,
 -- and a save of what was read wrote both)
 checkerror({"__metadata__ has two keys 'k'"}, tt.load, raw("meta2", '{"__metadata__":{"k":"a","j":"b","k":"c"}}'))
 checkerror({"two __metadata__ keys"}, tt.load, raw("meta3", '{"__metadata__":{},"__metadata__":{"k":"c"}}'))
+-- a tensor named "" loaded, then could not be saved (fuzz_safetensors's
+-- round trip): refused on load as on save
+checkerror({"a tensor has an empty name"}, tt.load, raw("empty", '{"":{"dtype":"F32","shape":[],"data_offsets":[0,4]}}', "\0\0\0\0"))
 checkerror({"tensor 'a' has two \"dtype\" fields"}, tt.load,
            raw("dtype2", '{"a":{"dtype":"F32","shape":[1],"dtype":"I64","data_offsets":[0,4]}}', "\0\0\0\0"))
 checkerror({"tensor 'a' has two \"shape\" fields"}, tt.load,
