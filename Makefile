@@ -354,15 +354,16 @@ build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ) $(wildcard tests/fuzz/*.h)
 SECONDS ?= $(FUZZ_SECONDS)
 fuzz-parsers fuzz-libfuzzer:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found; libFuzzer harnesses skipped"; exit 0; }; \
-	$(MAKE) --no-print-directory -j2 $(FUZZ_HARNESSES) >build/fuzz-build.log 2>&1 || { tail -30 build/fuzz-build.log; exit 1; }; \
+	mkdir -p build/fuzz; $(MAKE) --no-print-directory -j2 $(FUZZ_HARNESSES) >build/fuzz/build.log 2>&1 \
+	    || { tail -30 build/fuzz/build.log; exit 1; }; \
 	echo "== $(words $(FUZZ_HARNESSES)) libFuzzer harnesses for $(SECONDS) s each"; \
 	for h in $(FUZZ_HARNESSES); do n=$$(basename $$h); mkdir -p build/fuzz/corpus-$$n; \
-	    ( $$h -max_total_time=$(SECONDS) -timeout=30 -rss_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 \
+	    ( $$h -max_total_time=$(SECONDS) -timeout=30 -rss_limit_mb=2048 -close_fd_mask=1 -print_final_stats=1 \
 	        -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus-$$n tests/fuzz/corpus/$$n \
 	        >build/fuzz/$$n.log 2>&1; echo $$? >build/fuzz/$$n.rc ) & done; wait; \
 	pass=0; fail=0; for h in $(FUZZ_HARNESSES); do n=$$(basename $$h); \
 	    runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' build/fuzz/$$n.log); \
-	    cov=$$(grep -o 'cov: [0-9]*' build/fuzz/$$n.log | tail -1); \
+	    cov=$$(grep -o 'cov: [0-9]*' build/fuzz/$$n.log | tail -1 | cut -d' ' -f2); \
 	    if [ "$$(cat build/fuzz/$$n.rc)" = 0 ]; then pass=$$((pass + 1)); echo "ok   $$n: $$runs runs, $$cov edges"; \
 	    else fail=$$((fail + 1)); echo "FAIL $$n (build/fuzz/$$n.log):"; grep -A12 -m1 'ERROR\|==ERROR\|fuzz_' build/fuzz/$$n.log | head -40; \
 	         ls build/fuzz/$$n-* 2>/dev/null; fi; done; \
