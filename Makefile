@@ -157,6 +157,8 @@ lessons: all
 # Regenerates every figure in images/ (and the golden traces of the lessons).
 figures: all
 	@for f in lessons/*.lua; do echo "$$f"; ./tensortrace -q "$$f" >/dev/null || exit 1; done
+	@echo "README's check: tests/compare/my_03.lua"; ./tensortrace --exercise tests/compare/my_03.lua \
+	    --compare-figure images/check_your_work.png >/dev/null; [ $$? -eq 1 ]
 
 golden: all
 	@mkdir -p tests/golden

@@ -793,11 +793,15 @@ local function figure(v, path)
     if r:dim() == 1 then r, m = r:unsqueeze(1), m:unsqueeze(1) end
     if r:dim() == 0 then r, m = r:reshape(1, 1), m:reshape(1, 1) end
     local rm, mm = r:le(-1e4), m:le(-1e4)
-    -- the difference is hatched where either side is masked (the two
-    -- panels show which)
-    local either = rm | mm
-    local diff = (m - r):masked_fill(either, 0)
-    local hide = tt.stack({ rm, mm, either }, 1)
+    -- weights: a softmax's exact 0 is a masked key (-inf before it)
+    local made = producer(ref.nodes, f.R.id)
+    if made and made.op == "softmax" then rm, mm = rm | r:eq(0), mm | m:eq(0) end
+    -- the difference is hatched where both sides are masked, and for scores
+    -- where either is (-inf against a number has no difference to draw;
+    -- the two panels show which side hid it)
+    local both = (made and made.op == "softmax") and (rm & mm) or (rm | mm)
+    local diff = (m - r):masked_fill(both, 0)
+    local hide = tt.stack({ rm, mm, both }, 1)
     local slice = #where > 0 and ("[" .. table.concat(where, ",") .. ",:,:]") or ""
     tt.heatmap(tt.stack({ r:masked_fill(rm, 0), m:masked_fill(mm, 0), diff }, 1), path, {
         title = string.format("%s%s: expected | yours | difference (yours - expected)", f.label, slice),

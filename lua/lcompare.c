@@ -10,6 +10,7 @@
 ** checkpoint, replays the reference's ops with one mistake at a time to
 ** explain a mismatch, and prints the verdict.
 */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
@@ -613,9 +614,14 @@ int ltt_exercise_resolve(const char *what, ltt_compare_opts *o)
     char key[256];
     stem(what, key, sizeof key);
     const char *file = match_exercise(names, is_path ? key : what, &several);
-    if (file == NULL && is_path && key[0] >= '0' && key[0] <= '9' && key[1] >= '0' && key[1] <= '9') {
-        char nn[3] = { key[0], key[1], 0 };   /* my_copy/03_mine.lua: exercise 03 */
-        file = match_exercise(names, nn, &several);
+    for (const char *p = key; file == NULL && is_path && *p; p++) {
+        /* my_03.lua, 03_mine.lua: the copy of exercise 03 */
+        if (isdigit((unsigned char)p[0]) && isdigit((unsigned char)p[1]) && !isdigit((unsigned char)p[2]) &&
+            (p == key || !isdigit((unsigned char)p[-1]))) {
+            char nn[3] = { p[0], p[1], 0 };
+            file = match_exercise(names, nn, &several);
+            break;
+        }
     }
     if (file == NULL) {
         fprintf(stderr, PROGNAME ": --exercise: %s '%s'; the exercises are:\n", several ? "more than one exercise matches" : "no exercise", what);

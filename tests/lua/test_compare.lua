@@ -143,6 +143,23 @@ out, err, code = run("--compare " .. REF .. " " .. REF .. " --compare-figure " .
 check("no figure for a match", code == 0 and not io.open(fig))
 out, err, code = run("--compare " .. REF .. " " .. C .. "ref_causal__shape_1.lua --compare-figure " .. fig)
 check("no figure when the shapes differ, said", has(out, "no figure: the shapes differ"))
+-- the README's figure is what the README's command draws now
+local readme_fig = dir .. "/check_your_work.png"
+out, err, code = run("--exercise tests/compare/my_03.lua --compare-figure " .. readme_fig)
+check("the README's check: softmax_dim", code == 1 and has(out, "softmax_dim: your softmax normalises over Nq (dim 2)"))
+local current
+if io.open("build/tests/pngcmp") then   -- make test builds it: the pixels, as test_golden.sh compares
+  local _, _, c = os.execute("build/tests/pngcmp images/check_your_work.png " .. readme_fig)
+  current = c == 0
+else
+  current = T.slurp("images/check_your_work.png") == T.slurp(readme_fig)
+end
+check("images/check_your_work.png is current (make figures)", current)
+-- and README.md shows what that command prints
+local readme = T.slurp("README.md")
+local shown = readme:match("%$ %./tensortrace %-%-exercise tests/compare/my_03%.lua %-%-compare%-figure images/check_your_work%.png\n(.-)```")
+check("README's Check your work shows the real output",
+      shown and shown == out:gsub("figure: [^\n]*", "figure: images/check_your_work.png"))
 local html = dir .. "/r.html"
 out, err, code = run("--compare " .. REF .. " " .. SD .. " --report " .. html)
 local page = T.slurp(html)
