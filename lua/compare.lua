@@ -313,6 +313,16 @@ local function hypotheses(R, nodes, all_nodes, label)
     local list = {}
     local function add(kind, message, mods) list[#list + 1] = { kind = kind, message = message, mods = mods } end
     local reach = reachable(nodes, R.id)
+    -- the sizes of the problem's dims (their names where given)
+    local sizes = {}
+    for _, node in ipairs(reach) do
+        local t = node.out
+        local n = t:names()
+        for d = 1, t:dim() do
+            local size = t:size(d)
+            if sizes[size] == nil or sizes[size] == false then sizes[size] = n[d] or false end
+        end
+    end
     for _, node in ipairs(reach) do
         local op, args = node.op, node.args or ""
         local id = node.id
@@ -367,6 +377,19 @@ local function hypotheses(R, nodes, all_nodes, label)
                     add("scale_wrong", string.format(
                         "you multiplied by √Dh = %s; the reference divides by it (Dh = %d)", fmt(sq), dh),
                         { [id] = function(_, ins) return ins[1] * sq end })
+                    -- √ of another size of the problem (√D, the model width, for √Dh)
+                    local order = {}
+                    for size in pairs(sizes) do order[#order + 1] = size end
+                    table.sort(order)
+                    for _, size in ipairs(order) do
+                        local name = sizes[size]
+                        if size ~= dh and size > 1 then
+                            add("scale_wrong", string.format(
+                                "you divided by √%s = %s; the reference divides by √Dh = %s (Dh = %d)",
+                                name or tostring(size), fmt(math.sqrt(size)), fmt(sq), dh),
+                                { [id] = function(_, ins) return ins[1] / math.sqrt(size) end })
+                        end
+                    end
                 end
             end
         elseif op == "repeat_interleave" then
