@@ -1,5 +1,6 @@
 # tensortrace — make · make test · make lesson · make lessons · make figures · make golden
 #               make layers · make report · make test-browser · make bench · make asan · make memcheck · make module
+#               make difftest · make fuzz-parsers
 #               make install · make uninstall · make clean
 .PHONY: all test layers lesson lessons figures golden report test-browser bench asan memcheck module install uninstall \
         clean deps check-deps check-test-deps
@@ -154,16 +155,19 @@ lesson: all
 lessons: all
 	@for f in lessons/*.lua; do ./tensortrace "$$f" || exit 1; done
 
-# Regenerates every figure in images/ (and the golden traces of the lessons).
+# Regenerates every figure in images/ (the golden traces are make golden's).
 figures: all
 	@for f in lessons/*.lua; do echo "$$f"; ./tensortrace -q "$$f" >/dev/null || exit 1; done
 	@echo "README's check: tests/compare/my_03.lua"; ./tensortrace --exercise tests/compare/my_03.lua \
 	    --compare-figure images/check_your_work.png >/dev/null; [ $$? -eq 1 ]
 
+# Regenerates the golden traces; the lessons' figures go to a temporary
+# folder (--images), so only make figures touches images/.
 golden: all
 	@mkdir -p tests/golden
-	@for f in lessons/*.lua; do n=$$(basename "$$f" .lua); \
-	    TT_TRACE_NO_TIMES=1 ./tensortrace "$$f" > tests/golden/$$n.trace || exit 1; done
+	@figs=$$(mktemp -d) && for f in lessons/*.lua; do n=$$(basename "$$f" .lua); \
+	    TT_TRACE_NO_TIMES=1 ./tensortrace --images "$$figs" "$$f" > tests/golden/$$n.trace || { rm -rf "$$figs"; exit 1; }; \
+	    done; rm -rf "$$figs"
 	@for f in tests/golden/*.lua; do TT_TRACE_NO_TIMES=1 ./tensortrace "$$f" > "$${f%.lua}.trace" 2>&1 || exit 1; done
 	@for f in tests/golden/*.lua; do [ -f "$${f%.lua}.jsonl" ] || continue; \
 	    ./tensortrace -q --trace-json "$${f%.lua}.jsonl" "$$f" >/dev/null || exit 1; \
@@ -207,12 +211,15 @@ MAN1      = $(PREFIX)/share/man/man1
 install: all tt.so
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LUA_CMOD) $(DESTDIR)$(MAN1) \
 	    $(DESTDIR)$(SHARE)/lessons $(DESTDIR)$(SHARE)/images \
-	    $(DESTDIR)$(SHARE)/lessons/lib $(DESTDIR)$(SHARE)/lessons/data
+	    $(DESTDIR)$(SHARE)/lessons/lib $(DESTDIR)$(SHARE)/lessons/data \
+	    $(DESTDIR)$(SHARE)/lessons/exercises/solutions
 	install -m 755 tensortrace $(DESTDIR)$(PREFIX)/bin/tensortrace
 	install -m 755 tt.so $(DESTDIR)$(LUA_CMOD)/tt.so
 	install -m 644 lessons/*.lua $(DESTDIR)$(SHARE)/lessons/
 	install -m 644 lessons/lib/*.lua $(DESTDIR)$(SHARE)/lessons/lib/
 	install -m 644 lessons/data/* $(DESTDIR)$(SHARE)/lessons/data/
+	install -m 644 lessons/exercises/*.lua lessons/exercises/README.md $(DESTDIR)$(SHARE)/lessons/exercises/
+	install -m 644 lessons/exercises/solutions/*.lua $(DESTDIR)$(SHARE)/lessons/exercises/solutions/
 	install -m 644 images/*.png $(DESTDIR)$(SHARE)/images/
 	install -m 644 lua/tensortrace.1 $(DESTDIR)$(MAN1)/tensortrace.1
 
@@ -241,11 +248,25 @@ bench: all $(BUILD)/bench/bench
 	./tensortrace -q tests/bench/overhead.lua $(BENCH_ARGS)
 	./tensortrace -q tests/bench/train.lua $(BENCH_ARGS)
 
+# Differential test against PyTorch (tests/diff/difftest.py; never run by
+# make test): N random programs (make difftest N=100000 SEED=2) as tt Lua
+# and as torch float64, outputs and gradients compared. Installs Debian's
+# python3-torch when /usr/bin/python3 lacks it, saying what it runs.
+difftest: all
+	@if ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then \
+	    sudo=""; [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo="sudo"; \
+	    if command -v apt-get >/dev/null 2>&1; then \
+	        echo "difftest: torch is missing; running: $$sudo apt-get update && $$sudo apt-get install -y python3 python3-torch"; \
+	        $$sudo apt-get update -qq && $$sudo apt-get install -y python3 python3-torch || exit 1; \
+	    else echo "difftest: install PyTorch for /usr/bin/python3 (e.g. 'apt-get install python3-torch')"; exit 1; fi; \
+	fi
+	@/usr/bin/python3 tests/diff/difftest.py --n $(N) --seed $(SEED)
+
 # ===== Safety (issue 7): make asan · make scalar · make memcheck · make fuzz =====
 # Each variant builds into its own folder under build/ (objects, test
 # programs, binary) and runs the whole suite from a shadow root there whose
 # ./tensortrace is the variant: the normal build is never touched.
-.PHONY: asan scalar memcheck fuzz fuzz-batch fuzz-libfuzzer variant-test variant-bin
+.PHONY: asan scalar memcheck fuzz fuzz-batch fuzz-libfuzzer fuzz-parsers difftest variant-test variant-bin
 # (-Wno-error: -O1 brings other warnings; the normal build enforces -Werror)
 SANITIZE  = -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all \
             -fno-omit-frame-pointer -Wno-error

@@ -167,6 +167,7 @@ struct tt__node {
     int nin, nsaved;
     size_t bytes;               /* the block's size, as counted in tt_graph_memory_in_use */
     tt_tensor *saved;           /* nsaved slots; those not saved are empty */
+    int64_t *saved_version;     /* nsaved: each slot's storage version when saved */
     unsigned filled;            /* bit i: saved[i] may hold a tensor (the others are never read
                                    when the node is freed: cold lines of a node made a cycle ago) */
     tt_autograd result;         /* the record of the op's result (one malloc a recorded op) */
@@ -177,7 +178,8 @@ struct tt__node {
     int pending;
     unsigned mark;
     tt__node *link;
-    tt_tensor *operands;        /* TT__SAVE_LIST: the nin inputs (einsum's backward reads them all) */
+    tt_tensor *operands;        /* TT__SAVE_LIST: the nin inputs (einsum's backward reads them all),
+                                   then their nin storage versions (int64_t) in the same block */
     tt__edge in[];              /* nin of them: a list op (cat, stack) has any number */
 };
 
@@ -202,6 +204,10 @@ void tt__node_release(tt__node *n);
 void tt__graph_drop_cache(void);
 /* Drops n's saved tensors and marks it freed (after a backward). */
 void tt__node_free_saved(tt__node *n);
+/* Notes the storage version of every tensor n saved, for backward's check
+   (tt__record does; a front-end that fills saved[4] or [5] itself calls it
+   again after). */
+void tt__node_note_versions(tt__node *n);
 
 extern int tt__grad_enabled;
 
@@ -249,6 +255,15 @@ tt_status tt__bw_relu(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_gelu(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_tanh(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_sigmoid(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_sin(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_where(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_norm(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_reduce(const tt__node *, const tt_tensor *, tt_tensor *);
+/* reduce's and repeat's gradients from the node's spec (pattern.c). */
+tt_status tt__reduce_grad(tt_tensor *out, const char *spec, tt_op red, const tt_tensor *a, const tt_tensor *y,
+                          const tt_tensor *g);
+tt_status tt__repeat_grad(tt_tensor *out, const char *spec, const tt_tensor *g);
+tt_status tt__bw_repeat(const tt__node *, const tt_tensor *, tt_tensor *);
 /* A backward formula fused into one elementwise kernel (core/ops/ops.c):
    out = the binary kernel code (TK_EW_*_BWD) on float32 a and b broadcast
    together, allocated as `name`; no record, no event. */

@@ -114,7 +114,7 @@ tt.trace.off()
 for _, pair in ipairs(expect) do
   local i
   for r, w in ipairs(fr[1]) do if w == pair[1] then i = r end end
-  local j = math.tointeger(best[1][i]:item())   -- indices come back as floats
+  local j = best[1][i]:item()                   -- int64 indices: a Lua integer, 1-based
   print(string.format("  %-5s -> %-6s (weight %.2f)", pair[1], en[1][j], weights[1][i][j]:item()))
   if en[1][j] ~= pair[2] then error(pair[1] .. " should attend most to " .. pair[2]) end
 end

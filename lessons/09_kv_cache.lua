@@ -139,7 +139,7 @@ print("each (half of float32); this lesson computes in float32 but counts what a
 print("fp16 cache would store. Our cache:")
 local BYTES = 2                                   -- fp16 / bf16
 local bytes_now = (k_cache:numel() + v_cache:numel()) * BYTES
-print(string.format("  K and V cache [%s] each: %d bytes for %d tokens = %d bytes per token",
+print(string.format("  K and V caches, [%s] each: %d bytes together for %d tokens = %d bytes per token",
       table.concat(k_cache:shape(), ","), bytes_now, N, bytes_now // N))
 if bytes_now // N ~= 2 * Hkv * Dh * BYTES then error("cache bytes per token should be 2*Hkv*Dh*2") end
 print("For a 4096-wide model with 32 query heads of 128 (one new token's K and V, fp16):")
@@ -232,7 +232,7 @@ for t = 1, IM.N do
     if l == 2 then induction_rows[t] = w_t end
     h = IM.add_heads(trained, l, h, heads)
   end
-  step_logits[t] = IM.unembed(trained, h)                        -- [b,1,V]
+  step_logits[t] = IM.unembed(trained, h):label("logits " .. t)   -- [b,1,V]
   if t == 1 then tt.trace.off() end
   local reads, guess = seqs[1][t]:item(), step_logits[t][1][1]:argmax():item()
   local next_id = t < IM.N and seqs[1][t + 1]:item()

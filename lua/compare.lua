@@ -567,7 +567,6 @@ local function diagnose(R, M, label, names_differ)
     for _, h in ipairs(hypotheses(R, ref.nodes, ref.all, label)) do
         if not kinds[h.kind] then
             local ok, cand = pcall(function() return replayer(ref.nodes, h.mods)(R.id, R.t) end)
-            if os.getenv("TT_COMPARE_DEBUG") then io.stderr:write(h.kind, " ", tostring(ok), " ", tostring(not ok and cand or ""), "\n") end
             if ok and cand and cand.dim and same_shape(cand, M.t) and cand:dtype() == M.t:dtype()
                     and (close(mv, values(cand), rtol, atol))
                     and not (same_shape(cand, R.t) and (close(values(cand), values(R.t), rtol, atol))) then

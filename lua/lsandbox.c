@@ -192,7 +192,8 @@ static void hard_stop(void)
         snprintf(place, sizeof place, "in an error handler or __gc finalizer that ran on after the error "
                  "(Lua hooks are off there)");
     else
-        snprintf(place, sizeof place, "in a __gc finalizer or a long Lua library call (Lua hooks are off there)");
+        snprintf(place, sizeof place, "in a __gc finalizer or a long or blocked Lua library call "
+                 "(an open or read waiting on a FIFO, pipe or terminal, say; Lua hooks run in neither)");
     snprintf(msg, sizeof msg, "tensortrace: %s and was stopped %s\n", head, place);
     tt_file_stop_writes();
     if (ftrylockfile(stdout) == 0) {    /* the script's output so far, unless stdout is busy */
@@ -376,6 +377,17 @@ static int path_error(lua_State *L, const char *verb, const char *path, const ch
     return ltt_error(L, "sandbox: cannot %s '%s': %s", verb, path, why);
 }
 
+/* What a path that is no regular file is ("a FIFO"), NULL for a regular
+   or missing file. Opening a FIFO waits for its other end, forever (only
+   the watchdog would end it), and a folder or device is no file to read. */
+static const char *not_regular(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return NULL;
+    return S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a FIFO"
+         : S_ISCHR(st.st_mode) ? "a character device" : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
+}
+
 /* Raises unless path may be written; full gets its resolved form. */
 static void writable(lua_State *L, const char *path, char full[PATH_MAX])
 {
@@ -403,6 +415,11 @@ static void writable(lua_State *L, const char *path, char full[PATH_MAX])
         path_error(L, "write", path, "the path is too long");
     if (lstat(full, &st) == 0 && S_ISLNK(st.st_mode))
         path_error(L, "write", path, "it is a symbolic link");
+    const char *kind = not_regular(full);
+    if (kind) {
+        snprintf(why, sizeof why, "not a regular file (%s); --sandbox writes regular files only", kind);
+        path_error(L, "write", path, why);
+    }
 }
 
 
@@ -423,8 +440,14 @@ static int may_read(const char *path, char *why, size_t n)
 int ltt_sandbox_check_read(lua_State *L, const char *path)
 {
     char why[128];
-    if (!sbx.on || may_read(path, why, sizeof why)) return 1;
-    return path_error(L, "read", path, why);
+    if (!sbx.on) return 1;
+    if (!may_read(path, why, sizeof why)) return path_error(L, "read", path, why);
+    const char *kind = not_regular(path);
+    if (kind) {
+        snprintf(why, sizeof why, "not a regular file (%s); --sandbox reads regular files only", kind);
+        return path_error(L, "read", path, why);
+    }
+    return 1;
 }
 
 /* A file name argument: strings and numbers (which the originals accept
@@ -799,7 +822,7 @@ static int sb_searcher(lua_State *L)
             tmpl[len] = 0;
             const char *file = luaL_gsub(L, tmpl, "?", name);
             FILE *f = NULL;
-            if (may_read(file, why, sizeof why) && (f = fopen(file, "r")) != NULL) {
+            if (may_read(file, why, sizeof why) && !not_regular(file) && (f = fopen(file, "r")) != NULL) {
                 fclose(f);
                 if (load_text_file(L, file) != LUA_OK)
                     return luaL_error(L, "error loading module '%s' from file '%s':\n\t%s",

@@ -635,15 +635,45 @@ static void test_engine(void)
     tt_reduce(&l, TT_OP_SUM, &y, -1, 0);
     CHECK("backward", tt_backward(&l, NULL) == TT_OK);
     CHECK("grad 3", tt_get(tt_grad(&x), 4) == 3);
-    /* a second backward through the same graph */
-    CHECK("freed graph: error", tt_backward(&l, NULL) == TT_EARG);
-    CHECK("freed graph: message", strstr(tt_errmsg(), "the graph was freed by an earlier backward()") != NULL);
+    /* a second backward through the same graph: x * 3 and sum saved no
+       tensor, so it runs again and adds up, as in PyTorch */
+    CHECK("nothing saved: a second backward runs", tt_backward(&l, NULL) == TT_OK);
+    CHECK("... and accumulates 3 + 3", tt_get(tt_grad(&x), 4) == 6);
     /* accumulation across two graphs */
     tt_tensor y2;
     tt_binary_scalar(&y2, TT_OP_MUL, &x, 2, 0);
     tt_reduce(&l2, TT_OP_SUM, &y2, -1, 0);
     CHECK("second graph", tt_backward(&l2, NULL) == TT_OK);
-    CHECK("accumulated 3 + 2", tt_get(tt_grad(&x), 0) == 5);
+    CHECK("accumulated 6 + 2", tt_get(tt_grad(&x), 0) == 8);
+    /* x * x saved x: a second backward without retain_graph is refused
+       with PyTorch's message; retained, it adds 2x again */
+    {
+        tt_tensor sq, ls;
+        tt_set_grad(&x, NULL);
+        tt_binary(&sq, TT_OP_MUL, &x, &x);
+        tt_reduce(&ls, TT_OP_SUM, &sq, -1, 0);
+        CHECK("retain_graph: first", tt_backward_retain(&ls, NULL, 1) == TT_OK && tt_get(tt_grad(&x), 0) == 2);
+        CHECK("retain_graph: second adds", tt_backward(&ls, NULL) == TT_OK && tt_get(tt_grad(&x), 0) == 4);
+        CHECK("freed graph: error", tt_backward(&ls, NULL) == TT_EARG);
+        CHECK("freed graph: message", strstr(tt_errmsg(), "trying to backward through the graph a second time") != NULL);
+        tt_tensor_release(&sq);
+        tt_tensor_release(&ls);
+        /* a write into a saved tensor since the forward: the version check */
+        tt_set_grad(&x, NULL);
+        tt_binary(&sq, TT_OP_MUL, &x, &x);
+        tt_reduce(&ls, TT_OP_SUM, &sq, -1, 0);
+        int was_on = tt_set_grad_enabled(0);
+        double half = 0.5;
+        CHECK("in place under no_grad", tt_binary_(&x, TT_OP_MUL, NULL, &half) == TT_OK && tt_get(&x, 0) == 0.5);
+        tt_set_grad_enabled(was_on);
+        CHECK("stale saved tensor: error", tt_backward(&ls, NULL) == TT_EARG && tt_grad(&x) == NULL);
+        CHECK("stale saved tensor: message", strstr(tt_errmsg(), "has been modified by an inplace operation: [2,3] "
+                                                    "float32, input 1 of mul (MulBackward), is at version 1; "
+                                                    "expected version 0 instead") != NULL);
+        tt_tensor_release(&sq);
+        tt_tensor_release(&ls);
+        tt_set_grad(&x, NULL);
+    }
     tt_set_grad(&x, NULL);
     CHECK("grad cleared", tt_grad(&x) == NULL);
     /* bool */

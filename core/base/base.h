@@ -45,11 +45,15 @@ void tt__intern_free(void);
 
 /* ===== Storage and the memory cap (storage.c) ===== */
 
-/* Refcounted flat buffer. bool elements are one byte (0 or 1). */
+/* Refcounted flat buffer. bool elements are one byte (0 or 1). version
+   counts the writes into it after it was made (an optimizer step, an
+   in-place op), as PyTorch's version counter: a tensor saved for backward
+   remembers it, and backward() refuses a saved tensor written since. */
 typedef struct tt_storage {
     void *data;
     int64_t nbytes;
     int refcount;
+    int64_t version;
 } tt_storage;
 
 /* Memory: cap on live tensor bytes (0 = none); current and peak usage. */

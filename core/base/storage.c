@@ -361,6 +361,7 @@ tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
     if (zero) memset(s->data, 0, sz);
     s->nbytes = nbytes;
     s->refcount = 1;
+    s->version = 0;
     mem_in_use += nbytes;
     if (mem_in_use > mem_peak) mem_peak = mem_in_use;
     *out = s;

@@ -319,7 +319,7 @@ static void put_text_item(tt_strbuf *b, const tt_svg *v, const item *e)
 
 static void put_item(tt_strbuf *b, const tt_svg *v, const item *e)
 {
-    const double *d = v->pts + e->a;
+    const double *d = v->pts ? v->pts + e->a : NULL;   /* a figure of boxes alone has no points */
     switch (e->op) {
     case OP_RECT:
         tt_strbuf_str(b, "<rect ");

@@ -144,6 +144,8 @@ static tt_status record_n(tt_tensor *out, tt_op op, const tt_tensor *const *in, 
     for (; n_in < nin && in[n_in]; n_in++) any |= requires(in[n_in]) && in[n_in]->dtype == TT_FLOAT32;
     if (!any || out->dtype != TT_FLOAT32) return TT_OK;     /* bool results never require grad */
     int saves = tt__op_def(op)->saves;
+    if (args && args->has_s && (op == TT_OP_MUL || (op == TT_OP_DIV && !args->first)))
+        saves = 0;                          /* x * s, x / s: the backward reads s alone (nothing to go stale) */
     tt__node *n = tt__node_new(op, in, n_in, saved_slots(saves), out);
     if (!n) return no_room(out, op);
     if (args) n->args = *args;
@@ -162,14 +164,25 @@ static tt_status record_n(tt_tensor *out, tt_op op, const tt_tensor *const *in, 
     if ((saves & TT__SAVE_B) && n_in > 1) save(&n->saved[1], in[1]);
     if (saves & TT__SAVE_OUT) save(&n->saved[2], out);
     if ((saves & TT__SAVE_C) && n_in > 2) save(&n->saved[3], in[2]);
-    if ((saves & TT__SAVE_LIST) && !(n->operands = calloc((size_t)n->nin, sizeof *n->operands))) {
+    if ((saves & TT__SAVE_LIST)
+        && !(n->operands = calloc((size_t)n->nin, sizeof *n->operands + sizeof(int64_t)))) {
         tt__ag_release(&n->result);
         tt__err(TT_ENOMEM, "out of memory");
         return no_room(out, op);
     }
     for (int i = 0; n->operands && i < n->nin; i++) save(&n->operands[i], in[i]);
+    tt__node_note_versions(n);
     out->ag = &n->result;
     return TT_OK;
+}
+
+static int64_t *operand_versions(const tt__node *n) { return (int64_t *)(n->operands + n->nin); }
+
+void tt__node_note_versions(tt__node *n)
+{
+    for (int i = 0; i < n->nsaved; i++)
+        n->saved_version[i] = n->saved[i].storage ? n->saved[i].storage->version : 0;
+    for (int i = 0; n->operands && i < n->nin; i++) operand_versions(n)[i] = n->operands[i].storage->version;
 }
 
 tt_status tt__record(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b,
@@ -192,7 +205,7 @@ tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_ten
    and gives borrowed pointers into it and gives NULL once anything failed,
    so a formula reads as one expression and its error is checked once. */
 
-#define SCRATCH 16
+#define SCRATCH 32
 
 typedef struct scratch {
     tt_tensor t[SCRATCH];
@@ -278,12 +291,20 @@ static const tt_tensor *expand(scratch *w, const tt_tensor *a, int ndim, const i
     return o ? kept(w, o, tt_expand(o, a, ndim, shape)) : NULL;
 }
 
+/* a with 0 where mask is true: a selection, not a product with 0, so an
+   inf or NaN gradient stays where it was sent (PyTorch's masked_fill) */
+static const tt_tensor *zero_where(scratch *w, const tt_tensor *a, const tt_tensor *mask)
+{
+    tt_tensor *o = a && mask ? slot(w) : NULL;
+    return o ? kept(w, o, tt_masked_fill(o, a, mask, 0)) : NULL;
+}
+
 /* g summed over the dims broadcasting added or grew: shaped as shape. */
 static const tt_tensor *sum_to(scratch *w, const tt_tensor *g, int ndim, const int64_t *shape)
 {
     if (!g) return NULL;
-    int lead = g->ndim - ndim;
-    for (int i = 0; i < g->ndim; i++)
+    const int gnd = g->ndim, lead = gnd - ndim;
+    for (int i = 0; i < gnd && g; i++)   /* a failed sum gives NULL: stop there */
         if (i < lead || (shape[i - lead] == 1 && g->shape[i] != 1)) g = red(w, TT_OP_SUM, g, i, 1);
     return reshape(w, g, ndim, shape);
 }
@@ -400,10 +421,15 @@ tt_status tt__bw_maximum(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
         wins = as_float(&w, bins(&w, win, A(n), n->args.s, 0));
         ties = as_float(&w, bins(&w, TT_OP_EQ, A(n), n->args.s, 0));
     }
+    /* each side's share (1, 1/2 at a tie, 0), and the gradient selected,
+       never multiplied by a 0: an inf g reaches the winner alone */
     const tt_tensor *wa = bin(&w, TT_OP_ADD, wins, bins(&w, TT_OP_MUL, ties, 0.5, 0));
-    const tt_tensor *ga = bin(&w, TT_OP_MUL, g, wa);
+    const tt_tensor *ga = zero_where(&w, bin(&w, TT_OP_MUL, g, wa), bins(&w, TT_OP_EQ, wa, 0, 0));
     if (need(n, 0)) give(&w, to_in(&w, n, 0, ga), &gin[0]);
-    if (n->nin > 1 && need(n, 1)) give(&w, to_in(&w, n, 1, bin(&w, TT_OP_SUB, g, ga)), &gin[1]);
+    if (n->nin > 1 && need(n, 1)) {
+        const tt_tensor *wb = bins(&w, TT_OP_SUB, wa, 1, 1);
+        give(&w, to_in(&w, n, 1, zero_where(&w, bin(&w, TT_OP_MUL, g, wb), bins(&w, TT_OP_EQ, wb, 0, 0))), &gin[1]);
+    }
     return done(&w);
 }
 
@@ -495,17 +521,23 @@ tt_status tt__bw_max(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
         ones[d] = n->in[0].shape[d];
         tt_tensor *pos = slot(&w);
         if (pos) kept(&w, pos, tt_arange(pos, 1, (double)ones[d] + 1, 1));   /* indices count from 1 */
-        hit = as_float(&w, bin(&w, TT_OP_EQ, reshape(&w, pos, nd, ones), idx));
+        hit = bin(&w, TT_OP_EQ, reshape(&w, pos, nd, ones), idx);
+        give(&w, zero_where(&w, expand(&w, g, IN_SHAPE(n, 0)), un(&w, TT_OP_NOT, hit)), &gin[0]);
     } else {
-        hit = as_float(&w, bin(&w, TT_OP_EQ, A(n), y));
-        hit = bin(&w, TT_OP_DIV, hit, red(&w, TT_OP_SUM, hit, d, d >= 0));
+        /* split among the ties; a NaN maximum is the NaN elements' (PyTorch) */
+        const tt_tensor *a = A(n);
+        hit = bin(&w, TT_OP_OR, bin(&w, TT_OP_EQ, a, y), bin(&w, TT_OP_AND, bin(&w, TT_OP_NE, a, a),
+                                                                bin(&w, TT_OP_NE, y, y)));
+        const tt_tensor *share = bin(&w, TT_OP_DIV, g, red(&w, TT_OP_SUM, as_float(&w, hit), d, d >= 0));
+        give(&w, zero_where(&w, expand(&w, share, IN_SHAPE(n, 0)), un(&w, TT_OP_NOT, hit)), &gin[0]);
     }
-    give(&w, bin(&w, TT_OP_MUL, g, hit), &gin[0]);
     return done(&w);
 }
 
 /* var = sum((a - mean)^2) / (N - 1), Bessel's correction as the forward:
-   g * 2 (a - mean) / (N - 1); std = sqrt(var): g * (a - mean) / ((N - 1) std) */
+   g * 2 (a - mean) / (N - 1); std = sqrt(var): g * (a - mean) / ((N - 1) std),
+   0 where std is 0 (a - mean is 0 there too: PyTorch's std_backward masks
+   the 0/0 instead of letting a NaN reach every upstream leaf) */
 tt_status tt__bw_var(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {
     scratch w = {0};
@@ -516,8 +548,15 @@ tt_status tt__bw_var(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     for (int i = 0; i < nd; i++)
         if (d < 0 || i == d) count *= n->in[0].shape[i];
     const tt_tensor *c = bin(&w, TT_OP_SUB, A(n), red(&w, TT_OP_MEAN, A(n), d, d >= 0));
-    const tt_tensor *k = n->op == TT_OP_VAR ? bins(&w, TT_OP_MUL, g, 2.0 / (double)(count - 1), 0)
-                                            : bin(&w, TT_OP_DIV, bins(&w, TT_OP_MUL, g, 1.0 / (double)(count - 1), 0), y);
+    const tt_tensor *k;
+    if (n->op == TT_OP_VAR) {
+        k = bins(&w, TT_OP_MUL, g, 2.0 / (double)(count - 1), 0);
+    } else {
+        const tt_tensor *q = bin(&w, TT_OP_DIV, bins(&w, TT_OP_MUL, g, 1.0 / (double)(count - 1), 0), y);
+        const tt_tensor *flat = bins(&w, TT_OP_EQ, y, 0, 0);
+        tt_tensor *o = q && flat ? slot(&w) : NULL;
+        k = o ? kept(&w, o, tt_masked_fill(o, q, flat, 0)) : NULL;
+    }
     give(&w, bin(&w, TT_OP_MUL, c, k), &gin[0]);
     return done(&w);
 }
@@ -616,6 +655,57 @@ tt_status tt__bw_sigmoid(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     return done(&w);
 }
 
+/* sin: g cos(a); cos: -g sin(a) */
+tt_status tt__bw_sin(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    if (n->op == TT_OP_SIN) give(&w, bin(&w, TT_OP_MUL, g, un(&w, TT_OP_COS, A(n))), &gin[0]);
+    else give(&w, bin(&w, TT_OP_MUL, g, un(&w, TT_OP_NEG, un(&w, TT_OP_SIN, A(n)))), &gin[0]);
+    return done(&w);
+}
+
+/* where(cond, a, b): g where cond to a, g elsewhere to b, each summed back
+   to its input's shape; cond (input 0, saved) has none */
+tt_status tt__bw_where(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    for (int i = 1; i <= 2; i++) {
+        if (!need(n, i)) continue;
+        tt_tensor *o = slot(&w);
+        const tt_tensor *hide = i == 1 ? un(&w, TT_OP_NOT, A(n)) : A(n);
+        const tt_tensor *gm = o && hide ? kept(&w, o, tt_masked_fill(o, g, hide, 0.0)) : NULL;
+        give(&w, to_in(&w, n, i, gm), &gin[i]);
+    }
+    return done(&w);
+}
+
+/* p-norm: g sign(a) |a|^(p-1) / y^(p-1) (p = 2: g a / y), 0 where y is 0
+   (PyTorch's subgradient); p = inf: g sign(a) split among the elements
+   with |a| == y, as max's ties */
+tt_status tt__bw_norm(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    double p = n->args.s;
+    const tt_tensor *y = OUT(n), *a = A(n), *grad;
+    kept_dims(&w, n, &g, &y);
+    const tt_tensor *sign = p == 2 ? NULL : bin(&w, TT_OP_SUB, as_float(&w, bins(&w, TT_OP_GT, a, 0, 0)),
+                                                as_float(&w, bins(&w, TT_OP_LT, a, 0, 0)));
+    if (isinf(p)) {
+        const tt_tensor *hit = as_float(&w, bin(&w, TT_OP_EQ, un(&w, TT_OP_ABS, a), y));
+        grad = bin(&w, TT_OP_DIV, bin(&w, TT_OP_MUL, sign, hit), red(&w, TT_OP_SUM, hit, n->args.d, 1));
+    } else if (p == 2) {
+        grad = bin(&w, TT_OP_DIV, a, y);
+    } else {
+        grad = bin(&w, TT_OP_MUL, sign, bin(&w, TT_OP_DIV, bins(&w, TT_OP_POW, un(&w, TT_OP_ABS, a), p - 1, 0),
+                                             bins(&w, TT_OP_POW, y, p - 1, 0)));
+    }
+    const tt_tensor *zero = bins(&w, TT_OP_EQ, y, 0, 0), *prod = bin(&w, TT_OP_MUL, g, grad);
+    tt_tensor *o = prod && zero ? slot(&w) : NULL;
+    const tt_tensor *gm = o ? kept(&w, o, tt_masked_fill(o, prod, zero, 0.0)) : NULL;
+    give(&w, gm, &gin[0]);
+    return done(&w);
+}
+
 /* zero where filled */
 tt_status tt__bw_masked_fill(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {
@@ -679,6 +769,10 @@ tt_status tt__bw_transpose(const tt__node *n, const tt_tensor *g, tt_tensor *gin
 {
     scratch w = {0};
     tt_tensor *o = slot(&w);
+    if (n->op == TT_OP_T && g->ndim < 2) {     /* t() of a 0-d or 1-D tensor: g as it is */
+        give(&w, reshape(&w, g, IN_SHAPE(n, 0)), &gin[0]);
+        return done(&w);
+    }
     if (o) kept(&w, o, n->op == TT_OP_MT ? tt_mT(o, g) : tt_transpose(o, g, n->args.d, n->args.d2));
     give(&w, o, &gin[0]);
     return done(&w);
@@ -742,7 +836,7 @@ tt_status tt__bw_narrow(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     if (z) kept(&w, z, tt_zeros(z, TT_FLOAT32, IN_SHAPE(n, 0)));
     if (w.st == TT_OK) {
         tt_tensor part;
-        if (n->op == TT_OP_SELECT) w.st = tt__select(&part, z, n->args.d, n->args.start);
+        if (n->op == TT_OP_SELECT || n->op == TT_OP_UNBIND) w.st = tt__select(&part, z, n->args.d, n->args.start);
         else w.st = tt__narrow(&part, z, n->args.d, n->args.start, n->args.len, "narrow");
         if (w.st == TT_OK) {
             tt__copy(&part, g);
@@ -771,6 +865,17 @@ tt_status tt__bw_rearrange(const tt__node *n, const tt_tensor *g, tt_tensor *gin
     return done(&w);
 }
 
+/* reduce and repeat: each one's gradient is the other (pattern.c) */
+tt_status tt__bw_reduce(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    return tt__reduce_grad(&gin[0], n->args.spec, (tt_op)n->args.len, A(n), OUT(n), g);
+}
+
+tt_status tt__bw_repeat(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    return tt__repeat_grad(&gin[0], n->args.spec, g);
+}
+
 /* einsum: each operand's gradient is itself an einsum of g with the
    others (tt__einsum_grad, beside the forward's parser) */
 tt_status tt__bw_einsum(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
@@ -782,6 +887,45 @@ tt_status tt__bw_einsum(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 }
 
 /* ===== The engine ===== */
+
+/* Which of x's saved tensors slot i is, in words. */
+static void saved_role(const tt__node *x, int i, char *buf, size_t n)
+{
+    if (i == 2) snprintf(buf, n, "the result");
+    else if (i < 4) snprintf(buf, n, "input %d", i == 3 ? 3 : i + 1);
+    else if (x->op == TT_OP_SDPA && i == 5) snprintf(buf, n, "the mask");
+    else if (i == 4 && (x->op == TT_OP_MAX || x->op == TT_OP_MIN)) snprintf(buf, n, "the indices");
+    else snprintf(buf, n, "a tensor it saved");
+}
+
+/* PyTorch's rule: a tensor saved for x's backward and written in place
+   since (its storage's version moved on) would give a wrong gradient. */
+static tt_status check_versions(const tt__node *x)
+{
+    const tt_tensor *t = NULL;
+    int64_t want = 0;
+    char role[40] = "", s[SHAPE_BUF];
+    for (int i = 0; i < x->nsaved && !t; i++)
+        if ((x->filled >> i & 1) && x->saved[i].storage && x->saved[i].storage->version != x->saved_version[i]) {
+            t = &x->saved[i];
+            want = x->saved_version[i];
+            saved_role(x, i, role, sizeof role);
+        }
+    for (int i = 0; x->operands && i < x->nin && !t; i++)
+        if (x->operands[i].storage->version != operand_versions(x)[i]) {
+            t = &x->operands[i];
+            want = operand_versions(x)[i];
+            snprintf(role, sizeof role, "input %d", i + 1);
+        }
+    if (!t) return TT_OK;
+    const tt_tensor result = {.ag = (tt_autograd *)&x->result};  /* for its grad_fn's name */
+    return tt__err(TT_EARG, "backward: one of the variables needed for gradient computation has been modified by "
+                   "an inplace operation: %s %s, %s of %s (%s), is at version %lld; expected version %lld "
+                   "instead; hint: an optimizer step or an in-place op (add_, masked_fill_, ...) wrote into it "
+                   "after the forward: run the forward again after the change, or change a clone()",
+                   tt_shape_str(t, s, sizeof s), tt_dtype_name(t->dtype), role, tt_op_name(x->op),
+                   tt_grad_fn_name(&result), (long long)t->storage->version, (long long)want);
+}
 
 static tt_status no_backward(tt_op op)
 {
@@ -831,15 +975,41 @@ static tt_status accumulate_leaf(tt_autograd *r, tt_tensor *g)
     return accumulate(slot, g);
 }
 
-/* The nodes reachable from root, each once, in *list (malloc'd); pending
-   counts the edges into each from the others. */
-static tt_status collect(tt__node *root, tt__node ***list, int64_t *count)
+/* The engine's arrays (a node list, the ready stack, the gradients
+   arriving) are as long as the graph: a million-op chain's take 250 MB,
+   so they count against the memory cap as the graph does. */
+static void *engine_realloc(void *p, size_t old, size_t bytes)
+{
+    if (bytes > old && tt__mem_reserve((int64_t)(bytes - old))) {
+        char why[TT__ERRMSG_SIZE];
+        snprintf(why, sizeof why, "%s", tt_errmsg());
+        tt__err(TT_ENOMEM, "backward: the engine's lists for this graph: %s", why);
+        return NULL;
+    }
+    void *q = realloc(p, bytes);
+    if (!q) {
+        if (bytes > old) tt__mem_release((int64_t)(bytes - old));
+        tt__err(TT_ENOMEM, "backward: out of memory");
+    }
+    return q;
+}
+
+static void engine_free(void *p, size_t bytes)
+{
+    free(p);
+    if (p) tt__mem_release((int64_t)bytes);
+}
+
+/* The nodes reachable from root, each once, in *list (engine_realloc'd,
+   *count of them in a block for *cap); pending counts the edges into
+   each from the others. */
+static tt_status collect(tt__node *root, tt__node ***list, int64_t *count, int64_t *capacity)
 {
     static unsigned epoch;
     unsigned mark = ++epoch;
     int64_t n = 0, cap = 64, top = 0;
-    tt__node **all = malloc((size_t)cap * sizeof *all);
-    if (!all) return tt__err(TT_ENOMEM, "backward: out of memory");
+    tt__node **all = engine_realloc(NULL, 0, (size_t)cap * sizeof *all);
+    if (!all) return TT_ENOMEM;
     root->mark = mark;
     root->pending = 0;
     all[n++] = root;
@@ -847,21 +1017,24 @@ static tt_status collect(tt__node *root, tt__node ***list, int64_t *count)
     for (; top < n; top++) {
         tt__node *x = all[top];
         if (x->freed) {
-            free(all);
-            return tt__err(TT_EARG, "backward: the graph was freed by an earlier backward(); "
-                           "hint: run the forward again (tensortrace keeps no retain_graph)");
+            engine_free(all, (size_t)cap * sizeof *all);
+            return tt__err(TT_EARG, "backward: trying to backward through the graph a second time (or directly "
+                           "access saved tensors after they have already been freed): %s's saved tensors were "
+                           "freed by the first backward(); hint: y:backward(nil, {retain_graph = true}) the "
+                           "first time keeps them, or run the forward again", tt_op_name(x->op));
         }
         for (int i = 0; i < x->nin; i++) {
             tt__node *m = x->in[i].next;
             if (!m) continue;
             if (m->mark != mark) {
                 if (n == cap) {
-                    tt__node **more = realloc(all, (size_t)(cap *= 2) * sizeof *all);
+                    tt__node **more = engine_realloc(all, (size_t)cap * sizeof *all, (size_t)cap * 2 * sizeof *all);
                     if (!more) {
-                        free(all);
-                        return tt__err(TT_ENOMEM, "backward: out of memory");
+                        engine_free(all, (size_t)cap * sizeof *all);
+                        return TT_ENOMEM;
                     }
                     all = more;
+                    cap *= 2;
                 }
                 m->mark = mark;
                 m->pending = 0;
@@ -872,6 +1045,7 @@ static tt_status collect(tt__node *root, tt__node ***list, int64_t *count)
     }
     *list = all;
     *count = n;
+    *capacity = cap;
     return TT_OK;
 }
 
@@ -921,8 +1095,8 @@ static tt_status run_node(const tt__node *x, const tt__opdef *def, const tt_tens
    every run. */
 static tt_status run(tt__node **all, int64_t count)
 {
-    tt__node **ready = malloc((size_t)count * sizeof *ready);
-    if (!ready) return tt__err(TT_ENOMEM, "backward: out of memory");
+    tt__node **ready = engine_realloc(NULL, 0, (size_t)count * sizeof *ready);
+    if (!ready) return TT_ENOMEM;
     int64_t top = 0;
     ready[top++] = all[0];
     tt_status st = TT_OK;
@@ -940,7 +1114,8 @@ static tt_status run(tt__node **all, int64_t count)
             st = tt__err(TT_ENOMEM, "backward: out of memory");
             break;
         }
-        st = run_node(x, def, x->acc, gin);
+        st = check_versions(x);
+        if (st == TT_OK) st = run_node(x, def, x->acc, gin);
         tt_tensor_release(x->acc);
         for (int i = 0; i < x->nin; i++) {
             tt__edge *e = &x->in[i];
@@ -955,11 +1130,13 @@ static tt_status run(tt__node **all, int64_t count)
         }
         if (gin != few) free(gin);
     }
-    free(ready);
+    engine_free(ready, (size_t)count * sizeof *ready);
     return st;
 }
 
-tt_status tt_backward(const tt_tensor *root, const tt_tensor *grad)
+tt_status tt_backward(const tt_tensor *root, const tt_tensor *grad) { return tt_backward_retain(root, grad, 0); }
+
+tt_status tt_backward_retain(const tt_tensor *root, const tt_tensor *grad, int retain_graph)
 {
     char s[SHAPE_BUF], sg[SHAPE_BUF];
     if (!requires(root))
@@ -982,11 +1159,12 @@ tt_status tt_backward(const tt_tensor *root, const tt_tensor *grad)
         st = accumulate_leaf(root->ag, &g0);    /* a leaf's own backward: its grad is g */
     } else if (st == TT_OK) {
         tt__node **all = NULL;
-        int64_t count = 0;
-        st = collect(fn, &all, &count);
+        int64_t count = 0, cap = 0;
+        st = collect(fn, &all, &count, &cap);
         /* the gradients arriving at each node: only while a backward runs */
-        tt_tensor *accs = st == TT_OK ? calloc((size_t)count, sizeof *accs) : NULL;
-        if (st == TT_OK && !accs) st = tt__err(TT_ENOMEM, "backward: out of memory");
+        tt_tensor *accs = st == TT_OK ? engine_realloc(NULL, 0, (size_t)count * sizeof *accs) : NULL;
+        if (st == TT_OK && !accs) st = TT_ENOMEM;
+        if (accs) memset(accs, 0, (size_t)count * sizeof *accs);
         if (st == TT_OK) {
             for (int64_t i = 0; i < count; i++) all[i]->acc = &accs[i];
             accs[0] = g0;
@@ -994,13 +1172,13 @@ tt_status tt_backward(const tt_tensor *root, const tt_tensor *grad)
             for (int64_t i = 0; i < count; i++) {
                 tt_tensor_release(&accs[i]);
                 all[i]->acc = NULL;
-                tt__node_free_saved(all[i]);
+                if (!retain_graph) tt__node_free_saved(all[i]);
             }
         } else {
             tt_tensor_release(&g0);
         }
-        free(accs);
-        free(all);
+        engine_free(accs, (size_t)count * sizeof *accs);
+        engine_free(all, (size_t)cap * sizeof *all);
     }
     tt_set_grad_enabled(was);
     tt__op_leave(sc, TT_EARG, NULL);   /* not TT_OK: the backward's ops emit no event */

@@ -127,6 +127,7 @@ tt_status tt_cross_entropy(tt_tensor *out, const tt_tensor *logits, const tt_ten
             n->saved[4] = p.stats;
             n->saved[5] = p.t;
             memset(&p, 0, sizeof p);
+            tt__node_note_versions(n);
         }
     }
     parts_release(&p);

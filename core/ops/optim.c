@@ -199,6 +199,7 @@ static tt_status step_one(tt_optim *o, param *p, const tt_tensor *grad)
         memset(tt_data_f32(&p->m), 0, (size_t)n * sizeof(float));
     }
     p->steps++;
+    p->p.storage->version++;                /* written in place: a graph that saved p is stale */
     if (o->kind == TT_OPTIM_SGD)
         sgd_update(tt_data_f32(&p->p), tt_data_f32(grad), stateful ? tt_data_f32(&p->buf) : NULL, n, &o->o, first);
     else

@@ -12,10 +12,12 @@
 ** the file and what is wrong.
 */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tt_internal.h"
 
@@ -305,6 +307,16 @@ static char *read_string(reader *r)
     skip_ws(r);
     if (r->p >= r->end || *r->p != '"') { fail(r, "bad JSON in the header: a string expected", NULL); return NULL; }
     r->p++;
+    const char *q = r->p;               /* the common case, plain ASCII: copied at once */
+    while (q < r->end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x80) q++;
+    if (q < r->end && *q == '"') {
+        char *s = malloc((size_t)(q - r->p) + 1);
+        if (!s) { r->st = tt__err(TT_ENOMEM, "load: out of memory reading '%s'", r->path); return NULL; }
+        memcpy(s, r->p, (size_t)(q - r->p));
+        s[q - r->p] = 0;
+        r->p = q + 1;
+        return s;
+    }
     tt_strbuf b = {0};
     tt_strbuf_add(&b, "", 0);
     while (r->p < r->end && *r->p != '"') {
@@ -531,6 +543,30 @@ static int read_metadata(reader *r, tt_loaded *f)
     }
 }
 
+/* Whether the n entries' names differ, through a hash set (a header may
+   name hundreds of thousands of tensors: comparing every pair took a
+   minute at 200k). 0 with *twice set to a repeated name, or with *twice
+   NULL when out of memory. */
+static int distinct_names(const entry *es, int n, const char **twice)
+{
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n) cap *= 2;
+    int *slots = malloc(cap * sizeof *slots);           /* entry index + 1; 0 is empty */
+    if (!slots) return 0;
+    memset(slots, 0, cap * sizeof *slots);
+    int ok = 1;
+    for (int i = 0; i < n && ok; i++) {
+        uint64_t h = 1469598103934665603ull;            /* FNV-1a */
+        for (const unsigned char *c = (const unsigned char *)es[i].name; *c; c++) h = (h ^ *c) * 1099511628211ull;
+        for (size_t k = (size_t)h & (cap - 1);; k = (k + 1) & (cap - 1)) {
+            if (slots[k] == 0) { slots[k] = i + 1; break; }
+            if (strcmp(es[slots[k] - 1].name, es[i].name) == 0) { *twice = es[i].name; ok = 0; break; }
+        }
+    }
+    free(slots);
+    return ok;
+}
+
 /* Parses the header into entries; checks each entry's size against its
    byte range and that the ranges tile [0, datalen). */
 static tt_status parse_header(reader *r, tt_loaded *f, entry **out, int *count, int64_t datalen)
@@ -588,30 +624,31 @@ static tt_status parse_header(reader *r, tt_loaded *f, entry **out, int *count, 
             goto bad;
         }
     }
-    entry *sorted = n ? malloc((size_t)n * sizeof *sorted) : NULL;
-    if (n && !sorted) { r->st = tt__err(TT_ENOMEM, "load: out of memory reading '%s'", r->path); goto bad; }
-    if (n) memcpy(sorted, es, (size_t)n * sizeof *sorted);
-    if (n) qsort(sorted, (size_t)n, sizeof *sorted, by_begin);
+    /* in the order of their bytes: the reader then reads the data straight
+       through, never seeking back (a seek drops stdio's buffer: a read
+       call per tensor) */
+    if (n) qsort(es, (size_t)n, sizeof *es, by_begin);
     int64_t at = 0;
     for (int i = 0; i < n; i++) {
-        if (sorted[i].begin != at) {
+        if (es[i].begin != at) {
             snprintf(what, sizeof what, "tensor '%.60s' starts at data byte %lld where %lld was expected "
                      "(byte ranges must tile the data without gaps or overlaps)",
-                     sorted[i].name, (long long)sorted[i].begin, (long long)at);
-            free(sorted);
+                     es[i].name, (long long)es[i].begin, (long long)at);
             fail(r, what, NULL);
             goto bad;
         }
-        at = sorted[i].end;
+        at = es[i].end;
     }
-    free(sorted);
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++)
-            if (strcmp(es[i].name, es[j].name) == 0) {
-                snprintf(what, sizeof what, "two tensors are named '%.60s'", es[i].name);
-                fail(r, what, NULL);
-                goto bad;
-            }
+    const char *twice = NULL;
+    if (!distinct_names(es, n, &twice)) {
+        if (twice) {
+            snprintf(what, sizeof what, "two tensors are named '%.60s'", twice);
+            fail(r, what, NULL);
+        } else {
+            r->st = tt__err(TT_ENOMEM, "load: out of memory reading '%s'", r->path);
+        }
+        goto bad;
+    }
     if (at != datalen) {
         snprintf(what, sizeof what, "the tensors hold %lld bytes of data but the file has %lld after the header",
                  (long long)at, (long long)datalen);
@@ -630,18 +667,32 @@ bad:
 tt_status tt_load(tt_loaded *f, const char *path)
 {
     memset(f, 0, sizeof *f);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return tt__err(TT_EIO, "load: cannot read '%s': %s", path, strerror(errno));
+    /* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return tt__err(TT_EIO, "load: cannot read '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return tt__err(TT_EIO, "load: cannot read '%s': %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return tt__err(TT_EIO, "load: '%s' is not a regular file (%s)", path,
+                       S_ISDIR(sb.st_mode) ? "a folder" : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                       : S_ISCHR(sb.st_mode) ? "a character device" : S_ISSOCK(sb.st_mode) ? "a socket"
+                       : "a device");
+    }
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        close(fd);
+        return tt__err(TT_EIO, "load: cannot read '%s': %s", path, strerror(errno));
+    }
     tt_status st = TT_OK;
     char *header = NULL;
     entry *es = NULL;
     int n = 0;
-    struct stat sb;
     unsigned char len8[8];
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = tt__err(TT_EIO, "load: '%s' is not a regular file", path);
-        goto done;
-    }
     int64_t size = (int64_t)sb.st_size;
     if (size < 8 || fread(len8, 1, 8, fp) != 8) {
         st = tt__err(TT_EIO, "load: '%s' is not a safetensors file: %lld bytes, shorter than the "
@@ -681,15 +732,16 @@ tt_status tt_load(tt_loaded *f, const char *path)
     for (int i = 0; i < n; i++) {
         st = tt__alloc(&f->tensors[i], "load", es[i].dt, es[i].ndim, es[i].shape, NULL);
         if (st != TT_OK) {
-            st = tt__err(st, "load: tensor '%.60s' of '%s': %s", es[i].name, path, tt_errmsg());
+            char why[TT__ERRMSG_SIZE];          /* tt__err writes the buffer tt_errmsg reads */
+            snprintf(why, sizeof why, "%s", tt_errmsg());
+            st = tt__err(st, "load: tensor '%.60s' of '%s': %s", es[i].name, path, why);
             goto done;
         }
         f->names[i] = es[i].name;
         es[i].name = NULL;
         f->n = i + 1;
         size_t nb = (size_t)(es[i].end - es[i].begin);
-        if (nb && (fseeko(fp, (off_t)(8 + (int64_t)hlen + es[i].begin), SEEK_SET) != 0 ||
-                   fread(f->tensors[i].storage->data, 1, nb, fp) != nb)) {
+        if (nb && (fread(f->tensors[i].storage->data, 1, nb, fp) != nb)) {   /* at its begin: ranges tile the data */
             st = tt__err(TT_EIO, "load: cannot read '%s': %s", path, ferror(fp) ? strerror(errno) : "short read");
             goto done;
         }

@@ -354,6 +354,7 @@ static tt_status record(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, cons
         n->saved[4] = *lse;
         memset(lse, 0, sizeof *lse);
         if (mask) tt__view_of(&n->saved[5], mask);
+        tt__node_note_versions(n);
     }
     if (st == TT_OK && weights && out->ag) {
         args.weights = 1;

@@ -123,7 +123,8 @@ tt__node *tt__node_new(tt_op op, const tt_tensor *const *in, int nin, int nsaved
     size_t dims = (size_t)out->ndim;
     for (int i = 0; i < nin; i++) dims += (size_t)in[i]->ndim;
     size_t head = sizeof(tt__node) + (size_t)nin * sizeof(tt__edge);
-    size_t bytes = block_size(head + (size_t)nsaved * sizeof(tt_tensor) + dims * (sizeof(int64_t) + sizeof(char *)));
+    size_t bytes = block_size(head + (size_t)nsaved * (sizeof(tt_tensor) + sizeof(int64_t))
+                              + dims * (sizeof(int64_t) + sizeof(char *)));
     tt__node *n = graph_alloc(bytes);
     if (n == NULL) return NULL;
     memset(n, 0, head);
@@ -138,7 +139,8 @@ tt__node *tt__node_new(tt_op op, const tt_tensor *const *in, int nin, int nsaved
     n->bytes = bytes;
     n->saved = (tt_tensor *)((char *)n + head);
     memset(n->saved, 0, (size_t)nsaved * sizeof(tt_tensor));
-    int64_t *shapes = (int64_t *)(n->saved + nsaved);
+    n->saved_version = (int64_t *)(n->saved + nsaved);
+    int64_t *shapes = n->saved_version + nsaved;
     const char **names = (const char **)(shapes + dims);
     for (int i = 0; i < nin; i++) {
         tt__edge *e = &n->in[i];
@@ -156,14 +158,18 @@ tt__node *tt__node_new(tt_op op, const tt_tensor *const *in, int nin, int nsaved
 
 void tt__node_free_saved(tt__node *n)
 {
+    int held = n->operands != NULL;     /* a node that saved nothing can run again, as in PyTorch */
     for (int i = 0; i < n->nsaved; i++)
-        if (n->filled >> i & 1) tt_tensor_release(&n->saved[i]);
+        if (n->filled >> i & 1) {
+            held |= n->saved[i].storage != NULL;
+            tt_tensor_release(&n->saved[i]);
+        }
     if (n->operands) {
         for (int i = 0; i < n->nin; i++) tt_tensor_release(&n->operands[i]);
         free(n->operands);
         n->operands = NULL;
     }
-    n->freed = 1;
+    n->freed |= held;
 }
 
 /* Without recursion: a training loop's graph is a chain as long as the

@@ -114,10 +114,13 @@ void tt__contig_strides(int ndim, const int64_t *shape, int64_t *stride)
 tt_status tt__numel_checked(const char *op, int ndim, const int64_t *shape, int64_t *n)
 {
     int64_t p = 1, nz = 1;   /* nz: product of the nonzero sizes, which bounds the strides */
+    int64_t limit = INT64_MAX / 8;  /* the bytes of 8-byte elements fit in int64... */
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0) limit = INT64_MAX;   /* ...unless there are none: then only the strides */
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return tt__err(TT_EARG, "%s: negative size %lld at dim %d", op, (long long)shape[i], i + 1);
-        if (shape[i] && nz > INT64_MAX / 8 / shape[i]) {
+        if (shape[i] && nz > limit / shape[i]) {
             char buf[256];
             size_t len = 0;
             for (int j = 0; j < ndim && len < sizeof buf - 24; j++)

@@ -56,9 +56,10 @@ check("bool result", (x:gt(0)).requires_grad == false)
 checkerror({"backward: grad can be implicitly created only for scalar outputs; got [2,3]",
             "hint: y:sum():backward() or y:backward(g)", "test_autograd.lua:"},
            function() (x * 2):backward() end)
-local once = (x * 2):sum()
+local once = (x * x):sum()
 once:backward()
-checkerror({"backward: the graph was freed by an earlier backward()", "hint: run the forward again"},
+checkerror({"backward: trying to backward through the graph a second time", "mul's saved tensors were freed",
+            "hint: y:backward(nil, {retain_graph = true}) the first time keeps them, or run the forward again"},
            function() once:backward() end)
 checkerror({"requires_grad_: only float32 tensors can require gradients, got bool [2]", "hint: x:float()"},
            function() tt.tensor({true, false}):requires_grad_() end)

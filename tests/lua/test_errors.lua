@@ -172,6 +172,18 @@ checkerror({"narrow: range start 0, length 2 is outside dim 1 of [4] (size 4); L
 checkerror({"zeros: shape [1099511627776,1099511627776] is too large (its element count overflows)"},
            tt.zeros, {2^40, 2^40})
 checkerror({"zeros: shape [1099511627776,1099511627776] is too large"}, tt.zeros, 2^40, 2^40)
+-- no elements, nothing to overflow: only the strides must fit (as PyTorch)
+do
+  local z = tt.zeros(0, math.maxinteger)
+  check("zeros(0, maxinteger): 0 elements", z:numel() == 0 and z:shape()[2] == math.maxinteger)
+  check("zeros(0, maxinteger): strides fit", z:stride()[1] == math.maxinteger and z:stride()[2] == 1)
+  check("zeros(0, maxinteger):sum(2) is [0]", z:sum(2):numel() == 0 and z:sum():item() == 0)
+  check("zeros(maxinteger, 0):transpose", tt.zeros(math.maxinteger, 0):transpose(1, 2):numel() == 0)
+end
+checkerror({"sum: shape [9223372036854775807] is too large (its element count overflows)"},
+           function() return tt.zeros(0, math.maxinteger):sum(1) end)
+checkerror({"zeros: shape [0,1099511627776,1099511627776] is too large (its element count overflows)"},
+           tt.zeros, 0, 2^40, 2^40)
 checkerror({"zeros: size 1 must be an integer, got 1.5"}, tt.zeros, 1.5)
 checkerror({"zeros: size 2 must be an integer, got 1.5"}, tt.zeros, {2, 1.5})
 checkerror({"sum: dim must be an integer, got 1.5"}, function() return q:sum(1.5) end)

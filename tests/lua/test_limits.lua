@@ -161,7 +161,18 @@ check("a finalizer looping at exit is stopped (exit " .. tostring(code) .. ", " 
 check("... saying it was the exit", has(err, "timeout: the script ran longer than 0.3 s (--timeout) and was stopped in a __gc finalizer run at exit"))
 out, err, code, t = run_bounded("-q --timeout 0.3 -e '" .. gc_loop .. " collectgarbage() print(\"after\")'")
 check("a finalizer looping mid-script is stopped", code == 1 and t < 6 and not has(out, "after"))
-check("... saying where", has(err, "and was stopped in a __gc finalizer or a long Lua library call"))
+check("... saying where", has(err, "and was stopped in a __gc finalizer or a long or blocked Lua library call"))
+-- an io.open waiting on a FIFO (no --sandbox, which refuses it): the
+-- watchdog's message names the blocked call, not only a finalizer
+do
+  local fifo = os.tmpname()
+  os.remove(fifo)
+  assert(os.execute("mkfifo " .. fifo))
+  out, err, code, t = run_bounded("-q --timeout 0.3 -e 'io.open(\"" .. fifo .. "\")'")
+  check("an open blocked on a FIFO is stopped (exit " .. tostring(code) .. ")", code == 1 and t < 6)
+  check("... naming the blocked call", has(err, "an open or read waiting on a FIFO, pipe or terminal"))
+  os.remove(fifo)
+end
 out, err, code, t = run_bounded("-q --sandbox --timeout 0.3 -e '" .. gc_loop .. "'")
 check("... and under --sandbox", code == 1 and t < 6 and has(err, "__gc finalizer run at exit"))
 

@@ -139,6 +139,45 @@ try("io.output NUL", io.output, "images/o\0p")
 try("heatmap NUL", tt.heatmap, tt.ones(2, 2), "images/h\0x.png")
 ]]
 
+-- files that are not regular files: a FIFO would block its opener until
+-- a writer comes (only the watchdog ended it, blaming a finalizer); a
+-- folder or device is no file. Refused at once, the kind named; the short
+-- --timeout turns the old wait into a failure instead of a hang.
+assert(os.execute("mkfifo " .. class .. "/fifo " .. class .. "/images/fifo " .. class .. "/lib/fifomod.lua"))
+do
+  local o, e, c = run([[
+local function try(name, f, ...) print(name .. "|" .. tostring(select(2, pcall(f, ...)))) end
+try("open fifo", io.open, "fifo")
+try("open fifo rb", io.open, "fifo", "rb")
+try("lines fifo", io.lines, "fifo")
+try("input fifo", io.input, "fifo")
+try("dofile fifo", dofile, "fifo")
+try("loadfile fifo", loadfile, "fifo")
+try("load fifo", tt.load, "fifo")
+try("write fifo", io.open, "images/fifo", "w")
+try("append fifo", io.open, "images/fifo", "a")
+try("open folder", io.open, "lib")
+try("open device", io.open, "/dev/zero")
+try("require fifo", require, "lib.fifomod")
+print("done")
+]], "--timeout 3")
+  check("non-regular files: the script ran to its end (exit " .. tostring(c) .. ")", c == 0 and has(o, "done"))
+  for _, n in ipairs{"open fifo", "open fifo rb", "lines fifo", "input fifo", "dofile fifo", "loadfile fifo", "load fifo"} do
+    check(n .. ": refused", has(o, n .. "|") and has(o:match(n .. "|[^\n]*"),
+          "sandbox: cannot read 'fifo': not a regular file (a FIFO); --sandbox reads regular files only"))
+  end
+  for _, n in ipairs{"write fifo", "append fifo"} do
+    check(n .. ": refused", has(o:match(n .. "|[^\n]*"),
+          "sandbox: cannot write 'images/fifo': not a regular file (a FIFO); --sandbox writes regular files only"))
+  end
+  check("open folder: refused", has(o:match("open folder|[^\n]*"), "not a regular file (a folder)"))
+  check("open device: refused (outside the folder first)", has(o:match("open device|[^\n]*"), "files may be read only"))
+  check("require of a FIFO module: not found, not waited on", has(o:match("require fifo|[^\n]*"), "module 'lib.fifomod' not found"))
+end
+os.remove(class .. "/fifo")
+os.remove(class .. "/images/fifo")
+os.remove(class .. "/lib/fifomod.lua")
+
 local out, err, code = run(probes)
 check("probe script ran (exit " .. tostring(code) .. ")", code == 0)
 local res = {}
@@ -334,7 +373,7 @@ out, err, code = run("local f = assert(io.open('" .. root .. "/figs/a.txt', 'w')
 check("--images DIR: writes go there", code == 0 and slurp(root .. "/figs/a.txt") == "x")
 check("--images DIR: the default folder is then closed", has(out, "false") and has(out, "--images"))
 out, err, code = run("print(1)\n", "--images " .. root .. "/missing")
-check("--images of a missing folder: exit 2", code == 2 and has(err, "--images folder does not exist"))
+check("--images of a missing folder: exit 2", code == 2 and has(err, "--images '" .. root .. "/missing': the folder does not exist"))
 
 -- without --images and without images/: every write is refused, with a reason
 assert(os.execute("mkdir -p " .. root .. "/bare"))

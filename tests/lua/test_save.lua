@@ -173,6 +173,51 @@ checkerror({"BOOL tensor 'm' holds byte 2"}, tt.load,
            raw("bool", '{"m":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}}', "\1\2"))
 checkerror({"the shape of 'a' is too large"}, tt.load,
            raw("huge", '{"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}}', "\0\0\0\0"))
+checkerror({"two tensors are named 'a'"}, tt.load,
+           raw("twice", '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
+                        .. '"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}', string.rep("\0", 8)))
+
+-- a tensor past the memory cap: the cap's message once, with the real size
+-- (the error was once formatted into its own buffer: the prefix twice and
+-- a garbled size)
+do
+  local n = 3 * 1024 * 1024                           -- 12 MiB of float32
+  local hdr = '{"a":{"dtype":"F32","shape":[' .. n .. '],"data_offsets":[0,' .. 4 * n .. ']}}'
+  local big = raw("big", hdr, string.rep("\0", 4 * n))
+  local o, e, c = T.run(dir, "-q --max-memory 4M -e 'tt.load(\"" .. big .. "\")'")
+  local _, count = e:gsub("load: tensor 'a'", "")
+  check("load past the cap: exit 1", c == 1)
+  check("load past the cap: the prefix once", count == 1)
+  check("load past the cap: the size asked for", e:find("12.0 MiB needed but the memory cap is 4.0 MiB", 1, true) ~= nil)
+end
+
+-- a FIFO is refused at once, never waited on (opening it for reading
+-- would block until a writer comes); --timeout ends the old behaviour
+do
+  local fifo = dir .. "/fifo"
+  assert(os.execute("mkfifo '" .. fifo .. "'"))
+  local o, e, c = T.run(dir, "-q --timeout 5 -e 'print(pcall(tt.load, \"" .. fifo .. "\"))'")
+  check("load of a FIFO: an error, not a wait",
+        c == 0 and o:find("load: '" .. fifo .. "' is not a regular file (a FIFO)", 1, true) ~= nil)
+  os.remove(fifo)
+end
+
+-- a header naming 200000 tensors loads in linear time: the duplicate-name
+-- check compared every pair once (over 60 s for this file); the --timeout
+-- of 30 s leaves a wide margin over the ~0.2 s it takes now
+do
+  local n, parts = 200000, {}
+  for i = 1, n do
+    parts[i] = string.format('"t%d":{"dtype":"F32","shape":[1],"data_offsets":[%d,%d]}', i, 4 * (i - 1), 4 * i)
+  end
+  local many = raw("many", "{" .. table.concat(parts, ",") .. "}", string.rep("\0\0\128\63", n))   -- 1.0f
+  local o, e, c = T.run(dir, "-q --timeout 30 -e 'local t0 = tt.clock(); local t = tt.load(\"" .. many
+                             .. "\"); local s = 0; for _, x in pairs(t) do s = s + x:item() end; "
+                             .. "print(s, tt.clock() - t0)'")
+  local sum, secs = o:match("^(%S+)\t(%S+)")
+  check("load of 200000 tensors: every one back (" .. tostring(secs) .. " s)", c == 0 and tonumber(sum) == n)
+  print(string.format("load of 200000 tensors: %.2f s", tonumber(secs) or -1))
+end
 
 -- ===== The sandbox =====
 local class = dir .. "/class"
