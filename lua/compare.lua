@@ -294,6 +294,141 @@ local function producer(nodes, id)
     return node
 end
 
+-- ===== Which of REF's scalings is attention's 1/√Dh =====
+
+-- The size a product sums over: matmul's left operand's last dim; an
+-- einsum's axes that are absent from its output (their sizes multiplied).
+-- node is an entry of a run's graph (its inputs' shapes, no tensors).
+local function contraction(node)
+    if not node then return nil end
+    local shapes = {}
+    for k, i in ipairs(node.inputs) do shapes[k] = i.shape end
+    if node.op == "matmul" and shapes[1] and #shapes[1] >= 1 then
+        return shapes[1][#shapes[1]]
+    elseif node.op == "einsum" and #shapes >= 2 then
+        local spec = arg_pattern(node.args or "")
+        local left, right = (spec or ""):match("^(.-)->(.*)$")
+        if not left then return nil end
+        local kept = {}
+        for name in right:gmatch("[%a_][%w_]*") do kept[name] = true end
+        local size, k = 1, 0
+        for term in (left .. ","):gmatch("([^,]*),") do
+            k = k + 1
+            local shape = shapes[k]
+            if not shape then return nil end
+            local names, ell = {}, nil
+            for tok in term:gmatch("%S+") do
+                names[#names + 1] = tok
+                if tok == "..." then ell = #names end
+            end
+            for j, name in ipairs(names) do
+                local d = (ell and j > ell) and (#shape - (#names - j)) or j   -- after "...": from the right
+                if name ~= "..." and not kept[name] and d >= 1 and d <= #shape then
+                    size = size * shape[d]
+                    kept[name] = true            -- counted once, from the first operand that has it
+                end
+            end
+        end
+        return size
+    end
+    return nil
+end
+
+-- What x / sq (or x * (1/sq)) by a positive scalar divides by: sq, else nil.
+local function divisor(node)
+    local s = node.scalar
+    if (node.op ~= "div" and node.op ~= "mul") or not s or node.scalar_first or s <= 0 or s == 1 then return nil end
+    return node.op == "div" and s or 1 / s
+end
+
+local function is_sqrt_of(sq, n) return n ~= nil and n > 1 and math.abs(sq * sq - n) < 1e-4 * n end
+
+-- The tensor under views and transposes (K under K:mT()).
+local function underlying(nodes, id)
+    local node = nodes[id]
+    while node and (passthrough[node.op] or node.op == "mT" or node.op == "transpose") and node.inputs[1] do
+        id = node.inputs[1].id
+        node = nodes[id]
+    end
+    return id
+end
+
+-- REF's attention scales, found in the trace and not in the number: a
+-- scaling by 1/√n is attention's 1/√Dh (Dh = n) when what it scales is
+-- scores, a product summed over n cells that a softmax then normalises
+-- (Q·Kᵀ), or when its output goes into scores (Q or K scaled first); a scaling by the same 1/√Dh
+-- of a product with that Q or K as an operand (the backward's g_S·K) is
+-- one too. graph: the reference's every op (run.graph, ids and shapes).
+-- Returns {[node id] = Dh}.
+local function attention_scales(graph)
+    local nodes, users = {}, {}
+    for _, node in ipairs(graph) do nodes[node.id] = node end
+    for _, node in pairs(nodes) do
+        for _, i in ipairs(node.inputs) do
+            users[i.id] = users[i.id] or {}
+            table.insert(users[i.id], node)
+        end
+    end
+    -- the product a tensor goes into, through views and transposes
+    local function product_of_output(id, seen)
+        seen = seen or {}
+        for _, u in ipairs(users[id] or {}) do
+            if not seen[u.id] then
+                seen[u.id] = true
+                if u.op == "matmul" or u.op == "einsum" then return u end
+                if passthrough[u.op] or u.op == "mT" or u.op == "transpose" then
+                    local p = product_of_output(u.id, seen)
+                    if p then return p end
+                end
+            end
+        end
+        return nil
+    end
+    -- scores are a product that a softmax normalises, through scalings,
+    -- masks and views only
+    local on_the_way = { div = true, mul = true, add = true, sub = true, masked_fill = true, where = true }
+    local function softmaxed(id, seen)
+        seen = seen or {}
+        for _, u in ipairs(users[id] or {}) do
+            if not seen[u.id] then
+                seen[u.id] = true
+                if u.op == "softmax" or u.op == "log_softmax" then return true end
+                if (passthrough[u.op] or on_the_way[u.op]) and softmaxed(u.id, seen) then return true end
+            end
+        end
+        return false
+    end
+    local scales, operands = {}, {}
+    for id, node in pairs(nodes) do
+        local sq = divisor(node)
+        if sq and node.inputs[1] then
+            local p = producer(nodes, node.inputs[1].id)
+            local dh = contraction(p)
+            if not is_sqrt_of(sq, dh) then
+                p = product_of_output(id)
+                dh = contraction(p)
+            end
+            if is_sqrt_of(sq, dh) and softmaxed(p.id) then
+                scales[id] = dh
+                for _, i in ipairs(p.inputs) do
+                    operands[underlying(nodes, i.id)] = dh
+                end
+            end
+        end
+    end
+    for id, node in pairs(nodes) do
+        local sq = divisor(node)
+        local p = sq and node.inputs[1] and producer(nodes, node.inputs[1].id)
+        if p and not scales[id] and (p.op == "matmul" or p.op == "einsum") then
+            for _, i in ipairs(p.inputs) do
+                local dh = operands[underlying(nodes, i.id)]
+                if is_sqrt_of(sq, dh) then scales[id] = dh end
+            end
+        end
+    end
+    return scales
+end
+
 -- ===== Hypotheses =====
 
 local function dim_name(t, d)
@@ -363,11 +498,10 @@ local function hypotheses(R, nodes, all_nodes, label)
                     { [id] = function() return tt.causal_mask(nq, nk, (not upper) and "upper_left" or nil) end })
             end
         elseif op == "div" or op == "mul" then
-            local s = node.scalar
-            if s and not node.scalar_first and s > 0 and s ~= 1 then
-                local sq = op == "div" and s or 1 / s        -- the reference divides by sq
-                local dh = math.floor(sq * sq + 0.5)
-                if dh > 1 and math.abs(sq - math.sqrt(dh)) < 1e-4 * sq then
+            local dh = all_nodes.attention_scales[id]
+            if dh then
+                local sq = divisor(node)                     -- the reference divides by sq = √Dh
+                do
                     add("scale_missing", string.format(
                         "you never scaled by 1/√Dh: divide the scores by math.sqrt(Dh) = %s (Dh = %d) before the softmax", fmt(sq), dh),
                         { [id] = function(_, ins) return ins[1] end })
@@ -563,7 +697,7 @@ local function diagnose(R, M, label, names_differ)
     local mv = values(M.t)
     -- within the hypotheses' looser tolerance MINE is REF: rounding, no mistake
     if same_shape(R.t, M.t) and (close(mv, values(R.t), rtol, atol)) then return found end
-    ref.all = ref.all or { projection_inputs = projection_inputs(ref.nodes) }
+    ref.all = ref.all or { projection_inputs = projection_inputs(ref.nodes), attention_scales = attention_scales(ref.graph) }
     for _, h in ipairs(hypotheses(R, ref.nodes, ref.all, label)) do
         if not kinds[h.kind] then
             local ok, cand = pcall(function() return replayer(ref.nodes, h.mods)(R.id, R.t) end)
@@ -621,6 +755,16 @@ local function error_where(msg)
     local file, line, rest = first:match("^(.-):(%d+): (.*)$")
     if file then return file, tonumber(line), rest end
     return nil, nil, first
+end
+
+-- When the ops behind a checkpoint had to go (the script held more tensors
+-- at once than the records may keep), no mistake could be replayed: say so.
+local function cut_note(mine)
+    local who = (ref.cut and mine.cut) and "the reference and your script" or ref.cut and "the reference"
+        or mine.cut and "your script"
+    if not who then return "" end
+    return string.format("; %s held more than %d MB of tensors at once, so the oldest ops behind the checkpoints "
+        .. "were let go and could not be replayed (a larger --max-memory keeps more)", who, (ref.kept_mb or mine.kept_mb or 0))
 end
 
 local function check(mine)
@@ -721,7 +865,8 @@ local function check(mine)
                 local idx = index_str(index_of(f.at, shape_of(R.t)))
                 found = { { kind = "values", message = string.format(
                     "no known mistake explains it: the largest difference is at %s (expected %s, yours %s); %d of %d cells differ",
-                    idx, num_str(f.rv[f.at]), num_str(f.mv[f.at]), select(4, close(f.mv, f.rv, opt.rtol, opt.atol)), #f.rv) } }
+                    idx, num_str(f.rv[f.at]), num_str(f.mv[f.at]), select(4, close(f.mv, f.rv, opt.rtol, opt.atol)), #f.rv)
+                    .. cut_note(mine) } }
             end
         end
         f.diagnosis = found
