@@ -730,15 +730,29 @@ local function read_lines(path)
     return lines
 end
 
--- The last tensor given each label, in the order the labels first came.
+-- Each label's checkpoints in the order they were given (a label given in
+-- a loop: one a step), each numbered c.k; and the labels in the order they
+-- first came.
 local function by_label(run)
-    local order, last = {}, {}
+    local order, by = {}, {}
     for _, c in ipairs(run.checkpoints) do
-        if not last[c.label] then order[#order + 1] = c.label end
-        last[c.label] = c
+        if not by[c.label] then
+            by[c.label] = {}
+            order[#order + 1] = c.label
+        end
+        local list = by[c.label]
+        list[#list + 1] = c
+        c.k = #list
     end
-    return order, last
+    return order, by
 end
+
+local function ordinal(k)
+    local tail = (k % 100 >= 11 and k % 100 <= 13) and "th" or ({ "st", "nd", "rd" })[k % 10] or "th"
+    return k .. tail
+end
+
+local function times(n) return n == 1 and "once" or n == 2 and "twice" or (n .. " times") end
 
 -- The script line that made checkpoint c: its op's line, else the label's.
 local function made_at(run, c)
@@ -769,13 +783,17 @@ end
 
 local function check(mine)
     local v = { file = mine.file, checkpoints = {}, match = true }
-    local order, last = by_label(ref)
-    local _, mlast = by_label(mine)
+    local order, rby = by_label(ref)
+    local _, mby = by_label(mine)
     local src = read_lines(mine.file)
-    v.total = #order
-    for _, label in ipairs(order) do
-        local R, M = last[label], mlast[label]
-        local cp = { label = label, ok = false }
+    v.total = #ref.checkpoints
+    -- REF's k-th `scores` against MINE's k-th, in REF's order
+    for _, R in ipairs(ref.checkpoints) do
+        local label, k = R.label, R.k
+        local n, mine_list = #rby[label], mby[label] or {}
+        local M = mine_list[k]
+        local cp = { label = label, ok = false, R = R, of = n, occurrence = n > 1 and k or nil,
+                     name = n > 1 and string.format("%s #%d", label, k) or label }
         v.checkpoints[#v.checkpoints + 1] = cp
         if M then
             local file, line = made_at(mine, M)
@@ -798,13 +816,29 @@ local function check(mine)
             end
             cp.ok = reason == nil
             cp.reason = reason
-            cp.R, cp.M, cp.rv, cp.mv = R, M, rv, mv
+            cp.M, cp.rv, cp.mv = M, rv, mv
         else
             cp.missing = true
+            cp.count = #mine_list          -- > 0: labelled, but fewer times than REF
         end
         if not cp.ok and v.match then
             v.match = false
             v.first = cp
+        end
+    end
+    -- labelled more times than REF: the first extra one is a mismatch too
+    for _, label in ipairs(order) do
+        local n, mine_list = #rby[label], mby[label] or {}
+        if #mine_list > n then
+            local M = mine_list[n + 1]
+            local file, line = made_at(mine, M)
+            local cp = { label = label, ok = false, R = rby[label][n], M = M, extra = true, of = n, occurrence = n + 1,
+                         name = string.format("%s #%d", label, n + 1), file = file, line = line, count = #mine_list }
+            v.checkpoints[#v.checkpoints + 1] = cp
+            if v.match then
+                v.match = false
+                v.first = cp
+            end
         end
     end
     if mine.error then
@@ -817,7 +851,16 @@ local function check(mine)
     end
     -- the diagnosis of the first mismatch
     local f = v.first
-    if f and f.missing then
+    if f and (f.extra or (f.missing and f.count > 0)) then
+        -- the counts differ: say so, with where MINE gave it (the extra one) or gave it last
+        local last = (mby[f.label] or {})[f.extra and f.occurrence or f.count]
+        if not f.extra and last then f.file, f.line = made_at(mine, last) end
+        f.diagnosis = { { kind = "count", message = string.format(
+            "you labelled `%s` %s, the reference %s: %s", f.label, times(f.count), times(f.of),
+            f.extra and string.format("the reference has no %s `%s` (line %s gave it)", ordinal(f.occurrence), f.label, f.line or "?")
+                or string.format("your %s is missing (the reference's %s is compared with your %s, in order; your last was at line %s)",
+                    ordinal(f.occurrence), ordinal(f.occurrence), ordinal(f.occurrence), f.line or "?")) } }
+    elseif f and f.missing then
         local todo
         for i, l in ipairs(src) do
             if l:find("TODO%(") and (l:find("TODO%([^)]*%f[%w_]" .. f.label:gsub("%p", "%%%0") .. "%f[^%w_]")) then todo = i break end
@@ -871,6 +914,14 @@ local function check(mine)
         end
         f.diagnosis = found
     end
+    -- the counts differ behind another mismatch (a shape, say): say that too
+    if f and f.diagnosis and f.diagnosis[1].kind ~= "count" then
+        local n, m = #rby[f.label], #(mby[f.label] or {})
+        if m > 0 and m ~= n then
+            f.note = string.format("you labelled `%s` %s, the reference %s; each of yours is compared with the reference's "
+                .. "of the same rank, in order", f.label, times(m), times(n))
+        end
+    end
     v.src = src
     return v
 end
@@ -912,14 +963,14 @@ local function obj(keys, t) t.__keys = keys return t end
 local function verdict_json(v)
     local cps = arr {}
     for i, c in ipairs(v.checkpoints) do
-        cps[i] = obj({ "label", "ok", "line" }, { label = c.label, ok = c.ok, line = c.line })
+        cps[i] = obj({ "label", "occurrence", "ok", "line" }, { label = c.label, occurrence = c.occurrence, ok = c.ok, line = c.line })
     end
     local o = obj({ "file", "match", "checkpoints", "first", "diagnosis", "error" }, { file = v.file, match = v.match, checkpoints = cps })
     local f = v.first
     if f then
-        local first = obj({ "label", "file", "line", "expected_shape", "got_shape", "max_abs_diff", "index" }, {
-            label = f.label, file = f.file, line = f.line,
-            expected_shape = arr(shape_of(f.R and f.R.t or ref.by[f.label].t)),
+        local first = obj({ "label", "occurrence", "file", "line", "expected_shape", "got_shape", "max_abs_diff", "index", "note" }, {
+            label = f.label, occurrence = f.occurrence, file = f.file, line = f.line, note = f.note,
+            expected_shape = arr(shape_of(f.R.t)),
             got_shape = f.M and arr(shape_of(f.M.t)) or nil,
             max_abs_diff = f.max_abs_diff, index = f.at and arr(index_of(f.at, shape_of(f.R.t))) or nil })
         o.first = first
@@ -981,12 +1032,14 @@ end
 
 local function print_verdict(v)
     local w = 0
-    for _, c in ipairs(v.checkpoints) do w = math.max(w, #c.label) end
+    for _, c in ipairs(v.checkpoints) do w = math.max(w, #c.name) end
     for _, c in ipairs(v.checkpoints) do
         local mark = c.ok and "✓" or (c.missing and "·" or "✗")
-        local note = c.missing and "(not labelled yet)" or (c.line and ("line " .. c.line) or "")
+        local note = c.missing and (c.count and c.count > 0 and string.format("(you labelled it %s)", times(c.count)) or "(not labelled yet)")
+            or c.extra and string.format("line %s (the reference labels it %s)", c.line or "?", times(c.of))
+            or (c.line and ("line " .. c.line) or "")
         if c == v.first then note = note .. "   <- first mismatch" end
-        out(string.format("  %s %-" .. w .. "s  %s\n", mark, c.label, note))
+        out(string.format("  %s %-" .. w .. "s  %s\n", mark, c.name, note))
     end
     local f = v.first
     if v.match then
@@ -1002,12 +1055,12 @@ local function print_verdict(v)
         out(string.format("  (%d of %d checkpoints matched before it)\n", reached, #v.checkpoints))
         return
     end
-    if f.missing then
-        out("\n" .. f.diagnosis[1].message .. "\n")
+    if f.missing or f.extra then
+        out("\n" .. ((f.extra or f.count > 0) and "✗ " or "") .. f.diagnosis[1].message .. "\n")
         if f.line then out(string.format("  %4d | %s\n", f.line, source_line(v, f.line))) end
         return
     end
-    out(string.format("\n✗ `%s` does not match (%s:%d)\n", f.label, f.file or v.file, f.line or 0))
+    out(string.format("\n✗ `%s` does not match (%s:%d)\n", f.name, f.file or v.file, f.line or 0))
     if f.line then out(string.format("  %4d | %s\n", f.line, source_line(v, f.line))) end
     out(string.format("  expected %s %s   yours %s %s\n", shape_str(f.R.t), f.R.t:dtype(), shape_str(f.M.t), f.M.t:dtype()))
     if f.at then
@@ -1016,6 +1069,7 @@ local function print_verdict(v)
     end
     if #f.diagnosis > 1 then out(string.format("  %d explanations fit; either may be it:\n", #f.diagnosis)) end
     for _, d in ipairs(f.diagnosis) do out(string.format("  %s: %s\n", d.kind, d.message)) end
+    if f.note then out("  note: " .. f.note .. "\n") end
     if v.error then out(string.format("  (then the script stopped with an error at line %s: %s)\n", v.error.line or "?", v.error.message)) end
 end
 
@@ -1025,8 +1079,8 @@ local function print_line(v)
         out(string.format("%s: ✓ all %d checkpoints match\n", v.file, #v.checkpoints))
     elseif v.first then
         local d = v.first.diagnosis[1]
-        out(string.format("%s: ✗ %s (line %s): %s%s\n", v.file, v.first.label, v.first.line or "?",
-            d.kind == "missing" and "" or (d.kind .. " — "), d.message))
+        out(string.format("%s: ✗ %s (line %s): %s%s\n", v.file, v.first.name, v.first.line or "?",
+            d.kind == "missing" and "" or (d.kind .. " — "), d.message .. (v.first.note and ("; " .. v.first.note) or "")))
     else
         out(string.format("%s: ✗ error at line %s: %s\n", v.file, v.error.line or "?", v.error.message))
     end
@@ -1041,10 +1095,6 @@ end
 if #ref.checkpoints == 0 then
     out(string.format("the reference %s labels no tensor: nothing to compare (x:label(\"name\") makes a checkpoint)\n", ref.file))
     return 2, {}
-end
-do
-    local _, last = by_label(ref)
-    ref.by = last
 end
 
 local verdicts, results, code = {}, {}, 0

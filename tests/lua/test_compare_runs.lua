@@ -83,4 +83,65 @@ check("past the records' budget (16 MB of 32M): still a verdict, and it says the
 out, err, code = run("--compare " .. ref .. " " .. mine)
 check("within the budget the same script is diagnosed", code == 1 and has(out, "scale_missing"), out .. err)
 
+-- ===== a label given more than once: k-th against k-th =====
+local DECODE = [[
+-- decoding 3 steps, each step's scores and weights labelled
+tt.manual_seed(11)
+local Dh, steps = 4, 3
+local ks = tt.randn(steps, Dh):named("Nk", "Dh")
+local qs = tt.randn(steps, Dh):named("Nq", "Dh")
+for t = 1, steps do
+  local q = qs:narrow("Nq", t, 1)
+  local k = ks:narrow("Nk", 1, t)
+  local scores = (q:matmul(k:mT()) / math.sqrt(Dh)):label("scores")
+  local weights = scores:softmax("Nk"):label("weights")
+end
+]]
+ref = write("dec_ref.lua", DECODE)
+jpath = dir .. "/dec.json"
+out, err, code = run("--compare " .. ref .. " " .. ref .. " --compare-json " .. jpath)
+v = verdicts(jpath)[1]
+check("each step's label is a checkpoint of its own: 6, in the order they came",
+      code == 0 and has(out, "✓ all 6 checkpoints match") and has(out, "✓ scores #3") and #v.checkpoints == 6
+      and v.checkpoints[3].label == "scores" and v.checkpoints[3].occurrence == 2, out)
+
+-- step 2 alone unscaled: the 2nd `scores` is the first mismatch, diagnosed; steps 1 and 3 match
+mine = write("dec_wrong2.lua", (DECODE:gsub("/ math.sqrt%(Dh%)", "/ (t == 2 and 1 or math.sqrt(Dh))")))
+out, err, code = run("--compare " .. ref .. " " .. mine .. " --compare-json " .. jpath)
+v = verdicts(jpath)[1]
+check("k-th against k-th: step 2's scores fail, step 1's and 3's pass",
+      code == 1 and v.first.label == "scores" and v.first.occurrence == 2 and v.diagnosis[1].kind == "scale_missing"
+      and v.checkpoints[1].ok and not v.checkpoints[3].ok and v.checkpoints[5].ok, out)
+check("the text names the occurrence", has(out, "✗ `scores #2` does not match"), out)
+
+-- fewer: one step short
+mine = write("dec_fewer.lua", (DECODE:gsub("for t = 1, steps do", "for t = 1, steps - 1 do")))
+out, err, code = run("--compare " .. ref .. " " .. mine .. " --compare-json " .. jpath)
+v = verdicts(jpath)[1]
+check("labelled fewer times: said so, with both counts",
+      code == 1 and v.first.occurrence == 3 and v.diagnosis[1].kind == "count"
+      and has(out, "you labelled `scores` twice, the reference 3 times: your 3rd is missing"), out)
+
+-- more: an extra `scores` in step 2 shifts the rest; the mismatch says the counts differ too
+mine = write("dec_more.lua", (DECODE:gsub('(:label%("weights"%)\n)', '%1  if t == 2 then scores:label("scores") end\n')))
+out, err, code = run("--compare " .. ref .. " " .. mine .. " --compare-json " .. jpath)
+v = verdicts(jpath)[1]
+check("labelled more times: the 3rd (shifted) differs and the note gives both counts",
+      code == 1 and v.first.occurrence == 3 and v.diagnosis[1].kind == "shape"
+      and has(out, "note: you labelled `scores` 4 times, the reference 3 times"), out)
+check("... and the extra one is listed", has(out, "✗ scores #4   line 9 (the reference labels it 3 times)"), out)
+
+-- more, everything else equal: the extra label alone is the mismatch
+mine = write("dec_extra.lua", DECODE .. 'tt.zeros(1):label("scores")\n')
+out, err, code = run("--compare " .. ref .. " " .. mine .. " --compare-json " .. jpath)
+v = verdicts(jpath)[1]
+check("an extra label at the end: count, naming the line that gave it",
+      code == 1 and v.first.occurrence == 4 and v.diagnosis[1].kind == "count" and v.first.line == 12
+      and has(out, "you labelled `scores` 4 times, the reference 3 times: the reference has no 4th `scores` (line 12 gave it)"), out)
+
+-- a teacher's one line each says it too
+out, err, code = run("--compare " .. ref .. " " .. ref .. " " .. write("dec_more2.lua", (DECODE:gsub('(:label%("weights"%)\n)', '%1  if t == 2 then scores:label("scores") end\n'))))
+check("one line per file: the count note on the line", has(out, "dec_more2.lua: ✗ scores #3 (line 9): shape — ")
+      and has(out, "you labelled `scores` 4 times, the reference 3 times"), out)
+
 T.report()
