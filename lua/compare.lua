@@ -1105,14 +1105,14 @@ for i, mine in ipairs(mines) do
         code = math.max(code, 1)
     else
         verdicts[i] = check(mine)
-        if #mines == 1 then print_verdict(verdicts[i]) else print_line(verdicts[i]) end
+        if #mines == 1 and not opt.one_line then print_verdict(verdicts[i]) else print_line(verdicts[i]) end
     end
     results[i] = verdicts[i].match
     if not verdicts[i].match then code = math.max(code, 1) end
 end
 
 if opt.json then
-    local f, err = io.open(opt.json, "w")
+    local f, err = io.open(opt.json, opt.json_append and "a" or "w")
     if not f then
         io.stderr:write("tensortrace: cannot write '" .. opt.json .. "': " .. tostring(err) .. "\n")
         return 2, results

@@ -14,10 +14,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/inotify.h>
@@ -464,6 +466,22 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
     open_tt(L);
     const char *err = NULL;
     ltt_trace_start(L, LTT_TRACE_OFF, NULL, &err);
+    if (o->sandbox && !is_ref) {
+        /* the script's folder for reads, o->images (or nowhere) for writes */
+        char dir[4096];
+        const char *slash = strrchr(path, '/');
+        if (slash == NULL) snprintf(dir, sizeof dir, ".");
+        else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+        ltt_sandbox_set_quota(o->max_write >= 0 ? o->max_write : LTT_DEFAULT_MAX_WRITE,
+                              o->max_files >= 0 ? o->max_files : LTT_DEFAULT_MAX_FILES);
+        if (!ltt_sandbox_open(L, o->images ? o->images : "", o->images != NULL, dir, &err)) {
+            lua_pushfstring(E, "--sandbox: %s", err);
+            lua_setfield(E, cap.run, "error");
+            ltt_trace_stop();
+            lua_close(L);
+            return;
+        }
+    }
     lua_pushcfunction(L, quiet_print);
     lua_setglobal(L, "print");
     lua_getglobal(L, "io");
@@ -512,7 +530,10 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
     clear_kept();
     cap.L = NULL;
     ltt_trace_stop();
+    ltt_limits_exit();              /* its finalizers stay under the watchdog */
     lua_close(L);
+    ltt_limits_done();              /* and the engine's work after it does not */
+    ltt_sandbox_close();
 }
 
 /* A new run table {file, checkpoints = {}, nodes = {}} on E's stack. */
@@ -529,6 +550,19 @@ static void new_run(lua_State *E, const char *path)
 }
 
 /* ===== The engine ===== */
+
+/* s as a JSON string. */
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
 
 static int out_text(lua_State *E)
 {
@@ -547,7 +581,107 @@ static int engine_msghandler(lua_State *E)
 /* Progress: "NAME pass" or "NAME fail", one exercise a line. */
 static void progress_record(const char *name, int ok);
 
+static int compare_here(const ltt_compare_opts *o);
+
+/* --sandbox: each script checked in a child of its own (see lcompare.h). */
+static int compare_isolated(const ltt_compare_opts *o)
+{
+    if (o->json) {
+        FILE *f = fopen(o->json, "w");       /* each child appends its verdict */
+        if (f == NULL) {
+            fprintf(stderr, PROGNAME ": cannot write '%s': %s\n", o->json, strerror(errno));
+            return 2;
+        }
+        fclose(f);
+    }
+    int code = 0;
+    for (int i = 0; i < o->nmine && code < 2; i++) {
+        int pfd[2];
+        fflush(NULL);
+        if (pipe(pfd) != 0) {
+            fprintf(stderr, PROGNAME ": --sandbox: pipe: %s\n", strerror(errno));
+            return 2;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+            fprintf(stderr, PROGNAME ": --sandbox: fork: %s\n", strerror(errno));
+            close(pfd[0]);
+            close(pfd[1]);
+            return 2;
+        }
+        if (pid == 0) {
+            close(pfd[0]);
+            ltt_compare_opts one = *o;
+            one.mine = o->mine + i;
+            one.nmine = 1;
+            one.one_line = o->nmine > 1;
+            one.json_append = 1;
+            if (i > 0) one.figure = NULL;        /* the figure is the first script's */
+            int rc = compare_here(&one);
+            ltt_limits_done();
+            fflush(NULL);
+            if (write(pfd[1], "done", 4) != 4) rc = 2;
+            _exit(rc);
+        }
+        close(pfd[1]);
+        /* the child's own limits end a runaway; this is for one they cannot
+           reach (a stuck C call): the reference and the script, twice over */
+        double limit = o->timeout > 0 ? 4 * o->timeout + 10 : -1;
+        char buf[8];
+        ssize_t got = 0;
+        int killed = 0;
+        struct pollfd p = { pfd[0], POLLIN, 0 };
+        for (;;) {
+            int r = poll(&p, 1, limit > 0 ? (int)(limit * 1000) : -1);
+            if (r < 0 && errno == EINTR) continue;
+            if (r == 0) {
+                kill(pid, SIGKILL);
+                killed = 1;
+                break;
+            }
+            got = read(pfd[0], buf, sizeof buf);
+            if (got < 0 && errno == EINTR) continue;
+            break;
+        }
+        close(pfd[0]);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        int done = got == 4 && memcmp(buf, "done", 4) == 0;
+        if (done && WIFEXITED(status)) {
+            if (WEXITSTATUS(status) > code) code = WEXITSTATUS(status);
+            continue;
+        }
+        /* it died before its verdict: this is its verdict */
+        char why[160];
+        if (killed) snprintf(why, sizeof why, "it ran past %g s and was stopped", limit);
+        else if (WIFSIGNALED(status)) snprintf(why, sizeof why, "it was ended by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        else snprintf(why, sizeof why, "the watchdog stopped it: a limit passed where Lua's hooks cannot stop it "
+                      "(a __gc finalizer, a message handler, a long C call; its message is on stderr)");
+        printf("%s: ✗ no verdict: %s\n", o->mine[i], why);
+        fflush(stdout);
+        if (o->json) {
+            FILE *f = fopen(o->json, "a");
+            if (f) {
+                fputc('{', f);
+                fputs("\"file\":", f);
+                json_string(f, o->mine[i]);
+                fputs(",\"match\":false,\"checkpoints\":[],\"error\":{\"message\":", f);
+                json_string(f, why);
+                fputs("}}\n", f);
+                fclose(f);
+            }
+        }
+        if (code < 1) code = 1;
+    }
+    return code;
+}
+
 int ltt_compare(const ltt_compare_opts *o)
+{
+    return o->sandbox ? compare_isolated(o) : compare_here(o);
+}
+
+static int compare_here(const ltt_compare_opts *o)
 {
     lua_State *E = ltt_newstate(0);
     if (E == NULL) {
@@ -598,6 +732,10 @@ int ltt_compare(const ltt_compare_opts *o)
         set_str(E, "exercise", o->exercise);
         lua_pushboolean(E, o->report != NULL);
         lua_setfield(E, -2, "report");
+        lua_pushboolean(E, o->one_line);
+        lua_setfield(E, -2, "one_line");
+        lua_pushboolean(E, o->json_append);
+        lua_setfield(E, -2, "json_append");
         lua_pushcfunction(E, out_text);
         lua_setfield(E, -2, "out");
         status = lua_pcall(E, 3, 3, handler);

@@ -144,4 +144,65 @@ out, err, code = run("--compare " .. ref .. " " .. ref .. " " .. write("dec_more
 check("one line per file: the count note on the line", has(out, "dec_more2.lua: ✗ scores #3 (line 9): shape — ")
       and has(out, "you labelled `scores` 4 times, the reference 3 times"), out)
 
+-- ===== --sandbox: a teacher grading untrusted submissions =====
+local REFC = "tests/compare/ref_causal.lua"
+local src = T.slurp(REFC)
+local last = 'local out = weights:matmul(v):label("out")'
+check("the reference's last line is where the submissions add their attack", has(src, last))
+local function sub(name, extra)
+  return write("subs/" .. name, (src:gsub(last:gsub("%p", "%%%0"), function() return last .. "\n" .. extra end)))
+end
+os.execute("mkdir -p " .. dir .. "/subs " .. dir .. "/figs")
+local subs = {
+  sub("a_good.lua", ""),
+  write("subs/b_softmax.lua", T.slurp("tests/compare/ref_causal__softmax_dim_1.lua")),
+  sub("c_loop.lua", "while true do end"),
+  sub("d_execute.lua", 'os.execute("touch ' .. dir .. '/pwned")'),
+  sub("e_memory.lua", "local t = {} for i = 1, 1e9 do t[i] = tt.zeros(1024, 1024) end"),
+  sub("f_gc_loop.lua", "setmetatable({}, {__gc = function() while true do end end})"),
+  sub("g_read.lua", 'local f = io.open("/etc/passwd") print(f:read("a"))'),
+  sub("h_write.lua", 'local f = assert(io.open("' .. dir .. '/written", "w")) f:write("x") f:close()'),
+  sub("i_figure.lua", 'tt.heatmap(out[1][1], "' .. dir .. '/figs/ok.png")'),
+  sub("j_good.lua", ""),
+}
+jpath = dir .. "/sbx.json"
+local t0 = tt.clock()
+out, err, code = run("--sandbox --timeout 2 --max-memory 128M --images " .. dir .. "/figs --compare " .. REFC .. " "
+                     .. table.concat(subs, " ") .. " --compare-json " .. jpath)
+local took = tt.clock() - t0
+local lines = {}
+for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+check("one verdict line per submission, in order, whatever each did", #lines == #subs, out .. err)
+for i, path in ipairs(subs) do
+  check("line " .. i .. " is " .. path:match("[^/]+$") .. "'s", lines[i] and lines[i]:sub(1, #path + 1) == path .. ":", out)
+end
+local function line_of(name) for _, l in ipairs(lines) do if has(l, "/" .. name .. ":") then return l end end return "" end
+check("the good one matches", has(line_of("a_good.lua"), "✓ all 4 checkpoints match"), out)
+check("the wrong one is diagnosed", has(line_of("b_softmax.lua"), "softmax_dim"), out)
+check("a loop forever: the timeout, as its verdict", has(line_of("c_loop.lua"), "✗ error at line 13: timeout"), out)
+check("os.execute: refused, as its verdict", has(line_of("d_execute.lua"), "'os.execute' is not available with --sandbox"), out)
+check("... and nothing ran", not io.open(dir .. "/pwned"))
+check("memory exhausted: the cap, as its verdict", has(line_of("e_memory.lua"), "the memory cap is 128.0 MiB"), out)
+check("a loop in a __gc finalizer (no hooks there): the watchdog ends its process, not the grading",
+      has(line_of("f_gc_loop.lua"), "✗ no verdict: the watchdog stopped it"), out)
+check("a read outside its folder: refused", has(line_of("g_read.lua"), "cannot read '/etc/passwd'"), out)
+check("a write outside --images: refused", has(line_of("h_write.lua"), "sandbox: cannot write"), out)
+check("... and nothing written", not io.open(dir .. "/written"))
+check("a figure under --images is allowed, and it still matches", has(line_of("i_figure.lua"), "✓ all 4 checkpoints match")
+      and io.open(dir .. "/figs/ok.png") ~= nil, out)
+check("the ones after the attacks are still graded", has(line_of("j_good.lua"), "✓ all 4 checkpoints match"), out)
+check("exit 1: not all match", code == 1)
+check("the whole class in well under the limits' sum (" .. string.format("%.1f", took) .. " s)", took < 20)
+local vs = verdicts(jpath)
+check("--compare-json: one verdict per submission, the dead one too", #vs == #subs and vs[1].match == true
+      and vs[6].match == false and vs[6].error and has(vs[6].error.message, "watchdog"), T.slurp(jpath))
+-- one submission alone: the full verdict, under the sandbox
+out, err, code = run("--sandbox --compare " .. REFC .. " " .. subs[2])
+check("--sandbox with one script: the full verdict", code == 1 and has(out, "✗ `weights` does not match") and has(out, "softmax_dim:"), out .. err)
+out, err, code = run("--sandbox --compare " .. REFC .. " " .. subs[4])
+check("--sandbox with one script: an attack is an error verdict", code == 1 and has(out, "'os.execute' is not available"), out .. err)
+-- without --sandbox the reference's rules are the script's: os.execute runs (for contrast)
+out, err, code = run("--compare " .. REFC .. " " .. subs[4])
+check("without --sandbox the same script runs os.execute", code == 0 and io.open(dir .. "/pwned") ~= nil, out .. err)
+
 T.report()
