@@ -3,9 +3,12 @@
 ** The reference and each learner's script run one after the other, each in
 ** a Lua state of its own with the seed reset and the same arguments, so the
 ** same tt.randn calls give the same inputs. While a script runs, a trace
-** subscriber keeps its recent ops (each op's inputs and output, shared, not
-** copied); x:label(name) then keeps the labelled tensor and the ops it was
-** computed from, back to its inputs. The comparison engine (compare.lua,
+** subscriber keeps the records of its ops (each op's inputs and output,
+** shared, not copied) while the script can still reach them; x:label(name)
+** then keeps the labelled tensor and the ops it was computed from, back to
+** its inputs. For the reference it also records every op's ids and shapes
+** (run.graph), so the engine sees what became of a tensor. Under --sandbox
+** each checked script runs in a child process of its own. The comparison engine (compare.lua,
 ** built into the binary) gets both runs in a third state: it checks each
 ** checkpoint, replays the reference's ops with one mistake at a time to
 ** explain a mismatch, and prints the verdict.
