@@ -214,6 +214,10 @@ local function apply(node, ins)
         return a:matmul(ins[2])
     elseif op == "softmax" or op == "log_softmax" then
         return a[op](a, arg_num(args, "dim"))
+    elseif op == "sum" or op == "mean" or op == "max" or op == "min" then
+        local d = arg_num(args, "dim")
+        if not d then return a[op](a) end
+        return (a[op](a, d, args:find("keepdim") ~= nil))    -- max and min: the values, not the indices
     elseif op == "masked_fill" then
         return a:masked_fill(ins[2], node.scalar)
     elseif op == "repeat_interleave" then
@@ -355,8 +359,8 @@ end
 
 -- REF's attention scales, found in the trace and not in the number: a
 -- scaling by 1/√n is attention's 1/√Dh (Dh = n) when what it scales is
--- scores, a product summed over n cells that a softmax then normalises
--- (Q·Kᵀ), or when its output goes into scores (Q or K scaled first); a scaling by the same 1/√Dh
+-- scores, a product summed over n cells that a softmax (or an exp, the
+-- softmax by hand) then normalises (Q·Kᵀ), or when its output goes into scores (Q or K scaled first); a scaling by the same 1/√Dh
 -- of a product with that Q or K as an operand (the backward's g_S·K) is
 -- one too. graph: the reference's every op (run.graph, ids and shapes).
 -- Returns {[node id] = Dh}.
@@ -384,15 +388,16 @@ local function attention_scales(graph)
         end
         return nil
     end
-    -- scores are a product that a softmax normalises, through scalings,
-    -- masks and views only
+    -- scores are a product that a softmax normalises (tt's, or one by hand:
+    -- the exp of the scores less their max), through scalings, masks and
+    -- views only
     local on_the_way = { div = true, mul = true, add = true, sub = true, masked_fill = true, where = true }
     local function softmaxed(id, seen)
         seen = seen or {}
         for _, u in ipairs(users[id] or {}) do
             if not seen[u.id] then
                 seen[u.id] = true
-                if u.op == "softmax" or u.op == "log_softmax" then return true end
+                if u.op == "softmax" or u.op == "log_softmax" or u.op == "exp" then return true end
                 if (passthrough[u.op] or on_the_way[u.op]) and softmaxed(u.id, seen) then return true end
             end
         end
