@@ -44,6 +44,10 @@ typedef struct tt_tensor {
 
 /* Drops the reference held by t (t may be NULL or empty); t becomes empty. */
 void tt_tensor_release(tt_tensor *t);
+/* *out becomes a new reference to the same view as a (same storage, shape,
+   strides, names, label and id), outside the gradient graph; no op runs
+   and no event is emitted (a trace subscriber may keep what it sees). */
+void tt_tensor_share(tt_tensor *out, const tt_tensor *a);
 
 int64_t tt_numel(const tt_tensor *t);
 int tt_is_contiguous(const tt_tensor *t);
@@ -116,6 +120,16 @@ tt_status tt_named(tt_tensor *out, const tt_tensor *a, const char *const *names)
    entries; *count gets the number written; each is a new reference. */
 tt_status tt_chunk(tt_tensor *outs, int max, int *count, const tt_tensor *a, int64_t n, int d);
 tt_status tt_split(tt_tensor *outs, int max, int *count, const tt_tensor *a, int64_t size, int d);
+/* PyTorch's flatten: dims start..end (0 <= start <= end < ndim) merged into
+   one, a view when the strides allow (a copy otherwise); a 0-d tensor
+   gives [1]. */
+tt_status tt_flatten(tt_tensor *out, const tt_tensor *a, int start, int end);
+/* PyTorch's unbind: the a->shape[d] selects along d into outs (room for
+   max), as chunk and split. */
+tt_status tt_unbind(tt_tensor *outs, int max, int *count, const tt_tensor *a, int d);
+/* PyTorch's t(): a 2-D tensor transposed; 0-d and 1-D as they are (a
+   view); TT_ESHAPE with a hint for more dims. */
+tt_status tt_t(tt_tensor *out, const tt_tensor *a);
 
 /* ===== Ops ===== */
 
@@ -146,6 +160,9 @@ typedef enum tt_op {
     /* indexing */
     TT_OP_INDEX_SELECT, TT_OP_GATHER,
     TT_OP_CROSS_ENTROPY,
+    /* what a PyTorch user reaches for (issue 30) */
+    TT_OP_SIN, TT_OP_COS, TT_OP_ISNAN, TT_OP_WHERE, TT_OP_ANY, TT_OP_ALL, TT_OP_NORM,
+    TT_OP_FLATTEN, TT_OP_UNBIND, TT_OP_T, TT_OP_REDUCE, TT_OP_REPEAT,
     TT_OP_COUNT
 } tt_op;
 
@@ -175,6 +192,17 @@ tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a);
    INT64_MIN, as PyTorch on x86); same dtype gives a copy-free view. */
 tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt);
 
+/* isnan: bool, true where a (float32) is NaN; int64 and bool are never
+   NaN (all false). */
+tt_status tt_isnan(tt_tensor *out, const tt_tensor *a);
+/* PyTorch's where: a where cond is true, b elsewhere; cond bool, a and b
+   of one dtype; all three broadcast together. a (or b) NULL: the number sa
+   (sb) as a 0-d tensor of the other's dtype (float32 when both are
+   numbers). Exact (no arithmetic on the values: -0.0, inf and NaN pass as
+   they are). */
+tt_status tt_where(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, double sa,
+                   const tt_tensor *b, double sb);
+
 /* ===== Reductions ===== */
 
 /* op: a TT_OPK_REDUCE op (sum, mean, max, min, argmax, argmin, std, var). */
@@ -183,6 +211,15 @@ tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt);
    1-based indices (the first of ties). int64 input: sum, max, min give
    int64 (mean, std, var: TT_EARG). max/min of an empty dim: TT_EARG. */
 tt_status tt_reduce(tt_tensor *out, tt_op op, const tt_tensor *a, int d, int keepdim);
+/* any/all: bool, whether any/every element over d (d < 0: all dims, 0-d
+   result) is nonzero (NaN counts as nonzero, as PyTorch); any of nothing is
+   false, all of nothing true. Any dtype. */
+tt_status tt_any(tt_tensor *out, const tt_tensor *a, int d, int keepdim);
+tt_status tt_all(tt_tensor *out, const tt_tensor *a, int d, int keepdim);
+/* The p-norm over d (d < 0: every element), float32: (sum |a|^p)^(1/p)
+   for p > 0, max |a| for p = inf; TT_EARG for p <= 0 or NaN, and (as
+   max) for an empty input with p = inf. */
+tt_status tt_norm(tt_tensor *out, const tt_tensor *a, double p, int d, int keepdim);
 /* max/min over d with values and 1-based int64 indices. */
 tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, int d, int keepdim, int is_min);
 
@@ -265,6 +302,17 @@ tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const 
 tt_status tt_rearrange(tt_tensor *out, const tt_tensor *a, const char *pattern,
                        int nsizes, const char *const *size_names, const int64_t *sizes);
 tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *list, int n);
+/* einops' reduce and repeat (pattern.c). reduce: the axes of the left side
+   missing on the right reduced with `reduction` ("sum", "mean", "max",
+   "min", "any", "all"), as einops.reduce(x, "b h n d -> b n d", "mean");
+   repeat: the axes of the right side missing on the left made new, of the
+   lengths given by name, as einops.repeat(x, "h w -> h w c", c=3) (a view
+   when no group merges a new axis). '...' on both sides or neither; output
+   dims named from the pattern, as rearrange's. */
+tt_status tt_reduce_pattern(tt_tensor *out, const tt_tensor *a, const char *pattern, const char *reduction,
+                            int nsizes, const char *const *size_names, const int64_t *sizes);
+tt_status tt_repeat(tt_tensor *out, const tt_tensor *a, const char *pattern,
+                    int nsizes, const char *const *size_names, const int64_t *sizes);
 
 /* ===== Gradients (ops/autograd.c) =====
    Reverse mode with PyTorch's semantics. While grad mode is on, an op with

@@ -255,6 +255,15 @@ tt_status tt__bw_relu(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_gelu(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_tanh(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_sigmoid(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_sin(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_where(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_norm(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_reduce(const tt__node *, const tt_tensor *, tt_tensor *);
+/* reduce's and repeat's gradients from the node's spec (pattern.c). */
+tt_status tt__reduce_grad(tt_tensor *out, const char *spec, tt_op red, const tt_tensor *a, const tt_tensor *y,
+                          const tt_tensor *g);
+tt_status tt__repeat_grad(tt_tensor *out, const char *spec, const tt_tensor *g);
+tt_status tt__bw_repeat(const tt__node *, const tt_tensor *, tt_tensor *);
 /* A backward formula fused into one elementwise kernel (core/ops/ops.c):
    out = the binary kernel code (TK_EW_*_BWD) on float32 a and b broadcast
    together, allocated as `name`; no record, no event. */

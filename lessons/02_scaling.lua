@@ -95,11 +95,33 @@ local maxabs = J:abs():reshape(3, 9):max(-1)
 local f, m = frob:totable(), maxabs:totable()
 print("  scores             ||J|| (Frobenius)   largest |J| entry")
 for i = 1, 3 do print(string.format("  %-17s  %14.3g   %14.3g", names[i], f[i], m[i])) end
+if not (f[1] > f[2] and f[2] > f[3]) then error("the Jacobian should shrink as the softmax saturates") end
+if m[3] >= 1e-13 then error("the saturated Jacobian should be below 1e-13") end
+-- ||J|| at [20, 50, 80] exactly, in float64 (Lua numbers): J's entries are
+-- p_i (1[i=j] - p_j), and p_3 (1 - p_3) is written p_3 (p_1 + p_2), with no
+-- difference of two numbers near 1
+local exact_frob
+do
+  local e = {math.exp(20 - 80), math.exp(50 - 80), 1}
+  local z = e[1] + e[2] + e[3]
+  local p = {e[1] / z, e[2] / z, e[3] / z}
+  local sq = 0
+  for i = 1, 3 do
+    for j = 1, 3 do
+      local entry = i ~= j and -p[i] * p[j] or p[i] * (i == 3 and p[1] + p[2] or 1 - p[i])
+      sq = sq + entry * entry
+    end
+  end
+  exact_frob = math.sqrt(sq)
+end
+print(string.format("(These are float32's numbers. Exactly, ||J|| at [20, 50, 80] is %.3g: there", exact_frob))
+print("float32 rounds p_3 to 1, so its diagonal entry p_3(1 - p_3), 9.4e-14, becomes 0.)")
+if not (math.abs(exact_frob - 2 * math.exp(-30)) < 1e-3 * exact_frob and f[3] < exact_frob) then
+  error("the exact ||J|| at [20, 50, 80] should be about 2 e^-30, above float32's")
+end
 print("The gradient that reaches the scores (and from there W_Q and W_K) is J times")
 print("the gradient arriving at the weights. At [20, 50, 80] no entry of J reaches")
 print("1e-13: almost nothing gets through, and learning stalls.")
-if not (f[1] > f[2] and f[2] > f[3]) then error("the Jacobian should shrink as the softmax saturates") end
-if m[3] >= 1e-13 then error("the saturated Jacobian should be below 1e-13") end
 
 print("Is the formula right? Nudge each score by +-h and watch the weights move:")
 local h = 1e-2
@@ -145,7 +167,7 @@ print(string.format("Jacobian is small; scaled, the weights stay spread and ||J|
 tt.heatmap(tt.stack({P_raw:narrow(1, 1, 8), P_scaled:narrow(1, 1, 8)}, 1),
   "images/02_scaled_vs_raw.png", {
   title = "Weights of 8 queries over 8 keys at Dh = 256",
-  panel_titles = {"raw scores q.k", "scaled scores q.k / sqrt(Dh)"},
+  panel_titles = {"softmax(q·k): raw", "softmax(q·k / √Dh): scaled"},
   xtitle = "Key", ytitle = "Query", cmap = "viridis", vmin = 0, vmax = 1, annotate = false })
 print("Figure: images/02_scaled_vs_raw.png (first 8 queries, raw vs scaled)")
 

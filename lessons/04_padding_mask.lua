@@ -165,6 +165,7 @@ print("their tokens (checked).")
 tt.heatmap(w_nan[2], "images/04_nan_weights_b2.png", {
   title = "Left padding + causal: NaN rows, sentence 2",
   xlabels = sentences_left[2], ylabels = sentences_left[2], xtitle = "Key", ytitle = "Query",
+  mask = {["causal (future key)"] = future, ["padding (<pad> key)"] = is_pad_left[2]},
   cmap = "viridis", decimals = 2 })
 
 tt.trace.section("5. Two fixes")

@@ -96,8 +96,8 @@ if tt.allclose(z3, V[3], 0, 1e-3) then error("z3 should differ from v3") end
 tt.attend_figure(q3, K, V, "images/05_attend.png", {
   labels = tokens, query = "t3", title = "Hand example: one query's attention, step by step" })
 print("Figure: images/05_attend.png draws the four steps for query t3, one row a key:")
-print("its score, its weight, its value row, that row times the weight, and under them")
-print("their sum, the output z3 = [0.752, 1.000].")
+print("its dot product with q3 (1, 1, 2), its score, its weight, its value row, that")
+print("row times the weight, and under them their sum, the output z3 = [0.752, 1.000].")
 
 tt.trace.section("2. All three queries at once")
 print("The same four steps as matrix operations: S = QK^T/sqrt(Dh), A = softmax(S), Z = AV.")

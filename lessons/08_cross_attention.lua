@@ -114,15 +114,15 @@ tt.trace.off()
 for _, pair in ipairs(expect) do
   local i
   for r, w in ipairs(fr[1]) do if w == pair[1] then i = r end end
-  local j = math.tointeger(best[1][i]:item())   -- indices come back as floats
+  local j = best[1][i]:item()                   -- int64 indices: a Lua integer, 1-based
   print(string.format("  %-5s -> %-6s (weight %.2f)", pair[1], en[1][j], weights[1][i][j]:item()))
   if en[1][j] ~= pair[2] then error(pair[1] .. " should attend most to " .. pair[2]) end
 end
 tt.trace.on()
 tt.heatmap(weights:select(1, 1), "images/08_weights.png", {
   title = "Cross-attention weights: each French word finds its English word",
-  xlabels = en[1], ylabels = fr[1], xtitle = "encoder key (English)",
-  ytitle = "decoder query (French)", cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
+  xlabels = en[1], ylabels = fr[1], xtitle = "encoder key (English)", ytitle = "decoder query (French)",
+  mask = {["<pad> key: exactly 0"] = pad:select(1, 1)}, cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
 local pad2 = pad:select(1, 2)                        -- [1, Nk]: hatches whole columns
 tt.heatmap(masked:select(1, 2), "images/08_masked_scores.png", {
   title = "Masked scores, sentence 2: <pad> keys are -inf",

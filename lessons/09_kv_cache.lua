@@ -139,7 +139,7 @@ print("each (half of float32); this lesson computes in float32 but counts what a
 print("fp16 cache would store. Our cache:")
 local BYTES = 2                                   -- fp16 / bf16
 local bytes_now = (k_cache:numel() + v_cache:numel()) * BYTES
-print(string.format("  K and V cache [%s] each: %d bytes for %d tokens = %d bytes per token",
+print(string.format("  K and V caches, [%s] each: %d bytes together for %d tokens = %d bytes per token",
       table.concat(k_cache:shape(), ","), bytes_now, N, bytes_now // N))
 if bytes_now // N ~= 2 * Hkv * Dh * BYTES then error("cache bytes per token should be 2*Hkv*Dh*2") end
 print("For a 4096-wide model with 32 query heads of 128 (one new token's K and V, fp16):")
@@ -195,12 +195,12 @@ tt.assert_close(out_chunk, full:narrow("Nq", 5, 2), 1e-5, 1e-5, "2-token chunk =
 local wrong_chunk = tt.sdpa(q_chunk, k_cache, v_cache, {mask = tt.causal_mask(2, N, "upper_left")})
 if tt.allclose(wrong_chunk, out_chunk, 1e-3, 1e-3) then error("upper-left should be wrong here too") end
 print("Checked: causal = true (lower-right) gives rows 5 and 6; upper-left does not.")
-local masks = tt.stack({tt.causal_mask(2, N):float(), tt.causal_mask(2, N, "upper_left"):float()}, 1)
+local masks = tt.stack({tt.causal_mask(2, N), tt.causal_mask(2, N, "upper_left")}, 1)
 tt.heatmap(masks, "images/09_alignment.png", {
-  title = "2 new queries over 6 cached keys: 1 = may attend",
+  title = "2 new queries over 6 cached keys: which keys each may attend",
   panel_titles = {"lower-right (correct for a cache)", "upper-left (the trap)"},
   xlabels = tok, ylabels = {"t5", "t6"}, xtitle = "key", ytitle = "new query",
-  cmap = "viridis", vmin = 0, vmax = 1, decimals = 0, colorbar = false })
+  categories = {"hidden", "may attend"} })
 print("Figure: images/09_alignment.png")
 
 tt.trace.section("A trained model decodes with a cache: the induction heads predict the repeat")
@@ -232,7 +232,7 @@ for t = 1, IM.N do
     if l == 2 then induction_rows[t] = w_t end
     h = IM.add_heads(trained, l, h, heads)
   end
-  step_logits[t] = IM.unembed(trained, h)                        -- [b,1,V]
+  step_logits[t] = IM.unembed(trained, h):label("logits " .. t)   -- [b,1,V]
   if t == 1 then tt.trace.off() end
   local reads, guess = seqs[1][t]:item(), step_logits[t][1][1]:argmax():item()
   local next_id = t < IM.N and seqs[1][t + 1]:item()

@@ -74,10 +74,10 @@ local function flash(q_, k_, v_, trace_tile)
         local p = (s - m_new):exp():label("p")
         l = (alpha * l + p:sum(-1, true)):label("l (running sum)")
         acc = (alpha * acc + p:matmul(vj)):label("acc")
-        m = m_new
+        m = m_new:label("m (running max)")      -- carried to the next key tile under its own name
       end
     end
-    out_tiles[it] = (acc / l):label("output tile")
+    out_tiles[it] = (acc / l):label("output tile " .. it)
     if not show then tt.trace.on() end
   end
   return tt.cat(out_tiles, 3), done

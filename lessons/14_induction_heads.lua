@@ -279,7 +279,7 @@ local prev_head, ind_head = argmax(after.prev), argmax(after.ind)
 print(string.format("Previous-token head: layer 1 head %d (%.2f on the token just before).", prev_head, after.prev[prev_head]))
 print(string.format("Induction head: layer 2 head %d (%.2f on the token after the earlier occurrence).", ind_head, after.ind[ind_head]))
 print("Here every layer-2 head learned the same stripe; the lesson names the")
-print("strongest. One previous-token head, several induction heads reading it.")
+print("strongest. One previous-token head, and four heads with the induction stripe.")
 if math.min(table.unpack(after.ind)) < IND_MIN then error("every layer-2 head should be an induction head") end
 if after.prev[prev_head] < PREV_MIN then error("a layer-1 head should attend to the previous token") end
 if after.ind[ind_head] < IND_MIN then error("a layer-2 head should attend after the earlier occurrence") end
@@ -326,7 +326,7 @@ print(string.format("than %.1f nats (%.3f -> %.3f) and the induction head's scor
 for h = 1, H do
   if h ~= prev_head and losses_by_head[h] > after.repeated + 0.5 then error("another layer-1 head matters too") end
 end
-print("Switching off any other layer-1 head raises it by less than 0.5 (the figure).")
+print("Switching off any other layer-1 head raises it by less than 0.5, if at all (the figure).")
 local bar_labels, bar_values = {"trained"}, {after.repeated}
 for h = 1, H do
   bar_labels[#bar_labels + 1] = string.format("no L1 H%d", h)

@@ -126,6 +126,15 @@ void ltt_flush_output(void)
     if (output_hook) output_hook();
 }
 
+static void (*label_hook)(lua_State *L, const tt_tensor *t);
+
+void ltt_set_label_hook(void (*hook)(lua_State *L, const tt_tensor *t)) { label_hook = hook; }
+
+void ltt_label_hook(lua_State *L, const tt_tensor *t)
+{
+    if (label_hook) label_hook(L, t);
+}
+
 void ltt_check(lua_State *L, tt_status st)
 {
     if (st != TT_OK) ltt_error(L, "%s", tt_errmsg());

@@ -12,7 +12,7 @@
 **      lfigures, lio, lgradcheck,  the interpreter (ltrace.h, lsandbox.h,
 **      ltrace, lsandbox, lreport   lreport.h, lttlib.h)
 **   3  linit                       assembles `tt` from the parts (luaopen_tt)
-**   4  main                        the interpreter
+**   4  main, lcompare              the interpreter and its --compare
 **
 ** A file below never calls one above: where it must (an error has to
 ** print the trace's held-back rows before its message), a file above
@@ -136,5 +136,11 @@ double ltt_optnumber(lua_State *L, int opts, const char *op, const char *name, d
 void ltt_set_output_hook(void (*flush)(void));
 /* Runs the output hook, if one is set. */
 void ltt_flush_output(void);
+
+/* The label hook: called by x:label(name) after the label is set, with
+   the tensor and the Lua state whose script gave it (--compare keeps the
+   labelled tensors this way); NULL (the default) for none. */
+void ltt_set_label_hook(void (*hook)(lua_State *L, const tt_tensor *t));
+void ltt_label_hook(lua_State *L, const tt_tensor *t);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lauxtt.h"
 #include "lreport.h"
@@ -158,15 +159,44 @@ static void where(lua_State *L, char *buf, size_t n)
     lua_pop(L, 1);
 }
 
-/* ===== tt.heatmap(x, path [, opts]) ===== */
+/* ===== Where figures go ===== */
 
-/* The path argument: a string without NUL bytes. */
+static char images_dir[4096];      /* --images DIR or TT_IMAGES; "" = paths as written */
+
+void ltt_figures_set_images(const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;           /* "out/" and "out" are one folder */
+    if (n >= sizeof images_dir) n = sizeof images_dir - 1;
+    memcpy(images_dir, dir, n);
+    images_dir[n] = 0;
+}
+
+/* The path argument: a string without NUL bytes. Lessons write their
+   figures to "images/..." relative to where they run: with --images DIR
+   (or TT_IMAGES) such a path goes to DIR instead, the argument at idx is
+   replaced by it (it stays on the stack) and the function returns it.
+   Other paths are written where they say. */
 static const char *check_path(lua_State *L, int idx, const char *op)
 {
     size_t len;
     const char *path = luaL_checklstring(L, idx, &len);
-    return no_nul(L, path, len, op, "the path");
+    no_nul(L, path, len, op, "the path");
+    const char *rest = strncmp(path, "images/", 7) == 0 ? path + 7 : strncmp(path, "./images/", 9) == 0 ? path + 9 : NULL;
+    if (rest == NULL) return path;
+    if (images_dir[0]) {
+        lua_pushfstring(L, "%s%s%s", images_dir, strcmp(images_dir, "/") == 0 ? "" : "/", rest);
+        lua_replace(L, idx);
+        return lua_tostring(L, idx);
+    }
+    struct stat st;
+    if (stat("images", &st) != 0 || !S_ISDIR(st.st_mode))
+        ltt_error(L, "%s: cannot write '%s': there is no folder 'images' here; hint: run from the folder that "
+                  "holds images/, or pass --images DIR (or set TT_IMAGES=DIR) to write the figures there", op, path);
+    return path;
 }
+
+/* ===== tt.heatmap(x, path [, opts]) ===== */
 
 /* The strided source of tensor t seen as the figure's [P, R, C] (t is
    1-D, 2-D or 3-D; a missing leading dim has stride 0). */
@@ -318,7 +348,10 @@ static void opt_tiles(lua_State *L, int opts, int *tr, int *tc)
                    or {name = mask, ...}: a hatch and a legend entry a name
      row_sums      boolean: a margin column with each row's sum ("Σ row")
      categories    list of strings: x holds codes 1..n, drawn in distinct
-                   colours with a legend of these names, no colour bar
+                   colours with a legend of these names, no colour bar; a
+                   bool x is drawn so by default (false light grey, true
+                   blue, legend "false", "true"), and its two names are
+                   those of false and true
      tiles         {rows, cols}: thick borders every rows rows, cols columns */
 static const char *const heatmap_opts[] = {
     "title", "xlabels", "ylabels", "xtitle", "ytitle", "panel_titles", "annotate", "decimals",

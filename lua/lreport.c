@@ -454,6 +454,11 @@ void ltt_report_check(const char *text)
     tt_strbuf_str(b, "</div>");
 }
 
+void ltt_report_count_check(void)
+{
+    if (ltt_report_active()) rp.nchecks++;
+}
+
 /* ===== Figures ===== */
 
 static unsigned char *read_all(const char *path, long *n)

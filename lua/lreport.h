@@ -24,6 +24,8 @@ void ltt_report_row(const tt_event *ev, const char *values);
 /* A row that is no event: a check (the trace's "✓ checked ..." row of
    assert_close, or allclose's answer). */
 void ltt_report_check(const char *text);
+/* A check that passed while the trace is off (-q): counted, not shown. */
+void ltt_report_count_check(void);
 void ltt_report_section(const char *title);
 /* print (is_write 0) or io.write is about to run with its arguments at
    1..top: their text goes into the narrative, as they will write it.

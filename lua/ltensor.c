@@ -327,10 +327,77 @@ static int ltt_isatty(lua_State *L)
 
 /* ===== Inspection ===== */
 
+/* A shape: a plain list of sizes with a metatable "tt.Shape" that prints
+   it as [5,64] (as PyTorch prints torch.Size with its sizes), compares
+   it by value with == (x.shape == y.shape, x.shape == {5, 64}), joins it
+   with .. and makes it callable, so that x.shape, x.shape() and
+   x:shape() all give it. */
+#define LTT_SHAPE "tt.Shape"
+
+/* "[5,64]": the table's raw entries, whatever a script put in them */
+static int shape_tostring(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addchar(&b, '[');
+    lua_Integer n = (lua_Integer)lua_rawlen(L, 1);
+    for (lua_Integer i = 1; i <= n; i++) {
+        if (i > 1) luaL_addchar(&b, ',');
+        lua_rawgeti(L, 1, i);
+        luaL_tolstring(L, -1, NULL);
+        lua_remove(L, -2);
+        luaL_addvalue(&b);
+    }
+    luaL_addchar(&b, ']');
+    luaL_pushresult(&b);
+    return 1;
+}
+
+/* x.shape() and x:shape(): the shape itself */
+static int shape_call(lua_State *L)
+{
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int shape_eq(lua_State *L)
+{
+    int same = lua_istable(L, 1) && lua_istable(L, 2) && lua_rawlen(L, 1) == lua_rawlen(L, 2);
+    for (lua_Integer i = 1; same && i <= (lua_Integer)lua_rawlen(L, 1); i++) {
+        lua_rawgeti(L, 1, i);
+        lua_rawgeti(L, 2, i);
+        same = lua_compare(L, -1, -2, LUA_OPEQ);
+        lua_pop(L, 2);
+    }
+    lua_pushboolean(L, same);
+    return 1;
+}
+
+static int shape_concat(lua_State *L)
+{
+    luaL_tolstring(L, 1, NULL);
+    luaL_tolstring(L, 2, NULL);
+    lua_concat(L, 2);
+    return 1;
+}
+
+static void push_shape(lua_State *L, const tt_tensor *t)
+{
+    push_ints(L, t->ndim, t->shape);
+    if (luaL_newmetatable(L, LTT_SHAPE)) {
+        static const luaL_Reg meta[] = {
+            {"__tostring", shape_tostring}, {"__call", shape_call}, {"__eq", shape_eq},
+            {"__concat", shape_concat}, {NULL, NULL}
+        };
+        luaL_setfuncs(L, meta, 0);
+    }
+    lua_setmetatable(L, -2);
+}
+
 static int t_shape(lua_State *L)
 {
-    tt_tensor *t = ltt_checktensor(L, 1);
-    push_ints(L, t->ndim, t->shape);
+    push_shape(L, ltt_checktensor(L, 1));
     return 1;
 }
 
@@ -441,7 +508,8 @@ static int t_label(lua_State *L)
         return 1;
     }
     t->label = tt_intern(ltt_checkcstring(L, 2, "label", "the label"));
-    ltt_trace_label(t->id, t->label);
+    ltt_trace_label(t);
+    ltt_label_hook(L, t);
     lua_settop(L, 1);
     return 1;
 }
@@ -450,9 +518,8 @@ static int t_names(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     lua_createtable(L, t->ndim, 1);
-    for (int i = 0; i < t->ndim; i++) {
-        if (t->names[i] == NULL) continue;
-        lua_pushstring(L, t->names[i]);
+    for (int i = 0; i < t->ndim; i++) {      /* "_" for an unnamed dim: no holes */
+        lua_pushstring(L, t->names[i] ? t->names[i] : "_");
         lua_rawseti(L, -2, i + 1);
     }
     lua_pushinteger(L, t->ndim);
@@ -482,7 +549,9 @@ static int t_named(lua_State *L)
     for (int i = 0; i < t->ndim; i++) {
         int idx = i + 2;
         if (table) { lua_geti(L, 2, i + 1); idx = -1; }
-        if (lua_type(L, idx) == LUA_TSTRING) names[i] = tt_intern(ltt_checkcstring(L, idx, "named", "a name"));
+        if (lua_type(L, idx) == LUA_TSTRING && strcmp(lua_tostring(L, idx), "_") != 0)   /* "_": unnamed */
+            names[i] = tt_intern(ltt_checkcstring(L, idx, "named", "a name"));
+        else if (lua_type(L, idx) == LUA_TSTRING) {}
         else if (!lua_isnil(L, idx) && !(lua_isboolean(L, idx) && !lua_toboolean(L, idx)))
             return ltt_error(L, "named: name %d must be a string or nil, got %s", i + 1, luaL_typename(L, idx));
         if (table) lua_pop(L, 1);
@@ -668,6 +737,106 @@ static int pieces(lua_State *L, int is_chunk)
         lua_pushnil(L);
         lua_rawseti(L, -2, i + 1);
     }
+    return 1;
+}
+
+/* x:unbind([d]): a Lua list of the selects along d (default 1), as PyTorch */
+static int t_unbind(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int d = optdim(L, 2, t, 0, "unbind");
+    int64_t count = t->shape[d];
+    if (count > 1000000) return ltt_error(L, "unbind: %lld pieces is too many", (long long)count);
+    tt_tensor **dst = lua_newuserdatauv(L, (size_t)(count ? count : 1) * sizeof *dst, 0);
+    tt_tensor *outs = lua_newuserdatauv(L, (size_t)(count ? count : 1) * sizeof *outs, 0);
+    lua_createtable(L, (int)count, 0);
+    for (int i = 0; i < count; i++) {
+        dst[i] = ltt_newtensor(L);
+        lua_rawseti(L, -2, i + 1);
+    }
+    int got = 0;
+    tt_tensor *in[] = {t};
+    LTT_CALL_HELD(L, "unbind", in, tt_unbind(outs, (int)count, &got, t, d));
+    for (int i = 0; i < got; i++) *dst[i] = outs[i];
+    return 1;
+}
+
+/* x:flatten([start [, end]]): dims start..end (default 1..-1) into one */
+static int t_flatten(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor one = *t;                 /* a 0-d tensor takes dims 1 and -1 as [1]'s */
+    if (one.ndim == 0) one.ndim = 1, one.shape[0] = 1;
+    int start = optdim(L, 2, &one, 0, "flatten"), end = optdim(L, 3, &one, one.ndim - 1, "flatten");
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    LTT_CALL_HELD(L, "flatten", in, tt_flatten(out, t, start, end));
+    return 1;
+}
+
+static int t_t(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    LTT_CALL_HELD(L, "t", in, tt_t(out, t));
+    return 1;
+}
+
+static int t_isnan(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    LTT_CALL_HELD(L, "isnan", in, tt_isnan(out, t));
+    return 1;
+}
+
+/* x:any([d [, keepdim]]), x:all(...) */
+static int any_all(lua_State *L, int all)
+{
+    const char *name = all ? "all" : "any";
+    tt_tensor *t = ltt_checktensor(L, 1);
+    int d = optdim(L, 2, t, -1, name);
+    int keep = lua_toboolean(L, 3);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    LTT_CALL_HELD(L, name, in, (all ? tt_all : tt_any)(out, t, d, keep));
+    return 1;
+}
+
+static int t_any(lua_State *L) { return any_all(L, 0); }
+static int t_all(lua_State *L) { return any_all(L, 1); }
+
+/* x:norm([p [, d [, keepdim]]]): PyTorch's Tensor.norm; p = 2 by default,
+   math.huge (or "inf") for max |x|, "fro" is 2 */
+static int t_norm(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    double p = 2;
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        const char *ps = lua_tostring(L, 2);
+        if (strcmp(ps, "fro") == 0) p = 2;
+        else if (strcmp(ps, "inf") == 0) p = HUGE_VAL;
+        else return ltt_error(L, "norm: p must be a number, \"fro\" or \"inf\", got \"%s\"", ps);
+    } else if (!lua_isnoneornil(L, 2)) {
+        if (lua_type(L, 2) != LUA_TNUMBER) return ltt_error(L, "norm: p must be a number, got %s", luaL_typename(L, 2));
+        p = lua_tonumber(L, 2);
+    }
+    int d = optdim(L, 3, t, -1, "norm");
+    int keep = lua_toboolean(L, 4);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    LTT_CALL_HELD(L, "norm", in, tt_norm(out, t, p, d, keep));
+    return 1;
+}
+
+/* tt.where(cond, a, b): PyTorch's torch.where; a and b tensors or numbers */
+static int ltt_where(lua_State *L)
+{
+    lua_settop(L, 3);
+    tt_tensor *cond = ltt_checktensor(L, 1);
+    tt_tensor *ab[2] = {opttensor(L, 2, "where"), opttensor(L, 3, "where")};
+    for (int i = 0; i < 2; i++)
+        if (!ab[i] && lua_type(L, i + 2) != LUA_TNUMBER)
+            return ltt_error(L, "where: argument %d must be a tensor or a number, got %s", i + 2, luaL_typename(L, i + 2));
+    tt_tensor *out = ltt_newtensor(L), *in[] = {cond, ab[0], ab[1]};
+    LTT_CALL_HELD(L, "where", in, tt_where(out, cond, ab[0], lua_tonumber(L, 2), ab[1], lua_tonumber(L, 3)));
     return 1;
 }
 
@@ -1051,26 +1220,64 @@ static int ltt_cross_entropy(lua_State *L)
 
 /* ===== einops ===== */
 
+/* The axis lengths table at idx ({h = 8}) into names and sizes (room for
+   64); returns their count. */
+static int pattern_sizes(lua_State *L, int idx, const char *op, const char **names, int64_t *sizes)
+{
+    int n = 0;
+    if (lua_isnoneornil(L, idx)) return 0;
+    if (!lua_istable(L, idx)) ltt_error(L, "%s: sizes must be a table, e.g. {h = 8}, got %s", op, luaL_typename(L, idx));
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (n == 64) ltt_error(L, "%s: too many sizes", op);
+        if (lua_type(L, -2) != LUA_TSTRING || !ltt_tointeger(L, -1, &sizes[n]))
+            ltt_error(L, "%s: sizes must map axis names to integers, e.g. {h = 8}", op);
+        names[n++] = tt_intern(ltt_checkcstring(L, -2, op, "an axis name in sizes"));
+        lua_pop(L, 1);
+    }
+    return n;
+}
+
 static int ltt_rearrange(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     const char *pattern = ltt_checkcstring(L, 2, "rearrange", "the pattern");
     const char *names[64];
     int64_t sizes[64];
-    int n = 0;
-    if (!lua_isnoneornil(L, 3)) {
-        luaL_checktype(L, 3, LUA_TTABLE);
-        lua_pushnil(L);
-        while (lua_next(L, 3)) {
-            if (lua_type(L, -2) != LUA_TSTRING || !ltt_tointeger(L, -1, &sizes[n]))
-                return ltt_error(L, "rearrange: sizes must map axis names to integers, e.g. {h = 8}");
-            if (n == 64) return ltt_error(L, "rearrange: too many sizes");
-            names[n++] = tt_intern(ltt_checkcstring(L, -2, "rearrange", "an axis name in sizes"));
-            lua_pop(L, 1);
-        }
-    }
+    int n = pattern_sizes(L, 3, "rearrange", names, sizes);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
     LTT_CALL_HELD(L, "rearrange", in, tt_rearrange(out, t, pattern, n, names, sizes));
+    return 1;
+}
+
+/* tt.reduce(x, pattern, reduction [, sizes]): einops.reduce */
+static int ltt_reduce(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    const char *pattern = ltt_checkcstring(L, 2, "reduce", "the pattern");
+    if (lua_isnoneornil(L, 3))
+        return ltt_error(L, "reduce: \"%s\" needs a reduction: \"sum\", \"mean\", \"max\", \"min\", \"any\" or \"all\"",
+                         pattern);
+    const char *reduction = ltt_checkcstring(L, 3, "reduce", "the reduction");
+    const char *names[64];
+    int64_t sizes[64];
+    int n = pattern_sizes(L, 4, "reduce", names, sizes);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    LTT_CALL_HELD(L, "reduce", in, tt_reduce_pattern(out, t, pattern, reduction, n, names, sizes));
+    return 1;
+}
+
+/* tt["repeat"](x, pattern [, sizes]), also tt.einrepeat: einops.repeat
+   (repeat is a Lua keyword, so tt.repeat does not parse) */
+static int ltt_repeat(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    const char *pattern = ltt_checkcstring(L, 2, "repeat", "the pattern");
+    const char *names[64];
+    int64_t sizes[64];
+    int n = pattern_sizes(L, 3, "repeat", names, sizes);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {t};
+    LTT_CALL_HELD(L, "repeat", in, tt_repeat(out, t, pattern, n, names, sizes));
     return 1;
 }
 
@@ -1224,7 +1431,12 @@ static int t_detach(lua_State *L)
 /* x.requires_grad, x.grad (nil until a backward reaches x), x.grad_fn */
 static int grad_field(lua_State *L, tt_tensor *t, const char *k)
 {
-    if (strcmp(k, "requires_grad") == 0) {
+    if (strcmp(k, "shape") == 0) {          /* x.shape, as PyTorch; callable: x:shape() */
+        push_shape(L, t);
+    } else if (strcmp(k, "T") == 0 || strcmp(k, "ndim") == 0) {   /* PyTorch's properties, methods here */
+        return ltt_error(L, "tensor: x.%s is PyTorch's; hint: %s", k,
+                         k[0] == 'T' ? "x:t() transposes a matrix, x:mT() the last two dims" : "x:dim()");
+    } else if (strcmp(k, "requires_grad") == 0) {
         lua_pushboolean(L, tt_tensor_requires_grad(t));
     } else if (strcmp(k, "grad") == 0) {
         const tt_tensor *g = tt_grad(t);
@@ -1244,6 +1456,9 @@ static int grad_field(lua_State *L, tt_tensor *t, const char *k)
 static int t_newindex(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
+    if (lua_type(L, 2) == LUA_TNUMBER || lua_type(L, 2) == LUA_TTABLE || ltt_testtensor(L, 2))
+        return ltt_error(L, "index: x[...] = v is not supported: tensors are not changed in place here; hint: "
+                         "y = tt.where(mask, v, x) or y = x:masked_fill(mask, v) makes the changed tensor");
     const char *k = lua_tostring(L, 2);
     if (k && strcmp(k, "grad") == 0) {
         ltt_check(L, tt_set_grad(t, lua_isnil(L, 3) ? NULL : ltt_checktensor(L, 3)));
@@ -1267,8 +1482,94 @@ static int ltt_no_grad(lua_State *L)
 
 /* ===== Registration ===== */
 
+/* x[{i, j, ...}]: PyTorch's x[i, j, ...], one entry a dim from the first:
+   an integer selects (its dim goes, as x[i] does), a range {first, last}
+   keeps the positions first..last of its dim (both inclusive, -1 the
+   last, as Torch7's x[{{2, 4}}]), {} or {first} keeps the whole dim or from
+   first on. Each step is a traced select or narrow: a view. */
+static int index_table(lua_State *L)
+{
+    tt_tensor *t = ltt_checktensor(L, 1);
+    char shp[256];
+    lua_Integer n = (lua_Integer)lua_rawlen(L, 2);
+    if (n > t->ndim)
+        return ltt_error(L, "index: %lld indices for %s, which has %d dims", (long long)n,
+                         tt_shape_str(t, shp, sizeof shp), t->ndim);
+    lua_settop(L, 2);
+    lua_pushvalue(L, 1);                /* 3: the tensor so far */
+    int d = 0;
+    for (lua_Integer k = 1; k <= n; k++) {
+        tt_tensor *cur = ltt_checktensor(L, 3);
+        lua_rawgeti(L, 2, k);           /* 4: the entry */
+        int isint;
+        lua_Integer i = lua_tointegerx(L, 4, &isint);
+        if (isint) {
+            int64_t size = cur->shape[d];
+            if (i == 0 || i > size || i < -size)  /* entry k is the script's dim k */
+                return ltt_error(L, "index: x[{...}] entry %lld: index %lld is outside dim %lld of %s (valid 1..%lld "
+                                 "or -%lld..-1)%s", (long long)k, (long long)i, (long long)k,
+                                 tt_shape_str(t, shp, sizeof shp), (long long)size, (long long)size,
+                                 i == 0 ? "; Lua counts from 1" : "");
+            select_impl(L, cur, d, i);
+        } else if (lua_istable(L, 4)) {
+            int64_t size = cur->shape[d];
+            lua_Integer first = 1, last = size;
+            for (int e = 1; e <= 2; e++) {
+                if (lua_rawgeti(L, 4, e) != LUA_TNIL) {
+                    lua_Integer v = lua_tointegerx(L, -1, &isint);
+                    if (!isint)
+                        return ltt_error(L, "index: entry %lld of x[{...}]: a range holds integers, got %s",
+                                         (long long)k, luaL_typename(L, -1));
+                    if (e == 1) first = v; else last = v;
+                }
+                lua_pop(L, 1);
+            }
+            lua_Integer f = first < 0 ? first + size + 1 : first, l = last < 0 ? last + size + 1 : last;
+            if (f < 1 || l > size || f > l + 1)
+                return ltt_error(L, "index: range {%lld, %lld} is outside dim %lld of %s (size %lld); a range is {first, last}, "
+                                 "both included%s",
+                                 (long long)first, (long long)last, (long long)k, tt_shape_str(t, shp, sizeof shp),
+                                 (long long)size, first == 0 ? ", and Lua counts from 1" : "");
+            tt_tensor *out = ltt_newtensor(L), *in[] = {cur};
+            LTT_CALL_HELD(L, "narrow", in, tt_narrow(out, cur, d, f - 1, l - f + 1));
+            d++;
+        } else {
+            return ltt_error(L, "index: entry %lld of x[{...}] must be an integer or a range {first, last}, got %s",
+                             (long long)k, lua_type(L, 4) == LUA_TNUMBER ? lua_tostring(L, 4) : luaL_typename(L, 4));
+        }
+        lua_replace(L, 3);
+        lua_settop(L, 3);
+    }
+    return 1;
+}
+
+/* a < b, a <= b (and a > b, a >= b, which Lua turns into them with the
+   operands swapped): Lua makes the result one boolean, so a tensor of
+   comparisons cannot come from an operator */
+static int t_compare(lua_State *L)
+{
+    int le = (int)lua_tointeger(L, lua_upvalueindex(1));
+    char sa[256], sb[256];
+    tt_tensor *a = ltt_testtensor(L, 1), *b = ltt_testtensor(L, 2);
+    const char *x = a && a->storage ? tt_shape_str(a, sa, sizeof sa) : luaL_typename(L, 1);
+    const char *y = b && b->storage ? tt_shape_str(b, sb, sizeof sb) : luaL_typename(L, 2);
+    return ltt_error(L, "%s: %s %s %s: a comparison operator gives Lua one boolean, never a tensor; "
+                     "hint: write x:%s(y) for x %s y and x:%s(y) for x %s y (Lua runs x %s y as y %s x)",
+                     le ? "le" : "lt", x, le ? "<=" : "<", y, le ? "le" : "lt", le ? "<=" : "<",
+                     le ? "ge" : "gt", le ? ">=" : ">", le ? ">=" : ">", le ? "<=" : "<");
+}
+
 static int t_index(lua_State *L)
 {
+    if (lua_type(L, 2) == LUA_TTABLE) return index_table(L);
+    if (ltt_testtensor(L, 2)) {
+        char shp[256];
+        tt_tensor *ix = ltt_testtensor(L, 2);
+        return ltt_error(L, "index: x[t] with a tensor t is not supported (t is %s %s); hint: "
+                         "x:index_select(d, idx) for int64 indices, tt.where(mask, x, 0) or "
+                         "x:masked_fill(~mask, 0) for a bool mask", ix->storage ? tt_dtype_name(ix->dtype) : "a closed",
+                         ix->storage ? tt_shape_str(ix, shp, sizeof shp) : "tensor");
+    }
     if (lua_type(L, 2) == LUA_TNUMBER) {       /* x[i]: select on dim 1 */
         tt_tensor *t = ltt_checktensor(L, 1);
         int isint;
@@ -1287,7 +1588,7 @@ static int t_index(lua_State *L)
 }
 
 static const luaL_Reg tensor_meth[] = {
-    {"shape", t_shape}, {"size", t_size}, {"dim", t_dim}, {"numel", t_numel},
+    {"size", t_size}, {"dim", t_dim}, {"numel", t_numel},
     {"stride", t_stride}, {"offset", t_offset}, {"dtype", t_dtype},
     {"is_contiguous", t_is_contiguous}, {"shares_storage", t_shares_storage},
     {"item", t_item}, {"totable", t_totable}, {"label", t_label},
@@ -1302,6 +1603,8 @@ static const luaL_Reg tensor_meth[] = {
     {"matmul", ltt_matmul}, {"softmax", t_softmax}, {"masked_fill", t_masked_fill},
     {"log_softmax", t_log_softmax}, {"gelu", t_gelu},
     {"tril", t_tril}, {"triu", t_triu}, {"repeat_interleave", t_repeat_interleave},
+    {"unbind", t_unbind}, {"flatten", t_flatten}, {"t", t_t}, {"isnan", t_isnan},
+    {"any", t_any}, {"all", t_all}, {"norm", t_norm},
     {"add_", t_add_}, {"sub_", t_sub_}, {"mul_", t_mul_}, {"div_", t_div_}, {"masked_fill_", t_masked_fill_},
     {"fill_", t_fill_}, {"zero_", t_zero_}, {"copy_", t_copy_},
     {NULL, NULL}
@@ -1359,6 +1662,14 @@ static void set_op_functions(lua_State *L)
         lua_pushcclosure(L, f, 1);
         lua_setfield(L, -2, tt_op_name((tt_op)op));
     }
+    /* PyTorch's method names of the arithmetic operators: x:add(y), x:sub(y),
+       x:mul(y), x:div(y), x:pow(y), x:neg() (and, or and not are Lua's keywords) */
+    static const tt_op arith[] = {TT_OP_ADD, TT_OP_SUB, TT_OP_MUL, TT_OP_DIV, TT_OP_POW, TT_OP_NEG};
+    for (size_t i = 0; i < sizeof arith / sizeof arith[0]; i++) {
+        lua_pushinteger(L, arith[i]);
+        lua_pushcclosure(L, op_closure(arith[i], 0), 1);
+        lua_setfield(L, -2, tt_op_name(arith[i]));
+    }
 }
 
 static const luaL_Reg ttlib[] = {
@@ -1368,7 +1679,8 @@ static const luaL_Reg ttlib[] = {
     {"causal_mask", ltt_causal_mask}, {"sdpa", ltt_sdpa}, {"cross_entropy", ltt_cross_entropy},
     {"rearrange", ltt_rearrange}, {"einsum", ltt_einsum},
     {"allclose", ltt_allclose}, {"assert_close", ltt_assert_close}, {"clock", ltt_clock},
-    {"isatty", ltt_isatty},
+    {"isatty", ltt_isatty}, {"softmax", t_softmax}, {"log_softmax", t_log_softmax},
+    {"where", ltt_where}, {"reduce", ltt_reduce}, {"repeat", ltt_repeat}, {"einrepeat", ltt_repeat},
     {NULL, NULL}
 };
 
@@ -1383,6 +1695,11 @@ void ltt_open_tensor(lua_State *L)
        so every metamethod stays safe on any tensor, closed or not) */
     lua_pushliteral(L, LTT_TENSOR);
     lua_setfield(L, -2, "__metatable");
+    for (int le = 0; le <= 1; le++) {
+        lua_pushinteger(L, le);
+        lua_pushcclosure(L, t_compare, 1);
+        lua_setfield(L, -2, le ? "__le" : "__lt");
+    }
     luaL_newlib(L, tensor_meth);
     set_op_functions(L);
     lua_pushvalue(L, -1);

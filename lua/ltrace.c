@@ -82,7 +82,7 @@ static struct {
     int nsrcs;
     size_t src_bytes;
     unsigned long src_clock;
-    struct holder { const char *label; uint64_t id; } *holders;   /* label -> newest tensor given it */
+    struct holder { const char *label; tt_tensor t; } *holders;   /* label -> newest tensor given it (header; storage not owned) */
     size_t nholders, holders_cap;
 } tr;
 
@@ -185,6 +185,7 @@ static source *add_source(const char *name)
 
 void ltt_trace_source(const char *chunkname, const char *text)
 {
+    tr.output_since_header = 1;         /* a new chunk's rows get their own header, even at the same "stdin:1" */
     source *s = find_source(chunkname);
     if (s) {                            /* the REPL reuses its chunk name */
         char *name = s->name;
@@ -751,14 +752,26 @@ static size_t holder_slot(const char *label)
     return i;
 }
 
-/* The id of the newest tensor labelled `label` (interned), 0 if none. */
-static uint64_t holder(const char *label)
+/* The newest tensor labelled `label` (interned), NULL if none. */
+static const tt_tensor *holder(const char *label)
 {
-    if (label == NULL || tr.holders_cap == 0) return 0;
-    return tr.holders[holder_slot(label)].id;
+    if (label == NULL || tr.holders_cap == 0) return NULL;
+    struct holder *h = &tr.holders[holder_slot(label)];
+    return h->label ? &h->t : NULL;
 }
 
-static void set_holder(const char *label, uint64_t id)
+/* a and b are the same values: one tensor, or a view of the same elements
+   in the same layout, as detach() makes (it keeps the label) */
+static int same_tensor(const tt_tensor *a, const tt_tensor *b)
+{
+    if (a->id == b->id) return 1;
+    if (a->storage != b->storage || a->offset != b->offset || a->ndim != b->ndim || a->dtype != b->dtype) return 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->stride[d] != b->stride[d])) return 0;
+    return 1;
+}
+
+static void set_holder(const char *label, const tt_tensor *t)
 {
     if (tr.nholders * 2 >= tr.holders_cap) {
         size_t ncap = tr.holders_cap ? tr.holders_cap * 2 : 64;
@@ -774,20 +787,23 @@ static void set_holder(const char *label, uint64_t id)
     size_t i = holder_slot(label);
     if (tr.holders[i].label == NULL) tr.nholders++;
     tr.holders[i].label = label;
-    tr.holders[i].id = id;
+    tr.holders[i].t = *t;
 }
 
+/* t carries a label that a different tensor was given since */
 static int is_previous(const tt_tensor *t)
 {
-    uint64_t h = holder(t->label);
-    return h != 0 && h != t->id;
+    const tt_tensor *h = holder(t->label);
+    return h != NULL && !same_tensor(h, t);
 }
 
-void ltt_trace_label(uint64_t id, const char *label)
+void ltt_trace_label(const tt_tensor *labelled)
 {
+    uint64_t id = labelled->id;
+    const char *label = labelled->label;
     tt_flow_set_label(id, label);
     if (!tr.wanted || label == NULL) return;
-    set_holder(label, id);
+    set_holder(label, labelled);
     if (tr.npend == 0) return;
     /* only rows of the line giving the label (or of a function it called) */
     frame here;
@@ -805,7 +821,7 @@ void ltt_trace_label(uint64_t id, const char *label)
                 t->label = label;
                 p->prev[k] = 0;
             } else if (t->label == label) {
-                p->prev[k] = 1;
+                p->prev[k] = !same_tensor(t, labelled);
             }
         }
     }
@@ -1096,11 +1112,18 @@ static void describe_operand(char *buf, size_t n, const tt_tensor *t, const pend
 
 void ltt_trace_check(const char *fn, const tt_tensor *a, const tt_tensor *b, double rtol, double atol, int ok)
 {
-    if (!tr.wanted || tr.paused || tr.muted || tr.mode == LTT_TRACE_OFF) return;
+    if (!tr.wanted || tr.paused || tr.muted) return;
+    if (tr.mode == LTT_TRACE_OFF) {      /* no row to show, but the report counts it */
+        if (ok && strcmp(fn, "assert_close") == 0) ltt_report_count_check();
+        return;
+    }
+    /* a check on a line that made no other row gets the line's header and
+       its row all the same: every check shows, and the report counts it;
+       only rows of its own line may fold into it */
     group g;
     locate_group(&g);
-    if (!is_current(&g)) return;         /* a check that made no row needs none */
-    const pending *ma = fold_constant(a), *mb = fold_constant(b);
+    int here = is_current(&g);
+    const pending *ma = here ? fold_constant(a) : NULL, *mb = here ? fold_constant(b) : NULL;
     pending *p = new_row();
     char sa[512], sb[512], tol[96], rt[32], at[32];
     describe_operand(sa, sizeof sa, a, ma);
@@ -1120,6 +1143,23 @@ void ltt_trace_check(const char *fn, const tt_tensor *a, const tt_tensor *b, dou
         snprintf(p->text, n, "\xe2\x9c\x93 checked   %s \xe2\x89\x88 %s (%s)", sa, sb, tol);
     else
         snprintf(p->text, n, "%-11s %s \xe2\x89\x88 %s (%s) -> %s", fn, sa, sb, tol, ok ? "true" : "false");
+    tr.values_id = 0;
+}
+
+void ltt_trace_passed(const char *what)
+{
+    if (!tr.wanted || tr.paused || tr.muted) return;
+    if (tr.mode == LTT_TRACE_OFF) {
+        ltt_report_count_check();
+        return;
+    }
+    pending *p = new_row();
+    size_t n = strlen(what) + 8;
+    if ((p->text = malloc(n)) == NULL) {
+        tr.npend--;
+        return;
+    }
+    snprintf(p->text, n, "\xe2\x9c\x93 %s", what);
     tr.values_id = 0;
 }
 

@@ -16,6 +16,11 @@ void ltt_open_figures(lua_State *L);      /* lfigures.c: tt.heatmap, tt.bars, tt
 void ltt_open_io(lua_State *L);           /* lio.c: tt.save, tt.load */
 void ltt_open_gradcheck(lua_State *L);    /* lgradcheck.c: tt.gradcheck */
 
+/* lfigures.c: the folder that takes the figures a script writes to
+   "images/..." (--images DIR, TT_IMAGES); main.c has checked that it is a
+   writable folder. Unset: the paths are written as they are. */
+void ltt_figures_set_images(const char *dir);
+
 /* The whole of `tt` (linit.c): for main.c and require "tt". */
 int luaopen_tt(lua_State *L);
 

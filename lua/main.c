@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <lauxlib.h>
 
 #include "lauxtt.h"
+#include "lcompare.h"
 #include "lreport.h"
 #include "lsandbox.h"
 #include "ltrace.h"
@@ -27,6 +29,10 @@ static const char usage_text[] =
     "usage: " PROGNAME " [options] script.lua [args...]   run a lesson or any script\n"
     "       " PROGNAME " [options] -e 'lua code'          run a chunk\n"
     "       " PROGNAME "                                  interactive REPL\n"
+    "       " PROGNAME " --compare REF.lua MINE.lua [more.lua...] [-- args...]\n"
+    "                                  check scripts against a reference\n"
+    "       " PROGNAME " --exercise NN|NAME|PATH [--watch]   check an exercise\n"
+    "       " PROGNAME " --exercises                        list the exercises, done and next\n"
     "options:\n"
     "  -q, --quiet                  no trace (same as --trace=off)\n"
     "  --trace=off|shapes|values    shapes (default): one line per op; values: also print small results\n"
@@ -42,12 +48,29 @@ static const char usage_text[] =
     "  --timeout SECONDS            stop a runaway script with an error, also in __gc finalizers,\n"
     "                               error handlers and at exit (default with --sandbox: 30)\n"
     "  --max-instructions N         stop the script after N Lua VM instructions (e.g. 1e9)\n"
+    "  --images DIR                 where figures go: a path 'images/NAME' a script draws to is\n"
+    "                               written as DIR/NAME (env TT_IMAGES; default: images/ of the\n"
+    "                               current folder, as written)\n"
     "  --sandbox                    for others' scripts: no os/io escape hatches, text chunks\n"
-    "                               only, writes only under --images DIR, reads only under\n"
-    "                               the script's folder\n"
-    "  --images DIR                 the folder --sandbox lets scripts write (default images)\n"
+    "                               only, writes only under the --images folder (default\n"
+    "                               images), reads only under the script's folder\n"
     "  --max-write SIZE             --sandbox: cap on bytes written (default 256M; 0 = none)\n"
     "  --max-files N                --sandbox: cap on files written (default 1000; 0 = none)\n"
+    "checking (--compare, --exercise):\n"
+    "  --compare REF MINE...        run REF and each MINE with the same seed and args; compare\n"
+    "                               every tensor REF labels (x:label) with MINE's of that label:\n"
+    "                               shape, names, dtype, values; explain the first mismatch;\n"
+    "                               one verdict line per file when there are several; exit 1\n"
+    "                               when one does not match\n"
+    "  --compare-tol RTOL,ATOL      value tolerance (default 1e-4,1e-5)\n"
+    "  --compare-json FILE          also write the verdict as JSON (several files: one per line)\n"
+    "  --compare-figure PATH        expected | yours | difference at the first mismatch (PNG/SVG)\n"
+    "  --exercise NN|NAME|PATH      check lessons/exercises/NN_*.lua (or your copy at PATH)\n"
+    "                               against its solution; the result goes to the progress file\n"
+    "  --exercises                  list the exercises with ✓/✗ and the next one to do\n"
+    "  --watch                      check again each time the file is saved (Linux inotify)\n"
+    "  the progress file: $XDG_STATE_HOME/tensortrace/progress, else\n"
+    "  ~/.local/state/tensortrace/progress (delete it to start over)\n"
     "  --version, --help\n";
 
 typedef struct options {
@@ -63,9 +86,18 @@ typedef struct options {
     double timeout;              /* -1: not given */
     long long max_instructions;
     int sandbox;
-    const char *images;          /* NULL: not given */
+    const char *images;          /* --images or TT_IMAGES; NULL: neither */
     long long max_write;         /* -1: not given */
     long long max_files;         /* -1: not given */
+    int compare;                 /* --compare */
+    const char *exercise;        /* --exercise WHAT */
+    int exercises;               /* --exercises */
+    int watch;
+    double rtol, atol;
+    const char *compare_json, *compare_figure;
+    const char **files;          /* --compare's scripts (argv entries) */
+    int nfiles;
+    int args_at;                 /* argv index of the scripts' first argument (after "--"); 0: none */
 } options;
 
 /* Below this the interpreter itself (about 32K of Lua data) and any tensor
@@ -123,8 +155,24 @@ static int parse_args(int argc, char **argv, options *o)
     o->timeout = -1;
     o->max_write = -1;
     o->max_files = -1;
+    o->rtol = 1e-4;
+    o->atol = 1e-5;
+    static const char *files[1024];
+    o->files = files;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
+        if (o->compare || o->exercise) {      /* checking: files and options in any order */
+            if (strcmp(a, "--") == 0) {
+                o->args_at = i + 1;
+                return -1;
+            }
+            if (a[0] != '-') {
+                if (o->exercise) return usage_error("'--exercise' checks one exercise; unexpected '%s'", a);
+                if (o->nfiles == LTT_LEN(files)) return usage_error("'--compare' takes at most 1024 scripts%s", "");
+                files[o->nfiles++] = a;
+                continue;
+            }
+        }
         if (a[0] != '-' || strcmp(a, "-") == 0) {
             o->script = a;
             o->script_arg = i;
@@ -200,6 +248,29 @@ static int parse_args(int argc, char **argv, options *o)
             if (*end || end == v || !(n >= 1) || n > 9e18 || (v[0] < '0' || v[0] > '9'))
                 return usage_error("'--max-instructions' needs a positive count like 1e9, got '%s'", v);
             o->max_instructions = (long long)n;
+        } else if (strcmp(a, "--compare") == 0) {
+            o->compare = 1;
+        } else if (is_opt(a, "--exercise")) {
+            if ((v = opt_value(argc, argv, &i, "--exercise")) == NULL || !*v)
+                return usage_error("'--exercise' needs an exercise: a number, a name or your copy's path%s", "");
+            o->exercise = v;
+        } else if (strcmp(a, "--exercises") == 0) {
+            o->exercises = 1;
+        } else if (strcmp(a, "--watch") == 0) {
+            o->watch = 1;
+        } else if (is_opt(a, "--compare-tol")) {
+            char *end, *end2;
+            if ((v = opt_value(argc, argv, &i, "--compare-tol")) == NULL) return usage_error("'--compare-tol' needs RTOL,ATOL%s", "");
+            o->rtol = strtod(v, &end);
+            if (end == v || *end != ',' || !(o->rtol >= 0) || o->rtol > 1e6) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
+            o->atol = strtod(end + 1, &end2);
+            if (end2 == end + 1 || *end2 || !(o->atol >= 0) || o->atol > 1e30) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
+        } else if (is_opt(a, "--compare-json")) {
+            if ((v = opt_value(argc, argv, &i, "--compare-json")) == NULL || !*v) return usage_error("'--compare-json' needs a file name%s", "");
+            o->compare_json = v;
+        } else if (is_opt(a, "--compare-figure")) {
+            if ((v = opt_value(argc, argv, &i, "--compare-figure")) == NULL || !*v) return usage_error("'--compare-figure' needs a file name, e.g. check.png%s", "");
+            o->compare_figure = v;
         } else if (strcmp(a, "--sandbox") == 0) {
             o->sandbox = 1;
         } else if (is_opt(a, "--max-write")) {
@@ -295,18 +366,111 @@ static int run_script(lua_State *L, const char *path, int argc, char **argv, int
 
 /* ===== REPL ===== */
 
+/* Ctrl-C: at a prompt it drops the line (and a chunk being continued); in
+   a running chunk it raises "interrupted" at the next Lua instruction, as
+   lua.c does (a long C operation finishes first), and keeps raising until
+   the chunk has ended, so a pcall in a loop cannot swallow it. */
+static volatile sig_atomic_t got_sigint;
+static lua_State *volatile running;       /* the REPL's state while a chunk runs */
+
+static void interrupt_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_sethook(L, interrupt_hook, LUA_MASKCOUNT, 1);
+    luaL_error(L, "interrupted (Ctrl-C)");
+}
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    got_sigint = 1;
+    lua_State *L = running;
+    if (L) lua_sethook(L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+/* No SA_RESTART: a read waiting at the prompt returns with EINTR. */
+static void catch_sigint(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+/* read_line returns the line typed (to free), or NULL at the end of input
+   or (*interrupted set) when Ctrl-C dropped the line. */
 #if defined(TT_HAVE_READLINE)
+#include <sys/select.h>
 #include <readline/readline.h>
 #include <readline/history.h>
-static char *read_line(const char *prompt) { return readline(prompt); }
+static char *rl_line;
+static int rl_have_line;
+static void on_line(char *line)
+{
+    rl_line = line;
+    rl_have_line = 1;
+    rl_callback_handler_remove();
+}
+/* readline's callback interface, so that Ctrl-C reaches us (as Python's
+   REPL does it): select() returns EINTR, and the line is dropped. */
+static char *read_line(const char *prompt, int *interrupted)
+{
+    *interrupted = 0;
+    got_sigint = 0;
+    rl_catch_signals = 0;
+    rl_line = NULL;
+    rl_have_line = 0;
+    /* SIGINT waits while readline works; pselect lets it in, atomically */
+    sigset_t block, waiting;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &waiting);
+    sigdelset(&waiting, SIGINT);
+    rl_callback_handler_install(prompt, on_line);
+    int fd = fileno(rl_instream ? rl_instream : stdin);
+    while (!rl_have_line) {
+        fd_set fds;
+        FD_ZERO(&fds);
+        FD_SET(fd, &fds);
+        int r = got_sigint ? -1 : pselect(fd + 1, &fds, NULL, NULL, NULL, &waiting);
+        if (got_sigint) errno = EINTR;
+        if (r > 0) {
+            rl_callback_read_char();
+        } else if (r < 0 && errno == EINTR) {
+            if (!got_sigint) continue;
+            got_sigint = 0;
+            rl_free_line_state();
+            rl_callback_sigcleanup();
+            rl_cleanup_after_signal();
+            rl_callback_handler_remove();
+            sigprocmask(SIG_UNBLOCK, &block, NULL);
+            *interrupted = 1;
+            return NULL;
+        } else if (r < 0) {
+            rl_callback_handler_remove();
+            break;
+        }
+    }
+    sigprocmask(SIG_UNBLOCK, &block, NULL);
+    return rl_line;
+}
 static void remember(const char *line) { if (*line) add_history(line); }
 #else
-static char *read_line(const char *prompt)
+static char *read_line(const char *prompt, int *interrupted)
 {
     static char buf[4096];
+    *interrupted = 0;
+    got_sigint = 0;
     fputs(prompt, stdout);
     fflush(stdout);
-    if (fgets(buf, sizeof buf, stdin) == NULL) return NULL;
+    if (fgets(buf, sizeof buf, stdin) == NULL) {
+        if (got_sigint) {
+            clearerr(stdin);
+            *interrupted = 1;
+        }
+        return NULL;
+    }
     size_t n = strlen(buf);
     if (n && buf[n - 1] == '\n') buf[n - 1] = 0;
     char *copy = malloc(strlen(buf) + 1);
@@ -338,7 +502,7 @@ static int load_repl_chunk(lua_State *L, const char *code)
     int status = luaL_loadbufferx(L, ret, strlen(ret), chunkname, text_only ? "t" : NULL);
     lua_remove(L, -2);
     if (status == LUA_OK) {
-        ltt_trace_source(chunkname, ret);
+        ltt_trace_source(chunkname, code);   /* the headers show what was typed */
         return status;
     }
     lua_pop(L, 1);
@@ -363,8 +527,14 @@ static void repl(lua_State *L)
     printf(PROGNAME " " TT_VERSION " — tensors of attention, traced. %s\n"
            "Type Lua; the global 'tt' is loaded. Expressions print their value. Ctrl-D quits.\n",
            LUA_RELEASE);
+    catch_sigint();
     for (;;) {
-        char *line = read_line("tt> ");
+        int interrupted;
+        char *line = read_line("tt> ", &interrupted);
+        if (line == NULL && interrupted) {
+            fputs("\n", stdout);          /* Ctrl-C at the prompt: a fresh one */
+            continue;
+        }
         if (line == NULL) break;
         luaL_Buffer b;
         luaL_buffinit(L, &b);
@@ -374,8 +544,9 @@ static void repl(lua_State *L)
         luaL_pushresult(&b);
         int status;
         /* keep reading lines while the chunk is incomplete */
+        int dropped = 0;
         while ((status = load_repl_chunk(L, lua_tostring(L, -1))) != LUA_OK && incomplete(L, status)) {
-            char *more = read_line("  > ");
+            char *more = read_line("  > ", &dropped);
             if (more == NULL) break;
             remember(more);
             lua_pushliteral(L, "\n");
@@ -383,11 +554,20 @@ static void repl(lua_State *L)
             free(more);
             lua_concat(L, 3);
         }
+        if (dropped) {                   /* Ctrl-C at "  > ": the unfinished chunk goes */
+            fputs("\n", stdout);
+            lua_settop(L, 0);
+            continue;
+        }
         if (status == LUA_OK) {
             lua_remove(L, -2);           /* the source text */
             ltt_limits_start(L, timeout_s, max_instr);
+            got_sigint = 0;
+            running = L;
             status = docall(L, 0, LUA_MULTRET);
+            running = NULL;
             ltt_limits_pause(L);
+            if (got_sigint) fputs("\n", stdout);   /* past the terminal's "^C" */
             ltt_trace_flush();
             if (status == LUA_OK) print_results(L);
             else report(L, status);
@@ -436,11 +616,73 @@ static const char *script_dir(const char *script, char *buf, size_t n)
     return buf;
 }
 
+/* --compare, --exercise, --exercises. */
+static int check_main(const options *o, int argc, char **argv)
+{
+    if (o->exercises) {
+        if (o->compare || o->exercise || o->script) return usage_error("'--exercises' lists the exercises; it takes no script%s", "");
+        return ltt_exercises_list();
+    }
+    if (o->sandbox || o->json || o->chunk)
+        return usage_error("'%s' does not apply to --compare and --exercise", o->sandbox ? "--sandbox" : o->json ? "--trace-json" : "-e");
+    ltt_compare_opts c;
+    memset(&c, 0, sizeof c);
+    if (o->compare && o->exercise) return usage_error("'--compare' and '--exercise' do not go together%s", "");
+    if (o->compare) {
+        if (o->nfiles < 2) return usage_error("'--compare' needs a reference and at least one script: --compare REF.lua MINE.lua%s", "");
+        c.ref = o->files[0];
+        c.mine = o->files + 1;
+        c.nmine = o->nfiles - 1;
+    } else if (!ltt_exercise_resolve(o->exercise, &c)) {
+        return 2;
+    }
+    c.args = o->args_at ? argv + o->args_at : NULL;
+    c.nargs = o->args_at ? argc - o->args_at : 0;
+    c.seed = o->seed;
+    c.rtol = o->rtol;
+    c.atol = o->atol;
+    c.json = o->compare_json;
+    c.figure = o->compare_figure;
+    c.report = o->report;
+    c.report_argc = argc;
+    c.report_argv = argv;
+    c.timeout = o->timeout > 0 ? o->timeout : 60;
+    c.max_instructions = o->max_instructions;
+    c.max_memory = o->max_memory >= 0 ? o->max_memory : default_max_memory(0);
+    if (o->threads > 0) tt_set_num_threads(o->threads);
+    tt_set_max_memory(c.max_memory);
+    int code = o->watch ? ltt_compare_watch(&c) : ltt_compare(&c);
+    ltt_limits_done();
+    tt_release_caches();
+    return code;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     int r = parse_args(argc, argv, &o);
     if (r >= 0) return r;
+    if (o.compare || o.exercise || o.exercises) return check_main(&o, argc, argv);
+    if (o.watch || o.compare_json || o.compare_figure)
+        return usage_error("'%s' goes with --compare or --exercise", o.watch ? "--watch" : o.compare_json ? "--compare-json" : "--compare-figure");
+
+    /* the figures' folder, tried now rather than at a lesson's first figure */
+    const char *images_from = "--images";
+    if (o.images == NULL && getenv("TT_IMAGES") && *getenv("TT_IMAGES")) {
+        o.images = getenv("TT_IMAGES");
+        images_from = "TT_IMAGES";
+    }
+    if (o.images) {
+        struct stat st;
+        const char *why = stat(o.images, &st) != 0 ? "the folder does not exist (make it with mkdir -p)"
+                        : !S_ISDIR(st.st_mode) ? "not a folder"
+                        : access(o.images, W_OK | X_OK) != 0 ? "the folder cannot be written" : NULL;
+        if (why) {
+            fprintf(stderr, PROGNAME ": %s '%s': %s\n(try '" PROGNAME " --help')\n", images_from, o.images, why);
+            return 2;
+        }
+        ltt_figures_set_images(o.images);
+    }
 
     if (o.report) {
         /* the path comes from the person running the command, so --sandbox
@@ -472,12 +714,12 @@ int main(int argc, char **argv)
         lua_close(L);
         return 2;
     }
-    if (o.sandbox || o.images || o.max_write >= 0 || o.max_files >= 0) {
+    if (o.sandbox || o.max_write >= 0 || o.max_files >= 0) {
         char dir[4096];
         const char *images = o.images ? o.images : "images";
         if (!o.sandbox) {
             fprintf(stderr, PROGNAME ": '%s' only applies with --sandbox\n(try '" PROGNAME " --help')\n",
-                    o.images ? "--images" : o.max_write >= 0 ? "--max-write" : "--max-files");
+                    o.max_write >= 0 ? "--max-write" : "--max-files");
             ltt_trace_stop();
             lua_close(L);
             return 2;

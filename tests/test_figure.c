@@ -1053,7 +1053,7 @@ static void test_heatmap_options(void)
             kinds_seen |= px == 0xb0641eu ? 1 : px == 0x2e5d92u ? 2 : 0;
         }
     CHECK("mask kind 0 hatches cell (1,4) in its colour only", kinds_seen == 1);
-    cell_xy(&g, 0, 4, 6, &x, &y);
+    cell_xy(&g, 0, 2, 6, &x, &y);
     kinds_seen = 0;
     for (int yy = y; yy < y + ch; yy++)
         for (int xx = x; xx < x + cw; xx++) {
@@ -1061,14 +1061,30 @@ static void test_heatmap_options(void)
             kinds_seen |= px == 0xb0641eu ? 1 : px == 0x2e5d92u ? 2 : 0;
         }
     CHECK("the broadcast mask hatches column 7 in kind 1", kinds_seen == 2);
+    /* (4,6) is NaN under mask kind 1: the NaN colour stays, under white
+       strokes of kind 1's pattern (a cross hatch, lines where x or y % 7 == 0) */
+    cell_xy(&g, 0, 4, 6, &x, &y);
+    int nan_px = 0, white_ok = 1, white_n = 0;
+    for (int yy = y; yy < y + ch; yy++)
+        for (int xx = x; xx < x + cw; xx++) {
+            const uint32_t px = tt_canvas_get(&c, xx, yy);
+            const int stroke = xx % 7 == 0 || yy % 7 == 0;
+            nan_px += px == TT_FIG_NAN_RGB;
+            white_n += px == 0xffffffu;
+            white_ok &= px == (stroke ? 0xffffffu : TT_FIG_NAN_RGB);
+        }
+    CHECK("a masked NaN keeps its colour under white strokes of its kind", white_ok && nan_px > 20 && white_n > 20);
     cell_xy(&g, 0, 0, 4, &x, &y);   /* (0,4) is not masked: one plain colour */
     const uint32_t c0 = tt_canvas_get(&c, x, y);
     for (int yy = y; yy < y + ch; yy++)
         for (int xx = x; xx < x + cw; xx++) plain &= tt_canvas_get(&c, xx, yy) == c0;
     CHECK("an unmasked cell stays plain", plain);
-    /* causal, padding, then the -inf of make_5x7 that no mask covers (its NaN is under one) */
-    CHECK("three legend entries, right of the grid", g.legend_n == 3 &&
+    /* causal, padding, the -inf of make_5x7 that no mask covers, and its
+       NaN, which shows under its mask */
+    CHECK("four legend entries, right of the grid", g.legend_n == 4 &&
           g.legend_x > g.x0 + 7 * g.cell_w);
+    CHECK("the last legend entry is NaN's colour",
+          tt_canvas_get(&c, g.legend_x + 11, g.legend_y + 32 * 3 + 11) == TT_FIG_NAN_RGB);
     int strokes[2] = { 0, 0 };
     for (int k = 0; k < 2; k++)
         for (int yy = 0; yy < 22; yy++)
@@ -1679,8 +1695,10 @@ static void test_attend(void)
 {
     /* the hand example of lesson 05: query 3 of Q = K = [[1,0],[0,1],[1,1]], V = [[1,0],[0,2],[1,1]] */
     const float q[2] = { 1, 1 }, K[6] = { 1, 0, 0, 1, 1, 1 }, V[6] = { 1, 0, 0, 2, 1, 1 };
-    double sc[3], w[3], scaled[6], out[2];
-    tt_attend_compute(q, K, V, 3, 2, 2, 1.0 / sqrt(2.0), sc, w, scaled, out);
+    double dots[3], sc[3], w[3], scaled[6], out[2];
+    tt_attend_compute(q, K, V, 3, 2, 2, 1.0 / sqrt(2.0), dots, sc, w, scaled, out);
+    CHECK("attend: the dot products q.k_j of the hand example are 1, 1, 2",
+          dots[0] == 1.0 && dots[1] == 1.0 && dots[2] == 2.0);
     /* by hand: scores 1/sqrt2, 1/sqrt2, sqrt2; weights e^s / sum */
     const double r2 = sqrt(2.0), e1 = exp(1 / r2), e3 = exp(r2), tot = 2 * e1 + e3;
     const double ref_w[3] = { e1 / tot, e1 / tot, e3 / tot };
@@ -1696,7 +1714,7 @@ static void test_attend(void)
     /* a large score: no overflow (the max is taken off first) */
     const float qb[1] = { 1000 }, Kb[2] = { 1, 0.999f }, Vb[2] = { 1, 2 };
     double sb[2], wb[2], ab[2], ob[1];
-    tt_attend_compute(qb, Kb, Vb, 2, 1, 1, 1.0, sb, wb, ab, ob);
+    tt_attend_compute(qb, Kb, Vb, 2, 1, 1, 1.0, NULL, sb, wb, ab, ob);
     CHECK("attend: large scores stay finite", isfinite(wb[0]) && fabs(wb[0] + wb[1] - 1.0) < 1e-12 && wb[0] > wb[1]);
 
     tt_attend_opts o;
@@ -1728,6 +1746,20 @@ static void test_attend(void)
             written += tt_rgb_luma(tt_canvas_get(&c, x, y)) < 0.3;
     CHECK("attend: the output's number is written in its cell", written > 20);
     CHECK("attend: the output row below the last key", g.out_y >= g.row_y + 3 * g.row_h);
+    /* the dot products come first, left of the scores, on their own map
+       centred on 0: t3's 2 at its top, t1's 1 half way up */
+    CHECK("attend: the dot product column left of the scores", g.dot_x + g.col_w < g.score_x);
+    CHECK("attend: dot product cells coloured by q.k_j",
+          tt_canvas_get(&c, g.dot_x + 2, g.row_y + 2 * g.row_h + 2) == tt_cmap_rgb(TT_CMAP_DIVERGING, 1.0) &&
+              tt_canvas_get(&c, g.dot_x + 2, g.row_y + 2) == tt_cmap_rgb(TT_CMAP_DIVERGING, 0.75));
+    /* whole dot products are written whole: the ink of t3's cell is as wide as "2" */
+    const uint32_t dbg = tt_canvas_get(&c, g.dot_x + 2, g.row_y + 2 * g.row_h + 2);
+    int ink_x0 = 1 << 30, ink_x1 = -1;
+    for (int y = g.row_y + 2 * g.row_h; y < g.row_y + 3 * g.row_h - 4; y++)
+        for (int x = g.dot_x; x < g.dot_x + g.col_w; x++)
+            if (tt_canvas_get(&c, x, y) != dbg) { ink_x0 = x < ink_x0 ? x : ink_x0; ink_x1 = x > ink_x1 ? x : ink_x1; }
+    CHECK("attend: the dot product 2 is written as \"2\"",
+          ink_x1 >= ink_x0 && ink_x1 - ink_x0 + 1 <= tt_font_width("2", 2, 0));
     tt_canvas_free(&c);
 
     /* determinism and the file */
@@ -1758,38 +1790,109 @@ static void test_attend(void)
                                             strstr(tt_errmsg(), "scale must be a finite number"));
 }
 
-/* Token labels on the thin cells of a panel grid (8 heads, 32 tokens, as
-   lessons 06, 07 and 14 draw): every other token, upright, at full size. */
-static void test_heatmap_token_ticks(void)
+/* A bool tensor (lesson 09's causal masks): two colours and a legend
+   (false, true, or the names of categories), no colour bar; a cmap draws
+   it as 0/1 on the map instead. */
+static void test_heatmap_bool(void)
 {
-    enum { P = 8, N = 32 };
-    float *v = calloc((size_t)P * N * N, sizeof *v);
-    if (!v) return;
-    static const char ALPHA[] = "abcdefghijklmnopqrstuvwxyzABCDEF";
-    char names[N][2];
-    const char *toks[N];
+    /* [2, 3]: true where j <= i + 1, as a lower-right mask of 2 queries over 3 keys */
+    const uint8_t b[6] = { 1, 1, 0, 1, 1, 1 };
+    const tt_fig_src src = { NULL, b, { 6, 3, 1 } };
+    tt_heatmap_opts o;
+    tt_heatmap_opts_init(&o);
+    tt_canvas c;
+    tt_heatmap_geom g;
+    CHECK("bool heatmap renders", tt_heatmap_render_src(&c, &g, &src, 1, 2, 3, &o) == TT_OK);
+    int x, y;
+    cell_xy(&g, 0, 0, 0, &x, &y);
+    const uint32_t t = tt_canvas_get(&c, x, y);
+    cell_xy(&g, 0, 0, 2, &x, &y);
+    const uint32_t f = tt_canvas_get(&c, x, y);
+    CHECK("bool: true a strong blue, false light grey", t == 0x2f6db5u && f == 0xd8d8d8u);
+    CHECK("bool: apart in grey print too", tt_rgb_luma(f) - tt_rgb_luma(t) > 0.4);
+    CHECK("bool: a legend of two entries, no colour bar", g.legend_n == 2 && g.bar_w == 0);
+    CHECK("bool: the legend swatches are the two colours",
+          tt_canvas_get(&c, g.legend_x + 11, g.legend_y + 11) == f &&
+              tt_canvas_get(&c, g.legend_x + 11, g.legend_y + 32 + 11) == t);
+    CHECK("bool: no numbers in the cells", g.annotate_scale == 0);
+    tt_canvas_free(&c);
+
+    const char *names[3] = { "hidden", "may attend", "extra" };
+    o.categories = names;
+    o.ncategories = 2;
+    CHECK("bool with two category names renders", tt_heatmap_render_src(&c, &g, &src, 1, 2, 3, &o) == TT_OK &&
+                                                      g.legend_n == 2);
+    tt_canvas_free(&c);
+    o.ncategories = 3;
+    CHECK("bool with three category names: an error",
+          tt_heatmap_render_src(&c, &g, &src, 1, 2, 3, &o) == TT_EARG &&
+              strstr(tt_errmsg(), "heatmap: 3 categories for the bool tensor [2,3]; hint: it takes two, "
+                                  "the names of false and true"));
+    o.categories = NULL;
+    o.ncategories = 0;
+    o.cmap = "viridis";
+    CHECK("bool with a cmap renders", tt_heatmap_render_src(&c, &g, &src, 1, 2, 3, &o) == TT_OK);
+    cell_xy(&g, 0, 0, 0, &x, &y);
+    CHECK("bool with a cmap: 0/1 on the map, with its colour bar",
+          tt_canvas_get(&c, x, y) == tt_cmap_rgb(TT_CMAP_VIRIDIS, 1.0) && g.bar_w > 0 && g.legend_n == 0);
+    tt_canvas_free(&c);
+}
+
+/* Token labels of the heads figures (8 heads, 32 tokens, as lessons 06,
+   07 and 14 draw; one head of 32, as lesson 09): the cells grow until
+   every token gets a full-size label; a grid too big for that (8 heads of
+   48 tokens) keeps its thin cells and labels every third token, at full
+   size. */
+static void token_grid(float *v, int P, int N, tt_heatmap_geom *g, tt_canvas *c)
+{
+    static const char ALPHA[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV";
+    static char names[48][2];
+    static const char *toks[48];
     for (int i = 0; i < N; i++) { names[i][0] = ALPHA[i]; names[i][1] = 0; toks[i] = names[i]; }
     tt_heatmap_opts o;
     tt_heatmap_opts_init(&o);
     o.xlabels = o.ylabels = toks;
     o.nxlabels = o.nylabels = N;
     o.annotate = 0;
+    if (tt_heatmap_render(c, g, v, P, N, N, &o) != TT_OK) { CHECK(tt_errmsg(), 0); memset(g, 0, sizeof *g); }
+}
+
+static void test_heatmap_token_ticks(void)
+{
+    enum { P = 8, N = 32 };
+    float *v = calloc((size_t)P * 48 * 48, sizeof *v);
+    if (!v) return;
     tt_heatmap_geom g;
     tt_canvas c;
-    if (tt_heatmap_render(&c, &g, v, P, N, N, &o) != TT_OK) { free(v); CHECK(tt_errmsg(), 0); return; }
-    CHECK("8 panels of 32 tokens: cells under 11 pixels (the thinned case)", g.cell_w < 11 && g.cell_h < 11);
-    /* under the last panel: ink under column 3 (label "c"), none under column 2 */
+    token_grid(v, P, N, &g, &c);
+    CHECK("8 panels of 32 tokens: cells of a full-size label", g.cell_w >= 20 && g.cell_h >= 20);
+    CHECK("8 panels of 32 tokens: every token labelled at full size, both axes",
+          g.xlabel_n == N && g.ylabel_n == N && g.xlabel_scale == 2 && g.ylabel_scale == 2);
+    /* under the last panel: ink under columns 2 and 3; left of the first: beside rows 2 and 3 */
     int x, y;
     cell_xy(&g, P - 1, N - 1, 2, &x, &y);
     const int band = y - 2 + g.cell_h + 8;
-    CHECK("x label under every other token (column 3)", count_luma(c.px, c.w, x, band, g.cell_w - 4, 14, 0.0, 0.5) > 0);
-    CHECK("no x label under column 2", count_luma(c.px, c.w, x - g.cell_w, band, g.cell_w - 4, 14, 0.0, 0.5) == 0);
+    CHECK("x label under column 3", count_luma(c.px, c.w, x, band, g.cell_w - 4, 14, 0.0, 0.5) > 0);
+    CHECK("x label under column 2", count_luma(c.px, c.w, x - g.cell_w, band, g.cell_w - 4, 14, 0.0, 0.5) > 0);
     CHECK("x labels upright: no ink 20 pixels below the band",
           count_luma(c.px, c.w, x, band + 20, g.cell_w - 4, 10, 0.0, 0.5) == 0);
-    /* left of the first panel: ink beside row 3, none beside row 2 */
     cell_xy(&g, 0, 2, 0, &x, &y);
-    CHECK("y label beside every other token (row 3)", count_luma(c.px, c.w, x - 2 - 8 - 12, y, 10, g.cell_h - 4, 0.0, 0.5) > 0);
-    CHECK("no y label beside row 2", count_luma(c.px, c.w, x - 2 - 8 - 12, y - g.cell_h, 10, g.cell_h - 4, 0.0, 0.5) == 0);
+    CHECK("y label beside row 3", count_luma(c.px, c.w, x - 2 - 8 - 12, y, 10, g.cell_h - 4, 0.0, 0.5) > 0);
+    CHECK("y label beside row 2", count_luma(c.px, c.w, x - 2 - 8 - 12, y - g.cell_h, 10, g.cell_h - 4, 0.0, 0.5) > 0);
+    CHECK("8 panels of 32 tokens: a slide-sized figure", g.width <= 3100 && g.height <= 1700);
+    tt_canvas_free(&c);
+
+    token_grid(v, 1, N, &g, &c);
+    CHECK("one panel of 32 tokens: every token at full size",
+          g.cell_w >= 20 && g.xlabel_n == N && g.ylabel_n == N && g.xlabel_scale == 2 && g.ylabel_scale == 2);
+    tt_canvas_free(&c);
+
+    token_grid(v, P, 48, &g, &c);
+    CHECK("8 panels of 48 tokens: too many for full-size cells, every third token at full size",
+          g.cell_w < 11 && g.xlabel_n == 16 && g.ylabel_n == 16 && g.xlabel_scale == 2);
+    cell_xy(&g, P - 1, 47, 2, &x, &y);
+    CHECK("thinned: no x label under column 2",
+          count_luma(c.px, c.w, x - g.cell_w, y - 2 + g.cell_h + 8, g.cell_w - 4, 14, 0.0, 0.5) == 0);
     tt_canvas_free(&c);
     free(v);
 }
@@ -1841,6 +1944,7 @@ int main(void)
     test_flow_labels();
     test_heatmap_options();
     test_heatmap_token_ticks();
+    test_heatmap_bool();
     test_head_groups();
     test_svg();
     test_plot_lines();

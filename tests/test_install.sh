@@ -33,6 +33,14 @@ ok $? "installed lesson 09 failed: $(tail -5 "$tmp/out")"
 ok $? "installed lesson 07 failed: $(tail -5 "$tmp/out")"
 ! grep -q "^Trained" "$tmp/out"; ok $? "installed lesson 07 retrained: the GQA checkpoint was not installed"
 
+# --exercise finds the installed exercises from any folder (beside ../share)
+(cd "$tmp/run" && XDG_STATE_HOME="$tmp/state" "$root/bin/tensortrace" --exercise 03) >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "not yet: .* is missing — the TODO at line" "$tmp/out"
+ok $? "installed --exercise 03 did not say 'not yet': $(tail -3 "$tmp/out")"
+(cd "$tmp/run" && XDG_STATE_HOME="$tmp/state" "$root/bin/tensortrace" --exercises) >"$tmp/out" 2>&1
+grep -q "✗ 03_causal_mask" "$tmp/out" && grep -q "of 12 done" "$tmp/out"
+ok $? "installed --exercises: $(tail -3 "$tmp/out")"
+
 # A stock lua5.4 finds the module through its C path.
 LUA_CPATH="$root/lib/lua/5.4/?.so" lua5.4 -e 'local tt = require "tt"; assert(tt.ones(2, 3):sum():item() == 6); print("ok")' >"$tmp/out" 2>&1
 ok $? "lua5.4 require 'tt' from the install: $(cat "$tmp/out")"

@@ -1201,6 +1201,147 @@ static void test_repeat(void)
     tt_tensor_release(&a8);
 }
 
+/* The issue-30 ops through the C API on every layout, against float64
+   loops: where (and its numbers), any/all, norm, flatten, unbind, t, and
+   einops' reduce and repeat. */
+static void test_pytorch_names(void)
+{
+    char descr[96];
+    for (int l = 0; l < L_COUNT; l++) {
+        tt_tensor a = make(l, DIMS(3, 7, 5)), b = make((l + 1) % L_COUNT, DIMS(7, 5)), c, out;
+        int64_t n = tt_numel(&a), idx[3] = {0, 0, 0};
+        ok(tt_binary_scalar(&c, TT_OP_GT, &a, 0.25, 0));
+        double *ref = malloc((size_t)n * sizeof *ref);
+        /* where(c, a, b) and where(c, a, -1.5) */
+        for (int which = 0; which < 2; which++) {
+            if (!ok(tt_where(&out, &c, &a, 0, which ? NULL : &b, -1.5))) continue;
+            memset(idx, 0, sizeof idx);
+            for (int64_t i = 0; i < n; i++) {
+                ref[i] = el(&c, idx) ? el(&a, idx) : which ? -1.5 : elb(&b, 3, idx);
+                next_idx(3, a.shape, idx);
+            }
+            float *got = flat(&out);
+            snprintf(descr, sizeof descr, "where%s %s", which ? " with a number" : "", LAYOUT[l]);
+            CHECK(descr, same_shape(&out, DIMS(3, 7, 5)));
+            check_close(descr, got, ref, n, 0, 0);
+            free(got);
+            tt_tensor_release(&out);
+        }
+        /* any and all over dim 2; norm p = 2, 3, inf over dim 3 */
+        tt_tensor any, all;
+        if (ok(tt_any(&any, &c, 1, 0)) && ok(tt_all(&all, &c, 1, 0))) {
+            int good = same_shape(&any, DIMS(3, 5)) && same_shape(&all, DIMS(3, 5));
+            for (int64_t i = 0; good && i < 3; i++)
+                for (int64_t k = 0; k < 5; k++) {
+                    int sa = 0, sl = 1;
+                    for (int64_t j = 0; j < 7; j++) {
+                        int64_t ix[3] = {i, j, k};
+                        sa |= el(&c, ix) != 0;
+                        sl &= el(&c, ix) != 0;
+                    }
+                    good &= el(&any, (int64_t[]){i, k}) == sa && el(&all, (int64_t[]){i, k}) == sl;
+                }
+            snprintf(descr, sizeof descr, "any, all over dim 2 %s", LAYOUT[l]);
+            CHECK(descr, good);
+            tt_tensor_release(&any);
+            tt_tensor_release(&all);
+        }
+        const double ps[] = {2, 3, INFINITY};
+        for (int pi = 0; pi < 3; pi++) {
+            if (!ok(tt_norm(&out, &a, ps[pi], 2, 0))) continue;
+            double r[21];
+            for (int64_t i = 0; i < 3; i++)
+                for (int64_t j = 0; j < 7; j++) {
+                    double acc = 0;
+                    for (int64_t k = 0; k < 5; k++) {
+                        double v = fabs(el(&a, (int64_t[]){i, j, k}));
+                        acc = isinf(ps[pi]) ? (v > acc ? v : acc) : acc + pow(v, ps[pi]);
+                    }
+                    r[i * 7 + j] = isinf(ps[pi]) ? acc : pow(acc, 1 / ps[pi]);
+                }
+            float *got = flat(&out);
+            snprintf(descr, sizeof descr, "norm p=%g over dim 3 %s", ps[pi], LAYOUT[l]);
+            check_close(descr, got, r, 21, 2e-6, 1e-6);
+            free(got);
+            tt_tensor_release(&out);
+        }
+        /* flatten(2, 3), t of a [7,5], unbind along dim 2: the same values */
+        tt_tensor pieces[7];
+        int count = 0;
+        if (ok(tt_flatten(&out, &a, 1, 2))) {
+            float *got = flat(&out), *want = flat(&a);
+            snprintf(descr, sizeof descr, "flatten %s", LAYOUT[l]);
+            CHECK(descr, same_shape(&out, DIMS(3, 35)) && memcmp(got, want, (size_t)n * sizeof *got) == 0);
+            free(got);
+            free(want);
+            tt_tensor_release(&out);
+        }
+        if (ok(tt_t(&out, &b))) {
+            int good = same_shape(&out, DIMS(5, 7));
+            for (int64_t i = 0; good && i < 7; i++)
+                for (int64_t j = 0; j < 5; j++) good &= el(&out, (int64_t[]){j, i}) == el(&b, (int64_t[]){i, j});
+            snprintf(descr, sizeof descr, "t %s", LAYOUT[l]);
+            CHECK(descr, good);
+            tt_tensor_release(&out);
+        }
+        if (ok(tt_unbind(pieces, 7, &count, &a, 1))) {
+            int good = count == 7;
+            for (int p = 0; p < count; p++) {
+                good &= same_shape(&pieces[p], DIMS(3, 5)) && pieces[p].storage == a.storage;
+                for (int64_t i = 0; i < 3; i++)
+                    for (int64_t k = 0; k < 5; k++) good &= el(&pieces[p], (int64_t[]){i, k}) == el(&a, (int64_t[]){i, p, k});
+                tt_tensor_release(&pieces[p]);
+            }
+            snprintf(descr, sizeof descr, "unbind %s", LAYOUT[l]);
+            CHECK(descr, good);
+        }
+        /* reduce "a (g h) k -> k a" (g = 7), mean; repeat "a n k -> a k (n r)" (r = 2) */
+        const char *gname[] = {tt_intern("g")}, *rname[] = {tt_intern("r")};
+        if (ok(tt_reduce_pattern(&out, &a, "a (g h) k -> k a", "mean", 1, gname, (int64_t[]){7}))) {
+            double r[15];
+            for (int64_t k = 0; k < 5; k++)
+                for (int64_t i = 0; i < 3; i++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < 7; j++) acc += el(&a, (int64_t[]){i, j, k});
+                    r[k * 3 + i] = acc / 7;
+                }
+            float *got = flat(&out);
+            snprintf(descr, sizeof descr, "einops reduce mean %s", LAYOUT[l]);
+            CHECK(descr, same_shape(&out, DIMS(5, 3)));
+            check_close(descr, got, r, 15, 1e-6, 1e-7);
+            free(got);
+            tt_tensor_release(&out);
+        }
+        if (ok(tt_repeat(&out, &a, "a n k -> a k (n r)", 1, rname, (int64_t[]){2}))) {
+            int good = same_shape(&out, DIMS(3, 5, 14));
+            for (int64_t i = 0; good && i < 3; i++)
+                for (int64_t k = 0; k < 5; k++)
+                    for (int64_t m = 0; m < 14; m++)
+                        good &= el(&out, (int64_t[]){i, k, m}) == el(&a, (int64_t[]){i, m / 2, k});
+            snprintf(descr, sizeof descr, "einops repeat %s", LAYOUT[l]);
+            CHECK(descr, good);
+            tt_tensor_release(&out);
+        }
+        free(ref);
+        tt_tensor_release(&a);
+        tt_tensor_release(&b);
+        tt_tensor_release(&c);
+    }
+    tt_tensor x = rnd(DIMS(2, 3)), out;
+    CHECK("where: a float condition is TT_EARG", tt_where(&out, &x, &x, 0, &x, 0) == TT_EARG
+          && strstr(tt_errmsg(), "condition must be bool") && out.storage == NULL);
+    CHECK("norm: p = 0 is TT_EARG", tt_norm(&out, &x, 0, -1, 0) == TT_EARG && out.storage == NULL);
+    CHECK("flatten: end before start is TT_EARG", tt_flatten(&out, &x, 1, 0) == TT_EARG && out.storage == NULL);
+    tt_tensor x3 = rnd(DIMS(2, 3, 4));
+    CHECK("t of 3 dims is TT_ESHAPE", tt_t(&out, &x3) == TT_ESHAPE && strstr(tt_errmsg(), "x:mT()"));
+    CHECK("reduce: an unknown reduction", tt_reduce_pattern(&out, &x, "a b -> a", "prod", 0, NULL, NULL) == TT_EARG
+          && strstr(tt_errmsg(), "unknown reduction 'prod'"));
+    CHECK("repeat: a new axis without its length", tt_repeat(&out, &x, "a b -> a b c", 0, NULL, NULL) == TT_EARG
+          && strstr(tt_errmsg(), "axis 'c' is new"));
+    tt_tensor_release(&x);
+    tt_tensor_release(&x3);
+}
+
 static void test_cat_stack(void)
 {
     tt_tensor a = make(L_TRANS, DIMS(3, 4, 5)), b = make(L_NARROW, DIMS(3, 2, 5)),
@@ -2164,6 +2305,7 @@ int main(void)
     test_softmax();
     test_masking();
     test_repeat();
+    test_pytorch_names();
     test_cat_stack();
     test_matmul();
     test_sdpa();

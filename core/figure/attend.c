@@ -1,6 +1,7 @@
 /*
 ** attend.c — one query's attention as a worked example (core layer): the
-** scores of the query against each key, the softmax weights, the value
+** dot products of the query with each key, the scores (the dot products
+** scaled), the softmax weights, the value
 ** rows, the rows scaled by their weights and their sum, the output, side
 ** by side with every number written in. The numbers are computed here, in
 ** float64, from the real q, K and V; the figure asserts nothing.
@@ -29,6 +30,7 @@ enum {
     AT_LABEL_GAP = 16,     /* token labels to the score column */
     AT_LABEL_MAX_W = 160,  /* labels beyond this are shortened */
     AT_ARROW_GAP = 120,    /* score column to weight column: the softmax arrow */
+    AT_SCALE_GAP = 96,     /* dot product column to score column: the scaling arrow */
     AT_OP_GAP = 48,        /* around the x and = of each row */
     AT_TITLE_GAP = 14,     /* below the title and the subtitle */
     AT_HEAD_GAP = 10,      /* headers to the first row */
@@ -44,12 +46,14 @@ void tt_attend_opts_init(tt_attend_opts *o)
 static int imax(int a, int b) { return a > b ? a : b; }
 
 void tt_attend_compute(const float *q, const float *K, const float *V, int nk, int dh, int dv,
-                       double scale, double *scores, double *weights, double *scaled, double *out)
+                       double scale, double *dots, double *scores, double *weights, double *scaled,
+                       double *out)
 {
     double mx = -INFINITY;
     for (int j = 0; j < nk; j++) {
         double s = 0.0;
         for (int d = 0; d < dh; d++) s += (double)q[d] * (double)K[(size_t)j * dh + d];
+        if (dots) dots[j] = s;
         scores[j] = s * scale;
         mx = fmax(mx, scores[j]);
     }
@@ -73,12 +77,14 @@ typedef struct attend {
     const float *V;
     int nk, dh, dv, decimals, vdecimals;
     double scale;
-    double scores[TT_ATTEND_MAX_KEYS], weights[TT_ATTEND_MAX_KEYS];
+    double dots[TT_ATTEND_MAX_KEYS], scores[TT_ATTEND_MAX_KEYS], weights[TT_ATTEND_MAX_KEYS];
     double scaled[TT_ATTEND_MAX_KEYS * TT_ATTEND_MAX_DV], out[TT_ATTEND_MAX_DV];
-    double smax, vmax;                 /* colour ranges: |scores|, |values| */
+    double dmax, smax, vmax;           /* colour ranges: |dot products|, |scores|, |values| */
+    int ddecimals;                     /* whole dot products without decimals */
     char labels[TT_ATTEND_MAX_KEYS][64];
     char subtitle[256];
-    char head[4][2][80];               /* score, weight, v, a v: two lines each */
+    char head[5][2][80];               /* score, weight, v, a v, q.k: two lines each */
+    char scale_text[80];               /* over the scaling arrow: "/ √2" */
     tt_font_title title;
     tt_attend_geom g;
 } attend;
@@ -168,6 +174,10 @@ static void attend_texts(attend *a, const float *q)
     a->head[2][1][0] = '\0';
     snprintf(a->head[3][0], sizeof a->head[3][0], "a \xc3\x97 v");
     snprintf(a->head[3][1], sizeof a->head[3][1], "scaled rows");
+    snprintf(a->head[4][0], sizeof a->head[4][0], "q\xc2\xb7k");
+    snprintf(a->head[4][1], sizeof a->head[4][1], "dot product");
+    if (o->has_scale) snprintf(a->scale_text, sizeof a->scale_text, "\xc3\x97 %s", sc);
+    else snprintf(a->scale_text, sizeof a->scale_text, "/ \xe2\x88\x9a%d", a->dh);
 
     /* "query t3: q = [1, 1]   scale 1/√2 = 0.707" */
     int qwhole = 1;
@@ -188,8 +198,10 @@ static void attend_texts(attend *a, const float *q)
 static void attend_place(attend *a)
 {
     tt_attend_geom *g = &a->g;
-    const int nums_w = imax(widest(a->scores, a->nk, a->decimals), widest(a->weights, a->nk, a->decimals));
-    g->col_w = imax(imax(nums_w + AT_NUM_PAD, AT_MIN_COL), imax(head_w(a, 0), head_w(a, 1)) + 8);
+    const int nums_w = imax(imax(widest(a->scores, a->nk, a->decimals), widest(a->weights, a->nk, a->decimals)),
+                            widest(a->dots, a->nk, a->ddecimals));
+    g->col_w = imax(imax(nums_w + AT_NUM_PAD, AT_MIN_COL),
+                    imax(imax(head_w(a, 0), head_w(a, 1)), head_w(a, 4)) + 8);
     int vw = 0;
     for (int j = 0; j < a->nk; j++) {
         double row[TT_ATTEND_MAX_DV];
@@ -204,7 +216,8 @@ static void attend_place(attend *a)
     int lw = 0;
     for (int j = 0; j < a->nk; j++) lw = imax(lw, tt_font_width(a->labels[j], 2, 0));
     const int M = AT_MARGIN;
-    g->score_x = M + lw + AT_LABEL_GAP;
+    g->dot_x = M + lw + AT_LABEL_GAP;
+    g->score_x = g->dot_x + g->col_w + imax(AT_SCALE_GAP, tt_font_width(a->scale_text, 2, 0) + 40);
     g->weight_x = g->score_x + g->col_w + AT_ARROW_GAP;
     g->v_x = g->weight_x + g->col_w + AT_OP_GAP;
     g->av_x = g->v_x + a->dv * g->cell_w + AT_OP_GAP;
@@ -218,6 +231,16 @@ static void attend_place(attend *a)
     g->height = g->out_y + AT_ROW_H + M;
 }
 
+/* A horizontal arrow from x0 to x1 at y, its name over it. */
+static void draw_arrow(tt_canvas *c, double x0, double x1, double y, const char *name)
+{
+    tt_canvas_line(c, x0, y, x1 - 10, y, 2.5, INK_SOFT);
+    const double head[6] = { x1, y, x1 - 14, y - 7, x1 - 14, y + 7 };
+    tt_canvas_triangle(c, head, INK_SOFT);
+    const int tw = tt_font_width(name, 2, 0);
+    tt_font_draw(c, (int)((x0 + x1 - tw) / 2), (int)y - 10 - TT_FONT_CAP * 2, name, 2, 0, INK_SOFT);
+}
+
 static void attend_draw(const attend *a, tt_canvas *c)
 {
     const tt_attend_geom *g = &a->g;
@@ -228,6 +251,7 @@ static void attend_draw(const attend *a, tt_canvas *c)
     const int sw = tt_font_fit(fitted, sizeof fitted, a->subtitle, 2, 0, g->width - 2 * M);
     tt_font_draw(c, (g->width - sw) / 2, sub_y, fitted, 2, 0, INK_SOFT);
     const int head_y = g->row_y - AT_HEAD_GAP - 2 * TT_FONT_LINE * 2;
+    draw_head(c, a, 4, g->dot_x, g->col_w, head_y);
     draw_head(c, a, 0, g->score_x, g->col_w, head_y);
     draw_head(c, a, 1, g->weight_x, g->col_w, head_y);
     draw_head(c, a, 2, g->v_x, a->dv * cw, head_y);
@@ -235,8 +259,9 @@ static void attend_draw(const attend *a, tt_canvas *c)
 
     for (int j = 0; j < a->nk; j++) {
         const int y = g->row_y + j * AT_ROW_H, mid = y + ch / 2;
-        tt_font_draw(c, g->score_x - AT_LABEL_GAP - tt_font_width(a->labels[j], 2, 0), mid - TT_FONT_CAP,
+        tt_font_draw(c, g->dot_x - AT_LABEL_GAP - tt_font_width(a->labels[j], 2, 0), mid - TT_FONT_CAP,
                      a->labels[j], 2, 0, INK);
+        draw_cell(c, g->dot_x, y, g->col_w, ch, centred(a->dots[j], a->dmax), a->dots[j], a->ddecimals);
         draw_cell(c, g->score_x, y, g->col_w, ch, centred(a->scores[j], a->smax), a->scores[j], a->decimals);
         draw_cell(c, g->weight_x, y, g->col_w, ch, tt_cmap_rgb(TT_CMAP_VIRIDIS, a->weights[j]), a->weights[j],
                   a->decimals);
@@ -253,14 +278,10 @@ static void attend_draw(const attend *a, tt_canvas *c)
         tt_canvas_fill_rect(c, (int)(ec - r), mid - 5, (int)(2 * r), 2, INK);
         tt_canvas_fill_rect(c, (int)(ec - r), mid + 3, (int)(2 * r), 2, INK);
     }
-    /* softmax: an arrow from the scores to the weights, across all rows */
+    /* the scaling and softmax: arrows across all rows, each with its name */
     const double ay = g->row_y + (a->nk * AT_ROW_H - AT_CELL_GAP) / 2.0;
-    const double x0 = g->score_x + g->col_w + 14, x1 = g->weight_x - 14;
-    tt_canvas_line(c, x0, ay, x1 - 10, ay, 2.5, INK_SOFT);
-    const double head[6] = { x1, ay, x1 - 14, ay - 7, x1 - 14, ay + 7 };
-    tt_canvas_triangle(c, head, INK_SOFT);
-    const int tw = tt_font_width("softmax", 2, 0);
-    tt_font_draw(c, (int)((x0 + x1 - tw) / 2), (int)ay - 10 - TT_FONT_CAP * 2, "softmax", 2, 0, INK_SOFT);
+    draw_arrow(c, g->dot_x + g->col_w + 14, g->score_x - 14, ay, a->scale_text);
+    draw_arrow(c, g->score_x + g->col_w + 14, g->weight_x - 14, ay, "softmax");
 
     /* the sum: a rule under the scaled rows, the output row, the weights' total */
     const int oy = g->out_y, omid = oy + ch / 2;
@@ -299,10 +320,12 @@ tt_status tt_attend_render(tt_canvas *out, tt_attend_geom *geom, const float *q,
     if (st == TT_OK) {
         a->decimals = opts->decimals >= 0 ? (opts->decimals > 8 ? 8 : opts->decimals) : 3;
         a->scale = opts->has_scale ? opts->scale : 1.0 / sqrt((double)dh);
-        tt_attend_compute(q, K, V, nk, dh, dv, a->scale, a->scores, a->weights, a->scaled, a->out);
-        int vwhole = 1;
-        a->smax = a->vmax = 0.0;
+        tt_attend_compute(q, K, V, nk, dh, dv, a->scale, a->dots, a->scores, a->weights, a->scaled, a->out);
+        int vwhole = 1, dwhole = 1;
+        a->dmax = a->smax = a->vmax = 0.0;
         for (int j = 0; j < nk; j++) {
+            dwhole &= whole(a->dots[j]);
+            if (isfinite(a->dots[j])) a->dmax = fmax(a->dmax, fabs(a->dots[j]));
             if (isfinite(a->scores[j])) a->smax = fmax(a->smax, fabs(a->scores[j]));
             for (int d = 0; d < dv; d++) {
                 const double v = V[(size_t)j * dv + d];
@@ -310,7 +333,9 @@ tt_status tt_attend_render(tt_canvas *out, tt_attend_geom *geom, const float *q,
                 if (isfinite(v)) a->vmax = fmax(a->vmax, fabs(v));
             }
         }
+        if (!(a->dmax > 0.0)) a->dmax = 1.0;
         if (!(a->smax > 0.0)) a->smax = 1.0;
+        a->ddecimals = dwhole ? 0 : a->decimals;
         if (!(a->vmax > 0.0)) a->vmax = 1.0;
         a->vdecimals = vwhole ? 0 : a->decimals;
         attend_texts(a, q);

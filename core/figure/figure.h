@@ -1,8 +1,10 @@
 /*
 ** figure.h — figures for teaching: heatmaps, bar charts, the flow diagram.
-** Rendering (figure.c, font.c) draws into an RGB canvas that also records
-** what it draws; png.c writes the pixels (the only file that includes
-** <png.h>), svg.c the recording. Inputs are plain arrays, not tensors.
+** Rendering (canvas.c, font.c, and one file a figure kind: heatmap.c,
+** bars.c, plot.c, attend.c, flow.c, head_groups.c) draws into an RGB
+** canvas that also records what it draws; png.c writes the pixels (the
+** only file that includes <png.h>), svg.c the recording. Inputs are plain
+** arrays, not tensors.
 */
 #ifndef TT_FIGURE_H
 #define TT_FIGURE_H
@@ -25,11 +27,11 @@ allocated. */
 typedef struct tt_canvas {
     int w, h;
     uint8_t *px;
-    size_t px_size;     /* bytes allocated at px (figure.c keeps freed buffers) */
+    size_t px_size;     /* bytes allocated at px (canvas.c keeps freed buffers) */
     struct tt_svg *vec;
 } tt_canvas;
 
-/* ===== Canvas drawing (figure.c; shared with flow.c) =====
+/* ===== Canvas drawing (canvas.c; shared by every figure) =====
    Colours are 0xRRGGBB. Everything clips to the canvas. */
 
 /* A white w x h canvas; TT_ENOMEM when too large. Free with tt_canvas_free
@@ -61,6 +63,9 @@ void tt_canvas_hatch(tt_canvas *c, int x, int y, int w, int h);
    3 dots, each in its own colour. Follows canvas coordinates as above. */
 #define TT_FIG_MASK_KINDS 4
 void tt_canvas_hatch_kinds(tt_canvas *c, int x, int y, int w, int h, unsigned kinds);
+/* The same strokes in white, without the background, over what is drawn
+   there (a masked NaN cell keeps its NaN colour under them). */
+void tt_canvas_hatch_strokes(tt_canvas *c, int x, int y, int w, int h, unsigned kinds);
 
 /* ===== Colour maps (pure functions) ===== */
 
@@ -174,6 +179,8 @@ typedef struct tt_heatmap_geom {
     int sums_x, sums_w;          /* row-sum margin of panel 0; sums_w == 0 when off */
     /* legend entry k: a 22x22 swatch at legend_x, legend_y + 32*k */
     int legend_x, legend_y, legend_n;
+    /* tick labels shown on each axis, and their font scale */
+    int xlabel_n, xlabel_scale, ylabel_n, ylabel_scale;
 } tt_heatmap_geom;
 
 /* Renders the heatmap into *out (initialised here; free with
@@ -265,10 +272,30 @@ typedef tt_status (*tt_figure_render_fn)(tt_canvas *out, const void *ctx);
 tt_status tt__figure_write(const char *what, const char *path, tt_figure_render_fn render,
                            const void *ctx, const tt_png_meta *meta);
 
-/* Numbers as the heatmap writes them ("-0.00" as "0.00", "%.2e" from 1e6
-   on), and its 1-2-5 ticks, for the other figure files. */
+/* ===== Shared by the figure files (canvas.c) ===== */
+
+/* One pixel, not recorded for SVG: for a caller that records its own
+   shape (a heatmap's one-pixel cells). */
+void tt__canvas_put(tt_canvas *c, int x, int y, uint32_t rgb);
+/* Numbers as the figures write them ("-0.00" as "0.00", "%.2e" from 1e6
+   on), and 1-2-5 ticks. */
 void tt__fig_fmt_num(char *buf, size_t n, double v, int decimals);
 int tt__fig_nice_ticks(double lo, double hi, int want, double *ticks, int max, int *decimals);
+/* Decimals that show values of this size and spread: integers none. */
+int tt__fig_auto_decimals(const float *v, int64_t n, double maxabs);
+/* The range of the finite values, and whether -inf or NaN occur. */
+typedef struct tt__fig_stats {
+    double fmin, fmax, maxabs;
+    int64_t nfinite;
+    int has_ninf, has_nan;
+} tt__fig_stats;
+tt__fig_stats tt__fig_data_stats(const float *v, int64_t n);
+/* "scores [Nq=4,Nk=4]" into buf, or the shape alone without a name. */
+const char *tt__fig_what(char *buf, size_t n, const char *name, const char *shape);
+/* TT_EARG for a label list of the wrong length (see canvas.c). */
+tt_status tt__fig_count_err(const char *op, const char *opt, int given, int64_t want,
+                            const char *unit, const char *each, const char *tensor,
+                            const char *hint);
 
 /* ===== Line charts (plot.c) ===== */
 
@@ -338,26 +365,29 @@ typedef struct tt_attend_opts {
 } tt_attend_opts;
 
 /* Where things landed (for tests): key j's row spans row_y + j*row_h
-   (row_h - 4 of cells); its score cell starts at score_x, its weight
+   (row_h - 4 of cells); its dot product cell starts at dot_x, its score
+   cell at score_x, its weight
    cell at weight_x (both col_w wide); value d of v_j at v_x + d*cell_w,
    of a_j v_j at av_x + d*cell_w; the output row at out_y, same columns
    as a_j v_j. */
 typedef struct tt_attend_geom {
     int width, height;
     int row_y, row_h, col_w, cell_w;
-    int score_x, weight_x, v_x, av_x, out_y;
+    int dot_x, score_x, weight_x, v_x, av_x, out_y;
 } tt_attend_geom;
 
 void tt_attend_opts_init(tt_attend_opts *o);
-/* The numbers the figure shows, in float64: scores[j] = scale * q.k_j,
-   weights = softmax(scores), scaled[j*Dv + d] = weights[j] * V[j][d],
-   out[d] = the sum over j of scaled. q is [Dh], K [Nk, Dh], V [Nk, Dv],
-   row-major. */
+/* The numbers the figure shows, in float64: dots[j] = q.k_j (dots may be
+   NULL), scores[j] = scale * dots[j], weights = softmax(scores),
+   scaled[j*Dv + d] = weights[j] * V[j][d], out[d] = the sum over j of
+   scaled. q is [Dh], K [Nk, Dh], V [Nk, Dv], row-major. */
 void tt_attend_compute(const float *q, const float *K, const float *V, int nk, int dh, int dv,
-                       double scale, double *scores, double *weights, double *scaled, double *out);
-/* One query against its keys, side by side: the scores, the softmax
-   weights, the value rows v_j, the rows scaled by their weights a_j v_j
-   and, under them, their sum: the output. Every number annotated.
+                       double scale, double *dots, double *scores, double *weights, double *scaled,
+                       double *out);
+/* One query against its keys, side by side: the dot products, the
+   scores (the dot products times the scale), the softmax weights, the
+   value rows v_j, the rows scaled by their weights a_j v_j and, under
+   them, their sum: the output. Every number annotated.
    TT_EARG for no keys, more than TT_ATTEND_MAX_KEYS keys or
    TT_ATTEND_MAX_DV value columns, or a label list of the wrong length. */
 tt_status tt_attend_render(tt_canvas *out, tt_attend_geom *geom, const float *q, const float *K,

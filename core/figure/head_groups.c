@@ -2,7 +2,7 @@
 ** head_groups.c — the MHA / GQA / MQA diagram behind tt.head_groups (core
 ** layer): one panel per variant, query heads on top, K/V heads below, a
 ** line from each query head to the K/V head it reads, and the KV-cache
-** size of the variant next to MHA's. Drawn with figure.c's canvas and
+** size of the variant next to MHA's. Drawn with canvas.c's canvas and
 ** font.c's bitmap font.
 */
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include "font.h"
 #include "tt_internal.h"
 
-#define INK      0x1f1f1fu   /* titles, labels (as in figure.c) */
+#define INK      0x1f1f1fu   /* titles, labels (as in heatmap.c) */
 #define INK_SOFT 0x555555u   /* row names, captions */
 #define RULE     0xe4e4e4u   /* the line between two panels */
 

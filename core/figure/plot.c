@@ -1,8 +1,8 @@
 /*
 ** plot.c — line charts (core layer): one or several named series of
 ** (x, y) points on linear or log axes, for curves a lesson measures (a
-** loss, FLOPs against N). Inputs are plain double arrays; the canvas, the
-** font and the PNG/SVG writers are figure.c's.
+** loss, FLOPs against N). Inputs are plain double arrays; drawn on
+** canvas.c's canvas with font.c's font.
 */
 #include <math.h>
 #include <stdio.h>

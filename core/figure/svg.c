@@ -270,6 +270,11 @@ static void put_defs(tt_strbuf *b, unsigned used)
             tt_strbuf_fmt(b, "<pattern id=\"tt-mask%d\" patternUnits=\"userSpaceOnUse\" width=\"%s\" "
                     "height=\"%s\"><path d=\"%s\" fill=\"#%06x\"/></pattern>\n", k, tile[k][0],
                     tile[k][0], tile[k][1], (unsigned)tt__mask_rgb(k, 1));
+    for (int k = 0; k < TT_FIG_MASK_KINDS; k++)   /* white strokes over a cell's own colour */
+        if (used & 1u << (k + 5))
+            tt_strbuf_fmt(b, "<pattern id=\"tt-mask%dw\" patternUnits=\"userSpaceOnUse\" width=\"%s\" "
+                    "height=\"%s\"><path d=\"%s\" fill=\"#ffffff\"/></pattern>\n", k, tile[k][0],
+                    tile[k][0], tile[k][1]);
     tt_strbuf_str(b, "</defs>\n");
 }
 
@@ -314,7 +319,7 @@ static void put_text_item(tt_strbuf *b, const tt_svg *v, const item *e)
 
 static void put_item(tt_strbuf *b, const tt_svg *v, const item *e)
 {
-    const double *d = v->pts + e->a;
+    const double *d = v->pts ? v->pts + e->a : NULL;   /* a figure of boxes alone has no points */
     switch (e->op) {
     case OP_RECT:
         tt_strbuf_str(b, "<rect ");
@@ -372,7 +377,7 @@ static void put_item(tt_strbuf *b, const tt_svg *v, const item *e)
         tt_strbuf_str(b, "\" shape-rendering=\"geometricPrecision\"/>\n");
         break;
     case OP_HATCH: {
-        const unsigned kinds = (unsigned)e->a;
+        const unsigned kinds = (unsigned)e->a & ~TT_SVG_HATCH_STROKES;
         if (!kinds) {
             tt_strbuf_str(b, "<rect ");
             put_box(b, e);
@@ -381,16 +386,19 @@ static void put_item(tt_strbuf *b, const tt_svg *v, const item *e)
         }
         int first = 0;
         while (!(kinds >> first & 1)) first++;
-        tt_strbuf_str(b, "<rect ");   /* the lowest kind's background, every kind's strokes over it */
-        put_box(b, e);
-        tt_strbuf_str(b, " fill=\"");
-        put_rgb(b, tt__mask_rgb(first, 0));
-        tt_strbuf_str(b, "\"/>\n");
+        if (!((unsigned)e->a & TT_SVG_HATCH_STROKES)) {
+            tt_strbuf_str(b, "<rect ");   /* the lowest kind's background, every kind's strokes over it */
+            put_box(b, e);
+            tt_strbuf_str(b, " fill=\"");
+            put_rgb(b, tt__mask_rgb(first, 0));
+            tt_strbuf_str(b, "\"/>\n");
+        }
         for (int k = 0; k < TT_FIG_MASK_KINDS; k++)
             if (kinds >> k & 1) {
                 tt_strbuf_str(b, "<rect ");
                 put_box(b, e);
-                tt_strbuf_fmt(b, " fill=\"url(#tt-mask%d)\"/>\n", k);
+                tt_strbuf_fmt(b, " fill=\"url(#tt-mask%d%s)\"/>\n", k,
+                              (unsigned)e->a & TT_SVG_HATCH_STROKES ? "w" : "");
             }
         break;
     }
@@ -424,9 +432,12 @@ static void put_document(tt_strbuf *b, const tt_canvas *c, const tt_png_meta *me
             put_text(b, vals[k]);
         }
     tt_strbuf_str(b, "</desc>\n");
-    unsigned used = 0;   /* bits 0..3 mask kinds, bit 4 the -inf hatch */
+    unsigned used = 0;   /* bits 0..3 mask kinds, bit 4 the -inf hatch, 5..8 white strokes */
     for (size_t k = 0; k < v->n; k++)
-        if (v->it[k].op == OP_HATCH) used |= v->it[k].a ? (unsigned)v->it[k].a : 1u << 4;
+        if (v->it[k].op == OP_HATCH)
+            used |= !v->it[k].a ? 1u << 4
+                    : (unsigned)v->it[k].a & TT_SVG_HATCH_STROKES ? ((unsigned)v->it[k].a & 0xfu) << 5
+                    : (unsigned)v->it[k].a;
     if (used) put_defs(b, used);
     tt_strbuf_fmt(b, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", c->w, c->h);
     for (size_t k = 0; k < v->n; k++) put_item(b, v, &v->it[k]);

@@ -2,8 +2,8 @@
 ** svg.h — the vector side of a tt_canvas (core layer, internal). Every
 ** canvas keeps a display list next to its pixels: each primitive appends
 ** one item (runs of equal rectangles in a row merge), and tt_svg_write
-** turns the list into SVG. Only figure.c and font.c record; the PNG path
-** never reads the list.
+** turns the list into SVG. Only canvas.c and font.c record (and heatmap.c
+** its one-pixel cells); the PNG path never reads the list.
 */
 #ifndef TT_SVG_H
 #define TT_SVG_H
@@ -32,14 +32,17 @@ void tt__svg_polyline(tt_svg *v, const double (*pt)[2], int n, double width, uin
 void tt__svg_triangle(tt_svg *v, const double xy[6], uint32_t rgb);
 void tt__svg_round_rect(tt_svg *v, int x, int y, int w, int h, int r, uint32_t fill,
                         uint32_t border, int bw);
-/* kinds == 0: the grey -inf hatch; else a bit set of mask kinds. */
+/* kinds == 0: the grey -inf hatch; else a bit set of mask kinds, on the
+   lowest kind's background, or, with TT_SVG_HATCH_STROKES set, the
+   strokes alone, in white. */
+#define TT_SVG_HATCH_STROKES 0x100u
 void tt__svg_hatch(tt_svg *v, int x, int y, int w, int h, unsigned kinds);
 /* Bitmap text s as drawn by tt_font_draw at (x, y); width is its
    tt_font_width, which the SVG text is stretched to. */
 void tt__svg_text(tt_svg *v, int x, int y, const char *s, int scale, int flags, uint32_t rgb,
                   int width);
 
-/* Colours of mask kind k (figure.c): its background, or its strokes. */
+/* Colours of mask kind k (canvas.c): its background, or its strokes. */
 uint32_t tt__mask_rgb(int kind, int ink);
 
 #endif

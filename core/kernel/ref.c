@@ -159,6 +159,8 @@ void tk_ew_unary_ref(int op, int64_t n, const float *x, float *o)
     case TK_EW_GELU_TANH: EW_LOOP1(gelu_tanh(u)); break;
     case TK_EW_TANH: EW_LOOP1(tanhf(u)); break;
     case TK_EW_SIGMOID: EW_LOOP1(sigmoidf(u)); break;
+    case TK_EW_SIN: EW_LOOP1(sinf(u)); break;
+    case TK_EW_COS: EW_LOOP1(cosf(u)); break;
     default: break;
     }
 }

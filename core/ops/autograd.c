@@ -205,7 +205,7 @@ tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_ten
    and gives borrowed pointers into it and gives NULL once anything failed,
    so a formula reads as one expression and its error is checked once. */
 
-#define SCRATCH 16
+#define SCRATCH 32
 
 typedef struct scratch {
     tt_tensor t[SCRATCH];
@@ -291,12 +291,20 @@ static const tt_tensor *expand(scratch *w, const tt_tensor *a, int ndim, const i
     return o ? kept(w, o, tt_expand(o, a, ndim, shape)) : NULL;
 }
 
+/* a with 0 where mask is true: a selection, not a product with 0, so an
+   inf or NaN gradient stays where it was sent (PyTorch's masked_fill) */
+static const tt_tensor *zero_where(scratch *w, const tt_tensor *a, const tt_tensor *mask)
+{
+    tt_tensor *o = a && mask ? slot(w) : NULL;
+    return o ? kept(w, o, tt_masked_fill(o, a, mask, 0)) : NULL;
+}
+
 /* g summed over the dims broadcasting added or grew: shaped as shape. */
 static const tt_tensor *sum_to(scratch *w, const tt_tensor *g, int ndim, const int64_t *shape)
 {
     if (!g) return NULL;
-    int lead = g->ndim - ndim;
-    for (int i = 0; i < g->ndim; i++)
+    const int gnd = g->ndim, lead = gnd - ndim;
+    for (int i = 0; i < gnd && g; i++)   /* a failed sum gives NULL: stop there */
         if (i < lead || (shape[i - lead] == 1 && g->shape[i] != 1)) g = red(w, TT_OP_SUM, g, i, 1);
     return reshape(w, g, ndim, shape);
 }
@@ -413,10 +421,15 @@ tt_status tt__bw_maximum(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
         wins = as_float(&w, bins(&w, win, A(n), n->args.s, 0));
         ties = as_float(&w, bins(&w, TT_OP_EQ, A(n), n->args.s, 0));
     }
+    /* each side's share (1, 1/2 at a tie, 0), and the gradient selected,
+       never multiplied by a 0: an inf g reaches the winner alone */
     const tt_tensor *wa = bin(&w, TT_OP_ADD, wins, bins(&w, TT_OP_MUL, ties, 0.5, 0));
-    const tt_tensor *ga = bin(&w, TT_OP_MUL, g, wa);
+    const tt_tensor *ga = zero_where(&w, bin(&w, TT_OP_MUL, g, wa), bins(&w, TT_OP_EQ, wa, 0, 0));
     if (need(n, 0)) give(&w, to_in(&w, n, 0, ga), &gin[0]);
-    if (n->nin > 1 && need(n, 1)) give(&w, to_in(&w, n, 1, bin(&w, TT_OP_SUB, g, ga)), &gin[1]);
+    if (n->nin > 1 && need(n, 1)) {
+        const tt_tensor *wb = bins(&w, TT_OP_SUB, wa, 1, 1);
+        give(&w, to_in(&w, n, 1, zero_where(&w, bin(&w, TT_OP_MUL, g, wb), bins(&w, TT_OP_EQ, wb, 0, 0))), &gin[1]);
+    }
     return done(&w);
 }
 
@@ -508,17 +521,23 @@ tt_status tt__bw_max(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
         ones[d] = n->in[0].shape[d];
         tt_tensor *pos = slot(&w);
         if (pos) kept(&w, pos, tt_arange(pos, 1, (double)ones[d] + 1, 1));   /* indices count from 1 */
-        hit = as_float(&w, bin(&w, TT_OP_EQ, reshape(&w, pos, nd, ones), idx));
+        hit = bin(&w, TT_OP_EQ, reshape(&w, pos, nd, ones), idx);
+        give(&w, zero_where(&w, expand(&w, g, IN_SHAPE(n, 0)), un(&w, TT_OP_NOT, hit)), &gin[0]);
     } else {
-        hit = as_float(&w, bin(&w, TT_OP_EQ, A(n), y));
-        hit = bin(&w, TT_OP_DIV, hit, red(&w, TT_OP_SUM, hit, d, d >= 0));
+        /* split among the ties; a NaN maximum is the NaN elements' (PyTorch) */
+        const tt_tensor *a = A(n);
+        hit = bin(&w, TT_OP_OR, bin(&w, TT_OP_EQ, a, y), bin(&w, TT_OP_AND, bin(&w, TT_OP_NE, a, a),
+                                                                bin(&w, TT_OP_NE, y, y)));
+        const tt_tensor *share = bin(&w, TT_OP_DIV, g, red(&w, TT_OP_SUM, as_float(&w, hit), d, d >= 0));
+        give(&w, zero_where(&w, expand(&w, share, IN_SHAPE(n, 0)), un(&w, TT_OP_NOT, hit)), &gin[0]);
     }
-    give(&w, bin(&w, TT_OP_MUL, g, hit), &gin[0]);
     return done(&w);
 }
 
 /* var = sum((a - mean)^2) / (N - 1), Bessel's correction as the forward:
-   g * 2 (a - mean) / (N - 1); std = sqrt(var): g * (a - mean) / ((N - 1) std) */
+   g * 2 (a - mean) / (N - 1); std = sqrt(var): g * (a - mean) / ((N - 1) std),
+   0 where std is 0 (a - mean is 0 there too: PyTorch's std_backward masks
+   the 0/0 instead of letting a NaN reach every upstream leaf) */
 tt_status tt__bw_var(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {
     scratch w = {0};
@@ -529,8 +548,15 @@ tt_status tt__bw_var(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     for (int i = 0; i < nd; i++)
         if (d < 0 || i == d) count *= n->in[0].shape[i];
     const tt_tensor *c = bin(&w, TT_OP_SUB, A(n), red(&w, TT_OP_MEAN, A(n), d, d >= 0));
-    const tt_tensor *k = n->op == TT_OP_VAR ? bins(&w, TT_OP_MUL, g, 2.0 / (double)(count - 1), 0)
-                                            : bin(&w, TT_OP_DIV, bins(&w, TT_OP_MUL, g, 1.0 / (double)(count - 1), 0), y);
+    const tt_tensor *k;
+    if (n->op == TT_OP_VAR) {
+        k = bins(&w, TT_OP_MUL, g, 2.0 / (double)(count - 1), 0);
+    } else {
+        const tt_tensor *q = bin(&w, TT_OP_DIV, bins(&w, TT_OP_MUL, g, 1.0 / (double)(count - 1), 0), y);
+        const tt_tensor *flat = bins(&w, TT_OP_EQ, y, 0, 0);
+        tt_tensor *o = q && flat ? slot(&w) : NULL;
+        k = o ? kept(&w, o, tt_masked_fill(o, q, flat, 0)) : NULL;
+    }
     give(&w, bin(&w, TT_OP_MUL, c, k), &gin[0]);
     return done(&w);
 }
@@ -629,6 +655,57 @@ tt_status tt__bw_sigmoid(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     return done(&w);
 }
 
+/* sin: g cos(a); cos: -g sin(a) */
+tt_status tt__bw_sin(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    if (n->op == TT_OP_SIN) give(&w, bin(&w, TT_OP_MUL, g, un(&w, TT_OP_COS, A(n))), &gin[0]);
+    else give(&w, bin(&w, TT_OP_MUL, g, un(&w, TT_OP_NEG, un(&w, TT_OP_SIN, A(n)))), &gin[0]);
+    return done(&w);
+}
+
+/* where(cond, a, b): g where cond to a, g elsewhere to b, each summed back
+   to its input's shape; cond (input 0, saved) has none */
+tt_status tt__bw_where(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    for (int i = 1; i <= 2; i++) {
+        if (!need(n, i)) continue;
+        tt_tensor *o = slot(&w);
+        const tt_tensor *hide = i == 1 ? un(&w, TT_OP_NOT, A(n)) : A(n);
+        const tt_tensor *gm = o && hide ? kept(&w, o, tt_masked_fill(o, g, hide, 0.0)) : NULL;
+        give(&w, to_in(&w, n, i, gm), &gin[i]);
+    }
+    return done(&w);
+}
+
+/* p-norm: g sign(a) |a|^(p-1) / y^(p-1) (p = 2: g a / y), 0 where y is 0
+   (PyTorch's subgradient); p = inf: g sign(a) split among the elements
+   with |a| == y, as max's ties */
+tt_status tt__bw_norm(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    double p = n->args.s;
+    const tt_tensor *y = OUT(n), *a = A(n), *grad;
+    kept_dims(&w, n, &g, &y);
+    const tt_tensor *sign = p == 2 ? NULL : bin(&w, TT_OP_SUB, as_float(&w, bins(&w, TT_OP_GT, a, 0, 0)),
+                                                as_float(&w, bins(&w, TT_OP_LT, a, 0, 0)));
+    if (isinf(p)) {
+        const tt_tensor *hit = as_float(&w, bin(&w, TT_OP_EQ, un(&w, TT_OP_ABS, a), y));
+        grad = bin(&w, TT_OP_DIV, bin(&w, TT_OP_MUL, sign, hit), red(&w, TT_OP_SUM, hit, n->args.d, 1));
+    } else if (p == 2) {
+        grad = bin(&w, TT_OP_DIV, a, y);
+    } else {
+        grad = bin(&w, TT_OP_MUL, sign, bin(&w, TT_OP_DIV, bins(&w, TT_OP_POW, un(&w, TT_OP_ABS, a), p - 1, 0),
+                                             bins(&w, TT_OP_POW, y, p - 1, 0)));
+    }
+    const tt_tensor *zero = bins(&w, TT_OP_EQ, y, 0, 0), *prod = bin(&w, TT_OP_MUL, g, grad);
+    tt_tensor *o = prod && zero ? slot(&w) : NULL;
+    const tt_tensor *gm = o ? kept(&w, o, tt_masked_fill(o, prod, zero, 0.0)) : NULL;
+    give(&w, gm, &gin[0]);
+    return done(&w);
+}
+
 /* zero where filled */
 tt_status tt__bw_masked_fill(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {
@@ -692,6 +769,10 @@ tt_status tt__bw_transpose(const tt__node *n, const tt_tensor *g, tt_tensor *gin
 {
     scratch w = {0};
     tt_tensor *o = slot(&w);
+    if (n->op == TT_OP_T && g->ndim < 2) {     /* t() of a 0-d or 1-D tensor: g as it is */
+        give(&w, reshape(&w, g, IN_SHAPE(n, 0)), &gin[0]);
+        return done(&w);
+    }
     if (o) kept(&w, o, n->op == TT_OP_MT ? tt_mT(o, g) : tt_transpose(o, g, n->args.d, n->args.d2));
     give(&w, o, &gin[0]);
     return done(&w);
@@ -755,7 +836,7 @@ tt_status tt__bw_narrow(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     if (z) kept(&w, z, tt_zeros(z, TT_FLOAT32, IN_SHAPE(n, 0)));
     if (w.st == TT_OK) {
         tt_tensor part;
-        if (n->op == TT_OP_SELECT) w.st = tt__select(&part, z, n->args.d, n->args.start);
+        if (n->op == TT_OP_SELECT || n->op == TT_OP_UNBIND) w.st = tt__select(&part, z, n->args.d, n->args.start);
         else w.st = tt__narrow(&part, z, n->args.d, n->args.start, n->args.len, "narrow");
         if (w.st == TT_OK) {
             tt__copy(&part, g);
@@ -782,6 +863,17 @@ tt_status tt__bw_rearrange(const tt__node *n, const tt_tensor *g, tt_tensor *gin
     if (o) g = kept(&w, o, tt_permute(o, g, inv));
     give(&w, reshape(&w, g, IN_SHAPE(n, 0)), &gin[0]);
     return done(&w);
+}
+
+/* reduce and repeat: each one's gradient is the other (pattern.c) */
+tt_status tt__bw_reduce(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    return tt__reduce_grad(&gin[0], n->args.spec, (tt_op)n->args.len, A(n), OUT(n), g);
+}
+
+tt_status tt__bw_repeat(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    return tt__repeat_grad(&gin[0], n->args.spec, g);
 }
 
 /* einsum: each operand's gradient is itself an einsum of g with the

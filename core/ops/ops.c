@@ -748,6 +748,177 @@ tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, 
     return tt__op_leave(sc, st, &ev);
 }
 
+/* ===== What a PyTorch user reaches for: isnan, where, any, all, norm =====
+   Each is built from the ops above, run as nested scopes (no rows of their
+   own), and emits one event; where and norm record one node. */
+
+/* Replaces *t by *next. */
+static void take(tt_tensor *t, tt_tensor *next)
+{
+    tt_tensor_release(t);
+    *t = *next;
+    memset(next, 0, sizeof *next);
+}
+
+tt_status tt_isnan(tt_tensor *out, const tt_tensor *a)
+{
+    clear(out);
+    tt__opscope sc = tt__op_enter();
+    tt_status st;
+    if (a->dtype == TT_FLOAT32) st = tt_binary(out, TT_OP_NE, a, a);    /* only NaN differs from itself */
+    else st = tt_zeros(out, TT_BOOL, a->ndim, a->shape);
+    if (st == TT_OK) tt__set_names(out, a->names);
+    tt_event ev;
+    if (st == TT_OK) tt__event_init(&ev, TT_OP_ISNAN, out, a, NULL, NULL);
+    return tt__op_leave(sc, st, &ev);
+}
+
+/* cond, a and b expanded to their common shape; a where cond, else b.
+   float32 and int64: a with -0.0 where cond is false plus b with -0.0
+   where it is true (x + -0.0 is x for every x, -0.0 and NaN included);
+   bool: (a & cond) | (b & ~cond). */
+static tt_status where_impl(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, const tt_tensor *b)
+{
+    char sc_[SHAPE_BUF], sa[SHAPE_BUF], sb[SHAPE_BUF];
+    if (cond->dtype != TT_BOOL)
+        return tt__err(TT_EARG, "where: the condition must be bool, got %s %s; hint: x:bool() or a comparison such as x:gt(0)",
+                       tt_dtype_name(cond->dtype), shp(cond, sc_));
+    if (a->dtype != b->dtype)
+        return tt__err(TT_EARG, "where: the two values' dtypes differ: %s %s and %s %s; hint: x:float()",
+                       tt_dtype_name(a->dtype), shp(a, sa), tt_dtype_name(b->dtype), shp(b, sb));
+    int nd;
+    int64_t shape[TT_MAX_DIMS];
+    const char *names[TT_MAX_DIMS];
+    tt_status st = tt__broadcast("where", cond, a, &nd, shape, names);
+    if (st) return st;
+    tt_tensor both = *cond;             /* a header with the first two's shape and names */
+    both.ndim = nd;
+    memcpy(both.shape, shape, sizeof shape);
+    memcpy(both.names, names, sizeof names);
+    if ((st = tt__broadcast("where", &both, b, &nd, shape, names))) return st;
+    tt_tensor ec = {0}, ea = {0}, eb = {0}, nc = {0}, ra = {0}, rb = {0};
+    st = tt_expand(&ec, cond, nd, shape);
+    if (st == TT_OK) st = tt_expand(&ea, a, nd, shape);
+    if (st == TT_OK) st = tt_expand(&eb, b, nd, shape);
+    if (st == TT_OK) st = tt_unary(&nc, TT_OP_NOT, &ec);
+    if (st == TT_OK && a->dtype == TT_BOOL) {
+        st = tt_binary(&ra, TT_OP_AND, &ea, &ec);
+        if (st == TT_OK) st = tt_binary(&rb, TT_OP_AND, &eb, &nc);
+        if (st == TT_OK) st = tt_binary(out, TT_OP_OR, &ra, &rb);
+    } else if (st == TT_OK) {
+        st = tt_masked_fill(&ra, &ea, &nc, -0.0);
+        if (st == TT_OK) st = tt_masked_fill(&rb, &eb, &ec, -0.0);
+        if (st == TT_OK) st = tt_binary(out, TT_OP_ADD, &ra, &rb);
+    }
+    if (st == TT_OK) tt__set_names(out, names);
+    tt_tensor *tmp[] = {&ec, &ea, &eb, &nc, &ra, &rb};
+    for (size_t i = 0; i < sizeof tmp / sizeof tmp[0]; i++) tt_tensor_release(tmp[i]);
+    return st;
+}
+
+tt_status tt_where(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, double sa,
+                   const tt_tensor *b, double sb)
+{
+    clear(out);
+    tt__opscope sc = tt__op_enter();
+    tt_tensor na = {0}, nb = {0};       /* the numbers as 0-d tensors: nested, so no rows */
+    tt_dtype dt = a ? a->dtype : b ? b->dtype : TT_FLOAT32;
+    tt_status st = TT_OK;
+    if (!a && (st = tt_full(&na, dt, 0, NULL, sa)) == TT_OK) a = &na;
+    if (st == TT_OK && !b && (st = tt_full(&nb, dt, 0, NULL, sb)) == TT_OK) b = &nb;
+    if (st == TT_OK) st = where_impl(out, cond, a, b);
+    if (st == TT_OK && (tt__grad_wanted(sc, a, b))) st = tt__record(out, TT_OP_WHERE, cond, a, b, NULL);
+    tt_event ev;
+    if (st == TT_OK && b == &nb && a != &na) {     /* where(c, x, 0): shown as the script wrote it */
+        tt__event_init(&ev, TT_OP_WHERE, out, cond, a, NULL);
+        ev.has_scalar = 1;
+        ev.scalar = sb;
+    } else if (st == TT_OK) {
+        tt__event_init(&ev, TT_OP_WHERE, out, cond, a, b);
+    }
+    st = tt__op_leave(sc, st, &ev);
+    tt_tensor_release(&na);
+    tt_tensor_release(&nb);
+    return st;
+}
+
+/* any: sum(float(bool(a))) > 0; all: sum(float(~bool(a))) == 0. A sum of
+   zeros and ones is zero exactly when every term is. */
+static tt_status any_all(tt_tensor *out, tt_op op, const tt_tensor *a, int d, int keepdim)
+{
+    clear(out);
+    tt__opscope sc = tt__op_enter();
+    tt_tensor t = {0}, u = {0};
+    tt_status st = tt_to_dtype(&t, a, TT_BOOL);
+    if (st == TT_OK && op == TT_OP_ALL && (st = tt_unary(&u, TT_OP_NOT, &t)) == TT_OK) take(&t, &u);
+    if (st == TT_OK && (st = tt_to_dtype(&u, &t, TT_FLOAT32)) == TT_OK) take(&t, &u);
+    if (st == TT_OK && (st = tt_reduce(&u, TT_OP_SUM, &t, d, keepdim)) == TT_OK) take(&t, &u);
+    if (st == TT_OK) st = tt_binary_scalar(out, op == TT_OP_ANY ? TT_OP_GT : TT_OP_EQ, &t, 0.0, 0);
+    tt_tensor_release(&t);
+    tt_event ev;
+    if (st == TT_OK) {
+        tt__event_init(&ev, op, out, a, NULL, NULL);
+        ev.flops = (double)tt_numel(a);
+        reduce_args(&ev, d, keepdim);
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+tt_status tt_any(tt_tensor *out, const tt_tensor *a, int d, int keepdim) { return any_all(out, TT_OP_ANY, a, d, keepdim); }
+tt_status tt_all(tt_tensor *out, const tt_tensor *a, int d, int keepdim) { return any_all(out, TT_OP_ALL, a, d, keepdim); }
+
+/* p = 2: sqrt(sum(a*a)); inf: max(|a|); else sum(|a|^p)^(1/p) */
+static tt_status norm_impl(tt_tensor *out, const tt_tensor *a, double p, int d, int keepdim)
+{
+    char sa[SHAPE_BUF];
+    if (a->dtype == TT_BOOL)
+        return tt__err(TT_EARG, "norm: expects float32, got bool %s; hint: x:float()", shp(a, sa));
+    if (!(p > 0))
+        return tt__err(TT_EARG, "norm: p must be positive (or math.huge for the largest |x|), got %g", p);
+    tt_tensor t = {0}, u = {0};
+    tt_status st = tt_to_dtype(&t, a, TT_FLOAT32);
+    if (st == TT_OK && isinf(p)) {
+        if ((st = tt_unary(&u, TT_OP_ABS, &t)) == TT_OK) take(&t, &u);
+        if (st == TT_OK) st = tt_reduce(out, TT_OP_MAX, &t, d, keepdim);
+    } else if (st == TT_OK) {
+        if (p == 2) st = tt_binary(&u, TT_OP_MUL, &t, &t);
+        else if ((st = tt_unary(&u, TT_OP_ABS, &t)) == TT_OK && p != 1) {
+            take(&t, &u);
+            st = tt_binary_scalar(&u, TT_OP_POW, &t, p, 0);
+        }
+        if (st == TT_OK) take(&t, &u);
+        if (st == TT_OK && (st = tt_reduce(&u, TT_OP_SUM, &t, d, keepdim)) == TT_OK) take(&t, &u);
+        if (st == TT_OK && p == 1) take(out, &t);
+        else if (st == TT_OK && p == 2) st = tt_unary(out, TT_OP_SQRT, &t);
+        else if (st == TT_OK) st = tt_binary_scalar(out, TT_OP_POW, &t, 1.0 / p, 0);
+    }
+    tt_tensor_release(&t);
+    tt_tensor_release(&u);
+    return st;
+}
+
+tt_status tt_norm(tt_tensor *out, const tt_tensor *a, double p, int d, int keepdim)
+{
+    clear(out);
+    tt__opscope sc = tt__op_enter();
+    tt_status st = norm_impl(out, a, p, d, keepdim);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL))
+        st = tt__record(out, TT_OP_NORM, a, NULL, NULL, &(tt__agargs){ .s = p, .d = d, .keepdim = keepdim });
+    tt_event ev;
+    if (st == TT_OK) {
+        tt__event_init(&ev, TT_OP_NORM, out, a, NULL, NULL);
+        ev.flops = (double)tt_numel(a) * (isinf(p) ? 1 : p == 2 ? 2 : 3);
+        if (tt__tracing()) {
+            char pb[32];
+            if (isinf(p)) snprintf(pb, sizeof pb, "inf");
+            else tt_fmt_scalar(pb, sizeof pb, p);
+            if (d >= 0) snprintf(ev.args, sizeof ev.args, "p=%s, dim=%d%s", pb, d + 1, keepdim ? ", keepdim" : "");
+            else snprintf(ev.args, sizeof ev.args, "p=%s", pb);
+        }
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
 /* ===== Softmax ===== */
 
 /* softmax or log_softmax (op) of a over d */

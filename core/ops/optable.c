@@ -114,6 +114,21 @@ static const tt__opdef OPS[] = {
     /* losses: 4 a logit (max, sub, exp, sum); the front-end saves the
        contiguous logits, the row statistics and the 0-based targets itself */
     [TT_OP_CROSS_ENTROPY] = { .name = "cross_entropy", .flops = 4, BW(cross_entropy), .saves = TT__SAVE_EXTRA },
+    /* what a PyTorch user reaches for (issue 30): sin and cos are table rows
+       as exp is; the rest have their own front-ends (ops.c, view.c, pattern.c) */
+    [TT_OP_SIN] = { .name = "sin", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_SIN, BW(sin), .saves = TT__SAVE_A },
+    [TT_OP_COS] = { .name = "cos", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_COS, BW(sin), .saves = TT__SAVE_A },
+    [TT_OP_ISNAN] = { .name = "isnan" },
+    [TT_OP_WHERE] = { .name = "where", BW(where), .saves = TT__SAVE_A },
+    [TT_OP_ANY] = { .name = "any" },
+    [TT_OP_ALL] = { .name = "all" },
+    /* norm: |x|, the power and the sum: 3 an element (2 for p = 2, 1 for inf) */
+    [TT_OP_NORM] = { .name = "norm", BW(norm), .saves = TT__SAVE_A | TT__SAVE_OUT },
+    [TT_OP_FLATTEN] = { .name = "flatten", BW(reshape) },
+    [TT_OP_UNBIND] = { .name = "unbind", BW(narrow) },
+    [TT_OP_T] = { .name = "t", BW(transpose) },
+    [TT_OP_REDUCE] = { .name = "reduce", .flops = 1, BW(reduce), .saves = TT__SAVE_A | TT__SAVE_OUT },
+    [TT_OP_REPEAT] = { .name = "repeat", BW(repeat) },
 };
 _Static_assert(sizeof OPS / sizeof OPS[0] == TT_OP_COUNT, "OPS: one row per tt_op");
 

@@ -574,6 +574,379 @@ tt_status tt_rearrange(tt_tensor *out, const tt_tensor *a, const char *pattern,
     return tt__op_leave(sc, st, &ev);
 }
 
+/* ===== reduce and repeat =====
+
+   einops' other two verbs, built on rearrange:
+   reduce "L -> R", op: the axes of L missing on R are reduced.
+     1. rearrange "L -> E r1 .. rk": E the axes of R in R's order (each its
+        own dim), then the reduced axes, each its own dim (so every axis's
+        length can be read off),
+     2. the reduced dims merged into one (a reshape) and reduced with op,
+     3. rearrange "E -> R" (groups and units of R).
+   repeat "L -> R", {c = 3}: the axes of R missing on L are new, of the
+   lengths given.
+     1. rearrange "L -> E": the axes of L in R's order,
+     2. a length-1 dim at each new axis, expanded to its length (a view),
+     3. rearrange "E' -> R" (E' every axis of R in order): a copy where a
+        repeated axis is merged with others.
+   '...' must be on both sides or neither. Each one's gradient is the other
+   (sum's is a repeat, repeat's a sum), read from the reversed pattern with
+   every axis's length: the node keeps "R -> L\na=2 b=3 ..." as its spec. */
+
+typedef struct pat_sizes {
+    int n;
+    const char *names[PAT_MAX_AXES];     /* interned */
+    int64_t sizes[PAT_MAX_AXES];
+} pat_sizes;
+
+/* Appends the text of s to buf (with a space first when not empty). */
+static void put(char *buf, size_t cap, const char *s)
+{
+    size_t len = strlen(buf);
+    if (len + strlen(s) + 2 < cap) snprintf(buf + len, cap - len, "%s%s", len ? " " : "", s);
+}
+
+/* A failure inside a step, renamed: "rearrange: "<intermediate>": why" becomes
+   "<op>: "<the script's pattern>": why". */
+static tt_status step_err(const pat_ctx *c, tt_status st)
+{
+    char why[512];
+    const char *m = tt_errmsg(), *q = strstr(m, "\": ");
+    snprintf(why, sizeof why, "%s", q ? q + 3 : m);
+    return tt__err(st, "%s: \"%.160s\": %s", c->op, c->text, why);
+}
+
+/* The two sides of text, checked for the verb: reduce wants R's named axes on
+   L, repeat L's on R; '...' on both sides or neither. */
+static tt_status verb_sides(const pat_ctx *c, const char *text, pat_side *L, pat_side *R, int is_repeat)
+{
+    const char *arrow = strstr(text, "->");
+    if (!arrow) return pat_err(c, TT_EARG, "no '->' in the pattern");
+    if (strstr(arrow + 2, "->")) return pat_err(c, TT_EARG, "'->' appears twice");
+    tt_status st = parse_side(c, text, arrow, "on the left", PS_GROUPS | PS_UNITS, L);
+    if (st == TT_OK) st = parse_side(c, arrow + 2, arrow + strlen(arrow), "on the right", PS_GROUPS | PS_UNITS, R);
+    if (st) return st;
+    if ((L->ellipsis >= 0) != (R->ellipsis >= 0))
+        return pat_err(c, TT_EARG, "'...' is on the %s but not on the %s (%s)", L->ellipsis >= 0 ? "left" : "right",
+                       L->ellipsis >= 0 ? "right" : "left",
+                       is_repeat ? "repeat names every new axis" : "reduce names the axes it reduces");
+    const pat_side *from = is_repeat ? L : R, *to = is_repeat ? R : L;
+    for (int i = 0; i < from->naxes; i++)
+        if (from->axes[i].kind == AX_NAMED && side_find(to, from->axes[i].name) < 0)
+            return pat_err(c, TT_EARG, is_repeat ? "axis '%s' is missing on the right (repeat never drops an axis; "
+                                                   "hint: tt.reduce removes axes)"
+                                                 : "axis '%s' is missing on the left (reduce never makes an axis; "
+                                                   "hint: tt.repeat makes new axes)", from->axes[i].name);
+    return TT_OK;
+}
+
+/* The sizes the script gave for axes of side s (rearrange takes no others). */
+static void sizes_on(const pat_side *s, int n, const char *const *names, const int64_t *sizes, pat_sizes *out)
+{
+    out->n = 0;
+    for (int j = 0; j < n; j++)
+        if (side_find(s, names[j]) >= 0) {
+            out->names[out->n] = names[j];
+            out->sizes[out->n++] = sizes[j];
+        }
+}
+
+/* "R -> L\na=2 b=3": the reversed pattern and every named axis's length */
+static const char *reversed_spec(const char *text, const pat_sizes *all)
+{
+    const char *arrow = strstr(text, "->");
+    char buf[1024];
+    size_t len = (size_t)snprintf(buf, sizeof buf, "%s -> %.*s\n", arrow + 2, (int)(arrow - text), text);
+    for (int i = 0; i < all->n && len < sizeof buf; i++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s=%lld", i ? " " : "", all->names[i],
+                                (long long)all->sizes[i]);
+    return len < sizeof buf ? tt_intern(buf) : NULL;
+}
+
+/* The reversed spec back into its pattern (in buf) and sizes. */
+static tt_status read_spec(const char *spec, char *buf, size_t cap, pat_sizes *sz)
+{
+    const char *nl = strchr(spec, '\n');
+    if (!nl || (size_t)(nl - spec) >= cap) return tt__err(TT_EARG, "backward: bad einops spec");
+    memcpy(buf, spec, (size_t)(nl - spec));
+    buf[nl - spec] = '\0';
+    sz->n = 0;
+    for (const char *p = nl + 1; *p && sz->n < PAT_MAX_AXES;) {
+        char name[PAT_NAME_MAX];
+        long long v;
+        int used;
+        if (sscanf(p, " %31[^=]=%lld%n", name, &v, &used) != 2) break;
+        sz->names[sz->n] = tt_intern(name);
+        sz->sizes[sz->n++] = v;
+        p += used;
+    }
+    return TT_OK;
+}
+
+static const char *const REDUCTIONS[] = {"sum", "mean", "max", "min", "any", "all", NULL};
+static const tt_op REDUCTION_OPS[] = {TT_OP_SUM, TT_OP_MEAN, TT_OP_MAX, TT_OP_MIN, TT_OP_ANY, TT_OP_ALL};
+
+static tt_status reduce_impl_pattern(tt_tensor *out, const tt_tensor *a, const char *text, tt_op red,
+                                     int nsizes, const char *const *names, const int64_t *sizes,
+                                     pat_sizes *all)
+{
+    pat_ctx c = {"reduce", text, &a, 1};
+    pat_side L, R;
+    tt_status st = verb_sides(&c, text, &L, &R, 0);
+    if (st) return st;
+    char p1[1024] = "", p3[1024] = "", e[512] = "";
+    int k = 0, named = 0;
+    for (int i = 0; i < R.naxes; i++)
+        if (R.axes[i].kind != AX_UNIT) {
+            put(e, sizeof e, R.axes[i].name);
+            named += R.axes[i].kind == AX_NAMED;
+        }
+    snprintf(p1, sizeof p1, "%.*s -> %s", (int)(strstr(text, "->") - text), text, e);
+    for (int i = 0; i < L.naxes; i++)
+        if (L.axes[i].kind == AX_NAMED && side_find(&R, L.axes[i].name) < 0) {
+            put(p1, sizeof p1, L.axes[i].name);
+            k++;
+        }
+    snprintf(p3, sizeof p3, "%s -> %s", e, strstr(text, "->") + 2);
+    pat_sizes given;
+    sizes_on(&L, nsizes, names, sizes, &given);
+    int order[PAT_MAX_AXES];
+    tt__agargs ga = {0};
+    tt_tensor t = {0}, u = {0};
+    st = rearrange_impl(&t, a, p1, given.n, given.names, given.sizes, order, &ga);
+    if (st) return step_err(&c, st);
+    /* every named axis's length, from the dims of step 1 */
+    int E = t.ndim - named - k, d = 0;
+    all->n = 0;
+    for (int i = 0; i < R.naxes; i++) {
+        if (R.axes[i].kind == AX_ELLIPSIS) d += E;
+        else if (R.axes[i].kind == AX_NAMED) {
+            all->names[all->n] = tt_intern(R.axes[i].name);
+            all->sizes[all->n++] = t.shape[d++];
+        }
+    }
+    int64_t merged[TT_MAX_DIMS], K = 1;
+    for (int i = 0; i < L.naxes; i++)
+        if (L.axes[i].kind == AX_NAMED && side_find(&R, L.axes[i].name) < 0) {
+            all->names[all->n] = tt_intern(L.axes[i].name);
+            all->sizes[all->n++] = t.shape[d];
+            K *= t.shape[d++];
+        }
+    memcpy(merged, t.shape, (size_t)(t.ndim - k) * sizeof *merged);
+    merged[t.ndim - k] = K;
+    if ((st = tt_reshape(&u, &t, t.ndim - k + 1, merged)) == TT_OK) step(&t, &u);
+    int last = t.ndim - 1;
+    if (st == TT_OK) {
+        st = red == TT_OP_ANY ? tt_any(&u, &t, last, 0) : red == TT_OP_ALL ? tt_all(&u, &t, last, 0)
+                                                                              : tt_reduce(&u, red, &t, last, 0);
+        if (st == TT_OK) step(&t, &u);
+        else st = step_err(&c, st);
+    }
+    if (st == TT_OK) {
+        if ((st = rearrange_impl(&u, &t, p3, 0, NULL, NULL, order, &ga)) == TT_OK) step(&t, &u);
+        else st = step_err(&c, st);
+    }
+    if (st) {
+        tt_tensor_release(&t);
+        return st;
+    }
+    *out = t;
+    return TT_OK;
+}
+
+tt_status tt_reduce_pattern(tt_tensor *out, const tt_tensor *a, const char *pattern, const char *reduction,
+                            int nsizes, const char *const *size_names, const int64_t *sizes)
+{
+    memset(out, 0, sizeof *out);
+    if (!a || !a->storage || !pattern || !reduction) return tt__err(TT_EARG, "reduce: needs a tensor, a pattern and a reduction");
+    if (nsizes < 0 || nsizes > PAT_MAX_AXES || (nsizes > 0 && (!size_names || !sizes)))
+        return tt__err(TT_EARG, "reduce: bad sizes");
+    int r = 0;
+    while (REDUCTIONS[r] && strcmp(REDUCTIONS[r], reduction) != 0) r++;
+    if (!REDUCTIONS[r])
+        return tt__err(TT_EARG, "reduce: \"%.160s\": unknown reduction '%.40s' (expected \"sum\", \"mean\", \"max\", "
+                       "\"min\", \"any\" or \"all\")", pattern, reduction);
+    tt_op red = REDUCTION_OPS[r];
+    tt__opscope sc = tt__op_enter();
+    pat_sizes all;
+    tt_status st = reduce_impl_pattern(out, a, pattern, red, nsizes, size_names, sizes, &all);
+    if (st == TT_OK && red != TT_OP_ANY && red != TT_OP_ALL && tt__grad_wanted(sc, a, NULL)) {
+        const char *spec = reversed_spec(pattern, &all);
+        st = spec ? tt__record(out, TT_OP_REDUCE, a, NULL, NULL, &(tt__agargs){ .spec = spec, .len = red })
+                  : tt__err(TT_EARG, "reduce: \"%.160s\": the pattern is too long to differentiate", pattern);
+        if (st) tt_tensor_release(out);
+    }
+    tt_event ev;
+    tt__event_init(&ev, TT_OP_REDUCE, out, a, NULL, NULL);
+    if (st == TT_OK) {
+        ev.flops = (double)tt_numel(a);
+        if (tt__tracing()) {
+            char text[220];
+            snprintf(text, sizeof text, "%.160s\", \"%s", pattern, reduction);
+            int order[PAT_MAX_AXES];
+            for (int i = 0; i < nsizes; i++) order[i] = i;
+            event_args(&ev, text, nsizes, order, size_names, sizes);
+        }
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+static tt_status repeat_impl(tt_tensor *out, const tt_tensor *a, const char *text, int nsizes,
+                             const char *const *names, const int64_t *sizes, pat_sizes *all)
+{
+    pat_ctx c = {"repeat", text, &a, 1};
+    pat_side L, R;
+    tt_status st = verb_sides(&c, text, &L, &R, 1);
+    if (st) return st;
+    for (int j = 0; j < nsizes; j++)
+        if (side_find(&L, names[j]) < 0 && side_find(&R, names[j]) < 0)
+            return pat_err(&c, TT_EARG, "a size is given for '%s', which is not in the pattern", names[j]);
+    char p1[1024] = "", p3[1024] = "", e1[512] = "", e3[512] = "";
+    int named = 0;
+    for (int i = 0; i < R.naxes; i++) {
+        if (R.axes[i].kind == AX_UNIT) continue;
+        put(e3, sizeof e3, R.axes[i].name);
+        if (R.axes[i].kind == AX_NAMED && side_find(&L, R.axes[i].name) < 0) continue;
+        put(e1, sizeof e1, R.axes[i].name);
+        named += R.axes[i].kind == AX_NAMED;
+    }
+    snprintf(p1, sizeof p1, "%.*s -> %s", (int)(strstr(text, "->") - text), text, e1);
+    snprintf(p3, sizeof p3, "%s -> %s", e3, strstr(text, "->") + 2);
+    pat_sizes given;
+    sizes_on(&L, nsizes, names, sizes, &given);
+    int order[PAT_MAX_AXES];
+    tt__agargs ga = {0};
+    tt_tensor t = {0}, u = {0};
+    st = rearrange_impl(&t, a, p1, given.n, given.names, given.sizes, order, &ga);
+    if (st) return step_err(&c, st);
+    /* the new axes: length 1, then expanded */
+    int E = t.ndim - named, d = 0, nd = 0;
+    int64_t ones[TT_MAX_DIMS], full[TT_MAX_DIMS];
+    all->n = 0;
+    for (int i = 0; i < R.naxes && st == TT_OK; i++) {
+        const pat_axis *ax = &R.axes[i];
+        if (ax->kind == AX_UNIT) continue;
+        if (ax->kind == AX_ELLIPSIS) {
+            for (int k = 0; k < E && nd < TT_MAX_DIMS; k++, nd++) ones[nd] = full[nd] = t.shape[d++];
+            continue;
+        }
+        if (nd == TT_MAX_DIMS) {
+            st = pat_err(&c, TT_ESHAPE, "the pattern needs more than %d separate axes at once", TT_MAX_DIMS);
+            break;
+        }
+        int64_t len = -1;
+        if (side_find(&L, ax->name) >= 0) len = ones[nd] = t.shape[d++];
+        else {
+            for (int j = 0; j < nsizes; j++)
+                if (strcmp(names[j], ax->name) == 0) len = sizes[j];
+            if (len < 0) {
+                st = pat_err(&c, TT_EARG, "axis '%s' is new on the right: give its length, e.g. {%s = 2}",
+                             ax->name, ax->name);
+                break;
+            }
+            ones[nd] = 1;
+        }
+        full[nd++] = len;
+        all->names[all->n] = tt_intern(ax->name);
+        all->sizes[all->n++] = len;
+    }
+    if (st == TT_OK && (st = tt_reshape(&u, &t, nd, ones)) == TT_OK) step(&t, &u);
+    if (st == TT_OK && (st = tt_expand(&u, &t, nd, full)) == TT_OK) step(&t, &u);
+    if (st == TT_OK) {
+        if ((st = rearrange_impl(&u, &t, p3, 0, NULL, NULL, order, &ga)) == TT_OK) step(&t, &u);
+        else st = step_err(&c, st);
+    }
+    if (st) {
+        tt_tensor_release(&t);
+        return st;
+    }
+    *out = t;
+    return TT_OK;
+}
+
+tt_status tt_repeat(tt_tensor *out, const tt_tensor *a, const char *pattern, int nsizes,
+                    const char *const *size_names, const int64_t *sizes)
+{
+    memset(out, 0, sizeof *out);
+    if (!a || !a->storage || !pattern) return tt__err(TT_EARG, "repeat: needs a tensor and a pattern");
+    if (nsizes < 0 || nsizes > PAT_MAX_AXES || (nsizes > 0 && (!size_names || !sizes)))
+        return tt__err(TT_EARG, "repeat: bad sizes");
+    for (int j = 0; j < nsizes; j++)
+        if (sizes[j] < 0)
+            return tt__err(TT_EARG, "repeat: \"%.160s\": size %s=%lld is negative", pattern, size_names[j],
+                           (long long)sizes[j]);
+    tt__opscope sc = tt__op_enter();
+    pat_sizes all;
+    tt_status st = repeat_impl(out, a, pattern, nsizes, size_names, sizes, &all);
+    if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) {
+        const char *spec = reversed_spec(pattern, &all);
+        st = spec ? tt__record(out, TT_OP_REPEAT, a, NULL, NULL, &(tt__agargs){ .spec = spec })
+                  : tt__err(TT_EARG, "repeat: \"%.160s\": the pattern is too long to differentiate", pattern);
+        if (st) tt_tensor_release(out);
+    }
+    tt_event ev;
+    tt__event_init(&ev, TT_OP_REPEAT, out, a, NULL, NULL);
+    if (st == TT_OK) {
+        ev.view = out->storage == a->storage;
+        if (tt__tracing()) {
+            int order[PAT_MAX_AXES];
+            for (int i = 0; i < nsizes; i++) order[i] = i;
+            event_args(&ev, pattern, nsizes, order, size_names, sizes);
+        }
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
+/* The backward of both (autograd.c calls these): repeat's gradient is the
+   sum over its new axes; reduce's is the gradient repeated back (mean: over
+   the count; max and min: to the elements equal to the result, split among
+   ties, as tt_reduce's). */
+tt_status tt__repeat_grad(tt_tensor *out, const char *spec, const tt_tensor *g)
+{
+    char text[1024];
+    pat_sizes sz;
+    tt_status st = read_spec(spec, text, sizeof text, &sz);
+    return st ? st : tt_reduce_pattern(out, g, text, "sum", sz.n, sz.names, sz.sizes);
+}
+
+tt_status tt__reduce_grad(tt_tensor *out, const char *spec, tt_op red, const tt_tensor *a, const tt_tensor *y,
+                          const tt_tensor *g)
+{
+    char text[1024], fwd[1024];
+    pat_sizes sz;
+    tt_status st = read_spec(spec, text, sizeof text, &sz);
+    if (st) return st;
+    memset(out, 0, sizeof *out);
+    tt_tensor gr = {0}, t = {0}, u = {0};
+    if ((st = tt_repeat(&gr, g, text, sz.n, sz.names, sz.sizes))) return st;
+    if (red == TT_OP_SUM) {
+        *out = gr;
+        return TT_OK;
+    }
+    if (red == TT_OP_MEAN) {
+        double count = (double)tt_numel(a) / (double)(tt_numel(y) ? tt_numel(y) : 1);
+        st = tt_binary_scalar(out, TT_OP_DIV, &gr, count, 0);
+        tt_tensor_release(&gr);
+        return st;
+    }
+    /* max, min: hit = (a == y repeated); g * hit / (the hits' count repeated) */
+    const char *arrow = strstr(text, "->");
+    snprintf(fwd, sizeof fwd, "%s -> %.*s", arrow + 2, (int)(arrow - text), text);
+    st = tt_repeat(&t, y, text, sz.n, sz.names, sz.sizes);
+    if (st == TT_OK && (st = tt_binary(&u, TT_OP_EQ, a, &t)) == TT_OK) step(&t, &u);
+    if (st == TT_OK && (st = tt_to_dtype(&u, &t, TT_FLOAT32)) == TT_OK) step(&t, &u);
+    tt_tensor cnt = {0}, cr = {0};
+    if (st == TT_OK) st = tt_reduce_pattern(&cnt, &t, fwd, "sum", sz.n, sz.names, sz.sizes);
+    if (st == TT_OK) st = tt_repeat(&cr, &cnt, text, sz.n, sz.names, sz.sizes);
+    if (st == TT_OK && (st = tt_binary(&u, TT_OP_MUL, &gr, &t)) == TT_OK) step(&t, &u);
+    if (st == TT_OK) st = tt_binary(out, TT_OP_DIV, &t, &cr);
+    tt_tensor_release(&gr);
+    tt_tensor_release(&t);
+    tt_tensor_release(&cnt);
+    tt_tensor_release(&cr);
+    return st;
+}
+
 /* ===== einsum =====
 
    "b h i d, b h j d -> b h i j": each axis is batch (in both operands and

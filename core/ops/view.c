@@ -7,9 +7,74 @@
 
 #include "tt_internal.h"
 
+/* ===== The 0-based habit =====
+   PyTorch's q.view(B, N, H, Dh).transpose(1, 2) counts dims from 0; here
+   transpose(1, 2) swaps B and N instead of N and H, and every later shape
+   still fits. Two patterns that only a 0-based reading explains get a note
+   on their trace row:
+   - a head split (a view or reshape that splits the last dim in two, into
+     4 dims or more) transposed at once at (1, 2);
+   - a transpose(1, 2) of 4 dims or more whose result (or its contiguous
+     copy) is then viewed or reshaped into sizes that its dims do not group
+     into, but would have had dims 2 and 3 been swapped instead (the merge
+     of heads after attention).
+   Correct code swaps (2, 3) or names the dims, and meets neither. */
+static struct {
+    uint64_t split;                 /* the last head split's result */
+    uint64_t swapped;               /* the last transpose(1, 2)'s result, or its contiguous copy */
+    int ndim;
+    int64_t before[TT_MAX_DIMS];    /* that transpose's input */
+    char note[256];                 /* for the event being left (cut to its note) */
+} habit;
+
+/* Whether dst's sizes are products of runs of src's neighbouring sizes
+   (size-1 dims aside): a reshape that merges or splits dims, never mixes. */
+static int groups_into(int ns, const int64_t *src, int nd, const int64_t *dst)
+{
+    int i = 0;
+    for (int j = 0; j < nd; j++) {
+        if (dst[j] == 1) continue;
+        int64_t p = 1;
+        while (i < ns && (src[i] == 1 || p < dst[j])) {
+            if (src[i] == 0) return 1;          /* empty: nothing to mix */
+            p *= src[i++];
+        }
+        if (p != dst[j]) return 0;
+    }
+    return 1;
+}
+
+static void habit_note(const char *what, const int64_t *shape, int ndim)
+{
+    if (!tt__tracing()) return;
+    char sh[96];
+    size_t len = 0;
+    for (int i = 0; i < ndim && len < sizeof sh; i++)
+        len += (size_t)snprintf(sh + len, sizeof sh - len, "%s%lld", i ? "," : "", (long long)shape[i]);
+    snprintf(habit.note, sizeof habit.note, "%s [%s]; dims count from 1 here: PyTorch's transpose(1, 2) is "
+             "transpose(2, 3)", what, sh);
+}
+
+/* After a view or reshape of a into out. */
+static void habit_view(const tt_tensor *a, const tt_tensor *out)
+{
+    if (a->id == habit.swapped && habit.swapped && a->ndim == habit.ndim && a->ndim >= 4) {
+        int64_t alt[TT_MAX_DIMS];
+        memcpy(alt, habit.before, sizeof alt);
+        alt[1] = habit.before[2];
+        alt[2] = habit.before[1];
+        if (!groups_into(a->ndim, a->shape, out->ndim, out->shape) && groups_into(a->ndim, alt, out->ndim, out->shape))
+            habit_note("mixes dims: transpose(1, 2) swapped dims 1 and 2 of", habit.before, habit.ndim);
+    }
+    int split = out->ndim == a->ndim + 1 && out->ndim >= 4 && out->shape[out->ndim - 1] > 1
+                && out->shape[out->ndim - 2] > 1;
+    for (int i = 0; split && i < a->ndim - 1; i++) split = a->shape[i] == out->shape[i];
+    if (split) habit.split = out->id;
+}
+
 /* Records the view for gradients (ga: the args its backward needs) and
-   emits its event with its args; shared by the view ops below, which
-   format args only when tt__tracing() (else they pass ""). */
+   emits its event with its args and the habit's note; shared by the view
+   ops below, which format args only when tt__tracing() (else they pass ""). */
 static tt_status leave_view_ag(tt__opscope sc, tt_status st, tt_op op, tt_tensor *out,
                                const tt_tensor *a, const char *args, const tt__agargs *ga)
 {
@@ -19,7 +84,10 @@ static tt_status leave_view_ag(tt__opscope sc, tt_status st, tt_op op, tt_tensor
         tt__event_init(&ev, op, out, a, NULL, NULL);
         ev.view = out->storage == a->storage;
         if (args && args[0]) snprintf(ev.args, sizeof ev.args, "%s", args);
+        if (habit.note[0]) memcpy(ev.note, habit.note, sizeof ev.note < sizeof habit.note ? sizeof ev.note : sizeof habit.note);
+        ev.note[sizeof ev.note - 1] = '\0';
     }
+    habit.note[0] = '\0';
     return tt__op_leave(sc, st, &ev);
 }
 
@@ -33,6 +101,7 @@ tt_status tt_view(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *s
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__view(out, a, ndim, shape, 0);
+    if (st == TT_OK && sc.outer) habit_view(a, out);
     return leave_view(sc, st, TT_OP_VIEW, out, a, NULL);
 }
 
@@ -40,6 +109,7 @@ tt_status tt_reshape(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__view(out, a, ndim, shape, 1);
+    if (st == TT_OK && sc.outer) habit_view(a, out);
     return leave_view(sc, st, TT_OP_RESHAPE, out, a, NULL);
 }
 
@@ -49,6 +119,14 @@ tt_status tt_transpose(tt_tensor *out, const tt_tensor *a, int d1, int d2)
     tt_status st = tt__transpose(out, a, d1, d2, "transpose");
     char args[32] = "";
     if (tt__tracing()) snprintf(args, sizeof args, "%d, %d", d1 + 1, d2 + 1);
+    if (st == TT_OK && sc.outer && d1 + d2 == 1) {         /* dims 1 and 2 */
+        if (a->id == habit.split) habit_note("swaps dims 1 and 2 of the head split", a->shape, a->ndim);
+        if (a->ndim >= 4) {
+            habit.swapped = out->id;
+            habit.ndim = a->ndim;
+            memcpy(habit.before, a->shape, sizeof habit.before);
+        }
+    }
     return leave_view_ag(sc, st, TT_OP_TRANSPOSE, out, a, args, &(tt__agargs){ .d = d1, .d2 = d2 });
 }
 
@@ -118,6 +196,7 @@ tt_status tt_contiguous(tt_tensor *out, const tt_tensor *a)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__contiguous(out, a, "contiguous");
+    if (st == TT_OK && a->id == habit.swapped && habit.swapped) habit.swapped = out->id;
     return leave_view(sc, st, TT_OP_CONTIGUOUS, out, a, NULL);
 }
 
@@ -133,6 +212,62 @@ tt_status tt_named(tt_tensor *out, const tt_tensor *a, const char *const *names)
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__named(out, a, names);
     return leave_view(sc, st, TT_OP_NAMED, out, a, NULL);
+}
+
+tt_status tt_flatten(tt_tensor *out, const tt_tensor *a, int start, int end)
+{
+    memset(out, 0, sizeof *out);
+    char sa[256];
+    int nd = a->ndim ? a->ndim : 1;     /* a 0-d tensor flattens to [1], as PyTorch */
+    if (start < 0 || end >= nd || start > end)
+        return tt__err(TT_EARG, "flatten: dims %d..%d are not a range of %s (start <= end, both in 1..%d)",
+                       start + 1, end + 1, tt_shape_str(a, sa, sizeof sa), nd);
+    int64_t shape[TT_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < a->ndim; i++) {
+        if (i <= start || i > end) shape[n++] = a->shape[i];
+        else shape[n - 1] *= a->shape[i];
+    }
+    if (a->ndim == 0) shape[n++] = 1;
+    tt__opscope sc = tt__op_enter();
+    tt_status st = tt__view(out, a, n, shape, 1);
+    char args[32] = "";
+    if (tt__tracing()) snprintf(args, sizeof args, "%d, %d", start + 1, end + 1);
+    return leave_view(sc, st, TT_OP_FLATTEN, out, a, args);
+}
+
+tt_status tt_unbind(tt_tensor *outs, int max, int *count, const tt_tensor *a, int d)
+{
+    *count = 0;
+    tt_status st = tt__check_dim("unbind", a, d, 0);
+    if (st) return st;
+    int64_t n = a->shape[d];
+    if (n > max) return tt__err(TT_EARG, "unbind: %lld pieces is too many", (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        tt__opscope sc = tt__op_enter();
+        st = tt__select(&outs[i], a, d, i);
+        char args[48] = "";
+        if (tt__tracing()) snprintf(args, sizeof args, "%lld of %lld, dim=%d", (long long)i + 1, (long long)n, d + 1);
+        st = leave_view_ag(sc, st, TT_OP_UNBIND, &outs[i], a, args, &(tt__agargs){ .d = d, .start = i });
+        if (st) {
+            for (int64_t j = 0; j < i; j++) tt_tensor_release(&outs[j]);
+            return st;
+        }
+    }
+    *count = (int)n;
+    return TT_OK;
+}
+
+tt_status tt_t(tt_tensor *out, const tt_tensor *a)
+{
+    memset(out, 0, sizeof *out);
+    char sa[256];
+    if (a->ndim > 2)
+        return tt__err(TT_ESHAPE, "t: expects a tensor with at most 2 dims, got %s; hint: x:mT() swaps the last two, "
+                       "x:transpose(d1, d2) any two", tt_shape_str(a, sa, sizeof sa));
+    tt__opscope sc = tt__op_enter();
+    tt_status st = a->ndim == 2 ? tt__transpose(out, a, 0, 1, "t") : tt__view(out, a, a->ndim, a->shape, 0);
+    return leave_view_ag(sc, st, TT_OP_T, out, a, NULL, &(tt__agargs){ .d = 0, .d2 = 1 });
 }
 
 /* Pieces of at most `piece` along d; shared by chunk and split. */

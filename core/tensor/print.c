@@ -1,7 +1,8 @@
 /*
 ** print.c — tensors as text, the way PyTorch lays them out: one number
 ** format for the whole tensor (integers, fixed or scientific), columns
-** aligned, dims longer than 6 summarised with "..." when the tensor is big.
+** aligned, dims longer than 6 summarised with "..." when the tensor is big,
+** rows wrapped at 80 columns between numbers.
 */
 #include <math.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 
 #define SUMMARY_THRESHOLD 1000   /* PyTorch's default */
 #define EDGE_ITEMS 3
+#define LINE_WIDTH 80            /* PyTorch's linewidth */
 
 static int precision = 4;        /* digits after the point, PyTorch's default */
 
@@ -120,13 +122,51 @@ static void scan(const tt_tensor *t, int d, int64_t *idx, fmt *f, double *stats,
     }
 }
 
+static void emit_value(sbuf *b, const tt_tensor *t, const int64_t *idx, const fmt *f)
+{
+    char buf[64];
+    if (f->kind == 4) snprintf(buf, sizeof buf, "%lld", (long long)elem_i64(t, idx));
+    else fmt_value(buf, sizeof buf, elem(t, idx), f);
+    sb_add(b, "%*s", f->width, buf);
+}
+
+/* The last dim, its '[' at column indent: as many numbers a line as fit in
+   LINE_WIDTH (at least one), the next line under the first number, as
+   PyTorch's _vector_str does; "..." counts as one number. */
+static void emit_row(sbuf *b, const tt_tensor *t, int d, int64_t *idx, const fmt *f, int indent)
+{
+    int per = (LINE_WIDTH - indent) / (f->width + 2);
+    if (per < 1) per = 1;
+    sb_add(b, "[");
+    int on_line = 0;
+    for (int64_t i = 0; i < t->shape[d]; i++) {
+        int dots = !shown(t, d, i, f);
+        if (on_line == per) {
+            sb_add(b, ",\n%*s", indent + 1, "");
+            on_line = 0;
+        } else if (i > 0) {
+            sb_add(b, ", ");
+        }
+        on_line++;
+        if (dots) {
+            sb_add(b, "...");
+            i = t->shape[d] - EDGE_ITEMS - 1;        /* jump the summarised middle */
+            continue;
+        }
+        idx[d] = i;
+        emit_value(b, t, idx, f);
+    }
+    sb_add(b, "]");
+}
+
 static void emit(sbuf *b, const tt_tensor *t, int d, int64_t *idx, const fmt *f, int indent)
 {
-    if (d == t->ndim) {
-        char buf[64];
-        if (f->kind == 4) snprintf(buf, sizeof buf, "%lld", (long long)elem_i64(t, idx));
-        else fmt_value(buf, sizeof buf, elem(t, idx), f);
-        sb_add(b, "%*s", f->width, buf);
+    if (d == t->ndim) {                 /* a 0-dim tensor */
+        emit_value(b, t, idx, f);
+        return;
+    }
+    if (d == t->ndim - 1) {
+        emit_row(b, t, d, idx, f, indent);
         return;
     }
     sb_add(b, "[");
@@ -136,19 +176,15 @@ static void emit(sbuf *b, const tt_tensor *t, int d, int64_t *idx, const fmt *f,
         if (!shown(t, d, i, f)) {
             if (!skipped) {
                 skipped = 1;
-                if (d == t->ndim - 1) sb_add(b, ", ...");
-                else sb_add(b, ",\n%*s...", indent + 1, "");
+                sb_add(b, ",\n%*s...", indent + 1, "");
             }
             i = t->shape[d] - EDGE_ITEMS - 1;        /* jump the summarised middle */
             continue;
         }
         if (!first) {
-            if (d == t->ndim - 1) sb_add(b, ", ");
-            else {
-                sb_add(b, ",");
-                for (int k = 0; k < t->ndim - 1 - d; k++) sb_add(b, "\n");
-                sb_add(b, "%*s", indent + 1, "");
-            }
+            sb_add(b, ",");
+            for (int k = 0; k < t->ndim - 1 - d; k++) sb_add(b, "\n");
+            sb_add(b, "%*s", indent + 1, "");
         }
         first = 0;
         idx[d] = i;

@@ -35,6 +35,13 @@ void tt_tensor_release(tt_tensor *t)
     t->ag = NULL;
 }
 
+void tt_tensor_share(tt_tensor *out, const tt_tensor *a)
+{
+    *out = *a;
+    tt__storage_retain(out->storage);
+    out->ag = NULL;
+}
+
 /* ===== Basic queries ===== */
 
 size_t tt_dtype_size(tt_dtype dt) { return dt == TT_BOOL ? 1 : dt == TT_INT64 ? 8 : 4; }

@@ -37,7 +37,7 @@ local function linear_weight(out, in_)
   return ((tt.rand(out, in_) * 2 - 1) / math.sqrt(in_)):requires_grad_()
 end
 function M.init(opts)
-  return {
+  return M.labelled{
     tok_embed = tt.randn(V, D):requires_grad_(),            -- one row per token id
     pos_embed = tt.randn(N, D):requires_grad_(),            -- one row per position
     ["layer1.qkv"] = linear_weight(M.qkv_rows(opts), D), ["layer1.out"] = linear_weight(D, D),
@@ -55,29 +55,41 @@ function M.load(path)
     if not loaded[name] then error(path .. " has no tensor '" .. name .. "' (lesson 14 writes it)") end
     model[name] = loaded[name]
   end
-  return model, loaded, meta
+  return M.labelled(model), loaded, meta
+end
+
+-- Each weight labelled with its name, so the trace says "layer1.qkv", and
+-- "grad of layer1.qkv" in the backward pass.
+function M.labelled(model)
+  for _, name in ipairs(M.NAMES) do model[name]:label(name) end
+  return model
 end
 
 -- The pieces of the forward pass, separate so lesson 09 can run them one
 -- token at a time. Token ids x [b, n] at positions first..first+n-1 -> h [b, n, D].
+-- Each piece names its result's dims (B, N, D; H heads of Dh) and labels
+-- it, so a traced pass reads as the model: h (embedded), Q1, K1, V1,
+-- heads1, h (after layer 1), ..., logits.
 function M.embed(model, x, first)
   local b, n = x:size(1), x:size(2)
-  return model.tok_embed:index_select(1, x:reshape(b * n)):view(b, n, D)
-       + model.pos_embed:narrow(1, first or 1, n)
+  local tok = model.tok_embed:index_select(1, x:reshape(b * n)):view(b, n, D):named("B", "N", "D")
+  return (tok + model.pos_embed:narrow(1, first or 1, n)):label("h (embedded)")
 end
 -- one matmul makes Q, K and V of all heads: h [b,n,D] -> q, k, v [b,H,n,Dh]
 function M.qkv(model, l, h)
   local b, n = h:size(1), h:size(2)
   local qkv = h:matmul(model["layer" .. l .. ".qkv"]:mT()):view(b, n, 3, H, Dh):permute(3, 1, 4, 2, 5)
-  return qkv[1], qkv[2], qkv[3]
+  local function part(i, name) return qkv[i]:named("B", "H", "N", "Dh"):label(name .. l) end
+  return part(1, "Q"), part(2, "K"), part(3, "V")
 end
 -- the heads' outputs [b,H,n,Dh] merged, through W_O, added to the residual stream h
 function M.add_heads(model, l, h, heads)
   local b, n = h:size(1), h:size(2)
+  heads:label("heads" .. l)
   local merged = heads:transpose(2, 3):reshape(b, n, D)
-  return h + merged:matmul(model["layer" .. l .. ".out"]:mT())
+  return (h + merged:matmul(model["layer" .. l .. ".out"]:mT())):label("h (after layer " .. l .. ")")
 end
-function M.unembed(model, h) return h:matmul(model.unembed:mT()) end
+function M.unembed(model, h) return h:matmul(model.unembed:mT()):label("logits") end
 
 -- The whole forward pass. x [b, N] ids -> logits [b, N, V]. opts.weights: also
 -- return each layer's attention weights [b, H, N, N]; opts.ablate = {layer,
@@ -89,7 +101,7 @@ function M.forward(model, x, opts)
   for l = 1, 2 do
     local q, k, v = (M.kv_heads(model) < H and M.qkv_grouped or M.qkv)(model, l, h)
     local heads
-    heads, weights[l] = tt.sdpa(q, k, v, {causal = true, weights = opts.weights})
+    heads, weights[l] = tt.sdpa(q, k, v, {causal = true, weights = opts.weights}); heads:label("heads" .. l)
     if opts.ablate and opts.ablate[1] == l then
       local keep = {}
       for j = 1, H do keep[j] = {{j == opts.ablate[2] and 0 or 1}} end
@@ -149,10 +161,11 @@ function M.kv_heads(model) return (model["layer1.qkv"]:size(1) - D) // (2 * Dh) 
 function M.qkv_grouped(model, l, h)
   local b, n, G = h:size(1), h:size(2), M.kv_heads(model)
   local all = h:matmul(model["layer" .. l .. ".qkv"]:mT())
-  local function heads(first, count)     -- columns first.. of all, as [b,count,n,Dh]
+  local function heads(first, count, name, hdim)   -- columns first.. of all, as [b,count,n,Dh]
     return all:narrow(3, first, count * Dh):reshape(b, n, count, Dh):transpose(2, 3)
+              :named("B", hdim, "N", "Dh"):label(name .. l)
   end
-  return heads(1, H), heads(D + 1, G), heads(D + G * Dh + 1, G)
+  return heads(1, H, "Q", "H"), heads(D + 1, G, "K", "G"), heads(D + G * Dh + 1, G, "V", "G")
 end
 
 return M

@@ -67,7 +67,7 @@ local function child()
   -- warm-up: tensors die a collection cycle at a time, and the buffers of
   -- the first cycles come from malloc as fresh pages (a step that faults
   -- them in takes 3-4x as long); after a few cycles the storage cache holds
-  -- them all and no step faults (README, Performance)
+  -- them all and no step faults (core/README.md, Performance)
   for _ = 1, WARMUP - 1 do step() end
   local t0 = tt.clock()
   step()

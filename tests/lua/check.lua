@@ -31,7 +31,7 @@ function M.close(descr, x, want, tol)
       if g == g then ok, why = false, path .. ": want NaN, got " .. tostring(g) end
     elseif w == math.huge or w == -math.huge then
       if g ~= w then ok, why = false, path .. ": want " .. tostring(w) .. ", got " .. tostring(g) end
-    elseif type(g) ~= "number" or math.abs(g - w) > tol * (1 + math.abs(w)) then
+    elseif type(g) ~= "number" or not (math.abs(g - w) <= tol * (1 + math.abs(w))) then  -- a NaN g fails
       ok, why = false, path .. ": want " .. tostring(w) .. ", got " .. tostring(g)
     end
   end

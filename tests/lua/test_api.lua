@@ -47,6 +47,30 @@ check("item", tt.tensor{{7}}:item() == 7)
 check("tostring header", tostring(a):find("[2,3] float32", 1, true) ~= nil)
 check("tostring values", tostring(a):find("[[1., 2., 3.],", 1, true) ~= nil)
 
+-- long rows wrap at 80 columns between numbers, as PyTorch's linewidth does
+do
+  local x = tt.randn(5, 64)
+  local text = tostring(x)
+  local widest, nums = 0, {}
+  for line in text:gmatch("[^\n]+") do widest = math.max(widest, utf8.len(line)) end
+  for v in text:match("\n(.*)"):gmatch("[-%d.e+]+") do nums[#nums + 1] = tonumber(v) end
+  local want, same = x:view(-1):totable(), #nums == 320
+  for i = 1, 320 do same = same and math.abs(nums[i] - want[i]) <= 5.1e-5 * math.max(1, math.abs(want[i])) end
+  check("a [5,64] tensor prints in lines of at most 80 columns (" .. widest .. ")", widest <= 80)
+  check("every number whole on its line, in order", same)
+  check("rows of a 1-D tensor wrap under the first number",
+        tostring(tt.arange(20)) == "tensor [20] float32\n[ 0.,  1.,  2.,  3.,  4.,  5.,  6.,  7.,  8.,  9., 10., 11., 12., 13., 14., 15.,\n"
+                                  .. " 16., 17., 18., 19.]")
+  check("a wrapped row of a matrix continues under its first number",
+        tostring(tt.ones(2, 20)):find("1., 1.,\n  1.],\n [1.,", 1, true) ~= nil)
+  check("a big tensor is summarised as PyTorch does", tostring(tt.ones(2, 1200)) ==
+        "tensor [2,1200] float32\n[[1., 1., 1., ..., 1., 1., 1.],\n [1., 1., 1., ..., 1., 1., 1.]]")
+  local wide = tostring(tt.full({3, 40}, -123456.5):view(1, 120) * 1e30)
+  local w2 = 0
+  for line in wide:gmatch("[^\n]+") do w2 = math.max(w2, #line) end
+  check("scientific numbers wrap too (" .. w2 .. ")", w2 <= 80)
+end
+
 -- ===== views =====
 local x = tt.arange(24):view(2, 3, 4)
 local xt = x:transpose(1, 3)

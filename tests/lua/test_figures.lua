@@ -486,6 +486,21 @@ check("svg: labels escaped, UTF-8 kept", d:find(">a&amp;b</text>", 1, true) and 
       and d:find(">naïve</text>", 1, true))
 check("svg: -inf hatched with a pattern", d:find('fill="url(#tt-hatch)"', 1, true) ~= nil)
 check("svg: mask kinds as patterns", slurp(tmp("heatmap3.svg")):find('fill="url(#tt-mask1)"', 1, true) ~= nil)
+-- a bool tensor: two colours with a legend, named by categories (false, true)
+local cm = tt.causal_mask(2, 3)
+check("bool heatmap with two names", tt.heatmap(cm, tmp("bool.svg"), {categories = {"hidden", "may attend"}}) == tmp("bool.svg"))
+local bs = slurp(tmp("bool.svg"))
+check("bool heatmap: its legend names, no colour bar ticks",
+      bs:find(">hidden</text>", 1, true) and bs:find(">may attend</text>", 1, true) and not bs:find(">0.5</text>", 1, true))
+checkerror({"heatmap: 1 category for the bool tensor [2,3]; hint: it takes two, the names of false and true"},
+           tt.heatmap, cm, tmp("bool.png"), {categories = {"hidden"}})
+-- a NaN under a mask keeps its colour, the mask's strokes in white over it
+tt.heatmap(tt.tensor({{0 / 0, 0.5}, {0.2, 0.8}}), tmp("masked_nan.svg"),
+           {mask = tt.tensor({{true, false}, {false, false}}, "bool")})
+local mn = slurp(tmp("masked_nan.svg"))
+check("svg: a masked NaN: white strokes as a pattern over the NaN colour",
+      mn:find('<pattern id="tt%-mask0w"[^>]*><path d="[^"]*" fill="#ffffff"/>') ~= nil and
+      mn:find('fill="#e8198c"/>\n<rect [^>]*fill="url%(#tt%-mask0w%)"') ~= nil)
 check("svg: flow boxes rounded", slurp(tmp("flow.svg")):find(' rx="', 1, true) ~= nil)
 tt.heatmap(scores, tmp("upper.SVG"))
 check("svg: .SVG is SVG too", slurp(tmp("upper.SVG")):sub(1, 5) == "<?xml")

@@ -1,4 +1,4 @@
--- test_gradcheck.lua — tt.gradcheck on every op with a gradient (README,
+-- test_gradcheck.lua — tt.gradcheck on every op with a gradient (lua/README.md,
 -- Gradients), at awkward shapes, strided and broadcast inputs; that it
 -- catches a wrong gradient; and every error it raises (fn failing,
 -- returning a non-tensor or another shape, bad inputs and options).
@@ -44,6 +44,19 @@ gc("neg", function(x) return -x end, {a})
 gc("exp", function(x) return x:exp() end, {a})
 gc("log", function(x) return x:log() end, {p})
 gc("sqrt", function(x) return x:sqrt() end, {p})
+gc("sin", function(x) return x:sin() end, {a})
+gc("cos", function(x) return x:cos() end, {a})
+gc("x:pow(y)", function(x, y) return x:pow(y) end, {p, q})
+gc("where broadcast", function(x, y) return tt.where(a:gt(0), x, y) end, {b, row})
+gc("norm", function(x) return x:norm() end, {a})
+gc("norm 3 over dim 1", function(x) return x:norm(3, 1) end, {a})
+gc("norm inf, keepdim", function(x) return x:norm(math.huge, 2, true) end, {spaced(3, 5)})
+gc("flatten", function(x) return x:flatten() end, {a})
+gc("unbind", function(x) return x:unbind(2)[4] end, {a})
+gc("t", function(x) return x:t() end, {a})
+gc("einops reduce mean", function(x) return tt.reduce(x, "(h n) d -> d n", "mean", {h = 1}) end, {a})
+gc("einops reduce max", function(x) return tt.reduce(x, "n d -> n", "max") end, {spaced(3, 5)})
+gc("einops repeat", function(x) return tt["repeat"](x, "n d -> d (r n)", {r = 2}) end, {a})
 local s1, s2 = spaced(3, 4), spaced(3, 4, 3)
 gc("abs", function(x) return x:abs() end, {s1})
 gc("maximum", function(x, y) return x:maximum(y) end, {s1, s2})

@@ -124,4 +124,33 @@ end
 check("GQA checkpoint: each layer-1 K/V group holds a current-token and a previous-token head (> 0.35)", split)
 check("GQA checkpoint: every layer-2 head puts > 0.4 on the token after the earlier occurrence",
       math.min(table.unpack(ind)) > 0.4)
+-- ===== a traced step names the model's tensors =====
+-- (before: ~100 rows of anonymous [32,32,64] tensors in lesson 14's section 4)
+local sdir = T.tmpdir()
+local step = io.open(sdir .. "/step.lua", "w")
+step:write([[
+local M = dofile("lessons/lib/induction_model.lua")
+local model = M.load("lessons/data/induction.safetensors")
+for _, w in pairs(model) do w:requires_grad_() end
+local x = M.repeated_batch(2, 8)
+local logits = M.forward(model, x)
+tt.cross_entropy(logits:reshape(2 * M.N, M.V), x:reshape(2 * M.N)):backward()
+]])
+step:close()
+local p = io.popen("cd " .. repo .. " && ./tensortrace " .. sdir .. "/step.lua 2>&1")
+local trace = p:read("a"); p:close()
+local function has(s) return trace:find(s, 1, true) ~= nil end
+check("the embedding is named and labelled", has("-> h (embedded)[B=2,N=32,D=64]"))
+check("Q, K, V of layer 1 are labelled and named", has("-> Q1[B=2,H=4,N=32,Dh=16]") and has("-> K1[B=2,H=4,N=32,Dh=16]")
+      and has("-> V1[B=2,H=4,N=32,Dh=16]"))
+check("the heads' output is labelled on the sdpa row", has("(causal, scale=0.25) -> heads1[B=2,H=4,N=32,Dh=16]"))
+check("the residual stream after each layer", has("-> h (after layer 1)[B=2,N=32,D=64]"))
+check("the logits", has("-> logits[B=2,N=32,64]"))
+check("the weights by their names", has("mT          layer1.qkv[192,64]") and has("index_select tok_embed[64,64]"))
+check("the backward pass names the gradients", has("grad of Q1[B=2,H=4,N=32,Dh=16]") and has("grad of layer1.qkv[192,64]"))
+local anonymous = 0
+for op in trace:gmatch("\n    (%a+) +[^\n]*%-> %[2,32,64%]") do
+  if op ~= "view" then anonymous = anonymous + 1 end   -- the embedding's view, named on the same line
+end
+check("no anonymous [2,32,64] activation in the forward pass (" .. anonymous .. ")", anonymous == 0)
 T.report()

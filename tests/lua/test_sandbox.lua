@@ -373,7 +373,7 @@ out, err, code = run("local f = assert(io.open('" .. root .. "/figs/a.txt', 'w')
 check("--images DIR: writes go there", code == 0 and slurp(root .. "/figs/a.txt") == "x")
 check("--images DIR: the default folder is then closed", has(out, "false") and has(out, "--images"))
 out, err, code = run("print(1)\n", "--images " .. root .. "/missing")
-check("--images of a missing folder: exit 2", code == 2 and has(err, "--images folder does not exist"))
+check("--images of a missing folder: exit 2", code == 2 and has(err, "--images '" .. root .. "/missing': the folder does not exist"))
 
 -- without --images and without images/: every write is refused, with a reason
 assert(os.execute("mkdir -p " .. root .. "/bare"))

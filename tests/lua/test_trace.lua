@@ -124,6 +124,20 @@ check("second pass: the tensor that kept the old label says so",
       has(out, "sub         m_new (previous)[2] - m_new[2] -> [2]"))
 check("an op on the same line that moves the label marks its input",
       has(out, "maximum     m_new (previous)[2], [2] -> m_new[2]"))
+-- detach() keeps the label and the values: the same tensor, never "(previous)"
+local detach_script = write("previous_detach.lua", [[
+local out = tt.ones(2):label("out")
+local O = out:detach()
+local d = O - 1
+local s = out:detach() + 2; out:label("out")
+local old = out:detach()
+local new = tt.zeros(2):label("out")
+local e = old * 3
+]])
+out = run(detach_script)
+check("a detached tensor is its own label's current tensor", has(out, "sub         out[2] - 1.0 -> [2]"))
+check("relabelling on the same line leaves its detached view current", has(out, "add         out[2] + 2.0 -> [2]"))
+check("a detached view of a tensor whose label moved on is previous", has(out, "mul         out (previous)[2] * 3.0 -> [2]"))
 local j2 = dir .. "/prev.json"
 run("-q --trace-json " .. j2 .. " " .. script)
 local labels = {}
@@ -183,7 +197,8 @@ check("a table literal folds into one check row",
 check("no row for the literal", not has(out, "tensor      ->"))
 check("a large table shows by shape", has(out, "\u{2713} checked   [3,4] \u{2248} table[3,4] (exactly)"))
 check("allclose shows its answer", has(out, "allclose    w[3] \u{2248} {1, 2, 3} (rtol 1e-5, atol 1e-8) -> false"))
-check("a check with no rows of its own adds none", not has(out, "checks.lua:6"))
+check("a check with no rows of its own shows under its own line",
+      has(out, "checks.lua:6  tt.assert_close(w, w)\n    \u{2713} checked   w[3] \u{2248} w[3] (rtol 1.3e-6, atol 1e-5)\n"))
 check("a scalar operand", has(out, "\u{2713} checked   [] \u{2248} 1 (rtol 1.3e-6, atol 1e-5)"))
 check("a constant built as the argument folds too",
       has(out, "    div         [3] / 2.71828 -> [3]   3 FLOP\n    \u{2713} checked   [3] \u{2248} ones[3] (rtol 1.3e-6, atol 1e-5)\n"))
@@ -430,5 +445,36 @@ fcheck("fold: a long two-line loop is one count", has(out6, "\u{d7}49999 more of
 local k6, kq = peak_kb(out6), peak_kb(run("-q " .. script))
 fcheck("fold: folding holds no memory per pass (" .. tostring(k6) .. " KB traced, " .. tostring(kq) .. " KB with -q)",
       k6 == nil or kq == nil or k6 < kq + 2048)
+
+-- ===== every check shows, also on a line with no other row =====
+-- (before: a check whose line made no row was dropped from the trace and
+-- from the report's count)
+script = write("checks_alone.lua", [[
+local a = tt.ones(2, 3):label("a")
+local b = tt.ones(2, 3):label("b")
+tt.assert_close(a, b)
+tt.assert_close(a, b, 0, 0)
+print("between")
+tt.assert_close(a, b)
+local c = tt.allclose(a, b)
+for i = 1, 2 do tt.assert_close(a, b) end
+local g = tt.gradcheck(function(x) return (x * x):sum() end, {tt.ones(2, 2):requires_grad_()})
+]])
+out = run(script)
+fcheck("a row of the line before is not folded into a check", has(out, "checks_alone.lua:2  local b = tt.ones(2, 3):label(\"b\")\n    ones        -> b[2,3]\n"), out)
+fcheck("a check alone on its line gets the line's header and a row",
+      has(out, dir .. "/checks_alone.lua:3  tt.assert_close(a, b)\n    \u{2713} checked   a[2,3] \u{2248} b[2,3] (rtol 1.3e-6, atol 1e-5)\n"), out)
+check("the next line's check gets its own header",
+      has(out, dir .. "/checks_alone.lua:4  tt.assert_close(a, b, 0, 0)\n    \u{2713} checked   a[2,3] \u{2248} b[2,3] (exactly)\n"))
+check("a check after the script's output shows", has(out, "between\n" .. dir .. "/checks_alone.lua:6  tt.assert_close(a, b)\n    \u{2713} checked"))
+check("allclose alone on its line shows its answer", has(out, "checks_alone.lua:7  local c = tt.allclose(a, b)\n    allclose    a[2,3] \u{2248} b[2,3]"))
+fcheck("five passed checks, five check marks", count(out, "\u{2713} checked") + count(out, "\u{d7}1 more") == 5, out)
+fcheck("a passing gradcheck shows as a check row", has(out, "checks_alone.lua:9  local g = tt.gradcheck(function(x) return (x * x):sum() end, {tt.ones(2, 2):requires_grad_()})\n"
+      .. "    ones        -> [2,2]\n    \u{2713} gradcheck   4 elements of 1 input against central differences (eps 0.01, rtol 0.01, atol 0.01)\n"), out)
+local html = dir .. "/checks_alone.html"
+run("--report " .. html .. " " .. script)
+check("the report counts every check", has(T.slurp(html), "6 checks passed"))
+run("-q --report " .. html .. " " .. script)
+check("the report counts every check also with -q", has(T.slurp(html), "6 checks passed"))
 
 T.report()

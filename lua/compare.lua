@@ -1,0 +1,956 @@
+-- compare.lua — the --compare engine, built into tensortrace (lcompare.c
+-- runs the scripts, then calls this chunk with both runs).
+--
+-- A run is {file, checkpoints = {{label, file, line, id, t}...}, nodes,
+-- error}: each checkpoint is a tensor the script labelled, nodes[id] the op
+-- that made tensor id ({op, args, scalar, scalar_first, file, line, out,
+-- inputs = {{id, t}...}}), back from every checkpoint to its inputs.
+--
+-- Each of REF's labels is checked against MINE's tensor of that label:
+-- shape, names, dtype, values. At the first mismatch every hypothesis is
+-- tried on the tensors themselves: REF's ops are replayed from REF's own
+-- inputs with one mistake put in (softmax over another dim, the scale left
+-- out, the mask inverted...), and a hypothesis is named only when the
+-- result equals MINE's tensor within tolerance.
+local ref, mines, opt = ...
+local out = opt.out
+tt.trace.off()                      -- the engine's own ops are no part of any trace
+
+-- ===== Tensors as Lua values =====
+
+local function shape_of(t)
+    local s = {}
+    for d = 1, t:dim() do s[d] = t:size(d) end
+    return s
+end
+
+local function names_of(t)
+    local n, s = t:names(), {}
+    for d = 1, t:dim() do s[d] = n[d] end
+    return s
+end
+
+local function shape_str(t)
+    local n, parts = t:names(), {}
+    for d = 1, t:dim() do
+        parts[d] = (n[d] and (n[d] .. "=") or "") .. t:size(d)
+    end
+    return "[" .. table.concat(parts, ",") .. "]"
+end
+
+local function same_shape(a, b)
+    if a:dim() ~= b:dim() then return false end
+    for d = 1, a:dim() do
+        if a:size(d) ~= b:size(d) then return false end
+    end
+    return true
+end
+
+local function values(t)
+    local v = t:reshape(t:numel()):totable()
+    if t:dtype() == "bool" then
+        for i = 1, #v do v[i] = v[i] and 1 or 0 end
+    end
+    return v
+end
+
+-- 1-based indices of flat element i (1-based) in shape s
+local function index_of(i, s)
+    local idx, rest = {}, i - 1
+    for d = #s, 1, -1 do
+        idx[d] = rest % s[d] + 1
+        rest = rest // s[d]
+    end
+    return idx
+end
+
+local function index_str(idx) return "[" .. table.concat(idx, ",") .. "]" end
+
+-- A mask's fill value: -inf, or a large negative number standing in for it.
+local function masked(x) return x <= -1e4 end
+
+local function num_str(x)
+    if x ~= x then return "nan" end
+    if x == math.huge then return "inf" end
+    if x == -math.huge then return "-inf" end
+    return string.format("%.4g", x)
+end
+
+-- Compares MINE's values m with REF's r (same length): |m - r| <= atol +
+-- rtol |r|; NaN matches NaN, an infinity itself, and a masked cell (-inf or
+-- a large negative fill such as -1e9) another masked cell. Returns ok, the
+-- largest |diff|, its flat index (the worst cell), and the cells that fail.
+local function close(m, r, rtol, atol)
+    local ok, worst, at, bad = true, -1, nil, 0
+    for i = 1, #r do
+        local a, b = m[i], r[i]
+        local d
+        if a == b or (a ~= a and b ~= b) or (masked(a) and masked(b) and (a == -math.huge or b == -math.huge)) then
+            d = 0
+        elseif a ~= a or b ~= b then
+            d = math.huge
+        else
+            d = math.abs(a - b)
+            if d ~= d then d = math.huge end
+        end
+        local tol = atol + rtol * math.abs(b)
+        if tol ~= tol or tol == math.huge then tol = atol end   -- REF's NaN or inf: only itself matches it
+        local fails = d > tol
+        if fails then
+            ok = false
+            bad = bad + 1
+        end
+        if d > worst and (fails or ok) then worst, at = d, i end
+    end
+    if ok then at = nil end
+    return ok, math.max(worst, 0), at, bad
+end
+
+-- ===== Replaying REF's ops =====
+
+local function arg_num(args, key)
+    local v = args:match(key .. "=([%-%d%.e]+)")
+    return v and tonumber(v)
+end
+
+local function arg_pattern(args)
+    return args:match('^"([^"]*)"')
+end
+
+local function arg_ints(args)
+    local t = {}
+    for v in args:gmatch("%-?%d+") do t[#t + 1] = math.tointeger(tonumber(v)) end
+    return t
+end
+
+-- sizes for tt.rearrange from the output: every plain name of the pattern's
+-- right side gets the size of its output dim (a group's parts are sized
+-- by the input side or the names sized here)
+local function rearrange_sizes(pattern, outt)
+    local left, right = pattern:match("^(.-)->(.*)$")
+    local split = {}                        -- names inside a group of the left side
+    for group in (left or ""):gmatch("%b()") do
+        for name in group:gmatch("[%a_][%w_]*") do split[name] = true end
+    end
+    right = (right or ""):gsub("%b()", " # ")
+    local toks = {}
+    for tok in right:gmatch("%S+") do toks[#toks + 1] = tok end
+    local sizes, d = {}, 0
+    for _, tok in ipairs(toks) do
+        if tok == "..." then
+            d = d + outt:dim() - (#toks - 1)
+        else
+            d = d + 1
+            if split[tok] and d <= outt:dim() then sizes[tok] = outt:size(d) end
+        end
+    end
+    return sizes
+end
+
+local binary = {
+    add = function(a, b) return a + b end, sub = function(a, b) return a - b end,
+    mul = function(a, b) return a * b end, div = function(a, b) return a / b end,
+    pow = function(a, b) return a ^ b end,
+    maximum = function(a, b) return a:maximum(b) end, minimum = function(a, b) return a:minimum(b) end,
+    ["and"] = function(a, b) return a & b end, ["or"] = function(a, b) return a | b end,
+    xor = function(a, b) return a ~ b end,
+    eq = function(a, b) return a:eq(b) end, ne = function(a, b) return a:ne(b) end,
+    lt = function(a, b) return a:lt(b) end, le = function(a, b) return a:le(b) end,
+    gt = function(a, b) return a:gt(b) end, ge = function(a, b) return a:ge(b) end,
+}
+local unary = {
+    neg = function(a) return -a end, ["not"] = function(a) return ~a end,
+}
+for _, name in ipairs { "exp", "log", "sqrt", "abs", "relu", "gelu", "tanh", "sigmoid", "float", "bool", "mT" } do
+    unary[name] = function(a) return a[name](a) end
+end
+local reshaping = { view = true, reshape = true, flatten = true }
+-- names and copies change no value: a replaced input (another length, say)
+-- goes through them as it is
+local same_values = { contiguous = true, clone = true }
+
+-- sdpa's options from its args ("causal, scale=0.3536") and head size
+local function sdpa_opts(args, q, nin, ins)
+    local o = { causal = args:find("causal") ~= nil }
+    local s = arg_num(args, "scale")
+    local dh = q:size(q:dim())
+    if s and math.abs(s - 1 / math.sqrt(dh)) > 1e-3 / math.sqrt(dh) then o.scale = s end
+    if nin >= 4 then o.mask = ins[4] end
+    return o
+end
+
+-- The op of node again on the tensors ins (REF's, or replaced ones).
+local function apply(node, ins)
+    local op, args, a = node.op, node.args or "", ins[1]
+    if binary[op] then
+        if node.scalar then
+            if node.scalar_first then return binary[op](node.scalar, a) end
+            return binary[op](a, node.scalar)
+        end
+        return binary[op](a, ins[2])
+    elseif unary[op] then
+        return unary[op](a)
+    elseif same_values[op] then
+        return a
+    elseif op == "named" then
+        if a:dim() ~= node.out:dim() then return a end
+        return a:named(table.unpack(names_of(node.out), 1, a:dim()))
+    elseif reshaping[op] then
+        return a:reshape(shape_of(node.out))
+    elseif op == "unsqueeze" then
+        return a:unsqueeze(arg_num(args, "dim"))
+    elseif op == "squeeze" then
+        local d = arg_num(args, "dim")
+        if d then return a:squeeze(d) end
+        return a:squeeze()
+    elseif op == "expand" then
+        return a:expand(shape_of(node.out))
+    elseif op == "transpose" then
+        local d = arg_ints(args)
+        return a:transpose(d[1], d[2])
+    elseif op == "permute" then
+        return a:permute(table.unpack(arg_ints(args)))
+    elseif op == "matmul" then
+        return a:matmul(ins[2])
+    elseif op == "softmax" or op == "log_softmax" then
+        return a[op](a, arg_num(args, "dim"))
+    elseif op == "masked_fill" then
+        return a:masked_fill(ins[2], node.scalar)
+    elseif op == "repeat_interleave" then
+        return a:repeat_interleave(arg_num(args, "r"), arg_num(args, "dim"))
+    elseif op == "causal_mask" then
+        return tt.causal_mask(arg_num(args, "nq"), arg_num(args, "nk"), args:find("upper_left") and "upper_left" or nil)
+    elseif op == "tril" or op == "triu" then
+        return a[op](a, arg_num(args, "k") or 0)
+    elseif op == "cat" or op == "stack" then
+        return tt[op](ins, arg_num(args, "dim"))
+    elseif op == "einsum" then
+        return tt.einsum(arg_pattern(args), table.unpack(ins))
+    elseif op == "rearrange" then
+        local p = arg_pattern(args)
+        return tt.rearrange(a, p, rearrange_sizes(p, node.out))
+    elseif op == "sdpa" then
+        return (tt.sdpa(ins[1], ins[2], ins[3], sdpa_opts(args, ins[1], #node.inputs, ins)))
+    end
+    error("cannot replay " .. op)
+end
+
+-- REF's tensor id again with mods[id'] = function(node, ins, rep) -> tensor
+-- replacing the ops it names; unchanged parts are REF's recorded tensors.
+local function replayer(nodes, mods)
+    local memo, touched = {}, {}
+    local function affected(id)
+        if touched[id] ~= nil then return touched[id] end
+        touched[id] = false
+        local node = nodes[id]
+        local hit = mods[id] ~= nil
+        if node and not hit then
+            for _, i in ipairs(node.inputs) do
+                if affected(i.id) then hit = true break end
+            end
+        end
+        touched[id] = hit
+        return hit
+    end
+    local function rep(id, fallback)
+        if memo[id] then return memo[id] end
+        local node = nodes[id]
+        if not affected(id) then return node and node.out or fallback end
+        local ins = {}
+        for k, i in ipairs(node.inputs) do ins[k] = rep(i.id, i.t) end
+        local r
+        if mods[id] then r = mods[id](node, ins, rep) else r = apply(node, ins) end
+        memo[id] = r
+        return r
+    end
+    return rep
+end
+
+-- The nodes reachable from id, nearest first.
+local function reachable(nodes, id)
+    local list, seen, queue = {}, { [id] = true }, { id }
+    local qi = 1
+    while queue[qi] do
+        local node = nodes[queue[qi]]
+        qi = qi + 1
+        if node then
+            list[#list + 1] = node
+            for _, i in ipairs(node.inputs) do
+                if not seen[i.id] then
+                    seen[i.id] = true
+                    queue[#queue + 1] = i.id
+                end
+            end
+        end
+    end
+    return list
+end
+
+-- Skips the views between a tensor and the op that computed it.
+local passthrough = { named = true, view = true, reshape = true, contiguous = true, clone = true }
+local function producer(nodes, id)
+    local node = nodes[id]
+    while node and passthrough[node.op] and node.inputs[1] do node = nodes[node.inputs[1].id] end
+    return node
+end
+
+-- ===== Hypotheses =====
+
+local function dim_name(t, d)
+    local n = t:names()[d]
+    return n and string.format("%s (dim %d)", n, d) or string.format("dim %d", d)
+end
+
+local function label_or_shape(t)
+    local l = t:label()
+    return l and ("`" .. l .. "`") or ("the " .. shape_str(t) .. " tensor")
+end
+
+local function fmt(x) return (string.format("%.4g", x)) end
+
+-- Each hypothesis: a list of {kind, message, mods} to replay.
+local function hypotheses(R, nodes, all_nodes, label)
+    local list = {}
+    local function add(kind, message, mods) list[#list + 1] = { kind = kind, message = message, mods = mods } end
+    local reach = reachable(nodes, R.id)
+    -- the sizes of the problem's dims (their names where given)
+    local sizes = {}
+    for _, node in ipairs(reach) do
+        local t = node.out
+        local n = t:names()
+        for d = 1, t:dim() do
+            local size = t:size(d)
+            if sizes[size] == nil or sizes[size] == false then sizes[size] = n[d] or false end
+        end
+    end
+    for _, node in ipairs(reach) do
+        local op, args = node.op, node.args or ""
+        local id = node.id
+        local x = node.inputs[1] and node.inputs[1].t
+        if op == "softmax" and x then
+            local d = arg_num(args, "dim")
+            for d2 = 1, x:dim() do
+                if d2 ~= d then
+                    add("softmax_dim", string.format(
+                        "your softmax normalises over %s; the reference normalises over %s: call softmax(%s)",
+                        dim_name(x, d2), dim_name(x, d), x:names()[d] and ('"' .. x:names()[d] .. '"') or tostring(d)),
+                        { [id] = function(_, ins) return ins[1]:softmax(d2) end })
+                end
+            end
+            -- the mask applied after the softmax instead of before
+            local f = producer(nodes, node.inputs[1].id)
+            if f and f.op == "masked_fill" then
+                add("mask_after_softmax", "you zeroed the masked weights after the softmax, so the rows no longer sum to 1: "
+                    .. "fill the scores with -inf (masked_fill) before the softmax",
+                    { [id] = function(_, _, rep)
+                        local s = rep(f.inputs[1].id, f.inputs[1].t)
+                        local m = rep(f.inputs[2].id, f.inputs[2].t)
+                        return s:softmax(d):masked_fill(m, 0)
+                    end })
+            end
+        elseif op == "masked_fill" then
+            add("mask_inverted", "your mask is inverted: the cells the reference hides are the ones you keep, and the other way round; "
+                .. "masked_fill hides where the mask is true (use ~mask, or the mask itself, the other way)",
+                { [id] = function(_, ins) return ins[1]:masked_fill(~ins[2], node.scalar) end })
+        elseif op == "causal_mask" then
+            local nq, nk = arg_num(args, "nq"), arg_num(args, "nk")
+            if nq and nk and nq ~= nk then
+                local upper = args:find("upper_left") ~= nil
+                add("causal_alignment", string.format(
+                    "your causal mask is aligned %s; with %d queries and %d keys the queries are the last %d positions, aligned %s: "
+                    .. "tt.causal_mask(%d, %d%s)", upper and "lower-right" or "upper-left", nq, nk, nq,
+                    upper and "upper-left" or "lower-right", nq, nk, upper and ', "upper_left"' or ""),
+                    { [id] = function() return tt.causal_mask(nq, nk, (not upper) and "upper_left" or nil) end })
+            end
+        elseif op == "div" or op == "mul" then
+            local s = node.scalar
+            if s and not node.scalar_first and s > 0 and s ~= 1 then
+                local sq = op == "div" and s or 1 / s        -- the reference divides by sq
+                local dh = math.floor(sq * sq + 0.5)
+                if dh > 1 and math.abs(sq - math.sqrt(dh)) < 1e-4 * sq then
+                    add("scale_missing", string.format(
+                        "you never scaled by 1/√Dh: divide the scores by math.sqrt(Dh) = %s (Dh = %d) before the softmax", fmt(sq), dh),
+                        { [id] = function(_, ins) return ins[1] end })
+                    add("scale_wrong", string.format(
+                        "you scaled by 1/Dh (or by 1/√Dh twice); the reference divides by √Dh = %s once (Dh = %d)", fmt(sq), dh),
+                        { [id] = function(_, ins) return ins[1] / dh end })
+                    add("scale_wrong", string.format(
+                        "you multiplied by √Dh = %s; the reference divides by it (Dh = %d)", fmt(sq), dh),
+                        { [id] = function(_, ins) return ins[1] * sq end })
+                    -- √ of another size of the problem (√D, the model width, for √Dh)
+                    local order = {}
+                    for size in pairs(sizes) do order[#order + 1] = size end
+                    table.sort(order)
+                    for _, size in ipairs(order) do
+                        local name = sizes[size]
+                        if size ~= dh and size > 1 then
+                            add("scale_wrong", string.format(
+                                "you divided by √%s = %s; the reference divides by √Dh = %s (Dh = %d)",
+                                name or tostring(size), fmt(math.sqrt(size)), fmt(sq), dh),
+                                { [id] = function(_, ins) return ins[1] / math.sqrt(size) end })
+                        end
+                    end
+                end
+            end
+        elseif op == "repeat_interleave" then
+            local r, d = arg_num(args, "r"), arg_num(args, "dim")
+            if r and d and r > 1 and x:size(d) > 1 then
+                add("gqa_grouping", string.format(
+                    "your query head h reads K/V group ((h-1) mod %d)+1, as repeat (tile) makes it; the reference gives each group %d "
+                    .. "neighbouring query heads (group ⌈h/%d⌉): use repeat_interleave(%d, %d)", x:size(d), r, r, r, d),
+                    { [id] = function(_, ins)
+                        local copies = {}
+                        for i = 1, r do copies[i] = ins[1] end
+                        return tt.cat(copies, d)
+                    end })
+            end
+        elseif op == "sdpa" then
+            local q, k = node.inputs[1].t, node.inputs[2].t
+            local hd = q:dim() - 2
+            if q:dim() >= 3 and k:dim() == q:dim() and q:size(hd) > k:size(hd) and k:size(hd) > 1 then
+                local g, r = k:size(hd), q:size(hd) // k:size(hd)
+                add("gqa_grouping", string.format(
+                    "your query head h reads K/V group ((h-1) mod %d)+1, as repeat (tile) makes it; the reference gives each group %d "
+                    .. "neighbouring query heads (group ⌈h/%d⌉): use repeat_interleave(%d, %d)", g, r, r, r, hd),
+                    { [id] = function(_, ins)
+                        local ks, vs = {}, {}
+                        for i = 1, r do ks[i], vs[i] = ins[2], ins[3] end
+                        local o = sdpa_opts(args, ins[1], #node.inputs, ins)
+                        return (tt.sdpa(ins[1], tt.cat(ks, hd), tt.cat(vs, hd), o))
+                    end })
+            end
+            if #node.inputs >= 4 then
+                add("mask_inverted", "your mask is inverted: tt.sdpa's mask says what to keep (true = may attend), masked_fill's what to hide",
+                    { [id] = function(_, ins)
+                        local o = sdpa_opts(args, ins[1], #node.inputs, ins)
+                        o.mask = ~ins[4]
+                        return (tt.sdpa(ins[1], ins[2], ins[3], o))
+                    end })
+            end
+            local nq, nk = q:size(q:dim() - 1), k:size(k:dim() - 1)
+            if args:find("causal") and nq ~= nk then
+                add("causal_alignment", string.format(
+                    "your causal mask is aligned upper-left; with %d queries and %d keys the queries are the last %d positions "
+                    .. "(lower-right, as tt.sdpa's causal and tt.causal_mask(%d, %d) give)", nq, nk, nq, nq, nk),
+                    { [id] = function(_, ins)
+                        local o = sdpa_opts(args, ins[1], #node.inputs, ins)
+                        o.causal = nil
+                        o.mask = tt.causal_mask(nq, nk, "upper_left")
+                        return (tt.sdpa(ins[1], ins[2], ins[3], o))
+                    end })
+            end
+            local dh = q:size(q:dim())
+            if dh > 1 and not arg_num(args, "scale") or (arg_num(args, "scale") and
+                    math.abs(arg_num(args, "scale") - 1 / math.sqrt(dh)) < 1e-3) then
+                add("scale_missing", string.format("you never scaled by 1/√Dh = %s (Dh = %d)", fmt(1 / math.sqrt(dh)), dh),
+                    { [id] = function(_, ins)
+                        local o = sdpa_opts(args, ins[1], #node.inputs, ins)
+                        o.scale = 1
+                        return (tt.sdpa(ins[1], ins[2], ins[3], o))
+                    end })
+                add("scale_wrong", string.format("you scaled by 1/Dh (or 1/√Dh twice); the reference scales by 1/√Dh = %s once (Dh = %d)",
+                    fmt(1 / math.sqrt(dh)), dh),
+                    { [id] = function(_, ins)
+                        local o = sdpa_opts(args, ins[1], #node.inputs, ins)
+                        o.scale = 1 / dh
+                        return (tt.sdpa(ins[1], ins[2], ins[3], o))
+                    end })
+            end
+        end
+        -- a key-padding mask ([..., 1, Nk]) applied to the query rows instead
+        if op == "masked_fill" or op == "or" or op == "and" or op == "sdpa" then
+            local o = node.out
+            for k, i in ipairs(node.inputs) do
+                local t = i.t
+                if t:dtype() == "bool" and t:dim() >= 2 and t:size(t:dim() - 1) == 1 and t:size(t:dim()) > 1
+                        and o:dim() >= 2 and o:size(o:dim() - 1) == t:size(t:dim()) then
+                    add("padding_on_queries", "you masked the padded positions as query rows; padding hides key columns "
+                        .. "(the mask is [..., 1, Nk], broadcast over the queries)",
+                        { [id] = function(n, ins)
+                            local ins2 = {}
+                            for j, v in ipairs(ins) do ins2[j] = v end
+                            ins2[k] = ins[k]:mT()
+                            return apply(n, ins2)
+                        end })
+                end
+            end
+        end
+        -- K (or V) taken from another input than the reference's
+        if op == "matmul" then
+            local b = node.inputs[2].t
+            local bn = nodes[node.inputs[2].id]
+            -- Q·K instead of Q·Kᵀ (or Pᵀ·G written P·G): an operand's transpose left out
+            for side = 1, 2 do
+                local operand = node.inputs[side]
+                local tn = operand and nodes[operand.id]
+                local last_two = tn and tn.op == "transpose" and operand.t:dim() >= 2 and (function()
+                    local d = arg_ints(tn.args or "")
+                    local n = operand.t:dim()
+                    for i = 1, 2 do if d[i] and d[i] < 0 then d[i] = n + 1 + d[i] end end
+                    return (d[1] == n and d[2] == n - 1) or (d[1] == n - 1 and d[2] == n)
+                end)()
+                if tn and (tn.op == "mT" or last_two) and tn.inputs[1] then
+                    local tr = tn.inputs[1]
+                    add("transpose_missing", string.format(
+                        "you multiplied by %s itself, not by its transpose: the reference's %s operand is %s:mT() "
+                        .. "(the two differ only in values because the last two sizes are equal here)",
+                        label_or_shape(tr.t), side == 1 and "left" or "right", label_or_shape(tr.t)),
+                        { [id] = function(_, ins, rep)
+                            if side == 1 then return rep(tr.id, tr.t):matmul(ins[2]) end
+                            return ins[1]:matmul(rep(tr.id, tr.t))
+                        end })
+                end
+            end
+            local w = b
+            if bn and bn.op == "mT" and bn.inputs[1] then w = bn.inputs[1].t end
+            if w:dim() == 2 and x then
+                for _, other in ipairs(all_nodes.projection_inputs) do
+                    if other.id ~= node.inputs[1].id and other.t:size(other.t:dim()) == x:size(x:dim()) then
+                        add("kv_source", string.format(
+                            "you projected %s, the reference projects %s: in cross-attention K and V come from the encoder's output, Q from the decoder",
+                            label_or_shape(other.t), label_or_shape(x)),
+                            { [id] = function(_, ins) return other.t:matmul(ins[2]) end })
+                    end
+                end
+            end
+        end
+    end
+    return list
+end
+
+-- The data inputs of REF's projections (matmul by a 2-D weight): the
+-- candidates of kv_source.
+local function projection_inputs(nodes)
+    local list, seen = {}, {}
+    for _, node in pairs(nodes) do
+        if node.op == "matmul" and node.inputs[2] then
+            local b, bn = node.inputs[2].t, nodes[node.inputs[2].id]
+            if bn and bn.op == "mT" and bn.inputs[1] then b = bn.inputs[1].t end
+            local x = node.inputs[1]
+            if b:dim() == 2 and x.t:dim() >= 2 and not seen[x.id] then
+                seen[x.id] = true
+                list[#list + 1] = x
+            end
+        end
+    end
+    table.sort(list, function(a, b) return a.id < b.id end)
+    return list
+end
+
+-- A permutation says something only of values that are mostly distinct (a
+-- mask's or a one-hot's 0s and 1s are permutations of any other's).
+local function mostly_distinct(v)
+    local seen, n = {}, 0
+    for i = 1, #v do
+        if not seen[v[i]] then seen[v[i]] = true n = n + 1 end
+    end
+    return n > #v / 2
+end
+
+-- MINE a permutation of REF's elements (sorted values equal), not equal.
+local function permuted(m, r, rtol, atol)
+    local a, b = {}, {}
+    for i = 1, #m do a[i], b[i] = m[i], r[i] end
+    local function key(x) return x ~= x and math.huge or x end
+    table.sort(a, function(p, q) return key(p) < key(q) end)
+    table.sort(b, function(p, q) return key(p) < key(q) end)
+    return (close(a, b, rtol, atol))
+end
+
+local function diagnose(R, M, label, names_differ)
+    local rtol, atol = math.max(opt.rtol, 1e-3), math.max(opt.atol, 1e-4)
+    local found, kinds = {}, {}
+    local mv = values(M.t)
+    -- within the hypotheses' looser tolerance MINE is REF: rounding, no mistake
+    if same_shape(R.t, M.t) and (close(mv, values(R.t), rtol, atol)) then return found end
+    ref.all = ref.all or { projection_inputs = projection_inputs(ref.nodes) }
+    for _, h in ipairs(hypotheses(R, ref.nodes, ref.all, label)) do
+        if not kinds[h.kind] then
+            local ok, cand = pcall(function() return replayer(ref.nodes, h.mods)(R.id, R.t) end)
+            if ok and cand and cand.dim and same_shape(cand, M.t) and cand:dtype() == M.t:dtype()
+                    and (close(mv, values(cand), rtol, atol))
+                    and not (same_shape(cand, R.t) and (close(values(cand), values(R.t), rtol, atol))) then
+                kinds[h.kind] = true
+                found[#found + 1] = { kind = h.kind, message = h.message }
+            end
+        end
+    end
+    if #found == 0 and same_shape(R.t, M.t) and M.t:dtype() == "float32" and mostly_distinct(mv)
+            and permuted(mv, values(R.t), rtol, atol) then
+        found[#found + 1] = { kind = "heads_scrambled", message =
+            "your values are the reference's, in other places: heads merged by reshape without the transpose, "
+            .. "or split the wrong way; split with view(B, N, H, Dh):transpose(2, 3) and merge with "
+            .. "transpose(2, 3):reshape(B, N, H*Dh) (or tt.rearrange)" }
+    end
+    return found
+end
+
+-- ===== One script against the reference =====
+
+local function read_lines(path)
+    local lines = {}
+    local f = io.open(path, "r")
+    if not f then return lines end
+    for l in f:lines() do lines[#lines + 1] = l end
+    f:close()
+    return lines
+end
+
+-- The last tensor given each label, in the order the labels first came.
+local function by_label(run)
+    local order, last = {}, {}
+    for _, c in ipairs(run.checkpoints) do
+        if not last[c.label] then order[#order + 1] = c.label end
+        last[c.label] = c
+    end
+    return order, last
+end
+
+-- The script line that made checkpoint c: its op's line, else the label's.
+local function made_at(run, c)
+    local node = run.nodes[c.id]
+    if node and node.line and node.line > 0 and node.file == c.file then return node.file, node.line end
+    return c.file, c.line
+end
+
+local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
+
+-- "file:line: message" -> file, line, message
+local function error_where(msg)
+    local first = msg:match("^[^\n]*")
+    local file, line, rest = first:match("^(.-):(%d+): (.*)$")
+    if file then return file, tonumber(line), rest end
+    return nil, nil, first
+end
+
+local function check(mine)
+    local v = { file = mine.file, checkpoints = {}, match = true }
+    local order, last = by_label(ref)
+    local _, mlast = by_label(mine)
+    local src = read_lines(mine.file)
+    v.total = #order
+    for _, label in ipairs(order) do
+        local R, M = last[label], mlast[label]
+        local cp = { label = label, ok = false }
+        v.checkpoints[#v.checkpoints + 1] = cp
+        if M then
+            local file, line = made_at(mine, M)
+            cp.file, cp.line = file, line
+            local reason
+            local rv, mv = nil, nil
+            if not same_shape(R.t, M.t) then
+                reason = "shape"
+            else
+                local rn, mn, names_bad = names_of(R.t), names_of(M.t), false
+                for d = 1, R.t:dim() do
+                    if rn[d] and rn[d] ~= mn[d] then names_bad = true end
+                end
+                rv, mv = values(R.t), values(M.t)
+                local ok, worst, at = close(mv, rv, opt.rtol, opt.atol)
+                cp.max_abs_diff, cp.at = worst, at
+                if names_bad then reason = ok and "names" or "names+values"
+                elseif R.t:dtype() ~= M.t:dtype() then reason = "dtype"
+                elseif not ok then reason = "values" end
+            end
+            cp.ok = reason == nil
+            cp.reason = reason
+            cp.R, cp.M, cp.rv, cp.mv = R, M, rv, mv
+        else
+            cp.missing = true
+        end
+        if not cp.ok and v.match then
+            v.match = false
+            v.first = cp
+        end
+    end
+    if mine.error then
+        local file, line, msg = error_where(mine.error)
+        v.error = { file = file or mine.file, line = line, message = msg, full = mine.error }
+        if v.match or (v.first and v.first.missing) then
+            v.match = false
+            v.first = nil
+        end
+    end
+    -- the diagnosis of the first mismatch
+    local f = v.first
+    if f and f.missing then
+        local todo
+        for i, l in ipairs(src) do
+            if l:find("TODO%(") and (l:find("TODO%([^)]*%f[%w_]" .. f.label:gsub("%p", "%%%0") .. "%f[^%w_]")) then todo = i break end
+        end
+        f.line = todo
+        f.file = mine.file
+        if todo then
+            f.diagnosis = { { kind = "missing", message = string.format("not yet: `%s` is missing — the TODO at line %d", f.label, todo) } }
+        else
+            f.diagnosis = { { kind = "missing", message = string.format(
+                "not yet: `%s` is missing — you never labelled it: add :label(\"%s\") to the tensor that holds it", f.label, f.label) } }
+        end
+    elseif f then
+        local R, M = f.R, f.M
+        local found = {}
+        if f.reason ~= "names" and f.reason ~= "dtype" then found = diagnose(R, M, f.label) end
+        if #found == 0 then
+            if f.reason == "shape" then
+                local msg = string.format("your `%s` is %s, the reference's %s", f.label, shape_str(M.t), shape_str(R.t))
+                if R.t:dim() == M.t:dim() and R.t:dim() >= 2 then
+                    for i = 1, R.t:dim() - 1 do
+                        for j = i + 1, R.t:dim() do
+                            local ok, sw = pcall(function() return R.t:transpose(i, j) end)
+                            if ok and same_shape(sw, M.t) and (close(values(M.t), values(sw), opt.rtol, opt.atol)) then
+                                msg = msg .. string.format(": yours is the reference with dims %d and %d swapped; transpose(%d, %d) it", i, j, i, j)
+                                goto swapped
+                            end
+                        end
+                    end
+                    ::swapped::
+                end
+                found = { { kind = "shape", message = msg } }
+            elseif f.reason == "names" or f.reason == "names+values" then
+                local rn, mn, parts = names_of(R.t), names_of(M.t), {}
+                for d = 1, R.t:dim() do
+                    if rn[d] and rn[d] ~= mn[d] then
+                        parts[#parts + 1] = string.format("dim %d is %s, the reference's %s", d, mn[d] or "unnamed", rn[d])
+                    end
+                end
+                found = { { kind = "names", message = string.format("your `%s` has other dim names: %s%s", f.label,
+                    table.concat(parts, "; "), f.reason == "names+values" and " (and its values differ)" or "") } }
+            elseif f.reason == "dtype" then
+                found = { { kind = "dtype", message = string.format("your `%s` is %s, the reference's %s", f.label, M.t:dtype(), R.t:dtype()) } }
+            else
+                local idx = index_str(index_of(f.at, shape_of(R.t)))
+                found = { { kind = "values", message = string.format(
+                    "no known mistake explains it: the largest difference is at %s (expected %s, yours %s); %d of %d cells differ",
+                    idx, num_str(f.rv[f.at]), num_str(f.mv[f.at]), select(4, close(f.mv, f.rv, opt.rtol, opt.atol)), #f.rv) } }
+            end
+        end
+        f.diagnosis = found
+    end
+    v.src = src
+    return v
+end
+
+-- ===== Output =====
+
+local function json_str(s)
+    return '"' .. s:gsub('[%c"\\]', function(c)
+        local e = { ['"'] = '\\"', ['\\'] = '\\\\', ['\n'] = '\\n', ['\t'] = '\\t', ['\r'] = '\\r' }
+        return e[c] or string.format("\\u%04x", c:byte())
+    end) .. '"'
+end
+
+local function json(v)
+    local t = type(v)
+    if v == nil then return "null"
+    elseif t == "boolean" then return tostring(v)
+    elseif t == "number" then
+        if v ~= v or v == math.huge or v == -math.huge then return "null" end
+        if math.type(v) == "integer" then return tostring(v) end
+        return string.format("%.9g", v)
+    elseif t == "string" then return json_str(v)
+    elseif v.__array then
+        local parts = {}
+        for i = 1, v.n or #v do parts[i] = json(v[i]) end
+        return "[" .. table.concat(parts, ",") .. "]"
+    else
+        local parts = {}
+        for _, k in ipairs(v.__keys) do
+            parts[#parts + 1] = json_str(k) .. ":" .. json(v[k])
+        end
+        return "{" .. table.concat(parts, ",") .. "}"
+    end
+end
+
+local function arr(t) t.__array = true return t end
+local function obj(keys, t) t.__keys = keys return t end
+
+local function verdict_json(v)
+    local cps = arr {}
+    for i, c in ipairs(v.checkpoints) do
+        cps[i] = obj({ "label", "ok", "line" }, { label = c.label, ok = c.ok, line = c.line })
+    end
+    local o = obj({ "file", "match", "checkpoints", "first", "diagnosis", "error" }, { file = v.file, match = v.match, checkpoints = cps })
+    local f = v.first
+    if f then
+        local first = obj({ "label", "file", "line", "expected_shape", "got_shape", "max_abs_diff", "index" }, {
+            label = f.label, file = f.file, line = f.line,
+            expected_shape = arr(shape_of(f.R and f.R.t or ref.by[f.label].t)),
+            got_shape = f.M and arr(shape_of(f.M.t)) or nil,
+            max_abs_diff = f.max_abs_diff, index = f.at and arr(index_of(f.at, shape_of(f.R.t))) or nil })
+        o.first = first
+        local d = arr {}
+        for i, x in ipairs(f.diagnosis) do d[i] = obj({ "kind", "message" }, { kind = x.kind, message = x.message }) end
+        o.diagnosis = d
+    elseif v.error then
+        local stopped
+        for _, c in ipairs(v.checkpoints) do if not c.ok then stopped = c.label break end end
+        o.first = obj({ "label", "file", "line" }, { label = stopped, file = v.error.file, line = v.error.line })
+        o.diagnosis = arr { obj({ "kind", "message" }, { kind = "error", message = v.error.message }) }
+    end
+    if v.error then o.error = obj({ "file", "line", "message" }, v.error) end
+    local keys = {}   -- "first", "diagnosis" and "error" only when there is one
+    for _, k in ipairs(o.__keys) do
+        if o[k] ~= nil or k == "match" then keys[#keys + 1] = k end
+    end
+    o.__keys = keys
+    return json(o)
+end
+
+local function source_line(v, line)
+    local s = line and v.src[line]
+    return s and trim(s) or ""
+end
+
+-- expected | yours | difference at the 2-D slice of the worst cell
+local function figure(v, path)
+    local f = v.first
+    if not (f and f.R and f.M and f.at and same_shape(f.R.t, f.M.t)) then return false end
+    local r, m = f.R.t:float(), f.M.t:float()
+    local idx = index_of(f.at, shape_of(r))
+    local where = {}
+    while r:dim() > 2 do
+        where[#where + 1] = tostring(idx[#where + 1])
+        r, m = r:select(1, idx[#where]), m:select(1, idx[#where])
+    end
+    if r:dim() == 1 then r, m = r:unsqueeze(1), m:unsqueeze(1) end
+    if r:dim() == 0 then r, m = r:reshape(1, 1), m:reshape(1, 1) end
+    local rm, mm = r:le(-1e4), m:le(-1e4)
+    -- weights: a softmax's exact 0 is a masked key (-inf before it)
+    local made = producer(ref.nodes, f.R.id)
+    if made and made.op == "softmax" then rm, mm = rm | r:eq(0), mm | m:eq(0) end
+    -- the difference is hatched where both sides are masked, and for scores
+    -- where either is (-inf against a number has no difference to draw;
+    -- the two panels show which side hid it)
+    local both = (made and made.op == "softmax") and (rm & mm) or (rm | mm)
+    local diff = (m - r):masked_fill(both, 0)
+    local hide = tt.stack({ rm, mm, both }, 1)
+    local slice = #where > 0 and ("[" .. table.concat(where, ",") .. ",:,:]") or ""
+    tt.heatmap(tt.stack({ r:masked_fill(rm, 0), m:masked_fill(mm, 0), diff }, 1), path, {
+        title = string.format("%s%s: expected | yours | difference (yours - expected)", f.label, slice),
+        panel_titles = { "expected (reference)", "yours", "difference" },
+        mask = hide,
+        cmap = "diverging",
+    })
+    return true
+end
+
+local function print_verdict(v)
+    local w = 0
+    for _, c in ipairs(v.checkpoints) do w = math.max(w, #c.label) end
+    for _, c in ipairs(v.checkpoints) do
+        local mark = c.ok and "✓" or (c.missing and "·" or "✗")
+        local note = c.missing and "(not labelled yet)" or (c.line and ("line " .. c.line) or "")
+        if c == v.first then note = note .. "   <- first mismatch" end
+        out(string.format("  %s %-" .. w .. "s  %s\n", mark, c.label, note))
+    end
+    local f = v.first
+    if v.match then
+        out(string.format("✓ all %d checkpoints match\n", #v.checkpoints))
+        return
+    end
+    if v.error and not f then
+        out(string.format("\n✗ your script stopped with an error at %s:%s\n", v.error.file, v.error.line or "?"))
+        if v.error.line then out(string.format("  %4d | %s\n", v.error.line, source_line(v, v.error.line))) end
+        out("  " .. v.error.message .. "\n")
+        local reached = 0
+        for _, c in ipairs(v.checkpoints) do if c.ok then reached = reached + 1 end end
+        out(string.format("  (%d of %d checkpoints matched before it)\n", reached, #v.checkpoints))
+        return
+    end
+    if f.missing then
+        out("\n" .. f.diagnosis[1].message .. "\n")
+        if f.line then out(string.format("  %4d | %s\n", f.line, source_line(v, f.line))) end
+        return
+    end
+    out(string.format("\n✗ `%s` does not match (%s:%d)\n", f.label, f.file or v.file, f.line or 0))
+    if f.line then out(string.format("  %4d | %s\n", f.line, source_line(v, f.line))) end
+    out(string.format("  expected %s %s   yours %s %s\n", shape_str(f.R.t), f.R.t:dtype(), shape_str(f.M.t), f.M.t:dtype()))
+    if f.at then
+        out(string.format("  max |diff| %s at %s (expected %s, yours %s)\n", num_str(f.max_abs_diff),
+            index_str(index_of(f.at, shape_of(f.R.t))), num_str(f.rv[f.at]), num_str(f.mv[f.at])))
+    end
+    if #f.diagnosis > 1 then out(string.format("  %d explanations fit; either may be it:\n", #f.diagnosis)) end
+    for _, d in ipairs(f.diagnosis) do out(string.format("  %s: %s\n", d.kind, d.message)) end
+    if v.error then out(string.format("  (then the script stopped with an error at line %s: %s)\n", v.error.line or "?", v.error.message)) end
+end
+
+-- one line per file, for a teacher's folder of submissions
+local function print_line(v)
+    if v.match then
+        out(string.format("%s: ✓ all %d checkpoints match\n", v.file, #v.checkpoints))
+    elseif v.first then
+        local d = v.first.diagnosis[1]
+        out(string.format("%s: ✗ %s (line %s): %s%s\n", v.file, v.first.label, v.first.line or "?",
+            d.kind == "missing" and "" or (d.kind .. " — "), d.message))
+    else
+        out(string.format("%s: ✗ error at line %s: %s\n", v.file, v.error.line or "?", v.error.message))
+    end
+end
+
+-- ===== Main =====
+
+if ref.error then
+    out(string.format("the reference %s failed: %s\n", ref.file, ref.error))
+    return 2, {}
+end
+if #ref.checkpoints == 0 then
+    out(string.format("the reference %s labels no tensor: nothing to compare (x:label(\"name\") makes a checkpoint)\n", ref.file))
+    return 2, {}
+end
+do
+    local _, last = by_label(ref)
+    ref.by = last
+end
+
+local verdicts, results, code = {}, {}, 0
+for i, mine in ipairs(mines) do
+    if mine.missing then
+        out(string.format("%s: cannot read it: %s\n", mine.file, mine.error))
+        verdicts[i] = { file = mine.file, match = false, checkpoints = {}, error = { file = mine.file, message = mine.error } }
+        code = math.max(code, 1)
+    else
+        verdicts[i] = check(mine)
+        if #mines == 1 then print_verdict(verdicts[i]) else print_line(verdicts[i]) end
+    end
+    results[i] = verdicts[i].match
+    if not verdicts[i].match then code = math.max(code, 1) end
+end
+
+if opt.json then
+    local f, err = io.open(opt.json, "w")
+    if not f then
+        io.stderr:write("tensortrace: cannot write '" .. opt.json .. "': " .. tostring(err) .. "\n")
+        return 2, results
+    end
+    for _, v in ipairs(verdicts) do f:write(verdict_json(v), "\n") end
+    f:close()
+end
+local fig = opt.figure
+if not fig and opt.report and #verdicts == 1 and verdicts[1].first then
+    local tmp = os.tmpname()
+    os.remove(tmp)
+    fig = tmp .. ".png"
+end
+if fig and #verdicts >= 1 then
+    local ok, drawn = pcall(figure, verdicts[1], fig)
+    if not ok then
+        io.stderr:write("tensortrace: --compare-figure: " .. tostring(drawn) .. "\n")
+        return 2, results
+    elseif drawn and opt.figure then
+        out(string.format("  figure: %s\n", fig))
+    elseif not drawn and opt.figure and not verdicts[1].match then
+        out("  (no figure: the shapes differ or the tensor is missing)\n")
+    end
+    if fig ~= opt.figure then os.remove(fig) end
+end
+-- the verdict in one line (for the report's header)
+local summary
+if #verdicts == 1 and not verdicts[1].match then
+    local v = verdicts[1]
+    if v.first then
+        summary = string.format("the check failed at `%s` (line %s): %s", v.first.label, v.first.line or "?", v.first.diagnosis[1].kind)
+    elseif v.error then
+        summary = string.format("the check stopped: an error at line %s: %s", v.error.line or "?", v.error.message)
+    end
+end
+return code, results, summary

@@ -1,0 +1,778 @@
+/*
+** lcompare.c — tensortrace --compare, --exercise, --exercises, --watch.
+** The reference and each learner's script run one after the other, each in
+** a Lua state of its own with the seed reset and the same arguments, so the
+** same tt.randn calls give the same inputs. While a script runs, a trace
+** subscriber keeps its recent ops (each op's inputs and output, shared, not
+** copied); x:label(name) then keeps the labelled tensor and the ops it was
+** computed from, back to its inputs. The comparison engine (compare.lua,
+** built into the binary) gets both runs in a third state: it checks each
+** checkpoint, replays the reference's ops with one mistake at a time to
+** explain a mismatch, and prints the verdict.
+*/
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sys/inotify.h>
+#endif
+
+#include <lua.h>
+#include <lualib.h>
+#include <lauxlib.h>
+
+#include "lauxtt.h"
+#include "lcompare.h"
+#include "lreport.h"
+#include "lsandbox.h"
+#include "ltrace.h"
+#include "lttlib.h"
+
+#define PROGNAME "tensortrace"
+
+/* The engine's source, from lua/compare.lua (the Makefile writes it out). */
+extern const unsigned char ltt_compare_lua[];
+extern const unsigned long ltt_compare_lua_len;
+
+/* ===== The ops a script ran lately ===== */
+
+/* Enough for the steps between two checkpoints of any lesson; the bytes cap
+   keeps a long run's large tensors from piling up (oldest dropped first). */
+#define RING_EVENTS 1024
+#define RING_BYTES ((int64_t)256 << 20)
+#define CHAIN_NODES 400          /* ops kept per label, back from its tensor */
+
+typedef struct kept {
+    uint64_t id;                 /* the output's id; 0: empty slot */
+    const char *op;
+    char args[64];
+    int has_scalar, scalar_first;
+    double scalar;
+    int nin;
+    tt_tensor in[TT_TRACE_MAX_INPUTS];
+    tt_tensor out;
+    const char *file;            /* interned; NULL when no Lua line ran it */
+    int line;
+    int64_t bytes;
+} kept;
+
+static struct {
+    kept ring[RING_EVENTS];
+    long first, next;            /* the slots in use: [first, next) mod RING_EVENTS */
+    int64_t bytes;
+    lua_State *L;                /* the script running */
+    lua_State *E;                /* the engine's state */
+    int run;                     /* index in E of the running script's run table */
+} cap;
+
+static int64_t tensor_bytes(const tt_tensor *t)
+{
+    return tt_numel(t) * (int64_t)tt_dtype_size(t->dtype);
+}
+
+static void drop(kept *k)
+{
+    for (int i = 0; i < k->nin; i++) tt_tensor_release(&k->in[i]);
+    tt_tensor_release(&k->out);
+    cap.bytes -= k->bytes;
+    memset(k, 0, sizeof *k);
+}
+
+static void drop_oldest(void)
+{
+    drop(&cap.ring[cap.first % RING_EVENTS]);
+    cap.first++;
+}
+
+static void ring_clear(void)
+{
+    while (cap.first < cap.next) drop_oldest();
+    cap.first = cap.next = 0;
+}
+
+/* The script line running now: the innermost Lua function with a line. */
+static void where(lua_State *L, const char **file, int *line)
+{
+    lua_Debug ar;
+    *file = NULL;
+    *line = 0;
+    for (int level = 0; lua_getstack(L, level, &ar); level++) {
+        if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
+        *file = tt_intern(ar.source[0] == '@' || ar.source[0] == '=' ? ar.source + 1 : ar.short_src);
+        *line = ar.currentline;
+        return;
+    }
+}
+
+static void keep_event(const tt_event *ev, void *ud)
+{
+    (void)ud;
+    if (ev->phase != TT_PHASE_FORWARD || ev->output == NULL || cap.L == NULL) return;
+    if (cap.next - cap.first == RING_EVENTS) drop_oldest();
+    kept *k = &cap.ring[cap.next % RING_EVENTS];
+    cap.next++;
+    k->id = ev->output->id;
+    k->op = ev->name;
+    snprintf(k->args, sizeof k->args, "%s", ev->args);
+    k->has_scalar = ev->has_scalar;
+    k->scalar_first = ev->scalar_first;
+    k->scalar = ev->scalar;
+    k->nin = ev->ninputs < TT_TRACE_MAX_INPUTS ? ev->ninputs : TT_TRACE_MAX_INPUTS;
+    k->bytes = 0;
+    for (int i = 0; i < k->nin; i++) {
+        tt_tensor_share(&k->in[i], ev->inputs[i]);
+        k->bytes += tensor_bytes(ev->inputs[i]);
+    }
+    tt_tensor_share(&k->out, ev->output);
+    k->bytes += tensor_bytes(ev->output);
+    where(cap.L, &k->file, &k->line);
+    cap.bytes += k->bytes;
+    while (cap.bytes > RING_BYTES && cap.next - cap.first > 1) drop_oldest();
+}
+
+static const kept *find_kept(uint64_t id)
+{
+    for (long i = cap.next - 1; i >= cap.first; i--)
+        if (cap.ring[i % RING_EVENTS].id == id) return &cap.ring[i % RING_EVENTS];
+    return NULL;
+}
+
+/* ===== What a label keeps, in the engine's state ===== */
+
+static void push_tensor(lua_State *E, const tt_tensor *t)
+{
+    tt_tensor *u = ltt_newtensor(E);
+    tt_tensor_share(u, t);
+}
+
+static void set_str(lua_State *E, const char *key, const char *v)
+{
+    if (v == NULL) return;
+    lua_pushstring(E, v);
+    lua_setfield(E, -2, key);
+}
+
+static void set_int(lua_State *E, const char *key, long long v)
+{
+    lua_pushinteger(E, (lua_Integer)v);
+    lua_setfield(E, -2, key);
+}
+
+/* nodes[id] = the op that made tensor id, then the ops of its inputs,
+   depth first; *budget bounds the ops one label takes. */
+static void keep_chain(lua_State *E, int nodes, uint64_t id, int *budget)
+{
+    if (*budget <= 0) return;
+    lua_rawgeti(E, nodes, (lua_Integer)id);
+    int known = !lua_isnil(E, -1);
+    lua_pop(E, 1);
+    if (known) return;
+    const kept *k = find_kept(id);
+    if (k == NULL) return;
+    --*budget;
+    lua_createtable(E, 0, 10);
+    set_int(E, "id", (long long)k->id);
+    set_str(E, "op", k->op);
+    set_str(E, "args", k->args);
+    if (k->has_scalar) {
+        lua_pushnumber(E, k->scalar);
+        lua_setfield(E, -2, "scalar");
+        lua_pushboolean(E, k->scalar_first);
+        lua_setfield(E, -2, "scalar_first");
+    }
+    set_str(E, "file", k->file);
+    set_int(E, "line", k->line);
+    push_tensor(E, &k->out);
+    lua_setfield(E, -2, "out");
+    lua_createtable(E, k->nin, 0);
+    for (int i = 0; i < k->nin; i++) {
+        lua_createtable(E, 0, 2);
+        set_int(E, "id", (long long)k->in[i].id);
+        push_tensor(E, &k->in[i]);
+        lua_setfield(E, -2, "t");
+        lua_rawseti(E, -2, i + 1);
+    }
+    lua_setfield(E, -2, "inputs");
+    lua_rawseti(E, nodes, (lua_Integer)id);
+    uint64_t ids[TT_TRACE_MAX_INPUTS];
+    for (int i = 0; i < k->nin; i++) ids[i] = k->in[i].id;
+    for (int i = 0; i < k->nin; i++) keep_chain(E, nodes, ids[i], budget);
+}
+
+/* x:label(name) in the running script: run.checkpoints gets {label, file,
+   line, t, id}, run.nodes the ops behind it. */
+static void keep_label(lua_State *L, const tt_tensor *t)
+{
+    lua_State *E = cap.E;
+    if (L != cap.L || E == NULL || t->label == NULL) return;
+    if (!lua_checkstack(E, 12)) return;
+    lua_Debug ar;
+    const char *file = NULL;
+    int line = 0;
+    if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+        file = ar.source[0] == '@' || ar.source[0] == '=' ? ar.source + 1 : ar.short_src;
+        line = ar.currentline;
+    }
+    lua_getfield(E, cap.run, "checkpoints");
+    lua_createtable(E, 0, 5);
+    set_str(E, "label", t->label);
+    set_str(E, "file", file);
+    set_int(E, "line", line);
+    set_int(E, "id", (long long)t->id);
+    push_tensor(E, t);
+    lua_setfield(E, -2, "t");
+    lua_rawseti(E, -2, (lua_Integer)luaL_len(E, -2) + 1);
+    lua_pop(E, 1);
+    lua_getfield(E, cap.run, "nodes");
+    int budget = CHAIN_NODES;
+    keep_chain(E, lua_gettop(E), t->id, &budget);
+    lua_pop(E, 1);
+}
+
+/* ===== Running one script ===== */
+
+static int quiet_print(lua_State *L) { (void)L; return 0; }
+
+static int msghandler(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+        lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    return 1;
+}
+
+static void open_tt(lua_State *L)
+{
+    luaL_requiref(L, "tt", luaopen_tt, 1);
+    lua_pop(L, 1);
+}
+
+/* Runs path with the run table at the top of E's stack; sets run.error
+   (the message) when the script raises one. Its print and io.write say
+   nothing: the verdict is the output. */
+static void run_script(const ltt_compare_opts *o, const char *path)
+{
+    lua_State *E = cap.E;
+    cap.run = lua_gettop(E);
+    tt_manual_seed((uint64_t)o->seed);
+    lua_State *L = ltt_newstate(o->max_memory);
+    if (L == NULL) {
+        lua_pushstring(E, "cannot create a Lua state (out of memory)");
+        lua_setfield(E, cap.run, "error");
+        return;
+    }
+    luaL_openlibs(L);
+    open_tt(L);
+    const char *err = NULL;
+    ltt_trace_start(L, LTT_TRACE_OFF, NULL, &err);
+    lua_pushcfunction(L, quiet_print);
+    lua_setglobal(L, "print");
+    lua_getglobal(L, "io");
+    lua_pushcfunction(L, quiet_print);
+    lua_setfield(L, -2, "write");
+    lua_pop(L, 1);
+    lua_createtable(L, o->nargs, 1);
+    lua_pushstring(L, path);
+    lua_rawseti(L, -2, 0);
+    for (int i = 0; i < o->nargs; i++) {
+        lua_pushstring(L, o->args[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setglobal(L, "arg");
+
+    cap.L = L;
+    tt_trace_subscribe(keep_event, NULL, 1);
+    ltt_set_label_hook(keep_label);
+    ltt_limits_start(L, o->timeout, o->max_instructions);
+    lua_pushcfunction(L, msghandler);
+    int status = luaL_loadfilex(L, path, "t");
+    if (status == LUA_OK) {
+        for (int i = 0; i < o->nargs; i++) lua_pushstring(L, o->args[i]);
+        status = lua_pcall(L, o->nargs, 0, 1);
+    }
+    ltt_limits_pause(L);
+    if (status != LUA_OK) {
+        char why[512];
+        const char *msg = lua_tostring(L, -1);
+        if (status == LUA_ERRMEM && ltt_heap_cap_hit(why, sizeof why)) msg = why;
+        lua_pushstring(E, msg ? msg : "(error object is not a string)");
+        lua_setfield(E, cap.run, "error");
+        if (status == LUA_ERRFILE) {
+            lua_pushboolean(E, 1);
+            lua_setfield(E, cap.run, "missing");
+        }
+    }
+    ltt_set_label_hook(NULL);
+    tt_trace_unsubscribe(keep_event, NULL);
+    ring_clear();
+    cap.L = NULL;
+    ltt_trace_stop();
+    lua_close(L);
+}
+
+/* A new run table {file, checkpoints = {}, nodes = {}} on E's stack. */
+static void new_run(lua_State *E, const char *path)
+{
+    lua_createtable(E, 0, 4);
+    set_str(E, "file", path);
+    lua_newtable(E);
+    lua_setfield(E, -2, "checkpoints");
+    lua_newtable(E);
+    lua_setfield(E, -2, "nodes");
+}
+
+/* ===== The engine ===== */
+
+static int out_text(lua_State *E)
+{
+    const char *s = luaL_checkstring(E, 1);
+    ltt_report_printf("%s", s);
+    fflush(stdout);
+    return 0;
+}
+
+static int engine_msghandler(lua_State *E)
+{
+    luaL_traceback(E, E, lua_tostring(E, 1), 1);
+    return 1;
+}
+
+/* Progress: "NAME pass" or "NAME fail", one exercise a line. */
+static void progress_record(const char *name, int ok);
+
+int ltt_compare(const ltt_compare_opts *o)
+{
+    lua_State *E = ltt_newstate(0);
+    if (E == NULL) {
+        fprintf(stderr, PROGNAME ": cannot create the Lua state (out of memory)\n");
+        return 2;
+    }
+    luaL_openlibs(E);
+    open_tt(E);
+    cap.E = E;
+
+    new_run(E, o->ref);
+    run_script(o, o->ref);
+    int ref = lua_gettop(E);
+    lua_createtable(E, o->nmine, 0);
+    for (int i = 0; i < o->nmine; i++) {
+        new_run(E, o->mine[i]);
+        run_script(o, o->mine[i]);
+        lua_rawseti(E, -2, i + 1);
+    }
+    int mines = lua_gettop(E);
+    cap.E = NULL;
+
+    if (o->report) {
+        const char *why = NULL;
+        if (!ltt_report_open(o->report, o->report_argc, o->report_argv, o->seed, o->nmine == 1 ? o->mine[0] : o->ref, &why)) {
+            fprintf(stderr, PROGNAME ": cannot write the report '%s': %s\n", o->report, why);
+            lua_close(E);
+            return 2;
+        }
+    }
+    const char *err = NULL;
+    ltt_trace_start(E, LTT_TRACE_OFF, NULL, &err);
+
+    lua_pushcfunction(E, engine_msghandler);
+    int handler = lua_gettop(E);
+    int status = luaL_loadbufferx(E, (const char *)ltt_compare_lua, ltt_compare_lua_len, "=compare.lua", "t");
+    int code = 2;
+    if (status == LUA_OK) {
+        lua_pushvalue(E, ref);
+        lua_pushvalue(E, mines);
+        lua_createtable(E, 0, 8);
+        lua_pushnumber(E, o->rtol);
+        lua_setfield(E, -2, "rtol");
+        lua_pushnumber(E, o->atol);
+        lua_setfield(E, -2, "atol");
+        set_str(E, "json", o->json);
+        set_str(E, "figure", o->figure);
+        set_str(E, "exercise", o->exercise);
+        lua_pushboolean(E, o->report != NULL);
+        lua_setfield(E, -2, "report");
+        lua_pushcfunction(E, out_text);
+        lua_setfield(E, -2, "out");
+        status = lua_pcall(E, 3, 3, handler);
+    }
+    if (status != LUA_OK) {
+        fprintf(stderr, PROGNAME ": --compare: %s\n", lua_tostring(E, -1));
+    } else {
+        code = (int)lua_tointeger(E, -3);
+        if (o->report && lua_isstring(E, -1)) ltt_report_error(lua_tostring(E, -1));
+        if (o->exercise && lua_istable(E, -2)) {
+            lua_rawgeti(E, -2, 1);
+            if (lua_isboolean(E, -1)) progress_record(o->exercise, lua_toboolean(E, -1));
+            lua_pop(E, 1);
+        }
+    }
+    ltt_trace_stop();
+    lua_close(E);
+    if (o->report && !ltt_report_finish() && code == 0) code = 1;
+    return code;
+}
+
+/* ===== --watch ===== */
+
+#if defined(__linux__)
+int ltt_compare_watch(const ltt_compare_opts *o)
+{
+    int fd = inotify_init1(IN_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, PROGNAME ": --watch: inotify: %s\n", strerror(errno));
+        return 2;
+    }
+    /* the folders: an editor that saves by writing a new file and renaming
+       it over the old one replaces the file a watch on it would follow */
+    for (int i = 0; i < o->nmine; i++) {
+        char dir[4096];
+        const char *slash = strrchr(o->mine[i], '/');
+        if (slash == NULL) snprintf(dir, sizeof dir, ".");
+        else snprintf(dir, sizeof dir, "%.*s", slash == o->mine[i] ? 1 : (int)(slash - o->mine[i]), o->mine[i]);
+        if (inotify_add_watch(fd, dir, IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
+            fprintf(stderr, PROGNAME ": --watch: cannot watch '%s': %s\n", dir, strerror(errno));
+            close(fd);
+            return 2;
+        }
+    }
+    for (;;) {
+        ltt_compare(o);
+        printf("\nwatching %s%s: save it to check again (Ctrl-C stops)\n", o->mine[0], o->nmine > 1 ? " and the others" : "");
+        fflush(stdout);
+        for (int changed = 0; !changed;) {
+            char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+            ssize_t n = read(fd, buf, sizeof buf);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                fprintf(stderr, PROGNAME ": --watch: %s\n", n < 0 ? strerror(errno) : "inotify closed");
+                close(fd);
+                return 2;
+            }
+            for (char *p = buf; p < buf + n;) {
+                const struct inotify_event *ev = (const struct inotify_event *)p;
+                for (int i = 0; ev->len && i < o->nmine; i++) {
+                    const char *slash = strrchr(o->mine[i], '/');
+                    if (strcmp(ev->name, slash ? slash + 1 : o->mine[i]) == 0) changed = 1;
+                }
+                p += sizeof *ev + ev->len;
+            }
+        }
+        /* an editor's save is often several events: take them all */
+        struct pollfd pfd = { fd, POLLIN, 0 };
+        while (poll(&pfd, 1, 150) > 0) {
+            char buf[8192];
+            if (read(fd, buf, sizeof buf) <= 0) break;
+        }
+        printf("\n");
+    }
+}
+#else
+int ltt_compare_watch(const ltt_compare_opts *o)
+{
+    (void)o;
+    fprintf(stderr, PROGNAME ": --watch needs inotify (Linux)\n");
+    return 2;
+}
+#endif
+
+/* ===== Exercises ===== */
+
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* lessons/exercises under the current folder, beside the binary, or where
+   make install put them. */
+static const char *exercises_dir(void)
+{
+    static char dir[4096];
+    if (is_dir("lessons/exercises")) return "lessons/exercises";
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        snprintf(dir, sizeof dir, "%.2000s/lessons/exercises", exe);
+        if (is_dir(dir)) return dir;
+        snprintf(dir, sizeof dir, "%.2000s/../share/tensortrace/lessons/exercises", exe);
+        if (is_dir(dir)) return dir;
+    }
+    return NULL;
+}
+
+static int is_exercise_name(const char *n)
+{
+    size_t len = strlen(n);
+    return len > 7 && n[0] >= '0' && n[0] <= '9' && n[1] >= '0' && n[1] <= '9' && n[2] == '_' &&
+           strcmp(n + len - 4, ".lua") == 0;
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The exercises' file names, sorted (NULL-terminated; free with free_names). */
+static char **exercise_names(const char *dir, int *count)
+{
+    *count = 0;
+    DIR *d = opendir(dir);
+    if (d == NULL) return NULL;
+    int cap_n = 32;
+    char **names = malloc((size_t)cap_n * sizeof *names);
+    struct dirent *e;
+    while (names && (e = readdir(d)) != NULL) {
+        if (!is_exercise_name(e->d_name)) continue;
+        if (*count + 1 >= cap_n) {
+            char **more = realloc(names, (size_t)(cap_n *= 2) * sizeof *names);
+            if (more == NULL) break;
+            names = more;
+        }
+        names[*count] = strdup(e->d_name);
+        if (names[*count]) ++*count;
+    }
+    closedir(d);
+    if (names == NULL) return NULL;
+    names[*count] = NULL;
+    qsort(names, (size_t)*count, sizeof *names, cmp_names);
+    return names;
+}
+
+static void free_names(char **names)
+{
+    for (int i = 0; names && names[i]; i++) free(names[i]);
+    free(names);
+}
+
+/* "03_causal_mask.lua" -> "03_causal_mask" in buf. */
+static const char *stem(const char *file, char *buf, size_t n)
+{
+    const char *slash = strrchr(file, '/');
+    snprintf(buf, n, "%s", slash ? slash + 1 : file);
+    size_t len = strlen(buf);
+    if (len > 4 && strcmp(buf + len - 4, ".lua") == 0) buf[len - 4] = 0;
+    return buf;
+}
+
+/* The exercise file name that `what` names: "3", "03", "causal_mask",
+   "03_causal_mask", "03_causal_mask.lua"; NULL when none or several. */
+static const char *match_exercise(char **names, const char *what, int *several)
+{
+    const char *found = NULL;
+    char want[256], s[256];
+    stem(what, want, sizeof want);
+    *several = 0;
+    if (want[0] == 0) return NULL;
+    char *end;
+    long n = strtol(want, &end, 10);
+    *several = 0;
+    for (int i = 0; names[i]; i++) {
+        stem(names[i], s, sizeof s);
+        int hit;
+        if (*end == 0 && end != want) hit = atoi(s) == n;                   /* a number */
+        else hit = strcmp(s, want) == 0 || strcmp(s + 3, want) == 0 ||       /* a name */
+                   (strncmp(s + 3, want, strlen(want)) == 0);
+        if (!hit) continue;
+        if (strcmp(s, want) == 0 || strcmp(s + 3, want) == 0) return names[i];   /* exact wins */
+        if (found) *several = 1;
+        found = names[i];
+    }
+    return *several ? NULL : found;
+}
+
+int ltt_exercise_resolve(const char *what, ltt_compare_opts *o)
+{
+    static char ref[4096], mine[4096], name[256];
+    static const char *list[1];
+    const char *dir = exercises_dir();
+    if (dir == NULL) {
+        fprintf(stderr, PROGNAME ": --exercise: no lessons/exercises folder here, beside the binary or installed\n");
+        return 0;
+    }
+    int count = 0, several = 0;
+    char **names = exercise_names(dir, &count);
+    if (names == NULL || count == 0) {
+        fprintf(stderr, PROGNAME ": --exercise: no exercises in '%s'\n", dir);
+        free_names(names);
+        return 0;
+    }
+    int is_path = is_file(what) && (strchr(what, '/') || strstr(what, ".lua"));
+    char key[256];
+    stem(what, key, sizeof key);
+    const char *file = match_exercise(names, is_path ? key : what, &several);
+    for (const char *p = key; file == NULL && is_path && *p; p++) {
+        /* my_03.lua, 03_mine.lua: the copy of exercise 03 */
+        if (isdigit((unsigned char)p[0]) && isdigit((unsigned char)p[1]) && !isdigit((unsigned char)p[2]) &&
+            (p == key || !isdigit((unsigned char)p[-1]))) {
+            char nn[3] = { p[0], p[1], 0 };
+            file = match_exercise(names, nn, &several);
+            break;
+        }
+    }
+    if (file == NULL) {
+        fprintf(stderr, PROGNAME ": --exercise: %s '%s'; the exercises are:\n", several ? "more than one exercise matches" : "no exercise", what);
+        for (int i = 0; names[i]; i++) fprintf(stderr, "  %s\n", stem(names[i], key, sizeof key));
+        free_names(names);
+        return 0;
+    }
+    snprintf(ref, sizeof ref, "%s/solutions/%s", dir, file);
+    if (is_path) snprintf(mine, sizeof mine, "%s", what);
+    else snprintf(mine, sizeof mine, "%s/%s", dir, file);
+    stem(file, name, sizeof name);
+    free_names(names);
+    if (!is_file(ref)) {
+        fprintf(stderr, PROGNAME ": --exercise: the solution '%s' is missing\n", ref);
+        return 0;
+    }
+    list[0] = mine;
+    o->ref = ref;
+    o->mine = list;
+    o->nmine = 1;
+    o->exercise = name;
+    return 1;
+}
+
+const char *ltt_progress_path(void)
+{
+    static char path[4096];
+    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    if (state && state[0] == '/') snprintf(path, sizeof path, "%.4000s/tensortrace/progress", state);
+    else if (home && home[0]) snprintf(path, sizeof path, "%.4000s/.local/state/tensortrace/progress", home);
+    else snprintf(path, sizeof path, ".tensortrace-progress");
+    return path;
+}
+
+/* mkdir -p of the folders above path. */
+static void make_parents(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        mkdir(buf, 0755);
+        *p = '/';
+    }
+}
+
+/* The recorded state of name: 1 passed, 0 failed, -1 never checked. */
+static int progress_of(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] == ' ') return strncmp(p + n + 1, "pass", 4) == 0;
+    return -1;
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return NULL;
+    size_t cap_n = 4096, len = 0;
+    char *s = malloc(cap_n);
+    size_t got;
+    while (s && (got = fread(s + len, 1, cap_n - len - 1, f)) > 0) {
+        len += got;
+        if (len + 1 == cap_n) {
+            char *more = realloc(s, cap_n *= 2);
+            if (more == NULL) { free(s); s = NULL; break; }
+            s = more;
+        }
+    }
+    fclose(f);
+    if (s) s[len] = 0;
+    return s;
+}
+
+static void progress_record(const char *name, int ok)
+{
+    const char *path = ltt_progress_path();
+    char *old = read_text(path);
+    make_parents(path);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) {
+        free(old);
+        return;   /* no progress kept: the check itself still stands */
+    }
+    size_t n = strlen(name);
+    for (char *p = old; p && *p;) {
+        char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (!(len > n && strncmp(p, name, n) == 0 && p[n] == ' ')) fprintf(f, "%.*s\n", (int)len, p);
+        p = nl ? nl + 1 : p + len;
+    }
+    fprintf(f, "%s %s\n", name, ok ? "pass" : "fail");
+    free(old);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) unlink(tmp);
+}
+
+/* The exercise's title: its first comment line, without the dashes. */
+static void title_of(const char *path, char *buf, size_t n)
+{
+    buf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "--", 2) != 0) continue;
+        char *s = line + 2;
+        while (*s == '-' || *s == ' ') s++;
+        s[strcspn(s, "\r\n")] = 0;
+        if (*s) {
+            snprintf(buf, n, "%.200s", s);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+int ltt_exercises_list(void)
+{
+    const char *dir = exercises_dir();
+    int count = 0;
+    char **names = dir ? exercise_names(dir, &count) : NULL;
+    if (names == NULL || count == 0) {
+        fprintf(stderr, PROGNAME ": --exercises: no exercises found (lessons/exercises)\n");
+        free_names(names);
+        return 2;
+    }
+    char *progress = read_text(ltt_progress_path());
+    const char *next = NULL;
+    int done = 0;
+    char name[256], title[256], path[4400];
+    printf("exercises in %s (progress: %s)\n", dir, ltt_progress_path());
+    for (int i = 0; names[i]; i++) {
+        stem(names[i], name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        title_of(path, title, sizeof title);
+        int st = progress_of(progress, name);
+        printf("  %s %-22s %s\n", st == 1 ? "✓" : st == 0 ? "✗" : "·", name, title);
+        if (st == 1) done++;
+        else if (next == NULL) next = names[i];
+    }
+    if (next) {
+        stem(next, name, sizeof name);
+        printf("%d of %d done; next: %s (edit %s/%s, then: " PROGNAME " --exercise %.2s)\n", done, count, name, dir, next, name);
+    } else {
+        printf("all %d done\n", count);
+    }
+    free(progress);
+    free_names(names);
+    return 0;
+}

@@ -1,0 +1,48 @@
+/*
+** lcompare.h — checking a learner's script against a reference
+** (lcompare.c): --compare, --exercise, --exercises, --watch. Rank 4, beside
+** main.c (it runs scripts the way main does, each in a state of its own).
+*/
+#ifndef LCOMPARE_H
+#define LCOMPARE_H
+
+typedef struct ltt_compare_opts {
+    const char *ref;             /* the reference script */
+    const char *const *mine;     /* the scripts checked against it */
+    int nmine;
+    char **args;                 /* the scripts' arguments (after "--") */
+    int nargs;
+    long long seed;
+    double rtol, atol;
+    const char *json;            /* --compare-json FILE or NULL */
+    const char *figure;          /* --compare-figure PATH or NULL */
+    const char *report;          /* --report FILE.html or NULL */
+    int report_argc;             /* the command line, for the report's header */
+    char **report_argv;
+    const char *exercise;        /* the exercise's name (progress file), NULL for --compare */
+    double timeout;              /* seconds a script may run (0: none) */
+    long long max_instructions;
+    long long max_memory;        /* the tensor and Lua memory cap (0: none) */
+} ltt_compare_opts;
+
+/* Runs the reference and each script, prints the verdicts (one line per
+   script when there are several). Returns the exit status: 0 when every
+   script matches, 1 when one does not, 2 when the reference itself fails
+   or an output file cannot be written. */
+int ltt_compare(const ltt_compare_opts *o);
+/* The same again each time one of the checked scripts is saved (inotify on
+   their folders); returns only on an error (status 2). */
+int ltt_compare_watch(const ltt_compare_opts *o);
+
+/* --exercise WHAT: fills o->ref, o->mine (one script) and o->exercise from
+   an exercise number ("3", "03"), a name ("causal_mask", "03_causal_mask")
+   or the path of the learner's copy (the paths stay valid until the next
+   call). Returns 0 and prints why on stderr otherwise. */
+int ltt_exercise_resolve(const char *what, ltt_compare_opts *o);
+/* --exercises: every exercise with ✓ (passed), ✗ (last check failed) or ·
+   (not tried), and the next one to do. Returns the exit status. */
+int ltt_exercises_list(void);
+/* Where the progress of the exercises is kept (for --help). */
+const char *ltt_progress_path(void);
+
+#endif

@@ -1,0 +1,12 @@
+-- reference: ref_padding_causal
+-- expect: mask_after_softmax
+-- the reference: padding and causal masks together
+tt.manual_seed(8)
+local B, N, Dh = 2, 4, 3
+local q = tt.randn(B, N, Dh)
+local k = tt.randn(B, N, Dh)
+local pad = tt.tensor({{false, false, false, false}, {false, false, true, true}}, "bool")
+-- ===== your code below =====
+local scores = (q:matmul(k:mT()) / math.sqrt(Dh)):label("scores")
+local hide = (~tt.causal_mask(N)) | pad:view(B, 1, N)
+local weights = scores:softmax(-1):masked_fill(hide, 0):label("weights")

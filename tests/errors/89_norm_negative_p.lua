@@ -1,0 +1,3 @@
+-- norm's p must be positive
+local x = tt.randn(3, 4)
+local n = x:norm(-2)

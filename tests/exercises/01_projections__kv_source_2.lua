@@ -1,0 +1,29 @@
+-- exercise: 01_projections
+-- expect: kv_source
+-- Cross-attention with keys and values from the decoder's Y instead of the encoder's X: Y attends to itself.
+-- (a copy of the solution with this one mistake; its checks are left out, as a learner's copy has none)
+
+tt.manual_seed(1)
+local B, N, D = 2, 5, 12        -- 2 sentences of 5 tokens, 12 features per token
+local Dk, Dv = 4, 6             -- query/key width and value width (Dv need not be Dk)
+local M = 3                     -- decoder tokens, for the cross-attention part
+local X = tt.randn(B, N, D):named("B", "N", "D"):label("X")
+local W_Q, W_K, W_V = tt.nn.Linear(D, Dk), tt.nn.Linear(D, Dk), tt.nn.Linear(D, Dv)
+local Y = tt.randn(B, M, D):named("B", "M", "D"):label("Y_decoder")
+local W_Qc, W_Kc, W_Vc = tt.nn.Linear(D, Dk), tt.nn.Linear(D, Dk), tt.nn.Linear(D, Dv)
+-- ===== your code below =====
+
+-- Self-attention: Q, K and V all come from X.
+local Q = W_Q(X):named("B", "Nq", "Dk"):label("Q")
+local K = W_K(X):named("B", "Nk", "Dk"):label("K")
+local V = W_V(X):named("B", "Nk", "Dv"):label("V")
+local scores = (Q:matmul(K:mT()) / math.sqrt(Dk)):label("Scores")
+local weights = scores:softmax("Nk"):label("Weights")
+local Z = weights:matmul(V):label("Z")
+
+-- Cross-attention: queries from the decoder's Y, keys and values from X.
+local Qc = W_Qc(Y):named("B", "Nq", "Dk"):label("Q_cross")
+local Kc = W_Kc(Y):named("B", "Nk", "Dk"):label("K_enc")
+local Vc = W_Vc(Y):named("B", "Nk", "Dv"):label("V_enc")
+local weights_c = (Qc:matmul(Kc:mT()) / math.sqrt(Dk)):softmax("Nk"):label("Weights_cross")
+local Zc = weights_c:matmul(Vc):label("Z_cross")

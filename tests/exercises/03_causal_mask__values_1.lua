@@ -1,0 +1,16 @@
+-- exercise: 03_causal_mask
+-- expect: values
+-- triu instead of tril: the mask keeps the diagonal and the FUTURE (not an inversion: the diagonal is kept in both).
+-- (a copy of the solution with this one mistake; its checks are left out, as a learner's copy has none)
+
+tt.manual_seed(3)
+local B, N, Dh = 2, 5, 4        -- 2 sentences of 5 tokens, head width 4
+local q = tt.randn(B, N, Dh):named("B", "Nq", "Dh"):label("q")
+local k = tt.randn(B, N, Dh):named("B", "Nk", "Dh"):label("k")
+local v = tt.randn(B, N, Dh):named("B", "Nk", "Dh"):label("v")
+-- ===== your code below =====
+
+local allowed = tt.ones(N, N):triu():bool():label("allowed")
+local scores = (q:matmul(k:mT()) / math.sqrt(Dh)):label("scores")
+local weights = scores:masked_fill(~allowed, -math.huge):softmax("Nk"):label("weights")
+local out = weights:matmul(v):label("out")

@@ -1,0 +1,22 @@
+-- exercise: 05_hand_example
+-- expect: softmax_dim
+-- The matrix form normalises over the queries (Nq): since Q = K the scores are symmetric, and the weights come out transposed.
+-- (a copy of the solution with this one mistake; its checks are left out, as a learner's copy has none)
+
+local Q = tt.tensor{{1, 0}, {0, 1}, {1, 1}}:named("Nq", "Dh"):label("Q")
+local K = tt.tensor{{1, 0}, {0, 1}, {1, 1}}:named("Nk", "Dh"):label("K")
+local V = tt.tensor{{1, 0}, {0, 2}, {1, 1}}:named("Nk", "Dv"):label("V")
+local Dh = 2
+-- ===== your code below =====
+
+-- Query 3 = [1, 1], one step at a time.
+local q3 = Q[3]
+local dots = q3:matmul(K:mT()):label("dots")
+local s3 = (dots / math.sqrt(Dh)):label("scaled")
+local a3 = s3:softmax("Nk"):label("a3")
+local z3 = a3:matmul(V):label("z3")
+
+-- All three queries at once.
+local S = (Q:matmul(K:mT()) / math.sqrt(Dh)):label("scores")
+local A = S:softmax("Nq"):label("weights")
+local Z = A:matmul(V):label("Z")

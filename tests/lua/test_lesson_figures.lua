@@ -1,0 +1,92 @@
+-- test_lesson_figures.lua — what the lessons' figures show, read from what
+-- each lesson passes to the figure functions (recorded here, not drawn):
+-- every hidden weight hatched, a bool mask drawn as two named colours,
+-- panel titles that name what the panels hold. How those options look is
+-- tested by pixels in tests/test_figure.c; test_golden.sh checks that the
+-- committed PNGs are what the lessons draw.
+local T = dofile("tests/lua/check.lua")
+local check = T.check
+
+-- every figure function records its call by path and draws nothing
+local calls = {}
+local path_arg = {heatmap = 2, bars = 2, plot = 2, flow = 1, head_groups = 1, attend_figure = 4}
+for name, k in pairs(path_arg) do
+  tt[name] = function(...)
+    local args = table.pack(...)
+    calls[args[k]] = {fn = name, args = args, opts = args[k + 1] or {}}
+    return args[k]
+  end
+end
+
+local function run(lesson)
+  local quiet, saved_arg = print, arg
+  print = function() end
+  arg = {[0] = lesson}
+  tt.manual_seed(0)                 -- as a fresh run of the lesson
+  local ok, err = pcall(dofile, lesson)
+  print, arg = quiet, saved_arg
+  check(lesson .. " runs: " .. tostring(err), ok)
+end
+
+-- The union of a heatmap's masks (one bool tensor or a table of them), or nil.
+local function mask_union(opts)
+  local m = opts.mask
+  if m == nil then return nil end
+  if type(m) ~= "table" then return m end
+  local u
+  for _, t in pairs(m) do u = u and (u | t) or t end
+  return u
+end
+
+-- Weights that are exactly 0 or NaN are hidden ones: each must be hatched
+-- (and, when both_ways, each hatched cell must be one).
+local function hidden_hatched(path, both_ways)
+  local c = calls[path]
+  if not check(path .. " was drawn", c ~= nil) then return end
+  local x = c.args[1]
+  local hidden = (x:eq(0) | x:ne(x)):float()
+  local u = mask_union(c.opts)
+  if not check(path .. ": a mask is given", u ~= nil) then return end
+  local covered = u:float()
+  local bare = (hidden * (1 - covered)):sum():item()   -- broadcasts the mask over x
+  check(string.format("%s: every weight of exactly 0 or NaN is hatched (%d are not)", path, bare), bare == 0)
+  if both_ways then
+    local extra = (covered * (1 - hidden)):sum():item()
+    check(string.format("%s: every hatched cell holds 0 or NaN (%d do not)", path, extra), extra == 0)
+  end
+end
+
+run("lessons/04_padding_mask.lua")
+hidden_hatched("images/04_weights_b1.png", true)
+hidden_hatched("images/04_weights_b2.png", true)
+hidden_hatched("images/04_nan_weights_b2.png", true)
+
+run("lessons/08_cross_attention.lua")
+hidden_hatched("images/08_weights.png", true)
+hidden_hatched("images/08_weights_padded.png", true)
+
+run("lessons/11_numerics.lua")
+hidden_hatched("images/11_fully_masked_row.png", false)   -- -1e9 leaves 0.25 under the mask
+
+run("lessons/09_kv_cache.lua")
+local al = calls["images/09_alignment.png"]
+if check("09_alignment was drawn", al ~= nil) then
+  check("09_alignment: the masks go in as bool, two colours and a legend", al.args[1]:dtype() == "bool")
+  check("09_alignment: no colour map", al.opts.cmap == nil and al.opts.vmin == nil)
+  local cats = al.opts.categories or {}
+  check("09_alignment: the legend says hidden / may attend",
+        cats[1] == "hidden" and cats[2] == "may attend")
+end
+
+run("lessons/02_scaling.lua")
+local sv = calls["images/02_scaled_vs_raw.png"]
+if check("02_scaled_vs_raw was drawn", sv ~= nil) then
+  local t = sv.opts.panel_titles or {}
+  check("02_scaled_vs_raw: two panel titles", #t == 2)
+  for i, s in ipairs(t) do
+    check("02_scaled_vs_raw: panel " .. i .. " says weights (softmax), not scores: " .. s,
+          s:find("softmax", 1, true) ~= nil and not s:find("scores", 1, true))
+  end
+end
+
+T.report()
