@@ -15,10 +15,10 @@ end
 
 local rows = {}
 for line in io.lines(readme) do
-  local name, path, what = line:match("^|%s*%[([%w_]+)%]%(([^)]+)%)%s*|%s*(.-)%s*|%s*$")
+  local name, path, what = line:match("^|%s*%[([%w_]+)%]%(([^)]+)%)%s*|%s*([^|]-)%s*|")
   if name and path:match("^lessons/") then rows[#rows + 1] = {name = name, what = what} end
 end
-assert(#rows > 0, readme .. ": no lesson table (| [NN_name](lessons/NN_name.lua) | description |)")
+assert(#rows > 0, readme .. ": no lesson table (| [NN_name](lessons/NN_name.lua) | description | ...)")
 
 local out = {[[
 <!DOCTYPE html>

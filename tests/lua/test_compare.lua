@@ -215,14 +215,22 @@ local pidfile = home .. "/watch.pid"
 os.execute("cd " .. home .. " && (XDG_STATE_HOME=" .. home .. "/state " .. tt_bin .. " --exercise 2 --watch >" .. log
            .. " 2>&1 & echo $! >" .. pidfile .. ")")
 local pid = T.slurp(pidfile):match("%d+")
+-- The background shell may not have opened the log yet: missing reads as empty.
+local function read_log()
+  local f = io.open(log)
+  if not f then return "" end
+  local s = f:read("a")
+  f:close()
+  return s
+end
 local function wait_for(text, seconds)
   local t0 = tt.clock()
   while tt.clock() - t0 < seconds do
-    local s = T.slurp(log)
+    local s = read_log()
     if has(s, text) then return s end
     os.execute("sleep 0.1")
   end
-  return T.slurp(log)
+  return read_log()
 end
 local s = wait_for("watching", 10)
 check("--watch: the first verdict, then watching", has(s, "not yet: `masked` is missing") and has(s, "watching " .. "lessons/exercises/02_again.lua"))
