@@ -666,7 +666,7 @@ static const char *reversed_spec(const char *text, const pat_sizes *all)
 /* The reversed spec back into its pattern (in buf) and sizes. */
 static tt_status read_spec(const char *spec, char *buf, size_t cap, pat_sizes *sz)
 {
-    const char *nl = strchr(spec, '\n');
+    const char *nl = strrchr(spec, '\n');     /* the last: a pattern may hold newlines (a [[long string]]) */
     if (!nl || (size_t)(nl - spec) >= cap) return tt__err(TT_EARG, "backward: bad einops spec");
     memcpy(buf, spec, (size_t)(nl - spec));
     buf[nl - spec] = '\0';

@@ -29,4 +29,20 @@ do
         and z[1][2]:item() == true and z[2][1]:item() == true and z[2][2]:item() == false)
 end
 
+-- a pattern across lines (a [[long string]]): the backward of repeat and
+-- reduce read its saved spec up to the first newline, so the pattern came
+-- back cut ("no '->' in the pattern"; fuzz_pattern)
+do
+  local x = tt.tensor{1, 2}:requires_grad_()
+  local y = tt.einrepeat(x, "h ->\n h c", {c = 3})
+  close("repeat across lines: forward", y, {{1, 1, 1}, {2, 2, 2}})
+  local loss = (y * tt.tensor{{1, 2, 3}, {4, 5, 6}}):sum()
+  loss:backward()
+  close("repeat across lines: gradient, the sum over c", x.grad, {6, 15})
+  local z = tt.tensor{{1, 5}, {7, 3}}:requires_grad_()
+  tt.reduce(z, [[a
+    b -> a]], "max"):sum():backward()
+  close("reduce across lines: gradient to each row's max", z.grad, {{0, 1}, {1, 0}})
+end
+
 T.report()
