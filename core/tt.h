@@ -292,6 +292,23 @@ tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b);
 tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
                   const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
                   int64_t *empty_rows);
+/* tt_sdpa with all its options (zeros: none; scale NaN: 1/sqrt(Dh)).
+   bias: float32 broadcast to the scores [..., Hq, Nq, Nk], added after the
+   scale (its gradient is summed over the dims it broadcasts); alibi: minus
+   Press et al.'s head slope times |i + Nk - Nq - j| (not with bias);
+   window W >= 1: query i sees keys (i + Nk - Nq - W, i + Nk - Nq] (it
+   implies causal), and sinks S >= 0 the first S keys besides; dropout p in
+   [0, 1): each weight kept with probability 1 - p and scaled by 1/(1 - p),
+   seeded by tt_manual_seed, the same draws in the backward. */
+typedef struct tt_sdpa_opts {
+    const tt_tensor *mask, *bias;
+    int causal, alibi;
+    double scale;
+    int64_t window, sinks;
+    double dropout;
+} tt_sdpa_opts;
+tt_status tt_sdpa_ex(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
+                     const tt_tensor *v, const tt_sdpa_opts *opts, int64_t *empty_rows);
 
 /* einops (pattern.c). rearrange: a seen through a pattern such as
    "b s (h d) -> b h s d" with sizes given by name (nsizes pairs); a view when

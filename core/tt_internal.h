@@ -133,6 +133,7 @@ typedef struct tt__agargs {
                                    repeat_interleave: repeats in len */
     int perm[TT_MAX_DIMS];
     int causal, weights;        /* sdpa: causal; the node of its weights output */
+    struct { int64_t window, sinks; int alibi; double dropout; uint64_t seed; } sdpa;   /* sdpa's options */
     int64_t blocks[TT_MAX_DIMS]; /* rearrange: the input as its d blocks, permuted by perm */
     const char *spec;           /* einsum: its spec (interned) */
 } tt__agargs;
@@ -142,10 +143,10 @@ enum { TT__SAVE_A = 1, TT__SAVE_B = 2, TT__SAVE_OUT = 4, TT__SAVE_C = 8,
        TT__SAVE_LIST = 16,      /* every input, in the node's operands[] */
        TT__SAVE_EXTRA = 32 };   /* saved[4] and saved[5], which the op's front-end fills */
 /* saved[]: a, b, out, c (those the op's row asks for), then two an op's
-   front-end fills itself (sdpa: the log-sum-exp and the mask). A node has
+   front-end fills itself (sdpa: the log-sum-exp, the mask and the bias). A node has
    the slots up to the last its row asks for (n->nsaved), no more: a node
    is made per recorded op, and a view's node saves nothing. */
-#define TT__AG_SAVED 6
+#define TT__AG_SAVED 7
 
 /* A node's input: its node, or its leaf's record to accumulate into (both
    NULL: it needs no gradient), and its shape. shape and names point into
