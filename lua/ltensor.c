@@ -1148,42 +1148,83 @@ static int joinop(lua_State *L, int is_stack)
 static int ltt_cat(lua_State *L) { return joinop(L, 0); }
 static int ltt_stack(lua_State *L) { return joinop(L, 1); }
 
+/* opts.name as a whole number >= lo (0 when absent): window and sinks. */
+static int64_t sdpa_optcount(lua_State *L, const char *name, lua_Integer lo, const char *what)
+{
+    lua_getfield(L, 4, name);
+    if (lua_isnil(L, -1)) { lua_pop(L, 1); return 0; }
+    int64_t n = 0;
+    if (!ltt_tointeger(L, -1, &n)) {
+        if (lua_type(L, -1) == LUA_TNUMBER)
+            return ltt_error(L, "sdpa: %s must be a whole number (%s), got %s", name, what, lua_tostring(L, -1));
+        return ltt_error(L, "sdpa: %s must be a whole number (%s), got %s", name, what, luaL_typename(L, -1));
+    }
+    if (n < lo)
+        return ltt_error(L, "sdpa: %s must be at least %lld (%s), got %lld", name, (long long)lo, what, (long long)n);
+    lua_pop(L, 1);
+    return n;
+}
+
+/* A tensor option at stack index idx (nil: none) */
+static tt_tensor *sdpa_opttensor(lua_State *L, int idx, const char *name, const char *what)
+{
+    if (lua_isnil(L, idx)) return NULL;
+    tt_tensor *t = ltt_testtensor(L, idx);
+    if (t == NULL) ltt_error(L, "sdpa: %s must be a %s tensor, got %s", name, what, luaL_typename(L, idx));
+    else if (t->storage == NULL) ltt_error(L, "sdpa: the %s tensor was closed", name);
+    return t;   /* ltt_error does not return */
+}
+
 /* The options are read before the tensors are checked: an options table
    may run a script's code (its __index), which may close a tensor. */
 static int ltt_sdpa(lua_State *L)
 {
-    static const char *const known[] = {"causal", "mask", "scale", "weights", NULL};
+    static const char *const known[] = {"causal", "mask", "scale", "weights", "bias", "alibi", "window",
+                                        "sinks", "dropout", NULL};
     lua_settop(L, 4);
     ltt_check_opts(L, 4, "sdpa", known);
-    int causal = 0, want_w = 0;
-    double scale = NAN;                 /* NaN: the default 1/sqrt(Dh) */
+    tt_sdpa_opts o = { NULL, NULL, 0, 0, NAN, 0, 0, 0.0 };   /* scale NaN: the default 1/sqrt(Dh) */
+    int want_w = 0;
     if (lua_istable(L, 4)) {
-        causal = ltt_optflag(L, 4, "sdpa", "causal", 0);
+        o.causal = ltt_optflag(L, 4, "sdpa", "causal", 0);
         want_w = ltt_optflag(L, 4, "sdpa", "weights", 0);
+        o.alibi = ltt_optflag(L, 4, "sdpa", "alibi", 0);
+        o.window = sdpa_optcount(L, "window", 1, "the keys each query sees");
+        o.sinks = sdpa_optcount(L, "sinks", 0, "the first keys kept beside the window");
+        o.dropout = ltt_optnumber(L, 4, "sdpa", "dropout", 0.0);
+        if (!(o.dropout >= 0.0 && o.dropout < 1.0))
+            return ltt_error(L, "sdpa: dropout must be in [0, 1) (the probability of zeroing a weight), got %g%s",
+                             o.dropout, o.dropout == 1.0 ? "; hint: p = 1 would drop every weight" : "");
         lua_getfield(L, 4, "scale");
         if (!lua_isnil(L, -1)) {
             if (lua_type(L, -1) != LUA_TNUMBER) return ltt_error(L, "sdpa: scale must be a number, got %s", luaL_typename(L, -1));
-            scale = lua_tonumber(L, -1);
-            if (isnan(scale)) return ltt_error(L, "sdpa: scale must be a finite number, got nan");
-            if (isinf(scale)) return ltt_error(L, "sdpa: scale must be a finite number, got %sinf", scale < 0 ? "-" : "");
+            o.scale = lua_tonumber(L, -1);
+            if (isnan(o.scale)) return ltt_error(L, "sdpa: scale must be a finite number, got nan");
+            if (isinf(o.scale)) return ltt_error(L, "sdpa: scale must be a finite number, got %sinf", o.scale < 0 ? "-" : "");
         }
         lua_getfield(L, 4, "mask");     /* index 6: stays on the stack while we use it */
+        lua_getfield(L, 4, "bias");     /* index 7 */
     } else {
         lua_pushnil(L);
         lua_pushnil(L);
+        lua_pushnil(L);
     }
-    tt_tensor *mask = NULL;
-    if (!lua_isnil(L, 6)) {
-        mask = ltt_testtensor(L, 6);
-        if (mask == NULL) return ltt_error(L, "sdpa: mask must be a bool tensor, got %s", luaL_typename(L, 6));
-        if (mask->storage == NULL) return ltt_error(L, "sdpa: the mask tensor was closed");
-    }
+    if (o.sinks > 0 && o.window == 0)
+        return ltt_error(L, "sdpa: sinks = %lld needs a window (the sinks are the first keys kept beside it); "
+                         "hint: {window = W, sinks = %lld}", (long long)o.sinks, (long long)o.sinks);
+    tt_tensor *mask = sdpa_opttensor(L, 6, "mask", "bool");
+    tt_tensor *bias = sdpa_opttensor(L, 7, "bias", "float");
+    if (o.alibi && bias)
+        return ltt_error(L, "sdpa: alibi and bias both given; hint: alibi = true is a bias the kernel computes: "
+                         "add your own terms to an explicit bias instead");
+    o.mask = mask;
+    o.bias = bias;
     tt_tensor *q = ltt_checktensor(L, 1), *k = ltt_checktensor(L, 2), *v = ltt_checktensor(L, 3);
     tt_tensor *out = ltt_newtensor(L);
     tt_tensor *w = want_w ? ltt_newtensor(L) : NULL;
     int64_t empty = 0;
-    tt_tensor *in[] = {q, k, v, mask};
-    LTT_CALL_HELD(L, "sdpa", in, tt_sdpa(out, w, q, k, v, mask, causal, scale, &empty));
+    tt_tensor *in[] = {q, k, v, mask, bias};
+    LTT_CALL_HELD(L, "sdpa", in, tt_sdpa_ex(out, w, q, k, v, &o, &empty));
     return want_w ? 2 : 1;
 }
 
