@@ -661,6 +661,7 @@ static const ocase ocases[] = {
     { { 1, 4, 1, 300, 333, 16, 16, 1, M_RAND,   1 }, BI_NONE,  1,   70,    5, 0.2f },
     { { 2, 4, 2,  64,  64, 16, 16, 1, M_NONE,   1 }, BI_FULL,  0,    0,    0, 0.0f },
     { { 1, 2, 2,  64,  64, 16, 16, 1, M_NONE,   0 }, BI_NONE,  0,   16,    2, 0.1f },
+    { { 1, 2, 1, 100,  40, 16, 16, 1, M_NONE,   1 }, BI_KEYS,  0,    7,    2, 0.0f },   /* Nq > Nk: empty rows */
 };
 
 int main(void)

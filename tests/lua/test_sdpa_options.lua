@@ -206,6 +206,23 @@ f:close()
 local out, err, code = T.run(dir, "-q --max-memory 256M " .. script)
 check("window 64 at N = 32768 under a 256M cap: runs, the last row right (" .. err .. ")",
       code == 0 and out == "ok\n")
+-- ===== the trace's rows show the options =====
+f = assert(io.open(script, "w"))
+f:write([[
+local q = tt.randn(2, 6, 4):requires_grad_()
+local o = tt.sdpa(q, q, q, {window = 3, sinks = 1, alibi = true, dropout = 0.1})
+local p = tt.sdpa(q, q, q, {bias = tt.zeros(6, 6), causal = true})
+o:sum():backward()
+]])
+f:close()
+out, err, code = T.run(dir, script)
+check("trace: window, sinks, alibi and dropout on the row (" .. err .. ")",
+      code == 0 and out:find("(causal, scale=0.5, window=3, sinks=1, alibi, dropout=0.1)", 1, true) ~= nil)
+check("trace: the bias is an input, and named on the row",
+      out:find("[2,6,4], [2,6,4], [2,6,4], [6,6] (causal, scale=0.5, bias)", 1, true) ~= nil)
+-- FLOPs: a window of 3 with one sink over 6 keys sees 1 + 2 + 3 + 4 + 4 + 4 = 18 of the
+-- 21 causal pairs per head: 2 FLOPs * 2 heads * 18 pairs * (Dh + Dv = 8)
+check("trace: the window's FLOPs count its pairs only (576)", out:find("-> [2,6,4]   576 FLOP", 1, true) ~= nil)
 os.remove(script)
 os.remove(dir .. "/out")
 os.remove(dir .. "/err")
