@@ -558,6 +558,14 @@ int ltt_sandbox_check_write(lua_State *L, const char *path)
     return 1;
 }
 
+int64_t ltt_sandbox_write_room(void)
+{
+    if (!sbx.on || quota.max_bytes <= 0) return -1;
+    return quota.bytes < quota.max_bytes ? quota.max_bytes - quota.bytes : 0;
+}
+
+void ltt_sandbox_count_write(int64_t bytes) { quota.bytes += bytes; }
+
 /* Counts n more bytes; raises, having written nothing, past the cap. */
 static void charge(lua_State *L, int64_t n)
 {

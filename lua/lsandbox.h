@@ -52,5 +52,10 @@ int ltt_sandbox_check_read(lua_State *L, const char *path);
 /* After a figure was written to path: counts its bytes and the file against
    the quota; raises when that passes a cap (the file stays). */
 void ltt_sandbox_wrote(lua_State *L, const char *path);
+/* For the --report page, written at exit (no Lua state to raise on): the
+   bytes --max-write still allows (-1: no cap, or no --sandbox), and the
+   page's bytes counted once written. */
+int64_t ltt_sandbox_write_room(void);
+void ltt_sandbox_count_write(int64_t bytes);
 
 #endif
