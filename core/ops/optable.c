@@ -129,6 +129,10 @@ static const tt__opdef OPS[] = {
     [TT_OP_T] = { .name = "t", BW(transpose) },
     [TT_OP_REDUCE] = { .name = "reduce", .flops = 1, BW(reduce), .saves = TT__SAVE_A | TT__SAVE_OUT },
     [TT_OP_REPEAT] = { .name = "repeat", BW(repeat) },
+    /* the block: rope 3 an element (two muls and an add; the angles' sin
+       and cos once per position and pair besides); dropout 1 (the mul) */
+    [TT_OP_ROPE] = { .name = "rope", .flops = 3, BW(rope), .saves = TT__SAVE_B },
+    [TT_OP_DROPOUT] = { .name = "dropout", .flops = 1, BW(dropout), .saves = TT__SAVE_B },
 };
 _Static_assert(sizeof OPS / sizeof OPS[0] == TT_OP_COUNT, "OPS: one row per tt_op");
 
