@@ -56,12 +56,18 @@ static const char usage_text[] =
     "                               images), reads only under the script's folder\n"
     "  --max-write SIZE             --sandbox: cap on bytes written (default 256M; 0 = none)\n"
     "  --max-files N                --sandbox: cap on files written (default 1000; 0 = none)\n"
+    "  --read DIR                   --sandbox: the script may also read under DIR (e.g. lessons,\n"
+    "                               for an exercise that loads lessons/lib and lessons/data)\n"
     "checking (--compare, --exercise):\n"
     "  --compare REF MINE...        run REF and each MINE with the same seed and args; compare\n"
     "                               every tensor REF labels (x:label) with MINE's of that label:\n"
     "                               shape, names, dtype, values; explain the first mismatch;\n"
     "                               one verdict line per file when there are several; exit 1\n"
     "                               when one does not match\n"
+    "                               with --sandbox: each MINE runs under the sandbox (reads\n"
+    "                               under its folder, writes only under --images if given)\n"
+    "                               and the limits, in a process of its own, so a runaway or\n"
+    "                               an attack ends only its own check (REF runs as it is)\n"
     "  --compare-tol RTOL,ATOL      value tolerance (default 1e-4,1e-5)\n"
     "  --compare-json FILE          also write the verdict as JSON (several files: one per line)\n"
     "  --compare-figure PATH        expected | yours | difference at the first mismatch (PNG/SVG)\n"
@@ -89,6 +95,7 @@ typedef struct options {
     const char *images;          /* --images or TT_IMAGES; NULL: neither */
     long long max_write;         /* -1: not given */
     long long max_files;         /* -1: not given */
+    const char *read;            /* --read DIR (with --sandbox); NULL: none */
     int compare;                 /* --compare */
     const char *exercise;        /* --exercise WHAT */
     int exercises;               /* --exercises */
@@ -283,6 +290,9 @@ static int parse_args(int argc, char **argv, options *o)
             o->max_files = strtoll(v, &end, 10);
             if (*end || end == v || o->max_files < 0)
                 return usage_error("'--max-files' needs a count like 1000 (0 = none), got '%s'", v);
+        } else if (is_opt(a, "--read")) {
+            if ((v = opt_value(argc, argv, &i, "--read")) == NULL || !*v) return usage_error("'--read' needs a folder%s", "");
+            o->read = v;
         } else if (is_opt(a, "--images")) {
             if ((v = opt_value(argc, argv, &i, "--images")) == NULL || !*v) return usage_error("'--images' needs a folder%s", "");
             o->images = v;
@@ -623,8 +633,13 @@ static int check_main(const options *o, int argc, char **argv)
         if (o->compare || o->exercise || o->script) return usage_error("'--exercises' lists the exercises; it takes no script%s", "");
         return ltt_exercises_list();
     }
-    if (o->sandbox || o->json || o->chunk)
-        return usage_error("'%s' does not apply to --compare and --exercise", o->sandbox ? "--sandbox" : o->json ? "--trace-json" : "-e");
+    if (o->json || o->chunk)
+        return usage_error("'%s' does not apply to --compare and --exercise", o->json ? "--trace-json" : "-e");
+    if (!o->sandbox && (o->max_write >= 0 || o->max_files >= 0 || o->read))
+        return usage_error("'%s' only applies with --sandbox",
+                           o->read ? "--read" : o->max_write >= 0 ? "--max-write" : "--max-files");
+    const char *rerr;
+    if (o->read && !ltt_sandbox_also_read(o->read, &rerr)) return usage_error("--read: no folder '%s'", o->read);
     ltt_compare_opts c;
     memset(&c, 0, sizeof c);
     if (o->compare && o->exercise) return usage_error("'--compare' and '--exercise' do not go together%s", "");
@@ -646,9 +661,13 @@ static int check_main(const options *o, int argc, char **argv)
     c.report = o->report;
     c.report_argc = argc;
     c.report_argv = argv;
-    c.timeout = o->timeout > 0 ? o->timeout : 60;
+    c.timeout = o->timeout > 0 ? o->timeout : o->sandbox ? 30 : 60;
     c.max_instructions = o->max_instructions;
-    c.max_memory = o->max_memory >= 0 ? o->max_memory : default_max_memory(0);
+    c.max_memory = o->max_memory >= 0 ? o->max_memory : default_max_memory(o->sandbox);
+    c.sandbox = o->sandbox;
+    c.images = o->images;
+    c.max_write = o->max_write;
+    c.max_files = o->max_files;
     if (o->threads > 0) tt_set_num_threads(o->threads);
     tt_set_max_memory(c.max_memory);
     int code = o->watch ? ltt_compare_watch(&c) : ltt_compare(&c);
@@ -714,12 +733,15 @@ int main(int argc, char **argv)
         lua_close(L);
         return 2;
     }
-    if (o.sandbox || o.max_write >= 0 || o.max_files >= 0) {
+    if (o.sandbox || o.max_write >= 0 || o.max_files >= 0 || o.read) {
         char dir[4096];
         const char *images = o.images ? o.images : "images";
-        if (!o.sandbox) {
-            fprintf(stderr, PROGNAME ": '%s' only applies with --sandbox\n(try '" PROGNAME " --help')\n",
-                    o.max_write >= 0 ? "--max-write" : "--max-files");
+        if (!o.sandbox || (o.read && !ltt_sandbox_also_read(o.read, &err))) {
+            if (!o.sandbox)
+                fprintf(stderr, PROGNAME ": '%s' only applies with --sandbox\n(try '" PROGNAME " --help')\n",
+                        o.read ? "--read" : o.max_write >= 0 ? "--max-write" : "--max-files");
+            else
+                fprintf(stderr, PROGNAME ": --read: %s ('%s')\n", err, o.read);
             ltt_trace_stop();
             lua_close(L);
             return 2;
