@@ -72,18 +72,34 @@ char *tt_shape_str(const tt_tensor *t, char *buf, size_t n);
    the thread pool (at exit; no tensor or name may be used afterwards). */
 void tt_release_caches(void);
 
+/* A number as a script wrote it: Lua 5.4's integer (exact to 64 bits)
+   or float subtype; f holds the value as a double either way. Ops that
+   take a number keep an integer exact against int64 (PyTorch's wrapped
+   integer scalar); a float with int64 promotes to float32. */
+typedef struct tt_number { double f; int64_t i; int is_int; } tt_number;
+static inline tt_number tt_num_f(double f) { return (tt_number){ f, 0, 0 }; }
+static inline tt_number tt_num_i(int64_t i) { return (tt_number){ (double)i, i, 1 }; }
+
 /* ===== Creation ===== */
 
 /* Uninitialised contiguous tensor. TT_EARG for a negative size or too many
    dims, TT_ENOMEM when the size overflows or passes the memory cap. */
 tt_status tt_empty(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
 tt_status tt_full(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, double value);
+/* The same with an exact integer or a float (int64 from an integer is exact,
+   from a float truncates toward zero). */
+tt_status tt_full_number(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, tt_number value);
 tt_status tt_zeros(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
 tt_status tt_ones(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
 /* Contiguous copy of data (float, int64 or one byte per bool, row-major). */
 tt_status tt_from_buffer(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, const void *data);
 /* [a, b) by step (step != 0), float32. */
 tt_status tt_arange(tt_tensor *out, double a, double b, double step);
+/* [a, b) by step (step != 0) counted in integers (exact across the whole
+   int64 range: arange(INT64_MIN, INT64_MIN + 5) has 5 elements), each
+   value a + i*step as dtype dt (float32 rounds it once, int64 is exact);
+   TT_ENOMEM naming the count when it is too many to allocate. */
+tt_status tt_arange_int(tt_tensor *out, tt_dtype dt, int64_t a, int64_t b, int64_t step);
 /* n x m identity, float32. */
 tt_status tt_eye(tt_tensor *out, int64_t n, int64_t m);
 
@@ -186,8 +202,14 @@ tt_opkind tt_op_kind(tt_op op);
    give bool; and, or, xor, not take bool; the others float32. */
 
 tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b);
-/* a op s, or s op a when scalar_first. */
+/* a op s, or s op a when scalar_first; s a float (int64 a promotes to
+   float32, as PyTorch with a Python float). */
 tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double s, int scalar_first);
+/* The same with s an exact integer or a float: int64 op integer stays
+   int64 for the ops that keep int64 (+ - * ^ maximum minimum, comparisons),
+   wrapping as two's complement; int64 ^ (negative integer) is TT_EARG
+   (PyTorch's "Integers to negative integer powers are not allowed."). */
+tt_status tt_binary_number(tt_tensor *out, tt_op op, const tt_tensor *a, tt_number s, int scalar_first);
 tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a);
 /* Between float32, bool and int64: nonzero -> true, float -> int64
    truncates toward zero (NaN and values out of int64's range give
@@ -200,10 +222,11 @@ tt_status tt_isnan(tt_tensor *out, const tt_tensor *a);
 /* PyTorch's where: a where cond is true, b elsewhere; cond bool, a and b
    of one dtype; all three broadcast together. a (or b) NULL: the number sa
    (sb) as a 0-d tensor of the other's dtype (float32 when both are
-   numbers). Exact (no arithmetic on the values: -0.0, inf and NaN pass as
-   they are). */
-tt_status tt_where(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, double sa,
-                   const tt_tensor *b, double sb);
+   numbers, or when the other is int64 and the number a float: PyTorch's
+   promotion; an integer with int64 stays exact). Exact (no arithmetic on
+   the values: -0.0, inf and NaN pass as they are). */
+tt_status tt_where(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, tt_number sa,
+                   const tt_tensor *b, tt_number sb);
 
 /* ===== Reductions ===== */
 
@@ -250,6 +273,8 @@ tt_status tt_softmax(tt_tensor *out, const tt_tensor *a, int d);
 tt_status tt_log_softmax(tt_tensor *out, const tt_tensor *a, int d);
 /* a where mask is false, value where true; mask is bool, broadcast to a. */
 tt_status tt_masked_fill(tt_tensor *out, const tt_tensor *a, const tt_tensor *mask, double value);
+/* The same with an exact integer or a float as the value (cast to a's dtype). */
+tt_status tt_masked_fill_number(tt_tensor *out, const tt_tensor *a, const tt_tensor *mask, tt_number value);
 
 /* In-place ops (ops/inplace.c): a is written through its strides (a view
    writes into its base) and its storage's version goes up, so a backward
@@ -260,9 +285,9 @@ tt_status tt_masked_fill(tt_tensor *out, const tt_tensor *a, const tt_tensor *ma
    mode on (in-place ops are not recorded), when a is an expand (elements
    sharing memory), when the result's dtype cannot be a's; TT_ESHAPE when
    the broadcast result is not a's shape. Each emits one event. */
-tt_status tt_binary_(tt_tensor *a, tt_op op, const tt_tensor *b, const double *s);
-tt_status tt_masked_fill_(tt_tensor *a, const tt_tensor *mask, double value);
-tt_status tt_fill_(tt_tensor *a, double value);
+tt_status tt_binary_(tt_tensor *a, tt_op op, const tt_tensor *b, const tt_number *s);
+tt_status tt_masked_fill_(tt_tensor *a, const tt_tensor *mask, tt_number value);
+tt_status tt_fill_(tt_tensor *a, tt_number value);
 tt_status tt_zero_(tt_tensor *a);
 tt_status tt_copy_(tt_tensor *a, const tt_tensor *src);
 /* Keep j - i <= k (tril) or j - i >= k (triu) on the last two dims. */
@@ -502,6 +527,8 @@ typedef struct tt_event {
     int view;                        /* output shares an input's storage */
     int has_scalar, scalar_first;    /* binary op with a Lua number */
     double scalar;
+    int scalar_is_int;               /* the number was an integer: scalar_int exactly */
+    int64_t scalar_int;
     char args[64];                   /* op arguments as the user wrote them, 1-based: "dim=4" */
     char note[160];                  /* a warning for this event ("2 rows fully masked") */
     double flops;

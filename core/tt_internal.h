@@ -53,6 +53,12 @@ static inline int64_t tt__f64_to_i64(double v)
     return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
 }
 
+/* A number as each dtype takes it, an integer straight from its 64 bits
+   (never through double, which rounds above 2^53). */
+static inline int64_t tt__num_i64(tt_number v) { return v.is_int ? v.i : tt__f64_to_i64(v.f); }
+static inline float tt__num_f32(tt_number v) { return v.is_int ? (float)v.i : (float)v.f; }
+static inline uint8_t tt__num_bool(tt_number v) { return v.is_int ? v.i != 0 : v.f != 0.0; }
+
 /* ===== Untraced views (tensor/view.c) =====
    Each checks its arguments (`op` names the op in the message), fills *out
    (a view, or a copy where said) and emits nothing: core/ops/view.c wraps
@@ -335,6 +341,8 @@ const tt__opdef *tt__op_def(tt_op op);
    written. */
 void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
                     const tt_tensor *a, const tt_tensor *b, const tt_tensor *c);
+/* The event's number (has_scalar), an integer kept exact for the trace. */
+void tt__event_scalar(tt_event *ev, tt_number s);
 
 /* How many subscribers read the text fields (args, note) of events. Ops
    write them only when one does (tt__tracing): for a tiny view the

@@ -140,13 +140,11 @@ static void nested_fill(lua_State *L, int idx, int depth, const nested *nt, tt_d
             if (lua_isinteger(L, idx)) iv = lua_tointeger(L, idx);
             else if (fabs(v) < 9223372036854775808.0) iv = (lua_Integer)v;   /* truncates, as PyTorch */
             else iv = LUA_MININTEGER;
-            if (iv > INT64_C(9007199254740992) || iv < -INT64_C(9007199254740992) || isnan(v)) {
-                char vb[64];
-                if (lua_isinteger(L, idx)) snprintf(vb, sizeof vb, "%lld", (long long)iv);
-                else snprintf(vb, sizeof vb, "%.17g", v);
-                ltt_error(L, "tensor: %s is %s, beyond the int64 values a Lua number holds exactly (|v| <= 2^53)",
-                          path, vb);
-            }
+            /* an integer is exact to 64 bits; a float past 2^53 has lost its low digits already */
+            if (!lua_isinteger(L, idx) && (fabs(v) > 9007199254740992.0 || isnan(v)))
+                ltt_error(L, "tensor: %s is the float %.17g, beyond 2^53 where a float no longer holds every "
+                          "integer; hint: write it as a Lua integer (9007199254740993, not 2^53 + 1: ^ gives a float)",
+                          path, v);
             ((int64_t *)buf)[*pos] = iv;
         } else if (dt == TT_BOOL) ((uint8_t *)buf)[*pos] = v != 0.0;
         else ((float *)buf)[*pos] = (float)v;
@@ -257,39 +255,62 @@ static int ltt_randint(lua_State *L)
     return 1;
 }
 
+/* tt.full(sizes..., value [, dtype]) or tt.full({sizes}, value [, dtype]) */
 static int ltt_full(lua_State *L)
 {
     int64_t shape[TT_MAX_DIMS];
     int top = lua_gettop(L);
+    tt_dtype dt = TT_FLOAT32;
+    if (top >= 2 && lua_type(L, top) == LUA_TSTRING) {
+        dt = optdtype(L, top, "full");
+        lua_settop(L, --top);
+    }
     int ndim;
-    double v;
+    tt_number v;
     if (lua_istable(L, 1)) {
         ndim = checkshape(L, 1, shape, "full", NULL);
-        v = luaL_checknumber(L, 2);
+        luaL_checknumber(L, 2);
+        v = ltt_number(L, 2);
     } else {
         if (top < 1 || lua_type(L, top) != LUA_TNUMBER)
             return ltt_error(L, "full: expects sizes then a value: tt.full(2, 3, 0.5) or tt.full({2, 3}, 0.5)");
-        v = lua_tonumber(L, top);
+        v = ltt_number(L, top);
         lua_settop(L, top - 1);
         ndim = checkshape(L, 1, shape, "full", NULL);
     }
     check_sizes(L, ndim, shape, "full");
     tt_tensor *t = ltt_newtensor(L);
-    ltt_check(L, tt_full(t, TT_FLOAT32, ndim, shape, v));
+    ltt_check(L, tt_full_number(t, dt, ndim, shape, v));
     return 1;
 }
 
+/* tt.arange(n [, dtype]), tt.arange(a, b [, step] [, dtype]): Lua
+   integers count in integers (exact to the ends of the int64 range),
+   any float in doubles (float32 only) */
 static int ltt_arange(lua_State *L)
 {
-    double a = 0, b, step = 1;
-    if (lua_isnoneornil(L, 2)) b = luaL_checknumber(L, 1);
-    else {
-        a = luaL_checknumber(L, 1);
-        b = luaL_checknumber(L, 2);
-        step = luaL_optnumber(L, 3, 1);
+    int top = lua_gettop(L);
+    tt_dtype dt = TT_FLOAT32;
+    if (top >= 2 && lua_type(L, top) == LUA_TSTRING) {
+        dt = optdtype(L, top, "arange");
+        lua_settop(L, --top);
     }
+    int nb = lua_isnoneornil(L, 2) ? 1 : lua_isnoneornil(L, 3) ? 2 : 3;
+    for (int i = 1; i <= nb; i++) luaL_checknumber(L, i);
+    int ints = 1;
+    for (int i = 1; i <= nb; i++) ints &= lua_isinteger(L, i);
     tt_tensor *t = ltt_newtensor(L);
-    ltt_check(L, tt_arange(t, a, b, step));
+    if (ints) {
+        int64_t a = nb == 1 ? 0 : lua_tointeger(L, 1), b = lua_tointeger(L, nb == 1 ? 1 : 2);
+        ltt_check(L, tt_arange_int(t, dt, a, b, nb == 3 ? lua_tointeger(L, 3) : 1));
+        return 1;
+    }
+    if (dt != TT_FLOAT32)
+        return ltt_error(L, "arange: %s counts from integer bounds and step; got a float among them (%s); "
+                         "hint: math.tointeger(x), or tt.arange(...):long()", tt_dtype_name(dt),
+                         lua_tostring(L, !lua_isinteger(L, 1) ? 1 : !lua_isinteger(L, 2) ? 2 : 3));
+    double a = nb == 1 ? 0 : lua_tonumber(L, 1), b = lua_tonumber(L, nb == 1 ? 1 : 2);
+    ltt_check(L, tt_arange(t, a, b, nb == 3 ? lua_tonumber(L, 3) : 1));
     return 1;
 }
 
@@ -836,7 +857,7 @@ static int ltt_where(lua_State *L)
         if (!ab[i] && lua_type(L, i + 2) != LUA_TNUMBER)
             return ltt_error(L, "where: argument %d must be a tensor or a number, got %s", i + 2, luaL_typename(L, i + 2));
     tt_tensor *out = ltt_newtensor(L), *in[] = {cond, ab[0], ab[1]};
-    LTT_CALL_HELD(L, "where", in, tt_where(out, cond, ab[0], lua_tonumber(L, 2), ab[1], lua_tonumber(L, 3)));
+    LTT_CALL_HELD(L, "where", in, tt_where(out, cond, ab[0], ltt_number(L, 2), ab[1], ltt_number(L, 3)));
     return 1;
 }
 
@@ -908,7 +929,7 @@ static int binop(lua_State *L)
                           a ? luaL_typename(L, 2) : tt_shape_str(b, shp, sizeof shp));
     }
     tt_tensor *out = ltt_newtensor(L), *in[] = {a ? a : b};
-    LTT_CALL_HELD(L, name, in, tt_binary_scalar(out, op, a ? a : b, lua_tonumber(L, si), ti == 2));
+    LTT_CALL_HELD(L, name, in, tt_binary_number(out, op, a ? a : b, ltt_number(L, si), ti == 2));
     return 1;
 }
 
@@ -1020,9 +1041,9 @@ static int t_masked_fill(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *m = ltt_checktensor(L, 2);
-    double v = luaL_checknumber(L, 3);
+    luaL_checknumber(L, 3);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t, m};
-    LTT_CALL_HELD(L, "masked_fill", in, tt_masked_fill(out, t, m, v));
+    LTT_CALL_HELD(L, "masked_fill", in, tt_masked_fill_number(out, t, m, ltt_number(L, 3)));
     return 1;
 }
 
@@ -1035,7 +1056,7 @@ static int inplace_binary(lua_State *L, tt_op op, const char *name)
     tt_tensor *b = opttensor(L, 2, name);
     if (!b && lua_type(L, 2) != LUA_TNUMBER)
         return ltt_error(L, "%s: expects a tensor or a number, got %s", name, luaL_typename(L, 2));
-    double s = b ? 0 : lua_tonumber(L, 2);
+    tt_number s = b ? tt_num_i(0) : ltt_number(L, 2);
     tt_tensor *in[] = {t, b ? b : t};
     LTT_CALL_HELD(L, name, in, tt_binary_(t, op, b, b ? NULL : &s));
     lua_settop(L, 1);
@@ -1051,9 +1072,9 @@ static int t_masked_fill_(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *m = ltt_checktensor(L, 2);
-    double v = luaL_checknumber(L, 3);
+    luaL_checknumber(L, 3);
     tt_tensor *in[] = {t, m};
-    LTT_CALL_HELD(L, "masked_fill_", in, tt_masked_fill_(t, m, v));
+    LTT_CALL_HELD(L, "masked_fill_", in, tt_masked_fill_(t, m, ltt_number(L, 3)));
     lua_settop(L, 1);
     return 1;
 }
@@ -1061,9 +1082,9 @@ static int t_masked_fill_(lua_State *L)
 static int t_fill_(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
-    double v = luaL_checknumber(L, 2);
+    luaL_checknumber(L, 2);
     tt_tensor *in[] = {t};
-    LTT_CALL_HELD(L, "fill_", in, tt_fill_(t, v));
+    LTT_CALL_HELD(L, "fill_", in, tt_fill_(t, ltt_number(L, 2)));
     lua_settop(L, 1);
     return 1;
 }

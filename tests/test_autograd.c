@@ -679,7 +679,7 @@ static void test_engine(void)
         tt_binary(&sq, TT_OP_MUL, &x, &x);
         tt_reduce(&ls, TT_OP_SUM, &sq, -1, 0);
         int was_on = tt_set_grad_enabled(0);
-        double half = 0.5;
+        tt_number half = tt_num_f(0.5);
         CHECK("in place under no_grad", tt_binary_(&x, TT_OP_MUL, NULL, &half) == TT_OK && tt_get(&x, 0) == 0.5);
         tt_set_grad_enabled(was_on);
         CHECK("stale saved tensor: error", tt_backward(&ls, NULL) == TT_EARG && tt_grad(&x) == NULL);

@@ -325,21 +325,25 @@ static void test_int64_ops(void)
             CHECK("int64 pow, negative exponents included", good);
             tt_tensor_release(&p);
         }
-        /* promotion: int64 / int64, int64 * float32, int64 + 0.5 give float32 */
-        tt_tensor f = make(la % 3, 2, sb), q, m, h, s3;
+        /* promotion: int64 / int64, int64 * float32, int64 + 0.5, int64 * 3.0 (a
+           float, as Python's 3.0) give float32; int64 * the integer 3 stays int64 */
+        tt_tensor f = make(la % 3, 2, sb), q, m, h, s3, f3;
         if (ok(tt_binary(&q, TT_OP_DIV, &a, &b)) && ok(tt_binary(&m, TT_OP_MUL, &a, &f))
-            && ok(tt_binary_scalar(&h, TT_OP_ADD, &a, 0.5, 1)) && ok(tt_binary_scalar(&s3, TT_OP_MUL, &a, 3.0, 0))) {
-            int good = q.dtype == TT_FLOAT32 && m.dtype == TT_FLOAT32 && h.dtype == TT_FLOAT32 && s3.dtype == TT_INT64;
+            && ok(tt_binary_scalar(&h, TT_OP_ADD, &a, 0.5, 1)) && ok(tt_binary_number(&s3, TT_OP_MUL, &a, tt_num_i(3), 0))
+            && ok(tt_binary_scalar(&f3, TT_OP_MUL, &a, 3.0, 0))) {
+            int good = q.dtype == TT_FLOAT32 && m.dtype == TT_FLOAT32 && h.dtype == TT_FLOAT32 && s3.dtype == TT_INT64
+                       && f3.dtype == TT_FLOAT32;
             int64_t idx[3] = {0};
             for (int64_t i = 0; i < tt_numel(&q); i++) {
                 double u = elb(&a, 3, idx), w = elb(&b, 3, idx), x = elb(&f, 3, idx);
                 good &= tt_get(&q, i) == (double)((float)u / (float)w) || (isnan(tt_get(&q, i)) && u == 0 && w == 0);
                 good &= tt_get(&m, i) == (double)((float)u * (float)x);
                 good &= tt_get(&h, i) == (double)(float)(u + 0.5);
-                good &= tt_get_i64(&s3, i) == (int64_t)u * 3;
+                good &= tt_get_i64(&s3, i) == (int64_t)u * 3 && tt_get(&f3, i) == u * 3;
                 next_idx(3, sa, idx);
             }
-            CHECK("int64 promotion: / , * float32, + 0.5 are float32; * 3.0 stays int64", good);
+            CHECK("int64 promotion: / , * float32, + 0.5, * 3.0 are float32; * 3 stays int64", good);
+            tt_tensor_release(&f3);
         }
         tt_tensor_release(&q);
         tt_tensor_release(&m);
@@ -371,7 +375,7 @@ static void test_int64_ops(void)
     int64_t big[2] = {INT64_MAX, INT64_MIN}, one = 2;
     tt_tensor t, w, nb;
     if (ok(tt_from_buffer(&t, TT_INT64, 1, &one, big))) {
-        if (ok(tt_binary_scalar(&w, TT_OP_ADD, &t, 1.0, 0))) {
+        if (ok(tt_binary_number(&w, TT_OP_ADD, &t, tt_num_i(1), 0))) {
             CHECK("int64 + wraps", tt_get_i64(&w, 0) == INT64_MIN && tt_get_i64(&w, 1) == INT64_MIN + 1);
             tt_tensor_release(&w);
         }
@@ -1208,7 +1212,7 @@ static void test_pytorch_names(void)
         double *ref = malloc((size_t)n * sizeof *ref);
         /* where(c, a, b) and where(c, a, -1.5) */
         for (int which = 0; which < 2; which++) {
-            if (!ok(tt_where(&out, &c, &a, 0, which ? NULL : &b, -1.5))) continue;
+            if (!ok(tt_where(&out, &c, &a, tt_num_i(0), which ? NULL : &b, tt_num_f(-1.5)))) continue;
             memset(idx, 0, sizeof idx);
             for (int64_t i = 0; i < n; i++) {
                 ref[i] = el(&c, idx) ? el(&a, idx) : which ? -1.5 : elb(&b, 3, idx);
@@ -1322,7 +1326,7 @@ static void test_pytorch_names(void)
         tt_tensor_release(&c);
     }
     tt_tensor x = rnd(DIMS(2, 3)), out;
-    CHECK("where: a float condition is TT_EARG", tt_where(&out, &x, &x, 0, &x, 0) == TT_EARG
+    CHECK("where: a float condition is TT_EARG", tt_where(&out, &x, &x, tt_num_i(0), &x, tt_num_i(0)) == TT_EARG
           && strstr(tt_errmsg(), "condition must be bool") && out.storage == NULL);
     CHECK("norm: p = 0 is TT_EARG", tt_norm(&out, &x, 0, -1, 0) == TT_EARG && out.storage == NULL);
     CHECK("flatten: end before start is TT_EARG", tt_flatten(&out, &x, 1, 0) == TT_EARG && out.storage == NULL);

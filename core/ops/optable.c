@@ -161,6 +161,14 @@ tt_opkind tt_op_kind(tt_op op)
 
 /* ===== Events ===== */
 
+void tt__event_scalar(tt_event *ev, tt_number s)
+{
+    ev->has_scalar = 1;
+    ev->scalar = s.f;
+    ev->scalar_is_int = s.is_int;
+    ev->scalar_int = s.i;
+}
+
 void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
                     const tt_tensor *a, const tt_tensor *b, const tt_tensor *c)
 {
@@ -176,6 +184,8 @@ void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
     ev->output = out;
     ev->view = ev->has_scalar = ev->scalar_first = 0;
     ev->scalar = 0;
+    ev->scalar_is_int = 0;
+    ev->scalar_int = 0;
     ev->args[0] = ev->note[0] = 0;
     ev->flops = ev->bytes = 0;
     ev->ns = 0;
