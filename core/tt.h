@@ -72,18 +72,34 @@ char *tt_shape_str(const tt_tensor *t, char *buf, size_t n);
    the thread pool (at exit; no tensor or name may be used afterwards). */
 void tt_release_caches(void);
 
+/* A number as a script wrote it: Lua 5.4's integer (exact to 64 bits)
+   or float subtype; f holds the value as a double either way. Ops that
+   take a number keep an integer exact against int64 (PyTorch's wrapped
+   integer scalar); a float with int64 promotes to float32. */
+typedef struct tt_number { double f; int64_t i; int is_int; } tt_number;
+static inline tt_number tt_num_f(double f) { return (tt_number){ f, 0, 0 }; }
+static inline tt_number tt_num_i(int64_t i) { return (tt_number){ (double)i, i, 1 }; }
+
 /* ===== Creation ===== */
 
 /* Uninitialised contiguous tensor. TT_EARG for a negative size or too many
    dims, TT_ENOMEM when the size overflows or passes the memory cap. */
 tt_status tt_empty(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
 tt_status tt_full(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, double value);
+/* The same with an exact integer or a float (int64 from an integer is exact,
+   from a float truncates toward zero). */
+tt_status tt_full_number(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, tt_number value);
 tt_status tt_zeros(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
 tt_status tt_ones(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape);
 /* Contiguous copy of data (float, int64 or one byte per bool, row-major). */
 tt_status tt_from_buffer(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, const void *data);
 /* [a, b) by step (step != 0), float32. */
 tt_status tt_arange(tt_tensor *out, double a, double b, double step);
+/* [a, b) by step (step != 0) counted in integers (exact across the whole
+   int64 range: arange(INT64_MIN, INT64_MIN + 5) has 5 elements), each
+   value a + i*step as dtype dt (float32 rounds it once, int64 is exact);
+   TT_ENOMEM naming the count when it is too many to allocate. */
+tt_status tt_arange_int(tt_tensor *out, tt_dtype dt, int64_t a, int64_t b, int64_t step);
 /* n x m identity, float32. */
 tt_status tt_eye(tt_tensor *out, int64_t n, int64_t m);
 
@@ -163,6 +179,8 @@ typedef enum tt_op {
     /* what a PyTorch user reaches for (issue 30) */
     TT_OP_SIN, TT_OP_COS, TT_OP_ISNAN, TT_OP_WHERE, TT_OP_ANY, TT_OP_ALL, TT_OP_NORM,
     TT_OP_FLATTEN, TT_OP_UNBIND, TT_OP_T, TT_OP_REDUCE, TT_OP_REPEAT,
+    /* the transformer block (issue 24) */
+    TT_OP_ROPE, TT_OP_DROPOUT,
     TT_OP_COUNT
 } tt_op;
 
@@ -184,8 +202,14 @@ tt_opkind tt_op_kind(tt_op op);
    give bool; and, or, xor, not take bool; the others float32. */
 
 tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tensor *b);
-/* a op s, or s op a when scalar_first. */
+/* a op s, or s op a when scalar_first; s a float (int64 a promotes to
+   float32, as PyTorch with a Python float). */
 tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double s, int scalar_first);
+/* The same with s an exact integer or a float: int64 op integer stays
+   int64 for the ops that keep int64 (+ - * ^ maximum minimum, comparisons),
+   wrapping as two's complement; int64 ^ (negative integer) is TT_EARG
+   (PyTorch's "Integers to negative integer powers are not allowed."). */
+tt_status tt_binary_number(tt_tensor *out, tt_op op, const tt_tensor *a, tt_number s, int scalar_first);
 tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a);
 /* Between float32, bool and int64: nonzero -> true, float -> int64
    truncates toward zero (NaN and values out of int64's range give
@@ -198,10 +222,11 @@ tt_status tt_isnan(tt_tensor *out, const tt_tensor *a);
 /* PyTorch's where: a where cond is true, b elsewhere; cond bool, a and b
    of one dtype; all three broadcast together. a (or b) NULL: the number sa
    (sb) as a 0-d tensor of the other's dtype (float32 when both are
-   numbers). Exact (no arithmetic on the values: -0.0, inf and NaN pass as
-   they are). */
-tt_status tt_where(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, double sa,
-                   const tt_tensor *b, double sb);
+   numbers, or when the other is int64 and the number a float: PyTorch's
+   promotion; an integer with int64 stays exact). Exact (no arithmetic on
+   the values: -0.0, inf and NaN pass as they are). */
+tt_status tt_where(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, tt_number sa,
+                   const tt_tensor *b, tt_number sb);
 
 /* ===== Reductions ===== */
 
@@ -220,6 +245,21 @@ tt_status tt_all(tt_tensor *out, const tt_tensor *a, int d, int keepdim);
    for p > 0, max |a| for p = inf; TT_EARG for p <= 0 or NaN, and (as
    max) for an empty input with p = inf. */
 tt_status tt_norm(tt_tensor *out, const tt_tensor *a, double p, int d, int keepdim);
+
+/* Rotary position embedding on x's last dim (even, D), in pairs: the pair
+   i (0 <= i < D/2) of a row at position p turns by the angle p * theta_i,
+   theta_i = base^(-2i/D). interleaved: the pairs are (x0,x1), (x2,x3), ...
+   (RoFormer, Meta's llama, GPT-J); else (x_i, x_{i+D/2}), HF's
+   rotate_half (GPT-NeoX, HF LLaMA). positions (int64 or float32) has a
+   shape that broadcasts to x's without its last dim (e.g. [N] for
+   [..., N, D]). The result is x's shape and names; the gradient flows to x
+   (the opposite rotation), never to positions. TT_ESHAPE for an odd D or
+   positions that do not fit, TT_EARG for dtypes and base <= 0. */
+tt_status tt_rope(tt_tensor *out, const tt_tensor *x, const tt_tensor *positions, double base, int interleaved);
+/* Dropout: each element of x kept with probability 1 - p and scaled by
+   1 / (1 - p), else 0 (p = 1: all 0), from the seeded generator; the
+   backward multiplies by the same mask. 0 <= p <= 1, else TT_EARG. */
+tt_status tt_dropout(tt_tensor *out, const tt_tensor *x, double p);
 /* max/min over d with values and 1-based int64 indices. */
 tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, int d, int keepdim, int is_min);
 
@@ -233,6 +273,8 @@ tt_status tt_softmax(tt_tensor *out, const tt_tensor *a, int d);
 tt_status tt_log_softmax(tt_tensor *out, const tt_tensor *a, int d);
 /* a where mask is false, value where true; mask is bool, broadcast to a. */
 tt_status tt_masked_fill(tt_tensor *out, const tt_tensor *a, const tt_tensor *mask, double value);
+/* The same with an exact integer or a float as the value (cast to a's dtype). */
+tt_status tt_masked_fill_number(tt_tensor *out, const tt_tensor *a, const tt_tensor *mask, tt_number value);
 
 /* In-place ops (ops/inplace.c): a is written through its strides (a view
    writes into its base) and its storage's version goes up, so a backward
@@ -243,9 +285,9 @@ tt_status tt_masked_fill(tt_tensor *out, const tt_tensor *a, const tt_tensor *ma
    mode on (in-place ops are not recorded), when a is an expand (elements
    sharing memory), when the result's dtype cannot be a's; TT_ESHAPE when
    the broadcast result is not a's shape. Each emits one event. */
-tt_status tt_binary_(tt_tensor *a, tt_op op, const tt_tensor *b, const double *s);
-tt_status tt_masked_fill_(tt_tensor *a, const tt_tensor *mask, double value);
-tt_status tt_fill_(tt_tensor *a, double value);
+tt_status tt_binary_(tt_tensor *a, tt_op op, const tt_tensor *b, const tt_number *s);
+tt_status tt_masked_fill_(tt_tensor *a, const tt_tensor *mask, tt_number value);
+tt_status tt_fill_(tt_tensor *a, tt_number value);
 tt_status tt_zero_(tt_tensor *a);
 tt_status tt_copy_(tt_tensor *a, const tt_tensor *src);
 /* Keep j - i <= k (tril) or j - i >= k (triu) on the last two dims. */
@@ -292,6 +334,23 @@ tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b);
 tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
                   const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
                   int64_t *empty_rows);
+/* tt_sdpa with all its options (zeros: none; scale NaN: 1/sqrt(Dh)).
+   bias: float32 broadcast to the scores [..., Hq, Nq, Nk], added after the
+   scale (its gradient is summed over the dims it broadcasts); alibi: minus
+   Press et al.'s head slope times |i + Nk - Nq - j| (not with bias);
+   window W >= 1: query i sees keys (i + Nk - Nq - W, i + Nk - Nq] (it
+   implies causal), and sinks S >= 0 the first S keys besides; dropout p in
+   [0, 1): each weight kept with probability 1 - p and scaled by 1/(1 - p),
+   seeded by tt_manual_seed, the same draws in the backward. */
+typedef struct tt_sdpa_opts {
+    const tt_tensor *mask, *bias;
+    int causal, alibi;
+    double scale;
+    int64_t window, sinks;
+    double dropout;
+} tt_sdpa_opts;
+tt_status tt_sdpa_ex(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
+                     const tt_tensor *v, const tt_sdpa_opts *opts, int64_t *empty_rows);
 
 /* einops (pattern.c). rearrange: a seen through a pattern such as
    "b s (h d) -> b h s d" with sizes given by name (nsizes pairs); a view when
@@ -468,6 +527,8 @@ typedef struct tt_event {
     int view;                        /* output shares an input's storage */
     int has_scalar, scalar_first;    /* binary op with a Lua number */
     double scalar;
+    int scalar_is_int;               /* the number was an integer: scalar_int exactly */
+    int64_t scalar_int;
     char args[64];                   /* op arguments as the user wrote them, 1-based: "dim=4" */
     char note[160];                  /* a warning for this event ("2 rows fully masked") */
     double flops;

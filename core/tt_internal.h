@@ -53,6 +53,12 @@ static inline int64_t tt__f64_to_i64(double v)
     return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
 }
 
+/* A number as each dtype takes it, an integer straight from its 64 bits
+   (never through double, which rounds above 2^53). */
+static inline int64_t tt__num_i64(tt_number v) { return v.is_int ? v.i : tt__f64_to_i64(v.f); }
+static inline float tt__num_f32(tt_number v) { return v.is_int ? (float)v.i : (float)v.f; }
+static inline uint8_t tt__num_bool(tt_number v) { return v.is_int ? v.i != 0 : v.f != 0.0; }
+
 /* ===== Untraced views (tensor/view.c) =====
    Each checks its arguments (`op` names the op in the message), fills *out
    (a view, or a copy where said) and emits nothing: core/ops/view.c wraps
@@ -133,8 +139,10 @@ typedef struct tt__agargs {
                                    repeat_interleave: repeats in len */
     int perm[TT_MAX_DIMS];
     int causal, weights;        /* sdpa: causal; the node of its weights output */
+    struct { int64_t window, sinks; int alibi; double dropout; uint64_t seed; } sdpa;   /* sdpa's options */
     int64_t blocks[TT_MAX_DIMS]; /* rearrange: the input as its d blocks, permuted by perm */
     const char *spec;           /* einsum: its spec (interned) */
+    int interleaved, inverse;   /* rope: the pair layout and direction (base in s) */
 } tt__agargs;
 
 #define TT__AG_IN 3             /* inputs of an op recorded by tt__record (masked_fill's mask included) */
@@ -142,10 +150,10 @@ enum { TT__SAVE_A = 1, TT__SAVE_B = 2, TT__SAVE_OUT = 4, TT__SAVE_C = 8,
        TT__SAVE_LIST = 16,      /* every input, in the node's operands[] */
        TT__SAVE_EXTRA = 32 };   /* saved[4] and saved[5], which the op's front-end fills */
 /* saved[]: a, b, out, c (those the op's row asks for), then two an op's
-   front-end fills itself (sdpa: the log-sum-exp and the mask). A node has
+   front-end fills itself (sdpa: the log-sum-exp, the mask and the bias). A node has
    the slots up to the last its row asks for (n->nsaved), no more: a node
    is made per recorded op, and a view's node saves nothing. */
-#define TT__AG_SAVED 6
+#define TT__AG_SAVED 7
 
 /* A node's input: its node, or its leaf's record to accumulate into (both
    NULL: it needs no gradient), and its shape. shape and names point into
@@ -231,6 +239,11 @@ tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_ten
 
 /* The backward of each op that has one (ops/autograd.c), named in its row. */
 tt_status tt__bw_add(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_rope(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_dropout(const tt__node *, const tt_tensor *, tt_tensor *);
+/* rope turning the other way (inverse): rope's backward */
+tt_status tt__rope(tt_tensor *out, const tt_tensor *x, const tt_tensor *positions, double base, int interleaved,
+                   int inverse);
 tt_status tt__bw_tri(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_cat(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_max(const tt__node *, const tt_tensor *, tt_tensor *);
@@ -328,6 +341,8 @@ const tt__opdef *tt__op_def(tt_op op);
    written. */
 void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
                     const tt_tensor *a, const tt_tensor *b, const tt_tensor *c);
+/* The event's number (has_scalar), an integer kept exact for the trace. */
+void tt__event_scalar(tt_event *ev, tt_number s);
 
 /* How many subscribers read the text fields (args, note) of events. Ops
    write them only when one does (tt__tracing): for a tiny view the

@@ -169,6 +169,11 @@ int ltt_tointeger(lua_State *L, int idx, int64_t *v)
     return ok;
 }
 
+tt_number ltt_number(lua_State *L, int idx)
+{
+    return lua_isinteger(L, idx) ? tt_num_i((int64_t)lua_tointeger(L, idx)) : tt_num_f((double)lua_tonumber(L, idx));
+}
+
 /* A string argument (or option) that must not hold a NUL byte: C would
    read only its first part, and a name, label or pattern cut short in
    silence is worse than an error. */

@@ -99,6 +99,10 @@ static inline void ltt_unhold(lua_State *L, int n, tt_tensor *const *in, tt_stat
 /* The integer value of the number at idx, as math.tointeger gives it (2.0
    is one, 1.5 and strings are not): 1 and *v set, or 0. */
 int ltt_tointeger(lua_State *L, int idx, int64_t *v);
+/* The number at idx with its subtype: a Lua integer stays an exact
+   integer (math.maxinteger included), a float is a float (2.0 too, as
+   Python's 2.0 for PyTorch). */
+tt_number ltt_number(lua_State *L, int idx);
 /* A string argument that must not hold a NUL byte; `what` names it in
    the error. */
 const char *ltt_checkcstring(lua_State *L, int idx, const char *op, const char *what);

@@ -140,13 +140,11 @@ static void nested_fill(lua_State *L, int idx, int depth, const nested *nt, tt_d
             if (lua_isinteger(L, idx)) iv = lua_tointeger(L, idx);
             else if (fabs(v) < 9223372036854775808.0) iv = (lua_Integer)v;   /* truncates, as PyTorch */
             else iv = LUA_MININTEGER;
-            if (iv > INT64_C(9007199254740992) || iv < -INT64_C(9007199254740992) || isnan(v)) {
-                char vb[64];
-                if (lua_isinteger(L, idx)) snprintf(vb, sizeof vb, "%lld", (long long)iv);
-                else snprintf(vb, sizeof vb, "%.17g", v);
-                ltt_error(L, "tensor: %s is %s, beyond the int64 values a Lua number holds exactly (|v| <= 2^53)",
-                          path, vb);
-            }
+            /* an integer is exact to 64 bits; a float past 2^53 has lost its low digits already */
+            if (!lua_isinteger(L, idx) && (fabs(v) > 9007199254740992.0 || isnan(v)))
+                ltt_error(L, "tensor: %s is the float %.17g, beyond 2^53 where a float no longer holds every "
+                          "integer; hint: write it as a Lua integer (9007199254740993, not 2^53 + 1: ^ gives a float)",
+                          path, v);
             ((int64_t *)buf)[*pos] = iv;
         } else if (dt == TT_BOOL) ((uint8_t *)buf)[*pos] = v != 0.0;
         else ((float *)buf)[*pos] = (float)v;
@@ -257,39 +255,62 @@ static int ltt_randint(lua_State *L)
     return 1;
 }
 
+/* tt.full(sizes..., value [, dtype]) or tt.full({sizes}, value [, dtype]) */
 static int ltt_full(lua_State *L)
 {
     int64_t shape[TT_MAX_DIMS];
     int top = lua_gettop(L);
+    tt_dtype dt = TT_FLOAT32;
+    if (top >= 2 && lua_type(L, top) == LUA_TSTRING) {
+        dt = optdtype(L, top, "full");
+        lua_settop(L, --top);
+    }
     int ndim;
-    double v;
+    tt_number v;
     if (lua_istable(L, 1)) {
         ndim = checkshape(L, 1, shape, "full", NULL);
-        v = luaL_checknumber(L, 2);
+        luaL_checknumber(L, 2);
+        v = ltt_number(L, 2);
     } else {
         if (top < 1 || lua_type(L, top) != LUA_TNUMBER)
             return ltt_error(L, "full: expects sizes then a value: tt.full(2, 3, 0.5) or tt.full({2, 3}, 0.5)");
-        v = lua_tonumber(L, top);
+        v = ltt_number(L, top);
         lua_settop(L, top - 1);
         ndim = checkshape(L, 1, shape, "full", NULL);
     }
     check_sizes(L, ndim, shape, "full");
     tt_tensor *t = ltt_newtensor(L);
-    ltt_check(L, tt_full(t, TT_FLOAT32, ndim, shape, v));
+    ltt_check(L, tt_full_number(t, dt, ndim, shape, v));
     return 1;
 }
 
+/* tt.arange(n [, dtype]), tt.arange(a, b [, step] [, dtype]): Lua
+   integers count in integers (exact to the ends of the int64 range),
+   any float in doubles (float32 only) */
 static int ltt_arange(lua_State *L)
 {
-    double a = 0, b, step = 1;
-    if (lua_isnoneornil(L, 2)) b = luaL_checknumber(L, 1);
-    else {
-        a = luaL_checknumber(L, 1);
-        b = luaL_checknumber(L, 2);
-        step = luaL_optnumber(L, 3, 1);
+    int top = lua_gettop(L);
+    tt_dtype dt = TT_FLOAT32;
+    if (top >= 2 && lua_type(L, top) == LUA_TSTRING) {
+        dt = optdtype(L, top, "arange");
+        lua_settop(L, --top);
     }
+    int nb = lua_isnoneornil(L, 2) ? 1 : lua_isnoneornil(L, 3) ? 2 : 3;
+    for (int i = 1; i <= nb; i++) luaL_checknumber(L, i);
+    int ints = 1;
+    for (int i = 1; i <= nb; i++) ints &= lua_isinteger(L, i);
     tt_tensor *t = ltt_newtensor(L);
-    ltt_check(L, tt_arange(t, a, b, step));
+    if (ints) {
+        int64_t a = nb == 1 ? 0 : lua_tointeger(L, 1), b = lua_tointeger(L, nb == 1 ? 1 : 2);
+        ltt_check(L, tt_arange_int(t, dt, a, b, nb == 3 ? lua_tointeger(L, 3) : 1));
+        return 1;
+    }
+    if (dt != TT_FLOAT32)
+        return ltt_error(L, "arange: %s counts from integer bounds and step; got a float among them (%s); "
+                         "hint: math.tointeger(x), or tt.arange(...):long()", tt_dtype_name(dt),
+                         lua_tostring(L, !lua_isinteger(L, 1) ? 1 : !lua_isinteger(L, 2) ? 2 : 3));
+    double a = nb == 1 ? 0 : lua_tonumber(L, 1), b = lua_tonumber(L, nb == 1 ? 1 : 2);
+    ltt_check(L, tt_arange(t, a, b, nb == 3 ? lua_tonumber(L, 3) : 1));
     return 1;
 }
 
@@ -836,7 +857,43 @@ static int ltt_where(lua_State *L)
         if (!ab[i] && lua_type(L, i + 2) != LUA_TNUMBER)
             return ltt_error(L, "where: argument %d must be a tensor or a number, got %s", i + 2, luaL_typename(L, i + 2));
     tt_tensor *out = ltt_newtensor(L), *in[] = {cond, ab[0], ab[1]};
-    LTT_CALL_HELD(L, "where", in, tt_where(out, cond, ab[0], lua_tonumber(L, 2), ab[1], lua_tonumber(L, 3)));
+    LTT_CALL_HELD(L, "where", in, tt_where(out, cond, ab[0], ltt_number(L, 2), ab[1], ltt_number(L, 3)));
+    return 1;
+}
+
+/* tt.rope(x, positions [, {interleaved = false, base = 10000}]):
+   rotary position embedding; interleaved = false is HF's rotate_half */
+static int ltt_rope(lua_State *L)
+{
+    tt_tensor *x = ltt_checktensor(L, 1);
+    if (!ltt_testtensor(L, 2))
+        return ltt_error(L, "rope: positions must be a tensor (int64 or float32), got a %s; hint: tt.arange(N)",
+                         luaL_typename(L, 2));
+    tt_tensor *pos = ltt_checktensor(L, 2);
+    static const char *const known[] = {"interleaved", "base", NULL};
+    ltt_check_opts(L, 3, "rope", known);
+    int opts = lua_istable(L, 3) ? 3 : 0;
+    int interleaved = ltt_optflag(L, opts, "rope", "interleaved", 0);
+    double base = ltt_optnumber(L, opts, "rope", "base", 10000);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {x, pos};
+    LTT_CALL_HELD(L, "rope", in, tt_rope(out, x, pos, base, interleaved));
+    return 1;
+}
+
+/* tt.dropout(x, p [, train]): PyTorch's F.dropout; train false (default
+   true) gives x itself */
+static int ltt_dropout(lua_State *L)
+{
+    tt_tensor *x = ltt_checktensor(L, 1);
+    double p = luaL_checknumber(L, 2);
+    int train = lua_isnoneornil(L, 3) ? 1 : (luaL_checktype(L, 3, LUA_TBOOLEAN), lua_toboolean(L, 3));
+    if (!train) {
+        if (!(p >= 0 && p <= 1)) return ltt_error(L, "dropout: p must be a probability in [0, 1], got %g", p);
+        lua_settop(L, 1);
+        return 1;
+    }
+    tt_tensor *out = ltt_newtensor(L), *in[] = {x};
+    LTT_CALL_HELD(L, "dropout", in, tt_dropout(out, x, p));
     return 1;
 }
 
@@ -872,7 +929,7 @@ static int binop(lua_State *L)
                           a ? luaL_typename(L, 2) : tt_shape_str(b, shp, sizeof shp));
     }
     tt_tensor *out = ltt_newtensor(L), *in[] = {a ? a : b};
-    LTT_CALL_HELD(L, name, in, tt_binary_scalar(out, op, a ? a : b, lua_tonumber(L, si), ti == 2));
+    LTT_CALL_HELD(L, name, in, tt_binary_number(out, op, a ? a : b, ltt_number(L, si), ti == 2));
     return 1;
 }
 
@@ -984,9 +1041,9 @@ static int t_masked_fill(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *m = ltt_checktensor(L, 2);
-    double v = luaL_checknumber(L, 3);
+    luaL_checknumber(L, 3);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t, m};
-    LTT_CALL_HELD(L, "masked_fill", in, tt_masked_fill(out, t, m, v));
+    LTT_CALL_HELD(L, "masked_fill", in, tt_masked_fill_number(out, t, m, ltt_number(L, 3)));
     return 1;
 }
 
@@ -999,7 +1056,7 @@ static int inplace_binary(lua_State *L, tt_op op, const char *name)
     tt_tensor *b = opttensor(L, 2, name);
     if (!b && lua_type(L, 2) != LUA_TNUMBER)
         return ltt_error(L, "%s: expects a tensor or a number, got %s", name, luaL_typename(L, 2));
-    double s = b ? 0 : lua_tonumber(L, 2);
+    tt_number s = b ? tt_num_i(0) : ltt_number(L, 2);
     tt_tensor *in[] = {t, b ? b : t};
     LTT_CALL_HELD(L, name, in, tt_binary_(t, op, b, b ? NULL : &s));
     lua_settop(L, 1);
@@ -1015,9 +1072,9 @@ static int t_masked_fill_(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *m = ltt_checktensor(L, 2);
-    double v = luaL_checknumber(L, 3);
+    luaL_checknumber(L, 3);
     tt_tensor *in[] = {t, m};
-    LTT_CALL_HELD(L, "masked_fill_", in, tt_masked_fill_(t, m, v));
+    LTT_CALL_HELD(L, "masked_fill_", in, tt_masked_fill_(t, m, ltt_number(L, 3)));
     lua_settop(L, 1);
     return 1;
 }
@@ -1025,9 +1082,9 @@ static int t_masked_fill_(lua_State *L)
 static int t_fill_(lua_State *L)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
-    double v = luaL_checknumber(L, 2);
+    luaL_checknumber(L, 2);
     tt_tensor *in[] = {t};
-    LTT_CALL_HELD(L, "fill_", in, tt_fill_(t, v));
+    LTT_CALL_HELD(L, "fill_", in, tt_fill_(t, ltt_number(L, 2)));
     lua_settop(L, 1);
     return 1;
 }
@@ -1148,42 +1205,83 @@ static int joinop(lua_State *L, int is_stack)
 static int ltt_cat(lua_State *L) { return joinop(L, 0); }
 static int ltt_stack(lua_State *L) { return joinop(L, 1); }
 
+/* opts.name as a whole number >= lo (0 when absent): window and sinks. */
+static int64_t sdpa_optcount(lua_State *L, const char *name, lua_Integer lo, const char *what)
+{
+    lua_getfield(L, 4, name);
+    if (lua_isnil(L, -1)) { lua_pop(L, 1); return 0; }
+    int64_t n = 0;
+    if (!ltt_tointeger(L, -1, &n)) {
+        if (lua_type(L, -1) == LUA_TNUMBER)
+            return ltt_error(L, "sdpa: %s must be a whole number (%s), got %s", name, what, lua_tostring(L, -1));
+        return ltt_error(L, "sdpa: %s must be a whole number (%s), got %s", name, what, luaL_typename(L, -1));
+    }
+    if (n < lo)
+        return ltt_error(L, "sdpa: %s must be at least %lld (%s), got %lld", name, (long long)lo, what, (long long)n);
+    lua_pop(L, 1);
+    return n;
+}
+
+/* A tensor option at stack index idx (nil: none) */
+static tt_tensor *sdpa_opttensor(lua_State *L, int idx, const char *name, const char *what)
+{
+    if (lua_isnil(L, idx)) return NULL;
+    tt_tensor *t = ltt_testtensor(L, idx);
+    if (t == NULL) ltt_error(L, "sdpa: %s must be a %s tensor, got %s", name, what, luaL_typename(L, idx));
+    else if (t->storage == NULL) ltt_error(L, "sdpa: the %s tensor was closed", name);
+    return t;   /* ltt_error does not return */
+}
+
 /* The options are read before the tensors are checked: an options table
    may run a script's code (its __index), which may close a tensor. */
 static int ltt_sdpa(lua_State *L)
 {
-    static const char *const known[] = {"causal", "mask", "scale", "weights", NULL};
+    static const char *const known[] = {"causal", "mask", "scale", "weights", "bias", "alibi", "window",
+                                        "sinks", "dropout", NULL};
     lua_settop(L, 4);
     ltt_check_opts(L, 4, "sdpa", known);
-    int causal = 0, want_w = 0;
-    double scale = NAN;                 /* NaN: the default 1/sqrt(Dh) */
+    tt_sdpa_opts o = { NULL, NULL, 0, 0, NAN, 0, 0, 0.0 };   /* scale NaN: the default 1/sqrt(Dh) */
+    int want_w = 0;
     if (lua_istable(L, 4)) {
-        causal = ltt_optflag(L, 4, "sdpa", "causal", 0);
+        o.causal = ltt_optflag(L, 4, "sdpa", "causal", 0);
         want_w = ltt_optflag(L, 4, "sdpa", "weights", 0);
+        o.alibi = ltt_optflag(L, 4, "sdpa", "alibi", 0);
+        o.window = sdpa_optcount(L, "window", 1, "the keys each query sees");
+        o.sinks = sdpa_optcount(L, "sinks", 0, "the first keys kept beside the window");
+        o.dropout = ltt_optnumber(L, 4, "sdpa", "dropout", 0.0);
+        if (!(o.dropout >= 0.0 && o.dropout < 1.0))
+            return ltt_error(L, "sdpa: dropout must be in [0, 1) (the probability of zeroing a weight), got %g%s",
+                             o.dropout, o.dropout == 1.0 ? "; hint: p = 1 would drop every weight" : "");
         lua_getfield(L, 4, "scale");
         if (!lua_isnil(L, -1)) {
             if (lua_type(L, -1) != LUA_TNUMBER) return ltt_error(L, "sdpa: scale must be a number, got %s", luaL_typename(L, -1));
-            scale = lua_tonumber(L, -1);
-            if (isnan(scale)) return ltt_error(L, "sdpa: scale must be a finite number, got nan");
-            if (isinf(scale)) return ltt_error(L, "sdpa: scale must be a finite number, got %sinf", scale < 0 ? "-" : "");
+            o.scale = lua_tonumber(L, -1);
+            if (isnan(o.scale)) return ltt_error(L, "sdpa: scale must be a finite number, got nan");
+            if (isinf(o.scale)) return ltt_error(L, "sdpa: scale must be a finite number, got %sinf", o.scale < 0 ? "-" : "");
         }
         lua_getfield(L, 4, "mask");     /* index 6: stays on the stack while we use it */
+        lua_getfield(L, 4, "bias");     /* index 7 */
     } else {
         lua_pushnil(L);
         lua_pushnil(L);
+        lua_pushnil(L);
     }
-    tt_tensor *mask = NULL;
-    if (!lua_isnil(L, 6)) {
-        mask = ltt_testtensor(L, 6);
-        if (mask == NULL) return ltt_error(L, "sdpa: mask must be a bool tensor, got %s", luaL_typename(L, 6));
-        if (mask->storage == NULL) return ltt_error(L, "sdpa: the mask tensor was closed");
-    }
+    if (o.sinks > 0 && o.window == 0)
+        return ltt_error(L, "sdpa: sinks = %lld needs a window (the sinks are the first keys kept beside it); "
+                         "hint: {window = W, sinks = %lld}", (long long)o.sinks, (long long)o.sinks);
+    tt_tensor *mask = sdpa_opttensor(L, 6, "mask", "bool");
+    tt_tensor *bias = sdpa_opttensor(L, 7, "bias", "float");
+    if (o.alibi && bias)
+        return ltt_error(L, "sdpa: alibi and bias both given; hint: alibi = true is a bias the kernel computes: "
+                         "add your own terms to an explicit bias instead");
+    o.mask = mask;
+    o.bias = bias;
     tt_tensor *q = ltt_checktensor(L, 1), *k = ltt_checktensor(L, 2), *v = ltt_checktensor(L, 3);
     tt_tensor *out = ltt_newtensor(L);
     tt_tensor *w = want_w ? ltt_newtensor(L) : NULL;
     int64_t empty = 0;
-    tt_tensor *in[] = {q, k, v, mask};
-    LTT_CALL_HELD(L, "sdpa", in, tt_sdpa(out, w, q, k, v, mask, causal, scale, &empty));
+    tt_tensor *in[] = {q, k, v, mask, bias};
+    LTT_CALL_HELD(L, "sdpa", in, tt_sdpa_ex(out, w, q, k, v, &o, &empty));
     return want_w ? 2 : 1;
 }
 
@@ -1680,7 +1778,7 @@ static const luaL_Reg ttlib[] = {
     {"rearrange", ltt_rearrange}, {"einsum", ltt_einsum},
     {"allclose", ltt_allclose}, {"assert_close", ltt_assert_close}, {"clock", ltt_clock},
     {"isatty", ltt_isatty}, {"softmax", t_softmax}, {"log_softmax", t_log_softmax},
-    {"where", ltt_where}, {"reduce", ltt_reduce}, {"repeat", ltt_repeat}, {"einrepeat", ltt_repeat},
+    {"where", ltt_where}, {"rope", ltt_rope}, {"dropout", ltt_dropout}, {"reduce", ltt_reduce}, {"repeat", ltt_repeat}, {"einrepeat", ltt_repeat},
     {NULL, NULL}
 };
 

@@ -1,8 +1,10 @@
 /*
 ** test_sdpa_backward.c — the fused attention backward (tk_sdpa_backward and
-** its reference) against the explicit formula computed here in float64 with
-** whole Nq x Nk matrices, itself checked by finite differences; on every
-** SIMD path this CPU can run, and 1 vs 2 vs 3 threads bit for bit.
+** its reference) and forward, with and without the options (bias, ALiBi,
+** window, sinks, dropout), against the explicit formula computed here in
+** float64 with whole Nq x Nk matrices, itself checked by finite
+** differences; on every SIMD path this CPU can run, and 1 vs 2 vs 3
+** threads bit for bit.
 */
 #include <math.h>
 #include <stdint.h>
@@ -55,12 +57,19 @@ static float *gather(const float *x, int64_t B, int64_t H, int64_t N, int64_t D,
     return y;
 }
 
+/* The options of the case run now (set before prob_make). bias: none,
+   [B, Hq, Nq, Nk], [Hq, Nq, Nk] (over the batch) or [Nk] (over all but
+   keys). */
+enum { BI_NONE, BI_FULL, BI_HEADS, BI_KEYS };
+static struct { int bias, alibi; int64_t window, sinks; float dropout; } opt;
+
 /* The problem: float inputs in the kernel's argument block, plus dO. */
 typedef struct prob {
     tk_sdpa_bwd_args a;
     float *q, *k, *v, *out, *dout, *lse;
     float *dout_s;              /* layout 1: dout as the kernel reads it, padded rows */
     uint8_t *mask;
+    float *bias;
 } prob;
 
 static float *frand(int64_t n, double amp)
@@ -122,6 +131,21 @@ static void prob_make(prob *p, const tcase *c)
         a->ms_q = Nk; a->ms_k = 1;
     }
     a->mask = p->mask;
+    tk_sdpa_opts *o = &a->o;
+    if (opt.bias != BI_NONE) {
+        int64_t n = opt.bias == BI_FULL ? c->B * c->Hq * Nq * Nk : opt.bias == BI_HEADS ? c->Hq * Nq * Nk : Nk;
+        p->bias = frand(n, 1.5);
+        o->bias = p->bias;
+        o->bs_k = 1;
+        if (opt.bias != BI_KEYS) { o->bs_q = Nk; o->bs_h = Nq * Nk; }
+        if (opt.bias == BI_FULL) o->bs_b = c->Hq * Nq * Nk;
+    }
+    o->alibi = opt.alibi;
+    o->window = opt.window;
+    o->sinks = opt.sinks;
+    o->dropout = opt.dropout;
+    o->seed = 0x5eed0000u + (uint64_t)Nq;
+    if (o->window > 0) a->causal = 1;    /* as the front-end sets it */
 
     p->out = malloc((size_t)(c->B * c->Hq * Nq * c->Dv) * sizeof(float));
     p->lse = malloc((size_t)(c->B * c->Hq * Nq) * sizeof(float));
@@ -131,7 +155,7 @@ static void prob_make(prob *p, const tcase *c)
         a->k, a->ks_b, a->ks_h, a->ks_n, a->ks_d,
         a->v, a->vs_b, a->vs_h, a->vs_n, a->vs_d,
         a->mask, a->ms_b, a->ms_h, a->ms_q, a->ms_k,
-        a->causal, a->scale, p->out, NULL, p->lse,
+        a->causal, a->scale, p->out, NULL, p->lse, a->o,
     };
     tk_sdpa(&f);
     a->out = p->out; a->lse = p->lse;
@@ -157,22 +181,47 @@ static void prob_make(prob *p, const tcase *c)
 static void prob_free(prob *p)
 {
     free(p->q); free(p->k); free(p->v); free(p->out); free(p->dout); free(p->lse); free(p->mask);
-    free(p->dout_s);
+    free(p->dout_s); free(p->bias);
 }
 
 /* ===== The explicit formula, float64 ===== */
 
-/* From double copies of q, k, v (the strides of a) and dO: S, P, O, dP, dS
-   as whole matrices per head, then the gradients (contiguous, dk and dv
-   summed over each group). loss (if not NULL) gets sum(dO∘O). Also the
-   visibility of each row (vis[row] = 0: no visible key). */
-static void explicit_bwd(const tk_sdpa_bwd_args *a, const double *q, const double *k, const double *v,
-                         const double *dO, double *dq, double *dk, double *dv, double *loss,
-                         char *vis)
+/* ALiBi's slopes as the paper's code lists them: get_slopes(n) for n a
+   power of two is 2^(-8/n) raised to 1, 2, ..., n; else the slopes of the
+   largest power of two below, then get_slopes(2n)[0::2] for the rest. */
+static double alibi_slope(int64_t h, int64_t H)
 {
+    int64_t n = 1;
+    while (n * 2 <= H) n *= 2;
+    if (h < n) return pow(pow(2.0, -8.0 / (double)n), (double)(h + 1));
+    return pow(pow(2.0, -8.0 / (double)(2 * n)), (double)(2 * (h - n) + 1));
+}
+
+/* Dropout's draw as the kernels define it: splitmix64 of seed + (n + 1)
+   golden steps, its top 24 bits over 2^24. */
+static double drop_draw(uint64_t seed, uint64_t n)
+{
+    uint64_t z = seed + (n + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (double)((z ^ (z >> 31)) >> 40) / 16777216.0;
+}
+
+/* From double copies of q, k, v (the strides of a), the bias and dO: S, P,
+   O, dP, dS as whole matrices per head, then the gradients (contiguous,
+   dk and dv summed over each group; dbias, if not NULL, per score). loss
+   (if not NULL) gets sum(dO∘O); O (if not NULL) the output. Also the
+   visibility of each row (vis[row] = 0: no visible key). */
+static void explicit_fwd_bwd(const tk_sdpa_bwd_args *a, const double *q, const double *k, const double *v,
+                             const double *bias, const double *dO, double *dq, double *dk, double *dv,
+                             double *dbias, double *Oall, double *Wall, double *loss, char *vis)
+{
+    const tk_sdpa_opts *o = &a->o;
+    double kept = o->dropout > 0 ? 1.0 / (1.0 - (double)o->dropout) : 1.0;
     int64_t Nq = a->Nq, Nk = a->Nk, Dh = a->Dh, Dv = a->Dv, G = a->Hq / a->Hkv;
     double *S = malloc((size_t)(Nq * Nk) * sizeof(double)), *P = malloc((size_t)(Nq * Nk) * sizeof(double));
     double *dP = malloc((size_t)(Nq * Nk) * sizeof(double)), *O = malloc((size_t)(Nq * Dv) * sizeof(double));
+    double *Z = malloc((size_t)(Nq * Nk) * sizeof(double));
     memset(dk, 0, (size_t)(a->B * a->Hkv * Nk * Dh) * sizeof(double));
     memset(dv, 0, (size_t)(a->B * a->Hkv * Nk * Dv) * sizeof(double));
     if (loss) *loss = 0.0;
@@ -184,40 +233,55 @@ static void explicit_bwd(const tk_sdpa_bwd_args *a, const double *q, const doubl
             const double *g = dO + (b * a->Hq + h) * Nq * Dv;
             double *gq = dq + (b * a->Hq + h) * Nq * Dh;
             double *gk = dk + (b * a->Hkv + hk) * Nk * Dh, *gv = dv + (b * a->Hkv + hk) * Nk * Dv;
+            int64_t row0 = (b * a->Hq + h) * Nq;
             for (int64_t i = 0; i < Nq; i++) {          /* S and P = softmax over the visible */
                 double m = -DINF, sum = 0.0;
+                int64_t pos = i + Nk - Nq;              /* the query's position among the keys */
                 for (int64_t j = 0; j < Nk; j++) {
-                    int see = !a->causal || j <= i + Nk - Nq;
+                    int see = !a->causal || j <= pos;
+                    if (o->window > 0) see = see && j <= pos && (pos - j < o->window || j < o->sinks);
                     if (see && a->mask) see = a->mask[b * a->ms_b + h * a->ms_h + i * a->ms_q + j * a->ms_k];
                     double d = 0.0;
                     for (int64_t e = 0; e < Dh; e++) d += Q[i * a->qs_n + e * a->qs_d] * K[j * a->ks_n + e * a->ks_d];
-                    S[i * Nk + j] = see ? d * (double)a->scale : -DINF;
+                    d *= (double)a->scale;
+                    if (bias) d += bias[b * o->bs_b + h * o->bs_h + i * o->bs_q + j * o->bs_k];
+                    if (o->alibi) d -= alibi_slope(h, a->Hq) * fabs((double)(pos - j));
+                    S[i * Nk + j] = see ? d : -DINF;
                     if (S[i * Nk + j] > m) m = S[i * Nk + j];
+                    Z[i * Nk + j] = o->dropout > 0 && drop_draw(o->seed, (uint64_t)((row0 + i) * Nk + j)) < (double)o->dropout
+                                    ? 0.0 : kept;
                 }
                 vis[(b * a->Hq + h) * Nq + i] = m > -DINF;
                 for (int64_t j = 0; j < Nk; j++) {
                     P[i * Nk + j] = m > -DINF ? exp(S[i * Nk + j] - m) : 0.0;
                     sum += P[i * Nk + j];
                 }
-                for (int64_t j = 0; j < Nk; j++) if (sum > 0) P[i * Nk + j] /= sum;
+                for (int64_t j = 0; j < Nk; j++) {
+                    if (sum > 0) P[i * Nk + j] /= sum;
+                    if (Wall) Wall[(row0 + i) * Nk + j] = P[i * Nk + j] * Z[i * Nk + j];
+                }
             }
-            for (int64_t i = 0; i < Nq; i++)             /* O = P V; dP = dO Vᵀ */
+            for (int64_t i = 0; i < Nq; i++)             /* O = (P∘Z) V; dP = (dO Vᵀ)∘Z */
                 for (int64_t e = 0; e < Dv; e++) {
-                    double o = 0.0;
-                    for (int64_t j = 0; j < Nk; j++) o += P[i * Nk + j] * V[j * a->vs_n + e * a->vs_d];
-                    O[i * Dv + e] = o;
-                    if (loss) *loss += g[i * Dv + e] * o;
+                    double x = 0.0;
+                    for (int64_t j = 0; j < Nk; j++) x += P[i * Nk + j] * Z[i * Nk + j] * V[j * a->vs_n + e * a->vs_d];
+                    O[i * Dv + e] = x;
+                    if (Oall) Oall[(row0 + i) * Dv + e] = x;
+                    if (loss) *loss += g[i * Dv + e] * x;
                 }
             for (int64_t i = 0; i < Nq; i++)
                 for (int64_t j = 0; j < Nk; j++) {
                     double d = 0.0;
                     for (int64_t e = 0; e < Dv; e++) d += g[i * Dv + e] * V[j * a->vs_n + e * a->vs_d];
-                    dP[i * Nk + j] = d;
+                    dP[i * Nk + j] = d * Z[i * Nk + j];
                 }
             for (int64_t i = 0; i < Nq; i++) {           /* dS = P∘(dP - rowsum(dO∘O)), in dP */
                 double D = 0.0;
                 for (int64_t e = 0; e < Dv; e++) D += g[i * Dv + e] * O[i * Dv + e];
-                for (int64_t j = 0; j < Nk; j++) dP[i * Nk + j] = P[i * Nk + j] * (dP[i * Nk + j] - D);
+                for (int64_t j = 0; j < Nk; j++) {
+                    dP[i * Nk + j] = P[i * Nk + j] * (dP[i * Nk + j] - D);
+                    if (dbias) dbias[(row0 + i) * Nk + j] = dP[i * Nk + j];
+                }
             }
             for (int64_t i = 0; i < Nq; i++)             /* dQ = scale dS K */
                 for (int64_t e = 0; e < Dh; e++) {
@@ -233,13 +297,14 @@ static void explicit_bwd(const tk_sdpa_bwd_args *a, const double *q, const doubl
                 }
                 for (int64_t e = 0; e < Dv; e++) {
                     double d = 0.0;
-                    for (int64_t i = 0; i < Nq; i++) d += P[i * Nk + j] * g[i * Dv + e];
+                    for (int64_t i = 0; i < Nq; i++) d += P[i * Nk + j] * Z[i * Nk + j] * g[i * Dv + e];
                     gv[j * Dv + e] += d;
                 }
             }
         }
-    free(S); free(P); free(dP); free(O);
+    free(S); free(P); free(dP); free(O); free(Z);
 }
+
 
 static double *to_double(const float *x, int64_t n)
 {
@@ -253,38 +318,42 @@ static double *to_double(const float *x, int64_t n)
 /* d loss / d x for every element of q, k, v by central differences of the
    float64 forward, against explicit_bwd. h = 1e-5: truncation ~h^2 |f'''|
    ~ 1e-10, rounding ~1e-16 / h ~ 1e-11; so 1e-7 is a tight bound. */
-static void test_fd(void)
+static void test_fd(const char *what)
 {
     tcase c = { 1, 2, 1, 4, 5, 3, 2, 1, M_RAND, 1 };
+    if (opt.window) c = (tcase){ 1, 2, 1, 6, 9, 3, 2, 1, M_RAND, 1 };
     prob p;
     prob_make(&p, &c);
     tk_sdpa_bwd_args *a = &p.a;
-    int64_t nq = c.Hq * c.Nq * c.Dh, nk = c.Hkv * c.Nk * c.Dh, nv = c.Hkv * c.Nk * c.Dv;
+    int64_t nq = c.Hq * c.Nq * c.Dh, nk = c.Hkv * c.Nk * c.Dh, nv = c.Hkv * c.Nk * c.Dv, ns = c.Hq * c.Nq * c.Nk;
     double *q = to_double(p.q, nq), *k = to_double(p.k, nk), *v = to_double(p.v, nv);
     double *g = to_double(p.dout, c.Hq * c.Nq * c.Dv);
-    double dq[64], dk[64], dv[64], dq2[64], dk2[64], dv2[64], lp, lm;
+    double *bias = p.bias ? to_double(p.bias, ns) : NULL;   /* BI_FULL: one per score */
+    double dq[128], dk[128], dv[128], db[128], dq2[128], dk2[128], dv2[128], db2[128], lp, lm;
     char vis[16];
-    explicit_bwd(a, q, k, v, g, dq, dk, dv, NULL, vis);
-    double *xs[3] = { q, k, v }, *gs[3] = { dq, dk, dv };
+    explicit_fwd_bwd(a, q, k, v, bias, g, dq, dk, dv, db, NULL, NULL, NULL, vis);
+    double *xs[4] = { q, k, v, bias }, *gs[4] = { dq, dk, dv, db };
     double worst = 0.0;
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < (bias ? 4 : 3); t++) {
         int64_t D = t == 2 ? c.Dv : c.Dh, N = t == 0 ? c.Nq : c.Nk, H = t == 0 ? c.Hq : c.Hkv, s[4];
-        strides4(c.layout, H, N, D, t == 1, s);
-        for (int64_t i = 0; i < H * N * D; i++) {   /* element (h, n, d) of [H, N, D] */
-            double *x = xs[t] + (i / (N * D)) * s[1] + (i / D % N) * s[2] + (i % D) * s[3];
+        if (t < 3) strides4(c.layout, H, N, D, t == 1, s);
+        for (int64_t i = 0; i < (t < 3 ? H * N * D : ns); i++) {   /* element (h, n, d) of [H, N, D] */
+            double *x = t == 3 ? bias + i : xs[t] + (i / (N * D)) * s[1] + (i / D % N) * s[2] + (i % D) * s[3];
             double x0 = *x, hh = 1e-5;
             *x = x0 + hh;
-            explicit_bwd(a, q, k, v, g, dq2, dk2, dv2, &lp, vis);
+            explicit_fwd_bwd(a, q, k, v, bias, g, dq2, dk2, dv2, db2, NULL, NULL, &lp, vis);
             *x = x0 - hh;
-            explicit_bwd(a, q, k, v, g, dq2, dk2, dv2, &lm, vis);
+            explicit_fwd_bwd(a, q, k, v, bias, g, dq2, dk2, dv2, db2, NULL, NULL, &lm, vis);
             *x = x0;
             double fd = (lp - lm) / (2 * hh);
             if (fabs(fd - gs[t][i]) > worst) worst = fabs(fd - gs[t][i]);
         }
     }
-    printf("  finite differences: max |fd - explicit| = %.2g\n", worst);
-    CHECK("explicit float64 backward matches finite differences (1e-7)", worst < 1e-7);
-    free(q); free(k); free(v); free(g);
+    printf("  finite differences%s: max |fd - explicit| = %.2g\n", what, worst);
+    char m[160];
+    snprintf(m, sizeof m, "explicit float64 backward%s matches finite differences (1e-7)", what);
+    CHECK(m, worst < 1e-7);
+    free(q); free(k); free(v); free(g); free(bias);
     prob_free(&p);
 }
 
@@ -308,10 +377,11 @@ static double rel_err(const float *x, const double *ref, int64_t n, double norm)
     return e / norm;
 }
 
-typedef struct grads { float *dq, *dk, *dv; } grads;
+typedef struct grads { float *dq, *dk, *dv, *db; } grads;
 
 static void grads_alloc(grads *g, const tcase *c)
 {
+    g->db = opt.bias != BI_NONE ? malloc((size_t)(c->B * c->Hq * c->Nq * c->Nk) * sizeof(float)) : NULL;
     g->dq = malloc((size_t)(c->B * c->Hq * c->Nq * c->Dh) * sizeof(float));
     g->dk = malloc((size_t)(c->B * c->Hkv * c->Nk * c->Dh) * sizeof(float));
     g->dv = malloc((size_t)(c->B * c->Hkv * c->Nk * c->Dv) * sizeof(float));
@@ -334,6 +404,8 @@ static int grads_run(prob *p, grads *g, int use_ref, const tcase *c, int *pads_k
         for (int64_t i = 0; i < n[t]; i++) buf[t][i] = 555.0f;   /* every element must be written */
     }
     a->dq = buf[0]; a->dk = buf[1]; a->dv = buf[2];
+    a->dbias = g->db;
+    if (g->db) memset(g->db, 0, (size_t)(a->B * a->Hq * a->Nq * a->Nk) * sizeof(float));
     int r = use_ref ? tk_sdpa_backward_ref(a) : tk_sdpa_backward(a);
     *pads_kept = 1;
     if (c->layout) {
@@ -355,12 +427,13 @@ static int grads_run(prob *p, grads *g, int use_ref, const tcase *c, int *pads_k
 
 static int grads_same(const grads *x, const grads *y, const tcase *c)
 {
+    if (x->db && memcmp(x->db, y->db, (size_t)(c->B * c->Hq * c->Nq * c->Nk) * sizeof(float)) != 0) return 0;
     return memcmp(x->dq, y->dq, (size_t)(c->B * c->Hq * c->Nq * c->Dh) * sizeof(float)) == 0 &&
            memcmp(x->dk, y->dk, (size_t)(c->B * c->Hkv * c->Nk * c->Dh) * sizeof(float)) == 0 &&
            memcmp(x->dv, y->dv, (size_t)(c->B * c->Hkv * c->Nk * c->Dv) * sizeof(float)) == 0;
 }
 
-static void grads_free(grads *g) { free(g->dq); free(g->dk); free(g->dv); }
+static void grads_free(grads *g) { free(g->dq); free(g->dk); free(g->dv); free(g->db); }
 
 /* Tolerance, relative to the largest gradient entry. Inputs are the
    same floats, so the error is float32 arithmetic: the forward's O and lse
@@ -372,15 +445,21 @@ static void grads_free(grads *g) { free(g->dq); free(g->dk); free(g->dv); }
    larger. */
 #define TOL_KERNEL 5e-6
 #define TOL_REF 5e-6
-static double worst_kernel, worst_ref;   /* printed at the end */
+static double worst_kernel, worst_ref, worst_fwd;   /* printed at the end */
 
 static void run_case(const tcase *c, int with_ref)
 {
     char descr[200];
-    snprintf(descr, sizeof descr, "[%s] B%lld Hq%lld Hkv%lld Nq%lld Nk%lld Dh%lld Dv%lld%s%s%s",
+    static const char *const bias_name[] = { "", " bias", " bias[Hq,Nq,Nk]", " bias[Nk]" };
+    char os[96];
+    snprintf(os, sizeof os, "%s%s", bias_name[opt.bias], opt.alibi ? " alibi" : "");
+    if (opt.window) snprintf(os + strlen(os), sizeof os - strlen(os), " window=%lld sinks=%lld", (long long)opt.window,
+                             (long long)opt.sinks);
+    if (opt.dropout > 0) snprintf(os + strlen(os), sizeof os - strlen(os), " dropout=%g", (double)opt.dropout);
+    snprintf(descr, sizeof descr, "[%s] B%lld Hq%lld Hkv%lld Nq%lld Nk%lld Dh%lld Dv%lld%s%s%s%s",
              tk_simd_path(), (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Nq,
              (long long)c->Nk, (long long)c->Dh, (long long)c->Dv, c->causal ? " causal" : "",
-             mask_name[c->mask], c->layout ? " strided" : "");
+             mask_name[c->mask], c->layout ? " strided" : "", os);
     prob p;
     prob_make(&p, c);
     int64_t nq = c->B * c->Hq * c->Nq * c->Dh, nk = c->B * c->Hkv * c->Nk * c->Dh;
@@ -390,10 +469,39 @@ static void run_case(const tcase *c, int with_ref)
     double *rq = malloc((size_t)nq * sizeof(double)), *rk = malloc((size_t)nk * sizeof(double));
     double *rv = malloc((size_t)nv * sizeof(double));
     char *vis = malloc((size_t)(c->B * c->Hq * c->Nq));
-    explicit_bwd(&p.a, q, k, v, g, rq, rk, rv, NULL, vis);
+    int64_t ns = c->B * c->Hq * c->Nq * c->Nk, nbias = opt.bias == BI_NONE ? 0 : opt.bias == BI_FULL ? ns
+                 : opt.bias == BI_HEADS ? c->Hq * c->Nq * c->Nk : c->Nk;
+    double *bias = p.bias ? to_double(p.bias, nbias) : NULL;
+    double *rdb = malloc((size_t)ns * sizeof(double)), *rO = malloc((size_t)nqd * sizeof(double));
+    double *rW = malloc((size_t)ns * sizeof(double));
+    explicit_fwd_bwd(&p.a, q, k, v, bias, g, rq, rk, rv, rdb, rO, rW, NULL, vis);
 
     grads r[3];
-    char m[300];
+    char m[400];
+    /* the forward: the tiled kernel's out (prob_make ran it), the
+       reference's, and the weights (the tiled kernel with weights asked) */
+    {
+        tk_sdpa_bwd_args *a = &p.a;
+        float *o2 = malloc((size_t)nqd * sizeof(float)), *w = malloc((size_t)ns * sizeof(float));
+        tk_sdpa_args f = {
+            a->B, a->Hq, a->Hkv, a->Nq, a->Nk, a->Dh, a->Dv,
+            a->q, a->qs_b, a->qs_h, a->qs_n, a->qs_d, a->k, a->ks_b, a->ks_h, a->ks_n, a->ks_d,
+            a->v, a->vs_b, a->vs_h, a->vs_n, a->vs_d, a->mask, a->ms_b, a->ms_h, a->ms_q, a->ms_k,
+            a->causal, a->scale, o2, NULL, NULL, a->o,
+        };
+        double on = fmax(max_abs(rO, nqd), 1e-30);
+        double e1 = rel_err(p.out, rO, nqd, on);
+        tk_sdpa_ref(&f);
+        double e2 = rel_err(o2, rO, nqd, on);
+        f.weights = w;
+        tk_sdpa(&f);
+        double e3 = rel_err(w, rW, ns, 1.0), e4 = rel_err(o2, rO, nqd, on);
+        snprintf(m, sizeof m, "%s: forward out (kernel, reference, with weights) and weights within %g "
+                 "(%.2g %.2g %.2g %.2g)", descr, TOL_KERNEL, e1, e2, e4, e3);
+        CHECK(m, e1 <= TOL_KERNEL && e2 <= TOL_KERNEL && e3 <= TOL_KERNEL && e4 <= TOL_KERNEL);
+        worst_fwd = fmax(worst_fwd, fmax(fmax(e1, e2), fmax(e3, e4)));
+        free(o2); free(w);
+    }
     for (int t = 1; t <= 3; t++) {
         grads_alloc(&r[t - 1], c);
         tt_set_num_threads(t);
@@ -410,6 +518,12 @@ static void run_case(const tcase *c, int with_ref)
     double ev = rel_err(r[0].dv, rv, nv, norm);
     snprintf(m, sizeof m, "%s: dq dk dv within %g (%.2g %.2g %.2g)", descr, TOL_KERNEL, eq, ek, ev);
     CHECK(m, eq <= TOL_KERNEL && ek <= TOL_KERNEL && ev <= TOL_KERNEL);
+    if (r[0].db) {   /* d score, relative to its largest entry */
+        double dn = fmax(max_abs(rdb, ns), 1e-30), eb = rel_err(r[0].db, rdb, ns, dn);
+        snprintf(m, sizeof m, "%s: d bias per score within %g (%.2g)", descr, TOL_KERNEL, eb);
+        CHECK(m, eb <= TOL_KERNEL);
+        worst_kernel = fmax(worst_kernel, eb);
+    }
     worst_kernel = fmax(worst_kernel, fmax(eq, fmax(ek, ev)));
     int zero = 1;                        /* rows with no visible key: exactly zero */
     for (int64_t row = 0; row < c->B * c->Hq * c->Nq; row++)
@@ -437,13 +551,15 @@ static void run_case(const tcase *c, int with_ref)
         snprintf(m, sizeof m, "%s: reference writes the gradients' rows only", descr);
         CHECK(m, pads);
         eq = rel_err(f.dq, rq, nq, norm); ek = rel_err(f.dk, rk, nk, norm); ev = rel_err(f.dv, rv, nv, norm);
-        snprintf(m, sizeof m, "%s: reference within %g (%.2g %.2g %.2g)", descr, TOL_REF, eq, ek, ev);
-        CHECK(m, eq <= TOL_REF && ek <= TOL_REF && ev <= TOL_REF);
+        double eb = f.db ? rel_err(f.db, rdb, ns, fmax(max_abs(rdb, ns), 1e-30)) : 0.0;
+        snprintf(m, sizeof m, "%s: reference within %g (%.2g %.2g %.2g %.2g)", descr, TOL_REF, eq, ek, ev, eb);
+        CHECK(m, eq <= TOL_REF && ek <= TOL_REF && ev <= TOL_REF && eb <= TOL_REF);
         worst_ref = fmax(worst_ref, fmax(eq, fmax(ek, ev)));
         grads_free(&f);
     }
     for (int t = 0; t < 3; t++) grads_free(&r[t]);
     free(q); free(k); free(v); free(g); free(rq); free(rk); free(rv); free(vis);
+    free(bias); free(rdb); free(rO); free(rW);
     prob_free(&p);
 }
 
@@ -515,19 +631,65 @@ static const tcase cases[] = {
     { 2, 2, 2,   5,  64,  8, 16, 0, M_KEYPAD, 0 },
 };
 
+/* The options, alone and together, at awkward sizes: blocks of 512 (the
+   forward) and 256 keys (the backward) cut by the band, W = 1, W >= N,
+   sinks beyond the window and beyond a block, Nq < Nk and Nq > Nk, H not a
+   power of two for ALiBi, small shapes (which the options keep off the
+   paths' small-shape kernels). */
+typedef struct ocase {
+    tcase c;
+    int bias, alibi;
+    int64_t window, sinks;
+    float dropout;
+} ocase;
+
+static const ocase ocases[] = {
+    /*  B  Hq Hkv Nq   Nk   Dh  Dv causal mask   layout   bias      alibi window sinks dropout */
+    { { 2, 4, 2,  65, 130, 16,  8, 0, M_NONE,   1 }, BI_FULL,  0,    0,    0, 0.0f },
+    { { 1, 4, 2, 130, 200, 16, 16, 1, M_RAND,   0 }, BI_HEADS, 0,    0,    0, 0.0f },
+    { { 1, 2, 1, 130,  65, 24, 40, 1, M_NONE,   1 }, BI_KEYS,  0,    0,    0, 0.0f },
+    { { 1, 4, 2, 257, 257, 32, 32, 1, M_NONE,   0 }, BI_NONE,  1,    0,    0, 0.0f },
+    { { 1, 6, 3,  70, 140,  8,  8, 0, M_NONE,   1 }, BI_NONE,  1,    0,    0, 0.0f },
+    { { 1, 2, 1, 100, 100, 16, 16, 0, M_NONE,   0 }, BI_NONE,  0,    1,    0, 0.0f },
+    { { 2, 2, 1, 300, 700, 32, 24, 1, M_NONE,   1 }, BI_NONE,  0,   37,    0, 0.0f },
+    { { 1, 2, 2, 600, 600, 16, 16, 1, M_NONE,   0 }, BI_NONE,  0, 2000,    0, 0.0f },
+    { { 1, 2, 1,1100,1100, 16,  8, 1, M_NONE,   0 }, BI_NONE,  0,   64,    4, 0.0f },
+    { { 2, 2, 2, 300, 300, 16, 16, 0, M_KEYPAD, 1 }, BI_NONE,  0,    3,   10, 0.0f },
+    { { 1, 1, 1,1300,1300,  8,  8, 1, M_NONE,   0 }, BI_NONE,  0,   50,  600, 0.0f },
+    { { 1, 2, 2, 130, 257, 16,  8, 0, M_NONE,   1 }, BI_NONE,  0,    0,    0, 0.3f },
+    { { 1, 4, 2, 600, 600, 16, 16, 1, M_NONE,   0 }, BI_HEADS, 0,  100,    0, 0.5f },
+    { { 1, 4, 1, 300, 333, 16, 16, 1, M_RAND,   1 }, BI_NONE,  1,   70,    5, 0.2f },
+    { { 2, 4, 2,  64,  64, 16, 16, 1, M_NONE,   1 }, BI_FULL,  0,    0,    0, 0.0f },
+    { { 1, 2, 2,  64,  64, 16, 16, 1, M_NONE,   0 }, BI_NONE,  0,   16,    2, 0.1f },
+    { { 1, 2, 1, 100,  40, 16, 16, 1, M_NONE,   1 }, BI_KEYS,  0,    7,    2, 0.0f },   /* Nq > Nk: empty rows */
+};
+
 int main(void)
 {
     static const char *paths[] = { "scalar", "avx2", "avx512" };
-    test_fd();
+    test_fd("");
+    opt.bias = BI_FULL; opt.window = 3; opt.sinks = 1; opt.dropout = 0.3f;
+    test_fd(" with bias, window 3, sinks 1, dropout 0.3");
+    opt.bias = BI_NONE; opt.window = 0; opt.sinks = 0; opt.dropout = 0.0f; opt.alibi = 1;
+    test_fd(" with alibi");
+    opt.alibi = 0;
     int first = 1;
     for (int pth = 0; pth < 3; pth++) {
         if (!tk_simd_force(paths[pth])) { printf("  path %s: not on this CPU or build\n", paths[pth]); continue; }
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], first);
         test_small_nonfinite();
+        for (size_t i = 0; i < sizeof ocases / sizeof ocases[0]; i++) {
+            const ocase *o = &ocases[i];
+            opt.bias = o->bias; opt.alibi = o->alibi; opt.window = o->window; opt.sinks = o->sinks;
+            opt.dropout = o->dropout;
+            run_case(&o->c, first);
+        }
+        memset(&opt, 0, sizeof opt);
         first = 0;
     }
     tk_simd_force(NULL);
     tt_set_num_threads(0);
-    printf("  worst error over the largest gradient: kernel %.2g, reference %.2g\n", worst_kernel, worst_ref);
+    printf("  worst error over the largest gradient: kernel %.2g, reference %.2g; forward %.2g\n", worst_kernel,
+           worst_ref, worst_fwd);
     return check_report();
 }

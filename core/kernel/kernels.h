@@ -152,6 +152,11 @@ void tk_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const floa
    * 0), as PyTorch's formula gives. o == x allowed. */
 void tk_ew_unary(int op, int64_t n, const float *x, float *o);
 void tk_ew_unary_ref(int op, int64_t n, const float *x, float *o);
+/* One row of rotary embedding: d floats (d even), pair i turned by the
+   angle whose cosine and sine are c[i], s[i] (0 <= i < d/2); by minus it
+   when inverse. interleaved: pairs (2i, 2i+1), else (i, i + d/2). y == x
+   allowed. */
+void tk_rope_row(int64_t d, const float *x, float *y, const float *c, const float *s, int interleaved, int inverse);
 /* Bool bytes (0/1) to bool bytes, scalar only: EQ NE AND OR XOR, and NOT
    (o == x allowed). */
 void tk_ew_logic(int op, int64_t n, const uint8_t *x, int64_t sx, const uint8_t *y, int64_t sy, uint8_t *o);
@@ -181,6 +186,58 @@ void tk_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t 
    Rows with no visible key (causal, mask) give zeros (and zero weights);
    other rows follow the formula, NaN and inf included. Returns the number
    of such rows (-1 if it could not get memory). */
+/* The options beside mask and causal (all 0: none). Score (i, j) is
+   scale q.k + bias[b, h, i, j] (strides bs_*, 0 = broadcast; NULL: none)
+   - alibi slope_h |i + off - j| (off = Nk - Nq; tk_alibi_slope). window W
+   (the kernels' caller sets causal too): query i sees keys j in
+   (i + off - W, i + off], and the first `sinks` keys up to i + off. dropout
+   p > 0: weight (i, j) of row r = b Hq Nq + h Nq + i is kept, times
+   1 / (1 - p), when tk_sdpa_keep(seed, r Nk + j) is at least p, else 0
+   (the row sums and lse are the undropped ones). */
+typedef struct tk_sdpa_opts {
+    const float *bias; int64_t bs_b, bs_h, bs_q, bs_k;
+    int alibi;
+    int64_t window, sinks;
+    float dropout;
+    uint64_t seed;
+} tk_sdpa_opts;
+
+static inline int tk_sdpa_opts_any(const tk_sdpa_opts *o)
+{
+    return o->bias || o->alibi || o->window > 0 || o->dropout > 0.0f;
+}
+
+/* ALiBi's slope of head h of H (Press et al.): 2^(-8(h+1)/H) when H is a
+   power of two; else the n = 2^floor(log2 H) heads' slopes, then every
+   other slope of 2n heads' for the H - n heads left. */
+float tk_alibi_slope(int64_t h, int64_t H);
+
+/* Whether the window keeps key j for query i (causal is checked apart). */
+static inline int tk_sdpa_band(const tk_sdpa_opts *o, int64_t i, int64_t j, int64_t off)
+{
+    return o->window <= 0 || j > i + off - o->window || j < o->sinks;
+}
+
+/* The bias and ALiBi terms of score (i, j) of head (b, h). */
+static inline float tk_sdpa_extra(const tk_sdpa_opts *o, float slope, int64_t b, int64_t h, int64_t i,
+                                  int64_t j, int64_t off)
+{
+    float x = o->bias ? o->bias[b * o->bs_b + h * o->bs_h + i * o->bs_q + j * o->bs_k] : 0.0f;
+    int64_t d = i + off - j;
+    return o->alibi ? x - slope * (float)(d < 0 ? -d : d) : x;
+}
+
+/* Dropout's draw for element n of the scores: uniform in [0, 1) on a
+   2^-24 grid, from a splitmix64 hash of seed and n (so the backward draws
+   the same without storing a mask). */
+static inline float tk_sdpa_keep(uint64_t seed, uint64_t n)
+{
+    uint64_t z = seed + (n + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (float)((z ^ (z >> 31)) >> 40) * (1.0f / 16777216.0f);
+}
+
 typedef struct tk_sdpa_args {
     int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv;
     const float *q; int64_t qs_b, qs_h, qs_n, qs_d;
@@ -192,6 +249,7 @@ typedef struct tk_sdpa_args {
     float *out;
     float *weights;
     float *lse;
+    tk_sdpa_opts o;
 } tk_sdpa_args;
 
 int64_t tk_sdpa(const tk_sdpa_args *a);
@@ -224,6 +282,8 @@ typedef struct tk_sdpa_bwd_args {
     int layouts;
     int64_t dos_b, dos_h, dos_n, dos_d;
     int64_t dqs_b, dqs_h, dqs_n, dks_b, dks_h, dks_n, dvs_b, dvs_h, dvs_n;
+    tk_sdpa_opts o;
+    float *dbias;   /* NULL, or [B, Hq, Nq, Nk] zeroed by the caller: d loss / d score where visible */
 } tk_sdpa_bwd_args;
 
 int tk_sdpa_backward(const tk_sdpa_bwd_args *a);

@@ -17,11 +17,21 @@
    visible score that is NaN or +inf, or visible scores that are all -inf,
    make the row NaN, as the formula does; they never make it "empty". */
 
+float tk_alibi_slope(int64_t h, int64_t H)
+{
+    int64_t n = 1;
+    while (n * 2 <= H) n *= 2;
+    double e = h < n ? -8.0 * (double)(h + 1) / (double)n : -4.0 * (double)(2 * (h - n) + 1) / (double)n;
+    return (float)exp2(e);
+}
+
 /* ===== Reference ===== */
 
 int64_t tk_sdpa_ref(const tk_sdpa_args *a)
 {
     int64_t empty = 0, G = a->Hq / a->Hkv, off = a->Nk - a->Nq;
+    const tk_sdpa_opts *op = &a->o;
+    float keep_scale = op->dropout > 0.0f ? (float)(1.0 / (1.0 - (double)op->dropout)) : 1.0f;
     float *s = malloc((size_t)(a->Nk > 0 ? a->Nk : 1) * sizeof(float));
     if (!s) return -1;
     for (int64_t b = 0; b < a->B; b++)
@@ -33,15 +43,16 @@ int64_t tk_sdpa_ref(const tk_sdpa_args *a)
                 float *o = a->out + ((b * a->Hq + h) * a->Nq + i) * a->Dv;
                 float *w = a->weights ? a->weights + ((b * a->Hq + h) * a->Nq + i) * a->Nk : NULL;
                 float *lse = a->lse ? a->lse + (b * a->Hq + h) * a->Nq + i : NULL;
-                float m = -INFINITY, sum = 0.0f;
+                float m = -INFINITY, sum = 0.0f, slope = op->alibi ? tk_alibi_slope(h, a->Hq) : 0.0f;
+                int64_t row = (b * a->Hq + h) * a->Nq + i;
                 int seen = 0, bad = 0;
                 for (int64_t j = 0; j < a->Nk; j++) {
-                    int keep = !a->causal || j <= i + off;
+                    int keep = (!a->causal || j <= i + off) && tk_sdpa_band(op, i, j, off);
                     if (keep && a->mask)
                         keep = a->mask[b * a->ms_b + h * a->ms_h + i * a->ms_q + j * a->ms_k] != 0;
                     float d = 0.0f;
                     for (int64_t e = 0; e < a->Dh; e++) d += q[e * a->qs_d] * k[j * a->ks_n + e * a->ks_d];
-                    s[j] = keep ? d * a->scale : -INFINITY;
+                    s[j] = keep ? d * a->scale + tk_sdpa_extra(op, slope, b, h, i, j, off) : -INFINITY;
                     seen |= keep;
                     bad |= keep && !(s[j] < INFINITY);     /* NaN or +inf */
                     m = s[j] > m ? s[j] : m;
@@ -59,6 +70,8 @@ int64_t tk_sdpa_ref(const tk_sdpa_args *a)
                 if (lse) *lse = m + logf(sum);
                 for (int64_t j = 0; j < a->Nk; j++) {
                     float p = s[j] / sum;
+                    if (op->dropout > 0.0f)
+                        p *= tk_sdpa_keep(op->seed, (uint64_t)(row * a->Nk + j)) >= op->dropout ? keep_scale : 0.0f;
                     if (w) w[j] = p;
                     for (int64_t e = 0; e < a->Dv; e++) o[e] += p * v[j * a->vs_n + e * a->vs_d];
                 }
@@ -97,6 +110,7 @@ typedef struct sdpa_job {
     int small;                   /* a task is a head, done by kn->sdpa_head */
     int64_t *empty;              /* per task */
     int failed;
+    float keep_scale;            /* dropout: 1 / (1 - p) */
 } sdpa_job;
 
 /* Which (call, b, kv head) this thread has packed, and how many keys. */
@@ -135,6 +149,17 @@ static inline int64_t row_keys(const sdpa_job *J, int64_t i, int64_t j0, int64_t
     if (!J->a->causal) return nk;
     int64_t l = i + J->off + 1 - j0;
     return l < 0 ? 0 : l < nk ? l : nk;
+}
+
+/* The first key of a block from j0 (relative to j0, rounded down to nr)
+   that rows from i on can see: the window hides those before
+   i + off - W + 1 but the sinks. */
+static inline int64_t first_key(const sdpa_job *J, int64_t i, int64_t j0)
+{
+    const tk_sdpa_opts *o = &J->a->o;
+    if (o->window <= 0 || j0 < o->sinks) return 0;
+    int64_t l = i + J->off - o->window + 1 - j0;
+    return l <= 0 ? 0 : l / J->kn->nr * J->kn->nr;
 }
 
 /* The first query row of a task's block, and its head bh = b Hq + h */
@@ -185,6 +210,11 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         int64_t last = i0 + nq - 1 + J->off + 1;
         jend = last < 0 ? 0 : last < a->Nk ? last : a->Nk;
     }
+    const tk_sdpa_opts *op = &a->o;
+    int extra = op->bias || op->alibi || op->window > 0;   /* per-score work beside the mask */
+    float slope = op->alibi ? tk_alibi_slope(h, a->Hq) : 0.0f;
+    /* window: the block's first row sees no key before lo0 but the sinks */
+    int64_t lo0 = op->window > 0 ? i0 + J->off - op->window + 1 : 0;
     if (jend == 0) {
         memset(out, 0, (size_t)(nq * Dv) * sizeof(float));
         if (W) memset(W, 0, (size_t)(nq * a->Nk) * sizeof(float));
@@ -224,9 +254,13 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     memset(O, 0, (size_t)(nqp * dvp) * sizeof(float));
     for (int64_t i = 0; i < nq; i++) { mrow[i] = -INFINITY; lrow[i] = seen[i] = bad[i] = 0.0f; }
 
+    if (W && op->window > 0)   /* the blocks the band skips are hidden keys */
+        for (int64_t t = 0; t < nq * a->Nk; t++) W[t] = -INFINITY;
+
     const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + i0 * a->ms_q : NULL;
     for (int64_t j0 = 0; j0 < jend; j0 += bk) {
         int64_t nk = jend - j0 < bk ? jend - j0 : bk;
+        if (j0 + nk <= lo0 && j0 >= op->sinks) continue;   /* below the band */
         /* the last key block fetches the output rows and the next task's
            Q rows, a row of each with each score row */
         const float *nQ = NULL;
@@ -242,7 +276,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             int n = nk - jr < nr ? (int)(nk - jr) : nr;
             for (int64_t ir = 0; ir < nq; ir += mr) {
                 int m = nq - ir < mr ? (int)(nq - ir) : mr;
-                if (jr >= row_keys(J, i0 + ir + m - 1, j0, nk)) continue;
+                if (jr >= row_keys(J, i0 + ir + m - 1, j0, nk) || jr + n <= first_key(J, i0 + ir, j0)) continue;
                 kn->ukernel(Dh, qp + ir * Dh, kp + (j0 + jr) * Dh, S + ir * ls + jr, ls, m, n, 0);
             }
         }
@@ -252,26 +286,40 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             if (j0 + bk >= jend) fetch(out + i * Dv, Dv * (int64_t)sizeof(float), 1);
             if (i < nq1) fetch(nQ + i * a->qs_n, Dh * (int64_t)sizeof(float), 0);
             int64_t lim = row_keys(J, i0 + i, j0, nk);
-            int64_t visible = lim;
-            if (M) {
+            int64_t rb = first_key(J, i0 + i / mr * mr, j0);   /* the sliver's first computed key */
+            if (rb > lim) rb = lim;
+            int64_t visible = lim - rb;
+            if (M && !extra) {
                 const uint8_t *mi = M + i * a->ms_q + j0 * a->ms_k;
-                for (int64_t j = 0; j < lim; j++)
+                for (int64_t j = rb; j < lim; j++)
                     if (!mi[j * a->ms_k]) { s[j] = -INFINITY; visible--; }
+            } else if (extra) {   /* hidden by the window or the mask, else plus bias and ALiBi */
+                const uint8_t *mi = M ? M + i * a->ms_q + j0 * a->ms_k : NULL;
+                for (int64_t j = rb; j < lim; j++) {
+                    if (!tk_sdpa_band(op, i0 + i, j0 + j, J->off) || (mi && !mi[j * a->ms_k])) {
+                        s[j] = -INFINITY;
+                        visible--;
+                    } else {
+                        s[j] += tk_sdpa_extra(op, slope, b, h, i0 + i, j0 + j, J->off);
+                    }
+                }
             }
-            if (W) {   /* the masked scores; keys from lim on are hidden (P is 0 there) */
+            if (W) {   /* the masked scores; keys before rb and from lim on are hidden (P is 0 there) */
+                for (int64_t j = 0; j < rb; j++) s[j] = -INFINITY;
                 for (int64_t j = lim; j < nk; j++) s[j] = -INFINITY;
                 memcpy(W + i * a->Nk + j0, s, (size_t)nk * sizeof(float));
             }
+            s += rb, p += rb, lim -= rb;   /* the row's computed keys, [rb, lim) */
             if (visible > 0) seen[i] = 1.0f;
             if (bad[i] != 0.0f) {               /* the row will be NaN: skip its softmax */
-                memset(p, 0, (size_t)nk * sizeof(float));
+                memset(p, 0, (size_t)(nk - rb) * sizeof(float));
                 continue;
             }
             float mnew = kn->row_max(lim, s);
             if (mnew < mrow[i]) mnew = mrow[i];
             if (mnew == -INFINITY) {            /* nothing finite yet; a NaN the max dropped? */
                 for (int64_t j = 0; j < lim; j++) if (s[j] != s[j]) bad[i] = 1.0f;
-                memset(p, 0, (size_t)nk * sizeof(float));
+                memset(p, 0, (size_t)(nk - rb) * sizeof(float));
                 continue;
             }
             /* A visible NaN or +inf score (hidden ones are -inf here) makes
@@ -280,10 +328,15 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             float sum = exp_sum(lim, s, mnew, p);
             if (sum != sum) {
                 bad[i] = 1.0f;
-                memset(p, 0, (size_t)nk * sizeof(float));
+                memset(p, 0, (size_t)(nk - rb) * sizeof(float));
                 continue;
             }
-            memset(p + lim, 0, (size_t)(nk - lim) * sizeof(float));
+            memset(p + lim, 0, (size_t)(nk - rb - lim) * sizeof(float));
+            if (op->dropout > 0.0f) {   /* after the sum: lse and l are the undropped ones */
+                uint64_t n0 = (uint64_t)((bh * a->Nq + i0 + i) * a->Nk + j0 + rb);
+                for (int64_t j = 0; j < lim; j++)
+                    p[j] *= tk_sdpa_keep(op->seed, n0 + (uint64_t)j) >= op->dropout ? J->keep_scale : 0.0f;
+            }
             /* alpha = exp(m_old - m_new): 1 when the max stays (most blocks
                after a row's first), and on the row's first visible block 0
                for a sum of 0 and an O row of zeros (or NaN from 0 v), which
@@ -307,8 +360,10 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         for (int64_t ir = 0; ir < nq; ir += mr) {
             int m = nq - ir < mr ? (int)(nq - ir) : mr;
             int64_t kl = row_keys(J, i0 + ir + m - 1, j0, nk);   /* keys the sliver sees */
-            const float *P = S + ir * ls;
-            if (kl == 0) continue;
+            int64_t kb = first_key(J, i0 + ir, j0);              /* from its first (window) */
+            const float *P = S + ir * ls + kb;
+            if (kl <= kb) continue;
+            kl -= kb;
             if (m < mr || !kn->ukernel_rows) {
                 for (int64_t i = 0; i < mr; i++)
                     for (int64_t j = 0; j < kl; j++) pp[j * mr + i] = i < m ? P[i * ls + j] : 0.0f;
@@ -316,7 +371,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             }
             for (int64_t t = 0; t < dvp; t += nr) {
                 int n = Dv - t < nr ? (int)(Dv - t) : nr;
-                const float *vs = vp + t * nkp + j0 * nr;
+                const float *vs = vp + t * nkp + (j0 + kb) * nr;
                 float *o = O + ir * dvp + t;
                 if (P) kn->ukernel_rows(kl, P, ls, vs, o, dvp, n, 1);
                 else kn->ukernel(kl, pp, vs, o, dvp, m, n, 1);
@@ -343,6 +398,11 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         if (w) {   /* weights from the saved masked scores, final max and sum */
             kn->exp_sum(jend, w, mrow[i], w);
             kn->scale(jend, inv, w, w);
+            if (op->dropout > 0.0f) {   /* the weights V is multiplied by */
+                uint64_t n0 = (uint64_t)((bh * a->Nq + i0 + i) * a->Nk);
+                for (int64_t j = 0; j < jend; j++)
+                    w[j] *= tk_sdpa_keep(op->seed, n0 + (uint64_t)j) >= op->dropout ? J->keep_scale : 0.0f;
+            }
             memset(w + jend, 0, (size_t)(a->Nk - jend) * sizeof(float));
         }
     }
@@ -376,8 +436,9 @@ int64_t tk_sdpa(const tk_sdpa_args *a)
         return a->B * a->Hq * a->Nq;
     }
     const tk_kern *kn = tk_kern_now();
-    sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, 0, 0, NULL, 0 };
-    J.small = !a->weights && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 0);
+    sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, 0, 0, NULL, 0, 1.0f };
+    J.small = !a->weights && !tk_sdpa_opts_any(&a->o) && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 0);
+    J.keep_scale = a->o.dropout > 0.0f ? (float)(1.0 / (1.0 - (double)a->o.dropout)) : 1.0f;
     J.bq = J.small ? a->Nq : BQ_ROWS / kn->mr * kn->mr;   /* a head, or whole slivers */
     J.nqb = (a->Nq + J.bq - 1) / J.bq;
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;

@@ -13,10 +13,11 @@
    dV = Pᵀ dO, dP = dO Vᵀ, dS = P∘(dP − D), dQ = scale dS K, dK = scale dSᵀ Q.
    P is exp(scale s − lse) where visible, 0 where hidden. */
 
-/* Whether query i of head (b, h) may see key j (mask and causal). */
+/* Whether query i of head (b, h) may see key j (causal, window, mask). */
 static int visible(const tk_sdpa_bwd_args *a, int64_t b, int64_t h, int64_t i, int64_t j)
 {
     if (a->causal && j > i + a->Nk - a->Nq) return 0;
+    if (!tk_sdpa_band(&a->o, i, j, a->Nk - a->Nq)) return 0;
     return !a->mask || a->mask[b * a->ms_b + h * a->ms_h + i * a->ms_q + j * a->ms_k] != 0;
 }
 
@@ -57,7 +58,9 @@ static float *dv_row(const tk_sdpa_bwd_args *a, int64_t b, int64_t h, int64_t j)
 int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *args)
 {
     const tk_sdpa_bwd_args la = with_layouts(args), *a = &la;
-    int64_t G = a->Hq / a->Hkv, Nk = a->Nk, Dh = a->Dh, Dv = a->Dv;
+    int64_t G = a->Hq / a->Hkv, Nk = a->Nk, Dh = a->Dh, Dv = a->Dv, off = a->Nk - a->Nq;
+    const tk_sdpa_opts *op = &a->o;
+    double keep_scale = op->dropout > 0.0f ? 1.0 / (1.0 - (double)op->dropout) : 1.0;
     double *p = malloc((size_t)(Nk > 0 ? Nk : 1) * sizeof(double));
     double *dq = malloc((size_t)(Dh > 0 ? Dh : 1) * sizeof(double));
     double *dk = malloc((size_t)(Nk * Dh > 0 ? Nk * Dh : 1) * sizeof(double));
@@ -74,6 +77,7 @@ int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *args)
                     const float *q = a->q + b * a->qs_b + h * a->qs_h + i * a->qs_n;
                     const float *o = a->out + row * Dv, *go = dout_row(a, b, h, i);
                     double lse = (double)a->lse[row], D = 0.0;
+                    float slope = op->alibi ? tk_alibi_slope(h, a->Hq) : 0.0f;
                     int empty = a->lse[row] == -INFINITY;     /* no visible key */
                     for (int64_t e = 0; e < Dh; e++) dq[e] = 0.0;
                     for (int64_t e = 0; e < Dv; e++) D += (double)go[e * a->dos_d] * (double)o[e];
@@ -82,7 +86,12 @@ int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *args)
                         double s = 0.0, dp = 0.0;
                         for (int64_t e = 0; e < Dh; e++) s += (double)q[e * a->qs_d] * (double)K[j * a->ks_n + e * a->ks_d];
                         for (int64_t e = 0; e < Dv; e++) dp += (double)go[e * a->dos_d] * (double)V[j * a->vs_n + e * a->vs_d];
-                        double pj = exp(s * (double)a->scale - lse), ds = pj * (dp - D) * (double)a->scale;
+                        double z = op->dropout > 0.0f && tk_sdpa_keep(op->seed, (uint64_t)(row * Nk + j)) < op->dropout
+                                   ? 0.0 : keep_scale;
+                        double sc = s * (double)a->scale + (double)tk_sdpa_extra(op, slope, b, h, i, j, off);
+                        double pj = exp(sc - lse), dsr = pj * (dp * z - D), ds = dsr * (double)a->scale;
+                        if (a->dbias) a->dbias[row * Nk + j] = (float)dsr;
+                        pj *= z;   /* the weight V saw */
                         for (int64_t e = 0; e < Dh; e++) {
                             dq[e] += ds * (double)K[j * a->ks_n + e * a->ks_d];
                             dk[j * Dh + e] += ds * (double)q[e * a->qs_d];
@@ -135,6 +144,7 @@ typedef struct bwd_job {
     float *lane;                 /* lanes 1 .. L-1, each [B, Hq, Nq, Dh] */
     int small;                   /* kn->sdpa_bwd_head takes a task's kv head first */
     int failed;
+    float keep_scale;            /* dropout: 1 / (1 - p) */
 } bwd_job;
 
 /* Limits of a causal block, per mr-row panel of a product (NULL: none).
@@ -233,9 +243,12 @@ static int block_visible(const bwd_job *J, int64_t b, int64_t h, int64_t i0, int
         }
         lim[i] = l;
         if (any || l == 0) continue;
-        if (!a->mask) { any = 1; continue; }
-        const uint8_t *m = a->mask + b * a->ms_b + h * a->ms_h + (i0 + i) * a->ms_q + j0 * a->ms_k;
-        for (int64_t j = 0; j < l && !any; j++) any = m[j * a->ms_k] != 0;
+        if (a->o.window > 0 && j0 + l - 1 <= i0 + i + J->off - a->o.window && j0 >= a->o.sinks)
+            continue;   /* the window hides all these keys from this row */
+        if (!a->mask && a->o.window <= 0) { any = 1; continue; }
+        const uint8_t *m = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + (i0 + i) * a->ms_q + j0 * a->ms_k : NULL;
+        for (int64_t j = 0; j < l && !any; j++)
+            any = (!m || m[j * a->ms_k] != 0) && tk_sdpa_band(&a->o, i0 + i, j0 + j, J->off);
     }
     return any;
 }
@@ -273,6 +286,9 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
 
     /* P = exp(S - lse) where visible, else 0; dS = scale P (dP - D) */
     const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + j0 * a->ms_k : NULL;
+    const tk_sdpa_opts *op = &a->o;
+    int extra = op->bias || op->alibi || op->window > 0;
+    float slope = op->alibi ? tk_alibi_slope(h, a->Hq) : 0.0f;
     for (int64_t i = 0; i < nq; i++) {
         float *s = u->s + i * BK, *ds = u->dp + i * BK;
         float lse = a->lse[row0 + i], D = J->D[row0 + i];
@@ -281,17 +297,35 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
             memset(ds, 0, (size_t)nk * sizeof(float));
             continue;
         }
-        if (M) {
+        if (M && !extra) {
             const uint8_t *mi = M + (i0 + i) * a->ms_q;
             for (int64_t j = 0; j < lim[i]; j++) if (!mi[j * a->ms_k]) s[j] = -INFINITY;
+        } else if (extra) {   /* as the forward: hidden, else plus bias and ALiBi */
+            const uint8_t *mi = M ? M + (i0 + i) * a->ms_q : NULL;
+            for (int64_t j = 0; j < lim[i]; j++) {
+                if (!tk_sdpa_band(op, i0 + i, j0 + j, J->off) || (mi && !mi[j * a->ms_k])) s[j] = -INFINITY;
+                else s[j] += tk_sdpa_extra(op, slope, b, h, i0 + i, j0 + j, J->off);
+            }
         }
         kn->exp_sum(lim[i], s, lse, s);
+        float z[BK];   /* dropout: each weight's factor, 0 or 1 / (1 - p) */
+        if (op->dropout > 0.0f) {
+            uint64_t n0 = (uint64_t)((row0 + i) * a->Nk + j0);
+            for (int64_t j = 0; j < lim[i]; j++)
+                z[j] = tk_sdpa_keep(op->seed, n0 + (uint64_t)j) >= op->dropout ? J->keep_scale : 0.0f;
+            kn->ew_binary(TK_EW_MUL, lim[i], ds, 1, z, 1, ds);   /* d loss / d P */
+        }
+        if (a->dbias) {   /* d loss / d score = P (dP - D) */
+            float *db = a->dbias + (row0 + i) * a->Nk + j0;
+            for (int64_t j = 0; j < lim[i]; j++) db[j] = s[j] * (ds[j] - D);
+        }
         /* ds = (scale P) (dP - D), as vectors: the same two products and
            difference per element as the formula written out, so the same bits */
         float sp[BK];
         kn->ew_binary(TK_EW_MUL, lim[i], s, 1, &a->scale, 0, sp);
         kn->ew_binary(TK_EW_SUB, lim[i], ds, 1, &D, 0, ds);
         kn->ew_binary(TK_EW_MUL, lim[i], sp, 1, ds, 1, ds);
+        if (op->dropout > 0.0f) kn->ew_binary(TK_EW_MUL, lim[i], s, 1, z, 1, s);   /* for dV */
         memset(s + lim[i], 0, (size_t)(nk - lim[i]) * sizeof(float));   /* hidden: exact zeros */
         memset(ds + lim[i], 0, (size_t)(nk - lim[i]) * sizeof(float));
     }
@@ -323,9 +357,13 @@ static void chunk(const bwd_job *J, const bufs *u, int64_t b, int64_t hk, int64_
 
     /* causal: rows before j0 - off see none of these keys */
     int64_t first = a->causal && j0 - J->off > 0 ? j0 - J->off : 0;
+    /* window: rows from j0 + nk - 1 - off + W on see none of them (but the sinks) */
+    int64_t last = a->Nq;
+    if (a->o.window > 0 && j0 >= a->o.sinks && j0 + nk - 1 - J->off + a->o.window < last)
+        last = j0 + nk - 1 - J->off + a->o.window;
     int64_t lim[BQ];
     for (int64_t h = hk * J->G; h < hk * J->G + J->G; h++)
-        for (int64_t i0 = first; i0 < a->Nq; i0 += BQ) {
+        for (int64_t i0 = first; i0 < last; i0 += BQ) {
             int64_t nq = a->Nq - i0 < BQ ? a->Nq - i0 : BQ;
             /* causal: keys past the block's last row's limit are hidden from all its rows */
             int64_t nkb = a->causal && i0 + nq + J->off - j0 < nk ? i0 + nq + J->off - j0 : nk;
@@ -432,7 +470,8 @@ int tk_sdpa_backward(const tk_sdpa_bwd_args *args)
     if (J.bkp < (BK + kn->mr - 1) / kn->mr * kn->mr) J.bkp = (BK + kn->mr - 1) / kn->mr * kn->mr;
     J.dhp = (a->Dh + kn->nr - 1) / kn->nr * kn->nr;
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
-    J.small = tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 1);   /* one key chunk: one lane */
+    J.small = !tk_sdpa_opts_any(&a->o) && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 1);
+    J.keep_scale = a->o.dropout > 0.0f ? (float)(1.0 / (1.0 - (double)a->o.dropout)) : 1.0f;   /* one key chunk: one lane */
     /* lanes: up to 4 (parallel work when there are few kv heads), fewer
        when their buffers would be big; never from the thread count */
     int64_t lane_bytes = rows * a->Dh * (int64_t)sizeof(float);

@@ -18,21 +18,21 @@ tt_status tt_empty(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape)
     return tt__op_leave(sc, st, &ev);
 }
 
-static void fill(tt_tensor *t, double v)
+static void fill(tt_tensor *t, tt_number v)
 {
     int64_t n = tt_numel(t);
     if (t->dtype == TT_BOOL) {
-        memset(tt_data_bool(t), v != 0.0, (size_t)n);
+        memset(tt_data_bool(t), tt__num_bool(v), (size_t)n);
     } else if (t->dtype == TT_INT64) {
-        int64_t *p = tt_data_i64(t), iv = tt__f64_to_i64(v);
+        int64_t *p = tt_data_i64(t), iv = tt__num_i64(v);
         for (int64_t i = 0; i < n; i++) p[i] = iv;
     } else {
-        float *p = tt_data_f32(t), f = (float)v;
+        float *p = tt_data_f32(t), f = tt__num_f32(v);
         for (int64_t i = 0; i < n; i++) p[i] = f;
     }
 }
 
-static tt_status full_op(tt_tensor *out, tt_op op, tt_dtype dt, int ndim, const int64_t *shape, double value)
+static tt_status full_op(tt_tensor *out, tt_op op, tt_dtype dt, int ndim, const int64_t *shape, tt_number value)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__alloc(out, tt_op_name(op), dt, ndim, shape, NULL);
@@ -40,24 +40,32 @@ static tt_status full_op(tt_tensor *out, tt_op op, tt_dtype dt, int ndim, const 
     if (st == TT_OK) {
         fill(out, value);
         tt__event_init(&ev, op, out, NULL, NULL, NULL);
-        if (op == TT_OP_FULL && tt__tracing()) snprintf(ev.args, sizeof ev.args, "value=%g", value);
+        if (op == TT_OP_FULL && tt__tracing() && value.is_int)
+            snprintf(ev.args, sizeof ev.args, "value=%lld", (long long)value.i);
+        else if (op == TT_OP_FULL && tt__tracing())
+            snprintf(ev.args, sizeof ev.args, "value=%g", value.f);
     }
     return tt__op_leave(sc, st, &ev);
 }
 
 tt_status tt_full(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, double value)
 {
+    return full_op(out, TT_OP_FULL, dt, ndim, shape, tt_num_f(value));
+}
+
+tt_status tt_full_number(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, tt_number value)
+{
     return full_op(out, TT_OP_FULL, dt, ndim, shape, value);
 }
 
 tt_status tt_zeros(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape)
 {
-    return full_op(out, TT_OP_ZEROS, dt, ndim, shape, 0.0);
+    return full_op(out, TT_OP_ZEROS, dt, ndim, shape, tt_num_i(0));
 }
 
 tt_status tt_ones(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape)
 {
-    return full_op(out, TT_OP_ONES, dt, ndim, shape, 1.0);
+    return full_op(out, TT_OP_ONES, dt, ndim, shape, tt_num_i(1));
 }
 
 tt_status tt_from_buffer(tt_tensor *out, tt_dtype dt, int ndim, const int64_t *shape, const void *data)
@@ -95,6 +103,43 @@ tt_status tt_arange(tt_tensor *out, double a, double b, double step)
     return tt__op_leave(sc, st, &ev);
 }
 
+/* The count ceil((b - a) / step) in unsigned arithmetic: b - a spans up to
+   2^64 - 1, which no int64 (or double, exactly) holds. */
+tt_status tt_arange_int(tt_tensor *out, tt_dtype dt, int64_t a, int64_t b, int64_t step)
+{
+    tt__opscope sc = tt__op_enter();
+    tt_status st = TT_OK;
+    tt_event ev;
+    memset(out, 0, sizeof *out);
+    uint64_t span = 0, by = 0;
+    if (step > 0 && b > a) span = (uint64_t)b - (uint64_t)a, by = (uint64_t)step;
+    if (step < 0 && b < a) span = (uint64_t)a - (uint64_t)b, by = 0 - (uint64_t)step;
+    uint64_t count = by ? span / by + (span % by != 0) : 0;
+    if (step == 0) {
+        st = tt__err(TT_EARG, "arange: needs a nonzero step (got %lld, %lld, step 0)", (long long)a, (long long)b);
+    } else if (dt == TT_BOOL) {
+        st = tt__err(TT_EARG, "arange: counts in float32 or int64, not bool");
+    } else if (count > (uint64_t)1e15) {
+        st = tt__err(TT_ENOMEM, "arange: %llu elements (%lld to %lld, step %lld) is too many",
+                     (unsigned long long)count, (long long)a, (long long)b, (long long)step);
+    } else {
+        int64_t n = (int64_t)count;
+        st = tt__alloc(out, "arange", dt, 1, &n, NULL);
+        if (st == TT_OK) {
+            /* a + i*step wraps in uint64_t exactly to the value, which lies in [a, b) */
+            for (int64_t i = 0; i < n; i++) {
+                int64_t v = (int64_t)((uint64_t)a + (uint64_t)i * (uint64_t)step);
+                if (dt == TT_INT64) tt_data_i64(out)[i] = v;
+                else tt_data_f32(out)[i] = (float)v;
+            }
+            tt__event_init(&ev, TT_OP_ARANGE, out, NULL, NULL, NULL);
+            if (tt__tracing())
+                snprintf(ev.args, sizeof ev.args, "%lld, %lld, step=%lld", (long long)a, (long long)b, (long long)step);
+        }
+    }
+    return tt__op_leave(sc, st, &ev);
+}
+
 tt_status tt_eye(tt_tensor *out, int64_t n, int64_t m)
 {
     tt__opscope sc = tt__op_enter();
@@ -102,7 +147,7 @@ tt_status tt_eye(tt_tensor *out, int64_t n, int64_t m)
     tt_status st = tt__alloc(out, "eye", TT_FLOAT32, 2, shape, NULL);
     tt_event ev;
     if (st == TT_OK) {
-        fill(out, 0.0);
+        fill(out, tt_num_i(0));
         float *p = tt_data_f32(out);
         for (int64_t i = 0; i < n && i < m; i++) p[i * m + i] = 1.0f;
         tt__event_init(&ev, TT_OP_EYE, out, NULL, NULL, NULL);

@@ -73,15 +73,14 @@ static tt_status write_into(const char *name, tt_tensor *a, tt_tensor *vals)
 
 /* The op's one trace event: the tensor written, what it read, a -> a. */
 static tt_status leave(tt__opscope sc, tt_status st, const char *name, tt_op op, tt_tensor *a, const tt_tensor *b,
-                       int has_s, double s)
+                       int has_s, tt_number s)
 {
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, op, a, a, b, NULL);
         ev.name = name;
         ev.infix = NULL;
-        ev.has_scalar = has_s;
-        ev.scalar = s;
+        if (has_s) tt__event_scalar(&ev, s);
         if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "in place");
     }
     return tt__op_leave(sc, st, &ev);
@@ -92,7 +91,7 @@ static const struct { tt_op op; const char *name, *instead; } BINARY[] = {
     {TT_OP_DIV, "div_", "x / y"},
 };
 
-tt_status tt_binary_(tt_tensor *a, tt_op op, const tt_tensor *b, const double *s)
+tt_status tt_binary_(tt_tensor *a, tt_op op, const tt_tensor *b, const tt_number *s)
 {
     size_t k = 0;
     while (k < sizeof BINARY / sizeof BINARY[0] && BINARY[k].op != op) k++;
@@ -104,39 +103,39 @@ tt_status tt_binary_(tt_tensor *a, tt_op op, const tt_tensor *b, const double *s
     if (st == TT_OK) {
         int was = tt_set_grad_enabled(0);
         tt_tensor vals;
-        st = b ? tt_binary(&vals, op, a, b) : tt_binary_scalar(&vals, op, a, *s, 0);
+        st = b ? tt_binary(&vals, op, a, b) : tt_binary_number(&vals, op, a, *s, 0);
         tt_set_grad_enabled(was);
         if (st == TT_OK) st = write_into(name, a, &vals);
     }
-    return leave(sc, st, name, op, a, b, b == NULL, b ? 0 : *s);
+    return leave(sc, st, name, op, a, b, b == NULL, b ? tt_num_i(0) : *s);
 }
 
-tt_status tt_masked_fill_(tt_tensor *a, const tt_tensor *mask, double value)
+tt_status tt_masked_fill_(tt_tensor *a, const tt_tensor *mask, tt_number value)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = check("masked_fill_", a, NULL, "x:masked_fill(mask, value)");
     if (st == TT_OK) {
         int was = tt_set_grad_enabled(0);
         tt_tensor vals;
-        st = tt_masked_fill(&vals, a, mask, value);
+        st = tt_masked_fill_number(&vals, a, mask, value);
         tt_set_grad_enabled(was);
         if (st == TT_OK) st = write_into("masked_fill_", a, &vals);
     }
     return leave(sc, st, "masked_fill_", TT_OP_MASKED_FILL, a, mask, 1, value);
 }
 
-static tt_status fill(tt_tensor *a, double value, const char *name, const char *instead)
+static tt_status fill(tt_tensor *a, tt_number value, const char *name, const char *instead)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = check(name, a, NULL, instead);
     tt_tensor vals;
-    if (st == TT_OK) st = tt_full(&vals, a->dtype, a->ndim, a->shape, value);
+    if (st == TT_OK) st = tt_full_number(&vals, a->dtype, a->ndim, a->shape, value);
     if (st == TT_OK) st = write_into(name, a, &vals);
-    return leave(sc, st, name, TT_OP_FULL, a, NULL, value != 0 || name[0] == 'f', value);
+    return leave(sc, st, name, TT_OP_FULL, a, NULL, value.f != 0 || name[0] == 'f', value);
 }
 
-tt_status tt_fill_(tt_tensor *a, double value) { return fill(a, value, "fill_", "tt.full(shape, value)"); }
-tt_status tt_zero_(tt_tensor *a) { return fill(a, 0, "zero_", "tt.zeros(shape)"); }
+tt_status tt_fill_(tt_tensor *a, tt_number value) { return fill(a, value, "fill_", "tt.full(shape, value)"); }
+tt_status tt_zero_(tt_tensor *a) { return fill(a, tt_num_i(0), "zero_", "tt.zeros(shape)"); }
 
 tt_status tt_copy_(tt_tensor *a, const tt_tensor *src)
 {
@@ -162,5 +161,5 @@ tt_status tt_copy_(tt_tensor *a, const tt_tensor *src)
         if (st == TT_OK) vals = conv;
     }
     if (st == TT_OK) st = write_into("copy_", a, &vals);
-    return leave(sc, st, "copy_", TT_OP_CLONE, a, src, 0, 0);
+    return leave(sc, st, "copy_", TT_OP_CLONE, a, src, 0, tt_num_i(0));
 }

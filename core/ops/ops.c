@@ -305,18 +305,12 @@ static const char *describe(char *buf, size_t n, const tt_tensor *a, const tt_te
     return buf;
 }
 
-/* A Lua number an int64 operation keeps as int64: an integer value. */
-static int integral(double s)
-{
-    return s == floor(s) && s >= -9223372036854775808.0 && s < 9223372036854775808.0;
-}
-
 /* The dtype def's kernel runs on (*cd), from the operand dtypes def
    allows: PyTorch's promotion. b == NULL: a unary op, or with has_s the
-   other operand is the Lua number s, which adapts to a (an int64 keeps
-   int64 when s is an integer). */
+   other operand is the number s, which adapts to a (an int64 keeps int64
+   when s is an integer, and goes to float32 when it is a float). */
 static tt_status compute_dtype(const tt__opdef *def, const tt_tensor *a, const tt_tensor *b,
-                               int has_s, double s, tt_dtype *cd)
+                               int has_s, tt_number s, tt_dtype *cd)
 {
     char d[2 * SHAPE_BUF + 40];
     tt_dtype ta = a->dtype, tb = b ? b->dtype : ta;
@@ -341,7 +335,7 @@ static tt_status compute_dtype(const tt__opdef *def, const tt_tensor *a, const t
         return tt__err(TT_EARG, "%s: expects float32, got %s; hint: x:float()", def->name,
                        describe(d, sizeof d, a, b));
     }
-    if (def->keeps_int && ta == TT_INT64 && tb == TT_INT64 && (!has_s || integral(s))) *cd = TT_INT64;
+    if (def->keeps_int && ta == TT_INT64 && tb == TT_INT64 && (!has_s || s.is_int)) *cd = TT_INT64;
     return TT_OK;
 }
 
@@ -369,13 +363,21 @@ static ew_ctx ew_ctx_of(const tt__opdef *def, tt_dtype in)
 }
 
 /* a op b, or with b == NULL a op s (s op a when scalar_first). int64
-   operands the op does not keep as int64 run as float32 copies. */
+   operands the op does not keep as int64 run as float32 copies; the number
+   goes to the kernel's dtype straight from its subtype (an integer never
+   through double). */
 static tt_status binary_impl(tt_tensor *out, const tt__opdef *def, const tt_tensor *a,
-                             const tt_tensor *b, double s, int scalar_first)
+                             const tt_tensor *b, tt_number s, int scalar_first)
 {
     tt_dtype cd;
     tt_status st = compute_dtype(def, a, b, b == NULL, s, &cd);
     if (st) return st;
+    if (!b && !scalar_first && cd == TT_INT64 && def == tt__op_def(TT_OP_POW) && s.i < 0) {
+        char sa[SHAPE_BUF];
+        return tt__err(TT_EARG, "%s: Integers to negative integer powers are not allowed. (%s %s ^ %lld); "
+                       "hint: x:float() ^ %lld", def->name, tt_dtype_name(a->dtype), shp(a, sa),
+                       (long long)s.i, (long long)s.i);
+    }
     int nd = a->ndim;
     int64_t shape[TT_MAX_DIMS];
     const char *names[TT_MAX_DIMS];
@@ -397,9 +399,9 @@ static tt_status binary_impl(tt_tensor *out, const tt__opdef *def, const tt_tens
     st = tt__alloc(out, def->name, def->result == TT_BOOL ? TT_BOOL : cd, nd, shape, names);
     if (st == TT_OK) {
         ew_ctx c = ew_ctx_of(def, cd);
-        float sf = (float)s;
-        uint8_t sb = s != 0.0;
-        int64_t si = cd == TT_INT64 ? (int64_t)s : 0;
+        float sf = tt__num_f32(s);
+        uint8_t sb = tt__num_bool(s);
+        int64_t si = s.i;                               /* cd is int64 only for an integer */
         const void *sp = cd == TT_BOOL ? (const void *)&sb : cd == TT_INT64 ? (const void *)&si : (const void *)&sf;
         if (b) {
             c.x = data_of(a);
@@ -427,7 +429,7 @@ tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tenso
     tt_status st = op_def("binary", op, TT_OPK_BINARY, "a binary op", &def);
     if (st) return st;
     tt__opscope sc = tt__op_enter();
-    st = binary_impl(out, def, a, b, 0.0, 0);
+    st = binary_impl(out, def, a, b, tt_num_i(0), 0);
     if (st == TT_OK && tt__grad_wanted(sc, a, b)) st = tt__record(out, op, a, b, NULL, NULL);
     tt_event ev;
     if (st == TT_OK) {
@@ -439,6 +441,11 @@ tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tenso
 
 tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double s, int scalar_first)
 {
+    return tt_binary_number(out, op, a, tt_num_f(s), scalar_first);
+}
+
+tt_status tt_binary_number(tt_tensor *out, tt_op op, const tt_tensor *a, tt_number s, int scalar_first)
+{
     clear(out);
     const tt__opdef *def;
     tt_status st = op_def("binary", op, TT_OPK_BINARY, "a binary op", &def);
@@ -446,12 +453,11 @@ tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double 
     tt__opscope sc = tt__op_enter();
     st = binary_impl(out, def, a, NULL, s, scalar_first);
     if (st == TT_OK && tt__grad_wanted(sc, a, NULL))
-        st = tt__record(out, op, a, NULL, NULL, &(tt__agargs){ .s = s, .has_s = 1, .first = scalar_first });
+        st = tt__record(out, op, a, NULL, NULL, &(tt__agargs){ .s = s.f, .has_s = 1, .first = scalar_first });
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, NULL, NULL);
-        ev.has_scalar = 1;
-        ev.scalar = s;
+        tt__event_scalar(&ev, s);
         ev.scalar_first = scalar_first;
         ev.flops = def->flops * (double)tt_numel(out);
     }
@@ -461,7 +467,7 @@ tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double 
 static tt_status unary_impl(tt_tensor *out, const tt__opdef *def, const tt_tensor *a)
 {
     tt_dtype cd;
-    tt_status st = compute_dtype(def, a, NULL, 0, 0.0, &cd);
+    tt_status st = compute_dtype(def, a, NULL, 0, tt_num_i(0), &cd);
     if (st) return st;
     tt_tensor fa = {0};
     if (cd == TT_FLOAT32 && a->dtype == TT_INT64) {
@@ -816,29 +822,34 @@ static tt_status where_impl(tt_tensor *out, const tt_tensor *cond, const tt_tens
     return st;
 }
 
-tt_status tt_where(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, double sa,
-                   const tt_tensor *b, double sb)
+tt_status tt_where(tt_tensor *out, const tt_tensor *cond, const tt_tensor *a, tt_number sa,
+                   const tt_tensor *b, tt_number sb)
 {
     clear(out);
     tt__opscope sc = tt__op_enter();
+    const tt_tensor *ta = a, *tb = b;   /* as the script gave them, for the event */
     tt_tensor na = {0}, nb = {0};       /* the numbers as 0-d tensors: nested, so no rows */
-    tt_dtype dt = a ? a->dtype : b ? b->dtype : TT_FLOAT32;
+    tt_tensor fa = {0}, fb = {0};       /* int64 with a float number: float32 copies (PyTorch) */
     tt_status st = TT_OK;
-    if (!a && (st = tt_full(&na, dt, 0, NULL, sa)) == TT_OK) a = &na;
-    if (st == TT_OK && !b && (st = tt_full(&nb, dt, 0, NULL, sb)) == TT_OK) b = &nb;
+    if ((a && !b && a->dtype == TT_INT64 && !sb.is_int) || (b && !a && b->dtype == TT_INT64 && !sa.is_int)) {
+        if (a && (st = tt_to_dtype(&fa, a, TT_FLOAT32)) == TT_OK) a = &fa;
+        if (b && st == TT_OK && (st = tt_to_dtype(&fb, b, TT_FLOAT32)) == TT_OK) b = &fb;
+    }
+    tt_dtype dt = a ? a->dtype : b ? b->dtype : TT_FLOAT32;
+    if (st == TT_OK && !a && (st = tt_full_number(&na, dt, 0, NULL, sa)) == TT_OK) a = &na;
+    if (st == TT_OK && !b && (st = tt_full_number(&nb, dt, 0, NULL, sb)) == TT_OK) b = &nb;
     if (st == TT_OK) st = where_impl(out, cond, a, b);
     if (st == TT_OK && (tt__grad_wanted(sc, a, b))) st = tt__record(out, TT_OP_WHERE, cond, a, b, NULL);
     tt_event ev;
-    if (st == TT_OK && b == &nb && a != &na) {     /* where(c, x, 0): shown as the script wrote it */
-        tt__event_init(&ev, TT_OP_WHERE, out, cond, a, NULL);
-        ev.has_scalar = 1;
-        ev.scalar = sb;
+    if (st == TT_OK && !tb && ta) {     /* where(c, x, 0): shown as the script wrote it */
+        tt__event_init(&ev, TT_OP_WHERE, out, cond, ta, NULL);
+        tt__event_scalar(&ev, sb);
     } else if (st == TT_OK) {
-        tt__event_init(&ev, TT_OP_WHERE, out, cond, a, b);
+        tt__event_init(&ev, TT_OP_WHERE, out, cond, ta ? ta : a, tb ? tb : b);
     }
     st = tt__op_leave(sc, st, &ev);
-    tt_tensor_release(&na);
-    tt_tensor_release(&nb);
+    tt_tensor *tmp[] = {&na, &nb, &fa, &fb};
+    for (size_t i = 0; i < sizeof tmp / sizeof tmp[0]; i++) tt_tensor_release(tmp[i]);
     return st;
 }
 
@@ -1023,7 +1034,7 @@ tt_status tt_log_softmax(tt_tensor *out, const tt_tensor *a, int d)
 
 /* ===== Masking ===== */
 
-static tt_status masked_fill_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor *mask, double value)
+static tt_status masked_fill_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor *mask, tt_number value)
 {
     char sa[SHAPE_BUF], sm[SHAPE_BUF];
     if (mask->dtype != TT_BOOL)
@@ -1036,8 +1047,8 @@ static tt_status masked_fill_impl(tt_tensor *out, const tt_tensor *a, const tt_t
     if (st) return st;
     st = tt__alloc(out, "masked_fill", a->dtype, nd, shape, names);
     if (st) return st;
-    ew_ctx c = { .x = data_of(a), .y = tt_data_bool(mask), .fval = (float)value, .bval = value != 0.0,
-                 .ival = tt__f64_to_i64(value) };
+    ew_ctx c = { .x = data_of(a), .y = tt_data_bool(mask), .fval = tt__num_f32(value), .bval = tt__num_bool(value),
+                 .ival = tt__num_i64(value) };
     run_ew(a->dtype == TT_BOOL ? masked_fill_bool_row : a->dtype == TT_INT64 ? masked_fill_i64_row
            : masked_fill_f32_row, &c, out, a, mask);
     return TT_OK;
@@ -1096,6 +1107,11 @@ static void mask_polarity_note(const tt_tensor *out, const tt_tensor *mask, doub
 
 tt_status tt_masked_fill(tt_tensor *out, const tt_tensor *a, const tt_tensor *mask, double value)
 {
+    return tt_masked_fill_number(out, a, mask, tt_num_f(value));
+}
+
+tt_status tt_masked_fill_number(tt_tensor *out, const tt_tensor *a, const tt_tensor *mask, tt_number value)
+{
     clear(out);
     tt__opscope sc = tt__op_enter();
     tt_status st = masked_fill_impl(out, a, mask, value);
@@ -1103,9 +1119,8 @@ tt_status tt_masked_fill(tt_tensor *out, const tt_tensor *a, const tt_tensor *ma
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_MASKED_FILL, out, a, mask, NULL);
-        ev.has_scalar = 1;
-        ev.scalar = value;
-        if (tt__tracing()) mask_polarity_note(out, mask, value, ev.note, sizeof ev.note);
+        tt__event_scalar(&ev, value);
+        if (tt__tracing()) mask_polarity_note(out, mask, value.f, ev.note, sizeof ev.note);
     }
     return tt__op_leave(sc, st, &ev);
 }

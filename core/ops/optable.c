@@ -129,6 +129,10 @@ static const tt__opdef OPS[] = {
     [TT_OP_T] = { .name = "t", BW(transpose) },
     [TT_OP_REDUCE] = { .name = "reduce", .flops = 1, BW(reduce), .saves = TT__SAVE_A | TT__SAVE_OUT },
     [TT_OP_REPEAT] = { .name = "repeat", BW(repeat) },
+    /* the block: rope 3 an element (two muls and an add; the angles' sin
+       and cos once per position and pair besides); dropout 1 (the mul) */
+    [TT_OP_ROPE] = { .name = "rope", .flops = 3, BW(rope), .saves = TT__SAVE_B },
+    [TT_OP_DROPOUT] = { .name = "dropout", .flops = 1, BW(dropout), .saves = TT__SAVE_B },
 };
 _Static_assert(sizeof OPS / sizeof OPS[0] == TT_OP_COUNT, "OPS: one row per tt_op");
 
@@ -157,6 +161,14 @@ tt_opkind tt_op_kind(tt_op op)
 
 /* ===== Events ===== */
 
+void tt__event_scalar(tt_event *ev, tt_number s)
+{
+    ev->has_scalar = 1;
+    ev->scalar = s.f;
+    ev->scalar_is_int = s.is_int;
+    ev->scalar_int = s.i;
+}
+
 void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
                     const tt_tensor *a, const tt_tensor *b, const tt_tensor *c)
 {
@@ -172,6 +184,8 @@ void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
     ev->output = out;
     ev->view = ev->has_scalar = ev->scalar_first = 0;
     ev->scalar = 0;
+    ev->scalar_is_int = 0;
+    ev->scalar_int = 0;
     ev->args[0] = ev->note[0] = 0;
     ev->flops = ev->bytes = 0;
     ev->ns = 0;

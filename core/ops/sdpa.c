@@ -47,42 +47,56 @@ static tt_status flat_batch(const tt_tensor **t, tt_tensor *tmp, int nbd, int64_
     return TT_OK;
 }
 
-/* q, k, v and the mask as the kernels read them: the batch dims flattened
-   to one stride (through contiguous copies where they cannot merge), the
-   mask broadcast over the scores [..., Hq, Nq, Nk]. The forward and the
-   backward build the same one from the same tensors. */
+/* A mask or bias as the kernels read it: broadcast over the scores
+   [..., Hq, Nq, Nk], strides (sb, sh, sq, sk) with the batch dims as one. */
+typedef struct scores_operand {
+    const void *data;
+    int64_t sb, sh, sq, sk;
+    tt_tensor copy;                     /* materialised over the batch dims, when they cannot merge */
+} scores_operand;
+
+/* q, k, v, the mask and the bias as the kernels read them: the batch dims
+   flattened to one stride (through contiguous copies where they cannot
+   merge). The forward and the backward build the same one from the same
+   tensors. */
 typedef struct sdpa_layout {
     const tt_tensor *q, *k, *v;
-    tt_tensor qc, kc, vc, mc;           /* the copies, when needed */
+    tt_tensor qc, kc, vc;               /* the copies, when needed */
     int64_t B, Hq, Hkv, Nq, Nk, Dh, Dv;
     int64_t qsb, ksb, vsb;
-    const uint8_t *mdata;
-    int64_t msb, msh, msq, msk;         /* the mask's strides over the scores */
+    scores_operand m, bias;
 } sdpa_layout;
 
-/* The mask materialised over the batch dims only (they could not merge). */
-static tt_status mask_copy(sdpa_layout *L, const tt_tensor *mask, int nbd, const int64_t *tshape, int64_t *mst)
+static tt_status operand_init(scores_operand *o, const tt_tensor *t, int nd, const int64_t *tshape)
 {
-    int nd = L->q->ndim;
-    tt_tensor h = *mask;
-    h.ndim = nd;
-    for (int i = 0; i < nd; i++) {
-        h.shape[i] = i < nbd || mst[i] ? tshape[i] : 1;
-        h.stride[i] = mst[i];
-        h.names[i] = NULL;
+    int nbd = nd >= 3 ? nd - 3 : 0, hd = nd - 3;
+    int64_t st[TT_MAX_DIMS] = {0};
+    tt__broadcast_strides(t, nd, tshape, st);
+    o->data = t->dtype == TT_BOOL ? (const void *)tt_data_bool(t) : (const void *)tt_data_f32(t);
+    if (!tt__iter_flat(nbd, tshape, st, &o->sb)) {
+        tt_tensor h = *t;
+        h.ndim = nd;
+        for (int i = 0; i < nd; i++) {
+            h.shape[i] = i < nbd || st[i] ? tshape[i] : 1;
+            h.stride[i] = st[i];
+            h.names[i] = NULL;
+        }
+        tt_status s = tt__alloc(&o->copy, "sdpa", t->dtype, nd, h.shape, NULL);
+        if (s) return s;
+        tt__copy(&o->copy, &h);
+        for (int i = 0; i < nd; i++) st[i] = o->copy.shape[i] == 1 ? 0 : o->copy.stride[i];
+        tt__iter_flat(nbd, tshape, st, &o->sb);
+        o->data = t->dtype == TT_BOOL ? (const void *)tt_data_bool(&o->copy) : (const void *)tt_data_f32(&o->copy);
     }
-    tt_status st = tt__alloc(&L->mc, "sdpa", TT_BOOL, nd, h.shape, NULL);
-    if (st) return st;
-    tt__copy(&L->mc, &h);
-    for (int i = 0; i < nd; i++) mst[i] = L->mc.shape[i] == 1 ? 0 : L->mc.stride[i];
-    tt__iter_flat(nbd, tshape, mst, &L->msb);
-    L->mdata = tt_data_bool(&L->mc);
+    o->sh = hd >= 0 ? st[hd] : 0;
+    o->sq = st[nd - 2];
+    o->sk = st[nd - 1];
     return TT_OK;
 }
 
-/* q, k, v and mask passed sdpa_impl's checks. */
+/* q, k, v, mask and bias passed sdpa_impl's checks. */
 static tt_status layout_init(sdpa_layout *L, const tt_tensor *q, const tt_tensor *k, const tt_tensor *v,
-                             const tt_tensor *mask)
+                             const tt_tensor *mask, const tt_tensor *bias)
 {
     memset(L, 0, sizeof *L);
     int nd = q->ndim, nbd = nd >= 3 ? nd - 3 : 0, hd = nd - 3;
@@ -98,17 +112,11 @@ static tt_status layout_init(sdpa_layout *L, const tt_tensor *q, const tt_tensor
     tt_status st = flat_batch(&L->q, &L->qc, nbd, &L->qsb);
     if (st == TT_OK) st = flat_batch(&L->k, &L->kc, nbd, &L->ksb);
     if (st == TT_OK) st = flat_batch(&L->v, &L->vc, nbd, &L->vsb);
-    if (st || !mask) return st;
     int64_t tshape[TT_MAX_DIMS];
     memcpy(tshape, q->shape, (size_t)nd * sizeof *tshape);
     tshape[nd - 1] = L->Nk;
-    int64_t mst[TT_MAX_DIMS] = {0};
-    tt__broadcast_strides(mask, nd, tshape, mst);
-    L->mdata = tt_data_bool(mask);
-    if (!tt__iter_flat(nbd, tshape, mst, &L->msb)) st = mask_copy(L, mask, nbd, tshape, mst);
-    L->msh = hd >= 0 ? mst[hd] : 0;
-    L->msq = mst[nd - 2];
-    L->msk = mst[nd - 1];
+    if (st == TT_OK && mask) st = operand_init(&L->m, mask, nd, tshape);
+    if (st == TT_OK && bias) st = operand_init(&L->bias, bias, nd, tshape);
     return st;
 }
 
@@ -117,7 +125,8 @@ static void layout_free(sdpa_layout *L)
     tt_tensor_release(&L->qc);
     tt_tensor_release(&L->kc);
     tt_tensor_release(&L->vc);
-    tt_tensor_release(&L->mc);
+    tt_tensor_release(&L->m.copy);
+    tt_tensor_release(&L->bias.copy);
 }
 
 /* The operands' fields shared by tk_sdpa_args and tk_sdpa_bwd_args, in
@@ -130,37 +139,136 @@ static void layout_free(sdpa_layout *L)
     tt_data_f32((L)->q), (L)->qsb, STRIDES((L)->q), \
     tt_data_f32((L)->k), (L)->ksb, STRIDES((L)->k), \
     tt_data_f32((L)->v), (L)->vsb, STRIDES((L)->v), \
-    (L)->mdata, (L)->msb, (L)->msh, (L)->msq, (L)->msk
+    (const uint8_t *)(L)->m.data, (L)->m.sb, (L)->m.sh, (L)->m.sq, (L)->m.sk
+
+/* The kernels' options from the layout's bias and the node's or call's. */
+static tk_sdpa_opts kernel_opts(const sdpa_layout *L, int alibi, int64_t window, int64_t sinks, double dropout,
+                                uint64_t seed)
+{
+    tk_sdpa_opts o = { (const float *)L->bias.data, L->bias.sb, L->bias.sh, L->bias.sq, L->bias.sk,
+                       alibi, window, sinks, (float)dropout, seed };
+    return o;
+}
 
 typedef struct sdpa_info {
     double flops;
     int64_t empty;
     float scale;
+    uint64_t seed;              /* dropout's draws */
 } sdpa_info;
 
 /* (query, key) pairs per head the kernels compute, for the FLOP counts:
-   all of them, or those on and below the lower-right causal diagonal. */
-static double visible_pairs(int64_t Nq, int64_t Nk, int causal)
+   all of them, or those on and below the lower-right causal diagonal, and
+   with a window those in its band and the sinks. */
+static double visible_pairs(int64_t Nq, int64_t Nk, int causal, int64_t window, int64_t sinks)
 {
-    if (!causal) return (double)Nq * (double)Nk;
+    if (!causal && window <= 0) return (double)Nq * (double)Nk;
     double pairs = 0.0;
     for (int64_t i = 0; i < Nq; i++) {
-        int64_t lim = i + Nk - Nq + 1;
-        pairs += (double)(lim < 0 ? 0 : lim > Nk ? Nk : lim);
+        int64_t hi = i + Nk - Nq + 1;       /* keys [0, hi) on and below the diagonal */
+        hi = hi < 0 ? 0 : hi > Nk ? Nk : hi;
+        int64_t lo = window > 0 ? hi - window : 0, s = sinks < hi ? sinks : hi;
+        lo = lo < 0 ? 0 : lo;
+        pairs += (double)(hi - lo) + (double)(s < lo ? s : lo);   /* the sinks below the band */
     }
     return pairs;
+}
+
+/* A mask or bias (what) against the scores' shape tshape [nt dims]: it
+   must broadcast to them, and its named dims agree with theirs. */
+static tt_status check_scores_operand(const char *what, const tt_tensor *mask, const tt_tensor *q,
+                                      const tt_tensor *k, int nt, const int64_t *tshape)
+{
+    char s1[SHAPE_BUF], s2[SHAPE_BUF];
+    int nd = nt, is_mask = what[0] == 'm';
+    int64_t Nq = tshape[nt - 2], Nk = tshape[nt - 1];
+    /* the scores as matmul would name them: batch and head dims from q
+       (else k), rows from q, columns from k */
+    const char *tnames[TT_MAX_DIMS];
+    for (int i = 0; i < nt; i++) tnames[i] = q->names[i] ? q->names[i] : k->names[i];
+    tnames[nt - 2] = q->names[nd - 2];
+    tnames[nt - 1] = k->names[nd - 2];
+    tt_tensor scores_names = {.ndim = nt};
+    tt__set_names(&scores_names, tnames);
+    memcpy(tnames, scores_names.names, sizeof tnames);
+    int bad = -1;   /* failing dim of the mask, counted from the end (1 = last) */
+    for (int i = 1; i <= mask->ndim && i <= nt && bad < 0; i++) {
+        const int64_t m = mask->shape[mask->ndim - i];
+        if (m != 1 && m != tshape[nt - i]) bad = i;
+    }
+    if (bad >= 0 || mask->ndim > nt) {
+        fmt_shape(s2, nt, tshape, tnames);
+        if (bad < 0)
+            return tt__err(TT_ESHAPE, "sdpa: %s %s has more dims than the scores %s (%d vs %d); "
+                           "hint: the %s is [..., Nq, Nk], Nq = %lld queries and Nk = %lld keys",
+                           what, shp(mask, s1), s2, mask->ndim, nt, what, (long long)Nq, (long long)Nk);
+        char hint[160];
+        if (is_mask && mask->ndim == 2 && nt >= 3 && mask->shape[0] == tshape[0] && mask->shape[1] == Nk) {
+            /* a padding mask [B, Nk] meant as [B, 1, .., 1, Nk] */
+            int len = snprintf(hint, sizeof hint, "a padding mask [B, Nk] needs mask:reshape(%lld",
+                               (long long)tshape[0]);
+            for (int i = 1; i < nt - 1 && len < (int)sizeof hint; i++)
+                len += snprintf(hint + len, sizeof hint - (size_t)len, ", 1");
+            if (len < (int)sizeof hint)
+                snprintf(hint + len, sizeof hint - (size_t)len, ", %lld) to broadcast over the %s",
+                         (long long)Nk, nt > 3 ? "heads and queries" : "queries");
+        } else if (mask->ndim >= 2 && Nq != Nk && mask->shape[mask->ndim - 2] == Nk &&
+                   mask->shape[mask->ndim - 1] == Nq) {
+            snprintf(hint, sizeof hint, "the %s is [Nk, Nq]; %s:mT() puts the %lld queries "
+                     "first", what, what, (long long)Nq);
+        } else {
+            snprintf(hint, sizeof hint, "the %s's last two dims are Nq = %lld queries and Nk = %lld keys "
+                     "(or 1 to broadcast)", what, (long long)Nq, (long long)Nk);
+        }
+        return tt__err(TT_ESHAPE, "sdpa: %s %s does not broadcast to the scores %s (dim -%d: %lld vs %lld); "
+                       "hint: %s", what, shp(mask, s1), s2, bad, (long long)mask->shape[mask->ndim - bad],
+                       (long long)tshape[nt - bad], hint);
+    }
+    /* named dims must agree, as in elementwise ops: a square [Nk, Nq]
+       mask has the right shape and the wrong meaning */
+    for (int i = 1; i <= mask->ndim; i++) {
+        const char *a = mask->names[mask->ndim - i], *b = tnames[nt - i];
+        if (a && b && a != b && strcmp(a, b) != 0) {
+            fmt_shape(s2, nt, tshape, tnames);
+            int swapped = i <= 2 && mask->ndim >= 2 && tnames[nt - 1] && tnames[nt - 2] &&
+                          mask->names[mask->ndim - 1] && mask->names[mask->ndim - 2] &&
+                          strcmp(mask->names[mask->ndim - 1], tnames[nt - 2]) == 0 &&
+                          strcmp(mask->names[mask->ndim - 2], tnames[nt - 1]) == 0;
+            return tt__err(TT_ESHAPE, "sdpa: dim names differ: '%s' vs '%s' at dim -%d of %s %s and "
+                           "the scores %s; hint: %s", a, b, i, what, shp(mask, s1), s2,
+                           swapped ? (is_mask ? "the mask is [keys, queries]; mask:mT() swaps them"
+                                              : "the bias is [keys, queries]; bias:mT() swaps them")
+                                   : "rename with x:named(...)");
+        }
+    }
+    return TT_OK;
 }
 
 /* q [..., Hq, Nq, Dh], k [..., Hkv, Nk, Dh], v [..., Hkv, Nk, Dv]; 2-D
    inputs are one head. Scores are [..., Hq, Nq, Nk]. lse: NULL, or gets
    each row's log-sum-exp [B * Hq * Nq] for the backward. */
 static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, const tt_tensor *q,
-                           const tt_tensor *k, const tt_tensor *v, const tt_tensor *mask, int causal,
-                           double scale, sdpa_info *info)
+                           const tt_tensor *k, const tt_tensor *v, const tt_sdpa_opts *o, sdpa_info *info)
 {
     char s1[SHAPE_BUF], s2[SHAPE_BUF], s3[SHAPE_BUF];
+    const tt_tensor *mask = o->mask, *bias = o->bias;
+    double scale = o->scale;
+    int causal = o->causal || o->window > 0;
     if (!isnan(scale) && !(fabs(scale) <= (double)FLT_MAX))
         return tt__err(TT_EARG, "sdpa: scale must be a finite float32, got %g", scale);
+    if (o->window < 0)
+        return tt__err(TT_EARG, "sdpa: window must be at least 1 (the keys each query sees), got %lld",
+                       (long long)o->window);
+    if (o->sinks < 0)
+        return tt__err(TT_EARG, "sdpa: sinks must be 0 or more, got %lld", (long long)o->sinks);
+    if (o->sinks > 0 && o->window == 0)
+        return tt__err(TT_EARG, "sdpa: sinks = %lld needs a window (the sinks are the keys kept beside it); "
+                       "hint: {window = W, sinks = %lld}", (long long)o->sinks, (long long)o->sinks);
+    if (!(o->dropout >= 0.0 && o->dropout < 1.0))
+        return tt__err(TT_EARG, "sdpa: dropout must be in [0, 1), got %g", o->dropout);
+    if (o->alibi && bias)
+        return tt__err(TT_EARG, "sdpa: alibi and bias both given; hint: alibi = true is a bias computed in "
+                       "the kernel: add your own terms to an explicit bias instead");
     const tt_tensor *in[3] = { q, k, v };
     for (int i = 0; i < 3; i++)
         if (in[i]->dtype != TT_FLOAT32)
@@ -227,72 +335,19 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
     int64_t tshape[TT_MAX_DIMS];
     memcpy(tshape, q->shape, (size_t)nd * sizeof *tshape);
     tshape[nt - 1] = Nk;
-    if (mask) {
-        if (mask->dtype != TT_BOOL)
-            return tt__err(TT_EARG, "sdpa: mask must be bool (true = may attend), got %s %s; hint: mask:bool()",
-                           tt_dtype_name(mask->dtype), shp(mask, s1));
-        /* the scores as matmul would name them: batch and head dims from q
-           (else k), rows from q, columns from k */
-        const char *tnames[TT_MAX_DIMS];
-        for (int i = 0; i < nt; i++) tnames[i] = q->names[i] ? q->names[i] : k->names[i];
-        tnames[nt - 2] = q->names[nd - 2];
-        tnames[nt - 1] = k->names[nd - 2];
-        tt_tensor scores_names = {.ndim = nt};
-        tt__set_names(&scores_names, tnames);
-        memcpy(tnames, scores_names.names, sizeof tnames);
-        int bad = -1;   /* failing dim of the mask, counted from the end (1 = last) */
-        for (int i = 1; i <= mask->ndim && i <= nt && bad < 0; i++) {
-            const int64_t m = mask->shape[mask->ndim - i];
-            if (m != 1 && m != tshape[nt - i]) bad = i;
-        }
-        if (bad >= 0 || mask->ndim > nt) {
-            fmt_shape(s2, nt, tshape, tnames);
-            if (bad < 0)
-                return tt__err(TT_ESHAPE, "sdpa: mask %s has more dims than the scores %s (%d vs %d); "
-                               "hint: the mask is [..., Nq, Nk], Nq = %lld queries and Nk = %lld keys",
-                               shp(mask, s1), s2, mask->ndim, nt, (long long)Nq, (long long)Nk);
-            char hint[160];
-            if (mask->ndim == 2 && nt >= 3 && mask->shape[0] == tshape[0] && mask->shape[1] == Nk) {
-                /* a padding mask [B, Nk] meant as [B, 1, .., 1, Nk] */
-                int len = snprintf(hint, sizeof hint, "a padding mask [B, Nk] needs mask:reshape(%lld",
-                                   (long long)tshape[0]);
-                for (int i = 1; i < nt - 1 && len < (int)sizeof hint; i++)
-                    len += snprintf(hint + len, sizeof hint - (size_t)len, ", 1");
-                if (len < (int)sizeof hint)
-                    snprintf(hint + len, sizeof hint - (size_t)len, ", %lld) to broadcast over the %s",
-                             (long long)Nk, nt > 3 ? "heads and queries" : "queries");
-            } else if (mask->ndim >= 2 && Nq != Nk && mask->shape[mask->ndim - 2] == Nk &&
-                       mask->shape[mask->ndim - 1] == Nq) {
-                snprintf(hint, sizeof hint, "the mask is [Nk, Nq]; mask:mT() puts the %lld queries "
-                         "first", (long long)Nq);
-            } else {
-                snprintf(hint, sizeof hint, "the mask's last two dims are Nq = %lld queries and Nk = %lld keys "
-                         "(or 1 to broadcast)", (long long)Nq, (long long)Nk);
-            }
-            return tt__err(TT_ESHAPE, "sdpa: mask %s does not broadcast to the scores %s (dim -%d: %lld vs %lld); "
-                           "hint: %s", shp(mask, s1), s2, bad, (long long)mask->shape[mask->ndim - bad],
-                           (long long)tshape[nt - bad], hint);
-        }
-        /* named dims must agree, as in elementwise ops: a square [Nk, Nq]
-           mask has the right shape and the wrong meaning */
-        for (int i = 1; i <= mask->ndim; i++) {
-            const char *a = mask->names[mask->ndim - i], *b = tnames[nt - i];
-            if (a && b && a != b && strcmp(a, b) != 0) {
-                fmt_shape(s2, nt, tshape, tnames);
-                int swapped = i <= 2 && mask->ndim >= 2 && tnames[nt - 1] && tnames[nt - 2] &&
-                              mask->names[mask->ndim - 1] && mask->names[mask->ndim - 2] &&
-                              strcmp(mask->names[mask->ndim - 1], tnames[nt - 2]) == 0 &&
-                              strcmp(mask->names[mask->ndim - 2], tnames[nt - 1]) == 0;
-                return tt__err(TT_ESHAPE, "sdpa: dim names differ: '%s' vs '%s' at dim -%d of mask %s and "
-                               "the scores %s; hint: %s", a, b, i, shp(mask, s1), s2,
-                               swapped ? "the mask is [keys, queries]; mask:mT() swaps them"
-                                       : "rename with x:named(...)");
-            }
-        }
-    }
+    if (mask && mask->dtype != TT_BOOL)
+        return tt__err(TT_EARG, "sdpa: mask must be bool (true = may attend), got %s %s; hint: mask:bool()",
+                       tt_dtype_name(mask->dtype), shp(mask, s1));
+    tt_status st = mask ? check_scores_operand("mask", mask, q, k, nt, tshape) : TT_OK;
+    if (st) return st;
+    if (bias && bias->dtype != TT_FLOAT32)
+        return tt__err(TT_EARG, "sdpa: bias must be float32 (added to the scaled scores), got %s %s; hint: %s",
+                       tt_dtype_name(bias->dtype), shp(bias, s1),
+                       bias->dtype == TT_BOOL ? "a bool tensor is a mask: {mask = m}" : "bias:float()");
+    if (bias && (st = check_scores_operand("bias", bias, q, k, nt, tshape))) return st;
 
     sdpa_layout L;
-    tt_status st = layout_init(&L, q, k, v, mask);
+    st = layout_init(&L, q, k, v, mask, bias);
     int64_t oshape[TT_MAX_DIMS];
     const char *onames[TT_MAX_DIMS], *wnames[TT_MAX_DIMS];
     memcpy(oshape, q->shape, (size_t)nd * sizeof *oshape);
@@ -320,7 +375,13 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
         for (int i = 0; i < nbd; i++) B *= q->shape[i];
         float sc = isnan(scale) ? (Dh > 0 ? (float)(1.0 / sqrt((double)Dh)) : 1.0f) : (float)scale;
         info->scale = sc;
-        info->flops = 2.0 * (double)B * (double)Hq * visible_pairs(Nq, Nk, causal) * (double)(Dh + Dv);
+        info->flops = 2.0 * (double)B * (double)Hq * visible_pairs(Nq, Nk, causal, o->window, o->sinks)
+                      * (double)(Dh + Dv);
+        if (o->dropout > 0.0) {   /* one draw of the generator seeds the call's dropout */
+            int64_t seed;
+            tt__rand_int(&seed, 1, 0, 0);
+            info->seed = (uint64_t)seed;
+        }
         info->empty = 0;
         if (B * Hq * Nq == 0) {
             /* nothing to compute */
@@ -331,6 +392,7 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
             tk_sdpa_args ar = {
                 LAYOUT_ARGS(&L), causal != 0, sc, tt_data_f32(out),
                 weights ? tt_data_f32(weights) : NULL, lse ? tt_data_f32(lse) : NULL,
+                kernel_opts(&L, o->alibi, o->window, o->sinks, o->dropout, info->seed),
             };
             info->empty = tk_sdpa(&ar);
         }
@@ -339,26 +401,34 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
     return st;
 }
 
-/* out's node saves q, k, v, out, the log-sum-exp (taken) and the mask; the
-   weights get a node of their own whose backward is an error. Releases
-   out and weights on failure. */
-static tt_status record(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, const tt_tensor *q,
-                        const tt_tensor *k, const tt_tensor *v, const tt_tensor *mask, int causal, float scale)
+/* out's node saves q, k, v, out, the log-sum-exp (taken), the mask and
+   the bias (an input too: its gradient); the weights get a node of their
+   own whose backward is an error. Releases out and weights on failure. */
+static tt_status record(tt__opscope sc, tt_tensor *out, tt_tensor *weights, tt_tensor *lse, const tt_tensor *q,
+                        const tt_tensor *k, const tt_tensor *v, const tt_sdpa_opts *o, const sdpa_info *info)
 {
     tt__agargs args = {0};
-    args.s = scale;
-    args.causal = causal != 0;
-    tt_status st = tt__record(out, TT_OP_SDPA, q, k, v, &args);
+    args.s = info->scale;
+    args.causal = o->causal || o->window > 0;
+    args.sdpa.window = o->window;
+    args.sdpa.sinks = o->sinks;
+    args.sdpa.alibi = o->alibi != 0;
+    args.sdpa.dropout = o->dropout;
+    args.sdpa.seed = info->seed;
+    const tt_tensor *in[4] = { q, k, v, o->bias };
+    int nin = o->bias ? 4 : 3;
+    tt_status st = tt__record_list(sc, out, TT_OP_SDPA, in, nin, &args);
     if (st == TT_OK && out->ag) {
         tt__node *n = out->ag->fn;
         n->saved[4] = *lse;
         memset(lse, 0, sizeof *lse);
-        if (mask) tt__view_of(&n->saved[5], mask);
+        if (o->mask) tt__view_of(&n->saved[5], o->mask);
+        if (o->bias) tt__view_of(&n->saved[6], o->bias);
         tt__node_note_versions(n);
     }
     if (st == TT_OK && weights && out->ag) {
         args.weights = 1;
-        st = tt__record(weights, TT_OP_SDPA, q, k, v, &args);
+        st = tt__record_list(sc, weights, TT_OP_SDPA, in, nin, &args);
         if (st == TT_OK)    /* its backward reads nothing */
             for (int i = 0; i < TT__AG_SAVED; i++) tt_tensor_release(&weights->ag->fn->saved[i]);
         else
@@ -395,9 +465,41 @@ static tt_status alloc_like(tt_tensor *d, const tt_tensor *x)
     return TT_OK;
 }
 
+/* d bias: the per-score gradient full [..., Hq, Nq, Nk] (contiguous, the
+   scores' shape) summed over the dims the bias broadcast along, in float64
+   in the order of the scores. */
+static tt_status bias_grad(tt_tensor *db, const float *full, const tt_tensor *bias, int nt, const int64_t *tshape)
+{
+    tt_status st = tt__alloc(db, "sdpa", TT_FLOAT32, bias->ndim, bias->shape, NULL);
+    if (st) return st;
+    int64_t n = tt_numel(db), total = 1, st_b[TT_MAX_DIMS] = {0}, idx[TT_MAX_DIMS] = {0};
+    for (int i = 0; i < nt; i++) total *= tshape[i];
+    double *acc = calloc((size_t)(n > 0 ? n : 1), sizeof(double));
+    if (!acc) {
+        tt_tensor_release(db);
+        return tt__err(TT_ENOMEM, "backward: sdpa: out of memory");
+    }
+    tt__broadcast_strides(db, nt, tshape, st_b);
+    int64_t off = 0;
+    for (int64_t t = 0; t < total; t++) {
+        acc[off] += (double)full[t];
+        for (int d = nt - 1; d >= 0; d--) {      /* the next index, odometer style */
+            off += st_b[d];
+            if (++idx[d] < tshape[d]) break;
+            off -= st_b[d] * tshape[d];
+            idx[d] = 0;
+        }
+    }
+    float *out = tt_data_f32(db);
+    for (int64_t t = 0; t < n; t++) out[t] = (float)acc[t];
+    free(acc);
+    return TT_OK;
+}
+
 /* dq, dk, dv from the fused backward, shaped and laid out as q, k, v (the
    layouts the kernel read them in); dk and dv come summed over the query
-   heads that share a kv head. The kernel reads g through its strides. */
+   heads that share a kv head; d bias, when the bias wants one, reduced to
+   its shape. The kernel reads g through its strides. */
 tt_status tt__bw_sdpa(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {
     if (n->args.weights)
@@ -406,34 +508,49 @@ tt_status tt__bw_sdpa(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
                        "that are differentiable");
     const tt_tensor *q = &n->saved[0], *k = &n->saved[1], *out = &n->saved[2], *v = &n->saved[3];
     const tt_tensor *lse = &n->saved[4], *mask = n->saved[5].storage ? &n->saved[5] : NULL;
-    tt_tensor gc = {0}, d[3] = {{0}};
+    const tt_tensor *bias = n->saved[6].storage ? &n->saved[6] : NULL;
+    int want_db = bias && n->nin > 3 && (n->in[3].next || n->in[3].leaf);
+    tt_tensor gc = {0}, d[3] = {{0}}, full = {0}, db = {0};
     sdpa_layout L;
-    tt_status st = layout_init(&L, q, k, v, mask);
+    tt_status st = layout_init(&L, q, k, v, mask, bias);
     const tt_tensor *in[3] = {L.q, L.k, L.v};   /* as the kernel reads them (copies where needed) */
     for (int i = 0; i < 3 && st == TT_OK; i++) st = alloc_like(&d[i], in[i]);
-    int nbd = q->ndim >= 3 ? q->ndim - 3 : 0;
+    int nd = q->ndim, nbd = nd >= 3 ? nd - 3 : 0;
+    int64_t tshape[TT_MAX_DIMS];
+    memcpy(tshape, q->shape, (size_t)nd * sizeof *tshape);
+    tshape[nd - 1] = L.Nk;
+    if (st == TT_OK && want_db && (st = tt__alloc(&full, "sdpa", TT_FLOAT32, nd, tshape, NULL)) == TT_OK)
+        memset(tt_data_f32(&full), 0, (size_t)tt_numel(&full) * sizeof(float));
     int64_t gsb = 0, dsb[3] = {0};
     if (st == TT_OK) st = flat_batch(&g, &gc, nbd, &gsb);
     for (int i = 0; i < 3 && st == TT_OK; i++) tt__iter_flat(nbd, d[i].shape, d[i].stride, &dsb[i]);
+    const tt__agargs *ag = &n->args;
     if (st == TT_OK) {
         tk_sdpa_bwd_args ar = {
-            LAYOUT_ARGS(&L), n->args.causal, (float)n->args.s,
+            LAYOUT_ARGS(&L), ag->causal, (float)ag->s,
             tt_data_f32(out), tt_data_f32(g), tt_data_f32(lse),
             tt_data_f32(&d[0]), tt_data_f32(&d[1]), tt_data_f32(&d[2]),
             1, gsb, STRIDES(g), dsb[0], ROW_STRIDES(&d[0]), dsb[1], ROW_STRIDES(&d[1]), dsb[2], ROW_STRIDES(&d[2]),
+            kernel_opts(&L, ag->sdpa.alibi, ag->sdpa.window, ag->sdpa.sinks, ag->sdpa.dropout, ag->sdpa.seed),
+            want_db ? tt_data_f32(&full) : NULL,
         };
         if (tk_sdpa_backward(&ar) != 0) st = tt__err(TT_ENOMEM, "backward: sdpa: out of memory");
         /* per pair: S = QK^T again (2 Dh), dV = P^T dO and dP = dO V^T (2 Dv
            each), dQ = dS K and dK = dS^T Q (2 Dh each): the trace's row */
-        else tt__group_add_flops(2.0 * (double)L.B * (double)L.Hq * visible_pairs(L.Nq, L.Nk, n->args.causal)
+        else tt__group_add_flops(2.0 * (double)L.B * (double)L.Hq
+                                 * visible_pairs(L.Nq, L.Nk, ag->causal, ag->sdpa.window, ag->sdpa.sinks)
                                  * (double)(3 * L.Dh + 2 * L.Dv));
     }
+    if (st == TT_OK && want_db) st = bias_grad(&db, tt_data_f32(&full), bias, nd, tshape);
     layout_free(&L);
     tt_tensor_release(&gc);
+    tt_tensor_release(&full);
     for (int i = 0; i < 3; i++) {
         if (st == TT_OK && (n->in[i].next || n->in[i].leaf)) gin[i] = d[i];
         else tt_tensor_release(&d[i]);
     }
+    if (st == TT_OK && want_db) gin[3] = db;
+    else tt_tensor_release(&db);
     return st;
 }
 
@@ -441,28 +558,49 @@ tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const 
                   const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
                   int64_t *empty_rows)
 {
+    tt_sdpa_opts o = { mask, NULL, causal, 0, scale, 0, 0, 0.0 };
+    return tt_sdpa_ex(out, weights, q, k, v, &o, empty_rows);
+}
+
+tt_status tt_sdpa_ex(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
+                     const tt_tensor *v, const tt_sdpa_opts *o, int64_t *empty_rows)
+{
     memset(out, 0, sizeof *out);
     if (weights) memset(weights, 0, sizeof *weights);
     tt__opscope sc = tt__op_enter();
     sdpa_info info = {0};
-    int want = tt__grad_wanted(sc, q, k) || tt__grad_wanted(sc, v, NULL);
+    int want = tt__grad_wanted(sc, q, k) || tt__grad_wanted(sc, v, o->bias);
     tt_tensor lse = {0};
-    tt_status st = sdpa_impl(out, weights, want ? &lse : NULL, q, k, v, mask, causal, scale, &info);
+    tt_status st = sdpa_impl(out, weights, want ? &lse : NULL, q, k, v, o, &info);
     if (empty_rows) *empty_rows = st == TT_OK ? info.empty : 0;
-    if (st == TT_OK && want) st = record(out, weights, &lse, q, k, v, mask, causal, info.scale);
+    if (st == TT_OK && want) st = record(sc, out, weights, &lse, q, k, v, o, &info);
     tt_tensor_release(&lse);
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_SDPA, out, q, k, v);
-        if (mask) {
-            ev.inputs[ev.ninputs++] = mask;
-            ev.ninputs_total = ev.ninputs;
-            ev.bytes += (double)tt_numel(mask);
-        }
+        const tt_tensor *extra[2] = { o->mask, o->bias };
+        for (int i = 0; i < 2; i++)
+            if (extra[i]) {
+                ev.inputs[ev.ninputs++] = extra[i];
+                ev.ninputs_total = ev.ninputs;
+                ev.bytes += (double)tt_numel(extra[i]) * (i ? 4.0 : 1.0);
+            }
         if (weights) ev.bytes += 4.0 * (double)tt_numel(weights);
         ev.flops = info.flops;
-        snprintf(ev.args, sizeof ev.args, "%sscale=%.4g%s", causal ? "causal, " : "",
-                 (double)info.scale, weights ? ", weights" : "");
+        int len = snprintf(ev.args, sizeof ev.args, "%sscale=%.4g", o->causal || o->window > 0 ? "causal, " : "",
+                           (double)info.scale);
+        if (o->window > 0 && len < (int)sizeof ev.args)
+            len += snprintf(ev.args + len, sizeof ev.args - (size_t)len, ", window=%lld", (long long)o->window);
+        if (o->sinks > 0 && len < (int)sizeof ev.args)
+            len += snprintf(ev.args + len, sizeof ev.args - (size_t)len, ", sinks=%lld", (long long)o->sinks);
+        if (o->alibi && len < (int)sizeof ev.args)
+            len += snprintf(ev.args + len, sizeof ev.args - (size_t)len, ", alibi");
+        if (o->bias && len < (int)sizeof ev.args)
+            len += snprintf(ev.args + len, sizeof ev.args - (size_t)len, ", bias");
+        if (o->dropout > 0.0 && len < (int)sizeof ev.args)
+            len += snprintf(ev.args + len, sizeof ev.args - (size_t)len, ", dropout=%.3g", o->dropout);
+        if (weights && len < (int)sizeof ev.args)
+            snprintf(ev.args + len, sizeof ev.args - (size_t)len, ", weights");
         if (info.empty > 0)
             snprintf(ev.note, sizeof ev.note, "%lld query row%s with no visible key: output zeros",
                      (long long)info.empty, info.empty == 1 ? "" : "s");

@@ -86,7 +86,9 @@ char *tt_event_format(const tt_event *ev, char *buf, size_t n)
     if (ev->phase == TT_PHASE_BACKWARD) return format_backward(ev, buf, n);
     APPEND("%-11s ", ev->name);
     const char *sym = ev->infix;
-    if (ev->has_scalar) tt_fmt_scalar(tmp, sizeof tmp, ev->scalar);
+    if (ev->has_scalar && ev->scalar_is_int && fabs(ev->scalar) >= 1e15)   /* past where "%.1f" is exact to read */
+        snprintf(tmp, sizeof tmp, "%lld", (long long)ev->scalar_int);
+    else if (ev->has_scalar) tt_fmt_scalar(tmp, sizeof tmp, ev->scalar);
     if (ev->has_scalar && ev->scalar_first) APPEND(sym ? "%s %s " : "%s%s ", tmp, sym ? sym : ",");
     for (int i = 0; i < ev->ninputs; i++) {
         if (i) APPEND(sym ? " %s " : ", ", sym);
@@ -232,7 +234,8 @@ char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, ch
     json_str(buf, n, &len, ev->args);
     if (ev->has_scalar) {
         /* JSON has no inf/nan: such scalars go out as strings */
-        if (isfinite(ev->scalar)) APPEND(",\"scalar\":%.17g", ev->scalar);
+        if (ev->scalar_is_int) APPEND(",\"scalar\":%lld", (long long)ev->scalar_int);
+        else if (isfinite(ev->scalar)) APPEND(",\"scalar\":%.17g", ev->scalar);
         else APPEND(",\"scalar\":\"%s\"", isnan(ev->scalar) ? "nan" : ev->scalar < 0 ? "-inf" : "inf");
     }
     if (ev->note[0]) {

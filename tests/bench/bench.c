@@ -885,6 +885,65 @@ static void bench_sdpa_bwd(const char *py)
     }
 }
 
+/* ===== sdpa with a sliding window: cost vs N ===== */
+
+/* Forward and forward+backward, full causal against window = W (the
+   kernels skip the key blocks outside the band), MHA B=1 H=8 Dh=64 on two
+   threads; slope: log2 of the time's growth from the row before (N
+   doubles): 2 for O(N^2), 1 for O(N W). Causal stops at 8192 (its
+   fwd+bwd there is seconds a run). */
+static void bench_sdpa_window(void)
+{
+    enum { W = 256, NN = 6 };
+    static const int64_t ns[NN] = { 1024, 2048, 4096, 8192, 16384, 32768 };
+    printf("\n== sdpa sliding window W=%d vs full causal, B=1 H=8 Dh=64, 2 threads (ms, median;\n"
+           "   slope = log2 of the growth from the row above: 2 is O(N^2), 1 is O(N W))\n", W);
+    printf("  %-8s %-12s%-7s%-14s%-7s%-12s%-7s%-14s%-7s%s\n", "", "causal fwd", "slope", "causal f+b", "slope",
+           "window fwd", "slope", "window f+b", "slope", "fwd speed-up");
+    tt_set_num_threads(2);
+    double prev[4] = { 0, 0, 0, 0 };
+    for (int i = 0; i < NN; i++) {
+        int64_t N = ns[i], n = 8 * N * 64;
+        float *q = frand((size_t)n), *k = frand((size_t)n), *v = frand((size_t)n), *o = frand((size_t)n);
+        float *go = frand((size_t)n), *dq = frand((size_t)n), *dk = frand((size_t)n);
+        float *dv = frand((size_t)n), *lse = frand((size_t)(8 * N));
+        double ms[4] = { 0, 0, 0, 0 };
+        for (int w = 0; w < 2; w++) {
+            if (w == 0 && N > 8192) continue;
+            fb t;
+            sdpa_args(&t.f, N, 8, q, k, v, o);
+            t.f.lse = lse;
+            t.f.o.window = w ? W : 0;
+            tk_sdpa_bwd_args b = {
+                1, 8, 8, N, N, 64, 64,
+                q, t.f.qs_b, t.f.qs_h, t.f.qs_n, t.f.qs_d,
+                k, t.f.ks_b, t.f.ks_h, t.f.ks_n, t.f.ks_d,
+                v, t.f.vs_b, t.f.vs_h, t.f.vs_n, t.f.vs_d,
+                NULL, 0, 0, 0, 0,
+                1, t.f.scale, o, go, lse, dq, dk, dv, .layouts = 0, .o = t.f.o,
+            };
+            t.b = b;
+            stat3 sf = timeit(fb_fwd, &t, 0.5), sb = timeit(fb_bwd, &t, 0.5);
+            ms[2 * w] = sf.med * 1e3;
+            ms[2 * w + 1] = (sf.med + sb.med) * 1e3;
+        }
+        char l[32];
+        snprintf(l, sizeof l, "N=%lld", (long long)N);
+        printf("  %-8s ", l);
+        for (int c = 0; c < 4; c++) {
+            char a[32] = "", sl[16] = "";
+            if (ms[c] > 0) snprintf(a, sizeof a, "%.1f", ms[c]);
+            if (ms[c] > 0 && prev[c] > 0) snprintf(sl, sizeof sl, "%.2f", log2(ms[c] / prev[c]));
+            printf(c % 2 ? "%-14s%-7s" : "%-12s%-7s", a, sl);
+            prev[c] = ms[c];
+        }
+        if (ms[0] > 0) printf("%.1fx", ms[0] / ms[2]);
+        printf("\n");
+        fflush(stdout);
+        free(q); free(k); free(v); free(o); free(go); free(dq); free(dk); free(dv); free(lse);
+    }
+}
+
 /* ===== The machine ===== */
 
 /* Cache size of level (1: L1d, 2, 3) in KiB: sysconf where glibc knows it,
@@ -964,15 +1023,15 @@ static const char *find_python(void)
 
 int main(int argc, char **argv)
 {
-    int want[7] = { 0 }, any = 0, no_torch = 0;
-    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "ew", "sdpabwd", "api" };
+    int want[8] = { 0 }, any = 0, no_torch = 0;
+    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "ew", "sdpabwd", "api", "sdpawindow" };
     const char *path = NULL;   /* path=avx2 (or scalar): run as if the CPU had no wider path */
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "path=", 5) == 0) { path = argv[i] + 5; continue; }
         if (strcmp(argv[i], "notorch") == 0) { no_torch = 1; continue; }   /* the PyTorch columns take minutes */
-        for (int s = 0; s < 7; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = any = 1;
+        for (int s = 0; s < 8; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = any = 1;
     }
-    for (int s = 0; s < 7; s++) want[s] |= !any;
+    for (int s = 0; s < 8; s++) want[s] |= !any;
     if (path && !tk_simd_force(path)) {
         fprintf(stderr, "bench: path=%s is not available on this CPU (avx512, avx2, scalar)\n", path);
         return 1;
@@ -992,5 +1051,6 @@ int main(int argc, char **argv)
     if (want[6]) { bench_ops(); tt_set_num_threads(1); bench_mask(); }
     if (want[3]) bench_sdpa(py);
     if (want[5]) bench_sdpa_bwd(py);
+    if (want[7]) bench_sdpa_window();
     return 0;
 }

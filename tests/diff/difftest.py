@@ -733,18 +733,27 @@ def op_cross_entropy(p, x):
     return True
 
 
-def ref_sdpa(q, k, v, causal, mask, scale, with_w):
+def ref_sdpa(q, k, v, causal, mask, scale, with_w, bias=None, window=0, sinks=0):
     """scaled dot-product attention as the formula, GQA by repeating K/V;
-    a row with no key to attend gives zeros (tt and PyTorch >= 2.5)"""
+    a row with no key to attend gives zeros (tt and PyTorch >= 2.5); bias
+    added after the scale (PyTorch's float attn_mask); window W: query i
+    (at key position i + nk - nq) sees keys (pos - W, pos] and the first
+    `sinks` keys up to pos"""
     hq, hkv = q.shape[-3], k.shape[-3]
     if hq != hkv:
         k = k.repeat_interleave(hq // hkv, -3)
         v = v.repeat_interleave(hq // hkv, -3)
     nq, nk = q.shape[-2], k.shape[-2]
     s = torch.matmul(q, k.transpose(-2, -1)) * scale
+    if bias is not None:
+        s = s + bias
     keep = torch.ones(nq, nk, dtype=torch.bool)
-    if causal:
+    if causal or window:
         keep = torch.ones(nq, nk, dtype=torch.bool).tril(nk - nq)
+    if window:
+        pos = torch.arange(nq).view(nq, 1) + (nk - nq)
+        j = torch.arange(nk).view(1, nk)
+        keep = keep & ((pos - j < window) | (j < sinks))
     if mask is not None:
         keep = keep & mask
     keep = keep.expand(s.shape)
@@ -792,6 +801,17 @@ def op_sdpa(p, x):
         opts.append("mask = %s" % mask)
     if scale is not None:
         opts.append("scale = %s" % num(scale))
+    bias, window, sinks = None, 0, 0
+    if r.random() < 0.3:   # a bias with its gradient, broadcast as a relative-position bias would be
+        bs = r.choice([[nq, nk], [1, nk], [nq, 1]] + ([[hq, nq, nk]] if hq else []))
+        bias = p.new_input(bs)
+        opts.append("bias = %s" % bias)
+    if r.random() < 0.25:
+        window = r.choice([1, 2, 3, 5, 20])
+        opts.append("window = %d" % window)
+        if r.random() < 0.5:
+            sinks = r.choice([1, 2, 4])
+            opts.append("sinks = %d" % sinks)
     with_w = r.random() < 0.3
     if with_w:
         opts.append("weights = true")
@@ -802,21 +822,25 @@ def op_sdpa(p, x):
     if with_w:
         wn = p.name("w")
         p.lua.append("local %s, %s = tt.sdpa(%s, %s, %s, %s)" % (nm, wn, q, k, v, ot))
-        p.py.append((nm, lambda e, a=(q, k, v), c=causal, m=mask, sc=sc:
-                     ref_sdpa(e[a[0]], e[a[1]], e[a[2]], c, e[m].bool() if m else None, sc, False)))
-        p.py.append((wn, lambda e, a=(q, k, v), c=causal, m=mask, sc=sc:
-                     ref_sdpa(e[a[0]], e[a[1]], e[a[2]], c, e[m].bool() if m else None, sc, True)[1]))
+        p.py.append((nm, lambda e, a=(q, k, v), c=causal, m=mask, sc=sc, b=bias, w=window, sk=sinks:
+                     ref_sdpa(e[a[0]], e[a[1]], e[a[2]], c, e[m].bool() if m else None, sc, False,
+                              e[b] if b else None, w, sk)))
+        p.py.append((wn, lambda e, a=(q, k, v), c=causal, m=mask, sc=sc, b=bias, w=window, sk=sinks:
+                     ref_sdpa(e[a[0]], e[a[1]], e[a[2]], c, e[m].bool() if m else None, sc, True,
+                              e[b] if b else None, w, sk)[1]))
         p.shapes[nm] = out
         p.shapes[wn] = batch + [hq, nq, nk]
-        for c in (q, k, v):
+        for c in (q, k, v) + ((bias,) if bias else ()):
             p.live.pop(c, None)
         p.live[nm] = out
         p.aux.append(wn)
     else:
         p.stmt(nm, "tt.sdpa(%s, %s, %s%s)" % (q, k, v, ", " + ot if opts or r.random() < 0.5 else ""),
-               lambda e, a=(q, k, v), c=causal, m=mask, sc=sc:
-               ref_sdpa(e[a[0]], e[a[1]], e[a[2]], c, e[m].bool() if m else None, sc, False), out, (q, k, v))
-    p.ops.append("sdpa" + ("_causal" if causal else "") + ("_mask" if mask else "") + ("_gqa" if hq != hkv else ""))
+               lambda e, a=(q, k, v), c=causal, m=mask, sc=sc, b=bias, w=window, sk=sinks:
+               ref_sdpa(e[a[0]], e[a[1]], e[a[2]], c, e[m].bool() if m else None, sc, False,
+                        e[b] if b else None, w, sk), out, (q, k, v) + ((bias,) if bias else ()))
+    p.ops.append("sdpa" + ("_causal" if causal else "") + ("_mask" if mask else "") + ("_gqa" if hq != hkv else "")
+                 + ("_bias" if bias else "") + ("_window" if window else ""))
     return True
 
 

@@ -257,6 +257,11 @@ local function sdpa_opts(k)
     function() return "scale = " .. num() end,
     function() return "weights = " .. pick({"true", "false"}) end,
     function() return pick({"casual = true", "[1] = 1"}) end,
+    function() return "bias = " .. pick({tensor(k), tensor(k), "tt.causal_mask(3)", "0.5"}) end,
+    function() return "alibi = " .. pick({"true", "false", "1"}) end,
+    function() return "window = " .. pick({tostring(rnd(-1, 6)), "2.5", "math.huge", "'3'"}) end,
+    function() return "sinks = " .. pick({tostring(rnd(-1, 6)), "0.5"}) end,
+    function() return "dropout = " .. pick({"0", "0.1", "0.5", "0.99", "1", "-0.1", num()}) end,
   }
   local t = {}
   for i = 1, rnd(0, 3) do t[i] = pick(keys)() end

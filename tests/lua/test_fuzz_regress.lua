@@ -1,7 +1,7 @@
 -- test_fuzz_regress.lua — what the libFuzzer harnesses (tests/fuzz/) found
 -- in the einops patterns, each as a plain case (the safetensors and report
 -- findings are in test_save.lua and test_report.lua, the repeat message in
--- tests/errors/92). Expected values are written out here, never taken from tt.
+-- tests/errors/128). Expected values are written out here, never taken from tt.
 local T = dofile("tests/lua/check.lua")
 local check, close = T.check, T.close
 

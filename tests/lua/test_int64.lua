@@ -89,7 +89,8 @@ is("int64 * int64", a * c, "int64", {{10, -40, 90}, {40, -100, 180}})
 is("int64 / int64 is true division", a / c, "float32", {{0.1, -0.1, 0.1}, {0.4, -0.25, 0.2}})
 is("int64 ^ 2", a ^ 2, "int64", {{1, 4, 9}, {16, 25, 36}})
 is("int64 + 2", a + 2, "int64", {{3, 4, 5}, {6, 7, 8}})
-is("int64 * 2.0 (an integer)", a * 2.0, "int64", {{2, 4, 6}, {8, 10, 12}})
+is("int64 * 2.0 (a float, as Python's 2.0)", a * 2.0, "float32", {{2, 4, 6}, {8, 10, 12}})
+is("int64 * 2 (an integer)", a * 2, "int64", {{2, 4, 6}, {8, 10, 12}})
 is("int64 + 0.5", a + 0.5, "float32", {{1.5, 2.5, 3.5}, {4.5, 5.5, 6.5}})
 is("10 - int64", 10 - a, "int64", {{9, 8, 7}, {6, 5, 4}})
 is("int64 * float32", a * tt.tensor({0.5, 1, 2}), "float32", {{0.5, 2, 6}, {2, 5, 12}})
@@ -105,6 +106,182 @@ check("int64 + wraps around (two's complement)",
       (tt.tensor({2^52}, "int64") * 2048):item() == math.mininteger)
 checkerror({"add", "int64 [2,3] and bool [3]", "hint"}, function() return a + tt.tensor({true, false, true}) end)
 checkerror({"matmul", "int64"}, function() return a:matmul(a:mT()) end)
+
+-- Integers stay integers: a Lua integer meeting int64 never goes through
+-- double (exact past 2^53, wrapping as two's complement like PyTorch).
+-- Every expected value is a Lua integer computed here with Lua's own
+-- integer arithmetic, which wraps the same way (the manual, 3.4.1).
+local mi, ma = math.mininteger, math.maxinteger
+local function exact(descr, t, want, dtype)
+  dtype = dtype or "int64"
+  local got, ok, why = t:totable(), t:dtype() == dtype, "dtype " .. t:dtype()
+  local function walk(g, w, path)
+    if not ok then return end
+    if type(w) == "table" then
+      if type(g) ~= "table" or #g ~= #w then ok, why = false, path .. ": length differs"; return end
+      for i = 1, #w do walk(g[i], w[i], path .. "[" .. i .. "]") end
+    elseif (dtype == "int64" and math.type(g) ~= "integer") or g ~= w then
+      ok, why = false, path .. ": want " .. tostring(w) .. ", got " .. tostring(g)
+    end
+  end
+  walk(got, want, "")
+  local r = check(descr .. (ok and "" or " (" .. why .. ")"), ok, 2)  -- not a tail call: keeps the line
+  return r
+end
+-- the issue's cases
+exact("int64 + 9007199254740993 (2^53 + 1)", tt.tensor({1}, "int64") + 9007199254740993, {9007199254740994})
+exact("int64 * 4611686018427387905 wraps", tt.tensor({1, 4}, "int64") * 4611686018427387905,
+      {4611686018427387905, 4})
+exact("int64 + math.maxinteger stays int64 and wraps", tt.tensor({1, -1}, "int64") + ma, {mi, ma - 1})
+exact("tt.tensor keeps an integer past 2^53", tt.tensor({9007199254740993, mi, ma}, "int64"),
+      {9007199254740993, mi, ma})
+
+-- values over the whole range from a Lua integer generator (an LCG, wrapping)
+local seed = 31
+local function big()
+  seed = seed * 6364136223846793005 + 1442695040888963407
+  return seed
+end
+local function nest(shape, gen, d)
+  d = d or 1
+  local t = {}
+  for i = 1, shape[d] do t[i] = d == #shape and gen() or nest(shape, gen, d + 1) end
+  return t
+end
+-- f over the elements of nested table x with y (a number, or a table of x's shape)
+local function map2(x, y, f)
+  if type(x) ~= "table" then return f(x, y) end
+  local r = {}
+  for i = 1, #x do r[i] = map2(x[i], type(y) == "table" and y[i] or y, f) end
+  return r
+end
+local function map1(x, f) return map2(x, 0, function(u) return f(u) end) end
+local function ipow(u, w)                     -- u^w by repeated wrapping *, as PyTorch's integer pow
+  if w < 0 then return (u == 1 and 1) or (u == -1 and (w % 2 == 0 and 1 or -1)) or 0 end
+  local r = 1
+  for _ = 1, w do r = r * u end
+  return r
+end
+local OPS = {
+  add = function(u, w) return u + w end, sub = function(u, w) return u - w end,
+  mul = function(u, w) return u * w end,
+  maximum = function(u, w) return u > w and u or w end, minimum = function(u, w) return u < w and u or w end,
+  eq = function(u, w) return u == w end, ne = function(u, w) return u ~= w end,
+  lt = function(u, w) return u < w end, le = function(u, w) return u <= w end,
+  gt = function(u, w) return u > w end, ge = function(u, w) return u >= w end,
+}
+local ORDER = {"add", "sub", "mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"}
+local CMP = {eq = true, ne = true, lt = true, le = true, gt = true, ge = true}
+local rows = nest({7, 5, 3}, big)             -- [7,5,3]; a transpose of it is strided
+local A = tt.tensor(rows, "int64")
+local At = A:transpose(1, 3)                  -- [3,5,7], strides (1,3,15)
+local at = {}                                 -- its values by hand
+for i = 1, 3 do at[i] = {}; for j = 1, 5 do at[i][j] = {}; for k = 1, 7 do at[i][j][k] = rows[k][j][i] end end end
+local SCALARS = {9007199254740993, 4611686018427387905, ma, mi, -3, 0, 1}
+for _, s in ipairs(SCALARS) do
+  for _, name in ipairs(ORDER) do
+    local dt = CMP[name] and "bool" or "int64"
+    exact(("%s, [7,5,3] with %d"):format(name, s), A[name](A, s), map2(rows, s, OPS[name]), dt)
+    exact(("%s, a transposed view with %d"):format(name, s), At[name](At, s), map2(at, s, OPS[name]), dt)
+  end
+  exact(("%d - x (the number first)"):format(s), s - At, map2(at, s, function(u, w) return w - u end))
+  exact(("%d * x (the number first)"):format(s), s * A, map2(rows, s, function(u, w) return w * u end))
+  exact(("%d + x (the number first)"):format(s), s + A, map2(rows, s, function(u, w) return w + u end))
+end
+-- tensor with tensor, broadcast [3,5,7] with [5,1], both over the whole range
+local brows = nest({5, 1}, big)
+local B = tt.tensor(brows, "int64")
+local bwide = {}                              -- brows broadcast to [3,5,7] by hand
+for i = 1, 3 do bwide[i] = {}; for j = 1, 5 do bwide[i][j] = {}; for k = 1, 7 do bwide[i][j][k] = brows[j][1] end end end
+for _, name in ipairs(ORDER) do
+  exact(name .. ", [3,5,7] view with [5,1]", At[name](At, B), map2(at, bwide, OPS[name]), CMP[name] and "bool" or "int64")
+  exact(name .. ", [5,1] with a [3,5,7] view", B[name](B, At), map2(bwide, at, OPS[name]), CMP[name] and "bool" or "int64")
+end
+-- pow: wrapping integer powers by a scalar and by a tensor (negative
+-- exponents in a tensor give PyTorch's 0, 1 or -1; a negative scalar is an error)
+for _, e in ipairs({0, 1, 2, 3, 7}) do
+  exact("int64 ^ " .. e .. " wraps", At ^ e, map1(at, function(u) return ipow(u, e) end))
+end
+local ex = tt.tensor({{-2}, {-1}, {0}, {3}, {5}}, "int64")
+local bases = {{1, -1, 2, 0, -7, 3037000500, mi}}
+local want_pow = {}
+for i = 1, 5 do
+  want_pow[i] = {}
+  for j, u in ipairs(bases[1]) do want_pow[i][j] = ipow(u, ({-2, -1, 0, 3, 5})[i]) end
+end
+exact("int64 ^ int64 [1,7] with [5,1], negative exponents included", tt.tensor(bases, "int64") ^ ex, want_pow)
+exact("2 ^ int64 (the number first)", 2 ^ tt.tensor({-1, 0, 62, 63, 64}, "int64"), {0, 1, 1 << 62, mi, 0})
+checkerror({"pow", "Integers to negative integer powers are not allowed.", "int64 [2,3] ^ -1", "test_int64.lua",
+            "x:float() ^ -1"}, function() return a ^ -1 end)
+checkerror({"pow", "Integers to negative integer powers are not allowed.", "int64 [3,5,7] ^ " .. mi},
+           function() return At ^ mi end)
+close("int64 ^ -1.0 (a float) is float32", a[1] ^ -1.0, {1, 0.5, 1 / 3})
+-- floats with int64 promote to float32, as PyTorch
+check("int64 + 0.5 is float32", (A + 0.5):dtype() == "float32")
+check("int64 * 1.0 is float32", (tt.tensor({3}, "int64") * 1.0):dtype() == "float32")
+check("2^53 + 1 compares to the float 2^53 in float32 (PyTorch: False)",
+      tt.tensor({9007199254740993}, "int64"):gt(9007199254740992.0):item() == false)
+check("... and to the integer 2^53 exactly (PyTorch: True)",
+      tt.tensor({9007199254740993}, "int64"):gt(9007199254740992):item() == true)
+check("float32 + a huge integer is float32", (tt.tensor({1}) + 4611686018427387905):dtype() == "float32")
+
+-- in place, fill, masked_fill, full, where: integers exact
+local ip = tt.tensor(rows, "int64")
+local ipt = ip:transpose(1, 3)
+ipt:add_(4611686018427387905)
+exact("add_ with a huge integer, through a transposed view", ip, map2(rows, 4611686018427387905, OPS.add))
+ipt:mul_(-3):sub_(ma)
+exact("mul_ then sub_", ip, map2(map2(rows, 4611686018427387905, OPS.add), 0,
+                                 function(u) return u * -3 - ma end))
+ip:add_(B:view(1, 5, 1))
+check("add_ int64 with a broadcast int64 tensor", ip:totable()[4][2][3] ==
+      (rows[4][2][3] + 4611686018427387905) * -3 - ma + brows[2][1])
+checkerror({"add_", "result type float32 can't be cast", "int64"}, function() return ip:add_(0.5) end)
+exact("fill_ with 2^62 + 1", tt.zeros(2, 3, "int64"):fill_(4611686018427387905),
+      {{4611686018427387905, 4611686018427387905, 4611686018427387905},
+       {4611686018427387905, 4611686018427387905, 4611686018427387905}})
+local mask = tt.tensor({{true, false, true}})
+exact("masked_fill with math.maxinteger, broadcast mask", tt.tensor({{1, 2, 3}, {4, 5, 6}}, "int64"):masked_fill(mask, ma),
+      {{ma, 2, ma}, {ma, 5, ma}})
+exact("masked_fill_ with math.mininteger + 1", tt.tensor({{1, 2, 3}}, "int64"):masked_fill_(mask, mi + 1), {{mi + 1, 2, mi + 1}})
+exact("masked_fill with 2.7 truncates (PyTorch)", tt.tensor({1, 2}, "int64"):masked_fill(tt.tensor({true, false}), 2.7), {2, 2})
+exact("tt.full with an int64 dtype", tt.full(2, 2, 9007199254740993, "int64"), {{9007199254740993, 9007199254740993},
+                                                                                 {9007199254740993, 9007199254740993}})
+exact("tt.full({3}, v, \"int64\")", tt.full({3}, mi, "int64"), {mi, mi, mi})
+check("tt.full keeps float32 by default", tt.full(2, 7):dtype() == "float32")
+local cond = tt.tensor({{true, false}, {false, true}})
+exact("where(c, huge integer, int64)", tt.where(cond, 4611686018427387905, tt.tensor({10, ma}, "int64")),
+      {{4611686018427387905, ma}, {10, 4611686018427387905}})
+exact("where(c, int64, huge integer)", tt.where(cond, tt.tensor({{mi}, {-1}}, "int64"), 9007199254740993),
+      {{mi, 9007199254740993}, {9007199254740993, -1}})
+is("where(c, int64, 7.5) promotes to float32", tt.where(cond, tt.tensor({1, 2}, "int64"), 7.5), "float32",
+   {{1, 7.5}, {7.5, 2}})
+
+-- arange counts in integers
+exact("arange(mi, mi + 5, \"int64\")", tt.arange(mi, mi + 5, "int64"), {mi, mi + 1, mi + 2, mi + 3, mi + 4})
+check("arange(mi, mi + 5) has 5 elements (float32)", tt.arange(mi, mi + 5):numel() == 5
+      and tt.arange(mi, mi + 5):dtype() == "float32")
+exact("arange(ma - 3, ma, \"int64\")", tt.arange(ma - 3, ma, "int64"), {ma - 3, ma - 2, ma - 1})
+exact("arange(ma, mi, mi) (a negative step the size of the range)", tt.arange(ma, mi, mi, "int64"), {ma, -1})
+exact("arange(5, 0, -2)", tt.arange(5, 0, -2, "int64"), {5, 3, 1})
+exact("arange(4, \"int64\")", tt.arange(4, "int64"), {0, 1, 2, 3})
+exact("arange(mi, ma, 1 << 62): steps across the whole range", tt.arange(mi, ma, 1 << 62, "int64"),
+      {mi, mi + (1 << 62), 0, 1 << 62})
+check("arange(3, 3) is empty", tt.arange(3, 3, "int64"):numel() == 0 and tt.arange(3, 1):numel() == 0)
+checkerror({"arange", "18446744073709551615 elements", "is too many"}, tt.arange, mi, ma)
+checkerror({"arange", "4611686018427387904 elements", "is too many"}, tt.arange, 0, 1 << 62, "int64")
+checkerror({"arange", "nonzero step"}, tt.arange, 1, 5, 0, "int64")
+checkerror({"arange", "int64 counts from integer bounds", "0.5"}, tt.arange, 0.5, 3, "int64")
+checkerror({"arange", "unknown dtype 'int8'"}, tt.arange, 3, "int8")
+-- the trace shows an integer past 2^53 as it is
+local p = io.popen("./tensortrace -e 'local x = tt.tensor({1}, \"int64\") + 9007199254740993' 2>&1")
+local out = p:read("a")
+p:close()
+check("the trace shows the exact integer", out:find("int64 + 9007199254740993 -> [1] int64", 1, true) ~= nil)
+local jdir = T.tmpdir()
+os.execute("./tensortrace -q --trace-json " .. jdir .. "/t.json -e 'local x = tt.tensor({1}, \"int64\") * math.maxinteger'")
+check("the JSON trace gives the exact integer", T.slurp(jdir .. "/t.json"):find('"scalar":9223372036854775807', 1, true) ~= nil)
+os.execute("rm -rf '" .. jdir .. "'")
 
 -- a float weight times int64 values keeps its gradient
 local wgt = tt.tensor({1.5, -2, 0.5}):requires_grad_()
