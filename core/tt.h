@@ -19,8 +19,11 @@
 
 /* ===== Tensors ===== */
 
-/* int64: token ids, targets and indices (never requires grad). */
-typedef enum tt_dtype { TT_FLOAT32 = 0, TT_BOOL = 1, TT_INT64 = 2 } tt_dtype;
+/* int64: token ids, targets and indices (never requires grad). bfloat16
+   and float16: 16-bit storage (PyTorch's torch.bfloat16, torch.float16);
+   ops compute on them in float32 and round the result once to the
+   input's dtype (round to nearest even), as PyTorch does on the CPU. */
+typedef enum tt_dtype { TT_FLOAT32 = 0, TT_BOOL = 1, TT_INT64 = 2, TT_BFLOAT16 = 3, TT_FLOAT16 = 4 } tt_dtype;
 
 /* A small value header over a storage. Strides and offset count elements.
    names[] and label are interned strings (tt_intern) or NULL. */
@@ -52,9 +55,20 @@ void tt_tensor_share(tt_tensor *out, const tt_tensor *a);
 int64_t tt_numel(const tt_tensor *t);
 int tt_is_contiguous(const tt_tensor *t);
 size_t tt_dtype_size(tt_dtype dt);
+/* "float32", "bool", "int64", "bfloat16", "float16" (PyTorch's names). */
 const char *tt_dtype_name(tt_dtype dt);
+/* float32, bfloat16, float16: the dtypes that carry gradients. */
+int tt_dtype_is_float(tt_dtype dt);
+/* The dtype of a float result from two float operands, as PyTorch
+   promotes: the same; float32 over a 16-bit one; bfloat16 with float16
+   gives float32. */
+tt_dtype tt_promote_float(tt_dtype a, tt_dtype b);
+/* One value to a 16-bit dtype's bits (round to nearest even) and back. */
+uint16_t tt_half_from_float(tt_dtype dt, float v);
+float tt_half_to_float(tt_dtype dt, uint16_t h);
 /* Pointer to element 0 of the view (storage data + offset). */
 float *tt_data_f32(const tt_tensor *t);
+uint16_t *tt_data_u16(const tt_tensor *t);   /* bfloat16, float16: the raw bits */
 uint8_t *tt_data_bool(const tt_tensor *t);
 int64_t *tt_data_i64(const tt_tensor *t);
 /* Element at a flat row-major index of the view, as a double. */
