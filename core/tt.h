@@ -177,6 +177,8 @@ typedef enum tt_op {
     /* what a PyTorch user reaches for (issue 30) */
     TT_OP_SIN, TT_OP_COS, TT_OP_ISNAN, TT_OP_WHERE, TT_OP_ANY, TT_OP_ALL, TT_OP_NORM,
     TT_OP_FLATTEN, TT_OP_UNBIND, TT_OP_T, TT_OP_REDUCE, TT_OP_REPEAT,
+    /* 16-bit floats (issue 25): the conversions x:bfloat16(), x:half() */
+    TT_OP_BFLOAT16, TT_OP_HALF,
     TT_OP_COUNT
 } tt_op;
 
@@ -201,7 +203,8 @@ tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tenso
 /* a op s, or s op a when scalar_first. */
 tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double s, int scalar_first);
 tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a);
-/* Between float32, bool and int64: nonzero -> true, float -> int64
+/* Between the dtypes: float32 to bfloat16/float16 rounds to nearest even,
+   16-bit to float32 is exact (others through float32); nonzero -> true, float -> int64
    truncates toward zero (NaN and values out of int64's range give
    INT64_MIN, as PyTorch on x86); same dtype gives a copy-free view. */
 tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt);

@@ -26,6 +26,9 @@ static void fill(tt_tensor *t, double v)
     } else if (t->dtype == TT_INT64) {
         int64_t *p = tt_data_i64(t), iv = tt__f64_to_i64(v);
         for (int64_t i = 0; i < n; i++) p[i] = iv;
+    } else if (t->dtype != TT_FLOAT32) {      /* as PyTorch: the value to float32, then rounded */
+        uint16_t *p = tt_data_u16(t), h = tt_half_from_float(t->dtype, (float)v);
+        for (int64_t i = 0; i < n; i++) p[i] = h;
     } else {
         float *p = tt_data_f32(t), f = (float)v;
         for (int64_t i = 0; i < n; i++) p[i] = f;
