@@ -412,7 +412,8 @@ void tt_optim_free(tt_optim *o);
 tt_status tt_clip_grad_norm(int n, tt_tensor *const *params, double max_norm, double *total);
 
 /* ===== Files: safetensors (safetensors.c) =====
-   The layout Python's safetensors and PyTorch read: dtypes F32, I64 and BOOL.
+   The layout Python's safetensors and PyTorch read: dtypes F32, BF16, F16, I64
+   and BOOL (little-endian).
    tt_save writes names[i] -> tensors[i] (any strides) and nmeta key/value
    string pairs (meta[2k], meta[2k+1]) as "__metadata__", atomically (the
    file appears whole or not at all). tt_load reads a file, checking every
