@@ -320,6 +320,16 @@ for dt in pairs(FMT) do
   checkerror({"backward: grad must be " .. dt}, function() o:backward(tt.ones(o:shape())) end)
 end
 
+-- ===== What takes float32 only, with a message =====
+checkerror({"gradcheck: input 1 [3] is bfloat16", "hint: pass x:float()"}, tt.gradcheck,
+           function(a) return (a * 2):float() end, {tt.randn(3):bfloat16():requires_grad_()})
+checkerror({"SGD: parameter 1 [3] is float16; only float32 tensors can be optimized"}, tt.optim.SGD,
+           {tt.randn(3):half():requires_grad_()}, {lr = 0.1})
+checkerror({"requires_grad_: only float tensors (float32, bfloat16, float16)", "got int64"},
+           function() return tt.ones(2, "int64"):requires_grad_() end)
+checkerror({"grad: expects bfloat16 [2]"}, function()
+  local p = tt.ones(2, "bfloat16"):requires_grad_(); p.grad = tt.ones(2) end)
+
 -- ===== The trace shows each op's dtype =====
 local dir = T.tmpdir()
 local script = T.write(dir, "half.lua", [[
