@@ -915,7 +915,9 @@ static int convert(lua_State *L, tt_dtype dt)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    LTT_CALL_HELD(L, tt_dtype_name(dt), in, tt_to_dtype(out, t, dt));
+    static const char *method[] = { [TT_FLOAT32] = "float", [TT_BOOL] = "bool", [TT_INT64] = "long",
+                                    [TT_BFLOAT16] = "bfloat16", [TT_FLOAT16] = "half" };
+    LTT_CALL_HELD(L, method[dt], in, tt_to_dtype(out, t, dt));
     return 1;
 }
 
