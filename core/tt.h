@@ -182,6 +182,10 @@ typedef enum tt_op {
     TT_OP_COUNT
 } tt_op;
 
+/* The same numbers as rand (op TT_OP_RAND) or randn (TT_OP_RANDN) in a
+   float dtype: drawn as float32, rounded once for bfloat16 and float16. */
+tt_status tt_random(tt_tensor *out, tt_op op, tt_dtype dt, int ndim, const int64_t *shape);
+
 /* Which front-end takes the op: tt_binary (and tt_binary_scalar), tt_unary,
    tt_reduce; OTHER for an op with its own function. */
 typedef enum tt_opkind { TT_OPK_OTHER, TT_OPK_BINARY, TT_OPK_UNARY, TT_OPK_REDUCE } tt_opkind;

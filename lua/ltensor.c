@@ -241,13 +241,17 @@ static int create(lua_State *L, int kind, const char *op)
     int next;
     int ndim = checkshape(L, 1, shape, op, &next);
     check_sizes(L, ndim, shape, op);
-    tt_dtype dt = kind <= 1 ? optdtype(L, next, op) : TT_FLOAT32;
-    if (kind > 1 && !lua_isnone(L, next))
+    int named = next > 1 && lua_type(L, next) == LUA_TSTRING;     /* a dtype after the sizes */
+    tt_dtype dt = kind <= 1 || named ? optdtype(L, next, op) : TT_FLOAT32;
+    if (kind > 1 && !lua_isnone(L, next) && !named)
         ltt_error(L, "%s: sizes must be integers, got %s", op, luaL_typename(L, next));
+    if (kind > 1 && !tt_dtype_is_float(dt))
+        ltt_error(L, "%s: draws floats, not %s; hint: tt.randint(lo, hi, shape...) for integers", op,
+                  tt_dtype_name(dt));
     tt_tensor *t = ltt_newtensor(L);
     tt_status st = kind == 0 ? tt_zeros(t, dt, ndim, shape)
                  : kind == 1 ? tt_ones(t, dt, ndim, shape)
-                 : kind == 2 ? tt_rand(t, ndim, shape) : tt_randn(t, ndim, shape);
+                 : tt_random(t, kind == 2 ? TT_OP_RAND : TT_OP_RANDN, dt, ndim, shape);
     ltt_check(L, st);
     return 1;
 }

@@ -103,6 +103,19 @@ check("bfloat16 <-> float16 (through float32)", tt.tensor({70000}):bfloat16():ha
 check("float16 keeps 65504", tt.tensor({65504}, "float16"):item() == 65504)
 check("bfloat16 keeps float32's range", tt.tensor({1e38}, "bfloat16"):item() == round16("bfloat16", 1e38))
 check("\"half\" names float16", tt.zeros(1, "half"):dtype() == "float16")
+tt.manual_seed(7)
+local r32 = tt.randn(5, 6)
+tt.manual_seed(7)
+local r16 = tt.randn(5, 6, "bfloat16")
+check("randn in bfloat16: the float32 draw, rounded", r16:dtype() == "bfloat16"
+      and tt.allclose(r16:float(), r32:bfloat16():float(), 0, 0))
+tt.manual_seed(7)
+local u16 = tt.rand({5, 6}, "float16")
+tt.manual_seed(7)
+check("rand in float16: the float32 draw, rounded", u16:dtype() == "float16"
+      and tt.allclose(u16:float(), tt.rand(5, 6):half():float(), 0, 0))
+checkerror({"randn: draws floats, not int64", "hint: tt.randint"}, tt.randn, 2, "int64")
+checkerror("rand: unknown dtype 'f8'", tt.rand, 2, "f8")
 
 -- ===== finfo: torch.finfo's numbers, written down =====
 local fi = tt.finfo("float32")
