@@ -179,6 +179,8 @@ typedef enum tt_op {
     TT_OP_FLATTEN, TT_OP_UNBIND, TT_OP_T, TT_OP_REDUCE, TT_OP_REPEAT,
     /* 16-bit floats (issue 25): the conversions x:bfloat16(), x:half() */
     TT_OP_BFLOAT16, TT_OP_HALF,
+    /* the transformer block (issue 24) */
+    TT_OP_ROPE, TT_OP_DROPOUT,
     TT_OP_COUNT
 } tt_op;
 
@@ -241,6 +243,21 @@ tt_status tt_all(tt_tensor *out, const tt_tensor *a, int d, int keepdim);
    for p > 0, max |a| for p = inf; TT_EARG for p <= 0 or NaN, and (as
    max) for an empty input with p = inf. */
 tt_status tt_norm(tt_tensor *out, const tt_tensor *a, double p, int d, int keepdim);
+
+/* Rotary position embedding on x's last dim (even, D), in pairs: the pair
+   i (0 <= i < D/2) of a row at position p turns by the angle p * theta_i,
+   theta_i = base^(-2i/D). interleaved: the pairs are (x0,x1), (x2,x3), ...
+   (RoFormer, Meta's llama, GPT-J); else (x_i, x_{i+D/2}), HF's
+   rotate_half (GPT-NeoX, HF LLaMA). positions (int64 or float32) has a
+   shape that broadcasts to x's without its last dim (e.g. [N] for
+   [..., N, D]). The result is x's shape and names; the gradient flows to x
+   (the opposite rotation), never to positions. TT_ESHAPE for an odd D or
+   positions that do not fit, TT_EARG for dtypes and base <= 0. */
+tt_status tt_rope(tt_tensor *out, const tt_tensor *x, const tt_tensor *positions, double base, int interleaved);
+/* Dropout: each element of x kept with probability 1 - p and scaled by
+   1 / (1 - p), else 0 (p = 1: all 0), from the seeded generator; the
+   backward multiplies by the same mask. 0 <= p <= 1, else TT_EARG. */
+tt_status tt_dropout(tt_tensor *out, const tt_tensor *x, double p);
 /* max/min over d with values and 1-based int64 indices. */
 tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, int d, int keepdim, int is_min);
 

@@ -145,6 +145,7 @@ typedef struct tt__agargs {
     int causal, weights;        /* sdpa: causal; the node of its weights output */
     int64_t blocks[TT_MAX_DIMS]; /* rearrange: the input as its d blocks, permuted by perm */
     const char *spec;           /* einsum: its spec (interned) */
+    int interleaved, inverse;   /* rope: the pair layout and direction (base in s) */
 } tt__agargs;
 
 #define TT__AG_IN 3             /* inputs of an op recorded by tt__record (masked_fill's mask included) */
@@ -242,6 +243,11 @@ tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_ten
 
 /* The backward of each op that has one (ops/autograd.c), named in its row. */
 tt_status tt__bw_add(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_rope(const tt__node *, const tt_tensor *, tt_tensor *);
+tt_status tt__bw_dropout(const tt__node *, const tt_tensor *, tt_tensor *);
+/* rope turning the other way (inverse): rope's backward */
+tt_status tt__rope(tt_tensor *out, const tt_tensor *x, const tt_tensor *positions, double base, int interleaved,
+                   int inverse);
 tt_status tt__bw_tri(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_cat(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_max(const tt__node *, const tt_tensor *, tt_tensor *);

@@ -342,6 +342,7 @@ static struct {
     char images_arg[PATH_MAX];  /* as given, for messages */
     char root[PATH_MAX];        /* the script's folder, resolved */
 } sbx;
+static char also_read[PATH_MAX];    /* --read DIR, resolved; "" = none (kept across opens) */
 
 /* path is root or inside it (both resolved, no trailing slash but "/") */
 static int is_under(const char *path, const char *root)
@@ -433,8 +434,10 @@ static int may_read(const char *path, char *why, size_t n)
     const char *base;
     if (strlen(path) >= PATH_MAX) { snprintf(why, n, "the name is too long"); return 0; }
     if (realpath(path, res) == NULL && !resolve_parent(path, res, &base)) return 1;   /* cannot be opened */
-    if (is_under(res, sbx.root) || (sbx.images[0] && is_under(res, sbx.images))) return 1;
-    snprintf(why, n, "files may be read only under the script's folder");
+    if (is_under(res, sbx.root) || (sbx.images[0] && is_under(res, sbx.images))
+        || (also_read[0] && is_under(res, also_read))) return 1;
+    snprintf(why, n, also_read[0] ? "files may be read only under the script's folder and the --read folder"
+                                  : "files may be read only under the script's folder; hint: --read DIR allows one more");
     return 0;
 }
 
@@ -873,6 +876,17 @@ static void set_fn(lua_State *L, const char *lib, const char *name, lua_CFunctio
     lua_pushfstring(L, "%s%s%s", lib ? lib : "", lib ? "." : "", name);
     set_field_fn(L, -2, lua_tostring(L, -1), name, f, wrap);
     lua_pop(L, 2);
+}
+
+int ltt_sandbox_also_read(const char *dir, const char **err)
+{
+    struct stat st;
+    if (realpath(dir, also_read) == NULL || stat(also_read, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        also_read[0] = 0;
+        *err = "the --read folder does not exist";
+        return 0;
+    }
+    return 1;
 }
 
 void ltt_sandbox_close(void)

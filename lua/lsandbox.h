@@ -36,6 +36,10 @@ void ltt_limits_done(void);               /* after lua_close: stops the watchdog
    "no writes at all". Returns 0 and a message in *err on failure. */
 int ltt_sandbox_open(lua_State *L, const char *images_dir, int images_given, const char *read_dir,
                      const char **err);
+/* --read DIR: a folder the sandboxed script may also read (e.g. the
+   lessons/ a submission's dofile reaches), set before ltt_sandbox_open and
+   kept by it. Returns 0 and a message in *err when DIR is not a folder. */
+int ltt_sandbox_also_read(const char *dir, const char **err);
 /* Turns the sandbox's file rules off again (--compare: for the engine's
    own figure and JSON after a checked script ran under them). */
 void ltt_sandbox_close(void);

@@ -863,6 +863,42 @@ static int ltt_where(lua_State *L)
     return 1;
 }
 
+/* tt.rope(x, positions [, {interleaved = false, base = 10000}]):
+   rotary position embedding; interleaved = false is HF's rotate_half */
+static int ltt_rope(lua_State *L)
+{
+    tt_tensor *x = ltt_checktensor(L, 1);
+    if (!ltt_testtensor(L, 2))
+        return ltt_error(L, "rope: positions must be a tensor (int64 or float32), got a %s; hint: tt.arange(N)",
+                         luaL_typename(L, 2));
+    tt_tensor *pos = ltt_checktensor(L, 2);
+    static const char *const known[] = {"interleaved", "base", NULL};
+    ltt_check_opts(L, 3, "rope", known);
+    int opts = lua_istable(L, 3) ? 3 : 0;
+    int interleaved = ltt_optflag(L, opts, "rope", "interleaved", 0);
+    double base = ltt_optnumber(L, opts, "rope", "base", 10000);
+    tt_tensor *out = ltt_newtensor(L), *in[] = {x, pos};
+    LTT_CALL_HELD(L, "rope", in, tt_rope(out, x, pos, base, interleaved));
+    return 1;
+}
+
+/* tt.dropout(x, p [, train]): PyTorch's F.dropout; train false (default
+   true) gives x itself */
+static int ltt_dropout(lua_State *L)
+{
+    tt_tensor *x = ltt_checktensor(L, 1);
+    double p = luaL_checknumber(L, 2);
+    int train = lua_isnoneornil(L, 3) ? 1 : (luaL_checktype(L, 3, LUA_TBOOLEAN), lua_toboolean(L, 3));
+    if (!train) {
+        if (!(p >= 0 && p <= 1)) return ltt_error(L, "dropout: p must be a probability in [0, 1], got %g", p);
+        lua_settop(L, 1);
+        return 1;
+    }
+    tt_tensor *out = ltt_newtensor(L), *in[] = {x};
+    LTT_CALL_HELD(L, "dropout", in, tt_dropout(out, x, p));
+    return 1;
+}
+
 static int t_chunk(lua_State *L) { return pieces(L, 1); }
 static int t_split(lua_State *L) { return pieces(L, 0); }
 
@@ -1750,7 +1786,7 @@ static const luaL_Reg ttlib[] = {
     {"rearrange", ltt_rearrange}, {"einsum", ltt_einsum},
     {"allclose", ltt_allclose}, {"assert_close", ltt_assert_close}, {"clock", ltt_clock},
     {"isatty", ltt_isatty}, {"softmax", t_softmax}, {"log_softmax", t_log_softmax},
-    {"where", ltt_where}, {"reduce", ltt_reduce}, {"repeat", ltt_repeat}, {"einrepeat", ltt_repeat},
+    {"where", ltt_where}, {"rope", ltt_rope}, {"dropout", ltt_dropout}, {"reduce", ltt_reduce}, {"repeat", ltt_repeat}, {"einrepeat", ltt_repeat},
     {"finfo", ltt_finfo},
     {NULL, NULL}
 };

@@ -56,6 +56,8 @@ static const char usage_text[] =
     "                               images), reads only under the script's folder\n"
     "  --max-write SIZE             --sandbox: cap on bytes written (default 256M; 0 = none)\n"
     "  --max-files N                --sandbox: cap on files written (default 1000; 0 = none)\n"
+    "  --read DIR                   --sandbox: the script may also read under DIR (e.g. lessons,\n"
+    "                               for an exercise that loads lessons/lib and lessons/data)\n"
     "checking (--compare, --exercise):\n"
     "  --compare REF MINE...        run REF and each MINE with the same seed and args; compare\n"
     "                               every tensor REF labels (x:label) with MINE's of that label:\n"
@@ -93,6 +95,7 @@ typedef struct options {
     const char *images;          /* --images or TT_IMAGES; NULL: neither */
     long long max_write;         /* -1: not given */
     long long max_files;         /* -1: not given */
+    const char *read;            /* --read DIR (with --sandbox); NULL: none */
     int compare;                 /* --compare */
     const char *exercise;        /* --exercise WHAT */
     int exercises;               /* --exercises */
@@ -287,6 +290,9 @@ static int parse_args(int argc, char **argv, options *o)
             o->max_files = strtoll(v, &end, 10);
             if (*end || end == v || o->max_files < 0)
                 return usage_error("'--max-files' needs a count like 1000 (0 = none), got '%s'", v);
+        } else if (is_opt(a, "--read")) {
+            if ((v = opt_value(argc, argv, &i, "--read")) == NULL || !*v) return usage_error("'--read' needs a folder%s", "");
+            o->read = v;
         } else if (is_opt(a, "--images")) {
             if ((v = opt_value(argc, argv, &i, "--images")) == NULL || !*v) return usage_error("'--images' needs a folder%s", "");
             o->images = v;
@@ -629,8 +635,11 @@ static int check_main(const options *o, int argc, char **argv)
     }
     if (o->json || o->chunk)
         return usage_error("'%s' does not apply to --compare and --exercise", o->json ? "--trace-json" : "-e");
-    if (!o->sandbox && (o->max_write >= 0 || o->max_files >= 0))
-        return usage_error("'%s' only applies with --sandbox", o->max_write >= 0 ? "--max-write" : "--max-files");
+    if (!o->sandbox && (o->max_write >= 0 || o->max_files >= 0 || o->read))
+        return usage_error("'%s' only applies with --sandbox",
+                           o->read ? "--read" : o->max_write >= 0 ? "--max-write" : "--max-files");
+    const char *rerr;
+    if (o->read && !ltt_sandbox_also_read(o->read, &rerr)) return usage_error("--read: no folder '%s'", o->read);
     ltt_compare_opts c;
     memset(&c, 0, sizeof c);
     if (o->compare && o->exercise) return usage_error("'--compare' and '--exercise' do not go together%s", "");
@@ -724,12 +733,15 @@ int main(int argc, char **argv)
         lua_close(L);
         return 2;
     }
-    if (o.sandbox || o.max_write >= 0 || o.max_files >= 0) {
+    if (o.sandbox || o.max_write >= 0 || o.max_files >= 0 || o.read) {
         char dir[4096];
         const char *images = o.images ? o.images : "images";
-        if (!o.sandbox) {
-            fprintf(stderr, PROGNAME ": '%s' only applies with --sandbox\n(try '" PROGNAME " --help')\n",
-                    o.max_write >= 0 ? "--max-write" : "--max-files");
+        if (!o.sandbox || (o.read && !ltt_sandbox_also_read(o.read, &err))) {
+            if (!o.sandbox)
+                fprintf(stderr, PROGNAME ": '%s' only applies with --sandbox\n(try '" PROGNAME " --help')\n",
+                        o.read ? "--read" : o.max_write >= 0 ? "--max-write" : "--max-files");
+            else
+                fprintf(stderr, PROGNAME ": --read: %s ('%s')\n", err, o.read);
             ltt_trace_stop();
             lua_close(L);
             return 2;

@@ -375,6 +375,19 @@ static tt_status f_gather0(tt_tensor *o, tt_tensor *const *in)
     return st;
 }
 
+/* rope of a strided x [2,3,6] at positions 5, -2, 40 (both layouts, base 50) */
+static tt_status rope_at(tt_tensor *o, tt_tensor *const *in, int interleaved)
+{
+    const int64_t p[3] = {5, -2, 40};
+    tt_tensor pos;
+    tt_from_buffer(&pos, TT_INT64, 1, (int64_t[]){3}, p);
+    tt_status st = tt_rope(o, in[0], &pos, 50, interleaved);
+    tt_tensor_release(&pos);
+    return st;
+}
+static tt_status f_rope(tt_tensor *o, tt_tensor *const *in) { return rope_at(o, in, 0); }
+static tt_status f_rope_il(tt_tensor *o, tt_tensor *const *in) { return rope_at(o, in, 1); }
+
 static void test_gradients(void)
 {
     input bc[2] = {{3, {2, 3, 5}, 1, 0, 0}, {2, {1, 5}, 0, 0, 0}};    /* strided a, broadcast b */
@@ -382,6 +395,9 @@ static void test_gradients(void)
     input kink[2] = {{3, {2, 3, 5}, 1, 0, 1}, {2, {1, 5}, 0, 0, 2}};
     input kink0[1] = {{3, {2, 3, 5}, 1, 0, 2}};
     gradcheck("add", f_add, 2, bc);
+    input rope_x[1] = {{3, {2, 3, 6}, 1, 0, 0}};
+    gradcheck("rope", f_rope, 1, rope_x);
+    gradcheck("rope interleaved", f_rope_il, 1, rope_x);
     gradcheck("sub", f_sub, 2, bc);
     gradcheck("mul", f_mul, 2, bc);
     gradcheck("div", f_div, 2, pos);

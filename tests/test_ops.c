@@ -1336,6 +1336,86 @@ static void test_pytorch_names(void)
     tt_tensor_release(&x3);
 }
 
+/* ===== Rotary embedding ===== */
+
+/* rope of x [3,5,10] (five pairs, an odd count) on every layout, both pair
+   layouts, with int64 positions far from 0..N-1 ([5]: -3, 0, 7, 1000,
+   123456), float32 ones broadcast from [3,1] (fractions), and a [3,5]
+   table, against the rotation in float64; then the errors. */
+static double ref_rope(const tt_tensor *x, const int64_t *idx, double pos, int interleaved)
+{
+    const int64_t d = x->shape[2], h = d / 2, k = idx[2];
+    const int64_t i = interleaved ? k / 2 : k % h;
+    const int second = interleaved ? (int)(k % 2) : k >= h;
+    int64_t ja[3] = {idx[0], idx[1], interleaved ? 2 * i : i}, jb[3] = {idx[0], idx[1], interleaved ? 2 * i + 1 : i + h};
+    const double a = el(x, ja), b = el(x, jb), ang = pos * pow(10000.0, -2.0 * (double)i / (double)d);
+    return second ? b * cos(ang) + a * sin(ang) : a * cos(ang) - b * sin(ang);
+}
+
+static void test_rope(void)
+{
+    char descr[128];
+    const int64_t ipos[5] = {-3, 0, 7, 1000, 123456};
+    const float fpos[3] = {0.5f, -2.25f, 31.75f};
+    tt_tensor pi, pf, pt;
+    ok(tt_from_buffer(&pi, TT_INT64, DIMS(5), ipos));
+    ok(tt_from_buffer(&pf, TT_FLOAT32, DIMS(3, 1), fpos));
+    pt = rnd(DIMS(3, 5));
+    for (int l = 0; l < L_COUNT; l++)
+        for (int il = 0; il < 2; il++)
+            for (int which = 0; which < 3; which++) {
+                const tt_tensor *pos = which == 0 ? &pi : which == 1 ? &pf : &pt;
+                tt_tensor x = make(l, DIMS(3, 5, 10)), out;
+                snprintf(descr, sizeof descr, "rope %s, %s positions %s on %s", il ? "interleaved" : "half-split",
+                         which == 0 ? "int64 [5]" : which == 1 ? "float32 [3,1]" : "float32 [3,5]", "x [3,5,10]", LAYOUT[l]);
+                if (!ok(tt_rope(&out, &x, pos, 10000, il))) { CHECK(descr, 0); tt_tensor_release(&x); continue; }
+                int64_t n = tt_numel(&x), idx[3] = {0, 0, 0};
+                double *ref = malloc((size_t)n * sizeof *ref);
+                for (int64_t e = 0; e < n; e++) {
+                    double p = which == 0 ? (double)ipos[idx[1]] : which == 1 ? (double)fpos[idx[0]] : el(pos, idx);
+                    ref[e] = ref_rope(&x, idx, p, il);
+                    next_idx(3, x.shape, idx);
+                }
+                float *got = flat(&out);
+                CHECK(descr, same_shape(&out, DIMS(3, 5, 10)) && out.dtype == TT_FLOAT32);
+                check_close(descr, got, ref, n, 1e-5, 1e-6);
+                free(ref);
+                free(got);
+                tt_tensor_release(&out);
+                tt_tensor_release(&x);
+            }
+    /* another base: a rotation of pair 0 is the position itself, pair 1 of position / base^(2/4) */
+    {
+        tt_tensor x, out;
+        const float xv[4] = {1, 0, 1, 0};
+        const int64_t p1[1] = {3};
+        tt_tensor p;
+        ok(tt_from_buffer(&x, TT_FLOAT32, DIMS(1, 4), xv));
+        ok(tt_from_buffer(&p, TT_INT64, DIMS(1), p1));
+        if (ok(tt_rope(&out, &x, &p, 100, 1))) {
+            const double ref[4] = {cos(3.0), sin(3.0), cos(0.3), sin(0.3)};
+            float *got = flat(&out);
+            check_close("rope base=100, interleaved: angles 3 and 3/10", got, ref, 4, 1e-6, 1e-7);
+            free(got);
+            tt_tensor_release(&out);
+        }
+        tt_tensor_release(&p);
+        tt_tensor_release(&x);
+    }
+    /* errors */
+    tt_tensor odd = rnd(DIMS(3, 5, 7)), x = rnd(DIMS(3, 5, 10)), out, bad = rnd(DIMS(4)), b;
+    ok(tt_binary_scalar(&b, TT_OP_GT, &bad, 0.5, 0));
+    check_err("rope: odd last dim", tt_rope(&out, &odd, &pi, 10000, 0), TT_ESHAPE, "rope", "[3,5,7]", "must be even");
+    check_err("rope: positions that do not fit", tt_rope(&out, &x, &bad, 10000, 0), TT_ESHAPE, "positions [4]",
+              "x [3,5,10]", "broadcast to [3,5]");
+    check_err("rope: positions with too many dims", tt_rope(&out, &x, &x, 10000, 0), TT_ESHAPE, "positions [3,5,10]", NULL, NULL);
+    check_err("rope: bool positions", tt_rope(&out, &x, &b, 10000, 0), TT_EARG, "bool", "int64 or float32", NULL);
+    check_err("rope: base 0", tt_rope(&out, &x, &pi, 0, 0), TT_EARG, "base", "positive", NULL);
+    check_err("rope: int64 x", tt_rope(&out, &pi, &pi, 10000, 0), TT_EARG, "x must be float32", NULL, NULL);
+    tt_tensor *rel[] = {&odd, &x, &bad, &b, &pi, &pf, &pt};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) tt_tensor_release(rel[i]);
+}
+
 static void test_cat_stack(void)
 {
     tt_tensor a = make(L_TRANS, DIMS(3, 4, 5)), b = make(L_NARROW, DIMS(3, 2, 5)),
@@ -2300,6 +2380,7 @@ int main(void)
     test_masking();
     test_repeat();
     test_pytorch_names();
+    test_rope();
     test_cat_stack();
     test_matmul();
     test_sdpa();

@@ -166,6 +166,11 @@ void tk_ew_compare_ref(int op, int64_t n, const float *x, int64_t sx, const floa
    * 0), as PyTorch's formula gives. o == x allowed. */
 void tk_ew_unary(int op, int64_t n, const float *x, float *o);
 void tk_ew_unary_ref(int op, int64_t n, const float *x, float *o);
+/* One row of rotary embedding: d floats (d even), pair i turned by the
+   angle whose cosine and sine are c[i], s[i] (0 <= i < d/2); by minus it
+   when inverse. interleaved: pairs (2i, 2i+1), else (i, i + d/2). y == x
+   allowed. */
+void tk_rope_row(int64_t d, const float *x, float *y, const float *c, const float *s, int interleaved, int inverse);
 /* Bool bytes (0/1) to bool bytes, scalar only: EQ NE AND OR XOR, and NOT
    (o == x allowed). */
 void tk_ew_logic(int op, int64_t n, const uint8_t *x, int64_t sx, const uint8_t *y, int64_t sy, uint8_t *o);

@@ -302,3 +302,18 @@ const tk_kern tk_kern_scalar = {
     .ew_binary = tk_ew_binary_ref, .ew_compare = tk_ew_compare_ref, .ew_unary = tk_ew_unary_ref,
     .ew_masked_fill = tk_ew_masked_fill_ref,
 };
+
+/* ===== Rotary embedding =====
+   d = the row's width (even), h = d/2 pairs; pair i is (a, b) =
+   (x[2i], x[2i+1]) interleaved, else (x[i], x[i+h]); it becomes
+   (a cos - b sin, b cos + a sin), sin negated for the inverse. */
+void tk_rope_row(int64_t d, const float *x, float *y, const float *c, const float *s, int interleaved, int inverse)
+{
+    const int64_t h = d / 2, ia = interleaved ? 2 : 1, ib = interleaved ? 1 : h;
+    for (int64_t i = 0; i < h; i++) {
+        const int64_t ka = i * ia, kb = ka + ib;
+        const float a = x[ka], b = x[kb], sn = inverse ? -s[i] : s[i];
+        y[ka] = a * c[i] - b * sn;
+        y[kb] = b * c[i] + a * sn;
+    }
+}

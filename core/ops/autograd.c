@@ -707,6 +707,25 @@ tt_status tt__bw_norm(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     return done(&w);
 }
 
+/* rope is a rotation per pair: its gradient is g turned back by the same
+   angles (the transpose of a rotation is its inverse); positions get none */
+tt_status tt__bw_rope(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    tt_tensor *o = slot(&w);
+    const tt_tensor *gx = o ? kept(&w, o, tt__rope(o, g, B(n), n->args.s, n->args.interleaved, !n->args.inverse)) : NULL;
+    give(&w, gx, &gin[0]);
+    return done(&w);
+}
+
+/* dropout: g times the forward's mask (0 or 1 / (1 - p)) */
+tt_status tt__bw_dropout(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
+{
+    scratch w = {0};
+    give(&w, bin(&w, TT_OP_MUL, g, B(n)), &gin[0]);
+    return done(&w);
+}
+
 /* zero where filled */
 tt_status tt__bw_masked_fill(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {

@@ -132,6 +132,10 @@ static const tt__opdef OPS[] = {
     /* the gradient of a conversion is g as the input's dtype (the engine converts it) */
     [TT_OP_BFLOAT16] = { .name = "bfloat16", BW(reshape) },
     [TT_OP_HALF] = { .name = "half", BW(reshape) },
+    /* the block: rope 3 an element (two muls and an add; the angles' sin
+       and cos once per position and pair besides); dropout 1 (the mul) */
+    [TT_OP_ROPE] = { .name = "rope", .flops = 3, BW(rope), .saves = TT__SAVE_B },
+    [TT_OP_DROPOUT] = { .name = "dropout", .flops = 1, BW(dropout), .saves = TT__SAVE_B },
 };
 _Static_assert(sizeof OPS / sizeof OPS[0] == TT_OP_COUNT, "OPS: one row per tt_op");
 

@@ -205,4 +205,14 @@ check("--sandbox with one script: an attack is an error verdict", code == 1 and 
 out, err, code = run("--compare " .. REFC .. " " .. subs[4])
 check("without --sandbox the same script runs os.execute", code == 0 and io.open(dir .. "/pwned") ~= nil, out .. err)
 
+-- exercise 14 loads lessons/lib and lessons/data: under --sandbox a copy
+-- elsewhere reads them only with --read lessons
+local REF14 = "lessons/exercises/solutions/14_induction_head.lua"
+local copy14 = write("sub14.lua", T.slurp(REF14))
+out, err, code = run("--sandbox --compare " .. REF14 .. " " .. copy14)
+check("exercise 14 under --sandbox without --read: the read is refused, with the hint",
+      code == 1 and has(out, "hint: --read DIR allows one more"), out .. err)
+out, err, code = run("--sandbox --read lessons --compare " .. REF14 .. " " .. copy14)
+check("exercise 14 under --sandbox --read lessons: all checkpoints match", code == 0 and has(out, "✓ all"), out .. err)
+
 T.report()

@@ -388,5 +388,21 @@ local _, _, c3 = os.execute(string.format("cd %s && %s -q --sandbox -e 'print(io
 local o3 = slurp(root .. "/out")
 check("-e: reads under the current folder", c3 == 0 and has(o3, "hello") and has(o3, "false"))
 
+-- --read DIR: one more folder the script may read (a teacher's lessons/);
+-- writes stay where they were; only with --sandbox; a missing folder is a
+-- usage error
+local readprobe = "print(pcall(function() return io.open('" .. outside .. "/secret.txt'):read('l') end))\n"
+  .. "print(pcall(io.open, '" .. outside .. "/w.txt', 'w'))\n"
+out, err, code = run(readprobe, "--read " .. outside)
+check("--read DIR: a file under DIR is read", code == 0 and has(out, "true\tsecret"))
+check("--read DIR: writing there is still refused", has(out, "false") and not exists(outside .. "/w.txt"))
+out, err, code = run(readprobe)
+check("without --read: the read is refused with the hint",
+      code == 0 and has(out, "files may be read only under the script's folder; hint: --read DIR allows one more"))
+out, err, code = run("print(1)\n", "--read " .. root .. "/missing")
+check("--read of a missing folder: exit 2", code == 2 and has(err, "--read: the --read folder does not exist ('" .. root .. "/missing')"))
+local _, _, c4 = os.execute(string.format("%s --read %s -e 'print(1)' >%s/out 2>&1", bin, outside, root))
+check("--read without --sandbox: exit 2", c4 == 2 and has(slurp(root .. "/out"), "'--read' only applies with --sandbox"))
+
 os.execute("rm -rf " .. root)
 T.report()
