@@ -19,8 +19,11 @@
 
 /* ===== Tensors ===== */
 
-/* int64: token ids, targets and indices (never requires grad). */
-typedef enum tt_dtype { TT_FLOAT32 = 0, TT_BOOL = 1, TT_INT64 = 2 } tt_dtype;
+/* int64: token ids, targets and indices (never requires grad). bfloat16
+   and float16: 16-bit storage (PyTorch's torch.bfloat16, torch.float16);
+   ops compute on them in float32 and round the result once to the
+   input's dtype (round to nearest even), as PyTorch does on the CPU. */
+typedef enum tt_dtype { TT_FLOAT32 = 0, TT_BOOL = 1, TT_INT64 = 2, TT_BFLOAT16 = 3, TT_FLOAT16 = 4 } tt_dtype;
 
 /* A small value header over a storage. Strides and offset count elements.
    names[] and label are interned strings (tt_intern) or NULL. */
@@ -52,9 +55,20 @@ void tt_tensor_share(tt_tensor *out, const tt_tensor *a);
 int64_t tt_numel(const tt_tensor *t);
 int tt_is_contiguous(const tt_tensor *t);
 size_t tt_dtype_size(tt_dtype dt);
+/* "float32", "bool", "int64", "bfloat16", "float16" (PyTorch's names). */
 const char *tt_dtype_name(tt_dtype dt);
+/* float32, bfloat16, float16: the dtypes that carry gradients. */
+int tt_dtype_is_float(tt_dtype dt);
+/* The dtype of a float result from two float operands, as PyTorch
+   promotes: the same; float32 over a 16-bit one; bfloat16 with float16
+   gives float32. */
+tt_dtype tt_promote_float(tt_dtype a, tt_dtype b);
+/* One value to a 16-bit dtype's bits (round to nearest even) and back. */
+uint16_t tt_half_from_float(tt_dtype dt, float v);
+float tt_half_to_float(tt_dtype dt, uint16_t h);
 /* Pointer to element 0 of the view (storage data + offset). */
 float *tt_data_f32(const tt_tensor *t);
+uint16_t *tt_data_u16(const tt_tensor *t);   /* bfloat16, float16: the raw bits */
 uint8_t *tt_data_bool(const tt_tensor *t);
 int64_t *tt_data_i64(const tt_tensor *t);
 /* Element at a flat row-major index of the view, as a double. */
@@ -179,10 +193,16 @@ typedef enum tt_op {
     /* what a PyTorch user reaches for (issue 30) */
     TT_OP_SIN, TT_OP_COS, TT_OP_ISNAN, TT_OP_WHERE, TT_OP_ANY, TT_OP_ALL, TT_OP_NORM,
     TT_OP_FLATTEN, TT_OP_UNBIND, TT_OP_T, TT_OP_REDUCE, TT_OP_REPEAT,
+    /* 16-bit floats (issue 25): the conversions x:bfloat16(), x:half() */
+    TT_OP_BFLOAT16, TT_OP_HALF,
     /* the transformer block (issue 24) */
     TT_OP_ROPE, TT_OP_DROPOUT,
     TT_OP_COUNT
 } tt_op;
+
+/* The same numbers as rand (op TT_OP_RAND) or randn (TT_OP_RANDN) in a
+   float dtype: drawn as float32, rounded once for bfloat16 and float16. */
+tt_status tt_random(tt_tensor *out, tt_op op, tt_dtype dt, int ndim, const int64_t *shape);
 
 /* Which front-end takes the op: tt_binary (and tt_binary_scalar), tt_unary,
    tt_reduce; OTHER for an op with its own function. */
@@ -211,7 +231,8 @@ tt_status tt_binary_scalar(tt_tensor *out, tt_op op, const tt_tensor *a, double 
    (PyTorch's "Integers to negative integer powers are not allowed."). */
 tt_status tt_binary_number(tt_tensor *out, tt_op op, const tt_tensor *a, tt_number s, int scalar_first);
 tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a);
-/* Between float32, bool and int64: nonzero -> true, float -> int64
+/* Between the dtypes: float32 to bfloat16/float16 rounds to nearest even,
+   16-bit to float32 is exact (others through float32); nonzero -> true, float -> int64
    truncates toward zero (NaN and values out of int64's range give
    INT64_MIN, as PyTorch on x86); same dtype gives a copy-free view. */
 tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt);
@@ -454,7 +475,8 @@ void tt_optim_free(tt_optim *o);
 tt_status tt_clip_grad_norm(int n, tt_tensor *const *params, double max_norm, double *total);
 
 /* ===== Files: safetensors (safetensors.c) =====
-   The layout Python's safetensors and PyTorch read: dtypes F32, I64 and BOOL.
+   The layout Python's safetensors and PyTorch read: dtypes F32, BF16, F16, I64
+   and BOOL (little-endian).
    tt_save writes names[i] -> tensors[i] (any strides) and nmeta key/value
    string pairs (meta[2k], meta[2k+1]) as "__metadata__", atomically (the
    file appears whole or not at all). tt_load reads a file, checking every

@@ -27,6 +27,16 @@ tt_status tt__numel_checked(const char *op, int ndim, const int64_t *shape, int6
    tensor/iter.c, as is tt__broadcast_strides. */
 void tt__copy(const tt_tensor *dst, const tt_tensor *src);
 
+/* 16-bit inputs (ops.c): an op on bfloat16 or float16 computes in float32
+   and rounds its result once, as PyTorch on the CPU. tt__widen: when *a is
+   16-bit, *tmp becomes a contiguous float32 copy and *a points to it (else
+   nothing; *a may be NULL). tt__round_to: *t (float32) replaced by its
+   rounding to dt when dt is 16-bit (else nothing); on failure *t is
+   released. Both untraced: part of the op that calls them. */
+static inline int tt__is_half(tt_dtype dt) { return dt == TT_BFLOAT16 || dt == TT_FLOAT16; }
+tt_status tt__widen(tt_tensor *tmp, const char *op, const tt_tensor **a);
+tt_status tt__round_to(tt_tensor *t, const char *op, tt_dtype dt);
+
 /* Broadcasts two shapes (NumPy rules) into out_shape/out_names; unifies
    names. TT_ESHAPE naming both shapes on failure. */
 tt_status tt__broadcast(const char *op, const tt_tensor *a, const tt_tensor *b,
@@ -162,6 +172,7 @@ typedef struct tt__edge {
     tt__node *next;
     tt_autograd *leaf;
     int ndim;
+    tt_dtype dtype;             /* the input's: its gradient is given in it */
     const int64_t *shape;
     const char *const *names;   /* the input's dims and label (interned), */
     const char *label;          /* for the backward's trace row */

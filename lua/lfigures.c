@@ -450,9 +450,9 @@ static int ltt_heatmap(lua_State *L)
     tt_status st;
     if (tt_numel(x) == 0) {
         st = tt_heatmap_write(path, NULL, P, R, C, &o);   /* reports the empty shape */
-    } else if (x->dtype == TT_INT64) {
-        /* ids and counts: drawn from a float copy (a userdata, so an
-           error cannot leak it), exact up to 2^24 */
+    } else if (x->dtype == TT_INT64 || x->dtype == TT_BFLOAT16 || x->dtype == TT_FLOAT16) {
+        /* ids and counts, 16-bit floats: drawn from a float copy (a
+           userdata, so an error cannot leak it), exact (int64 up to 2^24) */
         float *f = lua_newuserdatauv(L, (size_t)tt_numel(x) * sizeof *f, 0);
         tt_get_floats(x, f);
         const tt_fig_src src = { .f32 = f, .stride = { R * C, C, 1 } };

@@ -231,6 +231,10 @@ static int ltt_gradcheck(lua_State *L)
         if (!t->storage) return ltt_error(L, "gradcheck: inputs[%d] is a closed tensor", i + 1);
         if (tt_tensor_requires_grad(t)) {
             wanted++;
+            if (t->dtype != TT_FLOAT32)     /* finite differences need float32's precision */
+                return ltt_error(L, "gradcheck: input %d %s is %s; gradcheck moves float32 inputs; "
+                                 "hint: pass x:float():detach():requires_grad_()", i + 1,
+                                 tt_shape_str(t, sh, sizeof sh), tt_dtype_name(t->dtype));
             for (int d = 0; d < t->ndim; d++)
                 if (t->stride[d] == 0 && t->shape[d] > 1)
                     return ltt_error(L, "gradcheck: input %d %s has elements that share memory (an expand); "

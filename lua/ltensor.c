@@ -68,15 +68,30 @@ static void check_sizes(lua_State *L, int ndim, const int64_t *shape, const char
         if (shape[i] < 0) ltt_error(L, "%s: size %lld at dim %d is negative", op, (long long)shape[i], i + 1);
 }
 
+/* The dtype named s (PyTorch's names, and "float", "long", "half"); 0 if none. */
+static int dtype_named(const char *s, tt_dtype *dt)
+{
+    static const struct { const char *name; tt_dtype dt; } names[] = {
+        {"float32", TT_FLOAT32}, {"float", TT_FLOAT32}, {"bool", TT_BOOL}, {"int64", TT_INT64}, {"long", TT_INT64},
+        {"bfloat16", TT_BFLOAT16}, {"float16", TT_FLOAT16}, {"half", TT_FLOAT16},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(s, names[i].name) == 0) {
+            *dt = names[i].dt;
+            return 1;
+        }
+    return 0;
+}
+
 static tt_dtype optdtype(lua_State *L, int idx, const char *op)
 {
     if (lua_isnoneornil(L, idx)) return TT_FLOAT32;
     const char *s = ltt_checkcstring(L, idx, op, "dtype");
-    if (strcmp(s, "float32") == 0 || strcmp(s, "float") == 0) return TT_FLOAT32;
-    if (strcmp(s, "bool") == 0) return TT_BOOL;
-    if (strcmp(s, "int64") == 0 || strcmp(s, "long") == 0) return TT_INT64;
-    ltt_error(L, "%s: unknown dtype '%s' (expected \"float32\", \"int64\" or \"bool\")", op, s);
-    return TT_FLOAT32;
+    tt_dtype dt = TT_FLOAT32;
+    if (!dtype_named(s, &dt))
+        ltt_error(L, "%s: unknown dtype '%s' (expected \"float32\", \"bfloat16\", \"float16\", \"int64\" or \"bool\")",
+                  op, s);
+    return dt;
 }
 
 static void push_ints(lua_State *L, int n, const int64_t *v)
@@ -147,7 +162,8 @@ static void nested_fill(lua_State *L, int idx, int depth, const nested *nt, tt_d
                           path, v);
             ((int64_t *)buf)[*pos] = iv;
         } else if (dt == TT_BOOL) ((uint8_t *)buf)[*pos] = v != 0.0;
-        else ((float *)buf)[*pos] = (float)v;
+        else if (dt == TT_FLOAT32) ((float *)buf)[*pos] = (float)v;
+        else ((uint16_t *)buf)[*pos] = tt_half_from_float(dt, (float)v);   /* as PyTorch: via float32 */
         (*pos)++;
         return;
     }
@@ -223,13 +239,17 @@ static int create(lua_State *L, int kind, const char *op)
     int next;
     int ndim = checkshape(L, 1, shape, op, &next);
     check_sizes(L, ndim, shape, op);
-    tt_dtype dt = kind <= 1 ? optdtype(L, next, op) : TT_FLOAT32;
-    if (kind > 1 && !lua_isnone(L, next))
+    int named = next > 1 && lua_type(L, next) == LUA_TSTRING;     /* a dtype after the sizes */
+    tt_dtype dt = kind <= 1 || named ? optdtype(L, next, op) : TT_FLOAT32;
+    if (kind > 1 && !lua_isnone(L, next) && !named)
         ltt_error(L, "%s: sizes must be integers, got %s", op, luaL_typename(L, next));
+    if (kind > 1 && !tt_dtype_is_float(dt))
+        ltt_error(L, "%s: draws floats, not %s; hint: tt.randint(lo, hi, shape...) for integers", op,
+                  tt_dtype_name(dt));
     tt_tensor *t = ltt_newtensor(L);
     tt_status st = kind == 0 ? tt_zeros(t, dt, ndim, shape)
                  : kind == 1 ? tt_ones(t, dt, ndim, shape)
-                 : kind == 2 ? tt_rand(t, ndim, shape) : tt_randn(t, ndim, shape);
+                 : tt_random(t, kind == 2 ? TT_OP_RAND : TT_OP_RANDN, dt, ndim, shape);
     ltt_check(L, st);
     return 1;
 }
@@ -953,11 +973,58 @@ static int convert(lua_State *L, tt_dtype dt)
 {
     tt_tensor *t = ltt_checktensor(L, 1);
     tt_tensor *out = ltt_newtensor(L), *in[] = {t};
-    LTT_CALL_HELD(L, dt == TT_BOOL ? "bool" : dt == TT_INT64 ? "long" : "float", in, tt_to_dtype(out, t, dt));
+    static const char *method[] = { [TT_FLOAT32] = "float", [TT_BOOL] = "bool", [TT_INT64] = "long",
+                                    [TT_BFLOAT16] = "bfloat16", [TT_FLOAT16] = "half" };
+    LTT_CALL_HELD(L, method[dt], in, tt_to_dtype(out, t, dt));
     return 1;
 }
 
 static int t_float(lua_State *L) { return convert(L, TT_FLOAT32); }
+static int t_bfloat16(lua_State *L) { return convert(L, TT_BFLOAT16); }
+static int t_half(lua_State *L) { return convert(L, TT_FLOAT16); }
+/* x:to(dtype), PyTorch's x.to(torch.bfloat16) with the dtype's name */
+static int t_to(lua_State *L)
+{
+    ltt_checktensor(L, 1);
+    if (lua_type(L, 2) != LUA_TSTRING)
+        return ltt_error(L, "to: expects a dtype name (\"float32\", \"bfloat16\", \"float16\", \"int64\", \"bool\"), got %s",
+                         luaL_typename(L, 2));
+    tt_dtype dt = optdtype(L, 2, "to");
+    lua_settop(L, 1);
+    return convert(L, dt);
+}
+
+/* tt.finfo(dtype): a float dtype's limits, as torch.finfo gives them. */
+static int ltt_finfo(lua_State *L)
+{
+    tt_dtype dt = lua_isnoneornil(L, 1) ? TT_FLOAT32 : optdtype(L, 1, "finfo");
+    static const struct { int bits; double eps, max, tiny, resolution; } F[] = {
+        [TT_FLOAT32] = { 32, 0x1p-23, 0x1.fffffep127, 0x1p-126, 1e-6 },
+        [TT_BFLOAT16] = { 16, 0x1p-7, 0x1.fep127, 0x1p-126, 0.01 },
+        [TT_FLOAT16] = { 16, 0x1p-10, 65504.0, 0x1p-14, 0.001 },
+    };
+    if (!tt_dtype_is_float(dt))
+        return ltt_error(L, "finfo: %s is not a float dtype; hint: finfo takes \"float32\", \"bfloat16\" or \"float16\"",
+                         tt_dtype_name(dt));
+    lua_createtable(L, 0, 8);
+    lua_pushinteger(L, F[dt].bits);
+    lua_setfield(L, -2, "bits");
+    lua_pushnumber(L, F[dt].eps);
+    lua_setfield(L, -2, "eps");
+    lua_pushnumber(L, F[dt].max);
+    lua_setfield(L, -2, "max");
+    lua_pushnumber(L, -F[dt].max);
+    lua_setfield(L, -2, "min");
+    lua_pushnumber(L, F[dt].tiny);
+    lua_setfield(L, -2, "tiny");
+    lua_pushnumber(L, F[dt].tiny);
+    lua_setfield(L, -2, "smallest_normal");
+    lua_pushnumber(L, F[dt].resolution);
+    lua_setfield(L, -2, "resolution");
+    lua_pushstring(L, tt_dtype_name(dt));
+    lua_setfield(L, -2, "dtype");
+    return 1;
+}
 static int t_bool(lua_State *L) { return convert(L, TT_BOOL); }
 static int t_long(lua_State *L) { return convert(L, TT_INT64); }
 
@@ -1696,7 +1763,7 @@ static const luaL_Reg tensor_meth[] = {
     {"unsqueeze", t_unsqueeze}, {"squeeze", t_squeeze}, {"contiguous", t_contiguous},
     {"clone", t_clone}, {"chunk", t_chunk}, {"split", t_split},
     {"requires_grad_", t_requires_grad_}, {"backward", t_backward}, {"detach", t_detach},
-    {"float", t_float}, {"bool", t_bool}, {"long", t_long},
+    {"float", t_float}, {"bool", t_bool}, {"long", t_long}, {"bfloat16", t_bfloat16}, {"half", t_half}, {"to", t_to},
     {"index_select", t_index_select}, {"gather", t_gather}, {"max", t_max}, {"min", t_min},
     {"matmul", ltt_matmul}, {"softmax", t_softmax}, {"masked_fill", t_masked_fill},
     {"log_softmax", t_log_softmax}, {"gelu", t_gelu},
@@ -1779,6 +1846,7 @@ static const luaL_Reg ttlib[] = {
     {"allclose", ltt_allclose}, {"assert_close", ltt_assert_close}, {"clock", ltt_clock},
     {"isatty", ltt_isatty}, {"softmax", t_softmax}, {"log_softmax", t_log_softmax},
     {"where", ltt_where}, {"rope", ltt_rope}, {"dropout", ltt_dropout}, {"reduce", ltt_reduce}, {"repeat", ltt_repeat}, {"einrepeat", ltt_repeat},
+    {"finfo", ltt_finfo},
     {NULL, NULL}
 };
 

@@ -222,8 +222,8 @@ static void test_malformed(void)
 
     bad_header("not JSON", "[1,2]", 0, "does not start with '{'");
     bad_header("a cut header", "{\"a\":{\"dtype\":\"F32\"", 0, "the header ends");
-    bad_header("unknown dtype", "{\"a\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,2]}}", 2,
-               "unsupported dtype 'F16' of tensor 'a'");
+    bad_header("unknown dtype", "{\"a\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8,
+               "unsupported dtype 'F64' of tensor 'a' (F32, BF16, F16, I64 and BOOL are read)");
     bad_header("size does not match the shape",
                "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,8]}}", 8,
                "tensor 'a' has data_offsets [0, 8] (8 bytes) but its shape and dtype need 16 bytes");
@@ -309,12 +309,72 @@ static void test_save_errors(void)
     tt_tensor_release(&a);
 }
 
+/* BF16 and F16: the bytes written down by hand from the formats */
+static void test_half_bytes(void)
+{
+    char path[128];
+    path_of(path, sizeof path, "half.safetensors");
+    const char *hdr = "{\"b\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[0,6]},"
+                      "\"h\":{\"dtype\":\"F16\",\"shape\":[1,3],\"data_offsets\":[6,12]}}";
+    size_t hl = strlen(hdr), padded = (hl + 7) / 8 * 8;
+    char header[256];
+    memset(header, ' ', padded);
+    memcpy(header, hdr, hl);
+    header[padded] = 0;
+    /* bfloat16 1 = 3f80, -2 = c000, 0.5 = 3f00; float16 1 = 3c00, -2 = c000,
+       65504 = 7bff; each little-endian, low byte first */
+    unsigned char data[12] = {0x80, 0x3f, 0x00, 0xc0, 0x00, 0x3f, 0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b};
+    write_raw(path, -1, header, data, sizeof data);
+    tt_loaded f;
+    CHECK("a hand-made BF16/F16 file loads", tt_load(&f, path) == TT_OK);
+    int kb = find(&f, "b"), kh = find(&f, "h");
+    CHECK("b = bfloat16 [1, -2, 0.5]", kb >= 0 && f.tensors[kb].dtype == TT_BFLOAT16 && f.tensors[kb].ndim == 1 &&
+          tt_get(&f.tensors[kb], 0) == 1.0 && tt_get(&f.tensors[kb], 1) == -2.0 && tt_get(&f.tensors[kb], 2) == 0.5);
+    CHECK("h = float16 [1,3] {1, -2, 65504}", kh >= 0 && f.tensors[kh].dtype == TT_FLOAT16 &&
+          f.tensors[kh].ndim == 2 && tt_get(&f.tensors[kh], 0) == 1.0 && tt_get(&f.tensors[kh], 1) == -2.0 &&
+          tt_get(&f.tensors[kh], 2) == 65504.0);
+    if (kb >= 0 && kh >= 0) {
+        char out[128];
+        path_of(out, sizeof out, "half2.safetensors");
+        const char *names[] = {"h", "b"};
+        const tt_tensor *ts[] = {&f.tensors[kh], &f.tensors[kb]};
+        CHECK("save BF16/F16", tt_save(out, 2, names, ts, 0, NULL) == TT_OK);
+        long n1, n2;
+        unsigned char *x = read_all(path, &n1), *y = read_all(out, &n2);
+        CHECK("BF16/F16: the same bytes as the file made by hand", x && y && n1 == n2 && memcmp(x, y, (size_t)n1) == 0);
+        free(x);
+        free(y);
+    }
+    tt_loaded_free(&f);
+    /* a strided 16-bit view is written in row-major order */
+    float v[6] = {1, 2, 3, 4, 5, 6};
+    int64_t shape[2] = {2, 3};
+    tt_tensor a, h, t;
+    tt_from_buffer(&a, TT_FLOAT32, 2, shape, v);
+    tt_to_dtype(&h, &a, TT_FLOAT16);
+    tt_transpose(&t, &h, 0, 1);
+    const char *name[] = {"t"};
+    const tt_tensor *one[] = {&t};
+    CHECK("save a transposed float16 view", tt_save(path, 1, name, one, 0, NULL) == TT_OK);
+    long n;
+    unsigned char *x = read_all(path, &n);
+    /* 1, 4, 2, 5, 3, 6 as float16: 3c00 4400 4000 4500 4200 4600 */
+    static const unsigned char want[12] = {0x00, 0x3c, 0x00, 0x44, 0x00, 0x40, 0x00, 0x45, 0x00, 0x42, 0x00, 0x46};
+    CHECK("its bytes, transposed, little-endian", x && n >= 12 && memcmp(x + n - 12, want, 12) == 0);
+    CHECK("its header names F16", x && n > 20 && strstr((const char *)x + 8, "\"dtype\":\"F16\",\"shape\":[3,2]") != NULL);
+    free(x);
+    tt_tensor_release(&a);
+    tt_tensor_release(&h);
+    tt_tensor_release(&t);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/tt-st-XXXXXX");
     if (!mkdtemp(dir)) { perror("mkdtemp"); return 2; }
     test_round_trip();
     test_known_bytes();
+    test_half_bytes();
     test_malformed();
     test_save_errors();
     char cmd[128];

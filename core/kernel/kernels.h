@@ -29,6 +29,20 @@ void tk_threads_stop(void);
 typedef void (*tk_range_fn)(void *ctx, int64_t begin, int64_t end);
 void tk_parallel_for(int64_t n, int64_t grain, tk_range_fn fn, void *ctx);
 
+/* ===== 16-bit floats (half.c) =====
+   bfloat16 and float16 as raw bits. float32 to 16 bits rounds to nearest,
+   ties to even: a NaN stays NaN (quiet, its sign kept), float16 overflows
+   to inf from 65520 and has subnormals down to 2^-24. 16 bits to float32 is
+   exact. bf16 != 0 picks bfloat16, else float16. Portable C on every path
+   (no SIMD conversions yet: a conversion costs little next to the op
+   around it, which runs in float32). */
+uint16_t tk_bf16_from_f32(float f);
+float tk_bf16_to_f32(uint16_t h);
+uint16_t tk_f16_from_f32(float f);
+float tk_f16_to_f32(uint16_t h);
+void tk_half_from_f32(int bf16, int64_t n, const float *x, uint16_t *y);
+void tk_half_to_f32(int bf16, int64_t n, const uint16_t *x, float *y);
+
 /* ===== GEMM ===== */
 
 /* For each batch b < nbatch: C_b[M,N] = A_b[M,K] * B_b[K,N] (overwritten;

@@ -42,9 +42,9 @@ static tt_status out_of_memory(const char *op, const char *what)
 tt_status tt_requires_grad_(tt_tensor *t, int flag)
 {
     char s[SHAPE_BUF];
-    if (t->dtype != TT_FLOAT32)
-        return tt__err(TT_EARG, "requires_grad_: only float32 tensors can require gradients, got %s %s; "
-                       "hint: x:float():requires_grad_()",
+    if (!tt_dtype_is_float(t->dtype))
+        return tt__err(TT_EARG, "requires_grad_: only float tensors (float32, bfloat16, float16) can require "
+                       "gradients, got %s %s; hint: x:float():requires_grad_()",
                        tt_dtype_name(t->dtype), tt_shape_str(t, s, sizeof s));
     if (t->ag && t->ag->fn && !flag)
         return tt__err(TT_EARG, "requires_grad_: %s is the result of %s, not a leaf; "
@@ -67,9 +67,10 @@ const tt_tensor *tt_grad(const tt_tensor *t)
 tt_status tt_set_grad(tt_tensor *t, const tt_tensor *g)
 {
     char s[SHAPE_BUF], sg[SHAPE_BUF];
-    if (g && (g->dtype != TT_FLOAT32 || g->ndim != t->ndim
+    if (g && (g->dtype != (tt_dtype_is_float(t->dtype) ? t->dtype : TT_FLOAT32) || g->ndim != t->ndim
               || memcmp(g->shape, t->shape, (size_t)t->ndim * sizeof(int64_t)) != 0))
-        return tt__err(TT_EARG, "grad: expects float32 %s for a tensor %s, got %s %s",
+        return tt__err(TT_EARG, "grad: expects %s %s for a tensor %s, got %s %s",
+                       tt_dtype_name(tt_dtype_is_float(t->dtype) ? t->dtype : TT_FLOAT32),
                        tt_shape_str(t, s, sizeof s), tt_shape_str(t, s, sizeof s),
                        tt_dtype_name(g->dtype), tt_shape_str(g, sg, sizeof sg));
     if (!t->ag) {
@@ -141,8 +142,8 @@ static tt_status no_room(tt_tensor *out, tt_op op)
 static tt_status record_n(tt_tensor *out, tt_op op, const tt_tensor *const *in, int nin, const tt__agargs *args)
 {
     int any = 0, n_in = 0;
-    for (; n_in < nin && in[n_in]; n_in++) any |= requires(in[n_in]) && in[n_in]->dtype == TT_FLOAT32;
-    if (!any || out->dtype != TT_FLOAT32) return TT_OK;     /* bool results never require grad */
+    for (; n_in < nin && in[n_in]; n_in++) any |= requires(in[n_in]) && tt_dtype_is_float(in[n_in]->dtype);
+    if (!any || !tt_dtype_is_float(out->dtype)) return TT_OK;     /* bool results never require grad */
     int saves = tt__op_def(op)->saves;
     if (args && args->has_s && (op == TT_OP_MUL || (op == TT_OP_DIV && !args->first)))
         saves = 0;                          /* x * s, x / s: the backward reads s alone (nothing to go stale) */
@@ -154,7 +155,7 @@ static tt_status record_n(tt_tensor *out, tt_op op, const tt_tensor *const *in, 
               : (saves & TT__SAVE_A ? 1u : 0) | (saves & TT__SAVE_B ? 2u : 0) | (saves & TT__SAVE_OUT ? 4u : 0)
                 | (saves & TT__SAVE_C ? 8u : 0);
     for (int i = 0; i < n_in; i++) {
-        if (!requires(in[i]) || in[i]->dtype != TT_FLOAT32) continue;
+        if (!requires(in[i]) || !tt_dtype_is_float(in[i]->dtype)) continue;
         tt_autograd *ag = in[i]->ag;
         tt__edge *e = &n->in[i];
         if (ag->fn) (e->next = ag->fn)->refs++;
@@ -1134,11 +1135,26 @@ static tt_status run(tt__node **all, int64_t count)
             break;
         }
         st = check_versions(x);
-        if (st == TT_OK) st = run_node(x, def, x->acc, gin);
+        /* a 16-bit gradient arriving: the backward computes in float32
+           (the saved tensors promote), each input's gradient is rounded
+           once into that input's dtype below */
+        tt_tensor g32 = {0};
+        const tt_tensor *g = x->acc;
+        if (st == TT_OK) st = tt__widen(&g32, "backward", &g);
+        if (st == TT_OK) st = run_node(x, def, g, gin);
+        tt_tensor_release(&g32);
         tt_tensor_release(x->acc);
         for (int i = 0; i < x->nin; i++) {
             tt__edge *e = &x->in[i];
             if (!gin[i].storage) continue;
+            if (st == TT_OK && gin[i].dtype != e->dtype && tt_dtype_is_float(e->dtype)) {
+                tt_tensor c;
+                if ((st = tt_to_dtype(&c, &gin[i], e->dtype)) == TT_OK) {
+                    c.label = gin[i].label;
+                    tt_tensor_release(&gin[i]);
+                    gin[i] = c;
+                }
+            }
             if (st == TT_OK && e->leaf && e->leaf->requires_grad) st = accumulate_leaf(e->leaf, &gin[i]);
             else if (st == TT_OK && e->next) {
                 st = accumulate(e->next->acc, &gin[i]);
@@ -1164,14 +1180,15 @@ tt_status tt_backward_retain(const tt_tensor *root, const tt_tensor *grad, int r
     if (!grad && tt_numel(root) != 1)
         return tt__err(TT_EARG, "backward: grad can be implicitly created only for scalar outputs; got %s; "
                        "hint: y:sum():backward() or y:backward(g)", tt_shape_str(root, s, sizeof s));
-    if (grad && (grad->dtype != TT_FLOAT32 || grad->ndim != root->ndim
+    if (grad && (grad->dtype != root->dtype || grad->ndim != root->ndim
                  || memcmp(grad->shape, root->shape, (size_t)root->ndim * sizeof(int64_t)) != 0))
-        return tt__err(TT_EARG, "backward: grad must be float32 shaped as the output %s, got %s %s",
-                       tt_shape_str(root, s, sizeof s), tt_dtype_name(grad->dtype), tt_shape_str(grad, sg, sizeof sg));
+        return tt__err(TT_EARG, "backward: grad must be %s shaped as the output %s, got %s %s",
+                       tt_dtype_name(root->dtype), tt_shape_str(root, s, sizeof s), tt_dtype_name(grad->dtype),
+                       tt_shape_str(grad, sg, sizeof sg));
     tt__opscope sc = tt__op_enter();
     int was = tt_set_grad_enabled(0);
     tt_tensor g0;
-    tt_status st = grad ? (tt__view_of(&g0, grad), TT_OK) : tt_ones(&g0, TT_FLOAT32, root->ndim, root->shape);
+    tt_status st = grad ? (tt__view_of(&g0, grad), TT_OK) : tt_ones(&g0, root->dtype, root->ndim, root->shape);
     for (int i = 0; i < TT_MAX_DIMS; i++) g0.names[i] = NULL;
     tt__node *fn = root->ag->fn;
     if (st == TT_OK && !fn) {

@@ -26,6 +26,9 @@ static void fill(tt_tensor *t, tt_number v)
     } else if (t->dtype == TT_INT64) {
         int64_t *p = tt_data_i64(t), iv = tt__num_i64(v);
         for (int64_t i = 0; i < n; i++) p[i] = iv;
+    } else if (t->dtype != TT_FLOAT32) {      /* as PyTorch: the value to float32, then rounded */
+        uint16_t *p = tt_data_u16(t), h = tt_half_from_float(t->dtype, tt__num_f32(v));
+        for (int64_t i = 0; i < n; i++) p[i] = h;
     } else {
         float *p = tt_data_f32(t), f = tt__num_f32(v);
         for (int64_t i = 0; i < n; i++) p[i] = f;
@@ -155,28 +158,33 @@ tt_status tt_eye(tt_tensor *out, int64_t n, int64_t m)
     return tt__op_leave(sc, st, &ev);
 }
 
-/* A float32 tensor filled by one of the generators of tensor.c. */
-static tt_status random_op(tt_tensor *out, tt_op op, void (*gen)(float *, int64_t), int ndim,
-                           const int64_t *shape)
+/* A tensor filled by one of the generators of tensor.c: float32 numbers,
+   rounded once for a 16-bit dtype (PyTorch's randn(..., dtype=torch.bfloat16)
+   draws in float too). */
+tt_status tt_random(tt_tensor *out, tt_op op, tt_dtype dt, int ndim, const int64_t *shape)
 {
+    memset(out, 0, sizeof *out);
+    if ((op != TT_OP_RAND && op != TT_OP_RANDN) || !tt_dtype_is_float(dt))
+        return tt__err(TT_EARG, "%s: expects a float dtype, got %s", tt_op_name(op), tt_dtype_name(dt));
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__alloc(out, tt_op_name(op), TT_FLOAT32, ndim, shape, NULL);
     tt_event ev;
     if (st == TT_OK) {
-        gen(tt_data_f32(out), tt_numel(out));
-        tt__event_init(&ev, op, out, NULL, NULL, NULL);
+        (op == TT_OP_RAND ? tt__rand_uniform : tt__rand_normal)(tt_data_f32(out), tt_numel(out));
+        st = tt__round_to(out, tt_op_name(op), dt);
     }
+    if (st == TT_OK) tt__event_init(&ev, op, out, NULL, NULL, NULL);
     return tt__op_leave(sc, st, &ev);
 }
 
 tt_status tt_rand(tt_tensor *out, int ndim, const int64_t *shape)
 {
-    return random_op(out, TT_OP_RAND, tt__rand_uniform, ndim, shape);
+    return tt_random(out, TT_OP_RAND, TT_FLOAT32, ndim, shape);
 }
 
 tt_status tt_randn(tt_tensor *out, int ndim, const int64_t *shape)
 {
-    return random_op(out, TT_OP_RANDN, tt__rand_normal, ndim, shape);
+    return tt_random(out, TT_OP_RANDN, TT_FLOAT32, ndim, shape);
 }
 
 tt_status tt_randint(tt_tensor *out, int64_t lo, int64_t hi, int ndim, const int64_t *shape)

@@ -55,7 +55,7 @@ static tt_status write_into(const char *name, tt_tensor *a, tt_tensor *vals)
     if (vals->ndim != a->ndim || memcmp(vals->shape, a->shape, (size_t)a->ndim * sizeof a->shape[0]) != 0) {
         st = tt__err(TT_ESHAPE, "%s: output with shape %s doesn't match the broadcast shape %s", name,
                      tt_shape_str(a, sa, sizeof sa), tt_shape_str(vals, sv, sizeof sv));
-    } else if (vals->dtype != a->dtype && !(a->dtype == TT_FLOAT32)) {
+    } else if (vals->dtype != a->dtype && !tt_dtype_is_float(a->dtype)) {
         st = tt__err(TT_EARG, "%s: result type %s can't be cast to the desired output type %s; hint: x:float() first",
                      name, tt_dtype_name(vals->dtype), tt_dtype_name(a->dtype));
     } else {

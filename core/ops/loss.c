@@ -114,6 +114,17 @@ tt_status tt_cross_entropy(tt_tensor *out, const tt_tensor *logits, const tt_ten
     memset(out, 0, sizeof *out);
     if (reduction < TT_REDUCTION_MEAN || reduction > TT_REDUCTION_NONE)
         return tt__err(TT_EARG, "cross_entropy: unknown reduction %d", (int)reduction);
+    if (tt__is_half(logits->dtype)) {
+        /* 16-bit logits: a float32 copy (its own op, recorded: the gradient
+           goes back as bfloat16/float16), the loss rounded to their dtype */
+        tt_tensor f = {0}, l = {0};
+        tt_status st = tt_to_dtype(&f, logits, TT_FLOAT32);
+        if (st == TT_OK) st = tt_cross_entropy(&l, &f, targets, ignore_index, reduction);
+        if (st == TT_OK) st = tt_to_dtype(out, &l, logits->dtype);
+        tt_tensor_release(&f);
+        tt_tensor_release(&l);
+        return st;
+    }
     tt__opscope sc = tt__op_enter();
     ce_parts p = {0};
     tt_status st = ce_impl(out, &p, logits, targets, ignore_index, reduction);

@@ -43,6 +43,19 @@ static void batch_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor *b, double *flops)
 {
     char sa[SHAPE_BUF], sb[SHAPE_BUF];
+    if (tt_dtype_is_float(a->dtype) && tt_dtype_is_float(b->dtype)
+        && (tt__is_half(a->dtype) || tt__is_half(b->dtype))) {
+        /* 16-bit: products and sums in float32 (exact copies in, one
+           rounding out), the result in the promoted dtype, as PyTorch */
+        tt_tensor fa = {0}, fb = {0};
+        tt_dtype rd = tt_promote_float(a->dtype, b->dtype);
+        tt_status st = tt__widen(&fa, "matmul", &a);
+        if (st == TT_OK) st = tt__widen(&fb, "matmul", &b);
+        if (st == TT_OK) st = matmul_impl(out, a, b, flops);
+        tt_tensor_release(&fa);
+        tt_tensor_release(&fb);
+        return st ? st : tt__round_to(out, "matmul", rd);
+    }
     if (a->dtype != TT_FLOAT32 || b->dtype != TT_FLOAT32)
         return tt__err(TT_EARG, "matmul: expects float32, got %s %s @ %s %s; hint: x:float()",
                        tt_dtype_name(a->dtype), shp(a, sa), tt_dtype_name(b->dtype), shp(b, sb));

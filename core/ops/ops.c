@@ -282,6 +282,74 @@ static void run_ew(tt__row_fn fn, ew_ctx *c, const tt_tensor *out,
     tt__iter_run_ew(&it, fn, c);
 }
 
+/* ===== 16-bit operands ===== */
+
+tt_status tt__widen(tt_tensor *tmp, const char *op, const tt_tensor **a)
+{
+    if (!*a || !tt__is_half((*a)->dtype)) return TT_OK;
+    tt_status st = tt__alloc(tmp, op, TT_FLOAT32, (*a)->ndim, (*a)->shape, (*a)->names);
+    if (st) return st;
+    tt_get_floats(*a, tt_data_f32(tmp));
+    *a = tmp;
+    return TT_OK;
+}
+
+typedef struct narrow_ctx { int bf16; const float *x; uint16_t *y; } narrow_ctx;
+
+static void narrow_range(void *ctx, int64_t begin, int64_t end)
+{
+    const narrow_ctx *c = ctx;
+    tk_half_from_f32(c->bf16, end - begin, c->x + begin, c->y + begin);
+}
+
+tt_status tt__round_to(tt_tensor *t, const char *op, tt_dtype dt)
+{
+    if (!tt__is_half(dt) || !t->storage || t->dtype != TT_FLOAT32) return TT_OK;
+    tt_tensor h = {0}, c = {0};
+    const tt_tensor *src = t;
+    tt_status st = TT_OK;
+    if (!tt_is_contiguous(t) && (st = tt__alloc(&c, op, TT_FLOAT32, t->ndim, t->shape, t->names)) == TT_OK) {
+        tt__copy(&c, t);
+        src = &c;
+    }
+    if (st == TT_OK) st = tt__alloc(&h, op, dt, t->ndim, t->shape, t->names);
+    if (st == TT_OK) {
+        narrow_ctx nc = { dt == TT_BFLOAT16, tt_data_f32(src), tt_data_u16(&h) };
+        int64_t n = tt_numel(t);
+        if (n < PAR_MIN) narrow_range(&nc, 0, n);
+        else tk_parallel_for(n, PAR_MIN, narrow_range, &nc);
+        h.label = t->label;
+    }
+    tt_tensor_release(&c);
+    tt_tensor_release(t);
+    if (st == TT_OK) *t = h;
+    return st;
+}
+
+/* The dtype of a float result with a 16-bit operand (PyTorch's rule): a
+   16-bit dtype wins over int64, bool and Lua numbers (b NULL); float32
+   wins over it; bfloat16 with float16 gives float32. */
+static tt_dtype half_result(const tt_tensor *a, const tt_tensor *b)
+{
+    tt_dtype x = a->dtype, y = b ? b->dtype : x;
+    if (!tt_dtype_is_float(x)) return y;
+    if (!tt_dtype_is_float(y)) return x;
+    return tt_promote_float(x, y);
+}
+
+/* An op's impl on a 16-bit a: run on its float32 copy, the result
+   (named res, a float32 tensor) rounded to a's dtype. */
+#define HALF_VIA_FLOAT(name, res, call) do { \
+        if (tt__is_half(a->dtype)) { \
+            tt_tensor fa_ = {0}; \
+            const tt_tensor *half_ = a; \
+            tt_status st_ = tt__widen(&fa_, name, &a); \
+            if (st_ == TT_OK) st_ = (call); \
+            tt_tensor_release(&fa_); \
+            return st_ ? st_ : tt__round_to(res, name, half_->dtype); \
+        } \
+    } while (0)
+
 /* ===== Elementwise ops ===== */
 
 /* op's row when it is of kind k; TT_EARG naming fn otherwise. */
@@ -378,6 +446,15 @@ static tt_status binary_impl(tt_tensor *out, const tt__opdef *def, const tt_tens
                        "hint: x:float() ^ %lld", def->name, tt_dtype_name(a->dtype), shp(a, sa),
                        (long long)s.i, (long long)s.i);
     }
+    if (tt__is_half(a->dtype) || (b && tt__is_half(b->dtype))) {
+        tt_tensor fa = {0}, fb = {0};
+        const tt_tensor *wa = a, *wb = b;
+        if ((st = tt__widen(&fa, def->name, &wa)) == TT_OK && (st = tt__widen(&fb, def->name, &wb)) == TT_OK)
+            st = binary_impl(out, def, wa, wb, s, scalar_first);
+        tt_tensor_release(&fa);
+        tt_tensor_release(&fb);
+        return st ? st : tt__round_to(out, def->name, half_result(a, b));
+    }
     int nd = a->ndim;
     int64_t shape[TT_MAX_DIMS];
     const char *names[TT_MAX_DIMS];
@@ -469,6 +546,13 @@ static tt_status unary_impl(tt_tensor *out, const tt__opdef *def, const tt_tenso
     tt_dtype cd;
     tt_status st = compute_dtype(def, a, NULL, 0, tt_num_i(0), &cd);
     if (st) return st;
+    if (tt__is_half(a->dtype)) {
+        tt_tensor fa = {0};
+        const tt_tensor *wa = a;
+        if ((st = tt__widen(&fa, def->name, &wa)) == TT_OK) st = unary_impl(out, def, wa);
+        tt_tensor_release(&fa);
+        return st ? st : tt__round_to(out, def->name, a->dtype);
+    }
     tt_tensor fa = {0};
     if (cd == TT_FLOAT32 && a->dtype == TT_INT64) {
         if ((st = promoted(&fa, def->name, a))) return st;
@@ -508,36 +592,72 @@ tt_status tt__ew_fused(tt_tensor *out, const char *name, int code, const tt_tens
     int nd;
     int64_t shape[TT_MAX_DIMS];
     const char *names[TT_MAX_DIMS];
+    tt_tensor fa = {0}, fb = {0};
     tt_status st = tt__broadcast(name, a, b, &nd, shape, names);
-    if (st == TT_OK) st = tt__alloc(out, name, TT_FLOAT32, nd, shape, names);
-    if (st) return st;
-    ew_ctx c = { .row = EW_BINARY, .code = code, .es_in = sizeof(float), .es_out = sizeof(float),
-                 .x = data_of(a), .y = data_of(b) };
-    run_ew(ew_row, &c, out, a, b);
-    return TT_OK;
+    if (st == TT_OK && (st = tt__widen(&fa, name, &a)) == TT_OK && (st = tt__widen(&fb, name, &b)) == TT_OK)
+        st = tt__alloc(out, name, TT_FLOAT32, nd, shape, names);
+    if (st == TT_OK) {
+        ew_ctx c = { .row = EW_BINARY, .code = code, .es_in = sizeof(float), .es_out = sizeof(float),
+                     .x = data_of(a), .y = data_of(b) };
+        run_ew(ew_row, &c, out, a, b);
+    }
+    tt_tensor_release(&fa);
+    tt_tensor_release(&fb);
+    return st;
+}
+
+/* a as dt, untraced (a->dtype != dt): 16-bit through float32 */
+static tt_status convert_impl(tt_tensor *out, const tt_tensor *a, tt_dtype dt, const char *name)
+{
+    tt_status st;
+    if (tt__is_half(a->dtype)) {
+        tt_tensor fa = {0};
+        const tt_tensor *wa = a;
+        if ((st = tt__widen(&fa, name, &wa)) == TT_OK) {
+            if (dt == TT_FLOAT32) {
+                *out = fa;                  /* the widened copy is the result */
+                return TT_OK;
+            }
+            st = convert_impl(out, wa, dt, name);
+        }
+        tt_tensor_release(&fa);
+        return st;
+    }
+    if (tt__is_half(dt)) {
+        if (a->dtype == TT_FLOAT32) {
+            tt__view_of(out, a);
+            return tt__round_to(out, name, dt);
+        } else {
+            tt_tensor f = {0};
+            st = convert_impl(&f, a, TT_FLOAT32, name);
+            if (st == TT_OK) st = tt__round_to(&f, name, dt);
+            if (st == TT_OK) *out = f;
+            return st;
+        }
+    }
+    st = tt__alloc(out, name, dt, a->ndim, a->shape, a->names);
+    if (st == TT_OK && (a->dtype == TT_INT64 || dt == TT_INT64)) {
+        ew_ctx c = { .x = data_of(a), .from = a->dtype, .to = dt };
+        run_ew(convert_row, &c, out, a, NULL);
+    } else if (st == TT_OK) {
+        ew_ctx c = { .x = data_of(a) };
+        run_ew(dt == TT_BOOL ? to_bool_row : to_float_row, &c, out, a, NULL);
+    }
+    return st;
 }
 
 tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
 {
     clear(out);
-    if (dt != TT_FLOAT32 && dt != TT_BOOL && dt != TT_INT64)
+    if (dt < TT_FLOAT32 || dt > TT_FLOAT16)
         return tt__err(TT_EARG, "to_dtype: unknown dtype %d", (int)dt);
-    tt_op op = dt == TT_BOOL ? TT_OP_BOOL : dt == TT_INT64 ? TT_OP_LONG : TT_OP_FLOAT;
+    tt_op op = dt == TT_BOOL ? TT_OP_BOOL : dt == TT_INT64 ? TT_OP_LONG : dt == TT_BFLOAT16 ? TT_OP_BFLOAT16
+             : dt == TT_FLOAT16 ? TT_OP_HALF : TT_OP_FLOAT;
     tt__opscope sc = tt__op_enter();
     tt_status st = TT_OK;
     int view = a->dtype == dt;
-    if (view) {
-        tt__view_of(out, a);
-    } else {
-        st = tt__alloc(out, tt_op_name(op), dt, a->ndim, a->shape, a->names);
-        if (st == TT_OK && (a->dtype == TT_INT64 || dt == TT_INT64)) {
-            ew_ctx c = { .x = data_of(a), .from = a->dtype, .to = dt };
-            run_ew(convert_row, &c, out, a, NULL);
-        } else if (st == TT_OK) {
-            ew_ctx c = { .x = data_of(a) };
-            run_ew(dt == TT_BOOL ? to_bool_row : to_float_row, &c, out, a, NULL);
-        }
-    }
+    if (view) tt__view_of(out, a);
+    else st = convert_impl(out, a, dt, tt_op_name(op));
     if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, op, a, NULL, NULL, NULL);
     tt_event ev;
     if (st == TT_OK) {
@@ -620,6 +740,15 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, const tt__opdef *
 {
     const char *name = def->name;
     char sa[SHAPE_BUF];
+    if (tt__is_half(a->dtype) && vals) {   /* values rounded once; indices as they are */
+        HALF_VIA_FLOAT(name, vals, reduce_impl(vals, idxs, def, a, d, keepdim));
+    } else if (tt__is_half(a->dtype)) {
+        tt_tensor fa = {0};
+        tt_status s2 = tt__widen(&fa, name, &a);
+        if (s2 == TT_OK) s2 = reduce_impl(vals, idxs, def, a, d, keepdim);
+        tt_tensor_release(&fa);
+        return s2;
+    }
     int i64 = a->dtype == TT_INT64;
     if (a->dtype == TT_BOOL || (i64 && !def->keeps_int))
         return tt__err(TT_EARG, "%s: expects float32, got %s %s; hint: x:float()", name,
@@ -789,6 +918,18 @@ static tt_status where_impl(tt_tensor *out, const tt_tensor *cond, const tt_tens
     if (cond->dtype != TT_BOOL)
         return tt__err(TT_EARG, "where: the condition must be bool, got %s %s; hint: x:bool() or a comparison such as x:gt(0)",
                        tt_dtype_name(cond->dtype), shp(cond, sc_));
+    if (a->dtype != b->dtype && tt_dtype_is_float(a->dtype) && tt_dtype_is_float(b->dtype)) {
+        /* a 16-bit operand: both as the promoted dtype (exact), then as one */
+        tt_dtype rd = tt_promote_float(a->dtype, b->dtype);
+        tt_tensor ca = {0}, cb = {0};
+        tt_status s2 = TT_OK;
+        if (a->dtype != rd && (s2 = convert_impl(&ca, a, rd, "where")) == TT_OK) a = &ca;
+        if (s2 == TT_OK && b->dtype != rd && (s2 = convert_impl(&cb, b, rd, "where")) == TT_OK) b = &cb;
+        if (s2 == TT_OK) s2 = where_impl(out, cond, a, b);
+        tt_tensor_release(&ca);
+        tt_tensor_release(&cb);
+        return s2;
+    }
     if (a->dtype != b->dtype)
         return tt__err(TT_EARG, "where: the two values' dtypes differ: %s %s and %s %s; hint: x:float()",
                        tt_dtype_name(a->dtype), shp(a, sa), tt_dtype_name(b->dtype), shp(b, sb));
@@ -903,6 +1044,7 @@ static tt_status norm_impl(tt_tensor *out, const tt_tensor *a, double p, int d, 
         else if (st == TT_OK && p == 2) st = tt_unary(out, TT_OP_SQRT, &t);
         else if (st == TT_OK) st = tt_binary_scalar(out, TT_OP_POW, &t, 1.0 / p, 0);
     }
+    if (st == TT_OK) st = tt__round_to(out, "norm", a->dtype);     /* float32 inside, one rounding */
     tt_tensor_release(&t);
     tt_tensor_release(&u);
     return st;
@@ -938,6 +1080,7 @@ static tt_status softmax_impl(tt_tensor *out, tt_op op, const tt_tensor *a, int 
     char sa[SHAPE_BUF];
     const char *name = tt_op_name(op);
     int log = op == TT_OP_LOG_SOFTMAX;
+    HALF_VIA_FLOAT(name, out, softmax_impl(out, op, a, d));     /* float32 inside, one rounding */
     if (a->dtype != TT_FLOAT32)
         return tt__err(TT_EARG, "%s: expects float32, got %s %s; hint: x:float()", name,
                        tt_dtype_name(a->dtype), shp(a, sa));
@@ -1040,6 +1183,7 @@ static tt_status masked_fill_impl(tt_tensor *out, const tt_tensor *a, const tt_t
     if (mask->dtype != TT_BOOL)
         return tt__err(TT_EARG, "masked_fill: mask must be bool, got %s %s for %s; hint: mask:bool()",
                        tt_dtype_name(mask->dtype), shp(mask, sm), shp(a, sa));
+    HALF_VIA_FLOAT("masked_fill", out, masked_fill_impl(out, a, mask, value));  /* value rounded as float32, then to a's dtype */
     int nd;
     int64_t shape[TT_MAX_DIMS];
     const char *names[TT_MAX_DIMS];

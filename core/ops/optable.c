@@ -129,6 +129,9 @@ static const tt__opdef OPS[] = {
     [TT_OP_T] = { .name = "t", BW(transpose) },
     [TT_OP_REDUCE] = { .name = "reduce", .flops = 1, BW(reduce), .saves = TT__SAVE_A | TT__SAVE_OUT },
     [TT_OP_REPEAT] = { .name = "repeat", BW(repeat) },
+    /* the gradient of a conversion is g as the input's dtype (the engine converts it) */
+    [TT_OP_BFLOAT16] = { .name = "bfloat16", BW(reshape) },
+    [TT_OP_HALF] = { .name = "half", BW(reshape) },
     /* the block: rope 3 an element (two muls and an add; the angles' sin
        and cos once per position and pair besides); dropout 1 (the mul) */
     [TT_OP_ROPE] = { .name = "rope", .flops = 3, BW(rope), .saves = TT__SAVE_B },

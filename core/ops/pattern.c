@@ -1380,7 +1380,7 @@ static tt_status es_plan_make(pat_ctx *c, const char *spec, const tt_tensor *con
     c->inputs = list;
     c->ninputs = n;
     for (int i = 0; i < n; i++)
-        if (list[i]->dtype != TT_FLOAT32)
+        if (!tt_dtype_is_float(list[i]->dtype))
             return pat_err(c, TT_EARG, "operand %d is %s; einsum needs float32 (use :float())", i + 1,
                            tt_dtype_name(list[i]->dtype));
     es_spec *sp = &p->sp;

@@ -29,6 +29,8 @@ static const struct { tt_dtype dt; const char *name; } DTYPES[] = {
     { TT_FLOAT32, "F32" },
     { TT_BOOL, "BOOL" },
     { TT_INT64, "I64" },
+    { TT_BFLOAT16, "BF16" },
+    { TT_FLOAT16, "F16" },
 };
 
 static const char *st_dtype_name(tt_dtype dt)
@@ -447,7 +449,7 @@ static int read_entry(reader *r, entry *e)
             while (i < sizeof DTYPES / sizeof DTYPES[0] && strcmp(DTYPES[i].name, dt) != 0) i++;
             if (i == sizeof DTYPES / sizeof DTYPES[0]) {
                 char what[160];
-                snprintf(what, sizeof what, "'%.40s' of tensor '%.60s' (F32, I64 and BOOL are read)", dt, e->name);
+                snprintf(what, sizeof what, "'%.40s' of tensor '%.60s' (F32, BF16, F16, I64 and BOOL are read)", dt, e->name);
                 free(dt); free(key);
                 return fail(r, "unsupported dtype ", what);
             }

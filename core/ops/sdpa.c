@@ -554,6 +554,24 @@ tt_status tt__bw_sdpa(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     return st;
 }
 
+/* 16-bit q, k, v: converted at the boundary, each conversion an op of its
+   own (traced, recorded: the gradients go back in the inputs' dtypes), the
+   float32 kernel between, the results rounded once to the promoted dtype. */
+static tt_status sdpa_half(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
+                           const tt_tensor *v, const tt_sdpa_opts *o, int64_t *empty_rows)
+{
+    tt_dtype rd = tt_promote_float(tt_promote_float(q->dtype, k->dtype), v->dtype);
+    tt_tensor f[5] = {{0}};             /* q, k, v, the output, the weights in float32 */
+    tt_status st = tt_to_dtype(&f[0], q, TT_FLOAT32);
+    if (st == TT_OK) st = tt_to_dtype(&f[1], k, TT_FLOAT32);
+    if (st == TT_OK) st = tt_to_dtype(&f[2], v, TT_FLOAT32);
+    if (st == TT_OK) st = tt_sdpa_ex(&f[3], weights ? &f[4] : NULL, &f[0], &f[1], &f[2], o, empty_rows);
+    if (st == TT_OK) st = tt_to_dtype(out, &f[3], rd);
+    if (st == TT_OK && weights && (st = tt_to_dtype(weights, &f[4], rd)) != TT_OK) tt_tensor_release(out);
+    for (int i = 0; i < 5; i++) tt_tensor_release(&f[i]);
+    return st;
+}
+
 tt_status tt_sdpa(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
                   const tt_tensor *v, const tt_tensor *mask, int causal, double scale,
                   int64_t *empty_rows)
@@ -567,6 +585,9 @@ tt_status tt_sdpa_ex(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, con
 {
     memset(out, 0, sizeof *out);
     if (weights) memset(weights, 0, sizeof *weights);
+    if ((tt__is_half(q->dtype) || tt__is_half(k->dtype) || tt__is_half(v->dtype))
+        && tt_dtype_is_float(q->dtype) && tt_dtype_is_float(k->dtype) && tt_dtype_is_float(v->dtype))
+        return sdpa_half(out, weights, q, k, v, o, empty_rows);
     tt__opscope sc = tt__op_enter();
     sdpa_info info = {0};
     int want = tt__grad_wanted(sc, q, k) || tt__grad_wanted(sc, v, o->bias);

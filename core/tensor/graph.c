@@ -146,6 +146,7 @@ tt__node *tt__node_new(tt_op op, const tt_tensor *const *in, int nin, int nsaved
         tt__edge *e = &n->in[i];
         int nd = in[i]->ndim;
         e->ndim = nd;
+        e->dtype = in[i]->dtype;
         e->shape = memcpy(shapes, in[i]->shape, (size_t)nd * sizeof *shapes);
         e->names = memcpy(names, in[i]->names, (size_t)nd * sizeof *names);
         e->label = in[i]->label;

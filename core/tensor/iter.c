@@ -210,6 +210,10 @@ static void tile_range(void *p, int64_t begin, int64_t end)
                     }
                     tk_transpose(n1, R, (const float *)sp + c1 * s0, s0, (float *)dp + c1, C);
                 }
+            } else if (es == 2) {               /* bfloat16, float16 */
+                const uint16_t *s16 = (const uint16_t *)sp;
+                for (int64_t cc = 0; cc < C; cc++)
+                    for (int64_t r = 0; r < R; r++) ((uint16_t *)dp)[r * C + cc] = s16[cc * s0 + r];
             } else {                            /* bytes (bool operands) */
                 for (int64_t cc = 0; cc < C; cc++)
                     for (int64_t r = 0; r < R; r++) dp[r * C + cc] = sp[cc * s0 + r];
@@ -244,6 +248,7 @@ static int run_tiled(const tt__iter *it, tt__row_fn fn, void *ctx)
         if (s0 == 0 || s0 == 1) continue;
         int r = unit_dim(it, k);
         if (r == 0 || (j.rdim && r != j.rdim)) return 0;   /* some other layout */
+        if (it->es[k] > sizeof(float)) return 0;            /* int64: the tiles hold 4-byte elements */
         j.rdim = r;
         j.pack[k] = 1;
     }
@@ -287,6 +292,10 @@ static void copy_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
         int64_t *d = (int64_t *)p[0];
         const int64_t *s = (const int64_t *)p[1];
         for (int64_t i = 0; i < n; i++) d[i * inc[0]] = s[i * inc[1]];
+    } else if (es == 2) {
+        uint16_t *d = (uint16_t *)p[0];
+        const uint16_t *s = (const uint16_t *)p[1];
+        for (int64_t i = 0; i < n; i++) d[i * inc[0]] = s[i * inc[1]];
     } else {
         uint8_t *d = (uint8_t *)p[0];
         const uint8_t *s = (const uint8_t *)p[1];
@@ -319,6 +328,13 @@ static void floats_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
     } else if (*(const tt_dtype *)ctx == TT_INT64) {
         const int64_t *s = (const int64_t *)p[1];
         for (int64_t i = 0; i < n; i++) d[i * inc[0]] = (float)s[i * inc[1]];
+    } else if (*(const tt_dtype *)ctx != TT_FLOAT32) {
+        const uint16_t *s = (const uint16_t *)p[1];
+        int bf16 = *(const tt_dtype *)ctx == TT_BFLOAT16;
+        if (inc[0] == 1 && inc[1] == 1) tk_half_to_f32(bf16, n, s, d);
+        else
+            for (int64_t i = 0; i < n; i++)
+                d[i * inc[0]] = bf16 ? tk_bf16_to_f32(s[i * inc[1]]) : tk_f16_to_f32(s[i * inc[1]]);
     } else {
         const float *s = (const float *)p[1];
         for (int64_t i = 0; i < n; i++) d[i * inc[0]] = s[i * inc[1]];

@@ -67,6 +67,7 @@ static double elem(const tt_tensor *t, const int64_t *idx)
     for (int i = 0; i < t->ndim; i++) off += idx[i] * t->stride[i];
     if (t->dtype == TT_BOOL) return ((const uint8_t *)t->storage->data)[off];
     if (t->dtype == TT_INT64) return (double)((const int64_t *)t->storage->data)[off];
+    if (t->dtype != TT_FLOAT32) return tt_half_to_float(t->dtype, ((const uint16_t *)t->storage->data)[off]);
     return ((const float *)t->storage->data)[off];
 }
 

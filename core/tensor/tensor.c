@@ -44,8 +44,27 @@ void tt_tensor_share(tt_tensor *out, const tt_tensor *a)
 
 /* ===== Basic queries ===== */
 
-size_t tt_dtype_size(tt_dtype dt) { return dt == TT_BOOL ? 1 : dt == TT_INT64 ? 8 : 4; }
-const char *tt_dtype_name(tt_dtype dt) { return dt == TT_BOOL ? "bool" : dt == TT_INT64 ? "int64" : "float32"; }
+size_t tt_dtype_size(tt_dtype dt)
+{
+    return dt == TT_BOOL ? 1 : dt == TT_INT64 ? 8 : dt == TT_BFLOAT16 || dt == TT_FLOAT16 ? 2 : 4;
+}
+
+const char *tt_dtype_name(tt_dtype dt)
+{
+    static const char *names[] = { "float32", "bool", "int64", "bfloat16", "float16" };
+    return dt >= 0 && dt <= TT_FLOAT16 ? names[dt] : "?";
+}
+
+int tt_dtype_is_float(tt_dtype dt) { return dt == TT_FLOAT32 || dt == TT_BFLOAT16 || dt == TT_FLOAT16; }
+
+tt_dtype tt_promote_float(tt_dtype a, tt_dtype b) { return a == b ? a : TT_FLOAT32; }
+
+uint16_t tt_half_from_float(tt_dtype dt, float v)
+{
+    return dt == TT_BFLOAT16 ? tk_bf16_from_f32(v) : tk_f16_from_f32(v);
+}
+
+float tt_half_to_float(tt_dtype dt, uint16_t h) { return dt == TT_BFLOAT16 ? tk_bf16_to_f32(h) : tk_f16_to_f32(h); }
 
 int64_t tt_numel(const tt_tensor *t)
 {
@@ -69,12 +88,14 @@ int tt_is_contiguous(const tt_tensor *t)
 float *tt_data_f32(const tt_tensor *t) { return (float *)t->storage->data + t->offset; }
 uint8_t *tt_data_bool(const tt_tensor *t) { return (uint8_t *)t->storage->data + t->offset; }
 int64_t *tt_data_i64(const tt_tensor *t) { return (int64_t *)t->storage->data + t->offset; }
+uint16_t *tt_data_u16(const tt_tensor *t) { return (uint16_t *)t->storage->data + t->offset; }
 
 double tt_get(const tt_tensor *t, int64_t flat)
 {
     int64_t off = t->offset + tt__offset_of(t->ndim, t->shape, t->stride, flat);
     if (t->dtype == TT_BOOL) return ((const uint8_t *)t->storage->data)[off];
     if (t->dtype == TT_INT64) return (double)((const int64_t *)t->storage->data)[off];
+    if (t->dtype != TT_FLOAT32) return tt_half_to_float(t->dtype, ((const uint16_t *)t->storage->data)[off]);
     return ((const float *)t->storage->data)[off];
 }
 

@@ -61,7 +61,7 @@ once:backward()
 checkerror({"backward: trying to backward through the graph a second time", "mul's saved tensors were freed",
             "hint: y:backward(nil, {retain_graph = true}) the first time keeps them, or run the forward again"},
            function() once:backward() end)
-checkerror({"requires_grad_: only float32 tensors can require gradients, got bool [2]", "hint: x:float()"},
+checkerror({"requires_grad_: only float tensors (float32, bfloat16, float16) can require gradients, got bool [2]", "hint: x:float()"},
            function() tt.tensor({true, false}):requires_grad_() end)
 checkerror({"backward: [] does not require grad and has no grad_fn", "hint: x:requires_grad_()"},
            function() tt.tensor({1, 2}):sum():backward() end)

@@ -361,4 +361,16 @@ check("I64 values exact", back.ids:totable()[1][1] == -9007199254740992 and back
 check("the file names I64", T.slurp(dir .. "/ids.safetensors"):find('"dtype":"I64"', 1, true) ~= nil)
 os.execute("rm -rf '" .. dir .. "'")
 
+-- a transposed int64 copy big enough for the tiled path (rows and columns
+-- >= 8): the tiles hold 4-byte elements, so int64 takes the plain walk
+do
+  local x = tt.randint(0, 1000, {40, 300})
+  local y = x:t():contiguous()
+  local xs, ys, bad = x:totable(), y:totable(), 0
+  for i = 1, 40 do for j = 1, 300 do if xs[i][j] ~= ys[j][i] then bad = bad + 1 end end end
+  check("int64 transpose copied (" .. bad .. " elements wrong)", bad == 0)
+  local z = x:t() + tt.zeros(300, 40, "int64")      -- an elementwise op over the transpose
+  check("int64 add over a transpose", z:totable()[250][33] == xs[33][250] and z:totable()[9][2] == xs[2][9])
+end
+
 T.report()

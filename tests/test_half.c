@@ -1,0 +1,177 @@
+/*
+** test_half.c — bfloat16 and float16 conversions against references
+** written here from the formats' definitions: every one of the 65536
+** 16-bit patterns decoded, and every one of the 2^32 float32 patterns
+** rounded, on each kernel path this CPU can run (scalar, avx2, avx512)
+** and by the one-value functions.
+*/
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernel/kernels.h"
+#include "tt.h"
+
+/* A format: p bits of precision (the leading 1 included), emin the
+   exponent of the least normal, ebits exponent bits. */
+typedef struct fmt { const char *name; int bf16, p, emin, ebits; double overflow; } fmt;
+static const fmt BF16 = { "bfloat16", 1, 8, -126, 8, 0x1p128 };
+static const fmt F16 = { "float16", 0, 11, -14, 5, 0x1p16 };
+
+/* The value of pattern h, from the definition: sign, biased exponent,
+   fraction; exponent all ones is inf or NaN, zero is subnormal. */
+static double decode_ref(const fmt *f, uint16_t h)
+{
+    int fb = 15 - f->ebits, emax = (1 << f->ebits) - 1, bias = emax / 2;
+    int e = (h >> fb) & emax;
+    double m = h & ((1 << fb) - 1), s = h & 0x8000 ? -1.0 : 1.0, v;
+    if (e == emax) v = m ? NAN : INFINITY;
+    else if (e == 0) v = ldexp(m, 1 - bias - fb);
+    else v = ldexp(1.0 + ldexp(m, -fb), e - bias);
+    return s * v;
+}
+
+/* float32 x rounded to the format, in double: |x| divided by the quantum of
+   its binade (or of the subnormals) is exact, nearbyint rounds it to an
+   integer ties to even (the default mode), and past the largest finite
+   value's half ulp the result is inf. */
+static double pow2[400];     /* 2^(k - 200) */
+
+/* float32 x rounded to the format, in double: the quantum q of its binade
+   (or of the subnormals) from the exponent field, |x| rounded to a multiple
+   of q by adding and taking away 2^52 q (the sum's ulp is q: the FPU rounds
+   it ties to even), inf from the largest finite value's half ulp on. */
+static double round_ref(const fmt *f, float x)
+{
+    if (isnan(x)) return NAN;
+    double a = fabs((double)x);
+    if (isinf(a)) return (double)x;
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    int e = (int)((u >> 23) & 0xff) - 127;      /* a in [2^e, 2^(e+1)); subnormals: e = -127 */
+    if (e < f->emin) e = f->emin;
+    double c = pow2[e - (f->p - 1) + 52 + 200];
+    volatile double s = a + c;                  /* kept apart from the subtraction */
+    double r = s - c;
+    if (r >= f->overflow) r = INFINITY;
+    return copysign(r, (double)x);
+}
+
+static int same_value(double got, double want)
+{
+    if (isnan(want)) return isnan(got);
+    return got == want && signbit(got) == signbit(want);
+}
+
+static double table[2][65536];
+
+static void test_decode(const fmt *f)
+{
+    long bad = 0;
+    float buf[256];
+    uint16_t in[256];
+    for (int h = 0; h < 65536; h++) table[f->bf16][h] = decode_ref(f, (uint16_t)h);
+    for (int h = 0; h < 65536; h++) {
+        float v = f->bf16 ? tk_bf16_to_f32((uint16_t)h) : tk_f16_to_f32((uint16_t)h);
+        if (!same_value((double)v, table[f->bf16][h]) && bad++ < 5)
+            printf("  %s to float32 %#06x: got %.9g want %.9g\n", f->name, h, (double)v, table[f->bf16][h]);
+    }
+    CHECK(f->bf16 ? "bfloat16 to float32, every pattern" : "float16 to float32, every pattern", bad == 0);
+    bad = 0;
+    for (int h0 = 0; h0 < 65536; h0 += 256) {
+        for (int i = 0; i < 256; i++) in[i] = (uint16_t)(h0 + i);
+        int n = 256 - (h0 / 256) % 7;
+        tk_half_to_f32(f->bf16, n, in, buf);
+        for (int i = 0; i < n; i++)
+            if (!same_value((double)buf[i], table[f->bf16][h0 + i]) && bad++ < 5)
+                printf("  bulk %s to float32 %#06x: got %.9g\n", f->name, h0 + i, (double)buf[i]);
+    }
+    CHECK("16 bits to float32 in bulk, every pattern", bad == 0);
+}
+
+/* 2^32 patterns in chunks of 2^16, over the thread pool: each chunk
+   rounds by the reference, by the one-value function and by the bulk one. */
+typedef struct round_job { const fmt *f; atomic_long bad_one, bad_bulk; } round_job;
+
+static void round_range(void *ctx, int64_t begin, int64_t end)
+{
+    round_job *j = ctx;
+    const fmt *f = j->f;
+    const double *dec = table[f->bf16];
+    static _Thread_local float x[65536];
+    static _Thread_local uint16_t y[65536];
+    for (int64_t c = begin; c < end; c++) {
+        long bad1 = 0, badb = 0;
+        for (uint32_t i = 0; i < 65536; i++) {
+            uint32_t u = (uint32_t)c << 16 | i;
+            memcpy(&x[i], &u, sizeof u);
+        }
+        int n = 65536 - (int)(c % 7);           /* odd lengths too */
+        tk_half_from_f32(f->bf16, n, x, y);
+        for (int i = 0; i < 65536; i++) {
+            double want = round_ref(f, x[i]);
+            uint16_t h = f->bf16 ? tk_bf16_from_f32(x[i]) : tk_f16_from_f32(x[i]);
+            if (!same_value(dec[h], want) && bad1++ < 3)
+                printf("  float32 %#010x to %s: got %#06x (%.9g) want %.9g\n", (unsigned)((uint32_t)c << 16 | (uint32_t)i),
+                       f->name, h, dec[h], want);
+            if (i < n && !same_value(dec[y[i]], want) && badb++ < 3)
+                printf("  bulk: float32 %#010x to %s: got %#06x want %.9g\n", (unsigned)((uint32_t)c << 16 | (uint32_t)i),
+                       f->name, y[i], want);
+        }
+        j->bad_one += bad1;
+        j->bad_bulk += badb;
+    }
+}
+
+static void test_round(const fmt *f)
+{
+    round_job j = { f, 0, 0 };
+    tk_parallel_for(65536, 1, round_range, &j);
+    printf("  %s: float32 to %s, all 2^32 patterns, one at a time (%ld wrong)\n", j.bad_one ? "FAIL" : "ok",
+           f->name, (long)j.bad_one);
+    CHECK("float32 to 16 bits, every pattern", j.bad_one == 0);
+    printf("  %s: float32 to %s, all 2^32 patterns, in bulk (%ld wrong)\n", j.bad_bulk ? "FAIL" : "ok",
+           f->name, (long)j.bad_bulk);
+    CHECK("float32 to 16 bits in bulk, every pattern", j.bad_bulk == 0);
+}
+
+/* A few values by hand, so a reader sees the rules (and the reference is
+   checked against numbers written down from the formats' tables). */
+static void test_known(void)
+{
+    CHECK("bf16 1 + 2^-8 ties to even: 1", tk_bf16_from_f32(1.0f + 0x1p-8f) == 0x3f80);
+    CHECK("bf16 1 + 3*2^-8 ties to even: 1 + 2^-6", tk_bf16_from_f32(1.0f + 3 * 0x1p-8f) == 0x3f82);
+    CHECK("bf16 of float32 max is inf", tk_bf16_from_f32(0x1.fffffep127f) == 0x7f80);
+    CHECK("bf16 of -0 is -0", tk_bf16_from_f32(-0.0f) == 0x8000);
+    CHECK("bf16 of NaN is NaN", (tk_bf16_from_f32(NAN) & 0x7fff) > 0x7f80);
+    CHECK("f16 65504 is the largest finite", tk_f16_from_f32(65504.0f) == 0x7bff);
+    CHECK("f16 65519 rounds to 65504", tk_f16_from_f32(65519.0f) == 0x7bff);
+    CHECK("f16 65520 overflows to inf", tk_f16_from_f32(65520.0f) == 0x7c00);
+    CHECK("f16 2^-24 is the least subnormal", tk_f16_from_f32(0x1p-24f) == 0x0001);
+    CHECK("f16 2^-25 ties to even: 0", tk_f16_from_f32(0x1p-25f) == 0x0000);
+    CHECK("f16 3*2^-25 ties to even: 2^-23", tk_f16_from_f32(3 * 0x1p-25f) == 0x0002);
+    CHECK("f16 1/3", tk_f16_from_f32(1.0f / 3) == 0x3555);
+    CHECK("f16 0x3555 is 0.333251953125", tk_f16_to_f32(0x3555) == 0.333251953125f);
+    CHECK("bf16 0x3eab is 0.333984375", tk_bf16_to_f32(0x3eab) == 0.333984375f);
+    uint32_t snan = 0x7f800001u;
+    float fs;
+    memcpy(&fs, &snan, sizeof fs);
+    CHECK("bf16 of a signalling NaN with payload in the low half is NaN",
+          (tk_bf16_from_f32(fs) & 0x7f80) == 0x7f80 && (tk_bf16_from_f32(fs) & 0x7f) != 0);
+    CHECK("f16 of that NaN is NaN", (tk_f16_from_f32(fs) & 0x7c00) == 0x7c00 && (tk_f16_from_f32(fs) & 0x3ff) != 0);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (int k = 0; k < 400; k++) pow2[k] = ldexp(1.0, k - 200);
+    test_known();
+    test_decode(&BF16);
+    test_decode(&F16);
+    test_round(&BF16);
+    test_round(&F16);
+    return check_report();
+}
