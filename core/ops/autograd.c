@@ -386,25 +386,41 @@ tt_status tt__bw_div(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     return done(&w);
 }
 
-/* d(a^b) = g*b*a^(b-1), g*out*log(a); a^s: g*s*a^(s-1); s^a: g*out*log(s) */
+/* d(a^b) = g*b*a^(b-1), g*out*log(a); a^s: g*s*a^(s-1); s^a: g*out*log(s).
+   PyTorch's rules at the edges, as selections so a NaN or inf g is not
+   multiplied into them: the base gets 0 where the exponent is 0 (a^0 is
+   constant), and the exponent gets g*0 where the base is 0 and the
+   exponent >= 0 (out*log(a) there is 0*-inf, but out is flat in b) */
 tt_status tt__bw_pow(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
 {
     scratch w = {0};
     double s = n->args.s;
     if (!BINARY_TENSORS(n)) {
         const tt_tensor *go;
-        if (n->args.first) go = bins(&w, TT_OP_MUL, bin(&w, TT_OP_MUL, g, OUT(n)), log(s), 0);
-        else go = bin(&w, TT_OP_MUL, g, bins(&w, TT_OP_MUL, bins(&w, TT_OP_POW, A(n), s - 1, 0), s, 0));
+        if (n->args.first) {
+            const tt_tensor *d = bins(&w, TT_OP_MUL, OUT(n), log(s), 0);
+            if (s == 0) d = zero_where(&w, d, bins(&w, TT_OP_GE, A(n), 0, 0));
+            go = bin(&w, TT_OP_MUL, g, d);
+        } else if (s == 0) {
+            tt_tensor *z = slot(&w);
+            go = z ? kept(&w, z, tt_zeros(z, TT_FLOAT32, IN_SHAPE(n, 0))) : NULL;
+        } else {
+            go = bin(&w, TT_OP_MUL, g, bins(&w, TT_OP_MUL, bins(&w, TT_OP_POW, A(n), s - 1, 0), s, 0));
+        }
         give(&w, go, &gin[0]);
         return done(&w);
     }
     if (need(n, 0)) {
         const tt_tensor *p = bin(&w, TT_OP_POW, A(n), bins(&w, TT_OP_SUB, B(n), 1, 0));
-        give(&w, to_in(&w, n, 0, bin(&w, TT_OP_MUL, g, bin(&w, TT_OP_MUL, B(n), p))), &gin[0]);
+        const tt_tensor *ga = zero_where(&w, bin(&w, TT_OP_MUL, g, bin(&w, TT_OP_MUL, B(n), p)),
+                                         bins(&w, TT_OP_EQ, B(n), 0, 0));
+        give(&w, to_in(&w, n, 0, ga), &gin[0]);
     }
-    if (need(n, 1))
-        give(&w, to_in(&w, n, 1, bin(&w, TT_OP_MUL, bin(&w, TT_OP_MUL, g, OUT(n)), un(&w, TT_OP_LOG, A(n)))),
-             &gin[1]);
+    if (need(n, 1)) {
+        const tt_tensor *flat = bin(&w, TT_OP_AND, bins(&w, TT_OP_EQ, A(n), 0, 0), bins(&w, TT_OP_GE, B(n), 0, 0));
+        const tt_tensor *d = zero_where(&w, bin(&w, TT_OP_MUL, OUT(n), un(&w, TT_OP_LOG, A(n))), flat);
+        give(&w, to_in(&w, n, 1, bin(&w, TT_OP_MUL, g, d)), &gin[1]);
+    }
     return done(&w);
 }
 

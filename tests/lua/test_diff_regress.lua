@@ -157,4 +157,46 @@ do
   close("masked gelu chain: c's gradient 0 (torch: NaN at c[3])", c.grad, {0, 0, 0})
 end
 
+-- ===== pow at exponent 0 and base 0 (difftest seed 30, program 67275):
+-- PyTorch's pow_backward_self gives the base 0 where the exponent is 0
+-- (a^0 is constant in a), and pow_backward_exponent gives the exponent 0
+-- where the base is 0 and the exponent >= 0, each a selection, so a NaN
+-- upstream gradient stops there. tt multiplied: NaN * 0 * a^-1 = NaN, and
+-- 0 * log(0) = 0 * -inf = NaN.
+do
+  local nan, inf = 0 / 0, math.huge
+  -- a^b, both tensors: g = {NaN, 1, 1}; the exponent 0 stops the NaN
+  local a = tt.tensor{2, 3, 0.5}:requires_grad_()
+  local b = tt.tensor{0, 1.5, 0}
+  ;((a ^ b) * tt.tensor{nan, 1, 1}):sum():backward()
+  -- float64: d/da = g b a^(b-1): {0 (exponent 0), 1.5 sqrt(3), 0}
+  close("pow: the base's gradient is 0 where the exponent is 0, even for a NaN g", a.grad,
+        {0, 1.5 * math.sqrt(3), 0}, 1e-6)
+  -- the exponent's gradient at base 0: 0 for b >= 0; inf * log(0) for b < 0
+  local x = tt.tensor{0, 0, 2, 0}
+  local e = tt.tensor{2, 0, 1, -1}:requires_grad_()
+  ;(x ^ e):sum():backward()
+  -- float64: d/de = out log(x): 0^2 log 0 -> 0, 0^0 log 0 -> 0, 2 log 2, inf * -inf = -inf
+  close("pow: the exponent's gradient at base 0 is 0 for exponent >= 0", e.grad, {0, 0, 2 * math.log(2), -inf}, 1e-6)
+  -- a tensor to the scalar 0: a constant, the gradient 0 under a NaN g
+  local c = tt.tensor{2, -1}:requires_grad_()
+  ;((c ^ 0) * tt.tensor{nan, 1}):sum():backward()
+  close("pow: a ^ 0's gradient is 0, even for a NaN g", c.grad, {0, 0})
+  -- the scalar 0 to a tensor: 0^e is flat in e for e >= 0
+  local f = tt.tensor{2, 0}:requires_grad_()
+  ;(0 ^ f):sum():backward()
+  close("pow: 0 ^ e's gradient is 0 for e >= 0", f.grad, {0, 0})
+  -- the difftest's chain, reduced: a -inf masked log_softmax row {-inf, 0},
+  -- a matmul that makes it inf, 1 / (v^2 + 0.5) whose backward is 0 * inf =
+  -- NaN there (in torch too), then a power with exponent 0 in front
+  local q = tt.tensor{{0.7, 0}}:requires_grad_()
+  local m = tt.tensor({{true, false}}, "bool")
+  local v = ((q * q + 0.5) ^ tt.tensor{{1, 0}}):masked_fill(m, -inf):log_softmax(-1)
+  local u = tt.matmul(v, tt.tensor{{-1}, {2}})
+  ;(1 / (u * u + 0.5)):sum():backward()
+  -- float64: u = inf, so the gradient into log_softmax is NaN; the masked
+  -- fill sends 0 to q[1], the exponent 0 sends 0 to q[2]
+  close("masked log_softmax -> matmul -> pow^0 chain: q's gradient 0, as torch", q.grad, {{0, 0}})
+end
+
 T.report()
