@@ -338,7 +338,7 @@ fuzz:
 FUZZ_HARNESSES = $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_CFLAGS = -std=c11 $(DEFS) -O1 -g -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all $(LUA_CFLAGS) $(PNG_CFLAGS) -Icore -Icore/figure -Ilua -pthread
-build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC)) $(wildcard core/*.h core/*/*.h lua/*.h)
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC)) $(wildcard core/*.h core/*/*.h lua/*.h tests/fuzz/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(CORE_SRC) $(filter-out lua/main.c,$(LUA_SRC)) $(LDLIBS)
 

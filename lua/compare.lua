@@ -214,6 +214,10 @@ local function apply(node, ins)
         return a:matmul(ins[2])
     elseif op == "softmax" or op == "log_softmax" then
         return a[op](a, arg_num(args, "dim"))
+    elseif op == "sum" or op == "mean" or op == "max" or op == "min" then
+        local d = arg_num(args, "dim")
+        if not d then return a[op](a) end
+        return (a[op](a, d, args:find("keepdim") ~= nil))    -- max and min: the values, not the indices
     elseif op == "masked_fill" then
         return a:masked_fill(ins[2], node.scalar)
     elseif op == "repeat_interleave" then
@@ -294,6 +298,142 @@ local function producer(nodes, id)
     return node
 end
 
+-- ===== Which of REF's scalings is attention's 1/√Dh =====
+
+-- The size a product sums over: matmul's left operand's last dim; an
+-- einsum's axes that are absent from its output (their sizes multiplied).
+-- node is an entry of a run's graph (its inputs' shapes, no tensors).
+local function contraction(node)
+    if not node then return nil end
+    local shapes = {}
+    for k, i in ipairs(node.inputs) do shapes[k] = i.shape end
+    if node.op == "matmul" and shapes[1] and #shapes[1] >= 1 then
+        return shapes[1][#shapes[1]]
+    elseif node.op == "einsum" and #shapes >= 2 then
+        local spec = arg_pattern(node.args or "")
+        local left, right = (spec or ""):match("^(.-)->(.*)$")
+        if not left then return nil end
+        local kept = {}
+        for name in right:gmatch("[%a_][%w_]*") do kept[name] = true end
+        local size, k = 1, 0
+        for term in (left .. ","):gmatch("([^,]*),") do
+            k = k + 1
+            local shape = shapes[k]
+            if not shape then return nil end
+            local names, ell = {}, nil
+            for tok in term:gmatch("%S+") do
+                names[#names + 1] = tok
+                if tok == "..." then ell = #names end
+            end
+            for j, name in ipairs(names) do
+                local d = (ell and j > ell) and (#shape - (#names - j)) or j   -- after "...": from the right
+                if name ~= "..." and not kept[name] and d >= 1 and d <= #shape then
+                    size = size * shape[d]
+                    kept[name] = true            -- counted once, from the first operand that has it
+                end
+            end
+        end
+        return size
+    end
+    return nil
+end
+
+-- What x / sq (or x * (1/sq)) by a positive scalar divides by: sq, else nil.
+local function divisor(node)
+    local s = node.scalar
+    if (node.op ~= "div" and node.op ~= "mul") or not s or node.scalar_first or s <= 0 or s == 1 then return nil end
+    return node.op == "div" and s or 1 / s
+end
+
+local function is_sqrt_of(sq, n) return n ~= nil and n > 1 and math.abs(sq * sq - n) < 1e-4 * n end
+
+-- The tensor under views and transposes (K under K:mT()).
+local function underlying(nodes, id)
+    local node = nodes[id]
+    while node and (passthrough[node.op] or node.op == "mT" or node.op == "transpose") and node.inputs[1] do
+        id = node.inputs[1].id
+        node = nodes[id]
+    end
+    return id
+end
+
+-- REF's attention scales, found in the trace and not in the number: a
+-- scaling by 1/√n is attention's 1/√Dh (Dh = n) when what it scales is
+-- scores, a product summed over n cells that a softmax (or an exp, the
+-- softmax by hand) then normalises (Q·Kᵀ), or when its output goes into scores (Q or K scaled first); a scaling by the same 1/√Dh
+-- of a product with that Q or K as an operand (the backward's g_S·K) is
+-- one too. graph: the reference's every op (run.graph, ids and shapes).
+-- Returns {[node id] = Dh}.
+local function attention_scales(graph)
+    local nodes, users = {}, {}
+    for _, node in ipairs(graph) do nodes[node.id] = node end
+    for _, node in pairs(nodes) do
+        for _, i in ipairs(node.inputs) do
+            users[i.id] = users[i.id] or {}
+            table.insert(users[i.id], node)
+        end
+    end
+    -- the product a tensor goes into, through views and transposes
+    local function product_of_output(id, seen)
+        seen = seen or {}
+        for _, u in ipairs(users[id] or {}) do
+            if not seen[u.id] then
+                seen[u.id] = true
+                if u.op == "matmul" or u.op == "einsum" then return u end
+                if passthrough[u.op] or u.op == "mT" or u.op == "transpose" then
+                    local p = product_of_output(u.id, seen)
+                    if p then return p end
+                end
+            end
+        end
+        return nil
+    end
+    -- scores are a product that a softmax normalises (tt's, or one by hand:
+    -- the exp of the scores less their max), through scalings, masks and
+    -- views only
+    local on_the_way = { div = true, mul = true, add = true, sub = true, masked_fill = true, where = true }
+    local function softmaxed(id, seen)
+        seen = seen or {}
+        for _, u in ipairs(users[id] or {}) do
+            if not seen[u.id] then
+                seen[u.id] = true
+                if u.op == "softmax" or u.op == "log_softmax" or u.op == "exp" then return true end
+                if (passthrough[u.op] or on_the_way[u.op]) and softmaxed(u.id, seen) then return true end
+            end
+        end
+        return false
+    end
+    local scales, operands = {}, {}
+    for id, node in pairs(nodes) do
+        local sq = divisor(node)
+        if sq and node.inputs[1] then
+            local p = producer(nodes, node.inputs[1].id)
+            local dh = contraction(p)
+            if not is_sqrt_of(sq, dh) then
+                p = product_of_output(id)
+                dh = contraction(p)
+            end
+            if is_sqrt_of(sq, dh) and softmaxed(p.id) then
+                scales[id] = dh
+                for _, i in ipairs(p.inputs) do
+                    operands[underlying(nodes, i.id)] = dh
+                end
+            end
+        end
+    end
+    for id, node in pairs(nodes) do
+        local sq = divisor(node)
+        local p = sq and node.inputs[1] and producer(nodes, node.inputs[1].id)
+        if p and not scales[id] and (p.op == "matmul" or p.op == "einsum") then
+            for _, i in ipairs(p.inputs) do
+                local dh = operands[underlying(nodes, i.id)]
+                if is_sqrt_of(sq, dh) then scales[id] = dh end
+            end
+        end
+    end
+    return scales
+end
+
 -- ===== Hypotheses =====
 
 local function dim_name(t, d)
@@ -363,11 +503,10 @@ local function hypotheses(R, nodes, all_nodes, label)
                     { [id] = function() return tt.causal_mask(nq, nk, (not upper) and "upper_left" or nil) end })
             end
         elseif op == "div" or op == "mul" then
-            local s = node.scalar
-            if s and not node.scalar_first and s > 0 and s ~= 1 then
-                local sq = op == "div" and s or 1 / s        -- the reference divides by sq
-                local dh = math.floor(sq * sq + 0.5)
-                if dh > 1 and math.abs(sq - math.sqrt(dh)) < 1e-4 * sq then
+            local dh = all_nodes.attention_scales[id]
+            if dh then
+                local sq = divisor(node)                     -- the reference divides by sq = √Dh
+                do
                     add("scale_missing", string.format(
                         "you never scaled by 1/√Dh: divide the scores by math.sqrt(Dh) = %s (Dh = %d) before the softmax", fmt(sq), dh),
                         { [id] = function(_, ins) return ins[1] end })
@@ -563,7 +702,7 @@ local function diagnose(R, M, label, names_differ)
     local mv = values(M.t)
     -- within the hypotheses' looser tolerance MINE is REF: rounding, no mistake
     if same_shape(R.t, M.t) and (close(mv, values(R.t), rtol, atol)) then return found end
-    ref.all = ref.all or { projection_inputs = projection_inputs(ref.nodes) }
+    ref.all = ref.all or { projection_inputs = projection_inputs(ref.nodes), attention_scales = attention_scales(ref.graph) }
     for _, h in ipairs(hypotheses(R, ref.nodes, ref.all, label)) do
         if not kinds[h.kind] then
             local ok, cand = pcall(function() return replayer(ref.nodes, h.mods)(R.id, R.t) end)
@@ -596,15 +735,29 @@ local function read_lines(path)
     return lines
 end
 
--- The last tensor given each label, in the order the labels first came.
+-- Each label's checkpoints in the order they were given (a label given in
+-- a loop: one a step), each numbered c.k; and the labels in the order they
+-- first came.
 local function by_label(run)
-    local order, last = {}, {}
+    local order, by = {}, {}
     for _, c in ipairs(run.checkpoints) do
-        if not last[c.label] then order[#order + 1] = c.label end
-        last[c.label] = c
+        if not by[c.label] then
+            by[c.label] = {}
+            order[#order + 1] = c.label
+        end
+        local list = by[c.label]
+        list[#list + 1] = c
+        c.k = #list
     end
-    return order, last
+    return order, by
 end
+
+local function ordinal(k)
+    local tail = (k % 100 >= 11 and k % 100 <= 13) and "th" or ({ "st", "nd", "rd" })[k % 10] or "th"
+    return k .. tail
+end
+
+local function times(n) return n == 1 and "once" or n == 2 and "twice" or (n .. " times") end
 
 -- The script line that made checkpoint c: its op's line, else the label's.
 local function made_at(run, c)
@@ -623,15 +776,29 @@ local function error_where(msg)
     return nil, nil, first
 end
 
+-- When the ops behind a checkpoint had to go (the script held more tensors
+-- at once than the records may keep), no mistake could be replayed: say so.
+local function cut_note(mine)
+    local who = (ref.cut and mine.cut) and "the reference and your script" or ref.cut and "the reference"
+        or mine.cut and "your script"
+    if not who then return "" end
+    return string.format("; %s held more than %d MB of tensors at once, so the oldest ops behind the checkpoints "
+        .. "were let go and could not be replayed (a larger --max-memory keeps more)", who, (ref.kept_mb or mine.kept_mb or 0))
+end
+
 local function check(mine)
     local v = { file = mine.file, checkpoints = {}, match = true }
-    local order, last = by_label(ref)
-    local _, mlast = by_label(mine)
+    local order, rby = by_label(ref)
+    local _, mby = by_label(mine)
     local src = read_lines(mine.file)
-    v.total = #order
-    for _, label in ipairs(order) do
-        local R, M = last[label], mlast[label]
-        local cp = { label = label, ok = false }
+    v.total = #ref.checkpoints
+    -- REF's k-th `scores` against MINE's k-th, in REF's order
+    for _, R in ipairs(ref.checkpoints) do
+        local label, k = R.label, R.k
+        local n, mine_list = #rby[label], mby[label] or {}
+        local M = mine_list[k]
+        local cp = { label = label, ok = false, R = R, of = n, occurrence = n > 1 and k or nil,
+                     name = n > 1 and string.format("%s #%d", label, k) or label }
         v.checkpoints[#v.checkpoints + 1] = cp
         if M then
             local file, line = made_at(mine, M)
@@ -654,13 +821,29 @@ local function check(mine)
             end
             cp.ok = reason == nil
             cp.reason = reason
-            cp.R, cp.M, cp.rv, cp.mv = R, M, rv, mv
+            cp.M, cp.rv, cp.mv = M, rv, mv
         else
             cp.missing = true
+            cp.count = #mine_list          -- > 0: labelled, but fewer times than REF
         end
         if not cp.ok and v.match then
             v.match = false
             v.first = cp
+        end
+    end
+    -- labelled more times than REF: the first extra one is a mismatch too
+    for _, label in ipairs(order) do
+        local n, mine_list = #rby[label], mby[label] or {}
+        if #mine_list > n then
+            local M = mine_list[n + 1]
+            local file, line = made_at(mine, M)
+            local cp = { label = label, ok = false, R = rby[label][n], M = M, extra = true, of = n, occurrence = n + 1,
+                         name = string.format("%s #%d", label, n + 1), file = file, line = line, count = #mine_list }
+            v.checkpoints[#v.checkpoints + 1] = cp
+            if v.match then
+                v.match = false
+                v.first = cp
+            end
         end
     end
     if mine.error then
@@ -673,7 +856,16 @@ local function check(mine)
     end
     -- the diagnosis of the first mismatch
     local f = v.first
-    if f and f.missing then
+    if f and (f.extra or (f.missing and f.count > 0)) then
+        -- the counts differ: say so, with where MINE gave it (the extra one) or gave it last
+        local last = (mby[f.label] or {})[f.extra and f.occurrence or f.count]
+        if not f.extra and last then f.file, f.line = made_at(mine, last) end
+        f.diagnosis = { { kind = "count", message = string.format(
+            "you labelled `%s` %s, the reference %s: %s", f.label, times(f.count), times(f.of),
+            f.extra and string.format("the reference has no %s `%s` (line %s gave it)", ordinal(f.occurrence), f.label, f.line or "?")
+                or string.format("your %s is missing (the reference's %s is compared with your %s, in order; your last was at line %s)",
+                    ordinal(f.occurrence), ordinal(f.occurrence), ordinal(f.occurrence), f.line or "?")) } }
+    elseif f and f.missing then
         local todo
         for i, l in ipairs(src) do
             if l:find("TODO%(") and (l:find("TODO%([^)]*%f[%w_]" .. f.label:gsub("%p", "%%%0") .. "%f[^%w_]")) then todo = i break end
@@ -721,10 +913,19 @@ local function check(mine)
                 local idx = index_str(index_of(f.at, shape_of(R.t)))
                 found = { { kind = "values", message = string.format(
                     "no known mistake explains it: the largest difference is at %s (expected %s, yours %s); %d of %d cells differ",
-                    idx, num_str(f.rv[f.at]), num_str(f.mv[f.at]), select(4, close(f.mv, f.rv, opt.rtol, opt.atol)), #f.rv) } }
+                    idx, num_str(f.rv[f.at]), num_str(f.mv[f.at]), select(4, close(f.mv, f.rv, opt.rtol, opt.atol)), #f.rv)
+                    .. cut_note(mine) } }
             end
         end
         f.diagnosis = found
+    end
+    -- the counts differ behind another mismatch (a shape, say): say that too
+    if f and f.diagnosis and f.diagnosis[1].kind ~= "count" then
+        local n, m = #rby[f.label], #(mby[f.label] or {})
+        if m > 0 and m ~= n then
+            f.note = string.format("you labelled `%s` %s, the reference %s; each of yours is compared with the reference's "
+                .. "of the same rank, in order", f.label, times(m), times(n))
+        end
     end
     v.src = src
     return v
@@ -767,14 +968,14 @@ local function obj(keys, t) t.__keys = keys return t end
 local function verdict_json(v)
     local cps = arr {}
     for i, c in ipairs(v.checkpoints) do
-        cps[i] = obj({ "label", "ok", "line" }, { label = c.label, ok = c.ok, line = c.line })
+        cps[i] = obj({ "label", "occurrence", "ok", "line" }, { label = c.label, occurrence = c.occurrence, ok = c.ok, line = c.line })
     end
     local o = obj({ "file", "match", "checkpoints", "first", "diagnosis", "error" }, { file = v.file, match = v.match, checkpoints = cps })
     local f = v.first
     if f then
-        local first = obj({ "label", "file", "line", "expected_shape", "got_shape", "max_abs_diff", "index" }, {
-            label = f.label, file = f.file, line = f.line,
-            expected_shape = arr(shape_of(f.R and f.R.t or ref.by[f.label].t)),
+        local first = obj({ "label", "occurrence", "file", "line", "expected_shape", "got_shape", "max_abs_diff", "index", "note" }, {
+            label = f.label, occurrence = f.occurrence, file = f.file, line = f.line, note = f.note,
+            expected_shape = arr(shape_of(f.R.t)),
             got_shape = f.M and arr(shape_of(f.M.t)) or nil,
             max_abs_diff = f.max_abs_diff, index = f.at and arr(index_of(f.at, shape_of(f.R.t))) or nil })
         o.first = first
@@ -836,12 +1037,14 @@ end
 
 local function print_verdict(v)
     local w = 0
-    for _, c in ipairs(v.checkpoints) do w = math.max(w, #c.label) end
+    for _, c in ipairs(v.checkpoints) do w = math.max(w, #c.name) end
     for _, c in ipairs(v.checkpoints) do
         local mark = c.ok and "✓" or (c.missing and "·" or "✗")
-        local note = c.missing and "(not labelled yet)" or (c.line and ("line " .. c.line) or "")
+        local note = c.missing and (c.count and c.count > 0 and string.format("(you labelled it %s)", times(c.count)) or "(not labelled yet)")
+            or c.extra and string.format("line %s (the reference labels it %s)", c.line or "?", times(c.of))
+            or (c.line and ("line " .. c.line) or "")
         if c == v.first then note = note .. "   <- first mismatch" end
-        out(string.format("  %s %-" .. w .. "s  %s\n", mark, c.label, note))
+        out(string.format("  %s %-" .. w .. "s  %s\n", mark, c.name, note))
     end
     local f = v.first
     if v.match then
@@ -857,12 +1060,12 @@ local function print_verdict(v)
         out(string.format("  (%d of %d checkpoints matched before it)\n", reached, #v.checkpoints))
         return
     end
-    if f.missing then
-        out("\n" .. f.diagnosis[1].message .. "\n")
+    if f.missing or f.extra then
+        out("\n" .. ((f.extra or f.count > 0) and "✗ " or "") .. f.diagnosis[1].message .. "\n")
         if f.line then out(string.format("  %4d | %s\n", f.line, source_line(v, f.line))) end
         return
     end
-    out(string.format("\n✗ `%s` does not match (%s:%d)\n", f.label, f.file or v.file, f.line or 0))
+    out(string.format("\n✗ `%s` does not match (%s:%d)\n", f.name, f.file or v.file, f.line or 0))
     if f.line then out(string.format("  %4d | %s\n", f.line, source_line(v, f.line))) end
     out(string.format("  expected %s %s   yours %s %s\n", shape_str(f.R.t), f.R.t:dtype(), shape_str(f.M.t), f.M.t:dtype()))
     if f.at then
@@ -871,6 +1074,7 @@ local function print_verdict(v)
     end
     if #f.diagnosis > 1 then out(string.format("  %d explanations fit; either may be it:\n", #f.diagnosis)) end
     for _, d in ipairs(f.diagnosis) do out(string.format("  %s: %s\n", d.kind, d.message)) end
+    if f.note then out("  note: " .. f.note .. "\n") end
     if v.error then out(string.format("  (then the script stopped with an error at line %s: %s)\n", v.error.line or "?", v.error.message)) end
 end
 
@@ -880,8 +1084,8 @@ local function print_line(v)
         out(string.format("%s: ✓ all %d checkpoints match\n", v.file, #v.checkpoints))
     elseif v.first then
         local d = v.first.diagnosis[1]
-        out(string.format("%s: ✗ %s (line %s): %s%s\n", v.file, v.first.label, v.first.line or "?",
-            d.kind == "missing" and "" or (d.kind .. " — "), d.message))
+        out(string.format("%s: ✗ %s (line %s): %s%s\n", v.file, v.first.name, v.first.line or "?",
+            d.kind == "missing" and "" or (d.kind .. " — "), d.message .. (v.first.note and ("; " .. v.first.note) or "")))
     else
         out(string.format("%s: ✗ error at line %s: %s\n", v.file, v.error.line or "?", v.error.message))
     end
@@ -897,10 +1101,6 @@ if #ref.checkpoints == 0 then
     out(string.format("the reference %s labels no tensor: nothing to compare (x:label(\"name\") makes a checkpoint)\n", ref.file))
     return 2, {}
 end
-do
-    local _, last = by_label(ref)
-    ref.by = last
-end
 
 local verdicts, results, code = {}, {}, 0
 for i, mine in ipairs(mines) do
@@ -910,14 +1110,14 @@ for i, mine in ipairs(mines) do
         code = math.max(code, 1)
     else
         verdicts[i] = check(mine)
-        if #mines == 1 then print_verdict(verdicts[i]) else print_line(verdicts[i]) end
+        if #mines == 1 and not opt.one_line then print_verdict(verdicts[i]) else print_line(verdicts[i]) end
     end
     results[i] = verdicts[i].match
     if not verdicts[i].match then code = math.max(code, 1) end
 end
 
 if opt.json then
-    local f, err = io.open(opt.json, "w")
+    local f, err = io.open(opt.json, opt.json_append and "a" or "w")
     if not f then
         io.stderr:write("tensortrace: cannot write '" .. opt.json .. "': " .. tostring(err) .. "\n")
         return 2, results

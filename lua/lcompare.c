@@ -3,9 +3,12 @@
 ** The reference and each learner's script run one after the other, each in
 ** a Lua state of its own with the seed reset and the same arguments, so the
 ** same tt.randn calls give the same inputs. While a script runs, a trace
-** subscriber keeps its recent ops (each op's inputs and output, shared, not
-** copied); x:label(name) then keeps the labelled tensor and the ops it was
-** computed from, back to its inputs. The comparison engine (compare.lua,
+** subscriber keeps the records of its ops (each op's inputs and output,
+** shared, not copied) while the script can still reach them; x:label(name)
+** then keeps the labelled tensor and the ops it was computed from, back to
+** its inputs. For the reference it also records every op's ids and shapes
+** (run.graph), so the engine sees what became of a tensor. Under --sandbox
+** each checked script runs in a child process of its own. The comparison engine (compare.lua,
 ** built into the binary) gets both runs in a third state: it checks each
 ** checkpoint, replays the reference's ops with one mistake at a time to
 ** explain a mismatch, and prints the verdict.
@@ -14,10 +17,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/inotify.h>
@@ -40,16 +45,23 @@
 extern const unsigned char ltt_compare_lua[];
 extern const unsigned long ltt_compare_lua_len;
 
-/* ===== The ops a script ran lately ===== */
+/* ===== The ops a script ran, while their tensors may still be labelled ===== */
 
-/* Enough for the steps between two checkpoints of any lesson; the bytes cap
-   keeps a long run's large tensors from piling up (oldest dropped first). */
-#define RING_EVENTS 1024
-#define RING_BYTES ((int64_t)256 << 20)
+/* Every op's record (its inputs and output, shared, not copied) stays while
+   the script can still reach its output, or it is within CHAIN_NODES ops
+   behind one it can reach: a label given long after the op, or after a
+   loop of a thousand other ops, still finds the ops behind its tensor. A
+   sweep drops the rest: a tensor that only the records hold (its storage's
+   refcount is the records' own references) can no longer be labelled. If
+   the records the script can reach pass KEPT_BYTES (or half the memory
+   cap), the oldest go and the run says so (cap.dropped). */
+#define KEPT_BYTES ((int64_t)256 << 20)
+#define SWEEP_MIN 1024           /* records before the first sweep */
 #define CHAIN_NODES 400          /* ops kept per label, back from its tensor */
+#define GRAPH_OPS (1L << 18)     /* the reference's op graph (ids only), at most */
 
 typedef struct kept {
-    uint64_t id;                 /* the output's id; 0: empty slot */
+    uint64_t id;                 /* the output's id */
     const char *op;
     char args[64];
     int has_scalar, scalar_first;
@@ -60,15 +72,23 @@ typedef struct kept {
     const char *file;            /* interned; NULL when no Lua line ran it */
     int line;
     int64_t bytes;
+    int mark;                    /* a sweep's: kept (1 + depth behind a reachable tensor) */
 } kept;
 
 static struct {
-    kept ring[RING_EVENTS];
-    long first, next;            /* the slots in use: [first, next) mod RING_EVENTS */
-    int64_t bytes;
+    kept **recs;                 /* in the order the ops ran */
+    long n, size;
+    kept **index;                /* by output id, open addressing (index_n a power of 2) */
+    long index_n;
+    long sweep_at;
+    int64_t bytes, budget;
+    long dropped;                /* reachable records dropped past the budget */
+    int failed;                  /* out of C memory: records stopped */
     lua_State *L;                /* the script running */
     lua_State *E;                /* the engine's state */
     int run;                     /* index in E of the running script's run table */
+    int graph;                   /* record run.graph (the reference) */
+    long graph_n;
 } cap;
 
 static int64_t tensor_bytes(const tt_tensor *t)
@@ -81,19 +101,136 @@ static void drop(kept *k)
     for (int i = 0; i < k->nin; i++) tt_tensor_release(&k->in[i]);
     tt_tensor_release(&k->out);
     cap.bytes -= k->bytes;
-    memset(k, 0, sizeof *k);
+    free(k);
 }
 
-static void drop_oldest(void)
+static unsigned long hash_u64(uint64_t x)
 {
-    drop(&cap.ring[cap.first % RING_EVENTS]);
-    cap.first++;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (unsigned long)x;
 }
 
-static void ring_clear(void)
+static kept *find_kept(uint64_t id)
 {
-    while (cap.first < cap.next) drop_oldest();
-    cap.first = cap.next = 0;
+    if (cap.index_n == 0) return NULL;
+    for (unsigned long h = hash_u64(id);; h++) {
+        kept *k = cap.index[h & (unsigned long)(cap.index_n - 1)];
+        if (k == NULL) return NULL;
+        if (k->id == id) return k;
+    }
+}
+
+/* The index of recs[0..n), at most half full; 0 when out of memory. */
+static int reindex(void)
+{
+    long want = 64;
+    while (want < 2 * cap.n + 2) want *= 2;
+    kept **index = calloc((size_t)want, sizeof *index);
+    if (index == NULL) return 0;
+    free(cap.index);
+    cap.index = index;
+    cap.index_n = want;
+    for (long i = 0; i < cap.n; i++) {      /* a later op of the same id (in-place) wins */
+        unsigned long h = hash_u64(cap.recs[i]->id);
+        while (index[h & (unsigned long)(want - 1)] && index[h & (unsigned long)(want - 1)]->id != cap.recs[i]->id) h++;
+        index[h & (unsigned long)(want - 1)] = cap.recs[i];
+    }
+    return 1;
+}
+
+/* The records' references to each storage, counted in a table of
+   (storage, count) pairs by open addressing. */
+typedef struct { const tt_storage *s; long count; } storage_refs;
+
+static storage_refs *refs_slot(storage_refs *t, long n, const tt_storage *s)
+{
+    for (unsigned long h = hash_u64((uint64_t)(uintptr_t)s);; h++) {
+        storage_refs *r = &t[h & (unsigned long)(n - 1)];
+        if (r->s == NULL || r->s == s) return r;
+    }
+}
+
+/* Keeps what the script can reach and the ops behind it; see above. */
+static void sweep(void)
+{
+    long tn = 64;
+    while (tn < 4 * (cap.n * (TT_TRACE_MAX_INPUTS + 1)) / 2) tn *= 2;
+    storage_refs *refs = calloc((size_t)tn, sizeof *refs);
+    kept **queue = malloc((size_t)(cap.n + 1) * sizeof *queue);
+    if (refs == NULL || queue == NULL) {
+        free(refs);
+        free(queue);
+        return;                     /* no sweep this time: everything stays */
+    }
+    for (long i = 0; i < cap.n; i++) {
+        kept *k = cap.recs[i];
+        k->mark = 0;
+        if (k->out.storage) {
+            storage_refs *r = refs_slot(refs, tn, k->out.storage);
+            r->s = k->out.storage;
+            r->count++;
+        }
+        for (int j = 0; j < k->nin; j++) {
+            if (k->in[j].storage == NULL) continue;
+            storage_refs *r = refs_slot(refs, tn, k->in[j].storage);
+            r->s = k->in[j].storage;
+            r->count++;
+        }
+    }
+    /* the roots: outputs something besides the records holds (a Lua
+       value, the engine's checkpoints, a gradient record) */
+    long qn = 0;
+    for (long i = 0; i < cap.n; i++) {
+        kept *k = cap.recs[i];
+        if (k->out.storage && k->out.storage->refcount > refs_slot(refs, tn, k->out.storage)->count) {
+            k->mark = 1;
+            queue[qn++] = k;
+        }
+    }
+    /* breadth first, so each record gets its least depth behind a root */
+    for (long qi = 0; qi < qn; qi++) {
+        kept *k = queue[qi];
+        if (k->mark > CHAIN_NODES) continue;
+        for (int j = 0; j < k->nin; j++) {
+            kept *in = find_kept(k->in[j].id);
+            if (in && in->mark == 0) {
+                in->mark = k->mark + 1;
+                queue[qn++] = in;
+            }
+        }
+    }
+    free(refs);
+    free(queue);
+    long w = 0;
+    for (long i = 0; i < cap.n; i++) {
+        if (cap.recs[i]->mark) cap.recs[w++] = cap.recs[i];
+        else drop(cap.recs[i]);
+    }
+    cap.n = w;
+    /* over the budget with what the script can reach: the oldest go */
+    long first = 0;
+    while (cap.bytes > cap.budget && cap.n - first > 1) {
+        drop(cap.recs[first++]);
+        cap.dropped++;
+    }
+    if (first) {
+        memmove(cap.recs, cap.recs + first, (size_t)(cap.n - first) * sizeof *cap.recs);
+        cap.n -= first;
+    }
+    if (!reindex()) cap.failed = 1;
+    cap.sweep_at = 2 * cap.n > SWEEP_MIN ? 2 * cap.n : SWEEP_MIN;
+}
+
+static void clear_kept(void)
+{
+    for (long i = 0; i < cap.n; i++) drop(cap.recs[i]);
+    free(cap.recs);
+    free(cap.index);
+    cap.recs = cap.index = NULL;
+    cap.n = cap.size = cap.index_n = 0;
+    cap.bytes = 0;
 }
 
 /* The script line running now: the innermost Lua function with a line. */
@@ -110,13 +247,60 @@ static void where(lua_State *L, const char **file, int *line)
     }
 }
 
+static void set_int(lua_State *E, const char *key, long long v);
+static void set_str(lua_State *E, const char *key, const char *v);
+
+/* run.graph[#+1] = {id, op, args, scalar, scalar_first, inputs = {{id,
+   shape}...}}: the reference's every op, without its tensors, so that the
+   engine sees what became of a tensor (a softmax after a detach()). */
+static void graph_event(const tt_event *ev)
+{
+    lua_State *E = cap.E;
+    if (cap.graph_n >= GRAPH_OPS || !lua_checkstack(E, 8)) return;
+    lua_getfield(E, cap.run, "graph");
+    lua_createtable(E, 0, 6);
+    set_int(E, "id", (long long)ev->output->id);
+    set_str(E, "op", ev->name);
+    set_str(E, "args", ev->args);
+    if (ev->has_scalar) {
+        lua_pushnumber(E, ev->scalar);
+        lua_setfield(E, -2, "scalar");
+        lua_pushboolean(E, ev->scalar_first);
+        lua_setfield(E, -2, "scalar_first");
+    }
+    int nin = ev->ninputs < TT_TRACE_MAX_INPUTS ? ev->ninputs : TT_TRACE_MAX_INPUTS;
+    lua_createtable(E, nin, 0);
+    for (int i = 0; i < nin; i++) {
+        lua_createtable(E, 0, 2);
+        set_int(E, "id", (long long)ev->inputs[i]->id);
+        lua_createtable(E, ev->inputs[i]->ndim, 0);
+        for (int d = 0; d < ev->inputs[i]->ndim; d++) {
+            lua_pushinteger(E, (lua_Integer)ev->inputs[i]->shape[d]);
+            lua_rawseti(E, -2, d + 1);
+        }
+        lua_setfield(E, -2, "shape");
+        lua_rawseti(E, -2, i + 1);
+    }
+    lua_setfield(E, -2, "inputs");
+    lua_rawseti(E, -2, ++cap.graph_n);
+    lua_pop(E, 1);
+}
+
 static void keep_event(const tt_event *ev, void *ud)
 {
     (void)ud;
     if (ev->phase != TT_PHASE_FORWARD || ev->output == NULL || cap.L == NULL) return;
-    if (cap.next - cap.first == RING_EVENTS) drop_oldest();
-    kept *k = &cap.ring[cap.next % RING_EVENTS];
-    cap.next++;
+    if (cap.graph) graph_event(ev);
+    if (cap.failed) return;
+    if (cap.n == cap.size) {
+        long size = cap.size ? 2 * cap.size : SWEEP_MIN;
+        kept **recs = realloc(cap.recs, (size_t)size * sizeof *recs);
+        if (recs == NULL) { cap.failed = 1; return; }
+        cap.recs = recs;
+        cap.size = size;
+    }
+    kept *k = calloc(1, sizeof *k);
+    if (k == NULL) { cap.failed = 1; return; }
     k->id = ev->output->id;
     k->op = ev->name;
     snprintf(k->args, sizeof k->args, "%s", ev->args);
@@ -124,7 +308,6 @@ static void keep_event(const tt_event *ev, void *ud)
     k->scalar_first = ev->scalar_first;
     k->scalar = ev->scalar;
     k->nin = ev->ninputs < TT_TRACE_MAX_INPUTS ? ev->ninputs : TT_TRACE_MAX_INPUTS;
-    k->bytes = 0;
     for (int i = 0; i < k->nin; i++) {
         tt_tensor_share(&k->in[i], ev->inputs[i]);
         k->bytes += tensor_bytes(ev->inputs[i]);
@@ -133,14 +316,15 @@ static void keep_event(const tt_event *ev, void *ud)
     k->bytes += tensor_bytes(ev->output);
     where(cap.L, &k->file, &k->line);
     cap.bytes += k->bytes;
-    while (cap.bytes > RING_BYTES && cap.next - cap.first > 1) drop_oldest();
-}
-
-static const kept *find_kept(uint64_t id)
-{
-    for (long i = cap.next - 1; i >= cap.first; i--)
-        if (cap.ring[i % RING_EVENTS].id == id) return &cap.ring[i % RING_EVENTS];
-    return NULL;
+    cap.recs[cap.n++] = k;
+    if (2 * cap.n + 2 > cap.index_n) {
+        if (!reindex()) { cap.failed = 1; return; }
+    } else {
+        unsigned long h = hash_u64(k->id);
+        while (cap.index[h & (unsigned long)(cap.index_n - 1)] && cap.index[h & (unsigned long)(cap.index_n - 1)]->id != k->id) h++;
+        cap.index[h & (unsigned long)(cap.index_n - 1)] = k;
+    }
+    if (cap.n >= cap.sweep_at || cap.bytes > cap.budget) sweep();
 }
 
 /* ===== What a label keeps, in the engine's state ===== */
@@ -174,7 +358,13 @@ static void keep_chain(lua_State *E, int nodes, uint64_t id, int *budget)
     lua_pop(E, 1);
     if (known) return;
     const kept *k = find_kept(id);
-    if (k == NULL) return;
+    if (k == NULL) {
+        if (cap.dropped) {              /* the op behind it may be one that went */
+            lua_pushboolean(E, 1);
+            lua_setfield(E, cap.run, "cut");
+        }
+        return;
+    }
     --*budget;
     lua_createtable(E, 0, 10);
     set_int(E, "id", (long long)k->id);
@@ -258,10 +448,16 @@ static void open_tt(lua_State *L)
 /* Runs path with the run table at the top of E's stack; sets run.error
    (the message) when the script raises one. Its print and io.write say
    nothing: the verdict is the output. */
-static void run_script(const ltt_compare_opts *o, const char *path)
+static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
 {
     lua_State *E = cap.E;
     cap.run = lua_gettop(E);
+    cap.graph = is_ref;
+    cap.graph_n = 0;
+    cap.sweep_at = SWEEP_MIN;
+    cap.dropped = 0;
+    cap.failed = 0;
+    cap.budget = o->max_memory > 0 && o->max_memory / 2 < KEPT_BYTES ? o->max_memory / 2 : KEPT_BYTES;
     tt_manual_seed((uint64_t)o->seed);
     lua_State *L = ltt_newstate(o->max_memory);
     if (L == NULL) {
@@ -273,6 +469,22 @@ static void run_script(const ltt_compare_opts *o, const char *path)
     open_tt(L);
     const char *err = NULL;
     ltt_trace_start(L, LTT_TRACE_OFF, NULL, &err);
+    if (o->sandbox && !is_ref) {
+        /* the script's folder for reads, o->images (or nowhere) for writes */
+        char dir[4096];
+        const char *slash = strrchr(path, '/');
+        if (slash == NULL) snprintf(dir, sizeof dir, ".");
+        else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+        ltt_sandbox_set_quota(o->max_write >= 0 ? o->max_write : LTT_DEFAULT_MAX_WRITE,
+                              o->max_files >= 0 ? o->max_files : LTT_DEFAULT_MAX_FILES);
+        if (!ltt_sandbox_open(L, o->images ? o->images : "", o->images != NULL, dir, &err)) {
+            lua_pushfstring(E, "--sandbox: %s", err);
+            lua_setfield(E, cap.run, "error");
+            ltt_trace_stop();
+            lua_close(L);
+            return;
+        }
+    }
     lua_pushcfunction(L, quiet_print);
     lua_setglobal(L, "print");
     lua_getglobal(L, "io");
@@ -312,10 +524,19 @@ static void run_script(const ltt_compare_opts *o, const char *path)
     }
     ltt_set_label_hook(NULL);
     tt_trace_unsubscribe(keep_event, NULL);
-    ring_clear();
+    if (cap.dropped) {
+        lua_pushinteger(E, (lua_Integer)cap.dropped);
+        lua_setfield(E, cap.run, "dropped");
+        lua_pushinteger(E, (lua_Integer)(cap.budget >> 20));
+        lua_setfield(E, cap.run, "kept_mb");
+    }
+    clear_kept();
     cap.L = NULL;
     ltt_trace_stop();
+    ltt_limits_exit();              /* its finalizers stay under the watchdog */
     lua_close(L);
+    ltt_limits_done();              /* and the engine's work after it does not */
+    ltt_sandbox_close();
 }
 
 /* A new run table {file, checkpoints = {}, nodes = {}} on E's stack. */
@@ -327,9 +548,24 @@ static void new_run(lua_State *E, const char *path)
     lua_setfield(E, -2, "checkpoints");
     lua_newtable(E);
     lua_setfield(E, -2, "nodes");
+    lua_newtable(E);
+    lua_setfield(E, -2, "graph");
 }
 
 /* ===== The engine ===== */
+
+/* s as a JSON string. */
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
 
 static int out_text(lua_State *E)
 {
@@ -348,7 +584,107 @@ static int engine_msghandler(lua_State *E)
 /* Progress: "NAME pass" or "NAME fail", one exercise a line. */
 static void progress_record(const char *name, int ok);
 
+static int compare_here(const ltt_compare_opts *o);
+
+/* --sandbox: each script checked in a child of its own (see lcompare.h). */
+static int compare_isolated(const ltt_compare_opts *o)
+{
+    if (o->json) {
+        FILE *f = fopen(o->json, "w");       /* each child appends its verdict */
+        if (f == NULL) {
+            fprintf(stderr, PROGNAME ": cannot write '%s': %s\n", o->json, strerror(errno));
+            return 2;
+        }
+        fclose(f);
+    }
+    int code = 0;
+    for (int i = 0; i < o->nmine && code < 2; i++) {
+        int pfd[2];
+        fflush(NULL);
+        if (pipe(pfd) != 0) {
+            fprintf(stderr, PROGNAME ": --sandbox: pipe: %s\n", strerror(errno));
+            return 2;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+            fprintf(stderr, PROGNAME ": --sandbox: fork: %s\n", strerror(errno));
+            close(pfd[0]);
+            close(pfd[1]);
+            return 2;
+        }
+        if (pid == 0) {
+            close(pfd[0]);
+            ltt_compare_opts one = *o;
+            one.mine = o->mine + i;
+            one.nmine = 1;
+            one.one_line = o->nmine > 1;
+            one.json_append = 1;
+            if (i > 0) one.figure = NULL;        /* the figure is the first script's */
+            int rc = compare_here(&one);
+            ltt_limits_done();
+            fflush(NULL);
+            if (write(pfd[1], "done", 4) != 4) rc = 2;
+            _exit(rc);
+        }
+        close(pfd[1]);
+        /* the child's own limits end a runaway; this is for one they cannot
+           reach (a stuck C call): the reference and the script, twice over */
+        double limit = o->timeout > 0 ? 4 * o->timeout + 10 : -1;
+        char buf[8];
+        ssize_t got = 0;
+        int killed = 0;
+        struct pollfd p = { pfd[0], POLLIN, 0 };
+        for (;;) {
+            int r = poll(&p, 1, limit > 0 ? (int)(limit * 1000) : -1);
+            if (r < 0 && errno == EINTR) continue;
+            if (r == 0) {
+                kill(pid, SIGKILL);
+                killed = 1;
+                break;
+            }
+            got = read(pfd[0], buf, sizeof buf);
+            if (got < 0 && errno == EINTR) continue;
+            break;
+        }
+        close(pfd[0]);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        int done = got == 4 && memcmp(buf, "done", 4) == 0;
+        if (done && WIFEXITED(status)) {
+            if (WEXITSTATUS(status) > code) code = WEXITSTATUS(status);
+            continue;
+        }
+        /* it died before its verdict: this is its verdict */
+        char why[160];
+        if (killed) snprintf(why, sizeof why, "it ran past %g s and was stopped", limit);
+        else if (WIFSIGNALED(status)) snprintf(why, sizeof why, "it was ended by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        else snprintf(why, sizeof why, "the watchdog stopped it: a limit passed where Lua's hooks cannot stop it "
+                      "(a __gc finalizer, a message handler, a long C call; its message is on stderr)");
+        printf("%s: ✗ no verdict: %s\n", o->mine[i], why);
+        fflush(stdout);
+        if (o->json) {
+            FILE *f = fopen(o->json, "a");
+            if (f) {
+                fputc('{', f);
+                fputs("\"file\":", f);
+                json_string(f, o->mine[i]);
+                fputs(",\"match\":false,\"checkpoints\":[],\"error\":{\"message\":", f);
+                json_string(f, why);
+                fputs("}}\n", f);
+                fclose(f);
+            }
+        }
+        if (code < 1) code = 1;
+    }
+    return code;
+}
+
 int ltt_compare(const ltt_compare_opts *o)
+{
+    return o->sandbox ? compare_isolated(o) : compare_here(o);
+}
+
+static int compare_here(const ltt_compare_opts *o)
 {
     lua_State *E = ltt_newstate(0);
     if (E == NULL) {
@@ -360,12 +696,12 @@ int ltt_compare(const ltt_compare_opts *o)
     cap.E = E;
 
     new_run(E, o->ref);
-    run_script(o, o->ref);
+    run_script(o, o->ref, 1);
     int ref = lua_gettop(E);
     lua_createtable(E, o->nmine, 0);
     for (int i = 0; i < o->nmine; i++) {
         new_run(E, o->mine[i]);
-        run_script(o, o->mine[i]);
+        run_script(o, o->mine[i], 0);
         lua_rawseti(E, -2, i + 1);
     }
     int mines = lua_gettop(E);
@@ -399,6 +735,10 @@ int ltt_compare(const ltt_compare_opts *o)
         set_str(E, "exercise", o->exercise);
         lua_pushboolean(E, o->report != NULL);
         lua_setfield(E, -2, "report");
+        lua_pushboolean(E, o->one_line);
+        lua_setfield(E, -2, "one_line");
+        lua_pushboolean(E, o->json_append);
+        lua_setfield(E, -2, "json_append");
         lua_pushcfunction(E, out_text);
         lua_setfield(E, -2, "out");
         status = lua_pcall(E, 3, 3, handler);

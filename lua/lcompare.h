@@ -23,10 +23,20 @@ typedef struct ltt_compare_opts {
     double timeout;              /* seconds a script may run (0: none) */
     long long max_instructions;
     long long max_memory;        /* the tensor and Lua memory cap (0: none) */
+    int sandbox;                 /* --sandbox: each checked script runs under its rules, in a
+                                    process of its own (a crash or a runaway ends only its check) */
+    const char *images;          /* --sandbox: the folder the checked scripts may write (NULL: none) */
+    long long max_write, max_files;   /* --sandbox's write quota (-1: the default) */
+    int one_line;                /* one verdict line even for one script (set inside) */
+    int json_append;             /* append to json rather than write it anew (set inside) */
 } ltt_compare_opts;
 
 /* Runs the reference and each script, prints the verdicts (one line per
-   script when there are several). Returns the exit status: 0 when every
+   script when there are several). With o->sandbox each script is checked
+   in a child process: the reference runs as it is, the script under the
+   sandbox (reads under its own folder, writes only under o->images) and
+   the limits; a child that dies (the watchdog, a signal) or outlives twice
+   the timeout gets a verdict line of its own and the others still run. Returns the exit status: 0 when every
    script matches, 1 when one does not, 2 when the reference itself fails
    or an output file cannot be written. */
 int ltt_compare(const ltt_compare_opts *o);

@@ -19,23 +19,37 @@
 
 #include "lauxtt.h"
 #include "lreport.h"
+#include "lsandbox.h"
 
 #define REPORT_MAX_BYTES ((size_t)32 << 20)   /* the page's body; past it the rest is left out, and said */
+#define PAGE_FRAME_BYTES ((size_t)128 << 10)  /* the rest of a page, at most: style, script, header, error */
+#define TITLE_MAX ((size_t)1 << 10)           /* a section title, a label, a dim name, as the page shows it */
+#define LINE_MAX_BYTES ((size_t)4 << 10)      /* a line of source, a check's text */
 #define FIGURE_MAX_BYTES ((long)16 << 20)     /* a larger figure is named, not embedded */
 
 /* ===== HTML pieces (on the core's tt_strbuf) ===== */
 
-/* s[0..n) as HTML text or attribute value: the five special characters as
-   entities, bad UTF-8 and control characters (but tab and newline) as U+FFFD. */
-static void sb_esc_n(tt_strbuf *b, const char *s, size_t n)
+/* s[0..n) as HTML text or attribute value, at most `most` bytes of it:
+   the five special characters as entities, bad UTF-8 and control
+   characters (but tab and newline) as U+FFFD. Past `most` the rest is
+   left out and the text ends "… (cut: N bytes)", N the bytes of s left
+   out. Returns whether it cut. */
+#define CUT_NOTE_MAX 48                 /* the note, its number at its longest */
+static int esc_most(tt_strbuf *b, const char *s, size_t n, size_t most)
 {
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
-    while (p < end) {
+    const size_t start = b->n, budget = most > CUT_NOTE_MAX ? most - CUT_NOTE_MAX : 0;
+    while (p < end && !b->oom) {
+        const size_t used = b->n - start;
+        if (used + 6 > budget) break;   /* 6: the longest piece below, "&quot;" */
         const unsigned char *run = p;   /* plain bytes go in one piece */
-        while (p < end && *p >= 0x20 && *p < 0x7F && *p != '&' && *p != '<' && *p != '>' && *p != '"' && *p != '\'')
+        while (p < end && (size_t)(p - run) < budget - used && *p >= 0x20 && *p < 0x7F && *p != '&' && *p != '<'
+               && *p != '>' && *p != '"' && *p != '\'')
             p++;
-        if (p > run) tt_strbuf_add(b, (const char *)run, (size_t)(p - run));
-        if (p == end) break;
+        if (p > run) {
+            tt_strbuf_add(b, (const char *)run, (size_t)(p - run));
+            continue;
+        }
         int k;
         switch (*p) {
         case '&': tt_strbuf_str(b, "&amp;"); p++; continue;
@@ -54,8 +68,14 @@ static void sb_esc_n(tt_strbuf *b, const char *s, size_t n)
             p++;
         }
     }
+    if (p == end) return 0;
+    tt_strbuf_fmt(b, "\xe2\x80\xa6 (cut: %zu bytes)", (size_t)(end - p));
+    return 1;
 }
 
+/* Text of the page's frame (title, command, error), each piece capped. */
+#define FRAME_TEXT_MAX ((size_t)64 << 10)
+static void sb_esc_n(tt_strbuf *b, const char *s, size_t n) { esc_most(b, s, n, FRAME_TEXT_MAX); }
 static void sb_esc(tt_strbuf *b, const char *s) { sb_esc_n(b, s, strlen(s)); }
 
 static void sb_base64(tt_strbuf *b, const unsigned char *d, size_t n)
@@ -103,14 +123,42 @@ static char *dup_str(const char *s)
     return d;
 }
 
-/* Whether the page may grow (the body and the open group together); past
-   the cap the rest is left out and the page says so at its end. */
+/* The page's text so far (the body, the open group, the contents). */
+static size_t page_bytes(void)
+{
+    return rp.body.n + rp.rows.n + rp.figs.n + rp.head.n + rp.src.n + rp.toc.n;
+}
+
+/* Its cap: REPORT_MAX_BYTES, less under --sandbox when --max-write leaves
+   less room for the page (written at exit, it counts as a write). */
+static size_t page_limit(void)
+{
+    const int64_t w = ltt_sandbox_write_room();
+    if (w < 0 || (uint64_t)w >= REPORT_MAX_BYTES + PAGE_FRAME_BYTES) return REPORT_MAX_BYTES;
+    return (size_t)w > PAGE_FRAME_BYTES ? (size_t)w - PAGE_FRAME_BYTES : 0;
+}
+
+/* Whether the page may grow; past the cap the rest is left out and the
+   page says so at its end. */
 static int room(void)
 {
-    if (rp.body.n + rp.rows.n + rp.figs.n < REPORT_MAX_BYTES && !rp.body.oom && !rp.rows.oom && !rp.figs.oom)
-        return 1;
+    if (page_bytes() < page_limit() && !rp.body.oom && !rp.rows.oom && !rp.figs.oom && !rp.toc.oom) return 1;
     rp.truncated = 1;
     return 0;
+}
+
+/* An entry's text (what the script printed, a title, a label): at most
+   `most` bytes, and never past the page's cap. One entry of any size is
+   cut where the cap is (escaping may multiply it: "'" is five bytes), so
+   the page never holds more than its cap. */
+static void esc_entry(tt_strbuf *b, const char *s, size_t n, size_t most)
+{
+    const size_t used = page_bytes(), lim = page_limit(), left = lim > used ? lim - used : 0;
+    if (left <= CUT_NOTE_MAX && left <= most && n > 0) {
+        rp.truncated = 1;               /* no room even for the note: the page's end says it */
+        return;
+    }
+    if (esc_most(b, s, n, most < left ? most : left) && left <= most) rp.truncated = 1;
 }
 
 /* The body is whole up to here (no element open): where it is cut back to
@@ -166,7 +214,7 @@ static void say(const char *s, size_t n)
         tt_strbuf_str(&rp.body, "<pre class=\"say\">\n");   /* the parser drops this first newline, not a printed one */
         rp.in = IN_SAY;
     }
-    if (room()) sb_esc_n(&rp.body, s, n);
+    if (room()) esc_entry(&rp.body, s, n, SIZE_MAX);
 }
 
 void ltt_report_output(lua_State *L, int is_write)
@@ -219,13 +267,20 @@ void ltt_report_section(const char *title)
     if (!ltt_report_active()) return;
     close_item();
     rp.nsections++;
-    if (rp.first_section == NULL) rp.first_section = dup_str(title);
+    if (rp.first_section == NULL) {     /* the page's title: a cut piece of it */
+        size_t n = strlen(title);
+        rp.first_section = malloc((n < TITLE_MAX ? n : TITLE_MAX) + 1);
+        if (rp.first_section) {
+            memcpy(rp.first_section, title, n < TITLE_MAX ? n : TITLE_MAX);
+            rp.first_section[n < TITLE_MAX ? n : TITLE_MAX] = 0;
+        }
+    }
     if (!room()) return;
     tt_strbuf_fmt(&rp.body, "<h2 class=\"sec\" id=\"s%d\">", rp.nsections);
-    sb_esc(&rp.body, title);
+    esc_entry(&rp.body, title, strlen(title), TITLE_MAX);
     tt_strbuf_str(&rp.body, "</h2>\n");
     tt_strbuf_fmt(&rp.toc, "<li><a href=\"#s%d\">", rp.nsections);
-    sb_esc(&rp.toc, title);
+    esc_entry(&rp.toc, title, strlen(title), TITLE_MAX);
     tt_strbuf_str(&rp.toc, "</a></li>\n");
     mark_safe();
 }
@@ -238,10 +293,10 @@ void ltt_report_group(const char *file, int line, const char *source)
     close_item();
     rp.in = IN_GROUP;
     tt_strbuf_str(&rp.head, "<span class=\"loc\">");
-    sb_esc(&rp.head, file);
+    esc_entry(&rp.head, file, strlen(file), LINE_MAX_BYTES);
     tt_strbuf_fmt(&rp.head, ":%d</span>", line);
     tt_strbuf_str(&rp.src, "<code class=\"src\">");
-    sb_esc(&rp.src, source);
+    esc_entry(&rp.src, source, strlen(source), LINE_MAX_BYTES);
     tt_strbuf_str(&rp.src, "</code>");
 }
 
@@ -250,7 +305,7 @@ void ltt_report_caller(const char *file, int line)
     if (!ltt_report_active() || rp.in != IN_GROUP) return;
     tt_strbuf_str(&rp.head, "<span class=\"via\">\xe2\x86\x90 ");
     if (file) {
-        sb_esc(&rp.head, file);
+        esc_entry(&rp.head, file, strlen(file), LINE_MAX_BYTES);
         tt_strbuf_fmt(&rp.head, ":%d</span>", line);
     } else {
         tt_strbuf_fmt(&rp.head, "line %d</span>", line);
@@ -277,7 +332,7 @@ static void put_tensor(tt_strbuf *b, const tt_tensor *t)
     tt_strbuf_str(b, "<span class=\"t\">");
     if (t->label) {
         tt_strbuf_str(b, "<span class=\"lbl\">");
-        sb_esc(b, t->label);
+        esc_entry(b, t->label, strlen(t->label), TITLE_MAX);
         tt_strbuf_str(b, "</span>");
     }
     tt_strbuf_str(b, "<span class=\"shp\">[");
@@ -285,7 +340,7 @@ static void put_tensor(tt_strbuf *b, const tt_tensor *t)
         if (i) tt_strbuf_str(b, ",");
         if (t->names[i]) {
             tt_strbuf_str(b, "<span class=\"dn\">");
-            sb_esc(b, t->names[i]);
+            esc_entry(b, t->names[i], strlen(t->names[i]), TITLE_MAX);
             tt_strbuf_str(b, "</span>=");
         }
         tt_strbuf_fmt(b, "%lld", (long long)t->shape[i]);
@@ -304,7 +359,7 @@ static void put_values(tt_strbuf *b, const char *v)
         size_t n = e ? (size_t)(e - v) + 1 : strlen(v);
         size_t skip = 0;
         while (skip < 8 && skip < n && v[skip] == ' ') skip++;
-        sb_esc_n(b, v + skip, n - skip);
+        esc_entry(b, v + skip, n - skip, SIZE_MAX);
         v += n;
     }
     tt_strbuf_str(b, "</pre>");
@@ -329,14 +384,14 @@ void ltt_report_row(const tt_event *ev, const char *values)
         const char *rest = row + strlen("grad ") + strlen(ev->name);
         while (*rest == ' ') rest++;
         tt_strbuf_fmt(b, "grad %s</span> ", ev->name);
-        sb_esc(b, rest);
+        esc_entry(b, rest, strlen(rest), LINE_MAX_BYTES);
         tt_strbuf_str(b, "</div>");
         if (values) put_values(b, values);
         return;
     }
-    sb_esc(b, tt_op_name(ev->op));
+    sb_esc(b, ev->name);                /* an in-place op's name is its own ("add_") */
     tt_strbuf_str(b, "</span> ");
-    const char *sym = tt_op_infix(ev->op);
+    const char *sym = ev->infix;
     if (ev->has_scalar && ev->scalar_first) {
         put_scalar(b, ev->scalar);
         tt_strbuf_fmt(b, "%s ", sym ? " " : ",");
@@ -376,7 +431,7 @@ void ltt_report_row(const tt_event *ev, const char *values)
     }
     if (ev->note[0]) {
         tt_strbuf_str(b, " <span class=\"note\">\xe2\x9a\xa0 ");
-        sb_esc(b, ev->note);
+        esc_entry(b, ev->note, strlen(ev->note), LINE_MAX_BYTES);
         tt_strbuf_str(b, "</span>");
     }
     tt_strbuf_str(b, "</div>");
@@ -395,7 +450,7 @@ void ltt_report_check(const char *text)
         rp.nchecks++;
     }
     tt_strbuf_str(b, passed ? "<div class=\"row check pass\">" : "<div class=\"row check\">");
-    sb_esc(b, text);
+    esc_entry(b, text, strlen(text), LINE_MAX_BYTES);
     tt_strbuf_str(b, "</div>");
 }
 
@@ -479,6 +534,13 @@ void ltt_report_figure(const char *path, const char *title)
     const char *caption = title && title[0] ? title : path;
     long n = 0;
     unsigned char *d = read_all(path, &n);
+    const size_t used = page_bytes(), lim = page_limit();
+    int too_big = d && (size_t)n / 3 * 4 + 4 + LINE_MAX_BYTES > (lim > used ? lim - used : 0);
+    if (too_big) {                      /* its base64 would pass the page's cap: named, not embedded */
+        free(d);
+        d = NULL;
+        rp.truncated = 1;
+    }
     tt_strbuf_str(b, "<figure class=\"fig\">");
     static const unsigned char png_sig[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
     if (d && n >= 24 && memcmp(d, png_sig, 8) == 0) {
@@ -487,24 +549,25 @@ void ltt_report_figure(const char *path, const char *title)
         tt_strbuf_str(b, "<img src=\"data:image/png;base64,");
         sb_base64(b, d, (size_t)n);
         tt_strbuf_fmt(b, "\" width=\"%u\" height=\"%u\" alt=\"", w, h);
-        sb_esc(b, caption);
+        esc_entry(b, caption, strlen(caption), TITLE_MAX);
         tt_strbuf_str(b, "\"/>");
     } else if (d && strstr((const char *)d, "<svg") && !put_inline_svg(b, (const char *)d, rp.nfigures)) {
         tt_strbuf_str(b, "<img src=\"data:image/svg+xml;base64,");
         sb_base64(b, d, (size_t)n);
         tt_strbuf_str(b, "\" alt=\"");
-        sb_esc(b, caption);
+        esc_entry(b, caption, strlen(caption), TITLE_MAX);
         tt_strbuf_str(b, "\"/>");
     } else if (!d || !strstr((const char *)d, "<svg")) {
         tt_strbuf_str(b, "<p class=\"note\">(not embedded: ");
-        tt_strbuf_str(b, d ? "neither a PNG nor an SVG file" : n > FIGURE_MAX_BYTES ? "larger than 16 MiB" : "cannot be read back");
+        tt_strbuf_str(b, d ? "neither a PNG nor an SVG file" : too_big ? "it would pass the page's cap"
+                         : n > FIGURE_MAX_BYTES ? "larger than 16 MiB" : "cannot be read back");
         tt_strbuf_str(b, ")</p>");
     }
     free(d);
     tt_strbuf_str(b, "<figcaption>");
-    sb_esc(b, caption);
+    esc_entry(b, caption, strlen(caption), TITLE_MAX);
     tt_strbuf_str(b, " <span class=\"path\">");
-    sb_esc(b, path);
+    esc_entry(b, path, strlen(path), LINE_MAX_BYTES);
     tt_strbuf_str(b, "</span></figcaption></figure>\n");
     if (b == &rp.body) mark_safe();
 }
@@ -712,7 +775,10 @@ static void put_title(tt_strbuf *b)
     sb_esc(b, t);
 }
 
-static void build_page(tt_strbuf *pg, int by_exit)
+/* The page around its body: pg up to <main>, tail after the body (the
+   body itself is written from rp.body, never copied: it may be most of
+   the page). omitted: the body is left out (it would pass --max-write). */
+static void build_page(tt_strbuf *pg, tt_strbuf *tail, int by_exit, int omitted)
 {
     tt_strbuf title = {0};
     put_title(&title);
@@ -766,10 +832,14 @@ static void build_page(tt_strbuf *pg, int by_exit)
         tt_strbuf_str(pg, "</ol></nav>\n");
     }
     tt_strbuf_str(pg, "<main>\n");
-    if (rp.body.p) tt_strbuf_add(pg, rp.body.p, rp.body.oom ? rp.safe : rp.body.n);
-    if (rp.truncated || rp.body.oom)
-        tt_strbuf_fmt(pg, "<p class=\"note\">The page stops here: it passed %zu MiB (or memory ran out); "
-               "the terminal trace went on.</p>\n", REPORT_MAX_BYTES >> 20);
+    tt_strbuf_free(&title);
+    pg = tail;
+    if (omitted)
+        tt_strbuf_str(pg, "<p class=\"note\">The page&#39;s body is left out: with it the page would pass "
+               "--max-write.</p>\n");
+    else if (rp.truncated || rp.body.oom)
+        tt_strbuf_fmt(pg, "<p class=\"note\">The page stops here: it reached its cap (%zu MiB, less when "
+               "--max-write leaves less, or the memory cap); the terminal trace went on.</p>\n", REPORT_MAX_BYTES >> 20);
     if (rp.error) {
         const char *tb = strstr(rp.error, "\nstack traceback:");
         size_t mlen = tb ? (size_t)(tb - rp.error) : strlen(rp.error);
@@ -801,7 +871,6 @@ static void build_page(tt_strbuf *pg, int by_exit)
                "</div>\n<script>\n");
     tt_strbuf_str(pg, page_js);
     tt_strbuf_str(pg, "</script>\n</body>\n</html>\n");
-    tt_strbuf_free(&title);
 }
 
 /* The temporary file next to the report: "dir/.name.XXXXXX". */
@@ -839,16 +908,40 @@ static int finish(int by_exit)
 {
     if (!ltt_report_active()) return 1;
     close_item();
-    tt_strbuf pg = {0};
-    build_page(&pg, by_exit);
+    tt_strbuf pg = {.capped = 1}, tail = {.capped = 1};
+    build_page(&pg, &tail, by_exit, 0);
+    size_t body = rp.body.p ? (rp.body.oom ? rp.safe : rp.body.n) : 0;
+    /* under --sandbox the page is a write like the script's: within
+       --max-write (the body is left out if only that fits) */
+    const int64_t room_w = ltt_sandbox_write_room();
+    int over = room_w >= 0 && (uint64_t)(pg.n + body + tail.n) > (uint64_t)room_w;
+    if (over) {
+        tt_strbuf_free(&pg);
+        tt_strbuf_free(&tail);
+        build_page(&pg, &tail, by_exit, 1);
+        body = 0;
+        over = (uint64_t)(pg.n + tail.n) > (uint64_t)room_w;
+    }
     char tmp[4096];
     int fd = -1, ok = 0, err = ENOMEM;
-    if (!pg.oom && (fd = open_temp(rp.path, tmp, sizeof tmp)) >= 0) {
+    if (over) {
+        char need[32], left[32];
+        tt_fmt_bytes(need, sizeof need, (double)(pg.n + tail.n));
+        tt_fmt_bytes(left, sizeof left, (double)room_w);
+        fprintf(stderr, "tensortrace: cannot write the report '%s': even without its body its %s would pass "
+                "--max-write (%s left); hint: raise it with --max-write SIZE\n", rp.path, need, left);
+        tt_strbuf_free(&pg);
+        tt_strbuf_free(&tail);
+        free_state();
+        return 0;
+    }
+    if (!pg.oom && !tail.oom && (fd = open_temp(rp.path, tmp, sizeof tmp)) >= 0) {
         mode_t mask = umask(0);
         umask(mask);
         FILE *f = fdopen(fd, "wb");
         if (f) {
-            ok = fchmod(fd, 0666 & ~mask) == 0 && fwrite(pg.p, 1, pg.n, f) == pg.n;
+            ok = fchmod(fd, 0666 & ~mask) == 0 && fwrite(pg.p, 1, pg.n, f) == pg.n
+                 && (body == 0 || fwrite(rp.body.p, 1, body, f) == body) && fwrite(tail.p, 1, tail.n, f) == tail.n;
             if (!ok) err = errno;
             if (fclose(f) != 0 && ok) {
                 ok = 0;
@@ -863,11 +956,13 @@ static int finish(int by_exit)
             err = errno;
         }
         if (!ok) unlink(tmp);
-    } else if (fd < 0 && !pg.oom) {
+    } else if (fd < 0 && !pg.oom && !tail.oom) {
         err = errno;
     }
+    if (ok) ltt_sandbox_count_write((int64_t)(pg.n + body + tail.n));
     if (!ok) fprintf(stderr, "tensortrace: cannot write the report '%s': %s\n", rp.path, strerror(err));
     tt_strbuf_free(&pg);
+    tt_strbuf_free(&tail);
     free_state();
     return ok;
 }
@@ -918,6 +1013,8 @@ int ltt_report_open(const char *path, int argc, char **argv, long long seed, con
     close(fd);
     unlink(tmp);           /* made again at exit: a killed run leaves nothing behind */
     rp.finished = 0;
+    /* the page's memory counts against --max-memory, as tensors do */
+    rp.body.capped = rp.head.capped = rp.src.capped = rp.rows.capped = rp.figs.capped = rp.toc.capped = 1;
     rp.path = dup_str(path);
     rp.script = script ? dup_str(script) : NULL;
     rp.seed = seed;

@@ -396,7 +396,8 @@ static void writable(lua_State *L, const char *path, char full[PATH_MAX])
     if (path == NULL || *path == 0) path_error(L, "write", "", "empty file name");
     if (strlen(path) >= PATH_MAX) path_error(L, "write", path, "the name is too long");
     if (sbx.images[0] == 0) {
-        snprintf(why, sizeof why, "files may be written only under '%s', which does not exist", sbx.images_arg);
+        if (sbx.images_arg[0] == 0) snprintf(why, sizeof why, "no file may be written (--images DIR allows one folder)");
+        else snprintf(why, sizeof why, "files may be written only under '%s', which does not exist", sbx.images_arg);
         path_error(L, "write", path, why);
     }
     if (!resolve_parent(path, dir, &base)) {
@@ -557,6 +558,14 @@ int ltt_sandbox_check_write(lua_State *L, const char *path)
     check_quota(L, path, full);
     return 1;
 }
+
+int64_t ltt_sandbox_write_room(void)
+{
+    if (!sbx.on || quota.max_bytes <= 0) return -1;
+    return quota.bytes < quota.max_bytes ? quota.max_bytes - quota.bytes : 0;
+}
+
+void ltt_sandbox_count_write(int64_t bytes) { quota.bytes += bytes; }
 
 /* Counts n more bytes; raises, having written nothing, past the cap. */
 static void charge(lua_State *L, int64_t n)
@@ -864,6 +873,11 @@ static void set_fn(lua_State *L, const char *lib, const char *name, lua_CFunctio
     lua_pushfstring(L, "%s%s%s", lib ? lib : "", lib ? "." : "", name);
     set_field_fn(L, -2, lua_tostring(L, -1), name, f, wrap);
     lua_pop(L, 2);
+}
+
+void ltt_sandbox_close(void)
+{
+    sbx.on = 0;
 }
 
 int ltt_sandbox_open(lua_State *L, const char *images_dir, int images_given, const char *read_dir,

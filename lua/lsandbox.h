@@ -36,6 +36,9 @@ void ltt_limits_done(void);               /* after lua_close: stops the watchdog
    "no writes at all". Returns 0 and a message in *err on failure. */
 int ltt_sandbox_open(lua_State *L, const char *images_dir, int images_given, const char *read_dir,
                      const char **err);
+/* Turns the sandbox's file rules off again (--compare: for the engine's
+   own figure and JSON after a checked script ran under them). */
+void ltt_sandbox_close(void);
 /* The sandbox's write quota (0 = no cap), set before ltt_sandbox_open:
    bytes written (io writes, figure files) and distinct files written over
    the run. Past a cap the write raises an error naming --max-write or
@@ -52,5 +55,10 @@ int ltt_sandbox_check_read(lua_State *L, const char *path);
 /* After a figure was written to path: counts its bytes and the file against
    the quota; raises when that passes a cap (the file stays). */
 void ltt_sandbox_wrote(lua_State *L, const char *path);
+/* For the --report page, written at exit (no Lua state to raise on): the
+   bytes --max-write still allows (-1: no cap, or no --sandbox), and the
+   page's bytes counted once written. */
+int64_t ltt_sandbox_write_room(void);
+void ltt_sandbox_count_write(int64_t bytes);
 
 #endif

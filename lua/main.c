@@ -62,6 +62,10 @@ static const char usage_text[] =
     "                               shape, names, dtype, values; explain the first mismatch;\n"
     "                               one verdict line per file when there are several; exit 1\n"
     "                               when one does not match\n"
+    "                               with --sandbox: each MINE runs under the sandbox (reads\n"
+    "                               under its folder, writes only under --images if given)\n"
+    "                               and the limits, in a process of its own, so a runaway or\n"
+    "                               an attack ends only its own check (REF runs as it is)\n"
     "  --compare-tol RTOL,ATOL      value tolerance (default 1e-4,1e-5)\n"
     "  --compare-json FILE          also write the verdict as JSON (several files: one per line)\n"
     "  --compare-figure PATH        expected | yours | difference at the first mismatch (PNG/SVG)\n"
@@ -623,8 +627,10 @@ static int check_main(const options *o, int argc, char **argv)
         if (o->compare || o->exercise || o->script) return usage_error("'--exercises' lists the exercises; it takes no script%s", "");
         return ltt_exercises_list();
     }
-    if (o->sandbox || o->json || o->chunk)
-        return usage_error("'%s' does not apply to --compare and --exercise", o->sandbox ? "--sandbox" : o->json ? "--trace-json" : "-e");
+    if (o->json || o->chunk)
+        return usage_error("'%s' does not apply to --compare and --exercise", o->json ? "--trace-json" : "-e");
+    if (!o->sandbox && (o->max_write >= 0 || o->max_files >= 0))
+        return usage_error("'%s' only applies with --sandbox", o->max_write >= 0 ? "--max-write" : "--max-files");
     ltt_compare_opts c;
     memset(&c, 0, sizeof c);
     if (o->compare && o->exercise) return usage_error("'--compare' and '--exercise' do not go together%s", "");
@@ -646,9 +652,13 @@ static int check_main(const options *o, int argc, char **argv)
     c.report = o->report;
     c.report_argc = argc;
     c.report_argv = argv;
-    c.timeout = o->timeout > 0 ? o->timeout : 60;
+    c.timeout = o->timeout > 0 ? o->timeout : o->sandbox ? 30 : 60;
     c.max_instructions = o->max_instructions;
-    c.max_memory = o->max_memory >= 0 ? o->max_memory : default_max_memory(0);
+    c.max_memory = o->max_memory >= 0 ? o->max_memory : default_max_memory(o->sandbox);
+    c.sandbox = o->sandbox;
+    c.images = o->images;
+    c.max_write = o->max_write;
+    c.max_files = o->max_files;
     if (o->threads > 0) tt_set_num_threads(o->threads);
     tt_set_max_memory(c.max_memory);
     int code = o->watch ? ltt_compare_watch(&c) : ltt_compare(&c);

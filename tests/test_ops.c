@@ -1133,21 +1133,15 @@ static void test_masking(void)
     tt_tensor_release(&out);
     check_err("causal_mask negative", tt_causal_mask(&out, -1, 3, 1), TT_EARG, "causal_mask", "-1", NULL);
 
-    /* The work is bounded by the result's size: 2^24 rows of one key cost
-       about what one row of 2^24 keys costs (a loop per row took ~30x). */
-    double rows_ns = 1e30, cols_ns = 1e30;
-    for (int rep = 0; rep < 3; rep++) {
-        for (int tall = 0; tall < 2; tall++) {
-            int64_t t0 = tt_now_ns();
-            ok(tt_causal_mask(&out, tall ? 1 << 24 : 1, tall ? 1 : 1 << 24, 1));
-            double ns = (double)(tt_now_ns() - t0);
-            if (tall && ns < rows_ns) rows_ns = ns;
-            if (!tall && ns < cols_ns) cols_ns = ns;
-            tt_tensor_release(&out);
-        }
-    }
-    CHECK("causal_mask(2^24, 1) costs no more than 4x causal_mask(1, 2^24)", rows_ns <= 4.0 * cols_ns + 2e6);
-    if (rows_ns > 4.0 * cols_ns + 2e6) printf("  %.1f ms vs %.1f ms\n", rows_ns / 1e6, cols_ns / 1e6);
+    /* A tall mask (2^24 queries, one key) is the case a loop per row made
+       slow; its cost is measured in make bench, never timed here. Lower-right,
+       the one key is visible to the last query only. */
+    ok(tt_causal_mask(&out, (int64_t)1 << 24, 1, 1));
+    const uint8_t *m = tt_data_bool(&out);
+    int64_t seen = 0;
+    for (int64_t i = 0; i < (int64_t)1 << 24; i++) seen += m[i];
+    CHECK("causal_mask(2^24, 1) lower-right: only the last query sees the key", seen == 1 && m[((int64_t)1 << 24) - 1] == 1);
+    tt_tensor_release(&out);
 }
 
 /* ===== repeat_interleave, cat, stack ===== */

@@ -633,6 +633,27 @@ static void bench_ops(void)
     free(xf); free(yf); free(mb); free(src); free(dst);
 }
 
+/* A causal mask's cost is bounded by its size whatever its shape: 2^24
+   queries of one key against one query of 2^24 keys (a loop per row once
+   made the tall one ~30x slower). */
+static void mask_run(void *ctx)
+{
+    const int64_t *nqk = ctx;
+    tt_tensor m = {0};
+    if (tt_causal_mask(&m, nqk[0], nqk[1], 1) != TT_OK) { fprintf(stderr, "bench mask: %s\n", tt_errmsg()); exit(1); }
+    tt_tensor_release(&m);
+}
+
+static void bench_mask(void)
+{
+    int64_t tall[2] = { (int64_t)1 << 24, 1 }, wide[2] = { 1, (int64_t)1 << 24 };
+    stat3 st, sw;
+    timeit_pair(mask_run, tall, mask_run, wide, 0.5, &st, &sw);
+    printf("\n== causal_mask of 2^24 cells, one thread: tall [2^24,1] vs wide [1,2^24], ms\n");
+    printf("  tall %.2f (%.2f-%.2f)   wide %.2f (%.2f-%.2f)   ratio tall/wide %.2f\n",
+           st.med * 1e3, st.min * 1e3, st.max * 1e3, sw.med * 1e3, sw.min * 1e3, sw.max * 1e3, st.med / sw.med);
+}
+
 /* ===== sdpa vs PyTorch ===== */
 
 typedef struct at { tk_sdpa_args a; } at;
@@ -968,7 +989,7 @@ int main(int argc, char **argv)
     if (want[1]) bench_gemm();
     if (want[2]) bench_softmax(py);
     if (want[4]) bench_ew(py);
-    if (want[6]) bench_ops();
+    if (want[6]) { bench_ops(); tt_set_num_threads(1); bench_mask(); }
     if (want[3]) bench_sdpa(py);
     if (want[5]) bench_sdpa_bwd(py);
     return 0;

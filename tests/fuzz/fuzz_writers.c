@@ -97,6 +97,7 @@ static void check_file(const char *name, int kind, const char *const *strs)
     if (s == NULL) return;                  /* that writer refused the input: fine */
     unlink(path);
     int ok = 1;
+    wf_at = NULL;
     if (kind == 'j') {
         for (char *line = s, *nl; ok && line < s + n; line = nl + 1) {
             nl = memchr(line, '\n', (size_t)(s + n - line));
@@ -108,6 +109,7 @@ static void check_file(const char *name, int kind, const char *const *strs)
     }
     if (!ok) {
         fprintf(stderr, "fuzz_writers: %s is not well-formed and inert: %s\n", name, wf_why);
+        if (wf_at) fprintf(stderr, "  near: %.120s\n", (const char *)wf_at);
         for (int i = 0; i < NSTR; i++) fprintf(stderr, "  S[%d] = %.200s\n", i + 1, strs[i]);
         abort();
     }

@@ -423,5 +423,70 @@ check("report: a backward row names its op as the trace does",
       has(page, '<span class="op">grad softmax</span> grad[2,3] -&gt; grad of x[2,3]'))
 check("report: the backward page is well-formed XML", xml_check(page) == nil)
 
+-- ===== The page's limits (issue 31): one entry of any size is cut where
+-- the page's cap is, visibly; the page counts against --max-memory, and
+-- under --sandbox against --max-write =====
+local sbx = dir .. "/sbx"
+assert(os.execute("mkdir -p " .. sbx .. "/images"))
+local quotes = T.write(sbx, "q.lua", [[
+local s = string.rep("'", 4e7)     -- escaped five times over: 200 MB of page
+tt.trace.section(s)
+print(s)
+local f = io.open("/proc/self/status")
+local hwm = f and f:read("a"):match("VmHWM:%s*(%d+)")
+if f then f:close() end
+io.stderr:write("HWM ", hwm or "?", "\n")
+]])
+local out, err, code = T.run(sbx, "--max-memory 100M --report " .. sbx .. "/images/q.html " .. quotes)
+local qhtml = T.slurp(sbx .. "/images/q.html") or ""
+local hwm = tonumber(err:match("HWM (%d+)"))
+check("one huge entry: exit 0", code == 0)
+check("one huge entry: the page stays within its cap (" .. #qhtml .. " bytes)",
+      #qhtml > 0 and #qhtml <= 32 * 2^20 + 128 * 2^10)
+check("one huge entry: the title is cut, saying how much (1024 bytes kept of 4e7)",
+      has(qhtml, "(cut: 39999805 bytes)"))
+check("one huge entry: the printed text is cut where the page ends, saying so",
+      qhtml:find("%(cut: %d+ bytes%)") ~= nil and has(qhtml, "The page stops here: it reached its cap"))
+check("one huge entry: the page is well-formed", xml_check(qhtml) == nil)
+check("one huge entry: the process stays near the cap (peak " .. tostring(hwm) .. " KB; 470 MB before)",
+      hwm ~= nil and hwm < 200 * 1024)
+-- the page's memory counts: a 30 MB narrative leaves no room under a 48M
+-- cap for a 20 MB tensor (without the report it fits: Lua's 10 MB
+-- string counts in Lua's own share)
+local held = T.write(sbx, "held.lua", [[
+local s = string.rep("x", 10 * 2^20)
+for _ = 1, 3 do print(s) end
+local ok, e = pcall(tt.zeros, 5 * 2^20)
+io.stderr:write(ok and "ALLOCATED" or e, "\n")
+]])
+out, err = T.run(sbx, "--max-memory 48M --report " .. sbx .. "/images/held.html " .. held)
+check("the page's memory counts against --max-memory", has(err, "the memory cap is 48.0 MiB"))
+out, err = T.run(sbx, "--max-memory 48M " .. held)
+check("... (without --report the tensor fits)", has(err, "ALLOCATED"))
+-- --max-write: the page is a write of the run (it wrote 225 MB past 1M)
+out, err, code = T.run(sbx, "--sandbox --images " .. sbx .. "/images --max-memory 100M --max-write 1M --report " .. sbx .. "/images/w.html " .. quotes)
+local whtml = T.slurp(sbx .. "/images/w.html") or ""
+check("--max-write 1M: the page stays under it (" .. #whtml .. " bytes)", #whtml > 0 and #whtml <= 2^20)
+check("--max-write 1M: the cut is visible", qhtml:find("%(cut: %d+ bytes%)") ~= nil
+      and has(whtml, "The page stops here"))
+check("--max-write 1M: well-formed", xml_check(whtml) == nil)
+-- the body fitted while it grew; a write after it left too little room
+local fill = T.write(sbx, "fill.lua", [[
+print(string.rep("x", 100000))
+local f = io.open("]] .. sbx .. [[/images/blob", "w"); f:write(string.rep("b", 1000 * 1000 - 20000)); f:close()
+]])
+out, err, code = T.run(sbx, "--sandbox --images " .. sbx .. "/images --max-write 1000K --report " .. sbx .. "/images/f.html " .. fill)
+local fhtml2 = T.slurp(sbx .. "/images/f.html") or ""
+check("--max-write nearly used: the page without its body (" .. #fhtml2 .. " bytes)",
+      #fhtml2 > 0 and #fhtml2 <= 1000 * 1024 - (1000 * 1000 - 20000) and has(fhtml2, "body is left out")
+      and xml_check(fhtml2) == nil)
+local full = T.write(sbx, "full.lua", [[
+local f = io.open("]] .. sbx .. [[/images/blob", "w"); f:write(string.rep("b", 1000 * 1024 - 10)); f:close()
+]])
+out, err, code = T.run(sbx, "--sandbox --images " .. sbx .. "/images --max-write 1000K --report " .. sbx .. "/images/g.html " .. full)
+check("--max-write used up: no page, and the reason", io.open(sbx .. "/images/g.html") == nil
+      and has(err, "cannot write the report '" .. sbx .. "/images/g.html': even without its body")
+      and has(err, "would pass --max-write"))
+
 os.execute("rm -rf '" .. dir .. "'")
 T.report()

@@ -1,0 +1,15 @@
+-- exercise: 00_views
+-- expect: shape
+-- x_T swaps the first two dims instead of the last two: [R,B,C] where [B,C,R] is asked.
+-- (a copy of the solution with this one mistake; its checks are left out, as a learner's copy has none)
+local x = tt.arange(24):view(2, 3, 4):named("B", "R", "C"):label("x")
+local bias = tt.tensor{100, 200, 300, 400}:named("C"):label("bias")
+-- ===== your code below =====
+
+local x_T = x:transpose(1, 2):label("x_T")                  -- the wrong pair of dims
+local x_row3 = x:select(2, 3):label("x_row3")               -- [B,C]: row 3 of each block
+local x_cols = x:narrow(3, 2, 2):label("x_cols")            -- [B,R,2]: columns 2 and 3
+local x_T_flat = x_T:reshape(24):label("x_T_flat")          -- view refuses (x_T is not contiguous): reshape copies
+local shifted = (x + bias):label("shifted")                 -- [B,R,C] + [C]: the bias stretched over B and R
+local centered = (x - x:mean("C", true)):label("centered")  -- [B,R,C] - [B,R,1]: each row minus its mean
+
