@@ -396,7 +396,7 @@ check-web-deps:
 
 # A second make, so the source folders web/sources.sh unpacked are seen.
 web: check-web-deps
-	@$(MAKE) --no-print-directory $(WEB_DIR)/index.html
+	@$(MAKE) --no-print-directory -j2 $(WEB_DIR)/index.html
 
 # (Debian's luaconf.h names the library folder by multiarch triplet)
 $(WEB_OBJ)/lua54/lua5.4-deb-multiarch.h:

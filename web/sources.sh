@@ -29,7 +29,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
     echo "web: no deb-src entry in /etc/apt; adding /etc/apt/sources.list.d/tensortrace-src.sources:"
     echo "$entry" | sed 's/^/    /'
     echo "$entry" | $sudo tee /etc/apt/sources.list.d/tensortrace-src.sources >/dev/null
-    echo "web: running: $sudo apt-get update"
+    echo "web: running: ${sudo:+$sudo }apt-get update"
     $sudo apt-get update -qq
 fi
 for p in lua5.4 zlib libpng1.6; do
