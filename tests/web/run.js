@@ -300,6 +300,12 @@ async function main() {
     await page.eval('new Promise(r => setTimeout(r, 300))');
     const wide = await page.eval('document.documentElement.scrollWidth');
     ok(wide <= w, 'at ' + w + ' px the page is ' + wide + ' px wide (sideways scrolling)');
+    if (w === 1280) {   // the README's picture: the trace around the first figure, beside the script
+      await page.eval(`(() => { const f = document.getElementById('report').contentDocument.querySelector('figure');
+        f.scrollIntoView({ block: 'center' }); })()`);
+      await page.shot(path.join(shots, 'figure-1280.png'));
+      await page.eval(`document.getElementById('report').contentWindow.scrollTo(0, 0)`);
+    }
     const file = path.join(shots, 'page-' + w + '.png');
     await page.shot(file);
     const [sw, , c] = colours(file);
