@@ -1,7 +1,7 @@
 # tensortrace — make · make test · make lesson · make lessons · make figures · make golden
 #               make layers · make report · make test-browser · make bench · make asan · make memcheck · make module
 #               make difftest · make fuzz-parsers
-#               make install · make uninstall · make clean
+#               make web · make test-web · make install · make uninstall · make clean
 .PHONY: all test layers lesson lessons figures golden report test-browser bench asan memcheck module install uninstall \
         clean deps check-deps check-test-deps
 
@@ -222,6 +222,12 @@ install: all tt.so
 	install -m 644 lessons/exercises/solutions/*.lua $(DESTDIR)$(SHARE)/lessons/exercises/solutions/
 	install -m 644 images/*.png $(DESTDIR)$(SHARE)/images/
 	install -m 644 lua/tensortrace.1 $(DESTDIR)$(MAN1)/tensortrace.1
+	@# the browser page, when make web has built it (it needs emscripten, which install does not)
+	@if [ -f $(WEB_DIR)/index.html ]; then \
+	    echo "install: the web page $(WEB_DIR) -> $(DESTDIR)$(SHARE)/web"; \
+	    rm -rf $(DESTDIR)$(SHARE)/web && install -d $(DESTDIR)$(SHARE)/web && cp -R $(WEB_DIR)/. $(DESTDIR)$(SHARE)/web/ && \
+	    chmod -R u=rwX,go=rX $(DESTDIR)$(SHARE)/web; \
+	else echo "install: no web page ($(WEB_DIR)/index.html): run make web first to install it too"; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/tensortrace $(DESTDIR)$(LUA_CMOD)/tt.so $(DESTDIR)$(MAN1)/tensortrace.1
@@ -373,3 +379,98 @@ fuzz-parsers fuzz-libfuzzer:
 
 # Header dependencies written by -MMD (absent before the first build).
 -include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(MODULE_OBJ:.o=.d) $(CTEST_BIN:=.d) $(BUILD)/tests/pngcmp.d
+
+# ===== In the browser (issue 26): make web · make test-web =====
+# build/web/: index.html, the interpreter as WebAssembly (tensortrace.js, the
+# wasm inside it, so file:// works) and the lessons. Built by Debian's
+# emscripten (installed when missing, saying so) from the same core/ and lua/
+# sources as the binary, with the portable kernels (TT_NO_SIMD) on one thread,
+# and Lua 5.4, zlib and libpng from Debian's source packages (lua/web/sources.sh).
+.PHONY: web test-web check-web-deps
+EMCC       ?= emcc
+# Debian's emscripten runs its JS tools with the node on PATH; Debian's acorn
+# (a dependency of the package) lives in /usr/share/nodejs, which a node
+# from elsewhere (nodesource) does not search.
+export NODE_PATH := $(NODE_PATH)$(if $(NODE_PATH),:)/usr/share/nodejs
+WEB_DIR     = build/web
+WEB_OBJ     = build/web-obj
+WEB_SRC     = build/web-src
+WEB_LUA     = $(firstword $(wildcard $(WEB_SRC)/lua5.4-*/src))
+WEB_ZLIB    = $(firstword $(wildcard $(WEB_SRC)/zlib-*/))
+WEB_PNG     = $(firstword $(wildcard $(WEB_SRC)/libpng1.6-*/))
+WEB_CFLAGS  = -O2 -std=c11 -D_XOPEN_SOURCE=700 -DTT_NO_SIMD -Wall -Wno-unused-command-line-argument
+WEB_LIB_OBJ = $(patsubst %.c,$(WEB_OBJ)/lua54/%.o,$(notdir $(filter-out %/lua.c %/luac.c,$(wildcard $(WEB_LUA)/*.c)))) \
+              $(patsubst %.c,$(WEB_OBJ)/zlib/%.o,$(notdir $(wildcard $(WEB_ZLIB)*.c))) \
+              $(patsubst %.c,$(WEB_OBJ)/png/%.o,$(notdir $(filter-out %/example.c %/pngtest.c,$(wildcard $(WEB_PNG)png*.c))))
+WEB_TT_OBJ  = $(CORE_OBJ:$(BUILD)/%.o=$(WEB_OBJ)/%.o) $(LUA_OBJ:$(BUILD)/%.o=$(WEB_OBJ)/%.o) $(WEB_OBJ)/gen/compare_lua.o
+WEB_LDFLAGS = -O2 -sMODULARIZE=1 -sEXPORT_NAME=createTensortrace -sSINGLE_FILE=1 -sINVOKE_RUN=0 -sEXIT_RUNTIME=1 \
+              -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=2147483648 -sTOTAL_STACK=8388608 -sFORCE_FILESYSTEM=1 \
+              -sENVIRONMENT=web,worker,node -sEXPORTED_RUNTIME_METHODS=callMain,FS,ENV
+WEB_LESSONS = $(wildcard lessons/*.lua lessons/lib/*.lua lessons/data/* lessons/exercises/*.lua \
+              lessons/exercises/solutions/*.lua lessons/exercises/README.md)
+
+check-web-deps:
+	@if ! command -v $(EMCC) >/dev/null 2>&1; then \
+	    sudo=""; [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo="sudo"; \
+	    if command -v apt-get >/dev/null 2>&1; then \
+	        echo "web: emscripten is missing; running: $$sudo apt-get update && $$sudo apt-get install -y emscripten"; \
+	        $$sudo apt-get update -qq && $$sudo apt-get install -y emscripten || exit 1; \
+	    else echo "web: install emscripten (e.g. 'apt-get install emscripten')"; exit 1; fi; \
+	fi
+	@sh lua/web/sources.sh $(WEB_SRC)
+
+# A second make, so the source folders lua/web/sources.sh unpacked are seen.
+web: check-web-deps
+	@$(MAKE) --no-print-directory -j2 $(WEB_DIR)/index.html
+
+# (Debian's luaconf.h names the library folder by multiarch triplet)
+$(WEB_OBJ)/lua54/lua5.4-deb-multiarch.h:
+	@mkdir -p $(dir $@)
+	echo '#define DEB_HOST_MULTIARCH "wasm32-emscripten"' > $@
+$(WEB_OBJ)/lua54/%.o: $(WEB_LUA)/%.c $(WEB_OBJ)/lua54/lua5.4-deb-multiarch.h
+	$(EMCC) -O2 -I$(WEB_OBJ)/lua54 -c -o $@ $<
+$(WEB_OBJ)/zlib/%.o: $(WEB_ZLIB)%.c
+	@mkdir -p $(dir $@)
+	$(EMCC) -O2 -DHAVE_UNISTD_H -DHAVE_STDARG_H -c -o $@ $<
+$(WEB_OBJ)/png/pnglibconf.h: $(WEB_PNG)scripts/pnglibconf.h.prebuilt
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(WEB_OBJ)/png/%.o: $(WEB_PNG)%.c $(WEB_OBJ)/png/pnglibconf.h
+	$(EMCC) -O2 -I$(WEB_OBJ)/png -I$(WEB_ZLIB) -DPNG_ARM_NEON_OPT=0 -c -o $@ $<
+WEB_INC = -Icore -Icore/figure -I$(WEB_LUA) -I$(WEB_OBJ)/lua54 -I$(WEB_OBJ)/png -I$(WEB_PNG) -I$(WEB_ZLIB)
+$(WEB_OBJ)/%.o: %.c $(WEB_OBJ)/png/pnglibconf.h $(WEB_OBJ)/lua54/lua5.4-deb-multiarch.h
+	@mkdir -p $(dir $@)
+	$(EMCC) $(WEB_CFLAGS) $(WEB_INC) -MMD -MP -c -o $@ $<
+$(WEB_OBJ)/gen/compare_lua.o: $(BUILD)/gen/compare_lua.c
+	@mkdir -p $(dir $@)
+	$(EMCC) $(WEB_CFLAGS) -c -o $@ $<
+
+$(WEB_DIR)/tensortrace.js: $(WEB_TT_OBJ) $(WEB_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(EMCC) $(WEB_LDFLAGS) -o $@ $^
+
+$(WEB_DIR)/index.html: $(WEB_DIR)/tensortrace.js lua/web/index.html lua/web/page.js lua/web/page.css lua/web/pack.js README.md $(WEB_LESSONS)
+	@rm -rf $(WEB_DIR)/lessons && mkdir -p $(WEB_DIR)/lessons && cp -R lessons/. $(WEB_DIR)/lessons/
+	@node lua/web/pack.js $(WEB_DIR)
+	@echo "web: $(WEB_DIR)/index.html ($$(du -sh $(WEB_DIR) | cut -f1) in all); open it in a browser, no server needed"
+
+# The page in headless Chromium (tests/web/run.js; never run by make test):
+# every lesson against this binary, --trace=values against the SIMD=0 one
+# (the page's kernels). Installs chromium when missing, as test-browser does;
+# when emscripten cannot be installed, says so on its closing line.
+test-web: all $(BUILD)/tests/pngcmp $(BUILD)/tests/pngcolors
+	@if ! $(MAKE) --no-print-directory web; then \
+	    echo "0 passed, 1 failed"; \
+	    echo "test-web: NOT RUN: the page could not be built (emscripten or Debian's sources could not be installed: see above)"; \
+	    exit 1; fi
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/scalar SIMD=0 $(BUILD)/scalar/tensortrace
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+	    sudo=""; [ "$$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo="sudo"; \
+	    if command -v apt-get >/dev/null 2>&1; then \
+	        echo "test-web: chromium is missing; running: $$sudo apt-get update && $$sudo apt-get install -y chromium"; \
+	        $$sudo apt-get update -qq && $$sudo apt-get install -y chromium || exit 1; \
+	    else echo "test-web: install Chromium (e.g. 'apt-get install chromium')"; echo "0 passed, 1 failed"; exit 1; fi; \
+	fi
+	@node --experimental-websocket --no-warnings tests/web/run.js $(BUILD)
+
+-include $(WEB_TT_OBJ:.o=.d)

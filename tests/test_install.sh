@@ -9,8 +9,8 @@ passed=0 failed=0
 ok() { if [ "$1" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $2"; fi; }
 
 dest=$tmp/dest prefix=/opt/tt
-make --no-print-directory -s install DESTDIR="$dest" PREFIX=$prefix >"$tmp/out" 2>&1
-ok $? "make install: $(cat "$tmp/out")"
+make --no-print-directory -s install DESTDIR="$dest" PREFIX=$prefix >"$tmp/install.out" 2>&1
+ok $? "make install: $(cat "$tmp/install.out")"
 root=$dest$prefix
 for f in bin/tensortrace lib/lua/5.4/tt.so share/man/man1/tensortrace.1 \
          share/tensortrace/lessons/03_causal_mask.lua share/tensortrace/images/03_weights.png; do
@@ -32,6 +32,15 @@ ok $? "installed lesson 09 failed: $(tail -5 "$tmp/out")"
 (cd "$tmp/run" && "$root/bin/tensortrace" -q "$root/share/tensortrace/lessons/07_gqa.lua") >"$tmp/out" 2>&1
 ok $? "installed lesson 07 failed: $(tail -5 "$tmp/out")"
 ! grep -q "^Trained" "$tmp/out"; ok $? "installed lesson 07 retrained: the GQA checkpoint was not installed"
+
+# The browser page goes along when make web has built it (make test does not).
+if [ -f build/web/index.html ]; then
+    for f in index.html tensortrace.js lessons.js lessons/03_causal_mask.lua; do
+        cmp -s "build/web/$f" "$root/share/tensortrace/web/$f"; ok $? "the web page's $f is not installed"
+    done
+else
+    grep -q "no web page" "$tmp/install.out"; ok $? "make install did not say the web page is missing: $(cat "$tmp/install.out")"
+fi
 
 # --exercise finds the installed exercises from any folder (beside ../share)
 (cd "$tmp/run" && XDG_STATE_HOME="$tmp/state" "$root/bin/tensortrace" --exercise 03) >"$tmp/out" 2>&1
