@@ -522,7 +522,7 @@ void tt_fmt_si(char *buf, size_t n, double v, int digits, const char *unit);
    0 when none starts there. ASCII (s[0] < 0x80) gives 1. */
 int tt_utf8_len(const unsigned char *s, size_t left);
 
-#define TT_TRACE_MAX_INPUTS 4
+#define TT_TRACE_MAX_INPUTS 5
 
 /* Which pass an event belongs to. FORWARD: an op ran. BACKWARD: one node of
    a backward pass (op is the forward op it differentiates; inputs[0] is the

@@ -57,7 +57,8 @@ static void check_loaded(const tt_loaded *f, size_t file_size)
         const tt_tensor *t = &f->tensors[i];
         if (f->names[i] == NULL || strcmp(f->names[i], "__metadata__") == 0) fail("a bad name", f->names[i]);
         if (!tt_is_contiguous(t)) fail("a loaded tensor is not contiguous", f->names[i]);
-        if (t->dtype != TT_FLOAT32 && t->dtype != TT_INT64 && t->dtype != TT_BOOL) fail("a bad dtype", f->names[i]);
+        if (t->dtype != TT_FLOAT32 && t->dtype != TT_INT64 && t->dtype != TT_BOOL && t->dtype != TT_BFLOAT16
+            && t->dtype != TT_FLOAT16) fail("a bad dtype", f->names[i]);
         total += nbytes(t);
         if (t->dtype == TT_BOOL) {
             const uint8_t *b = bytes_of(t);
