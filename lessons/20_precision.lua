@@ -263,7 +263,7 @@ print("Figure: images/20_bf16_error.png (left: the weights' own rounding, below"
 print(string.format("%.2f%% everywhere; right: the whole computation, up to %.2f%%).", 100 * u, 100 * all_max))
 
 tt.trace.section("3b. Why the sums add up in float32")
-print("Every op here reads 16-bit numbers, computes in float32 and rounds once at")
+print("Every tt op reads 16-bit numbers, computes in float32 and rounds once at")
 print("the end; a matmul's products add up in float32. What if they did not? The")
 print("dot product of two bfloat16 vectors of length 4096 (entries of variance 1):")
 print("each product of two bfloat16 numbers is exact in float32 (8 + 8 significant")
@@ -377,7 +377,8 @@ print(string.format("Checked: the repeated-token loss moves by less than %g nats
 print(string.format("head score by less than %g (the largest moves: %.4f and %.4f). The", HEAD_TOL,
   math.abs(r16.repeated - r32.repeated), worst_head))
 print("heads lesson 14 found are the same heads in bfloat16: a trained model")
-print("tolerates 8-bit mantissas (lesson 14 tells its heads apart at a threshold of 0.4).")
+print("tolerates 8-bit mantissas (lesson 14 tells its heads apart at a threshold")
+print("of 0.4).")
 
 tt.trace.section("5. How fast is each dtype here?")
 print("Measured now, on this machine, so these numbers are this machine's alone:")
@@ -410,8 +411,10 @@ for _, dtype in ipairs{"float32", "bfloat16", "float16"} do
 end
 tt.trace.on()
 if os.getenv("TT_TRACE_NO_TIMES") then
-  print("(TT_TRACE_NO_TIMES is set, as for the golden traces: the timings are left out.)")
+  print("(TT_TRACE_NO_TIMES is set, as for the golden traces: the timings and the")
+  print("kernel path are left out.)")
 else
+  print(string.format("Kernel path: %s (tt.kernel_path(): avx512, avx2 or scalar, the portable C).", tt.kernel_path()))
   print("  dtype      matmul ms   GFLOP/s   vs float32     sdpa ms   GFLOP/s   vs float32")
   for _, r in ipairs(speed) do
     print(string.format("  %-8s  %10.3f  %8.1f  %9.2fx   %10.3f  %8.1f  %9.2fx", r.dtype,
@@ -420,8 +423,9 @@ else
   print("(\"vs float32\" above 1 means faster; other programs running at the same")
   print("time slow every row.)")
 end
-print("Whether 16 bits pay off in time depends on the kernels. Where the CPU has")
-print("bf16 dot-product instructions (AVX512_BF16's vdpbf16ps), a bfloat16 kernel")
-print("does twice float32's multiply-adds per instruction; where the kernels convert")
-print("16-bit numbers to float32 and back, the conversions cost time and only the")
-print("memory is halved. `make bench` names the kernel path this machine uses.")
+print("Whether 16 bits pay off in time depends on the kernels, not on the format.")
+print("Where the CPU has bf16 dot-product instructions (AVX512_BF16's vdpbf16ps),")
+print("a bfloat16 kernel does twice float32's multiply-adds per instruction;")
+print("elsewhere the 16-bit numbers are converted to float32 for the arithmetic,")
+print("which halves the memory and costs the conversions. The table says what that")
+print("comes to here; `make bench` times the kernels at larger sizes.")
