@@ -27,13 +27,13 @@ local function maxabs(t) return t:float():abs():max():item() end
 tt.trace.section("1. float16 scores overflow past 65504")
 print(string.format("float16's largest number is %g. A result is rounded to the nearest float16,", F16.max))
 print("and the next step after 65504 would be 65536, so everything from 65520 up")
-print("rounds to inf. Lesson 02: with entries of std sigma, q.k has std")
-print("sigma^2 * sqrt(Dh).")
-print("At sigma = 1 and Dh = 128 their std is about 11: far from 65504. Activations")
-print("with outliers (no norm layer before them, or a few huge features) are another")
-print("matter. 32 queries against 32 keys, Dh = 128, the entries grown to std sigma,")
-print("each q and k stored in float16 and the raw scores q @ k^T computed in float16")
-print("(the products add up in float32 and the result is rounded once):")
+print("rounds to inf. By lesson 02, with entries of std sigma, q.k has std")
+print("sigma^2 * sqrt(Dh): at sigma = 1 and Dh = 128 about 11, far from 65504.")
+print("Activations with outliers (no norm layer before them, or a few huge")
+print("features) are another matter. 32 queries against 32 keys, Dh = 128, the")
+print("entries grown to std sigma, each q and k stored in float16 and the raw scores")
+print("q @ k^T computed in float16 (the products add up in float32 and the result")
+print("is rounded once):")
 local Dh, N = 128, 32
 local q0, k0 = tt.randn(N, Dh), tt.randn(N, Dh)
 local raw0 = maxabs(q0:matmul(k0:mT()))                 -- the largest |q.k| at sigma = 1
@@ -94,7 +94,8 @@ out16:label("sdpa output (float16)")
 tt.trace.off()
 local folded_inf = count(folded:abs():eq(math.huge))
 local out_bad = count(out16:ne(out16)) + count(out16:abs():eq(math.huge))
-print(string.format("At sigma = %d: (q / sqrt(Dh)) @ k^T in float16 has %d inf (its largest is %.0f);", sigma, folded_inf, maxabs(folded)))
+print(string.format("At sigma = %d: (q / sqrt(Dh)) @ k^T in float16 has %d inf (its largest is %.0f);",
+  sigma, folded_inf, maxabs(folded)))
 print(string.format("tt.sdpa on the float16 q, k, v computes the scores in float32 inside: %d NaN or inf", out_bad))
 print("in its output. Scaled first, a score overflows only once q.k passes")
 print(string.format("65504 * sqrt(Dh) = %.0f.", 65504 * math.sqrt(Dh)))
@@ -154,7 +155,9 @@ for _, dtype in ipairs{"float16", "bfloat16"} do
   if m(dtype, "finfo.min").empty ~= 0.25 or m(dtype, "-1e4").empty ~= 0.25 then
     error(dtype .. ": a row of equal finite mask values should give uniform weights")
   end
-  if m(dtype, "finfo.min").twice ~= -math.huge then error(dtype .. ": finfo.min + finfo.min should overflow to -inf") end
+  if m(dtype, "finfo.min").twice ~= -math.huge then
+    error(dtype .. ": finfo.min + finfo.min should overflow to -inf")
+  end
   if m(dtype, "finfo.min").low ~= 0 or m(dtype, "-inf").low ~= 0 then error(dtype .. ": should still give 0") end
   if m(dtype, "-1e4").low == 0 then error(dtype .. ": -1e4 should fail next to scores near -1e4") end
   -- a row hidden twice by additive finfo.min masks: all -inf, so NaN
@@ -427,5 +430,5 @@ print("Whether 16 bits pay off in time depends on the kernels, not on the format
 print("Where the CPU has bf16 dot-product instructions (AVX512_BF16's vdpbf16ps),")
 print("a bfloat16 kernel does twice float32's multiply-adds per instruction;")
 print("elsewhere the 16-bit numbers are converted to float32 for the arithmetic,")
-print("which halves the memory and costs the conversions. The table says what that")
-print("comes to here; `make bench` times the kernels at larger sizes.")
+print("so the tensors take half the memory and the conversions cost time. The table")
+print("says what that comes to here; `make bench` times the kernels at larger sizes.")
