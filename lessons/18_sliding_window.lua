@@ -9,10 +9,13 @@
 -- hand, checks tt.sdpa's fused `window` option against it (with GQA too),
 -- counts the cost against full causal attention, decodes with a rolling
 -- buffer, measures how far information travels through L layers, and tests
--- StreamingLLM's attention sinks on lesson 16's trained character model.
+-- StreamingLLM's attention sinks on lesson 16's trained character model and
+-- on a twin trained with a start token.
 --
--- Run it:   ./tensortrace lessons/18_sliding_window.lua
--- Model:    lesson 16's, lessons/data/the_block.safetensors (loaded, not trained here)
+-- Run it:   ./tensortrace lessons/18_sliding_window.lua            (loads both checkpoints)
+--           ./tensortrace lessons/18_sliding_window.lua --retrain  (trains the twin again: under a minute on 2 cores)
+-- Models:   lesson 16's, lessons/data/the_block.safetensors (loaded, never trained here);
+--           the twin with a start token, lessons/data/sliding_window_bos.safetensors (written by --retrain)
 -- Figures:  images/18_band.png  images/18_cost.png
 
 tt.manual_seed(18)
@@ -66,14 +69,14 @@ print("{window = 4, sinks = 2} equals the second mask of the figure.")
 tt.trace.section("3. The cost: N W instead of N^2")
 print("The trace counts 2 (Dh + Dv) FLOPs for every (query, key) pair the mask")
 print("leaves visible: N (N + 1) / 2 pairs under causal, about N W in a band. One")
-print("head, Dh = 16, W = 64, N = 64 .. 4096 (trace paused):")
+print("head, Dh = 16, W = 64, N = 64 .. 2048 (trace paused):")
 local function counted_flops()
   local total = 0
   for _, op in pairs(tt.trace.summary{print = false}) do total = total + op.flops end
   return total
 end
 local WC = 64
-local Ns, causal_cost, window_cost = {64, 128, 256, 512, 1024, 2048, 4096}, {}, {}
+local Ns, causal_cost, window_cost = {64, 128, 256, 512, 1024, 2048}, {}, {}
 tt.trace.off()
 for idx, n in ipairs(Ns) do
   local qq, kk, vv = tt.randn(1, 1, n, 16), tt.randn(1, 1, n, 16), tt.randn(1, 1, n, 16)
@@ -99,8 +102,9 @@ print("W (W + 1) / 2 + (N - W) W; at N = W = 64 the two are the same.")
 local function slope(c) return math.log(c[#c] / c[#c - 1]) / math.log(Ns[#Ns] / Ns[#Ns - 1]) end
 local s_causal, s_window = slope(causal_cost), slope(window_cost)
 print(string.format("Log-log slopes between the last two N: causal %.2f, window %.2f.", s_causal, s_window))
-if math.abs(s_causal - 2) > 0.01 or math.abs(s_window - 1) > 0.02 then error("the slopes should be 2 and 1") end
-print("Checked: causal grows like N^2 (slope 2), the window like N (slope 1).")
+if math.abs(s_causal - 2) > 0.01 or math.abs(s_window - 1) > 0.03 then error("the slopes should be 2 and 1") end
+print("Checked: causal grows like N^2 (slope 2), the window like N (slope 1; the pairs")
+print("the first W rows lack, a fixed W (W - 1) / 2, keep it a little above 1).")
 tt.plot({
   {name = string.format("causal, slope %.2f", s_causal), x = Ns, y = causal_cost},
   {name = string.format("W = %d, slope %.2f", WC, s_window), x = Ns, y = window_cost},
@@ -114,6 +118,13 @@ print("both kernels; core/README.md has a run.")
 -- attention call can take any tt.sdpa options (tt.nn.Block's is causal).
 local here = arg[0]:match("^(.*)/") or "."
 local CORPUS, CHECKPOINT = here .. "/data/prose.txt", here .. "/data/the_block.safetensors"
+local TWIN_CHECKPOINT = here .. "/data/sliding_window_bos.safetensors"
+local retrain = false
+for _, a in ipairs({...}) do if a == "--retrain" then retrain = true end end
+do
+  local f = io.open(TWIN_CHECKPOINT, "rb")
+  if f then f:close() else retrain = true end
+end
 tt.trace.off()
 local text
 do
@@ -131,21 +142,30 @@ local all = {}
 for i = 1, #text do all[i] = ids[text:sub(i, i)] end
 local split = math.floor(#all * 0.9)
 local val_ids = tt.tensor({table.unpack(all, split + 1, #all)}, "int64")
-local lm = {embed = tt.nn.Embedding(V, D), norm = tt.nn.RMSNorm(D), head = tt.nn.Linear(D, V, {bias = false}), blocks = {}}
-for l = 1, LAYERS do lm.blocks[l] = tt.nn.Block(D, H, {rope = true}) end
-do
-  local loaded = tt.load(CHECKPOINT)
-  local function fill(prefix, m)
-    for _, p in ipairs(m:named_parameters()) do
-      local t = loaded[prefix .. p[1]] or error(CHECKPOINT .. " has no tensor '" .. prefix .. p[1] .. "'")
-      tt.no_grad(function() p[2]:copy_(t) end)
-    end
+-- lesson 16's model over a vocabulary of vsize tokens, and its parameters by the checkpoint's names
+local function new_lm(vsize)
+  local m = {embed = tt.nn.Embedding(vsize, D), norm = tt.nn.RMSNorm(D), head = tt.nn.Linear(D, vsize, {bias = false}),
+             blocks = {}, named = {}}
+  for l = 1, LAYERS do m.blocks[l] = tt.nn.Block(D, H, {rope = true}) end
+  local function add(prefix, mod)
+    for _, p in ipairs(mod:named_parameters()) do m.named[#m.named + 1] = {prefix .. p[1], p[2]} end
   end
-  fill("embed.", lm.embed)
-  for l = 1, LAYERS do fill("blocks." .. l .. ".", lm.blocks[l]) end
-  fill("norm.", lm.norm)
-  fill("head.", lm.head)
+  add("embed.", m.embed)
+  for l = 1, LAYERS do add("blocks." .. l .. ".", m.blocks[l]) end
+  add("norm.", m.norm)
+  add("head.", m.head)
+  return m
 end
+local function load_into(m, path)
+  local loaded, meta = tt.load(path)
+  for _, np in ipairs(m.named) do
+    local t = loaded[np[1]] or error(path .. " has no tensor '" .. np[1] .. "'")
+    tt.no_grad(function() np[2]:copy_(t) end)
+  end
+  return meta
+end
+local lm = new_lm(V)
+load_into(lm, CHECKPOINT)
 local Dh = D // H
 local function split_heads(x) return tt.rearrange(x, "b t (h d) -> b h t d", {h = H}) end
 -- one block's attention sublayer input -> q, k (RoPE at the positions pos) and v [b, H, n, Dh]
@@ -168,9 +188,12 @@ local function through(blocks, h, opts)
   end
   return h
 end
-local function logits_of(ids_, opts) return lm.head(lm.norm(through(lm.blocks, lm.embed(ids_), opts))) end
+local function logits_of(ids_, opts, m)
+  m = m or lm
+  return m.head(m.norm(through(m.blocks, m.embed(ids_), opts)))
+end
 -- 256 held-out windows of NCTX + 1 characters: inputs and next-character targets
-local EVAL = 128
+local EVAL = 96
 local starts = (tt.arange(0, EVAL) * ((val_ids:size(1) - NCTX - 1) // EVAL) + 1):long()
 local win = val_ids:index_select(1, (starts:view(EVAL, 1) + tt.arange(0, NCTX + 1):long():view(1, NCTX + 1))
                                 :reshape(EVAL * (NCTX + 1))):view(EVAL, NCTX + 1)
@@ -285,60 +308,68 @@ print("StreamingLLM (Xiao et al., 2023) found that language models put a large p
 print("of their attention on the first few tokens whatever they are, so a window")
 print("cache that evicts them makes the loss blow up, and keeping S = 4 of them")
 print("(the sinks) beside the window restores it. Measured here on lesson 16's model:")
-print(string.format("the mean loss on the characters at positions 33..48 of %d held-out windows", EVAL))
-print("of 48 (the widest window below has 20 keys, so from position 33 on every query")
-print("has lost the first keys of its window; the sink settings keep keys 1..4), for")
+print(string.format("the mean loss on the characters at positions 21..48 of %d held-out windows", EVAL))
+print("of 48 (the widest window below has 20 keys, so from position 21 on every query")
+print("has lost key 1 at least; the sink settings keep keys 1..4), for")
 print("windows of W keys, W keys + 4 sinks, and the 4 slots given to the window instead:")
-local FIRST = 33
-local function tail_loss(opts)
+local FIRST, SS = 21, 4
+-- the mean loss on positions FIRST..48 of model m on inputs xs, targets ys, under the sdpa options opts
+local function tail_loss(m, xs, ys, opts)
   tt.trace.off()
   local l = tt.no_grad(function()
-    local lg = logits_of(X, opts)
-    return tt.cross_entropy(lg:narrow(2, FIRST, NCTX - FIRST + 1):reshape(EVAL * (NCTX - FIRST + 1), V),
-                            Y:narrow(2, FIRST, NCTX - FIRST + 1):reshape(EVAL * (NCTX - FIRST + 1))):item()
+    local lg = logits_of(xs, opts, m)
+    local n = NCTX - FIRST + 1
+    return tt.cross_entropy(lg:narrow(2, FIRST, n):reshape(EVAL * n, lg:size(3)), ys:narrow(2, FIRST, n):reshape(EVAL * n)):item()
   end)
   tt.trace.on()
   return l
 end
-local full_loss = tail_loss({causal = true})
-local SS = 4
-local sink_rows = {}
-print("     W   window W   W + 4 sinks   window W + 4   (full causal: " .. string.format("%.3f)", full_loss))
-for _, w in ipairs({4, 8, 16}) do
-  local r = {w = w, win = tail_loss({window = w}), sinks = tail_loss({window = w, sinks = SS}),
-             wider = tail_loss({window = w + SS})}
-  sink_rows[#sink_rows + 1] = r
-  print(string.format("  %4d   %8.3f   %11.3f   %12.3f", w, r.win, r.sinks, r.wider))
-end
-for _, r in ipairs(sink_rows) do
-  if not (r.win > full_loss and r.sinks < r.win and r.wider < r.sinks) then
-    error(string.format("W = %d: the measured order should be full < wider < sinks < window", r.w))
+-- the table: full causal, then per W the window, W + SS sinks and a window of W + SS
+local function sink_table(m, xs, ys)
+  local full_loss, rows = tail_loss(m, xs, ys, {causal = true}), {}
+  print("     W   window W   W + 4 sinks   window W + 4   (full causal: " .. string.format("%.3f)", full_loss))
+  for _, w in ipairs({4, 8, 16}) do
+    local r = {w = w, win = tail_loss(m, xs, ys, {window = w}), sinks = tail_loss(m, xs, ys, {window = w, sinks = SS}),
+               wider = tail_loss(m, xs, ys, {window = w + SS})}
+    rows[#rows + 1] = r
+    print(string.format("  %4d   %8.3f   %11.3f   %12.3f", w, r.win, r.sinks, r.wider))
+    if not (r.win > full_loss and r.sinks < r.win) then error("evicting should cost and the sinks win some back") end
   end
+  return full_loss, rows
 end
+-- the mean weight the queries at positions 17..48 put on key 1, per block (full causal)
+local function weight_on_first(m, xs)
+  local on_first = {}
+  tt.trace.off()
+  tt.no_grad(function()
+    local h, pos = m.embed(xs), tt.arange(NCTX)
+    for l = 1, LAYERS do
+      local qq, kk, vv = qkv(m.blocks[l], h, pos)
+      local heads, w = tt.sdpa(qq, kk, vv, {causal = true, weights = true})
+      on_first[l] = w:narrow(3, 17, NCTX - 16):narrow(4, 1, 1):mean():item()
+      h = finish(m.blocks[l], h, heads)
+    end
+  end)
+  tt.trace.on()
+  return on_first
+end
+local uniform = 0                  -- the same mean for weights spread evenly over each query's keys
+for t = 17, NCTX do uniform = uniform + 1 / t / (NCTX - 16) end
+local full_loss, sink_rows = sink_table(lm, X, Y)
 local r4 = sink_rows[1]
-local function recovered(x) return 100 * (r4.win - x) / (r4.win - full_loss) end
+if not (r4.wider < r4.sinks - 0.02) then error("at W = 4 nearer keys should beat the sinks clearly") end
+for i = 2, 3 do
+  if not (math.abs(sink_rows[i].sinks - sink_rows[i].wider) < 0.01) then error("at W = 8 and 16 the two should be within 0.01") end
+end
+local function recovered(r, x) return 100 * (r.win - x) / (r.win - full_loss) end
 print(string.format("Measured: evicting costs %.3f nats at W = 4 (%.3f at W = 16). Four sinks win back", r4.win - full_loss,
   sink_rows[3].win - full_loss))
-print(string.format("%.0f%% of that at W = 4; the same 4 slots spent on the nearest keys win back %.0f%%.", recovered(r4.sinks),
-  recovered(r4.wider)))
-print("Checked, for every W above: full < window W + 4 < W + 4 sinks < window W.")
-print("So on this model the sinks help a little, and nearer context helps more: the")
-print("first characters of a window are worth less to it than the nearest ones.")
--- the mean weight the queries at positions 17..48 put on key 1, per block, against a uniform spread
-tt.trace.off()
-local on_first = {}
-tt.no_grad(function()
-  local h, pos = lm.embed(X), tt.arange(NCTX)
-  for l = 1, LAYERS do
-    local qq, kk, vv = qkv(lm.blocks[l], h, pos)
-    local heads, w = tt.sdpa(qq, kk, vv, {causal = true, weights = true})
-    on_first[l] = w:narrow(3, 17, NCTX - 16):narrow(4, 1, 1):mean():item()
-    h = finish(lm.blocks[l], h, heads)
-  end
-end)
-local uniform = 0
-for t = 17, NCTX do uniform = uniform + 1 / t / (NCTX - 16) end
-tt.trace.on()
+print(string.format("%.0f%% of that at W = 4; the same 4 slots spent on the nearest keys win back %.0f%%.", recovered(r4, r4.sinks),
+  recovered(r4, r4.wider)))
+print("Checked: every window costs loss and the sinks always win a little back; at W = 4")
+print("nearer keys win back far more, at W = 8 and 16 the two are within 0.01 nats.")
+print("So on this model the first characters are worth no more than the nearest ones.")
+local on_first = weight_on_first(lm, X)
 print(string.format("The weights agree: no sink formed. Under full causal attention the queries at 17..48"))
 print(string.format("put a mean weight of %.4f (block 1) and %.4f (block 2) on key 1, less than the", on_first[1], on_first[2]))
 print(string.format("%.4f an even spread over their keys would give.", uniform))
@@ -347,7 +378,77 @@ print("Checked: below an even share in both blocks. Why it may differ from Strea
 print("their models have billions of parameters and contexts of thousands of tokens,")
 print("and their explanation is that a head with nothing to read must still put its")
 print("weight somewhere (the weights sum to 1); the first tokens, seen by every query,")
-print("became that place. Lesson 16 trains 2 blocks on 48-character windows")
-print("cut at random points, so its first key is an arbitrary character. And their")
-print("test runs past the training length; this one stays within lesson 16's 48, where")
-print("its RoPE has seen every distance.")
+print("became that place. Lesson 16 trains on 48-character windows cut at random")
+print("points, so its first key is an arbitrary character, different in every window.")
+print("(Their test also runs past the training length; this one stays within lesson")
+print("16's 48, where its RoPE has seen every distance.)")
+
+tt.trace.section("7. A twin with a start token: now the sinks matter")
+print("LLMs see a start token (BOS) first in every sequence. The same architecture,")
+print("trained here as lesson 16 trains (AdamW, lr 0.004, batches of 16 windows) but")
+print("for 1200 steps and with every window a BOS token followed by 47 characters,")
+print("then measured as above (BOS + the first 47 characters of the same held-out")
+print("windows, the same 48 targets):")
+local BOS = V + 1
+local twin = new_lm(V + 1)
+local TWIN_STEPS, TWIN_B, TWIN_LR = 1200, 16, 4e-3
+local function bos_windows(data, starts_)
+  local b = starts_:size(1)
+  local w = data:index_select(1, (starts_:view(b, 1) + tt.arange(0, NCTX):long():view(1, NCTX)):reshape(b * NCTX)):view(b, NCTX)
+  return tt.cat({tt.full({b, 1}, BOS):long(), w:narrow(2, 1, NCTX - 1)}, 2), w
+end
+tt.trace.off()
+if retrain then
+  tt.manual_seed(18)
+  twin = new_lm(V + 1)
+  local train_ids = tt.tensor({table.unpack(all, 1, split)}, "int64")
+  local params = {}
+  for i, np in ipairs(twin.named) do params[i] = np[2] end
+  local opt = tt.optim.AdamW(params, {lr = TWIN_LR, weight_decay = 0.01})
+  local t0 = tt.clock()
+  for _ = 1, TWIN_STEPS do
+    local xs, ys = bos_windows(train_ids, tt.randint(1, split - NCTX, TWIN_B))
+    local loss = tt.cross_entropy(logits_of(xs, {causal = true}, twin):reshape(TWIN_B * NCTX, V + 1),
+                                  ys:reshape(TWIN_B * NCTX))
+    opt:zero_grad()
+    loss:backward()
+    opt:step()
+  end
+  print(string.format("Trained the twin %d steps of %d windows in %.1f s.", TWIN_STEPS, TWIN_B, tt.clock() - t0))
+  local tensors = {}
+  for _, np in ipairs(twin.named) do tensors[np[1]] = np[2]:detach() end
+  tt.save(TWIN_CHECKPOINT, tensors, {steps = tostring(TWIN_STEPS), seed = "18", bos = "true"})
+  print("Saved " .. TWIN_CHECKPOINT .. ".")
+else
+  local meta = load_into(twin, TWIN_CHECKPOINT)
+  if meta.steps ~= tostring(TWIN_STEPS) then error(TWIN_CHECKPOINT .. " is not from this lesson") end
+end
+tt.trace.on()
+print("(Its weights come from " .. TWIN_CHECKPOINT .. " unless the")
+print("lesson runs with --retrain, which trains it again from the same seed, under a")
+print("minute on 2 cores, and writes the same bytes.)")
+tt.trace.off()
+local XB, YB = bos_windows(val_ids, starts)
+tt.trace.on()
+local twin_full, twin_rows = sink_table(twin, XB, YB)
+local t16 = twin_rows[3]
+if not (t16.sinks < t16.wider - 0.005 and twin_rows[2].sinks < twin_rows[2].wider - 0.005) then
+  error("with a start token the sinks should beat nearer keys at W = 8 and 16")
+end
+local function twin_recovered(r, x) return 100 * (r.win - x) / (r.win - twin_full) end
+print(string.format("Measured: at W = 16 evicting costs %.3f nats; 4 sinks win back %.0f%% of it, the", t16.win - twin_full,
+  twin_recovered(t16, t16.sinks)))
+print(string.format("same 4 slots on nearer keys %.0f%%. At W = 4 nearer keys still win (%.0f%% vs %.0f%%).",
+  twin_recovered(t16, t16.wider), twin_recovered(twin_rows[1], twin_rows[1].wider), twin_recovered(twin_rows[1], twin_rows[1].sinks)))
+print("Checked: at W = 8 and 16 the sinks beat the nearer keys (by more than 0.005")
+print("nats), where on lesson 16's model the two were within 0.01.")
+local twin_first = weight_on_first(twin, XB)
+print(string.format("Block 1 now puts a mean weight of %.4f on the BOS key (%.4f an even spread;", twin_first[1], uniform))
+print(string.format("lesson 16's model: %.4f on its first key); block 2 %.4f.", on_first[1], twin_first[2]))
+if not (twin_first[1] > uniform and twin_first[1] > 2 * on_first[1]) then
+  error("the twin's block 1 should weigh the BOS key above an even share")
+end
+print("Checked: above an even share, more than twice lesson 16's. A fixed first token")
+print("that every query sees became a place where block 1 puts weight; the BOS key")
+print("holds no text, yet it and the next 3 keys beat 4 nearer characters at W = 8")
+print("and 16: StreamingLLM's finding, small, on a model of 2 blocks and 48 tokens.")
