@@ -16,7 +16,7 @@
 --           ./tensortrace lessons/18_sliding_window.lua --retrain  (trains the twin again: under a minute on 2 cores)
 -- Models:   lesson 16's, lessons/data/the_block.safetensors (loaded, never trained here);
 --           the twin with a start token, lessons/data/sliding_window_bos.safetensors (written by --retrain)
--- Figures:  images/18_band.png  images/18_cost.png
+-- Figures:  images/18_band.png  images/18_cost.png  images/18_sinks.png
 
 tt.manual_seed(18)
 
@@ -452,3 +452,17 @@ print("Checked: above an even share, more than twice lesson 16's. A fixed first 
 print("that every query sees became a place where block 1 puts weight; the BOS key")
 print("holds no text, yet it and the next 3 keys beat 4 nearer characters at W = 8")
 print("and 16: StreamingLLM's finding, small, on a model of 2 blocks and 48 tokens.")
+-- both models side by side: what each setting costs over full causal attention
+local cost_rows, cost_labels = {{}, {}}, {}
+for _, i in ipairs({2, 3}) do
+  local w = sink_rows[i].w
+  for _, c in ipairs({{"window", "win", w}, {"+ 4 sinks", "sinks", w}, {"window", "wider", w + SS}}) do
+    cost_labels[#cost_labels + 1] = c[1] == "+ 4 sinks" and string.format("W = %d + 4 sinks", w) or string.format("W = %d", c[3])
+    cost_rows[1][#cost_rows[1] + 1] = sink_rows[i][c[2]] - full_loss
+    cost_rows[2][#cost_rows[2] + 1] = twin_rows[i][c[2]] - twin_full
+  end
+end
+tt.bars(tt.tensor(cost_rows), "images/18_sinks.png", {
+  title = "Loss above full causal attention (nats, positions 21..48): 4 sinks vs 4 nearer keys",
+  xlabels = cost_labels, labels = {"lesson 16's model", "twin trained with a start token"}, decimals = 3 })
+print("Figure: images/18_sinks.png, what each setting costs both models at W = 8 and 16.")
