@@ -935,6 +935,30 @@ static TARGET int sdpa_bwd_head(const tk_sdpa_bwd_args *a, const float *Drow, in
     return 0;
 }
 
+/* 16-bit sdpa's P rounded in place: bfloat16 by integer rounding of the
+   bits (add 0x7fff plus the kept part's last bit, drop the low half; a NaN
+   quieted instead), float16 by vcvtps2ph to nearest even and back. The
+   bits of half.c's tk_*_from_f32 then tk_*_to_f32. */
+static TARGET void round_half(int bf16, int64_t n, float *x)
+{
+    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
+    const __m512i quiet = _mm512_set1_epi32(0x00400000), top = _mm512_set1_epi32((int)0xffff0000u);
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 k = tail_mask(n - j);
+        __m512 v = _mm512_maskz_loadu_ps(k, x + j), r;
+        if (bf16) {
+            __m512i u = _mm512_castps_si512(v);
+            __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
+            __m512i rd = _mm512_add_epi32(u, _mm512_add_epi32(lsb, half));
+            rd = _mm512_mask_or_epi32(rd, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), u, quiet);
+            r = _mm512_castsi512_ps(_mm512_and_si512(rd, top));
+        } else {
+            r = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
+        _mm512_mask_storeu_ps(x + j, k, r);
+    }
+}
+
 const tk_kern tk_kern_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
@@ -943,7 +967,7 @@ const tk_kern tk_kern_avx512 = {
     .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
     .ew_masked_fill = ew_masked_fill, .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N,
-    .sdpa_bwd_head = sdpa_bwd_head,
+    .sdpa_bwd_head = sdpa_bwd_head, .round_half = round_half,
 };
 
 #else
