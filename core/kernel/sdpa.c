@@ -327,9 +327,9 @@ static void sdpa_task(sdpa_job *J, int64_t task)
            Q rows, a row of each with each score row */
         const float *nQ = NULL;
         int64_t nq1 = 0;
-        if (j0 + bk >= jend && task + 1 < J->ntask && a->qs_d == 1 && !hf) {
+        if (j0 + bk >= jend && task + 1 < J->ntask && a->qs_d == 1) {
             int64_t nbh, n0 = task_row0(J, task + 1, &nbh);
-            nQ = a->q + nbh / a->Hq * a->qs_b + nbh % a->Hq * a->qs_h + n0 * a->qs_n;
+            nQ = tk_sdpa_at(hf, a->q, nbh / a->Hq * a->qs_b + nbh % a->Hq * a->qs_h + n0 * a->qs_n);
             nq1 = a->Nq - n0 < J->bq ? a->Nq - n0 : J->bq;
         }
         /* 1. S = (scale Q) K^T, for each sliver only the micro-tiles that
@@ -346,7 +346,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         for (int64_t i = 0; i < nq; i++) {
             float *s = S + i * ls, *p = s;
             if (j0 + bk >= jend) fetch(outb + i * Dv * (hf ? 2 : 4), Dv * (hf ? 2 : 4), 1);
-            if (i < nq1) fetch(nQ + i * a->qs_n, Dh * (int64_t)sizeof(float), 0);
+            if (i < nq1) fetch(tk_sdpa_at(hf, nQ, i * a->qs_n), Dh * (hf ? 2 : 4), 0);
             int64_t lim = row_keys(J, i0 + i, j0, nk);
             int64_t rb = first_key(J, i0 + i / mr * mr, j0);   /* the sliver's first computed key */
             if (rb > lim) rb = lim;
