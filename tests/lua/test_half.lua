@@ -355,11 +355,26 @@ local script = T.write(dir, "half.lua", [[
 local x = tt.ones(2, 3, "bfloat16")
 local y = x:float() + x
 local z = x:matmul(x:mT())
+local q = tt.ones(1, 2, 5, 4, "bfloat16")
+local o, w = tt.sdpa(q, q, q, {causal = true, weights = true})
+print("weights " .. w:dtype())
 ]])
 local out = T.run(dir, "--trace=values " .. script)
 check("trace: creation row shows bfloat16", out:find("ones        -> [2,3] bfloat16", 1, true) ~= nil)
 check("trace: mixed add row shows both dtypes", out:find("[2,3] + [2,3] bfloat16 -> [2,3]", 1, true) ~= nil)
 check("trace: matmul row shows bfloat16", out:find("[2,3] bfloat16 @ [3,2] bfloat16 -> [2,2] bfloat16", 1, true) ~= nil)
 check("trace: values of a bfloat16 result", out:find("[[3., 3.],", 1, true) ~= nil)
+-- 16-bit sdpa is one fused row: no conversion rows around it
+local block, rows = "", {}
+local after = out:match("local o, w = tt%.sdpa[^\n]*\n(.*)$") or ""
+for line in after:gmatch("[^\n]+") do   -- the rows up to the next unindented line
+  if not line:find("^ ") then break end
+  block = block .. line .. "\n"
+  local r = line:match("^    (%a+) ")
+  if r then rows[#rows + 1] = r end
+end
+check("trace: bfloat16 sdpa is one row, in bfloat16 (rows: " .. table.concat(rows, ", ") .. ")",
+      #rows == 1 and rows[1] == "sdpa" and block:find("-> [1,2,5,4] bfloat16", 1, true) ~= nil)
+check("trace: sdpa's weights in bfloat16", out:find("weights bfloat16", 1, true) ~= nil)
 
 T.report()
