@@ -814,6 +814,20 @@ static void test_round_half(void)
         char m[120];
         snprintf(m, sizeof m, "[%s] P rounded to %s: half.c's bits", tk_simd_path(), hf == TK_SDPA_BF16 ? "bfloat16" : "float16");
         CHECK(m, !bad);
+        const tk_kern *kn = tk_kern_now();
+        if (kn->sdpa_exp_sum_half) {   /* the fused pass: the two passes' bits, its sum unrounded */
+            float s[301], p1[301], p2[301];
+            for (int t = 0; t < 301; t++) s[t] = (float)(-12.0 * urand());
+            for (int n = 0; n <= 301 && !bad; n += 7) {
+                float a1 = kn->sdpa_exp_sum_half(n, s, 0.0f, p1, hf == TK_SDPA_BF16);
+                float a2 = kn->sdpa_exp_sum(n, s, 0.0f, p2);
+                tk_sdpa_round(kn, hf, n, p2);
+                bad = a1 != a2 || memcmp(p1, p2, (size_t)n * sizeof(float)) != 0;
+            }
+            snprintf(m, sizeof m, "[%s] exp and %s rounding in one pass: the two passes' bits", tk_simd_path(),
+                     hf == TK_SDPA_BF16 ? "bfloat16" : "float16");
+            CHECK(m, !bad);
+        }
     }
 }
 

@@ -435,6 +435,9 @@ typedef struct tk_kern {
     /* optional, 16-bit sdpa: x rounded in place to bfloat16 (bf16) or
        float16 values, the bits of tk_*_from_f32 then back */
     void (*round_half)(int bf16, int64_t n, float *x);
+    /* optional, 16-bit sdpa without dropout: sdpa_exp_sum with y rounded as
+       round_half rounds it, in the same pass; the sum of the unrounded y */
+    float (*sdpa_exp_sum_half)(int64_t n, const float *x, float m, float *y, int bf16);
 } tk_kern;
 
 /* Micro-kernel operands: A (mc x kc, any strides) as mr-row slivers, B

@@ -387,7 +387,9 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             /* A visible NaN or +inf score (hidden ones are -inf here) makes
                the sum NaN: exp(NaN - m), exp(inf - inf) or a NaN max. So
                the sum is the row's check, at no extra pass. */
-            float sum = exp_sum(lim, s, mnew, p);
+            /* 16-bit without dropout: P rounded in the exp pass where the path can */
+            int fused = hf && op->dropout <= 0.0f && kn->sdpa_exp_sum_half;
+            float sum = fused ? kn->sdpa_exp_sum_half(lim, s, mnew, p, hf == TK_SDPA_BF16) : exp_sum(lim, s, mnew, p);
             if (sum != sum) {
                 bad[i] = 1.0f;
                 memset(p, 0, (size_t)(nk - rb) * sizeof(float));
@@ -399,7 +401,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
                 for (int64_t j = 0; j < lim; j++)
                     p[j] *= tk_sdpa_keep(op->seed, n0 + (uint64_t)j) >= op->dropout ? J->keep_scale : 0.0f;
             }
-            if (hf) tk_sdpa_round(kn, hf, lim, p);   /* P V takes P in the 16-bit dtype */
+            if (hf && !fused) tk_sdpa_round(kn, hf, lim, p);   /* P V takes P in the 16-bit dtype */
             /* alpha = exp(m_old - m_new): 1 when the max stays (most blocks
                after a row's first), and on the row's first visible block 0
                for a sum of 0 and an O row of zeros (or NaN from 0 v), which
