@@ -605,6 +605,17 @@ tt_status tt_sdpa_ex(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, con
         && tt_dtype_is_float(q->dtype) && tt_dtype_is_float(k->dtype) && tt_dtype_is_float(v->dtype)
         && (k->dtype != q->dtype || v->dtype != q->dtype))
         return sdpa_mixed(out, weights, q, k, v, o, empty_rows);
+    if (o->bias && tt__is_half(o->bias->dtype)) {
+        /* a 16-bit bias is added in float32: converted (an op, so its
+           gradient goes back in its dtype), the rest as it was */
+        tt_tensor fb = {0};
+        tt_sdpa_opts o2 = *o;
+        tt_status st = tt_to_dtype(&fb, o->bias, TT_FLOAT32);
+        o2.bias = &fb;
+        if (st == TT_OK) st = tt_sdpa_ex(out, weights, q, k, v, &o2, empty_rows);
+        tt_tensor_release(&fb);
+        return st;
+    }
     tt__opscope sc = tt__op_enter();
     sdpa_info info = {0};
     int want = tt__grad_wanted(sc, q, k) || tt__grad_wanted(sc, v, o->bias);

@@ -329,6 +329,39 @@ for dt in pairs(FMT) do
         gap <= 2 * u * vmax + 1e-6)
   o:sum():backward()
   check(dt .. ": sdpa grad in " .. dt, qq.grad:dtype() == dt)
+  -- the options in 16 bits: the same bound against float32 on the same
+  -- values, gradients in the dtype and near float32's
+  local mask = tt.rand(7, 9):lt(0.7)
+  local bias = tt.randn(2, 7, 9)
+  for _, c in ipairs{{name = "mask", o = {mask = mask}}, {name = "window, sinks", o = {window = 3, sinks = 1}},
+                     {name = "alibi", o = {alibi = true}}, {name = dt .. " bias", o = {bias = bias:to(dt)}},
+                     {name = "dropout", o = {dropout = 0.3}}, {name = "GQA", kv = 1, o = {causal = true}}} do
+    local qh = tt.randn(1, 2, 7, 5):to(dt):requires_grad_()
+    local kh = tt.randn(1, c.kv or 2, 9, 5):to(dt):requires_grad_()
+    local vh = tt.randn(1, c.kv or 2, 9, 3):to(dt):requires_grad_()
+    local qf, kf, vf = qh:detach():float():requires_grad_(), kh:detach():float():requires_grad_(),
+                       vh:detach():float():requires_grad_()
+    local of_opts = {}
+    for key, val in pairs(c.o) do of_opts[key] = key == "bias" and val:float() or val end
+    if c.o.dropout then tt.manual_seed(5) end
+    local oh = tt.sdpa(qh, kh, vh, c.o)
+    if c.o.dropout then tt.manual_seed(5) end
+    local ofl = tt.sdpa(qf, kf, vf, of_opts)
+    local gap = (oh:float() - ofl):abs():max():item()
+    local vmax = vf:abs():max():item() * (c.o.dropout and 1 / 0.7 or 1)
+    check(string.format("%s: sdpa %s within 2 u max|v| of float32's (%.3g)", dt, c.name, gap),
+          oh:dtype() == dt and gap <= 2 * u * vmax + 1e-6)
+    oh:float():pow(2):sum():backward()
+    ofl:pow(2):sum():backward()
+    local worst = 0
+    for _, pr in ipairs{{qh, qf}, {kh, kf}, {vh, vf}} do
+      local gh, gf = flat(pr[1].grad:float():totable()), flat(pr[2].grad:totable())
+      for i = 1, #gf do worst = math.max(worst, math.abs(gh[i] - gf[i]) / (math.abs(gf[i]) + 0.1)) end
+      check(dt .. ": sdpa " .. c.name .. " grad in " .. dt, pr[1].grad:dtype() == dt)
+    end
+    check(string.format("%s: sdpa %s grads near float32's (%.3g)", dt, c.name, worst),
+          worst < (dt == "bfloat16" and 0.1 or 0.02))
+  end
   local logits = tt.randn(4, 10):to(dt):requires_grad_()
   local ce = tt.cross_entropy(logits, tt.tensor({1, 10, 3, 3}, "int64"))
   check(dt .. ": cross_entropy gives " .. dt, ce:dtype() == dt)
