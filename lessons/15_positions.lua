@@ -236,7 +236,8 @@ else
 end
 tt.trace.on()
 print("The weights come from " .. CHECKPOINT .. " unless the script runs")
-print("with --retrain, which trains the five again from the same seed.")
+print("with --retrain, which trains the five again from the same seed and writes")
+print("the same bytes.")
 
 tt.trace.section("5. Measured: trained at 32, evaluated at 32, 64 and 128")
 -- a fixed evaluation set: 64 fresh sequences at each length
