@@ -72,7 +72,7 @@ end)
 tt.bars(P, "images/02_softmax_sharpness.png", {
   title = "softmax of the same scores at three scales",
   xlabels = {"key 1", "key 2", "key 3"}, labels = names })
-print("Figure: images/02_softmax_sharpness.png")
+print("Figure: " .. tt.figure_path("images/02_softmax_sharpness.png"))
 local top = P:max(-1):totable()
 print(string.format("Largest weight: %.4f (smooth), %.4f (sharp), %.10f (saturated).", top[1], top[2], top[3]))
 if not (top[1] < 0.5 and top[2] > 0.95 and top[3] > 0.999999) then
@@ -169,7 +169,7 @@ tt.heatmap(tt.stack({P_raw:narrow(1, 1, 8), P_scaled:narrow(1, 1, 8)}, 1),
   title = "Weights of 8 queries over 8 keys at Dh = 256",
   panel_titles = {"softmax(q·k): raw", "softmax(q·k / √Dh): scaled"},
   xtitle = "Key", ytitle = "Query", cmap = "viridis", vmin = 0, vmax = 1, annotate = false })
-print("Figure: images/02_scaled_vs_raw.png (first 8 queries, raw vs scaled)")
+print("Figure: " .. tt.figure_path("images/02_scaled_vs_raw.png") .. " (first 8 queries, raw vs scaled)")
 
 tt.trace.section("5. Scaling never changes which key wins")
 print("Dividing every score of a row by the same positive number keeps their order,")

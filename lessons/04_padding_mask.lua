@@ -112,7 +112,7 @@ local function kinds(b)
 end
 heatmaps(masked, "masked_scores", "Masked scores", "-inf", "diverging", kinds)
 heatmaps(weights, "weights", "Weights", "exactly 0", "viridis", kinds)
-print("Figures: images/04_masked_scores_b1.png, _b2.png and 04_weights_b1.png, _b2.png")
+print("Figures: " .. tt.figure_path("images/04_masked_scores_b1.png") .. ", _b2.png and 04_weights_b1.png, _b2.png")
 print("(hatched: the hidden cells, the causal ones and the pad keys each their own way)")
 
 tt.trace.section("4. Left padding: a query that sees nothing gives NaN")

@@ -95,7 +95,7 @@ print("  z3 is not a copy of v3 = [1,1]: attention mixes all three values.")
 if tt.allclose(z3, V[3], 0, 1e-3) then error("z3 should differ from v3") end
 tt.attend_figure(q3, K, V, "images/05_attend.png", {
   labels = tokens, query = "t3", title = "Hand example: one query's attention, step by step" })
-print("Figure: images/05_attend.png draws the four steps for query t3, one row a key:")
+print("Figure: " .. tt.figure_path("images/05_attend.png") .. " draws the four steps for query t3, one row a key:")
 print("its dot product with q3 (1, 1, 2), its score, its weight, its value row, that")
 print("row times the weight, and under them their sum, the output z3 = [0.752, 1.000].")
 
@@ -132,7 +132,7 @@ tt.heatmap(A, "images/05_weights.png", {
   title = "Hand example: attention weights", xlabels = tokens, ylabels = tokens,
   xtitle = "Key", ytitle = "Query",
   annotate = true, decimals = 3, cmap = "viridis", vmin = 0, vmax = 1 })
-print("Figures: images/05_scores.png and images/05_weights.png")
+print("Figures: " .. tt.figure_path("images/05_scores.png") .. " and " .. tt.figure_path("images/05_weights.png"))
 
 tt.trace.section("3. Why the article prints [0.751, 0.999]")
 print("The article rounds the weights to 3 decimals first, [0.248, 0.248, 0.503],")

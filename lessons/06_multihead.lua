@@ -78,7 +78,7 @@ local concat = heads:transpose("Nq", "H"):reshape(B, N, D):label("Concat")
 print("W_O then mixes the heads' features: the only place where heads interact.")
 local Y = W_O(concat):label("Y")
 tt.flow("images/06_flow.png", {title = "Multi-head attention: split, attend per head, merge, W_O"})
-print("Figure: images/06_flow.png")
+print("Figure: " .. tt.figure_path("images/06_flow.png"))
 if concat:shares_storage(heads) then error("merging transposed heads should copy") end
 tt.assert_close(weights:sum(-1), tt.ones(B, H, N), 1e-6, 1e-6, "every head's rows sum to 1")
 print("Checked: every row of every head sums to 1.")
@@ -183,7 +183,7 @@ tt.heatmap(tt.cat({w_seq[1][1], w_seq[2][1]}, 1), "images/06_heads.png", {
   mask = {["masked: exactly 0"] = ~tt.causal_mask(M.N)},
   cmap = "viridis", vmin = 0, vmax = 1, annotate = false })
 tt.trace.on()
-print("Figure: images/06_heads.png, every head of both layers on the first sequence")
+print("Figure: " .. tt.figure_path("images/06_heads.png") .. ", every head of both layers on the first sequence")
 print("(a row is a query's weights; hatched: the masked future). Same split, same")
 print("batched matmul, same merge: only the weights differ, and with them what each")
 print("head reads. Be careful reading meaning into a map, though: layer 2's four")

@@ -60,7 +60,7 @@ tt.assert_close(assign:sum(1), tt.full({G}, R), 0, 0, "every K/V head serves R q
 tt.head_groups("images/07_head_groups.png", {
   q_heads = H, kv_heads = {H, G, 1}, titles = {"MHA", "GQA", "MQA"},
   title = "Which K/V head each query head reads" })
-print("Figure: images/07_head_groups.png (a line from each query head to the K/V head it reads)")
+print("Figure: " .. tt.figure_path("images/07_head_groups.png") .. " (a line from each query head to the K/V head it reads)")
 
 tt.trace.section("Projections: 8 query heads but only 2 K/V heads")
 print("Q is projected to H*Dh numbers per token, K and V only to G*Dh.")
@@ -410,7 +410,7 @@ tt.heatmap(tt.cat({w_example[1][1], w_example[2][1]}, 1), "images/07_gqa_heads.p
   cmap = "viridis", vmin = 0, vmax = 1, annotate = false })
 tt.trace.on()
 print("")
-print("Figure: images/07_gqa_heads.png, every head of both layers on one sequence of")
+print("Figure: " .. tt.figure_path("images/07_gqa_heads.png") .. ", every head of both layers on one sequence of")
 print(string.format("period %d (%s), each panel titled with its K/V head (kv1, kv2) and", EXAMPLE_P, table.concat(example_tokens):sub(1, EXAMPLE_P)))
 print("its role and score from the table above; the axes label every token.")
 print("Layer 1, each group side by side: a current-token head (the diagonal, bright")

@@ -70,7 +70,7 @@ tt.heatmap(scores:select(1, 1), "images/08_scores.png", {
   title = "Cross-attention scores: French queries x English keys",
   xlabels = en[1], ylabels = fr[1], xtitle = "encoder key (English)",
   ytitle = "decoder query (French)", cmap = "diverging", decimals = 1 })
-print("Figure: images/08_scores.png")
+print("Figure: " .. tt.figure_path("images/08_scores.png"))
 
 tt.trace.section("No causal mask, but a padding mask on the encoder side")
 print("The whole English sentence is known before decoding starts, so every French")
@@ -134,7 +134,7 @@ tt.heatmap(weights:select(1, 2), "images/08_weights_padded.png", {
   xlabels = en[2], ylabels = fr[2], xtitle = "encoder key (English)",
   ytitle = "decoder query (French)", mask = {["<pad> key: exactly 0"] = pad2},
   row_sums = true, cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
-print("Figures: images/08_weights.png, images/08_masked_scores.png, images/08_weights_padded.png")
+print("Figures: " .. tt.figure_path("images/08_weights.png") .. ", " .. tt.figure_path("images/08_masked_scores.png") .. ", " .. tt.figure_path("images/08_weights_padded.png"))
 
 tt.trace.section("The same with tt.sdpa")
 print("tt.sdpa wants a head dim and a mask that says what to KEEP (the opposite of")

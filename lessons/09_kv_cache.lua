@@ -96,7 +96,7 @@ tt.heatmap(two_heads, "images/09_decode_weights.png", {
   xlabels = tok, ylabels = {"step 1", "step 2", "step 3", "step 4", "step 5", "step 6"},
   xtitle = "cached key", ytitle = "decode step", mask = {["key not in the cache yet"] = not_yet},
   cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
-print("Figure: images/09_decode_weights.png")
+print("Figure: " .. tt.figure_path("images/09_decode_weights.png"))
 
 tt.trace.section("What the cache saves: FLOPs per decode step, from the trace")
 print("Without a cache, step t would project the keys and values of all t tokens")
@@ -201,7 +201,7 @@ tt.heatmap(masks, "images/09_alignment.png", {
   panel_titles = {"lower-right (correct for a cache)", "upper-left (the trap)"},
   xlabels = tok, ylabels = {"t5", "t6"}, xtitle = "key", ytitle = "new query",
   categories = {"hidden", "may attend"} })
-print("Figure: images/09_alignment.png")
+print("Figure: " .. tt.figure_path("images/09_alignment.png"))
 
 tt.trace.section("A trained model decodes with a cache: the induction heads predict the repeat")
 local IM = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/induction_model.lua")
@@ -287,6 +287,6 @@ tt.heatmap(tt.cat(rows, 1), "images/09_trained_decode.png", {
   mask = {["key not in the cache yet"] = ~tt.causal_mask(IM.N)},
   cmap = "viridis", vmin = 0, vmax = 1, annotate = false })
 tt.trace.on()
-print(string.format("Figure: images/09_trained_decode.png, row t = the weights of step t in layer 2 head %d", ind_head))
+print(string.format("Figure: %s, row t = the weights of step t in layer 2 head %d", tt.figure_path("images/09_trained_decode.png"), ind_head))
 print("over the cache as it was then: from step P + 1 a stripe P - 1 keys left of the")
 print("diagonal, the token after the earlier occurrence.")

@@ -176,7 +176,7 @@ print("  and the total bends from one to the other: its slope per doubling of N 
 print("  " .. table.concat(bends, ", ") .. ". The two straight lines cross where the N^2 part")
 print("  takes over (next section).")
 print("Checked: every segment has slope 1 or 2 to 1e-9; the total's slope grows.")
-print("Figure: images/10_flops.png (FLOPs vs N, log-log)")
+print("Figure: " .. tt.figure_path("images/10_flops.png") .. " (FLOPs vs N, log-log)")
 
 tt.trace.section("Where does N^2 take over?")
 print("Linear in N:    projections        6 N D^2 + 2 N D^2          = 8 N D^2")

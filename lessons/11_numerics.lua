@@ -142,7 +142,7 @@ tt.heatmap(panels, "images/11_fully_masked_row.png", {
   panel_titles = {"masked with -1e9", "masked with -inf", "tt.sdpa (q2: zeros)"},
   xlabels = {"k1", "k2", "k3", "k4"}, ylabels = {"q1", "q2", "q3"},
   mask = {["masked key"] = ~keep}, cmap = "viridis", vmin = 0, vmax = 1, decimals = 2 })
-print("Figure: images/11_fully_masked_row.png (hatched: masked; a hatched cell with")
+print("Figure: " .. tt.figure_path("images/11_fully_masked_row.png") .. " (hatched: masked; a hatched cell with")
 print("no number holds exactly 0). Row q2 is masked throughout: 0.25, NaN, or zeros.")
 
 tt.trace.section("NaN spreads")

@@ -116,7 +116,7 @@ tt.heatmap(tt.tensor(what), "images/12_tiles.png", {
   title = string.format("Causal attention in %dx%d tiles: what happens to each score", Br, Bc),
   categories = {"computed", "masked (diagonal tile)", "skipped (future tile)"},
   tiles = {Br, Bc}, annotate = false, xtitle = "key", ytitle = "query" })
-print("Figure: images/12_tiles.png (every query x key element; thick lines: the tiles)")
+print("Figure: " .. tt.figure_path("images/12_tiles.png") .. " (every query x key element; thick lines: the tiles)")
 
 tt.trace.section("Watching one row: query 8, head 1")
 print("Key tile 1 gives a first max and sum (alpha = exp(-inf) = 0: nothing to rescale")

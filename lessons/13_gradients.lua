@@ -157,7 +157,7 @@ tt.heatmap(S.grad, "images/13_scores_grad.png", {
   title = "d loss / d scores (causal head)", xlabels = tokens, ylabels = tokens, row_sums = true,
   xtitle = "Key", ytitle = "Query", mask = {["masked: exactly 0"] = hidden},
   cmap = "diverging", decimals = 3 })
-print("Figure: images/13_scores_grad.png")
+print("Figure: " .. tt.figure_path("images/13_scores_grad.png"))
 
 tt.trace.section("5. Lesson 02's claim, measured: unscaled scores starve the gradient")
 print("As in lesson 02, random queries against 8 random keys (256 queries here),")
@@ -226,7 +226,7 @@ tt.plot({ { name = "unscaled q·k", x = widths, y = printed(raw_norms) },
   "images/13_grad_vs_dh.png", {
   title = "Gradient reaching the scores (256 queries x 8 keys)",
   xtitle = "head size Dh", ytitle = "||d loss / d scores||", xlog = true })
-print("Figure: images/13_grad_vs_dh.png")
+print("Figure: " .. tt.figure_path("images/13_grad_vs_dh.png"))
 
 print("The saturated case of lesson 02: one query whose scores are [0.2, 0.5, 0.8],")
 print("[2, 5, 8] or [20, 50, 80], and a target that says key 1 is right:")

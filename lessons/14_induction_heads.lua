@@ -167,7 +167,7 @@ print("  layer 2 induction scores:      " .. fmt_list(before.ind))
 print(string.format("  loss on the repeated tokens:   %.3f (ln %d = %.3f)", before.repeated, V, math.log(V)))
 draw_heads("images/14_heads_before.png",
   string.format("Before training: every head, P = %d (a row is a query's weights)", example_P), plain_titles)
-print("Figure: images/14_heads_before.png, every head of both layers, random weights.")
+print("Figure: " .. tt.figure_path("images/14_heads_before.png") .. ", every head of both layers, random weights.")
 local untrained_max = math.max(math.max(table.unpack(before.prev)), math.max(table.unpack(before.ind)))
 if untrained_max > 0.25 then error("untrained heads should spread their weight") end
 print(string.format("Checked: untrained, no head puts more than %.2f on its expected key.", 0.25))
@@ -257,7 +257,7 @@ tt.plot({
 }, "images/14_loss.png", {
   title = string.format("Training loss, mean over %d steps: the repeated part drops suddenly", WINDOW),
   xtitle = "step", ytitle = "loss (nats per token)" })
-print("Figure: images/14_loss.png, the loss of the two parts during training.")
+print("Figure: " .. tt.figure_path("images/14_loss.png") .. ", the loss of the two parts during training.")
 -- the step where the repeated-token loss first falls below half the uniform guess
 local drop_at
 for i, y in ipairs(rep_w) do
@@ -295,7 +295,7 @@ for l = 1, 2 do
 end
 draw_heads("images/14_heads_after.png",
   string.format("After training: every head, P = %d (a row is a query's weights)", example_P), titles)
-print("Figure: images/14_heads_after.png. The previous-token head is a line just")
+print("Figure: " .. tt.figure_path("images/14_heads_after.png") .. ". The previous-token head is a line just")
 print("below the diagonal. The induction head is a stripe P - 1 = 10 keys left of")
 print("the diagonal, starting at query P + 1 = 12: each repeated token looks at")
 print("the token that followed its earlier occurrence.")
@@ -334,4 +334,4 @@ for h = 1, H do
 end
 tt.bars(tt.tensor(bar_values), "images/14_ablation.png", {
   title = "Repeated-token loss with one layer-1 head switched off", xlabels = bar_labels })
-print("Figure: images/14_ablation.png.")
+print("Figure: " .. tt.figure_path("images/14_ablation.png") .. ".")

@@ -133,7 +133,7 @@ tt.heatmap(bias:masked_fill(future, 0), "images/15_alibi.png", {   -- the future
   panel_titles = titles, xlabels = labels, ylabels = labels, xtitle = "Key j", ytitle = "Query i",
   mask = {["future: masked"] = future}, cmap = "viridis", vmin = -slopes[1] * (FIG_N - 1), vmax = 0, decimals = 2 })
 tt.trace.on()
-print("Figure: images/15_alibi.png, the bias of every head (the future hatched).")
+print("Figure: " .. tt.figure_path("images/15_alibi.png") .. ", the bias of every head (the future hatched).")
 
 tt.trace.section("3. The task and the model")
 print(string.format("Random tokens (V = %d); at each position i the answer is the token at i - %d,", V, BACK))
@@ -279,7 +279,7 @@ series[#series + 1] = {name = string.format("chance, 1/%d", V), x = EVAL_NS, y =
 tt.plot(series, "images/15_extrapolation.png", {
   title = string.format("Trained at N = %d: accuracy of \"output the previous token\" at longer N", TRAIN_N),
   xtitle = "evaluation length N", ytitle = "accuracy (every query)", markers = true })
-print("Figure: images/15_extrapolation.png, the accuracy of each scheme by length.")
+print("Figure: " .. tt.figure_path("images/15_extrapolation.png") .. ", the accuracy of each scheme by length.")
 
 -- the checks, with margin under what the trained models measured (see the table)
 local FIT_MIN, HOLD_MIN, LOST_MAX = 0.95, 0.9, 0.3

@@ -232,7 +232,7 @@ tt.plot({
   {name = "bigram counts, held-out", x = curve.val_step, y = flat_bi},
 }, "images/16_loss.png", {
   title = "A two-block character model on the lessons' own prose", xtitle = "step", ytitle = "loss (nats per character)" })
-print("Figure: images/16_loss.png, the training and held-out loss.")
+print("Figure: " .. tt.figure_path("images/16_loss.png") .. ", the training and held-out loss.")
 
 tt.trace.section("5. Sampling with a temperature")
 print("To generate, feed the text so far (its last N characters), take the logits of")
@@ -303,7 +303,7 @@ tt.heatmap(both, "images/16_heads.png", {
   title = string.format("Every head on \"%s\" (a row is a query's weights)", sentence),
   panel_titles = titles, xlabels = labels, ylabels = labels, xtitle = "Key", ytitle = "Query",
   mask = {["masked: exactly 0"] = ~tt.causal_mask(n)}, cmap = "viridis", vmin = 0, vmax = 1, annotate = false })
-print("Figure: images/16_heads.png, all 8 heads (spaces drawn as _).")
+print("Figure: " .. tt.figure_path("images/16_heads.png") .. ", all 8 heads (spaces drawn as _).")
 tt.assert_close(both:sum(-1), tt.ones(2 * H, n), 1e-5, 1e-5, "every row sums to 1")
 if both:masked_fill(tt.causal_mask(n), 0):abs():sum():item() ~= 0 then error("no weight on a future key") end
 print("Checked: every row sums to 1 and no query looks at a later character.")

@@ -57,7 +57,7 @@ print("key and value (MQA and GQA make heads share them).")
 tt.bars(tt.tensor(bytes), "images/17_kv_cache.png", {
   title = string.format("KV cache, bytes per token per layer (float32): D = %d, H = %d, d_c = %d, d_r = %d", D, H, DC, DR),
   xlabels = labels })
-print("Figure: images/17_kv_cache.png.")
+print("Figure: " .. tt.figure_path("images/17_kv_cache.png") .. ".")
 
 tt.trace.section("2. Absorption: never make the keys back")
 print("Plain MLA makes K and V of every head from the cached latent, then attends:")

@@ -40,7 +40,7 @@ tt.heatmap(tt.stack({band, band_sinks}, 1), "images/18_band.png", {
   title = string.format("Which keys each query reads, N = %d", N),
   panel_titles = {string.format("sliding window, W = %d", W), string.format("window W = %d + %d sinks", W, S)},
   xlabels = names, ylabels = names, xtitle = "key", ytitle = "query", categories = {"hidden", "may attend"} })
-print("Figure: images/18_band.png, the band and the band with 2 attention sinks.")
+print("Figure: " .. tt.figure_path("images/18_band.png") .. ", the band and the band with 2 attention sinks.")
 
 tt.trace.section("2. The fused option equals the explicit mask")
 print("tt.sdpa(q, k, v, {window = W}) applies the band inside the kernel (it implies")
@@ -110,7 +110,7 @@ tt.plot({
   {name = string.format("W = %d, slope %.2f", WC, s_window), x = Ns, y = window_cost},
 }, "images/18_cost.png", {title = "FLOPs of one head (Dh = 16): causal vs a window of 64",
   xtitle = "N (tokens)", ytitle = "FLOPs", xlog = true, ylog = true, markers = true})
-print("Figure: images/18_cost.png (log-log). `make bench`'s sdpawindow section times")
+print("Figure: " .. tt.figure_path("images/18_cost.png") .. " (log-log). `make bench`'s sdpawindow section times")
 print("both kernels; core/README.md has a run.")
 
 -- Lesson 16's character model, loaded from its checkpoint: the same modules
@@ -465,4 +465,4 @@ end
 tt.bars(tt.tensor(cost_rows), "images/18_sinks.png", {
   title = "Loss above full causal attention (nats, positions 21..48): 4 sinks vs 4 nearer keys",
   xlabels = cost_labels, labels = {"lesson 16's model", "twin trained with a start token"}, decimals = 3 })
-print("Figure: images/18_sinks.png, what each setting costs both models at W = 8 and 16.")
+print("Figure: " .. tt.figure_path("images/18_sinks.png") .. ", what each setting costs both models at W = 8 and 16.")

@@ -155,7 +155,7 @@ tt.plot({
   {name = "linear", x = Ns, y = lin_cost},
 }, "images/19_cost.png", {title = "FLOPs of one head (Dh = 64) vs N, as the trace counts them",
   xtitle = "N (tokens)", ytitle = "FLOPs", xlog = true, ylog = true, markers = true})
-print("Figure: images/19_cost.png (log-log).")
+print("Figure: " .. tt.figure_path("images/19_cost.png") .. " (log-log).")
 
 tt.trace.section("4. What it gives up: lesson 14's task, trained both ways")
 print("Lesson 14's two-layer attention-only model learns to copy a repeated")
@@ -333,7 +333,7 @@ tt.plot({
 }, "images/19_loss.png", {
   title = string.format("Training loss on the repeated part, mean over %d steps", WINDOW),
   xtitle = "step", ytitle = "loss (nats per token)" })
-print("Figure: images/19_loss.png, the repeated part's training loss, both runs.")
+print("Figure: " .. tt.figure_path("images/19_loss.png") .. ", the repeated part's training loss, both runs.")
 local function drop_at(ys)        -- the first window below ln V / 2, as lesson 14 reads it
   for i, y in ipairs(ys) do if y < math.log(V) / 2 then return wx[i] end end
 end

@@ -262,7 +262,7 @@ tt.heatmap(panels, "images/20_bf16_error.png", {
   panel_titles = {"only the weights rounded to bfloat16", "q, k, scores and weights in bfloat16"},
   xtitle = "Key", ytitle = "Query", cmap = "viridis", vmin = 0, colorbar = true, annotate = false })
 tt.trace.on()
-print("Figure: images/20_bf16_error.png (left: the weights' own rounding, below")
+print("Figure: " .. tt.figure_path("images/20_bf16_error.png") .. " (left: the weights' own rounding, below")
 print(string.format("%.2f%% everywhere; right: the whole computation, up to %.2f%%).", 100 * u, 100 * all_max))
 
 tt.trace.section("3b. Why the sums add up in float32")

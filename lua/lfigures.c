@@ -172,6 +172,17 @@ void ltt_figures_set_images(const char *dir)
     images_dir[n] = 0;
 }
 
+/* A path under "images/" (or "./images/") goes to DIR under --images DIR
+   (or TT_IMAGES): that path is pushed and 1 returned; any other path, or
+   no --images, stays as written (0, nothing pushed). */
+static int images_path(lua_State *L, const char *path)
+{
+    const char *rest = strncmp(path, "images/", 7) == 0 ? path + 7 : strncmp(path, "./images/", 9) == 0 ? path + 9 : NULL;
+    if (rest == NULL || !images_dir[0]) return 0;
+    lua_pushfstring(L, "%s%s%s", images_dir, strcmp(images_dir, "/") == 0 ? "" : "/", rest);
+    return 1;
+}
+
 /* The path argument: a string without NUL bytes. Lessons write their
    figures to "images/..." relative to where they run: with --images DIR
    (or TT_IMAGES) such a path goes to DIR instead, the argument at idx is
@@ -182,18 +193,28 @@ static const char *check_path(lua_State *L, int idx, const char *op)
     size_t len;
     const char *path = luaL_checklstring(L, idx, &len);
     no_nul(L, path, len, op, "the path");
-    const char *rest = strncmp(path, "images/", 7) == 0 ? path + 7 : strncmp(path, "./images/", 9) == 0 ? path + 9 : NULL;
-    if (rest == NULL) return path;
-    if (images_dir[0]) {
-        lua_pushfstring(L, "%s%s%s", images_dir, strcmp(images_dir, "/") == 0 ? "" : "/", rest);
+    if (images_path(L, path)) {
         lua_replace(L, idx);
         return lua_tostring(L, idx);
     }
     struct stat st;
-    if (stat("images", &st) != 0 || !S_ISDIR(st.st_mode))
+    if ((strncmp(path, "images/", 7) == 0 || strncmp(path, "./images/", 9) == 0)
+        && (stat("images", &st) != 0 || !S_ISDIR(st.st_mode)))
         ltt_error(L, "%s: cannot write '%s': there is no folder 'images' here; hint: run from the folder that "
                   "holds images/, or pass --images DIR (or set TT_IMAGES=DIR) to write the figures there", op, path);
     return path;
+}
+
+/* tt.figure_path(path): where a figure written to path lands, so a lesson
+   names the file it really wrote ("images/x.png", or DIR/x.png under
+   --images DIR). */
+static int ltt_figure_path(lua_State *L)
+{
+    size_t len;
+    const char *path = luaL_checklstring(L, 1, &len);
+    no_nul(L, path, len, "figure_path", "the path");
+    if (!images_path(L, path)) lua_settop(L, 1);
+    return 1;
 }
 
 /* ===== tt.heatmap(x, path [, opts]) ===== */
@@ -812,6 +833,7 @@ static const luaL_Reg figlib[] = {
     { "head_groups", ltt_head_groups },
     { "plot", ltt_plot },
     { "attend_figure", ltt_attend_figure },
+    { "figure_path", ltt_figure_path },
     { NULL, NULL },
 };
 

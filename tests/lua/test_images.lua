@@ -64,9 +64,20 @@ for _, f in ipairs(lessons) do
   local want = figures_of(f)
   check(f .. ": its figures are in the --images folder (" .. ls(x) .. " vs " .. want .. ")", ls(x) == want)
   check(f .. ": nothing is written in the folder it ran from (" .. ls(cwd) .. ")", ls(cwd) == "")
+  check(f .. ": the figures it names are where it wrote them", not out:find("Figures?: images/")
+        and (want == "" or out:find("Figures?: " .. x:gsub("%p", "%%%0") .. "/%d%d_")))
 end
 local touched = io.popen("find images -newer '" .. marker .. "'"):read("a")
 check("the repository's images/ is untouched: " .. touched, touched == "")
+
+-- ===== tt.figure_path: where a figure written to a path lands =====
+local cwd0, x0 = fresh("cwd"), fresh("x")
+local out0 = run_in(cwd0, "-q --images '" .. x0 .. "' -e 'print(tt.figure_path(\"images/a.png\"), "
+                    .. "tt.figure_path(\"./images/b.png\"), tt.figure_path(\"out/c.png\"))'")
+check("figure_path maps images/ to --images and leaves other paths: " .. out0,
+      out0 == x0 .. "/a.png\t" .. x0 .. "/b.png\tout/c.png\n")
+out0 = run_in(cwd0, "-q -e 'print(tt.figure_path(\"images/a.png\"))'")
+check("figure_path without --images: the path as written", out0 == "images/a.png\n")
 
 -- ===== without --sandbox, and through TT_IMAGES =====
 local cwd, x = fresh("cwd"), fresh("x")
