@@ -1675,6 +1675,8 @@ static tt_dtype autocast_dtype(lua_State *L)
         ltt_error(L, "autocast: dtype must be \"bfloat16\" or \"float16\", got '%s'; hint: %s", s,
                   dt == TT_FLOAT32 && strstr(s, "float") ? "float32 is what runs outside tt.autocast; "
                   "tt.autocast({enabled = false}, fn) turns it off inside one"
+                  : strcmp(s, "bf16") == 0 ? "did you mean \"bfloat16\"?"
+                  : strcmp(s, "fp16") == 0 || strcmp(s, "f16") == 0 ? "did you mean \"float16\"?"
                   : "autocast runs matmul and sdpa in one of the 16-bit dtypes");
     return enabled ? dt : TT_FLOAT32;
 }
@@ -1683,8 +1685,14 @@ static int ltt_autocast(lua_State *L)
 {
     tt_dtype dt = autocast_dtype(L), was;
     if (lua_type(L, 2) != LUA_TFUNCTION) {       /* or a callable: a module */
-        if (luaL_getmetafield(L, 2, "__call") == LUA_TNIL) luaL_checktype(L, 2, LUA_TFUNCTION);
-        else lua_pop(L, 1);
+        if (luaL_getmetafield(L, 2, "__call") != LUA_TNIL) lua_pop(L, 1);
+        else if (ltt_testtensor(L, 2))
+            ltt_error(L, "autocast: expects the function to run, got a tensor (the result of calling it "
+                      "already, outside autocast); hint: tt.autocast(dtype, model, x) or "
+                      "tt.autocast(dtype, function() return model(x) end)");
+        else
+            ltt_error(L, "autocast: expects the function to run after the dtype, got %s; hint: "
+                      "tt.autocast(dtype, fn, ...) runs fn(...)", luaL_typename(L, 2));
     }
     lua_remove(L, 1);
     ltt_check(L, tt_set_autocast(dt, &was));

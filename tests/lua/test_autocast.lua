@@ -315,7 +315,11 @@ checkerror({"autocast: dtype must be \"bfloat16\" or \"float16\", got 'int64'", 
            function() return tt.autocast("int64", is32, m) end)
 checkerror({"autocast: expects a dtype", "got number"}, function() return tt.autocast(16, is32, m) end)
 checkerror({"autocast", "enable"}, function() return tt.autocast({dtype = "bfloat16", enable = false}, is32, m) end)
-checkerror({"bad argument #2 to 'autocast'", "function expected"}, function() return tt.autocast("bfloat16", 5) end)
+checkerror({"autocast: expects the function to run after the dtype, got number"}, function() return tt.autocast("bfloat16", 5) end)
+checkerror({"autocast: expects the function to run, got a tensor", "hint: tt.autocast(dtype, model, x)"},
+           function() return tt.autocast("bfloat16", tt.ones(2)) end)
+checkerror({"did you mean \"bfloat16\"?"}, function() return tt.autocast("bf16", is32, m) end)
+checkerror({"did you mean \"float16\"?"}, function() return tt.autocast("fp16", is32, m) end)
 check("after the argument errors: float32", is32(m) == "float32")
 
 -- ===== the trace: each cast a row marked (autocast); the JSON carries it =====
