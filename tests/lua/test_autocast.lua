@@ -327,13 +327,22 @@ local dir = T.tmpdir()
 local script = T.write(dir, "ac.lua", [[
 local x, w = tt.ones(3, 4), tt.ones(4, 5)
 local p = tt.autocast("bfloat16", function() return x:matmul(w):softmax(-1) end)
+local v = tt.ones(4, 5):requires_grad_()
+local l = tt.autocast("bfloat16", function() return x:matmul(v):mul(2):sum() end)
+l:backward()
 ]])
 local out = T.run(dir, "--trace-json " .. dir .. "/ac.json " .. script)
 check("trace: the cast of x to bfloat16 is a row", out:find("    bfloat16    [3,4] (autocast) -> [3,4] bfloat16\n", 1, true) ~= nil)
 check("trace: the matmul row shows bfloat16", out:find("matmul      [3,4] bfloat16 @ [4,5] bfloat16 -> [3,5] bfloat16", 1, true) ~= nil)
 check("trace: the cast back to float32 before softmax", out:find("    float       [3,5] bfloat16 (autocast) -> [3,5]\n", 1, true) ~= nil)
 check("trace: softmax in float32", out:find("softmax     [3,5] (dim=2) -> [3,5]", 1, true) ~= nil)
+check("trace: a backward row shows its 16-bit gradients' dtype",
+      out:find("grad matmul      grad[3,5] bfloat16 -> grad[4,5] bfloat16   120 FLOP", 1, true) ~= nil)
+check("trace: the cast's backward gives float32 back",
+      out:find("grad bfloat16    grad[4,5] bfloat16 -> grad[4,5]\n", 1, true) ~= nil)
 local json = T.slurp(dir .. "/ac.json")
+check("json: the backward's gradient of the cast input is bfloat16",
+      json:find('"op":"mul","phase":"backward"[^\n]*"grads":%[{[^}]*"dtype":"bfloat16"') ~= nil)
 check("json: the cast's args say autocast", json:find('"op":"bfloat16"[^\n]*"args":"autocast"') ~= nil)
 check("json: the matmul's output dtype", json:find('"op":"matmul"[^\n]*"output":{[^}]*"dtype":"bfloat16"') ~= nil)
 
