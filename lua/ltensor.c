@@ -1670,10 +1670,10 @@ static tt_dtype autocast_dtype(lua_State *L)
         ltt_error(L, "autocast: expects a dtype (\"bfloat16\" or \"float16\") or {dtype = ..., enabled = ...}, "
                   "got %s; hint: tt.autocast(\"bfloat16\", fn, ...)", luaL_typename(L, 1));
     }
-    tt_dtype dt = TT_FLOAT32;
+    tt_dtype dt = TT_INT64;
     if (!dtype_named(s, &dt) || !tt_dtype_is_float(dt) || dt == TT_FLOAT32)
         ltt_error(L, "autocast: dtype must be \"bfloat16\" or \"float16\", got '%s'; hint: %s", s,
-                  dt == TT_FLOAT32 && strstr(s, "float") ? "float32 is what runs outside tt.autocast; "
+                  dt == TT_FLOAT32 ? "float32 is what runs outside tt.autocast; "
                   "tt.autocast({enabled = false}, fn) turns it off inside one"
                   : strcmp(s, "bf16") == 0 ? "did you mean \"bfloat16\"?"
                   : strcmp(s, "fp16") == 0 || strcmp(s, "f16") == 0 ? "did you mean \"float16\"?"

@@ -313,6 +313,9 @@ checkerror({"autocast: dtype must be \"bfloat16\" or \"float16\", got 'float32'"
            function() return tt.autocast("float32", is32, m) end)
 checkerror({"autocast: dtype must be \"bfloat16\" or \"float16\", got 'int64'", "hint:"},
            function() return tt.autocast("int64", is32, m) end)
+local m64 = checkerror({"got 'float64'; hint: autocast runs matmul and sdpa in one of the 16-bit dtypes"},
+                       function() return tt.autocast("float64", is32, m) end)
+check("float64's hint is not float32's", not m64:find("outside tt.autocast", 1, true))
 checkerror({"autocast: expects a dtype", "got number"}, function() return tt.autocast(16, is32, m) end)
 checkerror({"autocast", "enable"}, function() return tt.autocast({dtype = "bfloat16", enable = false}, is32, m) end)
 checkerror({"autocast: expects the function to run after the dtype, got number"}, function() return tt.autocast("bfloat16", 5) end)
