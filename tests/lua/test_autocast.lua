@@ -149,14 +149,17 @@ for _, dt in ipairs({"bfloat16", "float16"}) do
       for c = 1, 4 do
         local r = 0.0
         for j = 1, 6 do r = r + s[j] / z * vh[j][c] end
-        local w = round16(dt, r)
-        if math.abs(ot[h][i][c] - w) > quantum(FMT[dt], math.abs(w)) and not bad then
+        -- the fused 16-bit kernel rounds P to the dtype before P.V, as FlashAttention
+        -- does: within 2 units of rounding of max|v| (test_half.lua's bound)
+        local w, vmax = r, 0.0
+        for j = 1, 6 do vmax = math.max(vmax, math.abs(vh[j][c])) end
+        if math.abs(ot[h][i][c] - w) > 2 * 2.0^-FMT[dt].p * vmax and not bad then
           bad = string.format("[%d][%d][%d] got %.8g want %.8g", h, i, c, ot[h][i][c], w)
         end
       end
     end
   end
-  check(dt .. ": sdpa against float64 of the rounded q, k, v within one ulp" .. (bad and (" " .. bad) or ""), bad == nil)
+  check(dt .. ": sdpa against float64 of the rounded q, k, v within 2 u max|v|" .. (bad and (" " .. bad) or ""), bad == nil)
 end
 
 -- ===== the float32 list: 16-bit inputs give float32 =====
