@@ -423,6 +423,23 @@ const char *tt_grad_fn_name(const tt_tensor *t);
 /* Grad mode (on at start); returns the previous state. */
 int tt_set_grad_enabled(int on);
 int tt_is_grad_enabled(void);
+
+/* Autocast (torch.autocast): while set to TT_BFLOAT16 or TT_FLOAT16, an op
+   called outside any other op casts its float inputs first, each cast a
+   traced conversion of its own on the graph (its gradient comes back in
+   the input's dtype): matmul, einsum and sdpa cast them to the autocast
+   dtype and give results in it; softmax, log_softmax, cross_entropy, exp,
+   log, pow, sum, mean and norm cast 16-bit inputs to float32 and give
+   float32; the other ops are untouched (PyTorch's promotion). TT_FLOAT32
+   turns it off (the start). Returns the previous setting; TT_EARG for
+   another dtype. */
+tt_status tt_set_autocast(tt_dtype dt, tt_dtype *was);
+/* The autocast dtype now, TT_FLOAT32 when off. */
+tt_dtype tt_autocast_dtype(void);
+/* tt_to_dtype marked "autocast" in its trace row's args: the cast an op
+   of autocast's lists makes, for a composite built in the binding
+   (nn.Linear's bias, a norm's input). */
+tt_status tt_autocast_to(tt_tensor *out, const tt_tensor *a, tt_dtype dt);
 /* Bytes of the graphs' nodes and records now alive (tensor/graph.c); they
    count against the memory cap as tensors do, and the interpreter collects
    garbage when tensors and graphs together grow. */

@@ -37,6 +37,28 @@ static inline int tt__is_half(tt_dtype dt) { return dt == TT_BFLOAT16 || dt == T
 tt_status tt__widen(tt_tensor *tmp, const char *op, const tt_tensor **a);
 tt_status tt__round_to(tt_tensor *t, const char *op, tt_dtype dt);
 
+/* Autocast (ops/autocast.c), as torch.autocast: an op of autocast's
+   lists calls tt__autocast_enter first; when it returns 1 (autocast on, no
+   op running, and something to do), the op runs again on ac.in[] (its
+   inputs cast, each a traced conversion of its own, or as they were) and
+   returns tt__autocast_leave(&ac, st). The inner run sees autocast paused,
+   so an op built on other ops (sdpa's 16-bit path) casts nothing twice.
+   LOW (matmul, einsum, sdpa): every float input not in the autocast dtype
+   is cast to it, and the op always reruns paused. FP32 (softmax, losses,
+   exp, log, pow, sum, mean, norm): 16-bit inputs are cast to float32; 0
+   when none is. A failed cast leaves ac.st set (nothing to release). */
+#define TT__AC_MAX 16
+typedef enum tt__ackind { TT__AC_LOW, TT__AC_FP32 } tt__ackind;
+typedef struct tt__autocast {
+    tt_dtype paused;            /* the setting tt__autocast_leave restores */
+    tt_status st;
+    int n;
+    const tt_tensor *in[TT__AC_MAX];
+    tt_tensor cast[TT__AC_MAX];
+} tt__autocast;
+int tt__autocast_enter(tt__autocast *ac, tt__ackind kind, int n, const tt_tensor *const *in);
+tt_status tt__autocast_leave(tt__autocast *ac, tt_status st);
+
 /* Broadcasts two shapes (NumPy rules) into out_shape/out_names; unifies
    names. TT_ESHAPE naming both shapes on failure. */
 tt_status tt__broadcast(const char *op, const tt_tensor *a, const tt_tensor *b,

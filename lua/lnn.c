@@ -49,6 +49,13 @@ static int linear_call(lua_State *L)
     tt_tensor *y = ltt_newtensor(L), *in_xw[] = {x, wt};
     LTT_CALL_HELD(L, "Linear", in_xw, tt_matmul(y, x, wt));
     if (b == NULL) return 1;
+    tt_dtype ac = tt_autocast_dtype();
+    if (ac != TT_FLOAT32 && b->dtype != ac && tt_dtype_is_float(b->dtype)) {
+        /* autocast: PyTorch's linear is one op that casts its bias too */
+        tt_tensor *bc = ltt_newtensor(L), *in_b[] = {b};
+        LTT_CALL_HELD(L, "Linear", in_b, tt_autocast_to(bc, b, ac));
+        b = bc;
+    }
     tt_tensor *yb = ltt_newtensor(L), *in_yb[] = {y, b};
     LTT_CALL_HELD(L, "Linear", in_yb, tt_binary(yb, TT_OP_ADD, y, b));
     return 1;
@@ -204,6 +211,12 @@ static int norm_call(lua_State *L, const char *mt, int layer)
     tt_tensor *w = ltt_totensor(L, -1);
     lua_getiuservalue(L, 1, 2);
     tt_tensor *b = ltt_totensor(L, -1);
+    if (tt_autocast_dtype() != TT_FLOAT32 && (x->dtype == TT_BFLOAT16 || x->dtype == TT_FLOAT16)) {
+        /* autocast: a norm runs in float32 (in torch.autocast's float32 list) */
+        tt_tensor *xf = ltt_newtensor(L), *in_x[] = {x};
+        LTT_CALL_HELD(L, op, in_x, tt_autocast_to(xf, x, TT_FLOAT32));
+        x = xf;
+    }
     tt_tensor *y;
     if (layer) {
         tt_tensor *xc = bin(L, op, TT_OP_SUB, x, mean_last(L, op, x));

@@ -1653,6 +1653,70 @@ static int ltt_no_grad(lua_State *L)
     return lua_gettop(L);
 }
 
+/* tt.autocast(dtype, fn, ...): fn's results, run under torch.autocast's
+   rules (core/ops/autocast.c); dtype "bfloat16" or "float16", or a table
+   {dtype = ..., enabled = bool} (enabled = false: autocast off inside, as
+   torch's enabled=False). The setting comes back when fn returns or
+   raises; a yield out of fn is an error, as the setting cannot follow a
+   coroutine out (it would hold in the code that resumed it). */
+static tt_dtype autocast_dtype(lua_State *L)
+{
+    static const char *const known[] = {"dtype", "enabled", NULL};
+    const char *s = NULL;
+    int enabled = 1;
+    if (lua_istable(L, 1)) {
+        ltt_check_opts(L, 1, "autocast", known);
+        enabled = ltt_optflag(L, 1, "autocast", "enabled", 1);
+        lua_getfield(L, 1, "dtype");
+        s = lua_isnil(L, -1) ? "bfloat16" : lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        if (s == NULL)
+            ltt_error(L, "autocast: dtype must be a string, got %s", luaL_typename(L, -1));
+        lua_pop(L, 1);
+    } else if (lua_type(L, 1) == LUA_TSTRING) {
+        s = lua_tostring(L, 1);
+    } else {
+        ltt_error(L, "autocast: expects a dtype (\"bfloat16\" or \"float16\") or {dtype = ..., enabled = ...}, "
+                  "got %s; hint: tt.autocast(\"bfloat16\", fn, ...)", luaL_typename(L, 1));
+    }
+    tt_dtype dt = TT_INT64;
+    if (!dtype_named(s, &dt) || !tt_dtype_is_float(dt) || dt == TT_FLOAT32)
+        ltt_error(L, "autocast: dtype must be \"bfloat16\" or \"float16\", got '%s'; hint: %s", s,
+                  dt == TT_FLOAT32 ? "float32 is what runs outside tt.autocast; "
+                  "tt.autocast({enabled = false}, fn) turns it off inside one"
+                  : strcmp(s, "bf16") == 0 ? "did you mean \"bfloat16\"?"
+                  : strcmp(s, "fp16") == 0 || strcmp(s, "f16") == 0 ? "did you mean \"float16\"?"
+                  : "autocast runs matmul and sdpa in one of the 16-bit dtypes");
+    return enabled ? dt : TT_FLOAT32;
+}
+
+static int ltt_autocast(lua_State *L)
+{
+    tt_dtype dt = autocast_dtype(L), was;
+    if (lua_type(L, 2) != LUA_TFUNCTION) {       /* or a callable: a module */
+        if (luaL_getmetafield(L, 2, "__call") != LUA_TNIL) lua_pop(L, 1);
+        else if (ltt_testtensor(L, 2))
+            ltt_error(L, "autocast: expects the function to run, got a tensor (the result of calling it "
+                      "already, outside autocast); hint: tt.autocast(dtype, model, x) or "
+                      "tt.autocast(dtype, function() return model(x) end)");
+        else
+            ltt_error(L, "autocast: expects the function to run after the dtype, got %s; hint: "
+                      "tt.autocast(dtype, fn, ...) runs fn(...)", luaL_typename(L, 2));
+    }
+    lua_remove(L, 1);
+    ltt_check(L, tt_set_autocast(dt, &was));
+    int st = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
+    tt_set_autocast(was, NULL);
+    if (st != LUA_OK) {
+        const char *m = lua_tostring(L, -1);
+        if (m && strcmp(m, "attempt to yield across a C-call boundary") == 0)
+            return ltt_error(L, "autocast: fn yielded, and the autocast setting cannot leave with a coroutine "
+                             "(it would hold in the code that resumed it); hint: yield outside tt.autocast, "
+                             "or call tt.autocast inside the coroutine between its yields");
+        return lua_error(L);
+    }
+    return lua_gettop(L);
+}
+
 /* ===== Registration ===== */
 
 /* x[{i, j, ...}]: PyTorch's x[i, j, ...], one entry a dim from the first:
@@ -1848,7 +1912,7 @@ static void set_op_functions(lua_State *L)
 static const luaL_Reg ttlib[] = {
     {"tensor", ltt_tensor_new}, {"zeros", ltt_zeros}, {"ones", ltt_ones}, {"full", ltt_full},
     {"arange", ltt_arange}, {"eye", ltt_eye}, {"randn", ltt_randn}, {"rand", ltt_rand}, {"randint", ltt_randint},
-    {"manual_seed", ltt_manual_seed}, {"no_grad", ltt_no_grad}, {"matmul", ltt_matmul}, {"cat", ltt_cat}, {"stack", ltt_stack},
+    {"manual_seed", ltt_manual_seed}, {"no_grad", ltt_no_grad}, {"autocast", ltt_autocast}, {"matmul", ltt_matmul}, {"cat", ltt_cat}, {"stack", ltt_stack},
     {"causal_mask", ltt_causal_mask}, {"sdpa", ltt_sdpa}, {"cross_entropy", ltt_cross_entropy},
     {"rearrange", ltt_rearrange}, {"einsum", ltt_einsum},
     {"allclose", ltt_allclose}, {"assert_close", ltt_assert_close}, {"clock", ltt_clock},

@@ -2368,9 +2368,46 @@ static void test_label_memory(void)
     if (rss0 >= 0 && grown >= 2 * (cap >> 10)) printf("  VmHWM grew by %ld KiB\n", grown);
 }
 
+/* tt_set_autocast: only the 16-bit dtypes (float32 is off); matmul casts
+   and gives the dtype, softmax gives float32 from 16-bit, a failed cast
+   (the memory cap) restores the setting and leaks nothing */
+static void test_autocast(void)
+{
+    tt_dtype was = TT_BOOL;
+    CHECK("autocast int64 is TT_EARG", tt_set_autocast(TT_INT64, &was) == TT_EARG && was == TT_BOOL
+          && strstr(tt_errmsg(), "autocast: dtype must be bfloat16 or float16"));
+    CHECK("autocast is off at the start", tt_autocast_dtype() == TT_FLOAT32);
+    tt_tensor a, b, y = {0}, h, s = {0};
+    ok(tt_ones(&a, TT_FLOAT32, DIMS(3, 5)));
+    ok(tt_ones(&b, TT_FLOAT32, DIMS(5, 2)));
+    ok(tt_set_autocast(TT_FLOAT16, &was));
+    CHECK("autocast float16 set, off before", was == TT_FLOAT32 && tt_autocast_dtype() == TT_FLOAT16);
+    CHECK("matmul under autocast gives float16", ok(tt_matmul(&y, &a, &b)) && y.dtype == TT_FLOAT16
+          && tt_get(&y, 5) == 5.0);
+    ok(tt_to_dtype(&h, &a, TT_BFLOAT16));
+    CHECK("softmax of bfloat16 under autocast gives float32", ok(tt_softmax(&s, &h, 1)) && s.dtype == TT_FLOAT32);
+    CHECK("the setting holds after the ops", tt_autocast_dtype() == TT_FLOAT16);
+    tt_tensor_release(&y);
+    int64_t before = tt_memory_in_use();
+    tt_set_max_memory(before + 8);              /* no room for the casts */
+    CHECK("a cast past the cap fails the matmul", tt_matmul(&y, &a, &b) == TT_ENOMEM && y.storage == NULL);
+    tt_set_max_memory(0);
+    CHECK("... restoring the setting and leaking nothing",
+          tt_autocast_dtype() == TT_FLOAT16 && tt_memory_in_use() == before);
+    ok(tt_set_autocast(TT_FLOAT32, NULL));
+    CHECK("float32 turns it off", tt_autocast_dtype() == TT_FLOAT32 && ok(tt_matmul(&y, &a, &b))
+          && y.dtype == TT_FLOAT32);
+    tt_tensor_release(&y);
+    tt_tensor_release(&s);
+    tt_tensor_release(&h);
+    tt_tensor_release(&a);
+    tt_tensor_release(&b);
+}
+
 int main(void)
 {
     int64_t base = tt_memory_in_use();
+    test_autocast();
     test_binary();
     test_int64_ops();
     test_indexing();

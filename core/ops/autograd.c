@@ -1095,18 +1095,30 @@ static tt_tensor shown_as(const tt_tensor *g, const char *const *names, const ch
     return t;
 }
 
-/* Runs x's backward as one trace row: the gradient g arriving, the
-   gradients gin[] it gives (up to TT_TRACE_MAX_INPUTS shown), the FLOPs of
-   the ops it ran. */
-static tt_status run_node(const tt__node *x, const tt__opdef *def, const tt_tensor *g, tt_tensor *gin)
+/* Runs x's backward as one trace row: the gradient arriving (`arrived`,
+   as it came; g is it in float32), the gradients gin[] it gives, each
+   rounded into its input's dtype (up to TT_TRACE_MAX_INPUTS shown, in the
+   dtypes they have), the FLOPs of the ops it ran. */
+static tt_status run_node(const tt__node *x, const tt__opdef *def, const tt_tensor *arrived, const tt_tensor *g,
+                          tt_tensor *gin)
 {
     tt__group grp;
     tt__group_enter(&grp);
     tt_status st = def->backward(x, g, gin);
+    for (int i = 0; i < x->nin && st == TT_OK; i++) {
+        const tt__edge *e = &x->in[i];
+        tt_tensor c;
+        if (gin[i].storage && gin[i].dtype != e->dtype && tt_dtype_is_float(e->dtype)
+            && (st = tt_to_dtype(&c, &gin[i], e->dtype)) == TT_OK) {
+            c.label = gin[i].label;
+            tt_tensor_release(&gin[i]);
+            gin[i] = c;
+        }
+    }
     tt_event ev;
     tt_tensor gshown, shown[TT_TRACE_MAX_INPUTS];
     if (st == TT_OK) {
-        gshown = shown_as(g, x->out_names, NULL);
+        gshown = shown_as(arrived, x->out_names, NULL);
         tt__event_init(&ev, x->op, NULL, &gshown, NULL, NULL);
         ev.phase = TT_PHASE_BACKWARD;
         for (int i = 0; i < x->nin; i++) {
@@ -1153,24 +1165,16 @@ static tt_status run(tt__node **all, int64_t count)
         st = check_versions(x);
         /* a 16-bit gradient arriving: the backward computes in float32
            (the saved tensors promote), each input's gradient is rounded
-           once into that input's dtype below */
+           once into that input's dtype (run_node) */
         tt_tensor g32 = {0};
         const tt_tensor *g = x->acc;
         if (st == TT_OK) st = tt__widen(&g32, "backward", &g);
-        if (st == TT_OK) st = run_node(x, def, g, gin);
+        if (st == TT_OK) st = run_node(x, def, x->acc, g, gin);
         tt_tensor_release(&g32);
         tt_tensor_release(x->acc);
         for (int i = 0; i < x->nin; i++) {
             tt__edge *e = &x->in[i];
             if (!gin[i].storage) continue;
-            if (st == TT_OK && gin[i].dtype != e->dtype && tt_dtype_is_float(e->dtype)) {
-                tt_tensor c;
-                if ((st = tt_to_dtype(&c, &gin[i], e->dtype)) == TT_OK) {
-                    c.label = gin[i].label;
-                    tt_tensor_release(&gin[i]);
-                    gin[i] = c;
-                }
-            }
             if (st == TT_OK && e->leaf && e->leaf->requires_grad) st = accumulate_leaf(e->leaf, &gin[i]);
             else if (st == TT_OK && e->next) {
                 st = accumulate(e->next->acc, &gin[i]);

@@ -114,6 +114,9 @@ tt_status tt_cross_entropy(tt_tensor *out, const tt_tensor *logits, const tt_ten
     memset(out, 0, sizeof *out);
     if (reduction < TT_REDUCTION_MEAN || reduction > TT_REDUCTION_NONE)
         return tt__err(TT_EARG, "cross_entropy: unknown reduction %d", (int)reduction);
+    tt__autocast ac;
+    if (tt__autocast_enter(&ac, TT__AC_FP32, 1, &logits))
+        return tt__autocast_leave(&ac, ac.st ? ac.st : tt_cross_entropy(out, ac.in[0], targets, ignore_index, reduction));
     if (tt__is_half(logits->dtype)) {
         /* 16-bit logits: a float32 copy (its own op, recorded: the gradient
            goes back as bfloat16/float16), the loss rounded to their dtype */

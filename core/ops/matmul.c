@@ -169,6 +169,9 @@ static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor
 tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b)
 {
     memset(out, 0, sizeof *out);
+    tt__autocast ac;
+    if (tt__autocast_enter(&ac, TT__AC_LOW, 2, (const tt_tensor *[]){a, b}))
+        return tt__autocast_leave(&ac, ac.st ? ac.st : tt_matmul(out, ac.in[0], ac.in[1]));
     tt__opscope sc = tt__op_enter();
     double flops = 0.0;
     tt_status st = matmul_impl(out, a, b, &flops);

@@ -505,6 +505,9 @@ tt_status tt_binary(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tenso
     const tt__opdef *def;
     tt_status st = op_def("binary", op, TT_OPK_BINARY, "a binary op", &def);
     if (st) return st;
+    tt__autocast ac;
+    if (op == TT_OP_POW && tt__autocast_enter(&ac, TT__AC_FP32, 2, (const tt_tensor *[]){a, b}))
+        return tt__autocast_leave(&ac, ac.st ? ac.st : tt_binary(out, op, ac.in[0], ac.in[1]));
     tt__opscope sc = tt__op_enter();
     st = binary_impl(out, def, a, b, tt_num_i(0), 0);
     if (st == TT_OK && tt__grad_wanted(sc, a, b)) st = tt__record(out, op, a, b, NULL, NULL);
@@ -527,6 +530,9 @@ tt_status tt_binary_number(tt_tensor *out, tt_op op, const tt_tensor *a, tt_numb
     const tt__opdef *def;
     tt_status st = op_def("binary", op, TT_OPK_BINARY, "a binary op", &def);
     if (st) return st;
+    tt__autocast ac;
+    if (op == TT_OP_POW && tt__autocast_enter(&ac, TT__AC_FP32, 1, &a))
+        return tt__autocast_leave(&ac, ac.st ? ac.st : tt_binary_number(out, op, ac.in[0], s, scalar_first));
     tt__opscope sc = tt__op_enter();
     st = binary_impl(out, def, a, NULL, s, scalar_first);
     if (st == TT_OK && tt__grad_wanted(sc, a, NULL))
@@ -574,6 +580,9 @@ tt_status tt_unary(tt_tensor *out, tt_op op, const tt_tensor *a)
     const tt__opdef *def;
     tt_status st = op_def("unary", op, TT_OPK_UNARY, "a unary op", &def);
     if (st) return st;
+    tt__autocast ac;
+    if ((op == TT_OP_EXP || op == TT_OP_LOG) && tt__autocast_enter(&ac, TT__AC_FP32, 1, &a))
+        return tt__autocast_leave(&ac, ac.st ? ac.st : tt_unary(out, op, ac.in[0]));
     tt__opscope sc = tt__op_enter();
     st = unary_impl(out, def, a);
     if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, op, a, NULL, NULL, NULL);
@@ -646,7 +655,7 @@ static tt_status convert_impl(tt_tensor *out, const tt_tensor *a, tt_dtype dt, c
     return st;
 }
 
-tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
+static tt_status to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt, const char *args)
 {
     clear(out);
     if (dt < TT_FLOAT32 || dt > TT_FLOAT16)
@@ -663,8 +672,19 @@ tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, NULL, NULL);
         ev.view = view;
+        snprintf(ev.args, sizeof ev.args, "%s", args);
     }
     return tt__op_leave(sc, st, &ev);
+}
+
+tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
+{
+    return to_dtype(out, a, dt, "");
+}
+
+tt_status tt_autocast_to(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
+{
+    return to_dtype(out, a, dt, "autocast");
 }
 
 /* ===== Reductions ===== */
@@ -844,6 +864,9 @@ tt_status tt_reduce(tt_tensor *out, tt_op op, const tt_tensor *a, int d, int kee
     const tt__opdef *def;
     tt_status st = op_def("reduce", op, TT_OPK_REDUCE, "a reduction", &def);
     if (st) return st;
+    tt__autocast ac;
+    if ((op == TT_OP_SUM || op == TT_OP_MEAN) && tt__autocast_enter(&ac, TT__AC_FP32, 1, &a))
+        return tt__autocast_leave(&ac, ac.st ? ac.st : tt_reduce(out, op, ac.in[0], d, keepdim));
     tt__opscope sc = tt__op_enter();
     st = reduce_impl(def->index ? NULL : out, def->index ? out : NULL, def, a, d, keepdim);
     if (st == TT_OK && !def->index && tt__grad_wanted(sc, a, NULL))
@@ -1053,6 +1076,9 @@ static tt_status norm_impl(tt_tensor *out, const tt_tensor *a, double p, int d, 
 tt_status tt_norm(tt_tensor *out, const tt_tensor *a, double p, int d, int keepdim)
 {
     clear(out);
+    tt__autocast ac;
+    if (tt__autocast_enter(&ac, TT__AC_FP32, 1, &a))
+        return tt__autocast_leave(&ac, ac.st ? ac.st : tt_norm(out, ac.in[0], p, d, keepdim));
     tt__opscope sc = tt__op_enter();
     tt_status st = norm_impl(out, a, p, d, keepdim);
     if (st == TT_OK && tt__grad_wanted(sc, a, NULL))
@@ -1149,6 +1175,9 @@ static int64_t all_masked_rows(const tt_tensor *a, int d)
 static tt_status softmax_op(tt_tensor *out, tt_op op, const tt_tensor *a, int d)
 {
     clear(out);
+    tt__autocast ac;
+    if (tt__autocast_enter(&ac, TT__AC_FP32, 1, &a))
+        return tt__autocast_leave(&ac, ac.st ? ac.st : softmax_op(out, op, ac.in[0], d));
     tt__opscope sc = tt__op_enter();
     tt_status st = softmax_impl(out, op, a, d);
     if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, op, a, NULL, NULL, &(tt__agargs){ .d = d });

@@ -1615,6 +1615,9 @@ tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *li
     for (int i = 0; i < n; i++)
         if (!list[i] || !list[i]->storage)
             return tt__err(TT_EARG, "einsum: operand %d is not a tensor", i + 1);
+    tt__autocast ac;
+    if (n <= TT__AC_MAX && tt__autocast_enter(&ac, TT__AC_LOW, n, list))
+        return tt__autocast_leave(&ac, ac.st ? ac.st : tt_einsum(out, spec, ac.in, n));
     tt__opscope sc = tt__op_enter();
     double flops = 0;
     tt_status st = einsum_impl(out, spec, list, n, &flops);

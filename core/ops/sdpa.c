@@ -601,6 +601,9 @@ tt_status tt_sdpa_ex(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, con
 {
     memset(out, 0, sizeof *out);
     if (weights) memset(weights, 0, sizeof *weights);
+    tt__autocast ac;
+    if (tt__autocast_enter(&ac, TT__AC_LOW, 3, (const tt_tensor *[]){q, k, v}))   /* a bias stays float32 */
+        return tt__autocast_leave(&ac, ac.st ? ac.st : tt_sdpa_ex(out, weights, ac.in[0], ac.in[1], ac.in[2], o, empty_rows));
     if ((tt__is_half(q->dtype) || tt__is_half(k->dtype) || tt__is_half(v->dtype))
         && tt_dtype_is_float(q->dtype) && tt_dtype_is_float(k->dtype) && tt_dtype_is_float(v->dtype)
         && (k->dtype != q->dtype || v->dtype != q->dtype))

@@ -47,12 +47,15 @@ static size_t put_tensor(char *buf, size_t n, const tt_tensor *t)
 #define APPEND(...) do { if (len < n) len += (size_t)snprintf(buf + len, n - len, __VA_ARGS__); } while (0)
 
 /* A gradient as a backward row shows it: "grad of scores[B=2,N=5]" for a
-   labelled input, else "grad[B=2,N=5]". */
+   labelled input, else "grad[B=2,N=5]"; its dtype after it unless float32,
+   as a forward row's tensors. */
 static size_t put_grad(char *buf, size_t n, const tt_tensor *t)
 {
     char shp[192];
     tt_shape_str(t, shp, sizeof shp);
     int len = t->label ? snprintf(buf, n, "grad of %s%s", t->label, shp) : snprintf(buf, n, "grad%s", shp);
+    if (t->dtype != TT_FLOAT32 && len > 0 && (size_t)len < n)
+        len += snprintf(buf + len, n - (size_t)len, " %s", tt_dtype_name(t->dtype));
     return len < 0 ? 0 : (size_t)len;
 }
 
