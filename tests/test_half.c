@@ -258,6 +258,106 @@ static void test_known(void)
     CHECK("f16 of that NaN is NaN", (tk_f16_from_f32(fs) & 0x7c00) == 0x7c00 && (tk_f16_from_f32(fs) & 0x3ff) != 0);
 }
 
+
+/* ===== 16-bit GEMM =====
+   tk_gemm_batch_typed on bfloat16 / float16 (and mixed) operands, read in
+   place with awkward sizes and strides (row-major, transposed, both strides
+   non-unit, a batch), on every path: (1) the bits of tk_gemm_batch on
+   float32 copies laid out the same way (the packers convert exactly);
+   (2) within float32 accumulation's bound of a float64 reference of the
+   same products, |c - ref| <= K * 2^-23 * sum |a b| (+ the least normal);
+   (3) the same bits on 1, 2 and 3 threads. */
+static uint64_t rng = 88172645463325252ull;
+static float frand(void)
+{
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (float)((rng >> 40) & 0xffffff) / 16777216.0f * 2.0f - 1.0f;
+}
+
+/* Element (i, p) of a [rows x cols] operand stored in layout `lay`: 0 row
+   major, 1 transposed (column major), 2 both strides non-unit (a 2x2 grid
+   with one gap); *rs, *cs get the strides, the return is the storage size. */
+static int64_t layout(int lay, int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
+{
+    if (lay == 0) { *rs = cols; *cs = 1; return rows * cols; }
+    if (lay == 1) { *rs = 1; *cs = rows; return rows * cols; }
+    *rs = 2 * cols + 3; *cs = 2;
+    return rows * *rs;
+}
+
+static void test_gemm_case(int ta, int tb, int64_t nb, int64_t M, int64_t N, int64_t K, int la, int lb)
+{
+    int64_t rsa, csa, rsb, csb;
+    int64_t na = layout(la, M, K, &rsa, &csa), nbb = layout(lb, K, N, &rsb, &csb);
+    float *af = calloc((size_t)(na * nb), sizeof(float)), *bf = calloc((size_t)(nbb * nb), sizeof(float));
+    uint16_t *ah = calloc((size_t)(na * nb), 2), *bh = calloc((size_t)(nbb * nb), 2);
+    float *c16 = malloc((size_t)(nb * M * N) * sizeof(float)), *c32 = malloc((size_t)(nb * M * N) * sizeof(float));
+    float *c16t = malloc((size_t)(nb * M * N) * sizeof(float));
+    int64_t aoff[2] = { 0, na }, boff[2] = { 0, nbb }, coff[2] = { 0, M * N };
+    /* values on the 16-bit grid (so the float32 copies hold the same numbers) */
+    for (int64_t i = 0; i < na * nb; i++) {
+        float v = frand() * 3.0f;
+        ah[i] = ta == TK_BF16 ? tk_bf16_from_f32(v) : tk_f16_from_f32(v);
+        af[i] = ta == TK_F32 ? v : ta == TK_BF16 ? tk_bf16_to_f32(ah[i]) : tk_f16_to_f32(ah[i]);
+    }
+    for (int64_t i = 0; i < nbb * nb; i++) {
+        float v = frand() * 3.0f;
+        bh[i] = tb == TK_BF16 ? tk_bf16_from_f32(v) : tk_f16_from_f32(v);
+        bf[i] = tb == TK_F32 ? v : tb == TK_BF16 ? tk_bf16_to_f32(bh[i]) : tk_f16_to_f32(bh[i]);
+    }
+    const void *A = ta == TK_F32 ? (const void *)af : ah, *B = tb == TK_F32 ? (const void *)bf : bh;
+    tk_gemm_batch_typed(nb, M, N, K, ta, A, aoff, rsa, csa, tb, B, boff, rsb, csb, c16, coff, N, 1);
+    tk_gemm_batch(nb, M, N, K, af, aoff, rsa, csa, bf, boff, rsb, csb, c32, coff, N, 1);
+    CHECK("16-bit GEMM: the bits of the float32 GEMM on float32 copies",
+          memcmp(c16, c32, (size_t)(nb * M * N) * sizeof(float)) == 0);
+    long bad = 0;
+    for (int64_t t = 0; t < nb; t++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double ref = 0.0, mag = 0.0;
+                for (int64_t p = 0; p < K; p++) {
+                    double x = (double)af[aoff[t] + i * rsa + p * csa] * (double)bf[boff[t] + p * rsb + j * csb];
+                    ref += x;
+                    mag += fabs(x);
+                }
+                double got = (double)c16[coff[t] + i * N + j];
+                if (!(fabs(got - ref) <= (double)K * 0x1p-23 * mag + 0x1p-126) && bad++ < 3)
+                    printf("  c[%lld,%lld,%lld] = %.9g, float64 %.9g (K %lld)\n", (long long)t, (long long)i,
+                           (long long)j, got, ref, (long long)K);
+            }
+    CHECK("16-bit GEMM within float32 accumulation's bound of float64", bad == 0);
+    int same = 1;
+    for (int nt = 1; nt <= 3; nt++) {
+        tk_set_num_threads(nt);
+        tk_gemm_batch_typed(nb, M, N, K, ta, A, aoff, rsa, csa, tb, B, boff, rsb, csb, c16t, coff, N, 1);
+        same &= memcmp(c16, c16t, (size_t)(nb * M * N) * sizeof(float)) == 0;
+    }
+    tk_set_num_threads(0);
+    CHECK("16-bit GEMM: the same bits on 1, 2, 3 threads", same);
+    free(af); free(bf); free(ah); free(bh); free(c16); free(c32); free(c16t);
+}
+
+static void test_gemm(void)
+{
+    static const int64_t sizes[][3] = {   /* M, N, K: edges of every tile, the small path, several kc blocks */
+        { 1, 7, 5 }, { 3, 33, 17 }, { 13, 45, 29 }, { 37, 70, 300 }, { 64, 65, 129 }, { 130, 97, 700 }, { 5, 300, 260 },
+    };
+    static const int types[][2] = { { TK_BF16, TK_BF16 }, { TK_F16, TK_F16 }, { TK_BF16, TK_F32 }, { TK_F32, TK_F16 } };
+    for (int k = 0; k < npaths; k++) {
+        tk_simd_force(path_names[k]);
+        int before = check_failed;
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+            for (size_t ty = 0; ty < sizeof types / sizeof *types; ty++)
+                for (int la = 0; la < 3; la++)
+                    for (int lb = 0; lb < 3; lb++)
+                        test_gemm_case(types[ty][0], types[ty][1], 1 + (int64_t)((s + la + lb) % 2),
+                                       sizes[s][0], sizes[s][1], sizes[s][2], la, lb);
+        printf("  %s: 16-bit GEMM on %s: 7 sizes x 4 type pairs x 9 layouts\n",
+               check_failed == before ? "ok" : "FAIL", path_names[k]);
+    }
+    tk_simd_force(NULL);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -266,6 +366,7 @@ int main(void)
     test_known();
     test_decode(&BF16);
     test_decode(&F16);
+    test_gemm();
     test_round(&BF16);
     test_round(&F16);
     return check_report();

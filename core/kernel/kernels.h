@@ -55,6 +55,16 @@ void tk_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                    const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
                    const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
                    float *c, const int64_t *coff, int64_t rsc, int64_t csc);
+/* The same with 16-bit operands: ta, tb are each TK_F32, TK_BF16 or TK_F16
+   (a, b point at that type; offsets and strides count its elements). The
+   packers convert to float32 as they pack, so the products and sums are
+   float32 and C gets the bits tk_gemm_batch gives on float32 copies of A
+   and B laid out with the same strides. */
+enum { TK_F32, TK_BF16, TK_F16 };
+void tk_gemm_batch_typed(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                         int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                         int tb, const void *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                         float *c, const int64_t *coff, int64_t rsc, int64_t csc);
 void tk_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                        const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
                        const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
@@ -329,6 +339,7 @@ enum {
     TK_SCRATCH_PACK_A,      /* GEMM: the packed A block */
     TK_SCRATCH_PACK_B,      /* GEMM: the packed B panel */
     TK_SCRATCH_TILE,        /* GEMM: a C tile for strided C; log_softmax, cross-entropy: one exp row */
+    TK_SCRATCH_HALF,        /* GEMM: 16-bit rows converted to float32 on their way into a packer */
     TK_SCRATCH_SDPA_K,      /* sdpa: K of one head as B slivers */
     TK_SCRATCH_SDPA_V,      /* sdpa: V of one head as B slivers */
     TK_SCRATCH_SDPA_Q,      /* sdpa: the scaled Q block as A slivers */
