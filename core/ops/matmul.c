@@ -31,8 +31,8 @@ static void batch_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
     batch_ctx *c = ctx;
     for (int64_t i = 0; i < n; i++, c->t++) {
-        c->aoff[c->t] = (p[0] + i * inc[0] - c->a) / c->ea;
-        c->boff[c->t] = (p[1] + i * inc[1] - c->b) / c->eb;
+        c->aoff[c->t] = (p[0] - c->a) / c->ea + i * inc[0];     /* inc counts elements */
+        c->boff[c->t] = (p[1] - c->b) / c->eb + i * inc[1];
     }
 }
 
