@@ -602,6 +602,9 @@ char *tt_event_format(const tt_event *ev, char *buf, size_t n);
 
 void tt_set_num_threads(int n);     /* n <= 0: all cores */
 int tt_get_num_threads(void);
+/* The kernel path the ops run on: "avx512", "avx2" or "scalar" (the
+   portable C), chosen once from the CPU (or forced by a test). */
+const char *tt_kernel_path(void);
 /* Joins the pool's workers and frees their scratch (at exit); the pool
    starts again on the next parallel op. */
 void tt_threads_stop(void);

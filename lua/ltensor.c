@@ -355,6 +355,14 @@ static int ltt_clock(lua_State *L)
     return 1;
 }
 
+/* tt.kernel_path(): "avx512", "avx2" or "scalar", the path the kernels run
+   on, so a script that times something can say what it timed. */
+static int ltt_kernel_path(lua_State *L)
+{
+    lua_pushstring(L, tt_kernel_path());
+    return 1;
+}
+
 /* tt.isatty(fd): whether file descriptor fd (0 stdin, 1 stdout, 2 stderr)
    is a terminal, so a script can print progress for a person watching and
    nothing into a file or a pipe. */
@@ -1844,7 +1852,7 @@ static const luaL_Reg ttlib[] = {
     {"causal_mask", ltt_causal_mask}, {"sdpa", ltt_sdpa}, {"cross_entropy", ltt_cross_entropy},
     {"rearrange", ltt_rearrange}, {"einsum", ltt_einsum},
     {"allclose", ltt_allclose}, {"assert_close", ltt_assert_close}, {"clock", ltt_clock},
-    {"isatty", ltt_isatty}, {"softmax", t_softmax}, {"log_softmax", t_log_softmax},
+    {"isatty", ltt_isatty}, {"kernel_path", ltt_kernel_path}, {"softmax", t_softmax}, {"log_softmax", t_log_softmax},
     {"where", ltt_where}, {"rope", ltt_rope}, {"dropout", ltt_dropout}, {"reduce", ltt_reduce}, {"repeat", ltt_repeat}, {"einrepeat", ltt_repeat},
     {"finfo", ltt_finfo},
     {NULL, NULL}

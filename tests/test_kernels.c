@@ -1481,6 +1481,7 @@ int main(void)
         }
         path_now = paths[p];
         CHECK("tk_simd_path reports the forced path", strcmp(tk_simd_path(), paths[p]) == 0);
+        CHECK("tt_kernel_path (tt.kernel_path) reports it too", strcmp(tt_kernel_path(), paths[p]) == 0);
         printf("path %s\n", paths[p]);
         test_gemm();
         test_gemm_pack();

@@ -242,6 +242,17 @@ check("clock monotonic", type(t0) == "number" and tt.clock() >= t0)
 check("isatty(1) of a file", tt.isatty(1) == false)
 check("isatty(2) of a file", tt.isatty(2) == false)
 check("isatty of a closed descriptor", tt.isatty(987) == false)
+-- kernel_path: one of the three, and one this CPU can run (test_kernels checks it follows a forced path)
+do
+  local path = tt.kernel_path()
+  check("kernel_path is a path name", path == "avx512" or path == "avx2" or path == "scalar")
+  local f = io.open("/proc/cpuinfo")
+  if f then
+    local flags = f:read("a"); f:close()
+    check("kernel_path avx512 needs avx512f", path ~= "avx512" or flags:find("avx512f", 1, true) ~= nil)
+    check("kernel_path avx2 needs avx2 and fma", path ~= "avx2" or (flags:find(" avx2", 1, true) and flags:find(" fma", 1, true)) ~= nil)
+  end
+end
 checkerror({"bad argument #1 to 'isatty'", "must be >= 0"}, function() tt.isatty(-1) end)
 checkerror({"bad argument #1 to 'isatty'", "number expected"}, function() tt.isatty("stderr") end)
 -- under script(1) (util-linux) stdout and stderr are a pseudo-terminal

@@ -1,0 +1,434 @@
+-- 20_precision.lua — attention in 16 bits: what float16 and bfloat16 break, and what they keep.
+--
+-- Production attention runs in 16-bit floats: half the memory and, on the
+-- right hardware, twice the speed. The two formats split their 16 bits
+-- differently. float16 keeps 10 fraction bits but overflows past 65504;
+-- bfloat16 keeps float32's range but only 7 fraction bits (8 with the
+-- implicit one). This lesson measures what that means for attention:
+-- 1. lesson 02's scores overflow in float16 once q.k passes 65504;
+-- 2. -inf, tt.finfo(dtype).min and -1e4 as mask values: when each gives an
+--    exact 0, and the traps of the "smallest number";
+-- 3. bfloat16's error in the weights, and why sums must be accumulated in
+--    float32;
+-- 4. lesson 14's trained model in bfloat16: how close its loss and heads stay;
+-- 5. how fast each dtype is on this machine, measured now.
+--
+-- Run it:   ./tensortrace lessons/20_precision.lua        (narrative + shapes)
+--           ./tensortrace -q lessons/20_precision.lua     (narrative only)
+-- Figure:   images/20_bf16_error.png
+
+tt.manual_seed(20)
+
+local F16, BF16 = tt.finfo("float16"), tt.finfo("bfloat16")
+local function isnan(x) return x ~= x end
+local function count(mask) return mask:float():sum():item() end       -- true entries of a bool tensor
+local function maxabs(t) return t:float():abs():max():item() end
+
+tt.trace.section("1. float16 scores overflow past 65504")
+print(string.format("float16's largest number is %g. A result is rounded to the nearest float16,", F16.max))
+print("and the next step after 65504 would be 65536, so everything from 65520 up")
+print("rounds to inf. By lesson 02, with entries of std sigma, q.k has std")
+print("sigma^2 * sqrt(Dh): at sigma = 1 and Dh = 128 about 11, far from 65504.")
+print("Activations with outliers (no norm layer before them, or a few huge")
+print("features) are another matter. 32 queries against 32 keys, Dh = 128, the")
+print("entries grown to std sigma, each q and k stored in float16 and the raw scores")
+print("q @ k^T computed in float16 (the products add up in float32 and the result")
+print("is rounded once):")
+local Dh, N = 128, 32
+local q0, k0 = tt.randn(N, Dh), tt.randn(N, Dh)
+local raw0 = maxabs(q0:matmul(k0:mT()))                 -- the largest |q.k| at sigma = 1
+-- at scale sigma: the float16 scores, and the same products from the same float16 inputs in float32
+local function scores_at(sigma)
+  local q, k = (q0 * sigma):half(), (k0 * sigma):half()
+  return q:matmul(k:mT()), q:float():matmul(k:float():mT()), q, k
+end
+do
+  local s16 = scores_at(48)
+  s16:label("scores (float16, sigma = 48)")
+end
+tt.trace.off()
+print("   sigma   largest |q.k| (float32)   inf in float16   NaN rows of softmax(scores / sqrt(Dh))")
+for _, sigma in ipairs{1, 8, 16, 24, 32, 40, 42, 44, 48} do
+  local s16, s32 = scores_at(sigma)
+  local infs, beyond = count(s16:abs():eq(math.huge)), count(s32:abs():ge(65520))
+  local w = (s16 / math.sqrt(Dh)):softmax(-1)
+  local nan_rows = count(w:ne(w):float():sum(-1):gt(0))
+  local plus_inf_rows = count(s16:eq(math.huge):float():sum(-1):gt(0))
+  print(string.format("   %5d   %23.0f   %14d   %d of %d", sigma, maxabs(s32), infs, nan_rows, N))
+  if nan_rows ~= plus_inf_rows then error("the rows with NaN weights should be the rows holding +inf") end
+  if infs ~= beyond then
+    error(string.format("sigma %d: %d float16 scores are inf but %d float32 scores reach 65520", sigma, infs, beyond))
+  end
+end
+print("Checked at every sigma: a float16 score is inf exactly where |q.k| >= 65520,")
+print("and the NaN rows are exactly the rows holding +inf.")
+print("Dividing by sqrt(Dh) afterwards cannot help: inf / sqrt(Dh) is still inf,")
+print("and a row holding +inf gives softmax NaN (inf - inf), or -inf leaves it")
+print("with one key fewer, silently.")
+
+-- the smallest sigma at which a float16 score overflows, by bisection
+local function overflows(sigma) return count(scores_at(sigma):abs():eq(math.huge)) > 0 end
+local lo, hi = 1, 48
+for _ = 1, 30 do
+  local mid = (lo + hi) / 2
+  if overflows(mid) then hi = mid else lo = mid end
+end
+local predicted = math.sqrt(65520 / raw0)
+print(string.format("At sigma = 1 the largest |q.k| of these vectors is %.2f, so the scores", raw0))
+print(string.format("reach 65520 at sigma = sqrt(65520 / %.2f) = %.2f. Bisection on the float16", raw0, predicted))
+print(string.format("scores finds the first inf at sigma = %.2f.", hi))
+if math.abs(hi / predicted - 1) > 2e-3 then
+  error(string.format("the first inf at sigma %.4f should be at sqrt(65520 / max|q.k|) = %.4f", hi, predicted))
+end
+print("Checked: they agree to 0.2% (the inputs' own float16 rounding moves them).")
+
+print("")
+print("The cure is to scale before the product, or to keep the scores in float32.")
+print("q * (1 / sqrt(Dh)) in float16, then the product; and tt.sdpa(q, k, k):")
+local sigma = 48
+local _, _, q, k = scores_at(sigma)
+local folded = (q * (1 / math.sqrt(Dh))):matmul(k:mT())    -- 1/sqrt(128) folded into q (not a power of 2: one rounding)
+tt.trace.on()
+local out16 = tt.sdpa(q:view(1, 1, N, Dh), k:view(1, 1, N, Dh), k:view(1, 1, N, Dh))
+out16:label("sdpa output (float16)")
+tt.trace.off()
+local folded_inf = count(folded:abs():eq(math.huge))
+local out_bad = count(out16:ne(out16)) + count(out16:abs():eq(math.huge))
+print(string.format("At sigma = %d: (q / sqrt(Dh)) @ k^T in float16 has %d inf (its largest is %.0f);",
+  sigma, folded_inf, maxabs(folded)))
+print(string.format("tt.sdpa on the float16 q, k, v computes the scores in float32 inside: %d NaN or inf", out_bad))
+print("in its output. Scaled first, a score overflows only once q.k passes")
+print(string.format("65504 * sqrt(Dh) = %.0f.", 65504 * math.sqrt(Dh)))
+if folded_inf ~= 0 or out_bad ~= 0 then error("scaled first, or in float32, the scores should stay finite") end
+local s_bf16 = (q0 * sigma):bfloat16():matmul((k0 * sigma):bfloat16():mT())
+local bf16_inf = count(s_bf16:abs():eq(math.huge))
+print(string.format("bfloat16 has float32's range (largest %.3g): the raw scores at sigma = %d", BF16.max, sigma))
+print(string.format("in bfloat16 have %d inf. What bfloat16 gives up instead is precision (section 3).", bf16_inf))
+if bf16_inf ~= 0 then error("bfloat16 scores should not overflow") end
+tt.trace.on()
+
+tt.trace.section("2. Mask values: -inf, tt.finfo(dtype).min, -1e4")
+print("A masked key must get weight exactly 0. -inf does that in any dtype; code")
+print("for 16-bit kernels often uses the dtype's lowest number (tt.finfo(dtype).min,")
+print(string.format("%g in float16, %.4g in bfloat16) or a round -1e4 instead, so no inf", F16.min, BF16.min))
+print("ever enters the arithmetic. The row [2, 1, 0.5, 3] with keys 3 and 4 hidden,")
+print("in each dtype and with each value (softmax computes in float32 inside and")
+print("rounds the weights once):")
+local hide = tt.tensor({{false, false, true, true}}, "bool")
+local hide_all = tt.tensor({{true, true, true, true}}, "bool")
+local example_row = tt.tensor({{2.0, 1.0, 0.5, 3.0}}):half():masked_fill(hide, F16.min):softmax(-1)
+example_row:label("weights (float16, finfo.min)")
+tt.trace.off()
+local function num(x)
+  if isnan(x) then return "NaN" elseif x == 0 then return "0" end
+  if x == math.floor(x) and math.abs(x) < 1e6 then return string.format("%d", x) end
+  return string.format("%.4g", x)
+end
+print("Columns: the value as the dtype stores it; the hidden key's weight; the")
+print("weights when all 4 keys are hidden; the value added to itself (two additive")
+print("masks); the hidden key's weight when the real scores sit near -9990.")
+print("  dtype     value       stored as   weight   all hidden    added twice   near -9990")
+local measured = {}
+for _, dtype in ipairs{"float16", "bfloat16"} do
+  for _, name in ipairs{"-inf", "finfo.min", "-1e4"} do
+    local value = ({["-inf"] = -math.huge, ["finfo.min"] = tt.finfo(dtype).min, ["-1e4"] = -1e4})[name]
+    local row = tt.tensor({{2.0, 1.0, 0.5, 3.0}}, dtype)
+    local filled = row:masked_fill(hide, value)
+    local r = {
+      stored = filled:float():totable()[1][3],
+      weight = filled:softmax(-1):float():totable()[1][3],
+      empty = row:masked_fill(hide_all, value):softmax(-1):float():totable()[1][1],
+      twice = (filled + filled):float():totable()[1][3],           -- two additive masks hiding the same key
+      low = (row - 9990):masked_fill(hide, value):softmax(-1):float():totable()[1][3],
+    }
+    measured[dtype .. " " .. name] = r
+    print(string.format("  %-8s  %-10s  %-10s  %-7s  %-12s  %-12s  %s", dtype, name, num(r.stored),
+      num(r.weight), r.empty == 0.25 and "uniform 1/4" or num(r.empty), num(r.twice), num(r.low)))
+  end
+end
+local function m(dtype, name) return measured[dtype .. " " .. name] end
+for _, dtype in ipairs{"float16", "bfloat16"} do
+  for _, name in ipairs{"-inf", "finfo.min", "-1e4"} do
+    if m(dtype, name).weight ~= 0 then error(dtype .. " " .. name .. ": the hidden key should get exactly 0") end
+  end
+  if not isnan(m(dtype, "-inf").empty) then error(dtype .. ": an all -inf row should give NaN") end
+  if m(dtype, "finfo.min").empty ~= 0.25 or m(dtype, "-1e4").empty ~= 0.25 then
+    error(dtype .. ": a row of equal finite mask values should give uniform weights")
+  end
+  if m(dtype, "finfo.min").twice ~= -math.huge then
+    error(dtype .. ": finfo.min + finfo.min should overflow to -inf")
+  end
+  if m(dtype, "finfo.min").low ~= 0 or m(dtype, "-inf").low ~= 0 then error(dtype .. ": should still give 0") end
+  if m(dtype, "-1e4").low == 0 then error(dtype .. ": -1e4 should fail next to scores near -1e4") end
+  -- a row hidden twice by additive finfo.min masks: all -inf, so NaN
+  local both = tt.zeros({1, 4}, dtype) + tt.full({1, 4}, tt.finfo(dtype).min, dtype) + tt.finfo(dtype).min
+  if not isnan(both:softmax(-1):float():totable()[1][1]) then error(dtype .. ": a twice-hidden row should be NaN") end
+end
+local near = (tt.tensor({{2.0, 1.0, 0.5, 3.0}}, "bfloat16") - 9990):masked_fill(hide, -1e4):softmax(-1)
+tt.assert_close(near, tt.full({1, 4}, 0.25), 0, 0, "bfloat16: near -9990 every key, real or hidden, gets 1/4")
+if m("bfloat16", "-1e4").stored ~= -9984 or m("float16", "-1e4").stored ~= -1e4 then
+  error("-1e4 should be stored exactly in float16 and as -9984 in bfloat16")
+end
+tt.trace.on()
+print("Checked, every cell. What it says:")
+print("  - On an ordinary row all three give the hidden keys exactly 0, in both dtypes:")
+print("    exp(-1e4 - 3) underflows to 0 in float32 as surely as exp(-inf).")
+print("  - A row with every key hidden: -inf gives NaN (lesson 11); finfo.min and -1e4")
+print("    give uniform weights, the query silently averaging keys it must not see.")
+print("  - finfo.min is the edge of the range: two additive masks (causal + padding)")
+print("    that hide the same key add up to 2 * finfo.min, which overflows to -inf,")
+print("    and the \"finite\" mask brings back the all -inf row and its NaN.")
+print("  - -1e4 is small only next to scores of ordinary size. Near -9990 bfloat16's")
+print("    step is 64: the real scores round to -9984, and so does -1e4 itself, so all")
+print(string.format("    four keys get %s alike; in float16 the hidden key gets %s, not 0.",
+  num(m("bfloat16", "-1e4").low), num(m("float16", "-1e4").low)))
+print("-inf, with empty rows handled apart (as tt.sdpa does: zeros), is the one")
+print("value with no exception.")
+
+tt.trace.section("3. bfloat16's 8 bits: the error in the weights")
+print(string.format("bfloat16 keeps 8 significant bits: a value is rounded by up to half a step,"))
+print(string.format("a relative error of at most u = 2^-8 = %.2f%%. float16 keeps 11 (u = 2^-11).", 100 * 2^-8))
+print("How large does that make the error of attention weights? 32 queries and 32")
+print("keys, Dh = 64, entries of variance 1, scaled scores (lesson 02), computed")
+print("once in float32 and once with q and k stored in bfloat16 and every result")
+print("(scores, weights) rounded to bfloat16:")
+local Dh3, N3 = 64, 32
+local q3, k3 = tt.randn(N3, Dh3), tt.randn(N3, Dh3)
+local s32 = (q3:matmul(k3:mT()) / math.sqrt(Dh3)):label("scores (float32)")
+local w32 = s32:softmax(-1):label("weights (float32)")
+local s16 = (q3:bfloat16():matmul(k3:bfloat16():mT()) / math.sqrt(Dh3)):label("scores (bfloat16)")
+local w16 = s16:softmax(-1):label("weights (bfloat16)")
+tt.trace.off()
+-- The reference: the same scores and softmax in float64 (Lua numbers), so the
+-- figure is the same on every kernel path (float32's exp and sums differ in
+-- the last bit from path to path); float32 agrees with it to 1e-5.
+local s64, w64 = {}, {}
+do
+  local qt, kt = q3:totable(), k3:totable()
+  for i = 1, N3 do
+    s64[i], w64[i] = {}, {}
+    local top = -math.huge
+    for j = 1, N3 do
+      local dot = 0
+      for r = 1, Dh3 do dot = dot + qt[i][r] * kt[j][r] end
+      s64[i][j] = dot / math.sqrt(Dh3)
+      top = math.max(top, s64[i][j])
+    end
+    local z = 0
+    for j = 1, N3 do w64[i][j] = math.exp(s64[i][j] - top); z = z + w64[i][j] end
+    for j = 1, N3 do w64[i][j] = w64[i][j] / z end
+  end
+end
+local w_ref = tt.tensor(w64)
+tt.assert_close(w32, w_ref, 1e-5, 0, "float32's weights match float64's to 1e-5")
+local rel_all = (w16:float() - w_ref):abs() / w_ref                -- the whole computation in bfloat16
+local rel_last = (w_ref:bfloat16():float() - w_ref):abs() / w_ref   -- only the weights rounded
+local function stats(rel) return rel:max():item(), rel:mean():item() end
+local last_max, last_mean = stats(rel_last)
+local all_max, all_mean = stats(rel_all)
+print(string.format("  only the weights rounded to bfloat16:  largest %.2f%%, mean %.2f%%", 100 * last_max, 100 * last_mean))
+print(string.format("  the whole computation in bfloat16:     largest %.2f%%, mean %.2f%%", 100 * all_max, 100 * all_mean))
+local u = 2^-8
+if last_max > u then error("rounding the weights alone should stay within u = 2^-8") end
+-- The whole computation, bounded entry by entry: rounding q and k moves each
+-- product q_r*k_r by at most (2u + u^2)|q_r*k_r|, the float32 sum adds at most
+-- Dh float32 steps, and rounding the score adds u|score|: an error e in the
+-- scores. A weight is exp(s_i) / sum_j exp(s_j), so its log moves by at most
+-- e_i + max_j e_j; the weight's own rounding adds u.
+local gamma = 2 * u + u * u + Dh3 * 2^-24
+local e = gamma * q3:abs():matmul(k3:abs():mT()) / math.sqrt(Dh3) + u * s16:float():abs() / (1 - u)
+local bound = (e + e:max(-1, true)):exp() * (1 + u) * (1 + 1e-5) - 1
+if count(rel_all:gt(bound)) > 0 then error("a bfloat16 weight is further from float32 than the bound allows") end
+print("(Measured against the weights computed in float64. float32's agree with those")
+print("to 1e-5 of their value, checked, so against float32 each error would move by")
+print("at most 0.001%.)")
+print("Checked: rounding the weights alone never passes u; the whole computation")
+print("stays, entry by entry, within the bound that the roundings of q, k and the")
+print(string.format("scores give (its largest entry is %.1f%%).", 100 * bound:max():item()))
+print("Why the scores matter most: a weight is exp(score) / sum, so an absolute error")
+print("d in a score becomes a relative error of about d in its weight. bfloat16 rounds")
+print("a score between 2 and 4 by up to 2^-7 = 0.008 and one between 4 and 8 by up to")
+print("2^-6 = 0.016, so the error grows with |score|. Measured, the whole computation:")
+local abs_s = tt.tensor(s64):abs()
+local function mean_where(mask) return (rel_all * mask:float()):sum():item() / count(mask) end
+local small, large = mean_where(abs_s:lt(1)), mean_where(abs_s:ge(2))
+print(string.format("  mean relative error where |score| < 1:   %.2f%% (%d weights)", 100 * small, count(abs_s:lt(1))))
+print(string.format("  mean relative error where |score| >= 2:  %.2f%% (%d weights)", 100 * large, count(abs_s:ge(2))))
+if not (large > 1.5 * small) then error("the error should be larger where the scores are") end
+print(string.format("Checked: %.1fx as large where |score| >= 2 (the check asks for 1.5x).", large / small))
+local panels = tt.stack({rel_last, rel_all}, 1) * 100
+tt.heatmap(panels, "images/20_bf16_error.png", {
+  title = "Relative error of bfloat16 attention weights, in %",
+  panel_titles = {"only the weights rounded to bfloat16", "q, k, scores and weights in bfloat16"},
+  xtitle = "Key", ytitle = "Query", cmap = "viridis", vmin = 0, colorbar = true, annotate = false })
+tt.trace.on()
+print("Figure: images/20_bf16_error.png (left: the weights' own rounding, below")
+print(string.format("%.2f%% everywhere; right: the whole computation, up to %.2f%%).", 100 * u, 100 * all_max))
+
+tt.trace.section("3b. Why the sums add up in float32")
+print("Every tt op reads 16-bit numbers, computes in float32 and rounds once at")
+print("the end; a matmul's products add up in float32. What if they did not? The")
+print("dot product of two bfloat16 vectors of length 4096 (entries of variance 1):")
+print("each product of two bfloat16 numbers is exact in float32 (8 + 8 significant")
+print("bits fit in 24), so the only question is where the sum is rounded.")
+local L = 4096
+local a = tt.randn(L):bfloat16():label("a")
+local b = tt.randn(L):bfloat16():label("b")
+local dot = a:matmul(b):label("a . b (bfloat16, float32 inside)")
+tt.trace.off()
+local products = (a:float() * b:float()):totable()     -- exact
+local exact = 0
+for i = 1, L do exact = exact + products[i] end        -- float64: off by less than 1e-12 here
+-- the running sum as one-element tensors, rounded to the dtype after every add
+local function running_sum(dtype)
+  local acc, largest = tt.zeros({1}, dtype), 0
+  local p = tt.tensor(products)
+  for i = 1, L do
+    acc = (acc:float() + p:narrow(1, i, 1)):to(dtype)
+    largest = math.max(largest, math.abs(acc:item()))
+  end
+  return acc:item(), largest
+end
+local in_bf16, largest_partial = running_sum("bfloat16")
+local in_f32 = running_sum("float32")
+local once = dot:item()
+local function row(name, value)
+  print(string.format("  %-50s %12.6f   error %10.6f", name, value, value - exact))
+end
+row("float64 reference (the exact products, summed)", exact)
+row("accumulated in float32, rounded after every add", in_f32)
+row("accumulated in bfloat16, rounded after every add", in_bf16)
+row("a:matmul(b): float32 inside, one bfloat16 rounding", once)
+local step = 2^(math.floor(math.log(math.abs(exact), 2)) - 7)   -- bfloat16's step at the result
+if math.abs(once - exact) > step / 2 then error("one rounding should land within half a bfloat16 step") end
+if math.abs(in_f32 - exact) > L * 2^-24 * 64 then error("float32 accumulation should be close") end
+if not (math.abs(in_bf16 - exact) > 8 * math.abs(once - exact) + step) then
+  error("accumulating in bfloat16 should be far worse than one rounding")
+end
+tt.trace.on()
+print(string.format("Checked: one rounding at the end is within half a bfloat16 step (%.4g) of", step / 2))
+print(string.format("the exact sum; the bfloat16 running sum is off by %.1f steps. Its partial", math.abs(in_bf16 - exact) / step))
+print(string.format("sums reach %.4g, where bfloat16's step is %g: each add may lose half a step,", largest_partial,
+  2^(math.floor(math.log(largest_partial, 2)) - 7)))
+print("4096 times over. That is why GPU tensor cores, x86's vdpbf16ps and every")
+print("16-bit kernel accumulate in float32 (tt.sdpa does all its sums there too).")
+
+tt.trace.section("4. Lesson 14's trained model in bfloat16")
+print("The two-layer induction model of lesson 14, its weights converted to bfloat16")
+print("(x:bfloat16() on each), run on 72 repeated sequences (8 for each period")
+print("P = 8..16) next to the float32 original. Every matmul, sdpa and softmax")
+print("then reads bfloat16 and rounds its result to bfloat16 (the loss below is")
+print("computed in float32 from the bfloat16 logits).")
+local M = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/induction_model.lua")
+tt.trace.off()
+local model32 = M.load()
+local model16 = {}
+for _, name in ipairs(M.NAMES) do model16[name] = model32[name]:bfloat16() end
+M.labelled(model16)
+local batches, periods = {}, {}
+for P = M.N // 4, M.N // 2 do batches[#batches + 1] = M.repeated_batch(8, P); periods[#periods + 1] = P end
+local x = tt.cat(batches, 1)
+-- per dtype: the loss on the repeated tokens (P+2..N, as lesson 14), each
+-- layer-1 head's previous-token score and each layer-2 head's induction score
+local function evaluate(model)
+  return tt.no_grad(function()
+    local logits, w = M.forward(model, x, {weights = true})
+    local b, N4, V = x:size(1), M.N, M.V
+    local losses = tt.cross_entropy(logits:float():narrow(2, 1, N4 - 1):reshape(b * (N4 - 1), V),
+      x:narrow(2, 2, N4 - 1):reshape(b * (N4 - 1)), {reduction = "none"}):view(b, N4 - 1)
+    local r = {repeated = 0, prev = {}, ind = {}}
+    for h = 1, M.H do r.prev[h], r.ind[h] = 0, 0 end
+    for i, P in ipairs(periods) do
+      local first = (i - 1) * 8 + 1
+      local p1 = M.head_scores(w[1]:float():narrow(1, first, 8), P).prev
+      local p2 = M.head_scores(w[2]:float():narrow(1, first, 8), P).ind
+      for h = 1, M.H do r.prev[h], r.ind[h] = r.prev[h] + p1[h] / #periods, r.ind[h] + p2[h] / #periods end
+      r.repeated = r.repeated + losses:narrow(1, first, 8):narrow(2, P + 1, N4 - 1 - P):mean():item() / #periods
+    end
+    return r, logits
+  end)
+end
+local r32, logits32 = evaluate(model32)
+local r16, logits16 = evaluate(model16)
+print(string.format("  %-35s %9s %9s %10s", "", "float32", "bfloat16", "difference"))
+print(string.format("  %-35s %9.4f %9.4f %+10.4f", "loss on the repeated tokens (nats)", r32.repeated, r16.repeated,
+  r16.repeated - r32.repeated))
+local worst_head = 0
+for h = 1, M.H do
+  print(string.format("  %-35s %9.4f %9.4f %+10.4f", "layer 1 head " .. h .. " previous-token score",
+    r32.prev[h], r16.prev[h], r16.prev[h] - r32.prev[h]))
+  worst_head = math.max(worst_head, math.abs(r16.prev[h] - r32.prev[h]))
+end
+for h = 1, M.H do
+  print(string.format("  %-35s %9.4f %9.4f %+10.4f", "layer 2 head " .. h .. " induction score",
+    r32.ind[h], r16.ind[h], r16.ind[h] - r32.ind[h]))
+  worst_head = math.max(worst_head, math.abs(r16.ind[h] - r32.ind[h]))
+end
+local logit_gap = maxabs(logits16:float() - logits32)
+local same_top = count(logits16:float():argmax(-1):eq(logits32:argmax(-1)))
+local positions = logits32:size(1) * logits32:size(2)
+print(string.format("  every logit within 0.2 of float32's (logits reach %.1f); the most likely", maxabs(logits32)))
+print(string.format("  next token is the same at more than 99%% of the %d positions.", positions))
+if logit_gap > 0.2 or same_top < 0.99 * positions then error("bfloat16 logits should stay close") end
+-- tolerances: 10x what this machine measured (0.0003 nats, 0.0001), as room
+-- for other kernels' float32 sums, which round to bfloat16 differently
+local LOSS_TOL, HEAD_TOL = 0.003, 0.001
+if math.abs(r16.repeated - r32.repeated) > LOSS_TOL then error("bfloat16 moved the loss too far") end
+if worst_head > HEAD_TOL then error("bfloat16 moved a head score too far") end
+tt.trace.on()
+print(string.format("Checked: the repeated-token loss moves by less than %g nats and every", LOSS_TOL))
+print(string.format("head score by less than %g (the largest moves: %.4f and %.4f). The", HEAD_TOL,
+  math.abs(r16.repeated - r32.repeated), worst_head))
+print("heads lesson 14 found are the same heads in bfloat16: a trained model")
+print("tolerates 8-bit mantissas (lesson 14 tells its heads apart at a threshold")
+print("of 0.4).")
+
+tt.trace.section("5. How fast is each dtype here?")
+print("Measured now, on this machine, so these numbers are this machine's alone:")
+print("a [256,256] @ [256,256] matmul and a causal tt.sdpa of 4 heads, N = 256,")
+print("Dh = 64, in each dtype, the best of 5 runs each.")
+local function best_of(runs, fn)
+  local best = math.huge
+  for _ = 1, runs do
+    local t0 = tt.clock()
+    fn()
+    best = math.min(best, tt.clock() - t0)
+  end
+  return best
+end
+tt.trace.off()
+local A, Bm = tt.randn(256, 256), tt.randn(256, 256)
+local Q, K, Vv = tt.randn(1, 4, 256, 64), tt.randn(1, 4, 256, 64), tt.randn(1, 4, 256, 64)
+local mm_flops = 2 * 256 ^ 3
+local sdpa_flops = 4 * 4 * 256 * 256 * 64 / 2        -- Q.K^T and P.V, half the pairs (causal)
+local speed = {}
+for _, dtype in ipairs{"float32", "bfloat16", "float16"} do
+  local a16, b16 = A:to(dtype), Bm:to(dtype)
+  local q, k, v = Q:to(dtype), K:to(dtype), Vv:to(dtype)
+  local mm = best_of(5, function() a16:matmul(b16) end)
+  local sd = best_of(5, function() tt.sdpa(q, k, v, {causal = true}) end)
+  -- the same computation in each dtype: float32 products of the same inputs, rounded once
+  tt.assert_close(a16:matmul(b16):float(), a16:float():matmul(b16:float()), 2 * tt.finfo(dtype).eps, 1e-3,
+    dtype .. " matmul: float32 products of the same inputs, rounded once")
+  speed[#speed + 1] = {dtype = dtype, mm = mm, sd = sd}
+end
+tt.trace.on()
+if os.getenv("TT_TRACE_NO_TIMES") then
+  print("(TT_TRACE_NO_TIMES is set, as for the golden traces: the timings and the")
+  print("kernel path are left out.)")
+else
+  print(string.format("Kernel path: %s (tt.kernel_path(): avx512, avx2 or scalar, the portable C).", tt.kernel_path()))
+  print("  dtype      matmul ms   GFLOP/s   vs float32     sdpa ms   GFLOP/s   vs float32")
+  for _, r in ipairs(speed) do
+    print(string.format("  %-8s  %10.3f  %8.1f  %9.2fx   %10.3f  %8.1f  %9.2fx", r.dtype,
+      1e3 * r.mm, mm_flops / r.mm / 1e9, speed[1].mm / r.mm, 1e3 * r.sd, sdpa_flops / r.sd / 1e9, speed[1].sd / r.sd))
+  end
+  print("(\"vs float32\" above 1 means faster; other programs running at the same")
+  print("time slow every row.)")
+end
+print("Whether 16 bits pay off in time depends on the kernels, not on the format.")
+print("Where the CPU has bf16 dot-product instructions (AVX512_BF16's vdpbf16ps),")
+print("a bfloat16 kernel does twice float32's multiply-adds per instruction;")
+print("elsewhere the 16-bit numbers are converted to float32 for the arithmetic,")
+print("so the tensors take half the memory and the conversions cost time. The table")
+print("says what that comes to here; `make bench` times the kernels at larger sizes.")
