@@ -7,6 +7,8 @@
 --    (-1e9), NaN (-inf), or zeros (tt.sdpa).
 -- 3. attention weights are coefficients of a weighted average of values, not
 --    the probability of anything.
+-- 4. attention dropout scales the kept weights by 1/(1 - p): each row sums to
+--    1 on average over the draws, not in any one draw.
 --
 -- Run:  ./tensortrace lessons/11_numerics.lua                  (trace of every shape)
 --       ./tensortrace --trace=values lessons/11_numerics.lua   (also every value: NaNs flagged)
@@ -176,3 +178,57 @@ if not (csize[2] > 50 * csize[1]) then error("key 2 should dominate the output")
 tt.assert_close(z, contrib:sum(1), 1e-6, 1e-7, "the output is the sum of the weighted values")
 print("Checked: key 2, with less than half key 1's weight, supplies almost all of")
 print("the output. Read attention maps as routing of information, with care.")
+
+tt.trace.section("Attention dropout: each row sums to 1 only on average")
+print("Training often drops attention weights (PyTorch's dropout_p, tt.sdpa's")
+print("dropout = p): each weight is zeroed with probability p and the kept ones are")
+print("divided by 1 - p, so that each weight, and so each row's sum, keeps its")
+print("expected value. One draw, p = 0.25, 4 heads of 64 queries over 32 keys:")
+local P, HD, NQ, NK = 0.25, 4, 64, 32
+local qd, kd, vd = tt.randn(1, HD, NQ, 8), tt.randn(1, HD, NK, 8), tt.randn(1, HD, NK, 8)
+local _, w_plain = tt.sdpa(qd, kd, vd, {weights = true})
+tt.manual_seed(11)
+local out_drop, w_drop = tt.sdpa(qd, kd, vd, {dropout = P, weights = true})
+w_drop:label("dropped weights")
+tt.trace.off()
+local kept = w_drop:ne(0)
+tt.assert_close(w_drop, w_plain:masked_fill(~kept, 0) / (1 - P), 1e-6, 1e-7, "kept weights are w / (1 - p)")
+tt.assert_close(out_drop, w_drop:matmul(vd), 1e-5, 1e-6, "the output is the dropped weights times V")
+local dropped_frac = 1 - kept:float():mean():item()
+tt.trace.on()
+print(string.format("Checked: %.1f%% of the weights are 0 (p = 25%%); every other one is its", 100 * dropped_frac))
+print("undropped value / 0.75 (to 1e-6), and the output is these weights times V.")
+-- the row sums over 8 seeds: 8 x 4 x 64 = 2048 rows
+local sums, rows = {}, 0
+tt.trace.off()
+for seed = 1, 8 do
+  tt.manual_seed(seed)
+  local _, wd = tt.sdpa(qd, kd, vd, {dropout = P, weights = true})
+  for _, s in ipairs(wd:sum(-1):reshape(HD * NQ):totable()) do rows = rows + 1; sums[rows] = s end
+end
+-- a row's sum is sum_j w_j m_j / (1 - p), m_j kept with probability 1 - p: mean 1,
+-- variance p / (1 - p) sum_j w_j^2; the standard error of the mean of all rows
+local var_rows = (w_plain * w_plain):sum(-1):sum():item() * P / (1 - P)
+tt.trace.on()
+local mean, near = 0, 0
+for _, s in ipairs(sums) do
+  mean = mean + s / rows
+  if math.abs(s - 1) < 0.01 then near = near + 1 end
+end
+local se = math.sqrt(8 * var_rows) / rows
+local lo, hi = math.huge, -math.huge
+for _, s in ipairs(sums) do lo, hi = math.min(lo, s), math.max(hi, s) end
+print(string.format("Row sums of %d rows (8 seeds): mean %.4f, smallest %.3f, largest %.3f.", rows, mean, lo, hi))
+print(string.format("Only %d rows (%.1f%%) sum to 1 within 0.01.", near, 100 * near / rows))
+if not (math.abs(mean - 1) < 4 * se) then error("the mean row sum should be 1 within 4 standard errors") end
+if not (near < rows / 10 and hi - lo > 0.5) then error("single rows should not sum to 1") end
+print(string.format("Checked: the mean is 1 within 4 standard errors (the standard error, %.4f, is", se))
+print("from each row's variance p / (1 - p) sum_j w_j^2), while fewer than 1 row in 10")
+print("sums to 1 within 0.01. During training the output is a sum of values with")
+print("weights that do not sum to 1; at evaluation p = 0, dropout is the identity,")
+print("and each row sums to 1.")
+tt.trace.off()
+local _, w_eval = tt.sdpa(qd, kd, vd, {dropout = 0, weights = true})
+tt.assert_close(w_eval, w_plain, 0, 0, "dropout = 0 is the identity")
+tt.assert_close(w_eval:sum(-1), tt.ones(1, HD, NQ), 1e-6, 1e-6, "without dropout each row sums to 1")
+tt.trace.on()

@@ -7,6 +7,7 @@
 ** threads bit for bit.
 */
 #include <math.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,7 +156,7 @@ static void prob_make(prob *p, const tcase *c)
         a->k, a->ks_b, a->ks_h, a->ks_n, a->ks_d,
         a->v, a->vs_b, a->vs_h, a->vs_n, a->vs_d,
         a->mask, a->ms_b, a->ms_h, a->ms_q, a->ms_k,
-        a->causal, a->scale, p->out, NULL, p->lse, a->o,
+        a->causal, a->scale, p->out, NULL, p->lse, a->o, TK_SDPA_F32,
     };
     tk_sdpa(&f);
     a->out = p->out; a->lse = p->lse;
@@ -487,7 +488,7 @@ static void run_case(const tcase *c, int with_ref)
             a->B, a->Hq, a->Hkv, a->Nq, a->Nk, a->Dh, a->Dv,
             a->q, a->qs_b, a->qs_h, a->qs_n, a->qs_d, a->k, a->ks_b, a->ks_h, a->ks_n, a->ks_d,
             a->v, a->vs_b, a->vs_h, a->vs_n, a->vs_d, a->mask, a->ms_b, a->ms_h, a->ms_q, a->ms_k,
-            a->causal, a->scale, o2, NULL, NULL, a->o,
+            a->causal, a->scale, o2, NULL, NULL, a->o, TK_SDPA_F32,
         };
         double on = fmax(max_abs(rO, nqd), 1e-30);
         double e1 = rel_err(p.out, rO, nqd, on);
@@ -606,6 +607,259 @@ static void test_small_nonfinite(void)
     }
 }
 
+
+/* ===== 16-bit q, k, v (bfloat16, float16) =====
+   The inputs are rounded to the dtype, and the float64 formula above runs
+   on those exact values. The kernels convert tiles to float32 on load, so
+   their only 16-bit roundings are P's before P V (and before dV = P^T dO)
+   and out's. The bound, element by element, with u the dtype's unit
+   roundoff (2^-8 bfloat16, 2^-11 float16) and p~ = p z the weights V is
+   multiplied by (z the dropout factor):
+     out = sum_j r(e_j) z_j v_j / l with e_j = exp(s_j - m) <= 1 and l the
+     unrounded sum (>= 1), r(e) = e (1 + d), |d| <= u, so
+     |out - exact| <= u sum_j p~_j |v_j|        (P rounded)
+                    + u |exact|                 (out rounded once)
+                    + e32 sum_j p~_j |v_j|      (float32 arithmetic)
+   e32 = 2^-24 (4 + Nk + 2 scale Dh max|q| max|k|): the scores' dot
+   products (Dh terms) moving P by up to twice their error, the Nk-term
+   sums, exp and the division. float16 adds its subnormals' absolute
+   steps: 2^-25 per P below 2^-14 (at most Nk of them, over l >= 1) and
+   2^-25 on out. The backward: dV = P^T dO with P rounded, so
+   |dV - exact| <= (u + e32) sum_i p~_ij |dO_i|; D = rowsum(dO o out) takes
+   the rounded out, off by beta_i <= sum_e |dO_ie| bound(out_ie), which
+   moves dS_ij = P_ij (dP_ij - D_i) by P_ij beta_i, so dQ_i by at most
+   scale beta_i max|k| and dK_j by scale max|q| sum_i P_ij beta_i; plus the
+   float32 kernel's own error (TOL_KERNEL of the largest gradient). The
+   sums of p~|v|, p~|dO| and of P over a column come from the same formula
+   run on |v|, |dO| and ones. */
+static double worst_half[2];   /* the largest error over its bound, per dtype */
+
+static double unit_round(int hf) { return hf == TK_SDPA_BF16 ? 0x1p-8 : 0x1p-11; }
+
+static uint16_t to16(int hf, float x) { return hf == TK_SDPA_BF16 ? tk_bf16_from_f32(x) : tk_f16_from_f32(x); }
+static float from16(int hf, uint16_t h) { return hf == TK_SDPA_BF16 ? tk_bf16_to_f32(h) : tk_f16_to_f32(h); }
+
+/* x (n floats) rounded to the dtype in place; its bits in a new array. */
+static uint16_t *round_in_place(int hf, float *x, int64_t n)
+{
+    uint16_t *h = malloc((size_t)(n > 0 ? n : 1) * sizeof(uint16_t));
+    for (int64_t i = 0; i < n; i++) { h[i] = to16(hf, x[i]); x[i] = from16(hf, h[i]); }
+    return h;
+}
+
+static double *abs_copy(const double *x, int64_t n)
+{
+    double *y = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    for (int64_t i = 0; i < n; i++) y[i] = fabs(x[i]);
+    return y;
+}
+
+/* The largest |got - want| / bound (NaN when a bound is broken by a NaN). */
+static double over_bound(const float *got, const double *want, const double *bound, int64_t n)
+{
+    double w = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double r = fabs((double)got[i] - want[i]) / bound[i];
+        if (!(r <= w)) w = r;
+    }
+    return w;
+}
+
+static void run_half(const tcase *c, int hf)
+{
+    const char *dt = hf == TK_SDPA_BF16 ? "bfloat16" : "float16";
+    char descr[240], m[400];
+    static const char *const bias_name[] = { "", " bias", " bias[Hq,Nq,Nk]", " bias[Nk]" };
+    snprintf(descr, sizeof descr, "[%s] %s B%lld Hq%lld Hkv%lld Nq%lld Nk%lld Dh%lld Dv%lld%s%s%s%s%s%s%s",
+             tk_simd_path(), dt, (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Nq,
+             (long long)c->Nk, (long long)c->Dh, (long long)c->Dv, c->causal ? " causal" : "", mask_name[c->mask],
+             c->layout ? " strided" : "", bias_name[opt.bias], opt.alibi ? " alibi" : "",
+             opt.window ? " window" : "", opt.dropout > 0 ? " dropout" : "");
+    prob p;
+    prob_make(&p, c);
+    tk_sdpa_bwd_args *a = &p.a;
+    int64_t nq = c->B * c->Hq * c->Nq * c->Dh, nk = c->B * c->Hkv * c->Nk * c->Dh;
+    int64_t nv = c->B * c->Hkv * c->Nk * c->Dv, nqd = c->B * c->Hq * c->Nq * c->Dv, rows = c->B * c->Hq * c->Nq;
+    uint16_t *qh = round_in_place(hf, p.q, nq), *kh = round_in_place(hf, p.k, nk), *vh = round_in_place(hf, p.v, nv);
+    double *q = to_double(p.q, nq), *k = to_double(p.k, nk), *v = to_double(p.v, nv), *g = to_double(p.dout, nqd);
+    double *va = abs_copy(v, nv), *ga = abs_copy(g, nqd), *ones = malloc((size_t)nqd * sizeof(double));
+    for (int64_t i = 0; i < nqd; i++) ones[i] = 1.0;
+    int64_t nbias = opt.bias == BI_NONE ? 0 : opt.bias == BI_FULL ? rows * c->Nk
+                    : opt.bias == BI_HEADS ? c->Hq * c->Nq * c->Nk : c->Nk;
+    double *bias = p.bias ? to_double(p.bias, nbias) : NULL;
+    double *rq = malloc((size_t)nq * sizeof(double)), *rk = malloc((size_t)nk * sizeof(double));
+    double *rv = malloc((size_t)nv * sizeof(double)), *rO = malloc((size_t)nqd * sizeof(double));
+    double *tq = malloc((size_t)nq * sizeof(double)), *tk = malloc((size_t)nk * sizeof(double));
+    double *pva = malloc((size_t)nqd * sizeof(double)), *pga = malloc((size_t)nv * sizeof(double));
+    double *col = malloc((size_t)nv * sizeof(double));
+    char *vis = malloc((size_t)rows);
+    explicit_fwd_bwd(a, q, k, v, bias, g, rq, rk, rv, NULL, rO, NULL, NULL, vis);
+    explicit_fwd_bwd(a, q, k, va, bias, ga, tq, tk, pga, NULL, pva, NULL, NULL, vis);   /* sum p~|v|, sum p~|dO| */
+    tk_sdpa_bwd_args nodrop = *a;
+    nodrop.o.dropout = 0.0f;
+    explicit_fwd_bwd(&nodrop, q, k, v, bias, ones, tq, tk, col, NULL, NULL, NULL, NULL, vis);   /* sum_i P_ij */
+
+    double u = unit_round(hf), mq = max_abs(q, nq), mk = max_abs(k, nk), mv = max_abs(v, nv), mg = max_abs(g, nqd);
+    double e32 = 0x1p-24 * (4.0 + (double)c->Nk + 2.0 * (double)a->scale * (double)c->Dh * mq * mk);
+    double sub = hf == TK_SDPA_F16 ? 0x1p-25 : 0.0;   /* float16's subnormal step, halved */
+    double *bO = malloc((size_t)nqd * sizeof(double));
+    for (int64_t i = 0; i < nqd; i++) bO[i] = (u + e32) * pva[i] + u * fabs(rO[i]) + sub * ((double)c->Nk * mv + 1.0) + 1e-30;
+
+    /* the forward on 1, 2, 3 threads */
+    uint16_t *oh[3];
+    float *lse[3], *of = malloc((size_t)nqd * sizeof(float));
+    tk_sdpa_args f = {
+        a->B, a->Hq, a->Hkv, a->Nq, a->Nk, a->Dh, a->Dv,
+        (const float *)(const void *)qh, a->qs_b, a->qs_h, a->qs_n, a->qs_d,
+        (const float *)(const void *)kh, a->ks_b, a->ks_h, a->ks_n, a->ks_d,
+        (const float *)(const void *)vh, a->vs_b, a->vs_h, a->vs_n, a->vs_d,
+        a->mask, a->ms_b, a->ms_h, a->ms_q, a->ms_k, a->causal, a->scale, NULL, NULL, NULL, a->o, hf,
+    };
+    int same = 1;
+    for (int t = 0; t < 3; t++) {
+        oh[t] = malloc((size_t)nqd * sizeof(uint16_t));
+        lse[t] = malloc((size_t)rows * sizeof(float));
+        f.out = (float *)(void *)oh[t];
+        f.lse = lse[t];
+        tt_set_num_threads(t + 1);
+        tk_sdpa(&f);
+        if (t > 0) same &= memcmp(oh[t], oh[0], (size_t)nqd * 2) == 0 && memcmp(lse[t], lse[0], (size_t)rows * 4) == 0;
+    }
+    for (int64_t i = 0; i < nqd; i++) of[i] = from16(hf, oh[0][i]);
+    double wo = over_bound(of, rO, bO, nqd);
+    int zero = 1;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t e = 0; e < c->Dv && !vis[r]; e++) zero &= oh[0][r * c->Dv + e] == 0;
+    snprintf(m, sizeof m, "%s: forward within its bound (worst %.2f of it), rows with no key zero", descr, wo);
+    CHECK(m, wo <= 1.0 && zero);
+    snprintf(m, sizeof m, "%s: forward 1, 2, 3 threads bit-identical", descr);
+    CHECK(m, same);
+    /* the reference (the kernels' fallback) within the same bound */
+    uint16_t *o2 = malloc((size_t)nqd * sizeof(uint16_t));
+    f.out = (float *)(void *)o2;
+    f.lse = NULL;
+    tk_sdpa_ref(&f);
+    for (int64_t i = 0; i < nqd; i++) of[i] = from16(hf, o2[i]);
+    double wr = over_bound(of, rO, bO, nqd);
+    snprintf(m, sizeof m, "%s: reference forward within the bound (worst %.2f of it)", descr, wr);
+    CHECK(m, wr <= 1.0);
+
+    /* the backward from the 16-bit out and lse */
+    a->q = (const float *)(const void *)qh; a->k = (const float *)(const void *)kh;
+    a->v = (const float *)(const void *)vh; a->out = (const float *)(const void *)oh[0];
+    a->lse = lse[0]; a->half = hf;
+    double *beta = calloc((size_t)rows, sizeof(double)), bmax = 0.0;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t e = 0; e < c->Dv; e++) beta[r] += fabs(g[r * c->Dv + e]) * bO[r * c->Dv + e];
+        bmax = fmax(bmax, beta[r]);
+    }
+    double norm = fmax(fmax(max_abs(rq, nq), max_abs(rk, nk)), fmax(max_abs(rv, nv), 1e-30));
+    double slack = TOL_KERNEL * norm, sc = (double)a->scale;
+    double *bq = malloc((size_t)nq * sizeof(double)), *bk = malloc((size_t)nk * sizeof(double));
+    double *bv = malloc((size_t)nv * sizeof(double));
+    for (int64_t i = 0; i < nq; i++) bq[i] = sc * beta[i / c->Dh] * mk + slack;
+    for (int64_t i = 0; i < nk; i++) bk[i] = sc * mq * bmax * col[i / c->Dh * c->Dv] + slack;
+    for (int64_t i = 0; i < nv; i++) bv[i] = (u + e32) * pga[i] + sub * (double)(c->Nq * c->Hq) * mg + slack;
+    grads r[3];
+    for (int t = 0; t < 3; t++) {
+        grads_alloc(&r[t], c);
+        tt_set_num_threads(t + 1);
+        int pads;
+        CHECK("16-bit backward returns 0", grads_run(&p, &r[t], 0, c, &pads) == 0);
+        snprintf(m, sizeof m, "%s: backward writes the gradients' rows only", descr);
+        CHECK(m, pads);
+    }
+    double w1 = over_bound(r[0].dq, rq, bq, nq), w2 = over_bound(r[0].dk, rk, bk, nk);
+    double w3 = over_bound(r[0].dv, rv, bv, nv);
+    snprintf(m, sizeof m, "%s: dq dk dv within their bounds (worst %.2f %.2f %.2f of them)", descr, w1, w2, w3);
+    CHECK(m, w1 <= 1.0 && w2 <= 1.0 && w3 <= 1.0);
+    snprintf(m, sizeof m, "%s: backward 1, 2, 3 threads bit-identical", descr);
+    CHECK(m, grads_same(&r[0], &r[1], c) && grads_same(&r[0], &r[2], c));
+    grads fr;
+    grads_alloc(&fr, c);
+    int pads;
+    grads_run(&p, &fr, 1, c, &pads);
+    double x1 = over_bound(fr.dq, rq, bq, nq), x2 = over_bound(fr.dk, rk, bk, nk), x3 = over_bound(fr.dv, rv, bv, nv);
+    snprintf(m, sizeof m, "%s: reference backward within the bounds (%.2f %.2f %.2f)", descr, x1, x2, x3);
+    CHECK(m, x1 <= 1.0 && x2 <= 1.0 && x3 <= 1.0);
+    int d = hf == TK_SDPA_F16;
+    worst_half[d] = fmax(worst_half[d], fmax(fmax(wo, wr), fmax(w1, fmax(w2, w3))));
+    grads_free(&fr);
+    for (int t = 0; t < 3; t++) { grads_free(&r[t]); free(oh[t]); free(lse[t]); }
+    a->q = p.q; a->k = p.k; a->v = p.v;   /* prob_free frees these */
+    free(qh); free(kh); free(vh); free(q); free(k); free(v); free(g); free(va); free(ga); free(ones); free(bias);
+    free(rq); free(rk); free(rv); free(rO); free(tq); free(tk); free(pva); free(pga); free(col); free(vis);
+    free(bO); free(of); free(o2); free(beta); free(bq); free(bk); free(bv);
+    prob_free(&p);
+}
+
+
+/* The path's round_half (P's rounding) against half.c's round trip, bit
+   for bit: a spread of float bit patterns (every 65521st, so every
+   exponent, NaNs and infs included) in rows of 37 (vector tails). */
+static void test_round_half(void)
+{
+    for (int hf = TK_SDPA_BF16; hf <= TK_SDPA_F16; hf++) {
+        float x[37], y[37];
+        int bad = 0;
+        for (uint64_t u = 0; u < 0x100000000ull && !bad; u += 37 * 65521ull) {
+            for (int t = 0; t < 37; t++) {
+                uint32_t b = (uint32_t)(u + (uint64_t)t * 65521ull);
+                memcpy(&x[t], &b, 4);
+                y[t] = from16(hf, to16(hf, x[t]));
+            }
+            tk_sdpa_round(tk_kern_now(), hf, 37, x);
+            bad = memcmp(x, y, sizeof x) != 0;
+        }
+        char m[120];
+        snprintf(m, sizeof m, "[%s] P rounded to %s: half.c's bits", tk_simd_path(), hf == TK_SDPA_BF16 ? "bfloat16" : "float16");
+        CHECK(m, !bad);
+        const tk_kern *kn = tk_kern_now();
+        if (kn->sdpa_exp_sum_half) {   /* the fused pass: the two passes' bits, its sum unrounded */
+            float s[301], p1[301], p2[301];
+            for (int t = 0; t < 301; t++) s[t] = (float)(-12.0 * urand());
+            for (int n = 0; n <= 301 && !bad; n += 7) {
+                float a1 = kn->sdpa_exp_sum_half(n, s, 0.0f, p1, hf == TK_SDPA_BF16);
+                float a2 = kn->sdpa_exp_sum(n, s, 0.0f, p2);
+                tk_sdpa_round(kn, hf, n, p2);
+                bad = a1 != a2 || memcmp(p1, p2, (size_t)n * sizeof(float)) != 0;
+            }
+            snprintf(m, sizeof m, "[%s] exp and %s rounding in one pass: the two passes' bits", tk_simd_path(),
+                     hf == TK_SDPA_BF16 ? "bfloat16" : "float16");
+            CHECK(m, !bad);
+        }
+    }
+}
+
+/* No N x N buffer: bfloat16 attention at N = 4096 (a float32 score matrix
+   would be 64 MiB), forward and backward, grows the peak RSS by a few MiB
+   at most (q, k, v, out, the gradients: 1 head of Dh = 16, under 2 MiB). */
+static void test_half_memory(void)
+{
+    int64_t N = 4096, D = 16;
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    uint16_t *x = malloc((size_t)(N * D) * 2), *o = malloc((size_t)(N * D) * 2);
+    float *lse = malloc((size_t)N * 4), *dout = malloc((size_t)(N * D) * 4), *dq = malloc((size_t)(N * D) * 4);
+    float *dk = malloc((size_t)(N * D) * 4), *dv = malloc((size_t)(N * D) * 4);
+    for (int64_t i = 0; i < N * D; i++) { x[i] = tk_bf16_from_f32((float)urand()); dout[i] = 1.0f; }
+    const float *xp = (const float *)(const void *)x;
+    tk_sdpa_args f = { 1, 1, 1, N, N, D, D, xp, 0, 0, D, 1, xp, 0, 0, D, 1, xp, 0, 0, D, 1,
+                       NULL, 0, 0, 0, 0, 1, 0.25f, (float *)(void *)o, NULL, lse, {0}, TK_SDPA_BF16 };
+    tk_sdpa(&f);
+    tk_sdpa_bwd_args b = { 1, 1, 1, N, N, D, D, xp, 0, 0, D, 1, xp, 0, 0, D, 1, xp, 0, 0, D, 1,
+                           NULL, 0, 0, 0, 0, 1, 0.25f, (const float *)(const void *)o, dout, lse, dq, dk, dv,
+                           0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}, NULL, TK_SDPA_BF16 };
+    int ok = tk_sdpa_backward(&b) == 0;
+    getrusage(RUSAGE_SELF, &r1);
+    double mib = (double)(r1.ru_maxrss - r0.ru_maxrss) / 1024.0;
+    char m[160];
+    snprintf(m, sizeof m, "bfloat16 sdpa N = 4096 forward + backward: peak RSS grew %.1f MiB (< 16; N x N floats: 64)", mib);
+    CHECK(m, ok && mib < 16.0);
+    printf("  bfloat16 sdpa N = 4096 causal, forward + backward: peak RSS +%.1f MiB\n", mib);
+    free(x); free(o); free(lse); free(dout); free(dq); free(dk); free(dv);
+}
+
 static const tcase cases[] = {
     /* B  Hq Hkv Nq   Nk   Dh  Dv causal mask    layout */
     { 1, 1, 1,   1,   1,  8,  8, 0, M_NONE,   0 },
@@ -667,6 +921,7 @@ static const ocase ocases[] = {
 int main(void)
 {
     static const char *paths[] = { "scalar", "avx2", "avx512" };
+    test_half_memory();   /* first: the peak RSS has not been raised yet */
     test_fd("");
     opt.bias = BI_FULL; opt.window = 3; opt.sinks = 1; opt.dropout = 0.3f;
     test_fd(" with bias, window 3, sinks 1, dropout 0.3");
@@ -678,6 +933,7 @@ int main(void)
         if (!tk_simd_force(paths[pth])) { printf("  path %s: not on this CPU or build\n", paths[pth]); continue; }
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], first);
         test_small_nonfinite();
+        test_round_half();
         for (size_t i = 0; i < sizeof ocases / sizeof ocases[0]; i++) {
             const ocase *o = &ocases[i];
             opt.bias = o->bias; opt.alibi = o->alibi; opt.window = o->window; opt.sinks = o->sinks;
@@ -685,11 +941,24 @@ int main(void)
             run_case(&o->c, first);
         }
         memset(&opt, 0, sizeof opt);
+        /* 16-bit: plain cases at awkward sizes and layouts, then the options */
+        static const int hcases[] = { 2, 3, 5, 8, 12, 15 }, hocases[] = { 0, 3, 6, 9, 13, 16 };
+        for (int hf = TK_SDPA_BF16; hf <= TK_SDPA_F16; hf++) {
+            for (size_t i = 0; i < sizeof hcases / sizeof hcases[0]; i++) run_half(&cases[hcases[i]], hf);
+            for (size_t i = 0; i < sizeof hocases / sizeof hocases[0]; i++) {
+                const ocase *o = &ocases[hocases[i]];
+                opt.bias = o->bias; opt.alibi = o->alibi; opt.window = o->window; opt.sinks = o->sinks;
+                opt.dropout = o->dropout;
+                run_half(&o->c, hf);
+            }
+            memset(&opt, 0, sizeof opt);
+        }
         first = 0;
     }
     tk_simd_force(NULL);
     tt_set_num_threads(0);
     printf("  worst error over the largest gradient: kernel %.2g, reference %.2g; forward %.2g\n", worst_kernel,
            worst_ref, worst_fwd);
+    printf("  16-bit: worst error over its derived bound: bfloat16 %.2f, float16 %.2f\n", worst_half[0], worst_half[1]);
     return check_report();
 }

@@ -1034,6 +1034,41 @@ static TARGET_F16C void half_to_f32(int bf16, int64_t n, const uint16_t *x, floa
     }
 }
 
+/* 16-bit sdpa's P rounded in place, as avx512.c's round_half (the same
+   bits): bfloat16 by integer rounding, float16 by F16C's vcvtps2ph (every
+   AVX2 CPU has F16C; a CPU without it gets half.c's scalar round trip).
+   The tail goes through a padded copy. */
+static __attribute__((target("avx2,fma,f16c"))) void round_half(int bf16, int64_t n, float *x)
+{
+    static int f16c = -1;   /* a benign race: every thread stores the same */
+    if (f16c < 0) f16c = __builtin_cpu_supports("f16c") != 0;
+    if (!bf16 && !f16c) {
+        for (int64_t j = 0; j < n; j++) x[j] = tk_f16_to_f32(tk_f16_from_f32(x[j]));
+        return;
+    }
+    const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
+    const __m256i quiet = _mm256_set1_epi32(0x00400000), top = _mm256_set1_epi32((int)0xffff0000u);
+    for (int64_t j = 0; j < n; j += 8) {
+        float pad[8] = {0};
+        int64_t m = n - j < 8 ? n - j : 8;
+        float *p = m == 8 ? x + j : pad;
+        if (m < 8) memcpy(pad, x + j, (size_t)m * sizeof(float));
+        __m256 v = _mm256_loadu_ps(p), r;
+        if (bf16) {
+            __m256i u = _mm256_castps_si256(v);
+            __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+            __m256i rd = _mm256_add_epi32(u, _mm256_add_epi32(lsb, half));
+            __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+            rd = _mm256_blendv_epi8(rd, _mm256_or_si256(u, quiet), nan);
+            r = _mm256_castsi256_ps(_mm256_and_si256(rd, top));
+        } else {
+            r = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        }
+        _mm256_storeu_ps(p, r);
+        if (m < 8) memcpy(x + j, pad, (size_t)m * sizeof(float));
+    }
+}
+
 const tk_kern tk_kern_avx2 = {
     .name = "avx2", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC, .blocks_from_caches = 1,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
@@ -1043,6 +1078,7 @@ const tk_kern tk_kern_avx2 = {
     .ew_masked_fill = ew_masked_fill, .sdpa_exp_sum = sdpa_exp_sum, .transpose = transpose,
     .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N, .sdpa_bwd_head = sdpa_bwd_head,
     .half_from_f32 = half_from_f32, .half_to_f32 = half_to_f32,
+    .round_half = round_half,
 };
 
 #else

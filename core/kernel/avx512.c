@@ -282,11 +282,29 @@ static TARGET float row_max(int64_t n, const float *x)
     return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
 }
 
+/* v rounded to bfloat16 (half 1) or float16 (half 2) values, the bits of
+   half.c's round trip: bfloat16 by integer rounding of the bits (add 0x7fff
+   plus the kept part's last bit, drop the low half; a NaN quieted
+   instead), float16 by vcvtps2ph to nearest even and back; half 0: v. */
+static TARGET inline __attribute__((always_inline)) __m512 round16(__m512 v, int half)
+{
+    if (half == 1) {
+        __m512i u = _mm512_castps_si512(v);
+        __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        __m512i rd = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+        rd = _mm512_mask_or_epi32(rd, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), u, _mm512_set1_epi32(0x00400000));
+        return _mm512_castsi512_ps(_mm512_and_si512(rd, _mm512_set1_epi32((int)0xffff0000u)));
+    }
+    if (half == 2) return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return v;
+}
+
 /* y = exp(x - m), returns the sum (4 partial sums, fixed order). next:
    NULL or n floats to fetch into L1 meanwhile (softmax's next row, so its
-   memory reads overlap this row's arithmetic). */
+   memory reads overlap this row's arithmetic). half: y rounded to 16-bit
+   values (round16), the sum of the unrounded ones. */
 static TARGET inline __attribute__((always_inline)) float
-exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next, int nonpos)
+exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next, int nonpos, int half)
 {
     __m512 vm = _mm512_set1_ps(m), s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
@@ -309,24 +327,24 @@ exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next, in
         } else {
             e0 = exp16(e0); e1 = exp16(e1); e2 = exp16(e2); e3 = exp16(e3);
         }
-        _mm512_storeu_ps(y + i, e0);
-        _mm512_storeu_ps(y + i + 16, e1);
-        _mm512_storeu_ps(y + i + 32, e2);
-        _mm512_storeu_ps(y + i + 48, e3);
+        _mm512_storeu_ps(y + i, round16(e0, half));
+        _mm512_storeu_ps(y + i + 16, round16(e1, half));
+        _mm512_storeu_ps(y + i + 32, round16(e2, half));
+        _mm512_storeu_ps(y + i + 48, round16(e3, half));
         s0 = _mm512_add_ps(s0, e0); s1 = _mm512_add_ps(s1, e1);
         s2 = _mm512_add_ps(s2, e2); s3 = _mm512_add_ps(s3, e3);
     }
     for (; i + 16 <= n; i += 16) {
         __m512 e = _mm512_sub_ps(_mm512_loadu_ps(x + i), vm);
         e = nonpos ? exp16_nonpos(e) : exp16(e);
-        _mm512_storeu_ps(y + i, e);
+        _mm512_storeu_ps(y + i, round16(e, half));
         s0 = _mm512_add_ps(s0, e);
     }
     if (i < n) {                               /* leftovers: masked lanes add 0 */
         __mmask16 k = tail_mask(n - i);
         __m512 e = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm);
         e = _mm512_maskz_mov_ps(k, nonpos ? exp16_nonpos(e) : exp16(e));
-        _mm512_mask_storeu_ps(y + i, k, e);
+        _mm512_mask_storeu_ps(y + i, k, round16(e, half));
         s1 = _mm512_add_ps(s1, e);
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
@@ -334,20 +352,27 @@ exp_sum_body(int64_t n, const float *x, float m, float *y, const float *next, in
 
 static TARGET float exp_sum(int64_t n, const float *x, float m, float *y)
 {
-    return exp_sum_body(n, x, m, y, NULL, 0);
+    return exp_sum_body(n, x, m, y, NULL, 0, 0);
 }
 
 /* exp_sum for x <= m (sdpa's scores less their max), with exp16_nonpos */
 static TARGET float sdpa_exp_sum(int64_t n, const float *x, float m, float *y)
 {
-    return exp_sum_body(n, x, m, y, NULL, 1);
+    return exp_sum_body(n, x, m, y, NULL, 1, 0);
+}
+
+/* sdpa_exp_sum with y rounded to bfloat16 (bf16) or float16 values in the
+   same pass: P for a 16-bit P V, the sum of the unrounded P */
+static TARGET float sdpa_exp_sum_half(int64_t n, const float *x, float m, float *y, int bf16)
+{
+    return bf16 ? exp_sum_body(n, x, m, y, NULL, 1, 1) : exp_sum_body(n, x, m, y, NULL, 1, 2);
 }
 
 static TARGET float exp_sum_next(int64_t n, const float *x, float m, float *y, const float *next)
 {
     for (int64_t i = n & ~(int64_t)63; i < n; i += 16)    /* the part the main loop leaves */
         _mm_prefetch((const char *)(next + i), _MM_HINT_T0);
-    return exp_sum_body(n, x, m, y, next, 0);
+    return exp_sum_body(n, x, m, y, next, 0, 0);
 }
 
 static TARGET void scale(int64_t n, float s, const float *x, float *y)
@@ -989,6 +1014,16 @@ static TARGET void half_to_f32(int bf16, int64_t n, const uint16_t *x, float *y)
     }
 }
 
+/* 16-bit sdpa's P rounded in place (round16) */
+static TARGET void round_half(int bf16, int64_t n, float *x)
+{
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 k = tail_mask(n - j);
+        __m512 v = _mm512_maskz_loadu_ps(k, x + j);
+        _mm512_mask_storeu_ps(x + j, k, bf16 ? round16(v, 1) : round16(v, 2));
+    }
+}
+
 const tk_kern tk_kern_avx512 = {
     .name = "avx512", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
     .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
@@ -998,6 +1033,7 @@ const tk_kern tk_kern_avx512 = {
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
     .ew_masked_fill = ew_masked_fill, .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N,
     .sdpa_bwd_head = sdpa_bwd_head, .half_from_f32 = half_from_f32, .half_to_f32 = half_to_f32,
+    .round_half = round_half, .sdpa_exp_sum_half = sdpa_exp_sum_half,
 };
 
 #else

@@ -201,6 +201,38 @@ void tk_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t 
 
 /* ===== Fused attention ===== */
 
+/* 16-bit attention: with half = TK_SDPA_BF16 or TK_SDPA_F16, q, k, v and
+   out (the backward's q, k, v and out too) point at uint16_t bits of that
+   dtype, cast to float * (strides still count elements). Tiles are
+   converted to float32 as they are packed, products accumulate in
+   float32, and P is rounded to the dtype before P V (FlashAttention's
+   rounding: the row sums are the unrounded ones); out is rounded once.
+   The weights, lse, dout and the gradients stay float32. */
+enum { TK_SDPA_F32 = 0, TK_SDPA_BF16 = 1, TK_SDPA_F16 = 2 };
+
+/* Element i of an operand that is float32 or (half) 16-bit bits. */
+static inline float tk_sdpa_ld(int half, const float *p, int64_t i)
+{
+    if (!half) return p[i];
+    uint16_t h = ((const uint16_t *)(const void *)p)[i];
+    return half == TK_SDPA_BF16 ? tk_bf16_to_f32(h) : tk_f16_to_f32(h);
+}
+
+/* p advanced by off elements of its dtype (float32, or 16-bit when half). */
+static inline const float *tk_sdpa_at(int half, const float *p, int64_t off)
+{
+    return (const float *)(const void *)((const char *)p + off * (half ? 2 : 4));
+}
+
+/* rows x cols elements of a 16-bit operand p (element (r, c) at r rs + c
+   cs) as a contiguous float32 block, row after row. */
+void tk_sdpa_rows_f32(int half, int64_t rows, int64_t cols, const float *p, int64_t rs, int64_t cs, float *dst);
+
+/* P rounded to the 16-bit dtype in place, through kn->round_half when the
+   path has it (same bits as the portable round trip). */
+struct tk_kern;
+void tk_sdpa_round(const struct tk_kern *kn, int half, int64_t n, float *x);
+
 /* B = flattened batch; query head h reads kv head h / (Hq / Hkv).
    Element strides for q: (qs_b, qs_h, qs_n, qs_d); same for k, v.
    mask: NULL or bool with strides (ms_b, ms_h, ms_q, ms_k) (0 = broadcast),
@@ -277,6 +309,7 @@ typedef struct tk_sdpa_args {
     float *weights;
     float *lse;
     tk_sdpa_opts o;
+    int half;       /* TK_SDPA_F32, or q, k, v and out hold 16-bit bits (below) */
 } tk_sdpa_args;
 
 int64_t tk_sdpa(const tk_sdpa_args *a);
@@ -311,6 +344,7 @@ typedef struct tk_sdpa_bwd_args {
     int64_t dqs_b, dqs_h, dqs_n, dks_b, dks_h, dks_n, dvs_b, dvs_h, dvs_n;
     tk_sdpa_opts o;
     float *dbias;   /* NULL, or [B, Hq, Nq, Nk] zeroed by the caller: d loss / d score where visible */
+    int half;       /* as tk_sdpa_args: q, k, v and out 16-bit; P rounded before dV = P^T dO */
 } tk_sdpa_bwd_args;
 
 int tk_sdpa_backward(const tk_sdpa_bwd_args *a);
@@ -347,6 +381,7 @@ enum {
     TK_SCRATCH_SDPA_P,      /* sdpa: one sliver of probabilities */
     TK_SCRATCH_SDPA_O,      /* sdpa: the output accumulators and row statistics */
     TK_SCRATCH_SDPA_BWD,    /* sdpa backward: a task's packed blocks and row sums */
+    TK_SCRATCH_SDPA_F32,    /* sdpa: 16-bit rows converted to float32 before packing */
     TK_SCRATCH_COUNT
 };
 /* Per-thread buffer for `slot`, 64-byte aligned, kept and grown between
@@ -414,6 +449,12 @@ typedef struct tk_kern {
        whole, the tiled kernel's bits (D: rowsum(dO o O) per query row, a
        with its layouts filled in); 0, or -1: run the tiled kernel on it */
     int (*sdpa_bwd_head)(const tk_sdpa_bwd_args *a, const float *D, int64_t b, int64_t hk);
+    /* optional, 16-bit sdpa: x rounded in place to bfloat16 (bf16) or
+       float16 values, the bits of tk_*_from_f32 then back */
+    void (*round_half)(int bf16, int64_t n, float *x);
+    /* optional, 16-bit sdpa without dropout: sdpa_exp_sum with y rounded as
+       round_half rounds it, in the same pass; the sum of the unrounded y */
+    float (*sdpa_exp_sum_half)(int64_t n, const float *x, float m, float *y, int bf16);
 } tk_kern;
 
 /* Micro-kernel operands: A (mc x kc, any strides) as mr-row slivers, B

@@ -25,6 +25,43 @@ float tk_alibi_slope(int64_t h, int64_t H)
     return (float)exp2(e);
 }
 
+void tk_sdpa_rows_f32(int half, int64_t rows, int64_t cols, const float *p, int64_t rs, int64_t cs, float *dst)
+{
+    const uint16_t *h = (const uint16_t *)(const void *)p;
+    for (int64_t r = 0; r < rows; r++) {
+        if (cs == 1) tk_half_to_f32(half == TK_SDPA_BF16, cols, h + r * rs, dst + r * cols);
+        else for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = tk_sdpa_ld(half, p, r * rs + c * cs);
+    }
+}
+
+void tk_sdpa_round(const tk_kern *kn, int half, int64_t n, float *x)
+{
+    int bf16 = half == TK_SDPA_BF16;
+    if (kn->round_half) {
+        kn->round_half(bf16, n, x);
+        return;
+    }
+    for (int64_t j = 0; j < n; j++)
+        x[j] = bf16 ? tk_bf16_to_f32(tk_bf16_from_f32(x[j])) : tk_f16_to_f32(tk_f16_from_f32(x[j]));
+}
+
+/* n elements of a row of out from float32 x: stored, or rounded to 16 bits. */
+static void put_row(int half, float *out, int64_t off, int64_t n, const float *x)
+{
+    if (!half) memcpy(out + off, x, (size_t)n * sizeof(float));
+    else tk_half_from_f32(half == TK_SDPA_BF16, n, x, (uint16_t *)(void *)out + off);
+}
+
+/* n elements of a row of out set to v (0 or NaN). */
+static void fill_row(int half, float *out, int64_t off, int64_t n, float v)
+{
+    uint16_t h = half == TK_SDPA_BF16 ? tk_bf16_from_f32(v) : tk_f16_from_f32(v);
+    for (int64_t e = 0; e < n; e++) {
+        if (half) ((uint16_t *)(void *)out)[off + e] = h;
+        else out[off + e] = v;
+    }
+}
+
 /* ===== Reference ===== */
 
 int64_t tk_sdpa_ref(const tk_sdpa_args *a)
@@ -32,15 +69,17 @@ int64_t tk_sdpa_ref(const tk_sdpa_args *a)
     int64_t empty = 0, G = a->Hq / a->Hkv, off = a->Nk - a->Nq;
     const tk_sdpa_opts *op = &a->o;
     float keep_scale = op->dropout > 0.0f ? (float)(1.0 / (1.0 - (double)op->dropout)) : 1.0f;
+    int hf = a->half;
     float *s = malloc((size_t)(a->Nk > 0 ? a->Nk : 1) * sizeof(float));
-    if (!s) return -1;
+    float *o = malloc((size_t)(a->Dv > 0 ? a->Dv : 1) * sizeof(float));
+    if (!s || !o) { free(s); free(o); return -1; }
     for (int64_t b = 0; b < a->B; b++)
         for (int64_t h = 0; h < a->Hq; h++)
             for (int64_t i = 0; i < a->Nq; i++) {
-                const float *q = a->q + b * a->qs_b + h * a->qs_h + i * a->qs_n;
-                const float *k = a->k + b * a->ks_b + (h / G) * a->ks_h;
-                const float *v = a->v + b * a->vs_b + (h / G) * a->vs_h;
-                float *o = a->out + ((b * a->Hq + h) * a->Nq + i) * a->Dv;
+                const float *q = tk_sdpa_at(hf, a->q, b * a->qs_b + h * a->qs_h + i * a->qs_n);
+                const float *k = tk_sdpa_at(hf, a->k, b * a->ks_b + (h / G) * a->ks_h);
+                const float *v = tk_sdpa_at(hf, a->v, b * a->vs_b + (h / G) * a->vs_h);
+                int64_t oo = ((b * a->Hq + h) * a->Nq + i) * a->Dv;   /* the row of out */
                 float *w = a->weights ? a->weights + ((b * a->Hq + h) * a->Nq + i) * a->Nk : NULL;
                 float *lse = a->lse ? a->lse + (b * a->Hq + h) * a->Nq + i : NULL;
                 float m = -INFINITY, sum = 0.0f, slope = op->alibi ? tk_alibi_slope(h, a->Hq) : 0.0f;
@@ -51,7 +90,7 @@ int64_t tk_sdpa_ref(const tk_sdpa_args *a)
                     if (keep && a->mask)
                         keep = a->mask[b * a->ms_b + h * a->ms_h + i * a->ms_q + j * a->ms_k] != 0;
                     float d = 0.0f;
-                    for (int64_t e = 0; e < a->Dh; e++) d += q[e * a->qs_d] * k[j * a->ks_n + e * a->ks_d];
+                    for (int64_t e = 0; e < a->Dh; e++) d += tk_sdpa_ld(hf, q, e * a->qs_d) * tk_sdpa_ld(hf, k, j * a->ks_n + e * a->ks_d);
                     s[j] = keep ? d * a->scale + tk_sdpa_extra(op, slope, b, h, i, j, off) : -INFINITY;
                     seen |= keep;
                     bad |= keep && !(s[j] < INFINITY);     /* NaN or +inf */
@@ -59,7 +98,7 @@ int64_t tk_sdpa_ref(const tk_sdpa_args *a)
                 }
                 if (!seen || bad || m == -INFINITY) {
                     float fill = seen ? NAN : 0.0f;  /* no visible key: zeros */
-                    for (int64_t e = 0; e < a->Dv; e++) o[e] = fill;
+                    fill_row(hf, a->out, oo, a->Dv, fill);
                     if (w) for (int64_t j = 0; j < a->Nk; j++) w[j] = fill;
                     if (lse) *lse = seen ? NAN : -INFINITY;
                     empty += !seen;
@@ -73,10 +112,13 @@ int64_t tk_sdpa_ref(const tk_sdpa_args *a)
                     if (op->dropout > 0.0f)
                         p *= tk_sdpa_keep(op->seed, (uint64_t)(row * a->Nk + j)) >= op->dropout ? keep_scale : 0.0f;
                     if (w) w[j] = p;
-                    for (int64_t e = 0; e < a->Dv; e++) o[e] += p * v[j * a->vs_n + e * a->vs_d];
+                    if (hf) tk_sdpa_round(&tk_kern_scalar, hf, 1, &p);   /* as the tiled kernel's P (which it divides by the sum later) */
+                    for (int64_t e = 0; e < a->Dv; e++) o[e] += p * tk_sdpa_ld(hf, v, j * a->vs_n + e * a->vs_d);
                 }
+                put_row(hf, a->out, oo, a->Dv, o);
             }
     free(s);
+    free(o);
     return empty;
 }
 
@@ -119,22 +161,33 @@ static uint64_t sdpa_calls;
 
 /* K rows [j0, j1) of head (b, hk) as B slivers of nr keys (Dh x nr each);
    V rows as slivers of nr value columns (Nk x nr each), zero padded. j0 is
-   a multiple of nr; rows from Nk on are zeros. */
+   a multiple of nr; rows from Nk on are zeros. 16-bit K and V rows are converted to float32 (in f32, room for
+   (j1 - j0) max(Dh, Dv) floats) and packed from there. */
 static void pack_kv(const sdpa_job *J, int64_t b, int64_t hk, int64_t j0, int64_t j1,
-                    float *kp, float *vp, int64_t nkp)
+                    float *kp, float *vp, int64_t nkp, float *f32)
 {
     const tk_sdpa_args *a = J->a;
     const tk_kern *kn = J->kn;
-    int nr = kn->nr;
-    const float *K = a->k + b * a->ks_b + hk * a->ks_h, *V = a->v + b * a->vs_b + hk * a->vs_h;
+    int nr = kn->nr, hf = a->half;
+    const float *K = tk_sdpa_at(hf, a->k, b * a->ks_b + hk * a->ks_h + j0 * a->ks_n);
+    const float *V = tk_sdpa_at(hf, a->v, b * a->vs_b + hk * a->vs_h + j0 * a->vs_n);
     int64_t jv = j1 < a->Nk ? j1 : a->Nk;     /* rows that exist */
+    int64_t ks_n = a->ks_n, ks_d = a->ks_d, vs_n = a->vs_n, vs_d = a->vs_d;
+    if (hf && jv > j0) {
+        tk_sdpa_rows_f32(hf, jv - j0, a->Dh, K, ks_n, ks_d, f32);
+        K = f32, ks_n = a->Dh, ks_d = 1;
+    }
     if (jv > j0 && a->Dh > 0)                 /* K^T: Dh x keys */
-        tk_pack_b(kn, a->Dh, jv - j0, K + j0 * a->ks_n, a->ks_d, a->ks_n, kp + j0 * a->Dh);
+        tk_pack_b(kn, a->Dh, jv - j0, K, ks_d, ks_n, kp + j0 * a->Dh);
+    if (hf && jv > j0) {                      /* K is packed: f32 takes V */
+        tk_sdpa_rows_f32(hf, jv - j0, a->Dv, V, vs_n, vs_d, f32);
+        V = f32, vs_n = a->Dv, vs_d = 1;
+    }
     for (int64_t t = 0; t < J->dvp; t += nr) {
         float *dv = vp + t * nkp;
         if (jv > j0) {
             int64_t nc = a->Dv - t < nr ? a->Dv - t : nr;
-            tk_pack_b(kn, jv - j0, nc, V + j0 * a->vs_n + t * a->vs_d, a->vs_n, a->vs_d, dv + j0 * nr);
+            tk_pack_b(kn, jv - j0, nc, V + t * vs_d, vs_n, vs_d, dv + j0 * nr);
         }
         int64_t z0 = jv > j0 ? jv : j0;
         if (j1 > z0) memset(dv + z0 * nr, 0, (size_t)((j1 - z0) * nr) * sizeof(float));
@@ -199,7 +252,9 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     int64_t nq = a->Nq - i0 < J->bq ? a->Nq - i0 : J->bq;
     int64_t nqp = (nq + mr - 1) / mr * mr;
     int64_t Dh = a->Dh, Dv = a->Dv, dvp = J->dvp, bk = J->bk, ls = bk + S_PAD;   /* ls: S row stride */
-    float *out = a->out + (bh * a->Nq + i0) * Dv;
+    int hf = a->half;
+    int64_t out0 = (bh * a->Nq + i0) * Dv;          /* the block's first element of out */
+    char *outb = (char *)tk_sdpa_at(hf, a->out, out0);
     J->empty[task] = 0;                     /* read by the caller even if this task fails */
     float *W = a->weights ? a->weights + (bh * a->Nq + i0) * a->Nk : NULL;
     float *lse = a->lse ? a->lse + bh * a->Nq + i0 : NULL;
@@ -216,7 +271,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     /* window: the block's first row sees no key before lo0 but the sinks */
     int64_t lo0 = op->window > 0 ? i0 + J->off - op->window + 1 : 0;
     if (jend == 0) {
-        memset(out, 0, (size_t)(nq * Dv) * sizeof(float));
+        memset(outb, 0, (size_t)(nq * Dv) * (hf ? 2u : 4u));
         if (W) memset(W, 0, (size_t)(nq * a->Nk) * sizeof(float));
         if (lse) for (int64_t i = 0; i < nq; i++) lse[i] = -INFINITY;
         J->empty[task] = nq;
@@ -230,7 +285,9 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     float *S = tk_scratch(TK_SCRATCH_SDPA_S, (size_t)(nqp * ls) * sizeof(float));
     float *pp = tk_scratch(TK_SCRATCH_SDPA_P, (size_t)(mr * bk) * sizeof(float));
     float *O = tk_scratch(TK_SCRATCH_SDPA_O, (size_t)(nqp * (dvp + 4)) * sizeof(float));
-    if (!kp || !vp || !qp || !S || !pp || !O) { J->failed = 1; return; }
+    int64_t wide = Dh > Dv ? Dh : Dv, f32n = (nkp > nq ? nkp : nq) * (wide > 0 ? wide : 1);
+    float *f32 = hf ? tk_scratch(TK_SCRATCH_SDPA_F32, (size_t)f32n * sizeof(float)) : NULL;
+    if (!kp || !vp || !qp || !S || !pp || !O || (hf && !f32)) { J->failed = 1; return; }
     /* per row: running max and sum; whether a key was visible; whether a
        visible score was NaN or +inf (the row is then NaN) */
     float *mrow = O + nqp * dvp, *lrow = mrow + nqp, *seen = lrow + nqp, *bad = seen + nqp;
@@ -241,14 +298,19 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     int64_t need = (jend + bk - 1) / bk * bk;
     if (need > nkp) need = nkp;
     if (kv_cache.keys < need) {
-        pack_kv(J, b, hk, kv_cache.keys, need, kp, vp, nkp);
+        pack_kv(J, b, hk, kv_cache.keys, need, kp, vp, nkp, f32);
         kv_cache.keys = need;
     }
 
     /* Q block as mr-row slivers (Dh x mr each), then scaled */
-    const float *Q = a->q + b * a->qs_b + h * a->qs_h + i0 * a->qs_n;
+    const float *Q = tk_sdpa_at(hf, a->q, b * a->qs_b + h * a->qs_h + i0 * a->qs_n);
+    int64_t qs_n = a->qs_n, qs_d = a->qs_d;
+    if (hf && Dh > 0) {   /* converted to float32 first */
+        tk_sdpa_rows_f32(hf, nq, Dh, Q, qs_n, qs_d, f32);
+        Q = f32, qs_n = Dh, qs_d = 1;
+    }
     if (Dh > 0) {
-        tk_pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, qp);
+        tk_pack_a(kn, nq, Dh, Q, qs_n, qs_d, qp);
         kn->scale(nqp * Dh, a->scale, qp, qp);
     }
     memset(O, 0, (size_t)(nqp * dvp) * sizeof(float));
@@ -267,7 +329,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         int64_t nq1 = 0;
         if (j0 + bk >= jend && task + 1 < J->ntask && a->qs_d == 1) {
             int64_t nbh, n0 = task_row0(J, task + 1, &nbh);
-            nQ = a->q + nbh / a->Hq * a->qs_b + nbh % a->Hq * a->qs_h + n0 * a->qs_n;
+            nQ = tk_sdpa_at(hf, a->q, nbh / a->Hq * a->qs_b + nbh % a->Hq * a->qs_h + n0 * a->qs_n);
             nq1 = a->Nq - n0 < J->bq ? a->Nq - n0 : J->bq;
         }
         /* 1. S = (scale Q) K^T, for each sliver only the micro-tiles that
@@ -283,8 +345,8 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         /* 2. mask and online softmax, row by row; P = exp(S - m) */
         for (int64_t i = 0; i < nq; i++) {
             float *s = S + i * ls, *p = s;
-            if (j0 + bk >= jend) fetch(out + i * Dv, Dv * (int64_t)sizeof(float), 1);
-            if (i < nq1) fetch(nQ + i * a->qs_n, Dh * (int64_t)sizeof(float), 0);
+            if (j0 + bk >= jend) fetch(outb + i * Dv * (hf ? 2 : 4), Dv * (hf ? 2 : 4), 1);
+            if (i < nq1) fetch(tk_sdpa_at(hf, nQ, i * a->qs_n), Dh * (hf ? 2 : 4), 0);
             int64_t lim = row_keys(J, i0 + i, j0, nk);
             int64_t rb = first_key(J, i0 + i / mr * mr, j0);   /* the sliver's first computed key */
             if (rb > lim) rb = lim;
@@ -325,7 +387,9 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             /* A visible NaN or +inf score (hidden ones are -inf here) makes
                the sum NaN: exp(NaN - m), exp(inf - inf) or a NaN max. So
                the sum is the row's check, at no extra pass. */
-            float sum = exp_sum(lim, s, mnew, p);
+            /* 16-bit without dropout: P rounded in the exp pass where the path can */
+            int fused = hf && op->dropout <= 0.0f && kn->sdpa_exp_sum_half;
+            float sum = fused ? kn->sdpa_exp_sum_half(lim, s, mnew, p, hf == TK_SDPA_BF16) : exp_sum(lim, s, mnew, p);
             if (sum != sum) {
                 bad[i] = 1.0f;
                 memset(p, 0, (size_t)(nk - rb) * sizeof(float));
@@ -337,6 +401,7 @@ static void sdpa_task(sdpa_job *J, int64_t task)
                 for (int64_t j = 0; j < lim; j++)
                     p[j] *= tk_sdpa_keep(op->seed, n0 + (uint64_t)j) >= op->dropout ? J->keep_scale : 0.0f;
             }
+            if (hf && !fused) tk_sdpa_round(kn, hf, lim, p);   /* P V takes P in the 16-bit dtype */
             /* alpha = exp(m_old - m_new): 1 when the max stays (most blocks
                after a row's first), and on the row's first visible block 0
                for a sum of 0 and an O row of zeros (or NaN from 0 v), which
@@ -383,10 +448,10 @@ static void sdpa_task(sdpa_job *J, int64_t task)
        +inf score, or only -inf scores, give NaN as the formula does */
     int64_t empty = 0;
     for (int64_t i = 0; i < nq; i++) {
-        float *o = out + i * Dv, *w = W ? W + i * a->Nk : NULL;
+        float *w = W ? W + i * a->Nk : NULL;
         if (seen[i] == 0.0f || bad[i] != 0.0f || mrow[i] == -INFINITY) {
             float fill = seen[i] != 0.0f ? NAN : 0.0f;
-            for (int64_t e = 0; e < Dv; e++) o[e] = fill;
+            fill_row(hf, a->out, out0 + i * Dv, Dv, fill);
             if (w) for (int64_t j = 0; j < a->Nk; j++) w[j] = fill;
             if (lse) lse[i] = seen[i] != 0.0f ? NAN : -INFINITY;
             empty += seen[i] == 0.0f;
@@ -394,7 +459,11 @@ static void sdpa_task(sdpa_job *J, int64_t task)
         }
         float inv = 1.0f / lrow[i];
         if (lse) lse[i] = mrow[i] + logf(lrow[i]);
-        kn->scale(Dv, inv, O + i * dvp, o);
+        if (!hf) kn->scale(Dv, inv, O + i * dvp, a->out + out0 + i * Dv);
+        else {   /* scaled in place, then rounded once into out */
+            kn->scale(Dv, inv, O + i * dvp, O + i * dvp);
+            put_row(hf, a->out, out0 + i * Dv, Dv, O + i * dvp);
+        }
         if (w) {   /* weights from the saved masked scores, final max and sum */
             kn->exp_sum(jend, w, mrow[i], w);
             kn->scale(jend, inv, w, w);
@@ -431,13 +500,13 @@ int64_t tk_sdpa(const tk_sdpa_args *a)
 {
     if (a->B <= 0 || a->Hq <= 0 || a->Nq <= 0) return 0;
     if (a->Nk <= 0) {                      /* no keys at all: every row empty */
-        memset(a->out, 0, (size_t)(a->B * a->Hq * a->Nq * a->Dv) * sizeof(float));
+        memset(a->out, 0, (size_t)(a->B * a->Hq * a->Nq * a->Dv) * (a->half ? 2u : 4u));
         if (a->lse) for (int64_t r = 0; r < a->B * a->Hq * a->Nq; r++) a->lse[r] = -INFINITY;
         return a->B * a->Hq * a->Nq;
     }
     const tk_kern *kn = tk_kern_now();
     sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, 0, 0, NULL, 0, 1.0f };
-    J.small = !a->weights && !tk_sdpa_opts_any(&a->o) && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 0);
+    J.small = !a->weights && !a->half && !tk_sdpa_opts_any(&a->o) && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 0);
     J.keep_scale = a->o.dropout > 0.0f ? (float)(1.0 / (1.0 - (double)a->o.dropout)) : 1.0f;
     J.bq = J.small ? a->Nq : BQ_ROWS / kn->mr * kn->mr;   /* a head, or whole slivers */
     J.nqb = (a->Nq + J.bq - 1) / J.bq;

@@ -61,6 +61,7 @@ int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *args)
     int64_t G = a->Hq / a->Hkv, Nk = a->Nk, Dh = a->Dh, Dv = a->Dv, off = a->Nk - a->Nq;
     const tk_sdpa_opts *op = &a->o;
     double keep_scale = op->dropout > 0.0f ? 1.0 / (1.0 - (double)op->dropout) : 1.0;
+    int hf = a->half;
     double *p = malloc((size_t)(Nk > 0 ? Nk : 1) * sizeof(double));
     double *dq = malloc((size_t)(Dh > 0 ? Dh : 1) * sizeof(double));
     double *dk = malloc((size_t)(Nk * Dh > 0 ? Nk * Dh : 1) * sizeof(double));
@@ -68,24 +69,25 @@ int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *args)
     if (!p || !dq || !dk || !dv) { free(p); free(dq); free(dk); free(dv); return -1; }
     for (int64_t b = 0; b < a->B; b++)
         for (int64_t hk = 0; hk < a->Hkv; hk++) {
-            const float *K = a->k + b * a->ks_b + hk * a->ks_h, *V = a->v + b * a->vs_b + hk * a->vs_h;
+            const float *K = tk_sdpa_at(hf, a->k, b * a->ks_b + hk * a->ks_h);
+            const float *V = tk_sdpa_at(hf, a->v, b * a->vs_b + hk * a->vs_h);
             memset(dk, 0, (size_t)(Nk * Dh) * sizeof(double));
             memset(dv, 0, (size_t)(Nk * Dv) * sizeof(double));
             for (int64_t h = hk * G; h < hk * G + G; h++)
                 for (int64_t i = 0; i < a->Nq; i++) {
                     int64_t row = (b * a->Hq + h) * a->Nq + i;
-                    const float *q = a->q + b * a->qs_b + h * a->qs_h + i * a->qs_n;
-                    const float *o = a->out + row * Dv, *go = dout_row(a, b, h, i);
+                    const float *q = tk_sdpa_at(hf, a->q, b * a->qs_b + h * a->qs_h + i * a->qs_n);
+                    const float *o = tk_sdpa_at(hf, a->out, row * Dv), *go = dout_row(a, b, h, i);
                     double lse = (double)a->lse[row], D = 0.0;
                     float slope = op->alibi ? tk_alibi_slope(h, a->Hq) : 0.0f;
                     int empty = a->lse[row] == -INFINITY;     /* no visible key */
                     for (int64_t e = 0; e < Dh; e++) dq[e] = 0.0;
-                    for (int64_t e = 0; e < Dv; e++) D += (double)go[e * a->dos_d] * (double)o[e];
+                    for (int64_t e = 0; e < Dv; e++) D += (double)go[e * a->dos_d] * (double)tk_sdpa_ld(hf, o, e);
                     for (int64_t j = 0; j < Nk && !empty; j++) {
                         if (!visible(a, b, h, i, j)) continue;
                         double s = 0.0, dp = 0.0;
-                        for (int64_t e = 0; e < Dh; e++) s += (double)q[e * a->qs_d] * (double)K[j * a->ks_n + e * a->ks_d];
-                        for (int64_t e = 0; e < Dv; e++) dp += (double)go[e * a->dos_d] * (double)V[j * a->vs_n + e * a->vs_d];
+                        for (int64_t e = 0; e < Dh; e++) s += (double)tk_sdpa_ld(hf, q, e * a->qs_d) * (double)tk_sdpa_ld(hf, K, j * a->ks_n + e * a->ks_d);
+                        for (int64_t e = 0; e < Dv; e++) dp += (double)go[e * a->dos_d] * (double)tk_sdpa_ld(hf, V, j * a->vs_n + e * a->vs_d);
                         double z = op->dropout > 0.0f && tk_sdpa_keep(op->seed, (uint64_t)(row * Nk + j)) < op->dropout
                                    ? 0.0 : keep_scale;
                         double sc = s * (double)a->scale + (double)tk_sdpa_extra(op, slope, b, h, i, j, off);
@@ -93,8 +95,8 @@ int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *args)
                         if (a->dbias) a->dbias[row * Nk + j] = (float)dsr;
                         pj *= z;   /* the weight V saw */
                         for (int64_t e = 0; e < Dh; e++) {
-                            dq[e] += ds * (double)K[j * a->ks_n + e * a->ks_d];
-                            dk[j * Dh + e] += ds * (double)q[e * a->qs_d];
+                            dq[e] += ds * (double)tk_sdpa_ld(hf, K, j * a->ks_n + e * a->ks_d);
+                            dk[j * Dh + e] += ds * (double)tk_sdpa_ld(hf, q, e * a->qs_d);
                         }
                         for (int64_t e = 0; e < Dv; e++) dv[j * Dv + e] += pj * (double)go[e * a->dos_d];
                     }
@@ -211,20 +213,23 @@ typedef struct bufs {
     float *s, *dp;               /* BQ x BK: S then P; dP then dS */
     float *ta, *sa;              /* Pᵀ or dSᵀ, and dS, as A slivers */
     float *gk, *gv;              /* the chunk's dK, dV: BK x dhp, BK x dvp */
+    float *kf, *vf, *qf;         /* 16-bit inputs: K, V of the chunk and Q of the block in float32 */
 } bufs;
 
 static int get_bufs(const bwd_job *J, bufs *u)
 {
     int64_t Dh = J->a->Dh, Dv = J->a->Dv, bq = J->bqp, bk = J->bkp, dh = J->dhp, dv = J->dvp;
+    int64_t hf = J->a->half != 0;
     int64_t sz[] = { Dh * bk, Dv * bk, BK * dh, bq * Dh, BQ * dh, bq * Dv, BQ * dv,
-                     bq * BK, bq * BK, bk * BQ, bq * BK, BK * dh, BK * dv };
+                     bq * BK, bq * BK, bk * BQ, bq * BK, BK * dh, BK * dv,
+                     hf * BK * Dh, hf * BK * Dv, hf * BQ * Dh };
     float **dst[] = { &u->kt, &u->vt, &u->kb, &u->qa, &u->qb, &u->oa, &u->ob,
-                      &u->s, &u->dp, &u->ta, &u->sa, &u->gk, &u->gv };
+                      &u->s, &u->dp, &u->ta, &u->sa, &u->gk, &u->gv, &u->kf, &u->vf, &u->qf };
     int64_t total = 0;
-    for (int t = 0; t < 13; t++) total += (sz[t] + 15) / 16 * 16;   /* 64-byte aligned parts */
+    for (int t = 0; t < 16; t++) total += (sz[t] + 15) / 16 * 16;   /* 64-byte aligned parts */
     float *p = tk_scratch(TK_SCRATCH_SDPA_BWD, (size_t)total * sizeof(float));
     if (!p) return 0;
-    for (int t = 0; t < 13; t++) { *dst[t] = p; p += (sz[t] + 15) / 16 * 16; }
+    for (int t = 0; t < 16; t++) { *dst[t] = p; p += (sz[t] + 15) / 16 * 16; }
     return 1;
 }
 
@@ -261,7 +266,12 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
     const tk_sdpa_bwd_args *a = J->a;
     const tk_kern *kn = J->kn;
     int64_t Dh = a->Dh, Dv = a->Dv, row0 = (b * a->Hq + h) * a->Nq + i0;
-    const float *Q = a->q + b * a->qs_b + h * a->qs_h + i0 * a->qs_n;
+    const float *Q = tk_sdpa_at(a->half, a->q, b * a->qs_b + h * a->qs_h + i0 * a->qs_n);
+    int64_t qs_n = a->qs_n, qs_d = a->qs_d;
+    if (a->half) {   /* the block's Q rows in float32 */
+        tk_sdpa_rows_f32(a->half, nq, Dh, Q, qs_n, qs_d, u->qf);
+        Q = u->qf, qs_n = Dh, qs_d = 1;
+    }
     const float *dO = dout_row(a, b, h, i0);
     int64_t nqp = (nq + kn->mr - 1) / kn->mr * kn->mr;
 
@@ -274,7 +284,7 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
 
     /* S = (scale Q) Kᵀ, as the forward computes it; dP = dO Vᵀ (only the
        columns a row may see) */
-    tk_pack_a(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qa);
+    tk_pack_a(kn, nq, Dh, Q, qs_n, qs_d, u->qa);
     kn->scale(nqp * Dh, a->scale, u->qa, u->qa);
     mm(kn, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0, &rows);
     if (a->dos_d == 1) {
@@ -326,6 +336,7 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
         kn->ew_binary(TK_EW_SUB, lim[i], ds, 1, &D, 0, ds);
         kn->ew_binary(TK_EW_MUL, lim[i], sp, 1, ds, 1, ds);
         if (op->dropout > 0.0f) kn->ew_binary(TK_EW_MUL, lim[i], s, 1, z, 1, s);   /* for dV */
+        if (a->half) tk_sdpa_round(kn, a->half, lim[i], s);   /* P in the 16-bit dtype, as the forward's P V takes it */
         memset(s + lim[i], 0, (size_t)(nk - lim[i]) * sizeof(float));   /* hidden: exact zeros */
         memset(ds + lim[i], 0, (size_t)(nk - lim[i]) * sizeof(float));
     }
@@ -334,7 +345,7 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
     tk_pack_b(kn, nq, Dv, dO, a->dos_n, a->dos_d, u->ob);
     tk_pack_a(kn, nk, nq, u->s, 1, BK, u->ta);
     mm(kn, nk, Dv, nq, u->ta, u->ob, nq, u->gv, J->dvp, 1, &key_terms);
-    tk_pack_b(kn, nq, Dh, Q, a->qs_n, a->qs_d, u->qb);
+    tk_pack_b(kn, nq, Dh, Q, qs_n, qs_d, u->qb);
     tk_pack_a(kn, nk, nq, u->dp, 1, BK, u->ta);
     mm(kn, nk, Dh, nq, u->ta, u->qb, nq, u->gk, J->dhp, 1, &key_terms);
     mm_rows(kn, nq, Dh, nk, u->dp, BK, u->sa, u->kb, kb, dq->p + b * dq->sb + h * dq->sh + i0 * dq->sn, dq->sn, 1,
@@ -347,11 +358,18 @@ static void chunk(const bwd_job *J, const bufs *u, int64_t b, int64_t hk, int64_
     const tk_sdpa_bwd_args *a = J->a;
     const tk_kern *kn = J->kn;
     int64_t Dh = a->Dh, Dv = a->Dv, j0 = c * BK, nk = a->Nk - j0 < BK ? a->Nk - j0 : BK;
-    const float *K = a->k + b * a->ks_b + hk * a->ks_h + j0 * a->ks_n;
-    const float *V = a->v + b * a->vs_b + hk * a->vs_h + j0 * a->vs_n;
-    tk_pack_b(kn, Dh, nk, K, a->ks_d, a->ks_n, u->kt);
-    tk_pack_b(kn, Dv, nk, V, a->vs_d, a->vs_n, u->vt);
-    tk_pack_b(kn, nk, Dh, K, a->ks_n, a->ks_d, u->kb);
+    const float *K = tk_sdpa_at(a->half, a->k, b * a->ks_b + hk * a->ks_h + j0 * a->ks_n);
+    const float *V = tk_sdpa_at(a->half, a->v, b * a->vs_b + hk * a->vs_h + j0 * a->vs_n);
+    int64_t ks_n = a->ks_n, ks_d = a->ks_d, vs_n = a->vs_n, vs_d = a->vs_d;
+    if (a->half) {   /* the chunk's K and V rows in float32 */
+        tk_sdpa_rows_f32(a->half, nk, Dh, K, ks_n, ks_d, u->kf);
+        tk_sdpa_rows_f32(a->half, nk, Dv, V, vs_n, vs_d, u->vf);
+        K = u->kf, ks_n = Dh, ks_d = 1;
+        V = u->vf, vs_n = Dv, vs_d = 1;
+    }
+    tk_pack_b(kn, Dh, nk, K, ks_d, ks_n, u->kt);
+    tk_pack_b(kn, Dv, nk, V, vs_d, vs_n, u->vt);
+    tk_pack_b(kn, nk, Dh, K, ks_n, ks_d, u->kb);
     memset(u->gk, 0, (size_t)(nk * J->dhp) * sizeof(float));
     memset(u->gv, 0, (size_t)(nk * J->dvp) * sizeof(float));
 
@@ -404,23 +422,24 @@ static void d_range(void *ctx, int64_t begin, int64_t end)
     const tk_sdpa_bwd_args *a = J->a;
     float *D = (float *)J->D;
     int64_t Dv = a->Dv, sd = a->dos_d, sn = a->dos_n;
+    int hf = a->half;
     for (int64_t r = begin; r < end;) {
         int64_t bh = r / a->Nq, i = r % a->Nq, n = a->Nq - i < end - r ? a->Nq - i : end - r;
-        const float *go = dout_row(a, bh / a->Hq, bh % a->Hq, i), *o = a->out + r * Dv;
+        const float *go = dout_row(a, bh / a->Hq, bh % a->Hq, i), *o = tk_sdpa_at(hf, a->out, r * Dv);
         int64_t k = 0;
         for (; k + 4 <= n; k += 4) {
             double d0 = 0.0, d1 = 0.0, d2 = 0.0, d3 = 0.0;
             for (int64_t e = 0; e < Dv; e++) {
-                d0 += (double)go[k * sn + e * sd] * (double)o[k * Dv + e];
-                d1 += (double)go[(k + 1) * sn + e * sd] * (double)o[(k + 1) * Dv + e];
-                d2 += (double)go[(k + 2) * sn + e * sd] * (double)o[(k + 2) * Dv + e];
-                d3 += (double)go[(k + 3) * sn + e * sd] * (double)o[(k + 3) * Dv + e];
+                d0 += (double)go[k * sn + e * sd] * (double)tk_sdpa_ld(hf, o, k * Dv + e);
+                d1 += (double)go[(k + 1) * sn + e * sd] * (double)tk_sdpa_ld(hf, o, (k + 1) * Dv + e);
+                d2 += (double)go[(k + 2) * sn + e * sd] * (double)tk_sdpa_ld(hf, o, (k + 2) * Dv + e);
+                d3 += (double)go[(k + 3) * sn + e * sd] * (double)tk_sdpa_ld(hf, o, (k + 3) * Dv + e);
             }
             D[r + k] = (float)d0; D[r + k + 1] = (float)d1; D[r + k + 2] = (float)d2; D[r + k + 3] = (float)d3;
         }
         for (; k < n; k++) {
             double d = 0.0;
-            for (int64_t e = 0; e < Dv; e++) d += (double)go[k * sn + e * sd] * (double)o[k * Dv + e];
+            for (int64_t e = 0; e < Dv; e++) d += (double)go[k * sn + e * sd] * (double)tk_sdpa_ld(hf, o, k * Dv + e);
             D[r + k] = (float)d;
         }
         r += n;
@@ -470,7 +489,7 @@ int tk_sdpa_backward(const tk_sdpa_bwd_args *args)
     if (J.bkp < (BK + kn->mr - 1) / kn->mr * kn->mr) J.bkp = (BK + kn->mr - 1) / kn->mr * kn->mr;
     J.dhp = (a->Dh + kn->nr - 1) / kn->nr * kn->nr;
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
-    J.small = !tk_sdpa_opts_any(&a->o) && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 1);
+    J.small = !a->half && !tk_sdpa_opts_any(&a->o) && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 1);
     J.keep_scale = a->o.dropout > 0.0f ? (float)(1.0 / (1.0 - (double)a->o.dropout)) : 1.0f;   /* one key chunk: one lane */
     /* lanes: up to 4 (parallel work when there are few kv heads), fewer
        when their buffers would be big; never from the thread count */

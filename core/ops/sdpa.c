@@ -129,6 +129,18 @@ static void layout_free(sdpa_layout *L)
     tt_tensor_release(&L->bias.copy);
 }
 
+/* A float32 or 16-bit operand's data as the kernels take it (16-bit bits
+   behind a float pointer, with half set), and the kernels' half code. */
+static const float *raw(const tt_tensor *t)
+{
+    return t->dtype == TT_FLOAT32 ? tt_data_f32(t) : (const float *)(const void *)tt_data_u16(t);
+}
+
+static int kernel_half(tt_dtype dt)
+{
+    return dt == TT_BFLOAT16 ? TK_SDPA_BF16 : dt == TT_FLOAT16 ? TK_SDPA_F16 : TK_SDPA_F32;
+}
+
 /* The operands' fields shared by tk_sdpa_args and tk_sdpa_bwd_args, in
    their order. */
 #define STRIDES(t) ((t)->ndim >= 3 ? (t)->stride[(t)->ndim - 3] : 0), (t)->stride[(t)->ndim - 2], \
@@ -136,9 +148,9 @@ static void layout_free(sdpa_layout *L)
 #define ROW_STRIDES(t) ((t)->ndim >= 3 ? (t)->stride[(t)->ndim - 3] : 0), (t)->stride[(t)->ndim - 2]
 #define LAYOUT_ARGS(L) \
     (L)->B, (L)->Hq, (L)->Hkv, (L)->Nq, (L)->Nk, (L)->Dh, (L)->Dv, \
-    tt_data_f32((L)->q), (L)->qsb, STRIDES((L)->q), \
-    tt_data_f32((L)->k), (L)->ksb, STRIDES((L)->k), \
-    tt_data_f32((L)->v), (L)->vsb, STRIDES((L)->v), \
+    raw((L)->q), (L)->qsb, STRIDES((L)->q), \
+    raw((L)->k), (L)->ksb, STRIDES((L)->k), \
+    raw((L)->v), (L)->vsb, STRIDES((L)->v), \
     (const uint8_t *)(L)->m.data, (L)->m.sb, (L)->m.sh, (L)->m.sq, (L)->m.sk
 
 /* The kernels' options from the layout's bias and the node's or call's. */
@@ -270,9 +282,9 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
         return tt__err(TT_EARG, "sdpa: alibi and bias both given; hint: alibi = true is a bias computed in "
                        "the kernel: add your own terms to an explicit bias instead");
     const tt_tensor *in[3] = { q, k, v };
-    for (int i = 0; i < 3; i++)
-        if (in[i]->dtype != TT_FLOAT32)
-            return tt__err(TT_EARG, "sdpa: %c must be float32, got %s %s; hint: x:float()",
+    for (int i = 0; i < 3; i++)   /* mixed float dtypes were promoted to one (tt_sdpa_ex) */
+        if (!tt_dtype_is_float(in[i]->dtype))
+            return tt__err(TT_EARG, "sdpa: %c must be float32, bfloat16 or float16, got %s %s; hint: x:float()",
                            "qkv"[i], tt_dtype_name(in[i]->dtype), shp(in[i], s1));
     int nd = q->ndim;
     if (nd < 2 || k->ndim != nd || v->ndim != nd) {
@@ -356,7 +368,9 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
     oshape[nd - 1] = Dv;
     onames[nd - 1] = v->names[nd - 1];
     wnames[nd - 1] = k->names[nd - 2];
-    if (st == TT_OK) st = tt__alloc(out, "sdpa", TT_FLOAT32, nd, oshape, onames);
+    /* out in q's dtype (the kernel rounds it); the weights come in float32
+       and are rounded below */
+    if (st == TT_OK) st = tt__alloc(out, "sdpa", q->dtype, nd, oshape, onames);
     if (st == TT_OK && weights) {
         st = tt__alloc(weights, "sdpa", TT_FLOAT32, nt, tshape, wnames);
         if (st) tt_tensor_release(out);
@@ -390,12 +404,14 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
             info->empty = B * Hq * Nq;
         } else {
             tk_sdpa_args ar = {
-                LAYOUT_ARGS(&L), causal != 0, sc, tt_data_f32(out),
+                LAYOUT_ARGS(&L), causal != 0, sc, (float *)raw(out),
                 weights ? tt_data_f32(weights) : NULL, lse ? tt_data_f32(lse) : NULL,
                 kernel_opts(&L, o->alibi, o->window, o->sinks, o->dropout, info->seed),
+                kernel_half(q->dtype),
             };
             info->empty = tk_sdpa(&ar);
         }
+        if (weights && (st = tt__round_to(weights, "sdpa", q->dtype)) != TT_OK) tt_tensor_release(out);
     }
     layout_free(&L);
     return st;
@@ -528,11 +544,11 @@ tt_status tt__bw_sdpa(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     if (st == TT_OK) {
         tk_sdpa_bwd_args ar = {
             LAYOUT_ARGS(&L), ag->causal, (float)ag->s,
-            tt_data_f32(out), tt_data_f32(g), tt_data_f32(lse),
+            raw(out), tt_data_f32(g), tt_data_f32(lse),
             tt_data_f32(&d[0]), tt_data_f32(&d[1]), tt_data_f32(&d[2]),
             1, gsb, STRIDES(g), dsb[0], ROW_STRIDES(&d[0]), dsb[1], ROW_STRIDES(&d[1]), dsb[2], ROW_STRIDES(&d[2]),
             kernel_opts(&L, ag->sdpa.alibi, ag->sdpa.window, ag->sdpa.sinks, ag->sdpa.dropout, ag->sdpa.seed),
-            want_db ? tt_data_f32(&full) : NULL,
+            want_db ? tt_data_f32(&full) : NULL, kernel_half(q->dtype),
         };
         if (tk_sdpa_backward(&ar) != 0) st = tt__err(TT_ENOMEM, "backward: sdpa: out of memory");
         /* per pair: S = QK^T again (2 Dh), dV = P^T dO and dP = dO V^T (2 Dv
@@ -554,21 +570,21 @@ tt_status tt__bw_sdpa(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     return st;
 }
 
-/* 16-bit q, k, v: converted at the boundary, each conversion an op of its
-   own (traced, recorded: the gradients go back in the inputs' dtypes), the
-   float32 kernel between, the results rounded once to the promoted dtype. */
-static tt_status sdpa_half(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
-                           const tt_tensor *v, const tt_sdpa_opts *o, int64_t *empty_rows)
+/* Mixed float dtypes with a 16-bit one: each input not in the promoted
+   dtype converted to it (an op of its own, traced and recorded: gradients
+   go back in the inputs' dtypes), then the kernel of that dtype: float32
+   (bfloat16 with float16, or a float32 input), or the fused 16-bit one. */
+static tt_status sdpa_mixed(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, const tt_tensor *k,
+                            const tt_tensor *v, const tt_sdpa_opts *o, int64_t *empty_rows)
 {
     tt_dtype rd = tt_promote_float(tt_promote_float(q->dtype, k->dtype), v->dtype);
-    tt_tensor f[5] = {{0}};             /* q, k, v, the output, the weights in float32 */
-    tt_status st = tt_to_dtype(&f[0], q, TT_FLOAT32);
-    if (st == TT_OK) st = tt_to_dtype(&f[1], k, TT_FLOAT32);
-    if (st == TT_OK) st = tt_to_dtype(&f[2], v, TT_FLOAT32);
-    if (st == TT_OK) st = tt_sdpa_ex(&f[3], weights ? &f[4] : NULL, &f[0], &f[1], &f[2], o, empty_rows);
-    if (st == TT_OK) st = tt_to_dtype(out, &f[3], rd);
-    if (st == TT_OK && weights && (st = tt_to_dtype(weights, &f[4], rd)) != TT_OK) tt_tensor_release(out);
-    for (int i = 0; i < 5; i++) tt_tensor_release(&f[i]);
+    const tt_tensor *in[3] = { q, k, v };
+    tt_tensor f[3] = {{0}};
+    tt_status st = TT_OK;
+    for (int i = 0; i < 3 && st == TT_OK; i++)
+        if (in[i]->dtype != rd && (st = tt_to_dtype(&f[i], in[i], rd)) == TT_OK) in[i] = &f[i];
+    if (st == TT_OK) st = tt_sdpa_ex(out, weights, in[0], in[1], in[2], o, empty_rows);
+    for (int i = 0; i < 3; i++) tt_tensor_release(&f[i]);
     return st;
 }
 
@@ -586,8 +602,20 @@ tt_status tt_sdpa_ex(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, con
     memset(out, 0, sizeof *out);
     if (weights) memset(weights, 0, sizeof *weights);
     if ((tt__is_half(q->dtype) || tt__is_half(k->dtype) || tt__is_half(v->dtype))
-        && tt_dtype_is_float(q->dtype) && tt_dtype_is_float(k->dtype) && tt_dtype_is_float(v->dtype))
-        return sdpa_half(out, weights, q, k, v, o, empty_rows);
+        && tt_dtype_is_float(q->dtype) && tt_dtype_is_float(k->dtype) && tt_dtype_is_float(v->dtype)
+        && (k->dtype != q->dtype || v->dtype != q->dtype))
+        return sdpa_mixed(out, weights, q, k, v, o, empty_rows);
+    if (o->bias && tt__is_half(o->bias->dtype)) {
+        /* a 16-bit bias is added in float32: converted (an op, so its
+           gradient goes back in its dtype), the rest as it was */
+        tt_tensor fb = {0};
+        tt_sdpa_opts o2 = *o;
+        tt_status st = tt_to_dtype(&fb, o->bias, TT_FLOAT32);
+        o2.bias = &fb;
+        if (st == TT_OK) st = tt_sdpa_ex(out, weights, q, k, v, &o2, empty_rows);
+        tt_tensor_release(&fb);
+        return st;
+    }
     tt__opscope sc = tt__op_enter();
     sdpa_info info = {0};
     int want = tt__grad_wanted(sc, q, k) || tt__grad_wanted(sc, v, o->bias);
@@ -606,7 +634,7 @@ tt_status tt_sdpa_ex(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, con
                 ev.ninputs_total = ev.ninputs;
                 ev.bytes += (double)tt_numel(extra[i]) * (i ? 4.0 : 1.0);
             }
-        if (weights) ev.bytes += 4.0 * (double)tt_numel(weights);
+        if (weights) ev.bytes += (double)tt_dtype_size(weights->dtype) * (double)tt_numel(weights);
         ev.flops = info.flops;
         int len = snprintf(ev.args, sizeof ev.args, "%sscale=%.4g", o->causal || o->window > 0 ? "causal, " : "",
                            (double)info.scale);

@@ -1026,6 +1026,86 @@ static void bench_sdpa_bwd(const char *py)
     }
 }
 
+/* ===== sdpa in bfloat16 and float16 vs float32 ===== */
+
+/* The same causal attention from 16-bit q, k, v (bits of the float32
+   inputs rounded), forward and backward, timed in alternation with the
+   float32 kernel on the same inputs (so load on the machine hits both
+   alike). Which path ran: the kernels convert 16-bit tiles to float32 as
+   they pack them and run the path's float32 micro-kernel; no path uses
+   AVX512_BF16's vdpbf16ps yet, so the header says whether this CPU has it. */
+static void bench_sdpa_half(void)
+{
+    int bf16_hw = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    bf16_hw = __builtin_cpu_supports("avx512bf16");
+#endif
+    printf("\n== sdpa bfloat16 / float16 vs float32, B=1 H=8 Dh=64 causal (ms, median (min-max) of\n"
+           "   alternating runs; path %s: 16-bit q/k/v tiles converted to float32 on load, float32\n"
+           "   products, P rounded to the dtype before P V by the path's round_half; this CPU %s\n"
+           "   AVX512_BF16, which no path uses yet; q/k/v = their memory; ratio = 16-bit / float32,\n"
+           "   of the medians (of the minimums: the steadier on a loaded machine))\n",
+           tk_simd_path(), bf16_hw ? "has" : "lacks");
+    printf("  %-14s %-2s %-6s %-9s %-26s%-26s%-15s%-26s%-26s%s\n", "", "th", "dtype", "q/k/v MiB", "forward",
+           "float32 forward", "ratio", "backward", "float32 backward", "ratio");
+    static const int64_t ns[] = { 2048, 4096 };
+    for (int th = 1; th <= 2; th++) {
+        tt_set_num_threads(th);
+        for (int i = 0; i < 2; i++) {
+            int64_t N = ns[i], n = 8 * N * 64;
+            float *q = frand((size_t)n), *k = frand((size_t)n), *v = frand((size_t)n), *o = frand((size_t)n);
+            float *go = frand((size_t)n), *dq = frand((size_t)n), *dk = frand((size_t)n);
+            float *dv = frand((size_t)n), *lse = frand((size_t)(8 * N)), *lse16 = frand((size_t)(8 * N));
+            uint16_t *h[3], *o16 = malloc((size_t)n * 2);
+            for (int hf = TK_SDPA_BF16; hf <= TK_SDPA_F16; hf++) {
+                float *src[3] = { q, k, v };
+                for (int t = 0; t < 3; t++) {
+                    h[t] = malloc((size_t)n * 2);
+                    tk_half_from_f32(hf == TK_SDPA_BF16, n, src[t], h[t]);
+                    tk_half_to_f32(hf == TK_SDPA_BF16, n, h[t], src[t]);   /* float32 gets the same values */
+                }
+                fb t32, t16;
+                sdpa_args(&t32.f, N, 8, q, k, v, o);
+                t32.f.lse = lse;
+                tk_sdpa_bwd_args b = {
+                    1, 8, 8, N, N, 64, 64,
+                    q, t32.f.qs_b, t32.f.qs_h, t32.f.qs_n, t32.f.qs_d,
+                    k, t32.f.ks_b, t32.f.ks_h, t32.f.ks_n, t32.f.ks_d,
+                    v, t32.f.vs_b, t32.f.vs_h, t32.f.vs_n, t32.f.vs_d,
+                    NULL, 0, 0, 0, 0,
+                    1, t32.f.scale, o, go, lse, dq, dk, dv, .layouts = 0,
+                };
+                t32.b = b;
+                t16 = t32;
+                t16.f.q = t16.b.q = (const float *)(const void *)h[0];
+                t16.f.k = t16.b.k = (const float *)(const void *)h[1];
+                t16.f.v = t16.b.v = (const float *)(const void *)h[2];
+                t16.f.out = (float *)(void *)o16;
+                t16.b.out = (const float *)(const void *)o16;
+                t16.f.lse = lse16;
+                t16.b.lse = lse16;
+                t16.f.half = t16.b.half = hf;
+                fb_fwd(&t32); fb_fwd(&t16);
+                stat3 f16, f32, b16, b32;
+                timeit_pair(fb_fwd, &t16, fb_fwd, &t32, 2.0, &f16, &f32);
+                timeit_pair(fb_bwd, &t16, fb_bwd, &t32, 2.0, &b16, &b32);
+                char l[32];
+                snprintf(l, sizeof l, "N=%lld", (long long)N);
+                printf("  %-14s %d  %-6s %-9.1f ", l, th, hf == TK_SDPA_BF16 ? "bf16" : "fp16",
+                       3.0 * (double)n * 2.0 / 1048576.0);
+                put_ms(f16); put_ms(f32);
+                printf("%.2f (%.2f)   ", f16.med / f32.med, f16.min / f32.min);
+                put_ms(b16); put_ms(b32);
+                printf("%.2f (%.2f)   (float32 q/k/v: %.1f MiB)\n", b16.med / b32.med, b16.min / b32.min,
+                       3.0 * (double)n * 4.0 / 1048576.0);
+                fflush(stdout);
+                for (int t = 0; t < 3; t++) free(h[t]);
+            }
+            free(q); free(k); free(v); free(o); free(go); free(dq); free(dk); free(dv); free(lse); free(lse16); free(o16);
+        }
+    }
+}
+
 /* ===== sdpa with a sliding window: cost vs N ===== */
 
 /* Forward and forward+backward, full causal against window = W (the
@@ -1164,15 +1244,16 @@ static const char *find_python(void)
 
 int main(int argc, char **argv)
 {
-    int want[9] = { 0 }, any = 0, no_torch = 0;
-    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "ew", "sdpabwd", "api", "sdpawindow", "half" };
+    int want[10] = { 0 }, any = 0, no_torch = 0;
+    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "ew", "sdpabwd", "api", "sdpawindow", "sdpahalf",
+                                 "half" };
     const char *path = NULL;   /* path=avx2 (or scalar): run as if the CPU had no wider path */
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "path=", 5) == 0) { path = argv[i] + 5; continue; }
         if (strcmp(argv[i], "notorch") == 0) { no_torch = 1; continue; }   /* the PyTorch columns take minutes */
-        for (int s = 0; s < 9; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = any = 1;
+        for (int s = 0; s < 10; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = any = 1;
     }
-    for (int s = 0; s < 9; s++) want[s] |= !any;
+    for (int s = 0; s < 10; s++) want[s] |= !any;
     if (path && !tk_simd_force(path)) {
         fprintf(stderr, "bench: path=%s is not available on this CPU (avx512, avx2, scalar)\n", path);
         return 1;
@@ -1187,12 +1268,13 @@ int main(int argc, char **argv)
     put_machine();
     if (want[0]) bench_peak();
     if (want[1]) bench_gemm();
-    if (want[8]) bench_half();
+    if (want[9]) bench_half();
     if (want[2]) bench_softmax(py);
     if (want[4]) bench_ew(py);
     if (want[6]) { bench_ops(); tt_set_num_threads(1); bench_mask(); }
     if (want[3]) bench_sdpa(py);
     if (want[5]) bench_sdpa_bwd(py);
     if (want[7]) bench_sdpa_window();
+    if (want[8]) bench_sdpa_half();
     return 0;
 }

@@ -99,7 +99,7 @@ checkerror({"sdpa: mask [4,4] does not broadcast to the scores [B=2,H=4,5,Nk=6]"
            tt.sdpa, tt.zeros(2, 4, 5, 8), kn, kn, {mask = tt.causal_mask(4)})
 checkerror({"sdpa: mask must be bool (true = may attend), got float32 [5,5]; hint: mask:bool()"},
            tt.sdpa, x4, x4, x4, {mask = tt.zeros(5, 5)})
-checkerror({"sdpa: q must be float32, got bool [1,4,5,8]; hint: x:float()"}, tt.sdpa, x4:bool(), x4, x4)
+checkerror({"sdpa: q must be float32, bfloat16 or float16, got bool [1,4,5,8]; hint: x:float()"}, tt.sdpa, x4:bool(), x4, x4)
 checkerror({"sdpa: q, k and v need the same number of dims (at least 2): q [B=2,H=4,Nq=5,Dh=8], k [2,6,8], "
             .. "v [B=2,H=4,Nk=6,Dh=8]; hint: k:unsqueeze(-3) gives k a head dim of size 1"},
            tt.sdpa, qn, tt.zeros(2, 6, 8), kn)

@@ -322,14 +322,53 @@ for dt in pairs(FMT) do
   for i = 1, #gf do worst = math.max(worst, math.abs(gq[i] - gf[i]) / (math.abs(gf[i]) + 0.05)) end
   check(dt .. ": q grad near float32's (" .. string.format("%.3g", worst) .. ")",
         worst < (dt == "bfloat16" and 0.1 or 0.02))
-  -- sdpa and cross_entropy convert at their boundary
+  -- sdpa runs the fused 16-bit kernel: P rounded to the dtype before P V
+  -- and out rounded once, so |out - float32's| <= u (sum p|v| + |out|)
+  -- <= 2 u max|v| (u = 2^-8 bfloat16, 2^-11 float16; tests/test_sdpa_backward.c
+  -- checks the full bound); cross_entropy converts at its boundary
   local qq = tt.randn(1, 2, 6, 8):to(dt):requires_grad_()
   local o = tt.sdpa(qq, qq, qq, {causal = true})
   check(dt .. ": sdpa gives " .. dt, o:dtype() == dt)
-  near(dt .. ": sdpa matches float32's, rounded", o,
-       flat(tt.sdpa(qq:detach():float(), qq:detach():float(), qq:detach():float(), {causal = true}):totable()), 1)
+  local of = tt.sdpa(qq:detach():float(), qq:detach():float(), qq:detach():float(), {causal = true})
+  local u = dt == "bfloat16" and 2^-8 or 2^-11
+  local gap, vmax = (o:float() - of):abs():max():item(), qq:detach():float():abs():max():item()
+  check(dt .. ": sdpa within 2 u max|v| of float32's (" .. string.format("%.3g", gap) .. ")",
+        gap <= 2 * u * vmax + 1e-6)
   o:sum():backward()
   check(dt .. ": sdpa grad in " .. dt, qq.grad:dtype() == dt)
+  -- the options in 16 bits: the same bound against float32 on the same
+  -- values, gradients in the dtype and near float32's
+  local mask = tt.rand(7, 9):lt(0.7)
+  local bias = tt.randn(2, 7, 9)
+  for _, c in ipairs{{name = "mask", o = {mask = mask}}, {name = "window, sinks", o = {window = 3, sinks = 1}},
+                     {name = "alibi", o = {alibi = true}}, {name = dt .. " bias", o = {bias = bias:to(dt)}},
+                     {name = "dropout", o = {dropout = 0.3}}, {name = "GQA", kv = 1, o = {causal = true}}} do
+    local qh = tt.randn(1, 2, 7, 5):to(dt):requires_grad_()
+    local kh = tt.randn(1, c.kv or 2, 9, 5):to(dt):requires_grad_()
+    local vh = tt.randn(1, c.kv or 2, 9, 3):to(dt):requires_grad_()
+    local qf, kf, vf = qh:detach():float():requires_grad_(), kh:detach():float():requires_grad_(),
+                       vh:detach():float():requires_grad_()
+    local of_opts = {}
+    for key, val in pairs(c.o) do of_opts[key] = key == "bias" and val:float() or val end
+    if c.o.dropout then tt.manual_seed(5) end
+    local oh = tt.sdpa(qh, kh, vh, c.o)
+    if c.o.dropout then tt.manual_seed(5) end
+    local ofl = tt.sdpa(qf, kf, vf, of_opts)
+    local gap = (oh:float() - ofl):abs():max():item()
+    local vmax = vf:abs():max():item() * (c.o.dropout and 1 / 0.7 or 1)
+    check(string.format("%s: sdpa %s within 2 u max|v| of float32's (%.3g)", dt, c.name, gap),
+          oh:dtype() == dt and gap <= 2 * u * vmax + 1e-6)
+    oh:float():pow(2):sum():backward()
+    ofl:pow(2):sum():backward()
+    local worst = 0
+    for _, pr in ipairs{{qh, qf}, {kh, kf}, {vh, vf}} do
+      local gh, gf = flat(pr[1].grad:float():totable()), flat(pr[2].grad:totable())
+      for i = 1, #gf do worst = math.max(worst, math.abs(gh[i] - gf[i]) / (math.abs(gf[i]) + 0.1)) end
+      check(dt .. ": sdpa " .. c.name .. " grad in " .. dt, pr[1].grad:dtype() == dt)
+    end
+    check(string.format("%s: sdpa %s grads near float32's (%.3g)", dt, c.name, worst),
+          worst < (dt == "bfloat16" and 0.1 or 0.02))
+  end
   local logits = tt.randn(4, 10):to(dt):requires_grad_()
   local ce = tt.cross_entropy(logits, tt.tensor({1, 10, 3, 3}, "int64"))
   check(dt .. ": cross_entropy gives " .. dt, ce:dtype() == dt)
@@ -356,11 +395,26 @@ local script = T.write(dir, "half.lua", [[
 local x = tt.ones(2, 3, "bfloat16")
 local y = x:float() + x
 local z = x:matmul(x:mT())
+local q = tt.ones(1, 2, 5, 4, "bfloat16")
+local o, w = tt.sdpa(q, q, q, {causal = true, weights = true})
+print("weights " .. w:dtype())
 ]])
 local out = T.run(dir, "--trace=values " .. script)
 check("trace: creation row shows bfloat16", out:find("ones        -> [2,3] bfloat16", 1, true) ~= nil)
 check("trace: mixed add row shows both dtypes", out:find("[2,3] + [2,3] bfloat16 -> [2,3]", 1, true) ~= nil)
 check("trace: matmul row shows bfloat16", out:find("[2,3] bfloat16 @ [3,2] bfloat16 -> [2,2] bfloat16", 1, true) ~= nil)
 check("trace: values of a bfloat16 result", out:find("[[3., 3.],", 1, true) ~= nil)
+-- 16-bit sdpa is one fused row: no conversion rows around it
+local block, rows = "", {}
+local after = out:match("local o, w = tt%.sdpa[^\n]*\n(.*)$") or ""
+for line in after:gmatch("[^\n]+") do   -- the rows up to the next unindented line
+  if not line:find("^ ") then break end
+  block = block .. line .. "\n"
+  local r = line:match("^    (%a+) ")
+  if r then rows[#rows + 1] = r end
+end
+check("trace: bfloat16 sdpa is one row, in bfloat16 (rows: " .. table.concat(rows, ", ") .. ")",
+      #rows == 1 and rows[1] == "sdpa" and block:find("-> [1,2,5,4] bfloat16", 1, true) ~= nil)
+check("trace: sdpa's weights in bfloat16", out:find("weights bfloat16", 1, true) ~= nil)
 
 T.report()

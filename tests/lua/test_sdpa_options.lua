@@ -187,25 +187,41 @@ checkerror("got -0.1", function() tt.sdpa(q, k, v, {dropout = -0.1}) end)
 checkerror("sdpa: dropout must be in [0, 1)", function() tt.sdpa(q, k, v, {dropout = 0 / 0}) end)
 checkerror("dropout", function() tt.sdpa(q, k, v, {dropout = "0.1"}) end)
 
--- ===== N = 32768 with a window: no N x N buffer (4 GiB) under a 256 MiB cap =====
+-- ===== N = 32768 with a window: no N x N buffer (4 GiB) under a 32 MiB cap =====
+-- Forward and fused backward, GQA (2 query heads on 1 K/V head); the tensors
+-- the script holds (q, k, v, o and their gradients, [.., 32768, 16]) take
+-- about 20 MiB. The control: the same call asking for the weights needs the
+-- [2, 32768, 32768] weights and must hit the cap, so the cap does bite.
 local dir = T.tmpdir()
 local script = dir .. "/long.lua"
 local f = assert(io.open(script, "w"))
 f:write([[
 local N = 32768
-local q, k, v = tt.randn(1, N, 16), tt.randn(1, N, 16), tt.randn(1, N, 16)
+local q = tt.randn(2, N, 16):requires_grad_()
+local k, v = tt.randn(1, N, 16):requires_grad_(), tt.randn(1, N, 16):requires_grad_()
 local o = tt.sdpa(q, k, v, {window = 64, sinks = 4})
--- the last query against its band and the sinks written out
-local ks = tt.cat({k:narrow(2, 1, 4), k:narrow(2, N - 63, 64)}, 2)
-local vs = tt.cat({v:narrow(2, 1, 4), v:narrow(2, N - 63, 64)}, 2)
-local s = (q:narrow(2, N, 1):matmul(ks:mT()) * 0.25):softmax(-1):matmul(vs)
-tt.assert_close(o:narrow(2, N, 1), s, 1e-5, 1e-5, "the last row")
+-- the last query of head 2 against its band and the sinks written out
+local ks = tt.cat({k:narrow(2, 1, 4), k:narrow(2, N - 63, 64)}, 2):detach()
+local vs = tt.cat({v:narrow(2, 1, 4), v:narrow(2, N - 63, 64)}, 2):detach()
+local s = (q:detach():narrow(1, 2, 1):narrow(2, N, 1):matmul(ks:mT()) * 0.25):softmax(-1):matmul(vs)
+tt.assert_close(o:detach():narrow(1, 2, 1):narrow(2, N, 1), s, 1e-5, 1e-5, "the last row")
+o:sum():backward()
+-- every row of dq and dv finite, and a key in the middle (in 64 queries' bands) has a gradient
+for _, g in ipairs({q.grad, k.grad, v.grad}) do
+  if g:ne(g):any():item() or g:abs():max():item() == math.huge then error("a gradient is not finite") end
+end
+if not (v.grad:narrow(2, N // 2, 1):abs():sum():item() > 0) then error("the middle key has no gradient") end
 print("ok")
+if arg[1] == "weights" then tt.sdpa(q, k, v, {window = 64, weights = true}) end
 ]])
 f:close()
-local out, err, code = T.run(dir, "-q --max-memory 256M " .. script)
-check("window 64 at N = 32768 under a 256M cap: runs, the last row right (" .. err .. ")",
+local out, err, code = T.run(dir, "-q --max-memory 32M " .. script)
+check("window 64 at N = 32768, GQA, forward and backward under a 32M cap: runs, the last row right (" .. err .. ")",
       code == 0 and out == "ok\n")
+out, err, code = T.run(dir, "-q --max-memory 32M " .. script .. " weights")
+check("control: asking for the N x N weights at N = 32768 hits the 32M cap (" .. err .. ")",
+      code == 1 and err:find("sdpa", 1, true) ~= nil and err:find("[2,32768,32768]", 1, true) ~= nil
+      and err:find("memory cap", 1, true) ~= nil)
 -- ===== the trace's rows show the options =====
 f = assert(io.open(script, "w"))
 f:write([[
