@@ -3,7 +3,8 @@
 ** written here from the formats' definitions: every one of the 65536
 ** 16-bit patterns decoded, and every one of the 2^32 float32 patterns
 ** rounded, on each kernel path this CPU can run (scalar, avx2, avx512)
-** and by the one-value functions.
+** and by the one-value functions (the sanitizer build rounds a sample of
+** the 2^32: see chunk_wanted).
 */
 #include <math.h>
 #include <stdatomic.h>
@@ -68,6 +69,33 @@ static int same_value(double got, double want)
 
 static double table[2][65536];
 
+/* The kernel paths this CPU and build can run (tk_simd_force accepts them),
+   each with its table: the passes below call every path's conversions side
+   by side, so the float64 reference is computed once per value. */
+static const char *const PATH_NAMES[] = { "scalar", "avx2", "avx512" };
+static const tk_kern *paths[3];
+static const char *path_names[3];
+static int npaths;
+
+static void find_paths(void)
+{
+    for (int i = 0; i < 3; i++)
+        if (tk_simd_force(PATH_NAMES[i])) {
+            path_names[npaths] = PATH_NAMES[i];
+            paths[npaths++] = tk_kern_now();
+        }
+    tk_simd_force(NULL);
+    printf("  paths: %s%s%s\n", path_names[0], npaths > 1 ? ", " : "", npaths > 1 ? path_names[1] : "");
+    if (npaths > 2) printf("         %s\n", path_names[2]);
+}
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
 static void test_decode(const fmt *f)
 {
     long bad = 0;
@@ -80,21 +108,63 @@ static void test_decode(const fmt *f)
             printf("  %s to float32 %#06x: got %.9g want %.9g\n", f->name, h, (double)v, table[f->bf16][h]);
     }
     CHECK(f->bf16 ? "bfloat16 to float32, every pattern" : "float16 to float32, every pattern", bad == 0);
-    bad = 0;
-    for (int h0 = 0; h0 < 65536; h0 += 256) {
-        for (int i = 0; i < 256; i++) in[i] = (uint16_t)(h0 + i);
-        int n = 256 - (h0 / 256) % 7;
-        tk_half_to_f32(f->bf16, n, in, buf);
-        for (int i = 0; i < n; i++)
-            if (!same_value((double)buf[i], table[f->bf16][h0 + i]) && bad++ < 5)
-                printf("  bulk %s to float32 %#06x: got %.9g\n", f->name, h0 + i, (double)buf[i]);
+    /* in bulk through tk_half_to_f32 on each path (forced): the bits of the
+       one-value function, odd lengths so the tails run too */
+    for (int k = 0; k < npaths; k++) {
+        tk_simd_force(path_names[k]);
+        bad = 0;
+        for (int h0 = 0; h0 < 65536; h0 += 256) {
+            for (int i = 0; i < 256; i++) in[i] = (uint16_t)(h0 + i);
+            int n = 256 - (h0 / 256) % 17;
+            tk_half_to_f32(f->bf16, n, in, buf);
+            for (int i = 0; i < n; i++) {
+                uint16_t h = (uint16_t)(h0 + i);
+                float one = f->bf16 ? tk_bf16_to_f32(h) : tk_f16_to_f32(h);
+                if (f32_bits(buf[i]) != f32_bits(one) && bad++ < 5)
+                    printf("  %s: bulk %s to float32 %#06x: got %#010x want %#010x\n", path_names[k], f->name,
+                           h, (unsigned)f32_bits(buf[i]), (unsigned)f32_bits(one));
+            }
+        }
+        printf("  %s: %s to float32 in bulk on %s, every pattern, bit for bit\n", bad ? "FAIL" : "ok",
+               f->name, path_names[k]);
+        CHECK("16 bits to float32 in bulk, every pattern, every path", bad == 0);
     }
-    CHECK("16 bits to float32 in bulk, every pattern", bad == 0);
+    tk_simd_force(NULL);
+    CHECK("a float16 signalling NaN comes out quiet", (f32_bits(tk_f16_to_f32(0x7c01)) & 0x7fc00000u) == 0x7fc00000u);
+}
+
+/* Which of the 2^16 chunks (the top 16 bits of the float32 patterns) a
+   pass rounds: all of them, except under the sanitizers (make asan), where
+   a pass would take minutes: there every 61st chunk and the chunks where
+   the rules change (zeros and float32 subnormals, float16's subnormals,
+   least normal and overflow, inf and NaN), both signs. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SAMPLED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SAMPLED 1
+#endif
+#endif
+static int chunk_wanted(uint32_t c)
+{
+#ifdef SAMPLED
+    static const uint32_t edges[] = { 0x0000, 0x0001, 0x007f, 0x0080, 0x3300, 0x3380, 0x337f, 0x3800,
+                                      0x387f, 0x3880, 0x477f, 0x4780, 0x7f7f, 0x7f80, 0x7fc0, 0x7fff };
+    if (c % 61 == 0) return 1;
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++)
+        if ((c & 0x7fff) == edges[i]) return 1;
+    return 0;
+#else
+    (void)c;
+    return 1;
+#endif
 }
 
 /* 2^32 patterns in chunks of 2^16, over the thread pool: each chunk
-   rounds by the reference, by the one-value function and by the bulk one. */
-typedef struct round_job { const fmt *f; atomic_long bad_one, bad_bulk; } round_job;
+   rounds by the reference and by the one-value function (compared by
+   value), and in bulk by every path's conversion (compared with the
+   one-value function bit for bit). */
+typedef struct round_job { const fmt *f; atomic_long bad_one, bad_bulk[3], chunks; } round_job;
 
 static void round_range(void *ctx, int64_t begin, int64_t end)
 {
@@ -102,40 +172,64 @@ static void round_range(void *ctx, int64_t begin, int64_t end)
     const fmt *f = j->f;
     const double *dec = table[f->bf16];
     static _Thread_local float x[65536];
-    static _Thread_local uint16_t y[65536];
+    static _Thread_local uint16_t y[65536], one[65536];
     for (int64_t c = begin; c < end; c++) {
-        long bad1 = 0, badb = 0;
+        if (!chunk_wanted((uint32_t)c)) continue;
+        long bad1 = 0;
         for (uint32_t i = 0; i < 65536; i++) {
             uint32_t u = (uint32_t)c << 16 | i;
             memcpy(&x[i], &u, sizeof u);
         }
-        int n = 65536 - (int)(c % 7);           /* odd lengths too */
-        tk_half_from_f32(f->bf16, n, x, y);
         for (int i = 0; i < 65536; i++) {
             double want = round_ref(f, x[i]);
             uint16_t h = f->bf16 ? tk_bf16_from_f32(x[i]) : tk_f16_from_f32(x[i]);
+            one[i] = h;
             if (!same_value(dec[h], want) && bad1++ < 3)
                 printf("  float32 %#010x to %s: got %#06x (%.9g) want %.9g\n", (unsigned)((uint32_t)c << 16 | (uint32_t)i),
                        f->name, h, dec[h], want);
-            if (i < n && !same_value(dec[y[i]], want) && badb++ < 3)
-                printf("  bulk: float32 %#010x to %s: got %#06x want %.9g\n", (unsigned)((uint32_t)c << 16 | (uint32_t)i),
-                       f->name, y[i], want);
         }
         j->bad_one += bad1;
-        j->bad_bulk += badb;
+        int n = 65536 - (int)(c % 17);          /* odd lengths too: the tails */
+        for (int k = 0; k < npaths; k++) {
+            long badb = 0;
+            paths[k]->half_from_f32(f->bf16, n, x, y);
+            for (int i = 0; i < n; i++)
+                if (y[i] != one[i] && badb++ < 3)
+                    printf("  %s: bulk float32 %#010x to %s: got %#06x want %#06x\n", path_names[k],
+                           (unsigned)((uint32_t)c << 16 | (uint32_t)i), f->name, y[i], one[i]);
+            j->bad_bulk[k] += badb;
+        }
+        j->chunks++;
     }
 }
 
 static void test_round(const fmt *f)
 {
-    round_job j = { f, 0, 0 };
+    round_job j = { f, 0, {0, 0, 0}, 0 };
     tk_parallel_for(65536, 1, round_range, &j);
-    printf("  %s: float32 to %s, all 2^32 patterns, one at a time (%ld wrong)\n", j.bad_one ? "FAIL" : "ok",
-           f->name, (long)j.bad_one);
+    const char *what = j.chunks == 65536 ? "all 2^32 patterns" : "a sample (sanitizer build)";
+    printf("  %s: float32 to %s, %s, one at a time (%ld wrong)\n", j.bad_one ? "FAIL" : "ok",
+           f->name, what, (long)j.bad_one);
     CHECK("float32 to 16 bits, every pattern", j.bad_one == 0);
-    printf("  %s: float32 to %s, all 2^32 patterns, in bulk (%ld wrong)\n", j.bad_bulk ? "FAIL" : "ok",
-           f->name, (long)j.bad_bulk);
-    CHECK("float32 to 16 bits in bulk, every pattern", j.bad_bulk == 0);
+#ifndef SAMPLED
+    CHECK("every chunk was rounded", j.chunks == 65536);
+#endif
+    for (int k = 0; k < npaths; k++) {
+        printf("  %s: float32 to %s on %s, %s, in bulk, bit for bit (%ld wrong)\n", j.bad_bulk[k] ? "FAIL" : "ok",
+               f->name, path_names[k], what, (long)j.bad_bulk[k]);
+        CHECK("float32 to 16 bits in bulk, every pattern, every path", j.bad_bulk[k] == 0);
+    }
+    /* the public entry runs the forced path's conversion */
+    float x[37];
+    uint16_t y[37], want[37];
+    for (int i = 0; i < 37; i++) x[i] = 1.0f / (float)(i + 3) + (float)i * 1000.0f;
+    for (int k = 0; k < npaths; k++) {
+        tk_simd_force(path_names[k]);
+        tk_half_from_f32(f->bf16, 37, x, y);
+        tk_half_from_f32_ref(f->bf16, 37, x, want);
+        CHECK("tk_half_from_f32 on a forced path", memcmp(y, want, sizeof y) == 0);
+    }
+    tk_simd_force(NULL);
 }
 
 /* A few values by hand, so a reader sees the rules (and the reference is
@@ -164,13 +258,115 @@ static void test_known(void)
     CHECK("f16 of that NaN is NaN", (tk_f16_from_f32(fs) & 0x7c00) == 0x7c00 && (tk_f16_from_f32(fs) & 0x3ff) != 0);
 }
 
+
+/* ===== 16-bit GEMM =====
+   tk_gemm_batch_typed on bfloat16 / float16 (and mixed) operands, read in
+   place with awkward sizes and strides (row-major, transposed, both strides
+   non-unit, a batch), on every path: (1) the bits of tk_gemm_batch on
+   float32 copies laid out the same way (the packers convert exactly);
+   (2) within float32 accumulation's bound of a float64 reference of the
+   same products, |c - ref| <= K * 2^-23 * sum |a b| (+ the least normal);
+   (3) the same bits on 1, 2 and 3 threads. */
+static uint64_t rng = 88172645463325252ull;
+static float frand(void)
+{
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (float)((rng >> 40) & 0xffffff) / 16777216.0f * 2.0f - 1.0f;
+}
+
+/* Element (i, p) of a [rows x cols] operand stored in layout `lay`: 0 row
+   major, 1 transposed (column major), 2 both strides non-unit (a 2x2 grid
+   with one gap); *rs, *cs get the strides, the return is the storage size. */
+static int64_t layout(int lay, int64_t rows, int64_t cols, int64_t *rs, int64_t *cs)
+{
+    if (lay == 0) { *rs = cols; *cs = 1; return rows * cols; }
+    if (lay == 1) { *rs = 1; *cs = rows; return rows * cols; }
+    *rs = 2 * cols + 3; *cs = 2;
+    return rows * *rs;
+}
+
+static void test_gemm_case(int ta, int tb, int64_t nb, int64_t M, int64_t N, int64_t K, int la, int lb)
+{
+    int64_t rsa, csa, rsb, csb;
+    int64_t na = layout(la, M, K, &rsa, &csa), nbb = layout(lb, K, N, &rsb, &csb);
+    float *af = calloc((size_t)(na * nb), sizeof(float)), *bf = calloc((size_t)(nbb * nb), sizeof(float));
+    uint16_t *ah = calloc((size_t)(na * nb), 2), *bh = calloc((size_t)(nbb * nb), 2);
+    float *c16 = malloc((size_t)(nb * M * N) * sizeof(float)), *c32 = malloc((size_t)(nb * M * N) * sizeof(float));
+    float *c16t = malloc((size_t)(nb * M * N) * sizeof(float));
+    int64_t aoff[2] = { 0, na }, boff[2] = { 0, nbb }, coff[2] = { 0, M * N };
+    /* values on the 16-bit grid (so the float32 copies hold the same numbers) */
+    for (int64_t i = 0; i < na * nb; i++) {
+        float v = frand() * 3.0f;
+        ah[i] = ta == TK_BF16 ? tk_bf16_from_f32(v) : tk_f16_from_f32(v);
+        af[i] = ta == TK_F32 ? v : ta == TK_BF16 ? tk_bf16_to_f32(ah[i]) : tk_f16_to_f32(ah[i]);
+    }
+    for (int64_t i = 0; i < nbb * nb; i++) {
+        float v = frand() * 3.0f;
+        bh[i] = tb == TK_BF16 ? tk_bf16_from_f32(v) : tk_f16_from_f32(v);
+        bf[i] = tb == TK_F32 ? v : tb == TK_BF16 ? tk_bf16_to_f32(bh[i]) : tk_f16_to_f32(bh[i]);
+    }
+    const void *A = ta == TK_F32 ? (const void *)af : ah, *B = tb == TK_F32 ? (const void *)bf : bh;
+    tk_gemm_batch_typed(nb, M, N, K, ta, A, aoff, rsa, csa, tb, B, boff, rsb, csb, c16, coff, N, 1);
+    tk_gemm_batch(nb, M, N, K, af, aoff, rsa, csa, bf, boff, rsb, csb, c32, coff, N, 1);
+    CHECK("16-bit GEMM: the bits of the float32 GEMM on float32 copies",
+          memcmp(c16, c32, (size_t)(nb * M * N) * sizeof(float)) == 0);
+    long bad = 0;
+    for (int64_t t = 0; t < nb; t++)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double ref = 0.0, mag = 0.0;
+                for (int64_t p = 0; p < K; p++) {
+                    double x = (double)af[aoff[t] + i * rsa + p * csa] * (double)bf[boff[t] + p * rsb + j * csb];
+                    ref += x;
+                    mag += fabs(x);
+                }
+                double got = (double)c16[coff[t] + i * N + j];
+                if (!(fabs(got - ref) <= (double)K * 0x1p-23 * mag + 0x1p-126) && bad++ < 3)
+                    printf("  c[%lld,%lld,%lld] = %.9g, float64 %.9g (K %lld)\n", (long long)t, (long long)i,
+                           (long long)j, got, ref, (long long)K);
+            }
+    CHECK("16-bit GEMM within float32 accumulation's bound of float64", bad == 0);
+    int same = 1;
+    for (int nt = 1; nt <= 3; nt++) {
+        tk_set_num_threads(nt);
+        tk_gemm_batch_typed(nb, M, N, K, ta, A, aoff, rsa, csa, tb, B, boff, rsb, csb, c16t, coff, N, 1);
+        same &= memcmp(c16, c16t, (size_t)(nb * M * N) * sizeof(float)) == 0;
+    }
+    tk_set_num_threads(0);
+    CHECK("16-bit GEMM: the same bits on 1, 2, 3 threads", same);
+    free(af); free(bf); free(ah); free(bh); free(c16); free(c32); free(c16t);
+}
+
+static void test_gemm(void)
+{
+    static const int64_t sizes[][3] = {   /* M, N, K: edges of every tile, the small path, several kc blocks */
+        { 1, 7, 5 }, { 3, 33, 17 }, { 13, 45, 29 }, { 37, 70, 300 }, { 64, 65, 129 }, { 130, 97, 700 }, { 5, 300, 260 },
+    };
+    static const int types[][2] = { { TK_BF16, TK_BF16 }, { TK_F16, TK_F16 }, { TK_BF16, TK_F32 }, { TK_F32, TK_F16 } };
+    for (int k = 0; k < npaths; k++) {
+        tk_simd_force(path_names[k]);
+        int before = check_failed;
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+            for (size_t ty = 0; ty < sizeof types / sizeof *types; ty++)
+                for (int la = 0; la < 3; la++)
+                    for (int lb = 0; lb < 3; lb++)
+                        test_gemm_case(types[ty][0], types[ty][1], 1 + (int64_t)((s + la + lb) % 2),
+                                       sizes[s][0], sizes[s][1], sizes[s][2], la, lb);
+        printf("  %s: 16-bit GEMM on %s: 7 sizes x 4 type pairs x 9 layouts\n",
+               check_failed == before ? "ok" : "FAIL", path_names[k]);
+    }
+    tk_simd_force(NULL);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (int k = 0; k < 400; k++) pow2[k] = ldexp(1.0, k - 200);
+    find_paths();
     test_known();
     test_decode(&BF16);
     test_decode(&F16);
+    test_gemm();
     test_round(&BF16);
     test_round(&F16);
     return check_report();

@@ -983,6 +983,57 @@ static TARGET int sdpa_bwd_head(const tk_sdpa_bwd_args *a, const float *Drow, in
     return 0;
 }
 
+/* ===== 16-bit conversions =====
+   As avx512.c's, 8 lanes: bfloat16 by integers (half.c's rounding, NaN
+   kept quiet), float16 by F16C (vcvtps2ph / vcvtph2ps: the same bits).
+   Tails go through an 8-lane buffer. */
+#define TARGET_F16C __attribute__((target("avx2,fma,f16c")))
+
+static TARGET_F16C inline __m256 half_to_f32_8(int bf16, __m128i h)
+{
+    if (!bf16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static TARGET_F16C inline __m128i f32_to_half_8(int bf16, __m256 x)
+{
+    if (!bf16) return _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256i u = _mm256_castps_si256(x), top = _mm256_srli_epi32(u, 16);
+    __m256i odd = _mm256_and_si256(top, _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f800000));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(top, _mm256_set1_epi32(0x40)), nan);
+    /* lanes hold values below 2^16: the unsigned saturation never bites */
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+
+static TARGET_F16C void half_from_f32(int bf16, int64_t n, const float *x, uint16_t *y)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(y + i), f32_to_half_8(bf16, _mm256_loadu_ps(x + i)));
+    if (i < n) {
+        float t[8] = {0};
+        uint16_t h[8];
+        memcpy(t, x + i, (size_t)(n - i) * sizeof *t);
+        _mm_storeu_si128((__m128i *)h, f32_to_half_8(bf16, _mm256_loadu_ps(t)));
+        memcpy(y + i, h, (size_t)(n - i) * sizeof *h);
+    }
+}
+
+static TARGET_F16C void half_to_f32(int bf16, int64_t n, const uint16_t *x, float *y)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, half_to_f32_8(bf16, _mm_loadu_si128((const __m128i *)(x + i))));
+    if (i < n) {
+        uint16_t h[8] = {0};
+        float t[8];
+        memcpy(h, x + i, (size_t)(n - i) * sizeof *h);
+        _mm256_storeu_ps(t, half_to_f32_8(bf16, _mm_loadu_si128((const __m128i *)h)));
+        memcpy(y + i, t, (size_t)(n - i) * sizeof *t);
+    }
+}
+
 /* 16-bit sdpa's P rounded in place, as avx512.c's round_half (the same
    bits): bfloat16 by integer rounding, float16 by F16C's vcvtps2ph (every
    AVX2 CPU has F16C; a CPU without it gets half.c's scalar round trip).
@@ -1026,6 +1077,7 @@ const tk_kern tk_kern_avx2 = {
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
     .ew_masked_fill = ew_masked_fill, .sdpa_exp_sum = sdpa_exp_sum, .transpose = transpose,
     .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N, .sdpa_bwd_head = sdpa_bwd_head,
+    .half_from_f32 = half_from_f32, .half_to_f32 = half_to_f32,
     .round_half = round_half,
 };
 

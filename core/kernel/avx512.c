@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #define TARGET __attribute__((target("avx512f")))
 
@@ -960,6 +961,59 @@ static TARGET int sdpa_bwd_head(const tk_sdpa_bwd_args *a, const float *Drow, in
     return 0;
 }
 
+/* ===== 16-bit conversions =====
+   bfloat16 by integers, as half.c: add 0x7fff (0x8000 when the kept half is
+   odd) and keep the top half; a NaN keeps its top half with the quiet bit
+   set. float16 by vcvtps2ph / vcvtph2ps (AVX-512F), which round to nearest
+   even and quiet NaNs as half.c does. Tails go through a 16-lane buffer. */
+static TARGET inline __m512 bf16_to_f32_16(__m256i h)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+static TARGET inline __m256i f32_to_bf16_16(__m512 x)
+{
+    __m512i u = _mm512_castps_si512(x), top = _mm512_srli_epi32(u, 16);
+    __m512i odd = _mm512_and_si512(top, _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_or_epi32(r, nan, top, _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+static TARGET inline __m512 half_to_f32_16(int bf16, __m256i h)
+{
+    return bf16 ? bf16_to_f32_16(h) : _mm512_cvtph_ps(h);
+}
+
+static TARGET inline __m256i f32_to_half_16(int bf16, __m512 x)
+{
+    return bf16 ? f32_to_bf16_16(x) : _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+static TARGET void half_from_f32(int bf16, int64_t n, const float *x, uint16_t *y)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(y + i), f32_to_half_16(bf16, _mm512_loadu_ps(x + i)));
+    if (i < n) {
+        uint16_t t[16];
+        _mm256_storeu_si256((__m256i *)t, f32_to_half_16(bf16, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i)));
+        memcpy(y + i, t, (size_t)(n - i) * sizeof *t);
+    }
+}
+
+static TARGET void half_to_f32(int bf16, int64_t n, const uint16_t *x, float *y)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, half_to_f32_16(bf16, _mm256_loadu_si256((const __m256i *)(x + i))));
+    if (i < n) {
+        uint16_t t[16] = {0};
+        memcpy(t, x + i, (size_t)(n - i) * sizeof *t);
+        _mm512_mask_storeu_ps(y + i, tail_mask(n - i), half_to_f32_16(bf16, _mm256_loadu_si256((const __m256i *)t)));
+    }
+}
+
 /* 16-bit sdpa's P rounded in place (round16) */
 static TARGET void round_half(int bf16, int64_t n, float *x)
 {
@@ -978,8 +1032,8 @@ const tk_kern tk_kern_avx512 = {
     .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b,
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
     .ew_masked_fill = ew_masked_fill, .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N,
-    .sdpa_bwd_head = sdpa_bwd_head, .round_half = round_half,
-    .sdpa_exp_sum_half = sdpa_exp_sum_half,
+    .sdpa_bwd_head = sdpa_bwd_head, .half_from_f32 = half_from_f32, .half_to_f32 = half_to_f32,
+    .round_half = round_half, .sdpa_exp_sum_half = sdpa_exp_sum_half,
 };
 
 #else

@@ -15,7 +15,8 @@ static const tk_kern *detect(void)
 #ifdef TK_X86_SIMD
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return &tk_kern_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &tk_kern_avx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        return &tk_kern_avx2;
 #endif
     return &tk_kern_scalar;
 }
@@ -40,7 +41,7 @@ int tk_simd_force(const char *path)
         return 1;
     }
     if (strcmp(path, "avx2") == 0 && __builtin_cpu_supports("avx2")
-        && __builtin_cpu_supports("fma")) {
+        && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
         kern_forced = &tk_kern_avx2;
         return 1;
     }

@@ -68,6 +68,73 @@ void tk_pack_b(const tk_kern *kn, int64_t kc, int64_t nc, const float *b, int64_
     if (!kn->pack_b || !kn->pack_b(kc, nc, b, rs, cs, dst)) pack_b_c(kn->nr, kc, nc, b, rs, cs, dst);
 }
 
+/* ===== 16-bit operands =====
+   A 16-bit A or B is converted to float32 on its way into the packed
+   slivers, so the micro-kernels never see it and the packed floats are
+   those of a float32 copy: the same bits as the float32 GEMM. Runs along
+   the packed layout convert straight into it; runs across it (rows of a
+   row-major A, columns of a transposed B) convert into `tmp` (mr or nr
+   rows of kc) and go through the path's float32 packer, which transposes. */
+static size_t elt_size(int t) { return t == TK_F32 ? sizeof(float) : sizeof(uint16_t); }
+
+static const void *elt_at(int t, const void *p, int64_t off)
+{
+    return (const char *)p + off * (int64_t)elt_size(t);
+}
+
+static float elt_load(int t, const void *p, int64_t i)
+{
+    if (t == TK_F32) return ((const float *)p)[i];
+    uint16_t h = ((const uint16_t *)p)[i];
+    return t == TK_BF16 ? tk_bf16_to_f32(h) : tk_f16_to_f32(h);
+}
+
+static void pack_a_typed(const tk_kern *kn, int t, int64_t mc, int64_t kc, const void *a, int64_t rs,
+                         int64_t cs, float *dst, float *tmp)
+{
+    if (t == TK_F32) { tk_pack_a(kn, mc, kc, a, rs, cs, dst); return; }
+    int mr = kn->mr, bf16 = t == TK_BF16;
+    const uint16_t *h = a;
+    for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += mr * kc) {
+        int m = mc - i0 < mr ? (int)(mc - i0) : mr;
+        if (cs == 1) {                  /* rows along k: mr rows through tmp */
+            for (int i = 0; i < m; i++) kn->half_to_f32(bf16, kc, h + (i0 + i) * rs, tmp + i * kc);
+            tk_pack_a(kn, m, kc, tmp, kc, 1, dst);
+        } else if (rs == 1) {           /* columns along m: each step's run into the sliver */
+            for (int64_t p = 0; p < kc; p++) {
+                kn->half_to_f32(bf16, m, h + i0 + p * cs, dst + p * mr);
+                for (int i = m; i < mr; i++) dst[p * mr + i] = 0.0f;
+            }
+        } else {
+            for (int64_t p = 0; p < kc; p++)
+                for (int i = 0; i < mr; i++) dst[p * mr + i] = i < m ? elt_load(t, h, (i0 + i) * rs + p * cs) : 0.0f;
+        }
+    }
+}
+
+static void pack_b_typed(const tk_kern *kn, int t, int64_t kc, int64_t nc, const void *b, int64_t rs,
+                         int64_t cs, float *dst, float *tmp)
+{
+    if (t == TK_F32) { tk_pack_b(kn, kc, nc, b, rs, cs, dst); return; }
+    int nr = kn->nr, bf16 = t == TK_BF16;
+    const uint16_t *h = b;
+    for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += nr * kc) {
+        int n = nc - j0 < nr ? (int)(nc - j0) : nr;
+        if (cs == 1) {                  /* rows along n: each step's run into the sliver */
+            for (int64_t p = 0; p < kc; p++) {
+                kn->half_to_f32(bf16, n, h + p * rs + j0, dst + p * nr);
+                for (int j = n; j < nr; j++) dst[p * nr + j] = 0.0f;
+            }
+        } else if (rs == 1) {           /* columns along k (a transposed B): nr columns through tmp */
+            for (int j = 0; j < n; j++) kn->half_to_f32(bf16, kc, h + (j0 + j) * cs, tmp + j * kc);
+            tk_pack_b(kn, kc, n, tmp, 1, kc, dst);
+        } else {
+            for (int64_t p = 0; p < kc; p++)
+                for (int j = 0; j < nr; j++) dst[p * nr + j] = j < n ? elt_load(t, h, p * rs + (j0 + j) * cs) : 0.0f;
+        }
+    }
+}
+
 /* Data cache sizes in bytes, read once (0 where the system does not say). */
 static long cache_l1, cache_l2;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
@@ -109,8 +176,8 @@ static void cache_blocks(const tk_kern *kn, int64_t *kc, int64_t *mc)
 typedef struct gemm_job {
     const tk_kern *kn;
     int64_t M, N, K;
-    const float *a; const int64_t *aoff; int64_t rsa, csa;
-    const float *b; const int64_t *boff; int64_t rsb, csb;
+    int ta; const void *a; const int64_t *aoff; int64_t rsa, csa;
+    int tb; const void *b; const int64_t *boff; int64_t rsb, csb;
     float *c; const int64_t *coff; int64_t rsc, csc;
     int64_t kc, mc;               /* inner and row blocks (cache_blocks) */
     int64_t nc, njc;              /* column blocks */
@@ -163,31 +230,29 @@ static void gemm_rows(const gemm_job *g, const float *A, float *C, int64_t r0, i
 /* Rows [r0, r1) of C, column block jc, batch t: the B panel is packed once
    per pc block, then the rows go by in mc blocks of equal size. */
 static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r1,
-                       float *ap, float *bp, float *tmp)
+                       float *ap, float *bp, float *tmp, float *half)
 {
     const tk_kern *kn = g->kn;
     int mr = kn->mr, nr = kn->nr;
-    const float *A = g->a + g->aoff[t], *B = g->b + g->boff[t];
+    const void *A = elt_at(g->ta, g->a, g->aoff[t]), *B = elt_at(g->tb, g->b, g->boff[t]);
     float *C = g->c + g->coff[t];
     int64_t j0 = jc * g->nc, ncur = g->N - j0 < g->nc ? g->N - j0 : g->nc;
     int64_t sl = (r1 - r0 + mr - 1) / mr, nblk = (sl * mr + g->mc - 1) / g->mc;
     int64_t mc = (sl + nblk - 1) / nblk * mr;
     /* a narrow B (A·V: N = Dh) would reuse a packed A block only a few
        times: read A where it is instead */
-    int in_place = kn->ukernel_rows && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr;
+    int in_place = kn->ukernel_rows && g->ta == TK_F32 && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr;
     for (int64_t p0 = 0; p0 < g->K; p0 += g->kc) {
         int64_t kc = g->K - p0 < g->kc ? g->K - p0 : g->kc;
         int acc = p0 > 0;
-        const float *bs = B + p0 * g->rsb + j0 * g->csb;
-        tk_pack_b(kn, kc, ncur, bs, g->rsb, g->csb, bp);
+        pack_b_typed(kn, g->tb, kc, ncur, elt_at(g->tb, B, p0 * g->rsb + j0 * g->csb), g->rsb, g->csb, bp, half);
         if (in_place) {
-            gemm_rows(g, A + p0, C + j0, r0, r1, kc, ncur, acc, bp, ap);
+            gemm_rows(g, (const float *)A + p0, C + j0, r0, r1, kc, ncur, acc, bp, ap);
             continue;
         }
         for (int64_t i0 = r0; i0 < r1; i0 += mc) {
             int64_t mcur = r1 - i0 < mc ? r1 - i0 : mc;
-            const float *as = A + i0 * g->rsa + p0 * g->csa;
-            tk_pack_a(kn, mcur, kc, as, g->rsa, g->csa, ap);
+            pack_a_typed(kn, g->ta, mcur, kc, elt_at(g->ta, A, i0 * g->rsa + p0 * g->csa), g->rsa, g->csa, ap, half);
             for (int64_t jr = 0; jr < ncur; jr += nr) {
                 int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
                 for (int64_t ir = 0; ir < mcur; ir += mr) {
@@ -219,13 +284,16 @@ static void gemm_range(void *ctx, int64_t begin, int64_t end)
     float *ap = tk_scratch(TK_SCRATCH_PACK_A, (size_t)(g->mc * kc) * sizeof(float));
     float *bp = tk_scratch(TK_SCRATCH_PACK_B, (size_t)(ncp * kc) * sizeof(float));
     float *tmp = tk_scratch(TK_SCRATCH_TILE, (size_t)(kn->mr * kn->nr) * sizeof(float));
-    if (!ap || !bp || !tmp) { g->failed = 1; return; }
+    float *half = NULL;
+    if (g->ta != TK_F32 || g->tb != TK_F32)
+        half = tk_scratch(TK_SCRATCH_HALF, (size_t)((kn->mr > kn->nr ? kn->mr : kn->nr) * kc) * sizeof(float));
+    if (!ap || !bp || !tmp || ((g->ta != TK_F32 || g->tb != TK_F32) && !half)) { g->failed = 1; return; }
     for (int64_t u = begin; u < end; ) {
         /* consecutive parts of one (batch, column block) are one row range */
         int64_t k0 = u % g->parts, left = g->parts - k0;
         int64_t k1 = k0 + (end - u < left ? end - u : left);
         int64_t t = u / g->parts / g->njc, jc = u / g->parts % g->njc;
-        gemm_block(g, t, jc, part_row(g, k0), part_row(g, k1), ap, bp, tmp);
+        gemm_block(g, t, jc, part_row(g, k0), part_row(g, k1), ap, bp, tmp, half);
         u += k1 - k0;
     }
 }
@@ -234,32 +302,60 @@ static void gemm_range(void *ctx, int64_t begin, int64_t end)
 typedef struct small_job {
     const tk_kern *kn;
     int64_t M, N, K;
-    const float *a; const int64_t *aoff; int64_t rsa, csa;
-    const float *b; const int64_t *boff; int64_t rsb, csb;
+    int ta; const void *a; const int64_t *aoff; int64_t rsa, csa;
+    int tb; const void *b; const int64_t *boff; int64_t rsb, csb;
     float *c; const int64_t *coff; int64_t rsc, csc;
 } small_job;
 
 static void small_range(void *ctx, int64_t begin, int64_t end)
 {
     small_job *g = ctx;
+    /* a 16-bit B row is converted into `row` before its axpy (no memory
+       for it: the element loop, the same values up to rounding) */
+    float *row = g->tb == TK_F32 ? NULL : tk_scratch(TK_SCRATCH_PACK_B, (size_t)g->N * sizeof(float));
+    int by_rows = g->csb == 1 && g->csc == 1 && (g->tb == TK_F32 || row);
     for (int64_t t = begin; t < end; t++) {
-        const float *A = g->a + g->aoff[t], *B = g->b + g->boff[t];
+        const void *A = elt_at(g->ta, g->a, g->aoff[t]), *B = elt_at(g->tb, g->b, g->boff[t]);
         float *C = g->c + g->coff[t];
         for (int64_t i = 0; i < g->M; i++) {
             float *ci = C + i * g->rsc;
-            if (g->csb == 1 && g->csc == 1) {
+            if (by_rows) {
                 memset(ci, 0, (size_t)g->N * sizeof(float));
-                for (int64_t p = 0; p < g->K; p++)
-                    g->kn->axpy(g->N, A[i * g->rsa + p * g->csa], B + p * g->rsb, ci);
+                for (int64_t p = 0; p < g->K; p++) {
+                    const float *bp = (const float *)B + p * g->rsb;
+                    if (g->tb != TK_F32) {
+                        g->kn->half_to_f32(g->tb == TK_BF16, g->N, (const uint16_t *)B + p * g->rsb, row);
+                        bp = row;
+                    }
+                    g->kn->axpy(g->N, elt_load(g->ta, A, i * g->rsa + p * g->csa), bp, ci);
+                }
                 continue;
             }
             for (int64_t j = 0; j < g->N; j++) {
                 float s = 0.0f;
                 for (int64_t p = 0; p < g->K; p++)
-                    s += A[i * g->rsa + p * g->csa] * B[p * g->rsb + j * g->csb];
+                    s += elt_load(g->ta, A, i * g->rsa + p * g->csa) * elt_load(g->tb, B, p * g->rsb + j * g->csb);
                 ci[j * g->csc] = s;
             }
         }
+    }
+}
+
+/* The reference loop on any operand types (the big path's fallback when it
+   gets no memory for packing: it needs none). */
+static void gemm_ref_typed(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                           int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                           int tb, const void *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                           float *c, const int64_t *coff, int64_t rsc, int64_t csc)
+{
+    for (int64_t t = 0; t < nbatch; t++) {
+        const void *A = elt_at(ta, a, aoff[t]), *B = elt_at(tb, b, boff[t]);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                float s = 0.0f;
+                for (int64_t p = 0; p < K; p++) s += elt_load(ta, A, i * rsa + p * csa) * elt_load(tb, B, p * rsb + j * csb);
+                c[coff[t] + i * rsc + j * csc] = s;
+            }
     }
 }
 
@@ -271,6 +367,15 @@ void tk_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                    const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
                    float *c, const int64_t *coff, int64_t rsc, int64_t csc)
 {
+    tk_gemm_batch_typed(nbatch, M, N, K, TK_F32, a, aoff, rsa, csa, TK_F32, b, boff, rsb, csb,
+                        c, coff, rsc, csc);
+}
+
+void tk_gemm_batch_typed(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                         int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                         int tb, const void *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                         float *c, const int64_t *coff, int64_t rsc, int64_t csc)
+{
     if (nbatch <= 0 || M <= 0 || N <= 0) return;
     if (K <= 0) {
         for (int64_t t = 0; t < nbatch; t++)
@@ -280,20 +385,20 @@ void tk_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     }
     if (csc != 1 && rsc == 1) {
         /* C column-major: compute C^T = B^T A^T so the tiles store rows */
-        tk_gemm_batch(nbatch, N, M, K, b, boff, csb, rsb, a, aoff, csa, rsa,
-                      c, coff, csc, rsc);
+        tk_gemm_batch_typed(nbatch, N, M, K, tb, b, boff, csb, rsb, ta, a, aoff, csa, rsa,
+                            c, coff, csc, rsc);
         return;
     }
     const tk_kern *kn = tk_kern_now();
     double flops = 2.0 * (double)M * (double)N * (double)K;
     int nt = tk_get_num_threads();
     if ((double)M * (double)N * (double)K <= SMALL_MNK || M < kn->mr / 2) {
-        small_job s = { kn, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc };
+        small_job s = { kn, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, c, coff, rsc, csc };
         int64_t grain = (int64_t)(PAR_FLOPS / flops) + 1;
         tk_parallel_for(nbatch, grain, small_range, &s);
         return;
     }
-    gemm_job g = { kn, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc,
+    gemm_job g = { kn, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, c, coff, rsc, csc,
                    kn->kc, kn->mc, kn->nc, 0, (M + kn->mr - 1) / kn->mr, 1, 0 };
     cache_blocks(kn, &g.kc, &g.mc);
     /* Too few rows to share: cut the columns finer (this never changes the
@@ -313,7 +418,8 @@ void tk_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     int64_t units = base * g.parts;
     int64_t grain = (int64_t)(PAR_FLOPS * (double)units / (flops * (double)nbatch)) + 1;
     tk_parallel_for(units, grain, gemm_range, &g);
-    if (g.failed)   /* no memory for packing: the reference needs none */
-        tk_gemm_batch_ref(nbatch, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb,
-                          c, coff, rsc, csc);
+    if (g.failed && ta == TK_F32 && tb == TK_F32)   /* no memory for packing: the reference needs none */
+        tk_gemm_batch_ref(nbatch, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc);
+    else if (g.failed)
+        gemm_ref_typed(nbatch, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, c, coff, rsc, csc);
 }

@@ -3,7 +3,9 @@
 ** bfloat16 is float32's top half (8 exponent bits, 7 fraction bits: the
 ** range of float32, 3 decimal digits); float16 is IEEE binary16 (5 and 10:
 ** 65504 at most, normals from 2^-14, subnormals down to 2^-24). float32 to
-** either rounds to nearest, ties to even; the way back is exact.
+** either rounds to nearest, ties to even; the way back is exact. These are
+** the portable conversions (the scalar path's); avx512.c and avx2.c have
+** vector ones with the same bits, which tk_half_from_f32/_to_f32 dispatch to.
 */
 #include <string.h>
 
@@ -55,7 +57,8 @@ uint16_t tk_f16_from_f32(float f)
 float tk_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f) return float_of(sign | 0x7f800000u | (m << 13));  /* inf, NaN */
+    if (e == 0x1f)      /* inf; a NaN comes out quiet, as F16C's vcvtph2ps gives it */
+        return float_of(sign | 0x7f800000u | (m << 13) | (m ? 0x00400000u : 0u));
     if (e == 0) {                                                    /* 0, subnormal: m * 2^-24 */
         float v = (float)m * 0x1p-24f;
         return sign ? -v : v;
@@ -63,7 +66,7 @@ float tk_f16_to_f32(uint16_t h)
     return float_of(sign | ((e + 112u) << 23) | (m << 13));
 }
 
-void tk_half_from_f32(int bf16, int64_t n, const float *x, uint16_t *y)
+void tk_half_from_f32_ref(int bf16, int64_t n, const float *x, uint16_t *y)
 {
     if (bf16)
         for (int64_t i = 0; i < n; i++) y[i] = tk_bf16_from_f32(x[i]);
@@ -71,10 +74,21 @@ void tk_half_from_f32(int bf16, int64_t n, const float *x, uint16_t *y)
         for (int64_t i = 0; i < n; i++) y[i] = tk_f16_from_f32(x[i]);
 }
 
-void tk_half_to_f32(int bf16, int64_t n, const uint16_t *x, float *y)
+void tk_half_to_f32_ref(int bf16, int64_t n, const uint16_t *x, float *y)
 {
     if (bf16)
         for (int64_t i = 0; i < n; i++) y[i] = tk_bf16_to_f32(x[i]);
     else
         for (int64_t i = 0; i < n; i++) y[i] = tk_f16_to_f32(x[i]);
+}
+
+/* The current path's vector conversions (the same bits as the loops above) */
+void tk_half_from_f32(int bf16, int64_t n, const float *x, uint16_t *y)
+{
+    if (n > 0) tk_kern_now()->half_from_f32(bf16, n, x, y);
+}
+
+void tk_half_to_f32(int bf16, int64_t n, const uint16_t *x, float *y)
+{
+    if (n > 0) tk_kern_now()->half_to_f32(bf16, n, x, y);
 }

@@ -33,15 +33,18 @@ void tk_parallel_for(int64_t n, int64_t grain, tk_range_fn fn, void *ctx);
    bfloat16 and float16 as raw bits. float32 to 16 bits rounds to nearest,
    ties to even: a NaN stays NaN (quiet, its sign kept), float16 overflows
    to inf from 65520 and has subnormals down to 2^-24. 16 bits to float32 is
-   exact. bf16 != 0 picks bfloat16, else float16. Portable C on every path
-   (no SIMD conversions yet: a conversion costs little next to the op
-   around it, which runs in float32). */
+   exact (a float16 NaN comes out quiet). bf16 != 0 picks bfloat16, else
+   float16. The one-value functions and the _ref loops are portable C; the
+   bulk tk_half_* run the current path's vector conversions (AVX-512F,
+   AVX2 with F16C), which give the same bits as the _ref loops. */
 uint16_t tk_bf16_from_f32(float f);
 float tk_bf16_to_f32(uint16_t h);
 uint16_t tk_f16_from_f32(float f);
 float tk_f16_to_f32(uint16_t h);
 void tk_half_from_f32(int bf16, int64_t n, const float *x, uint16_t *y);
 void tk_half_to_f32(int bf16, int64_t n, const uint16_t *x, float *y);
+void tk_half_from_f32_ref(int bf16, int64_t n, const float *x, uint16_t *y);
+void tk_half_to_f32_ref(int bf16, int64_t n, const uint16_t *x, float *y);
 
 /* ===== GEMM ===== */
 
@@ -52,6 +55,16 @@ void tk_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                    const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
                    const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
                    float *c, const int64_t *coff, int64_t rsc, int64_t csc);
+/* The same with 16-bit operands: ta, tb are each TK_F32, TK_BF16 or TK_F16
+   (a, b point at that type; offsets and strides count its elements). The
+   packers convert to float32 as they pack, so the products and sums are
+   float32 and C gets the bits tk_gemm_batch gives on float32 copies of A
+   and B laid out with the same strides. */
+enum { TK_F32, TK_BF16, TK_F16 };
+void tk_gemm_batch_typed(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                         int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                         int tb, const void *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                         float *c, const int64_t *coff, int64_t rsc, int64_t csc);
 void tk_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                        const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
                        const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
@@ -360,6 +373,7 @@ enum {
     TK_SCRATCH_PACK_A,      /* GEMM: the packed A block */
     TK_SCRATCH_PACK_B,      /* GEMM: the packed B panel */
     TK_SCRATCH_TILE,        /* GEMM: a C tile for strided C; log_softmax, cross-entropy: one exp row */
+    TK_SCRATCH_HALF,        /* GEMM: 16-bit rows converted to float32 on their way into a packer */
     TK_SCRATCH_SDPA_K,      /* sdpa: K of one head as B slivers */
     TK_SCRATCH_SDPA_V,      /* sdpa: V of one head as B slivers */
     TK_SCRATCH_SDPA_Q,      /* sdpa: the scaled Q block as A slivers */
@@ -417,6 +431,9 @@ typedef struct tk_kern {
     void (*ew_unary)(int op, int64_t n, const float *x, float *o);
     void (*ew_masked_fill)(int64_t n, const float *x, int64_t sx, const uint8_t *m, int64_t sm,
                            float v, float *o);
+    /* 16-bit conversions, as tk_half_from_f32 / tk_half_to_f32 (the _ref bits) */
+    void (*half_from_f32)(int bf16, int64_t n, const float *x, uint16_t *y);
+    void (*half_to_f32)(int bf16, int64_t n, const uint16_t *x, float *y);
     /* optional: tk_transpose's whole 16 x 16 (or 8 x 8) blocks; returns the
        columns it did (a multiple of the block), the rest is portable */
     int64_t (*transpose)(int64_t rows, int64_t cols, const float *a, int64_t lda, float *b, int64_t ldb);

@@ -301,6 +301,7 @@ const tk_kern tk_kern_scalar = {
     .exp_sum = exp_sum_c, .scale = scale_c,
     .ew_binary = tk_ew_binary_ref, .ew_compare = tk_ew_compare_ref, .ew_unary = tk_ew_unary_ref,
     .ew_masked_fill = tk_ew_masked_fill_ref,
+    .half_from_f32 = tk_half_from_f32_ref, .half_to_f32 = tk_half_to_f32_ref,
 };
 
 /* ===== Rotary embedding =====

@@ -22,41 +22,50 @@ static const char *shp(const tt_tensor *t, char *buf)
 
 /* Batch t's element offsets in a and b, in walk order. */
 typedef struct batch_ctx {
-    const float *a, *b;
+    const char *a, *b;
+    int64_t ea, eb;                 /* element sizes */
     int64_t *aoff, *boff, t;
 } batch_ctx;
 
 static void batch_row(void *ctx, int64_t n, char *const *p, const int64_t *inc)
 {
     batch_ctx *c = ctx;
-    const float *a = (const float *)p[0], *b = (const float *)p[1];
     for (int64_t i = 0; i < n; i++, c->t++) {
-        c->aoff[c->t] = a + i * inc[0] - c->a;
-        c->boff[c->t] = b + i * inc[1] - c->b;
+        c->aoff[c->t] = (p[0] - c->a) / c->ea + i * inc[0];     /* inc counts elements */
+        c->boff[c->t] = (p[1] - c->b) / c->eb + i * inc[1];
     }
+}
+
+/* The GEMM's element type of a float tensor, and its data. */
+static int gemm_type(tt_dtype dt) { return dt == TT_BFLOAT16 ? TK_BF16 : dt == TT_FLOAT16 ? TK_F16 : TK_F32; }
+
+static const void *gemm_data(const tt_tensor *t)
+{
+    return tt__is_half(t->dtype) ? (const void *)tt_data_u16(t) : (const void *)tt_data_f32(t);
 }
 
 /* ===== matmul ===== */
 
 /* a [..., M, K] @ b [..., K, N] -> [..., M, N]; a 1-D a is [1, K] and a 1-D
-   b is [K, 1], their promoted dim dropped from the result. */
+   b is [K, 1], their promoted dim dropped from the result. 16-bit operands
+   are read in place: the GEMM's packers convert them to float32, products
+   and sums are float32, and the float32 result is rounded once to the
+   promoted dtype, as PyTorch. */
+static tt_status matmul_f32_out(tt_tensor *out, const tt_tensor *a, const tt_tensor *b, double *flops);
+
 static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor *b, double *flops)
 {
+    tt_status st = matmul_f32_out(out, a, b, flops);
+    if (st == TT_OK && (tt__is_half(a->dtype) || tt__is_half(b->dtype)))
+        st = tt__round_to(out, "matmul", tt_promote_float(a->dtype, b->dtype));
+    return st;
+}
+
+static tt_status matmul_f32_out(tt_tensor *out, const tt_tensor *a, const tt_tensor *b, double *flops)
+{
     char sa[SHAPE_BUF], sb[SHAPE_BUF];
-    if (tt_dtype_is_float(a->dtype) && tt_dtype_is_float(b->dtype)
-        && (tt__is_half(a->dtype) || tt__is_half(b->dtype))) {
-        /* 16-bit: products and sums in float32 (exact copies in, one
-           rounding out), the result in the promoted dtype, as PyTorch */
-        tt_tensor fa = {0}, fb = {0};
-        tt_dtype rd = tt_promote_float(a->dtype, b->dtype);
-        tt_status st = tt__widen(&fa, "matmul", &a);
-        if (st == TT_OK) st = tt__widen(&fb, "matmul", &b);
-        if (st == TT_OK) st = matmul_impl(out, a, b, flops);
-        tt_tensor_release(&fa);
-        tt_tensor_release(&fb);
-        return st ? st : tt__round_to(out, "matmul", rd);
-    }
-    if (a->dtype != TT_FLOAT32 || b->dtype != TT_FLOAT32)
+    int half_ok = tt_dtype_is_float(a->dtype) && tt_dtype_is_float(b->dtype);
+    if (!half_ok && (a->dtype != TT_FLOAT32 || b->dtype != TT_FLOAT32))
         return tt__err(TT_EARG, "matmul: expects float32, got %s %s @ %s %s; hint: x:float()",
                        tt_dtype_name(a->dtype), shp(a, sa), tt_dtype_name(b->dtype), shp(b, sb));
     int an = a->ndim, bn = b->ndim;
@@ -120,6 +129,8 @@ static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor
     if (nbatch == 0 || M == 0 || N == 0) return TT_OK;
     float *c = tt_data_f32(out);
     int64_t rsc = N, csc = 1;               /* out is contiguous [batch..., M, N] */
+    int ta = gemm_type(a->dtype), tb = gemm_type(b->dtype);
+    const void *da = gemm_data(a), *db = gemm_data(b);
 
     /* b shared by every batch and a's batch dims fold into its rows
        (x [B,N,D] @ w [D,E]): one GEMM of B*N rows, b packed once */
@@ -133,15 +144,15 @@ static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor
         fst[nb] = rsa;
         if (tt__iter_flat(nb + 1, fs, fst, &s)) {
             int64_t zero = 0;
-            tk_gemm_batch(1, M * nbatch, N, K, tt_data_f32(a), &zero, s, csa,
-                          tt_data_f32(b), &zero, rsb, csb, c, &zero, rsc, csc);
+            tk_gemm_batch_typed(1, M * nbatch, N, K, ta, da, &zero, s, csa,
+                                tb, db, &zero, rsb, csb, c, &zero, rsc, csc);
             return TT_OK;
         }
     }
     if (nbatch == 1) {                      /* no batch dims (the common 2-D case): no walk */
         int64_t zero = 0;
-        tk_gemm_batch(1, M, N, K, tt_data_f32(a), &zero, rsa, csa, tt_data_f32(b), &zero, rsb, csb,
-                      c, &zero, rsc, csc);
+        tk_gemm_batch_typed(1, M, N, K, ta, da, &zero, rsa, csa, tb, db, &zero, rsb, csb,
+                            c, &zero, rsc, csc);
         return TT_OK;
     }
     int64_t *off = malloc(3 * (size_t)nbatch * sizeof *off);
@@ -153,15 +164,15 @@ static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor
     int64_t bst[2][TT_MAX_DIMS];             /* the odometer over the batch dims */
     memcpy(bst[0], as, (size_t)nb * sizeof *as);
     memcpy(bst[1], bs, (size_t)nb * sizeof *bs);
-    void *base[2] = { tt_data_f32(a), tt_data_f32(b) };
-    size_t es[2] = { sizeof(float), sizeof(float) };
-    batch_ctx bc = { base[0], base[1], aoff, boff, 0 };
+    void *base[2] = { (void *)da, (void *)db };
+    size_t es[2] = { tt_dtype_size(a->dtype), tt_dtype_size(b->dtype) };
+    batch_ctx bc = { base[0], base[1], (int64_t)es[0], (int64_t)es[1], aoff, boff, 0 };
     tt__iter it;
     tt__iter_init(&it, nb, bshape, 2, (const int64_t (*)[TT_MAX_DIMS])bst, base, es);
     tt__iter_range(&it, 0, nbatch, batch_row, &bc);
     for (int64_t t = 0; t < nbatch; t++) coff[t] = t * M * N;
-    tk_gemm_batch(nbatch, M, N, K, tt_data_f32(a), aoff, rsa, csa,
-                  tt_data_f32(b), boff, rsb, csb, c, coff, rsc, csc);
+    tk_gemm_batch_typed(nbatch, M, N, K, ta, da, aoff, rsa, csa, tb, db, boff, rsb, csb,
+                        c, coff, rsc, csc);
     free(off);
     return TT_OK;
 }

@@ -145,6 +145,10 @@ enum { CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112 };
 typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int,
                          const float *, int, float, float *, int);
 static sgemm_fn ob_sgemm;
+/* cblas_sbgemm: bfloat16 A and B (raw bits), float32 C; where this OpenBLAS exports it */
+typedef void (*sbgemm_fn)(int, int, int, int, int, int, float, const uint16_t *, int,
+                          const uint16_t *, int, float, float *, int);
+static sbgemm_fn ob_sbgemm;
 static void (*ob_set_threads)(int);
 static char *(*ob_config)(void);
 
@@ -169,6 +173,7 @@ static void openblas_load(int avx2)
     *(void **)&ob_sgemm = dlsym(h, "cblas_sgemm");
     *(void **)&ob_set_threads = dlsym(h, "openblas_set_num_threads");
     *(void **)&ob_config = dlsym(h, "openblas_get_config");
+    *(void **)&ob_sbgemm = dlsym(h, "cblas_sbgemm");
     if (!ob_sgemm || !ob_set_threads) { ob_sgemm = NULL; printf("OpenBLAS: symbols missing\n"); }
 }
 
@@ -392,6 +397,142 @@ static void bench_gemm(void)
             mm_row(l, &pv, th, 1.0);
         }
         free(a); free(b); free(c);
+    }
+}
+
+/* ===== 16-bit GEMM vs float32 ===== */
+
+/* One operand set in float32 and in both 16-bit formats; a 16-bit run is
+   the whole matmul as tt_matmul does it: the GEMM reading 16-bit A and B
+   (converted in the packers) into a float32 C, then C rounded to 16 bits. */
+typedef struct hm {
+    mm f;                      /* the float32 set (btrans as mm) */
+    int type;                  /* TK_BF16 or TK_F16 for the 16-bit runs */
+    uint16_t *a16[2], *b16[2], *c16;   /* [0] bfloat16, [1] float16 */
+} hm;
+
+typedef struct round_ctx { int bf16; const float *x; uint16_t *y; } round_ctx;
+
+static void round_range(void *ctx, int64_t b, int64_t e)
+{
+    round_ctx *r = ctx;
+    tk_half_from_f32(r->bf16, e - b, r->x + b, r->y + b);
+}
+
+static void hm_half(void *ctx)
+{
+    hm *h = ctx;
+    mm *m = &h->f;
+    int k = h->type == TK_F16;
+    int64_t ao[64], bo[64], co[64];
+    for (int64_t t = 0; t < m->nb; t++) { ao[t] = t * m->M * m->K; bo[t] = t * m->K * m->N; co[t] = t * m->M * m->N; }
+    tk_gemm_batch_typed(m->nb, m->M, m->N, m->K, h->type, h->a16[k], ao, m->K, 1, h->type, h->b16[k], bo,
+                        m->btrans ? 1 : m->N, m->btrans ? m->K : 1, m->c, co, m->N, 1);
+    round_ctx r = { !k, m->c, h->c16 };
+    tk_parallel_for(m->nb * m->M * m->N, 65536, round_range, &r);
+}
+
+static void hm_sbgemm(void *ctx)
+{
+    hm *h = ctx;
+    mm *m = &h->f;
+    for (int64_t t = 0; t < m->nb; t++)
+        ob_sbgemm(CblasRowMajor, CblasNoTrans, m->btrans ? CblasTrans : CblasNoTrans,
+                  (int)m->M, (int)m->N, (int)m->K, 1.0f, h->a16[0] + t * m->M * m->K, (int)m->K,
+                  h->b16[0] + t * m->K * m->N, m->btrans ? (int)m->K : (int)m->N, 0.0f,
+                  m->c + t * m->M * m->N, (int)m->N);
+}
+
+static uint16_t *to16(int bf16, const float *x, size_t n)
+{
+    uint16_t *y = NULL;
+    if (posix_memalign((void **)&y, 64, n * sizeof *y + 64)) { perror("bench"); exit(1); }
+    tk_half_from_f32(bf16, (int64_t)n, x, y);
+    return y;
+}
+
+static void half_row(const char *label, hm *h, int th, double budget)
+{
+    mm *m = &h->f;
+    double flop = 2.0 * (double)m->nb * (double)m->M * (double)m->N * (double)m->K / 1e9;
+    tk_set_num_threads(th);
+    stat3 f32a, f32b, bf, fp, sb = { 0, 0, 0 };
+    h->type = TK_BF16;
+    timeit_pair(mm_ours, m, hm_half, h, budget, &f32a, &bf);
+    h->type = TK_F16;
+    timeit_pair(mm_ours, m, hm_half, h, budget, &f32b, &fp);
+    if (ob_sbgemm) {
+        ob_set_threads(th);
+        sb = timeit(hm_sbgemm, h, budget);
+    }
+    printf("  %-22s %d  ", label, th);
+    put_rate(flop, f32a, "");
+    put_rate(flop, bf, "");
+    printf("%5.2f  ", bf.med / f32a.med);
+    put_rate(flop, fp, "");
+    printf("%5.2f  ", fp.med / f32b.med);
+    if (ob_sbgemm) put_rate(flop, sb, "");
+    else printf("%-27s ", "-");
+    /* operands: A, B and C; the 16-bit op also holds its float32 C meanwhile */
+    double e = (double)m->nb * (double)(m->M * m->K + (m->btrans ? m->N * m->K : m->K * m->N) + m->M * m->N);
+    double c32 = (double)m->nb * (double)(m->M * m->N) * 4.0;
+    printf("%.1f / %.1f (+%.1f)\n", e * 4.0 / 1048576.0, e * 2.0 / 1048576.0, c32 / 1048576.0);
+    fflush(stdout);
+}
+
+static hm hm_make(int64_t nb, int64_t M, int64_t N, int64_t K, int btrans)
+{
+    size_t na = (size_t)(nb * M * K), nbb = (size_t)(nb * K * N), nc = (size_t)(nb * M * N);
+    hm h = { { nb, M, N, K, frand(na), frand(nbb), frand(nc), btrans }, TK_BF16, { NULL, NULL }, { NULL, NULL }, NULL };
+    for (int k = 0; k < 2; k++) {
+        h.a16[k] = to16(!k, h.f.a, na);
+        h.b16[k] = to16(!k, h.f.b, nbb);
+    }
+    h.c16 = to16(1, h.f.c, nc);
+    return h;
+}
+
+static void hm_free(hm *h)
+{
+    free(h->f.a); free(h->f.b); free(h->f.c); free(h->c16);
+    for (int k = 0; k < 2; k++) { free(h->a16[k]); free(h->b16[k]); }
+}
+
+static void bench_half(void)
+{
+    const char *p = tk_simd_path();
+    int bf16_isa = 0;
+#ifdef TK_X86_SIMD
+    __builtin_cpu_init();
+    bf16_isa = __builtin_cpu_supports("avx512bf16");
+#endif
+    printf("\n== half: 16-bit matmul vs float32 (GFLOP/s, median (min-max); ratio = 16-bit time / fp32 time,\n"
+           "   each paired in turns with its own fp32 run)\n");
+    printf("   path %s: bf16/fp16 converted to fp32 in the GEMM packers (%s), fp32 products and sums,\n"
+           "   C rounded once; this CPU %s AVX512_BF16 (no vdpbf16ps micro-kernel here: every machine takes\n"
+           "   the convert-in-packer path). sbgemm: OpenBLAS cblas_sbgemm (bf16 in, fp32 C)%s.\n"
+           "   memory: A+B+C in MiB, fp32 / 16-bit (+ the fp32 C a 16-bit matmul holds while it runs)\n",
+           p, strcmp(p, "avx512") == 0 ? "AVX-512F: integer bf16, vcvtph2ps"
+              : strcmp(p, "avx2") == 0 ? "AVX2: integer bf16, F16C" : "portable C",
+           bf16_isa ? "has" : "has no", ob_sbgemm ? "" : ": not exported by this OpenBLAS (or none found)");
+    printf("  %-22s %-2s %-28s%-28s%-7s%-28s%-7s%-28s%s\n", "shape", "th", "fp32", "bf16", "ratio", "fp16", "ratio",
+           "OpenBLAS sbgemm", "memory");
+    for (int64_t n = 1024; n <= 2048; n *= 2) {
+        hm h = hm_make(1, n, n, n, 0);
+        char l[64];
+        snprintf(l, sizeof l, "%lldx%lldx%lld", (long long)n, (long long)n, (long long)n);
+        for (int th = 1; th <= 2; th++) half_row(l, &h, th, n >= 2048 ? 1.5 : 0.6);
+        hm_free(&h);
+    }
+    for (int64_t n = 1024; n <= 2048; n *= 2) {
+        hm qk = hm_make(8, n, n, 64, 1), pv = hm_make(8, n, 64, n, 0);
+        char l[64];
+        snprintf(l, sizeof l, "8x QK^T (%lld,%lld,64)", (long long)n, (long long)n);
+        half_row(l, &qk, 2, 1.0);
+        snprintf(l, sizeof l, "8x PV (%lld,64,%lld)", (long long)n, (long long)n);
+        half_row(l, &pv, 2, 1.0);
+        hm_free(&qk);
+        hm_free(&pv);
     }
 }
 
@@ -1103,15 +1244,16 @@ static const char *find_python(void)
 
 int main(int argc, char **argv)
 {
-    int want[9] = { 0 }, any = 0, no_torch = 0;
-    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "ew", "sdpabwd", "api", "sdpawindow", "sdpahalf" };
+    int want[10] = { 0 }, any = 0, no_torch = 0;
+    static const char *sec[] = { "peak", "gemm", "softmax", "sdpa", "ew", "sdpabwd", "api", "sdpawindow", "sdpahalf",
+                                 "half" };
     const char *path = NULL;   /* path=avx2 (or scalar): run as if the CPU had no wider path */
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "path=", 5) == 0) { path = argv[i] + 5; continue; }
         if (strcmp(argv[i], "notorch") == 0) { no_torch = 1; continue; }   /* the PyTorch columns take minutes */
-        for (int s = 0; s < 9; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = any = 1;
+        for (int s = 0; s < 10; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = any = 1;
     }
-    for (int s = 0; s < 9; s++) want[s] |= !any;
+    for (int s = 0; s < 10; s++) want[s] |= !any;
     if (path && !tk_simd_force(path)) {
         fprintf(stderr, "bench: path=%s is not available on this CPU (avx512, avx2, scalar)\n", path);
         return 1;
@@ -1126,6 +1268,7 @@ int main(int argc, char **argv)
     put_machine();
     if (want[0]) bench_peak();
     if (want[1]) bench_gemm();
+    if (want[9]) bench_half();
     if (want[2]) bench_softmax(py);
     if (want[4]) bench_ew(py);
     if (want[6]) { bench_ops(); tt_set_num_threads(1); bench_mask(); }

@@ -275,6 +275,13 @@ for dt in pairs(FMT) do
   near(dt .. ": batched matmul", a:view(1, 17, 70):expand(2, 17, 70):matmul(bt:mT()), (function()
     local r = {} for _ = 1, 2 do for _, v in ipairs(ref) do r[#r + 1] = v end end return r end)(), 1)
   near(dt .. ": einsum", tt.einsum("i k, j k -> i j", a, bt), ref, 1)
+  -- both operands batched, one permuted (the batch walk, 16-bit read in
+  -- place): the bits of the float32 matmul of float32 copies, rounded once
+  local q, k = tt.randn(3, 2, 13, 40):to(dt), tt.randn(2, 3, 11, 40):to(dt)
+  local s = q:matmul(k:permute(2, 1, 4, 3))
+  local s32 = q:float():matmul(k:float():permute(2, 1, 4, 3)):to(dt)
+  check(dt .. ": batched permuted matmul, float32's bits rounded once",
+        s:dtype() == dt and (s:float() - s32:float()):abs():max():item() == 0)
 end
 
 -- ===== Autograd: gradients in the parameter's dtype =====
