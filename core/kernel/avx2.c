@@ -1035,17 +1035,11 @@ static TARGET_F16C void half_to_f32(int bf16, int64_t n, const uint16_t *x, floa
 }
 
 /* 16-bit sdpa's P rounded in place, as avx512.c's round_half (the same
-   bits): bfloat16 by integer rounding, float16 by F16C's vcvtps2ph (every
-   AVX2 CPU has F16C; a CPU without it gets half.c's scalar round trip).
+   bits): bfloat16 by integer rounding, float16 by F16C's vcvtps2ph (the avx2
+   path is chosen only with F16C: dispatch.c).
    The tail goes through a padded copy. */
 static __attribute__((target("avx2,fma,f16c"))) void round_half(int bf16, int64_t n, float *x)
 {
-    static int f16c = -1;   /* a benign race: every thread stores the same */
-    if (f16c < 0) f16c = __builtin_cpu_supports("f16c") != 0;
-    if (!bf16 && !f16c) {
-        for (int64_t j = 0; j < n; j++) x[j] = tk_f16_to_f32(tk_f16_from_f32(x[j]));
-        return;
-    }
     const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
     const __m256i quiet = _mm256_set1_epi32(0x00400000), top = _mm256_set1_epi32((int)0xffff0000u);
     for (int64_t j = 0; j < n; j += 8) {

@@ -6,16 +6,30 @@
 
 #include "kernels.h"
 
+#ifdef TK_X86_SIMD
+#include <cpuid.h>
+#endif
+
 /* ===== Dispatch ===== */
 
 static const tk_kern *kern_auto, *kern_forced;
+
+#ifdef TK_X86_SIMD
+/* F16C (the float16 conversions the avx2 path uses) from cpuid leaf 1:
+   clang 14's __builtin_cpu_supports does not know "f16c". */
+static int has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+#endif
 
 static const tk_kern *detect(void)
 {
 #ifdef TK_X86_SIMD
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return &tk_kern_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
         return &tk_kern_avx2;
 #endif
     return &tk_kern_scalar;
@@ -41,7 +55,7 @@ int tk_simd_force(const char *path)
         return 1;
     }
     if (strcmp(path, "avx2") == 0 && __builtin_cpu_supports("avx2")
-        && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+        && __builtin_cpu_supports("fma") && has_f16c()) {
         kern_forced = &tk_kern_avx2;
         return 1;
     }
