@@ -36,7 +36,7 @@ ol{list-style:none;padding:0;margin:0}
 li{border:1px solid #d1d9e0;border-radius:8px;margin:10px 0;padding:10px 14px}
 li a{font:600 16px ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;color:#0969da;text-decoration:none}
 li a:hover{text-decoration:underline}
-li p{margin:4px 0 0;color:#3d444d}
+li p{margin:4px 0 0;color:#3d444d;overflow-wrap:anywhere}
 code{font:14px ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,monospace;background:#f6f8fa;padding:0 4px;border-radius:4px}
 @media (max-width:640px){.page{padding:14px 12px}h1{font-size:24px}}
 </style>

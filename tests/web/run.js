@@ -147,8 +147,11 @@ const RUN = `(() => { document.getElementById('run').click(); return tt_page.run
 /* ===== the native side ===== */
 function native(lesson, dir) {
   fs.mkdirSync(dir, { recursive: true });
+  /* the native run writes to --images dir and its Figure lines name dir's
+     files (tt.figure_path); the page writes to its own images/ */
   return execFileSync(path.join(root, 'tensortrace'), ['--images', dir, 'lessons/' + lesson + '.lua'],
-    { cwd: root, env: Object.assign({}, process.env, { TT_TRACE_NO_TIMES: '1' }), maxBuffer: 64 << 20 }).toString();
+    { cwd: root, env: Object.assign({}, process.env, { TT_TRACE_NO_TIMES: '1' }), maxBuffer: 64 << 20 }).toString()
+    .split(dir + '/').join('images/');
 }
 function samePixels(a, b) {
   try { execFileSync(path.join(root, build, 'tests/pngcmp'), [a, b], { stdio: 'pipe' }); return ''; }
@@ -275,7 +278,8 @@ async function main() {
   // digits as the native binary built with them (SIMD=0), not always as the
   // SIMD one (a sum of ones can be off by an ulp there).
   let want = execFileSync(path.join(root, build, 'scalar/tensortrace'), ['--trace=values', '--seed', '7', '--images', path.join(tmp, 'v'), 'lessons/03_causal_mask.lua'],
-    { cwd: root, env: Object.assign({}, process.env, { TT_TRACE_NO_TIMES: '1' }) }).toString();
+    { cwd: root, env: Object.assign({}, process.env, { TT_TRACE_NO_TIMES: '1' }) }).toString()
+    .split(path.join(tmp, 'v') + '/').join('images/');
   ok(r.stdout + '\n' === want, '--trace=values --seed 7: differs from the native SIMD=0 binary at ' + firstDiff(r.stdout + '\n', want));
   await page.eval(`document.getElementById('values').checked = false, document.getElementById('seed').value = 0`);
 
