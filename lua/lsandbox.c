@@ -660,10 +660,15 @@ static int sb_os_rename(lua_State *L)
     return call_orig(L);
 }
 
+/* The environment may hold secrets: every variable reads as unset but
+   tensortrace's own settings (TT_*: TT_TRACE_NO_TIMES, TT_IMAGES...), which
+   a lesson may follow as the binary does. */
 static int sb_getenv(lua_State *L)
 {
-    luaL_checkstring(L, 1);
-    lua_pushnil(L);                             /* as if unset */
+    const char *name = luaL_checkstring(L, 1);
+    const char *v = strncmp(name, "TT_", 3) == 0 ? getenv(name) : NULL;
+    if (v) lua_pushstring(L, v);
+    else lua_pushnil(L);
     return 1;
 }
 

@@ -38,6 +38,12 @@ assert(os.execute("ln -s .. " .. class .. "/up"))
 local repo = io.popen("pwd"):read("l")
 local bin = repo .. "/tensortrace"
 
+-- os.getenv: every variable unset but tensortrace's own (TT_*)
+write(class .. "/env.lua", 'print(os.getenv("HOME"), os.getenv("TT_TRACE_NO_TIMES"), os.getenv("TT_X_UNSET"))\n')
+local env_out = io.popen("cd " .. class .. " && HOME=/root TT_TRACE_NO_TIMES=1 " .. bin
+                         .. " -q --sandbox env.lua 2>&1"):read("a")
+check("sandboxed os.getenv hides HOME, shows TT_TRACE_NO_TIMES: " .. env_out, env_out == "nil\t1\tnil\n")
+
 -- Runs a script in class/ with --sandbox (from class/, so images/ is the
 -- default --images); returns stdout, stderr, exit code.
 local function run(text, opts)
