@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tt_internal.h"
+#include "kernel/kernels.h"
 
 #define SHAPE_BUF 192
 
@@ -48,16 +49,17 @@ static tt_status check_opts(tt_optim_kind kind, const tt_optim_opts *o)
 }
 
 /* Parameter i (1-based in messages, as the script's list) must be a
-   contiguous float32 leaf that requires grad, listed once. */
+   contiguous float leaf (float32, bfloat16, float16) that requires grad,
+   listed once. */
 static tt_status check_param(tt_optim_kind kind, int i, const tt_tensor *const *params)
 {
     const char *name = kind_name(kind);
     const tt_tensor *t = params[i];
     char s[SHAPE_BUF];
     tt_shape_str(t, s, sizeof s);
-    if (t->dtype != TT_FLOAT32)
-        return tt__err(TT_EARG, "%s: parameter %d %s is %s; only float32 tensors can be optimized",
-                       name, i + 1, s, tt_dtype_name(t->dtype));
+    if (!tt_dtype_is_float(t->dtype))
+        return tt__err(TT_EARG, "%s: parameter %d %s is %s; only float tensors (float32, bfloat16, float16) "
+                       "can be optimized", name, i + 1, s, tt_dtype_name(t->dtype));
     if (!tt_tensor_requires_grad(t))
         return tt__err(TT_EARG, "%s: parameter %d %s does not require grad, so it would never get a "
                        "gradient; hint: p:requires_grad_() before building the optimizer, or leave it out",
@@ -148,6 +150,33 @@ static void adamw_update(float *p, const float *g, float *m, float *v, int64_t n
     }
 }
 
+/* A 16-bit parameter keeps its state in its own dtype, as PyTorch's
+   zeros_like(p): each chunk of p, g and the state is widened to float32,
+   updated by the float32 loop (which uses the new state as computed), and
+   p and the state are rounded once as they are stored (to nearest even;
+   PyTorch's fused updates do the same). An update
+   below half a unit in the last place of p is lost in the rounding: the
+   reason mixed-precision training keeps float32 master weights. */
+#define HALF_CHUNK 256
+
+static void update_half(const tt_optim *o, int bf16, uint16_t *p, const uint16_t *g, uint16_t *buf,
+                        uint16_t *m, int64_t n, int first, int64_t t)
+{
+    float fp[HALF_CHUNK], fg[HALF_CHUNK], fb[HALF_CHUNK], fm[HALF_CHUNK];
+    for (int64_t i = 0; i < n; i += HALF_CHUNK) {
+        int64_t k = n - i < HALF_CHUNK ? n - i : HALF_CHUNK;
+        tk_half_to_f32(bf16, k, p + i, fp);
+        tk_half_to_f32(bf16, k, g + i, fg);
+        if (buf) tk_half_to_f32(bf16, k, buf + i, fb);
+        if (m) tk_half_to_f32(bf16, k, m + i, fm);
+        if (o->kind == TT_OPTIM_SGD) sgd_update(fp, fg, buf ? fb : NULL, k, &o->o, first);
+        else adamw_update(fp, fg, fm, fb, k, &o->o, t);
+        tk_half_from_f32(bf16, k, fp, p + i);
+        if (buf) tk_half_from_f32(bf16, k, fb, buf + i);
+        if (m) tk_half_from_f32(bf16, k, fm, m + i);
+    }
+}
+
 /* FLOPs a parameter element costs in one step. */
 static double step_flops(const tt_optim *o)
 {
@@ -174,6 +203,11 @@ static void set_args(tt_event *ev, const char *a)
     snprintf(ev->args, sizeof ev->args, "%.*s", (int)sizeof ev->args - 1, a);
 }
 
+static void *state_data(const tt_tensor *t)
+{
+    return tt__is_half(t->dtype) ? (void *)tt_data_u16(t) : (void *)tt_data_f32(t);
+}
+
 /* One parameter's update; the state appears at its first. */
 static tt_status step_one(tt_optim *o, param *p, const tt_tensor *grad)
 {
@@ -186,21 +220,26 @@ static tt_status step_one(tt_optim *o, param *p, const tt_tensor *grad)
     }
     int first = p->steps == 0;
     int stateful = o->kind == TT_OPTIM_ADAMW || o->o.momentum != 0;
-    if (first && stateful) st = tt__alloc(&p->buf, op, TT_FLOAT32, p->p.ndim, p->p.shape, NULL);
-    if (!st && first && o->kind == TT_OPTIM_ADAMW) st = tt__alloc(&p->m, op, TT_FLOAT32, p->p.ndim, p->p.shape, NULL);
+    tt_dtype dt = p->p.dtype;
+    if (first && stateful) st = tt__alloc(&p->buf, op, dt, p->p.ndim, p->p.shape, NULL);
+    if (!st && first && o->kind == TT_OPTIM_ADAMW) st = tt__alloc(&p->m, op, dt, p->p.ndim, p->p.shape, NULL);
     if (st) {
         tt_tensor_release(&p->buf);
         tt_tensor_release(&gc);
         return st;
     }
     int64_t n = tt_numel(&p->p);
-    if (first && o->kind == TT_OPTIM_ADAMW) {
-        memset(tt_data_f32(&p->buf), 0, (size_t)n * sizeof(float));
-        memset(tt_data_f32(&p->m), 0, (size_t)n * sizeof(float));
+    if (first && o->kind == TT_OPTIM_ADAMW) {   /* zero bits are +0 in every float dtype */
+        memset(state_data(&p->buf), 0, (size_t)n * tt_dtype_size(dt));
+        memset(state_data(&p->m), 0, (size_t)n * tt_dtype_size(dt));
     }
     p->steps++;
     p->p.storage->version++;                /* written in place: a graph that saved p is stale */
-    if (o->kind == TT_OPTIM_SGD)
+    if (tt__is_half(dt))
+        update_half(o, dt == TT_BFLOAT16, tt_data_u16(&p->p), tt_data_u16(grad),
+                    stateful ? tt_data_u16(&p->buf) : NULL, o->kind == TT_OPTIM_ADAMW ? tt_data_u16(&p->m) : NULL,
+                    n, first, p->steps);
+    else if (o->kind == TT_OPTIM_SGD)
         sgd_update(tt_data_f32(&p->p), tt_data_f32(grad), stateful ? tt_data_f32(&p->buf) : NULL, n, &o->o, first);
     else
         adamw_update(tt_data_f32(&p->p), tt_data_f32(grad), tt_data_f32(&p->m), tt_data_f32(&p->buf), n, &o->o,
@@ -217,6 +256,7 @@ tt_status tt_optim_step(tt_optim *o)
     ev.phase = TT_PHASE_STEP;
     int updated = 0;
     int64_t elems = 0;
+    double elem_bytes = 0;
     tt_status st = TT_OK;
     for (int i = 0; i < o->n && st == TT_OK; i++) {
         const tt_tensor *g = tt_grad(&o->ps[i].p);
@@ -224,10 +264,11 @@ tt_status tt_optim_step(tt_optim *o)
         st = step_one(o, &o->ps[i], g);
         updated++;
         elems += tt_numel(&o->ps[i].p);
+        elem_bytes += (double)tt_numel(&o->ps[i].p) * (double)tt_dtype_size(o->ps[i].p.dtype);
     }
     int stateful = o->kind == TT_OPTIM_ADAMW ? 2 : o->o.momentum != 0;
     ev.flops = step_flops(o) * (double)elems;
-    ev.bytes = (double)elems * sizeof(float) * (3 + 2 * stateful);   /* p read and written, g read, the state */
+    ev.bytes = elem_bytes * (3 + 2 * stateful);   /* p read and written, g read, the state */
     if (tt__tracing()) {
         char cnt[32], a[160];
         fmt_count(cnt, sizeof cnt, elems);
@@ -248,19 +289,20 @@ tt_status tt_clip_grad_norm(int n, tt_tensor *const *params, double max_norm, do
     tt_event ev;
     tt__event_init(&ev, TT_OP_CLIP_GRAD_NORM, NULL, NULL, NULL, NULL);
     ev.phase = TT_PHASE_STEP;
-    double sumsq = 0;
+    double sumsq = 0, grad_bytes = 0;
     int64_t elems = 0;
     int ngrads = 0;
     for (int i = 0; i < n; i++) {
         const tt_tensor *g = tt_grad(params[i]);
         if (!g) continue;
         int64_t k = tt_numel(g);
-        const float *x = tt_is_contiguous(g) ? tt_data_f32(g) : NULL;
+        const float *x = g->dtype == TT_FLOAT32 && tt_is_contiguous(g) ? tt_data_f32(g) : NULL;
         for (int64_t j = 0; j < k; j++) {
             double v = x ? (double)x[j] : tt_get(g, j);
             sumsq += v * v;
         }
         elems += k;
+        grad_bytes += (double)k * (double)tt_dtype_size(g->dtype);
         ngrads++;
     }
     double norm = sqrt(sumsq), coef = max_norm / (norm + 1e-6);
@@ -278,7 +320,7 @@ tt_status tt_clip_grad_norm(int n, tt_tensor *const *params, double max_norm, do
         }
     }
     ev.flops = 2.0 * (double)elems + (scaled ? (double)elems : 0);
-    ev.bytes = (double)elems * sizeof(float) * (scaled ? 3 : 1);
+    ev.bytes = grad_bytes * (scaled ? 3 : 1);
     if (tt__tracing()) {
         char nb[32], mb[32], a[160];
         tt_fmt_scalar(nb, sizeof nb, norm);

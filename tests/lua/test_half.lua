@@ -379,11 +379,78 @@ for dt in pairs(FMT) do
   checkerror({"backward: grad must be " .. dt}, function() o:backward(tt.ones(o:shape())) end)
 end
 
+-- ===== Optimizers on 16-bit parameters =====
+-- The state is kept in the parameter's dtype (PyTorch's zeros_like(p));
+-- each step is float32 math on the stored values, p and the new state
+-- rounded once as they are stored. The reference: the same update in
+-- float64, p, buf, m, v rounded to the dtype as they are stored. 300 elements cross the 256-element chunks of the C loop.
+local function ref_step(kind, o, dt, s, g, t)
+  for i = 1, #s.p do
+    local p, gi = s.p[i], g[i]
+    if kind == "SGD" then
+      local d = gi + o.weight_decay * p
+      if o.momentum ~= 0 then
+        d = t == 1 and d or o.momentum * s.buf[i] + d
+        s.buf[i] = round16(dt, d)              -- stored rounded; the step uses d as computed
+      end
+      s.p[i] = round16(dt, p - o.lr * d)
+    else
+      p = p * (1 - o.lr * o.weight_decay)
+      local m = s.m[i] + (1 - 0.9) * (gi - s.m[i])
+      local v = s.v[i] * 0.999 + (1 - 0.999) * gi * gi
+      local denom = math.sqrt(v) / math.sqrt(1 - 0.999 ^ t) + 1e-8
+      s.p[i] = round16(dt, p - o.lr / (1 - 0.9 ^ t) * (m / denom))
+      s.m[i], s.v[i] = round16(dt, m), round16(dt, v)
+    end
+  end
+end
+
+for _, dt in ipairs({"bfloat16", "float16"}) do
+  for _, case in ipairs({
+    {"SGD", {lr = 0.05, momentum = 0.9, weight_decay = 0.01}},
+    {"SGD", {lr = 0.05, momentum = 0, weight_decay = 0}},
+    {"AdamW", {lr = 0.01, weight_decay = 0.1}},
+  }) do
+    local kind, o = case[1], case[2]
+    local w = (tt.randn(300) * 2):to(dt):requires_grad_()
+    local s = {p = flat(w:totable()), buf = {}, m = {}, v = {}}
+    for i = 1, 300 do s.m[i], s.v[i] = 0, 0 end
+    local opt = tt.optim[kind]({w}, o)
+    for t = 1, 3 do
+      ((w * w):sum() + w:sum()):backward()      -- grad 2w + 1, in dt
+      check(dt .. " " .. kind .. ": grad in " .. dt, w.grad:dtype() == dt)
+      local g = flat(w.grad:totable())
+      opt:step(); opt:zero_grad()
+      ref_step(kind, {lr = o.lr, momentum = o.momentum or 0, weight_decay = o.weight_decay}, dt, s, g, t)
+      check(dt .. " " .. kind .. ": p stays " .. dt, w:dtype() == dt)
+      near(string.format("%s %s(momentum %s) step %d vs float64 rounded", dt, kind, tostring(o.momentum), t),
+           w, s.p, 1)
+    end
+  end
+  -- An update below half a unit in the last place is lost: 1 - 1e-3 rounds
+  -- back to 1 in bfloat16 (its spacing below 1 is 2^-8), not in float32.
+  local p16, p32 = tt.ones(4, dt):requires_grad_(), tt.ones(4):requires_grad_()
+  local o16, o32 = tt.optim.SGD({p16}, {lr = 1e-3}), tt.optim.SGD({p32}, {lr = 1e-3})
+  for _ = 1, 10 do
+    p16:sum():backward(); p32:sum():backward()
+    o16:step(); o32:step(); o16:zero_grad(); o32:zero_grad()
+  end
+  local stuck = dt == "bfloat16"               -- float16's spacing below 1 is 2^-11 < 1e-3
+  check(dt .. ": ten steps of 1e-3 from 1 " .. (stuck and "are all lost" or "move p"),
+        (p16:max():item() == 1) == stuck)
+  check(dt .. ": float32 moves the same p to 0.99", math.abs(p32:max():item() - 0.99) < 1e-6)
+  -- clip_grad_norm reads 16-bit gradients as values
+  local p = tt.zeros(2, dt):requires_grad_()
+  p.grad = tt.tensor({3, 4}):to(dt)
+  check(dt .. ": clip_grad_norm of a 16-bit {3, 4} is 5", tt.nn.clip_grad_norm({p}, 1) == 5)
+  near(dt .. ": clipped to norm 1", p.grad, {0.6 / (1 + 5e-6 / 5) , 0.8 / (1 + 5e-6 / 5)}, 1)
+end
+checkerror({"SGD: parameter 1 [3] is int64; only float tensors (float32, bfloat16, float16) can be optimized"},
+           tt.optim.SGD, {tt.ones(3, "int64")}, {lr = 0.1})
+
 -- ===== What takes float32 only, with a message =====
 checkerror({"gradcheck: input 1 [3] is bfloat16", "hint: pass x:float()"}, tt.gradcheck,
            function(a) return (a * 2):float() end, {tt.randn(3):bfloat16():requires_grad_()})
-checkerror({"SGD: parameter 1 [3] is float16; only float32 tensors can be optimized"}, tt.optim.SGD,
-           {tt.randn(3):half():requires_grad_()}, {lr = 0.1})
 checkerror({"requires_grad_: only float tensors (float32, bfloat16, float16)", "got int64"},
            function() return tt.ones(2, "int64"):requires_grad_() end)
 checkerror({"grad: expects bfloat16 [2]"}, function()
