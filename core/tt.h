@@ -622,6 +622,9 @@ int tt_get_num_threads(void);
 /* The kernel path the ops run on: "avx512", "avx2" or "scalar" (the
    portable C), chosen once from the CPU (or forced by a test). */
 const char *tt_kernel_path(void);
+/* Runs the ops on path ("avx512", "avx2", "scalar"; NULL or "auto": the
+   CPU's choice again) from now on; 0 when this CPU or build cannot. */
+int tt_set_kernel_path(const char *path);
 /* Joins the pool's workers and frees their scratch (at exit); the pool
    starts again on the next parallel op. */
 void tt_threads_stop(void);

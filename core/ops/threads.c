@@ -3,6 +3,8 @@
 ** forwarding to the kernels' pool (core/kernel/threads.c) and dispatch
 ** (core/kernel/dispatch.c), which know nothing of tt.h.
 */
+#include <string.h>
+
 #include "kernel/kernels.h"
 #include "tt.h"
 
@@ -10,3 +12,9 @@ void tt_set_num_threads(int n) { tk_set_num_threads(n); }
 int tt_get_num_threads(void) { return tk_get_num_threads(); }
 void tt_threads_stop(void) { tk_threads_stop(); }
 const char *tt_kernel_path(void) { return tk_simd_path(); }
+
+int tt_set_kernel_path(const char *path)
+{
+    if (path && strcmp(path, "auto") == 0) path = NULL;
+    return tk_simd_force(path);
+}

@@ -252,6 +252,23 @@ do
     check("kernel_path avx512 needs avx512f", path ~= "avx512" or flags:find("avx512f", 1, true) ~= nil)
     check("kernel_path avx2 needs avx2 and fma", path ~= "avx2" or (flags:find(" avx2", 1, true) and flags:find(" fma", 1, true)) ~= nil)
   end
+  -- forcing a path: the ops follow it (a matmul's bits are those of the path)
+  -- until "auto" gives the CPU's choice back
+  local a, b = tt.randn(67, 45), tt.randn(45, 83)
+  check("kernel_path('scalar') returns scalar", tt.kernel_path("scalar") == "scalar")
+  check("kernel_path() says scalar after it", tt.kernel_path() == "scalar")
+  local on_scalar = a:matmul(b)
+  check("kernel_path('auto') returns the CPU's choice", tt.kernel_path("auto") == path)
+  check("the same product on the scalar path twice", tt.kernel_path("scalar") and a:matmul(b):eq(on_scalar):all():item())
+  tt.kernel_path(path)
+  check("kernel_path(path) sets it back", tt.kernel_path() == path)
+  tt.assert_close(a:matmul(b), on_scalar, 1e-5, 1e-5, "each path's product is the same to rounding")
+  checkerror({"kernel_path: unknown path 'avx9' (paths: avx512, avx2, scalar, auto)"}, tt.kernel_path, "avx9")
+  if path == "scalar" then
+    checkerror({"kernel_path: this machine (or build) cannot run the avx2 path; it runs scalar",
+                'hint: "scalar" runs everywhere'}, tt.kernel_path, "avx2")
+  end
+  check("a refused path leaves the path as it was", tt.kernel_path() == path)
 end
 checkerror({"bad argument #1 to 'isatty'", "must be >= 0"}, function() tt.isatty(-1) end)
 checkerror({"bad argument #1 to 'isatty'", "number expected"}, function() tt.isatty("stderr") end)
