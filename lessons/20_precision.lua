@@ -11,11 +11,13 @@
 -- 3. bfloat16's error in the weights, and why sums must be accumulated in
 --    float32;
 -- 4. lesson 14's trained model in bfloat16: how close its loss and heads stay;
+--    training in bfloat16: updates smaller than half a step vanish, and
+--    float32 master weights (tt.autocast) bring them back;
 -- 5. how fast each dtype is on this machine, measured now.
 --
 -- Run it:   ./tensortrace lessons/20_precision.lua        (narrative + shapes)
 --           ./tensortrace -q lessons/20_precision.lua     (narrative only)
--- Figure:   images/20_bf16_error.png
+-- Figures:  images/20_bf16_error.png, images/20_bf16_training.png
 
 tt.manual_seed(20)
 
@@ -382,6 +384,104 @@ print(string.format("head score by less than %g (the largest moves: %.4f and %.4
 print("heads lesson 14 found are the same heads in bfloat16: a trained model")
 print("tolerates 8-bit mantissas (lesson 14 tells its heads apart at a threshold")
 print("of 0.4).")
+
+tt.trace.section("4b. Training in bfloat16: updates that vanish")
+print("Running a trained model in bfloat16 is safe; training one is another")
+print("matter. SGD changes a weight w by lr * g, and a bfloat16 weight can only")
+print("move to a neighbouring bfloat16 number: between 1 and 2 they are 2^-7 apart,")
+print("so a change smaller than half that, 0.0039, rounds back to w and is lost.")
+print("As the loss falls, so does g, until lr * g is below half a step almost")
+print("everywhere. (\"lost\" below: the share of weights with g ~= 0 that the")
+print("last step left unchanged.)")
+print("A small task shows it: learn a 32 x 32 matrix W from 256 examples (x, y = x W*),")
+print("loss = the squared error summed over y's 32 entries, averaged over the")
+print("examples; SGD with lr = 0.05 from W = 0, 160 steps, three ways (on the")
+print("portable kernels, tt.kernel_path(\"scalar\"), so every machine prints these")
+print("numbers: the SIMD paths sum in other orders, and bfloat16 rounding grows")
+print("those last bits):")
+print("  float32:        W and every op in float32;")
+print("  bfloat16:       W is a bfloat16 tensor, the optimizer's update is rounded")
+print("                  to bfloat16 each step (pure 16-bit training);")
+print("  float32 master: W stays float32, the forward runs in tt.autocast(\"bfloat16\")")
+print("                  (its matmul in bfloat16), the update lands in float32.")
+local TD, TB, STEPS, LR = 32, 256, 160, 0.05
+tt.trace.off()
+-- on the portable kernels: the SIMD paths add up a matmul in other orders,
+-- and bfloat16's rounding grows those last-bit differences into percents by
+-- step 160; the scalar path gives these numbers on every machine
+local path = tt.kernel_path()
+tt.kernel_path("scalar")
+local W_true, X_train = tt.randn(TD, TD), tt.randn(TB, TD)
+local Y_train = X_train:matmul(W_true)
+-- the loss of a float32 copy of W, so the three runs are measured alike
+local function true_loss(W)
+  local d = X_train:matmul(W:detach():float()) - Y_train
+  return (d * d):sum():item() / TB
+end
+local function train(way)
+  local W = tt.zeros(TD, TD, way == "bfloat16" and "bfloat16" or "float32"):requires_grad_()
+  local opt = tt.optim.SGD({W}, {lr = LR})
+  local function loss_fn()
+    local d = X_train:to(W:dtype()):matmul(W):float() - Y_train
+    return (d * d):sum() / TB
+  end
+  local curve, lost = {}, 0
+  for step = 1, STEPS do
+    local loss = way == "float32 master" and tt.autocast("bfloat16", loss_fn) or loss_fn()
+    loss:backward()
+    local before = W:detach():clone()
+    opt:step()
+    if step == STEPS then          -- the last step: which weights did not move, though g ~= 0?
+      local stayed, pushed = W:detach():eq(before):float(), W.grad:ne(0):float()
+      lost = (stayed * pushed):sum():item() / pushed:sum():item()
+    end
+    opt:zero_grad()
+    curve[step] = true_loss(W)
+  end
+  return curve, lost
+end
+local ways = {"float32", "bfloat16", "float32 master"}
+local curves, lost = {}, {}
+for _, way in ipairs(ways) do curves[way], lost[way] = train(way) end
+tt.kernel_path(path)
+tt.trace.on()
+local marks = {1, 20, 40, 80, 160}
+local header = "  after step   "
+for _, s in ipairs(marks) do header = header .. string.format("%9d", s) end
+print(header .. "   lost at step " .. STEPS)
+for _, way in ipairs(ways) do
+  local line = string.format("  %-14s", way)
+  for _, s in ipairs(marks) do
+    local v = tonumber(string.format("%.2g", curves[way][s]))
+    line = line .. string.format(v >= 10 and "%9.0f" or "%9.2g", v)
+  end
+  print(line .. string.format("   %3d%%", math.floor(100 * lost[way])))
+end
+local c32, c16, cm = curves["float32"][STEPS], curves["bfloat16"][STEPS], curves["float32 master"][STEPS]
+local stalled = math.abs(curves["bfloat16"][STEPS] - curves["bfloat16"][STEPS // 2]) < 0.05 * c16
+if not stalled then error("pure bfloat16 training should have stalled by half way") end
+if not (lost["bfloat16"] > 0.9) then error("most bfloat16 updates should be lost at the end") end
+if lost["float32 master"] ~= 0 then error("the master weights should lose no update") end
+if not (c16 > 100 * cm and cm > 100 * c32) then error("master weights should sit between the two, 100x from each") end
+print(string.format("Checked: the bfloat16 run has stalled (its loss moved by less than 5%% over the"))
+print(string.format("last %d steps) with more than 90%% of its updates lost; float32 master", STEPS // 2))
+print(string.format("weights reach a loss over 100x lower (%.2g against %.2g), and float32", cm, c16))
+print(string.format("throughout over 100x lower again (%.2g).", c32))
+print("The master weights keep their updates (none lost at the last step): each")
+print("lands in float32. What is left between them and float32 is the forward's")
+print("own rounding (x and W rounded to bfloat16 going into the matmul, its result")
+print("coming out), which sets the floor of the loss they can see.")
+print("That is why mixed-precision training keeps float32 weights and optimizer")
+print("state and runs only the matmuls in 16 bits; pure 16-bit training needs")
+print("tricks (stochastic rounding, Kahan-compensated updates) to get them back.")
+local steps = {}
+for s = 1, STEPS do steps[s] = s end
+local series = {}
+for _, way in ipairs(ways) do series[#series + 1] = {name = way, x = steps, y = curves[way]} end
+tt.plot(series, "images/20_bf16_training.png", {
+  title = "SGD on W (32 x 32): bfloat16 weights stall when lr * g falls below half a step",
+  xtitle = "step", ytitle = "loss (float32 W)", ylog = true })
+print("Figure: " .. tt.figure_path("images/20_bf16_training.png") .. ", the three losses on a log scale.")
 
 tt.trace.section("5. How fast is each dtype here?")
 print("Measured now, on this machine, so these numbers are this machine's alone:")
