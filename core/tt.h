@@ -619,10 +619,11 @@ char *tt_event_format(const tt_event *ev, char *buf, size_t n);
 
 void tt_set_num_threads(int n);     /* n <= 0: all cores */
 int tt_get_num_threads(void);
-/* The kernel path the ops run on: "avx512", "avx2" or "scalar" (the
-   portable C), chosen once from the CPU (or forced by a test). */
+/* The kernel path the ops run on: "avx512_bf16" (avx512 with AVX512_BF16's
+   bfloat16 micro-kernel), "avx512", "avx2" or "scalar" (the portable C),
+   chosen once from the CPU (or forced by a test). */
 const char *tt_kernel_path(void);
-/* Runs the ops on path ("avx512", "avx2", "scalar"; NULL or "auto": the
+/* Runs the ops on path ("avx512_bf16", "avx512", "avx2", "scalar"; NULL or "auto": the
    CPU's choice again) from now on; 0 when this CPU or build cannot. */
 int tt_set_kernel_path(const char *path);
 /* Joins the pool's workers and frees their scratch (at exit); the pool

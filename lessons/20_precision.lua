@@ -517,7 +517,7 @@ if os.getenv("TT_TRACE_NO_TIMES") then
   print("(TT_TRACE_NO_TIMES is set, as for the golden traces: the timings and the")
   print("kernel path are left out.)")
 else
-  print(string.format("Kernel path: %s (tt.kernel_path(): avx512, avx2 or scalar, the portable C).", tt.kernel_path()))
+  print(string.format("Kernel path: %s (tt.kernel_path(): avx512_bf16, avx512, avx2 or scalar, the portable C).", tt.kernel_path()))
   print("  dtype      matmul ms   GFLOP/s   vs float32     sdpa ms   GFLOP/s   vs float32")
   for _, r in ipairs(speed) do
     print(string.format("  %-8s  %10.3f  %8.1f  %9.2fx   %10.3f  %8.1f  %9.2fx", r.dtype,

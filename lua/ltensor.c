@@ -355,7 +355,7 @@ static int ltt_clock(lua_State *L)
     return 1;
 }
 
-/* tt.kernel_path([path]): "avx512", "avx2" or "scalar", the path the
+/* tt.kernel_path([path]): "avx512_bf16", "avx512", "avx2" or "scalar", the path the
    kernels run on, so a script that times something can say what it timed.
    With a path, the ops run on it from then on ("auto": the CPU's choice):
    the portable "scalar" path gives the same bits on every machine, and a
@@ -364,11 +364,11 @@ static int ltt_kernel_path(lua_State *L)
 {
     if (!lua_isnoneornil(L, 1)) {
         const char *want = luaL_checkstring(L, 1);
-        static const char *const known[] = {"avx512", "avx2", "scalar", "auto", NULL};
+        static const char *const known[] = {"avx512_bf16", "avx512", "avx2", "scalar", "auto", NULL};
         int k = 0;
         while (known[k] && strcmp(known[k], want) != 0) k++;
         if (!known[k])
-            return luaL_error(L, "kernel_path: unknown path '%s' (paths: avx512, avx2, scalar, auto)", want);
+            return luaL_error(L, "kernel_path: unknown path '%s' (paths: avx512_bf16, avx512, avx2, scalar, auto)", want);
         if (!tt_set_kernel_path(want))
             return luaL_error(L, "kernel_path: this machine (or build) cannot run the %s path; "
                               "it runs %s; hint: \"scalar\" runs everywhere", want, tt_kernel_path());

@@ -30,6 +30,30 @@ static TARGET inline __mmask16 tail_mask(int64_t n)
     return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u);
 }
 
+/* The C tile's m rows from the accumulators: (acc ? C + : ) alpha c0|c1,
+   columns past n untouched (alpha 1 is exact, and folded away). */
+static TARGET inline __attribute__((always_inline)) void
+store_tile(const __m512 *c0, const __m512 *c1, float *c, int64_t rsc, int m, int n, int acc, float alpha)
+{
+    __mmask16 k0 = tail_mask(n), k1 = tail_mask(n - 16 > 0 ? n - 16 : 0);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+        if (i >= m) break;
+        float *ci = c + i * rsc;
+        __m512 v0 = c0[i], v1 = c1[i];
+        if (alpha != 1.0f) {
+            v0 = _mm512_mul_ps(v0, _mm512_set1_ps(alpha));
+            v1 = _mm512_mul_ps(v1, _mm512_set1_ps(alpha));
+        }
+        if (acc) {
+            v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(k0, ci), v0);
+            v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(k1, ci + 16), v1);
+        }
+        _mm512_mask_storeu_ps(ci, k0, v0);
+        _mm512_mask_storeu_ps(ci + 16, k1, v1);
+    }
+}
+
 /* kc: inner size; C tile m x n (m <= MR, n <= NR) at c with row stride rsc.
    Row i of the A sliver at step p is a[i*is + p*ps]: packed (1, MR) or
    straight from a row-major A (rsa, 1). */
@@ -54,19 +78,7 @@ tile(int64_t kc, const float *a, int64_t is, int64_t ps, const float *bp, float 
             c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
         }
     }
-    __mmask16 k0 = tail_mask(n), k1 = tail_mask(n - 16 > 0 ? n - 16 : 0);
-#pragma GCC unroll 12
-    for (int i = 0; i < MR; i++) {
-        if (i >= m) break;
-        float *ci = c + i * rsc;
-        __m512 v0 = c0[i], v1 = c1[i];
-        if (acc) {
-            v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(k0, ci), v0);
-            v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(k1, ci + 16), v1);
-        }
-        _mm512_mask_storeu_ps(ci, k0, v0);
-        _mm512_mask_storeu_ps(ci + 16, k1, v1);
-    }
+    store_tile(c0, c1, c, rsc, m, n, acc, 1.0f);
 }
 
 static TARGET void ukernel(int64_t kc, const float *ap, const float *bp, float *c,
@@ -81,13 +93,14 @@ static TARGET void ukernel_rows(int64_t kc, const float *a, int64_t rsa, const f
     tile(kc, a, rsa, 1, bp, c, rsc, MR, n, acc);
 }
 
-/* Transposes a block of `rows` (<= 16) rows of 16 contiguous floats (row
-   stride ld) into 16 rows at dst (stride ldd) stored under mask k; missing
-   rows read as zeros (the packing's padding). Four shuffle stages. */
-static TARGET void tr16(const float *src, int64_t ld, int rows, float *dst, int64_t ldd, __mmask16 k)
+/* Transposes 16 registers of 16 lanes (r[i] row i) into the first `out`
+   (<= 16) of 16 rows at dst (stride ldd), stored under mask k. Four
+   shuffle stages; the lanes' bits move unchanged (the bfloat16 packers
+   move pairs of 16-bit values with it). */
+static TARGET inline __attribute__((always_inline)) void
+tr16_regs(const __m512 *r, float *dst, int64_t ldd, __mmask16 k, int out)
 {
-    __m512 r[16], t[16], u[16];
-    for (int i = 0; i < 16; i++) r[i] = i < rows ? _mm512_loadu_ps(src + i * ld) : _mm512_setzero_ps();
+    __m512 t[16], u[16];
     for (int i = 0; i < 16; i += 2) {
         t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
@@ -101,11 +114,21 @@ static TARGET void tr16(const float *src, int64_t ld, int rows, float *dst, int6
     for (int q = 0; q < 4; q++) {       /* columns q, q+4, q+8, q+12 */
         __m512 v0 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0x88), v1 = _mm512_shuffle_f32x4(u[q], u[4 + q], 0xDD);
         __m512 w0 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0x88), w1 = _mm512_shuffle_f32x4(u[8 + q], u[12 + q], 0xDD);
-        _mm512_mask_storeu_ps(dst + q * ldd, k, _mm512_shuffle_f32x4(v0, w0, 0x88));
-        _mm512_mask_storeu_ps(dst + (q + 8) * ldd, k, _mm512_shuffle_f32x4(v0, w0, 0xDD));
-        _mm512_mask_storeu_ps(dst + (q + 4) * ldd, k, _mm512_shuffle_f32x4(v1, w1, 0x88));
-        _mm512_mask_storeu_ps(dst + (q + 12) * ldd, k, _mm512_shuffle_f32x4(v1, w1, 0xDD));
+        if (q < out) _mm512_mask_storeu_ps(dst + q * ldd, k, _mm512_shuffle_f32x4(v0, w0, 0x88));
+        if (q + 8 < out) _mm512_mask_storeu_ps(dst + (q + 8) * ldd, k, _mm512_shuffle_f32x4(v0, w0, 0xDD));
+        if (q + 4 < out) _mm512_mask_storeu_ps(dst + (q + 4) * ldd, k, _mm512_shuffle_f32x4(v1, w1, 0x88));
+        if (q + 12 < out) _mm512_mask_storeu_ps(dst + (q + 12) * ldd, k, _mm512_shuffle_f32x4(v1, w1, 0xDD));
     }
+}
+
+/* Transposes a block of `rows` (<= 16) rows of 16 contiguous floats (row
+   stride ld) into 16 rows at dst (stride ldd) stored under mask k; missing
+   rows read as zeros (the packing's padding). */
+static TARGET void tr16(const float *src, int64_t ld, int rows, float *dst, int64_t ldd, __mmask16 k)
+{
+    __m512 r[16];
+    for (int i = 0; i < 16; i++) r[i] = i < rows ? _mm512_loadu_ps(src + i * ld) : _mm512_setzero_ps();
+    tr16_regs(r, dst, ldd, k, 16);
 }
 
 /* tk_transpose by 16 x 16 blocks of whole columns (rows masked) */
@@ -1024,16 +1047,169 @@ static TARGET void round_half(int bf16, int64_t n, float *x)
     }
 }
 
-const tk_kern tk_kern_avx512 = {
-    .name = "avx512", .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC,
-    .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec,
-    .row_max = row_max, .exp_sum = exp_sum, .exp_sum_next = exp_sum_next, .scale = scale,
-    .sdpa_exp_sum = sdpa_exp_sum, .transpose = transpose,
-    .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b,
-    .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary,
-    .ew_masked_fill = ew_masked_fill, .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N,
-    .sdpa_bwd_head = sdpa_bwd_head, .half_from_f32 = half_from_f32, .half_to_f32 = half_to_f32,
-    .round_half = round_half, .sdpa_exp_sum_half = sdpa_exp_sum_half,
+/* ===== bfloat16 products (AVX512_BF16) =====
+   vdpbf16ps adds to each float32 lane two bfloat16 products, a pair along
+   k: so the operands are packed in pairs, A slivers as kp steps of MR
+   pairs (a(i, 2p), a(i, 2p + 1)), B slivers as kp steps of NR pairs
+   (b(2p, j), b(2p + 1, j)), an odd k's last pair padded with 0. The
+   products are exact in float32; the instruction reads subnormal inputs
+   and writes subnormal sums as 0 and rounds to nearest even, whatever
+   MXCSR says. Twice the multiply-adds of an FMA per instruction. */
+#define TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
+
+static TARGET_BF16 void ukernel_bf16(int64_t kp, const uint16_t *ap, const uint16_t *bp, float *c,
+                                     int64_t rsc, int m, int n, int acc, float alpha)
+{
+    __m512 c0[MR], c1[MR];
+    for (int i = 0; i < m; i++) {
+        _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * rsc + NR - 1), _MM_HINT_T0);
+    }
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) { c0[i] = _mm512_setzero_ps(); c1[i] = _mm512_setzero_ps(); }
+    for (int64_t p = 0; p < kp; p++, ap += 2 * MR, bp += 2 * NR) {
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp), b1 = (__m512bh)_mm512_loadu_si512(bp + 32);
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; i++) {
+            int32_t w;
+            memcpy(&w, ap + 2 * i, sizeof w);
+            __m512bh ai = (__m512bh)_mm512_set1_epi32(w);
+            c0[i] = _mm512_dpbf16_ps(c0[i], ai, b0);
+            c1[i] = _mm512_dpbf16_ps(c1[i], ai, b1);
+        }
+    }
+    store_tile(c0, c1, c, rsc, m, n, acc, alpha);
+}
+
+/* 16 pairs from s, of which `valid` 16-bit values exist (the rest read as 0) */
+static TARGET_BF16 inline __m512 pairs16(const uint16_t *s, int64_t valid)
+{
+    __mmask32 k = valid >= 32 ? 0xffffffffu : (__mmask32)((1u << valid) - 1u);
+    return _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(k, s));
+}
+
+/* rows (<= 16) rows of pairs along k (row i at s + i rs, kc values) into
+   `width`-pair rows of the packed layout at dst, `out_mask` lanes each:
+   16 pairs of each row at a time, transposed as 32-bit lanes. */
+static TARGET_BF16 void pairs_transposed(int rows, int64_t kc, const uint16_t *s, int64_t rs, uint16_t *dst,
+                                         int width, __mmask16 out_mask)
+{
+    int64_t kp = (kc + 1) / 2;
+    for (int64_t p = 0; p < kp; p += 16) {
+        __m512 r[16];
+        for (int i = 0; i < 16; i++) r[i] = i < rows ? pairs16(s + i * rs + 2 * p, kc - 2 * p) : _mm512_setzero_ps();
+        tr16_regs(r, (float *)(void *)(dst + 2 * p * width), width, out_mask, kp - p < 16 ? (int)(kp - p) : 16);
+    }
+}
+
+/* The lanes of two 32-value rows x and y interleaved: lo gets pairs
+   (x[t], y[t]) for t < 16, hi for t from 16. */
+static TARGET_BF16 inline void interleave16(__m512i x, __m512i y, __m512i *lo, __m512i *hi)
+{
+    static const uint16_t il[32] = { 0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                     8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47 };
+    __m512i i0 = _mm512_loadu_si512(il), i1 = _mm512_add_epi16(i0, _mm512_set1_epi16(16));
+    *lo = _mm512_permutex2var_epi16(x, i0, y);
+    *hi = _mm512_permutex2var_epi16(x, i1, y);
+}
+
+static TARGET_BF16 inline __mmask32 mask32(int64_t n)
+{
+    return n >= 32 ? 0xffffffffu : n <= 0 ? 0 : (__mmask32)((1u << n) - 1u);
+}
+
+/* A (mc x kc bfloat16) into MR-row pair slivers: rows along k (unit column
+   stride) through the 32-bit transpose; columns along m (a transposed
+   view) two columns interleaved per step. 0: other strides. */
+static TARGET_BF16 int pack_a_bf16(int64_t mc, int64_t kc, const uint16_t *a, int64_t rs, int64_t cs, uint16_t *dst)
+{
+    int64_t kp = (kc + 1) / 2;
+    if (cs != 1 && rs != 1) return 0;
+    for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += 2 * MR * kp) {
+        int m = mc - i0 < MR ? (int)(mc - i0) : MR;
+        if (cs == 1) {
+            pairs_transposed(m, kc, a + i0 * rs, rs, dst, MR, (__mmask16)((1u << MR) - 1u));
+            continue;
+        }
+        for (int64_t p = 0; p < kp; p++) {
+            __m512i x = _mm512_maskz_loadu_epi16(mask32(m), a + i0 + 2 * p * cs), lo, hi;
+            __m512i y = 2 * p + 1 < kc ? _mm512_maskz_loadu_epi16(mask32(m), a + i0 + (2 * p + 1) * cs)
+                                       : _mm512_setzero_si512();
+            interleave16(x, y, &lo, &hi);
+            _mm512_mask_storeu_epi16(dst + 2 * p * MR, mask32(2 * MR), lo);
+        }
+    }
+    return 1;
+}
+
+/* B (kc x nc bfloat16) into NR-column pair slivers: rows along n (unit
+   column stride) two rows interleaved per step; columns along k (K^T)
+   through the 32-bit transpose. 0: other strides. */
+static TARGET_BF16 int pack_b_bf16(int64_t kc, int64_t nc, const uint16_t *b, int64_t rs, int64_t cs, uint16_t *dst)
+{
+    int64_t kp = (kc + 1) / 2;
+    if (cs != 1 && rs != 1) return 0;
+    for (int64_t j0 = 0; j0 < nc; j0 += NR, dst += 2 * NR * kp) {
+        int n = nc - j0 < NR ? (int)(nc - j0) : NR;
+        if (cs == 1) {
+            for (int64_t p = 0; p < kp; p++) {
+                __m512i x = _mm512_maskz_loadu_epi16(mask32(n), b + 2 * p * rs + j0), lo, hi;
+                __m512i y = 2 * p + 1 < kc ? _mm512_maskz_loadu_epi16(mask32(n), b + (2 * p + 1) * rs + j0)
+                                           : _mm512_setzero_si512();
+                interleave16(x, y, &lo, &hi);
+                _mm512_storeu_si512(dst + 2 * p * NR, lo);
+                _mm512_storeu_si512(dst + 2 * p * NR + 32, hi);
+            }
+            continue;
+        }
+        const uint16_t *s = b + j0 * cs;
+        pairs_transposed(n < 16 ? n : 16, kc, s, cs, dst, NR, 0xffff);
+        pairs_transposed(n > 16 ? n - 16 : 0, kc, s + 16 * cs, cs, dst + 32, NR, 0xffff);
+    }
+    return 1;
+}
+
+/* rows (<= MR) rows of float32 P holding bfloat16 values (row stride rs,
+   kc of them) as an A pair sliver: the values' top halves, exact. */
+static TARGET_BF16 void pack_p_bf16(int rows, int64_t kc, const float *p, int64_t rs, uint16_t *dst)
+{
+    static const uint16_t odd[32] = { 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+                                      33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63 };
+    __m512i top = _mm512_loadu_si512(odd);
+    int64_t kp = (kc + 1) / 2;
+    for (int64_t q = 0; q < kp; q += 16) {
+        __m512 r[16];
+        for (int i = 0; i < 16; i++) {
+            if (i >= rows) { r[i] = _mm512_setzero_ps(); continue; }
+            const float *s = p + i * rs + 2 * q;
+            int64_t left = kc - 2 * q;
+            __m512i x = _mm512_castps_si512(_mm512_maskz_loadu_ps(tail_mask(left), s));
+            __m512i y = _mm512_castps_si512(_mm512_maskz_loadu_ps(tail_mask(left - 16 > 0 ? left - 16 : 0), s + 16));
+            r[i] = _mm512_castsi512_ps(_mm512_permutex2var_epi16(x, top, y));
+        }
+        tr16_regs(r, (float *)(void *)(dst + 2 * q * MR), MR, (__mmask16)((1u << MR) - 1u), kp - q < 16 ? (int)(kp - q) : 16);
+    }
+}
+
+/* The fields both AVX-512 paths share; avx512_bf16 adds the bfloat16
+   micro-kernel, for CPUs with AVX512_BF16 (dispatch.c). */
+#define AVX512_FIELDS \
+    .mr = MR, .nr = NR, .kc = KC, .mc = MC, .nc = NC, \
+    .ukernel = ukernel, .ukernel_rows = ukernel_rows, .axpy = axpy, .exp_vec = exp_vec, \
+    .row_max = row_max, .exp_sum = exp_sum, .exp_sum_next = exp_sum_next, .scale = scale, \
+    .sdpa_exp_sum = sdpa_exp_sum, .transpose = transpose, \
+    .sum_line = sum_line, .sum_cols = sum_cols, .pack_a = pack_a, .pack_b = pack_b, \
+    .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary, \
+    .ew_masked_fill = ew_masked_fill, .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N, \
+    .sdpa_bwd_head = sdpa_bwd_head, .half_from_f32 = half_from_f32, .half_to_f32 = half_to_f32, \
+    .round_half = round_half, .sdpa_exp_sum_half = sdpa_exp_sum_half
+
+const tk_kern tk_kern_avx512 = { .name = "avx512", AVX512_FIELDS };
+
+const tk_kern tk_kern_avx512_bf16 = {
+    .name = "avx512_bf16", AVX512_FIELDS,
+    .ukernel_bf16 = ukernel_bf16, .pack_a_bf16 = pack_a_bf16, .pack_b_bf16 = pack_b_bf16,
+    .pack_p_bf16 = pack_p_bf16,
 };
 
 #else

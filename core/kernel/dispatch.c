@@ -22,12 +22,22 @@ static int has_f16c(void)
     unsigned a, b, c, d;
     return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
 }
+
+/* AVX512_BF16 (cpuid leaf 7, subleaf 1, eax bit 5) beside AVX-512F and BW,
+   and the OS saving the AVX-512 state (which avx512f's check includes). */
+static int has_bf16(void)
+{
+    unsigned a, b, c, d;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+           && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5)) != 0;
+}
 #endif
 
 static const tk_kern *detect(void)
 {
 #ifdef TK_X86_SIMD
     __builtin_cpu_init();
+    if (has_bf16()) return &tk_kern_avx512_bf16;
     if (__builtin_cpu_supports("avx512f")) return &tk_kern_avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
         return &tk_kern_avx2;
@@ -50,6 +60,10 @@ int tk_simd_force(const char *path)
     if (strcmp(path, "scalar") == 0) { kern_forced = &tk_kern_scalar; return 1; }
 #ifdef TK_X86_SIMD
     __builtin_cpu_init();
+    if (strcmp(path, "avx512_bf16") == 0 && has_bf16()) {
+        kern_forced = &tk_kern_avx512_bf16;
+        return 1;
+    }
     if (strcmp(path, "avx512") == 0 && __builtin_cpu_supports("avx512f")) {
         kern_forced = &tk_kern_avx512;
         return 1;

@@ -135,6 +135,32 @@ static void pack_b_typed(const tk_kern *kn, int t, int64_t kc, int64_t nc, const
     }
 }
 
+/* bfloat16 A and B as pair slivers for ukernel_bf16 (kernels.h): the
+   path's packers where they handle the strides, else element by element. */
+static void pack_a_pairs(const tk_kern *kn, int64_t mc, int64_t kc, const uint16_t *a, int64_t rs,
+                         int64_t cs, uint16_t *dst)
+{
+    if (kn->pack_a_bf16(mc, kc, a, rs, cs, dst)) return;
+    int mr = kn->mr;
+    int64_t kp = (kc + 1) / 2;
+    for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += 2 * mr * kp)
+        for (int64_t p = 0; p < 2 * kp; p++)
+            for (int i = 0; i < mr; i++)
+                dst[(p / 2 * mr + i) * 2 + p % 2] = i0 + i < mc && p < kc ? a[(i0 + i) * rs + p * cs] : 0;
+}
+
+static void pack_b_pairs(const tk_kern *kn, int64_t kc, int64_t nc, const uint16_t *b, int64_t rs,
+                         int64_t cs, uint16_t *dst)
+{
+    if (kn->pack_b_bf16(kc, nc, b, rs, cs, dst)) return;
+    int nr = kn->nr;
+    int64_t kp = (kc + 1) / 2;
+    for (int64_t j0 = 0; j0 < nc; j0 += nr, dst += 2 * nr * kp)
+        for (int64_t p = 0; p < 2 * kp; p++)
+            for (int j = 0; j < nr; j++)
+                dst[(p / 2 * nr + j) * 2 + p % 2] = j0 + j < nc && p < kc ? b[p * rs + (j0 + j) * cs] : 0;
+}
+
 /* Data cache sizes in bytes, read once (0 where the system does not say). */
 static long cache_l1, cache_l2;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
@@ -179,7 +205,8 @@ typedef struct gemm_job {
     int ta; const void *a; const int64_t *aoff; int64_t rsa, csa;
     int tb; const void *b; const int64_t *boff; int64_t rsb, csb;
     float *c; const int64_t *coff; int64_t rsc, csc;
-    int64_t kc, mc;               /* inner and row blocks (cache_blocks) */
+    int pairs;                    /* bfloat16 A and B through ukernel_bf16 */
+    int64_t kc, mc;               /* inner and row blocks (cache_blocks; kc doubled for pairs) */
     int64_t nc, njc;              /* column blocks */
     int64_t slivers, parts;       /* mr-row slivers of C, cut into `parts` row ranges */
     int failed;                   /* units: batch x njc x parts */
@@ -227,6 +254,48 @@ static void gemm_rows(const gemm_job *g, const float *A, float *C, int64_t r0, i
     }
 }
 
+/* A tile computed into tmp (row stride nr) added to or stored in a strided C. */
+static void put_tile(const gemm_job *g, float *ct, const float *tmp, int m, int n, int acc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            float *e = ct + i * g->rsc + j * g->csc;
+            *e = acc ? *e + tmp[i * g->kn->nr + j] : tmp[i * g->kn->nr + j];
+        }
+}
+
+/* gemm_block for bfloat16 pairs: the same loops over pair slivers. */
+static void gemm_block_pairs(gemm_job *g, const uint16_t *A, const uint16_t *B, float *C, int64_t j0,
+                             int64_t ncur, int64_t r0, int64_t r1, int64_t mc, uint16_t *ap, uint16_t *bp,
+                             float *tmp)
+{
+    const tk_kern *kn = g->kn;
+    int mr = kn->mr, nr = kn->nr;
+    for (int64_t p0 = 0; p0 < g->K; p0 += g->kc) {
+        int64_t kc = g->K - p0 < g->kc ? g->K - p0 : g->kc, kp = (kc + 1) / 2;
+        int acc = p0 > 0;
+        pack_b_pairs(kn, kc, ncur, B + p0 * g->rsb + j0 * g->csb, g->rsb, g->csb, bp);
+        for (int64_t i0 = r0; i0 < r1; i0 += mc) {
+            int64_t mcur = r1 - i0 < mc ? r1 - i0 : mc;
+            pack_a_pairs(kn, mcur, kc, A + i0 * g->rsa + p0 * g->csa, g->rsa, g->csa, ap);
+            for (int64_t jr = 0; jr < ncur; jr += nr) {
+                int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
+                for (int64_t ir = 0; ir < mcur; ir += mr) {
+                    int m = mcur - ir < mr ? (int)(mcur - ir) : mr;
+                    float *ct = C + (i0 + ir) * g->rsc + (j0 + jr) * g->csc;
+                    const uint16_t *as = ap + 2 * ir * kp, *bs = bp + 2 * jr * kp;
+                    if (g->csc == 1) {
+                        kn->ukernel_bf16(kp, as, bs, ct, g->rsc, m, n, acc, 1.0f);
+                        continue;
+                    }
+                    kn->ukernel_bf16(kp, as, bs, tmp, nr, m, n, 0, 1.0f);
+                    put_tile(g, ct, tmp, m, n, acc);
+                }
+            }
+        }
+    }
+}
+
 /* Rows [r0, r1) of C, column block jc, batch t: the B panel is packed once
    per pc block, then the rows go by in mc blocks of equal size. */
 static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r1,
@@ -239,6 +308,10 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
     int64_t j0 = jc * g->nc, ncur = g->N - j0 < g->nc ? g->N - j0 : g->nc;
     int64_t sl = (r1 - r0 + mr - 1) / mr, nblk = (sl * mr + g->mc - 1) / g->mc;
     int64_t mc = (sl + nblk - 1) / nblk * mr;
+    if (g->pairs) {
+        gemm_block_pairs(g, A, B, C, j0, ncur, r0, r1, mc, (uint16_t *)(void *)ap, (uint16_t *)(void *)bp, tmp);
+        return;
+    }
     /* a narrow B (A·V: N = Dh) would reuse a packed A block only a few
        times: read A where it is instead */
     int in_place = kn->ukernel_rows && g->ta == TK_F32 && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr;
@@ -264,11 +337,7 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
                     }
                     /* strided C: through a tile, same arithmetic per element */
                     kn->ukernel(kc, ap + ir * kc, bp + jr * kc, tmp, nr, m, n, 0);
-                    for (int i = 0; i < m; i++)
-                        for (int j = 0; j < n; j++) {
-                            float *e = ct + i * g->rsc + j * g->csc;
-                            *e = acc ? *e + tmp[i * nr + j] : tmp[i * nr + j];
-                        }
+                    put_tile(g, ct, tmp, m, n, acc);
                 }
             }
         }
@@ -281,13 +350,18 @@ static void gemm_range(void *ctx, int64_t begin, int64_t end)
     const tk_kern *kn = g->kn;
     int64_t kc = g->K < g->kc ? g->K : g->kc;
     int64_t ncp = (g->nc + kn->nr - 1) / kn->nr * kn->nr;
-    float *ap = tk_scratch(TK_SCRATCH_PACK_A, (size_t)(g->mc * kc) * sizeof(float));
-    float *bp = tk_scratch(TK_SCRATCH_PACK_B, (size_t)(ncp * kc) * sizeof(float));
+    size_t esz = sizeof(float);
+    if (g->pairs) kc = (kc + 1) / 2 * 2, esz = sizeof(uint16_t);   /* pairs of 16-bit values */
+    float *ap = tk_scratch(TK_SCRATCH_PACK_A, (size_t)(g->mc * kc) * esz);
+    float *bp = tk_scratch(TK_SCRATCH_PACK_B, (size_t)(ncp * kc) * esz);
     float *tmp = tk_scratch(TK_SCRATCH_TILE, (size_t)(kn->mr * kn->nr) * sizeof(float));
     float *half = NULL;
-    if (g->ta != TK_F32 || g->tb != TK_F32)
+    if (!g->pairs && (g->ta != TK_F32 || g->tb != TK_F32))
         half = tk_scratch(TK_SCRATCH_HALF, (size_t)((kn->mr > kn->nr ? kn->mr : kn->nr) * kc) * sizeof(float));
-    if (!ap || !bp || !tmp || ((g->ta != TK_F32 || g->tb != TK_F32) && !half)) { g->failed = 1; return; }
+    if (!ap || !bp || !tmp || (!g->pairs && (g->ta != TK_F32 || g->tb != TK_F32) && !half)) {
+        g->failed = 1;
+        return;
+    }
     for (int64_t u = begin; u < end; ) {
         /* consecutive parts of one (batch, column block) are one row range */
         int64_t k0 = u % g->parts, left = g->parts - k0;
@@ -399,8 +473,10 @@ void tk_gemm_batch_typed(int64_t nbatch, int64_t M, int64_t N, int64_t K,
         return;
     }
     gemm_job g = { kn, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, c, coff, rsc, csc,
-                   kn->kc, kn->mc, kn->nc, 0, (M + kn->mr - 1) / kn->mr, 1, 0 };
+                   ta == TK_BF16 && tb == TK_BF16 && kn->ukernel_bf16, kn->kc, kn->mc, kn->nc, 0,
+                   (M + kn->mr - 1) / kn->mr, 1, 0 };
     cache_blocks(kn, &g.kc, &g.mc);
+    if (g.pairs) g.kc *= 2;   /* the same bytes of slivers in L1 */
     /* Too few rows to share: cut the columns finer (this never changes the
        arithmetic, only who does it). */
     if (nbatch * g.slivers < 4 * nt && N > kn->nr) {

@@ -59,7 +59,10 @@ void tk_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
    (a, b point at that type; offsets and strides count its elements). The
    packers convert to float32 as they pack, so the products and sums are
    float32 and C gets the bits tk_gemm_batch gives on float32 copies of A
-   and B laid out with the same strides. */
+   and B laid out with the same strides; but when both are TK_BF16 and the
+   path has ukernel_bf16 (avx512_bf16), the packers keep bfloat16 pairs and
+   the micro-kernel takes two products an instruction: other bits (the
+   sums' order, subnormals as 0), still the same on any thread count. */
 enum { TK_F32, TK_BF16, TK_F16 };
 void tk_gemm_batch_typed(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                          int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
@@ -360,9 +363,9 @@ void tk_sdpa_small(int on);
 
 /* ===== Dispatch control (tests and benchmarks) ===== */
 
-/* "avx512", "avx2" or "scalar": the path the dispatchers use now. */
+/* "avx512_bf16", "avx512", "avx2" or "scalar": the path the dispatchers use now. */
 const char *tk_simd_path(void);
-/* Force a path ("avx512", "avx2", "scalar"); returns 0 if this CPU or build
+/* Force a path ("avx512_bf16", "avx512", "avx2", "scalar"); returns 0 if this CPU or build
    cannot run it. NULL restores the automatic choice. */
 int tk_simd_force(const char *path);
 
@@ -455,6 +458,20 @@ typedef struct tk_kern {
     /* optional, 16-bit sdpa without dropout: sdpa_exp_sum with y rounded as
        round_half rounds it, in the same pass; the sum of the unrounded y */
     float (*sdpa_exp_sum_half)(int64_t n, const float *x, float m, float *y, int bf16);
+    /* optional, bfloat16 products two at a time (AVX512_BF16's vdpbf16ps):
+       C[m,n] = (acc ? C + : ) alpha Ap*Bp over kp pairs of k, Ap kp steps
+       of mr pairs (a(i, 2p), a(i, 2p + 1)), Bp kp steps of nr pairs (b(2p,
+       j), b(2p + 1, j)), an odd kc padded with 0; products exact, sums
+       float32 (each lane's pair in the instruction's order), subnormal
+       inputs and sums read and written as 0. The packers take mc x kc A
+       or kc x nc B bfloat16 with any strides into those layouts (0: not
+       handled, gemm.c packs); pack_p_bf16 packs rows <= mr rows of float32
+       holding bfloat16 values (sdpa's rounded P, row stride rs). */
+    void (*ukernel_bf16)(int64_t kp, const uint16_t *ap, const uint16_t *bp, float *c, int64_t rsc,
+                         int m, int n, int acc, float alpha);
+    int (*pack_a_bf16)(int64_t mc, int64_t kc, const uint16_t *a, int64_t rs, int64_t cs, uint16_t *dst);
+    int (*pack_b_bf16)(int64_t kc, int64_t nc, const uint16_t *b, int64_t rs, int64_t cs, uint16_t *dst);
+    void (*pack_p_bf16)(int rows, int64_t kc, const float *p, int64_t rs, uint16_t *dst);
 } tk_kern;
 
 /* Micro-kernel operands: A (mc x kc, any strides) as mr-row slivers, B
@@ -523,6 +540,7 @@ extern const tk_kern tk_kern_scalar;
 #define TK_X86_SIMD 1
 extern const tk_kern tk_kern_avx2;
 extern const tk_kern tk_kern_avx512;
+extern const tk_kern tk_kern_avx512_bf16;   /* avx512 and AVX512_BF16's bfloat16 micro-kernel */
 #endif
 /* The path the dispatchers use now (see tk_simd_force). */
 const tk_kern *tk_kern_now(void);

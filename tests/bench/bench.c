@@ -508,12 +508,15 @@ static void bench_half(void)
 #endif
     printf("\n== half: 16-bit matmul vs float32 (GFLOP/s, median (min-max); ratio = 16-bit time / fp32 time,\n"
            "   each paired in turns with its own fp32 run)\n");
-    printf("   path %s: bf16/fp16 converted to fp32 in the GEMM packers (%s), fp32 products and sums,\n"
-           "   C rounded once; this CPU %s AVX512_BF16 (no vdpbf16ps micro-kernel here: every machine takes\n"
-           "   the convert-in-packer path). sbgemm: OpenBLAS cblas_sbgemm (bf16 in, fp32 C)%s.\n"
+    int pairs = tk_kern_now()->ukernel_bf16 != NULL;
+    printf("   path %s: %s; fp16 converted to fp32 in the GEMM packers (%s), fp32 products\n"
+           "   and sums; C rounded once. This CPU %s AVX512_BF16. sbgemm: OpenBLAS cblas_sbgemm (bf16 in,\n"
+           "   fp32 C)%s.\n"
            "   memory: A+B+C in MiB, fp32 / 16-bit (+ the fp32 C a 16-bit matmul holds while it runs)\n",
-           p, strcmp(p, "avx512") == 0 ? "AVX-512F: integer bf16, vcvtph2ps"
-              : strcmp(p, "avx2") == 0 ? "AVX2: integer bf16, F16C" : "portable C",
+           p, pairs ? "bf16 by the vdpbf16ps micro-kernel (bf16 pairs packed, two products per fp32 lane)"
+                    : "bf16 converted to fp32 in the GEMM packers",
+           strcmp(p, "avx512") == 0 || pairs ? "AVX-512F: vcvtph2ps"
+              : strcmp(p, "avx2") == 0 ? "AVX2: F16C" : "portable C",
            bf16_isa ? "has" : "has no", ob_sbgemm ? "" : ": not exported by this OpenBLAS (or none found)");
     printf("  %-22s %-2s %-28s%-28s%-7s%-28s%-7s%-28s%s\n", "shape", "th", "fp32", "bf16", "ratio", "fp16", "ratio",
            "OpenBLAS sbgemm", "memory");

@@ -242,14 +242,16 @@ check("clock monotonic", type(t0) == "number" and tt.clock() >= t0)
 check("isatty(1) of a file", tt.isatty(1) == false)
 check("isatty(2) of a file", tt.isatty(2) == false)
 check("isatty of a closed descriptor", tt.isatty(987) == false)
--- kernel_path: one of the three, and one this CPU can run (test_kernels checks it follows a forced path)
+-- kernel_path: one of the four, and one this CPU can run (test_kernels checks it follows a forced path)
 do
   local path = tt.kernel_path()
-  check("kernel_path is a path name", path == "avx512" or path == "avx2" or path == "scalar")
+  check("kernel_path is a path name", path == "avx512_bf16" or path == "avx512" or path == "avx2" or path == "scalar")
   local f = io.open("/proc/cpuinfo")
   if f then
     local flags = f:read("a"); f:close()
     check("kernel_path avx512 needs avx512f", path ~= "avx512" or flags:find("avx512f", 1, true) ~= nil)
+    check("kernel_path avx512_bf16 needs avx512_bf16", path ~= "avx512_bf16" or flags:find("avx512_bf16", 1, true) ~= nil)
+    check("a CPU with avx512_bf16 takes that path", flags:find("avx512_bf16", 1, true) == nil or path == "avx512_bf16")
     check("kernel_path avx2 needs avx2 and fma", path ~= "avx2" or (flags:find(" avx2", 1, true) and flags:find(" fma", 1, true)) ~= nil)
   end
   -- forcing a path: the ops follow it (a matmul's bits are those of the path)
@@ -263,7 +265,7 @@ do
   tt.kernel_path(path)
   check("kernel_path(path) sets it back", tt.kernel_path() == path)
   tt.assert_close(a:matmul(b), on_scalar, 1e-5, 1e-5, "each path's product is the same to rounding")
-  checkerror({"kernel_path: unknown path 'avx9' (paths: avx512, avx2, scalar, auto)"}, tt.kernel_path, "avx9")
+  checkerror({"kernel_path: unknown path 'avx9' (paths: avx512_bf16, avx512, avx2, scalar, auto)"}, tt.kernel_path, "avx9")
   if path == "scalar" then
     checkerror({"kernel_path: this machine (or build) cannot run the avx2 path; it runs scalar",
                 'hint: "scalar" runs everywhere'}, tt.kernel_path, "avx2")
