@@ -6,6 +6,7 @@
 ** differences; on every SIMD path this CPU can run, and 1 vs 2 vs 3
 ** threads bit for bit.
 */
+#include <float.h>
 #include <math.h>
 #include <sys/resource.h>
 #include <stdint.h>
@@ -831,6 +832,57 @@ static void test_round_half(void)
     }
 }
 
+/* avx512_bf16's exp pass for the pairs' P V: bfloat16 bits of sdpa_exp_sum's
+   values (half.c's rounding), 0 allowed below FLT_MIN, and its very sum. */
+static void test_exp_sum_bf16(void)
+{
+    const tk_kern *kn = tk_kern_now();
+    if (!kn->sdpa_exp_sum_bf16) return;
+    float s[301], p[301];
+    uint16_t y[301];
+    for (int t = 0; t < 301; t++) s[t] = (float)(t % 5 == 0 ? -90.0 - 20.0 * urand() : -12.0 * urand());
+    int bad = 0;
+    for (int n = 0; n <= 301 && !bad; n += 7) {
+        float a1 = kn->sdpa_exp_sum_bf16(n, s, 0.0f, y), a2 = kn->sdpa_exp_sum(n, s, 0.0f, p);
+        bad = a1 != a2;
+        for (int t = 0; t < n; t++)
+            bad |= y[t] != tk_bf16_from_f32(p[t]) && !(p[t] < FLT_MIN && y[t] == 0);
+    }
+    char m[120];
+    snprintf(m, sizeof m, "[%s] exp pass to bfloat16 bits: half.c's bits of the float32 pass, its sum", tk_simd_path());
+    CHECK(m, !bad);
+}
+
+/* A hidden key's v is never read, on every path: causal with Nk = Nq + 1,
+   the first 12 query rows see keys 0..12 (odd: on avx512_bf16 the pad of
+   the last pair would read key 13), and v of key 13 is inf. Those rows are
+   finite; the later rows, which see it, are not. */
+static void test_hidden_v(void)
+{
+    enum { NQ = 24, NK = 25, D = 16 };
+    uint16_t q[NQ * D], k[NK * D], v[NK * D], o[NQ * D];
+    for (int i = 0; i < NQ * D; i++) q[i] = tk_bf16_from_f32((float)urand() - 0.5f);
+    for (int i = 0; i < NK * D; i++) {
+        k[i] = tk_bf16_from_f32((float)urand() - 0.5f);
+        v[i] = tk_bf16_from_f32(i / D == 13 ? INFINITY : (float)urand() - 0.5f);
+    }
+    const float *qp = (const float *)(const void *)q, *kp = (const float *)(const void *)k;
+    const float *vp = (const float *)(const void *)v;
+    tk_sdpa_args f = { 1, 1, 1, NQ, NK, D, D, qp, 0, 0, D, 1, kp, 0, 0, D, 1, vp, 0, 0, D, 1,
+                       NULL, 0, 0, 0, 0, 1, 0.25f, (float *)(void *)o, NULL, NULL, {0}, TK_SDPA_BF16 };
+    tk_sdpa(&f);
+    int early = 1, late = 1;
+    for (int i = 0; i < NQ * D; i++) {
+        float x = tk_bf16_to_f32(o[i]);
+        if (i / D < 12) early &= isfinite(x);
+        else late &= !isfinite(x);
+    }
+    char m[160];
+    snprintf(m, sizeof m, "[%s] bfloat16: rows that do not see key 13 stay finite when its v is inf; those that do, not",
+             tk_simd_path());
+    CHECK(m, early && late);
+}
+
 /* No N x N buffer: bfloat16 attention at N = 4096 (a float32 score matrix
    would be 64 MiB), forward and backward, grows the peak RSS by a few MiB
    at most (q, k, v, out, the gradients: 1 head of Dh = 16, under 2 MiB). */
@@ -920,7 +972,8 @@ static const ocase ocases[] = {
 
 int main(void)
 {
-    static const char *paths[] = { "scalar", "avx2", "avx512" };
+    /* avx512_bf16 differs from avx512 only in bfloat16 products: its bf16 cases alone */
+    static const char *paths[] = { "scalar", "avx2", "avx512", "avx512_bf16" };
     test_half_memory();   /* first: the peak RSS has not been raised yet */
     test_fd("");
     opt.bias = BI_FULL; opt.window = 3; opt.sinks = 1; opt.dropout = 0.3f;
@@ -929,12 +982,15 @@ int main(void)
     test_fd(" with alibi");
     opt.alibi = 0;
     int first = 1;
-    for (int pth = 0; pth < 3; pth++) {
+    for (int pth = 0; pth < 4; pth++) {
         if (!tk_simd_force(paths[pth])) { printf("  path %s: not on this CPU or build\n", paths[pth]); continue; }
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], first);
-        test_small_nonfinite();
-        test_round_half();
-        for (size_t i = 0; i < sizeof ocases / sizeof ocases[0]; i++) {
+        int bf16_only = pth == 3;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0] && !bf16_only; i++) run_case(&cases[i], first);
+        if (!bf16_only) test_small_nonfinite();
+        if (!bf16_only) test_round_half();
+        test_exp_sum_bf16();
+        test_hidden_v();
+        for (size_t i = 0; i < sizeof ocases / sizeof ocases[0] && !bf16_only; i++) {
             const ocase *o = &ocases[i];
             opt.bias = o->bias; opt.alibi = o->alibi; opt.window = o->window; opt.sinks = o->sinks;
             opt.dropout = o->dropout;
@@ -943,7 +999,7 @@ int main(void)
         memset(&opt, 0, sizeof opt);
         /* 16-bit: plain cases at awkward sizes and layouts, then the options */
         static const int hcases[] = { 2, 3, 5, 8, 12, 15 }, hocases[] = { 0, 3, 6, 9, 13, 16 };
-        for (int hf = TK_SDPA_BF16; hf <= TK_SDPA_F16; hf++) {
+        for (int hf = TK_SDPA_BF16; hf <= (bf16_only ? TK_SDPA_BF16 : TK_SDPA_F16); hf++) {
             for (size_t i = 0; i < sizeof hcases / sizeof hcases[0]; i++) run_half(&cases[hcases[i]], hf);
             for (size_t i = 0; i < sizeof hocases / sizeof hocases[0]; i++) {
                 const ocase *o = &ocases[hocases[i]];
@@ -953,6 +1009,8 @@ int main(void)
             }
             memset(&opt, 0, sizeof opt);
         }
+        printf("  path %s: 16-bit forward and backward within their bounds (worst so far: bfloat16 %.2f, float16 %.2f)\n",
+               paths[pth], worst_half[0], worst_half[1]);
         first = 0;
     }
     tk_simd_force(NULL);

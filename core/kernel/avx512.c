@@ -1055,10 +1055,14 @@ static TARGET void round_half(int bf16, int64_t n, float *x)
    products are exact in float32; the instruction reads subnormal inputs
    and writes subnormal sums as 0 and rounds to nearest even, whatever
    MXCSR says. Twice the multiply-adds of an FMA per instruction. */
-#define TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#define TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-static TARGET_BF16 void ukernel_bf16(int64_t kp, const uint16_t *ap, const uint16_t *bp, float *c,
-                                     int64_t rsc, int m, int n, int acc, float alpha)
+/* The tile of ukernel_bf16: row i's pair at step p is the 32 bits at
+   a + i is + p ps (16-bit units): packed (2, 2 MR) or a row-major A in
+   place (rsa, 2). */
+static TARGET_BF16 inline __attribute__((always_inline)) void
+tile_bf16(int64_t kp, const uint16_t *a, int64_t is, int64_t ps, const uint16_t *bp, float *c, int64_t rsc,
+          int m, int n, int acc, float alpha)
 {
     __m512 c0[MR], c1[MR];
     for (int i = 0; i < m; i++) {
@@ -1067,18 +1071,69 @@ static TARGET_BF16 void ukernel_bf16(int64_t kp, const uint16_t *ap, const uint1
     }
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) { c0[i] = _mm512_setzero_ps(); c1[i] = _mm512_setzero_ps(); }
-    for (int64_t p = 0; p < kp; p++, ap += 2 * MR, bp += 2 * NR) {
+    for (int64_t p = 0; p < kp; p++, a += ps, bp += 2 * NR) {
         __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp), b1 = (__m512bh)_mm512_loadu_si512(bp + 32);
 #pragma GCC unroll 12
         for (int i = 0; i < MR; i++) {
             int32_t w;
-            memcpy(&w, ap + 2 * i, sizeof w);
+            memcpy(&w, a + i * is, sizeof w);
             __m512bh ai = (__m512bh)_mm512_set1_epi32(w);
             c0[i] = _mm512_dpbf16_ps(c0[i], ai, b0);
             c1[i] = _mm512_dpbf16_ps(c1[i], ai, b1);
         }
     }
     store_tile(c0, c1, c, rsc, m, n, acc, alpha);
+}
+
+static TARGET_BF16 void ukernel_bf16(int64_t kp, const uint16_t *ap, const uint16_t *bp, float *c,
+                                     int64_t rsc, int m, int n, int acc, float alpha)
+{
+    tile_bf16(kp, ap, 2, 2 * MR, bp, c, rsc, m, n, acc, alpha);
+}
+
+static TARGET_BF16 void ukernel_rows_bf16(int64_t kp, const uint16_t *a, int64_t rsa, const uint16_t *bp,
+                                          float *c, int64_t rsc, int n, int acc)
+{
+    tile_bf16(kp, a, rsa, 2, bp, c, rsc, MR, n, acc, 1.0f);
+}
+
+/* sdpa_exp_sum (x <= m) with y stored as bfloat16 bits by vcvtne2ps2bf16:
+   round to nearest even, as half.c, for every value but those below
+   FLT_MIN, which it writes as 0 (sdpa_exp_sum may already flush them; no
+   row sum can see them). The sum of the unrounded y, in exp_sum_body's
+   order. P for the pairs' P V. */
+static TARGET_BF16 float sdpa_exp_sum_bf16(int64_t n, const float *x, float m, uint16_t *y)
+{
+    __m512 vm = _mm512_set1_ps(m), s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        __m512 e0 = _mm512_sub_ps(_mm512_loadu_ps(x + i), vm);
+        __m512 e1 = _mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vm);
+        __m512 e2 = _mm512_sub_ps(_mm512_loadu_ps(x + i + 32), vm);
+        __m512 e3 = _mm512_sub_ps(_mm512_loadu_ps(x + i + 48), vm);
+        __m512 lo = _mm512_min_ps(_mm512_min_ps(e0, e1), _mm512_min_ps(e2, e3));
+        if (__builtin_expect(exp16_in(lo, _mm512_max_ps(_mm512_max_ps(e0, e1), _mm512_max_ps(e2, e3))), 1)) {
+            e0 = exp16_fast(e0); e1 = exp16_fast(e1); e2 = exp16_fast(e2); e3 = exp16_fast(e3);
+        } else {
+            e0 = exp16_nonpos(e0); e1 = exp16_nonpos(e1); e2 = exp16_nonpos(e2); e3 = exp16_nonpos(e3);
+        }
+        _mm512_storeu_si512(y + i, (__m512i)_mm512_cvtne2ps_pbh(e1, e0));
+        _mm512_storeu_si512(y + i + 32, (__m512i)_mm512_cvtne2ps_pbh(e3, e2));
+        s0 = _mm512_add_ps(s0, e0); s1 = _mm512_add_ps(s1, e1);
+        s2 = _mm512_add_ps(s2, e2); s3 = _mm512_add_ps(s3, e3);
+    }
+    for (; i + 16 <= n; i += 16) {
+        __m512 e = exp16_nonpos(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+        _mm256_storeu_si256((__m256i *)(y + i), (__m256i)_mm512_cvtneps_pbh(e));
+        s0 = _mm512_add_ps(s0, e);
+    }
+    if (i < n) {                               /* leftovers: masked lanes add 0 */
+        __mmask16 k = tail_mask(n - i);
+        __m512 e = _mm512_maskz_mov_ps(k, exp16_nonpos(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm)));
+        _mm256_mask_storeu_epi16(y + i, k, (__m256i)_mm512_cvtneps_pbh(e));
+        s1 = _mm512_add_ps(s1, e);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
 /* 16 pairs from s, of which `valid` 16-bit values exist (the rest read as 0) */
@@ -1169,28 +1224,6 @@ static TARGET_BF16 int pack_b_bf16(int64_t kc, int64_t nc, const uint16_t *b, in
     return 1;
 }
 
-/* rows (<= MR) rows of float32 P holding bfloat16 values (row stride rs,
-   kc of them) as an A pair sliver: the values' top halves, exact. */
-static TARGET_BF16 void pack_p_bf16(int rows, int64_t kc, const float *p, int64_t rs, uint16_t *dst)
-{
-    static const uint16_t odd[32] = { 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
-                                      33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63 };
-    __m512i top = _mm512_loadu_si512(odd);
-    int64_t kp = (kc + 1) / 2;
-    for (int64_t q = 0; q < kp; q += 16) {
-        __m512 r[16];
-        for (int i = 0; i < 16; i++) {
-            if (i >= rows) { r[i] = _mm512_setzero_ps(); continue; }
-            const float *s = p + i * rs + 2 * q;
-            int64_t left = kc - 2 * q;
-            __m512i x = _mm512_castps_si512(_mm512_maskz_loadu_ps(tail_mask(left), s));
-            __m512i y = _mm512_castps_si512(_mm512_maskz_loadu_ps(tail_mask(left - 16 > 0 ? left - 16 : 0), s + 16));
-            r[i] = _mm512_castsi512_ps(_mm512_permutex2var_epi16(x, top, y));
-        }
-        tr16_regs(r, (float *)(void *)(dst + 2 * q * MR), MR, (__mmask16)((1u << MR) - 1u), kp - q < 16 ? (int)(kp - q) : 16);
-    }
-}
-
 /* The fields both AVX-512 paths share; avx512_bf16 adds the bfloat16
    micro-kernel, for CPUs with AVX512_BF16 (dispatch.c). */
 #define AVX512_FIELDS \
@@ -1209,7 +1242,7 @@ const tk_kern tk_kern_avx512 = { .name = "avx512", AVX512_FIELDS };
 const tk_kern tk_kern_avx512_bf16 = {
     .name = "avx512_bf16", AVX512_FIELDS,
     .ukernel_bf16 = ukernel_bf16, .pack_a_bf16 = pack_a_bf16, .pack_b_bf16 = pack_b_bf16,
-    .pack_p_bf16 = pack_p_bf16,
+    .ukernel_rows_bf16 = ukernel_rows_bf16, .sdpa_exp_sum_bf16 = sdpa_exp_sum_bf16,
 };
 
 #else

@@ -23,12 +23,14 @@ static int has_f16c(void)
     return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
 }
 
-/* AVX512_BF16 (cpuid leaf 7, subleaf 1, eax bit 5) beside AVX-512F and BW,
-   and the OS saving the AVX-512 state (which avx512f's check includes). */
+/* AVX512_BF16 (cpuid leaf 7, subleaf 1, eax bit 5) beside AVX-512F, BW
+   and VL, and the OS saving the AVX-512 state (which avx512f's check
+   includes). */
 static int has_bf16(void)
 {
     unsigned a, b, c, d;
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+           && __builtin_cpu_supports("avx512vl")
            && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5)) != 0;
 }
 #endif

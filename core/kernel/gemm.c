@@ -137,8 +137,8 @@ static void pack_b_typed(const tk_kern *kn, int t, int64_t kc, int64_t nc, const
 
 /* bfloat16 A and B as pair slivers for ukernel_bf16 (kernels.h): the
    path's packers where they handle the strides, else element by element. */
-static void pack_a_pairs(const tk_kern *kn, int64_t mc, int64_t kc, const uint16_t *a, int64_t rs,
-                         int64_t cs, uint16_t *dst)
+void tk_pack_a_pairs(const tk_kern *kn, int64_t mc, int64_t kc, const uint16_t *a, int64_t rs,
+                     int64_t cs, uint16_t *dst)
 {
     if (kn->pack_a_bf16(mc, kc, a, rs, cs, dst)) return;
     int mr = kn->mr;
@@ -149,8 +149,8 @@ static void pack_a_pairs(const tk_kern *kn, int64_t mc, int64_t kc, const uint16
                 dst[(p / 2 * mr + i) * 2 + p % 2] = i0 + i < mc && p < kc ? a[(i0 + i) * rs + p * cs] : 0;
 }
 
-static void pack_b_pairs(const tk_kern *kn, int64_t kc, int64_t nc, const uint16_t *b, int64_t rs,
-                         int64_t cs, uint16_t *dst)
+void tk_pack_b_pairs(const tk_kern *kn, int64_t kc, int64_t nc, const uint16_t *b, int64_t rs,
+                     int64_t cs, uint16_t *dst)
 {
     if (kn->pack_b_bf16(kc, nc, b, rs, cs, dst)) return;
     int nr = kn->nr;
@@ -274,10 +274,10 @@ static void gemm_block_pairs(gemm_job *g, const uint16_t *A, const uint16_t *B, 
     for (int64_t p0 = 0; p0 < g->K; p0 += g->kc) {
         int64_t kc = g->K - p0 < g->kc ? g->K - p0 : g->kc, kp = (kc + 1) / 2;
         int acc = p0 > 0;
-        pack_b_pairs(kn, kc, ncur, B + p0 * g->rsb + j0 * g->csb, g->rsb, g->csb, bp);
+        tk_pack_b_pairs(kn, kc, ncur, B + p0 * g->rsb + j0 * g->csb, g->rsb, g->csb, bp);
         for (int64_t i0 = r0; i0 < r1; i0 += mc) {
             int64_t mcur = r1 - i0 < mc ? r1 - i0 : mc;
-            pack_a_pairs(kn, mcur, kc, A + i0 * g->rsa + p0 * g->csa, g->rsa, g->csa, ap);
+            tk_pack_a_pairs(kn, mcur, kc, A + i0 * g->rsa + p0 * g->csa, g->rsa, g->csa, ap);
             for (int64_t jr = 0; jr < ncur; jr += nr) {
                 int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
                 for (int64_t ir = 0; ir < mcur; ir += mr) {

@@ -210,6 +210,9 @@ void tk_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t 
    converted to float32 as they are packed, products accumulate in
    float32, and P is rounded to the dtype before P V (FlashAttention's
    rounding: the row sums are the unrounded ones); out is rounded once.
+   On a path with ukernel_bf16 the bfloat16 forward packs Q, K and V as
+   bfloat16 pairs instead and takes Q K^T (scaled as it is stored) and
+   P V with two products an instruction, P stored as bfloat16 rows.
    The weights, lse, dout and the gradients stay float32. */
 enum { TK_SDPA_F32 = 0, TK_SDPA_BF16 = 1, TK_SDPA_F16 = 2 };
 
@@ -465,13 +468,17 @@ typedef struct tk_kern {
        float32 (each lane's pair in the instruction's order), subnormal
        inputs and sums read and written as 0. The packers take mc x kc A
        or kc x nc B bfloat16 with any strides into those layouts (0: not
-       handled, gemm.c packs); pack_p_bf16 packs rows <= mr rows of float32
-       holding bfloat16 values (sdpa's rounded P, row stride rs). */
+       handled, gemm.c packs). ukernel_rows_bf16: the A pairs read in place
+       from mr rows of a row-major bfloat16 A (row stride rsa, 2 kp values
+       each, m == mr); sdpa_exp_sum_bf16: sdpa_exp_sum with y's bfloat16
+       bits stored instead (round_half's values), the unrounded sum. */
     void (*ukernel_bf16)(int64_t kp, const uint16_t *ap, const uint16_t *bp, float *c, int64_t rsc,
                          int m, int n, int acc, float alpha);
+    void (*ukernel_rows_bf16)(int64_t kp, const uint16_t *a, int64_t rsa, const uint16_t *bp, float *c,
+                              int64_t rsc, int n, int acc);
     int (*pack_a_bf16)(int64_t mc, int64_t kc, const uint16_t *a, int64_t rs, int64_t cs, uint16_t *dst);
     int (*pack_b_bf16)(int64_t kc, int64_t nc, const uint16_t *b, int64_t rs, int64_t cs, uint16_t *dst);
-    void (*pack_p_bf16)(int rows, int64_t kc, const float *p, int64_t rs, uint16_t *dst);
+    float (*sdpa_exp_sum_bf16)(int64_t n, const float *x, float m, uint16_t *y);
 } tk_kern;
 
 /* Micro-kernel operands: A (mc x kc, any strides) as mr-row slivers, B
@@ -481,6 +488,13 @@ void tk_pack_a(const tk_kern *kn, int64_t mc, int64_t kc, const float *a, int64_
                float *dst);
 void tk_pack_b(const tk_kern *kn, int64_t kc, int64_t nc, const float *b, int64_t rs, int64_t cs,
                float *dst);
+
+/* bfloat16 A (mc x kc) and B (kc x nc), any strides, as ukernel_bf16's
+   pair slivers (the path needs ukernel_bf16). */
+void tk_pack_a_pairs(const tk_kern *kn, int64_t mc, int64_t kc, const uint16_t *a, int64_t rs, int64_t cs,
+                     uint16_t *dst);
+void tk_pack_b_pairs(const tk_kern *kn, int64_t kc, int64_t nc, const uint16_t *b, int64_t rs, int64_t cs,
+                     uint16_t *dst);
 
 /* The vector exp and log of both SIMD paths, one set of constants so the
    paths cannot drift apart (they give the same bits). ln 2 = LN2_HI +

@@ -150,6 +150,7 @@ typedef struct sdpa_job {
     int64_t dvp;                 /* Dv rounded up to nr */
     uint64_t call;
     int small;                   /* a task is a head, done by kn->sdpa_head */
+    int pairs;                   /* bfloat16 through kn->ukernel_bf16: Q, K, V, P packed as pairs */
     int64_t *empty;              /* per task */
     int failed;
     float keep_scale;            /* dropout: 1 / (1 - p) */
@@ -162,7 +163,9 @@ static uint64_t sdpa_calls;
 /* K rows [j0, j1) of head (b, hk) as B slivers of nr keys (Dh x nr each);
    V rows as slivers of nr value columns (Nk x nr each), zero padded. j0 is
    a multiple of nr; rows from Nk on are zeros. 16-bit K and V rows are converted to float32 (in f32, room for
-   (j1 - j0) max(Dh, Dv) floats) and packed from there. */
+   (j1 - j0) max(Dh, Dv) floats) and packed from there; with pairs, packed
+   as bfloat16 pairs instead (K's slivers Dh rounded up to even by nr, V's
+   keys in pairs: the same offsets counted in 16-bit values). */
 static void pack_kv(const sdpa_job *J, int64_t b, int64_t hk, int64_t j0, int64_t j1,
                     float *kp, float *vp, int64_t nkp, float *f32)
 {
@@ -173,6 +176,22 @@ static void pack_kv(const sdpa_job *J, int64_t b, int64_t hk, int64_t j0, int64_
     const float *V = tk_sdpa_at(hf, a->v, b * a->vs_b + hk * a->vs_h + j0 * a->vs_n);
     int64_t jv = j1 < a->Nk ? j1 : a->Nk;     /* rows that exist */
     int64_t ks_n = a->ks_n, ks_d = a->ks_d, vs_n = a->vs_n, vs_d = a->vs_d;
+    if (J->pairs) {
+        uint16_t *kb = (uint16_t *)(void *)kp, *vb = (uint16_t *)(void *)vp;
+        int64_t dhp = (a->Dh + 1) / 2 * 2;
+        if (jv > j0 && a->Dh > 0)
+            tk_pack_b_pairs(kn, a->Dh, jv - j0, (const uint16_t *)(const void *)K, ks_d, ks_n, kb + j0 * dhp);
+        for (int64_t t = 0; t < J->dvp; t += nr) {
+            uint16_t *dv = vb + t * nkp;
+            if (jv > j0) {
+                int64_t nc = a->Dv - t < nr ? a->Dv - t : nr;
+                tk_pack_b_pairs(kn, jv - j0, nc, (const uint16_t *)(const void *)V + t * vs_d, vs_n, vs_d, dv + j0 * nr);
+            }
+            int64_t z0 = jv > j0 ? (jv + 1) / 2 * 2 : j0;   /* an odd last key's pair is padded */
+            if (j1 > z0) memset(dv + z0 * nr, 0, (size_t)((j1 - z0) * nr) * sizeof(uint16_t));
+        }
+        return;
+    }
     if (hf && jv > j0) {
         tk_sdpa_rows_f32(hf, jv - j0, a->Dh, K, ks_n, ks_d, f32);
         K = f32, ks_n = a->Dh, ks_d = 1;
@@ -236,6 +255,40 @@ static void fetch(const void *p, int64_t n, int w)
     }
 }
 
+/* Zeros P of a row from key `from` to `to` (relative to its first computed
+   key): the float32 row p, or with pairs its bfloat16 row p16. */
+static void zero_p(const sdpa_job *J, float *p, uint16_t *p16, int64_t from, int64_t to)
+{
+    if (J->pairs) memset(p16 + from, 0, (size_t)(to - from) * sizeof(uint16_t));
+    else memset(p + from, 0, (size_t)(to - from) * sizeof(float));
+}
+
+/* O (m rows, stride dvp) += P V over kl keys with bfloat16 pairs: P's
+   bfloat16 rows (stride ls) read in place by whole slivers (a partial one
+   packed into pp), V's pair slivers from vs (sliver t at vs + t nkp). An
+   odd last key is added apart, so the pad of its pair never reads the next
+   key's v. */
+static void pv_pairs(const sdpa_job *J, const uint16_t *P, int64_t ls, int m, int64_t kl, uint16_t *pp,
+                     const uint16_t *vs, int64_t nkp, float *O)
+{
+    const tk_kern *kn = J->kn;
+    int nr = kn->nr, mr = kn->mr;
+    int64_t kp = kl / 2, dvp = J->dvp, Dv = J->a->Dv;
+    if (kp > 0 && m < mr) tk_pack_a_pairs(kn, m, 2 * kp, P, ls, 1, pp);
+    for (int64_t t = 0; t < dvp; t += nr) {
+        int n = Dv - t < nr ? (int)(Dv - t) : nr;
+        const uint16_t *v = vs + t * nkp;
+        if (kp > 0 && m == mr) kn->ukernel_rows_bf16(kp, P, ls, v, O + t, dvp, n, 1);
+        else if (kp > 0) kn->ukernel_bf16(kp, pp, v, O + t, dvp, m, n, 1, 1.0f);
+        if (kl % 2 == 0) continue;
+        const uint16_t *vl = v + kp * 2 * nr;   /* key kl - 1: the even halves of the pairs */
+        for (int i = 0; i < m; i++) {
+            float p = tk_bf16_to_f32(P[i * ls + kl - 1]);
+            for (int j = 0; j < n; j++) O[i * dvp + t + j] += p * tk_bf16_to_f32(vl[2 * j]);
+        }
+    }
+}
+
 static void sdpa_task(sdpa_job *J, int64_t task)
 {
     const tk_sdpa_args *a = J->a;
@@ -283,7 +336,11 @@ static void sdpa_task(sdpa_job *J, int64_t task)
     float *vp = tk_scratch(TK_SCRATCH_SDPA_V, (size_t)(nkp * (dvp > 0 ? dvp : 1)) * sizeof(float));
     float *qp = tk_scratch(TK_SCRATCH_SDPA_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
     float *S = tk_scratch(TK_SCRATCH_SDPA_S, (size_t)(nqp * ls) * sizeof(float));
-    float *pp = tk_scratch(TK_SCRATCH_SDPA_P, (size_t)(mr * bk) * sizeof(float));
+    /* pp: a packed sliver of P; with pairs, first P's bfloat16 rows (stride ls) */
+    size_t np16 = J->pairs ? (size_t)(nqp * ls) * sizeof(uint16_t) : 0;
+    float *pp = tk_scratch(TK_SCRATCH_SDPA_P, np16 + (size_t)(mr * bk) * sizeof(float));
+    uint16_t *P16 = (uint16_t *)(void *)pp;
+    if (J->pairs) pp = (float *)(void *)(P16 + nqp * ls);
     float *O = tk_scratch(TK_SCRATCH_SDPA_O, (size_t)(nqp * (dvp + 4)) * sizeof(float));
     int64_t wide = Dh > Dv ? Dh : Dv, f32n = (nkp > nq ? nkp : nq) * (wide > 0 ? wide : 1);
     float *f32 = hf ? tk_scratch(TK_SCRATCH_SDPA_F32, (size_t)f32n * sizeof(float)) : NULL;
@@ -304,12 +361,14 @@ static void sdpa_task(sdpa_job *J, int64_t task)
 
     /* Q block as mr-row slivers (Dh x mr each), then scaled */
     const float *Q = tk_sdpa_at(hf, a->q, b * a->qs_b + h * a->qs_h + i0 * a->qs_n);
-    int64_t qs_n = a->qs_n, qs_d = a->qs_d;
-    if (hf && Dh > 0) {   /* converted to float32 first */
+    int64_t qs_n = a->qs_n, qs_d = a->qs_d, dhp = (Dh + 1) / 2 * 2;   /* dhp: Dh in whole pairs */
+    if (J->pairs && Dh > 0)   /* as bfloat16 pairs, unscaled: the micro-kernel scales S */
+        tk_pack_a_pairs(kn, nq, Dh, (const uint16_t *)(const void *)Q, qs_n, qs_d, (uint16_t *)(void *)qp);
+    else if (hf && Dh > 0) {   /* converted to float32 first */
         tk_sdpa_rows_f32(hf, nq, Dh, Q, qs_n, qs_d, f32);
         Q = f32, qs_n = Dh, qs_d = 1;
     }
-    if (Dh > 0) {
+    if (Dh > 0 && !J->pairs) {
         tk_pack_a(kn, nq, Dh, Q, qs_n, qs_d, qp);
         kn->scale(nqp * Dh, a->scale, qp, qp);
     }
@@ -339,7 +398,11 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             for (int64_t ir = 0; ir < nq; ir += mr) {
                 int m = nq - ir < mr ? (int)(nq - ir) : mr;
                 if (jr >= row_keys(J, i0 + ir + m - 1, j0, nk) || jr + n <= first_key(J, i0 + ir, j0)) continue;
-                kn->ukernel(Dh, qp + ir * Dh, kp + (j0 + jr) * Dh, S + ir * ls + jr, ls, m, n, 0);
+                if (J->pairs)
+                    kn->ukernel_bf16(dhp / 2, (const uint16_t *)(const void *)qp + ir * dhp,
+                                     (const uint16_t *)(const void *)kp + (j0 + jr) * dhp, S + ir * ls + jr, ls, m, n, 0,
+                                     a->scale);
+                else kn->ukernel(Dh, qp + ir * Dh, kp + (j0 + jr) * Dh, S + ir * ls + jr, ls, m, n, 0);
             }
         }
         /* 2. mask and online softmax, row by row; P = exp(S - m) */
@@ -374,14 +437,14 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             s += rb, p += rb, lim -= rb;   /* the row's computed keys, [rb, lim) */
             if (visible > 0) seen[i] = 1.0f;
             if (bad[i] != 0.0f) {               /* the row will be NaN: skip its softmax */
-                memset(p, 0, (size_t)(nk - rb) * sizeof(float));
+                zero_p(J, p, P16 + i * ls + rb, 0, nk - rb);
                 continue;
             }
             float mnew = kn->row_max(lim, s);
             if (mnew < mrow[i]) mnew = mrow[i];
             if (mnew == -INFINITY) {            /* nothing finite yet; a NaN the max dropped? */
                 for (int64_t j = 0; j < lim; j++) if (s[j] != s[j]) bad[i] = 1.0f;
-                memset(p, 0, (size_t)(nk - rb) * sizeof(float));
+                zero_p(J, p, P16 + i * ls + rb, 0, nk - rb);
                 continue;
             }
             /* A visible NaN or +inf score (hidden ones are -inf here) makes
@@ -389,19 +452,23 @@ static void sdpa_task(sdpa_job *J, int64_t task)
                the sum is the row's check, at no extra pass. */
             /* 16-bit without dropout: P rounded in the exp pass where the path can */
             int fused = hf && op->dropout <= 0.0f && kn->sdpa_exp_sum_half;
-            float sum = fused ? kn->sdpa_exp_sum_half(lim, s, mnew, p, hf == TK_SDPA_BF16) : exp_sum(lim, s, mnew, p);
+            uint16_t *p16 = P16 + i * ls + rb;   /* with pairs: P's bfloat16 row */
+            float sum = J->pairs && fused ? kn->sdpa_exp_sum_bf16(lim, s, mnew, p16)
+                        : fused ? kn->sdpa_exp_sum_half(lim, s, mnew, p, hf == TK_SDPA_BF16)
+                        : exp_sum(lim, s, mnew, p);
             if (sum != sum) {
                 bad[i] = 1.0f;
-                memset(p, 0, (size_t)(nk - rb) * sizeof(float));
+                zero_p(J, p, P16 + i * ls + rb, 0, nk - rb);
                 continue;
             }
-            memset(p + lim, 0, (size_t)(nk - rb - lim) * sizeof(float));
+            zero_p(J, p, P16 + i * ls + rb, lim, nk - rb);
             if (op->dropout > 0.0f) {   /* after the sum: lse and l are the undropped ones */
                 uint64_t n0 = (uint64_t)((bh * a->Nq + i0 + i) * a->Nk + j0 + rb);
                 for (int64_t j = 0; j < lim; j++)
                     p[j] *= tk_sdpa_keep(op->seed, n0 + (uint64_t)j) >= op->dropout ? J->keep_scale : 0.0f;
             }
-            if (hf && !fused) tk_sdpa_round(kn, hf, lim, p);   /* P V takes P in the 16-bit dtype */
+            if (J->pairs && !fused) tk_half_from_f32(1, lim, p, p16);   /* P V takes bfloat16 bits */
+            else if (hf && !fused) tk_sdpa_round(kn, hf, lim, p);   /* P V takes P in the 16-bit dtype */
             /* alpha = exp(m_old - m_new): 1 when the max stays (most blocks
                after a row's first), and on the row's first visible block 0
                for a sum of 0 and an O row of zeros (or NaN from 0 v), which
@@ -429,6 +496,11 @@ static void sdpa_task(sdpa_job *J, int64_t task)
             const float *P = S + ir * ls + kb;
             if (kl <= kb) continue;
             kl -= kb;
+            if (J->pairs) {
+                pv_pairs(J, P16 + ir * ls + kb, ls, m, kl, (uint16_t *)(void *)pp,
+                         (const uint16_t *)(const void *)vp + (j0 + kb) * nr, nkp, O + ir * dvp);
+                continue;
+            }
             if (m < mr || !kn->ukernel_rows) {
                 for (int64_t i = 0; i < mr; i++)
                     for (int64_t j = 0; j < kl; j++) pp[j * mr + i] = i < m ? P[i * ls + j] : 0.0f;
@@ -505,8 +577,9 @@ int64_t tk_sdpa(const tk_sdpa_args *a)
         return a->B * a->Hq * a->Nq;
     }
     const tk_kern *kn = tk_kern_now();
-    sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, 0, 0, NULL, 0, 1.0f };
+    sdpa_job J = { a, kn, a->Hq / a->Hkv, a->Nk - a->Nq, 0, BK_COLS, 0, 0, 0, 0, 0, 0, NULL, 0, 1.0f };
     J.small = !a->weights && !a->half && !tk_sdpa_opts_any(&a->o) && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 0);
+    J.pairs = a->half == TK_SDPA_BF16 && kn->ukernel_bf16;
     J.keep_scale = a->o.dropout > 0.0f ? (float)(1.0 / (1.0 - (double)a->o.dropout)) : 1.0f;
     J.bq = J.small ? a->Nq : BQ_ROWS / kn->mr * kn->mr;   /* a head, or whole slivers */
     J.nqb = (a->Nq + J.bq - 1) / J.bq;

@@ -222,6 +222,26 @@ __attribute__((target("avx512f"))) static void peak512(void *ctx, int64_t b, int
     for (int i = 0; i < 12; i++) s += _mm512_reduce_add_ps(a[i]);
     *(volatile float *)&r->sink = s;
 }
+/* the bfloat16 dot-product peak: 12 chains of vdpbf16ps (2 products a lane) */
+__attribute__((target("avx512f,avx512bf16"))) static void peak512bf16(void *ctx, int64_t b, int64_t e)
+{
+    peak_run *r = ctx;
+    __m512 a[12];
+    __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x3a83);   /* 1, 0.001 */
+    for (int i = 0; i < 12; i++) a[i] = _mm512_set1_ps((float)i);
+    for (int64_t t = b; t < e; t++) {
+        peak_barrier(r);
+        r->start[t] = now();
+        for (int64_t k = 0; k < PEAK_ITERS; k++) {
+#pragma GCC unroll 12
+            for (int i = 0; i < 12; i++) a[i] = _mm512_dpbf16_ps(a[i], x, y);
+        }
+        r->end[t] = now();
+    }
+    float s = 0.0f;
+    for (int i = 0; i < 12; i++) s += _mm512_reduce_add_ps(a[i]);
+    *(volatile float *)&r->sink = s;
+}
 __attribute__((target("avx2,fma"))) static void peak256(void *ctx, int64_t b, int64_t e)
 {
     peak_run *r = ctx;
@@ -252,11 +272,13 @@ __attribute__((target("avx2,fma"))) static void peak256(void *ctx, int64_t b, in
    barrier. */
 #define PEAK_RUNS 5
 #define PEAK_MAX_RUNS 40
+#define PEAK_BF16 16                /* w for the vdpbf16ps peak */
 
 static double peak_once(int w, int th)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (w == 512 ? !__builtin_cpu_supports("avx512f") : !__builtin_cpu_supports("fma")) return -1;
+    if (w == PEAK_BF16 ? !__builtin_cpu_supports("avx512bf16")
+        : w == 512 ? !__builtin_cpu_supports("avx512f") : !__builtin_cpu_supports("fma")) return -1;
     int saved = tk_get_num_threads();
     tk_set_num_threads(th);
     double best = 1e30;
@@ -264,7 +286,7 @@ static double peak_once(int w, int th)
     for (int run = 0; run <= PEAK_MAX_RUNS && since < PEAK_RUNS && best > 0; run++) {   /* run 0: untimed */
         peak_run r = { .th = th };
         atomic_init(&r.arrived, 0);
-        tk_parallel_for(th, 1, w == 512 ? peak512 : peak256, &r);
+        tk_parallel_for(th, 1, w == PEAK_BF16 ? peak512bf16 : w == 512 ? peak512 : peak256, &r);
         double first = r.start[0], last = r.end[0];
         for (int t = 1; t < th; t++) {
             if (r.start[t] < first) first = r.start[t];
@@ -277,7 +299,8 @@ static double peak_once(int w, int th)
         }
     }
     tk_set_num_threads(saved);
-    return best > 0 ? (double)PEAK_ITERS * 12 * (w / 32) * 2 * th / best / 1e9 : -1;
+    double flops = w == PEAK_BF16 ? 16 * 4 : w / 32 * 2;   /* per instruction */
+    return best > 0 ? (double)PEAK_ITERS * 12 * flops * th / best / 1e9 : -1;
 #else
     (void)w; (void)th;
     return -1;
@@ -287,9 +310,9 @@ static double peak_once(int w, int th)
 /* peak_once, measured once per (w, th) and kept; 0 when there is none */
 static double peak_measure(int w, int th)
 {
-    static double kept[2][PEAK_MAX_THREADS + 1];   /* 0: not measured yet */
+    static double kept[3][PEAK_MAX_THREADS + 1];   /* 0: not measured yet */
     if (th < 1 || th > PEAK_MAX_THREADS) return 0;
-    double *k = &kept[w == 512][th];
+    double *k = &kept[w == PEAK_BF16 ? 2 : w == 512][th];
     if (*k == 0) *k = peak_once(w, th);
     return *k > 0 ? *k : 0;
 }
@@ -299,16 +322,24 @@ static double peak_measure(int w, int th)
 static double peak_now(int th)
 {
     const char *p = tk_simd_path();
-    return strcmp(p, "avx512") == 0 ? peak_measure(512, th) : strcmp(p, "avx2") == 0 ? peak_measure(256, th) : 0;
+    return strncmp(p, "avx512", 6) == 0 ? peak_measure(512, th) : strcmp(p, "avx2") == 0 ? peak_measure(256, th) : 0;
+}
+
+/* The bfloat16 dot-product peak when the path multiplies bf16 pairs, else 0. */
+static double peak_bf16(int th)
+{
+    return tk_kern_now()->ukernel_bf16 ? peak_measure(PEAK_BF16, th) : 0;
 }
 
 static void bench_peak(void)
 {
     printf("\n== FMA peak (12 independent FMA chains per thread, threads started and met at a\n"
            "   barrier before timing; GFLOP/s, the best run, once %d in a row did no better)\n", PEAK_RUNS);
-    for (int w = 512; w >= 256; w -= 256)
+    static const int ws[] = { 512, 256, PEAK_BF16 };
+    for (int wi = 0; wi < 3; wi++)
         for (int th = 1; th <= 2; th++) {
-            const char *name = w == 512 ? "avx512  " : "avx2+fma";
+            int w = ws[wi];
+            const char *name = w == PEAK_BF16 ? "vdpbf16ps" : w == 512 ? "avx512  " : "avx2+fma";
             double g = peak_measure(w, th);
             if (g > 0) printf("  %s  %d thread%s  %7.1f\n", name, th, th > 1 ? "s" : " ", g);
             else if (th > 1 && peak_measure(w, 1) > 0)
@@ -476,7 +507,10 @@ static void half_row(const char *label, hm *h, int th, double budget)
     /* operands: A, B and C; the 16-bit op also holds its float32 C meanwhile */
     double e = (double)m->nb * (double)(m->M * m->K + (m->btrans ? m->N * m->K : m->K * m->N) + m->M * m->N);
     double c32 = (double)m->nb * (double)(m->M * m->N) * 4.0;
-    printf("%.1f / %.1f (+%.1f)\n", e * 4.0 / 1048576.0, e * 2.0 / 1048576.0, c32 / 1048576.0);
+    printf("%.1f / %.1f (+%.1f)", e * 4.0 / 1048576.0, e * 2.0 / 1048576.0, c32 / 1048576.0);
+    double pk = peak_bf16(th);
+    if (pk > 0) printf("   bf16 %3.0f%% of the vdpbf16ps peak", 100.0 * flop / bf.med / pk);
+    printf("\n");
     fflush(stdout);
 }
 
@@ -1034,21 +1068,17 @@ static void bench_sdpa_bwd(const char *py)
 /* The same causal attention from 16-bit q, k, v (bits of the float32
    inputs rounded), forward and backward, timed in alternation with the
    float32 kernel on the same inputs (so load on the machine hits both
-   alike). Which path ran: the kernels convert 16-bit tiles to float32 as
-   they pack them and run the path's float32 micro-kernel; no path uses
-   AVX512_BF16's vdpbf16ps yet, so the header says whether this CPU has it. */
+   alike). The header says which path ran and what it does with bf16. */
 static void bench_sdpa_half(void)
 {
-    int bf16_hw = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-    bf16_hw = __builtin_cpu_supports("avx512bf16");
-#endif
+    int pairs = tk_kern_now()->ukernel_bf16 != NULL;
     printf("\n== sdpa bfloat16 / float16 vs float32, B=1 H=8 Dh=64 causal (ms, median (min-max) of\n"
-           "   alternating runs; path %s: 16-bit q/k/v tiles converted to float32 on load, float32\n"
-           "   products, P rounded to the dtype before P V by the path's round_half; this CPU %s\n"
-           "   AVX512_BF16, which no path uses yet; q/k/v = their memory; ratio = 16-bit / float32,\n"
+           "   alternating runs; path %s: %s;\n"
+           "   fp16 tiles converted to float32 on load, float32 products; P rounded to the dtype before P V;\n"
+           "   the backward converts to float32 on every path; q/k/v = their memory; ratio = 16-bit / float32,\n"
            "   of the medians (of the minimums: the steadier on a loaded machine))\n",
-           tk_simd_path(), bf16_hw ? "has" : "lacks");
+           tk_simd_path(), pairs ? "bf16 forward by vdpbf16ps (Q K^T and P V in bf16 pairs, fp32 sums)"
+                                 : "bf16 tiles converted to float32 on load (this path has no vdpbf16ps)");
     printf("  %-14s %-2s %-6s %-9s %-26s%-26s%-15s%-26s%-26s%s\n", "", "th", "dtype", "q/k/v MiB", "forward",
            "float32 forward", "ratio", "backward", "float32 backward", "ratio");
     static const int64_t ns[] = { 2048, 4096 };
