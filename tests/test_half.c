@@ -344,6 +344,22 @@ static void test_gemm_case(int ta, int tb, int64_t nb, int64_t M, int64_t N, int
     }
     tk_set_num_threads(0);
     CHECK("16-bit GEMM: the same bits on 1, 2, 3 threads", same);
+    /* a 16-bit C (row major, then column major): the values of a float32 C
+       of the same layout, each rounded once */
+    uint16_t *ch = malloc((size_t)(nb * M * N) * 2), *want = malloc((size_t)(nb * M * N) * 2);
+    for (int cm = 0; cm < 2; cm++) {
+        int64_t rsc = cm ? 1 : N, csc = cm ? M : 1;
+        tk_gemm_batch_typed(nb, M, N, K, ta, A, aoff, rsa, csa, tb, B, boff, rsb, csb, c16t, coff, rsc, csc);
+        for (int tc = TK_BF16; tc <= TK_F16; tc++) {
+            for (int64_t i = 0; i < nb * M * N; i++)
+                want[i] = tc == TK_BF16 ? tk_bf16_from_f32(c16t[i]) : tk_f16_from_f32(c16t[i]);
+            int ok = tk_gemm_batch_round(nb, M, N, K, ta, A, aoff, rsa, csa, tb, B, boff, rsb, csb, tc, ch, coff,
+                                         rsc, csc) == 0;
+            CHECK("16-bit C: each element the float32 C's, rounded once",
+                  ok && memcmp(ch, want, (size_t)(nb * M * N) * 2) == 0);
+        }
+    }
+    free(ch); free(want);
     free(af); free(bf); free(ah); free(bh); free(c16); free(c32); free(c16t);
 }
 

@@ -1037,6 +1037,26 @@ static TARGET void half_to_f32(int bf16, int64_t n, const uint16_t *x, float *y)
     }
 }
 
+/* A GEMM tile (m x n floats, row stride nr in tmp) rounded into a 16-bit C
+   with row stride rsc, half_from_f32's bits, rows masked at n. */
+static TARGET void half_tile(int bf16, const float *tmp, int m, int n, uint16_t *c, int64_t rsc)
+{
+    __mmask16 k0 = tail_mask(n), k1 = tail_mask(n - 16 > 0 ? n - 16 : 0);
+    for (int i = 0; i < m; i++) {
+        __m256i h0 = f32_to_half_16(bf16, _mm512_maskz_loadu_ps(k0, tmp + i * NR));
+        __m256i h1 = f32_to_half_16(bf16, _mm512_maskz_loadu_ps(k1, tmp + i * NR + 16));
+        if (n == NR) {
+            _mm256_storeu_si256((__m256i *)(c + i * rsc), h0);
+            _mm256_storeu_si256((__m256i *)(c + i * rsc + 16), h1);
+            continue;
+        }
+        uint16_t t[NR];   /* AVX-512F has no 16-bit masked store */
+        _mm256_storeu_si256((__m256i *)t, h0);
+        _mm256_storeu_si256((__m256i *)(t + 16), h1);
+        memcpy(c + i * rsc, t, (size_t)n * sizeof *t);
+    }
+}
+
 /* 16-bit sdpa's P rounded in place (round16) */
 static TARGET void round_half(int bf16, int64_t n, float *x)
 {
@@ -1235,7 +1255,7 @@ static TARGET_BF16 int pack_b_bf16(int64_t kc, int64_t nc, const uint16_t *b, in
     .ew_binary = ew_binary, .ew_compare = ew_compare, .ew_unary = ew_unary, \
     .ew_masked_fill = ew_masked_fill, .sdpa_head = sdpa_head, .sdpa_small_n = SDPA_SMALL_N, \
     .sdpa_bwd_head = sdpa_bwd_head, .half_from_f32 = half_from_f32, .half_to_f32 = half_to_f32, \
-    .round_half = round_half, .sdpa_exp_sum_half = sdpa_exp_sum_half
+    .round_half = round_half, .sdpa_exp_sum_half = sdpa_exp_sum_half, .half_tile = half_tile
 
 const tk_kern tk_kern_avx512 = { .name = "avx512", AVX512_FIELDS };
 

@@ -205,6 +205,7 @@ typedef struct gemm_job {
     int ta; const void *a; const int64_t *aoff; int64_t rsa, csa;
     int tb; const void *b; const int64_t *boff; int64_t rsb, csb;
     float *c; const int64_t *coff; int64_t rsc, csc;
+    uint16_t *c16; int bf16c;     /* instead of c: C rounded to bfloat16 (bf16c) or float16 bits (K <= kc) */
     int pairs;                    /* bfloat16 A and B through ukernel_bf16 */
     int64_t kc, mc;               /* inner and row blocks (cache_blocks; kc doubled for pairs) */
     int64_t nc, njc;              /* column blocks */
@@ -254,18 +255,32 @@ static void gemm_rows(const gemm_job *g, const float *A, float *C, int64_t r0, i
     }
 }
 
-/* A tile computed into tmp (row stride nr) added to or stored in a strided C. */
-static void put_tile(const gemm_job *g, float *ct, const float *tmp, int m, int n, int acc)
+/* A tile computed into tmp (row stride nr) added to or stored in C at
+   element ct (a strided C), or rounded into the 16-bit C (acc is 0 there:
+   one kc block). */
+static void put_tile(const gemm_job *g, int64_t ct, const float *tmp, int m, int n, int acc)
 {
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) {
-            float *e = ct + i * g->rsc + j * g->csc;
-            *e = acc ? *e + tmp[i * g->kn->nr + j] : tmp[i * g->kn->nr + j];
+    int nr = g->kn->nr;
+    if (g->c16 && g->csc == 1 && g->kn->half_tile) {
+        g->kn->half_tile(g->bf16c, tmp, m, n, g->c16 + ct, g->rsc);
+        return;
+    }
+    for (int i = 0; i < m; i++) {
+        if (g->c16 && g->csc == 1) {
+            g->kn->half_from_f32(g->bf16c, n, tmp + i * nr, g->c16 + ct + i * g->rsc);
+            continue;
         }
+        for (int j = 0; j < n; j++) {
+            int64_t e = ct + i * g->rsc + j * g->csc;
+            float v = tmp[i * nr + j];
+            if (g->c16) g->c16[e] = g->bf16c ? tk_bf16_from_f32(v) : tk_f16_from_f32(v);
+            else g->c[e] = acc ? g->c[e] + v : v;
+        }
+    }
 }
 
 /* gemm_block for bfloat16 pairs: the same loops over pair slivers. */
-static void gemm_block_pairs(gemm_job *g, const uint16_t *A, const uint16_t *B, float *C, int64_t j0,
+static void gemm_block_pairs(gemm_job *g, const uint16_t *A, const uint16_t *B, int64_t C, int64_t j0,
                              int64_t ncur, int64_t r0, int64_t r1, int64_t mc, uint16_t *ap, uint16_t *bp,
                              float *tmp)
 {
@@ -282,10 +297,10 @@ static void gemm_block_pairs(gemm_job *g, const uint16_t *A, const uint16_t *B, 
                 int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
                 for (int64_t ir = 0; ir < mcur; ir += mr) {
                     int m = mcur - ir < mr ? (int)(mcur - ir) : mr;
-                    float *ct = C + (i0 + ir) * g->rsc + (j0 + jr) * g->csc;
+                    int64_t ct = C + (i0 + ir) * g->rsc + (j0 + jr) * g->csc;
                     const uint16_t *as = ap + 2 * ir * kp, *bs = bp + 2 * jr * kp;
-                    if (g->csc == 1) {
-                        kn->ukernel_bf16(kp, as, bs, ct, g->rsc, m, n, acc, 1.0f);
+                    if (g->csc == 1 && !g->c16) {
+                        kn->ukernel_bf16(kp, as, bs, g->c + ct, g->rsc, m, n, acc, 1.0f);
                         continue;
                     }
                     kn->ukernel_bf16(kp, as, bs, tmp, nr, m, n, 0, 1.0f);
@@ -304,7 +319,7 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
     const tk_kern *kn = g->kn;
     int mr = kn->mr, nr = kn->nr;
     const void *A = elt_at(g->ta, g->a, g->aoff[t]), *B = elt_at(g->tb, g->b, g->boff[t]);
-    float *C = g->c + g->coff[t];
+    int64_t C = g->coff[t];   /* C's first element (of c or c16) */
     int64_t j0 = jc * g->nc, ncur = g->N - j0 < g->nc ? g->N - j0 : g->nc;
     int64_t sl = (r1 - r0 + mr - 1) / mr, nblk = (sl * mr + g->mc - 1) / g->mc;
     int64_t mc = (sl + nblk - 1) / nblk * mr;
@@ -314,13 +329,13 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
     }
     /* a narrow B (A·V: N = Dh) would reuse a packed A block only a few
        times: read A where it is instead */
-    int in_place = kn->ukernel_rows && g->ta == TK_F32 && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr;
+    int in_place = kn->ukernel_rows && g->ta == TK_F32 && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr && !g->c16;
     for (int64_t p0 = 0; p0 < g->K; p0 += g->kc) {
         int64_t kc = g->K - p0 < g->kc ? g->K - p0 : g->kc;
         int acc = p0 > 0;
         pack_b_typed(kn, g->tb, kc, ncur, elt_at(g->tb, B, p0 * g->rsb + j0 * g->csb), g->rsb, g->csb, bp, half);
         if (in_place) {
-            gemm_rows(g, (const float *)A + p0, C + j0, r0, r1, kc, ncur, acc, bp, ap);
+            gemm_rows(g, (const float *)A + p0, g->c + C + j0, r0, r1, kc, ncur, acc, bp, ap);
             continue;
         }
         for (int64_t i0 = r0; i0 < r1; i0 += mc) {
@@ -330,12 +345,12 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
                 int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
                 for (int64_t ir = 0; ir < mcur; ir += mr) {
                     int m = mcur - ir < mr ? (int)(mcur - ir) : mr;
-                    float *ct = C + (i0 + ir) * g->rsc + (j0 + jr) * g->csc;
-                    if (g->csc == 1) {
-                        kn->ukernel(kc, ap + ir * kc, bp + jr * kc, ct, g->rsc, m, n, acc);
+                    int64_t ct = C + (i0 + ir) * g->rsc + (j0 + jr) * g->csc;
+                    if (g->csc == 1 && !g->c16) {
+                        kn->ukernel(kc, ap + ir * kc, bp + jr * kc, g->c + ct, g->rsc, m, n, acc);
                         continue;
                     }
-                    /* strided C: through a tile, same arithmetic per element */
+                    /* strided or 16-bit C: through a tile, same arithmetic per element */
                     kn->ukernel(kc, ap + ir * kc, bp + jr * kc, tmp, nr, m, n, 0);
                     put_tile(g, ct, tmp, m, n, acc);
                 }
@@ -445,38 +460,41 @@ void tk_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                         c, coff, rsc, csc);
 }
 
-void tk_gemm_batch_typed(int64_t nbatch, int64_t M, int64_t N, int64_t K,
-                         int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
-                         int tb, const void *b, const int64_t *boff, int64_t rsb, int64_t csb,
-                         float *c, const int64_t *coff, int64_t rsc, int64_t csc)
+/* The GEMM into a float32 C (c16 NULL), or straight into a 16-bit C when
+   K fits one kc block (each tile computed in L1, rounded as it is stored).
+   Returns 0 when done, 1 when it cannot take that 16-bit C (nothing or
+   some tiles written: the caller goes through a float32 C). */
+static int gemm_run(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                    int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                    int tb, const void *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                    float *c, uint16_t *c16, int bf16c, const int64_t *coff, int64_t rsc, int64_t csc)
 {
-    if (nbatch <= 0 || M <= 0 || N <= 0) return;
+    if (nbatch <= 0 || M <= 0 || N <= 0) return 0;
+    if (c16 && K <= 0) return 1;
     if (K <= 0) {
         for (int64_t t = 0; t < nbatch; t++)
             for (int64_t i = 0; i < M; i++)
                 for (int64_t j = 0; j < N; j++) c[coff[t] + i * rsc + j * csc] = 0.0f;
-        return;
+        return 0;
     }
-    if (csc != 1 && rsc == 1) {
-        /* C column-major: compute C^T = B^T A^T so the tiles store rows */
-        tk_gemm_batch_typed(nbatch, N, M, K, tb, b, boff, csb, rsb, ta, a, aoff, csa, rsa,
-                            c, coff, csc, rsc);
-        return;
-    }
+    if (csc != 1 && rsc == 1)   /* C column-major: compute C^T = B^T A^T so the tiles store rows */
+        return gemm_run(nbatch, N, M, K, tb, b, boff, csb, rsb, ta, a, aoff, csa, rsa, c, c16, bf16c, coff, csc, rsc);
     const tk_kern *kn = tk_kern_now();
     double flops = 2.0 * (double)M * (double)N * (double)K;
     int nt = tk_get_num_threads();
     if ((double)M * (double)N * (double)K <= SMALL_MNK || M < kn->mr / 2) {
+        if (c16) return 1;
         small_job s = { kn, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, c, coff, rsc, csc };
         int64_t grain = (int64_t)(PAR_FLOPS / flops) + 1;
         tk_parallel_for(nbatch, grain, small_range, &s);
-        return;
+        return 0;
     }
-    gemm_job g = { kn, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, c, coff, rsc, csc,
+    gemm_job g = { kn, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, c, coff, rsc, csc, c16, bf16c,
                    ta == TK_BF16 && tb == TK_BF16 && kn->ukernel_bf16, kn->kc, kn->mc, kn->nc, 0,
                    (M + kn->mr - 1) / kn->mr, 1, 0 };
     cache_blocks(kn, &g.kc, &g.mc);
     if (g.pairs) g.kc *= 2;   /* the same bytes of slivers in L1 */
+    if (c16 && K > g.kc) return 1;
     /* Too few rows to share: cut the columns finer (this never changes the
        arithmetic, only who does it). */
     if (nbatch * g.slivers < 4 * nt && N > kn->nr) {
@@ -494,8 +512,45 @@ void tk_gemm_batch_typed(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     int64_t units = base * g.parts;
     int64_t grain = (int64_t)(PAR_FLOPS * (double)units / (flops * (double)nbatch)) + 1;
     tk_parallel_for(units, grain, gemm_range, &g);
+    if (g.failed && c16) return 1;
     if (g.failed && ta == TK_F32 && tb == TK_F32)   /* no memory for packing: the reference needs none */
         tk_gemm_batch_ref(nbatch, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc);
     else if (g.failed)
         gemm_ref_typed(nbatch, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, c, coff, rsc, csc);
+    return 0;
+}
+
+void tk_gemm_batch_typed(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                         int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                         int tb, const void *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                         float *c, const int64_t *coff, int64_t rsc, int64_t csc)
+{
+    gemm_run(nbatch, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, c, NULL, 0, coff, rsc, csc);
+}
+
+int tk_gemm_batch_round(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                        int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                        int tb, const void *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                        int tc, uint16_t *c, const int64_t *coff, int64_t rsc, int64_t csc)
+{
+    int bf16c = tc == TK_BF16;
+    if (gemm_run(nbatch, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, NULL, c, bf16c, coff, rsc, csc) == 0)
+        return 0;
+    /* through a float32 C of the same layout (so the same arithmetic), rounded after */
+    int64_t n = 0;
+    for (int64_t t = 0; t < nbatch; t++) {
+        int64_t last = coff[t] + (M - 1) * rsc + (N - 1) * csc + 1;
+        n = last > n ? last : n;
+    }
+    float *f = malloc((size_t)n * sizeof(float));
+    if (!f) return -1;
+    gemm_run(nbatch, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, f, NULL, 0, coff, rsc, csc);
+    for (int64_t t = 0; t < nbatch; t++)
+        for (int64_t i = 0; i < M; i++) {
+            int64_t r = coff[t] + i * rsc;
+            if (csc == 1) tk_half_from_f32(bf16c, N, f + r, c + r);
+            else for (int64_t j = 0; j < N; j++) c[r + j * csc] = bf16c ? tk_bf16_from_f32(f[r + j * csc]) : tk_f16_from_f32(f[r + j * csc]);
+        }
+    free(f);
+    return 0;
 }

@@ -68,6 +68,15 @@ void tk_gemm_batch_typed(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                          int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
                          int tb, const void *b, const int64_t *boff, int64_t rsb, int64_t csb,
                          float *c, const int64_t *coff, int64_t rsc, int64_t csc);
+/* tk_gemm_batch_typed with C of type tc (TK_BF16 or TK_F16: c, offsets and
+   strides count 16-bit values): each element rounded once from the float32
+   value tk_gemm_batch_typed would give, the same bits. When K fits one
+   cache block each tile is rounded as it leaves L1 (no float32 C);
+   otherwise a float32 C is made and rounded. 0, or -1 without memory. */
+int tk_gemm_batch_round(int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                        int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
+                        int tb, const void *b, const int64_t *boff, int64_t rsb, int64_t csb,
+                        int tc, uint16_t *c, const int64_t *coff, int64_t rsc, int64_t csc);
 void tk_gemm_batch_ref(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                        const float *a, const int64_t *aoff, int64_t rsa, int64_t csa,
                        const float *b, const int64_t *boff, int64_t rsb, int64_t csb,
@@ -461,6 +470,9 @@ typedef struct tk_kern {
     /* optional, 16-bit sdpa without dropout: sdpa_exp_sum with y rounded as
        round_half rounds it, in the same pass; the sum of the unrounded y */
     float (*sdpa_exp_sum_half)(int64_t n, const float *x, float m, float *y, int bf16);
+    /* optional: a GEMM tile (m x n, row stride nr) rounded into a 16-bit C
+       (row stride rsc, unit columns), half_from_f32's bits */
+    void (*half_tile)(int bf16, const float *tmp, int m, int n, uint16_t *c, int64_t rsc);
     /* optional, bfloat16 products two at a time (AVX512_BF16's vdpbf16ps):
        C[m,n] = (acc ? C + : ) alpha Ap*Bp over kp pairs of k, Ap kp steps
        of mr pairs (a(i, 2p), a(i, 2p + 1)), Bp kp steps of nr pairs (b(2p,

@@ -46,22 +46,32 @@ static const void *gemm_data(const tt_tensor *t)
 
 /* ===== matmul ===== */
 
-/* a [..., M, K] @ b [..., K, N] -> [..., M, N]; a 1-D a is [1, K] and a 1-D
-   b is [K, 1], their promoted dim dropped from the result. 16-bit operands
-   are read in place: the GEMM's packers convert them to float32, products
-   and sums are float32, and the float32 result is rounded once to the
-   promoted dtype, as PyTorch. */
-static tt_status matmul_f32_out(tt_tensor *out, const tt_tensor *a, const tt_tensor *b, double *flops);
-
-static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor *b, double *flops)
+/* The GEMM into out (float32, or 16-bit: each element rounded once from
+   the float32 sum, in the GEMM's store where it can). */
+static tt_status gemm_into(tt_tensor *out, int64_t nbatch, int64_t M, int64_t N, int64_t K,
+                           int ta, const void *da, const int64_t *aoff, int64_t rsa, int64_t csa,
+                           int tb, const void *db, const int64_t *boff, int64_t rsb, int64_t csb,
+                           const int64_t *coff, int64_t rsc, int64_t csc)
 {
-    tt_status st = matmul_f32_out(out, a, b, flops);
-    if (st == TT_OK && (tt__is_half(a->dtype) || tt__is_half(b->dtype)))
-        st = tt__round_to(out, "matmul", tt_promote_float(a->dtype, b->dtype));
-    return st;
+    if (out->dtype == TT_FLOAT32) {
+        tk_gemm_batch_typed(nbatch, M, N, K, ta, da, aoff, rsa, csa, tb, db, boff, rsb, csb,
+                            tt_data_f32(out), coff, rsc, csc);
+        return TT_OK;
+    }
+    if (tk_gemm_batch_round(nbatch, M, N, K, ta, da, aoff, rsa, csa, tb, db, boff, rsb, csb,
+                            gemm_type(out->dtype), tt_data_u16(out), coff, rsc, csc) == 0)
+        return TT_OK;
+    tt_tensor_release(out);
+    return tt__err(TT_ENOMEM, "matmul: out of memory for a float32 copy of the %lld x %lld result",
+                   (long long)M, (long long)N);
 }
 
-static tt_status matmul_f32_out(tt_tensor *out, const tt_tensor *a, const tt_tensor *b, double *flops)
+/* a [..., M, K] @ b [..., K, N] -> [..., M, N]; a 1-D a is [1, K] and a 1-D
+   b is [K, 1], their promoted dim dropped from the result. 16-bit operands
+   are read in place: the GEMM's packers convert them to float32 (or keep
+   bfloat16 pairs), products and sums are float32, and each result is
+   rounded once to the promoted dtype, as PyTorch. */
+static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor *b, double *flops)
 {
     char sa[SHAPE_BUF], sb[SHAPE_BUF];
     int half_ok = tt_dtype_is_float(a->dtype) && tt_dtype_is_float(b->dtype);
@@ -121,13 +131,13 @@ static tt_status matmul_f32_out(tt_tensor *out, const tt_tensor *a, const tt_ten
         shape[nd] = N;
         names[nd++] = b->names[bn - 1];
     }
-    tt_status st = tt__alloc(out, "matmul", TT_FLOAT32, nd, shape, names);
+    tt_dtype dt = tt__is_half(a->dtype) || tt__is_half(b->dtype) ? tt_promote_float(a->dtype, b->dtype) : TT_FLOAT32;
+    tt_status st = tt__alloc(out, "matmul", dt, nd, shape, names);
     if (st) return st;
     int64_t nbatch = 1;
     for (int i = 0; i < nb; i++) nbatch *= bshape[i];
     *flops = 2.0 * (double)M * (double)N * (double)K * (double)nbatch;
     if (nbatch == 0 || M == 0 || N == 0) return TT_OK;
-    float *c = tt_data_f32(out);
     int64_t rsc = N, csc = 1;               /* out is contiguous [batch..., M, N] */
     int ta = gemm_type(a->dtype), tb = gemm_type(b->dtype);
     const void *da = gemm_data(a), *db = gemm_data(b);
@@ -144,16 +154,13 @@ static tt_status matmul_f32_out(tt_tensor *out, const tt_tensor *a, const tt_ten
         fst[nb] = rsa;
         if (tt__iter_flat(nb + 1, fs, fst, &s)) {
             int64_t zero = 0;
-            tk_gemm_batch_typed(1, M * nbatch, N, K, ta, da, &zero, s, csa,
-                                tb, db, &zero, rsb, csb, c, &zero, rsc, csc);
-            return TT_OK;
+            return gemm_into(out, 1, M * nbatch, N, K, ta, da, &zero, s, csa, tb, db, &zero, rsb, csb,
+                             &zero, rsc, csc);
         }
     }
     if (nbatch == 1) {                      /* no batch dims (the common 2-D case): no walk */
         int64_t zero = 0;
-        tk_gemm_batch_typed(1, M, N, K, ta, da, &zero, rsa, csa, tb, db, &zero, rsb, csb,
-                            c, &zero, rsc, csc);
-        return TT_OK;
+        return gemm_into(out, 1, M, N, K, ta, da, &zero, rsa, csa, tb, db, &zero, rsb, csb, &zero, rsc, csc);
     }
     int64_t *off = malloc(3 * (size_t)nbatch * sizeof *off);
     if (off == NULL) {
@@ -171,10 +178,9 @@ static tt_status matmul_f32_out(tt_tensor *out, const tt_tensor *a, const tt_ten
     tt__iter_init(&it, nb, bshape, 2, (const int64_t (*)[TT_MAX_DIMS])bst, base, es);
     tt__iter_range(&it, 0, nbatch, batch_row, &bc);
     for (int64_t t = 0; t < nbatch; t++) coff[t] = t * M * N;
-    tk_gemm_batch_typed(nbatch, M, N, K, ta, da, aoff, rsa, csa, tb, db, boff, rsb, csb,
-                        c, coff, rsc, csc);
+    st = gemm_into(out, nbatch, M, N, K, ta, da, aoff, rsa, csa, tb, db, boff, rsb, csb, coff, rsc, csc);
     free(off);
-    return TT_OK;
+    return st;
 }
 
 tt_status tt_matmul(tt_tensor *out, const tt_tensor *a, const tt_tensor *b)

@@ -434,21 +434,13 @@ static void bench_gemm(void)
 /* ===== 16-bit GEMM vs float32 ===== */
 
 /* One operand set in float32 and in both 16-bit formats; a 16-bit run is
-   the whole matmul as tt_matmul does it: the GEMM reading 16-bit A and B
-   (converted in the packers) into a float32 C, then C rounded to 16 bits. */
+   the whole matmul as tt_matmul does it: tk_gemm_batch_round reading
+   16-bit A and B into a 16-bit C. */
 typedef struct hm {
     mm f;                      /* the float32 set (btrans as mm) */
     int type;                  /* TK_BF16 or TK_F16 for the 16-bit runs */
     uint16_t *a16[2], *b16[2], *c16;   /* [0] bfloat16, [1] float16 */
 } hm;
-
-typedef struct round_ctx { int bf16; const float *x; uint16_t *y; } round_ctx;
-
-static void round_range(void *ctx, int64_t b, int64_t e)
-{
-    round_ctx *r = ctx;
-    tk_half_from_f32(r->bf16, e - b, r->x + b, r->y + b);
-}
 
 static void hm_half(void *ctx)
 {
@@ -457,10 +449,8 @@ static void hm_half(void *ctx)
     int k = h->type == TK_F16;
     int64_t ao[64], bo[64], co[64];
     for (int64_t t = 0; t < m->nb; t++) { ao[t] = t * m->M * m->K; bo[t] = t * m->K * m->N; co[t] = t * m->M * m->N; }
-    tk_gemm_batch_typed(m->nb, m->M, m->N, m->K, h->type, h->a16[k], ao, m->K, 1, h->type, h->b16[k], bo,
-                        m->btrans ? 1 : m->N, m->btrans ? m->K : 1, m->c, co, m->N, 1);
-    round_ctx r = { !k, m->c, h->c16 };
-    tk_parallel_for(m->nb * m->M * m->N, 65536, round_range, &r);
+    tk_gemm_batch_round(m->nb, m->M, m->N, m->K, h->type, h->a16[k], ao, m->K, 1, h->type, h->b16[k], bo,
+                        m->btrans ? 1 : m->N, m->btrans ? m->K : 1, h->type, h->c16, co, m->N, 1);
 }
 
 static void hm_sbgemm(void *ctx)
@@ -546,7 +536,8 @@ static void bench_half(void)
     printf("   path %s: %s; fp16 converted to fp32 in the GEMM packers (%s), fp32 products\n"
            "   and sums; C rounded once. This CPU %s AVX512_BF16. sbgemm: OpenBLAS cblas_sbgemm (bf16 in,\n"
            "   fp32 C)%s.\n"
-           "   memory: A+B+C in MiB, fp32 / 16-bit (+ the fp32 C a 16-bit matmul holds while it runs)\n",
+           "   a 16-bit C is rounded as each tile is stored when K fits one cache block (QK^T), else through\n"
+           "   a float32 C; memory: A+B+C in MiB, fp32 / 16-bit (+ that float32 C, where there is one)\n",
            p, pairs ? "bf16 by the vdpbf16ps micro-kernel (bf16 pairs packed, two products per fp32 lane)"
                     : "bf16 converted to fp32 in the GEMM packers",
            strcmp(p, "avx512") == 0 || pairs ? "AVX-512F: vcvtph2ps"
