@@ -494,9 +494,10 @@ static void half_row(const char *label, hm *h, int th, double budget)
     printf("%5.2f  ", fp.med / f32b.med);
     if (ob_sbgemm) put_rate(flop, sb, "");
     else printf("%-27s ", "-");
-    /* operands: A, B and C; the 16-bit op also holds its float32 C meanwhile */
+    /* operands: A, B and C; the 16-bit op also holds a float32 C meanwhile
+       unless K fits one cache block (kc is at least 64) */
     double e = (double)m->nb * (double)(m->M * m->K + (m->btrans ? m->N * m->K : m->K * m->N) + m->M * m->N);
-    double c32 = (double)m->nb * (double)(m->M * m->N) * 4.0;
+    double c32 = m->K <= 64 ? 0.0 : (double)m->nb * (double)(m->M * m->N) * 4.0;
     printf("%.1f / %.1f (+%.1f)", e * 4.0 / 1048576.0, e * 2.0 / 1048576.0, c32 / 1048576.0);
     double pk = peak_bf16(th);
     if (pk > 0) printf("   bf16 %3.0f%% of the vdpbf16ps peak", 100.0 * flop / bf.med / pk);
