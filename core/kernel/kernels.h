@@ -221,7 +221,9 @@ void tk_ew_masked_fill_ref(int64_t n, const float *x, int64_t sx, const uint8_t 
    rounding: the row sums are the unrounded ones); out is rounded once.
    On a path with ukernel_bf16 the bfloat16 forward packs Q, K and V as
    bfloat16 pairs instead and takes Q K^T (scaled as it is stored) and
-   P V with two products an instruction, P stored as bfloat16 rows.
+   P V with two products an instruction, P stored as bfloat16 rows; its
+   backward takes all five products so, dout and dS rounded to bfloat16
+   for them (as FlashAttention keeps them in the inputs' dtype).
    The weights, lse, dout and the gradients stay float32. */
 enum { TK_SDPA_F32 = 0, TK_SDPA_BF16 = 1, TK_SDPA_F16 = 2 };
 

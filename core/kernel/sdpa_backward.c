@@ -145,6 +145,7 @@ typedef struct bwd_job {
     const float *D;              /* [B, Hq, Nq]: rowsum(dO∘O) */
     float *lane;                 /* lanes 1 .. L-1, each [B, Hq, Nq, Dh] */
     int small;                   /* kn->sdpa_bwd_head takes a task's kv head first */
+    int pairs;                   /* bfloat16 through kn->ukernel_bf16: all five products in pairs */
     int failed;
     float keep_scale;            /* dropout: 1 / (1 - p) */
 } bwd_job;
@@ -166,20 +167,29 @@ static int64_t panel_max(const int64_t *x, int64_t i, int m, int64_t dflt)
 
 /* C[M,N] (row stride rsc) = (acc ? C + : ) Ap Bp over K, packed operands;
    Bp was packed with kb >= K rows (only its first K are read). A packed
-   sliver holds step p at p * mr, a B sliver at p * nr. */
-static void mm(const tk_kern *kn, int64_t M, int64_t N, int64_t K, const float *ap,
-               const float *bp, int64_t kb, float *c, int64_t rsc, int acc, const limits *lm)
+   sliver holds step p at p * mr, a B sliver at p * nr. With pairs (J->pairs)
+   Ap and Bp are bfloat16 pair slivers, K and kb count pairs, the limits'
+   steps round out to whole pairs (the other half of a pair multiplies an
+   exact zero too) and C gets alpha times the product; else alpha is 1. */
+static void mm(const tk_kern *kn, int pairs, int64_t M, int64_t N, int64_t K, const void *ap,
+               const void *bp, int64_t kb, float *c, int64_t rsc, int acc, float alpha, const limits *lm)
 {
+    int w = pairs ? 2 : 1;   /* steps of k per packed step */
     for (int64_t ir = 0; ir < M; ir += kn->mr) {
         int m = M - ir < kn->mr ? (int)(M - ir) : kn->mr;
         int64_t n_end = panel_max(lm ? lm->ncol : NULL, ir, m, N);
-        int64_t k_end = panel_max(lm ? lm->kend : NULL, ir, m, K);
-        int64_t k_beg = lm && lm->kbeg ? lm->kbeg[ir] : 0;   /* kbeg rises with the row */
+        int64_t k_end = (panel_max(lm ? lm->kend : NULL, ir, m, w * K) + w - 1) / w;
+        int64_t k_beg = lm && lm->kbeg ? lm->kbeg[ir] / w : 0;   /* kbeg rises with the row */
         if (k_beg > k_end) k_beg = k_end;
         for (int64_t jr = 0; jr < n_end; jr += kn->nr) {
             int n = n_end - jr < kn->nr ? (int)(n_end - jr) : kn->nr;
-            kn->ukernel(k_end - k_beg, ap + ir * K + k_beg * kn->mr, bp + jr * kb + k_beg * kn->nr,
-                        c + ir * rsc + jr, rsc, m, n, acc);
+            if (pairs)
+                kn->ukernel_bf16(k_end - k_beg, (const uint16_t *)ap + 2 * (ir * K + k_beg * kn->mr),
+                                 (const uint16_t *)bp + 2 * (jr * kb + k_beg * kn->nr), c + ir * rsc + jr, rsc,
+                                 m, n, acc, alpha);
+            else
+                kn->ukernel(k_end - k_beg, (const float *)ap + ir * K + k_beg * kn->mr,
+                            (const float *)bp + jr * kb + k_beg * kn->nr, c + ir * rsc + jr, rsc, m, n, acc);
         }
     }
 }
@@ -214,22 +224,29 @@ typedef struct bufs {
     float *ta, *sa;              /* Pᵀ or dSᵀ, and dS, as A slivers */
     float *gk, *gv;              /* the chunk's dK, dV: BK x dhp, BK x dvp */
     float *kf, *vf, *qf;         /* 16-bit inputs: K, V of the chunk and Q of the block in float32 */
+    uint16_t *p16, *d16, *o16;   /* pairs: P, dS (BQ x BK) and dO (BQ x Dv) as bfloat16 rows */
 } bufs;
 
 static int get_bufs(const bwd_job *J, bufs *u)
 {
     int64_t Dh = J->a->Dh, Dv = J->a->Dv, bq = J->bqp, bk = J->bkp, dh = J->dhp, dv = J->dvp;
-    int64_t hf = J->a->half != 0;
+    /* a pair sliver of k steps takes no more than the float32 sliver of k
+       (k >= 1): the same buffers serve both */
+    int64_t hf = J->a->half != 0 && !J->pairs, pr = J->pairs;
+    float *p16 = NULL, *d16 = NULL, *o16 = NULL;
     int64_t sz[] = { Dh * bk, Dv * bk, BK * dh, bq * Dh, BQ * dh, bq * Dv, BQ * dv,
                      bq * BK, bq * BK, bk * BQ, bq * BK, BK * dh, BK * dv,
-                     hf * BK * Dh, hf * BK * Dv, hf * BQ * Dh };
+                     hf * BK * Dh, hf * BK * Dv, hf * BQ * Dh, pr * BQ * BK / 2, pr * BQ * BK / 2,
+                     pr * (BQ * Dv + 1) / 2 };
     float **dst[] = { &u->kt, &u->vt, &u->kb, &u->qa, &u->qb, &u->oa, &u->ob,
-                      &u->s, &u->dp, &u->ta, &u->sa, &u->gk, &u->gv, &u->kf, &u->vf, &u->qf };
+                      &u->s, &u->dp, &u->ta, &u->sa, &u->gk, &u->gv, &u->kf, &u->vf, &u->qf, &p16, &d16, &o16 };
+    const int NPARTS = (int)(sizeof sz / sizeof sz[0]);
     int64_t total = 0;
-    for (int t = 0; t < 16; t++) total += (sz[t] + 15) / 16 * 16;   /* 64-byte aligned parts */
+    for (int t = 0; t < NPARTS; t++) total += (sz[t] + 15) / 16 * 16;   /* 64-byte aligned parts */
     float *p = tk_scratch(TK_SCRATCH_SDPA_BWD, (size_t)total * sizeof(float));
     if (!p) return 0;
-    for (int t = 0; t < 16; t++) { *dst[t] = p; p += (sz[t] + 15) / 16 * 16; }
+    for (int t = 0; t < NPARTS; t++) { *dst[t] = p; p += (sz[t] + 15) / 16 * 16; }
+    u->p16 = (uint16_t *)(void *)p16, u->d16 = (uint16_t *)(void *)d16, u->o16 = (uint16_t *)(void *)o16;
     return 1;
 }
 
@@ -268,7 +285,8 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
     int64_t Dh = a->Dh, Dv = a->Dv, row0 = (b * a->Hq + h) * a->Nq + i0;
     const float *Q = tk_sdpa_at(a->half, a->q, b * a->qs_b + h * a->qs_h + i0 * a->qs_n);
     int64_t qs_n = a->qs_n, qs_d = a->qs_d;
-    if (a->half) {   /* the block's Q rows in float32 */
+    const uint16_t *Q16 = (const uint16_t *)(const void *)Q;
+    if (a->half && !J->pairs) {   /* the block's Q rows in float32 */
         tk_sdpa_rows_f32(a->half, nq, Dh, Q, qs_n, qs_d, u->qf);
         Q = u->qf, qs_n = Dh, qs_d = 1;
     }
@@ -283,15 +301,30 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
     const limits rows = { lim, NULL, NULL }, dq_terms = { NULL, NULL, lim }, key_terms = { NULL, first, NULL };
 
     /* S = (scale Q) Kᵀ, as the forward computes it; dP = dO Vᵀ (only the
-       columns a row may see) */
-    tk_pack_a(kn, nq, Dh, Q, qs_n, qs_d, u->qa);
-    kn->scale(nqp * Dh, a->scale, u->qa, u->qa);
-    mm(kn, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0, &rows);
-    if (a->dos_d == 1) {
-        mm_rows(kn, nq, nk, Dv, dO, a->dos_n, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
+       columns a row may see). With pairs, S = scale (Q Kᵀ) as the pairs
+       forward does, and dO is rounded to bfloat16 (as FlashAttention
+       takes it in the inputs' dtype; exact when dO came from a bfloat16
+       gradient) */
+    int64_t hp = (Dh + 1) / 2, vp = (Dv + 1) / 2;   /* pairs along Dh, Dv */
+    if (J->pairs) {
+        tk_pack_a_pairs(kn, nq, Dh, Q16, qs_n, qs_d, (uint16_t *)(void *)u->qa);
+        mm(kn, 1, nq, nk, hp, u->qa, u->kt, hp, u->s, BK, 0, a->scale, &rows);
+        for (int64_t i = 0; i < nq; i++) {
+            if (a->dos_d == 1) kn->half_from_f32(1, Dv, dO + i * a->dos_n, u->o16 + i * Dv);
+            else for (int64_t e = 0; e < Dv; e++) u->o16[i * Dv + e] = tk_bf16_from_f32(dO[i * a->dos_n + e * a->dos_d]);
+        }
+        tk_pack_a_pairs(kn, nq, Dv, u->o16, Dv, 1, (uint16_t *)(void *)u->oa);
+        mm(kn, 1, nq, nk, vp, u->oa, u->vt, vp, u->dp, BK, 0, 1.0f, &rows);
     } else {
-        tk_pack_a(kn, nq, Dv, dO, a->dos_n, a->dos_d, u->oa);
-        mm(kn, nq, nk, Dv, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
+        tk_pack_a(kn, nq, Dh, Q, qs_n, qs_d, u->qa);
+        kn->scale(nqp * Dh, a->scale, u->qa, u->qa);
+        mm(kn, 0, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0, 1.0f, &rows);
+        if (a->dos_d == 1) {
+            mm_rows(kn, nq, nk, Dv, dO, a->dos_n, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
+        } else {
+            tk_pack_a(kn, nq, Dv, dO, a->dos_n, a->dos_d, u->oa);
+            mm(kn, 0, nq, nk, Dv, u->oa, u->vt, Dv, u->dp, BK, 0, 1.0f, &rows);
+        }
     }
 
     /* P = exp(S - lse) where visible, else 0; dS = scale P (dP - D) */
@@ -342,14 +375,41 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
     }
 
     /* dV += Pᵀ dO; dK += dSᵀ Q; dQ += dS K */
+    float *dqp = dq->p + b * dq->sb + h * dq->sh + i0 * dq->sn;
+    if (J->pairs) {   /* P is bfloat16 already; dS is rounded to it, as FlashAttention does */
+        int64_t qp = (nq + 1) / 2;
+        uint16_t *ta = (uint16_t *)(void *)u->ta;
+        for (int64_t i = 0; i < nq; i++) {
+            kn->half_from_f32(1, nk, u->s + i * BK, u->p16 + i * BK);
+            kn->half_from_f32(1, nk, u->dp + i * BK, u->d16 + i * BK);
+        }
+        tk_pack_b_pairs(kn, nq, Dv, u->o16, Dv, 1, (uint16_t *)(void *)u->ob);
+        tk_pack_a_pairs(kn, nk, nq, u->p16, 1, BK, ta);
+        mm(kn, 1, nk, Dv, qp, ta, u->ob, qp, u->gv, J->dvp, 1, 1.0f, &key_terms);
+        tk_pack_b_pairs(kn, nq, Dh, Q16, qs_n, qs_d, (uint16_t *)(void *)u->qb);
+        tk_pack_a_pairs(kn, nk, nq, u->d16, 1, BK, ta);
+        mm(kn, 1, nk, Dh, qp, ta, u->qb, qp, u->gk, J->dhp, 1, 1.0f, &key_terms);
+        /* dQ: an odd nk inside the chunk would pair its last key with one no
+           row here sees (0 times an inf there is a NaN): that key apart */
+        int64_t kd = nk % 2 && nk < kb ? nk - 1 : nk;
+        tk_pack_a_pairs(kn, nq, kd, u->d16, BK, 1, (uint16_t *)(void *)u->sa);
+        mm(kn, 1, nq, Dh, (kd + 1) / 2, u->sa, u->kb, (kb + 1) / 2, dqp, dq->sn, 1, 1.0f, &dq_terms);
+        for (int64_t i = 0; i < nq && kd < nk; i++) {
+            if (lim[i] < nk) continue;
+            const uint16_t *kr = (const uint16_t *)(const void *)tk_sdpa_at(
+                a->half, a->k, b * a->ks_b + h / J->G * a->ks_h + (j0 + kd) * a->ks_n);
+            float d = tk_bf16_to_f32(u->d16[i * BK + kd]);
+            for (int64_t e = 0; e < Dh; e++) dqp[i * dq->sn + e] += d * tk_bf16_to_f32(kr[e * a->ks_d]);
+        }
+        return;
+    }
     tk_pack_b(kn, nq, Dv, dO, a->dos_n, a->dos_d, u->ob);
     tk_pack_a(kn, nk, nq, u->s, 1, BK, u->ta);
-    mm(kn, nk, Dv, nq, u->ta, u->ob, nq, u->gv, J->dvp, 1, &key_terms);
+    mm(kn, 0, nk, Dv, nq, u->ta, u->ob, nq, u->gv, J->dvp, 1, 1.0f, &key_terms);
     tk_pack_b(kn, nq, Dh, Q, qs_n, qs_d, u->qb);
     tk_pack_a(kn, nk, nq, u->dp, 1, BK, u->ta);
-    mm(kn, nk, Dh, nq, u->ta, u->qb, nq, u->gk, J->dhp, 1, &key_terms);
-    mm_rows(kn, nq, Dh, nk, u->dp, BK, u->sa, u->kb, kb, dq->p + b * dq->sb + h * dq->sh + i0 * dq->sn, dq->sn, 1,
-            &dq_terms);
+    mm(kn, 0, nk, Dh, nq, u->ta, u->qb, nq, u->gk, J->dhp, 1, 1.0f, &key_terms);
+    mm_rows(kn, nq, Dh, nk, u->dp, BK, u->sa, u->kb, kb, dqp, dq->sn, 1, &dq_terms);
 }
 
 /* Key chunk c of kv head (b, hk): its dK and dV rows, and its dQ terms. */
@@ -361,15 +421,22 @@ static void chunk(const bwd_job *J, const bufs *u, int64_t b, int64_t hk, int64_
     const float *K = tk_sdpa_at(a->half, a->k, b * a->ks_b + hk * a->ks_h + j0 * a->ks_n);
     const float *V = tk_sdpa_at(a->half, a->v, b * a->vs_b + hk * a->vs_h + j0 * a->vs_n);
     int64_t ks_n = a->ks_n, ks_d = a->ks_d, vs_n = a->vs_n, vs_d = a->vs_d;
-    if (a->half) {   /* the chunk's K and V rows in float32 */
+    if (J->pairs) {   /* Kᵀ and Vᵀ (for S, dP) and K (for dQ) as bfloat16 pairs */
+        const uint16_t *K16 = (const uint16_t *)(const void *)K, *V16 = (const uint16_t *)(const void *)V;
+        tk_pack_b_pairs(kn, Dh, nk, K16, ks_d, ks_n, (uint16_t *)(void *)u->kt);
+        tk_pack_b_pairs(kn, Dv, nk, V16, vs_d, vs_n, (uint16_t *)(void *)u->vt);
+        tk_pack_b_pairs(kn, nk, Dh, K16, ks_n, ks_d, (uint16_t *)(void *)u->kb);
+    } else if (a->half) {   /* the chunk's K and V rows in float32 */
         tk_sdpa_rows_f32(a->half, nk, Dh, K, ks_n, ks_d, u->kf);
         tk_sdpa_rows_f32(a->half, nk, Dv, V, vs_n, vs_d, u->vf);
         K = u->kf, ks_n = Dh, ks_d = 1;
         V = u->vf, vs_n = Dv, vs_d = 1;
     }
-    tk_pack_b(kn, Dh, nk, K, ks_d, ks_n, u->kt);
-    tk_pack_b(kn, Dv, nk, V, vs_d, vs_n, u->vt);
-    tk_pack_b(kn, nk, Dh, K, ks_n, ks_d, u->kb);
+    if (!J->pairs) {
+        tk_pack_b(kn, Dh, nk, K, ks_d, ks_n, u->kt);
+        tk_pack_b(kn, Dv, nk, V, vs_d, vs_n, u->vt);
+        tk_pack_b(kn, nk, Dh, K, ks_n, ks_d, u->kb);
+    }
     memset(u->gk, 0, (size_t)(nk * J->dhp) * sizeof(float));
     memset(u->gv, 0, (size_t)(nk * J->dvp) * sizeof(float));
 
@@ -489,6 +556,7 @@ int tk_sdpa_backward(const tk_sdpa_bwd_args *args)
     if (J.bkp < (BK + kn->mr - 1) / kn->mr * kn->mr) J.bkp = (BK + kn->mr - 1) / kn->mr * kn->mr;
     J.dhp = (a->Dh + kn->nr - 1) / kn->nr * kn->nr;
     J.dvp = (a->Dv + kn->nr - 1) / kn->nr * kn->nr;
+    J.pairs = a->half == TK_SDPA_BF16 && kn->ukernel_bf16;
     J.small = !a->half && !tk_sdpa_opts_any(&a->o) && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 1);
     J.keep_scale = a->o.dropout > 0.0f ? (float)(1.0 / (1.0 - (double)a->o.dropout)) : 1.0f;   /* one key chunk: one lane */
     /* lanes: up to 4 (parallel work when there are few kv heads), fewer

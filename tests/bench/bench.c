@@ -1067,10 +1067,12 @@ static void bench_sdpa_half(void)
     printf("\n== sdpa bfloat16 / float16 vs float32, B=1 H=8 Dh=64 causal (ms, median (min-max) of\n"
            "   alternating runs; path %s: %s;\n"
            "   fp16 tiles converted to float32 on load, float32 products; P rounded to the dtype before P V;\n"
-           "   the backward converts to float32 on every path; q/k/v = their memory; ratio = 16-bit / float32,\n"
-           "   of the medians (of the minimums: the steadier on a loaded machine))\n",
+           "   %s; q/k/v = their memory;\n"
+           "   ratio = 16-bit / float32, of the medians (of the minimums: the steadier on a loaded machine))\n",
            tk_simd_path(), pairs ? "bf16 forward by vdpbf16ps (Q K^T and P V in bf16 pairs, fp32 sums)"
-                                 : "bf16 tiles converted to float32 on load (this path has no vdpbf16ps)");
+                                 : "bf16 tiles converted to float32 on load (this path has no vdpbf16ps)",
+           pairs ? "the bf16 backward's five products by vdpbf16ps too (dO and dS rounded to bf16), fp16's in float32"
+                 : "the backward converts to float32");
     printf("  %-14s %-2s %-6s %-9s %-26s%-26s%-15s%-26s%-26s%s\n", "", "th", "dtype", "q/k/v MiB", "forward",
            "float32 forward", "ratio", "backward", "float32 backward", "ratio");
     static const int64_t ns[] = { 2048, 4096 };
