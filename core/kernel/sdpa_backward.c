@@ -198,20 +198,29 @@ static void mm(const tk_kern *kn, int pairs, int64_t M, int64_t N, int64_t K, co
    elements adjacent) read where it lies by ukernel_rows for full mr-row
    panels (the same arithmetic as ukernel on a packed copy); a partial
    panel, or a kernel without ukernel_rows, is packed into buf first. At
-   attention's small blocks packing costs about as much as the product. */
-static void mm_rows(const tk_kern *kn, int64_t M, int64_t N, int64_t K, const float *a, int64_t rsa,
-                    float *buf, const float *bp, int64_t kb, float *c, int64_t rsc, int acc, const limits *lm)
+   attention's small blocks packing costs about as much as the product.
+   With pairs, A is bfloat16 rows (a row's element 2 k_end - 1 must be
+   there, 0 past its last step) and K, kb count pairs, as in mm. */
+static void mm_rows(const tk_kern *kn, int pairs, int64_t M, int64_t N, int64_t K, const void *a, int64_t rsa,
+                    void *buf, const void *bp, int64_t kb, float *c, int64_t rsc, int acc, const limits *lm)
 {
+    int w = pairs ? 2 : 1;
     for (int64_t ir = 0; ir < M; ir += kn->mr) {
         int m = M - ir < kn->mr ? (int)(M - ir) : kn->mr;
         int64_t n_end = panel_max(lm ? lm->ncol : NULL, ir, m, N);
-        int64_t k_end = panel_max(lm ? lm->kend : NULL, ir, m, K);
-        int in_place = m == kn->mr && kn->ukernel_rows;
-        if (!in_place) tk_pack_a(kn, m, k_end, a + ir * rsa, rsa, 1, buf);
+        int64_t k_end = (panel_max(lm ? lm->kend : NULL, ir, m, w * K) + w - 1) / w;
+        int in_place = m == kn->mr && (pairs ? kn->ukernel_rows_bf16 != NULL : kn->ukernel_rows != NULL);
+        const float *af = (const float *)a + ir * rsa;
+        const uint16_t *ah = (const uint16_t *)a + ir * rsa;
+        if (!in_place && pairs) tk_pack_a_pairs(kn, m, w * k_end, ah, rsa, 1, buf);
+        else if (!in_place) tk_pack_a(kn, m, k_end, af, rsa, 1, buf);
         for (int64_t jr = 0; jr < n_end; jr += kn->nr) {
             int n = n_end - jr < kn->nr ? (int)(n_end - jr) : kn->nr;
-            if (in_place) kn->ukernel_rows(k_end, a + ir * rsa, rsa, bp + jr * kb, c + ir * rsc + jr, rsc, n, acc);
-            else kn->ukernel(k_end, buf, bp + jr * kb, c + ir * rsc + jr, rsc, m, n, acc);
+            float *ct = c + ir * rsc + jr;
+            if (pairs && in_place) kn->ukernel_rows_bf16(k_end, ah, rsa, (const uint16_t *)bp + 2 * jr * kb, ct, rsc, n, acc);
+            else if (pairs) kn->ukernel_bf16(k_end, buf, (const uint16_t *)bp + 2 * jr * kb, ct, rsc, m, n, acc, 1.0f);
+            else if (in_place) kn->ukernel_rows(k_end, af, rsa, (const float *)bp + jr * kb, ct, rsc, n, acc);
+            else kn->ukernel(k_end, buf, (const float *)bp + jr * kb, ct, rsc, m, n, acc);
         }
     }
 }
@@ -320,7 +329,7 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
         kn->scale(nqp * Dh, a->scale, u->qa, u->qa);
         mm(kn, 0, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0, 1.0f, &rows);
         if (a->dos_d == 1) {
-            mm_rows(kn, nq, nk, Dv, dO, a->dos_n, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
+            mm_rows(kn, 0, nq, nk, Dv, dO, a->dos_n, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
         } else {
             tk_pack_a(kn, nq, Dv, dO, a->dos_n, a->dos_d, u->oa);
             mm(kn, 0, nq, nk, Dv, u->oa, u->vt, Dv, u->dp, BK, 0, 1.0f, &rows);
@@ -382,6 +391,9 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
         for (int64_t i = 0; i < nq; i++) {
             kn->half_from_f32(1, nk, u->s + i * BK, u->p16 + i * BK);
             kn->half_from_f32(1, nk, u->dp + i * BK, u->d16 + i * BK);
+            /* dQ reads an odd nk's last pair in place: its B half is 0,
+               but a stale NaN times 0 would not be */
+            if (nk % 2) u->d16[i * BK + nk] = 0;
         }
         tk_pack_b_pairs(kn, nq, Dv, u->o16, Dv, 1, (uint16_t *)(void *)u->ob);
         tk_pack_a_pairs(kn, nk, nq, u->p16, 1, BK, ta);
@@ -392,8 +404,7 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
         /* dQ: an odd nk inside the chunk would pair its last key with one no
            row here sees (0 times an inf there is a NaN): that key apart */
         int64_t kd = nk % 2 && nk < kb ? nk - 1 : nk;
-        tk_pack_a_pairs(kn, nq, kd, u->d16, BK, 1, (uint16_t *)(void *)u->sa);
-        mm(kn, 1, nq, Dh, (kd + 1) / 2, u->sa, u->kb, (kb + 1) / 2, dqp, dq->sn, 1, 1.0f, &dq_terms);
+        mm_rows(kn, 1, nq, Dh, (kd + 1) / 2, u->d16, BK, u->sa, u->kb, (kb + 1) / 2, dqp, dq->sn, 1, &dq_terms);
         for (int64_t i = 0; i < nq && kd < nk; i++) {
             if (lim[i] < nk) continue;
             const uint16_t *kr = (const uint16_t *)(const void *)tk_sdpa_at(
@@ -409,7 +420,7 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
     tk_pack_b(kn, nq, Dh, Q, qs_n, qs_d, u->qb);
     tk_pack_a(kn, nk, nq, u->dp, 1, BK, u->ta);
     mm(kn, 0, nk, Dh, nq, u->ta, u->qb, nq, u->gk, J->dhp, 1, 1.0f, &key_terms);
-    mm_rows(kn, nq, Dh, nk, u->dp, BK, u->sa, u->kb, kb, dqp, dq->sn, 1, &dq_terms);
+    mm_rows(kn, 0, nq, Dh, nk, u->dp, BK, u->sa, u->kb, kb, dqp, dq->sn, 1, &dq_terms);
 }
 
 /* Key chunk c of kv head (b, hk): its dK and dV rows, and its dQ terms. */
