@@ -570,10 +570,14 @@ int tk_sdpa_backward(const tk_sdpa_bwd_args *args)
     J.pairs = a->half == TK_SDPA_BF16 && kn->ukernel_bf16;
     J.small = !a->half && !tk_sdpa_opts_any(&a->o) && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 1);
     J.keep_scale = a->o.dropout > 0.0f ? (float)(1.0 / (1.0 - (double)a->o.dropout)) : 1.0f;   /* one key chunk: one lane */
-    /* lanes: up to 4 (parallel work when there are few kv heads), fewer
-       when their buffers would be big; never from the thread count */
-    int64_t lane_bytes = rows * a->Dh * (int64_t)sizeof(float);
-    J.lanes = J.nchunk < MAX_LANES ? J.nchunk : MAX_LANES;
+    /* lanes: up to 4, for some 16 tasks when there are few kv heads (a
+       lane's buffer is fresh memory, its page faults cost as much as a
+       tenth of the work), fewer when their buffers would be big; never
+       from the thread count */
+    int64_t lane_bytes = rows * a->Dh * (int64_t)sizeof(float), heads = a->B * a->Hkv;
+    J.lanes = heads >= 16 ? 1 : (16 + heads - 1) / heads;
+    if (J.lanes > MAX_LANES) J.lanes = MAX_LANES;
+    if (J.lanes > J.nchunk) J.lanes = J.nchunk;
     while (J.lanes > 1 && (J.lanes - 1) * lane_bytes > LANE_BYTES) J.lanes--;
     float *D = malloc((size_t)rows * sizeof(float));
     J.lane = J.lanes > 1 ? malloc((size_t)((J.lanes - 1) * lane_bytes)) : NULL;
