@@ -11,6 +11,17 @@
 
 static int check_passed, check_failed;
 
+/* CHECK_UNDER_ASAN: built with AddressSanitizer (make asan), where a test
+   samples what would take minutes and does not read memory use (the RSS
+   holds ASan's shadow, quarantine and fake stacks). */
+#if defined(__SANITIZE_ADDRESS__)
+#define CHECK_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHECK_UNDER_ASAN 1
+#endif
+#endif
+
 #define CHECK(descr, cond) do { \
     if (cond) check_passed++; \
     else { check_failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, descr); } \

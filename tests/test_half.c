@@ -140,16 +140,9 @@ static void test_decode(const fmt *f)
    a pass would take minutes: there every 61st chunk and the chunks where
    the rules change (zeros and float32 subnormals, float16's subnormals,
    least normal and overflow, inf and NaN), both signs. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SAMPLED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SAMPLED 1
-#endif
-#endif
 static int chunk_wanted(uint32_t c)
 {
-#ifdef SAMPLED
+#ifdef CHECK_UNDER_ASAN
     static const uint32_t edges[] = { 0x0000, 0x0001, 0x007f, 0x0080, 0x3300, 0x3380, 0x337f, 0x3800,
                                       0x387f, 0x3880, 0x477f, 0x4780, 0x7f7f, 0x7f80, 0x7fc0, 0x7fff };
     if (c % 61 == 0) return 1;
@@ -213,7 +206,7 @@ static void test_round(const fmt *f)
     printf("  %s: float32 to %s, %s, one at a time (%ld wrong)\n", j.bad_one ? "FAIL" : "ok",
            f->name, what, (long)j.bad_one);
     CHECK("float32 to 16 bits, every pattern", j.bad_one == 0);
-#ifndef SAMPLED
+#ifndef CHECK_UNDER_ASAN
     CHECK("every chunk was rounded", j.chunks == 65536);
 #endif
     for (int k = 0; k < npaths; k++) {
