@@ -220,37 +220,49 @@ static int64_t part_row(const gemm_job *g, int64_t k)
     return r < g->M ? r : g->M;
 }
 
-/* The next sliver's A rows (kc each) into L2 while this one computes: read
-   in place, its rows are short runs far apart (a row of P per head), which
-   the hardware prefetchers pick up late. */
-static void prefetch_rows(const float *a, int64_t rs, int64_t rows, int64_t kc)
+/* The next sliver's A rows (bytes each) into L2 while this one computes:
+   read in place, its rows are short runs far apart (a row of P per head),
+   which the hardware prefetchers pick up late. */
+static void prefetch_rows(const char *a, int64_t rs, int64_t rows, int64_t bytes)
 {
 #if defined(__GNUC__)
     for (int64_t i = 0; i < rows; i++)
-        for (int64_t p = 0; p < kc; p += 16) __builtin_prefetch(a + i * rs + p, 0, 2);
+        for (int64_t p = 0; p < bytes; p += 64) __builtin_prefetch(a + i * rs + p, 0, 2);
 #else
-    (void)a; (void)rs; (void)rows; (void)kc;
+    (void)a; (void)rs; (void)rows; (void)bytes;
 #endif
 }
 
 /* C rows [r0, r1) (+)= A rows times the packed B panel (kc x ncur), A read
-   in place with unit column stride; each A sliver serves all column slivers
-   while it is in L1. A last partial sliver goes through a packed copy. */
-static void gemm_rows(const gemm_job *g, const float *A, float *C, int64_t r0, int64_t r1,
-                      int64_t kc, int64_t ncur, int acc, const float *bp, float *ap)
+   in place with unit column stride (float32, or bfloat16 pairs with kc
+   even); each A sliver serves all column slivers while it is in L1. A last
+   partial sliver goes through a packed copy. */
+static void gemm_rows(const gemm_job *g, const void *A, float *C, int64_t r0, int64_t r1,
+                      int64_t kc, int64_t ncur, int acc, const void *bp, void *ap)
 {
     const tk_kern *kn = g->kn;
     int mr = kn->mr, nr = kn->nr;
+    size_t esz = g->pairs ? sizeof(uint16_t) : sizeof(float);
+    int64_t kp = kc / 2;
     for (int64_t i0 = r0; i0 < r1; i0 += mr) {
         int m = r1 - i0 < mr ? (int)(r1 - i0) : mr;
-        const float *as = A + i0 * g->rsa;
-        if (m < mr) tk_pack_a(kn, m, kc, as, g->rsa, 1, ap);
-        prefetch_rows(as + mr * g->rsa, g->rsa, r1 - i0 - mr < mr ? r1 - i0 - mr : mr, kc);
+        const char *as = (const char *)A + (size_t)(i0 * g->rsa) * esz;
+        if (m < mr && g->pairs) tk_pack_a_pairs(kn, m, kc, (const uint16_t *)(const void *)as, g->rsa, 1, ap);
+        else if (m < mr) tk_pack_a(kn, m, kc, (const float *)(const void *)as, g->rsa, 1, ap);
+        prefetch_rows(as + (size_t)(mr * g->rsa) * esz, g->rsa * (int64_t)esz,
+                      r1 - i0 - mr < mr ? r1 - i0 - mr : mr, kc * (int64_t)esz);
         for (int64_t jr = 0; jr < ncur; jr += nr) {
             int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
             float *ct = C + i0 * g->rsc + jr;
-            if (m == mr) kn->ukernel_rows(kc, as, g->rsa, bp + jr * kc, ct, g->rsc, n, acc);
-            else kn->ukernel(kc, ap, bp + jr * kc, ct, g->rsc, m, n, acc);
+            if (g->pairs) {
+                const uint16_t *bs = (const uint16_t *)bp + 2 * jr * kp;
+                if (m == mr) kn->ukernel_rows_bf16(kp, (const uint16_t *)(const void *)as, g->rsa, bs, ct, g->rsc, n, acc);
+                else kn->ukernel_bf16(kp, ap, bs, ct, g->rsc, m, n, acc, 1.0f);
+            } else {
+                const float *bs = (const float *)bp + jr * kc;
+                if (m == mr) kn->ukernel_rows(kc, (const float *)(const void *)as, g->rsa, bs, ct, g->rsc, n, acc);
+                else kn->ukernel(kc, ap, bs, ct, g->rsc, m, n, acc);
+            }
         }
     }
 }
@@ -286,10 +298,17 @@ static void gemm_block_pairs(gemm_job *g, const uint16_t *A, const uint16_t *B, 
 {
     const tk_kern *kn = g->kn;
     int mr = kn->mr, nr = kn->nr;
+    /* as gemm_block reads a float32 A in place for a narrow B; an odd last
+       kc block is packed (the pad of its last pair would read past the row) */
+    int in_place = kn->ukernel_rows_bf16 && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr && !g->c16;
     for (int64_t p0 = 0; p0 < g->K; p0 += g->kc) {
         int64_t kc = g->K - p0 < g->kc ? g->K - p0 : g->kc, kp = (kc + 1) / 2;
         int acc = p0 > 0;
         tk_pack_b_pairs(kn, kc, ncur, B + p0 * g->rsb + j0 * g->csb, g->rsb, g->csb, bp);
+        if (in_place && kc % 2 == 0) {
+            gemm_rows(g, A + p0, g->c + C + j0, r0, r1, kc, ncur, acc, bp, ap);
+            continue;
+        }
         for (int64_t i0 = r0; i0 < r1; i0 += mc) {
             int64_t mcur = r1 - i0 < mc ? r1 - i0 : mc;
             tk_pack_a_pairs(kn, mcur, kc, A + i0 * g->rsa + p0 * g->csa, g->rsa, g->csa, ap);

@@ -539,7 +539,7 @@ static void bench_half(void)
            "   fp32 C)%s.\n"
            "   a 16-bit C is rounded as each tile is stored when K fits one cache block (QK^T), else through\n"
            "   a float32 C; memory: A+B+C in MiB, fp32 / 16-bit (+ that float32 C, where there is one)\n",
-           p, pairs ? "bf16 by the vdpbf16ps micro-kernel (bf16 pairs packed, two products per fp32 lane)"
+           p, pairs ? "bf16 by the vdpbf16ps micro-kernel (bf16 pairs packed, or a row-major A read in place for a narrow B as in PV; two products per fp32 lane)"
                     : "bf16 converted to fp32 in the GEMM packers",
            strcmp(p, "avx512") == 0 || pairs ? "AVX-512F: vcvtph2ps"
               : strcmp(p, "avx2") == 0 ? "AVX2: F16C" : "portable C",
