@@ -234,23 +234,29 @@ static void prefetch_rows(const char *a, int64_t rs, int64_t rows, int64_t bytes
 }
 
 /* C rows [r0, r1) (+)= A rows times the packed B panel (kc x ncur), A read
-   in place with unit column stride (float32, or bfloat16 pairs with kc
-   even); each A sliver serves all column slivers while it is in L1. A last
-   partial sliver goes through a packed copy. */
+   in place with unit column stride: float32, bfloat16 pairs (kc even), or
+   16-bit rows converted a sliver at a time into `half` (a plain copy, not
+   the packer's transpose). Each A sliver serves all column slivers while
+   it is in L1. A last partial sliver goes through a packed copy. */
 static void gemm_rows(const gemm_job *g, const void *A, float *C, int64_t r0, int64_t r1,
-                      int64_t kc, int64_t ncur, int acc, const void *bp, void *ap)
+                      int64_t kc, int64_t ncur, int acc, const void *bp, void *ap, float *half)
 {
     const tk_kern *kn = g->kn;
-    int mr = kn->mr, nr = kn->nr;
-    size_t esz = g->pairs ? sizeof(uint16_t) : sizeof(float);
-    int64_t kp = kc / 2;
+    int mr = kn->mr, nr = kn->nr, convert = !g->pairs && g->ta != TK_F32;
+    int64_t esz = (int64_t)elt_size(g->ta), kp = kc / 2;
     for (int64_t i0 = r0; i0 < r1; i0 += mr) {
         int m = r1 - i0 < mr ? (int)(r1 - i0) : mr;
-        const char *as = (const char *)A + (size_t)(i0 * g->rsa) * esz;
+        const char *as = (const char *)A + i0 * g->rsa * esz;
+        const float *rows = (const float *)(const void *)as;
+        int64_t rs = g->rsa;
+        if (convert) {
+            for (int i = 0; i < m; i++)
+                kn->half_to_f32(g->ta == TK_BF16, kc, (const uint16_t *)(const void *)as + i * g->rsa, half + i * kc);
+            rows = half, rs = kc;
+        }
         if (m < mr && g->pairs) tk_pack_a_pairs(kn, m, kc, (const uint16_t *)(const void *)as, g->rsa, 1, ap);
-        else if (m < mr) tk_pack_a(kn, m, kc, (const float *)(const void *)as, g->rsa, 1, ap);
-        prefetch_rows(as + (size_t)(mr * g->rsa) * esz, g->rsa * (int64_t)esz,
-                      r1 - i0 - mr < mr ? r1 - i0 - mr : mr, kc * (int64_t)esz);
+        else if (m < mr) tk_pack_a(kn, m, kc, rows, rs, 1, ap);
+        prefetch_rows(as + mr * g->rsa * esz, g->rsa * esz, r1 - i0 - mr < mr ? r1 - i0 - mr : mr, kc * esz);
         for (int64_t jr = 0; jr < ncur; jr += nr) {
             int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
             float *ct = C + i0 * g->rsc + jr;
@@ -260,7 +266,7 @@ static void gemm_rows(const gemm_job *g, const void *A, float *C, int64_t r0, in
                 else kn->ukernel_bf16(kp, ap, bs, ct, g->rsc, m, n, acc, 1.0f);
             } else {
                 const float *bs = (const float *)bp + jr * kc;
-                if (m == mr) kn->ukernel_rows(kc, (const float *)(const void *)as, g->rsa, bs, ct, g->rsc, n, acc);
+                if (m == mr) kn->ukernel_rows(kc, rows, rs, bs, ct, g->rsc, n, acc);
                 else kn->ukernel(kc, ap, bs, ct, g->rsc, m, n, acc);
             }
         }
@@ -306,7 +312,7 @@ static void gemm_block_pairs(gemm_job *g, const uint16_t *A, const uint16_t *B, 
         int acc = p0 > 0;
         tk_pack_b_pairs(kn, kc, ncur, B + p0 * g->rsb + j0 * g->csb, g->rsb, g->csb, bp);
         if (in_place && kc % 2 == 0) {
-            gemm_rows(g, A + p0, g->c + C + j0, r0, r1, kc, ncur, acc, bp, ap);
+            gemm_rows(g, A + p0, g->c + C + j0, r0, r1, kc, ncur, acc, bp, ap, NULL);
             continue;
         }
         for (int64_t i0 = r0; i0 < r1; i0 += mc) {
@@ -347,14 +353,14 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
         return;
     }
     /* a narrow B (A·V: N = Dh) would reuse a packed A block only a few
-       times: read A where it is instead */
-    int in_place = kn->ukernel_rows && g->ta == TK_F32 && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr && !g->c16;
+       times: read A where it is instead (16-bit rows converted as they go) */
+    int in_place = kn->ukernel_rows && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr && !g->c16;
     for (int64_t p0 = 0; p0 < g->K; p0 += g->kc) {
         int64_t kc = g->K - p0 < g->kc ? g->K - p0 : g->kc;
         int acc = p0 > 0;
         pack_b_typed(kn, g->tb, kc, ncur, elt_at(g->tb, B, p0 * g->rsb + j0 * g->csb), g->rsb, g->csb, bp, half);
         if (in_place) {
-            gemm_rows(g, (const float *)A + p0, g->c + C + j0, r0, r1, kc, ncur, acc, bp, ap);
+            gemm_rows(g, elt_at(g->ta, A, p0), g->c + C + j0, r0, r1, kc, ncur, acc, bp, ap, half);
             continue;
         }
         for (int64_t i0 = r0; i0 < r1; i0 += mc) {

@@ -534,7 +534,7 @@ static void bench_half(void)
     printf("\n== half: 16-bit matmul vs float32 (GFLOP/s, median (min-max); ratio = 16-bit time / fp32 time,\n"
            "   each paired in turns with its own fp32 run)\n");
     int pairs = tk_kern_now()->ukernel_bf16 != NULL;
-    printf("   path %s: %s; fp16 converted to fp32 in the GEMM packers (%s), fp32 products\n"
+    printf("   path %s: %s; fp16 converted to fp32 in the GEMM packers (%s; for a narrow B, a row-major A a sliver of rows at a time, read as float32 rows), fp32 products\n"
            "   and sums; C rounded once. This CPU %s AVX512_BF16. sbgemm: OpenBLAS cblas_sbgemm (bf16 in,\n"
            "   fp32 C)%s.\n"
            "   a 16-bit C is rounded as each tile is stored when K fits one cache block (QK^T), else through\n"
