@@ -1473,10 +1473,14 @@ int main(void)
     test_threads();
 
     /* avx512_bf16 runs avx512's float32 kernels (test_half.c tests its bfloat16 ones) */
+#ifdef TK_X86_SIMD
     if (tk_simd_force("avx512_bf16")) {
         CHECK("tk_simd_path reports avx512_bf16 forced", strcmp(tk_simd_path(), "avx512_bf16") == 0);
         CHECK("avx512_bf16 has avx512's float32 micro-kernel", tk_kern_now()->ukernel == tk_kern_avx512.ukernel);
     }
+#else
+    CHECK("a build without SIMD cannot force avx512_bf16", !tk_simd_force("avx512_bf16"));
+#endif
     static const char *paths[] = { "avx512", "avx2", "scalar" };
     int ran = 0;
     for (int p = 0; p < 3; p++) {
