@@ -251,7 +251,12 @@ do
     local flags = f:read("a"); f:close()
     check("kernel_path avx512 needs avx512f", path ~= "avx512" or flags:find("avx512f", 1, true) ~= nil)
     check("kernel_path avx512_bf16 needs avx512_bf16", path ~= "avx512_bf16" or flags:find("avx512_bf16", 1, true) ~= nil)
-    check("a CPU with avx512_bf16 takes that path", flags:find("avx512_bf16", 1, true) == nil or path == "avx512_bf16")
+    -- a build without SIMD (make scalar) can force no SIMD path and runs scalar
+    local simd = pcall(tt.kernel_path, "avx512_bf16") or pcall(tt.kernel_path, "avx2")
+    tt.kernel_path("auto")
+    check("a SIMD build on a CPU with avx512_bf16 takes that path",
+          flags:find("avx512_bf16", 1, true) == nil or not simd or path == "avx512_bf16")
+    check("a build that can force no SIMD path runs scalar", simd or path == "scalar")
     check("kernel_path avx2 needs avx2 and fma", path ~= "avx2" or (flags:find(" avx2", 1, true) and flags:find(" fma", 1, true)) ~= nil)
   end
   -- forcing a path: the ops follow it (a matmul's bits are those of the path)
