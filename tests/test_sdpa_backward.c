@@ -903,6 +903,23 @@ static void test_hidden_v(void)
     CHECK(m, early && late);
 }
 
+/* One bfloat16 causal forward (into o, lse) and backward of Nq queries
+   and Nk keys, Dh = 16, unit strides; 1 if the backward ran. */
+static int bf16_attention(int64_t Nq, int64_t Nk, const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                          uint16_t *o, float *lse, const float *dout, float *dq, float *dk, float *dv)
+{
+    int64_t D = 16;
+    const float *qp = (const float *)(const void *)q, *kp = (const float *)(const void *)k;
+    const float *vp = (const float *)(const void *)v;
+    tk_sdpa_args f = { 1, 1, 1, Nq, Nk, D, D, qp, 0, 0, D, 1, kp, 0, 0, D, 1, vp, 0, 0, D, 1,
+                       NULL, 0, 0, 0, 0, 1, 0.25f, (float *)(void *)o, NULL, lse, {0}, TK_SDPA_BF16 };
+    tk_sdpa(&f);
+    tk_sdpa_bwd_args b = { 1, 1, 1, Nq, Nk, D, D, qp, 0, 0, D, 1, kp, 0, 0, D, 1, vp, 0, 0, D, 1,
+                           NULL, 0, 0, 0, 0, 1, 0.25f, (const float *)(const void *)o, dout, lse, dq, dk, dv,
+                           0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}, NULL, TK_SDPA_BF16 };
+    return tk_sdpa_backward(&b) == 0;
+}
+
 /* The backward's blocks: causal with Nk = Nq + 1, the first block of 64
    rows sees keys 0..64, so its dQ product ends at an odd key inside the
    chunk; key 65, seen by no row of it, has an inf in k. Its rows' dq stay
@@ -917,35 +934,12 @@ static void test_hidden_k_backward(void)
         k[i] = tk_bf16_from_f32(i / D == 65 ? INFINITY : (float)urand() - 0.5f);
         v[i] = tk_bf16_from_f32((float)urand() - 0.5f);
     }
-    const float *qp = (const float *)(const void *)q, *kp = (const float *)(const void *)k;
-    const float *vp = (const float *)(const void *)v;
-    tk_sdpa_args f = { 1, 1, 1, NQ, NK, D, D, qp, 0, 0, D, 1, kp, 0, 0, D, 1, vp, 0, 0, D, 1,
-                       NULL, 0, 0, 0, 0, 1, 0.25f, (float *)(void *)o, NULL, lse, {0}, TK_SDPA_BF16 };
-    tk_sdpa(&f);
-    tk_sdpa_bwd_args b = { 1, 1, 1, NQ, NK, D, D, qp, 0, 0, D, 1, kp, 0, 0, D, 1, vp, 0, 0, D, 1,
-                           NULL, 0, 0, 0, 0, 1, 0.25f, (const float *)(const void *)o, dout, lse, dq, dk, dv,
-                           0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}, NULL, TK_SDPA_BF16 };
-    int ok = tk_sdpa_backward(&b) == 0, fin = 1;
+    int ok = bf16_attention(NQ, NK, q, k, v, o, lse, dout, dq, dk, dv), fin = 1;
     for (int i = 0; i < 64 * D; i++) fin &= isfinite(dq[i]);
     char m[160];
     snprintf(m, sizeof m, "[%s] bfloat16 backward: rows that do not see key 65 keep a finite dq when its k is inf",
              tk_simd_path());
     CHECK(m, ok && fin);
-}
-
-/* One bfloat16 forward and backward of N keys, causal, Dh = 16; 1 if both ran. */
-static int half_attention_once(int64_t N, const uint16_t *x, uint16_t *o, float *lse, const float *dout,
-                               float *dq, float *dk, float *dv)
-{
-    int64_t D = 16;
-    const float *xp = (const float *)(const void *)x;
-    tk_sdpa_args f = { 1, 1, 1, N, N, D, D, xp, 0, 0, D, 1, xp, 0, 0, D, 1, xp, 0, 0, D, 1,
-                       NULL, 0, 0, 0, 0, 1, 0.25f, (float *)(void *)o, NULL, lse, {0}, TK_SDPA_BF16 };
-    tk_sdpa(&f);
-    tk_sdpa_bwd_args b = { 1, 1, 1, N, N, D, D, xp, 0, 0, D, 1, xp, 0, 0, D, 1, xp, 0, 0, D, 1,
-                           NULL, 0, 0, 0, 0, 1, 0.25f, (const float *)(const void *)o, dout, lse, dq, dk, dv,
-                           0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}, NULL, TK_SDPA_BF16 };
-    return tk_sdpa_backward(&b) == 0;
 }
 
 /* No N x N buffer: bfloat16 attention at N = 4096 (a float32 score matrix
@@ -962,9 +956,9 @@ static void test_half_memory(void)
     float *lse = malloc((size_t)N * 4), *dout = malloc((size_t)(N * D) * 4), *dq = malloc((size_t)(N * D) * 4);
     float *dk = malloc((size_t)(N * D) * 4), *dv = malloc((size_t)(N * D) * 4);
     for (int64_t i = 0; i < N * D; i++) { x[i] = tk_bf16_from_f32((float)urand()); dout[i] = 1.0f; }
-    int ok = half_attention_once(256, x, o, lse, dout, dq, dk, dv);
+    int ok = bf16_attention(256, 256, x, x, x, o, lse, dout, dq, dk, dv);
     getrusage(RUSAGE_SELF, &r0);
-    ok &= half_attention_once(N, x, o, lse, dout, dq, dk, dv);
+    ok &= bf16_attention(N, N, x, x, x, o, lse, dout, dq, dk, dv);
     getrusage(RUSAGE_SELF, &r1);
 #ifdef CHECK_UNDER_ASAN
     CHECK("bfloat16 sdpa N = 4096 forward + backward ran", ok);
