@@ -358,22 +358,27 @@ static void test_gemm_case(int ta, int tb, int64_t nb, int64_t M, int64_t N, int
 
 /* A narrow B reads a row-major bfloat16 A in place, two values of a row at
    a time; with K odd the last pair's pad is not A's: here each row of A is
-   followed by an inf, which C must never see (K = 515: two kc blocks in
-   place, then an odd one). */
+   followed by an inf, which C must never see (K = 515: one odd kc block;
+   K = 2101: an even block in place, then an odd one). */
 static void test_gemm_row_end(void)
 {
-    enum { M = 40, N = 24, K = 515, LDA = K + 1 };
-    static uint16_t a[M * LDA], b[K * N];
-    static float c[M * N];
-    for (int i = 0; i < M; i++)
-        for (int p = 0; p < LDA; p++) a[i * LDA + p] = tk_bf16_from_f32(p == K ? INFINITY : frand());
-    for (int i = 0; i < K * N; i++) b[i] = tk_bf16_from_f32(frand());
-    int64_t off = 0;
+    enum { M = 40, N = 24 };
+    static const int ks[] = { 515, 2101 };
     int fin = 1;
-    for (int k = 0; k < npaths; k++) {
-        tk_simd_force(path_names[k]);
-        tk_gemm_batch_typed(1, M, N, K, TK_BF16, a, &off, LDA, 1, TK_BF16, b, &off, N, 1, c, &off, N, 1);
-        for (int i = 0; i < M * N; i++) fin &= isfinite(c[i]) != 0;
+    for (int t = 0; t < 2; t++) {
+        int K = ks[t], lda = K + 1;
+        uint16_t *a = malloc((size_t)(M * lda) * 2), *b = malloc((size_t)(K * N) * 2);
+        float *c = malloc((size_t)(M * N) * sizeof(float));
+        for (int i = 0; i < M; i++)
+            for (int p = 0; p < lda; p++) a[i * lda + p] = tk_bf16_from_f32(p == K ? INFINITY : frand());
+        for (int i = 0; i < K * N; i++) b[i] = tk_bf16_from_f32(frand());
+        int64_t off = 0;
+        for (int k = 0; k < npaths; k++) {
+            tk_simd_force(path_names[k]);
+            tk_gemm_batch_typed(1, M, N, K, TK_BF16, a, &off, lda, 1, TK_BF16, b, &off, N, 1, c, &off, N, 1);
+            for (int i = 0; i < M * N; i++) fin &= isfinite(c[i]) != 0;
+        }
+        free(a); free(b); free(c);
     }
     tk_simd_force(NULL);
     CHECK("bfloat16 GEMM with an odd K never reads past a row of A (an inf there stays out of C)", fin);
@@ -383,7 +388,9 @@ static void test_gemm(void)
 {
     static const int64_t sizes[][3] = {   /* M, N, K: edges of every tile, the small path, several kc blocks */
         { 1, 7, 5 }, { 3, 33, 17 }, { 13, 45, 29 }, { 37, 70, 300 }, { 64, 65, 129 }, { 130, 97, 700 }, { 5, 300, 260 },
-        { 50, 40, 515 },   /* a narrow B (A read in place) and an odd last kc block */
+        { 50, 40, 515 },   /* a narrow B (A read in place), an odd K */
+        { 24, 40, 2101 },  /* bfloat16 pairs in two kc blocks (PAIRS_KC), A in place, an odd last one */
+        { 30, 140, 2050 }, /* the same with A packed */
     };
     static const int types[][2] = { { TK_BF16, TK_BF16 }, { TK_F16, TK_F16 }, { TK_BF16, TK_F32 }, { TK_F32, TK_F16 } };
     for (int k = 0; k < npaths; k++) {
@@ -395,7 +402,7 @@ static void test_gemm(void)
                     for (int lb = 0; lb < 3; lb++)
                         test_gemm_case(types[ty][0], types[ty][1], 1 + (int64_t)((s + la + lb) % 2),
                                        sizes[s][0], sizes[s][1], sizes[s][2], la, lb);
-        printf("  %s: 16-bit GEMM on %s: 8 sizes x 4 type pairs x 9 layouts\n",
+        printf("  %s: 16-bit GEMM on %s: 10 sizes x 4 type pairs x 9 layouts\n",
                check_failed == before ? "ok" : "FAIL", path_names[k]);
     }
     tk_simd_force(NULL);

@@ -233,13 +233,17 @@ static void prefetch_rows(const char *a, int64_t rs, int64_t rows, int64_t bytes
 #endif
 }
 
+static void put_tile(const gemm_job *g, int64_t ct, const float *tmp, int m, int n, int acc);
+
 /* C rows [r0, r1) (+)= A rows times the packed B panel (kc x ncur), A read
    in place with unit column stride: float32, bfloat16 pairs (kc even), or
    16-bit rows converted a sliver at a time into `half` (a plain copy, not
-   the packer's transpose). Each A sliver serves all column slivers while
-   it is in L1. A last partial sliver goes through a packed copy. */
-static void gemm_rows(const gemm_job *g, const void *A, float *C, int64_t r0, int64_t r1,
-                      int64_t kc, int64_t ncur, int acc, const void *bp, void *ap, float *half)
+   the packer's transpose). C is the element of c (or c16) at row 0 of the
+   panel's first column; a 16-bit C (one kc block) goes through tmp. Each A
+   sliver serves all column slivers while it is in L1. A last partial
+   sliver goes through a packed copy. */
+static void gemm_rows(const gemm_job *g, const void *A, int64_t C, int64_t r0, int64_t r1,
+                      int64_t kc, int64_t ncur, int acc, const void *bp, void *ap, float *half, float *tmp)
 {
     const tk_kern *kn = g->kn;
     int mr = kn->mr, nr = kn->nr, convert = !g->pairs && g->ta != TK_F32;
@@ -259,16 +263,19 @@ static void gemm_rows(const gemm_job *g, const void *A, float *C, int64_t r0, in
         prefetch_rows(as + mr * g->rsa * esz, g->rsa * esz, r1 - i0 - mr < mr ? r1 - i0 - mr : mr, kc * esz);
         for (int64_t jr = 0; jr < ncur; jr += nr) {
             int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
-            float *ct = C + i0 * g->rsc + jr;
+            int64_t at = C + i0 * g->rsc + jr;
+            float *ct = g->c16 ? tmp : g->c + at;
+            int64_t rsc = g->c16 ? nr : g->rsc;
             if (g->pairs) {
                 const uint16_t *bs = (const uint16_t *)bp + 2 * jr * kp;
-                if (m == mr) kn->ukernel_rows_bf16(kp, (const uint16_t *)(const void *)as, g->rsa, bs, ct, g->rsc, n, acc);
-                else kn->ukernel_bf16(kp, ap, bs, ct, g->rsc, m, n, acc, 1.0f);
+                if (m == mr) kn->ukernel_rows_bf16(kp, (const uint16_t *)(const void *)as, g->rsa, bs, ct, rsc, n, acc);
+                else kn->ukernel_bf16(kp, ap, bs, ct, rsc, m, n, acc, 1.0f);
             } else {
                 const float *bs = (const float *)bp + jr * kc;
-                if (m == mr) kn->ukernel_rows(kc, rows, rs, bs, ct, g->rsc, n, acc);
-                else kn->ukernel(kc, ap, bs, ct, g->rsc, m, n, acc);
+                if (m == mr) kn->ukernel_rows(kc, rows, rs, bs, ct, rsc, n, acc);
+                else kn->ukernel(kc, ap, bs, ct, rsc, m, n, acc);
             }
+            if (g->c16) put_tile(g, at, tmp, m, n, 0);
         }
     }
 }
@@ -306,13 +313,13 @@ static void gemm_block_pairs(gemm_job *g, const uint16_t *A, const uint16_t *B, 
     int mr = kn->mr, nr = kn->nr;
     /* as gemm_block reads a float32 A in place for a narrow B; an odd last
        kc block is packed (the pad of its last pair would read past the row) */
-    int in_place = kn->ukernel_rows_bf16 && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr && !g->c16;
+    int in_place = kn->ukernel_rows_bf16 && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr;
     for (int64_t p0 = 0; p0 < g->K; p0 += g->kc) {
         int64_t kc = g->K - p0 < g->kc ? g->K - p0 : g->kc, kp = (kc + 1) / 2;
         int acc = p0 > 0;
         tk_pack_b_pairs(kn, kc, ncur, B + p0 * g->rsb + j0 * g->csb, g->rsb, g->csb, bp);
         if (in_place && kc % 2 == 0) {
-            gemm_rows(g, A + p0, g->c + C + j0, r0, r1, kc, ncur, acc, bp, ap, NULL);
+            gemm_rows(g, A + p0, C + j0, r0, r1, kc, ncur, acc, bp, ap, NULL, tmp);
             continue;
         }
         for (int64_t i0 = r0; i0 < r1; i0 += mc) {
@@ -354,13 +361,13 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
     }
     /* a narrow B (A·V: N = Dh) would reuse a packed A block only a few
        times: read A where it is instead (16-bit rows converted as they go) */
-    int in_place = kn->ukernel_rows && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr && !g->c16;
+    int in_place = kn->ukernel_rows && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr;
     for (int64_t p0 = 0; p0 < g->K; p0 += g->kc) {
         int64_t kc = g->K - p0 < g->kc ? g->K - p0 : g->kc;
         int acc = p0 > 0;
         pack_b_typed(kn, g->tb, kc, ncur, elt_at(g->tb, B, p0 * g->rsb + j0 * g->csb), g->rsb, g->csb, bp, half);
         if (in_place) {
-            gemm_rows(g, elt_at(g->ta, A, p0), g->c + C + j0, r0, r1, kc, ncur, acc, bp, ap, half);
+            gemm_rows(g, elt_at(g->ta, A, p0), C + j0, r0, r1, kc, ncur, acc, bp, ap, half, tmp);
             continue;
         }
         for (int64_t i0 = r0; i0 < r1; i0 += mc) {
@@ -389,7 +396,7 @@ static void gemm_range(void *ctx, int64_t begin, int64_t end)
     gemm_job *g = ctx;
     const tk_kern *kn = g->kn;
     int64_t kc = g->K < g->kc ? g->K : g->kc;
-    int64_t ncp = (g->nc + kn->nr - 1) / kn->nr * kn->nr;
+    int64_t nc = g->N < g->nc ? g->N : g->nc, ncp = (nc + kn->nr - 1) / kn->nr * kn->nr;
     size_t esz = sizeof(float);
     if (g->pairs) kc = (kc + 1) / 2 * 2, esz = sizeof(uint16_t);   /* pairs of 16-bit values */
     float *ap = tk_scratch(TK_SCRATCH_PACK_A, (size_t)(g->mc * kc) * esz);
@@ -474,6 +481,7 @@ static void gemm_ref_typed(int64_t nbatch, int64_t M, int64_t N, int64_t K,
 }
 
 #define SMALL_MNK (32 * 32 * 32)     /* below this, packing costs more than it saves */
+#define PAIRS_KC 2048                /* the largest kc of bfloat16 pairs (gemm_run) */
 #define PAR_FLOPS 200000.0           /* work per thread worth a wake-up */
 
 void tk_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
@@ -518,7 +526,14 @@ static int gemm_run(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                    ta == TK_BF16 && tb == TK_BF16 && kn->ukernel_bf16, kn->kc, kn->mc, kn->nc, 0,
                    (M + kn->mr - 1) / kn->mr, 1, 0 };
     cache_blocks(kn, &g.kc, &g.mc);
-    if (g.pairs) g.kc *= 2;   /* the same bytes of slivers in L1 */
+    if (g.pairs) {
+        /* vdpbf16ps reads its B sliver from L2 at any kc (measured on Zen 5);
+           what a kc block costs is a pass over a float32 C. So K in one
+           block up to PAIRS_KC (C rounded straight into a 16-bit C), else in
+           equal even blocks: 1024^3 went from 1.72x to about 1.9x fp32. */
+        int64_t nblk = (K + PAIRS_KC - 1) / PAIRS_KC;
+        g.kc = ((K + nblk - 1) / nblk + 1) / 2 * 2;
+    }
     if (c16 && K > g.kc) return 1;
     /* Too few rows to share: cut the columns finer (this never changes the
        arithmetic, only who does it). */

@@ -495,10 +495,13 @@ static void half_row(const char *label, hm *h, int th, double budget)
     if (ob_sbgemm) put_rate(flop, sb, "");
     else printf("%-27s ", "-");
     /* operands: A, B and C; the 16-bit op also holds a float32 C meanwhile
-       unless K fits one cache block (kc is at least 64) */
+       unless K fits one cache block (kc is at least 64; bfloat16 pairs take
+       K up to 2048 in one, gemm.c's PAIRS_KC) */
     double e = (double)m->nb * (double)(m->M * m->K + (m->btrans ? m->N * m->K : m->K * m->N) + m->M * m->N);
-    double c32 = m->K <= 64 ? 0.0 : (double)m->nb * (double)(m->M * m->N) * 4.0;
-    printf("%.1f / %.1f (+%.1f)", e * 4.0 / 1048576.0, e * 2.0 / 1048576.0, c32 / 1048576.0);
+    double c32 = (double)m->nb * (double)(m->M * m->N) * 4.0 / 1048576.0;
+    int one_bf = m->K <= 64 || (tk_kern_now()->ukernel_bf16 && m->K <= 2048);
+    printf("%.1f / %.1f (+%.1f bf16, +%.1f fp16)", e * 4.0 / 1048576.0, e * 2.0 / 1048576.0, one_bf ? 0.0 : c32,
+           m->K <= 64 ? 0.0 : c32);
     double pk = peak_bf16(th);
     if (pk > 0) printf("   bf16 %3.0f%% of the vdpbf16ps peak", 100.0 * flop / bf.med / pk);
     printf("\n");
@@ -537,8 +540,9 @@ static void bench_half(void)
     printf("   path %s: %s; fp16 converted to fp32 in the GEMM packers (%s; for a narrow B, a row-major A a sliver of rows at a time, read as float32 rows), fp32 products\n"
            "   and sums; C rounded once. This CPU %s AVX512_BF16. sbgemm: OpenBLAS cblas_sbgemm (bf16 in,\n"
            "   fp32 C)%s.\n"
-           "   a 16-bit C is rounded as each tile is stored when K fits one cache block (QK^T), else through\n"
-           "   a float32 C; memory: A+B+C in MiB, fp32 / 16-bit (+ that float32 C, where there is one)\n",
+           "   a 16-bit C is rounded as each tile is stored when K fits one cache block (QK^T; with bf16 pairs,\n"
+           "   any K up to 2048), else through a float32 C; memory: A+B+C in MiB, fp32 / 16-bit (+ that float32 C,\n"
+           "   where there is one)\n",
            p, pairs ? "bf16 by the vdpbf16ps micro-kernel (bf16 pairs packed, or a row-major A read in place for a narrow B as in PV; two products per fp32 lane)"
                     : "bf16 converted to fp32 in the GEMM packers",
            strcmp(p, "avx512") == 0 || pairs ? "AVX-512F: vcvtph2ps"
