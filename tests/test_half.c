@@ -159,7 +159,31 @@ static int chunk_wanted(uint32_t c)
    rounds by the reference and by the one-value function (compared by
    value), and in bulk by every path's conversion (compared with the
    one-value function bit for bit). */
-typedef struct round_job { const fmt *f; atomic_long bad_one, bad_bulk[NPATHS], chunks; } round_job;
+typedef struct round_job { const fmt *f; atomic_long bad_one, bad_bulk[NPATHS], bad_tile[NPATHS], chunks; } round_job;
+
+/* The GEMM's tile store (half_tile): the chunk as whole mr x nr tiles of a
+   16-bit C with a row stride past nr, then its rest as one tile of fewer
+   rows and columns; each element against the one-value function. */
+static long tiles_wrong(const tk_kern *kn, int bf16, const float *x, const uint16_t *one, int64_t c)
+{
+    enum { LD = 40 };   /* the C row stride (at least any path's nr) */
+    uint16_t out[16 * LD];
+    int mr = kn->mr, nr = kn->nr, tile = mr * nr;
+    long bad = 0;
+    for (int t0 = 0; t0 < 65536; t0 += tile) {
+        int m = mr, n = nr;
+        if (65536 - t0 < tile) m = (65536 - t0) / nr, n = nr - 1;   /* the rest: fewer rows, a column short */
+        if (m == 0) break;
+        kn->half_tile(bf16, x + t0, m, n, out, LD);
+        for (int i = 0; i < m; i++)
+            for (int k = 0; k < n; k++)
+                if (out[i * LD + k] != one[t0 + i * nr + k] && bad++ < 3)
+                    printf("  %s: tile store of float32 %#010x: got %#06x want %#06x\n", kn->name,
+                           (unsigned)((uint32_t)c << 16 | (uint32_t)(t0 + i * nr + k)), out[i * LD + k],
+                           one[t0 + i * nr + k]);
+    }
+    return bad;
+}
 
 static void round_range(void *ctx, int64_t begin, int64_t end)
 {
@@ -193,6 +217,7 @@ static void round_range(void *ctx, int64_t begin, int64_t end)
                     printf("  %s: bulk float32 %#010x to %s: got %#06x want %#06x\n", path_names[k],
                            (unsigned)((uint32_t)c << 16 | (uint32_t)i), f->name, y[i], one[i]);
             j->bad_bulk[k] += badb;
+            if (paths[k]->half_tile) j->bad_tile[k] += tiles_wrong(paths[k], f->bf16, x, one, c);
         }
         j->chunks++;
     }
@@ -200,7 +225,7 @@ static void round_range(void *ctx, int64_t begin, int64_t end)
 
 static void test_round(const fmt *f)
 {
-    round_job j = { f, 0, {0, 0, 0}, 0 };
+    round_job j = { f, 0, {0}, {0}, 0 };
     tk_parallel_for(65536, 1, round_range, &j);
     const char *what = j.chunks == 65536 ? "all 2^32 patterns" : "a sample (sanitizer build)";
     printf("  %s: float32 to %s, %s, one at a time (%ld wrong)\n", j.bad_one ? "FAIL" : "ok",
@@ -213,6 +238,10 @@ static void test_round(const fmt *f)
         printf("  %s: float32 to %s on %s, %s, in bulk, bit for bit (%ld wrong)\n", j.bad_bulk[k] ? "FAIL" : "ok",
                f->name, path_names[k], what, (long)j.bad_bulk[k]);
         CHECK("float32 to 16 bits in bulk, every pattern, every path", j.bad_bulk[k] == 0);
+        if (!paths[k]->half_tile) continue;
+        printf("  %s: float32 to %s on %s, %s, by the GEMM's tile store, bit for bit (%ld wrong)\n",
+               j.bad_tile[k] ? "FAIL" : "ok", f->name, path_names[k], what, (long)j.bad_tile[k]);
+        CHECK("float32 to 16 bits by the tile store, every pattern, every path with one", j.bad_tile[k] == 0);
     }
     /* the public entry runs the forced path's conversion */
     float x[37];
