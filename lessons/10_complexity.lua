@@ -26,12 +26,12 @@ local Wk = tt.nn.Linear(D, D, {bias = false})
 local Wv = tt.nn.Linear(D, D, {bias = false})
 local Wo = tt.nn.Linear(D, D, {bias = false})
 
--- All FLOPs the trace has counted since the last tt.trace.reset(), over every op kind.
-local function counted_flops()
-  local total = 0
-  for _, op in pairs(tt.trace.summary{print = false}) do total = total + op.flops end
-  return total
-end
+-- All FLOPs the trace has counted since the last tt.trace.reset(), over every op kind:
+-- the sum of the flops column of tt.trace.summary{print = false}, as each op's row
+-- counts them (the convention above). Lessons 09, 18 and 19 count the same way,
+-- with the same function, from lessons/lib/flops.lua.
+local counted_flops =
+  dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/flops.lua").counted_flops
 
 -- One attention layer. Returns the q and scores tensors (for the memory table)
 -- and `cost`: the FLOPs of each step, as the trace counted them.

@@ -70,11 +70,11 @@ tt.trace.section("3. The cost: N W instead of N^2")
 print("The trace counts 2 (Dh + Dv) FLOPs for every (query, key) pair the mask")
 print("leaves visible: N (N + 1) / 2 pairs under causal, about N W in a band. One")
 print("head, Dh = 16, W = 64, N = 64 .. 2048 (trace paused):")
-local function counted_flops()
-  local total = 0
-  for _, op in pairs(tt.trace.summary{print = false}) do total = total + op.flops end
-  return total
-end
+-- FLOPs the trace counted since the last tt.trace.reset(): the sum of the flops
+-- column of tt.trace.summary{print = false} (lessons/lib/flops.lua, shared with
+-- lessons 09, 10 and 19)
+local counted_flops =
+  dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/flops.lua").counted_flops
 local WC = 64
 local Ns, causal_cost, window_cost = {64, 128, 256, 512, 1024, 2048}, {}, {}
 tt.trace.off()

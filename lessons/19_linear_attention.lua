@@ -118,11 +118,11 @@ print(string.format("2 Dh = %d floats a token: at N = %d it is %d, at 4096 it is
 tt.trace.section("3. Cost vs N, counted by the trace")
 print("FLOPs of one head (Dh = 64) as the trace counts them, not causal, for")
 print("N = 16 .. 4096: softmax attention through tt.sdpa against the linear form.")
-local function counted_flops()
-  local total = 0
-  for _, op in pairs(tt.trace.summary{print = false}) do total = total + op.flops end
-  return total
-end
+-- FLOPs the trace counted since the last tt.trace.reset(): the sum of the flops
+-- column of tt.trace.summary{print = false} (lessons/lib/flops.lua, shared with
+-- lessons 09, 10 and 18)
+local counted_flops =
+  dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/flops.lua").counted_flops
 local Ns, soft_cost, lin_cost = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096}, {}, {}
 tt.trace.off()
 for i, n in ipairs(Ns) do

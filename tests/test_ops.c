@@ -2368,6 +2368,59 @@ static void test_label_memory(void)
     if (rss0 >= 0 && grown >= 2 * (cap >> 10)) printf("  VmHWM grew by %ld KiB\n", grown);
 }
 
+/* A 16-bit matmul whose K passes one cache block goes through a float32
+   copy of the whole result (tk_gemm_batch_round), counted against the
+   memory cap: past the cap it is an error naming matmul, the result
+   released; with room, each call gives its copy back. A K within one block
+   rounds each tile as it stores it and needs no copy. */
+static int64_t memory_held(void)   /* what the cap counts as held: tensors, names, canvases, ... */
+{
+    const int64_t cap = (int64_t)1 << 40;
+    int64_t lo = 0, hi = cap;         /* a reservation of lo fits, of hi + 1 does not */
+    tt_set_max_memory(cap);
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (tt__mem_reserve(mid) == TT_OK) { tt__mem_release(mid); lo = mid; } else hi = mid - 1;
+    }
+    tt_set_max_memory(0);
+    return cap - lo;
+}
+
+static void test_matmul_f32_copy(void)
+{
+    enum { M = 128, N = 128, KBIG = 2048, KSMALL = 64 };   /* KBIG > every path's kc (768 at most, bf16 pairs) */
+    const int64_t out16 = M * N * 2, out32 = M * N * 4;
+    tt_tensor a, b, a1, b1, y = {0};
+    ok(tt_ones(&a, TT_BFLOAT16, DIMS(M, KBIG)));
+    ok(tt_ones(&b, TT_BFLOAT16, DIMS(KBIG, N)));
+    ok(tt_ones(&a1, TT_BFLOAT16, DIMS(M, KSMALL)));
+    ok(tt_ones(&b1, TT_BFLOAT16, DIMS(KSMALL, N)));
+    int64_t before = tt_memory_in_use();
+    tt_set_max_memory(memory_held() + out16 + out32 / 2);    /* the result fits, its float32 copy does not */
+    CHECK("bfloat16 matmul, K in one block: no float32 copy, fits the cap",
+          ok(tt_matmul(&y, &a1, &b1)) && tt_get(&y, M * N - 1) == KSMALL);
+    tt_tensor_release(&y);
+    tt_status st = tt_matmul(&y, &a, &b);
+    CHECK("K past one block: the float32 copy passes the cap, TT_ENOMEM", st == TT_ENOMEM && y.storage == NULL);
+    CHECK("... naming matmul, the copy and the cap", strstr(tt_errmsg(), "matmul: ") == tt_errmsg()
+          && strstr(tt_errmsg(), "float32 copy of the 128 x 128 result") && strstr(tt_errmsg(), "64.0 KiB needed")
+          && strstr(tt_errmsg(), "--max-memory"));
+    if (st != TT_ENOMEM) tt_tensor_release(&y);
+    CHECK("... no tensor memory held", tt_memory_in_use() == before);
+    tt_set_max_memory(memory_held() + out16 + out32 + 4096);  /* room for one copy at a time */
+    int good = 1;
+    for (int i = 0; i < 3 && good; i++) {
+        good = ok(tt_matmul(&y, &a, &b)) && tt_get(&y, M * N - 1) == KBIG;
+        tt_tensor_release(&y);
+    }
+    CHECK("with room for one copy, three calls: each gives its copy back", good);
+    tt_set_max_memory(0);
+    tt_tensor_release(&a);
+    tt_tensor_release(&b);
+    tt_tensor_release(&a1);
+    tt_tensor_release(&b1);
+}
+
 /* tt_set_autocast: only the 16-bit dtypes (float32 is off); matmul casts
    and gives the dtype, softmax gives float32 from 16-bit, a failed cast
    (the memory cap) restores the setting and leaks nothing */
@@ -2408,6 +2461,7 @@ int main(void)
 {
     int64_t base = tt_memory_in_use();
     test_autocast();
+    test_matmul_f32_copy();
     test_binary();
     test_int64_ops();
     test_indexing();

@@ -903,19 +903,20 @@ static void test_hidden_v(void)
     CHECK(m, early && late);
 }
 
-/* One bfloat16 causal forward (into o, lse) and backward of Nq queries
-   and Nk keys, Dh = 16, unit strides; 1 if the backward ran. */
-static int bf16_attention(int64_t Nq, int64_t Nk, const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                          uint16_t *o, float *lse, const float *dout, float *dq, float *dk, float *dv)
+/* One bfloat16 forward (into o, lse) and backward of Nq queries and Nk
+   keys, causal or not, Dh = 16, unit strides; 1 if the backward ran. */
+static int bf16_attention(int64_t Nq, int64_t Nk, int causal, const uint16_t *q, const uint16_t *k,
+                          const uint16_t *v, uint16_t *o, float *lse, const float *dout, float *dq, float *dk,
+                          float *dv)
 {
     int64_t D = 16;
     const float *qp = (const float *)(const void *)q, *kp = (const float *)(const void *)k;
     const float *vp = (const float *)(const void *)v;
     tk_sdpa_args f = { 1, 1, 1, Nq, Nk, D, D, qp, 0, 0, D, 1, kp, 0, 0, D, 1, vp, 0, 0, D, 1,
-                       NULL, 0, 0, 0, 0, 1, 0.25f, (float *)(void *)o, NULL, lse, {0}, TK_SDPA_BF16 };
+                       NULL, 0, 0, 0, 0, causal, 0.25f, (float *)(void *)o, NULL, lse, {0}, TK_SDPA_BF16 };
     tk_sdpa(&f);
     tk_sdpa_bwd_args b = { 1, 1, 1, Nq, Nk, D, D, qp, 0, 0, D, 1, kp, 0, 0, D, 1, vp, 0, 0, D, 1,
-                           NULL, 0, 0, 0, 0, 1, 0.25f, (const float *)(const void *)o, dout, lse, dq, dk, dv,
+                           NULL, 0, 0, 0, 0, causal, 0.25f, (const float *)(const void *)o, dout, lse, dq, dk, dv,
                            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}, NULL, TK_SDPA_BF16 };
     return tk_sdpa_backward(&b) == 0;
 }
@@ -934,12 +935,47 @@ static void test_hidden_k_backward(void)
         k[i] = tk_bf16_from_f32(i / D == 65 ? INFINITY : (float)urand() - 0.5f);
         v[i] = tk_bf16_from_f32((float)urand() - 0.5f);
     }
-    int ok = bf16_attention(NQ, NK, q, k, v, o, lse, dout, dq, dk, dv), fin = 1;
+    int ok = bf16_attention(NQ, NK, 1, q, k, v, o, lse, dout, dq, dk, dv), fin = 1;
     for (int i = 0; i < 64 * D; i++) fin &= isfinite(dq[i]);
     char m[160];
     snprintf(m, sizeof m, "[%s] bfloat16 backward: rows that do not see key 65 keep a finite dq when its k is inf",
              tk_simd_path());
     CHECK(m, ok && fin);
+}
+
+/* A NaN in one query block's dO stays in its rows. Not causal, Nq = 128
+   (two blocks of 64 rows), Nk = 256 + 33: a full key chunk, then 33 keys,
+   an odd count that fills its chunk, so on avx512_bf16 dQ reads the last
+   pair of each dS row in place, pad included. dO is NaN in rows 64..127
+   only; rows 0..63 keep a finite dq. The pad holds whatever the thread's
+   last block left there (here the first chunk's NaN dS of rows 64..127)
+   unless the backward zeroes it; one thread, so that block and the next
+   chunk's share a scratch. */
+static void test_dq_pad_backward(void)
+{
+    enum { NQ = 128, NK = 289, D = 16 };
+    static uint16_t q[NQ * D], k[NK * D], v[NK * D], o[NQ * D];
+    static float lse[NQ], dout[NQ * D], dq[NQ * D], dk[NK * D], dv[NK * D];
+    for (int i = 0; i < NQ * D; i++) {
+        q[i] = tk_bf16_from_f32((float)urand() - 0.5f);
+        dout[i] = i / D >= 64 ? NAN : (float)urand() - 0.5f;
+    }
+    for (int i = 0; i < NK * D; i++) {
+        k[i] = tk_bf16_from_f32((float)urand() - 0.5f);
+        v[i] = tk_bf16_from_f32((float)urand() - 0.5f);
+    }
+    int threads = tt_get_num_threads();
+    tt_set_num_threads(1);
+    int ok = bf16_attention(NQ, NK, 0, q, k, v, o, lse, dout, dq, dk, dv), fin = 1, nan = 1;
+    tt_set_num_threads(threads);
+    for (int i = 0; i < NQ * D; i++) {
+        if (i / D < 64) fin &= isfinite(dq[i]);
+        else nan &= isnan(dq[i]);
+    }
+    char m[200];
+    snprintf(m, sizeof m, "[%s] bfloat16 backward, 33 keys in the last chunk: a NaN in dO of rows 64..127 "
+             "stays out of rows 0..63's dq", tk_simd_path());
+    CHECK(m, ok && fin && nan);
 }
 
 /* No N x N buffer: bfloat16 attention at N = 4096 (a float32 score matrix
@@ -956,9 +992,9 @@ static void test_half_memory(void)
     float *lse = malloc((size_t)N * 4), *dout = malloc((size_t)(N * D) * 4), *dq = malloc((size_t)(N * D) * 4);
     float *dk = malloc((size_t)(N * D) * 4), *dv = malloc((size_t)(N * D) * 4);
     for (int64_t i = 0; i < N * D; i++) { x[i] = tk_bf16_from_f32((float)urand()); dout[i] = 1.0f; }
-    int ok = bf16_attention(256, 256, x, x, x, o, lse, dout, dq, dk, dv);
+    int ok = bf16_attention(256, 256, 1, x, x, x, o, lse, dout, dq, dk, dv);
     getrusage(RUSAGE_SELF, &r0);
-    ok &= bf16_attention(N, N, x, x, x, o, lse, dout, dq, dk, dv);
+    ok &= bf16_attention(N, N, 1, x, x, x, o, lse, dout, dq, dk, dv);
     getrusage(RUSAGE_SELF, &r1);
 #ifdef CHECK_UNDER_ASAN
     CHECK("bfloat16 sdpa N = 4096 forward + backward ran", ok);
@@ -1051,6 +1087,7 @@ int main(void)
         test_exp_sum_bf16();
         test_hidden_v();
         test_hidden_k_backward();
+        test_dq_pad_backward();
         for (size_t i = 0; i < sizeof ocases / sizeof ocases[0] && !bf16_only; i++) {
             const ocase *o = &ocases[i];
             opt.bias = o->bias; opt.alibi = o->alibi; opt.window = o->window; opt.sinks = o->sinks;

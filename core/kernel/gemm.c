@@ -582,7 +582,7 @@ int tk_gemm_batch_round(int64_t nbatch, int64_t M, int64_t N, int64_t K,
         int64_t last = coff[t] + (M - 1) * rsc + (N - 1) * csc + 1;
         n = last > n ? last : n;
     }
-    float *f = malloc((size_t)n * sizeof(float));
+    float *f = tk_alloc((size_t)n * sizeof(float));
     if (!f) return -1;
     gemm_run(nbatch, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, f, NULL, 0, coff, rsc, csc);
     for (int64_t t = 0; t < nbatch; t++)
@@ -591,6 +591,6 @@ int tk_gemm_batch_round(int64_t nbatch, int64_t M, int64_t N, int64_t K,
             if (csc == 1) tk_half_from_f32(bf16c, N, f + r, c + r);
             else for (int64_t j = 0; j < N; j++) c[r + j * csc] = bf16c ? tk_bf16_from_f32(f[r + j * csc]) : tk_f16_from_f32(f[r + j * csc]);
         }
-    free(f);
+    tk_free(f, (size_t)n * sizeof(float));
     return 0;
 }

@@ -404,6 +404,14 @@ enum {
 /* Per-thread buffer for `slot`, 64-byte aligned, kept and grown between
    calls (never shrinks). NULL when out of memory. */
 void *tk_scratch(int slot, size_t bytes);
+/* A whole-result temporary (the float32 C of a 16-bit GEMM): counted
+   against the memory cap (base.h) like a figure's canvas, so --max-memory
+   bounds it; NULL, with the cap's or malloc's message in tt_errmsg, when
+   it would pass the cap or malloc fails. From the calling thread, never a
+   pool worker (the cap's counters are plain ints). tk_free takes the same
+   byte count back; NULL is fine. */
+void *tk_alloc(size_t bytes);
+void tk_free(void *p, size_t bytes);
 
 /* One SIMD path: micro-tile, cache blocks and the row primitives.
    ukernel: C[m,n] = (acc ? C + : ) Ap*Bp over kc, Ap an mr-row sliver

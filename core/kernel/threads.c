@@ -1,7 +1,8 @@
 /*
-** threads.c — the kernels' persistent thread pool and per-thread scratch.
-** One job at a time; work is cut into fixed ranges (so results never depend
-** on timing), and idle workers sleep on a condition variable.
+** threads.c — the kernels' persistent thread pool, per-thread scratch and the
+** whole-result temporaries counted against the memory cap. One job at a time;
+** work is cut into fixed ranges (so results never depend on timing), and
+** idle workers sleep on a condition variable.
 */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "kernels.h"
 
 /* ===== Per-thread scratch ===== */
@@ -36,6 +38,28 @@ static void scratch_free_all(void)
         scratch[i].p = NULL;
         scratch[i].n = 0;
     }
+}
+
+/* ===== Whole-result temporaries, under the memory cap ===== */
+
+void *tk_alloc(size_t bytes)
+{
+    if (tt__mem_reserve((int64_t)bytes) != TT_OK) return NULL;
+    void *p = malloc(bytes);
+    if (p == NULL) {
+        tt__mem_release((int64_t)bytes);
+        char want[32];
+        tt_fmt_bytes(want, sizeof want, (double)bytes);
+        tt__err(TT_ENOMEM, "out of memory allocating %s", want);
+    }
+    return p;
+}
+
+void tk_free(void *p, size_t bytes)
+{
+    if (p == NULL) return;
+    free(p);
+    tt__mem_release((int64_t)bytes);
 }
 
 /* ===== Pool ===== */

@@ -61,9 +61,11 @@ static tt_status gemm_into(tt_tensor *out, int64_t nbatch, int64_t M, int64_t N,
     if (tk_gemm_batch_round(nbatch, M, N, K, ta, da, aoff, rsa, csa, tb, db, boff, rsb, csb,
                             gemm_type(out->dtype), tt_data_u16(out), coff, rsc, csc) == 0)
         return TT_OK;
+    char why[TT__ERRMSG_SIZE];                 /* the cap's message, or malloc's */
+    snprintf(why, sizeof why, "%s", tt_errmsg());
     tt_tensor_release(out);
-    return tt__err(TT_ENOMEM, "matmul: out of memory for a float32 copy of the %lld x %lld result",
-                   (long long)M, (long long)N);
+    return tt__err(TT_ENOMEM, "matmul: no memory for a float32 copy of the %lld x %lld result: %s",
+                   (long long)M, (long long)N, why);
 }
 
 /* a [..., M, K] @ b [..., K, N] -> [..., M, N]; a 1-D a is [1, K] and a 1-D

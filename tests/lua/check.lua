@@ -1,5 +1,7 @@
 -- check.lua — the Lua tests' counter: check, close, checkerror (in the
--- spirit of Lua's own testes), report() ends with "N passed, N failed".
+-- spirit of Lua's own testes), report() ends with "N passed, N failed";
+-- and the float64 references' rounding to bfloat16 and float16 (round16,
+-- near16), shared by test_half.lua and test_autocast.lua.
 local M = {passed = 0, failed = 0}
 
 local function where(level)
@@ -56,6 +58,71 @@ function M.checkerror(pats, f, ...)
              or (missing and ("error message lacks '" .. missing .. "': " .. msg)) or "error"
   M.check(descr, good, 2)
   return msg
+end
+
+-- ===== 16-bit floats: the reference rounding, from the definition =====
+-- p bits of precision, emin the least normal exponent, overflow the first
+-- value that rounds to inf (the largest finite plus half its ulp).
+M.FMT16 = {
+  bfloat16 = { p = 8, emin = -126, max = 0x1.fep127 },
+  float16 = { p = 11, emin = -14, max = 65504.0 },
+}
+
+local function exponent(a)            -- e with 2^e <= a < 2^(e+1), a > 0
+  local e = math.floor(math.log(a, 2))
+  while 2.0^e > a do e = e - 1 end
+  while 2.0^(e + 1) <= a do e = e + 1 end
+  return e
+end
+
+-- The spacing of dtype dt's values at a >= 0.
+function M.quantum16(dt, a)
+  local f = M.FMT16[dt]
+  local e = a > 0 and exponent(a) or f.emin
+  if e < f.emin then e = f.emin end
+  return 2.0^(e - (f.p - 1))
+end
+
+-- x (a double) rounded to dtype dt: to the nearest multiple of the
+-- quantum, ties to the even multiple; inf past max + half an ulp.
+function M.round16(dt, x)
+  if x ~= x or x == math.huge or x == -math.huge then return x end
+  local a = math.abs(x)
+  local q = M.quantum16(dt, a)
+  local m = a / q
+  local r = math.floor(m)
+  local d = m - r
+  if d > 0.5 or (d == 0.5 and r % 2 == 1) then r = r + 1 end
+  r = r * q
+  if r > M.FMT16[dt].max then r = math.huge end
+  return x < 0 and -r or r
+end
+
+-- A nested table's numbers as one flat list, in row-major order.
+function M.flat(t, out)
+  out = out or {}
+  if type(t) ~= "table" then out[#out + 1] = t; return out end
+  for _, v in ipairs(t) do M.flat(v, out) end
+  return out
+end
+
+-- Every element of tensor x within ulps of dtype dt's spacing (default
+-- x's dtype) at the reference want (a number list, flat or nested, row-major)
+-- rounded to dt; NaN and inf exactly.
+function M.near16(descr, x, want, ulps, dt)
+  dt = dt or x:dtype()
+  local got, bad = M.flat(x:totable()), nil
+  want = M.flat(want)
+  if #got ~= #want then M.check(descr .. ": " .. #got .. " elements, want " .. #want, false, 2); return end
+  for i = 1, #want do
+    local w, g = M.round16(dt, want[i]), got[i]
+    local ok
+    if w ~= w then ok = g ~= g
+    elseif math.abs(w) == math.huge then ok = g == w
+    else ok = math.abs(g - w) <= ulps * M.quantum16(dt, math.abs(w)) end
+    if not ok and not bad then bad = string.format("[%d] got %.10g want %.10g", i, g, w) end
+  end
+  M.check(descr .. (bad and (" " .. bad) or ""), bad == nil, 2)
 end
 
 -- ===== running ./tensortrace from a test =====

@@ -2,54 +2,14 @@
 -- matmul, nn.Linear, einsum and sdpa cast their float inputs to the dtype
 -- and give it; softmax, losses, norms, exp, log, pow, sum, mean give float32
 -- from 16-bit inputs; the rest follow promotion. Values against float64
--- references (inputs rounded to the dtype here, from the definition),
+-- references (inputs rounded to the dtype from the definition, check.lua),
 -- gradients to float32 parameters, nesting, errors, coroutines, the trace.
 local T = dofile("tests/lua/check.lua")
 local check, checkerror = T.check, T.checkerror
 
--- ===== The reference rounding (as test_half.lua, from the definition) =====
-local FMT = {
-  bfloat16 = { p = 8, emin = -126, max = 0x1.fep127 },
-  float16 = { p = 11, emin = -14, max = 65504.0 },
-}
-local function exponent(a)
-  local e = math.floor(math.log(a, 2))
-  while 2.0^e > a do e = e - 1 end
-  while 2.0^(e + 1) <= a do e = e + 1 end
-  return e
-end
-local function quantum(f, a)
-  local e = a > 0 and exponent(a) or f.emin
-  if e < f.emin then e = f.emin end
-  return 2.0^(e - (f.p - 1))
-end
-local function round16(dt, x)
-  local f = FMT[dt]
-  local a = math.abs(x)
-  local q = quantum(f, a)
-  local m = a / q
-  local r = math.floor(m)
-  local d = m - r
-  if d > 0.5 or (d == 0.5 and r % 2 == 1) then r = r + 1 end
-  r = r * q
-  if r > f.max then r = math.huge end
-  return x < 0 and -r or r
-end
-
--- x's elements within ulps of the dtype's spacing at want[i][j] rounded
-local function near(descr, x, want, ulps, dt)
-  local got, bad = x:totable(), nil
-  for i = 1, #want do
-    for j = 1, #want[i] do
-      local w = round16(dt, want[i][j])
-      local g = got[i][j]
-      if not (math.abs(g - w) <= ulps * quantum(FMT[dt], math.abs(w))) and not bad then
-        bad = string.format("[%d][%d] got %.10g want %.10g", i, j, g, w)
-      end
-    end
-  end
-  check(descr .. (bad and (" " .. bad) or ""), bad == nil)
-end
+-- ===== The reference rounding (check.lua's, shared with test_half.lua) =====
+-- near(descr, x, want, ulps, dt): x within ulps of the spacing at want rounded to dt
+local FMT, round16, near = T.FMT16, T.round16, T.near16
 
 -- float64 helpers on nested tables
 local function rounded(dt, t)

@@ -148,8 +148,8 @@ local readme_fig = dir .. "/check_your_work.png"
 out, err, code = run("--exercise tests/compare/my_03.lua --compare-figure " .. readme_fig)
 check("the README's check: softmax_dim", code == 1 and has(out, "softmax_dim: your softmax normalises over Nq (dim 2)"))
 local current
-if io.open("build/tests/pngcmp") then   -- make test builds it: the pixels, as test_golden.sh compares
-  local _, _, c = os.execute("build/tests/pngcmp images/check_your_work.png " .. readme_fig)
+if io.open("build/tests/pngcmp") then   -- make test builds it: pixels and text, as test_golden.sh compares
+  local _, _, c = os.execute("build/tests/pngcmp --text images/check_your_work.png " .. readme_fig)
   current = c == 0
 else
   current = T.slurp("images/check_your_work.png") == T.slurp(readme_fig)

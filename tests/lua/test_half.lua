@@ -1,71 +1,15 @@
 -- test_half.lua — bfloat16 and float16 tensors from Lua: creation and
 -- conversions, finfo, promotion, the ops (float32 inside, one rounding)
--- against float64 references rounded to the dtype here, at awkward sizes
+-- against float64 references rounded to the dtype (check.lua), at awkward sizes
 -- and strides, autograd (gradients in the parameter's dtype), printing and
 -- the trace, and the errors a script can cause.
 local T = dofile("tests/lua/check.lua")
 local check, checkerror = T.check, T.checkerror
 
--- ===== The reference rounding, from the definition =====
--- p bits of precision, emin the least normal exponent, overflow the first
--- value that rounds to inf (the largest finite plus half its ulp).
-local FMT = {
-  bfloat16 = { p = 8, emin = -126, max = 0x1.fep127 },
-  float16 = { p = 11, emin = -14, max = 65504.0 },
-}
-
-local function exponent(a)            -- e with 2^e <= a < 2^(e+1), a > 0
-  local e = math.floor(math.log(a, 2))
-  while 2.0^e > a do e = e - 1 end
-  while 2.0^(e + 1) <= a do e = e + 1 end
-  return e
-end
-
-local function quantum(f, a)          -- the spacing of the dtype's values at a
-  local e = a > 0 and exponent(a) or f.emin
-  if e < f.emin then e = f.emin end
-  return 2.0^(e - (f.p - 1))
-end
-
--- x (a double) rounded to the dtype: to the nearest multiple of the
--- quantum, ties to the even multiple; inf past max + half an ulp.
-local function round16(dt, x)
-  local f = FMT[dt]
-  if x ~= x or x == math.huge or x == -math.huge then return x end
-  local a = math.abs(x)
-  local q = quantum(f, a)
-  local m = a / q
-  local r = math.floor(m)
-  local d = m - r
-  if d > 0.5 or (d == 0.5 and r % 2 == 1) then r = r + 1 end
-  r = r * q
-  if r > f.max then r = math.huge end
-  return x < 0 and -r or r
-end
-
-local function flat(t, out)
-  out = out or {}
-  if type(t) ~= "table" then out[#out + 1] = t; return out end
-  for _, v in ipairs(t) do flat(v, out) end
-  return out
-end
-
--- Every element of x (dtype dt) within ulps of the dtype's spacing at the
--- rounded reference want (a flat list); NaN and inf exactly.
-local function near(descr, x, want, ulps, dt)
-  dt = dt or x:dtype()
-  local got, bad = flat(x:totable()), nil
-  if #got ~= #want then check(descr .. ": " .. #got .. " elements, want " .. #want, false); return end
-  for i = 1, #want do
-    local w, g = round16(dt, want[i]), got[i]
-    local ok
-    if w ~= w then ok = g ~= g
-    elseif math.abs(w) == math.huge then ok = g == w
-    else ok = math.abs(g - w) <= ulps * quantum(FMT[dt], math.abs(w)) end
-    if not ok and not bad then bad = string.format("[%d] got %.10g want %.10g", i, g, w) end
-  end
-  check(descr .. (bad and (" " .. bad) or ""), bad == nil)
-end
+-- ===== The reference rounding (check.lua's, shared with test_autocast.lua) =====
+-- near(descr, x, want, ulps, dt): every element of x within ulps of the spacing
+-- at want rounded to dt (default x's dtype); NaN and inf exactly
+local FMT, round16, flat, near = T.FMT16, T.round16, T.flat, T.near16
 
 -- ===== Creation, conversions, values =====
 for dt, f in pairs(FMT) do

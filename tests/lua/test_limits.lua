@@ -44,6 +44,17 @@ check("a graph kept alive meets the cap: exit 1", code == 1)
 check("... naming the op and the cap", has(err, "(command line):1: transpose: recording its gradient: ")
       and has(err, "needed but the memory cap is 4.0 MiB") and has(err, "hint: raise it with --max-memory"))
 
+-- A 16-bit matmul whose K passes one cache block goes through a float32
+-- copy of its result, twice the result's bytes: that copy counts too (it
+-- was a bare malloc). Here 8 MiB of input and a 32 MiB result fit under
+-- 64M, the 64 MiB copy does not; the error comes before any arithmetic.
+out, err, code = run("-q --max-memory 64M -e 'local a = tt.ones(4096, 1024, \"bfloat16\") "
+                     .. "local y = a:matmul(a:mT()) print(\"computed\")'")
+check("a bfloat16 matmul's float32 copy past the cap: exit 1", code == 1 and not has(out, "computed"))
+check("... naming the op, the copy and the cap: " .. err,
+      has(err, "(command line):1: matmul: no memory for a float32 copy of the 4096 x 4096 result: 64.0 MiB needed")
+      and has(err, "the memory cap is 64.0 MiB") and has(err, "hint: raise it with --max-memory"))
+
 out, err, code = run("-q --max-memory 0 -e 'print(pcall(tt.zeros, 1 << 50))'")
 check("--max-memory 0 lifts the cap (malloc still fails cleanly)", code == 0 and has(out, "false") and has(out, "out of memory"))
 
