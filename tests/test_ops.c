@@ -2388,16 +2388,18 @@ static int64_t memory_held(void)   /* what the cap counts as held: tensors, name
 
 static void test_matmul_f32_copy(void)
 {
-    enum { M = 128, N = 128, KBIG = 2048, KSMALL = 64 };   /* KBIG > every path's kc (768 at most, bf16 pairs) */
+    /* float16 takes float32 kc blocks (384 at most) on every path; bfloat16
+       pairs (avx512_bf16) would take K up to 2048 in one */
+    enum { M = 128, N = 128, KBIG = 2048, KSMALL = 64 };
     const int64_t out16 = M * N * 2, out32 = M * N * 4;
     tt_tensor a, b, a1, b1, y = {0};
-    ok(tt_ones(&a, TT_BFLOAT16, DIMS(M, KBIG)));
-    ok(tt_ones(&b, TT_BFLOAT16, DIMS(KBIG, N)));
-    ok(tt_ones(&a1, TT_BFLOAT16, DIMS(M, KSMALL)));
-    ok(tt_ones(&b1, TT_BFLOAT16, DIMS(KSMALL, N)));
+    ok(tt_ones(&a, TT_FLOAT16, DIMS(M, KBIG)));
+    ok(tt_ones(&b, TT_FLOAT16, DIMS(KBIG, N)));
+    ok(tt_ones(&a1, TT_FLOAT16, DIMS(M, KSMALL)));
+    ok(tt_ones(&b1, TT_FLOAT16, DIMS(KSMALL, N)));
     int64_t before = tt_memory_in_use();
     tt_set_max_memory(memory_held() + out16 + out32 / 2);    /* the result fits, its float32 copy does not */
-    CHECK("bfloat16 matmul, K in one block: no float32 copy, fits the cap",
+    CHECK("float16 matmul, K in one block: no float32 copy, fits the cap",
           ok(tt_matmul(&y, &a1, &b1)) && tt_get(&y, M * N - 1) == KSMALL);
     tt_tensor_release(&y);
     tt_status st = tt_matmul(&y, &a, &b);
