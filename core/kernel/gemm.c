@@ -233,17 +233,25 @@ static void prefetch_rows(const char *a, int64_t rs, int64_t rows, int64_t bytes
 #endif
 }
 
-static void put_tile(const gemm_job *g, int64_t ct, const float *tmp, int m, int n, int acc);
+static void put_tile(const gemm_job *g, int64_t ct, float *tmp, int m, int n, int acc, int round);
+
+/* Whether the kc block at p0 is the last, whose tiles are rounded into
+   the 16-bit C (c holding the earlier blocks' sums when there were any). */
+static int rounds_at(const gemm_job *g, int64_t p0, int64_t kc)
+{
+    return g->c16 && p0 + kc >= g->K;
+}
 
 /* C rows [r0, r1) (+)= A rows times the packed B panel (kc x ncur), A read
    in place with unit column stride: float32, bfloat16 pairs (kc even), or
    16-bit rows converted a sliver at a time into `half` (a plain copy, not
    the packer's transpose). C is the element of c (or c16) at row 0 of the
-   panel's first column; a 16-bit C (one kc block) goes through tmp. Each A
-   sliver serves all column slivers while it is in L1. A last partial
-   sliver goes through a packed copy. */
+   panel's first column; the last block of a 16-bit C goes through tmp.
+   Each A sliver serves all column slivers while it is in L1. A last
+   partial sliver goes through a packed copy. */
 static void gemm_rows(const gemm_job *g, const void *A, int64_t C, int64_t r0, int64_t r1,
-                      int64_t kc, int64_t ncur, int acc, const void *bp, void *ap, float *half, float *tmp)
+                      int64_t kc, int64_t ncur, int acc, int round, const void *bp, void *ap, float *half,
+                      float *tmp)
 {
     const tk_kern *kn = g->kn;
     int mr = kn->mr, nr = kn->nr, convert = !g->pairs && g->ta != TK_F32;
@@ -264,41 +272,47 @@ static void gemm_rows(const gemm_job *g, const void *A, int64_t C, int64_t r0, i
         for (int64_t jr = 0; jr < ncur; jr += nr) {
             int n = ncur - jr < nr ? (int)(ncur - jr) : nr;
             int64_t at = C + i0 * g->rsc + jr;
-            float *ct = g->c16 ? tmp : g->c + at;
-            int64_t rsc = g->c16 ? nr : g->rsc;
+            float *ct = round ? tmp : g->c + at;
+            int64_t rsc = round ? nr : g->rsc;
+            int add = acc && !round;
             if (g->pairs) {
                 const uint16_t *bs = (const uint16_t *)bp + 2 * jr * kp;
-                if (m == mr) kn->ukernel_rows_bf16(kp, (const uint16_t *)(const void *)as, g->rsa, bs, ct, rsc, n, acc);
-                else kn->ukernel_bf16(kp, ap, bs, ct, rsc, m, n, acc, 1.0f);
+                if (m == mr) kn->ukernel_rows_bf16(kp, (const uint16_t *)(const void *)as, g->rsa, bs, ct, rsc, n, add);
+                else kn->ukernel_bf16(kp, ap, bs, ct, rsc, m, n, add, 1.0f);
             } else {
                 const float *bs = (const float *)bp + jr * kc;
-                if (m == mr) kn->ukernel_rows(kc, rows, rs, bs, ct, rsc, n, acc);
-                else kn->ukernel(kc, ap, bs, ct, rsc, m, n, acc);
+                if (m == mr) kn->ukernel_rows(kc, rows, rs, bs, ct, rsc, n, add);
+                else kn->ukernel(kc, ap, bs, ct, rsc, m, n, add);
             }
-            if (g->c16) put_tile(g, at, tmp, m, n, 0);
+            if (round) put_tile(g, at, tmp, m, n, acc, 1);
         }
     }
 }
 
 /* A tile computed into tmp (row stride nr) added to or stored in C at
-   element ct (a strided C), or rounded into the 16-bit C (acc is 0 there:
-   one kc block). */
-static void put_tile(const gemm_job *g, int64_t ct, const float *tmp, int m, int n, int acc)
+   element ct (a strided C), or (round) rounded into the 16-bit C, after
+   the earlier kc blocks' sums in c are added (acc): the same float32 adds
+   as acc into c, so the same bits as rounding that C afterwards. */
+static void put_tile(const gemm_job *g, int64_t ct, float *tmp, int m, int n, int acc, int round)
 {
     int nr = g->kn->nr;
-    if (g->c16 && g->csc == 1 && g->kn->half_tile) {
+    for (int i = 0; round && acc && i < m; i++) {   /* (an axpy by 1: exact products, the same sums) */
+        if (g->csc == 1) g->kn->axpy(n, 1.0f, g->c + ct + i * g->rsc, tmp + i * nr);
+        else for (int j = 0; j < n; j++) tmp[i * nr + j] = g->c[ct + i * g->rsc + j * g->csc] + tmp[i * nr + j];
+    }
+    if (round && g->csc == 1 && g->kn->half_tile) {
         g->kn->half_tile(g->bf16c, tmp, m, n, g->c16 + ct, g->rsc);
         return;
     }
     for (int i = 0; i < m; i++) {
-        if (g->c16 && g->csc == 1) {
+        if (round && g->csc == 1) {
             g->kn->half_from_f32(g->bf16c, n, tmp + i * nr, g->c16 + ct + i * g->rsc);
             continue;
         }
         for (int j = 0; j < n; j++) {
             int64_t e = ct + i * g->rsc + j * g->csc;
             float v = tmp[i * nr + j];
-            if (g->c16) g->c16[e] = g->bf16c ? tk_bf16_from_f32(v) : tk_f16_from_f32(v);
+            if (round) g->c16[e] = g->bf16c ? tk_bf16_from_f32(v) : tk_f16_from_f32(v);
             else g->c[e] = acc ? g->c[e] + v : v;
         }
     }
@@ -316,10 +330,10 @@ static void gemm_block_pairs(gemm_job *g, const uint16_t *A, const uint16_t *B, 
     int in_place = kn->ukernel_rows_bf16 && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr;
     for (int64_t p0 = 0; p0 < g->K; p0 += g->kc) {
         int64_t kc = g->K - p0 < g->kc ? g->K - p0 : g->kc, kp = (kc + 1) / 2;
-        int acc = p0 > 0;
+        int acc = p0 > 0, round = rounds_at(g, p0, kc);
         tk_pack_b_pairs(kn, kc, ncur, B + p0 * g->rsb + j0 * g->csb, g->rsb, g->csb, bp);
         if (in_place && kc % 2 == 0) {
-            gemm_rows(g, A + p0, C + j0, r0, r1, kc, ncur, acc, bp, ap, NULL, tmp);
+            gemm_rows(g, A + p0, C + j0, r0, r1, kc, ncur, acc, round, bp, ap, NULL, tmp);
             continue;
         }
         for (int64_t i0 = r0; i0 < r1; i0 += mc) {
@@ -331,12 +345,12 @@ static void gemm_block_pairs(gemm_job *g, const uint16_t *A, const uint16_t *B, 
                     int m = mcur - ir < mr ? (int)(mcur - ir) : mr;
                     int64_t ct = C + (i0 + ir) * g->rsc + (j0 + jr) * g->csc;
                     const uint16_t *as = ap + 2 * ir * kp, *bs = bp + 2 * jr * kp;
-                    if (g->csc == 1 && !g->c16) {
+                    if (g->csc == 1 && !round) {
                         kn->ukernel_bf16(kp, as, bs, g->c + ct, g->rsc, m, n, acc, 1.0f);
                         continue;
                     }
                     kn->ukernel_bf16(kp, as, bs, tmp, nr, m, n, 0, 1.0f);
-                    put_tile(g, ct, tmp, m, n, acc);
+                    put_tile(g, ct, tmp, m, n, acc, round);
                 }
             }
         }
@@ -364,10 +378,10 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
     int in_place = kn->ukernel_rows && g->csa == 1 && g->csc == 1 && ncur <= 4 * nr;
     for (int64_t p0 = 0; p0 < g->K; p0 += g->kc) {
         int64_t kc = g->K - p0 < g->kc ? g->K - p0 : g->kc;
-        int acc = p0 > 0;
+        int acc = p0 > 0, round = rounds_at(g, p0, kc);
         pack_b_typed(kn, g->tb, kc, ncur, elt_at(g->tb, B, p0 * g->rsb + j0 * g->csb), g->rsb, g->csb, bp, half);
         if (in_place) {
-            gemm_rows(g, elt_at(g->ta, A, p0), C + j0, r0, r1, kc, ncur, acc, bp, ap, half, tmp);
+            gemm_rows(g, elt_at(g->ta, A, p0), C + j0, r0, r1, kc, ncur, acc, round, bp, ap, half, tmp);
             continue;
         }
         for (int64_t i0 = r0; i0 < r1; i0 += mc) {
@@ -378,13 +392,13 @@ static void gemm_block(gemm_job *g, int64_t t, int64_t jc, int64_t r0, int64_t r
                 for (int64_t ir = 0; ir < mcur; ir += mr) {
                     int m = mcur - ir < mr ? (int)(mcur - ir) : mr;
                     int64_t ct = C + (i0 + ir) * g->rsc + (j0 + jr) * g->csc;
-                    if (g->csc == 1 && !g->c16) {
+                    if (g->csc == 1 && !round) {
                         kn->ukernel(kc, ap + ir * kc, bp + jr * kc, g->c + ct, g->rsc, m, n, acc);
                         continue;
                     }
                     /* strided or 16-bit C: through a tile, same arithmetic per element */
                     kn->ukernel(kc, ap + ir * kc, bp + jr * kc, tmp, nr, m, n, 0);
-                    put_tile(g, ct, tmp, m, n, acc);
+                    put_tile(g, ct, tmp, m, n, acc, round);
                 }
             }
         }
@@ -493,21 +507,36 @@ void tk_gemm_batch(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                         c, coff, rsc, csc);
 }
 
-/* The GEMM into a float32 C (c16 NULL), or straight into a 16-bit C when
-   K fits one kc block (each tile computed in L1, rounded as it is stored).
-   Returns 0 when done, 1 when it cannot take that 16-bit C (nothing or
-   some tiles written: the caller goes through a float32 C). */
+/* A float32 C (f) rounded into the 16-bit C of the same layout. */
+static void round_all(int64_t nbatch, int64_t M, int64_t N, const float *f, uint16_t *c, int bf16c,
+                      const int64_t *coff, int64_t rsc, int64_t csc)
+{
+    for (int64_t t = 0; t < nbatch; t++)
+        for (int64_t i = 0; i < M; i++) {
+            int64_t r = coff[t] + i * rsc;
+            if (csc == 1) tk_half_from_f32(bf16c, N, f + r, c + r);
+            else for (int64_t j = 0; j < N; j++) c[r + j * csc] = bf16c ? tk_bf16_from_f32(f[r + j * csc]) : tk_f16_from_f32(f[r + j * csc]);
+        }
+}
+
+/* The GEMM into a float32 C (c16 NULL), or into a 16-bit C: straight when
+   K fits one kc block (each tile computed in L1, rounded as it is stored);
+   with a float32 C of the same layout beside it (c) for any K, the earlier
+   kc blocks summed there and the last one's tiles rounded as they are
+   stored. Returns 0 when done, 1 when it cannot take a 16-bit C without
+   that float32 C (nothing or some tiles written). */
 static int gemm_run(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                     int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
                     int tb, const void *b, const int64_t *boff, int64_t rsb, int64_t csb,
                     float *c, uint16_t *c16, int bf16c, const int64_t *coff, int64_t rsc, int64_t csc)
 {
     if (nbatch <= 0 || M <= 0 || N <= 0) return 0;
-    if (c16 && K <= 0) return 1;
+    if (c16 && !c && K <= 0) return 1;
     if (K <= 0) {
         for (int64_t t = 0; t < nbatch; t++)
             for (int64_t i = 0; i < M; i++)
                 for (int64_t j = 0; j < N; j++) c[coff[t] + i * rsc + j * csc] = 0.0f;
+        if (c16) round_all(nbatch, M, N, c, c16, bf16c, coff, rsc, csc);
         return 0;
     }
     if (csc != 1 && rsc == 1)   /* C column-major: compute C^T = B^T A^T so the tiles store rows */
@@ -516,10 +545,11 @@ static int gemm_run(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     double flops = 2.0 * (double)M * (double)N * (double)K;
     int nt = tk_get_num_threads();
     if ((double)M * (double)N * (double)K <= SMALL_MNK || M < kn->mr / 2) {
-        if (c16) return 1;
+        if (c16 && !c) return 1;
         small_job s = { kn, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, c, coff, rsc, csc };
         int64_t grain = (int64_t)(PAR_FLOPS / flops) + 1;
         tk_parallel_for(nbatch, grain, small_range, &s);
+        if (c16) round_all(nbatch, M, N, c, c16, bf16c, coff, rsc, csc);
         return 0;
     }
     gemm_job g = { kn, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, c, coff, rsc, csc, c16, bf16c,
@@ -534,7 +564,7 @@ static int gemm_run(int64_t nbatch, int64_t M, int64_t N, int64_t K,
         int64_t nblk = (K + PAIRS_KC - 1) / PAIRS_KC;
         g.kc = ((K + nblk - 1) / nblk + 1) / 2 * 2;
     }
-    if (c16 && K > g.kc) return 1;
+    if (c16 && !c && K > g.kc) return 1;
     /* Too few rows to share: cut the columns finer (this never changes the
        arithmetic, only who does it). */
     if (nbatch * g.slivers < 4 * nt && N > kn->nr) {
@@ -552,11 +582,12 @@ static int gemm_run(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     int64_t units = base * g.parts;
     int64_t grain = (int64_t)(PAR_FLOPS * (double)units / (flops * (double)nbatch)) + 1;
     tk_parallel_for(units, grain, gemm_range, &g);
-    if (g.failed && c16) return 1;
+    if (g.failed && c16 && !c) return 1;
     if (g.failed && ta == TK_F32 && tb == TK_F32)   /* no memory for packing: the reference needs none */
         tk_gemm_batch_ref(nbatch, M, N, K, a, aoff, rsa, csa, b, boff, rsb, csb, c, coff, rsc, csc);
     else if (g.failed)
         gemm_ref_typed(nbatch, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, c, coff, rsc, csc);
+    if (g.failed && c16) round_all(nbatch, M, N, c, c16, bf16c, coff, rsc, csc);
     return 0;
 }
 
@@ -576,7 +607,9 @@ int tk_gemm_batch_round(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     int bf16c = tc == TK_BF16;
     if (gemm_run(nbatch, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, NULL, c, bf16c, coff, rsc, csc) == 0)
         return 0;
-    /* through a float32 C of the same layout (so the same arithmetic), rounded after */
+    /* with a float32 C of the same layout for the sums of all but the last
+       kc block (so the same arithmetic); the last block's tiles are rounded
+       as they are stored */
     int64_t n = 0;
     for (int64_t t = 0; t < nbatch; t++) {
         int64_t last = coff[t] + (M - 1) * rsc + (N - 1) * csc + 1;
@@ -584,13 +617,7 @@ int tk_gemm_batch_round(int64_t nbatch, int64_t M, int64_t N, int64_t K,
     }
     float *f = tk_alloc((size_t)n * sizeof(float));
     if (!f) return -1;
-    gemm_run(nbatch, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, f, NULL, 0, coff, rsc, csc);
-    for (int64_t t = 0; t < nbatch; t++)
-        for (int64_t i = 0; i < M; i++) {
-            int64_t r = coff[t] + i * rsc;
-            if (csc == 1) tk_half_from_f32(bf16c, N, f + r, c + r);
-            else for (int64_t j = 0; j < N; j++) c[r + j * csc] = bf16c ? tk_bf16_from_f32(f[r + j * csc]) : tk_f16_from_f32(f[r + j * csc]);
-        }
+    gemm_run(nbatch, M, N, K, ta, a, aoff, rsa, csa, tb, b, boff, rsb, csb, f, c, bf16c, coff, rsc, csc);
     tk_free(f, (size_t)n * sizeof(float));
     return 0;
 }
