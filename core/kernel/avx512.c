@@ -1081,14 +1081,8 @@ static TARGET void round_half(int bf16, int64_t n, float *x)
    a + i is + p ps (16-bit units): packed (2, 2 MR) or a row-major A in
    place (rsa, 2). */
 static TARGET_BF16 inline __attribute__((always_inline)) void
-tile_bf16(int64_t kp, const uint16_t *a, int64_t is, int64_t ps, const uint16_t *bp, float *c, int64_t rsc,
-          int m, int n, int acc, float alpha)
+sums_bf16(int64_t kp, const uint16_t *a, int64_t is, int64_t ps, const uint16_t *bp, __m512 *c0, __m512 *c1)
 {
-    __m512 c0[MR], c1[MR];
-    for (int i = 0; i < m; i++) {
-        _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);
-        _mm_prefetch((const char *)(c + i * rsc + NR - 1), _MM_HINT_T0);
-    }
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) { c0[i] = _mm512_setzero_ps(); c1[i] = _mm512_setzero_ps(); }
     for (int64_t p = 0; p < kp; p++, a += ps, bp += 2 * NR) {
@@ -1102,6 +1096,18 @@ tile_bf16(int64_t kp, const uint16_t *a, int64_t is, int64_t ps, const uint16_t 
             c1[i] = _mm512_dpbf16_ps(c1[i], ai, b1);
         }
     }
+}
+
+static TARGET_BF16 inline __attribute__((always_inline)) void
+tile_bf16(int64_t kp, const uint16_t *a, int64_t is, int64_t ps, const uint16_t *bp, float *c, int64_t rsc,
+          int m, int n, int acc, float alpha)
+{
+    __m512 c0[MR], c1[MR];
+    for (int i = 0; i < m; i++) {
+        _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * rsc + NR - 1), _MM_HINT_T0);
+    }
+    sums_bf16(kp, a, is, ps, bp, c0, c1);
     store_tile(c0, c1, c, rsc, m, n, acc, alpha);
 }
 
@@ -1109,6 +1115,27 @@ static TARGET_BF16 void ukernel_bf16(int64_t kp, const uint16_t *ap, const uint1
                                      int64_t rsc, int m, int n, int acc, float alpha)
 {
     tile_bf16(kp, ap, 2, 2 * MR, bp, c, rsc, m, n, acc, alpha);
+}
+
+/* ukernel_bf16 into a bfloat16 C, each row of a whole tile rounded from
+   the registers by one vcvtne2ps2bf16 (no float32 tile in between). Its
+   sums are never subnormal (vdpbf16ps writes them as 0), the one input
+   where the instruction and half.c differ. */
+static TARGET_BF16 void ukernel_bf16_round(int64_t kp, const uint16_t *ap, const uint16_t *bp, uint16_t *c,
+                                           int64_t rsc, int m, int n)
+{
+    __m512 c0[MR], c1[MR];
+    if (m < MR || n < NR) {
+        float t[MR * NR];
+        sums_bf16(kp, ap, 2, 2 * MR, bp, c0, c1);
+        store_tile(c0, c1, t, NR, m, n, 0, 1.0f);
+        half_tile(1, t, m, n, c, rsc);
+        return;
+    }
+    for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(c + i * rsc), _MM_HINT_T0);
+    sums_bf16(kp, ap, 2, 2 * MR, bp, c0, c1);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) _mm512_storeu_si512(c + i * rsc, (__m512i)_mm512_cvtne2ps_pbh(c1[i], c0[i]));
 }
 
 static TARGET_BF16 void ukernel_rows_bf16(int64_t kp, const uint16_t *a, int64_t rsa, const uint16_t *bp,
@@ -1286,6 +1313,7 @@ const tk_kern tk_kern_avx512_bf16 = {
     .name = "avx512_bf16", AVX512_FIELDS,
     .ukernel_bf16 = ukernel_bf16, .pack_a_bf16 = pack_a_bf16, .pack_b_bf16 = pack_b_bf16,
     .ukernel_rows_bf16 = ukernel_rows_bf16, .sdpa_exp_sum_bf16 = sdpa_exp_sum_bf16, .half_tile = half_tile_bf16,
+    .ukernel_bf16_round = ukernel_bf16_round,
 };
 
 #else

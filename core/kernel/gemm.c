@@ -349,6 +349,10 @@ static void gemm_block_pairs(gemm_job *g, const uint16_t *A, const uint16_t *B, 
                         kn->ukernel_bf16(kp, as, bs, g->c + ct, g->rsc, m, n, acc, 1.0f);
                         continue;
                     }
+                    if (g->csc == 1 && !acc && g->bf16c && kn->ukernel_bf16_round) {   /* QK^T: K in one block */
+                        kn->ukernel_bf16_round(kp, as, bs, g->c16 + ct, g->rsc, m, n);
+                        continue;
+                    }
                     kn->ukernel_bf16(kp, as, bs, tmp, nr, m, n, 0, 1.0f);
                     put_tile(g, ct, tmp, m, n, acc, round);
                 }

@@ -498,6 +498,10 @@ typedef struct tk_kern {
                          int m, int n, int acc, float alpha);
     void (*ukernel_rows_bf16)(int64_t kp, const uint16_t *a, int64_t rsa, const uint16_t *bp, float *c,
                               int64_t rsc, int n, int acc);
+    /* optional: ukernel_bf16 (acc 0, alpha 1) into a bfloat16 C (row
+       stride rsc, unit columns), each sum rounded as half_tile rounds it */
+    void (*ukernel_bf16_round)(int64_t kp, const uint16_t *ap, const uint16_t *bp, uint16_t *c, int64_t rsc,
+                               int m, int n);
     int (*pack_a_bf16)(int64_t mc, int64_t kc, const uint16_t *a, int64_t rs, int64_t cs, uint16_t *dst);
     int (*pack_b_bf16)(int64_t kc, int64_t nc, const uint16_t *b, int64_t rs, int64_t cs, uint16_t *dst);
     float (*sdpa_exp_sum_bf16)(int64_t n, const float *x, float m, uint16_t *y);
