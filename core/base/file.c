@@ -1,10 +1,11 @@
 /*
 ** file.c — the one atomic file writer (tt__write_file): figures and
 ** safetensors files are never seen half-written. On Linux the bytes go into
-** an unnamed O_TMPFILE (a SIGKILL leaves nothing behind), then it is linked
-** under a temporary name and renamed into place; elsewhere, or when the
-** filesystem refuses O_TMPFILE, into ".name.tt-tmp-PID", which a later
-** write into the same folder removes once PID is gone.
+** an unnamed O_TMPFILE, then the finished file is linked under a temporary
+** name and renamed into place (a SIGKILL leaves nothing, or, in the instant
+** between link and rename, a whole file); elsewhere, or when the filesystem
+** refuses O_TMPFILE, into ".name.tt-tmp-PID". A later write into the same
+** folder removes such a temporary once PID is gone.
 */
 #define _GNU_SOURCE                   /* O_TMPFILE */
 #include <dirent.h>
