@@ -1026,7 +1026,13 @@ local function figure(v, path)
     local diff = (m - r):masked_fill(both, 0)
     local hide = tt.stack({ rm, mm, both }, 1)
     local slice = #where > 0 and ("[" .. table.concat(where, ",") .. ",:,:]") or ""
-    tt.heatmap(tt.stack({ r:masked_fill(rm, 0), m:masked_fill(mm, 0), diff }, 1), path, {
+    -- the PNG's Source chunk records the calling line: called from a chunk
+    -- named after your file, with the call on your line of the mismatch
+    local heatmap = tt.heatmap
+    if f.file and f.line then
+        heatmap = load(string.rep("\n", f.line - 1) .. "return tt.heatmap(...)", "@" .. f.file, "t", { tt = tt })
+    end
+    heatmap(tt.stack({ r:masked_fill(rm, 0), m:masked_fill(mm, 0), diff }, 1), path, {
         title = string.format("%s%s: expected | yours | difference (yours - expected)", f.label, slice),
         panel_titles = { "expected (reference)", "yours", "difference" },
         mask = hide,
@@ -1134,7 +1140,8 @@ end
 if fig and #verdicts >= 1 then
     local ok, drawn = pcall(figure, verdicts[1], fig)
     if not ok then
-        io.stderr:write("tensortrace: --compare-figure: " .. tostring(drawn) .. "\n")
+        -- the message without the position the figure's call was given
+        io.stderr:write("tensortrace: --compare-figure: " .. tostring(drawn):gsub("^[^\n]-:%d+: ", "") .. "\n")
         return 2, results
     elseif drawn and opt.figure then
         out(string.format("  figure: %s\n", fig))
