@@ -2416,6 +2416,15 @@ static void test_matmul_f32_copy(void)
         tt_tensor_release(&y);
     }
     CHECK("with room for one copy, three calls: each gives its copy back", good);
+    /* a batch of 3: one copy of the whole result, named with its batch */
+    tt_tensor a3;
+    ok(tt_expand(&a3, &a, DIMS(3, M, KBIG)));
+    tt_set_max_memory(memory_held() + 3 * out16 + out32);
+    st = tt_matmul(&y, &a3, &b);
+    CHECK("batched: the copy of all 3 results passes the cap, TT_ENOMEM", st == TT_ENOMEM && y.storage == NULL);
+    CHECK("... naming its 3 x 128 x 128 and 192.0 KiB", strstr(tt_errmsg(), "float32 copy of the 3 x 128 x 128 result: 192.0 KiB needed") != NULL);
+    if (st != TT_ENOMEM) tt_tensor_release(&y);
+    tt_tensor_release(&a3);
     tt_set_max_memory(0);
     tt_tensor_release(&a);
     tt_tensor_release(&b);

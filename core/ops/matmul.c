@@ -64,8 +64,10 @@ static tt_status gemm_into(tt_tensor *out, int64_t nbatch, int64_t M, int64_t N,
     char why[TT__ERRMSG_SIZE];                 /* the cap's message, or malloc's */
     snprintf(why, sizeof why, "%s", tt_errmsg());
     tt_tensor_release(out);
-    return tt__err(TT_ENOMEM, "matmul: no memory for a float32 copy of the %lld x %lld result: %s",
-                   (long long)M, (long long)N, why);
+    char dims[64];                             /* the batch too: the copy holds all of it */
+    int n = nbatch > 1 ? snprintf(dims, sizeof dims, "%lld x ", (long long)nbatch) : 0;
+    snprintf(dims + n, sizeof dims - (size_t)n, "%lld x %lld", (long long)M, (long long)N);
+    return tt__err(TT_ENOMEM, "matmul: no memory for a float32 copy of the %s result: %s", dims, why);
 }
 
 /* a [..., M, K] @ b [..., K, N] -> [..., M, N]; a 1-D a is [1, K] and a 1-D
