@@ -4,6 +4,7 @@
 ** can run, and 1 vs N threads bit for bit.
 */
 #include <float.h>
+#include <malloc.h>             /* malloc_usable_size: tk_scratch_trim gave the buffer back */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -1465,12 +1466,36 @@ static void test_threads(void)
     tt_set_num_threads(threads_max);
 }
 
+/* Per-thread scratch: kept and grown between calls; tk_scratch_trim frees
+   only a buffer above its keep (the sdpa backward's D and dQ lanes) */
+static void test_scratch(void)
+{
+    const int slot = TK_SCRATCH_SDPA_LANES;
+    tk_scratch_trim(slot, 0);
+    unsigned char *p = tk_scratch(slot, 100000);
+    CHECK("tk_scratch gives a 64-byte aligned buffer", p && (uintptr_t)p % 64 == 0);
+    memset(p, 7, 100000);
+    CHECK("a smaller request keeps the buffer and its bytes", tk_scratch(slot, 1000) == p && p[99999] == 7);
+    tk_scratch_trim(slot, 1 << 20);
+    CHECK("trim below its keep: kept", tk_scratch(slot, 100000) == p && p[0] == 7);
+    unsigned char *q = tk_scratch(slot, 300000);
+    CHECK("a bigger request grows it", q && (uintptr_t)q % 64 == 0);
+    memset(q, 1, 300000);
+    tk_scratch_trim(slot, 200000);
+    q = tk_scratch(slot, 16);
+    CHECK("trimmed above its keep: the next call gets a small fresh buffer",
+          q && (uintptr_t)q % 64 == 0 && malloc_usable_size(q) < 200000);
+    memset(q, 2, 16);
+    tk_scratch_trim(slot, 0);
+}
+
 int main(void)
 {
     /* before anything reads the thread count: the variable must be honoured */
     setenv("TT_NUM_THREADS", "3", 1);
     CHECK("TT_NUM_THREADS is honoured at first use", tt_get_num_threads() == 3);
     test_threads();
+    test_scratch();
 
     /* avx512_bf16 runs avx512's float32 kernels (test_half.c tests its bfloat16 ones) */
 #ifdef TK_X86_SIMD

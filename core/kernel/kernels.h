@@ -402,11 +402,15 @@ enum {
     TK_SCRATCH_SDPA_O,      /* sdpa: the output accumulators and row statistics */
     TK_SCRATCH_SDPA_BWD,    /* sdpa backward: a task's packed blocks and row sums */
     TK_SCRATCH_SDPA_F32,    /* sdpa: 16-bit rows converted to float32 before packing */
+    TK_SCRATCH_SDPA_LANES,  /* sdpa backward, the calling thread: D and the extra dQ lanes */
     TK_SCRATCH_COUNT
 };
 /* Per-thread buffer for `slot`, 64-byte aligned, kept and grown between
-   calls (never shrinks). NULL when out of memory. */
+   calls (shrinks only by tk_scratch_trim). NULL when out of memory. */
 void *tk_scratch(int slot, size_t bytes);
+/* Frees the calling thread's buffer for `slot` if it holds more than keep
+   bytes: a big one-off need is not kept for the life of the thread. */
+void tk_scratch_trim(int slot, size_t keep);
 /* A whole-result temporary (the float32 C of a 16-bit GEMM): counted
    against the memory cap (base.h) like a figure's canvas, so --max-memory
    bounds it; NULL, with the cap's or malloc's message in tt_errmsg, when

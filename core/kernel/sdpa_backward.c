@@ -128,6 +128,7 @@ int tk_sdpa_backward_ref(const tk_sdpa_bwd_args *args)
 #define BQ 64           /* query rows per block */
 #define MAX_LANES 4
 #define LANE_BYTES ((int64_t)48 << 20)   /* cap on the extra dQ buffers */
+#define LANES_KEEP ((size_t)16 << 20)     /* kept between calls up to this */
 
 
 /* Where a task adds its dQ terms: dq itself (its strides) or a lane's
@@ -570,24 +571,27 @@ int tk_sdpa_backward(const tk_sdpa_bwd_args *args)
     J.pairs = a->half == TK_SDPA_BF16 && kn->ukernel_bf16;
     J.small = !a->half && !tk_sdpa_opts_any(&a->o) && tk_sdpa_small_fits(kn, a->Nq, a->Nk, a->Dh, a->Dv, 1);
     J.keep_scale = a->o.dropout > 0.0f ? (float)(1.0 / (1.0 - (double)a->o.dropout)) : 1.0f;   /* one key chunk: one lane */
-    /* lanes: up to 4, for some 16 tasks when there are few kv heads (a
-       lane's buffer is fresh memory, its page faults cost as much as a
-       tenth of the work), fewer when their buffers would be big; never
-       from the thread count */
+    /* lanes: up to 4, for some 16 tasks when there are few kv heads
+       (each lane past the first costs a dQ-sized buffer and a pass to sum
+       it), fewer when their buffers would be big; never from the thread
+       count */
     int64_t lane_bytes = rows * a->Dh * (int64_t)sizeof(float), heads = a->B * a->Hkv;
     J.lanes = heads >= 16 ? 1 : (16 + heads - 1) / heads;
     if (J.lanes > MAX_LANES) J.lanes = MAX_LANES;
     if (J.lanes > J.nchunk) J.lanes = J.nchunk;
     while (J.lanes > 1 && (J.lanes - 1) * lane_bytes > LANE_BYTES) J.lanes--;
-    float *D = malloc((size_t)rows * sizeof(float));
-    J.lane = J.lanes > 1 ? malloc((size_t)((J.lanes - 1) * lane_bytes)) : NULL;
-    if (!D || (J.lanes > 1 && !J.lane)) { free(D); free(J.lane); return tk_sdpa_backward_ref(a); }
-    J.D = D;
+    /* D and the lanes in the calling thread's scratch, kept for the next
+       call up to LANES_KEEP: memory handed back to the system and taken
+       again is faulted in again, page by page, on every call */
+    size_t d_bytes = ((size_t)rows * sizeof(float) + 63) & ~(size_t)63;
+    char *s = tk_scratch(TK_SCRATCH_SDPA_LANES, d_bytes + (size_t)((J.lanes - 1) * lane_bytes));
+    if (!s) return tk_sdpa_backward_ref(a);
+    J.D = (float *)(void *)s;
+    J.lane = J.lanes > 1 ? (float *)(void *)(s + d_bytes) : NULL;
     tk_parallel_for(rows, 256, d_range, &J);
     tk_parallel_for(a->B * a->Hkv * J.lanes, 1, task_range, &J);
     if (!J.failed && J.lanes > 1) tk_parallel_for(rows, 256, sum_range, &J);
-    free(D);
-    free(J.lane);
+    tk_scratch_trim(TK_SCRATCH_SDPA_LANES, LANES_KEEP);
     if (J.failed) return tk_sdpa_backward_ref(a);   /* out of scratch memory */
     return 0;
 }

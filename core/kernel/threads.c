@@ -31,6 +31,14 @@ void *tk_scratch(int slot, size_t bytes)
     return scratch[slot].p;
 }
 
+void tk_scratch_trim(int slot, size_t keep)
+{
+    if (scratch[slot].n <= keep) return;
+    free(scratch[slot].p);
+    scratch[slot].p = NULL;
+    scratch[slot].n = 0;
+}
+
 static void scratch_free_all(void)
 {
     for (int i = 0; i < TK_SCRATCH_COUNT; i++) {
