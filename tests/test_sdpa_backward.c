@@ -873,6 +873,57 @@ static void test_exp_sum_bf16(void)
     CHECK(m, !bad);
 }
 
+/* avx512_bf16's one pass for the pairs backward's P and dS: the bits of
+   the separate passes (exp_sum, the two products and the difference,
+   half_from_f32), zeros from n to nk; and within a bfloat16 rounding of
+   float64's exp(s - lse) and (p scale)(dp - D). Masked scores (-inf), an
+   exp below FLT_MIN, lengths 0..300 across vector tails. */
+static void test_p_ds_bf16(void)
+{
+    const tk_kern *kn = tk_kern_now();
+    if (!kn->sdpa_bwd_p_ds_bf16) return;
+    enum { L = 301 };
+    float s[L], dp[L], pf[L], sp[L], dsf[L];
+    uint16_t p16[L + 8], d16[L + 8], pw[L], dw[L];
+    const float lse = 3.25f, D = 0.375f, scale = 0.14433757f;   /* 1/sqrt(48): not a power of 2 */
+    for (int t = 0; t < L; t++) {
+        s[t] = t % 11 == 3 ? -INFINITY : t % 5 == 0 ? (float)(-95.0 - 20.0 * urand()) : (float)(6.0 * urand() - 3.0);
+        dp[t] = (float)(2.0 * urand() - 1.0);
+    }
+    int same = 1, close = 1, zeros = 1;
+    double worst = 0.0;
+    for (int n = 0; n <= 300; n += n < 40 ? 1 : 13) {
+        int64_t nk = n + (n % 3) * 5 < L ? n + (n % 3) * 5 : n;
+        memset(p16, 0xff, sizeof p16);
+        memset(d16, 0xff, sizeof d16);
+        kn->sdpa_bwd_p_ds_bf16(n, nk, s, lse, dp, D, scale, p16, d16);
+        kn->exp_sum(n, s, lse, pf);                    /* the separate passes */
+        kn->ew_binary(TK_EW_MUL, n, pf, 1, &scale, 0, sp);
+        kn->ew_binary(TK_EW_SUB, n, dp, 1, &D, 0, dsf);
+        kn->ew_binary(TK_EW_MUL, n, sp, 1, dsf, 1, dsf);
+        kn->half_from_f32(1, n, pf, pw);
+        kn->half_from_f32(1, n, dsf, dw);
+        for (int t = 0; t < n; t++) {
+            same &= p16[t] == pw[t] && d16[t] == dw[t];
+            double pe = exp((double)s[t] - (double)lse), de = pe * (double)scale * ((double)dp[t] - (double)D);
+            double ep = fabs((double)tk_bf16_to_f32(p16[t]) - pe), ed = fabs((double)tk_bf16_to_f32(d16[t]) - de);
+            /* a bfloat16 rounding (2^-8 relative), plus exp's few float32 ulps */
+            double bp = 0x1p-8 * pe + 1e-6 * pe + 1e-38, bd = 0x1p-8 * fabs(de) + 1e-6 * pe + 1e-38;
+            close &= ep <= bp && ed <= bd;
+            worst = fmax(worst, fmax(ep / bp, ed / bd));
+        }
+        for (int64_t t = n; t < nk; t++) zeros &= p16[t] == 0 && d16[t] == 0;
+        zeros &= p16[nk] == 0xffff && d16[nk] == 0xffff;   /* nothing past nk */
+    }
+    char m[160];
+    snprintf(m, sizeof m, "[%s] backward's P and dS in one pass: the separate passes' bfloat16 bits", tk_simd_path());
+    CHECK(m, same);
+    snprintf(m, sizeof m, "[%s] ... within a bfloat16 rounding of float64 (worst %.2f of the bound)", tk_simd_path(), worst);
+    CHECK(m, close);
+    snprintf(m, sizeof m, "[%s] ... zeros from n to nk, nothing written past nk", tk_simd_path());
+    CHECK(m, zeros);
+}
+
 /* A hidden key's v is never read, on every path: causal with Nk = Nq + 1,
    the first 12 query rows see keys 0..12 (odd: on avx512_bf16 the pad of
    the last pair would read key 13), and v of key 13 is inf. Those rows are
@@ -1085,6 +1136,7 @@ int main(void)
         if (!bf16_only) test_small_nonfinite();
         if (!bf16_only) test_round_half();
         test_exp_sum_bf16();
+        test_p_ds_bf16();
         test_hidden_v();
         test_hidden_k_backward();
         test_dq_pad_backward();

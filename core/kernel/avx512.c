@@ -1206,6 +1206,34 @@ static TARGET_BF16 float sdpa_exp_sum_bf16(int64_t n, const float *x, float m, u
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
+/* The sdpa backward's row of P and dS as bfloat16 bits, in one pass:
+   p = exp(s - lse) by exp16 a vector at a time from 0 (exp_sum's values),
+   ds = (p scale)(dp - D) (the backward's separate passes' two products and
+   difference), each rounded once as half_from_f32 rounds; zeros in [n, nk). */
+static TARGET_BF16 void sdpa_bwd_p_ds_bf16(int64_t n, int64_t nk, const float *s, float lse, const float *dp,
+                                           float D, float scale, uint16_t *p16, uint16_t *d16)
+{
+    __m512 vl = _mm512_set1_ps(lse), vd = _mm512_set1_ps(D), vs = _mm512_set1_ps(scale);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + i), vl));
+        __m512 ds = _mm512_mul_ps(_mm512_mul_ps(e, vs), _mm512_sub_ps(_mm512_loadu_ps(dp + i), vd));
+        _mm256_storeu_si256((__m256i *)(p16 + i), f32_to_bf16_16(e));
+        _mm256_storeu_si256((__m256i *)(d16 + i), f32_to_bf16_16(ds));
+    }
+    if (i < n) {                               /* leftovers: loaded as exp_sum loads them */
+        __mmask16 k = tail_mask(n - i);
+        __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + i), vl)));
+        __m512 ds = _mm512_mul_ps(_mm512_mul_ps(e, vs), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + i), vd));
+        _mm256_mask_storeu_epi16(p16 + i, k, f32_to_bf16_16(e));
+        _mm256_mask_storeu_epi16(d16 + i, k, f32_to_bf16_16(ds));
+    }
+    if (nk > n) {
+        memset(p16 + n, 0, (size_t)(nk - n) * sizeof *p16);
+        memset(d16 + n, 0, (size_t)(nk - n) * sizeof *d16);
+    }
+}
+
 /* 16 pairs from s, of which `valid` 16-bit values exist (the rest read as 0) */
 static TARGET_BF16 inline __m512 pairs16(const uint16_t *s, int64_t valid)
 {
@@ -1313,7 +1341,7 @@ const tk_kern tk_kern_avx512_bf16 = {
     .name = "avx512_bf16", AVX512_FIELDS,
     .ukernel_bf16 = ukernel_bf16, .pack_a_bf16 = pack_a_bf16, .pack_b_bf16 = pack_b_bf16,
     .ukernel_rows_bf16 = ukernel_rows_bf16, .sdpa_exp_sum_bf16 = sdpa_exp_sum_bf16, .half_tile = half_tile_bf16,
-    .ukernel_bf16_round = ukernel_bf16_round,
+    .ukernel_bf16_round = ukernel_bf16_round, .sdpa_bwd_p_ds_bf16 = sdpa_bwd_p_ds_bf16,
 };
 
 #else

@@ -512,6 +512,12 @@ typedef struct tk_kern {
     int (*pack_a_bf16)(int64_t mc, int64_t kc, const uint16_t *a, int64_t rs, int64_t cs, uint16_t *dst);
     int (*pack_b_bf16)(int64_t kc, int64_t nc, const uint16_t *b, int64_t rs, int64_t cs, uint16_t *dst);
     float (*sdpa_exp_sum_bf16)(int64_t n, const float *x, float m, uint16_t *y);
+    /* optional, the bfloat16 sdpa backward (pairs) without dropout or a
+       bias gradient: one row's P = exp(s - lse) and dS = (P scale)(dp - D)
+       for its n visible keys as bfloat16 bits into p16 and d16, 0 from n
+       to nk; the bits of exp_sum, the separate products and half_from_f32 */
+    void (*sdpa_bwd_p_ds_bf16)(int64_t n, int64_t nk, const float *s, float lse, const float *dp, float D,
+                               float scale, uint16_t *p16, uint16_t *d16);
 } tk_kern;
 
 /* Micro-kernel operands: A (mc x kc, any strides) as mr-row slivers, B

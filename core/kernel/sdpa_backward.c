@@ -342,10 +342,17 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
     const tk_sdpa_opts *op = &a->o;
     int extra = op->bias || op->alibi || op->window > 0;
     float slope = op->alibi ? tk_alibi_slope(h, a->Hq) : 0.0f;
+    /* pairs: P and dS go straight to bfloat16 in one pass where the path can */
+    int fused = J->pairs && kn->sdpa_bwd_p_ds_bf16 && op->dropout <= 0.0f && !a->dbias;
     for (int64_t i = 0; i < nq; i++) {
         float *s = u->s + i * BK, *ds = u->dp + i * BK;
         float lse = a->lse[row0 + i], D = J->D[row0 + i];
         if (lse == -INFINITY || lim[i] == 0) {   /* no visible key here: no gradient */
+            if (fused) {
+                memset(u->p16 + i * BK, 0, (size_t)nk * sizeof(uint16_t));
+                memset(u->d16 + i * BK, 0, (size_t)nk * sizeof(uint16_t));
+                continue;
+            }
             memset(s, 0, (size_t)nk * sizeof(float));
             memset(ds, 0, (size_t)nk * sizeof(float));
             continue;
@@ -359,6 +366,10 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
                 if (!tk_sdpa_band(op, i0 + i, j0 + j, J->off) || (mi && !mi[j * a->ms_k])) s[j] = -INFINITY;
                 else s[j] += tk_sdpa_extra(op, slope, b, h, i0 + i, j0 + j, J->off);
             }
+        }
+        if (fused) {
+            kn->sdpa_bwd_p_ds_bf16(lim[i], nk, s, lse, ds, D, a->scale, u->p16 + i * BK, u->d16 + i * BK);
+            continue;
         }
         kn->exp_sum(lim[i], s, lse, s);
         float z[BK];   /* dropout: each weight's factor, 0 or 1 / (1 - p) */
@@ -390,8 +401,10 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
         int64_t qp = (nq + 1) / 2;
         uint16_t *ta = (uint16_t *)(void *)u->ta;
         for (int64_t i = 0; i < nq; i++) {
-            kn->half_from_f32(1, nk, u->s + i * BK, u->p16 + i * BK);
-            kn->half_from_f32(1, nk, u->dp + i * BK, u->d16 + i * BK);
+            if (!fused) {
+                kn->half_from_f32(1, nk, u->s + i * BK, u->p16 + i * BK);
+                kn->half_from_f32(1, nk, u->dp + i * BK, u->d16 + i * BK);
+            }
             /* dQ reads an odd nk's last pair in place: its B half is 0,
                but a stale NaN times 0 would not be */
             if (nk % 2) u->d16[i * BK + nk] = 0;
