@@ -402,7 +402,7 @@ enum {
     TK_SCRATCH_SDPA_O,      /* sdpa: the output accumulators and row statistics */
     TK_SCRATCH_SDPA_BWD,    /* sdpa backward: a task's packed blocks and row sums */
     TK_SCRATCH_SDPA_F32,    /* sdpa: 16-bit rows converted to float32 before packing */
-    TK_SCRATCH_SDPA_LANES,  /* sdpa backward, the calling thread: D and the extra dQ lanes */
+    TK_SCRATCH_SDPA_LANES,  /* sdpa backward, the calling thread: D, bfloat16 dO, the extra dQ lanes */
     TK_SCRATCH_COUNT
 };
 /* Per-thread buffer for `slot`, 64-byte aligned, kept and grown between

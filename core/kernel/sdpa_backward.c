@@ -145,6 +145,7 @@ typedef struct bwd_job {
     int64_t bqp, bkp, dhp, dvp;  /* BQ and BK rounded up to mr, Dh and Dv to nr */
     const float *D;              /* [B, Hq, Nq]: rowsum(dO∘O) */
     float *lane;                 /* lanes 1 .. L-1, each [B, Hq, Nq, Dh] */
+    uint16_t *do16;              /* pairs: dO rounded to bfloat16 once, [B, Hq, Nq, Dv] */
     int small;                   /* kn->sdpa_bwd_head takes a task's kv head first */
     int pairs;                   /* bfloat16 through kn->ukernel_bf16: all five products in pairs */
     int failed;
@@ -234,7 +235,7 @@ typedef struct bufs {
     float *ta, *sa;              /* Pᵀ or dSᵀ, and dS, as A slivers */
     float *gk, *gv;              /* the chunk's dK, dV: BK x dhp, BK x dvp */
     float *kf, *vf, *qf;         /* 16-bit inputs: K, V of the chunk and Q of the block in float32 */
-    uint16_t *p16, *d16, *o16;   /* pairs: P, dS (BQ x BK) and dO (BQ x Dv) as bfloat16 rows */
+    uint16_t *p16, *d16;         /* pairs: P, dS (BQ x BK) as bfloat16 rows */
 } bufs;
 
 static int get_bufs(const bwd_job *J, bufs *u)
@@ -243,20 +244,19 @@ static int get_bufs(const bwd_job *J, bufs *u)
     /* a pair sliver of k steps takes no more than the float32 sliver of k
        (k >= 1): the same buffers serve both */
     int64_t hf = J->a->half != 0 && !J->pairs, pr = J->pairs;
-    float *p16 = NULL, *d16 = NULL, *o16 = NULL;
+    float *p16 = NULL, *d16 = NULL;
     int64_t sz[] = { Dh * bk, Dv * bk, BK * dh, bq * Dh, BQ * dh, bq * Dv, BQ * dv,
                      bq * BK, bq * BK, bk * BQ, bq * BK, BK * dh, BK * dv,
-                     hf * BK * Dh, hf * BK * Dv, hf * BQ * Dh, pr * BQ * BK / 2, pr * BQ * BK / 2,
-                     pr * (BQ * Dv + 1) / 2 };
+                     hf * BK * Dh, hf * BK * Dv, hf * BQ * Dh, pr * BQ * BK / 2, pr * BQ * BK / 2 };
     float **dst[] = { &u->kt, &u->vt, &u->kb, &u->qa, &u->qb, &u->oa, &u->ob,
-                      &u->s, &u->dp, &u->ta, &u->sa, &u->gk, &u->gv, &u->kf, &u->vf, &u->qf, &p16, &d16, &o16 };
+                      &u->s, &u->dp, &u->ta, &u->sa, &u->gk, &u->gv, &u->kf, &u->vf, &u->qf, &p16, &d16 };
     const int NPARTS = (int)(sizeof sz / sizeof sz[0]);
     int64_t total = 0;
     for (int t = 0; t < NPARTS; t++) total += (sz[t] + 15) / 16 * 16;   /* 64-byte aligned parts */
     float *p = tk_scratch(TK_SCRATCH_SDPA_BWD, (size_t)total * sizeof(float));
     if (!p) return 0;
     for (int t = 0; t < NPARTS; t++) { *dst[t] = p; p += (sz[t] + 15) / 16 * 16; }
-    u->p16 = (uint16_t *)(void *)p16, u->d16 = (uint16_t *)(void *)d16, u->o16 = (uint16_t *)(void *)o16;
+    u->p16 = (uint16_t *)(void *)p16, u->d16 = (uint16_t *)(void *)d16;
     return 1;
 }
 
@@ -316,14 +316,11 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
        takes it in the inputs' dtype; exact when dO came from a bfloat16
        gradient) */
     int64_t hp = (Dh + 1) / 2, vp = (Dv + 1) / 2;   /* pairs along Dh, Dv */
+    const uint16_t *o16 = J->do16 ? J->do16 + row0 * Dv : NULL;   /* the block's dO rows, rounded */
     if (J->pairs) {
         tk_pack_a_pairs(kn, nq, Dh, Q16, qs_n, qs_d, (uint16_t *)(void *)u->qa);
         mm(kn, 1, nq, nk, hp, u->qa, u->kt, hp, u->s, BK, 0, a->scale, &rows);
-        for (int64_t i = 0; i < nq; i++) {
-            if (a->dos_d == 1) kn->half_from_f32(1, Dv, dO + i * a->dos_n, u->o16 + i * Dv);
-            else for (int64_t e = 0; e < Dv; e++) u->o16[i * Dv + e] = tk_bf16_from_f32(dO[i * a->dos_n + e * a->dos_d]);
-        }
-        tk_pack_a_pairs(kn, nq, Dv, u->o16, Dv, 1, (uint16_t *)(void *)u->oa);
+        tk_pack_a_pairs(kn, nq, Dv, o16, Dv, 1, (uint16_t *)(void *)u->oa);
         mm(kn, 1, nq, nk, vp, u->oa, u->vt, vp, u->dp, BK, 0, 1.0f, &rows);
     } else {
         tk_pack_a(kn, nq, Dh, Q, qs_n, qs_d, u->qa);
@@ -409,7 +406,7 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
                but a stale NaN times 0 would not be */
             if (nk % 2) u->d16[i * BK + nk] = 0;
         }
-        tk_pack_b_pairs(kn, nq, Dv, u->o16, Dv, 1, (uint16_t *)(void *)u->ob);
+        tk_pack_b_pairs(kn, nq, Dv, o16, Dv, 1, (uint16_t *)(void *)u->ob);
         tk_pack_a_pairs(kn, nk, nq, u->p16, 1, BK, ta);
         mm(kn, 1, nk, Dv, qp, ta, u->ob, qp, u->gv, J->dvp, 1, 1.0f, &key_terms);
         tk_pack_b_pairs(kn, nq, Dh, Q16, qs_n, qs_d, (uint16_t *)(void *)u->qb);
@@ -536,6 +533,12 @@ static void d_range(void *ctx, int64_t begin, int64_t end)
         }
         r += n;
     }
+    for (int64_t r = begin; r < end && J->do16; r++) {   /* pairs: dO in bfloat16, once */
+        const float *go = dout_row(a, r / a->Nq / a->Hq, r / a->Nq % a->Hq, r % a->Nq);
+        uint16_t *y = J->do16 + r * Dv;
+        if (sd == 1) J->kn->half_from_f32(1, Dv, go, y);
+        else for (int64_t e = 0; e < Dv; e++) y[e] = tk_bf16_from_f32(go[e * sd]);
+    }
 }
 
 /* dq += lanes 1 .. L-1, in lane order, a row at a time (vector adds: the
@@ -593,14 +596,17 @@ int tk_sdpa_backward(const tk_sdpa_bwd_args *args)
     if (J.lanes > MAX_LANES) J.lanes = MAX_LANES;
     if (J.lanes > J.nchunk) J.lanes = J.nchunk;
     while (J.lanes > 1 && (J.lanes - 1) * lane_bytes > LANE_BYTES) J.lanes--;
-    /* D and the lanes in the calling thread's scratch, kept for the next
-       call up to LANES_KEEP: memory handed back to the system and taken
-       again is faulted in again, page by page, on every call */
+    /* D, the rounded dO and the lanes in the calling thread's scratch,
+       kept for the next call up to LANES_KEEP: memory handed back to the
+       system and taken again is faulted in again, page by page, on every
+       call */
     size_t d_bytes = ((size_t)rows * sizeof(float) + 63) & ~(size_t)63;
-    char *s = tk_scratch(TK_SCRATCH_SDPA_LANES, d_bytes + (size_t)((J.lanes - 1) * lane_bytes));
+    size_t o_bytes = J.pairs ? ((size_t)(rows * a->Dv) * sizeof(uint16_t) + 63) & ~(size_t)63 : 0;
+    char *s = tk_scratch(TK_SCRATCH_SDPA_LANES, d_bytes + o_bytes + (size_t)((J.lanes - 1) * lane_bytes));
     if (!s) return tk_sdpa_backward_ref(a);
     J.D = (float *)(void *)s;
-    J.lane = J.lanes > 1 ? (float *)(void *)(s + d_bytes) : NULL;
+    J.do16 = J.pairs ? (uint16_t *)(void *)(s + d_bytes) : NULL;
+    J.lane = J.lanes > 1 ? (float *)(void *)(s + d_bytes + o_bytes) : NULL;
     tk_parallel_for(rows, 256, d_range, &J);
     tk_parallel_for(a->B * a->Hkv * J.lanes, 1, task_range, &J);
     if (!J.failed && J.lanes > 1) tk_parallel_for(rows, 256, sum_range, &J);
