@@ -1214,14 +1214,7 @@ static TARGET_BF16 void sdpa_bwd_p_ds_bf16(int64_t n, int64_t nk, const float *s
                                            float D, float scale, uint16_t *p16, uint16_t *d16)
 {
     __m512 vl = _mm512_set1_ps(lse), vd = _mm512_set1_ps(D), vs = _mm512_set1_ps(scale);
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + i), vl));
-        __m512 ds = _mm512_mul_ps(_mm512_mul_ps(e, vs), _mm512_sub_ps(_mm512_loadu_ps(dp + i), vd));
-        _mm256_storeu_si256((__m256i *)(p16 + i), f32_to_bf16_16(e));
-        _mm256_storeu_si256((__m256i *)(d16 + i), f32_to_bf16_16(ds));
-    }
-    if (i < n) {                               /* leftovers: loaded as exp_sum loads them */
+    for (int64_t i = 0; i < n; i += 16) {      /* the last vector masked, loaded as exp_sum loads it */
         __mmask16 k = tail_mask(n - i);
         __m512 e = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + i), vl)));
         __m512 ds = _mm512_mul_ps(_mm512_mul_ps(e, vs), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + i), vd));
