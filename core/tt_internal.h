@@ -73,6 +73,9 @@ tt_status tt__check_dim(const char *op, const tt_tensor *a, int d, int allow_end
 /* Random numbers (tensor.c): n uniforms in [0,1) or normals into p, from
    the generator tt_manual_seed seeds. */
 void tt__rand_uniform(float *p, int64_t n);
+/* n uniforms k / 2^bits, k in [0, 2^bits) (bits <= 24): exact in a dtype
+   of that many significant bits, so rounding to it keeps them below 1 */
+void tt__rand_uniform_bits(float *p, int64_t n, int bits);
 void tt__rand_normal(float *p, int64_t n);
 /* n integers lo + [0, range) (range 0: all of 2^64), unbiased. */
 void tt__rand_int(int64_t *p, int64_t n, int64_t lo, uint64_t range);

@@ -127,7 +127,8 @@ tt_status tt_arange_int(tt_tensor *out, tt_dtype dt, int64_t a, int64_t b, int64
                      (unsigned long long)count, (long long)a, (long long)b, (long long)step);
     } else {
         int64_t n = (int64_t)count;
-        st = tt__alloc(out, "arange", dt, 1, &n, NULL);
+        /* 16 bits: counted in float32 and rounded once, as PyTorch does */
+        st = tt__alloc(out, "arange", dt == TT_INT64 ? TT_INT64 : TT_FLOAT32, 1, &n, NULL);
         if (st == TT_OK) {
             /* a + i*step wraps in uint64_t exactly to the value, which lies in [a, b) */
             for (int64_t i = 0; i < n; i++) {
@@ -135,6 +136,9 @@ tt_status tt_arange_int(tt_tensor *out, tt_dtype dt, int64_t a, int64_t b, int64
                 if (dt == TT_INT64) tt_data_i64(out)[i] = v;
                 else tt_data_f32(out)[i] = (float)v;
             }
+            st = tt__round_to(out, "arange", dt);
+        }
+        if (st == TT_OK) {
             tt__event_init(&ev, TT_OP_ARANGE, out, NULL, NULL, NULL);
             if (tt__tracing())
                 snprintf(ev.args, sizeof ev.args, "%lld, %lld, step=%lld", (long long)a, (long long)b, (long long)step);
@@ -160,7 +164,9 @@ tt_status tt_eye(tt_tensor *out, int64_t n, int64_t m)
 
 /* A tensor filled by one of the generators of tensor.c: float32 numbers,
    rounded once for a 16-bit dtype (PyTorch's randn(..., dtype=torch.bfloat16)
-   draws in float too). */
+   draws in float too). Uniforms are drawn at the dtype's precision, as
+   PyTorch's are (multiples of 2^-8 in bfloat16, 2^-11 in float16): rounded
+   from 24 bits, the draws just below 1 would round to 1. */
 tt_status tt_random(tt_tensor *out, tt_op op, tt_dtype dt, int ndim, const int64_t *shape)
 {
     memset(out, 0, sizeof *out);
@@ -170,7 +176,9 @@ tt_status tt_random(tt_tensor *out, tt_op op, tt_dtype dt, int ndim, const int64
     tt_status st = tt__alloc(out, tt_op_name(op), TT_FLOAT32, ndim, shape, NULL);
     tt_event ev;
     if (st == TT_OK) {
-        (op == TT_OP_RAND ? tt__rand_uniform : tt__rand_normal)(tt_data_f32(out), tt_numel(out));
+        if (op == TT_OP_RAND)
+            tt__rand_uniform_bits(tt_data_f32(out), tt_numel(out), dt == TT_BFLOAT16 ? 8 : dt == TT_FLOAT16 ? 11 : 24);
+        else tt__rand_normal(tt_data_f32(out), tt_numel(out));
         st = tt__round_to(out, tt_op_name(op), dt);
     }
     if (st == TT_OK) tt__event_init(&ev, op, out, NULL, NULL, NULL);

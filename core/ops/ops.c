@@ -328,12 +328,16 @@ tt_status tt__round_to(tt_tensor *t, const char *op, tt_dtype dt)
 
 /* The dtype of a float result with a 16-bit operand (PyTorch's rule): a
    16-bit dtype wins over int64, bool and Lua numbers (b NULL); float32
-   wins over it; bfloat16 with float16 gives float32. */
+   wins over it; bfloat16 with float16 gives float32. A 0-d tensor beside
+   a dimensioned one takes part by category only, as a number does: the
+   dimensioned float dtype stands (tt.ones(2, "bfloat16") + tt.tensor(1.5)
+   stays bfloat16). */
 static tt_dtype half_result(const tt_tensor *a, const tt_tensor *b)
 {
     tt_dtype x = a->dtype, y = b ? b->dtype : x;
     if (!tt_dtype_is_float(x)) return y;
     if (!tt_dtype_is_float(y)) return x;
+    if (b && (a->ndim == 0) != (b->ndim == 0)) return a->ndim == 0 ? y : x;
     return tt_promote_float(x, y);
 }
 
@@ -923,7 +927,7 @@ tt_status tt_isnan(tt_tensor *out, const tt_tensor *a)
     clear(out);
     tt__opscope sc = tt__op_enter();
     tt_status st;
-    if (a->dtype == TT_FLOAT32) st = tt_binary(out, TT_OP_NE, a, a);    /* only NaN differs from itself */
+    if (tt_dtype_is_float(a->dtype)) st = tt_binary(out, TT_OP_NE, a, a);    /* only NaN differs from itself */
     else st = tt_zeros(out, TT_BOOL, a->ndim, a->shape);
     if (st == TT_OK) tt__set_names(out, a->names);
     tt_event ev;
@@ -942,8 +946,9 @@ static tt_status where_impl(tt_tensor *out, const tt_tensor *cond, const tt_tens
         return tt__err(TT_EARG, "where: the condition must be bool, got %s %s; hint: x:bool() or a comparison such as x:gt(0)",
                        tt_dtype_name(cond->dtype), shp(cond, sc_));
     if (a->dtype != b->dtype && tt_dtype_is_float(a->dtype) && tt_dtype_is_float(b->dtype)) {
-        /* a 16-bit operand: both as the promoted dtype (exact), then as one */
-        tt_dtype rd = tt_promote_float(a->dtype, b->dtype);
+        /* a 16-bit operand: both as the promoted dtype (exact, but for a 0-d
+           float32 beside a 16-bit tensor: rounded once), then as one */
+        tt_dtype rd = half_result(a, b);
         tt_tensor ca = {0}, cb = {0};
         tt_status s2 = TT_OK;
         if (a->dtype != rd && (s2 = convert_impl(&ca, a, rd, "where")) == TT_OK) a = &ca;

@@ -1026,6 +1026,19 @@ static void es_drop_dim(es_op *x, int d)
 /* Sums out every dim of x whose id is not marked in keep[]. */
 static tt_status es_sum_out(es_spec *sp, es_op *x, const char *keep)
 {
+    /* several axes of a 16-bit operand: summed in float32, rounded once */
+    const tt_dtype dt = x->t.dtype;
+    int nsum = 0;
+    for (int d = 0; d < x->t.ndim; d++)
+        nsum += !keep[x->ids[d]];
+    if (nsum > 1 && tt__is_half(dt)) {
+        tt_tensor f = {0};
+        const tt_tensor *w = &x->t;
+        tt_status st = tt__widen(&f, "einsum", &w);
+        if (st != TT_OK)
+            return st;
+        step(&x->t, &f);
+    }
     for (int d = x->t.ndim - 1; d >= 0; d--) {
         if (keep[x->ids[d]])
             continue;
@@ -1038,7 +1051,7 @@ static tt_status es_sum_out(es_spec *sp, es_op *x, const char *keep)
         for (int i = d; i < x->t.ndim; i++)
             x->ids[i] = x->ids[i + 1];
     }
-    return TT_OK;
+    return tt__round_to(&x->t, "einsum", dt);
 }
 
 /* Permutes x so that its ids follow order[0..n) (a permutation of them). */

@@ -157,6 +157,10 @@ static int kernel_half(tt_dtype dt)
 static tk_sdpa_opts kernel_opts(const sdpa_layout *L, int alibi, int64_t window, int64_t sinks, double dropout,
                                 uint64_t seed)
 {
+    /* a window of Nk keys or more hides nothing causal does not (a query
+       sees at most Nk keys): Nk then, which keeps the kernels' bounds
+       (position + window) far from overflowing, forward and backward alike */
+    if (window > L->Nk) window = L->Nk;
     tk_sdpa_opts o = { (const float *)L->bias.data, L->bias.sb, L->bias.sh, L->bias.sq, L->bias.sk,
                        alibi, window, sinks, (float)dropout, seed };
     return o;
@@ -400,7 +404,7 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
         if (B * Hq * Nq == 0) {
             /* nothing to compute */
         } else if (Nk == 0) {               /* no keys at all: every row is empty */
-            memset(tt_data_f32(out), 0, (size_t)tt_numel(out) * sizeof(float));
+            memset((float *)raw(out), 0, (size_t)tt_numel(out) * tt_dtype_size(out->dtype));
             info->empty = B * Hq * Nq;
         } else {
             tk_sdpa_args ar = {

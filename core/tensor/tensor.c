@@ -307,12 +307,15 @@ static inline double det_log(double x)
     return 2 * z * poly + e * 0.69314718055994530942;
 }
 
-void tt__rand_uniform(float *p, int64_t n)
+void tt__rand_uniform_bits(float *p, int64_t n, int bits)
 {
     rng r = rng_load();
-    for (int64_t i = 0; i < n; i++) p[i] = (float)rng_uniform(&r);
+    const double unit = ldexp(1.0, -bits);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)((double)(rng_next(&r) >> (32 - bits)) * unit);
     rng_save(&r);
 }
+
+void tt__rand_uniform(float *p, int64_t n) { tt__rand_uniform_bits(p, n, 24); }
 
 void tt__rand_int(int64_t *p, int64_t n, int64_t lo, uint64_t range)
 {
