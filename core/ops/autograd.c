@@ -204,12 +204,17 @@ tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_ten
 /* ===== Backward helpers =====
    A backward chains public ops through a scratch list: each helper takes
    and gives borrowed pointers into it and gives NULL once anything failed,
-   so a formula reads as one expression and its error is checked once. */
+   so a formula reads as one expression and its error is checked once.
+   A formula computes in float32 and its result is rounded once into the
+   input's dtype (run_node): the helpers read a 16-bit operand (a saved
+   bfloat16 input or output) as a float32 copy, so no intermediate (exp(y),
+   a mean, y*y) is rounded to 16 bits on the way. */
 
-#define SCRATCH 32
+#define SCRATCH 48
 
 typedef struct scratch {
     tt_tensor t[SCRATCH];
+    const tt_tensor *widened[SCRATCH];   /* t[i] is the float32 copy of widened[i] */
     int n;
     tt_status st;
 } scratch;
@@ -231,8 +236,22 @@ static const tt_tensor *kept(scratch *w, tt_tensor *o, tt_status st)
     return st ? NULL : o;
 }
 
+/* a as float32: itself, or its float32 copy (made once per formula) when 16-bit */
+static const tt_tensor *wide(scratch *w, const tt_tensor *a)
+{
+    if (!a || !tt__is_half(a->dtype)) return a;
+    for (int i = 0; i < w->n; i++)
+        if (w->widened[i] == a) return &w->t[i];
+    tt_tensor *o = slot(w);
+    if (!o) return NULL;
+    w->widened[w->n - 1] = a;
+    return kept(w, o, tt_to_dtype(o, a, TT_FLOAT32));
+}
+
 static const tt_tensor *bin(scratch *w, tt_op op, const tt_tensor *a, const tt_tensor *b)
 {
+    a = wide(w, a);
+    b = wide(w, b);
     tt_tensor *o = a && b ? slot(w) : NULL;
     return o ? kept(w, o, tt_binary(o, op, a, b)) : NULL;
 }
@@ -240,12 +259,14 @@ static const tt_tensor *bin(scratch *w, tt_op op, const tt_tensor *a, const tt_t
 /* a op s, or s op a when first */
 static const tt_tensor *bins(scratch *w, tt_op op, const tt_tensor *a, double s, int first)
 {
+    a = wide(w, a);
     tt_tensor *o = a ? slot(w) : NULL;
     return o ? kept(w, o, tt_binary_scalar(o, op, a, s, first)) : NULL;
 }
 
 static const tt_tensor *un(scratch *w, tt_op op, const tt_tensor *a)
 {
+    a = wide(w, a);
     tt_tensor *o = a ? slot(w) : NULL;
     return o ? kept(w, o, tt_unary(o, op, a)) : NULL;
 }
@@ -258,6 +279,7 @@ static const tt_tensor *as_float(scratch *w, const tt_tensor *a)
 
 static const tt_tensor *red(scratch *w, tt_op op, const tt_tensor *a, int d, int keepdim)
 {
+    a = wide(w, a);
     tt_tensor *o = a ? slot(w) : NULL;
     return o ? kept(w, o, tt_reduce(o, op, a, d, keepdim)) : NULL;
 }
