@@ -13,7 +13,33 @@
 -- out, the mask inverted...), and a hypothesis is named only when the
 -- result equals MINE's tensor within tolerance.
 local ref, mines, opt = ...
-local out = opt.out
+
+-- s with every byte that is not valid UTF-8 given to bad(byte) -> text
+local function utf8_clean(s, bad)
+    local parts, pos = {}, 1
+    while true do
+        local ok, at = utf8.len(s, pos)
+        if ok then break end
+        parts[#parts + 1] = s:sub(pos, at - 1)
+        parts[#parts + 1] = bad(s:byte(at))
+        pos = at + 1
+    end
+    if pos == 1 then return s end
+    parts[#parts + 1] = s:sub(pos)
+    return table.concat(parts)
+end
+
+-- The terminal gets no control character but the line ends and tabs of the
+-- verdict (a script's ESC, bell or carriage return is shown as \x1b...),
+-- and no invalid UTF-8.
+local function printable(s)
+    s = utf8_clean(s, function(b) return string.format("\\x%02x", b) end)
+    return (s:gsub("[%c\127]", function(c)
+        if c == "\n" or c == "\t" then return c end
+        return string.format("\\x%02x", c:byte())
+    end))
+end
+local function out(s) opt.out(printable(s)) end
 tt.trace.off()                      -- the engine's own ops are no part of any trace
 
 -- ===== Tensors as Lua values =====
@@ -681,7 +707,8 @@ end
 local function mostly_distinct(v)
     local seen, n = {}, 0
     for i = 1, #v do
-        if not seen[v[i]] then seen[v[i]] = true n = n + 1 end
+        local x = v[i] ~= v[i] and "nan" or v[i]      -- NaN is no table key
+        if not seen[x] then seen[x] = true n = n + 1 end
     end
     return n > #v / 2
 end
@@ -772,8 +799,17 @@ local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
 local function error_where(msg)
     local first = msg:match("^[^\n]*")
     local file, line, rest = first:match("^(.-):(%d+): (.*)$")
-    if file then return file, tonumber(line), rest end
+    line = line and #line <= 9 and math.tointeger(tonumber(line))   -- no script has line 1e20
+    if file and line then return file, line, rest end
     return nil, nil, first
+end
+
+-- What stopped a script: a limit's message is its own verdict.
+local function error_kind(message)
+    if message:find("^timeout:") then return "timeout" end
+    if message:find("^instruction limit:") then return "instructions" end
+    if message:find("not enough memory") or message:find("memory cap") then return "memory" end
+    return "error"
 end
 
 -- When the ops behind a checkpoint had to go (the script held more tensors
@@ -784,6 +820,71 @@ local function cut_note(mine)
     if not who then return "" end
     return string.format("; %s held more than %d MB of tensors at once, so the oldest ops behind the checkpoints "
         .. "were let go and could not be replayed (a larger --max-memory keeps more)", who, (ref.kept_mb or mine.kept_mb or 0))
+end
+
+-- The names in a line's TODO(a, b) lists, scanned once from left to right
+-- (a line of any length costs its length).
+local function todo_names(l)
+    local names, pos = {}, 1
+    while true do
+        local s = l:find("TODO(", pos, true)
+        if not s then break end
+        local e = l:find(")", s + 5, true)
+        if not e then break end
+        for name in l:sub(s + 5, e - 1):gmatch("[%a_][%w_]*") do names[name] = true end
+        pos = e + 1
+    end
+    return names
+end
+
+-- NaN or +inf in MINE where REF has a number: which rows, and the likely
+-- cause (a softmax over a row where every key is hidden is 0/0). nil when
+-- there is none.
+local function nonfinite(R, M, mine)
+    local rv, mv, shape = values(R.t), values(M.t), shape_of(M.t)
+    if not same_shape(R.t, M.t) then return nil end
+    local rows, seen, what = {}, {}, nil
+    for i = 1, #mv do
+        local m, r = mv[i], rv[i]
+        if (m ~= m or m == math.huge) and not (r ~= r or r == m) then
+            what = what or (m ~= m and "NaN" or "inf")
+            local idx = index_of(i, shape)
+            idx[#idx] = nil
+            local key = index_str(idx)
+            if not seen[key] then
+                seen[key] = true
+                rows[#rows + 1] = key
+            end
+        end
+    end
+    if #rows == 0 then return nil end
+    local where = #shape >= 2 and string.format("in %d row%s (%s%s)", #rows, #rows > 1 and "s" or "",
+        table.concat(rows, " ", 1, math.min(#rows, 4)), #rows > 4 and " ..." or "") or "in it"
+    local cause = "a 0/0, inf - inf, or the log or square root of a negative number makes one"
+    -- back to the op whose inputs were all finite: where the first NaN or inf was made
+    local function bad(t) return t:dtype() ~= "bool" and (t:ne(t) | t:eq(math.huge)):any():item() end
+    local made = producer(mine.nodes, M.id)
+    while made do
+        local up
+        for _, i in ipairs(made.inputs) do
+            if bad(i.t) and mine.nodes[i.id] then up = producer(mine.nodes, i.id) break end
+        end
+        if not up then break end
+        made = up
+    end
+    local x = made and made.inputs[1] and made.inputs[1].t
+    if made and made.op == "exp" then
+        cause = "exp of a number above 88 is past float32's largest: subtract each row's max before the exp"
+    elseif made and made.op == "softmax" and x then
+        local full = x:le(-1e4):float():mean(x:dim()):eq(1):any():item()
+        if full then
+            cause = "every key of such a row is masked, and a softmax over a row of -inf is 0/0: "
+                .. "leave each query at least one key it may attend to (its own position, in a causal mask)"
+        end
+    end
+    local line = made and made.file == M.file and made.line or select(2, made_at(mine, M))
+    return { kind = "nan", message = string.format("your `%s` has %s %s where the reference has numbers, made on line %s: %s",
+        M.label, what, where, line or "?", cause) }
 end
 
 local function check(mine)
@@ -848,7 +949,7 @@ local function check(mine)
     end
     if mine.error then
         local file, line, msg = error_where(mine.error)
-        v.error = { file = file or mine.file, line = line, message = msg, full = mine.error }
+        v.error = { file = file or mine.file, line = line, message = msg, full = mine.error, kind = error_kind(msg) }
         if v.match or (v.first and v.first.missing) then
             v.match = false
             v.first = nil
@@ -868,7 +969,7 @@ local function check(mine)
     elseif f and f.missing then
         local todo
         for i, l in ipairs(src) do
-            if l:find("TODO%(") and (l:find("TODO%([^)]*%f[%w_]" .. f.label:gsub("%p", "%%%0") .. "%f[^%w_]")) then todo = i break end
+            if todo_names(l)[f.label] then todo = i break end
         end
         f.line = todo
         f.file = mine.file
@@ -882,6 +983,7 @@ local function check(mine)
         local R, M = f.R, f.M
         local found = {}
         if f.reason ~= "names" and f.reason ~= "dtype" then found = diagnose(R, M, f.label) end
+        if #found == 0 and f.reason == "values" then found = { nonfinite(R, M, mine) } end
         if #found == 0 then
             if f.reason == "shape" then
                 local msg = string.format("your `%s` is %s, the reference's %s", f.label, shape_str(M.t), shape_str(R.t))
@@ -934,7 +1036,8 @@ end
 -- ===== Output =====
 
 local function json_str(s)
-    return '"' .. s:gsub('[%c"\\]', function(c)
+    s = utf8_clean(s, function() return "\u{FFFD}" end)    -- JSON is UTF-8: a stray byte becomes U+FFFD
+    return '"' .. s:gsub('[%c"\\\127]', function(c)
         local e = { ['"'] = '\\"', ['\\'] = '\\\\', ['\n'] = '\\n', ['\t'] = '\\t', ['\r'] = '\\r' }
         return e[c] or string.format("\\u%04x", c:byte())
     end) .. '"'
@@ -986,9 +1089,9 @@ local function verdict_json(v)
         local stopped
         for _, c in ipairs(v.checkpoints) do if not c.ok then stopped = c.label break end end
         o.first = obj({ "label", "file", "line" }, { label = stopped, file = v.error.file, line = v.error.line })
-        o.diagnosis = arr { obj({ "kind", "message" }, { kind = "error", message = v.error.message }) }
+        o.diagnosis = arr { obj({ "kind", "message" }, { kind = v.error.kind, message = v.error.message }) }
     end
-    if v.error then o.error = obj({ "file", "line", "message" }, v.error) end
+    if v.error then o.error = obj({ "file", "line", "kind", "message" }, v.error) end
     local keys = {}   -- "first", "diagnosis" and "error" only when there is one
     for _, k in ipairs(o.__keys) do
         if o[k] ~= nil or k == "match" then keys[#keys + 1] = k end
@@ -1093,7 +1196,8 @@ local function print_line(v)
         out(string.format("%s: ✗ %s (line %s): %s%s\n", v.file, v.first.name, v.first.line or "?",
             d.kind == "missing" and "" or (d.kind .. " — "), d.message .. (v.first.note and ("; " .. v.first.note) or "")))
     else
-        out(string.format("%s: ✗ error at line %s: %s\n", v.file, v.error.line or "?", v.error.message))
+        out(string.format("%s: ✗ %s at line %s: %s\n", v.file, v.error.kind, v.error.line or "?",
+            (v.error.message:gsub("^timeout: ", ""))))
     end
 end
 

@@ -59,6 +59,8 @@ extern const unsigned long ltt_compare_lua_len;
 #define SWEEP_MIN 1024           /* records before the first sweep */
 #define CHAIN_NODES 400          /* ops kept per label, back from its tensor */
 #define GRAPH_OPS (1L << 18)     /* the reference's op graph (ids only), at most */
+#define MAX_LABELS 10000         /* checkpoints kept of one run: a loop of labels cannot fill the engine */
+#define MAX_ERROR 2000           /* bytes of a script's error message kept */
 
 typedef struct kept {
     uint64_t id;                 /* the output's id */
@@ -88,6 +90,7 @@ static struct {
     lua_State *E;                /* the engine's state */
     int run;                     /* index in E of the running script's run table */
     int graph;                   /* record run.graph (the reference) */
+    long labels;                 /* labels kept of the running script (at most MAX_LABELS) */
     long graph_n;
 } cap;
 
@@ -395,12 +398,25 @@ static void keep_chain(lua_State *E, int nodes, uint64_t id, int *budget)
     for (int i = 0; i < k->nin; i++) keep_chain(E, nodes, ids[i], budget);
 }
 
+/* L is the running script's main thread or one of its coroutines. */
+static int same_script(lua_State *L)
+{
+    if (L == cap.L) return 1;
+    if (cap.L == NULL || !lua_checkstack(L, 1)) return 0;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    int same = lua_tothread(L, -1) == cap.L;
+    lua_pop(L, 1);
+    return same;
+}
+
 /* x:label(name) in the running script: run.checkpoints gets {label, file,
    line, t, id}, run.nodes the ops behind it. */
 static void keep_label(lua_State *L, const tt_tensor *t)
 {
     lua_State *E = cap.E;
-    if (L != cap.L || E == NULL || t->label == NULL) return;
+    if (E == NULL || t->label == NULL || !same_script(L)) return;
+    if (cap.labels >= MAX_LABELS) return;     /* the verdict says it labelled more than REF */
+    cap.labels++;
     if (!lua_checkstack(E, 12)) return;
     lua_Debug ar;
     const char *file = NULL;
@@ -457,6 +473,7 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
     cap.sweep_at = SWEEP_MIN;
     cap.dropped = 0;
     cap.failed = 0;
+    cap.labels = 0;
     cap.budget = o->max_memory > 0 && o->max_memory / 2 < KEPT_BYTES ? o->max_memory / 2 : KEPT_BYTES;
     tt_manual_seed((uint64_t)o->seed);
     lua_State *L = ltt_newstate(o->max_memory);
@@ -515,7 +532,14 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
         char why[512];
         const char *msg = lua_tostring(L, -1);
         if (status == LUA_ERRMEM && ltt_heap_cap_hit(why, sizeof why)) msg = why;
-        lua_pushstring(E, msg ? msg : "(error object is not a string)");
+        size_t len = msg ? strlen(msg) : 0;
+        if (msg == NULL) lua_pushstring(E, "(error object is not a string)");
+        else if (len <= MAX_ERROR) lua_pushstring(E, msg);
+        else {
+            lua_pushlstring(E, msg, MAX_ERROR);
+            lua_pushfstring(E, "%s... (the first %d of %I bytes)", lua_tostring(E, -1), MAX_ERROR, (lua_Integer)len);
+            lua_remove(E, -2);
+        }
         lua_setfield(E, cap.run, "error");
         if (status == LUA_ERRFILE) {
             lua_pushboolean(E, 1);
@@ -554,17 +578,48 @@ static void new_run(lua_State *E, const char *path)
 
 /* ===== The engine ===== */
 
-/* s as a JSON string. */
+/* The length of the valid UTF-8 sequence at s (1-4), 0 when it is not one. */
+static int utf8_seq(const unsigned char *s)
+{
+    if (s[0] < 0x80) return 1;
+    int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) return 0;   /* overlong, surrogate */
+    if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))) return 0;   /* overlong, > U+10FFFF */
+    return n;
+}
+
+/* s as a JSON string: valid UTF-8 whatever s holds (a stray byte is U+FFFD). */
 static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; *s; s++) {
+    while (*s) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+        int n = utf8_seq((const unsigned char *)s);
+        if (n == 0) fputs("\\ufffd", f), n = 1;
+        else if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
+        else fwrite(s, 1, (size_t)n, f);
+        s += n;
     }
     fputc('"', f);
+}
+
+/* The verdict of a script whose check gave none (its process died, or the
+   engine failed on it): a line and a JSON line of its own. */
+static void lost_verdict(const ltt_compare_opts *o, const char *file, const char *why)
+{
+    printf("%s: ✗ no verdict: %s\n", file, why);
+    fflush(stdout);
+    FILE *f = o->json ? fopen(o->json, "a") : NULL;
+    if (f == NULL) return;
+    fputs("{\"file\":", f);
+    json_string(f, file);
+    fputs(",\"match\":false,\"checkpoints\":[],\"error\":{\"kind\":\"no_verdict\",\"message\":", f);
+    json_string(f, why);
+    fputs("}}\n", f);
+    fclose(f);
 }
 
 static int out_text(lua_State *E)
@@ -585,6 +640,7 @@ static int engine_msghandler(lua_State *E)
 static void progress_record(const char *name, int ok);
 
 static int compare_here(const ltt_compare_opts *o);
+static int ref_failed;           /* the reference raised an error or labels nothing */
 
 /* --sandbox: each script checked in a child of its own (see lcompare.h). */
 static int compare_isolated(const ltt_compare_opts *o)
@@ -598,7 +654,7 @@ static int compare_isolated(const ltt_compare_opts *o)
         fclose(f);
     }
     int code = 0;
-    for (int i = 0; i < o->nmine && code < 2; i++) {
+    for (int i = 0; i < o->nmine; i++) {       /* whatever one does, the next is graded */
         int pfd[2];
         fflush(NULL);
         if (pipe(pfd) != 0) {
@@ -623,7 +679,7 @@ static int compare_isolated(const ltt_compare_opts *o)
             int rc = compare_here(&one);
             ltt_limits_done();
             fflush(NULL);
-            if (write(pfd[1], "done", 4) != 4) rc = 2;
+            if (write(pfd[1], ref_failed ? "nref" : "done", 4) != 4) rc = 2;
             _exit(rc);
         }
         close(pfd[1]);
@@ -649,6 +705,7 @@ static int compare_isolated(const ltt_compare_opts *o)
         close(pfd[0]);
         int status = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        if (got == 4 && memcmp(buf, "nref", 4) == 0) return 2;   /* the reference failed: said once, no grades */
         int done = got == 4 && memcmp(buf, "done", 4) == 0;
         if (done && WIFEXITED(status)) {
             if (WEXITSTATUS(status) > code) code = WEXITSTATUS(status);
@@ -660,20 +717,7 @@ static int compare_isolated(const ltt_compare_opts *o)
         else if (WIFSIGNALED(status)) snprintf(why, sizeof why, "it was ended by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
         else snprintf(why, sizeof why, "the watchdog stopped it: a limit passed where Lua's hooks cannot stop it "
                       "(a __gc finalizer, a message handler, a long C call; its message is on stderr)");
-        printf("%s: ✗ no verdict: %s\n", o->mine[i], why);
-        fflush(stdout);
-        if (o->json) {
-            FILE *f = fopen(o->json, "a");
-            if (f) {
-                fputc('{', f);
-                fputs("\"file\":", f);
-                json_string(f, o->mine[i]);
-                fputs(",\"match\":false,\"checkpoints\":[],\"error\":{\"message\":", f);
-                json_string(f, why);
-                fputs("}}\n", f);
-                fclose(f);
-            }
-        }
+        lost_verdict(o, o->mine[i], why);
         if (code < 1) code = 1;
     }
     return code;
@@ -686,7 +730,9 @@ int ltt_compare(const ltt_compare_opts *o)
 
 static int compare_here(const ltt_compare_opts *o)
 {
-    lua_State *E = ltt_newstate(0);
+    /* the engine's own heap: not the capped one the scripts share (a
+       script's cap must not refuse the engine, nor the engine use it up) */
+    lua_State *E = luaL_newstate();
     if (E == NULL) {
         fprintf(stderr, PROGNAME ": cannot create the Lua state (out of memory)\n");
         return 2;
@@ -698,6 +744,10 @@ static int compare_here(const ltt_compare_opts *o)
     new_run(E, o->ref);
     run_script(o, o->ref, 1);
     int ref = lua_gettop(E);
+    lua_getfield(E, ref, "error");
+    lua_getfield(E, ref, "checkpoints");
+    ref_failed = !lua_isnil(E, -2) || luaL_len(E, -1) == 0;
+    lua_pop(E, 2);
     lua_createtable(E, o->nmine, 0);
     for (int i = 0; i < o->nmine; i++) {
         new_run(E, o->mine[i]);
@@ -744,7 +794,10 @@ static int compare_here(const ltt_compare_opts *o)
         status = lua_pcall(E, 3, 3, handler);
     }
     if (status != LUA_OK) {
+        /* the engine's own failure: said, and the batch goes on */
         fprintf(stderr, PROGNAME ": --compare: %s\n", lua_tostring(E, -1));
+        for (int i = 0; i < o->nmine; i++)
+            lost_verdict(o, o->mine[i], "the checker failed on it (its message is on stderr)");
     } else {
         code = (int)lua_tointeger(E, -3);
         if (o->report && lua_isstring(E, -1)) ltt_report_error(lua_tostring(E, -1));

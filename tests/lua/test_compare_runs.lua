@@ -179,7 +179,7 @@ end
 local function line_of(name) for _, l in ipairs(lines) do if has(l, "/" .. name .. ":") then return l end end return "" end
 check("the good one matches", has(line_of("a_good.lua"), "✓ all 4 checkpoints match"), out)
 check("the wrong one is diagnosed", has(line_of("b_softmax.lua"), "softmax_dim"), out)
-check("a loop forever: the timeout, as its verdict", has(line_of("c_loop.lua"), "✗ error at line 13: timeout"), out)
+check("a loop forever: the timeout, as its verdict", has(line_of("c_loop.lua"), "✗ timeout at line 13: the script ran longer than 2 s"), out)
 check("os.execute: refused, as its verdict", has(line_of("d_execute.lua"), "'os.execute' is not available with --sandbox"), out)
 check("... and nothing ran", not io.open(dir .. "/pwned"))
 check("memory exhausted: the cap, as its verdict", has(line_of("e_memory.lua"), "the memory cap is 128.0 MiB"), out)

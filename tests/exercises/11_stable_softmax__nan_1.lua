@@ -1,5 +1,5 @@
 -- exercise: 11_stable_softmax
--- expect: values
+-- expect: nan
 -- The max never subtracted: exp of scores in the hundreds overflows to inf (and the weights become inf / inf = NaN).
 -- (a copy of the solution with this one mistake; its checks are left out, as a learner's copy has none)
 

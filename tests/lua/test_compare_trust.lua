@@ -1,0 +1,104 @@
+-- test_compare_trust.lua — a checker a teacher can trust with a class
+-- (issue 40): whatever one submission does, it gets its own verdict line
+-- and the next one is graded; NaN and inf get a diagnosis of their own;
+-- JSON lines stay valid UTF-8 and the terminal gets no control character
+-- from a script.
+local T = dofile("tests/lua/check.lua")
+local json = dofile("tests/lua/json.lua")
+local function check(descr, cond, output)
+  if not cond and output then io.stderr:write(output, "\n") end
+  T.check(descr, cond, 2)
+end
+
+local dir = T.tmpdir()
+local function write(name, text) return T.write(dir, name, text) end
+local function run(args) return T.run(dir, args) end
+local has = function(s, pat) return s:find(pat, 1, true) ~= nil end
+local function lines_of(path)
+  local list = {}
+  if not io.open(path) then return list end
+  for line in io.lines(path) do list[#list + 1] = line end
+  return list
+end
+-- the JSON verdict in path (nil when the checker wrote none)
+local function verdict(path)
+  local ok, v = pcall(json.decode, lines_of(path)[1] or "")
+  return ok and v or nil
+end
+
+local REF = [[
+tt.manual_seed(1)
+local N, Dh = 4, 4
+local q = tt.randn(N, Dh):named("Nq", "Dh")
+local k = tt.randn(N, Dh):named("Nk", "Dh")
+local scores = (q:matmul(k:mT()) / math.sqrt(Dh)):label("scores")
+local w = scores:softmax("Nk"):label("weights")
+]]
+local ref = write("ref.lua", REF)
+os.execute("mkdir -p " .. dir .. "/subs")
+local function sub(name, text) return write("subs/" .. name, text) end
+
+-- ===== A. never crash, never stop the batch =====
+-- the first query row's keys all hidden: a softmax over -inf only is NaN
+local nan = sub("a_nan.lua", (REF:gsub('local w = scores', 'local w = scores:masked_fill(tt.causal_mask(N, N):mT(), -math.huge)')))
+local out, err, code = run("--compare " .. ref .. " " .. nan .. " --compare-json " .. dir .. "/nan.json")
+local v = verdict(dir .. "/nan.json")
+check("NaN in a student's tensor: a diagnosis of its own, not an engine error",
+      code == 1 and v and v.diagnosis and v.diagnosis[1].kind == "nan" and not has(err, "table index is NaN"), out .. err)
+check("... naming the row and the fully masked row as its likely cause",
+      has(out, "has NaN in 1 row ([1])") and has(out, "every key of such a row is masked"), out)
+-- exp overflow: inf, and the cause said
+local inf = sub("a_inf.lua", (REF:gsub('local w = scores:softmax%("Nk"%)',
+  'local e = (scores * 100):exp()\nlocal w = (e / e:sum("Nk", true))')))
+out, err, code = run("--compare " .. ref .. " " .. inf)
+check("inf from an exp: its own diagnosis, with the overflow as cause",
+      code == 1 and has(out, "nan: your `weights` has") and has(out, "exp of a number above 88"), out .. err)
+
+-- a batch under --sandbox: each of these gets its own line, and the good one after them is graded
+local subs = {
+  nan,
+  sub("b_bigline.lua", 'error("x.lua:99999999999999999999: boom", 0)\n'),
+  sub("c_bytes.lua", 'error("bad \\xff\\xfe bytes \\27[2J\\27[31mred\\7")\n'),
+  sub("d_labels.lua", 'local x = tt.randn(2, 2)\nfor i = 1, 1e9 do x:label("l" .. i) end\n'),
+  sub("e_huge_error.lua", 'error(string.rep("x", 25 * 2^20))\n'),
+  sub("f_todo.lua", (REF:gsub('local w = .*', '-- ' .. string.rep("TODO(a ", 17000) .. '\n'))),
+  sub("g_good.lua", REF),
+}
+local jpath = dir .. "/class.json"
+local took
+out, err, code, took = run("--sandbox --timeout 3 --max-memory 64M --compare " .. ref .. " "
+                           .. table.concat(subs, " ") .. " --compare-json " .. jpath)
+local lines = {}
+for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+local function line_of(name) for _, l in ipairs(lines) do if has(l, "/" .. name .. ":") then return l end end return "" end
+check("one verdict line per submission, whatever each did", #lines >= #subs, out .. err)
+check("the NaN one: its diagnosis, and the batch goes on", has(line_of("a_nan.lua"), "✗ weights (line 6): nan — "), out)
+check("a line number of 1e20 in an error: an error verdict (no format error)",
+      has(line_of("b_bigline.lua"), "✗ error at line ?: x.lua:99999999999999999999: boom"), out .. err)
+check("invalid UTF-8 and ESC in an error: shown escaped",
+      has(line_of("c_bytes.lua"), "bad \\xff\\xfe bytes \\x1b[2J\\x1b[31mred\\x07"), out)
+check("the terminal gets no control character from a script", not out:find("[\0-\9\11-\31\127]"), out)
+check("a loop of x:label(): a timeout verdict (the engine's state is not filled)",
+      has(line_of("d_labels.lua"), "✗ timeout at line 2: the script ran longer than 3 s"), out .. err)
+check("a 25 MiB error message under --max-memory 64M: an error verdict, cut",
+      has(line_of("e_huge_error.lua"), "... (the first 2000 of 262144") and #line_of("e_huge_error.lua") < 2300, out .. err)
+check("a 120 KB line of TODO( in a submission: graded at once",
+      has(line_of("f_todo.lua"), "✗ weights (line ?): not yet"), out)
+check("the good one after them all matches", has(line_of("g_good.lua"), "✓ all 2 checkpoints match"), out .. err)
+check("the batch in a few seconds (" .. string.format("%.1f", took) .. " s; the TODO line alone took 60 s)", took < 15)
+local jl = lines_of(jpath)
+local all_utf8, all_json = true, true
+for _, l in ipairs(jl) do
+  if not utf8.len(l) then all_utf8 = false end
+  if not pcall(json.decode, l) then all_json = false end
+end
+check("--compare-json: one line per submission", #jl == #subs, table.concat(jl, "\n"))
+check("... each valid UTF-8 and valid JSON", all_utf8 and all_json, table.concat(jl, "\n"))
+local vs = {}
+for i, l in ipairs(jl) do vs[i] = json.decode(l) end
+check("... the stray bytes as U+FFFD, the ESC escaped",
+      vs[3] and has(vs[3].error.message, "bad \u{FFFD}\u{FFFD} bytes \27[2J"), table.concat(jl, "\n"))
+check("... the error kinds: error, timeout", vs[2] and vs[2].error.kind == "error" and vs[4] and vs[4].error.kind == "timeout"
+      and vs[4].diagnosis[1].kind == "timeout", table.concat(jl, "\n"))
+
+T.report()
