@@ -130,6 +130,8 @@ print("matmul with mT, and the merge pattern \"b h s d -> b s (h d)\" equals")
 print("transpose + reshape.")
 
 tt.trace.section("5. What the heads look at: a trained model")
+print("(This section uses the model lesson 14 trains and explains; read it now for")
+print("the pictures, or come back to it after lesson 14.)")
 print("Random weights (sections 1-4) are enough to follow the shapes, but their")
 print("heads differ only by noise. Trained heads specialise. Lesson 14 trains a")
 print(string.format("small model on random tokens that repeat with a period P: %d layers of", 2))

@@ -159,6 +159,8 @@ end
 if prefix_steps or not exists(M.CHECKPOINT_GQA) then retrain = true end
 
 tt.trace.section("A trained GQA model: which heads share, and what each learned")
+print("(This section and the next use lesson 14's model and its words, \"induction\"")
+print("and \"previous-token\" heads: come back to them after lesson 14.)")
 print("Random weights show the mechanism, not what sharing does to a model. Lesson 14")
 print(string.format("trains a 2-layer attention-only model (H = %d heads of Dh = %d per layer) to", TH, TDh))
 print("copy: random tokens that repeat with a period P. Here the same model is trained")

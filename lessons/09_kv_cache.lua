@@ -204,6 +204,8 @@ tt.heatmap(masks, "images/09_alignment.png", {
 print("Figure: " .. tt.figure_path("images/09_alignment.png"))
 
 tt.trace.section("A trained model decodes with a cache: the induction heads predict the repeat")
+print("(This section uses lesson 14's trained model and its induction heads: come")
+print("back to it after lesson 14 if they are new to you.)")
 local IM = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/induction_model.lua")
 local SEQS, PERIOD = 16, IM.N // 2
 local ACC_MIN, FIRST_MAX = 0.8, 0.2   -- measured: 0.93 on the repeat, 0.03 on first occurrences

@@ -3,7 +3,9 @@
 -- Causal attention lets query i read all i keys before it, so the cost of a
 -- sequence grows like N^2 and the KV cache grows with every token. Sliding-
 -- window attention (Longformer, Mistral) keeps only the last W keys: the
--- mask is a band of width W under the diagonal, the cost grows like N W and
+-- mask is a band of width W under the diagonal (as in Mistral's decoder;
+-- Longformer's encoder window is two-sided, w/2 each side, with dilation and
+-- global tokens), the cost grows like N W and
 -- the cache is a rolling buffer of W entries. Information still travels
 -- further than W, one window per layer. This lesson builds the band by
 -- hand, checks tt.sdpa's fused `window` option against it (with GQA too),
@@ -67,8 +69,11 @@ print("-inf outside the band; adding causal = true changes nothing (bit for bit)
 print("{window = 4, sinks = 2} equals the second mask of the figure.")
 
 tt.trace.section("3. The cost: N W instead of N^2")
-print("The trace counts 2 (Dh + Dv) FLOPs for every (query, key) pair the mask")
-print("leaves visible: N (N + 1) / 2 pairs under causal, about N W in a band. One")
+print("The trace counts 2 (Dh + Dv) FLOPs for every (query, key) pair the kernel")
+print("computes: N (N + 1) / 2 pairs under causal, about N W with {window = W}.")
+print("Section 2's {mask = band} was counted at all N^2 pairs: with an arbitrary")
+print("boolean mask a dense kernel cannot know which tiles are empty, so it computes")
+print("every score and throws the hidden ones away. The fused window skips them. One")
 print("head, Dh = 16, W = 64, N = 64 .. 2048 (trace paused):")
 -- FLOPs the trace counted since the last tt.trace.reset(): the sum of the flops
 -- column of tt.trace.summary{print = false} (lessons/lib/flops.lua, shared with
@@ -192,7 +197,7 @@ local function logits_of(ids_, opts, m)
   m = m or lm
   return m.head(m.norm(through(m.blocks, m.embed(ids_), opts)))
 end
--- 256 held-out windows of NCTX + 1 characters: inputs and next-character targets
+-- EVAL held-out windows of NCTX + 1 characters: inputs and next-character targets
 local EVAL = 96
 local starts = (tt.arange(0, EVAL) * ((val_ids:size(1) - NCTX - 1) // EVAL) + 1):long()
 local win = val_ids:index_select(1, (starts:view(EVAL, 1) + tt.arange(0, NCTX + 1):long():view(1, NCTX + 1))
@@ -214,10 +219,11 @@ print("read. The order of the slots does not matter (attention sums over its key
 print("and each key keeps the RoPE turn of its own position. Lesson 16's model")
 print("(2 blocks, " .. CHECKPOINT .. ") decodes 48 held-out")
 print("characters with W = 8, one buffer per block; then with 4 sinks, a buffer of")
-print("4 + 8 that never overwrites slots 1..4. Step 1 of the first run is traced.")
+print("4 + 8 that never overwrites slots 1..4. Nothing inside the model is traced;")
+print("the slot map shows the buffer where it starts to roll.")
 local WD, SD = 8, 4
-local function decode(w, s, traced)
-  if not traced then tt.trace.off() end
+local function decode(w, s, slot_map)
+  tt.trace.off()
   local seq = X:narrow(1, 1, 1)
   local slots = s + w
   local kbuf, vbuf, logits = {}, {}, {}
@@ -225,6 +231,12 @@ local function decode(w, s, traced)
   tt.no_grad(function()
     for t = 1, NCTX do
       local slot = t <= s and t or s + (t - s - 1) % w + 1
+      if slot_map then slot_map[slot] = t end
+      if slot_map and t >= w and t <= w + 2 then
+        local line = string.format("  t = %2d: token %2d -> slot %d;  slots 1..%d hold tokens", t, t, slot, w)
+        for i = 1, w do line = line .. string.format(" %2d", slot_map[i]) end
+        print(line)
+      end
       local h = lm.embed(seq:narrow(2, t, 1))
       for l = 1, LAYERS do
         local qq, kk, vv = qkv(lm.blocks[l], h, tt.tensor({t - 1}))
@@ -234,13 +246,12 @@ local function decode(w, s, traced)
         h = finish(lm.blocks[l], h, tt.sdpa(qq, kbuf[l]:narrow(3, 1, filled), vbuf[l]:narrow(3, 1, filled)))
       end
       logits[t] = lm.head(lm.norm(h))
-      if t == 1 then tt.trace.off() end
     end
   end)
   tt.trace.on()
   return tt.cat(logits, 2), kbuf[1]:shape()
 end
-local rolled, buf_shape = decode(WD, 0, true)
+local rolled, buf_shape = decode(WD, 0, {})
 tt.trace.off()
 local windowed = tt.no_grad(logits_of, X:narrow(1, 1, 1), {window = WD})
 local full = tt.no_grad(logits_of, X:narrow(1, 1, 1), {causal = true})
@@ -254,9 +265,9 @@ tt.assert_close(rolled_s, windowed_s, 1e-4, 1e-4, "4 sinks + 8 rolling slots dec
 local gap = (rolled - full):abs():max():item()
 if not (gap > 1e-2) then error("the window should change the logits once t > W") end
 print(string.format("Checked: the %d steps' logits from a K and a V buffer of [%s] per block (%d", NCTX, table.concat(buf_shape, ","), buf_shape[3]))
-print("slots) equal one forward pass with {window = 8}, and the sink buffer's equal")
-print("{window = 8, sinks = 4},")
-print(string.format("while full causal attention gives other logits (largest difference %.2f).", gap))
+print("slots) equal one forward pass with {window = 8}; the sink buffer's equal")
+print(string.format("{window = 8, sinks = 4}; full causal attention gives other logits (largest"))
+print(string.format("difference %.2f).", gap))
 print(string.format("The cache stays at %d entries however long the text; lesson 09's grows by one a token.", WD))
 
 tt.trace.section("5. How far information travels: one window per layer")
@@ -313,30 +324,49 @@ print("of 48 (the widest window below has 20 keys, so from position 21 on every 
 print("has lost key 1 at least; the sink settings keep keys 1..4), for")
 print("windows of W keys, W keys + 4 sinks, and the 4 slots given to the window instead:")
 local FIRST, SS = 21, 4
--- the mean loss on positions FIRST..48 of model m on inputs xs, targets ys, under the sdpa options opts
+-- per held-out window, the mean loss on positions FIRST..48 of model m on
+-- inputs xs, targets ys, under the sdpa options opts: a Lua list of EVAL numbers
 local function tail_loss(m, xs, ys, opts)
   tt.trace.off()
   local l = tt.no_grad(function()
     local lg = logits_of(xs, opts, m)
     local n = NCTX - FIRST + 1
-    return tt.cross_entropy(lg:narrow(2, FIRST, n):reshape(EVAL * n, lg:size(3)), ys:narrow(2, FIRST, n):reshape(EVAL * n)):item()
+    return tt.cross_entropy(lg:narrow(2, FIRST, n):reshape(EVAL * n, lg:size(3)), ys:narrow(2, FIRST, n):reshape(EVAL * n),
+                            {reduction = "none"}):view(EVAL, n):mean(2):totable()
   end)
   tt.trace.on()
   return l
 end
--- the table: full causal, then per W the window, W + SS sinks and a window of W + SS
+-- mean and standard error of a list, and of the paired differences a - b
+local function mean_se(a, b)
+  local n, sum, sq = #a, 0, 0
+  for i = 1, n do sum = sum + (a[i] - (b and b[i] or 0)) end
+  local mean = sum / n
+  for i = 1, n do sq = sq + (a[i] - (b and b[i] or 0) - mean) ^ 2 end
+  return mean, math.sqrt(sq / (n - 1) / n)
+end
+-- the table: full causal, then per W the window, W + SS sinks and a window of
+-- W + SS; then the two paired differences with their standard errors
 local function sink_table(m, xs, ys)
-  local full_loss, rows = tail_loss(m, xs, ys, {causal = true}), {}
-  print("     W   window W   W + 4 sinks   window W + 4   (full causal: " .. string.format("%.3f)", full_loss))
+  local full = tail_loss(m, xs, ys, {causal = true})
+  local full_loss, rows = mean_se(full), {}
+  print("     W   window W   W + 4 sinks   window W + 4   window - sinks     sinks - window W + 4")
   for _, w in ipairs({4, 8, 16}) do
-    local r = {w = w, win = tail_loss(m, xs, ys, {window = w}), sinks = tail_loss(m, xs, ys, {window = w, sinks = SS}),
-               wider = tail_loss(m, xs, ys, {window = w + SS})}
+    local r = {w = w, l_win = tail_loss(m, xs, ys, {window = w}), l_sinks = tail_loss(m, xs, ys, {window = w, sinks = SS}),
+               l_wider = tail_loss(m, xs, ys, {window = w + SS})}
+    r.win, r.sinks, r.wider = mean_se(r.l_win), mean_se(r.l_sinks), mean_se(r.l_wider)
+    r.cost, r.cost_se = mean_se(r.l_win, full)                -- what evicting costs
+    r.evict, r.evict_se = mean_se(r.l_win, r.l_sinks)         -- what keeping keys 1..4 wins back
+    r.near, r.near_se = mean_se(r.l_sinks, r.l_wider)         -- sinks against 4 nearer keys
     rows[#rows + 1] = r
-    print(string.format("  %4d   %8.3f   %11.3f   %12.3f", w, r.win, r.sinks, r.wider))
-    if not (r.win > full_loss and r.sinks < r.win) then error("evicting should cost and the sinks win some back") end
+    print(string.format("  %4d   %8.3f   %11.3f   %12.3f   %+.3f ± %.3f     %+.3f ± %.3f", w, r.win, r.sinks, r.wider,
+      r.evict, r.evict_se, r.near, r.near_se))
   end
+  print(string.format("  (full causal: %.3f; differences: mean ± standard error over the %d windows)", full_loss, EVAL))
   return full_loss, rows
 end
+-- how many standard errors a paired difference is from 0
+local function t_of(mean, se) return mean / se end
 -- the mean weight the queries at positions 17..48 put on key 1, per block (full causal)
 local function weight_on_first(m, xs)
   local on_first = {}
@@ -357,18 +387,20 @@ local uniform = 0                  -- the same mean for weights spread evenly ov
 for t = 17, NCTX do uniform = uniform + 1 / t / (NCTX - 16) end
 local full_loss, sink_rows = sink_table(lm, X, Y)
 local r4 = sink_rows[1]
-if not (r4.wider < r4.sinks - 0.02) then error("at W = 4 nearer keys should beat the sinks clearly") end
-for i = 2, 3 do
-  if not (math.abs(sink_rows[i].sinks - sink_rows[i].wider) < 0.01) then error("at W = 8 and 16 the two should be within 0.01") end
-end
-local function recovered(r, x) return 100 * (r.win - x) / (r.win - full_loss) end
-print(string.format("Measured: evicting costs %.3f nats at W = 4 (%.3f at W = 16). Four sinks win back", r4.win - full_loss,
-  sink_rows[3].win - full_loss))
-print(string.format("%.0f%% of that at W = 4; the same 4 slots spent on the nearest keys win back %.0f%%.", recovered(r4, r4.sinks),
-  recovered(r4, r4.wider)))
-print("Checked: every window costs loss and the sinks always win a little back; at W = 4")
-print("nearer keys win back far more, at W = 8 and 16 the two are within 0.01 nats.")
-print("So on this model the first characters are worth no more than the nearest ones.")
+if not (t_of(r4.cost, r4.cost_se) > 3) then error("a window of 4 should cost loss by more than 3 SE") end
+if not (t_of(r4.near, r4.near_se) > 3) then error("at W = 4 nearer keys should beat the sinks by more than 3 SE") end
+print(string.format("Measured, one model, one seed, %d windows: a window of 4 costs %.3f ± %.3f nats", EVAL, r4.cost, r4.cost_se))
+print(string.format("over full causal attention (W = 8: %.3f ± %.3f; W = 16: %.3f ± %.3f, within", sink_rows[2].cost,
+  sink_rows[2].cost_se, sink_rows[3].cost, sink_rows[3].cost_se))
+print("two standard errors of nothing). At W = 4 the 4 nearer keys beat the sinks by")
+print(string.format("%.3f ± %.3f nats. Keeping keys 1..4 wins back %+.3f ± %.3f at W = 4, %+.3f ± %.3f", r4.near,
+  r4.near_se, r4.evict, r4.evict_se, sink_rows[2].evict, sink_rows[2].evict_se))
+print(string.format("at W = 8 and %+.3f ± %.3f at W = 16: each about one standard error from 0, so", sink_rows[3].evict,
+  sink_rows[3].evict_se))
+print("on this model the sinks may win nothing at all.")
+print("Checked: at W = 4 the window costs, and the nearer keys beat the sinks, each")
+print("by more than 3 standard errors. The first characters are worth no more than")
+print("the nearest ones here.")
 local on_first = weight_on_first(lm, X)
 print(string.format("The weights agree: no sink formed. Under full causal attention the queries at 17..48"))
 print(string.format("put a mean weight of %.4f (block 1) and %.4f (block 2) on key 1, less than the", on_first[1], on_first[2]))
@@ -431,17 +463,18 @@ tt.trace.off()
 local XB, YB = bos_windows(val_ids, starts)
 tt.trace.on()
 local twin_full, twin_rows = sink_table(twin, XB, YB)
-local t16 = twin_rows[3]
-if not (t16.sinks < t16.wider - 0.005 and twin_rows[2].sinks < twin_rows[2].wider - 0.005) then
-  error("with a start token the sinks should beat nearer keys at W = 8 and 16")
-end
-local function twin_recovered(r, x) return 100 * (r.win - x) / (r.win - twin_full) end
-print(string.format("Measured: at W = 16 evicting costs %.3f nats; 4 sinks win back %.0f%% of it, the", t16.win - twin_full,
-  twin_recovered(t16, t16.sinks)))
-print(string.format("same 4 slots on nearer keys %.0f%%. At W = 4 nearer keys still win (%.0f%% vs %.0f%%).",
-  twin_recovered(t16, t16.wider), twin_recovered(twin_rows[1], twin_rows[1].wider), twin_recovered(twin_rows[1], twin_rows[1].sinks)))
-print("Checked: at W = 8 and 16 the sinks beat the nearer keys (by more than 0.005")
-print("nats), where on lesson 16's model the two were within 0.01.")
+local t8, t16 = twin_rows[2], twin_rows[3]
+if not (t_of(t8.evict, t8.evict_se) > 3) then error("the twin at W = 8: keys 1..4 should be worth more than 3 SE") end
+print(string.format("Measured, one model, one seed: at W = 8, evicting BOS and the next 3 keys costs"))
+print(string.format("the twin %.3f ± %.3f nats (%.1f standard errors); on lesson 16's model the", t8.evict, t8.evict_se,
+  t_of(t8.evict, t8.evict_se)))
+print(string.format("same eviction cost %+.3f ± %.3f. Against 4 nearer keys the sinks come out ahead", sink_rows[2].evict,
+  sink_rows[2].evict_se))
+print(string.format("by %.3f ± %.3f at W = 8 and %.3f ± %.3f at W = 16: 1 to 2 standard errors, one", -t8.near, t8.near_se,
+  -t16.near, t16.near_se))
+print("seed, so not a finding this lesson can state.")
+print("Checked: at W = 8 the twin's first four keys are worth more than 3 standard")
+print("errors of loss.")
 local twin_first = weight_on_first(twin, XB)
 print(string.format("Block 1 now puts a mean weight of %.4f on the BOS key (%.4f an even spread;", twin_first[1], uniform))
 print(string.format("lesson 16's model: %.4f on its first key); block 2 %.4f.", on_first[1], twin_first[2]))
@@ -449,20 +482,27 @@ if not (twin_first[1] > uniform and twin_first[1] > 2 * on_first[1]) then
   error("the twin's block 1 should weigh the BOS key above an even share")
 end
 print("Checked: above an even share, more than twice lesson 16's. A fixed first token")
-print("that every query sees became a place where block 1 puts weight; the BOS key")
-print("holds no text, yet it and the next 3 keys beat 4 nearer characters at W = 8")
-print("and 16: StreamingLLM's finding, small, on a model of 2 blocks and 48 tokens.")
--- both models side by side: what each setting costs over full causal attention
-local cost_rows, cost_labels = {{}, {}}, {}
-for _, i in ipairs({2, 3}) do
-  local w = sink_rows[i].w
-  for _, c in ipairs({{"window", "win", w}, {"+ 4 sinks", "sinks", w}, {"window", "wider", w + SS}}) do
-    cost_labels[#cost_labels + 1] = c[1] == "+ 4 sinks" and string.format("W = %d + 4 sinks", w) or string.format("W = %d", c[3])
-    cost_rows[1][#cost_rows[1] + 1] = sink_rows[i][c[2]] - full_loss
-    cost_rows[2][#cost_rows[2] + 1] = twin_rows[i][c[2]] - twin_full
-  end
+print("that every query sees became a place where block 1 puts weight, and losing it")
+print("costs loss, though the BOS key holds no text. This is a small echo of")
+print("StreamingLLM, not its pattern: here only the bottom block leans on BOS (1.6x an")
+print("even share; block 2 barely looks at it), where StreamingLLM reports a large")
+print("part of the weight on the first tokens in the layers above the bottom two;")
+print("and StreamingLLM numbers positions inside the cache, where this lesson keeps")
+print("each token's own position.")
+-- the figure: what keeping keys 1..4 wins back (window - sinks) against W,
+-- per model, with the band of one standard error either side
+local ws, series = {}, {}
+for i, r in ipairs(sink_rows) do ws[i] = r.w end
+for _, mdl in ipairs({{"twin (BOS)", twin_rows}, {"lesson 16", sink_rows}}) do
+  local mid, lo, hi = {}, {}, {}
+  for i, r in ipairs(mdl[2]) do mid[i], lo[i], hi[i] = r.evict, r.evict - r.evict_se, r.evict + r.evict_se end
+  series[#series + 1] = {name = mdl[1], x = ws, y = mid}
+  series[#series + 1] = {name = mdl[1] .. " - 1 SE", x = ws, y = lo}
+  series[#series + 1] = {name = mdl[1] .. " + 1 SE", x = ws, y = hi}
 end
-tt.bars(tt.tensor(cost_rows), "images/18_sinks.png", {
-  title = "Loss above full causal attention (nats, positions 21..48): 4 sinks vs 4 nearer keys",
-  xlabels = cost_labels, labels = {"lesson 16's model", "twin trained with a start token"}, decimals = 3 })
-print("Figure: " .. tt.figure_path("images/18_sinks.png") .. ", what each setting costs both models at W = 8 and 16.")
+series[#series + 1] = {name = "0 (no gain)", x = {4, 16}, y = {0, 0}}
+tt.plot(series, "images/18_sinks.png", {
+  title = "What 4 sinks win back: loss(window W) - loss(W + 4 sinks), 96 windows, one seed",
+  xtitle = "window W (keys)", ytitle = "nats (mean, and mean +/- 1 SE)" })
+print("Figure: " .. tt.figure_path("images/18_sinks.png") .. ": what the sinks win back against W, both models,")
+print("with a band of one standard error either side.")

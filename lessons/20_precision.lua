@@ -1,7 +1,9 @@
 -- 20_precision.lua — attention in 16 bits: what float16 and bfloat16 break, and what they keep.
 --
--- Production attention runs in 16-bit floats: half the memory and, on the
--- right hardware, twice the speed. The two formats split their 16 bits
+-- Production attention runs in 16-bit floats: half the memory and, on
+-- hardware with 16-bit matrix units, far more arithmetic per second (an
+-- NVIDIA A100: 312 TFLOP/s in bf16 on its tensor cores, against 19.5 in plain
+-- fp32, and 156 in TF32). The two formats split their 16 bits
 -- differently. float16 keeps 10 fraction bits but overflows past 65504;
 -- bfloat16 keeps float32's range but only 7 fraction bits (8 with the
 -- implicit one). This lesson measures what that means for attention:
@@ -12,8 +14,11 @@
 --    float32;
 -- 4. lesson 14's trained model in bfloat16: how close its loss and heads stay;
 --    training in bfloat16: updates smaller than half a step vanish, and
---    float32 master weights (tt.autocast) bring them back;
+--    float32 master weights (tt.autocast) bring them back; float16 training
+--    and its loss scaling;
 -- 5. how fast each dtype is on this machine, measured now.
+-- Lesson 11 asked the same mask question in float32 (-inf or -1e9); section 2
+-- asks it again where the range and the step are 16 bits'.
 --
 -- Run it:   ./tensortrace lessons/20_precision.lua        (narrative + shapes)
 --           ./tensortrace -q lessons/20_precision.lua     (narrative only)
@@ -110,6 +115,10 @@ if bf16_inf ~= 0 then error("bfloat16 scores should not overflow") end
 tt.trace.on()
 
 tt.trace.section("2. Mask values: -inf, tt.finfo(dtype).min, -1e4")
+print("Lesson 11 compared -inf with -1e9 in float32: on a normal row they agree, and")
+print("on a row with every key hidden -1e9 silently averages. In 16 bits -1e9 is")
+print("not even a number float16 can store (it rounds to -inf), so 16-bit code needs")
+print("its own choice.")
 print("A masked key must get weight exactly 0. -inf does that in any dtype; code")
 print("for 16-bit kernels often uses the dtype's lowest number (tt.finfo(dtype).min,")
 print(string.format("%g in float16, %.4g in bfloat16) or a round -1e4 instead, so no inf", F16.min, BF16.min))
@@ -184,12 +193,15 @@ print("  - -1e4 is small only next to scores of ordinary size. Near -9990 bfloat
 print("    step is 64: the real scores round to -9984, and so does -1e4 itself, so all")
 print(string.format("    four keys get %s alike; in float16 the hidden key gets %s, not 0.",
   num(m("bfloat16", "-1e4").low), num(m("float16", "-1e4").low)))
-print("-inf, with empty rows handled apart (as tt.sdpa does: zeros), is the one")
-print("value with no exception.")
+print("-inf, with empty rows handled apart (as tt.sdpa does: zeros), has the fewest")
+print("traps here, not none: 0 * -inf is NaN, and an online softmax (lesson 12) must")
+print("treat a running max of -inf apart, since exp(-inf - (-inf)) is NaN too.")
 
 tt.trace.section("3. bfloat16's 8 bits: the error in the weights")
 print(string.format("bfloat16 keeps 8 significant bits: a value is rounded by up to half a step,"))
 print(string.format("a relative error of at most u = 2^-8 = %.2f%%. float16 keeps 11 (u = 2^-11).", 100 * 2^-8))
+print(string.format("(u is the unit roundoff, half the step after 1. tt.finfo(\"bfloat16\").eps is"))
+print(string.format("the whole step, %g = 2^-7 = 2u, as torch.finfo's: the two do not disagree.)", BF16.eps))
 print("How large does that make the error of attention weights? 32 queries and 32")
 print("keys, Dh = 64, entries of variance 1, scaled scores (lesson 02), computed")
 print("once in float32 and once with q and k stored in bfloat16 and every result")
@@ -244,9 +256,11 @@ if count(rel_all:gt(bound)) > 0 then error("a bfloat16 weight is further from fl
 print("(Measured against the weights computed in float64. float32's agree with those")
 print("to 1e-5 of their value, checked, so against float32 each error would move by")
 print("at most 0.001%.)")
-print("Checked: rounding the weights alone never passes u; the whole computation")
-print("stays, entry by entry, within the bound that the roundings of q, k and the")
-print(string.format("scores give (its largest entry is %.1f%%).", 100 * bound:max():item()))
+print("Rounding the weights alone stays within u, as IEEE rounding guarantees.")
+print("Checked: the whole computation stays, entry by entry, within the bound that")
+print(string.format("the roundings of q, k and the scores give. The bound is loose (its largest entry"))
+print(string.format("is %.1f%%, the largest error measured %.2f%%): it says where the error comes", 100 * bound:max():item(), 100 * all_max))
+print("from, not how large it is.")
 print("Why the scores matter most: a weight is exp(score) / sum, so an absolute error")
 print("d in a score becomes a relative error of about d in its weight. bfloat16 rounds")
 print("a score between 2 and 4 by up to 2^-7 = 0.008 and one between 4 and 8 by up to")
@@ -258,14 +272,25 @@ print(string.format("  mean relative error where |score| < 1:   %.2f%% (%d weigh
 print(string.format("  mean relative error where |score| >= 2:  %.2f%% (%d weights)", 100 * large, count(abs_s:ge(2))))
 if not (large > 1.5 * small) then error("the error should be larger where the scores are") end
 print(string.format("Checked: %.1fx as large where |score| >= 2 (the check asks for 1.5x).", large / small))
-local panels = tt.stack({rel_last, rel_all}, 1) * 100
-tt.heatmap(panels, "images/20_bf16_error.png", {
-  title = "Relative error of bfloat16 attention weights, in %",
-  panel_titles = {"only the weights rounded to bfloat16", "q, k, scores and weights in bfloat16"},
-  xtitle = "Key", ytitle = "Query", cmap = "viridis", vmin = 0, colorbar = true, annotate = false })
+-- the figure: mean relative error in bins of |score| 0.5 wide (bins with
+-- fewer than 5 weights left out)
+local bins = {}
+for lo = 0, 3.5, 0.5 do
+  local inside = abs_s:ge(lo) & abs_s:lt(lo + 0.5)
+  if count(inside) >= 5 then
+    bins[#bins + 1] = {x = lo + 0.25, all = 100 * mean_where(inside),
+      last = 100 * (rel_last * inside:float()):sum():item() / count(inside)}
+  end
+end
+local bx, ball, blast = {}, {}, {}
+for i, bin in ipairs(bins) do bx[i], ball[i], blast[i] = bin.x, bin.all, bin.last end
+tt.plot({{name = "all in bf16", x = bx, y = ball},
+         {name = "weights only", x = bx, y = blast}}, "images/20_bf16_error.png", {
+  title = "bfloat16 attention weights: the error grows with |score| (32 x 32, Dh = 64, one draw)",
+  xtitle = "|score| (bins 0.5 wide, centre)", ytitle = "mean relative error of a weight (%)" })
 tt.trace.on()
-print("Figure: " .. tt.figure_path("images/20_bf16_error.png") .. " (left: the weights' own rounding, below")
-print(string.format("%.2f%% everywhere; right: the whole computation, up to %.2f%%).", 100 * u, 100 * all_max))
+print("Figure: " .. tt.figure_path("images/20_bf16_error.png") .. ": the mean relative error against |score|, in")
+print("bins 0.5 wide; the weights' own rounding stays flat, the whole computation's grows.")
 
 tt.trace.section("3b. Why the sums add up in float32")
 print("Every tt op reads 16-bit numbers, computes in float32 and rounds once at")
@@ -312,8 +337,11 @@ print(string.format("Checked: one rounding at the end is within half a bfloat16 
 print(string.format("the exact sum; the bfloat16 running sum is off by %.1f steps. Its partial", math.abs(in_bf16 - exact) / step))
 print(string.format("sums reach %.4g, where bfloat16's step is %g: each add may lose half a step,", largest_partial,
   2^(math.floor(math.log(largest_partial, 2)) - 7)))
-print("4096 times over. That is why GPU tensor cores, x86's vdpbf16ps and every")
-print("16-bit kernel accumulate in float32 (tt.sdpa does all its sums there too).")
+print("4096 times over. That is why training kernels, and any kernel that needs")
+print("the sum's accuracy, accumulate in float32: x86's vdpbf16ps does, and so do GPU")
+print("tensor cores as training uses them (they also offer float16 accumulation,")
+print("which some inference kernels take for speed). tt.sdpa does all its sums in")
+print("float32.")
 
 tt.trace.section("4. Lesson 14's trained model in bfloat16")
 print("The two-layer induction model of lesson 14, its weights converted to bfloat16")
@@ -369,8 +397,8 @@ end
 local logit_gap = maxabs(logits16:float() - logits32)
 local same_top = count(logits16:float():argmax(-1):eq(logits32:argmax(-1)))
 local positions = logits32:size(1) * logits32:size(2)
-print(string.format("  every logit within 0.2 of float32's (logits reach %.1f); the most likely", maxabs(logits32)))
-print(string.format("  next token is the same at more than 99%% of the %d positions.", positions))
+print(string.format("  the largest logit gap is %.2f (logits reach %.1f); the most likely next", logit_gap, maxabs(logits32)))
+print(string.format("  token is the same at %.1f%% of the %d positions.", 100 * same_top / positions, positions))
 if logit_gap > 0.2 or same_top < 0.99 * positions then error("bfloat16 logits should stay close") end
 -- tolerances: 10x what this machine measured (0.0003 nats, 0.0001), as room
 -- for other kernels' float32 sums, which round to bfloat16 differently
@@ -381,9 +409,10 @@ tt.trace.on()
 print(string.format("Checked: the repeated-token loss moves by less than %g nats and every", LOSS_TOL))
 print(string.format("head score by less than %g (the largest moves: %.4f and %.4f). The", HEAD_TOL,
   math.abs(r16.repeated - r32.repeated), worst_head))
-print("heads lesson 14 found are the same heads in bfloat16: a trained model")
+print("heads lesson 14 found are the same heads in bfloat16: this trained model")
 print("tolerates 8-bit mantissas (lesson 14 tells its heads apart at a threshold")
-print("of 0.4).")
+print("of 0.4). One small model; larger ones are usually run in bfloat16 too, but")
+print("that is the field's experience, not something measured here.")
 
 tt.trace.section("4b. Training in bfloat16: updates that vanish")
 print("Running a trained model in bfloat16 is safe; training one is another")
@@ -483,18 +512,72 @@ tt.plot(series, "images/20_bf16_training.png", {
   xtitle = "step", ytitle = "loss (float32 W)", ylog = true })
 print("Figure: " .. tt.figure_path("images/20_bf16_training.png") .. ", the three losses on a log scale.")
 
+tt.trace.section("4c. Training in float16: gradients that underflow, and loss scaling")
+print("float16 has the precision bfloat16 lacks but not the range, at both ends.")
+print(string.format("Its smallest normal number is 2^-14 = %.3g; below it come subnormals, with", 2^-14))
+print(string.format("fewer and fewer bits, down to 2^-24 = %.3g; anything under half of that", 2^-24))
+print("rounds to 0. Gradients late in training are often that small. 4096 gradient")
+print("entries of std 2^-20 (about 1e-6), stored in float16 directly, and stored after")
+print("multiplying the loss (so every gradient) by S = 2^15, then divided by S in float32:")
+tt.trace.off()
+local G = tt.randn(4096) * 2^-20
+local S = 2^15
+local g64 = G:totable()
+local predicted_zero, normal_scaled = 0, 0
+for _, v in ipairs(g64) do
+  if v ~= 0 and math.abs(v) <= 2^-25 then predicted_zero = predicted_zero + 1 end   -- half the smallest subnormal, ties to even: 0
+  if math.abs(v * S) >= 2^-14 then normal_scaled = normal_scaled + 1 end
+end
+local function stored(scale)
+  local back = (G * scale):half():float() / scale
+  local lost = count(back:eq(0)) - count(G:eq(0))
+  local rel = ((back - G):abs() / G:abs()):mean():item()
+  local sub = count((G * scale):abs():lt(2^-14))
+  return lost, rel, sub
+end
+local lost1, rel1, sub1 = stored(1)
+local lostS, relS, subS = stored(S)
+tt.trace.on()
+print("                         became 0   below 2^-14   mean relative error")
+print(string.format("  float16, unscaled     %8d   %11d   %16.2f%%", lost1, sub1, 100 * rel1))
+print(string.format("  float16, scaled 2^15  %8d   %11d   %16.4f%%", lostS, subS, 100 * relS))
+if lost1 ~= predicted_zero then
+  error(string.format("%d gradients became 0 in float16, but %d are at most 2^-25", lost1, predicted_zero))
+end
+if lostS ~= 0 or subS ~= 4096 - normal_scaled then error("scaled by 2^15, no gradient should be lost") end
+print(string.format("Checked: the gradients lost unscaled are exactly the %d at or under 2^-25", predicted_zero))
+print("(counted in float64); scaled, none is lost. The rest of the unscaled ones are")
+print("subnormal and keep only a few bits, hence the large mean error.")
+print("That is loss scaling (Micikevicius et al. 2018, \"Mixed Precision Training\"):")
+print("multiply the loss by S before backward, divide the gradients by S in float32")
+print("before the update. S too large overflows a gradient to inf instead, so")
+print("PyTorch's GradScaler picks S dynamically: it skips the step and halves S when")
+print("it sees inf or NaN, and doubles S after a run of clean steps. bfloat16 has")
+print("float32's range and needs none of this, one reason training moved to it.")
+
 tt.trace.section("5. How fast is each dtype here?")
 print("Measured now, on this machine, so these numbers are this machine's alone:")
 print("a [256,256] @ [256,256] matmul and a causal tt.sdpa of 4 heads, N = 256,")
-print("Dh = 64, in each dtype, the best of 5 runs each.")
-local function best_of(runs, fn)
-  local best = math.huge
-  for _ = 1, runs do
-    local t0 = tt.clock()
-    fn()
-    best = math.min(best, tt.clock() - t0)
+print("Dh = 64, in each dtype. Each call takes well under a millisecond, so one call")
+print("says little (another program, a cold cache, a frequency change): each cell is")
+print("warmed up, then timed as 15 samples of at least 4 ms of calls each; the table")
+print("gives the median time per call and how far the middle half of the samples")
+print("spread around it.")
+-- per call: the median of `samples` samples, each the mean over enough calls
+-- to fill `min_s` seconds, after `warm` untimed calls; and the quartiles
+local function median_time(fn, samples, min_s, warm)
+  for _ = 1, warm do fn() end
+  local t0, calls = tt.clock(), 0
+  repeat fn(); calls = calls + 1 until tt.clock() - t0 >= min_s
+  local times = {}
+  for i = 1, samples do
+    local t1 = tt.clock()
+    for _ = 1, calls do fn() end
+    times[i] = (tt.clock() - t1) / calls
   end
-  return best
+  table.sort(times)
+  local function q(f) return times[math.max(1, math.floor(f * samples + 0.5))] end
+  return q(0.5), q(0.25), q(0.75)
 end
 tt.trace.off()
 local A, Bm = tt.randn(256, 256), tt.randn(256, 256)
@@ -505,12 +588,13 @@ local speed = {}
 for _, dtype in ipairs{"float32", "bfloat16", "float16"} do
   local a16, b16 = A:to(dtype), Bm:to(dtype)
   local q, k, v = Q:to(dtype), K:to(dtype), Vv:to(dtype)
-  local mm = best_of(5, function() a16:matmul(b16) end)
-  local sd = best_of(5, function() tt.sdpa(q, k, v, {causal = true}) end)
+  local r = {dtype = dtype}
+  r.mm, r.mm_lo, r.mm_hi = median_time(function() a16:matmul(b16) end, 15, 0.004, 3)
+  r.sd, r.sd_lo, r.sd_hi = median_time(function() tt.sdpa(q, k, v, {causal = true}) end, 15, 0.004, 3)
   -- the same computation in each dtype: float32 products of the same inputs, rounded once
   tt.assert_close(a16:matmul(b16):float(), a16:float():matmul(b16:float()), 2 * tt.finfo(dtype).eps, 1e-3,
     dtype .. " matmul: float32 products of the same inputs, rounded once")
-  speed[#speed + 1] = {dtype = dtype, mm = mm, sd = sd}
+  speed[#speed + 1] = r
 end
 tt.trace.on()
 if os.getenv("TT_TRACE_NO_TIMES") then
@@ -518,17 +602,19 @@ if os.getenv("TT_TRACE_NO_TIMES") then
   print("kernel path are left out.)")
 else
   print(string.format("Kernel path: %s (tt.kernel_path(): avx512_bf16, avx512, avx2 or scalar, the portable C).", tt.kernel_path()))
-  print("  dtype      matmul ms   GFLOP/s   vs float32     sdpa ms   GFLOP/s   vs float32")
+  print("  dtype      matmul ms  (middle half)    GFLOP/s      sdpa ms  (middle half)    GFLOP/s")
+  local function pct(lo, hi, med) return string.format("-%3.0f%% +%3.0f%%", 100 * (1 - lo / med), 100 * (hi / med - 1)) end
   for _, r in ipairs(speed) do
-    print(string.format("  %-8s  %10.3f  %8.1f  %9.2fx   %10.3f  %8.1f  %9.2fx", r.dtype,
-      1e3 * r.mm, mm_flops / r.mm / 1e9, speed[1].mm / r.mm, 1e3 * r.sd, sdpa_flops / r.sd / 1e9, speed[1].sd / r.sd))
+    print(string.format("  %-8s  %9.3f  (%s)  %9.1f   %9.3f  (%s)  %9.1f", r.dtype,
+      1e3 * r.mm, pct(r.mm_lo, r.mm_hi, r.mm), mm_flops / r.mm / 1e9,
+      1e3 * r.sd, pct(r.sd_lo, r.sd_hi, r.sd), sdpa_flops / r.sd / 1e9))
   end
-  print("(\"vs float32\" above 1 means faster; other programs running at the same")
-  print("time slow every row.)")
+  print("On a shared machine these move by tens of percent from run to run; the")
+  print("table states no ratio between dtypes. For ratios, `make bench` times the")
+  print("kernels at sizes where one call takes milliseconds, against OpenBLAS.")
 end
 print("Whether 16 bits pay off in time depends on the kernels, not on the format.")
 print("Where the CPU has bf16 dot-product instructions (AVX512_BF16's vdpbf16ps),")
-print("a bfloat16 kernel does twice float32's multiply-adds per instruction;")
+print("a bfloat16 kernel can do twice float32's multiply-adds per instruction;")
 print("elsewhere the 16-bit numbers are converted to float32 for the arithmetic,")
-print("so the tensors take half the memory and the conversions cost time. The table")
-print("says what that comes to here; `make bench` times the kernels at larger sizes.")
+print("so the tensors take half the memory and the conversions cost time.")
