@@ -246,15 +246,14 @@ $(BUILD)/tests/pngcmp: tests/pngcmp.c $(CORE_OBJ)
 # Benchmarks (tests/bench; never run by `make test`): our kernels next to
 # OpenBLAS (dlopen'ed by the bench alone, never linked into the product),
 # memcpy and PyTorch (tests/bench/bench_torch.py); its "ops" section goes
-# through tt.h, so it links the core (no Lua).
+# through tt.h, so it links the core (no Lua). tests/bench/results.sh runs
+# the three parts and writes tests/bench/RESULTS.md; QUICK=1: a short check.
 $(BUILD)/bench/bench: tests/bench/bench.c $(CORE_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CORE_CFLAGS) -o $@ tests/bench/bench.c $(CORE_OBJ) $(CORE_LDLIBS) -ldl
 
 bench: all $(BUILD)/bench/bench
-	$(BUILD)/bench/bench $(BENCH_ARGS)
-	./tensortrace -q tests/bench/overhead.lua $(BENCH_ARGS)
-	./tensortrace -q tests/bench/train.lua $(BENCH_ARGS)
+	sh tests/bench/results.sh $(BUILD) $(if $(QUICK),quick) $(BENCH_ARGS)
 
 # Differential test against PyTorch (tests/diff/difftest.py; never run by
 # make test): N random programs (make difftest N=100000 SEED=2) as tt Lua

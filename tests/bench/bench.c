@@ -31,6 +31,11 @@ static double now(void)
 
 typedef struct stat3 { double med, min, max; } stat3;
 
+/* `quick` (make bench QUICK=1): the smallest shape of each section, one
+   round of turns, fewer runs and no PyTorch, to check the bench works;
+   its numbers are not the bench's. */
+static int quick;
+
 static int cmpd(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -45,7 +50,7 @@ static stat3 timeit(void (*fn)(void *), void *ctx, double budget)
     fn(ctx);
     double first = now() - t;
     int reps = first > 0 ? (int)(budget / first) : 11;
-    reps = reps < 3 ? 3 : reps > 11 ? 11 : reps;
+    reps = reps < 3 || quick ? 3 : reps > 11 ? 11 : reps;
     for (int r = 0; r < reps; r++) {
         t = now();
         fn(ctx);
@@ -65,7 +70,7 @@ static void timeit_pair(void (*fa)(void *), void *ca, void (*fb)(void *), void *
                         stat3 *sa, stat3 *sb)
 {
     double ta[36], tb[36];
-    int na = 0, nb = 0, rounds = 3;
+    int na = 0, nb = 0, rounds = quick ? 1 : 3;
     for (int round = 0; round < rounds; round++) {
         for (int side = 0; side < 2; side++) {
             void (*fn)(void *) = side ? fb : fa;
@@ -75,7 +80,7 @@ static void timeit_pair(void (*fa)(void *), void *ca, void (*fb)(void *), void *
             double t = now();
             fn(ctx);
             double first = now() - t;
-            if (round == 0 && side == 0 && first < 5e-3) rounds = 9;
+            if (round == 0 && side == 0 && first < 5e-3 && !quick) rounds = 9;
             int reps = first > 0 ? (int)(budget / rounds / first) : 4;
             reps = reps < 1 ? 1 : reps > 4 ? 4 : reps;
             for (int r = 0; r < reps; r++) {
@@ -283,7 +288,8 @@ static double peak_once(int w, int th)
     tk_set_num_threads(th);
     double best = 1e30;
     int since = 0;                             /* runs since the best last moved by 1% */
-    for (int run = 0; run <= PEAK_MAX_RUNS && since < PEAK_RUNS && best > 0; run++) {   /* run 0: untimed */
+    int max_runs = quick ? PEAK_RUNS : PEAK_MAX_RUNS;
+    for (int run = 0; run <= max_runs && since < PEAK_RUNS && best > 0; run++) {   /* run 0: untimed */
         peak_run r = { .th = th };
         atomic_init(&r.arrived, 0);
         tk_parallel_for(th, 1, w == PEAK_BF16 ? peak512bf16 : w == 512 ? peak512 : peak256, &r);
@@ -403,7 +409,7 @@ static void bench_gemm(void)
 {
     printf("\n== matmul (GFLOP/s; ratio = ours / OpenBLAS)\n");
     printf("  %-22s %-2s %-28s%-28s%s\n", "shape", "th", "ours", "OpenBLAS", "ratio");
-    for (int64_t n = 512; n <= 2048; n *= 2) {
+    for (int64_t n = 512; n <= (quick ? 512 : 2048); n *= 2) {
         mm m = { 1, n, n, n, frand((size_t)(n * n)), frand((size_t)(n * n)), frand((size_t)(n * n)), 0 };
         char l[64];
         snprintf(l, sizeof l, "%lldx%lldx%lld", (long long)n, (long long)n, (long long)n);
@@ -416,7 +422,7 @@ static void bench_gemm(void)
         }
         free(m.a); free(m.b); free(m.c);
     }
-    for (int64_t n = 1024; n <= 4096; n *= 2) {
+    for (int64_t n = 1024; n <= (quick ? 1024 : 4096); n *= 2) {
         float *a = frand((size_t)(8 * n * n)), *b = frand((size_t)(8 * n * 64)), *c = frand((size_t)(8 * n * n));
         mm qk = { 8, n, n, 64, b, b, c, 1 };   /* Q [N,64] @ K^T, K stored [N,64] */
         mm pv = { 8, n, 64, n, a, b, c, 0 };   /* P [N,N] @ V [N,64] */
@@ -550,14 +556,14 @@ static void bench_half(void)
            bf16_isa ? "has" : "has no", ob_sbgemm ? "" : ": not exported by this OpenBLAS (or none found)");
     printf("  %-22s %-2s %-28s%-28s%-7s%-28s%-7s%-28s%s\n", "shape", "th", "fp32", "bf16", "ratio", "fp16", "ratio",
            "OpenBLAS sbgemm", "memory");
-    for (int64_t n = 1024; n <= 2048; n *= 2) {
+    for (int64_t n = 1024; n <= (quick ? 1024 : 2048); n *= 2) {
         hm h = hm_make(1, n, n, n, 0);
         char l[64];
         snprintf(l, sizeof l, "%lldx%lldx%lld", (long long)n, (long long)n, (long long)n);
         for (int th = 1; th <= 2; th++) half_row(l, &h, th, n >= 2048 ? 1.5 : 0.6);
         hm_free(&h);
     }
-    for (int64_t n = 1024; n <= 2048; n *= 2) {
+    for (int64_t n = 1024; n <= (quick ? 1024 : 2048); n *= 2) {
         hm qk = hm_make(8, n, n, 64, 1), pv = hm_make(8, n, 64, n, 0);
         char l[64];
         snprintf(l, sizeof l, "8x QK^T (%lld,%lld,64)", (long long)n, (long long)n);
@@ -908,7 +914,7 @@ static void put_floor(double flops, int th, double s)
 static void bench_sdpa(const char *py)
 {
     static const int64_t ns[] = { 1024, 2048, 4096 };
-    int nn = 3;
+    int nn = quick ? 1 : 3;
     printf("\n== sdpa B=1 H=8 Dh=64 causal (ms; extra = peak RSS growth of the first call, MiB;\n"
            "   ours keeps its per-thread K/V packing buffers, so only growth shows; GFLOP of the\n"
            "   matmuls, floor = their time at the FMA peak measured on as many threads, and the\n"
@@ -948,6 +954,7 @@ static void bench_sdpa(const char *py)
                 free(q); free(k); free(v); free(o);
             }
     }
+    if (quick) return;
     /* the long sequence: must fit in 1 GiB of extra memory */
     int64_t N = 32768;
     tk_set_num_threads(2);
@@ -1013,7 +1020,7 @@ static void bench_sdpa_bwd(const char *py)
            "extra", "fwd+bwd GFLOP floor peak", "torch fwd+bwd", "torch bwd", "extra", "speed-up");
     for (int th = 1; th <= 2; th++) {
         tt_set_num_threads(th);
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < (quick ? 1 : 2); i++) {
             int64_t N = ns[i], n = 8 * N * 64;
             stat3 tb = { 0, 0, 0 };
             double tbwd = 0, tmib = 0;
@@ -1082,7 +1089,7 @@ static void bench_sdpa_half(void)
     static const int64_t ns[] = { 2048, 4096 };
     for (int th = 1; th <= 2; th++) {
         tt_set_num_threads(th);
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < (quick ? 1 : 2); i++) {
             int64_t N = ns[i], n = 8 * N * 64;
             float *q = frand((size_t)n), *k = frand((size_t)n), *v = frand((size_t)n), *o = frand((size_t)n);
             float *go = frand((size_t)n), *dq = frand((size_t)n), *dk = frand((size_t)n);
@@ -1154,7 +1161,7 @@ static void bench_sdpa_window(void)
            "window fwd", "slope", "window f+b", "slope", "fwd speed-up");
     tt_set_num_threads(2);
     double prev[4] = { 0, 0, 0, 0 };
-    for (int i = 0; i < NN; i++) {
+    for (int i = 0; i < (quick ? 2 : NN); i++) {
         int64_t N = ns[i], n = 8 * N * 64;
         float *q = frand((size_t)n), *k = frand((size_t)n), *v = frand((size_t)n), *o = frand((size_t)n);
         float *go = frand((size_t)n), *dq = frand((size_t)n), *dk = frand((size_t)n);
@@ -1251,7 +1258,8 @@ static void put_machine(void)
     if (f) fclose(f);
     const char *isa = "scalar";
 #if defined(__x86_64__) && defined(__GNUC__)
-    isa = __builtin_cpu_supports("avx512f") ? "avx512f, avx2+fma" : __builtin_cpu_supports("fma") ? "avx2+fma" : "sse2";
+    isa = __builtin_cpu_supports("avx512bf16") ? "avx512f, avx512_bf16, avx2+fma"
+          : __builtin_cpu_supports("avx512f") ? "avx512f, avx2+fma" : __builtin_cpu_supports("fma") ? "avx2+fma" : "sse2";
 #endif
     printf("machine: %s; ISA %s; %ld cores;", model, isa, sysconf(_SC_NPROCESSORS_ONLN));
     put_cache("L1d", cache_kib(1));
@@ -1282,6 +1290,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "path=", 5) == 0) { path = argv[i] + 5; continue; }
         if (strcmp(argv[i], "notorch") == 0) { no_torch = 1; continue; }   /* the PyTorch columns take minutes */
+        if (strcmp(argv[i], "quick") == 0) { quick = no_torch = 1; continue; }
         for (int s = 0; s < 10; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = any = 1;
     }
     for (int s = 0; s < 10; s++) want[s] |= !any;
@@ -1293,8 +1302,8 @@ int main(int argc, char **argv)
     const char *py = !no_torch && (want[2] || want[3] || want[4] || want[5]) ? find_python() : NULL;
     time_t tm = time(NULL);
     char date[64];
-    strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&tm));
-    printf("tensortrace bench — %s; kernel path %s%s; threads %d; %s\n", date, tk_simd_path(),
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&tm));
+    printf("tensortrace bench%s — %s; kernel path %s%s; threads %d; %s\n", quick ? " (quick)" : "", date, tk_simd_path(),
            path ? " (forced by path=)" : "", tk_get_num_threads(), ob_config ? ob_config() : "no OpenBLAS");
     put_machine();
     if (want[0]) bench_peak();

@@ -2,8 +2,9 @@
 -- costs from Lua with the trace off (target: at most 1 us), and the wall
 -- time of every lesson as a learner runs it (target: under 100 ms); each
 -- tiny op also with recording for backward on (target: at most 1.5x off).
--- Run: ./tensortrace -q tests/bench/overhead.lua [ops] [lessons]
--- (no section named: both; only bench.c's sections named: neither).
+-- Run: ./tensortrace -q tests/bench/overhead.lua [ops] [lessons] [quick]
+-- (no section named: both; only bench.c's sections named: neither; quick:
+-- few short runs).
 
 local OP_TARGET_US, LESSON_TARGET_MS = 1.0, 100
 local REC_TARGET = 1.5                 -- a tiny op recording for backward: at most 1.5x its cost off
@@ -11,7 +12,7 @@ local RUNS, CALLS = 15, 50000          -- per tiny op: runs of CALLS calls, afte
 local LESSON_RUNS = 7                  -- per lesson, after one untimed run (disk cache, page cache of the binary)
 
 local want = {}
-for _, a in ipairs(arg) do want[a] = true end
+for _, a in ipairs(arg) do if a == "quick" then RUNS, CALLS, LESSON_RUNS = 3, 5000, 1 else want[a] = true end end
 local any = next(want) ~= nil
 local known = want.ops or want.lessons or want.overhead
 if any and not known then return end  -- `make bench BENCH_ARGS=gemm`: not ours

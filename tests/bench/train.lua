@@ -4,8 +4,9 @@
 -- Model: vocab 64, D 64, token + position embedding, 2 layers of causal
 -- multi-head attention (4 heads, Q/K/V/O Linear without bias, residual),
 -- unembedding, cross-entropy over the next tokens; batch 32, N 64.
--- Run: ./tensortrace -q tests/bench/train.lua [train]
--- (no section named, or train: the comparison; only other sections: nothing).
+-- Run: ./tensortrace -q tests/bench/train.lua [train] [quick]
+-- (no section named, or train: the comparison; only other sections: nothing;
+-- quick: one short round, no PyTorch).
 
 local TARGET = 3.0                     -- at least 3x PyTorch 1.13
 local BUDGET = 0.7                     -- seconds of timed steps a side, a round
@@ -13,8 +14,9 @@ local ROUNDS = 3                       -- ours and torch take turns: a noisy spe
 local WARMUP = 30                      -- untimed steps first, both sides (bench_torch.py too): the
                                        -- steady state of a long run, not its first collection cycles
 
-local want = {}
-for _, a in ipairs(arg) do want[a] = true end
+local want, quick = {}, false
+for _, a in ipairs(arg) do if a == "quick" then quick = true else want[a] = true end end
+if quick then BUDGET, ROUNDS = 0.1, 1 end
 
 -- ===== the model and one step (what the child process times) =====
 
@@ -67,7 +69,7 @@ local function child()
   -- warm-up: tensors die a collection cycle at a time, and the buffers of
   -- the first cycles come from malloc as fresh pages (a step that faults
   -- them in takes 3-4x as long); after a few cycles the storage cache holds
-  -- them all and no step faults (core/README.md, Performance)
+  -- them all and no step faults (core/kernel/README.md, Memory)
   for _ = 1, WARMUP - 1 do step() end
   local t0 = tt.clock()
   step()
@@ -99,7 +101,7 @@ local function pool(rounds)
 end
 
 local function compare()
-  local has_torch = os.execute("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1")
+  local has_torch = not quick and os.execute("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1")
   print("\n== one AdamW training step (forward + backward + step): vocab 64, D 64, 2 layers x 4 heads,"
         .. "\n   batch 32, N 64 (ms: median of " .. ROUNDS .. " rounds' medians (min-max), ours and torch"
         .. "\n   taking turns; speed-up = torch / ours; target " .. string.format("%.0fx)", TARGET))
@@ -127,7 +129,8 @@ local function compare()
     print(row)
     io.stdout:flush()
   end
-  if not has_torch then print("  torch: not found (apt-get install python3-torch)") end
+  if quick then print("  torch: left out (quick)")
+  elseif not has_torch then print("  torch: not found (apt-get install python3-torch)") end
 end
 
 if want.child then child()
