@@ -1,6 +1,6 @@
 -- exercise: 15_rope_alibi
--- expect: values
--- the bias with the wrong sign: +slope * (i - j) favours the farthest keys.
+-- expect: sign
+-- -slope * (j - i): the minus written, but on the distance already turned round.
 -- (a copy of the solution with this one mistake; its checks are left out, as a learner's copy has none)
 
 tt.manual_seed(15)
@@ -23,6 +23,6 @@ local scores_rope = (q_rot:matmul(k_rot:mT()) / math.sqrt(Dh)):label("scores_rop
 local slopes = {}
 for h = 1, H do slopes[h] = 2 ^ (-8 * h / H) end
 local distance = tt.arange(0, N):view(N, 1) - tt.arange(0, N):view(1, N)          -- i - j
-local alibi_bias = (tt.tensor(slopes):view(H, 1, 1) * distance):label("alibi_bias")
+local alibi_bias = (-tt.tensor(slopes):view(H, 1, 1) * (tt.arange(0, N):view(1, N) - tt.arange(0, N):view(N, 1))):label("alibi_bias")
 local scores = q:matmul(k:mT()) / math.sqrt(Dh) + alibi_bias
 local weights_alibi = scores:masked_fill(~tt.causal_mask(N), -math.huge):softmax(-1):label("weights_alibi")
