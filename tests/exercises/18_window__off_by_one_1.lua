@@ -1,5 +1,5 @@
 -- exercise: 18_window
--- expect: values
+-- expect: off_by_one
 -- Mistral's count: i - j <= W lets W + 1 keys in.
 -- (a copy of the solution with this one mistake; its checks are left out, as a learner's copy has none)
 
