@@ -312,7 +312,9 @@ end
 print("Checked: every row reaches exactly L (W - 1) + 1 positions, the last ones, and")
 print("no gradient at all flows from earlier positions. The window bounds one layer's")
 print("reach, not the model's: Mistral 7B's 32 layers with W = 4096 reach about 131k")
-print("tokens back (its paper's figure), but only through the hidden states between.")
+print("tokens back in theory (its paper's \"theoretical attention span\"), but only")
+print("through the hidden states between; how much really travels that far is")
+print("another question.")
 
 tt.trace.section("6. Attention sinks: what evicting the first tokens costs")
 print("StreamingLLM (Xiao et al., 2023) found that language models put a large part")
