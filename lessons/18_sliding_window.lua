@@ -339,14 +339,8 @@ local function tail_loss(m, xs, ys, opts)
   tt.trace.on()
   return l
 end
--- mean and standard error of a list, and of the paired differences a - b
-local function mean_se(a, b)
-  local n, sum, sq = #a, 0, 0
-  for i = 1, n do sum = sum + (a[i] - (b and b[i] or 0)) end
-  local mean = sum / n
-  for i = 1, n do sq = sq + (a[i] - (b and b[i] or 0) - mean) ^ 2 end
-  return mean, math.sqrt(sq / (n - 1) / n)
-end
+-- mean and standard error of a list, and of the paired differences a - b (lessons/lib/stats.lua)
+local mean_se = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua").mean_se
 -- the table: full causal, then per W the window, W + SS sinks and a window of
 -- W + SS; then the two paired differences with their standard errors
 local function sink_table(m, xs, ys)
