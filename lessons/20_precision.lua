@@ -557,6 +557,22 @@ print("before the update. S too large overflows a gradient to inf instead, so")
 print("PyTorch's GradScaler picks S dynamically: it skips the step and halves S when")
 print("it sees inf or NaN, and doubles S after a run of clean steps. bfloat16 has")
 print("float32's range and needs none of this, one reason training moved to it.")
+print("")
+print("The same floor touches attention weights. One query over 4096 keys with scores")
+print("of std 4 (a sharp head): its weights stored in float16.")
+tt.trace.off()
+local wrow = (tt.randn(1, 4096) * 4):softmax(-1)
+local w64 = wrow:totable()[1]
+local under = 0
+for _, x in ipairs(w64) do if x <= 2^-25 then under = under + 1 end end
+local w16 = wrow:half():float()
+local zeros16, mass = count(w16:eq(0)), (wrow * w16:eq(0):float()):sum():item()
+tt.trace.on()
+print(string.format("  %d of 4096 weights become 0 in float16, together %.2g of the row's weight.", zeros16, mass))
+if zeros16 ~= under then error("the weights that vanish should be exactly those at or under 2^-25") end
+print("Checked: exactly the weights at or under 2^-25 (counted in float32). Each is")
+print("tiny, so here the row loses little; kernels keep the weights in float32 (as")
+print("tt.sdpa does) so that nothing depends on how many there are.")
 
 tt.trace.section("5. How fast is each dtype here?")
 print("Measured now, on this machine, so these numbers are this machine's alone:")
