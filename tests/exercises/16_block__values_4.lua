@@ -1,6 +1,6 @@
 -- exercise: 16_block
 -- expect: values
--- post-norm (Vaswani et al. 2017): the attention reads x itself, and the norm comes after the add.
+-- the norm forgotten before the attention: it reads x itself (a post-norm block normalises after the add instead).
 -- (a copy of the solution with this one mistake; its checks are left out, as a learner's copy has none)
 
 tt.manual_seed(16)
