@@ -53,7 +53,7 @@ print("Rows are queries (the token that is looking), columns are keys (what it")
 print("may look at). Token i may read keys 1..i: a lower triangle.")
 local allowed = tt.causal_mask(N):label("allowed")
 visibility_table(allowed, tokens)
--- The same pattern built by hand, as the second article does: tril of ones.
+-- The same pattern built by hand, as the second source article does (README.md, Sources): tril of ones.
 local by_hand = tt.ones(N, N):tril():bool()
 tt.assert_close(allowed:float(), by_hand:float(), 0, 0, "causal_mask(N) is tril(ones(N,N))")
 print("(tt.causal_mask(4) equals tril(ones(4,4)) as a bool matrix: checked.)")

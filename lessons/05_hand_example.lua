@@ -4,8 +4,8 @@
 --   Q = K = [[1,0],[0,1],[1,1]]      V = [[1,0],[0,2],[1,1]]
 -- We follow query 3 through dot products, scaling, softmax and the weighted
 -- sum of values, printing every number, then do all three queries at once.
--- Finally we explain why the article prints [0.751, 0.999] for the output
--- while the exact answer is [0.7517, 1.0000].
+-- Finally we explain why the source article (README.md, Sources) prints [0.751, 0.999]
+-- for the output while the exact answer is [0.7517, 1.0000].
 --
 -- Run it:   ./tensortrace lessons/05_hand_example.lua
 --           ./tensortrace -q lessons/05_hand_example.lua   (numbers only, no trace)

@@ -285,18 +285,20 @@ if after.prev[prev_head] < PREV_MIN then error("a layer-1 head should attend to 
 if after.ind[ind_head] < IND_MIN then error("a layer-2 head should attend after the earlier occurrence") end
 print(string.format("Checked: previous-token score above %.2f, induction score above %.2f", PREV_MIN, IND_MIN))
 print(string.format("(untrained, every score was at most %.2f).", untrained_max))
+-- every head titled by its measured score, named where it clears the check's
+-- threshold (as lesson 06 names the heads of this same model)
 local titles = {}
 for l = 1, 2 do
   for h = 1, H do
-    local role = (l == 1 and h == prev_head) and ": previous token"
-              or (l == 2 and h == ind_head) and ": induction" or ""
-    titles[#titles + 1] = string.format("L%d H%d%s", l, h, role)
+    local score, min, name = l == 1 and after.prev[h] or after.ind[h], l == 1 and PREV_MIN or IND_MIN,
+                             l == 1 and "previous token" or "induction"
+    titles[#titles + 1] = string.format("L%d H%d: %s %.2f", l, h, score >= min and name or (l == 1 and "prev." or "ind."), score)
   end
 end
 draw_heads("images/14_heads_after.png",
   string.format("After training: every head, P = %d (a row is a query's weights)", example_P), titles)
 print("Figure: " .. tt.figure_path("images/14_heads_after.png") .. ". The previous-token head is a line just")
-print("below the diagonal. The induction head is a stripe P - 1 = 10 keys left of")
+print("below the diagonal. Each induction head is a stripe P - 1 = 10 keys left of")
 print("the diagonal, starting at query P + 1 = 12: each repeated token looks at")
 print("the token that followed its earlier occurrence.")
 print("How the two work together: the previous-token head copies into position j")

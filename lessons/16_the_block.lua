@@ -269,14 +269,8 @@ local pos_loss = tt.no_grad(function()
 end)
 -- per window, the mean loss over positions lo..hi: a Lua list
 local function band(lo, hi) return pos_loss:narrow(2, lo, hi - lo + 1):mean(2):totable() end
-local function mean_se(a, b_)
-  local n, sum, sq = #a, 0, 0
-  for i = 1, n do sum = sum + a[i] - (b_ and b_[i] or 0) end
-  local m = sum / n
-  for i = 1, n do sq = sq + (a[i] - (b_ and b_[i] or 0) - m) ^ 2 end
-  return m, math.sqrt(sq / (n - 1) / n)
-end
-tt.trace.on()
+-- mean and standard error of a list, and of the paired differences a - b (lessons/lib/stats.lua)
+local mean_se = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua").mean_se
 print("  context (characters seen)   loss, mean ± SE over the 64 windows")
 local BANDS = {{1, 1}, {2, 2}, {3, 4}, {5, 8}, {9, 16}, {17, 32}, {33, 48}}
 for _, r in ipairs(BANDS) do
@@ -284,10 +278,10 @@ for _, r in ipairs(BANDS) do
   print(string.format("  %2d..%-2d                      %.3f ± %.3f", r[1], r[2], m, se))
 end
 local gain, gain_se = mean_se(band(5, 8), band(33, 48))
+tt.trace.on()
 print(string.format("From 5..8 characters of context to 33..48 the loss moves by %.3f ± %.3f nats", -gain, gain_se))
 print("(paired by window): no gain 64 windows can show, and no loss either. On this")
-print("evidence the")
-print("model does as well as a 4-gram, and its 48-character context is")
+print("evidence the model does as well as a 4-gram, and its 48-character context is")
 print("room it has, not reach it was shown to use. (The loss of a position also")
 print("depends on which characters sit there, so the bands compare different text.)")
 local xs_plot = {}

@@ -180,6 +180,19 @@ tt.assert_close(absorbed_dec, plain_dec, 1e-5, 1e-5, "decoupled RoPE: absorbed =
 print("Checked: with the decoupled RoPE key the absorbed form equals the plain one")
 print(string.format("again, and the cache is c and k_rope: %d + %d floats a token (section 1).", DC, DR))
 print("The price: every head's RoPE part reads the same k_rope (an MQA-like key),")
-print("and the scores gain d_r dims of position. At decode time the new token's c and")
-print("k_rope are appended to the cache, as lesson 09 appends K and V; nothing else")
-print("about decoding changes.")
+print("and the scores gain d_r dims of position.")
+print("")
+print(string.format("Decoding with the latent cache: the cache holds tokens 1..%d (c and k_rope);", N - 1))
+print(string.format("token %d arrives, its c and k_rope are made and appended, as lesson 09 appends", N))
+print("K and V, and its one query reads the whole cache, absorbed:")
+local h_new = h:narrow(2, N, 1)
+local c_cache = tt.cat({c:narrow(2, 1, N - 1), h_new:matmul(W_dkv:mT())}, 2):label("c cache")            -- [1,N,d_c]
+local kr_cache = tt.cat({k_rope:narrow(3, 1, N - 1),
+                         tt.rope(h_new:matmul(W_kr:mT()), tt.tensor({N - 1})):unsqueeze(2)}, 3)       -- [1,1,N,d_r]
+local q_new = heads(h_new:matmul(Wq:mT()), H)                                                          -- [1,H,1,Dh]
+local qr_new = tt.rope(heads(h_new:matmul(Wq_r:mT()), H), tt.tensor({N - 1}))
+local s_new = (q_new:matmul(Wuk_h):matmul(c_cache:unsqueeze(2):mT()) + qr_new:matmul(kr_cache:mT())) * sc
+local out_new = s_new:softmax(-1):matmul(c_cache:unsqueeze(2)):matmul(Wuv_h:mT()):label("decoded token")
+tt.assert_close(out_new, plain_dec:narrow(3, N, 1), 1e-5, 1e-5, "one decode step from the latent cache")
+print(string.format("Checked: token %d's output from the cache equals row %d of the plain form; the", N, N))
+print(string.format("cache grew by %d + %d floats, and no key or value was made.", DC, DR))

@@ -312,7 +312,9 @@ end
 print("Checked: every row reaches exactly L (W - 1) + 1 positions, the last ones, and")
 print("no gradient at all flows from earlier positions. The window bounds one layer's")
 print("reach, not the model's: Mistral 7B's 32 layers with W = 4096 reach about 131k")
-print("tokens back (its paper's figure), but only through the hidden states between.")
+print("tokens back in theory (its paper's \"theoretical attention span\"), but only")
+print("through the hidden states between; how much really travels that far is")
+print("another question.")
 
 tt.trace.section("6. Attention sinks: what evicting the first tokens costs")
 print("StreamingLLM (Xiao et al., 2023) found that language models put a large part")
@@ -337,14 +339,8 @@ local function tail_loss(m, xs, ys, opts)
   tt.trace.on()
   return l
 end
--- mean and standard error of a list, and of the paired differences a - b
-local function mean_se(a, b)
-  local n, sum, sq = #a, 0, 0
-  for i = 1, n do sum = sum + (a[i] - (b and b[i] or 0)) end
-  local mean = sum / n
-  for i = 1, n do sq = sq + (a[i] - (b and b[i] or 0) - mean) ^ 2 end
-  return mean, math.sqrt(sq / (n - 1) / n)
-end
+-- mean and standard error of a list, and of the paired differences a - b (lessons/lib/stats.lua)
+local mean_se = dofile((arg[0]:match("^(.*)/") or ".") .. "/lib/stats.lua").mean_se
 -- the table: full causal, then per W the window, W + SS sinks and a window of
 -- W + SS; then the two paired differences with their standard errors
 local function sink_table(m, xs, ys)

@@ -32,22 +32,26 @@ if not exists(CHECKPOINT) then retrain = true end
 
 -- phi(x) = elu(x) + 1: x + 1 above 0, exp(x) below, written relu(x) + exp(min(x, 0))
 -- with min(x, 0) = -relu(-x) (the exp never overflows; relu's gradient is the cheapest)
--- (in the trace: relu, neg, relu, neg, exp, add, and the result labelled "elu + 1")
-local function phi(x) return (x:relu() + (-(-x):relu()):exp()):label("elu + 1") end
+-- (in the trace: relu, neg, relu, neg, exp, add; given a name, the result is
+-- labelled "phi(name) = elu + 1")
+local function phi(x, name)
+  local f = x:relu() + (-(-x):relu()):exp() if name then f:label("phi(" .. name .. ") = elu + 1") end   -- one line: the add's row shows the label
+  return f
+end
 
 -- The three forms of linear attention, for q, k, v [..., N, Dh].
 -- 1. quadratic: the N x N weights phi(q) phi(k)^T, masked, each row over its sum
 local function linear_quadratic(q, k, v, causal)
-  local a = phi(q):matmul(phi(k):mT())
+  local a = phi(q, "q"):matmul(phi(k, "k"):mT())
   if causal then a = a:masked_fill(~tt.causal_mask(q:size(-2), k:size(-2)), 0) end
   return a:matmul(v) / a:sum(-1, true)
 end
 -- 2. linear (not causal): phi(q) (phi(k)^T v), over phi(q) (phi(k)^T 1); no N x N anywhere
 local function linear_global(q, k, v)
-  local fk = phi(k)
+  local fk = phi(k, "k")
   local kv = fk:mT():matmul(v)                    -- [..., Dh, Dh]
   local z = fk:sum(-2, true):mT()                 -- [..., Dh, 1]
-  local fq = phi(q)
+  local fq = phi(q, "q")
   return fq:matmul(kv) / fq:matmul(z)
 end
 -- 3. recurrent (causal): a state S = sum phi(k_j) v_j^T and z = sum phi(k_j)
@@ -57,7 +61,7 @@ local function linear_recurrent(q, k, v)
   local lead = q:shape()
   local S = tt.zeros(table.unpack(lead, 1, #lead - 2), dh, v:size(-1))
   local z = tt.zeros(table.unpack(lead, 1, #lead - 2), dh, 1)
-  local fq, fk, outs = phi(q), phi(k), {}
+  local fq, fk, outs = phi(q, "q"), phi(k, "k"), {}
   for i = 1, n do
     local ki = fk:narrow(-2, i, 1)                 -- [..., 1, Dh]
     S = S + ki:mT():matmul(v:narrow(-2, i, 1))

@@ -14,7 +14,8 @@
 --    float32;
 -- 4. lesson 14's trained model in bfloat16: how close its loss and heads stay;
 --    training in bfloat16: updates smaller than half a step vanish, and
---    float32 master weights (tt.autocast) bring them back; float16 training
+--    float32 master weights (tt.autocast) or stochastic rounding bring them
+--    back; float16 training
 --    and its loss scaling;
 -- 5. how fast each dtype is on this machine, measured now.
 -- Lesson 11 asked the same mask question in float32 (-inf or -1e9); section 2
@@ -432,7 +433,12 @@ print("  float32:        W and every op in float32;")
 print("  bfloat16:       W is a bfloat16 tensor, the optimizer's update is rounded")
 print("                  to bfloat16 each step (pure 16-bit training);")
 print("  float32 master: W stays float32, the forward runs in tt.autocast(\"bfloat16\")")
-print("                  (its matmul in bfloat16), the update lands in float32.")
+print("                  (its matmul in bfloat16), the update lands in float32;")
+print("  bf16 stochastic: as bfloat16, but each new weight is rounded stochastically:")
+print("                  to the nearer bfloat16 neighbour or the farther one, the")
+print("                  farther with probability (distance to the nearer) / step,")
+print("                  so a small update moves the weight now and then, and on")
+print("                  average by the right amount.")
 local TD, TB, STEPS, LR = 32, 256, 160, 0.05
 tt.trace.off()
 -- on the portable kernels: the SIMD paths add up a matmul in other orders,
@@ -447,8 +453,20 @@ local function true_loss(W)
   local d = X_train:matmul(W:detach():float()) - Y_train
   return (d * d):sum():item() / TB
 end
+-- float32 x rounded stochastically to bfloat16: the nearest r, or the
+-- neighbour on x's other side of r with probability |x - r| / step (step:
+-- bfloat16's spacing at r, 2^(floor(log2 |r|) - 7))
+local function stochastic_bf16(x)
+  local r = x:bfloat16():float()
+  local e = r:abs():maximum(tt.full(r:shape(), 2^-100)):log() / math.log(2)
+  local whole = e:long():float()                                   -- toward 0
+  local step = ((whole - e:lt(whole):float() - 7) * math.log(2)):exp()
+  local diff = x - r
+  local other = r + tt.where(diff:ge(0), step, -step)
+  return tt.where(tt.rand(table.unpack(x:shape())):lt(diff:abs() / step), other, r):bfloat16()
+end
 local function train(way)
-  local W = tt.zeros(TD, TD, way == "bfloat16" and "bfloat16" or "float32"):requires_grad_()
+  local W = tt.zeros(TD, TD, way:find("^bf") and "bfloat16" or "float32"):requires_grad_()
   local opt = tt.optim.SGD({W}, {lr = LR})
   local function loss_fn()
     local d = X_train:to(W:dtype()):matmul(W):float() - Y_train
@@ -459,7 +477,11 @@ local function train(way)
     local loss = way == "float32 master" and tt.autocast("bfloat16", loss_fn) or loss_fn()
     loss:backward()
     local before = W:detach():clone()
-    opt:step()
+    if way == "bf16 stochastic" then
+      tt.no_grad(function() W:copy_(stochastic_bf16(W:detach():float() - LR * W.grad:float())) end)
+    else
+      opt:step()
+    end
     if step == STEPS then          -- the last step: which weights did not move, though g ~= 0?
       local stayed, pushed = W:detach():eq(before):float(), W.grad:ne(0):float()
       lost = (stayed * pushed):sum():item() / pushed:sum():item()
@@ -469,17 +491,17 @@ local function train(way)
   end
   return curve, lost
 end
-local ways = {"float32", "bfloat16", "float32 master"}
+local ways = {"float32", "bfloat16", "float32 master", "bf16 stochastic"}
 local curves, lost = {}, {}
 for _, way in ipairs(ways) do curves[way], lost[way] = train(way) end
 tt.kernel_path(path)
 tt.trace.on()
 local marks = {1, 20, 40, 80, 160}
-local header = "  after step   "
+local header = "  after step     "
 for _, s in ipairs(marks) do header = header .. string.format("%9d", s) end
 print(header .. "   lost at step " .. STEPS)
 for _, way in ipairs(ways) do
-  local line = string.format("  %-14s", way)
+  local line = string.format("  %-16s", way)
   for _, s in ipairs(marks) do
     local v = tonumber(string.format("%.2g", curves[way][s]))
     line = line .. string.format(v >= 10 and "%9.0f" or "%9.2g", v)
@@ -492,6 +514,8 @@ if not stalled then error("pure bfloat16 training should have stalled by half wa
 if not (lost["bfloat16"] > 0.9) then error("most bfloat16 updates should be lost at the end") end
 if lost["float32 master"] ~= 0 then error("the master weights should lose no update") end
 if not (c16 > 100 * cm and cm > 100 * c32) then error("master weights should sit between the two, 100x from each") end
+local csr = curves["bf16 stochastic"][STEPS]
+if not (csr < c16 / 10) then error("stochastic rounding should keep bfloat16 training going") end
 print(string.format("Checked: the bfloat16 run has stalled (its loss moved by less than 5%% over the"))
 print(string.format("last %d steps) with more than 90%% of its updates lost; float32 master", STEPS // 2))
 print(string.format("weights reach a loss over 100x lower (%.2g against %.2g), and float32", cm, c16))
@@ -500,9 +524,18 @@ print("The master weights keep their updates (none lost at the last step): each"
 print("lands in float32. What is left between them and float32 is the forward's")
 print("own rounding (x and W rounded to bfloat16 going into the matmul, its result")
 print("coming out), which sets the floor of the loss they can see.")
+print(string.format("Stochastic rounding, with the weights still in bfloat16, reaches %.2g: over 10x", csr))
+print(string.format("below round-to-nearest's %.2g (checked), %d%% of its updates lost at the last", c16,
+  math.floor(100 * lost["bf16 stochastic"])))
+print("step but the rest moving the weights by whole steps, right on average. One")
+print("seed and one small task: it shows the mechanism, not how it scales.")
 print("That is why mixed-precision training keeps float32 weights and optimizer")
 print("state and runs only the matmuls in 16 bits; pure 16-bit training needs")
-print("tricks (stochastic rounding, Kahan-compensated updates) to get them back.")
+print("tricks (stochastic rounding, as above, or Kahan-compensated updates) to get")
+print("them back.")
+print("(Below 16 bits: FP8 comes in two layouts, E4M3 with 3 fraction bits and")
+print("E5M2 with 2 and float16's range; DeepSeek-V3 trains its matmuls in FP8 with")
+print("a scale per small block of values and float32 accumulation. Not measured here.)")
 local steps = {}
 for s = 1, STEPS do steps[s] = s end
 local series = {}
@@ -510,7 +543,7 @@ for _, way in ipairs(ways) do series[#series + 1] = {name = way, x = steps, y = 
 tt.plot(series, "images/20_bf16_training.png", {
   title = "SGD on W (32 x 32): bfloat16 weights stall when lr * g falls below half a step",
   xtitle = "step", ytitle = "loss (float32 W)", ylog = true })
-print("Figure: " .. tt.figure_path("images/20_bf16_training.png") .. ", the three losses on a log scale.")
+print("Figure: " .. tt.figure_path("images/20_bf16_training.png") .. ", the four losses on a log scale.")
 
 tt.trace.section("4c. Training in float16: gradients that underflow, and loss scaling")
 print("float16 has the precision bfloat16 lacks but not the range, at both ends.")
@@ -554,6 +587,22 @@ print("before the update. S too large overflows a gradient to inf instead, so")
 print("PyTorch's GradScaler picks S dynamically: it skips the step and halves S when")
 print("it sees inf or NaN, and doubles S after a run of clean steps. bfloat16 has")
 print("float32's range and needs none of this, one reason training moved to it.")
+print("")
+print("The same floor touches attention weights. One query over 4096 keys with scores")
+print("of std 4 (a sharp head): its weights stored in float16.")
+tt.trace.off()
+local wrow = (tt.randn(1, 4096) * 4):softmax(-1)
+local w64 = wrow:totable()[1]
+local under = 0
+for _, x in ipairs(w64) do if x <= 2^-25 then under = under + 1 end end
+local w16 = wrow:half():float()
+local zeros16, mass = count(w16:eq(0)), (wrow * w16:eq(0):float()):sum():item()
+tt.trace.on()
+print(string.format("  %d of 4096 weights become 0 in float16, together %.2g of the row's weight.", zeros16, mass))
+if zeros16 ~= under then error("the weights that vanish should be exactly those at or under 2^-25") end
+print("Checked: exactly the weights at or under 2^-25 (counted in float32). Each is")
+print("tiny, so here the row loses little; kernels keep the weights in float32 (as")
+print("tt.sdpa does) so that nothing depends on how many there are.")
 
 tt.trace.section("5. How fast is each dtype here?")
 print("Measured now, on this machine, so these numbers are this machine's alone:")

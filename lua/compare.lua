@@ -518,6 +518,20 @@ local function hypotheses(R, nodes, all_nodes, label)
             add("mask_inverted", "your mask is inverted: the cells the reference hides are the ones you keep, and the other way round; "
                 .. "masked_fill hides where the mask is true (use ~mask, or the mask itself, the other way)",
                 { [id] = function(_, ins) return ins[1]:masked_fill(~ins[2], node.scalar) end })
+        elseif (op == "lt" or op == "le" or op == "gt" or op == "ge") and not node.scalar_first then
+            -- the boundary counted on the wrong side (a window's i - j <= W: W + 1 keys)
+            local other = ({ lt = "le", le = "lt", gt = "ge", ge = "gt" })[op]
+            add("off_by_one", string.format("your comparison puts the boundary on the other side: the reference uses %s where "
+                .. "yours acts as %s (< against <=), so one more or one fewer position passes", op, other),
+                { [id] = function(_, ins)
+                    local y = node.scalar or ins[2]
+                    return ins[1][other](ins[1], y)
+                end })
+        elseif op == "neg" then
+            -- a minus sign left out (ALiBi's -slope * (i - j) written slope * (i - j))
+            add("sign", string.format("your values are the reference's with one term's sign flipped: the reference negates %s "
+                .. "where you did not (or the other way round); check that term's sign", label_or_shape(x)),
+                { [id] = function(_, ins) return ins[1] end })
         elseif op == "causal_mask" then
             local nq, nk = arg_num(args, "nq"), arg_num(args, "nk")
             if nq and nk and nq ~= nk then

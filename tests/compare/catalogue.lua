@@ -155,7 +155,7 @@ run_catalogue(ls("tests/exercises/*__*.lua"), function(h)
 end)
 
 local kinds = { "softmax_dim", "scale_missing", "scale_wrong", "mask_inverted", "mask_after_softmax", "causal_alignment",
-  "padding_on_queries", "heads_scrambled", "gqa_grouping", "transpose_missing", "kv_source", "shape", "names", "values" }
+  "padding_on_queries", "heads_scrambled", "gqa_grouping", "transpose_missing", "kv_source", "sign", "off_by_one", "shape", "names", "values" }
 for _, k in ipairs(kinds) do
   check(string.format("kind %s has at least two wrong solutions (%d)", k, count_by_kind[k] or 0), (count_by_kind[k] or 0) >= 2)
 end
