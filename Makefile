@@ -125,6 +125,16 @@ $(BUILD)/lua/main.o: lua/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(LUA_SIDE_CFLAGS) $(MAIN_CFLAGS) -c -o $@ $<
 
+# The REPL without line editing, as a machine without readline builds it
+# (READLINE=0 does the same to ./tensortrace): tests/test_repl_noreadline.sh
+# runs tests/test_repl.c against it, so both REPLs are tested everywhere.
+$(BUILD)/noreadline/main.o: lua/main.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LUA_SIDE_CFLAGS) -c -o $@ $<
+$(BUILD)/tensortrace-noreadline: $(CORE_OBJ) $(filter-out $(BUILD)/lua/main.o,$(LUA_OBJ)) $(BUILD)/noreadline/main.o \
+                                 $(BUILD)/gen/compare_lua.o
+	$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS)
+
 # `tt` as a Lua C module for a stock lua5.4: require "tt". Its own PIC
 # objects, so a change rebuilds only the files it touches.
 MODULE_SRC = $(CORE_SRC) $(filter-out lua/main.c lua/lcompare.c,$(LUA_SRC))
@@ -139,7 +149,7 @@ $(BUILD)/tests/%: tests/%.c $(CORE_OBJ) tests/check.h
 	$(CC) $(FIG_CFLAGS) -Itests -o $@ $< $(CORE_OBJ) $(CORE_LDLIBS)
 
 # Every C test, Lua test, lesson, golden trace and figure; ends "N passed, N failed".
-test: check-test-deps all $(CTEST_BIN) $(BUILD)/tests/pngcmp tt.so
+test: check-test-deps all $(CTEST_BIN) $(BUILD)/tests/pngcmp $(BUILD)/tensortrace-noreadline tt.so
 	@sh tests/run.sh $(BUILD)
 
 # Each core folder uses only the layers below it (core/README.md, How the
@@ -289,7 +299,7 @@ VALGRIND      = valgrind -q --leak-check=full --error-exitcode=1 --errors-for-le
 $(BUILD)/tensortrace: $(CORE_OBJ) $(LUA_OBJ) $(BUILD)/gen/compare_lua.o
 	$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS) $(MAIN_LIBS)
 
-variant-bin: $(BUILD)/tensortrace $(CTEST_BIN) $(BUILD)/tests/pngcmp
+variant-bin: $(BUILD)/tensortrace $(CTEST_BIN) $(BUILD)/tests/pngcmp $(BUILD)/tensortrace-noreadline
 
 # The suite of $(BUILD)/tensortrace, run from $(BUILD)/root (links to the tree).
 variant-test: variant-bin
@@ -380,7 +390,8 @@ fuzz-parsers fuzz-libfuzzer:
 -include $(FUZZ_OBJ:.o=.d)
 
 # Header dependencies written by -MMD (absent before the first build).
--include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(MODULE_OBJ:.o=.d) $(CTEST_BIN:=.d) $(BUILD)/tests/pngcmp.d
+-include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(MODULE_OBJ:.o=.d) $(CTEST_BIN:=.d) $(BUILD)/tests/pngcmp.d \
+         $(BUILD)/noreadline/main.d
 
 # ===== In the browser (issue 26): make web · make test-web =====
 # build/web/: index.html, the interpreter as WebAssembly (tensortrace.js, the
