@@ -268,7 +268,9 @@ bench: all $(BUILD)/bench/bench
 
 # Differential test against PyTorch (tests/diff/difftest.py; never run by
 # make test): N random programs (make difftest N=100000 SEED=2) as tt Lua
-# and as torch float64, outputs and gradients compared. Installs Debian's
+# and as torch float64, outputs and gradients compared; then 16-bit cases
+# against float64 with the rounding modelled (tests/diff/difftest_half.py,
+# HALF_N of them). Installs Debian's
 # python3-torch when /usr/bin/python3 lacks it, saying what it runs.
 difftest: all
 	@if ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then \
@@ -278,7 +280,8 @@ difftest: all
 	        $$sudo apt-get update -qq && $$sudo apt-get install -y python3 python3-torch || exit 1; \
 	    else echo "difftest: install PyTorch for /usr/bin/python3 (e.g. 'apt-get install python3-torch')"; exit 1; fi; \
 	fi
-	@/usr/bin/python3 tests/diff/difftest.py --n $(N) --seed $(SEED)
+	@s=0; /usr/bin/python3 tests/diff/difftest.py --n $(N) --seed $(SEED) || s=1; \
+	    /usr/bin/python3 tests/diff/difftest_half.py --n $(HALF_N) --seed $(SEED) || s=1; exit $$s
 
 # ===== Safety (issue 7): make asan · make scalar · make memcheck · make fuzz =====
 # Each variant builds into its own folder under build/ (objects, test
@@ -291,6 +294,7 @@ SANITIZE  = -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitiz
 SAN_ENV   = ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=1:allocator_may_return_null=1 \
             UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 N            ?= 20000
+HALF_N       ?= 2000
 SEED         ?= 1
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
