@@ -100,6 +100,21 @@ class Case:
         self.lua.append("E(%d, %r, %s)" % (self.cid, name, expr))
         self.outs.append(name)
 
+    def run_op(self, op, before=()):
+        """x (self.x as self.dt, shaped self.shape) -> y = op (Lua, of x),
+        the loss sum(y * w) (w: self.w, y flattened) and its backward; y and
+        x's gradient emitted"""
+        self.lua += ["local x = %s:to(%r):requires_grad_()" % (lua_tensor(self.x, self.shape), self.dt)]
+        self.lua += list(before) + ["local y = " + op,
+                                    "local l = (y:float():reshape(-1) * %s):sum()" % lua_tensor(self.w, [len(self.w)]),
+                                    "l:backward()"]
+        self.emit("y", "y")
+        self.emit("grad", "x.grad")
+
+    def tensors(self):
+        """x and w as float64 torch tensors (w flat)"""
+        return torch.tensor(self.x, dtype=torch.float64).reshape(self.shape), torch.tensor(self.w, dtype=torch.float64)
+
 
 # ===== the cases: each writes Lua and keeps what its check needs
 
@@ -109,16 +124,12 @@ def case_log_softmax(rng, c):
     c.x = exact16(c.dt, [rng.gauss(0, 3) for _ in range(numel(shape))])
     c.w = [rng.randrange(-8, 9) / 8 for _ in range(numel(shape))]
     c.shape, c.d = shape, d
-    c.lua += ["local x = %s:to(%r):requires_grad_()" % (lua_tensor(c.x, shape), c.dt),
-              "local y = x:log_softmax(%d)" % d,
-              "local l = (y:float() * %s):sum()" % lua_tensor(c.w, shape), "l:backward()"]
-    c.emit("y", "y")
-    c.emit("grad", "x.grad")
+    c.run_op("x:log_softmax(%d)" % d)
 
 
 def check_log_softmax(c, got):
-    x = torch.tensor(c.x, dtype=torch.float64).reshape(c.shape)
-    w = torch.tensor(c.w, dtype=torch.float64).reshape(c.shape)
+    x, w = c.tensors()
+    w = w.reshape(c.shape)
     y = torch.log_softmax(x, c.d - 1)
     g = w - torch.exp(round_t(c.dt, y)) * w.sum(c.d - 1, keepdim=True)
     y16, g16 = torch16(lambda t: torch.log_softmax(t, c.d - 1), x, w, c.dt)
@@ -134,17 +145,11 @@ def case_std_var(rng, c):
     c.shape = shape
     outn = 1 if c.d is None else numel(shape) // shape[c.d - 1] if shape[c.d - 1] else shape[2 - c.d]
     c.w = [rng.randrange(-8, 9) / 8 for _ in range(outn)]
-    arg = "" if c.d is None else str(c.d)
-    c.lua += ["local x = %s:to(%r):requires_grad_()" % (lua_tensor(c.x, shape), c.dt),
-              "local y = x:%s(%s)" % (c.op, arg),
-              "local l = (y:float():reshape(-1) * %s):sum()" % lua_tensor(c.w, [outn]), "l:backward()"]
-    c.emit("y", "y")
-    c.emit("grad", "x.grad")
+    c.run_op("x:%s(%s)" % (c.op, "" if c.d is None else str(c.d)))
 
 
 def check_std_var(c, got):
-    x = torch.tensor(c.x, dtype=torch.float64).reshape(c.shape)
-    w = torch.tensor(c.w, dtype=torch.float64)
+    x, w = c.tensors()
     dims = None if c.d is None else c.d - 1
     fn = torch.std if c.op == "std" else torch.var
     y = fn(x) if dims is None else fn(x, dims)
@@ -200,17 +205,12 @@ def case_rope(rng, c):
     c.x = exact16(c.dt, [rng.gauss(0, 2) for _ in range(numel(shape))])
     c.w = [rng.randrange(-8, 9) / 8 for _ in range(numel(shape))]
     c.shape = shape
-    c.lua += ["local x = %s:to(%r):requires_grad_()" % (lua_tensor(c.x, shape), c.dt),
-              "local y = tt.rope(x, %s, {interleaved = %s})" % (lua_tensor(c.pos, [shape[1]]),
-                                                                 "true" if c.il else "false"),
-              "local l = (y:float() * %s):sum()" % lua_tensor(c.w, shape), "l:backward()"]
-    c.emit("y", "y")
-    c.emit("grad", "x.grad")
+    c.run_op("tt.rope(x, %s, {interleaved = %s})" % (lua_tensor(c.pos, [shape[1]]), "true" if c.il else "false"))
 
 
 def check_rope(c, got):
-    x = torch.tensor(c.x, dtype=torch.float64).reshape(c.shape)
-    w = torch.tensor(c.w, dtype=torch.float64).reshape(c.shape)
+    x, w = c.tensors()
+    w = w.reshape(c.shape)
     pos = torch.tensor(c.pos, dtype=torch.float64).reshape(-1, 1)[:, 0]
     y = rope_ref(x, pos, 10000.0, c.il)
     g = rope_ref(w, -pos, 10000.0, c.il)       # the gradient turns back
@@ -223,13 +223,12 @@ def case_dropout(rng, c):
     c.x = exact16(c.dt, [rng.gauss(0, 4) for _ in range(c.n)])
     c.w = [rng.randrange(-8, 9) / 8 for _ in range(c.n)]
     seed = rng.randrange(1, 10 ** 6)
-    c.lua += ["local x = %s:to(%r):requires_grad_()" % (lua_tensor(c.x, [c.n]), c.dt),
-              "tt.manual_seed(%d)" % seed, "local y = tt.dropout(x, %r)" % c.p,
-              "tt.manual_seed(%d)" % seed, "local kept = tt.dropout(tt.ones(%d), %r):ne(0)" % (c.n, c.p),
-              "local l = (y:float() * %s):sum()" % lua_tensor(c.w, [c.n]), "l:backward()"]
-    c.emit("y", "y")
+    c.shape = [c.n]
+    # the same draws on float32 ones: which elements stay
+    c.run_op("tt.dropout(x, %r)" % c.p, ["tt.manual_seed(%d)" % seed,
+                                          "local kept = tt.dropout(tt.ones(%d), %r):ne(0)" % (c.n, c.p),
+                                          "tt.manual_seed(%d)" % seed])
     c.emit("kept", "kept")
-    c.emit("grad", "x.grad")
 
 
 def check_dropout(c, got):

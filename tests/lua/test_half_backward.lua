@@ -4,22 +4,7 @@
 local T = dofile("tests/lua/check.lua")
 local check, round16, flat = T.check, T.round16, T.flat
 
--- Every element of x (16-bit) within half a unit in the last place of the
--- float64 value want, plus eps for float32's own error: one rounding. Two
--- roundings (an intermediate rounded to 16 bits) miss by up to a unit or more.
-local function once(descr, x, want, eps)
-  local dt, got, bad, worst = x:dtype(), flat(x:float():totable()), nil, 0
-  want = flat(want)
-  if #got ~= #want then check(descr .. ": " .. #got .. " elements, want " .. #want, false, 2); return end
-  for i = 1, #want do
-    local q = T.quantum16(dt, math.abs(round16(dt, want[i])))
-    local err = math.abs(got[i] - want[i])
-    worst = math.max(worst, err / q)
-    if err > 0.5 * q + eps and not bad then bad = string.format("[%d] got %.10g want %.10g", i, got[i], want[i]) end
-  end
-  check(string.format("%s (worst %.3g ulp)%s", descr, worst, bad and (" " .. bad) or ""),
-        bad == nil and x:dtype() == dt, 2)
-end
+local once = T.once16
 
 local R, C = 6, 37
 -- weights for the loss sum(y * c): multiples of 1/8, exact in both dtypes,

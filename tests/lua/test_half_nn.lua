@@ -5,43 +5,11 @@
 local T = dofile("tests/lua/check.lua")
 local check, checkerror, round16, flat = T.check, T.checkerror, T.round16, T.flat
 
--- x (16-bit) within half a unit in the last place of the float64 want,
--- plus eps (float32's own error): one rounding
-local function once(descr, x, want, eps, dt)
-  local got, bad = flat(x:float():totable()), nil
-  want = flat(want)
-  if #got ~= #want then check(descr .. ": " .. #got .. " elements, want " .. #want, false, 2); return end
-  for i = 1, #want do
-    local q = T.quantum16(dt, math.abs(round16(dt, want[i])))
-    if math.abs(got[i] - want[i]) > 0.5 * q + eps and not bad then
-      bad = string.format("[%d] got %.10g want %.10g", i, got[i], want[i])
-    end
-  end
-  check(descr .. (bad and (" " .. bad) or ""), bad == nil and x:dtype() == dt, 2)
-end
+local once = T.once16
 
 local function f32(v) return (string.unpack("f", string.pack("f", v))) end
 
--- the rows of x [B, N, D] turned by position pos[n]: pair (i, i + D/2),
--- or (2i, 2i + 1) interleaved, by pos[n] * base^(-2i/D)
-local function rope_ref(x, pos, base, interleaved)
-  local out = {}
-  for b = 1, #x do
-    out[b] = {}
-    for n = 1, #x[b] do
-      local row, d, y = x[b][n], #x[b][n], {}
-      local h = d // 2
-      for i = 0, h - 1 do
-        local ia, ib = interleaved and 2 * i + 1 or i + 1, interleaved and 2 * i + 2 or i + 1 + h
-        local ang = pos[n] * base ^ (-2 * i / d)
-        y[ia] = row[ia] * math.cos(ang) - row[ib] * math.sin(ang)
-        y[ib] = row[ib] * math.cos(ang) + row[ia] * math.sin(ang)
-      end
-      out[b][n] = y
-    end
-  end
-  return out
-end
+local rope_ref = T.rope_ref
 
 for dt in pairs(T.FMT16) do
   -- ===== rope: turned in float32, rounded once =====
