@@ -125,6 +125,16 @@ $(BUILD)/lua/main.o: lua/main.c
 	@mkdir -p $(dir $@)
 	$(CC) $(LUA_SIDE_CFLAGS) $(MAIN_CFLAGS) -c -o $@ $<
 
+# The REPL without line editing, as a machine without readline builds it
+# (READLINE=0 does the same to ./tensortrace): tests/test_repl_noreadline.sh
+# runs tests/test_repl.c against it, so both REPLs are tested everywhere.
+$(BUILD)/noreadline/main.o: lua/main.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LUA_SIDE_CFLAGS) -c -o $@ $<
+$(BUILD)/tensortrace-noreadline: $(CORE_OBJ) $(filter-out $(BUILD)/lua/main.o,$(LUA_OBJ)) $(BUILD)/noreadline/main.o \
+                                 $(BUILD)/gen/compare_lua.o
+	$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS)
+
 # `tt` as a Lua C module for a stock lua5.4: require "tt". Its own PIC
 # objects, so a change rebuilds only the files it touches.
 MODULE_SRC = $(CORE_SRC) $(filter-out lua/main.c lua/lcompare.c,$(LUA_SRC))
@@ -139,7 +149,7 @@ $(BUILD)/tests/%: tests/%.c $(CORE_OBJ) tests/check.h
 	$(CC) $(FIG_CFLAGS) -Itests -o $@ $< $(CORE_OBJ) $(CORE_LDLIBS)
 
 # Every C test, Lua test, lesson, golden trace and figure; ends "N passed, N failed".
-test: check-test-deps all $(CTEST_BIN) $(BUILD)/tests/pngcmp tt.so
+test: check-test-deps all $(CTEST_BIN) $(BUILD)/tests/pngcmp $(BUILD)/tensortrace-noreadline tt.so
 	@sh tests/run.sh $(BUILD)
 
 # Each core folder uses only the layers below it (core/README.md, How the
@@ -257,7 +267,9 @@ bench: all $(BUILD)/bench/bench
 
 # Differential test against PyTorch (tests/diff/difftest.py; never run by
 # make test): N random programs (make difftest N=100000 SEED=2) as tt Lua
-# and as torch float64, outputs and gradients compared. Installs Debian's
+# and as torch float64, outputs and gradients compared; then 16-bit cases
+# against float64 with the rounding modelled (tests/diff/difftest_half.py,
+# HALF_N of them). Installs Debian's
 # python3-torch when /usr/bin/python3 lacks it, saying what it runs.
 difftest: all
 	@if ! /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then \
@@ -267,7 +279,8 @@ difftest: all
 	        $$sudo apt-get update -qq && $$sudo apt-get install -y python3 python3-torch || exit 1; \
 	    else echo "difftest: install PyTorch for /usr/bin/python3 (e.g. 'apt-get install python3-torch')"; exit 1; fi; \
 	fi
-	@/usr/bin/python3 tests/diff/difftest.py --n $(N) --seed $(SEED)
+	@s=0; /usr/bin/python3 tests/diff/difftest.py --n $(N) --seed $(SEED) || s=1; \
+	    /usr/bin/python3 tests/diff/difftest_half.py --n $(HALF_N) --seed $(SEED) || s=1; exit $$s
 
 # ===== Safety (issue 7): make asan · make scalar · make memcheck · make fuzz =====
 # Each variant builds into its own folder under build/ (objects, test
@@ -280,6 +293,7 @@ SANITIZE  = -O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-sanitiz
 SAN_ENV   = ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_stack_use_after_return=1:allocator_may_return_null=1 \
             UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 N            ?= 20000
+HALF_N       ?= 2000
 SEED         ?= 1
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
@@ -288,7 +302,7 @@ VALGRIND      = valgrind -q --leak-check=full --error-exitcode=1 --errors-for-le
 $(BUILD)/tensortrace: $(CORE_OBJ) $(LUA_OBJ) $(BUILD)/gen/compare_lua.o
 	$(CC) $(BASE_CFLAGS) -o $@ $^ $(LDLIBS) $(MAIN_LIBS)
 
-variant-bin: $(BUILD)/tensortrace $(CTEST_BIN) $(BUILD)/tests/pngcmp
+variant-bin: $(BUILD)/tensortrace $(CTEST_BIN) $(BUILD)/tests/pngcmp $(BUILD)/tensortrace-noreadline
 
 # The suite of $(BUILD)/tensortrace, run from $(BUILD)/root (links to the tree).
 variant-test: variant-bin
@@ -379,7 +393,8 @@ fuzz-parsers fuzz-libfuzzer:
 -include $(FUZZ_OBJ:.o=.d)
 
 # Header dependencies written by -MMD (absent before the first build).
--include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(MODULE_OBJ:.o=.d) $(CTEST_BIN:=.d) $(BUILD)/tests/pngcmp.d
+-include $(CORE_OBJ:.o=.d) $(LUA_OBJ:.o=.d) $(MODULE_OBJ:.o=.d) $(CTEST_BIN:=.d) $(BUILD)/tests/pngcmp.d \
+         $(BUILD)/noreadline/main.d
 
 # ===== In the browser (issue 26): make web · make test-web =====
 # build/web/: index.html, the interpreter as WebAssembly (tensortrace.js, the

@@ -273,13 +273,16 @@ tt_status tt_norm(tt_tensor *out, const tt_tensor *a, double p, int d, int keepd
    (RoFormer, Meta's llama, GPT-J); else (x_i, x_{i+D/2}), HF's
    rotate_half (GPT-NeoX, HF LLaMA). positions (int64 or float32) has a
    shape that broadcasts to x's without its last dim (e.g. [N] for
-   [..., N, D]). The result is x's shape and names; the gradient flows to x
+   [..., N, D]). The result is x's shape, names and dtype (a 16-bit x turns
+   in float32, rounded once); the gradient flows to x
    (the opposite rotation), never to positions. TT_ESHAPE for an odd D or
    positions that do not fit, TT_EARG for dtypes and base <= 0. */
 tt_status tt_rope(tt_tensor *out, const tt_tensor *x, const tt_tensor *positions, double base, int interleaved);
 /* Dropout: each element of x kept with probability 1 - p and scaled by
    1 / (1 - p), else 0 (p = 1: all 0), from the seeded generator; the
-   backward multiplies by the same mask. 0 <= p <= 1, else TT_EARG. */
+   result in x's dtype (a 16-bit x: the product in float32, rounded once);
+   the backward multiplies by the same mask. 0 <= p <= 1 and x a float
+   tensor, else TT_EARG. */
 tt_status tt_dropout(tt_tensor *out, const tt_tensor *x, double p);
 /* max/min over d with values and 1-based int64 indices. */
 tt_status tt_max_dim(tt_tensor *values, tt_tensor *indices, const tt_tensor *a, int d, int keepdim, int is_min);

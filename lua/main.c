@@ -467,24 +467,55 @@ static char *read_line(const char *prompt, int *interrupted)
 }
 static void remember(const char *line) { if (*line) add_history(line); }
 #else
+#include <sys/select.h>
+/* Without readline: the line is read a byte at a time with read(2), each
+   wait in pselect with SIGINT let in atomically. SIGINT is blocked from
+   before the prompt is written, so a Ctrl-C typed as soon as the prompt
+   shows is taken by the wait, never lost in a read that goes on blocking.
+   stdin is unbuffered (repl), so a chunk's io.read sees what follows. */
 static char *read_line(const char *prompt, int *interrupted)
 {
     static char buf[4096];
+    size_t n = 0;
+    int more = 1, eof = 0;
+    sigset_t block, old, waiting;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    waiting = old;
+    sigdelset(&waiting, SIGINT);
     *interrupted = 0;
     got_sigint = 0;
     fputs(prompt, stdout);
     fflush(stdout);
-    if (fgets(buf, sizeof buf, stdin) == NULL) {
-        if (got_sigint) {
-            clearerr(stdin);
+    const int fd = fileno(stdin);
+    while (more && n < sizeof buf - 1) {
+        fd_set fds;
+        FD_ZERO(&fds);
+        FD_SET(fd, &fds);
+        int r = pselect(fd + 1, &fds, NULL, NULL, NULL, &waiting);
+        if (got_sigint) {           /* the line typed so far goes */
             *interrupted = 1;
+            break;
         }
-        return NULL;
+        if (r < 0 && errno == EINTR) continue;
+        char c;
+        ssize_t k = r < 0 ? -1 : read(fd, &c, 1);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {               /* end of input: a last line without "\n" still counts */
+            more = 0;
+            eof = n == 0;
+        } else if (c == '\n') {
+            more = 0;
+        } else {
+            buf[n++] = c;
+        }
     }
-    size_t n = strlen(buf);
-    if (n && buf[n - 1] == '\n') buf[n - 1] = 0;
-    char *copy = malloc(strlen(buf) + 1);
-    if (copy) strcpy(copy, buf);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (*interrupted || eof) return NULL;
+    buf[n] = 0;
+    char *copy = malloc(n + 1);
+    if (copy) memcpy(copy, buf, n + 1);
     return copy;
 }
 static void remember(const char *line) { (void)line; }
@@ -538,6 +569,9 @@ static void repl(lua_State *L)
            "Type Lua; the global 'tt' is loaded. Expressions print their value. Ctrl-D quits.\n",
            LUA_RELEASE);
     catch_sigint();
+#if !defined(TT_HAVE_READLINE)
+    setvbuf(stdin, NULL, _IONBF, 0);      /* read_line reads fd 0 itself */
+#endif
     for (;;) {
         int interrupted;
         char *line = read_line("tt> ", &interrupted);

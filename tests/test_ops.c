@@ -1415,7 +1415,8 @@ static void test_rope(void)
     check_err("rope: positions with too many dims", tt_rope(&out, &x, &x, 10000, 0), TT_ESHAPE, "positions [3,5,10]", NULL, NULL);
     check_err("rope: bool positions", tt_rope(&out, &x, &b, 10000, 0), TT_EARG, "bool", "int64 or float32", NULL);
     check_err("rope: base 0", tt_rope(&out, &x, &pi, 0, 0), TT_EARG, "base", "positive", NULL);
-    check_err("rope: int64 x", tt_rope(&out, &pi, &pi, 10000, 0), TT_EARG, "x must be float32", NULL, NULL);
+    check_err("rope: int64 x", tt_rope(&out, &pi, &pi, 10000, 0), TT_EARG,
+              "x must be a float tensor (float32, bfloat16, float16), got int64", NULL, NULL);
     tt_tensor *rel[] = {&odd, &x, &bad, &b, &pi, &pf, &pt};
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) tt_tensor_release(rel[i]);
 }

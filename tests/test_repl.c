@@ -3,7 +3,9 @@
 ** runs on a pseudo-terminal; Ctrl-C interrupts a running chunk (also one
 ** that swallows errors with pcall) and drops the line at a prompt and at a
 ** continuation prompt, and the session goes on; headers show what was
-** typed. Every wait is bounded; the child is killed at the end.
+** typed. Every wait is bounded; the child is killed at the end. argv[1]
+** names the binary (default ./tensortrace; tests/test_repl_noreadline.sh
+** gives the one built without readline).
 */
 #if !defined(_XOPEN_SOURCE)
 #define _XOPEN_SOURCE 700
@@ -74,7 +76,7 @@ static void send(const char *s)
 }
 
 /* ./tensortrace on a new pseudo-terminal, as its session's foreground. */
-static int start(void)
+static int start(const char *bin)
 {
     master = posix_openpt(O_RDWR | O_NOCTTY);
     if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) return 0;
@@ -92,7 +94,7 @@ static int start(void)
         if (fd > 2) close(fd);
         setenv("TERM", "dumb", 1);
         setenv("INPUTRC", "/dev/null", 1);
-        execl("./tensortrace", "tensortrace", (char *)NULL);
+        execl(bin, "tensortrace", (char *)NULL);
         _exit(127);
     }
     return 1;
@@ -109,10 +111,11 @@ static size_t widest_line(void)
     return widest;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const char *bin = argc > 1 ? argv[1] : "./tensortrace";
     alarm(60);                      /* the whole test, whatever happens */
-    CHECK("./tensortrace starts on a pseudo-terminal", start());
+    CHECK("the binary starts on a pseudo-terminal", start(bin));
     CHECK("the prompt appears", wait_for("tt> ", 10));
 
     /* Ctrl-C in a running chunk */

@@ -25,8 +25,9 @@ static const char *shp(const tt_tensor *t, char *buf) { return tt_shape_str(t, b
 static tt_status rope_check(const tt_tensor *x, const tt_tensor *pos, double base)
 {
     char sx[SHAPE_BUF], sp[SHAPE_BUF];
-    if (x->dtype != TT_FLOAT32)
-        return tt__err(TT_EARG, "rope: x must be float32, got %s %s; hint: x:float()", tt_dtype_name(x->dtype), shp(x, sx));
+    if (!tt_dtype_is_float(x->dtype))
+        return tt__err(TT_EARG, "rope: x must be a float tensor (float32, bfloat16, float16), got %s %s; hint: x:float()",
+                       tt_dtype_name(x->dtype), shp(x, sx));
     if (pos->dtype == TT_BOOL)
         return tt__err(TT_EARG, "rope: positions must be int64 or float32, got bool %s; hint: tt.arange(N)", shp(pos, sp));
     if (x->ndim == 0)
@@ -58,11 +59,11 @@ static tt_status rope_check(const tt_tensor *x, const tt_tensor *pos, double bas
     return TT_OK;
 }
 
-static tt_status rope_impl(tt_tensor *out, const tt_tensor *x, const tt_tensor *pos, double base,
-                           int interleaved, int inverse)
+/* x float32, checked */
+static tt_status rope_f32(tt_tensor *out, const tt_tensor *x, const tt_tensor *pos, double base,
+                          int interleaved, int inverse)
 {
-    tt_status st = rope_check(x, pos, base);
-    if (st) return st;
+    tt_status st;
     if ((st = tt__alloc(out, "rope", TT_FLOAT32, x->ndim, x->shape, x->names))) return st;
     const int lead = x->ndim - 1;
     const int64_t d = x->shape[lead], h = d / 2, n = tt_numel(x), np = tt_numel(pos);
@@ -108,6 +109,20 @@ static tt_status rope_impl(tt_tensor *out, const tt_tensor *x, const tt_tensor *
     return TT_OK;
 }
 
+/* a 16-bit x turns as its float32 copy, the result rounded once to x's dtype */
+static tt_status rope_impl(tt_tensor *out, const tt_tensor *x, const tt_tensor *pos, double base,
+                           int interleaved, int inverse)
+{
+    tt_status st = rope_check(x, pos, base);
+    if (st) return st;
+    tt_tensor wx = {0};
+    const tt_dtype dt = x->dtype;
+    if ((st = tt__widen(&wx, "rope", &x))) return st;
+    st = rope_f32(out, x, pos, base, interleaved, inverse);
+    tt_tensor_release(&wx);
+    return st ? st : tt__round_to(out, "rope", dt);
+}
+
 tt_status tt__rope(tt_tensor *out, const tt_tensor *x, const tt_tensor *positions, double base, int interleaved,
                    int inverse)
 {
@@ -138,14 +153,15 @@ tt_status tt_rope(tt_tensor *out, const tt_tensor *x, const tt_tensor *positions
 
 /* ===== Dropout =====
    mask = (u >= p) / (1 - p) for u uniform in [0, 1) from the seeded
-   generator (p = 1: all 0); out = x * mask, and the node keeps the mask
+   generator (p = 1: all 0); out = x * mask, in x's dtype, and the node keeps the mask
    so the backward multiplies by the very same one. */
 
 static tt_status dropout_impl(tt_tensor *out, tt_tensor *mask, const tt_tensor *x, double p)
 {
     char sx[SHAPE_BUF];
-    if (x->dtype != TT_FLOAT32)
-        return tt__err(TT_EARG, "dropout: x must be float32, got %s %s; hint: x:float()", tt_dtype_name(x->dtype), shp(x, sx));
+    if (!tt_dtype_is_float(x->dtype))
+        return tt__err(TT_EARG, "dropout: x must be a float tensor (float32, bfloat16, float16), got %s %s; "
+                       "hint: x:float()", tt_dtype_name(x->dtype), shp(x, sx));
     if (!(p >= 0 && p <= 1))
         return tt__err(TT_EARG, "dropout: p must be a probability in [0, 1], got %g", p);
     tt_status st = tt__alloc(mask, "dropout", TT_FLOAT32, x->ndim, x->shape, NULL);
@@ -155,7 +171,9 @@ static tt_status dropout_impl(tt_tensor *out, tt_tensor *mask, const tt_tensor *
     const float keep = p < 1 ? (float)(1.0 / (1.0 - p)) : 0.0f, pf = (float)p;
     tt__rand_uniform(m, n);
     for (int64_t i = 0; i < n; i++) m[i] = m[i] >= pf && p < 1 ? keep : 0.0f;
-    if ((st = tt_binary(out, TT_OP_MUL, x, mask))) return st;
+    /* a 16-bit x: the product in float32 (x * the float32 mask promotes),
+       rounded once back to x's dtype; the mask stays float32 for the backward */
+    if ((st = tt_binary(out, TT_OP_MUL, x, mask)) || (st = tt__round_to(out, "dropout", x->dtype))) return st;
     tt__set_names(out, x->names);
     return TT_OK;
 }

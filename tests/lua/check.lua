@@ -1,7 +1,7 @@
 -- check.lua — the Lua tests' counter: check, close, checkerror (in the
 -- spirit of Lua's own testes), report() ends with "N passed, N failed";
--- and the float64 references' rounding to bfloat16 and float16 (round16,
--- near16), shared by test_half.lua and test_autocast.lua.
+-- the float64 references' rounding to bfloat16 and float16 (round16,
+-- near16, once16), shared by the 16-bit tests; rope's float64 rotation.
 local M = {passed = 0, failed = 0}
 
 local function where(level)
@@ -123,6 +123,47 @@ function M.near16(descr, x, want, ulps, dt)
     if not ok and not bad then bad = string.format("[%d] got %.10g want %.10g", i, g, w) end
   end
   M.check(descr .. (bad and (" " .. bad) or ""), bad == nil, 2)
+end
+
+-- Every element of x (16-bit; dt, default its dtype) within half a unit in
+-- the last place of the float64 value want, plus eps for float32's own
+-- error: one rounding. Two roundings (an intermediate rounded to 16 bits)
+-- miss by up to a unit or more.
+function M.once16(descr, x, want, eps, dt)
+  dt = dt or x:dtype()
+  local got, bad, worst = M.flat(x:float():totable()), nil, 0
+  want = M.flat(want)
+  if #got ~= #want then M.check(descr .. ": " .. #got .. " elements, want " .. #want, false, 2); return end
+  for i = 1, #want do
+    local q = M.quantum16(dt, math.abs(M.round16(dt, want[i])))
+    local err = math.abs(got[i] - want[i])
+    worst = math.max(worst, err / q)
+    if err > 0.5 * q + eps and not bad then bad = string.format("[%d] got %.10g want %.10g", i, got[i], want[i]) end
+  end
+  M.check(string.format("%s (worst %.3g ulp)%s", descr, worst, bad and (" " .. bad) or ""),
+          bad == nil and x:dtype() == dt, 2)
+end
+
+-- ===== rope's float64 reference (test_block.lua, test_half_nn.lua) =====
+-- x [B][N][D] (nested tables) turned by pos[n]: pair (i, i + D/2), or
+-- (2i, 2i + 1) interleaved, by the angle pos[n] * base^(-2i/D).
+function M.rope_ref(x, pos, base, interleaved)
+  local out = {}
+  for b = 1, #x do
+    out[b] = {}
+    for n = 1, #x[b] do
+      local row, d = x[b][n], #x[b][n]
+      local h, y = d // 2, {}
+      for i = 0, h - 1 do
+        local ia, ib = interleaved and 2 * i + 1 or i + 1, interleaved and 2 * i + 2 or i + 1 + h
+        local ang = pos[n] * base ^ (-2 * i / d)
+        y[ia] = row[ia] * math.cos(ang) - row[ib] * math.sin(ang)
+        y[ib] = row[ib] * math.cos(ang) + row[ia] * math.sin(ang)
+      end
+      out[b][n] = y
+    end
+  end
+  return out
 end
 
 -- ===== running ./tensortrace from a test =====

@@ -1,5 +1,5 @@
 -- test_block.lua — the transformer block's pieces from Lua: tt.rope
--- (against a float64 rotation written here, relative positions, gradcheck,
+-- (against check.lua's float64 rotation, relative positions, gradcheck,
 -- errors), tt.dropout and nn.Dropout (statistics with a fixed seed, the
 -- same mask in backward, p = 0 and 1, eval), nn.FeedForward, nn.Attention
 -- and nn.Block against a float64 reference written here for a tiny config,
@@ -9,24 +9,7 @@ local check, close, checkerror = T.check, T.close, T.checkerror
 
 -- ===== rope =====
 -- x [2, 3, 6] (non-contiguous: a transpose), positions 4, -1, 17
-local function rope_ref(x, pos, base, interleaved)
-  local out = {}
-  for b = 1, #x do
-    out[b] = {}
-    for n = 1, #x[b] do
-      local row, d = x[b][n], #x[b][n]
-      local h, y = d // 2, {}
-      for i = 0, h - 1 do
-        local ia, ib = interleaved and 2 * i + 1 or i + 1, interleaved and 2 * i + 2 or i + 1 + h
-        local ang = pos[n] * base ^ (-2 * i / d)
-        y[ia] = row[ia] * math.cos(ang) - row[ib] * math.sin(ang)
-        y[ib] = row[ib] * math.cos(ang) + row[ia] * math.sin(ang)
-      end
-      out[b][n] = y
-    end
-  end
-  return out
-end
+local rope_ref = T.rope_ref
 tt.manual_seed(3)
 local xt = tt.randn(2, 6, 3):transpose(2, 3)
 check("rope input is strided", not xt:is_contiguous())
@@ -85,7 +68,7 @@ check("dropout p = 1 is 0", tt.dropout(x, 1):abs():sum():item() == 0)
 check("dropout train = false gives x itself", tt.dropout(x, 0.5, false) == x)
 checkerror({"dropout: p must be a probability in [0, 1], got 1.5"}, tt.dropout, x, 1.5)
 checkerror({"dropout: p must be a probability in [0, 1], got -0.1"}, tt.dropout, x, -0.1, false)
-checkerror({"dropout: x must be float32, got int64"}, tt.dropout, tt.arange(3):long(), 0.5)
+checkerror({"dropout: x must be a float tensor (float32, bfloat16, float16), got int64"}, tt.dropout, tt.arange(3):long(), 0.5)
 local drop = tt.nn.Dropout(0.25)
 check("nn.Dropout p and tostring", drop.p == 0.25 and tostring(drop) == "Dropout(p=0.25)")
 check("nn.Dropout trains by default", drop.training == true and drop(ones):eq(0):any():item())

@@ -4,22 +4,7 @@
 local T = dofile("tests/lua/check.lua")
 local check, round16, flat = T.check, T.round16, T.flat
 
--- Every element of x (16-bit) within half a unit in the last place of the
--- float64 value want, plus eps for float32's own error: one rounding. Two
--- roundings (an intermediate rounded to 16 bits) miss by up to a unit or more.
-local function once(descr, x, want, eps)
-  local dt, got, bad, worst = x:dtype(), flat(x:float():totable()), nil, 0
-  want = flat(want)
-  if #got ~= #want then check(descr .. ": " .. #got .. " elements, want " .. #want, false, 2); return end
-  for i = 1, #want do
-    local q = T.quantum16(dt, math.abs(round16(dt, want[i])))
-    local err = math.abs(got[i] - want[i])
-    worst = math.max(worst, err / q)
-    if err > 0.5 * q + eps and not bad then bad = string.format("[%d] got %.10g want %.10g", i, got[i], want[i]) end
-  end
-  check(string.format("%s (worst %.3g ulp)%s", descr, worst, bad and (" " .. bad) or ""),
-        bad == nil and x:dtype() == dt, 2)
-end
+local once = T.once16
 
 local R, C = 6, 37
 -- weights for the loss sum(y * c): multiples of 1/8, exact in both dtypes,
@@ -122,6 +107,37 @@ for dt in pairs(T.FMT16) do
     end
   end
   once(dt .. ": norm(3, 2) backward", g, want, 2^-22 * 8)
+  -- norm(2, 2): g x / y
+  g, c = grad_of(function(t) return t:norm(2, 2) end)
+  want = {}
+  for i = 1, R do
+    local s = 0
+    for j = 1, C do s = s + at(i, j) ^ 2 end
+    local y = round16(dt, math.sqrt(s))
+    for j = 1, C do want[#want + 1] = c[i] * at(i, j) / y end
+  end
+  once(dt .. ": norm(2, 2) backward", g, want, 2^-22 * 8)
+
+  -- 1.5^x: g y log(1.5), y its 16-bit result
+  g, c = grad_of(function(t) return 1.5 ^ t end)
+  want = {}
+  for k = 1, #xs do want[k] = c[k] * round16(dt, 1.5 ^ xs[k]) * math.log(1.5) end
+  once(dt .. ": 1.5^x backward", g, want, 2^-22 * 8)
+  -- a^b of two tensors: g b a^(b-1) to a, g y log(a) to b
+  local pa = (x:detach():abs() + 0.5):requires_grad_()
+  local pb = (x:detach():mT():contiguous():view(R, C) * 0.5):requires_grad_()
+  local y = pa ^ pb
+  c = weights(y:numel())
+  local loss = (y:float() * tt.tensor(c):view(y:shape())):sum()
+  loss:backward()
+  local as, bs = flat(pa:float():totable()), flat(pb:float():totable())
+  local wa, wb = {}, {}
+  for k = 1, #as do
+    wa[k] = c[k] * bs[k] * as[k] ^ (bs[k] - 1)
+    wb[k] = c[k] * round16(dt, as[k] ^ bs[k]) * math.log(as[k])
+  end
+  once(dt .. ": a^b backward to a", pa.grad, wa, 2^-22 * 8)
+  once(dt .. ": a^b backward to b", pb.grad, wb, 2^-22 * 8)
 
   -- einsum of three 16-bit operands: the gradient of the first is g
   -- contracted with the other two, in float32, rounded once
