@@ -16,7 +16,8 @@
 #include "base.h"
 
 /* Under AddressSanitizer the buffers of the cache and the slabs are
-   poisoned while nobody owns them, and every buffer handed out is followed
+   poisoned while nobody owns them (but a cached buffer's free-list link),
+   and every buffer handed out is followed
    by at least REDZONE poisoned bytes (its class's slack, a redzone): to
    ASan the cache and the slabs are ordinary allocations, so an overflow
    into a neighbouring buffer of one slab, into a block's slack or into a
@@ -30,7 +31,7 @@
 #endif
 #ifdef TT_ASAN
 #include <sanitizer/asan_interface.h>
-#define REDZONE 64
+#define REDZONE 16                      /* ASan's own least redzone */
 #define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
 #else
@@ -107,20 +108,11 @@ static size_t class_size(int idx)
     return top + (size_t)((idx - 4) % 4 + 1) * (top / 4);
 }
 
-/* the free list's link inside a poisoned block */
-static freeblock *block_next(freeblock *b)
-{
-    UNPOISON(b, sizeof *b);
-    freeblock *next = b->next;
-    POISON(b, sizeof *b);
-    return next;
-}
-
 static void *cache_take(int idx, size_t sz)
 {
     freeblock *b = idx < NCLASSES ? freelist[idx] : NULL;
     if (b == NULL) return NULL;
-    freelist[idx] = block_next(b);
+    freelist[idx] = b->next;
     freecount[idx]--;
     if (sz >= SMALL_LIMIT) cache_bytes -= (int64_t)sz;
     else small_bytes -= (int64_t)sz;
@@ -146,7 +138,9 @@ static void cache_put(void *p, size_t sz, int idx)
     freeblock *b = p;
     UNPOISON(b, sizeof *b);                 /* a slab's fresh block is poisoned */
     b->next = freelist[idx];
-    POISON(p, sz);
+    /* the link stays readable: LeakSanitizer follows no pointer in poisoned
+       memory, and would call the rest of the list leaked */
+    POISON((char *)p + sizeof *b, sz - sizeof *b);
     freelist[idx] = b;
     freecount[idx]++;
     if (sz >= SMALL_LIMIT) cache_bytes += (int64_t)sz;
@@ -306,7 +300,7 @@ static void cache_drop(void)
     for (int i = 0; i < NCLASSES; i++) {
         while (freelist[i]) {
             freeblock *b = freelist[i];
-            freelist[i] = block_next(b);
+            freelist[i] = b->next;
             buffer_free(b, class_size(i));
         }
         freecount[i] = 0;
