@@ -15,6 +15,31 @@
 
 #include "base.h"
 
+/* Under AddressSanitizer the buffers of the cache and the slabs are
+   poisoned while nobody owns them (but a cached buffer's free-list link),
+   and every buffer handed out is followed
+   by at least REDZONE poisoned bytes (its class's slack, a redzone): to
+   ASan the cache and the slabs are ordinary allocations, so an overflow
+   into a neighbouring buffer of one slab, into a block's slack or into a
+   cached buffer is reported (tests/test_bounds.c plants one). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TT_ASAN 1
+#endif
+#endif
+#ifdef TT_ASAN
+#include <sanitizer/asan_interface.h>
+#define REDZONE 16                      /* ASan's own least redzone */
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define REDZONE 0
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 static int64_t mem_in_use, mem_peak, mem_cap;
 static int64_t names_bytes;             /* interned strings and their table (intern.c) */
 static int64_t other_bytes;             /* figure canvases (tt__mem_reserve) */
@@ -111,7 +136,11 @@ static void cache_put(void *p, size_t sz, int idx)
         return;
     }
     freeblock *b = p;
+    UNPOISON(b, sizeof *b);                 /* a slab's fresh block is poisoned */
     b->next = freelist[idx];
+    /* the link stays readable: LeakSanitizer follows no pointer in poisoned
+       memory, and would call the rest of the list leaked */
+    POISON((char *)p + sizeof *b, sz - sizeof *b);
     freelist[idx] = b;
     freecount[idx]++;
     if (sz >= SMALL_LIMIT) cache_bytes += (int64_t)sz;
@@ -216,6 +245,7 @@ static void *slab_new(size_t sz, int idx)
         return NULL;
     }
     (void)madvise(p, SLAB, MADV_HUGEPAGE);
+    POISON(p, SLAB);
     stranded_bytes += (int64_t)(SLAB - (size_t)k * sz);   /* the slack at its end */
     for (int i = k - 1; i >= 1; i--) cache_put((char *)p + (size_t)i * sz, sz, idx);
     return p;
@@ -251,6 +281,7 @@ static void buffer_free(void *p, size_t sz)
     if (e) {
         if (--e->blocks > 0) {
             stranded_bytes += (int64_t)sz;
+            POISON(p, sz);
             return;
         }
         stranded_bytes -= (int64_t)(SLAB - sz);           /* the others and the slack */
@@ -349,7 +380,7 @@ tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
     if (s) free_headers = s->data;
     else if ((s = malloc(sizeof *s)) == NULL) return tt__err(TT_ENOMEM, "out of memory");
     int idx;                                /* classes are multiples of 64, as aligned_alloc needs */
-    size_t sz = size_class((size_t)nbytes, &idx);
+    size_t sz = size_class((size_t)nbytes + REDZONE, &idx);
     s->data = cache_take(idx, sz);
     if (s->data == NULL) s->data = buffer_alloc(sz, idx);
     if (s->data == NULL) {
@@ -358,7 +389,9 @@ tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
         tt_fmt_bytes(want, sizeof want, (double)nbytes);
         return tt__err(TT_ENOMEM, "out of memory allocating %s", want);
     }
-    if (zero) memset(s->data, 0, sz);
+    UNPOISON(s->data, (size_t)nbytes);
+    POISON((char *)s->data + nbytes, sz - (size_t)nbytes);
+    if (zero) memset(s->data, 0, (size_t)nbytes);
     s->nbytes = nbytes;
     s->refcount = 1;
     s->version = 0;
@@ -375,7 +408,7 @@ void tt__storage_release(tt_storage *s)
     if (s == NULL || --s->refcount > 0) return;
     mem_in_use -= s->nbytes;
     int idx;
-    size_t sz = size_class((size_t)s->nbytes, &idx);
+    size_t sz = size_class((size_t)s->nbytes + REDZONE, &idx);
     cache_put(s->data, sz, idx);
     s->data = free_headers;                 /* headers are reused too */
     free_headers = s;

@@ -12,7 +12,10 @@ every leaf's gradient are compared with float32 tolerances; a case outside
 them counts as a failure only if tt is also outside them from torch in
 float32 and further from float64 than torch float32 is (ill-conditioned
 programs are not tt's fault). Programs where float64 torch itself gives
-NaN or inf in the loss are skipped.
+NaN or inf in the loss are skipped. Some ops run in bfloat16 or float16
+(creation, einsum's reductions, promotion with 0-d tensors: op_half),
+against float64 with the 16-bit rounding modelled, their result's dtype
+compared through its finfo eps.
 
     /usr/bin/python3 tests/diff/difftest.py --n 100000 --seed 1 --batch 400
     (make difftest N=...)
@@ -844,8 +847,135 @@ def op_sdpa(p, x):
     return True
 
 
+# ===== 16 bits: creation, einsum's reductions, promotion with 0-d tensors.
+# The reference is float64 with the 16-bit rounding modelled: values
+# computed exactly (in float64) from the 16-bit operands, rounded once to
+# the result's dtype, which torch.result_type gives (PyTorch's promotion).
+# torch's own bfloat16 sum over several dims rounds partial sums, so it is
+# not the reference for einsum. Each op reads a fresh input (exact float32
+# values on both sides), and its result goes back to float32 for the loss.
+
+HALF = {"bfloat16": torch.bfloat16, "float16": torch.float16}
+RUN_DTYPE = [torch.float64]     # run_torch's float dtype: what a 16-bit result goes back to
+
+
+def back(t):
+    return t.to(RUN_DTYPE[0])
+
+
+def half_eps(p, r16):
+    """an aux value that tells the result's dtype: its finfo eps"""
+    nm = p.name()
+    p.stmt(nm, "tt.tensor(tt.finfo(%s:dtype()).eps)" % r16,
+           lambda e, r=r16: torch.tensor(torch.finfo(e[r].dtype).eps, dtype=torch.float64), [], (), live=False)
+    p.aux.append(nm)
+
+
+def half_einsum(p, dt):
+    r = p.rng
+    s = rand_shape(r, r.choice([1, 2, 3]))
+    ax = list(LETTERS[:len(s)])
+    outax = [a for a in ax if r.random() < 0.4]
+    r.shuffle(outax)
+    spec = "".join(ax) + "->" + "".join(outax)
+    x = p.new_input(s)
+    h, nm = p.name(), p.name()
+    p.stmt(h, 'tt.einsum("%s", %s:to("%s"))' % (spec, x, dt),
+           lambda e, x=x, spec=spec, t=HALF[dt]: torch.einsum(spec, e[x].to(t).double()).to(t), [], (x,), live=False)
+    p.stmt(nm, h + ":float()", lambda e, h=h: back(e[h]), [s[ax.index(a)] for a in outax], ())
+    half_eps(p, h)
+    p.ops.append("einsum16")
+
+
+def half_zero_d(p, dt):
+    """a 16-bit tensor with a 0-d tensor (float32, 16-bit or int64), either side"""
+    r = p.rng
+    op = r.choice(["+", "-", "*"])
+    fn = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}[op]
+    sx = [] if r.random() < 0.2 else rand_shape(r, r.choice([1, 2]))
+    x = p.new_input(sx)
+    kind = r.choice(["float32", "float32", "bfloat16", "float16", "int64"])
+    if kind == "int64":
+        c = p.const_int([], -4, 4)
+        lua_c, py_c = c, lambda e, c=c: e[c]
+    else:
+        c = p.const_float([])
+        conv = "" if kind == "float32" else ':to("%s")' % kind
+        lua_c = c + conv
+        py_c = (lambda e, c=c: e[c].float()) if kind == "float32" else (lambda e, c=c, t=HALF[kind]: e[c].to(t))
+    first = r.random() < 0.5
+    lx = '%s:to("%s")' % (x, dt)
+    lua = "(%s %s %s)" % ((lx, op, lua_c) if first else (lua_c, op, lx))
+
+    def ref(e, x=x, t=HALF[dt], first=first, py_c=py_c, fn=fn):
+        a, b = e[x].to(t), py_c(e)
+        if not first:
+            a, b = b, a
+        return fn(a.double(), b.double()).to(torch.result_type(a, b))
+    h, nm = p.name(), p.name()
+    p.stmt(h, lua, ref, sx, (x,), live=False)
+    p.stmt(nm, h + ":float()", lambda e, h=h: back(e[h]), sx, ())
+    half_eps(p, h)
+    p.ops.append("promote0d")
+
+
+def half_create(p, dt):
+    """arange, full, tensor (with NaN and inf: isnan too) and rand's range, sizes 0 and 1 included"""
+    r = p.rng
+    t = HALF[dt]
+    what = r.choice(["arange", "arange3", "full", "tensor", "rand"])
+    nm = p.name()
+    if what == "arange":
+        n = r.choice([0, 1, 2, 5, 300, 2100])
+        p.stmt(nm, 'tt.arange(%d, "%s"):float()' % (n, dt), lambda e, n=n: back(torch.arange(n, dtype=t)), [n], (),
+               live=n > 0)
+    elif what == "arange3":
+        a, step = r.randrange(-3000, 3000), r.choice([-7, -3, -1, 1, 2, 5])
+        b = a + step * r.randrange(0, 40)
+        n = len(range(a, b, step))
+        # each value a + i*step rounded once (torch rounds a and step to the
+        # dtype first, which differs from about 256 on in bfloat16)
+        p.stmt(nm, 'tt.arange(%d, %d, %d, "%s"):float()' % (a, b, step, dt),
+               lambda e, a=a, b=b, st=step: back(torch.arange(a, b, st, dtype=torch.float64).to(t)), [n], (),
+               live=n > 0)
+    elif what == "full":
+        s = [r.choice([0, 1, 1, 2, 3]) for _ in range(r.choice([0, 1, 2]))]
+        v = p.values(1)[0]
+        shape = lua_list([str(k) for k in s])
+        p.stmt(nm, 'tt.full(%s, %s, "%s"):float()' % (shape, num(v), dt),
+               lambda e, s=tuple(s), v=v: back(torch.full(s, v, dtype=t)), s, (), live=numel(s) > 0)
+    elif what == "tensor":
+        n = r.choice([1, 2, 5, 9])
+        vals = [r.choice([math.nan, math.inf, -math.inf, 65520.0, 1e-8]) if r.random() < 0.2 else v
+                for v in p.values(n)]
+        h = p.name()
+        p.stmt(h, 'tt.tensor(%s, "%s")' % (lua_list([num(v) for v in vals]), dt),
+               lambda e, vals=vals: torch.tensor(vals, dtype=torch.float32).to(t), [n], (), live=False)
+        p.stmt(nm, "%s:isnan():float()" % h, lambda e, h=h: back(torch.isnan(e[h])), [n], (), live=False)
+        p.aux.append(nm)
+        fin = p.name()           # the finite values (inf and NaN would make the loss NaN)
+        p.stmt(fin, "%s:masked_fill(%s:isnan() | %s:abs():eq(math.huge), 0):float()" % (h, h, h),
+               lambda e, h=h: back(e[h].masked_fill(torch.isnan(e[h]) | torch.isinf(e[h]), 0)), [n], ())
+    else:                        # rand: the count outside [0, 1), 0 in torch
+        n = r.choice([0, 1, 7, 5000])
+        h = p.name()
+        p.stmt(h, 'tt.rand(%d, "%s")' % (n, dt), lambda e, n=n: torch.rand(n, dtype=t), [n], (), live=False)
+        p.stmt(nm, "(%s:lt(0) | %s:ge(1)):float():sum()" % (h, h),
+               lambda e, h=h: back(((e[h] < 0) | (e[h] >= 1)).sum()), [], (), live=False)
+        p.aux.append(nm)
+    if nm not in p.live and nm not in p.aux:     # empty: compared as an aux value (its size), fed to no op
+        p.aux.append(nm)
+    p.ops.append(what + "16")
+
+
+def op_half(p, x):
+    dt = p.rng.choice(list(HALF))
+    p.rng.choice([half_einsum, half_zero_d, half_zero_d, half_create])(p, dt)
+    return True
+
+
 OPS = [(op_unary, 6), (op_binary, 6), (op_reduce, 4), (op_view, 5), (op_matmul, 2), (op_einsum, 2),
-       (op_rearrange, 1), (op_mask, 2), (op_join, 2), (op_cross_entropy, 1), (op_sdpa, 1.5)]
+       (op_rearrange, 1), (op_mask, 2), (op_join, 2), (op_cross_entropy, 1), (op_sdpa, 1.5), (op_half, 2)]
 
 
 def generate(rng, pid):
@@ -960,6 +1090,7 @@ def run_torch(p, dtype, jitter=0):
     """the program in torch; jitter: each float input moved by up to that
     many float32 ulps (seeded), to measure how much rounding moves the result"""
     env = {}
+    RUN_DTYPE[0] = dtype
     gen = torch.Generator().manual_seed(jitter)
     for nm, (kind, shape, vals) in p.consts.items():
         if kind == "float32":
