@@ -1687,6 +1687,21 @@ static void test_plot_error_bars(void)
           !colour_near(&c, cx - 3, g.ay + g.ah + 3, 1, tt_plot_colour(1), 60));
     tt_canvas_free(&c);
 
+    /* log y: fixed ends are the axis' ends (log10), ticks and minor ticks
+       fit even 600 decades apart */
+    o.ylog = 1;
+    o.ymin = 1.0;
+    o.ymax = 1000.0;
+    CHECK("log plot with ymin, ymax renders", tt_plot_render(&c, &g, s, 1, &o) == TT_OK);
+    CHECK("log: ymin and ymax are the axis' ends", fabs(g.ylo) < 1e-12 && fabs(g.yhi - 3.0) < 1e-12);
+    tt_canvas_free(&c);
+    o.ymin = 1e-300;
+    o.ymax = 1e300;
+    CHECK("log plot over 600 fixed decades renders", tt_plot_render(&c, &g, s, 1, &o) == TT_OK);
+    CHECK("... with its ends and a handful of decade ticks", fabs(g.ylo + 300.0) < 1e-9 &&
+          fabs(g.yhi - 300.0) < 1e-9 && g.nyticks >= 3 && g.nyticks <= 12);
+    tt_canvas_free(&c);
+
     /* the SVG: each bar and its two caps, lines of the series' colour */
     const char *svg = tpath("plot_bars.svg");
     CHECK("plot with bars writes SVG", tt_plot_write(svg, s, 1, NULL) == TT_OK);

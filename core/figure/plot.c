@@ -125,7 +125,8 @@ static double minor_above(double e)
 static void axis_setup(axis *a, double vmin, double vmax, int want, double fix_lo, double fix_hi)
 {
     if (a->log) {
-        const double dlo = log10(vmin), dhi = log10(vmax);
+        /* fixed ends set the decades, so the ticks fit however far apart they are */
+        const double dlo = log10(isnan(fix_lo) ? vmin : fix_lo), dhi = log10(isnan(fix_hi) ? vmax : fix_hi);
         double lo = floor(dlo), hi = ceil(dhi);
         if (hi <= lo) hi = lo + 1.0;
         const int decades = (int)(hi - lo), step = (decades + want - 1) / want;
@@ -155,7 +156,8 @@ static void axis_setup(axis *a, double vmin, double vmax, int want, double fix_l
             for (double e = floor(lo); e < hi; e += 1.0)
                 for (int m = 2; m <= 9; m++) {
                     const double me = e + log10((double)m);
-                    if (me > lo + 1e-9 && me < hi - 1e-9) a->minor[a->nminor++] = me;
+                    if (me > lo + 1e-9 && me < hi - 1e-9 && a->nminor < TT_PLOT_MAX_TICKS * 8)
+                        a->minor[a->nminor++] = me;
                 }
     } else {
         double lo = vmin, hi = vmax;
