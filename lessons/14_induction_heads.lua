@@ -256,7 +256,7 @@ tt.plot({
   {name = string.format("ln %d: a uniform guess", V), x = xs, y = guess},
 }, "images/14_loss.png", {
   title = string.format("Training loss, mean over %d steps: the repeated part drops suddenly", WINDOW),
-  xtitle = "step", ytitle = "loss (nats per token)" })
+  xtitle = "step", ytitle = "loss (nats per token)", ymin = 0 })
 print("Figure: " .. tt.figure_path("images/14_loss.png") .. ", the loss of the two parts during training.")
 -- the step where the repeated-token loss first falls below half the uniform guess
 local drop_at

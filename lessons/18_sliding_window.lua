@@ -486,19 +486,16 @@ print("part of the weight on the first tokens in the layers above the bottom two
 print("and StreamingLLM numbers positions inside the cache, where this lesson keeps")
 print("each token's own position.")
 -- the figure: what keeping keys 1..4 wins back (window - sinks) against W,
--- per model, with the band of one standard error either side
+-- one line a model, with a bar of one standard error either side
 local ws, series = {}, {}
 for i, r in ipairs(sink_rows) do ws[i] = r.w end
 for _, mdl in ipairs({{"twin (BOS)", twin_rows}, {"lesson 16", sink_rows}}) do
-  local mid, lo, hi = {}, {}, {}
-  for i, r in ipairs(mdl[2]) do mid[i], lo[i], hi[i] = r.evict, r.evict - r.evict_se, r.evict + r.evict_se end
-  series[#series + 1] = {name = mdl[1], x = ws, y = mid}
-  series[#series + 1] = {name = mdl[1] .. " - 1 SE", x = ws, y = lo}
-  series[#series + 1] = {name = mdl[1] .. " + 1 SE", x = ws, y = hi}
+  local mid, se = {}, {}
+  for i, r in ipairs(mdl[2]) do mid[i], se[i] = r.evict, r.evict_se end
+  series[#series + 1] = {name = mdl[1], x = ws, y = mid, yerr = se}
 end
-series[#series + 1] = {name = "0 (no gain)", x = {4, 16}, y = {0, 0}}
 tt.plot(series, "images/18_sinks.png", {
   title = "What 4 sinks win back: loss(window W) - loss(W + 4 sinks), 96 windows, one seed",
-  xtitle = "window W (keys)", ytitle = "nats (mean, and mean +/- 1 SE)" })
+  xtitle = "window W (keys)", ytitle = "nats won back (mean +/- 1 SE)" })
 print("Figure: " .. tt.figure_path("images/18_sinks.png") .. ": what the sinks win back against W, both models,")
-print("with a band of one standard error either side.")
+print("with a bar of one standard error either side.")

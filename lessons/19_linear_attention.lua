@@ -377,7 +377,7 @@ tt.plot({
   {name = "uniform guess", x = wx, y = guess},
 }, "images/19_loss.png", {
   title = string.format("Training loss on the repeated part, mean over %d steps", WINDOW),
-  xtitle = "step", ytitle = "loss (nats per token)" })
+  xtitle = "step", ytitle = "loss (nats per token)", ymin = 0 })
 print("Figure: " .. tt.figure_path("images/19_loss.png") .. ", the repeated part's training loss, both runs.")
 local function drop_at(ys)        -- the first window below ln V / 2, as lesson 14 reads it
   for i, y in ipairs(ys) do if y < math.log(V) / 2 then return wx[i] end end

@@ -288,7 +288,7 @@ for i, bin in ipairs(bins) do bx[i], ball[i], blast[i] = bin.x, bin.all, bin.las
 tt.plot({{name = "all in bf16", x = bx, y = ball},
          {name = "weights only", x = bx, y = blast}}, "images/20_bf16_error.png", {
   title = "bfloat16 attention weights: the error grows with |score| (32 x 32, Dh = 64, one draw)",
-  xtitle = "|score| (bins 0.5 wide, centre)", ytitle = "mean relative error of a weight (%)" })
+  xtitle = "|score| (bins 0.5 wide, centre)", ytitle = "mean relative error of a weight (%)", ymin = 0 })
 tt.trace.on()
 print("Figure: " .. tt.figure_path("images/20_bf16_error.png") .. ": the mean relative error against |score|, in")
 print("bins 0.5 wide; the weights' own rounding stays flat, the whole computation's grows.")

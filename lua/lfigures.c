@@ -679,18 +679,19 @@ static const double *series_values(lua_State *L, int idx, int k, const char *key
     return out;   /* the value and the array stay on the stack */
 }
 
-/* One series table at idx: {name = ..., x = ..., y = ...}. */
+/* One series table at idx: {name = ..., x = ..., y = ..., yerr = ...}. */
 static void read_series(lua_State *L, int idx, int k, tt_plot_series *s)
 {
     luaL_checkstack(L, 8, "too many series");
     if (lua_type(L, idx) != LUA_TTABLE)
         ltt_error(L, "plot: series %d must be a table {name = ..., x = {...}, y = {...}}, not a %s", k,
                   luaL_typename(L, idx));
-    static const char *const keys[] = { "name", "x", "y", NULL };
+    static const char *const keys[] = { "name", "x", "y", "yerr", NULL };
     ltt_check_opts(L, idx, "plot (a series)", keys);
     s->name = opt_string(L, idx, "plot", "name");
     s->x = series_values(L, idx, k, "x", &s->nx);
     s->y = series_values(L, idx, k, "y", &s->ny);
+    s->yerr = series_values(L, idx, k, "yerr", &s->nyerr);
     if (!s->y)
         ltt_error(L, "plot: series %d%s%s%s has no y; hint: {name = \"loss\", x = steps, y = losses} "
                   "(x defaults to 1, 2, ...)", k, s->name ? " '" : "", s->name ? s->name : "",
@@ -701,9 +702,19 @@ static void read_series(lua_State *L, int idx, int k, tt_plot_series *s)
      title, xtitle, ytitle  strings
      xlog, ylog   booleans: log axes, a tick a decade labelled 10^k
      legend       boolean (default: on for more than one series)
-     markers      boolean (default: on when no series has over 20 points) */
+     markers      boolean (default: on when no series has over 20 points)
+     ymin, ymax   numbers: fixed ends of the y axis (default: the data and its bars) */
 static const char *const plot_opts[] = { "title", "xtitle", "ytitle", "xlog", "ylog", "legend",
-                                         "markers", NULL };
+                                         "markers", "ymin", "ymax", NULL };
+
+/* opts.ymin or opts.ymax: a finite number, or NaN when absent. */
+static double plot_end(lua_State *L, int opts, const char *name)
+{
+    int has;
+    const double v = opt_number(L, opts, "plot", name, &has);
+    if (has && !isfinite(v)) ltt_error(L, "plot: option '%s' must be a finite number, not %g", name, v);
+    return has ? v : (double)NAN;
+}
 
 static int ltt_plot(lua_State *L)
 {
@@ -742,6 +753,8 @@ static int ltt_plot(lua_State *L)
     o.ylog = ltt_optflag(L, opts, "plot", "ylog", 0);
     o.legend = ltt_optflag(L, opts, "plot", "legend", -1);
     o.markers = ltt_optflag(L, opts, "plot", "markers", -1);
+    o.ymin = plot_end(L, opts, "ymin");
+    o.ymax = plot_end(L, opts, "ymax");
     char source[256], shape[64];
     where(L, source, sizeof source);
     snprintf(shape, sizeof shape, "%d series", ns);

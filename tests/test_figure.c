@@ -1452,7 +1452,7 @@ static void test_plot_lines(void)
     /* two series of different lengths; the second's x not sorted */
     const double x0[5] = { 1, 2, 3, 4, 5 }, y0[5] = { 0.5, 2.5, 1.0, 3.5, 3.0 };
     const double x1[4] = { 0.5, 4.5, 2.0, 3.0 }, y1[4] = { -1.0, 2.0, 0.0, -0.5 };
-    const tt_plot_series s[2] = { { "first", x0, y0, 5, 5 }, { "second", x1, y1, 4, 4 } };
+    const tt_plot_series s[2] = { { "first", x0, y0, 5, 5, NULL, 0 }, { "second", x1, y1, 4, 4, NULL, 0 } };
     tt_plot_opts o;
     tt_plot_opts_init(&o);
     o.title = "Two series";
@@ -1516,7 +1516,7 @@ static void test_plot_lines(void)
     /* one series: no legend; markers off past 20 points */
     double xs[30], ys[30];
     for (int i = 0; i < 30; i++) { xs[i] = i; ys[i] = i * i; }
-    const tt_plot_series one = { NULL, xs, ys, 30, 30 };
+    const tt_plot_series one = { NULL, xs, ys, 30, 30, NULL, 0 };
     CHECK("one long series renders", tt_plot_render(&c, &g, &one, 1, NULL) == TT_OK);
     CHECK("one series: no legend", g.legend_n == 0);
     tt_plot_point(&g, 0, 0, xs[10], ys[10], &px, &py);
@@ -1530,7 +1530,7 @@ static void test_plot_log_and_gaps(void)
 {
     const double x[6] = { 3, 20, 150, 900, 1500, 2000 };
     const double y[6] = { 9, 400, 22500, 810000, 2.25e6, 4e6 };
-    const tt_plot_series s = { "N squared", x, y, 6, 6 };
+    const tt_plot_series s = { "N squared", x, y, 6, 6, NULL, 0 };
     tt_plot_opts o;
     tt_plot_opts_init(&o);
     o.xlog = o.ylog = 1;
@@ -1559,14 +1559,14 @@ static void test_plot_log_and_gaps(void)
 
     /* data inside one decade: the ends stay whole decades, so two ticks show */
     const double nx[3] = { 20, 40, 80 };
-    const tt_plot_series ns = { "narrow", nx, nx, 3, 3 };
+    const tt_plot_series ns = { "narrow", nx, nx, 3, 3, NULL, 0 };
     CHECK("narrow log plot renders", tt_plot_render(&c, &g, &ns, 1, &o) == TT_OK);
     CHECK("log axis inside one decade: 10 .. 100", g.xlo == 1.0 && g.xhi == 2.0 && g.nxticks == 2);
     tt_canvas_free(&c);
 
     /* NaN: the point is left out and the line breaks there */
     const double gx[5] = { 1, 2, 3, 4, 5 }, gy[5] = { 1, 5, NAN, 5, 1 };
-    const tt_plot_series gs = { "gap", gx, gy, 5, 5 };
+    const tt_plot_series gs = { "gap", gx, gy, 5, 5, NULL, 0 };
     CHECK("plot with a NaN renders", tt_plot_render(&c, &g, &gs, 1, NULL) == TT_OK);
     CHECK("one point skipped", g.skipped == 1);
     tt_plot_point(&g, 0, 0, 3.0, 5.0, &px, &py);
@@ -1580,7 +1580,7 @@ static void test_plot_log_and_gaps(void)
 static void test_plot_tick_room(void)
 {
     const double x[2] = { 123456.0, 987654.0 }, y[2] = { 1, 2 };
-    const tt_plot_series s = { "wide", x, y, 2, 2 };
+    const tt_plot_series s = { "wide", x, y, 2, 2, NULL, 0 };
     tt_canvas c;
     tt_plot_geom g;
     CHECK("plot with wide x labels renders", tt_plot_render(&c, &g, &s, 1, NULL) == TT_OK);
@@ -1591,7 +1591,7 @@ static void test_plot_tick_room(void)
     tt_canvas_free(&c);
     /* thirty decades: a tick every few, labels apart */
     const double lx[2] = { 1e-15, 1e15 }, ly[2] = { 1, 2 };
-    const tt_plot_series ls = { "decades", lx, ly, 2, 2 };
+    const tt_plot_series ls = { "decades", lx, ly, 2, 2, NULL, 0 };
     tt_plot_opts o;
     tt_plot_opts_init(&o);
     o.xlog = 1;
@@ -1610,7 +1610,7 @@ static void test_plot_long_series(void)
     for (int i = 0; i < N; i++) y[i] = (i % 7) * 0.01;
     y[123457] = 10.0;    /* one spike up, one down, inside a column of many points */
     y[54321] = -10.0;
-    const tt_plot_series s = { "long", NULL, y, N, N };
+    const tt_plot_series s = { "long", NULL, y, N, N, NULL, 0 };
     tt_canvas c;
     tt_plot_geom g;
     const double t0 = (double)clock() / CLOCKS_PER_SEC;
@@ -1628,6 +1628,90 @@ static void test_plot_long_series(void)
     free(y);
 }
 
+/* Count of needle in hay (n bytes). */
+static int count_of(const char *hay, long n, const char *needle)
+{
+    int k = 0;
+    const size_t m = strlen(needle);
+    for (long i = 0; i + (long)m <= n; i++) k += !memcmp(hay + i, needle, m);
+    return k;
+}
+
+/* Point i's error bar (half-width e) of series k: a cap of the series'
+   colour on the rows of y + e and y - e, clear of them 4 rows outside. */
+static int bar_at(const tt_canvas *c, const tt_plot_geom *g, int k, double x, double y, double e)
+{
+    double px, top, bot;
+    tt_plot_point(g, 0, 0, x, y + e, &px, &top);
+    tt_plot_point(g, 0, 0, x, y - e, &px, &bot);
+    const int cx = (int)lround(px) + 3, t = (int)lround(top), b = (int)lround(bot);
+    const uint32_t rgb = tt_plot_colour(k);
+    return tt_canvas_get(c, cx, t) == rgb && tt_canvas_get(c, cx - 6, t - 1) == rgb &&
+           tt_canvas_get(c, cx, b) == rgb && tt_canvas_get(c, cx - 6, b - 1) == rgb &&
+           !colour_near(c, cx, t - 4, 0, rgb, 60) && !colour_near(c, cx, b + 3, 0, rgb, 60);
+}
+
+/* Error bars: at each point, of its own half-width, in the series'
+   colour; the auto range takes them in, ymin/ymax fix it and cut them. */
+static void test_plot_error_bars(void)
+{
+    const double x[3] = { 1, 2, 3 }, ya[3] = { 2, 5, 3 }, ea[3] = { 1.0, 0.25, 2.0 };
+    const double yb[3] = { 9, 10, 9 }, eb[3] = { 0.5, 0.0, 0.5 };
+    const tt_plot_series s[2] = { { "a", x, ya, 3, 3, ea, 3 }, { "b", x, yb, 3, 3, eb, 3 } };
+    tt_canvas c;
+    tt_plot_geom g;
+    CHECK("plot with error bars renders", tt_plot_render(&c, &g, s, 2, NULL) == TT_OK);
+    CHECK("the auto y range takes in the bars (1 below the lowest point's 2)", g.ylo <= 1.0 && g.yhi >= 10.0);
+    int each = 1;
+    for (int i = 0; i < 3; i++) each &= bar_at(&c, &g, 0, x[i], ya[i], ea[i]);
+    CHECK("series a: a bar of its colour from y - yerr to y + yerr at each point, of that point's width", each);
+    CHECK("series b: its bars in its own colour", bar_at(&c, &g, 1, 1, 9, 0.5) && bar_at(&c, &g, 1, 3, 9, 0.5));
+    double px, py;
+    tt_plot_point(&g, 0, 0, 2, 10 + 0.25, &px, &py);
+    CHECK("yerr 0: no bar", !colour_near(&c, lround(px) + 3, py - 4, 1, tt_plot_colour(1), 60));
+    tt_canvas_free(&c);
+
+    tt_plot_opts o;
+    tt_plot_opts_init(&o);
+    o.ymin = 0.0;
+    o.ymax = 12.0;
+    const double yc[1] = { 0.5 }, ec[1] = { 1.0 }, xc[1] = { 2 };
+    const tt_plot_series cut[2] = { s[0], { "cut", xc, yc, 1, 1, ec, 1 } };
+    CHECK("plot with ymin, ymax renders", tt_plot_render(&c, &g, cut, 2, &o) == TT_OK);
+    CHECK("ymin and ymax are the axis' ends", g.ylo == 0.0 && g.yhi == 12.0);
+    tt_plot_point(&g, 0, 0, 2, 0.5 + 1.0, &px, &py);
+    const int cx = (int)lround(px) + 3;
+    CHECK("a bar past ymin: its top cap drawn", tt_canvas_get(&c, cx, (int)lround(py)) == tt_plot_colour(1));
+    CHECK("... its bottom cut at the axis, no cap", !colour_near(&c, cx, g.ay + g.ah - 1, 1, tt_plot_colour(1), 60) &&
+          tt_canvas_get(&c, cx - 3, g.ay + g.ah - 1) == tt_plot_colour(1) &&
+          !colour_near(&c, cx - 3, g.ay + g.ah + 3, 1, tt_plot_colour(1), 60));
+    tt_canvas_free(&c);
+
+    /* log y: fixed ends are the axis' ends (log10), ticks and minor ticks
+       fit even 600 decades apart */
+    o.ylog = 1;
+    o.ymin = 1.0;
+    o.ymax = 1000.0;
+    CHECK("log plot with ymin, ymax renders", tt_plot_render(&c, &g, s, 1, &o) == TT_OK);
+    CHECK("log: ymin and ymax are the axis' ends", fabs(g.ylo) < 1e-12 && fabs(g.yhi - 3.0) < 1e-12);
+    tt_canvas_free(&c);
+    o.ymin = 1e-300;
+    o.ymax = 1e300;
+    CHECK("log plot over 600 fixed decades renders", tt_plot_render(&c, &g, s, 1, &o) == TT_OK);
+    CHECK("... with its ends and a handful of decade ticks", fabs(g.ylo + 300.0) < 1e-9 &&
+          fabs(g.yhi - 300.0) < 1e-9 && g.nyticks >= 3 && g.nyticks <= 12);
+    tt_canvas_free(&c);
+
+    /* the SVG: each bar and its two caps, lines of the series' colour */
+    const char *svg = tpath("plot_bars.svg");
+    CHECK("plot with bars writes SVG", tt_plot_write(svg, s, 1, NULL) == TT_OK);
+    long n;
+    char *text = slurp(svg, &n);
+    CHECK("svg: three lines (bar, two caps) a bar of series a's colour",
+          text && count_of(text, n, "stroke-width=\"2\" stroke-linecap=\"round\" stroke=\"#0072b2\"") == 9);
+    free(text);
+}
+
 static void test_plot_errors(void)
 {
     const double x[3] = { 1, 2, 3 }, y[3] = { 1, -2, 3 };
@@ -1636,7 +1720,7 @@ static void test_plot_errors(void)
     tt_canvas c;
     CHECK("no series", tt_plot_render(&c, NULL, NULL, 0, &o) == TT_EARG &&
                            strstr(tt_errmsg(), "plot: nothing to draw: no series"));
-    tt_plot_series s = { "loss", x, y, 3, 0 };
+    tt_plot_series s = { "loss", x, y, 3, 0, NULL, 0 };
     CHECK("empty series", tt_plot_render(&c, NULL, &s, 1, &o) == TT_EARG &&
                               strstr(tt_errmsg(), "plot: series 'loss' is empty"));
     s.ny = 2;
@@ -1656,12 +1740,12 @@ static void test_plot_errors(void)
           tt_plot_render(&c, NULL, &s, 1, &o) == TT_EARG &&
               strstr(tt_errmsg(), "series 1 has x = 0 at point 1, which a log x axis"));
     const double nan3[3] = { NAN, NAN, NAN };
-    const tt_plot_series ns = { "n", x, nan3, 3, 3 };
+    const tt_plot_series ns = { "n", x, nan3, 3, 3, NULL, 0 };
     o.xlog = 0;
     CHECK("no finite point", tt_plot_render(&c, NULL, &ns, 1, &o) == TT_EARG &&
                                  strstr(tt_errmsg(), "no series has a finite point"));
     tt_plot_series many[TT_PLOT_MAX_SERIES + 1];
-    for (int k = 0; k <= TT_PLOT_MAX_SERIES; k++) many[k] = (tt_plot_series){ NULL, x, x, 3, 3 };
+    for (int k = 0; k <= TT_PLOT_MAX_SERIES; k++) many[k] = (tt_plot_series){ NULL, x, x, 3, 3, NULL, 0 };
     CHECK("too many series", tt_plot_render(&c, NULL, many, TT_PLOT_MAX_SERIES + 1, &o) == TT_EARG &&
                                  strstr(tt_errmsg(), "at most 8 fit one chart"));
     CHECK("eight series are fine", tt_plot_render(&c, NULL, many, TT_PLOT_MAX_SERIES, &o) == TT_OK);
@@ -1952,6 +2036,7 @@ int main(void)
     test_plot_tick_room();
     test_plot_long_series();
     test_plot_errors();
+    test_plot_error_bars();
     test_font_signs();
     test_attend();
     test_canvas_reuse();

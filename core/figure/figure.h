@@ -304,11 +304,14 @@ tt_status tt__fig_count_err(const char *op, const char *opt, int given, int64_t 
 
 /* One line: n points (x[i], y[i]). A point with a non-finite coordinate
    is not drawn (the line breaks there) and a note under the title counts
-   them. */
+   them. yerr, when not NULL, holds nyerr (== ny) half-widths >= 0: a
+   bar from y - yerr to y + yerr at each point, in the series' colour. */
 typedef struct tt_plot_series {
     const char *name;    /* legend entry; NULL: "series k" */
     const double *x, *y;
     int64_t nx, ny;      /* must be equal and > 0 */
+    const double *yerr;
+    int64_t nyerr;
 } tt_plot_series;
 
 typedef struct tt_plot_opts {
@@ -316,6 +319,7 @@ typedef struct tt_plot_opts {
     int xlog, ylog;      /* decades, ticks labelled 10^k; values must be > 0 */
     int legend;          /* -1 auto (on for more than one series), 0 off, 1 on */
     int markers;         /* -1 auto (on when no series has more than 20 points) */
+    double ymin, ymax;   /* fixed ends of the y axis; NaN (the default): from the data and bars */
     tt_png_meta meta;
 } tt_plot_opts;
 
@@ -341,7 +345,9 @@ void tt_plot_point(const tt_plot_geom *g, int xlog, int ylog, double x, double y
    legend right of the plot area (never over the data). TT_EARG naming the
    series (and the point, 1-based) for: no series, an empty series, x and
    y of different lengths, a value <= 0 on a log axis, no finite point at
-   all. Renders into *out (initialised here); geom may be NULL. */
+   all, yerr of the wrong length or with a value that is negative or not
+   finite, a point outside a fixed ymin/ymax (bars are cut at them), and
+   ymin >= ymax. Renders into *out (initialised here); geom may be NULL. */
 tt_status tt_plot_render(tt_canvas *out, tt_plot_geom *geom, const tt_plot_series *series,
                          int nseries, const tt_plot_opts *opts);
 tt_status tt_plot_write(const char *path, const tt_plot_series *series, int nseries,

@@ -39,6 +39,8 @@ enum {
 };
 #define PL_LINE_W 2.5
 #define PL_MARKER_R 4.5
+#define PL_BAR_W 2.0     /* error bars and their caps */
+#define PL_CAP 5.0       /* a cap reaches this far either side of its bar */
 
 /* Okabe & Ito's palette for colour-blind readers; yellow, the weakest on
    white, last. */
@@ -58,6 +60,7 @@ void tt_plot_opts_init(tt_plot_opts *o)
     memset(o, 0, sizeof *o);
     o->legend = -1;
     o->markers = -1;
+    o->ymin = o->ymax = (double)NAN;
 }
 
 /* One axis: its ends (log10 on a log axis), ticks and their labels. */
@@ -119,10 +122,11 @@ static double minor_above(double e)
    the nearest minor tick (1500 ends at 2 x 10^3, not at 10^4), as long as
    two decade ticks stay inside; else, and when no minor ticks are drawn,
    whole decades. */
-static void axis_setup(axis *a, double vmin, double vmax, int want)
+static void axis_setup(axis *a, double vmin, double vmax, int want, double fix_lo, double fix_hi)
 {
     if (a->log) {
-        const double dlo = log10(vmin), dhi = log10(vmax);
+        /* fixed ends set the decades, so the ticks fit however far apart they are */
+        const double dlo = log10(isnan(fix_lo) ? vmin : fix_lo), dhi = log10(isnan(fix_hi) ? vmax : fix_hi);
         double lo = floor(dlo), hi = ceil(dhi);
         if (hi <= lo) hi = lo + 1.0;
         const int decades = (int)(hi - lo), step = (decades + want - 1) / want;
@@ -137,6 +141,8 @@ static void axis_setup(axis *a, double vmin, double vmax, int want)
                 hi = h;
             }
         }
+        if (!isnan(fix_lo)) lo = log10(fix_lo);
+        if (!isnan(fix_hi)) hi = log10(fix_hi);
         a->lo = lo;
         a->hi = hi;
         a->nt = 0;
@@ -150,7 +156,8 @@ static void axis_setup(axis *a, double vmin, double vmax, int want)
             for (double e = floor(lo); e < hi; e += 1.0)
                 for (int m = 2; m <= 9; m++) {
                     const double me = e + log10((double)m);
-                    if (me > lo + 1e-9 && me < hi - 1e-9) a->minor[a->nminor++] = me;
+                    if (me > lo + 1e-9 && me < hi - 1e-9 && a->nminor < TT_PLOT_MAX_TICKS * 8)
+                        a->minor[a->nminor++] = me;
                 }
     } else {
         double lo = vmin, hi = vmax;
@@ -163,6 +170,8 @@ static void axis_setup(axis *a, double vmin, double vmax, int want)
             lo -= pad;
             hi += pad;
         }
+        if (!isnan(fix_lo)) lo = fix_lo;
+        if (!isnan(fix_hi)) hi = fix_hi;
         /* 1-2-5 ticks inside the axis; its ends need not be ticks, which
            would waste up to a step of the width */
         int d;
@@ -220,7 +229,63 @@ static void series_name(char *buf, size_t n, const tt_plot_series *s, int k)
     else snprintf(buf, n, "%d", k + 1);
 }
 
-/* Checks the series and finds the data ranges. */
+/* Point i (x, y) of the series named nm, both finite: where the axes
+   cannot show it. */
+static tt_status check_point(const tt_plot_opts *o, const char *nm, int64_t i, double x, double y)
+{
+    if (o->xlog && x <= 0.0)
+        return tt__err(TT_EARG, "plot: series %s has x = %g at point %lld, which a log x axis "
+                       "cannot show (values must be > 0); hint: drop xlog, or the point",
+                       nm, x, (long long)i + 1);
+    if (o->ylog && y <= 0.0)
+        return tt__err(TT_EARG, "plot: series %s has y = %g at point %lld, which a log y axis "
+                       "cannot show (values must be > 0); hint: drop ylog, or the point",
+                       nm, y, (long long)i + 1);
+    if (y < o->ymin || y > o->ymax)
+        return tt__err(TT_EARG, "plot: series %s has y = %g at point %lld, outside the y axis "
+                       "fixed by %s = %g; hint: widen %s, or drop it", nm, y, (long long)i + 1,
+                       y < o->ymin ? "ymin" : "ymax", y < o->ymin ? o->ymin : o->ymax,
+                       y < o->ymin ? "ymin" : "ymax");
+    return TT_OK;
+}
+
+/* The series' error bars: checked, and [*lo, *hi] widened to take them in
+   (on a log axis only bottoms above 0; a fixed ymin/ymax cuts them). */
+static tt_status check_yerr(const plot *p, const tt_plot_series *s, const char *nm, double *lo,
+                            double *hi)
+{
+    if (!s->yerr) return TT_OK;
+    if (s->nyerr != s->ny)
+        return tt__err(TT_EARG, "plot: series %s has %lld yerr values and %lld y values; "
+                       "hint: one half-width a point", nm, (long long)s->nyerr, (long long)s->ny);
+    for (int64_t i = 0; i < s->ny; i++) {
+        const double y = s->y[i], e = s->yerr[i];
+        if (!isfinite(xv(s, i)) || !isfinite(y)) continue;
+        if (!(e >= 0.0) || !isfinite(e))
+            return tt__err(TT_EARG, "plot: series %s has yerr = %g at point %lld; yerr is the "
+                           "half-width of an error bar, a number >= 0", nm, isnan(e) ? fabs(e) : e, (long long)i + 1);
+        if (!p->o->ylog || y - e > 0.0) *lo = fmin(*lo, y - e);
+        *hi = fmax(*hi, y + e);
+    }
+    return TT_OK;
+}
+
+/* Fixed y ends the y axis can have. */
+static tt_status check_fixed(const tt_plot_opts *o)
+{
+    if (isinf(o->ymin) || isinf(o->ymax))
+        return tt__err(TT_EARG, "plot: %s = %g; a fixed end must be a finite number",
+                       isinf(o->ymin) ? "ymin" : "ymax", isinf(o->ymin) ? o->ymin : o->ymax);
+    if (o->ylog && o->ymin <= 0.0)
+        return tt__err(TT_EARG, "plot: ymin = %g, which a log y axis cannot show (must be > 0)", o->ymin);
+    if (o->ylog && o->ymax <= 0.0)
+        return tt__err(TT_EARG, "plot: ymax = %g, which a log y axis cannot show (must be > 0)", o->ymax);
+    if (o->ymin >= o->ymax)
+        return tt__err(TT_EARG, "plot: ymin = %g is not below ymax = %g", o->ymin, o->ymax);
+    return TT_OK;
+}
+
+/* Checks the series and finds the data ranges (y: with the error bars). */
 static tt_status plot_check(plot *p, double *xmin, double *xmax, double *ymin, double *ymax)
 {
     *xmin = *ymin = INFINITY;
@@ -229,7 +294,10 @@ static tt_status plot_check(plot *p, double *xmin, double *xmax, double *ymin, d
     if (p->ns > TT_PLOT_MAX_SERIES)
         return tt__err(TT_EARG, "plot: %d series, at most %d fit one chart (one colour each); "
                        "hint: draw them in two charts", p->ns, TT_PLOT_MAX_SERIES);
+    tt_status st = check_fixed(p->o);
+    if (st != TT_OK) return st;
     p->skipped = 0;
+    double elo = INFINITY, ehi = -INFINITY;
     for (int k = 0; k < p->ns; k++) {
         const tt_plot_series *s = &p->s[k];
         char nm[80];
@@ -242,20 +310,16 @@ static tt_status plot_check(plot *p, double *xmin, double *xmax, double *ymin, d
         for (int64_t i = 0; i < s->ny; i++) {
             const double x = xv(s, i), y = s->y[i];
             if (!isfinite(x) || !isfinite(y)) { p->skipped++; continue; }
-            if (p->o->xlog && x <= 0.0)
-                return tt__err(TT_EARG, "plot: series %s has x = %g at point %lld, which a log x axis "
-                               "cannot show (values must be > 0); hint: drop xlog, or the point",
-                               nm, x, (long long)i + 1);
-            if (p->o->ylog && y <= 0.0)
-                return tt__err(TT_EARG, "plot: series %s has y = %g at point %lld, which a log y axis "
-                               "cannot show (values must be > 0); hint: drop ylog, or the point",
-                               nm, y, (long long)i + 1);
+            if ((st = check_point(p->o, nm, i, x, y)) != TT_OK) return st;
             *xmin = fmin(*xmin, x); *xmax = fmax(*xmax, x);
             *ymin = fmin(*ymin, y); *ymax = fmax(*ymax, y);
         }
+        if ((st = check_yerr(p, s, nm, &elo, &ehi)) != TT_OK) return st;
     }
     if (!(*xmin <= *xmax))
         return tt__err(TT_EARG, "plot: nothing to draw: no series has a finite point");
+    *ymin = fmin(*ymin, elo);
+    *ymax = fmax(*ymax, ehi);
     return TT_OK;
 }
 
@@ -429,7 +493,29 @@ static void draw_run(tt_canvas *c, const double (*pt)[2], int64_t n, uint32_t rg
     }
 }
 
-/* Series k: its runs of finite points as polylines, then the markers. */
+/* Series k's error bars: a line from y - yerr to y + yerr on whole pixels
+   (crisp, as wide as PL_BAR_W) with a cap at each end; an end past the
+   axis is cut at it and has no cap. */
+static void draw_bars(const plot *p, tt_canvas *c, int k)
+{
+    const tt_plot_series *s = &p->s[k];
+    const uint32_t rgb = tt_plot_colour(k);
+    const double bottom = p->ay + PL_AREA_H, top = p->ay;
+    for (int64_t i = 0; s->yerr && i < s->ny; i++) {
+        const double x = xv(s, i), y = s->y[i], e = s->yerr[i];
+        if (!isfinite(x) || !isfinite(y) || !(e > 0.0)) continue;
+        const double px = round(to_px(&p->xa, x, p->ax, PL_AREA_W, 0));
+        const double lo = p->ya.log && y - e <= 0.0 ? HUGE_VAL : round(to_px(&p->ya, y - e, p->ay, PL_AREA_H, 1));
+        const double hi = round(to_px(&p->ya, y + e, p->ay, PL_AREA_H, 1));
+        const double y0 = fmin(lo, bottom), y1 = fmax(hi, top);
+        tt_canvas_line(c, px, y0, px, y1, PL_BAR_W, rgb);
+        if (lo <= bottom) tt_canvas_line(c, px - PL_CAP, y0, px + PL_CAP, y0, PL_BAR_W, rgb);
+        if (hi >= top) tt_canvas_line(c, px - PL_CAP, y1, px + PL_CAP, y1, PL_BAR_W, rgb);
+    }
+}
+
+/* Series k: its runs of finite points as polylines, its error bars, then
+   the markers. */
 static tt_status draw_series(const plot *p, tt_canvas *c, int k)
 {
     const tt_plot_series *s = &p->s[k];
@@ -448,6 +534,7 @@ static tt_status draw_series(const plot *p, tt_canvas *c, int k)
             n = 0;
         }
     }
+    draw_bars(p, c, k);
     if (p->markers)
         for (int64_t i = 0; i < s->ny; i++)
             if (isfinite(xv(s, i)) && isfinite(s->y[i]))
@@ -488,10 +575,10 @@ tt_status tt_plot_render(tt_canvas *out, tt_plot_geom *geom, const tt_plot_serie
     if (st == TT_OK) {
         /* as many x ticks as their labels leave room for */
         for (int want = 10; want >= 3; want--) {
-            axis_setup(&p->xa, xmin, xmax, p->xa.log ? want : want - 2);
+            axis_setup(&p->xa, xmin, xmax, p->xa.log ? want : want - 2, (double)NAN, (double)NAN);
             if (tick_gap(&p->xa) >= p->xa.label_w + PL_LABEL_SPACE) break;
         }
-        axis_setup(&p->ya, ymin, ymax, p->ya.log ? 10 : 6);
+        axis_setup(&p->ya, ymin, ymax, p->ya.log ? 10 : 6, opts->ymin, opts->ymax);
         plot_layout(p);
         st = tt_canvas_init(out, p->W, p->H);
     }

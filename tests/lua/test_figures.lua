@@ -550,7 +550,7 @@ two_series()
 check("plot: the same bytes twice", slurp(tmp("plot.png")) == a1)
 check("plot: a NaN point is skipped, not an error", tt.plot({y = {1, 0 / 0, 3}}, tmp("plot3.png")))
 -- errors, each naming the series and the point
-checkerror({"plot: unknown option 'log'", "(options: title, xtitle, ytitle, xlog, ylog, legend, markers)"},
+checkerror({"plot: unknown option 'log'", "(options: title, xtitle, ytitle, xlog, ylog, legend, markers, ymin, ymax)"},
            tt.plot, {y = {1}}, tmp("e.png"), {log = true})
 checkerror({"plot: option 'xlog' must be true or false, not a string"}, tt.plot, {y = {1}}, tmp("e.png"), {xlog = "yes"})
 checkerror({"plot: nothing to draw: no series"}, tt.plot, {}, tmp("e.png"))
@@ -581,6 +581,21 @@ checkerror({"plot (a series): unknown option 'ys'"}, tt.plot, {{ys = {1}}}, tmp(
 checkerror({"plot: 9 series, at most 8 fit one chart"}, tt.plot,
            {{y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}, {y = {1}}}, tmp("e.png"))
 checkerror({"plot: nothing to draw: no series has a finite point"}, tt.plot, {y = {0 / 0}}, tmp("e.png"))
+-- error bars and a fixed y range
+check("plot: yerr (a list or a tensor) and ymin, ymax", tt.plot({{name = "m", y = {1, 2}, yerr = {0.1, 0.3}},
+      {y = {2, 1}, yerr = tt.tensor{0, 0.2}}}, tmp("plot_err.png"), {ymin = 0, ymax = 3}))
+checkerror({"plot: series 'm' has 1 yerr values and 2 y values"}, tt.plot, {name = "m", y = {1, 2}, yerr = {0.1}}, tmp("e.png"))
+checkerror({"plot: series 'm' has yerr = -0.1 at point 2; yerr is the half-width of an error bar, a number >= 0"},
+           tt.plot, {name = "m", y = {1, 2}, yerr = {0.1, -0.1}}, tmp("e.png"))
+checkerror({"plot: series 1 has yerr = nan at point 1"}, tt.plot, {y = {1}, yerr = {0 / 0}}, tmp("e.png"))
+checkerror({"plot: series 1's yerr must hold numbers (entry 1 is a string)"}, tt.plot, {y = {1}, yerr = {"0.1"}}, tmp("e.png"))
+checkerror({"plot: option 'ymin' must be a number, not a string"}, tt.plot, {y = {1}}, tmp("e.png"), {ymin = "0"})
+checkerror({"plot: option 'ymax' must be a finite number, not inf"}, tt.plot, {y = {1}}, tmp("e.png"), {ymax = math.huge})
+checkerror({"plot: ymin = 2 is not below ymax = 1"}, tt.plot, {y = {1}}, tmp("e.png"), {ymin = 2, ymax = 1})
+checkerror({"plot: ymin = 0, which a log y axis cannot show"}, tt.plot, {y = {1}}, tmp("e.png"), {ymin = 0, ylog = true})
+checkerror({"plot: series 'm' has y = -1 at point 2, outside the y axis fixed by ymin = 0; hint: widen ymin, or drop it"},
+           tt.plot, {name = "m", y = {1, -1}}, tmp("e.png"), {ymin = 0})
+checkerror({"plot: series 1 has y = 5 at point 1, outside the y axis fixed by ymax = 4"}, tt.plot, {y = {5}}, tmp("e.png"), {ymax = 4})
 check("plot: no file after an error", not exists(tmp("e.png")))
 
 -- ===== tt.attend_figure =====

@@ -109,4 +109,25 @@ if check("15_alibi was drawn", ab ~= nil) then
   check("15_alibi: both axes on log scales (slopes differ 64-fold)", ab.opts.xlog and ab.opts.ylog)
 end
 
+run("lessons/18_sliding_window.lua")
+local sk = calls["images/18_sinks.png"]
+if check("18_sinks was drawn", sk ~= nil) then
+  -- one line a model, its standard errors as bars of the same length, not
+  -- extra lines for mean - SE and mean + SE
+  local series, ok = sk.args[1], true
+  for _, sr in ipairs(series) do
+    if (sr.name or ""):find("SE", 1, true) or not sr.yerr or #sr.yerr ~= #sr.y then ok = false end
+    for i = 1, sr.yerr and #sr.yerr or 0 do if not (sr.yerr[i] > 0) then ok = false end end
+  end
+  check("18_sinks: one line a model (2), each with a standard error > 0 at every point", #series == 2 and ok)
+end
+-- a loss or an error, which starts at 0, drawn on an axis that starts at 0
+for _, f in ipairs({{"lessons/14_induction_heads.lua", "images/14_loss.png"},
+                    {"lessons/19_linear_attention.lua", "images/19_loss.png"},
+                    {"lessons/20_precision.lua", "images/20_bf16_error.png"}}) do
+  run(f[1])
+  local c = calls[f[2]]
+  check(f[2] .. ": the y axis starts at 0", c ~= nil and c.opts.ymin == 0)
+end
+
 T.report()
