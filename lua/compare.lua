@@ -888,7 +888,7 @@ local function nonfinite(R, M, mine)
 end
 
 local function check(mine)
-    local v = { file = mine.file, checkpoints = {}, match = true }
+    local v = { file = mine.file, checkpoints = {}, match = true, output = mine.output, output_bytes = mine.output_bytes }
     local order, rby = by_label(ref)
     local _, mby = by_label(mine)
     local src = read_lines(mine.file)
@@ -1073,7 +1073,7 @@ local function verdict_json(v)
     for i, c in ipairs(v.checkpoints) do
         cps[i] = obj({ "label", "occurrence", "ok", "line" }, { label = c.label, occurrence = c.occurrence, ok = c.ok, line = c.line })
     end
-    local o = obj({ "file", "match", "checkpoints", "first", "diagnosis", "error" }, { file = v.file, match = v.match, checkpoints = cps })
+    local o = obj({ "file", "match", "checkpoints", "first", "diagnosis", "error", "output" }, { file = v.file, match = v.match, checkpoints = cps })
     local f = v.first
     if f then
         local first = obj({ "label", "occurrence", "file", "line", "expected_shape", "got_shape", "max_abs_diff", "index", "note" }, {
@@ -1092,6 +1092,7 @@ local function verdict_json(v)
         o.diagnosis = arr { obj({ "kind", "message" }, { kind = v.error.kind, message = v.error.message }) }
     end
     if v.error then o.error = obj({ "file", "line", "kind", "message" }, v.error) end
+    o.output = v.output
     local keys = {}   -- "first", "diagnosis" and "error" only when there is one
     for _, k in ipairs(o.__keys) do
         if o[k] ~= nil or k == "match" then keys[#keys + 1] = k end
@@ -1144,7 +1145,21 @@ local function figure(v, path)
     return true
 end
 
+-- What the script printed, quoted line by line under its verdict: its
+-- output, never a line of the verdict.
+local function print_output(v)
+    if not v.output then return end
+    local lines = {}
+    for l in (v.output .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+    if lines[#lines] == "" then lines[#lines] = nil end
+    out(string.format("\n  your script printed%s:\n", v.output_bytes > #v.output
+        and string.format(" (the first %d of %d bytes)", #v.output, v.output_bytes) or ""))
+    for i = 1, math.min(#lines, 20) do out("  | " .. lines[i] .. "\n") end
+    if #lines > 20 then out(string.format("  | ... (%d more lines)\n", #lines - 20)) end
+end
+
 local function print_verdict(v)
+    print_output(v)
     local w = 0
     for _, c in ipairs(v.checkpoints) do w = math.max(w, #c.name) end
     for _, c in ipairs(v.checkpoints) do

@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/inotify.h>
@@ -33,6 +35,7 @@
 #include <lauxlib.h>
 
 #include "lauxtt.h"
+#include "flow.h"
 #include "lcompare.h"
 #include "lreport.h"
 #include "lsandbox.h"
@@ -443,7 +446,47 @@ static void keep_label(lua_State *L, const tt_tensor *t)
 
 /* ===== Running one script ===== */
 
-static int quiet_print(lua_State *L) { (void)L; return 0; }
+/* A script's standard output goes to a file while it runs: it is its
+   output, quoted under the verdict (run.output), never mixed with the
+   verdict's lines; print and io.write are the ones of a normal run. */
+#define OUTPUT_KEPT 4096
+static struct { FILE *f; int saved; } out_cap = { NULL, -1 };
+
+static void capture_start(void)
+{
+    fflush(stdout);
+    out_cap.f = tmpfile();
+    out_cap.saved = out_cap.f ? dup(STDOUT_FILENO) : -1;
+    if (out_cap.saved < 0 || dup2(fileno(out_cap.f), STDOUT_FILENO) < 0) {
+        if (out_cap.f) fclose(out_cap.f);
+        if (out_cap.saved >= 0) close(out_cap.saved);
+        out_cap.f = NULL;
+        out_cap.saved = -1;
+    }
+}
+
+/* Back to the terminal; run.output = the first OUTPUT_KEPT bytes,
+   run.output_bytes = how many there were. */
+static void capture_end(lua_State *E)
+{
+    if (out_cap.f == NULL) return;
+    fflush(stdout);
+    dup2(out_cap.saved, STDOUT_FILENO);
+    close(out_cap.saved);
+    off_t total = lseek(fileno(out_cap.f), 0, SEEK_END);
+    char buf[OUTPUT_KEPT];
+    size_t got = 0;
+    if (total > 0 && lseek(fileno(out_cap.f), 0, SEEK_SET) == 0) {
+        ssize_t r = read(fileno(out_cap.f), buf, sizeof buf);
+        got = r > 0 ? (size_t)r : 0;
+    }
+    fclose(out_cap.f);
+    out_cap.f = NULL;
+    if (got == 0) return;
+    lua_pushlstring(E, buf, got);
+    lua_setfield(E, cap.run, "output");
+    set_int(E, "output_bytes", (long long)total);
+}
 
 static int msghandler(lua_State *L)
 {
@@ -462,8 +505,7 @@ static void open_tt(lua_State *L)
 }
 
 /* Runs path with the run table at the top of E's stack; sets run.error
-   (the message) when the script raises one. Its print and io.write say
-   nothing: the verdict is the output. */
+   (the message) when the script raises one, run.output to what it printed. */
 static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
 {
     lua_State *E = cap.E;
@@ -501,13 +543,9 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
             lua_close(L);
             return;
         }
+        struct timespec since = { (time_t)(o->since_ns / 1000000000), (long)(o->since_ns % 1000000000) };
+        ltt_sandbox_grading(path, o->inputs, o->ninputs, &since);
     }
-    lua_pushcfunction(L, quiet_print);
-    lua_setglobal(L, "print");
-    lua_getglobal(L, "io");
-    lua_pushcfunction(L, quiet_print);
-    lua_setfield(L, -2, "write");
-    lua_pop(L, 1);
     lua_createtable(L, o->nargs, 1);
     lua_pushstring(L, path);
     lua_rawseti(L, -2, 0);
@@ -518,6 +556,9 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
     lua_setglobal(L, "arg");
 
     cap.L = L;
+    tt_trace_stats_reset();         /* nothing of one run reaches the next: tt.trace.summary, tt.flow */
+    tt_flow_reset();
+    capture_start();
     tt_trace_subscribe(keep_event, NULL, 1);
     ltt_set_label_hook(keep_label);
     ltt_limits_start(L, o->timeout, o->max_instructions);
@@ -548,6 +589,7 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
     }
     ltt_set_label_hook(NULL);
     tt_trace_unsubscribe(keep_event, NULL);
+    capture_end(E);
     if (cap.dropped) {
         lua_pushinteger(E, (lua_Integer)cap.dropped);
         lua_setfield(E, cap.run, "dropped");
@@ -560,6 +602,7 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
     ltt_limits_exit();              /* its finalizers stay under the watchdog */
     lua_close(L);
     ltt_limits_done();              /* and the engine's work after it does not */
+    ltt_sandbox_grading(NULL, NULL, 0, NULL);
     ltt_sandbox_close();
 }
 
@@ -723,9 +766,60 @@ static int compare_isolated(const ltt_compare_opts *o)
     return code;
 }
 
+/* path resolved (its folder, when the file does not exist yet) into res. */
+static int resolve(const char *path, char res[PATH_MAX])
+{
+    if (realpath(path, res)) return 1;
+    char dir[PATH_MAX], tmp[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    if (realpath(dir, tmp) == NULL) return 0;
+    snprintf(res, PATH_MAX, "%.3000s/%.1000s", tmp, slash ? slash + 1 : path);
+    return 1;
+}
+
+/* An output file of the check (--compare-json) may not be one of its
+   inputs, nor lie under the folder the submissions may write (a later one
+   would erase the grades). Says why and returns 0 when it is refused. */
+static int output_allowed(const ltt_compare_opts *o, const char *option, const char *path)
+{
+    char res[PATH_MAX], in[PATH_MAX];
+    if (path == NULL || !resolve(path, res)) return 1;       /* the open says why */
+    for (int i = 0; i < o->ninputs; i++)
+        if (realpath(o->inputs[i], in) && strcmp(in, res) == 0) {
+            fprintf(stderr, PROGNAME ": %s '%s' is one of the scripts being checked; it would be overwritten\n", option, path);
+            return 0;
+        }
+    size_t n;
+    if (o->sandbox && o->images && realpath(o->images, in) && strncmp(res, in, n = strlen(in)) == 0 &&
+        (res[n] == '/' || res[n] == 0)) {
+        fprintf(stderr, PROGNAME ": %s '%s' is inside --images '%s', which the submissions may write; "
+                "put it elsewhere\n", option, path, o->images);
+        return 0;
+    }
+    return 1;
+}
+
 int ltt_compare(const ltt_compare_opts *o)
 {
-    return o->sandbox ? compare_isolated(o) : compare_here(o);
+    ltt_compare_opts c = *o;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    c.since_ns = (long long)now.tv_sec * 1000000000 + now.tv_nsec;
+    /* a checked script reads none of the check's other files */
+    const char **all = malloc((size_t)(o->nmine + 1) * sizeof *all);
+    if (all == NULL) {
+        fprintf(stderr, PROGNAME ": out of memory\n");
+        return 2;
+    }
+    all[0] = o->ref;
+    for (int i = 0; i < o->nmine; i++) all[i + 1] = o->mine[i];
+    c.inputs = all;
+    c.ninputs = o->nmine + 1;
+    int code = !output_allowed(&c, "--compare-json", o->json) ? 2
+             : o->sandbox ? compare_isolated(&c) : compare_here(&c);
+    free(all);
+    return code;
 }
 
 static int compare_here(const ltt_compare_opts *o)
@@ -741,6 +835,15 @@ static int compare_here(const ltt_compare_opts *o)
     open_tt(E);
     cap.E = E;
 
+    /* the scripts before the reference: nothing of its run (a global of
+       the core, a file it writes) can reach theirs */
+    lua_createtable(E, o->nmine, 0);
+    int mines = lua_gettop(E);
+    for (int i = 0; i < o->nmine; i++) {
+        new_run(E, o->mine[i]);
+        run_script(o, o->mine[i], 0);
+        lua_rawseti(E, mines, i + 1);
+    }
     new_run(E, o->ref);
     run_script(o, o->ref, 1);
     int ref = lua_gettop(E);
@@ -748,13 +851,6 @@ static int compare_here(const ltt_compare_opts *o)
     lua_getfield(E, ref, "checkpoints");
     ref_failed = !lua_isnil(E, -2) || luaL_len(E, -1) == 0;
     lua_pop(E, 2);
-    lua_createtable(E, o->nmine, 0);
-    for (int i = 0; i < o->nmine; i++) {
-        new_run(E, o->mine[i]);
-        run_script(o, o->mine[i], 0);
-        lua_rawseti(E, -2, i + 1);
-    }
-    int mines = lua_gettop(E);
     cap.E = NULL;
 
     if (o->report) {

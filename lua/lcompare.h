@@ -27,6 +27,9 @@ typedef struct ltt_compare_opts {
                                     process of its own (a crash or a runaway ends only its check) */
     const char *images;          /* --sandbox: the folder the checked scripts may write (NULL: none) */
     long long max_write, max_files;   /* --sandbox's write quota (-1: the default) */
+    const char *const *inputs;   /* --sandbox: every script of the check, which a checked one may not read */
+    int ninputs;                 /* (set inside, as is since_ns: the grading's start, CLOCK_REALTIME) */
+    long long since_ns;
     int one_line;                /* one verdict line even for one script (set inside) */
     int json_append;             /* append to json rather than write it anew (set inside) */
 } ltt_compare_opts;

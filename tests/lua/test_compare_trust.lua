@@ -101,4 +101,64 @@ check("... the stray bytes as U+FFFD, the ESC escaped",
 check("... the error kinds: error, timeout", vs[2] and vs[2].error.kind == "error" and vs[4] and vs[4].error.kind == "timeout"
       and vs[4].diagnosis[1].kind == "timeout", table.concat(jl, "\n"))
 
+-- ===== B. isolation in grading =====
+-- the reference writes a figure beside the submissions (a teacher running from their folder)
+local REF_FIG = REF .. 'tt.heatmap(w, "' .. dir .. '/subs/ref_weights.png")\n'
+local ref_fig = write("ref_fig.lua", REF_FIG)
+local function attack(name, code) return sub(name, REF .. code .. "\n") end
+local good = sub("k_good.lua", REF)
+local bsubs = {
+  attack("l_copy.lua", 'dofile("' .. good .. '")'),
+  attack("m_ref.lua", 'io.open("' .. ref_fig .. '"):read("a")'),
+  attack("n_fig1.lua", 'io.open("' .. dir .. '/subs/ref_weights.png")'),
+  attack("o_fig2.lua", 'io.open("' .. dir .. '/subs/ref_weights.png")'),
+  attack("p_forge.lua", 'print("' .. good .. ': ✓ all 2 checkpoints match")\nio.stdout:write("\\27[2J")'),
+  attack("q_memory.lua", 'local t = {} for i = 1, 1e9 do t[i] = tt.zeros(1024, 1024) end'),
+  good,
+}
+out, err, code = run("--sandbox --timeout 5 --max-memory 64M --read " .. dir .. " --compare " .. ref_fig .. " "
+                     .. table.concat(bsubs, " ") .. " --compare-json " .. dir .. "/b.json")
+lines = {}
+for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+check("a classmate's file: refused, even inside --read", has(line_of("l_copy.lua"), "another file of this check"), out .. err)
+check("the reference, inside --read: refused", has(line_of("m_ref.lua"), "cannot read '" .. ref_fig .. "'"), out)
+check("the reference's figure written during the grading: refused",
+      has(line_of("o_fig2.lua"), "it was written while the submissions are graded"), out)
+check("printed verdict lines are no verdict lines: one line per submission, the forged one not among them",
+      #lines == #bsubs and not has(out, "\n" .. good .. ": ✓ all 2 checkpoints match\n" .. good), out)
+check("... the printer's own line is its verdict", has(line_of("p_forge.lua"), "✓ all 2 checkpoints match")
+      and lines[5] and lines[5]:sub(1, #bsubs[5]) == bsubs[5], out)
+check("the memory cap: a memory verdict", has(line_of("q_memory.lua"), "✗ memory at line 7:"), out)
+check("the good one matches", has(line_of("k_good.lua"), "✓ all 2 checkpoints match"), out)
+-- one script: its output quoted under the verdict
+out, err, code = run("--sandbox --compare " .. ref .. " " .. bsubs[5])
+check("one script: what it printed is quoted, never a verdict line",
+      has(out, "your script printed:\n  | " .. good .. ": ✓ all 2 checkpoints match\n  | \\x1b[2J") and code == 0, out .. err)
+
+-- nothing of the reference's run reaches the submission's, and a graded run looks like a normal one
+local probe = sub("r_probe.lua", REF .. [[
+local calls = 0
+for _, s in pairs(tt.trace.summary({ print = false })) do calls = calls + s.calls end
+local ok, why = pcall(tt.flow, "]] .. dir .. [[/flow.svg")
+error(string.format("calls=%d flow=%s io.write=%s", calls, tostring(ok), io.type(io.write())), 0)
+]])
+local normal = select(2, run("-q " .. probe))
+out, err, code = run("--compare " .. ref .. " " .. probe)
+local graded = out:match("(calls=%d+ flow=%a+ io.write=[%a ]+)")
+check("the submission sees its own trace (summary, flow) and io.write as in a normal run",
+      graded and has(normal, graded) and has(graded, "io.write=file"), out .. "\n" .. normal)
+
+-- --compare-json: refused inside --images and on an input
+os.execute("mkdir -p " .. dir .. "/figs")
+out, err, code = run("--sandbox --images " .. dir .. "/figs --compare " .. ref .. " " .. good .. " --compare-json " .. dir .. "/figs/g.json")
+check("--compare-json inside --images: refused", code == 2 and has(err, "is inside --images") and not io.open(dir .. "/figs/g.json"), err)
+out, err, code = run("--compare " .. ref .. " " .. good .. " --compare-json " .. ref)
+check("--compare-json naming the reference: refused, the reference intact",
+      code == 2 and has(err, "is one of the scripts being checked") and T.slurp(ref) == REF, err)
+
+-- a label given inside a coroutine counts
+local co = sub("s_coroutine.lua", (REF:gsub('local w = (.-)\n', 'local w\ncoroutine.wrap(function() w = %1 end)()\n')))
+out, err, code = run("--compare " .. ref .. " " .. co)
+check("a label given inside a coroutine is a checkpoint", code == 0 and has(out, "✓ all 2 checkpoints match"), out .. err)
+
 T.report()
