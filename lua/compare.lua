@@ -50,14 +50,17 @@ local function shape_of(t)
     return s
 end
 
+-- t's dim names, nil where a dim has none (names() says "_" there: no name)
 local function names_of(t)
     local n, s = t:names(), {}
-    for d = 1, t:dim() do s[d] = n[d] end
+    for d = 1, t:dim() do
+        if n[d] ~= "_" then s[d] = n[d] end
+    end
     return s
 end
 
 local function shape_str(t)
-    local n, parts = t:names(), {}
+    local n, parts = names_of(t), {}
     for d = 1, t:dim() do
         parts[d] = (n[d] and (n[d] .. "=") or "") .. t:size(d)
     end
@@ -220,7 +223,7 @@ local function apply(node, ins)
         return a
     elseif op == "named" then
         if a:dim() ~= node.out:dim() then return a end
-        return a:named(table.unpack(names_of(node.out), 1, a:dim()))
+        return a:named(table.unpack(node.out:names(), 1, a:dim()))   -- "_" keeps a dim unnamed
     elseif reshaping[op] then
         return a:reshape(shape_of(node.out))
     elseif op == "unsqueeze" then
@@ -463,7 +466,7 @@ end
 -- ===== Hypotheses =====
 
 local function dim_name(t, d)
-    local n = t:names()[d]
+    local n = names_of(t)[d]
     return n and string.format("%s (dim %d)", n, d) or string.format("dim %d", d)
 end
 
@@ -483,7 +486,7 @@ local function hypotheses(R, nodes, all_nodes, label)
     local sizes = {}
     for _, node in ipairs(reach) do
         local t = node.out
-        local n = t:names()
+        local n = names_of(t)
         for d = 1, t:dim() do
             local size = t:size(d)
             if sizes[size] == nil or sizes[size] == false then sizes[size] = n[d] or false end
@@ -499,7 +502,7 @@ local function hypotheses(R, nodes, all_nodes, label)
                 if d2 ~= d then
                     add("softmax_dim", string.format(
                         "your softmax normalises over %s; the reference normalises over %s: call softmax(%s)",
-                        dim_name(x, d2), dim_name(x, d), x:names()[d] and ('"' .. x:names()[d] .. '"') or tostring(d)),
+                        dim_name(x, d2), dim_name(x, d), names_of(x)[d] and ('"' .. names_of(x)[d] .. '"') or tostring(d)),
                         { [id] = function(_, ins) return ins[1]:softmax(d2) end })
                 end
             end
@@ -889,6 +892,9 @@ end
 
 local function check(mine)
     local v = { file = mine.file, checkpoints = {}, match = true, output = mine.output, output_bytes = mine.output_bytes }
+    local own = {}                       -- a library's labels are no answer
+    for _, c in ipairs(mine.checkpoints) do if c.file == mine.file then own[#own + 1] = c end end
+    mine.checkpoints = own
     local order, rby = by_label(ref)
     local _, mby = by_label(mine)
     local src = read_lines(mine.file)
@@ -1224,6 +1230,28 @@ if ref.error then
 end
 if #ref.checkpoints == 0 then
     out(string.format("the reference %s labels no tensor: nothing to compare (x:label(\"name\") makes a checkpoint)\n", ref.file))
+    return 2, {}
+end
+
+-- The checkpoints are the labels the exercise asks for: the ones the
+-- reference gives in its own file (not in a library it calls), after its
+-- "-- ===== your code below =====" line (when it has one) and before its
+-- "-- ===== checks =====" (its own tests of the answer).
+local function asked(run, lines)
+    local from, to = 1, math.huge
+    for i, l in ipairs(lines) do
+        if l:find("^%s*%-%-%s*=+%s*your code below") then from = i + 1 end
+        if l:find("^%s*%-%-%s*=+%s*checks%s*=+") then to = i - 1 break end
+    end
+    local kept = {}
+    for _, c in ipairs(run.checkpoints) do
+        if c.file == run.file and c.line >= from and c.line <= to then kept[#kept + 1] = c end
+    end
+    run.checkpoints = kept
+end
+asked(ref, read_lines(ref.file))
+if #ref.checkpoints == 0 then
+    out(string.format("the reference %s labels no tensor where the exercise's answer goes: nothing to compare\n", ref.file))
     return 2, {}
 end
 

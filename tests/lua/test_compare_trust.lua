@@ -161,4 +161,13 @@ local co = sub("s_coroutine.lua", (REF:gsub('local w = (.-)\n', 'local w\ncorout
 out, err, code = run("--compare " .. ref .. " " .. co)
 check("a label given inside a coroutine is a checkpoint", code == 0 and has(out, "✓ all 2 checkpoints match"), out .. err)
 
+-- ===== C. every correct answer accepted: "_" is no name =====
+local UNNAMED = REF:gsub(':named%("N[qk]", "Dh"%)', ""):gsub('softmax%("Nk"%)', "softmax(2)")
+local uref = write("unnamed_ref.lua", UNNAMED)
+out, err, code = run("--compare " .. uref .. " " .. sub("t_named.lua", (UNNAMED:gsub('%):label%("scores"%)', '):named("Nq", "Nk"):label("scores")'))))
+check("names where the reference has none: a match", code == 0 and has(out, "✓ all 2 checkpoints match"), out .. err)
+out, err, code = run("--compare " .. uref .. " " .. sub("u_dim.lua", (UNNAMED:gsub("softmax%(2%)", "softmax(1)"))))
+check("unnamed dims print as the trace prints them, and the hint names a number",
+      code == 1 and has(out, "expected [4,4] float32") and has(out, "call softmax(2)") and not has(out, "_="), out .. err)
+
 T.report()
