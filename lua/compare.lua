@@ -1041,6 +1041,18 @@ end
 
 -- ===== Output =====
 
+-- The verdict's score: REF's checkpoints that match, of all of them.
+local function score(v)
+    local ok = 0
+    for _, c in ipairs(v.checkpoints) do if c.ok and not c.extra then ok = ok + 1 end end
+    return ok, #ref.checkpoints
+end
+
+-- What a verdict is, in a word: match, fail, or what stopped the script.
+local function outcome(v)
+    return v.match and "match" or (not v.first and v.error) and v.error.kind or "fail"
+end
+
 local function json_str(s)
     s = utf8_clean(s, function() return "\u{FFFD}" end)    -- JSON is UTF-8: a stray byte becomes U+FFFD
     return '"' .. s:gsub('[%c"\\\127]', function(c)
@@ -1079,7 +1091,9 @@ local function verdict_json(v)
     for i, c in ipairs(v.checkpoints) do
         cps[i] = obj({ "label", "occurrence", "ok", "line" }, { label = c.label, occurrence = c.occurrence, ok = c.ok, line = c.line })
     end
-    local o = obj({ "file", "match", "checkpoints", "first", "diagnosis", "error", "output" }, { file = v.file, match = v.match, checkpoints = cps })
+    local ok, total = score(v)
+    local o = obj({ "file", "match", "verdict", "score", "total", "checkpoints", "first", "diagnosis", "error", "output" },
+        { file = v.file, match = v.match, verdict = outcome(v), score = ok, total = total, checkpoints = cps })
     local f = v.first
     if f then
         local first = obj({ "label", "occurrence", "file", "line", "expected_shape", "got_shape", "max_abs_diff", "index", "note" }, {
@@ -1208,18 +1222,40 @@ local function print_verdict(v)
     if v.error then out(string.format("  (then the script stopped with an error at line %s: %s)\n", v.error.line or "?", v.error.message)) end
 end
 
--- one line per file, for a teacher's folder of submissions
+-- one line per file, for a teacher's folder of submissions, its score last
 local function print_line(v)
+    local ok, total = score(v)
+    local tail = string.format(" [%d/%d]\n", ok, total)
     if v.match then
-        out(string.format("%s: ✓ all %d checkpoints match\n", v.file, #v.checkpoints))
+        out(string.format("%s: ✓ all %d checkpoints match%s", v.file, #v.checkpoints, tail))
     elseif v.first then
         local d = v.first.diagnosis[1]
-        out(string.format("%s: ✗ %s (line %s): %s%s\n", v.file, v.first.name, v.first.line or "?",
-            d.kind == "missing" and "" or (d.kind .. " — "), d.message .. (v.first.note and ("; " .. v.first.note) or "")))
+        out(string.format("%s: ✗ %s (line %s): %s%s%s", v.file, v.first.name, v.first.line or "?",
+            d.kind == "missing" and "" or (d.kind .. " — "), d.message .. (v.first.note and ("; " .. v.first.note) or ""), tail))
     else
-        out(string.format("%s: ✗ %s at line %s: %s\n", v.file, v.error.kind, v.error.line or "?",
-            (v.error.message:gsub("^timeout: ", ""))))
+        out(string.format("%s: ✗ %s at line %s: %s%s", v.file, v.error.kind, v.error.line or "?",
+            (v.error.message:gsub("^timeout: ", "")), tail))
     end
+end
+
+-- A CSV field: quoted, quotes doubled, one line, valid UTF-8.
+local function csv_field(x)
+    if x == nil then return "" end
+    if math.type(x) == "integer" then return tostring(x) end
+    local s = utf8_clean(tostring(x), function() return "\u{FFFD}" end):gsub("[%c]", " ")
+    return '"' .. s:gsub('"', '""') .. '"'
+end
+
+local CSV_HEADER = "file,verdict,score,total,label,line,kind,message\n"
+
+local function csv_row(v)
+    local ok, total = score(v)
+    local f, d = v.first, nil
+    if f then d = f.diagnosis[1] elseif v.error then d = { kind = v.error.kind, message = v.error.message } end
+    local fields = { v.file, outcome(v), ok, total, f and f.label, f and f.line or (v.error and v.error.line),
+                     d and d.kind, d and d.message }
+    for i = 1, 8 do fields[i] = csv_field(fields[i]) end
+    return table.concat(fields, ",") .. "\n"
 end
 
 -- ===== Main =====
@@ -1259,7 +1295,7 @@ local verdicts, results, code = {}, {}, 0
 for i, mine in ipairs(mines) do
     if mine.missing then
         out(string.format("%s: cannot read it: %s\n", mine.file, mine.error))
-        verdicts[i] = { file = mine.file, match = false, checkpoints = {}, error = { file = mine.file, message = mine.error } }
+        verdicts[i] = { file = mine.file, match = false, checkpoints = {}, error = { file = mine.file, message = mine.error, kind = "error" } }
         code = math.max(code, 1)
     else
         verdicts[i] = check(mine)
@@ -1267,6 +1303,23 @@ for i, mine in ipairs(mines) do
     end
     results[i] = verdicts[i].match
     if not verdicts[i].match then code = math.max(code, 1) end
+end
+-- each verdict in a word and its score, for the batch's summary line
+local scores = {}
+for i, v in ipairs(verdicts) do
+    local ok, total = score(v)
+    scores[i] = { outcome = outcome(v), ok = ok, total = total }
+end
+
+if opt.csv then
+    local f, err = io.open(opt.csv, opt.json_append and "a" or "w")
+    if not f then
+        io.stderr:write("tensortrace: cannot write '" .. opt.csv .. "': " .. tostring(err) .. "\n")
+        return 2, results
+    end
+    if f:seek("end") == 0 then f:write(CSV_HEADER) end   -- a new file (a batch's children append)
+    for _, v in ipairs(verdicts) do f:write(csv_row(v)) end
+    f:close()
 end
 
 if opt.json then
@@ -1307,4 +1360,4 @@ if #verdicts == 1 and not verdicts[1].match then
         summary = string.format("the check stopped: an error at line %s: %s", v.error.line or "?", v.error.message)
     end
 end
-return code, results, summary
+return code, results, summary, scores

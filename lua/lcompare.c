@@ -680,21 +680,52 @@ static int engine_msghandler(lua_State *E)
 }
 
 /* Progress: "NAME pass" or "NAME fail", one exercise a line. */
-static void progress_record(const char *name, int ok);
+static void progress_record(const char *name, int ok, const char *verdict);
 
 static int compare_here(const ltt_compare_opts *o);
 static int ref_failed;           /* the reference raised an error or labels nothing */
 
+/* The verdicts of a batch, in words, for its summary line (a --sandbox
+   child sends its own to the parent through the pipe). */
+typedef struct { int graded, matched, failed, errors, timeouts, memory; } tally;
+static tally batch;
+
+/* Adds the engine's scores (at idx: {{outcome, ok, total}...}) to batch. */
+static void count_outcomes(lua_State *E, int idx)
+{
+    if (!lua_istable(E, idx)) return;
+    for (lua_Integer i = 1; lua_rawgeti(E, idx, i) == LUA_TTABLE; i++) {
+        lua_getfield(E, -1, "outcome");
+        const char *w = lua_tostring(E, -1);
+        batch.graded++;
+        if (w == NULL || strcmp(w, "fail") == 0) batch.failed++;
+        else if (strcmp(w, "match") == 0) batch.matched++;
+        else if (strcmp(w, "timeout") == 0 || strcmp(w, "instructions") == 0) batch.timeouts++;
+        else if (strcmp(w, "memory") == 0) batch.memory++;
+        else batch.errors++;
+        lua_pop(E, 2);
+    }
+    lua_pop(E, 1);
+}
+
+static void print_tally(void)
+{
+    printf("graded %d: %d matched, %d failed, %d errors, %d timeouts, %d out of memory\n", batch.graded,
+           batch.matched, batch.failed, batch.errors, batch.timeouts, batch.memory);
+    fflush(stdout);
+}
+
 /* --sandbox: each script checked in a child of its own (see lcompare.h). */
 static int compare_isolated(const ltt_compare_opts *o)
 {
-    if (o->json) {
-        FILE *f = fopen(o->json, "w");       /* each child appends its verdict */
-        if (f == NULL) {
-            fprintf(stderr, PROGNAME ": cannot write '%s': %s\n", o->json, strerror(errno));
+    const char *outs[2] = { o->json, o->csv };
+    for (int k = 0; k < 2; k++) {
+        FILE *f = outs[k] ? fopen(outs[k], "w") : NULL;     /* each child appends its verdict */
+        if (outs[k] && f == NULL) {
+            fprintf(stderr, PROGNAME ": cannot write '%s': %s\n", outs[k], strerror(errno));
             return 2;
         }
-        fclose(f);
+        if (f) fclose(f);
     }
     int code = 0;
     for (int i = 0; i < o->nmine; i++) {       /* whatever one does, the next is graded */
@@ -719,17 +750,19 @@ static int compare_isolated(const ltt_compare_opts *o)
             one.one_line = o->nmine > 1;
             one.json_append = 1;
             if (i > 0) one.figure = NULL;        /* the figure is the first script's */
+            memset(&batch, 0, sizeof batch);      /* this child's verdict only */
             int rc = compare_here(&one);
             ltt_limits_done();
             fflush(NULL);
-            if (write(pfd[1], ref_failed ? "nref" : "done", 4) != 4) rc = 2;
+            if (write(pfd[1], ref_failed ? "nref" : "done", 4) != 4 ||
+                write(pfd[1], &batch, sizeof batch) != (ssize_t)sizeof batch) rc = 2;
             _exit(rc);
         }
         close(pfd[1]);
         /* the child's own limits end a runaway; this is for one they cannot
            reach (a stuck C call): the reference and the script, twice over */
         double limit = o->timeout > 0 ? 4 * o->timeout + 10 : -1;
-        char buf[8];
+        char buf[4 + sizeof(tally)];
         ssize_t got = 0;
         int killed = 0;
         struct pollfd p = { pfd[0], POLLIN, 0 };
@@ -741,16 +774,21 @@ static int compare_isolated(const ltt_compare_opts *o)
                 killed = 1;
                 break;
             }
-            got = read(pfd[0], buf, sizeof buf);
-            if (got < 0 && errno == EINTR) continue;
+            ssize_t n = read(pfd[0], buf + got, sizeof buf - (size_t)got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n > 0 && (got += n) < (ssize_t)sizeof buf) continue;
             break;
         }
         close(pfd[0]);
         int status = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-        if (got == 4 && memcmp(buf, "nref", 4) == 0) return 2;   /* the reference failed: said once, no grades */
-        int done = got == 4 && memcmp(buf, "done", 4) == 0;
+        if (got >= 4 && memcmp(buf, "nref", 4) == 0) return 2;   /* the reference failed: said once, no grades */
+        int done = got == (ssize_t)sizeof buf && memcmp(buf, "done", 4) == 0;
         if (done && WIFEXITED(status)) {
+            tally t;
+            memcpy(&t, buf + 4, sizeof t);
+            batch.graded += t.graded, batch.matched += t.matched, batch.failed += t.failed;
+            batch.errors += t.errors, batch.timeouts += t.timeouts, batch.memory += t.memory;
             if (WEXITSTATUS(status) > code) code = WEXITSTATUS(status);
             continue;
         }
@@ -761,6 +799,9 @@ static int compare_isolated(const ltt_compare_opts *o)
         else snprintf(why, sizeof why, "the watchdog stopped it: a limit passed where Lua's hooks cannot stop it "
                       "(a __gc finalizer, a message handler, a long C call; its message is on stderr)");
         lost_verdict(o, o->mine[i], why);
+        batch.graded++;
+        if (killed) batch.timeouts++;
+        else batch.errors++;
         if (code < 1) code = 1;
     }
     return code;
@@ -816,8 +857,10 @@ int ltt_compare(const ltt_compare_opts *o)
     for (int i = 0; i < o->nmine; i++) all[i + 1] = o->mine[i];
     c.inputs = all;
     c.ninputs = o->nmine + 1;
-    int code = !output_allowed(&c, "--compare-json", o->json) ? 2
+    memset(&batch, 0, sizeof batch);
+    int code = !output_allowed(&c, "--compare-json", o->json) || !output_allowed(&c, "--compare-csv", o->csv) ? 2
              : o->sandbox ? compare_isolated(&c) : compare_here(&c);
+    if (o->nmine > 1 && batch.graded > 0) print_tally();
     free(all);
     return code;
 }
@@ -885,21 +928,27 @@ static int compare_here(const ltt_compare_opts *o)
         lua_setfield(E, -2, "one_line");
         lua_pushboolean(E, o->json_append);
         lua_setfield(E, -2, "json_append");
+        set_str(E, "csv", o->csv);
         lua_pushcfunction(E, out_text);
         lua_setfield(E, -2, "out");
-        status = lua_pcall(E, 3, 3, handler);
+        status = lua_pcall(E, 3, 4, handler);
     }
     if (status != LUA_OK) {
         /* the engine's own failure: said, and the batch goes on */
         fprintf(stderr, PROGNAME ": --compare: %s\n", lua_tostring(E, -1));
-        for (int i = 0; i < o->nmine; i++)
+        for (int i = 0; i < o->nmine; i++) {
             lost_verdict(o, o->mine[i], "the checker failed on it (its message is on stderr)");
+            batch.graded++;
+            batch.errors++;
+        }
     } else {
-        code = (int)lua_tointeger(E, -3);
-        if (o->report && lua_isstring(E, -1)) ltt_report_error(lua_tostring(E, -1));
-        if (o->exercise && lua_istable(E, -2)) {
-            lua_rawgeti(E, -2, 1);
-            if (lua_isboolean(E, -1)) progress_record(o->exercise, lua_toboolean(E, -1));
+        code = (int)lua_tointeger(E, -4);
+        if (o->report && lua_isstring(E, -2)) ltt_report_error(lua_tostring(E, -2));
+        count_outcomes(E, lua_gettop(E));
+        if (o->exercise && lua_istable(E, -3)) {
+            lua_rawgeti(E, -3, 1);
+            if (lua_isboolean(E, -1))
+                progress_record(o->exercise, lua_toboolean(E, -1), lua_isstring(E, -3) ? lua_tostring(E, -3) : NULL);
             lua_pop(E, 1);
         }
     }
@@ -1158,13 +1207,26 @@ static void make_parents(const char *path)
     }
 }
 
-/* The recorded state of name: 1 passed, 0 failed, -1 never checked. */
-static int progress_of(const char *text, const char *name)
+/* The progress file: a line "NAME pass|fail done|- VERDICT" per exercise
+   (the last check's result, whether it ever passed, the last verdict in
+   words); an older "NAME pass" line reads as passed and done. */
+typedef struct { int last; int done; char verdict[200]; } progress;
+
+/* name's line in text: last 1 passed, 0 failed, -1 never checked. */
+static progress progress_of(const char *text, const char *name)
 {
+    progress pr = { -1, 0, "" };
     size_t n = strlen(name);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (strncmp(p, name, n) == 0 && p[n] == ' ') return strncmp(p + n + 1, "pass", 4) == 0;
-    return -1;
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, name, n) != 0 || p[n] != ' ') continue;
+        p += n + 1;
+        pr.last = strncmp(p, "pass", 4) == 0;
+        pr.done = pr.last || strncmp(p + 4, " done", 5) == 0;
+        const char *v = strncmp(p + 4, " done ", 6) == 0 || strncmp(p + 4, " - ", 3) == 0 ? strchr(p + 5, ' ') : NULL;
+        if (v) snprintf(pr.verdict, sizeof pr.verdict, "%.*s", (int)strcspn(v + 1, "\n"), v + 1);
+        break;
+    }
+    return pr;
 }
 
 static char *read_text(const char *path)
@@ -1187,10 +1249,11 @@ static char *read_text(const char *path)
     return s;
 }
 
-static void progress_record(const char *name, int ok)
+static void progress_record(const char *name, int ok, const char *verdict)
 {
     const char *path = ltt_progress_path();
     char *old = read_text(path);
+    int done = ok || progress_of(old, name).done;     /* ✓ stays once it was done */
     make_parents(path);
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
@@ -1206,7 +1269,11 @@ static void progress_record(const char *name, int ok)
         if (!(len > n && strncmp(p, name, n) == 0 && p[n] == ' ')) fprintf(f, "%.*s\n", (int)len, p);
         p = nl ? nl + 1 : p + len;
     }
-    fprintf(f, "%s %s\n", name, ok ? "pass" : "fail");
+    char words[200];
+    snprintf(words, sizeof words, "%s", verdict ? verdict : ok ? "all checkpoints match" : "");
+    for (char *w = words; *w; w++)
+        if ((unsigned char)*w < 0x20) *w = ' ';
+    fprintf(f, "%s %s %s %s\n", name, ok ? "pass" : "fail", done ? "done" : "-", words);
     free(old);
     if (fclose(f) != 0 || rename(tmp, path) != 0) unlink(tmp);
 }
@@ -1241,7 +1308,7 @@ int ltt_exercises_list(void)
         free_names(names);
         return 2;
     }
-    char *progress = read_text(ltt_progress_path());
+    char *recorded = read_text(ltt_progress_path());
     const char *next = NULL;
     int done = 0;
     char name[256], title[256], path[4400];
@@ -1250,9 +1317,11 @@ int ltt_exercises_list(void)
         stem(names[i], name, sizeof name);
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         title_of(path, title, sizeof title);
-        int st = progress_of(progress, name);
-        printf("  %s %-22s %s\n", st == 1 ? "✓" : st == 0 ? "✗" : "·", name, title);
-        if (st == 1) done++;
+        progress pr = progress_of(recorded, name);
+        printf("  %s %-22s %s\n", pr.done ? "✓" : pr.last == 0 ? "✗" : "·", name, title);
+        if (pr.last == 0 || (pr.last == 1 && pr.verdict[0]))
+            printf("      last check: %s %s\n", pr.last ? "✓" : "✗", pr.verdict[0] ? pr.verdict : "");
+        if (pr.done) done++;
         else if (next == NULL) next = names[i];
     }
     if (next) {
@@ -1261,7 +1330,7 @@ int ltt_exercises_list(void)
     } else {
         printf("all %d done\n", count);
     }
-    free(progress);
+    free(recorded);
     free_names(names);
     return 0;
 }

@@ -15,6 +15,7 @@ typedef struct ltt_compare_opts {
     long long seed;
     double rtol, atol;
     const char *json;            /* --compare-json FILE or NULL */
+    const char *csv;             /* --compare-csv FILE or NULL */
     const char *figure;          /* --compare-figure PATH or NULL */
     const char *report;          /* --report FILE.html or NULL */
     int report_argc;             /* the command line, for the report's header */

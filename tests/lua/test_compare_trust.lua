@@ -125,7 +125,7 @@ check("the reference, inside --read: refused", has(line_of("m_ref.lua"), "cannot
 check("the reference's figure written during the grading: refused",
       has(line_of("o_fig2.lua"), "it was written while the submissions are graded"), out)
 check("printed verdict lines are no verdict lines: one line per submission, the forged one not among them",
-      #lines == #bsubs and not has(out, "\n" .. good .. ": ✓ all 2 checkpoints match\n" .. good), out)
+      #lines == #bsubs + 1 and not has(out, "\n" .. good .. ": ✓ all 2 checkpoints match\n" .. good), out)
 check("... the printer's own line is its verdict", has(line_of("p_forge.lua"), "✓ all 2 checkpoints match")
       and lines[5] and lines[5]:sub(1, #bsubs[5]) == bsubs[5], out)
 check("the memory cap: a memory verdict", has(line_of("q_memory.lua"), "✗ memory at line 7:"), out)
@@ -169,5 +169,24 @@ check("names where the reference has none: a match", code == 0 and has(out, "✓
 out, err, code = run("--compare " .. uref .. " " .. sub("u_dim.lua", (UNNAMED:gsub("softmax%(2%)", "softmax(1)"))))
 check("unnamed dims print as the trace prints them, and the hint names a number",
       code == 1 and has(out, "expected [4,4] float32") and has(out, "call softmax(2)") and not has(out, "_="), out .. err)
+
+-- ===== D. for the teacher: a summary, each score, a CSV =====
+local csv = dir .. "/grades.csv"
+out, err, code = run("--sandbox --timeout 3 --compare " .. ref .. " " .. good .. " " .. nan .. " " .. subs[2] .. " "
+                     .. subs[4] .. " --compare-csv " .. csv .. " --compare-json " .. dir .. "/d.json")
+lines = {}
+for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+check("the batch ends with its summary line",
+      lines[#lines] == "graded 4: 1 matched, 1 failed, 1 errors, 1 timeouts, 0 out of memory", out .. err)
+check("each line ends with the student's score", has(lines[1], "✓ all 2 checkpoints match [2/2]")
+      and lines[2]:sub(-6) == " [1/2]" and lines[3]:sub(-6) == " [0/2]", out)
+local rows = lines_of(csv)
+check("--compare-csv: a header and a row per submission", #rows == 5 and rows[1] == "file,verdict,score,total,label,line,kind,message", table.concat(rows, "\n"))
+check("... the rows: verdict, score, label, line, kind", rows[2] == '"' .. good .. '","match",2,2,,,,'
+      and has(rows[3], '"fail",1,2,"weights",6,"nan","your `weights` has NaN') and has(rows[5], '"timeout",0,2,'), table.concat(rows, "\n"))
+local dv = json.decode(lines_of(dir .. "/d.json")[2] or "{}")
+check("--compare-json: verdict, score and total", dv.verdict == "fail" and dv.score == 1 and dv.total == 2)
+out, err, code = run("--sandbox --images " .. dir .. "/figs --compare " .. ref .. " " .. good .. " --compare-csv " .. dir .. "/figs/g.csv")
+check("--compare-csv inside --images: refused", code == 2 and has(err, "--compare-csv") and has(err, "is inside --images"), err)
 
 T.report()
