@@ -961,6 +961,56 @@ static int compare_here(const ltt_compare_opts *o)
 /* ===== --watch ===== */
 
 #if defined(__linux__)
+/* What --watch watches: the folder of each checked file and, when the file
+   is a symbolic link, the folder of the file it points to (an editor saves
+   there); an event names a file of a folder by its last component. */
+#define WATCH_MAX 64
+typedef struct { int wd; char dir[4096]; const char *base; } watched;
+
+static int watch_add(int fd, watched *w, int *n, const char *path)
+{
+    if (*n >= WATCH_MAX) return 1;
+    const char *slash = strrchr(path, '/');
+    watched *x = &w[*n];
+    if (slash == NULL) snprintf(x->dir, sizeof x->dir, ".");
+    else snprintf(x->dir, sizeof x->dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    x->base = slash ? slash + 1 : path;
+    x->wd = inotify_add_watch(fd, x->dir, IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF);
+    if (x->wd < 0) {
+        fprintf(stderr, PROGNAME ": --watch: cannot watch '%s': %s\n", x->dir, strerror(errno));
+        return 0;
+    }
+    ++*n;
+    return 1;
+}
+
+/* Reads one batch of events; *changed when one saved a watched file.
+   Returns 0 when a watched folder went away (deleted or moved: nothing
+   more can be saved there) or inotify failed, said on stderr. */
+static int watch_read(int fd, const watched *w, int n, int *changed)
+{
+    char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t got;
+    while ((got = read(fd, buf, sizeof buf)) < 0 && errno == EINTR) {}
+    if (got <= 0) {
+        fprintf(stderr, PROGNAME ": --watch: %s\n", got < 0 ? strerror(errno) : "inotify closed");
+        return 0;
+    }
+    for (char *p = buf; p < buf + got;) {
+        const struct inotify_event *ev = (const struct inotify_event *)p;
+        for (int i = 0; i < n; i++) {
+            if (ev->wd != w[i].wd) continue;
+            if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+                fprintf(stderr, PROGNAME ": --watch: the folder '%s' was deleted or moved; stopped watching\n", w[i].dir);
+                return 0;
+            }
+            if (ev->len && strcmp(ev->name, w[i].base) == 0) *changed = 1;
+        }
+        p += sizeof *ev + ev->len;
+    }
+    return 1;
+}
+
 int ltt_compare_watch(const ltt_compare_opts *o)
 {
     int fd = inotify_init1(IN_CLOEXEC);
@@ -970,47 +1020,31 @@ int ltt_compare_watch(const ltt_compare_opts *o)
     }
     /* the folders: an editor that saves by writing a new file and renaming
        it over the old one replaces the file a watch on it would follow */
-    for (int i = 0; i < o->nmine; i++) {
-        char dir[4096];
-        const char *slash = strrchr(o->mine[i], '/');
-        if (slash == NULL) snprintf(dir, sizeof dir, ".");
-        else snprintf(dir, sizeof dir, "%.*s", slash == o->mine[i] ? 1 : (int)(slash - o->mine[i]), o->mine[i]);
-        if (inotify_add_watch(fd, dir, IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
-            fprintf(stderr, PROGNAME ": --watch: cannot watch '%s': %s\n", dir, strerror(errno));
-            close(fd);
-            return 2;
-        }
+    static watched w[WATCH_MAX];
+    static char real[WATCH_MAX][4096];
+    int n = 0, ok = 1;
+    for (int i = 0; ok && i < o->nmine && i < WATCH_MAX; i++) {
+        ok = watch_add(fd, w, &n, o->mine[i]);
+        if (ok && realpath(o->mine[i], real[i]) && strcmp(real[i], o->mine[i]) != 0) ok = watch_add(fd, w, &n, real[i]);
     }
-    for (;;) {
+    while (ok) {
+        char when[32];
+        time_t now = time(NULL);
+        strftime(when, sizeof when, "%H:%M:%S", localtime(&now));
+        printf("──────── %s ────────\n", when);
+        fflush(stdout);
         ltt_compare(o);
         printf("\nwatching %s%s: save it to check again (Ctrl-C stops)\n", o->mine[0], o->nmine > 1 ? " and the others" : "");
         fflush(stdout);
-        for (int changed = 0; !changed;) {
-            char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
-            ssize_t n = read(fd, buf, sizeof buf);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                fprintf(stderr, PROGNAME ": --watch: %s\n", n < 0 ? strerror(errno) : "inotify closed");
-                close(fd);
-                return 2;
-            }
-            for (char *p = buf; p < buf + n;) {
-                const struct inotify_event *ev = (const struct inotify_event *)p;
-                for (int i = 0; ev->len && i < o->nmine; i++) {
-                    const char *slash = strrchr(o->mine[i], '/');
-                    if (strcmp(ev->name, slash ? slash + 1 : o->mine[i]) == 0) changed = 1;
-                }
-                p += sizeof *ev + ev->len;
-            }
-        }
+        int changed = 0;
+        while (ok && !changed) ok = watch_read(fd, w, n, &changed);
         /* an editor's save is often several events: take them all */
         struct pollfd pfd = { fd, POLLIN, 0 };
-        while (poll(&pfd, 1, 150) > 0) {
-            char buf[8192];
-            if (read(fd, buf, sizeof buf) <= 0) break;
-        }
+        while (ok && poll(&pfd, 1, 150) > 0) ok = watch_read(fd, w, n, &changed);
         printf("\n");
     }
+    close(fd);
+    return 2;
 }
 #else
 int ltt_compare_watch(const ltt_compare_opts *o)
@@ -1132,6 +1166,45 @@ static const char *match_exercise(char **names, const char *what, int *several)
     return *several ? NULL : found;
 }
 
+/* "-- exercise: 03" in the first lines of path: 1 and the name in buf. */
+static int header_exercise(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return 0;
+    char line[512];
+    int found = 0;
+    for (int i = 0; i < 30 && !found && fgets(line, sizeof line, f); i++) {
+        const char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        if (strncmp(p, "--", 2) != 0) continue;
+        for (p += 2; *p == ' ' || *p == '-'; p++) {}
+        if (strncmp(p, "exercise:", 9) != 0) continue;
+        for (p += 9; *p == ' ' || *p == '\t'; p++) {}
+        size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.");
+        if (len > 0 && len < n) {
+            snprintf(buf, n, "%.*s", (int)len, p);
+            found = 1;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* The exercise a file's name points to (03_mine, my_03, week2_05): its
+   first two-digit number on its own. */
+static const char *name_exercise(char **names, const char *key)
+{
+    int several = 0;
+    const char *file = match_exercise(names, key, &several);
+    for (const char *p = key; file == NULL && *p; p++)
+        if (isdigit((unsigned char)p[0]) && isdigit((unsigned char)p[1]) && !isdigit((unsigned char)p[2]) &&
+            (p == key || !isdigit((unsigned char)p[-1]))) {
+            char nn[3] = { p[0], p[1], 0 };
+            return match_exercise(names, nn, &several);
+        }
+    return file;
+}
+
 int ltt_exercise_resolve(const char *what, ltt_compare_opts *o)
 {
     static char ref[4096], mine[4096], name[256];
@@ -1149,18 +1222,25 @@ int ltt_exercise_resolve(const char *what, ltt_compare_opts *o)
         return 0;
     }
     int is_path = is_file(what) && (strchr(what, '/') || strstr(what, ".lua"));
-    char key[256];
+    char key[256], said[64];
     stem(what, key, sizeof key);
-    const char *file = match_exercise(names, is_path ? key : what, &several);
-    for (const char *p = key; file == NULL && is_path && *p; p++) {
-        /* my_03.lua, 03_mine.lua: the copy of exercise 03 */
-        if (isdigit((unsigned char)p[0]) && isdigit((unsigned char)p[1]) && !isdigit((unsigned char)p[2]) &&
-            (p == key || !isdigit((unsigned char)p[-1]))) {
-            char nn[3] = { p[0], p[1], 0 };
-            file = match_exercise(names, nn, &several);
-            break;
+    const char *file = NULL;
+    if (is_path && header_exercise(what, said, sizeof said)) {
+        /* the copy says which exercise it is: that wins over its name */
+        file = match_exercise(names, said, &several);
+        if (file == NULL) {
+            fprintf(stderr, PROGNAME ": --exercise: %s says '-- exercise: %s', which is %s\n", what, said,
+                    several ? "more than one exercise" : "no exercise");
+            free_names(names);
+            return 0;
         }
+        const char *by_name = name_exercise(names, key);
+        if (by_name && strcmp(by_name, file) != 0)
+            fprintf(stderr, PROGNAME ": --exercise: %s is checked against %s, as its header says (not %s, as its name)\n",
+                    what, file, by_name);
     }
+    if (file == NULL) file = match_exercise(names, is_path ? key : what, &several);
+    if (file == NULL && is_path && !several) file = name_exercise(names, key);   /* my_03.lua: the copy of 03 */
     if (file == NULL) {
         fprintf(stderr, PROGNAME ": --exercise: %s '%s'; the exercises are:\n", several ? "more than one exercise matches" : "no exercise", what);
         for (int i = 0; names[i]; i++) fprintf(stderr, "  %s\n", stem(names[i], key, sizeof key));

@@ -13,7 +13,7 @@ end
 local dir = T.tmpdir()
 local function write(name, text) return T.write(dir, name, text) end
 local function run(args) return T.run(dir, args) end
-local has = function(s, pat) return s:find(pat, 1, true) ~= nil end
+local has = function(s, pat) return s ~= nil and s:find(pat, 1, true) ~= nil end
 local function lines_of(path)
   local list = {}
   if not io.open(path) then return list end
@@ -179,7 +179,7 @@ for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
 check("the batch ends with its summary line",
       lines[#lines] == "graded 4: 1 matched, 1 failed, 1 errors, 1 timeouts, 0 out of memory", out .. err)
 check("each line ends with the student's score", has(lines[1], "✓ all 2 checkpoints match [2/2]")
-      and lines[2]:sub(-6) == " [1/2]" and lines[3]:sub(-6) == " [0/2]", out)
+      and (lines[2] or ""):sub(-6) == " [1/2]" and (lines[3] or ""):sub(-6) == " [0/2]", out)
 local rows = lines_of(csv)
 check("--compare-csv: a header and a row per submission", #rows == 5 and rows[1] == "file,verdict,score,total,label,line,kind,message", table.concat(rows, "\n"))
 check("... the rows: verdict, score, label, line, kind", rows[2] == '"' .. good .. '","match",2,2,,,,'
@@ -188,5 +188,52 @@ local dv = json.decode(lines_of(dir .. "/d.json")[2] or "{}")
 check("--compare-json: verdict, score and total", dv.verdict == "fail" and dv.score == 1 and dv.total == 2)
 out, err, code = run("--sandbox --images " .. dir .. "/figs --compare " .. ref .. " " .. good .. " --compare-csv " .. dir .. "/figs/g.csv")
 check("--compare-csv inside --images: refused", code == 2 and has(err, "--compare-csv") and has(err, "is inside --images"), err)
+
+-- ===== D. for the student: the exercise named in a header =====
+local function ex(args)
+  local o, e = dir .. "/ex.out", dir .. "/ex.err"
+  local _, _, c = os.execute("XDG_STATE_HOME=" .. dir .. "/state ./tensortrace " .. args .. " >" .. o .. " 2>" .. e .. " </dev/null")
+  return T.slurp(o), T.slurp(e), c
+end
+local SOL03 = T.slurp("lessons/exercises/solutions/03_causal_mask.lua")
+local week = write("week2_05.lua", "-- exercise: 03\n" .. SOL03)
+out, err, code = ex("--exercise " .. week)
+check("week2_05.lua whose header says 03: checked against 03, and told so",
+      code == 0 and has(out, "✓ all 4 checkpoints match") and has(err, "checked against 03_causal_mask.lua, as its header says (not 05_hand_example.lua"), out .. err)
+local anon = write("attention.lua", "-- my answer\n-- exercise: causal_mask\n" .. SOL03)
+out, err, code = ex("--exercise " .. anon)
+check("a file whose name says nothing: its header names the exercise", code == 0 and has(out, "✓ all 4 checkpoints match"), out .. err)
+out, err, code = ex("--exercise " .. write("bad_header.lua", "-- exercise: 99\n" .. SOL03))
+check("a header naming no exercise: refused, said", code == 2 and has(err, "says '-- exercise: 99', which is no exercise"), err)
+
+-- ===== D. --watch: a separator with the time, saves through a symlink, a deleted folder =====
+os.execute("mkdir -p " .. dir .. "/real " .. dir .. "/work")
+local STARTER = T.slurp("lessons/exercises/03_causal_mask.lua")
+write("real/answer.lua", STARTER)
+os.execute("ln -s ../real/answer.lua " .. dir .. "/work/my_03.lua")
+local log, pidf = dir .. "/watch.log", dir .. "/watch.pid"
+os.execute("(XDG_STATE_HOME=" .. dir .. "/state ./tensortrace --exercise " .. dir .. "/work/my_03.lua --watch >" .. log
+           .. " 2>&1 & echo $! >" .. pidf .. "; wait $!; echo exit=$? >>" .. log .. ") &")
+local function read_log() local f = io.open(log) if not f then return "" end local t = f:read("a") f:close() return t end
+local function wait_for(text)
+  local t0 = tt.clock()
+  while tt.clock() - t0 < 10 do
+    if has(read_log(), text) then break end
+    os.execute("sleep 0.1")
+  end
+  return read_log()
+end
+local w = wait_for("watching")
+check("--watch: a separator with the time before the check", w:find("^──────── %d%d:%d%d:%d%d ────────\n") ~= nil, w)
+write("work/my_03.lua", SOL03)               -- an editor saving through the symlink writes the file it points to
+w = wait_for("✓ all 4 checkpoints match")
+check("--watch: a save through a symlink is seen", has(w, "✓ all 4 checkpoints match"), w)
+local _, seps = w:gsub("──────── %d%d:%d%d:%d%d ────────", "")
+check("--watch: a separator before each check", seps == 2, w)
+os.execute("rm -rf " .. dir .. "/work")
+w = wait_for("exit=")
+check("--watch: the folder deleted: said, and the watch ends",
+      has(w, "--watch: the folder '" .. dir .. "/work' was deleted or moved; stopped watching") and has(w, "exit=2"), w)
+os.execute("kill " .. (T.slurp(pidf):match("%d+") or "") .. " 2>/dev/null")   -- a watch that did not end
 
 T.report()
