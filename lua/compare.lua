@@ -40,6 +40,93 @@ local function printable(s)
     end))
 end
 local function out(s) opt.out(printable(s)) end
+
+-- JSON arrays and objects (keys in order), for verdict_json
+local function arr(t) t.__array = true return t end
+local function obj(keys, t) t.__keys = keys return t end
+
+-- ===== Other inputs: the exercise's sizes and seed, varied =====
+-- A reference declares the inputs to re-check on above its marked line
+-- (its checks section is left out on them):
+--   -- recheck: N = 7; N = 1, B = 1; Dh = 8, seed = 5
+-- (each ";" one variant). A variant rewrites, above the marked line, the
+-- value of each name in its `local a, b = 1, 2` line and the seed of
+-- tt.manual_seed(n); the same rewrite is made to the submission.
+
+local MARK = "^%s*%-%-%s*=+%s*your code below"
+
+-- "N = 7, B = 1" -> {{"N", "7"}, {"B", "1"}} (nil when malformed)
+local function parse_variant(spec)
+    local list = {}
+    for part in spec:gmatch("[^,]+") do
+        local name, value = part:match("^%s*([%a_][%w_]*)%s*=%s*(%-?[%d%.]+)%s*$")
+        if not name then return nil end
+        list[#list + 1] = { name, value }
+    end
+    return #list > 0 and list or nil
+end
+
+local function variants_of(text)
+    for line in text:gmatch("[^\n]*") do
+        if line:find(MARK) then break end
+        local specs = line:match("^%s*%-%-%s*recheck:%s*(.-)%s*$")
+        if specs then
+            local list = {}
+            for spec in specs:gmatch("[^;]+") do
+                spec = spec:gsub("^%s+", ""):gsub("%s+$", "")
+                if parse_variant(spec) then list[#list + 1] = spec end
+            end
+            return list
+        end
+    end
+    return {}
+end
+
+-- text with the variant applied above its marked line; nil and why when a
+-- name has no `local` line there (the setup was edited).
+local function vary(text, spec)
+    local pairs_ = parse_variant(spec)
+    if not pairs_ then return nil, "a variant is NAME = NUMBER, ...: " .. spec end
+    local lines, above = {}, math.huge
+    for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+        if line:find("^%s*%-%-%s*=+%s*checks%s*=+") then break end   -- its checks hold for its own inputs only
+        lines[#lines + 1] = line
+        if above == math.huge and line:find(MARK) then above = #lines end
+    end
+    for _, nv in ipairs(pairs_) do
+        local name, value, done = nv[1], nv[2], false
+        for i = 1, math.min(#lines, above) do
+            local l = lines[i]
+            if name == "seed" then
+                local a, b = l:find("tt%.manual_seed%(%s*%d+%s*%)")
+                if a then
+                    lines[i] = l:sub(1, a - 1) .. "tt.manual_seed(" .. value .. ")" .. l:sub(b + 1)
+                    done = true
+                    break
+                end
+            else
+                local indent, names, values, rest = l:match("^(%s*local%s+)([%a_][%w_%s,]*)=%s*([^%-]-)(%s*%-%-.*)$")
+                if not indent then indent, names, values = l:match("^(%s*local%s+)([%a_][%w_%s,]*)=%s*(.-)%s*$") rest = "" end
+                if indent then
+                    local ns, vs, k = {}, {}, nil
+                    for n in names:gmatch("[%a_][%w_]*") do ns[#ns + 1] = n if n == name then k = #ns end end
+                    for v in values:gmatch("[^,]+") do vs[#vs + 1] = v:gsub("^%s+", ""):gsub("%s+$", "") end
+                    if k and #vs == #ns then
+                        vs[k] = value
+                        lines[i] = indent .. names:gsub("%s+$", "") .. " = " .. table.concat(vs, ", ") .. rest
+                        done = true
+                        break
+                    end
+                end
+            end
+        end
+        if not done then return nil, string.format("no `local %s = ...` line above the marked line", name) end
+    end
+    return table.concat(lines, "\n")
+end
+
+if opt.mode == "variants" then return variants_of(ref) end
+if opt.mode == "vary" then return vary(ref, mines) end
 tt.trace.off()                      -- the engine's own ops are no part of any trace
 
 -- ===== Tensors as Lua values =====
@@ -1039,6 +1126,124 @@ local function check(mine)
     return v
 end
 
+-- The checkpoints are the labels the exercise asks for: the ones the
+-- reference gives in its own file (not in a library it calls), after its
+-- "-- ===== your code below =====" line (when it has one) and before its
+-- "-- ===== checks =====" (its own tests of the answer).
+local function asked(run, lines)
+    local from, to = 1, math.huge
+    for i, l in ipairs(lines) do
+        if l:find("^%s*%-%-%s*=+%s*your code below") then from = i + 1 end
+        if l:find("^%s*%-%-%s*=+%s*checks%s*=+") then to = i - 1 break end
+    end
+    local kept = {}
+    for _, c in ipairs(run.checkpoints) do
+        if c.file == run.file and c.line >= from and c.line <= to then kept[#kept + 1] = c end
+    end
+    run.checkpoints = kept
+end
+-- ===== Re-checks on other inputs =====
+
+-- Where MINE wrote a size as a number: the default of a varied name (or
+-- its square root) as a literal below the marked line. A sentence, or nil.
+local function hardcoded(file, spec)
+    local lines, above = read_lines(file), 0
+    for i, l in ipairs(lines) do if l:find(MARK) then above = i break end end
+    for _, nv in ipairs(parse_variant(spec) or {}) do
+        local name, default = nv[1], nil
+        for i = 1, above do
+            local names, values = lines[i]:match("^%s*local%s+([%a_][%w_%s,]*)=%s*([^%-]*)")
+            local ns, vs = {}, {}
+            for n in (names or ""):gmatch("[%a_][%w_]*") do ns[#ns + 1] = n end
+            for v in (values or ""):gmatch("[^,]+") do vs[#vs + 1] = v:match("^%s*(.-)%s*$") end
+            for k, n in ipairs(ns) do if n == name and tonumber(vs[k]) then default = vs[k] end end
+        end
+        if default then
+            local root = math.sqrt(tonumber(default))
+            local shown = { { default, "" } }
+            if root == math.floor(root) and root > 1 then shown[2] = { string.format("%d", root), " = √" .. name } end
+            for i = above + 1, #lines do
+                local code = lines[i]:gsub("%-%-.*$", "")
+                for _, lit in ipairs(shown) do
+                    if code:find("%f[%w_.]" .. lit[1]:gsub("%p", "%%%0") .. "%f[^%w_.]") then
+                        return string.format("on line %d you wrote %s%s; %s is %s only for these inputs: write %s",
+                            i, lit[1], lit[2], name, default, lit[2] ~= "" and ("math.sqrt(" .. name .. ")") or name), i
+                    end
+                end
+            end
+        end
+    end
+    return nil
+end
+
+local function variant_info(spec)
+    local sizes, seed = obj({}, {}), nil
+    for _, nv in ipairs(parse_variant(spec) or {}) do
+        if nv[1] == "seed" then seed = math.tointeger(tonumber(nv[2])) or tonumber(nv[2])
+        else
+            sizes.__keys[#sizes.__keys + 1] = nv[1]
+            sizes[nv[1]] = math.tointeger(tonumber(nv[2])) or tonumber(nv[2])
+        end
+    end
+    return sizes, seed
+end
+
+-- After a match, the same check on the inputs REF declares (its
+-- `-- recheck:` line): v.rechecks, and at the first that fails v.match =
+-- false and v.recheck_failed = {spec, verdict, hint}.
+local ref_variants = {}
+local function recheck(mine, v)
+    if opt.variant or not opt.recheck then return end
+    local specs = variants_of(table.concat(read_lines(ref.file), "\n"))
+    if #specs == 0 then return end
+    v.rechecks = {}
+    for _, spec in ipairs(specs) do
+        local r = ref_variants[spec]
+        if r == nil then
+            r = opt.recheck(spec, ref.file, true)
+            if r.checkpoints then asked(r, read_lines(r.file)) end
+            ref_variants[spec] = r
+        end
+        local sizes, seed = variant_info(spec)
+        local entry = { variant = spec, sizes = sizes, seed = seed }
+        v.rechecks[#v.rechecks + 1] = entry
+        local m = r.checkpoints and not r.error and #r.checkpoints > 0 and opt.recheck(spec, mine.file, false)
+        if not m or not m.checkpoints then
+            entry.skipped = not m and ("the reference on these inputs: " .. tostring(r.error or "no checkpoint"))
+                or m.error
+        else
+            local saved = ref
+            ref = r
+            local rv = check(m)
+            ref = saved
+            entry.match = rv.match
+            if not rv.match then
+                v.match = false
+                v.recheck_failed = { spec = spec, verdict = rv, hint = hardcoded(mine.file, spec) }
+                break
+            end
+        end
+    end
+end
+
+-- The failed re-check in a sentence, and the command that replays it.
+local function recheck_words(v)
+    local rf, rv = v.recheck_failed, v.recheck_failed.verdict
+    local what
+    if rv.first then
+        local d = rv.first.diagnosis[1]
+        what = string.format("`%s` (line %s): %s%s", rv.first.name, rv.first.line or "?",
+            d.kind == "missing" and "" or (d.kind .. " — "), d.message)
+    elseif rv.error then
+        what = string.format("%s at line %s: %s", rv.error.kind, rv.error.line or "?", rv.error.message)
+    end
+    local msg = string.format("matches for the inputs above the marked line, not for %s: %s%s", rf.spec, what or "?",
+        rf.hint and ("; " .. rf.hint) or "")
+    local replay = opt.exercise and string.format("tensortrace --exercise %s --recheck '%s'", v.file, rf.spec)
+        or string.format("tensortrace --compare %s %s --recheck '%s'", ref.file, v.file, rf.spec)
+    return msg, replay, rv
+end
+
 -- ===== Output =====
 
 -- The verdict's score: REF's checkpoints that match, of all of them.
@@ -1083,8 +1288,6 @@ local function json(v)
     end
 end
 
-local function arr(t) t.__array = true return t end
-local function obj(keys, t) t.__keys = keys return t end
 
 local function verdict_json(v)
     local cps = arr {}
@@ -1092,7 +1295,7 @@ local function verdict_json(v)
         cps[i] = obj({ "label", "occurrence", "ok", "line" }, { label = c.label, occurrence = c.occurrence, ok = c.ok, line = c.line })
     end
     local ok, total = score(v)
-    local o = obj({ "file", "match", "verdict", "score", "total", "checkpoints", "first", "diagnosis", "error", "output" },
+    local o = obj({ "file", "match", "verdict", "score", "total", "checkpoints", "first", "diagnosis", "error", "rechecks", "output" },
         { file = v.file, match = v.match, verdict = outcome(v), score = ok, total = total, checkpoints = cps })
     local f = v.first
     if f then
@@ -1113,6 +1316,20 @@ local function verdict_json(v)
     end
     if v.error then o.error = obj({ "file", "line", "kind", "message" }, v.error) end
     o.output = v.output
+    if v.rechecks then
+        local list = arr {}
+        for k, r in ipairs(v.rechecks) do
+            list[k] = obj({ "variant", "seed", "sizes", "match", "skipped" }, r)
+        end
+        o.rechecks = list
+    end
+    if v.recheck_failed then
+        local msg, replay, rv = recheck_words(v)
+        local rf = rv.first
+        o.first = obj({ "label", "file", "line" }, { label = rf and rf.label, file = v.file,
+            line = select(2, hardcoded(v.file, v.recheck_failed.spec)) or (rf and rf.line) })
+        o.diagnosis = arr { obj({ "kind", "message", "replay" }, { kind = "other_inputs", message = msg, replay = replay }) }
+    end
     local keys = {}   -- "first", "diagnosis" and "error" only when there is one
     for _, k in ipairs(o.__keys) do
         if o[k] ~= nil or k == "match" then keys[#keys + 1] = k end
@@ -1193,6 +1410,20 @@ local function print_verdict(v)
     local f = v.first
     if v.match then
         out(string.format("✓ all %d checkpoints match\n", #v.checkpoints))
+        if v.rechecks then
+            local tried = {}
+            for k, r in ipairs(v.rechecks) do tried[k] = r.variant .. (r.skipped and " (skipped)" or "") end
+            out(string.format("✓ and on other inputs: %s\n", table.concat(tried, "; ")))
+        end
+        return
+    end
+    if v.recheck_failed then
+        local msg, replay, rv = recheck_words(v)
+        out(string.format("\n✗ %s\n", msg))
+        local line = rv.first and rv.first.line or (rv.error and rv.error.line)
+        if v.recheck_failed.hint then line = select(2, hardcoded(v.file, v.recheck_failed.spec)) end
+        if line then out(string.format("  %4d | %s\n", line, source_line(v, line))) end
+        out("  replay it: " .. replay .. "\n")
         return
     end
     if v.error and not f then
@@ -1227,7 +1458,11 @@ local function print_line(v)
     local ok, total = score(v)
     local tail = string.format(" [%d/%d]\n", ok, total)
     if v.match then
-        out(string.format("%s: ✓ all %d checkpoints match%s", v.file, #v.checkpoints, tail))
+        out(string.format("%s: ✓ all %d checkpoints match%s%s", v.file, #v.checkpoints,
+            v.rechecks and string.format(" (and on %d other inputs)", #v.rechecks) or "", tail))
+    elseif v.recheck_failed then
+        local msg, replay = recheck_words(v)
+        out(string.format("%s: ✗ %s (replay: %s)%s", v.file, msg, replay, tail))
     elseif v.first then
         local d = v.first.diagnosis[1]
         out(string.format("%s: ✗ %s (line %s): %s%s%s", v.file, v.first.name, v.first.line or "?",
@@ -1269,22 +1504,6 @@ if #ref.checkpoints == 0 then
     return 2, {}
 end
 
--- The checkpoints are the labels the exercise asks for: the ones the
--- reference gives in its own file (not in a library it calls), after its
--- "-- ===== your code below =====" line (when it has one) and before its
--- "-- ===== checks =====" (its own tests of the answer).
-local function asked(run, lines)
-    local from, to = 1, math.huge
-    for i, l in ipairs(lines) do
-        if l:find("^%s*%-%-%s*=+%s*your code below") then from = i + 1 end
-        if l:find("^%s*%-%-%s*=+%s*checks%s*=+") then to = i - 1 break end
-    end
-    local kept = {}
-    for _, c in ipairs(run.checkpoints) do
-        if c.file == run.file and c.line >= from and c.line <= to then kept[#kept + 1] = c end
-    end
-    run.checkpoints = kept
-end
 asked(ref, read_lines(ref.file))
 if #ref.checkpoints == 0 then
     out(string.format("the reference %s labels no tensor where the exercise's answer goes: nothing to compare\n", ref.file))
@@ -1299,6 +1518,7 @@ for i, mine in ipairs(mines) do
         code = math.max(code, 1)
     else
         verdicts[i] = check(mine)
+        if verdicts[i].match then recheck(mine, verdicts[i]) end
         if #mines == 1 and not opt.one_line then print_verdict(verdicts[i]) else print_line(verdicts[i]) end
     end
     results[i] = verdicts[i].match

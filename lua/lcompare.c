@@ -504,9 +504,10 @@ static void open_tt(lua_State *L)
     lua_pop(L, 1);
 }
 
-/* Runs path with the run table at the top of E's stack; sets run.error
+/* Runs path (or src, its text varied, when not NULL) with the run table
+   at the top of E's stack; sets run.error
    (the message) when the script raises one, run.output to what it printed. */
-static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
+static void run_script(const ltt_compare_opts *o, const char *path, int is_ref, const char *src)
 {
     lua_State *E = cap.E;
     cap.run = lua_gettop(E);
@@ -563,7 +564,9 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
     ltt_set_label_hook(keep_label);
     ltt_limits_start(L, o->timeout, o->max_instructions);
     lua_pushcfunction(L, msghandler);
-    int status = luaL_loadfilex(L, path, "t");
+    char chunkname[4200];
+    snprintf(chunkname, sizeof chunkname, "@%s", path);        /* a varied text keeps the file's name and lines */
+    int status = src ? luaL_loadbufferx(L, src, strlen(src), chunkname, "t") : luaL_loadfilex(L, path, "t");
     if (status == LUA_OK) {
         for (int i = 0; i < o->nargs; i++) lua_pushstring(L, o->args[i]);
         status = lua_pcall(L, o->nargs, 0, 1);
@@ -676,6 +679,78 @@ static int out_text(lua_State *E)
 static int engine_msghandler(lua_State *E)
 {
     luaL_traceback(E, E, lua_tostring(E, 1), 1);
+    return 1;
+}
+
+static char *read_text(const char *path);
+
+static int engine_load(lua_State *E)
+{
+    return luaL_loadbufferx(E, (const char *)ltt_compare_lua, ltt_compare_lua_len, "=compare.lua", "t");
+}
+
+/* Pushes path's text with the variant spec applied ("N = 7, seed = 4":
+   compare.lua's vary), or nil and why. */
+static void push_varied(lua_State *E, const char *path, const char *spec)
+{
+    char *text = read_text(path);
+    if (text == NULL || engine_load(E) != LUA_OK) {
+        if (text) lua_pop(E, 1);
+        lua_pushnil(E);
+        lua_pushfstring(E, "cannot read '%s'", path);
+    } else {
+        lua_pushstring(E, text);
+        lua_pushstring(E, spec);
+        lua_createtable(E, 0, 1);
+        set_str(E, "mode", "vary");
+        if (lua_pcall(E, 3, 2, 0) != LUA_OK) {
+            lua_pushnil(E);
+            lua_insert(E, -2);                  /* nil, message: two values as the call gives */
+        }
+    }
+    free(text);
+}
+
+/* Pushes the run of path (its text varied by spec, unless NULL): a run
+   table, or {file, error} when the variant does not apply to it. */
+static void push_run(lua_State *E, const ltt_compare_opts *o, const char *path, int is_ref, const char *spec)
+{
+    const char *src = NULL;
+    if (spec) {
+        push_varied(E, path, spec);
+        src = lua_tostring(E, -2);
+        if (src == NULL) {
+            const char *why = lua_tostring(E, -1);
+            lua_createtable(E, 0, 2);
+            set_str(E, "file", path);
+            lua_pushfstring(E, "--recheck '%s': %s", spec, why ? why : "?");
+            lua_setfield(E, -2, "error");
+            lua_replace(E, -3);
+            lua_pop(E, 1);
+            return;
+        }
+    }
+    new_run(E, path);
+    run_script(o, path, is_ref, src);
+    if (spec) {
+        lua_replace(E, -3);                     /* the run where the text was */
+        lua_pop(E, 1);
+    }
+}
+
+/* The engine's recheck(spec, path, is_ref): the run of path varied by spec
+   (another size or seed), made while the engine runs; nil and why when the
+   variant does not apply. */
+static const ltt_compare_opts *engine_opts;
+static int recheck_run(lua_State *E)
+{
+    const char *spec = luaL_checkstring(E, 1), *path = luaL_checkstring(E, 2);
+    int is_ref = lua_toboolean(E, 3);
+    const char *err = NULL;
+    cap.E = E;
+    push_run(E, engine_opts, path, is_ref, spec);
+    cap.E = NULL;
+    ltt_trace_start(E, LTT_TRACE_OFF, NULL, &err);   /* the engine's own ops again untraced */
     return 1;
 }
 
@@ -883,12 +958,10 @@ static int compare_here(const ltt_compare_opts *o)
     lua_createtable(E, o->nmine, 0);
     int mines = lua_gettop(E);
     for (int i = 0; i < o->nmine; i++) {
-        new_run(E, o->mine[i]);
-        run_script(o, o->mine[i], 0);
+        push_run(E, o, o->mine[i], 0, o->variant);
         lua_rawseti(E, mines, i + 1);
     }
-    new_run(E, o->ref);
-    run_script(o, o->ref, 1);
+    push_run(E, o, o->ref, 1, o->variant);
     int ref = lua_gettop(E);
     lua_getfield(E, ref, "error");
     lua_getfield(E, ref, "checkpoints");
@@ -929,6 +1002,10 @@ static int compare_here(const ltt_compare_opts *o)
         lua_pushboolean(E, o->json_append);
         lua_setfield(E, -2, "json_append");
         set_str(E, "csv", o->csv);
+        set_str(E, "variant", o->variant);
+        engine_opts = o;
+        lua_pushcfunction(E, recheck_run);
+        lua_setfield(E, -2, "recheck");
         lua_pushcfunction(E, out_text);
         lua_setfield(E, -2, "out");
         status = lua_pcall(E, 3, 4, handler);

@@ -16,6 +16,7 @@ typedef struct ltt_compare_opts {
     double rtol, atol;
     const char *json;            /* --compare-json FILE or NULL */
     const char *csv;             /* --compare-csv FILE or NULL */
+    const char *variant;         /* --recheck SPEC: the scripts' sizes or seed varied ("N = 7, seed = 4") */
     const char *figure;          /* --compare-figure PATH or NULL */
     const char *report;          /* --report FILE.html or NULL */
     int report_argc;             /* the command line, for the report's header */

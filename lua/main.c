@@ -60,16 +60,16 @@ static const char usage_text[] =
     "                               for an exercise that loads lessons/lib and lessons/data)\n"
     "checking (--compare, --exercise):\n"
     "  --compare REF MINE...        run REF and each MINE with the same seed and args; compare\n"
-    "                               every tensor REF labels (x:label) with MINE's of that label:\n"
-    "                               shape, names, dtype, values; explain the first mismatch;\n"
-    "                               one verdict line per file when there are several; exit 1\n"
-    "                               when one does not match\n"
+    "                               REF's labelled tensors with MINE's: shape, names, dtype,\n"
+    "                               values; explain the first mismatch; one line per file when\n"
+    "                               there are several; exit 1 when one does not match\n"
     "                               with --sandbox: each MINE in a process of its own, under\n"
     "                               the limits and the sandbox (reads only itself and --read,\n"
     "                               writes only under --images); REF runs as it is\n"
     "  --compare-tol RTOL,ATOL      value tolerance (default 1e-4,1e-5)\n"
     "  --compare-json FILE          also write the verdict as JSON (several files: one per line)\n"
     "  --compare-csv FILE           also write a CSV row per file: verdict, score\n"
+    "  --recheck 'N = 7'            check on other inputs (REF's `-- recheck:` line)\n"
     "  --compare-figure PATH        expected | yours | difference at the first mismatch (PNG/SVG)\n"
     "  --exercise NN|NAME|PATH      check lessons/exercises/NN_*.lua (or your copy at PATH)\n"
     "                               against its solution; the result goes to the progress file\n"
@@ -101,7 +101,7 @@ typedef struct options {
     int exercises;               /* --exercises */
     int watch;
     double rtol, atol;
-    const char *compare_json, *compare_csv, *compare_figure;
+    const char *compare_json, *compare_csv, *compare_figure, *recheck;
     const char **files;          /* --compare's scripts (argv entries) */
     int nfiles;
     int args_at;                 /* argv index of the scripts' first argument (after "--"); 0: none */
@@ -272,6 +272,9 @@ static int parse_args(int argc, char **argv, options *o)
             if (end == v || *end != ',' || !(o->rtol >= 0) || o->rtol > 1e6) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
             o->atol = strtod(end + 1, &end2);
             if (end2 == end + 1 || *end2 || !(o->atol >= 0) || o->atol > 1e30) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
+        } else if (is_opt(a, "--recheck")) {
+            if ((v = opt_value(argc, argv, &i, "--recheck")) == NULL || !*v) return usage_error("'--recheck' needs inputs like 'N = 7'%s", "");
+            o->recheck = v;
         } else if (is_opt(a, "--compare-csv")) {
             if ((v = opt_value(argc, argv, &i, "--compare-csv")) == NULL || !*v) return usage_error("'--compare-csv' needs a file name%s", "");
             o->compare_csv = v;
@@ -661,6 +664,7 @@ static int check_main(const options *o, int argc, char **argv)
     c.atol = o->atol;
     c.json = o->compare_json;
     c.csv = o->compare_csv;
+    c.variant = o->recheck;
     c.figure = o->compare_figure;
     c.report = o->report;
     c.report_argc = argc;
@@ -686,9 +690,9 @@ int main(int argc, char **argv)
     int r = parse_args(argc, argv, &o);
     if (r >= 0) return r;
     if (o.compare || o.exercise || o.exercises) return check_main(&o, argc, argv);
-    if (o.watch || o.compare_json || o.compare_csv || o.compare_figure)
+    if (o.watch || o.compare_json || o.compare_csv || o.compare_figure || o.recheck)
         return usage_error("'%s' goes with --compare or --exercise", o.watch ? "--watch" : o.compare_json ? "--compare-json"
-                           : o.compare_csv ? "--compare-csv" : "--compare-figure");
+                           : o.compare_csv ? "--compare-csv" : o.recheck ? "--recheck" : "--compare-figure");
 
     /* the figures' folder, tried now rather than at a lesson's first figure */
     const char *images_from = "--images";

@@ -143,6 +143,12 @@ for _, sol in ipairs(solutions) do
   local bv, c4 = compare(sol, bare)
   check(name .. ": the solution without its checks matches" .. (bv and bv.diagnosis and (": " .. bv.diagnosis[1].message) or ""),
         cut and bv and bv.match == true and c4 == 0)
+  -- the inputs it declares to re-check on (none where its inputs are written out by hand)
+  local declared = text:match("\n%-%- recheck: ([^\n]*)")
+  local tried, skipped = bv and bv.rechecks and #bv.rechecks or 0, 0
+  for _, r in ipairs(bv and bv.rechecks or {}) do if r.skipped ~= json.null or r.match ~= true then skipped = skipped + 1 end end
+  check(name .. ": re-checked on the inputs it declares, all matching", (declared == nil and tried == 0)
+        or (declared and tried >= 2 and skipped == 0) or (name:find("^00_") or name:find("^05_")) ~= nil and tried == 0)
   check(name .. ": has a starter", exists(starter))
   if exists(starter) then
     local _, err, c3 = T.run(dir, "-q " .. starter)

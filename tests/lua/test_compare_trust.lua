@@ -236,4 +236,24 @@ check("--watch: the folder deleted: said, and the watch ends",
       has(w, "--watch: the folder '" .. dir .. "/work' was deleted or moved; stopped watching") and has(w, "exit=2"), w)
 os.execute("kill " .. (T.slurp(pidf):match("%d+") or "") .. " 2>/dev/null")   -- a watch that did not end
 
+-- ===== F. re-checked on other inputs =====
+local SOL = "lessons/exercises/solutions/03_causal_mask.lua"
+local bare = write("bare_03.lua", SOL03:sub(1, (SOL03:find("\n%-%- ===== checks ====="))))
+local lucky = write("lucky_03.lua", (T.slurp(bare):gsub("tt%.causal_mask%(N%)", "tt.causal_mask(5)")))
+out, err, code = run("--compare " .. SOL .. " " .. bare .. " " .. lucky .. " --compare-json " .. dir .. "/f.json")
+local fv = {}
+for i, l in ipairs(lines_of(dir .. "/f.json")) do fv[i] = json.decode(l) end
+check("a correct answer: re-checked on the declared inputs, each matching",
+      fv[1] and fv[1].match == true and #fv[1].rechecks == 3 and fv[1].rechecks[1].variant == "N = 7, seed = 30"
+      and fv[1].rechecks[1].sizes.N == 7 and fv[1].rechecks[1].seed == 30 and fv[1].rechecks[3].match == true, out)
+check("a size written as a number: no lucky pass, the line and the replay command given",
+      fv[2] and fv[2].match == false and fv[2].diagnosis[1].kind == "other_inputs" and fv[2].first.line == 12
+      and has(fv[2].diagnosis[1].message, "not for N = 7, seed = 30") and has(fv[2].diagnosis[1].message, "on line 12 you wrote 5")
+      and fv[2].rechecks[1].match == false, out)
+local replay = fv[2] and fv[2].diagnosis[1].replay or ""
+check("... the replay command", replay == "tensortrace --compare " .. SOL .. " " .. lucky .. " --recheck 'N = 7, seed = 30'", replay)
+out, err, code = run((replay:gsub("^tensortrace ", "")))
+check("... which shows that input's mismatch", code == 1 and has(out, "your `allowed` is [7,7]") == false
+      and has(out, "your `allowed` is [5,5], the reference's [7,7]"), out .. err)
+
 T.report()
