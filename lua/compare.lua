@@ -588,8 +588,9 @@ local function hypotheses(R, nodes, all_nodes, label)
             for d2 = 1, x:dim() do
                 if d2 ~= d then
                     add("softmax_dim", string.format(
-                        "your softmax normalises over %s; the reference normalises over %s: call softmax(%s)",
-                        dim_name(x, d2), dim_name(x, d), names_of(x)[d] and ('"' .. names_of(x)[d] .. '"') or tostring(d)),
+                        "your softmax normalises over %s; the reference normalises over %s: call softmax(%s)%s",
+                        dim_name(x, d2), dim_name(x, d), names_of(x)[d] and ('"' .. names_of(x)[d] .. '"') or tostring(d),
+                        d2 == d - 1 and string.format(" (dims count from 1 here: PyTorch's dim=%d is %d)", d2, d) or ""),
                         { [id] = function(_, ins) return ins[1]:softmax(d2) end })
                 end
             end
@@ -645,6 +646,27 @@ local function hypotheses(R, nodes, all_nodes, label)
                                 { [id] = function(_, ins) return ins[1] / math.sqrt(size) end })
                         end
                     end
+                end
+            end
+        elseif (op == "cat" or op == "stack") and #node.inputs == 2 then
+            -- a cache appended in the other order (the new keys before the past ones)
+            add("cat_order", string.format("you joined the two the other way round: the reference's %s puts %s first, then %s "
+                .. "(a cache: the past keys, then the new ones)", op, label_or_shape(node.inputs[1].t), label_or_shape(node.inputs[2].t)),
+                { [id] = function(n, ins) return apply(n, { ins[2], ins[1] }) end })
+        elseif (op == "sum" or op == "mean" or op == "max" or op == "min") and x and arg_num(args, "dim") then
+            local d, keep = arg_num(args, "dim"), args:find("keepdim") ~= nil
+            if keep then
+                add("keepdim_missing", string.format(
+                    "your %s drops the dim it reduces (%s), so what you combine it with broadcasts it along another dim: "
+                    .. "keep it with %s(%s, true) (PyTorch's keepdim=True)", op, dim_name(x, d), op,
+                    names_of(x)[d] and ('"' .. names_of(x)[d] .. '"') or tostring(d)),
+                    { [id] = function(_, ins) return (ins[1][op](ins[1], d, false)) end })
+            end
+            for d2 = 1, x:dim() do
+                if d2 ~= d and x:size(d2) > 1 then
+                    add("reduce_dim", string.format("your %s reduces %s; the reference reduces %s%s", op, dim_name(x, d2),
+                        dim_name(x, d), d2 == d - 1 and string.format(" (dims count from 1 here: PyTorch's dim=%d is %d)", d2, d) or ""),
+                        { [id] = function(_, ins) return (ins[1][op](ins[1], d2, keep)) end })
                 end
             end
         elseif op == "repeat_interleave" then
@@ -813,6 +835,18 @@ local function permuted(m, r, rtol, atol)
     return (close(a, b, rtol, atol))
 end
 
+-- Heads are split or merged on the way to R: a 4-D tensor reshaped,
+-- transposed or rearranged among the ops behind it (heads_scrambled's premise).
+local function has_heads(R)
+    for _, node in ipairs(reachable(ref.nodes, R.id)) do
+        local four = node.out:dim() >= 4 or (node.inputs[1] and node.inputs[1].t:dim() >= 4)
+        if four and (reshaping[node.op] or node.op == "transpose" or node.op == "permute" or node.op == "rearrange") then
+            return true
+        end
+    end
+    return false
+end
+
 local function diagnose(R, M, label, names_differ)
     local rtol, atol = math.max(opt.rtol, 1e-3), math.max(opt.atol, 1e-4)
     local found, kinds = {}, {}
@@ -831,12 +865,20 @@ local function diagnose(R, M, label, names_differ)
             end
         end
     end
-    if #found == 0 and same_shape(R.t, M.t) and M.t:dtype() == "float32" and mostly_distinct(mv)
-            and permuted(mv, values(R.t), rtol, atol) then
-        found[#found + 1] = { kind = "heads_scrambled", message =
-            "your values are the reference's, in other places: heads merged by reshape without the transpose, "
+    -- cross-attention's K/V source is the premise of kv_source: another mistake that fits is the one
+    if #found > 1 then
+        local kept = {}
+        for _, f in ipairs(found) do if f.kind ~= "kv_source" then kept[#kept + 1] = f end end
+        found = kept
+    end
+    if #found == 0 and same_shape(R.t, M.t) and M.t:dtype() == "float32"
+            and mostly_distinct(mv) and permuted(mv, values(R.t), rtol, atol) then
+        found[#found + 1] = { kind = "heads_scrambled", message = has_heads(R) and
+            ("your values are the reference's, in other places: heads merged by reshape without the transpose, "
             .. "or split the wrong way; split with view(B, N, H, Dh):transpose(2, 3) and merge with "
-            .. "transpose(2, 3):reshape(B, N, H*Dh) (or tt.rearrange)" }
+            .. "transpose(2, 3):reshape(B, N, H*Dh) (or tt.rearrange)")
+            or ("your values are the reference's, in other places: a view or reshape where the reference swaps dims "
+            .. "(view keeps the memory order; transpose and permute move the values)") }
     end
     return found
 end
@@ -977,6 +1019,61 @@ local function nonfinite(R, M, mine)
         M.label, what, where, line or "?", cause) }
 end
 
+-- "3-5, 7" from a sorted list of numbers
+local function ranges(list)
+    local parts, i = {}, 1
+    while list[i] do
+        local j = i
+        while list[j + 1] == list[j] + 1 do j = j + 1 end
+        parts[#parts + 1] = j > i and (list[i] .. "-" .. list[j]) or tostring(list[i])
+        i = j + 1
+    end
+    return table.concat(parts, ", ")
+end
+
+-- A mask that differs: the first row where the cells REF hides (-inf or a
+-- large negative fill; after a softmax, exact zeros) are not MINE's, in
+-- words, with the line of the op that made MINE's mask. nil otherwise.
+local function mask_words(R, M, mine)
+    if not same_shape(R.t, M.t) or R.t:dim() < 2 then return nil end
+    local function hidden(run, id, t)
+        local made = producer(run.nodes, id)
+        local v = values(t)
+        local after_softmax = made and made.op == "softmax"
+        for i = 1, #v do v[i] = after_softmax and v[i] == 0 or (not after_softmax and masked(v[i])) end
+        return v
+    end
+    local rh, mh = hidden(ref, R.id, R.t), hidden(mine, M.id, M.t)
+    local shape, cols = shape_of(R.t), R.t:size(R.t:dim())
+    for row = 0, #rh // cols - 1 do
+        local shown, hid = {}, {}
+        for c = 1, cols do
+            local i = row * cols + c
+            if rh[i] and not mh[i] then shown[#shown + 1] = c end
+            if mh[i] and not rh[i] then hid[#hid + 1] = c end
+        end
+        if #shown + #hid > 0 then
+            local idx = index_of(row * cols + 1, shape)
+            idx[#idx] = nil
+            local line
+            for _, node in ipairs(reachable(mine.nodes, M.id)) do
+                local op = node.op
+                if op == "masked_fill" or op == "causal_mask" or op == "tril" or op == "triu" or op == "where" then
+                    line = node.file == M.file and node.line or line
+                    break
+                end
+            end
+            local parts = {}
+            if #shown > 0 then parts[#parts + 1] = "cells the reference hides are visible in yours (row " .. index_str(idx)
+                .. ": keys " .. ranges(shown) .. ")" end
+            if #hid > 0 then parts[#parts + 1] = "cells the reference shows are hidden in yours (row " .. index_str(idx)
+                .. ": keys " .. ranges(hid) .. ")" end
+            return table.concat(parts, "; ") .. (line and string.format("; your mask is made on line %d", line) or "")
+        end
+    end
+    return nil
+end
+
 local function check(mine)
     local v = { file = mine.file, checkpoints = {}, match = true, output = mine.output, output_bytes = mine.output_bytes }
     local own = {}                       -- a library's labels are no answer
@@ -1104,6 +1201,8 @@ local function check(mine)
                     table.concat(parts, "; "), f.reason == "names+values" and " (and its values differ)" or "") } }
             elseif f.reason == "dtype" then
                 found = { { kind = "dtype", message = string.format("your `%s` is %s, the reference's %s", f.label, M.t:dtype(), R.t:dtype()) } }
+            elseif mask_words(R, M, mine) then
+                found = { { kind = "values", message = mask_words(R, M, mine) .. cut_note(mine) } }
             else
                 local idx = index_str(index_of(f.at, shape_of(R.t)))
                 found = { { kind = "values", message = string.format(

@@ -244,16 +244,41 @@ out, err, code = run("--compare " .. SOL .. " " .. bare .. " " .. lucky .. " --c
 local fv = {}
 for i, l in ipairs(lines_of(dir .. "/f.json")) do fv[i] = json.decode(l) end
 check("a correct answer: re-checked on the declared inputs, each matching",
-      fv[1] and fv[1].match == true and #fv[1].rechecks == 3 and fv[1].rechecks[1].variant == "N = 7, seed = 30"
+      fv[1] and fv[1].match == true and #(fv[1].rechecks or {}) == 3 and fv[1].rechecks[1].variant == "N = 7, seed = 30"
       and fv[1].rechecks[1].sizes.N == 7 and fv[1].rechecks[1].seed == 30 and fv[1].rechecks[3].match == true, out)
 check("a size written as a number: no lucky pass, the line and the replay command given",
-      fv[2] and fv[2].match == false and fv[2].diagnosis[1].kind == "other_inputs" and fv[2].first.line == 12
+      fv[2] and fv[2].match == false and fv[2].diagnosis and fv[2].diagnosis[1].kind == "other_inputs" and fv[2].first.line == 12
       and has(fv[2].diagnosis[1].message, "not for N = 7, seed = 30") and has(fv[2].diagnosis[1].message, "on line 12 you wrote 5")
       and fv[2].rechecks[1].match == false, out)
-local replay = fv[2] and fv[2].diagnosis[1].replay or ""
+local replay = fv[2] and fv[2].diagnosis and fv[2].diagnosis[1].replay or ""
 check("... the replay command", replay == "tensortrace --compare " .. SOL .. " " .. lucky .. " --recheck 'N = 7, seed = 30'", replay)
 out, err, code = run((replay:gsub("^tensortrace ", "")))
 check("... which shows that input's mismatch", code == 1 and has(out, "your `allowed` is [7,7]") == false
       and has(out, "your `allowed` is [5,5], the reference's [7,7]"), out .. err)
+
+-- ===== E. words that fit =====
+local MASKED = [[
+tt.manual_seed(2)
+local N = 4
+local q = tt.randn(N, 3):named("Nq", "Dh")
+local k = tt.randn(N, 3):named("Nk", "Dh")
+local allowed = tt.causal_mask(N)
+local scores = (q:matmul(k:mT()) / math.sqrt(3)):label("scores")
+local w = scores:masked_fill(~allowed, -math.huge):softmax("Nk"):label("weights")
+]]
+local mref = write("masked_ref.lua", MASKED)
+out, err, code = run("--compare " .. mref .. " " .. sub("v_band.lua", (MASKED:gsub("tt%.causal_mask%(N%)", "tt.causal_mask(N):float():triu(-1):bool()"))))
+check("a wrong mask: which cells differ, and the line that built it",
+      code == 1 and has(out, "values: cells the reference shows are hidden in yours (row [3]: keys 1); your mask is made on line 7"), out .. err)
+local KEEP = [[
+tt.manual_seed(4)
+local p = tt.randn(4, 4)
+local s = (p - p:sum(2, true)):label("s")
+]]
+out, err, code = run("--compare " .. write("keep_ref.lua", KEEP) .. " " .. sub("w_keep.lua", (KEEP:gsub("sum%(2, true%)", "sum(2)"))))
+check("a sum without keepdim, broadcast along the other dim: said, with PyTorch's name for it",
+      code == 1 and has(out, "keepdim_missing: your sum drops the dim it reduces") and has(out, "keepdim=True"), out .. err)
+out, err, code = run("--compare " .. write("keep_ref.lua", KEEP) .. " " .. sub("x_dim.lua", (KEEP:gsub("sum%(2, true%)", "sum(1, true)"))))
+check("a 0-based dim: said", code == 1 and has(out, "reduce_dim: your sum reduces dim 1; the reference reduces dim 2 (dims count from 1 here: PyTorch's dim=1 is 2)"), out .. err)
 
 T.report()
