@@ -1173,6 +1173,13 @@ local function check(mine)
         local R, M = f.R, f.M
         local found = {}
         if f.reason ~= "names" and f.reason ~= "dtype" then found = diagnose(R, M, f.label) end
+        -- PyTorch's 0-based dims are no likely cause where the line names its dims
+        local line = f.line and src[f.line] or ""
+        for _, d in ipairs(found) do
+            for _, op in ipairs { "softmax", "sum", "mean", "max", "min" } do
+                if line:find(op .. '%(%s*"') then d.message = d.message:gsub(" %(dims count from 1 here: [^)]*%)", "") end
+            end
+        end
         if #found == 0 and f.reason == "values" then found = { nonfinite(R, M, mine) } end
         if #found == 0 then
             if f.reason == "shape" then
