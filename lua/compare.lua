@@ -1637,26 +1637,21 @@ for i, v in ipairs(verdicts) do
     scores[i] = { outcome = outcome(v), ok = ok, total = total }
 end
 
-if opt.csv then
-    local f, err = io.open(opt.csv, opt.json_append and "a" or "w")
+-- Each verdict as a line of path (appended by a batch's children): its
+-- header first in a new file. false when path cannot be written.
+local function write_lines(path, header, line_of)
+    local f, err = io.open(path, opt.json_append and "a" or "w")
     if not f then
-        io.stderr:write("tensortrace: cannot write '" .. opt.csv .. "': " .. tostring(err) .. "\n")
-        return 2, results
+        io.stderr:write("tensortrace: cannot write '" .. path .. "': " .. tostring(err) .. "\n")
+        return false
     end
-    if f:seek("end") == 0 then f:write(CSV_HEADER) end   -- a new file (a batch's children append)
-    for _, v in ipairs(verdicts) do f:write(csv_row(v)) end
+    if header and f:seek("end") == 0 then f:write(header) end
+    for _, v in ipairs(verdicts) do f:write(line_of(v)) end
     f:close()
+    return true
 end
-
-if opt.json then
-    local f, err = io.open(opt.json, opt.json_append and "a" or "w")
-    if not f then
-        io.stderr:write("tensortrace: cannot write '" .. opt.json .. "': " .. tostring(err) .. "\n")
-        return 2, results
-    end
-    for _, v in ipairs(verdicts) do f:write(verdict_json(v), "\n") end
-    f:close()
-end
+if opt.csv and not write_lines(opt.csv, CSV_HEADER, csv_row) then return 2, results end
+if opt.json and not write_lines(opt.json, nil, function(v) return verdict_json(v) .. "\n" end) then return 2, results end
 local fig = opt.figure
 if not fig and opt.report and #verdicts == 1 and verdicts[1].first then
     local tmp = os.tmpname()

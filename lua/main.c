@@ -154,6 +154,20 @@ static int is_opt(const char *arg, const char *name)
     return strncmp(arg, name, n) == 0 && (arg[n] == 0 || arg[n] == '=');
 }
 
+/* --compare-json, --compare-csv and --recheck: the field of o that a
+   takes a value for (and its name), NULL for another argument. */
+static const char **check_opt(options *o, const char *a, const char **name)
+{
+    static const char *const names[] = { "--compare-json", "--compare-csv", "--recheck" };
+    const char **fields[] = { &o->compare_json, &o->compare_csv, &o->recheck };
+    for (int k = 0; k < 3; k++)
+        if (is_opt(a, names[k])) {
+            *name = names[k];
+            return fields[k];
+        }
+    return NULL;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -167,7 +181,7 @@ static int parse_args(int argc, char **argv, options *o)
     static const char *files[1024];
     o->files = files;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
+        const char *a = argv[i], *v, *name, **field;
         if (o->compare || o->exercise) {      /* checking: files and options in any order */
             if (strcmp(a, "--") == 0) {
                 o->args_at = i + 1;
@@ -272,15 +286,10 @@ static int parse_args(int argc, char **argv, options *o)
             if (end == v || *end != ',' || !(o->rtol >= 0) || o->rtol > 1e6) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
             o->atol = strtod(end + 1, &end2);
             if (end2 == end + 1 || *end2 || !(o->atol >= 0) || o->atol > 1e30) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
-        } else if (is_opt(a, "--recheck")) {
-            if ((v = opt_value(argc, argv, &i, "--recheck")) == NULL || !*v) return usage_error("'--recheck' needs inputs like 'N = 7'%s", "");
-            o->recheck = v;
-        } else if (is_opt(a, "--compare-csv")) {
-            if ((v = opt_value(argc, argv, &i, "--compare-csv")) == NULL || !*v) return usage_error("'--compare-csv' needs a file name%s", "");
-            o->compare_csv = v;
-        } else if (is_opt(a, "--compare-json")) {
-            if ((v = opt_value(argc, argv, &i, "--compare-json")) == NULL || !*v) return usage_error("'--compare-json' needs a file name%s", "");
-            o->compare_json = v;
+        } else if ((field = check_opt(o, a, &name)) != NULL) {
+            if ((v = opt_value(argc, argv, &i, name)) == NULL || !*v)
+                return usage_error(field == &o->recheck ? "'%s' needs inputs like 'N = 7'" : "'%s' needs a file name", name);
+            *field = v;
         } else if (is_opt(a, "--compare-figure")) {
             if ((v = opt_value(argc, argv, &i, "--compare-figure")) == NULL || !*v) return usage_error("'--compare-figure' needs a file name, e.g. check.png%s", "");
             o->compare_figure = v;
