@@ -1093,6 +1093,15 @@ local function check(mine)
         v.checkpoints[#v.checkpoints + 1] = cp
         if M then
             local file, line = made_at(mine, M)
+            -- the very tensor of an earlier label: no op made it here, the label's line is where one is missing
+            for _, c in ipairs(mine.checkpoints) do
+                if c == M then break end
+                if c.id == M.id and c.label ~= M.label then
+                    file, line = M.file, M.line
+                    cp.same_as = c
+                    break
+                end
+            end
             cp.file, cp.line = file, line
             local reason
             local rv, mv = nil, nil
@@ -1219,6 +1228,10 @@ local function check(mine)
             end
         end
         f.diagnosis = found
+    end
+    if f and f.same_as and f.diagnosis and f.diagnosis[1].kind == "values" then
+        f.diagnosis[1].message = string.format("your `%s` is the tensor you labelled `%s` (line %s), unchanged: "
+            .. "the op between them is missing; ", f.label, f.same_as.label, f.same_as.line or "?") .. f.diagnosis[1].message
     end
     -- the counts differ behind another mismatch (a shape, say): say that too
     if f and f.diagnosis and f.diagnosis[1].kind ~= "count" then
