@@ -285,14 +285,27 @@ local reshaping = { view = true, reshape = true, flatten = true }
 -- goes through them as it is
 local same_values = { contiguous = true, clone = true }
 
--- sdpa's options from its args ("causal, scale=0.3536") and head size
+-- sdpa's options from its args ("causal, scale=0.3536, window=2, sinks=1,
+-- alibi") and head size; its inputs after V are the mask (bool) and the
+-- bias (a number per cell), each only when given. Dropout is random: no
+-- replay reproduces it.
 local function sdpa_opts(args, q, nin, ins)
-    local o = { causal = args:find("causal") ~= nil }
+    local o = { causal = args:find("causal") ~= nil, window = arg_num(args, "window"), sinks = arg_num(args, "sinks") }
+    if args:find("%f[%w]alibi%f[^%w]") then o.alibi = true end
     local s = arg_num(args, "scale")
     local dh = q:size(q:dim())
     if s and math.abs(s - 1 / math.sqrt(dh)) > 1e-3 / math.sqrt(dh) then o.scale = s end
-    if nin >= 4 then o.mask = ins[4] end
+    for k = 4, nin do
+        if ins[k]:dtype() == "bool" then o.mask = ins[k] else o.bias = ins[k] end
+    end
     return o
+end
+
+-- node's recorded input tensors, in order
+local function ins_of(node)
+    local ins = {}
+    for k, i in ipairs(node.inputs) do ins[k] = i.t end
+    return ins
 end
 
 -- The op of node again on the tensors ins (REF's, or replaced ones).
@@ -696,11 +709,11 @@ local function hypotheses(R, nodes, all_nodes, label)
                         return (tt.sdpa(ins[1], tt.cat(ks, hd), tt.cat(vs, hd), o))
                     end })
             end
-            if #node.inputs >= 4 then
+            if sdpa_opts(args, q, #node.inputs, ins_of(node)).mask then
                 add("mask_inverted", "your mask is inverted: tt.sdpa's mask says what to keep (true = may attend), masked_fill's what to hide",
                     { [id] = function(_, ins)
                         local o = sdpa_opts(args, ins[1], #node.inputs, ins)
-                        o.mask = ~ins[4]
+                        o.mask = ~o.mask
                         return (tt.sdpa(ins[1], ins[2], ins[3], o))
                     end })
             end
