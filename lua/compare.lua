@@ -277,9 +277,29 @@ local binary = {
 local unary = {
     neg = function(a) return -a end, ["not"] = function(a) return ~a end,
 }
-for _, name in ipairs { "exp", "log", "sqrt", "abs", "relu", "gelu", "tanh", "sigmoid", "float", "bool", "mT" } do
+for _, name in ipairs { "exp", "log", "sqrt", "abs", "relu", "gelu", "gelu_tanh", "tanh", "sigmoid", "sin", "cos",
+                        "float", "bool", "long", "bfloat16", "half", "isnan", "mT", "t" } do
     unary[name] = function(a) return a[name](a) end
 end
+-- The ops no replay makes, each with why. Every op of the core's table is
+-- replayed by apply() or listed here (tests/lua/test_compare_trust.lua
+-- reads core/ops/optable.c to hold this true).
+local leaf = "a leaf: REF's recorded tensor stands for itself"
+local not_replayed = {
+    none = "no op", tensor = leaf, empty = leaf, zeros = leaf, ones = leaf, full = leaf, arange = leaf, eye = leaf,
+    rand = leaf, randn = leaf, randint = leaf,
+    dropout = "random: a replay cannot draw the same cells",
+    ["sgd.step"] = "an optimizer step, after the forward pass", ["adamw.step"] = "an optimizer step, after the forward pass",
+    clip_grad_norm = "an optimizer step, after the forward pass",
+    chunk = "several outputs: each recorded piece is used as it is", split = "several outputs: each recorded piece is used as it is",
+    unbind = "several outputs: each recorded piece is used as it is",
+    index_select = "its indices' dim is not in the trace's arguments", gather = "its indices' dim is not in the trace's arguments",
+    rope = "its angles are not in the trace's arguments", cross_entropy = "a loss: its options are not in the trace's arguments",
+    norm = "its order is not in the trace's arguments", where = "its scalar branches are not in the trace's arguments",
+    any = "a bool summary: no mistake is put through it", all = "a bool summary: no mistake is put through it",
+    argmax = "indices: no mistake is put through them", argmin = "indices: no mistake is put through them",
+    reduce = "einops' reduce: its pattern may be cut by the trace's 63 characters", ["repeat"] = "einops' repeat: its sizes are not in the trace's arguments",
+}
 local reshaping = { view = true, reshape = true, flatten = true }
 -- names and copies change no value: a replaced input (another length, say)
 -- goes through them as it is
@@ -343,7 +363,11 @@ local function apply(node, ins)
         return a:matmul(ins[2])
     elseif op == "softmax" or op == "log_softmax" then
         return a[op](a, arg_num(args, "dim"))
-    elseif op == "sum" or op == "mean" or op == "max" or op == "min" then
+    elseif op == "narrow" then
+        return a:narrow(arg_num(args, "dim"), arg_num(args, "start"), arg_num(args, "len"))
+    elseif op == "select" then
+        return a:select(arg_num(args, "dim"), arg_num(args, "index"))
+    elseif op == "sum" or op == "mean" or op == "max" or op == "min" or op == "std" or op == "var" then
         local d = arg_num(args, "dim")
         if not d then return a[op](a) end
         return (a[op](a, d, args:find("keepdim") ~= nil))    -- max and min: the values, not the indices
@@ -366,6 +390,20 @@ local function apply(node, ins)
         return (tt.sdpa(ins[1], ins[2], ins[3], sdpa_opts(args, ins[1], #node.inputs, ins)))
     end
     error("cannot replay " .. op)
+end
+
+-- For the test of the op table: the ops apply() replays (a probe node of
+-- each kind is enough to tell), and the ones it does not, with why.
+if opt.mode == "replayable" then
+    local known = { named = true, unsqueeze = true, squeeze = true, expand = true, transpose = true, permute = true,
+        matmul = true, softmax = true, log_softmax = true, sum = true, mean = true, max = true, min = true, std = true,
+        var = true, masked_fill = true, repeat_interleave = true, causal_mask = true, tril = true, triu = true, cat = true,
+        stack = true, einsum = true, rearrange = true, sdpa = true, narrow = true, select = true }
+    for k in pairs(binary) do known[k] = true end
+    for k in pairs(unary) do known[k] = true end
+    for k in pairs(reshaping) do known[k] = true end
+    for k in pairs(same_values) do known[k] = true end
+    return known, not_replayed
 end
 
 -- REF's tensor id again with mods[id'] = function(node, ins, rep) -> tensor
