@@ -40,6 +40,93 @@ local function printable(s)
     end))
 end
 local function out(s) opt.out(printable(s)) end
+
+-- JSON arrays and objects (keys in order), for verdict_json
+local function arr(t) t.__array = true return t end
+local function obj(keys, t) t.__keys = keys return t end
+
+-- ===== Other inputs: the exercise's sizes and seed, varied =====
+-- A reference declares the inputs to re-check on above its marked line
+-- (its checks section is left out on them):
+--   -- recheck: N = 7; N = 1, B = 1; Dh = 8, seed = 5
+-- (each ";" one variant). A variant rewrites, above the marked line, the
+-- value of each name in its `local a, b = 1, 2` line and the seed of
+-- tt.manual_seed(n); the same rewrite is made to the submission.
+
+local MARK = "^%s*%-%-%s*=+%s*your code below"
+
+-- "N = 7, B = 1" -> {{"N", "7"}, {"B", "1"}} (nil when malformed)
+local function parse_variant(spec)
+    local list = {}
+    for part in spec:gmatch("[^,]+") do
+        local name, value = part:match("^%s*([%a_][%w_]*)%s*=%s*(%-?[%d%.]+)%s*$")
+        if not name then return nil end
+        list[#list + 1] = { name, value }
+    end
+    return #list > 0 and list or nil
+end
+
+local function variants_of(text)
+    for line in text:gmatch("[^\n]*") do
+        if line:find(MARK) then break end
+        local specs = line:match("^%s*%-%-%s*recheck:%s*(.-)%s*$")
+        if specs then
+            local list = {}
+            for spec in specs:gmatch("[^;]+") do
+                spec = spec:gsub("^%s+", ""):gsub("%s+$", "")
+                if parse_variant(spec) then list[#list + 1] = spec end
+            end
+            return list
+        end
+    end
+    return {}
+end
+
+-- text with the variant applied above its marked line; nil and why when a
+-- name has no `local` line there (the setup was edited).
+local function vary(text, spec)
+    local pairs_ = parse_variant(spec)
+    if not pairs_ then return nil, "a variant is NAME = NUMBER, ...: " .. spec end
+    local lines, above = {}, math.huge
+    for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+        if line:find("^%s*%-%-%s*=+%s*checks%s*=+") then break end   -- its checks hold for its own inputs only
+        lines[#lines + 1] = line
+        if above == math.huge and line:find(MARK) then above = #lines end
+    end
+    for _, nv in ipairs(pairs_) do
+        local name, value, done = nv[1], nv[2], false
+        for i = 1, math.min(#lines, above) do
+            local l = lines[i]
+            if name == "seed" then
+                local a, b = l:find("tt%.manual_seed%(%s*%d+%s*%)")
+                if a then
+                    lines[i] = l:sub(1, a - 1) .. "tt.manual_seed(" .. value .. ")" .. l:sub(b + 1)
+                    done = true
+                    break
+                end
+            else
+                local indent, names, values, rest = l:match("^(%s*local%s+)([%a_][%w_%s,]*)=%s*([^%-]-)(%s*%-%-.*)$")
+                if not indent then indent, names, values = l:match("^(%s*local%s+)([%a_][%w_%s,]*)=%s*(.-)%s*$") rest = "" end
+                if indent then
+                    local ns, vs, k = {}, {}, nil
+                    for n in names:gmatch("[%a_][%w_]*") do ns[#ns + 1] = n if n == name then k = #ns end end
+                    for v in values:gmatch("[^,]+") do vs[#vs + 1] = v:gsub("^%s+", ""):gsub("%s+$", "") end
+                    if k and #vs == #ns then
+                        vs[k] = value
+                        lines[i] = indent .. names:gsub("%s+$", "") .. " = " .. table.concat(vs, ", ") .. rest
+                        done = true
+                        break
+                    end
+                end
+            end
+        end
+        if not done then return nil, string.format("no `local %s = ...` line above the marked line", name) end
+    end
+    return table.concat(lines, "\n")
+end
+
+if opt.mode == "variants" then return variants_of(ref) end
+if opt.mode == "vary" then return vary(ref, mines) end
 tt.trace.off()                      -- the engine's own ops are no part of any trace
 
 -- ===== Tensors as Lua values =====
@@ -50,14 +137,17 @@ local function shape_of(t)
     return s
 end
 
+-- t's dim names, nil where a dim has none (names() says "_" there: no name)
 local function names_of(t)
     local n, s = t:names(), {}
-    for d = 1, t:dim() do s[d] = n[d] end
+    for d = 1, t:dim() do
+        if n[d] ~= "_" then s[d] = n[d] end
+    end
     return s
 end
 
 local function shape_str(t)
-    local n, parts = t:names(), {}
+    local n, parts = names_of(t), {}
     for d = 1, t:dim() do
         parts[d] = (n[d] and (n[d] .. "=") or "") .. t:size(d)
     end
@@ -187,22 +277,55 @@ local binary = {
 local unary = {
     neg = function(a) return -a end, ["not"] = function(a) return ~a end,
 }
-for _, name in ipairs { "exp", "log", "sqrt", "abs", "relu", "gelu", "tanh", "sigmoid", "float", "bool", "mT" } do
+for _, name in ipairs { "exp", "log", "sqrt", "abs", "relu", "gelu", "gelu_tanh", "tanh", "sigmoid", "sin", "cos",
+                        "float", "bool", "long", "bfloat16", "half", "isnan", "mT", "t" } do
     unary[name] = function(a) return a[name](a) end
 end
+-- The ops no replay makes, each with why. Every op of the core's table is
+-- replayed by apply() or listed here (tests/lua/test_compare_trust.lua
+-- reads core/ops/optable.c to hold this true).
+local leaf = "a leaf: REF's recorded tensor stands for itself"
+local not_replayed = {
+    none = "no op", tensor = leaf, empty = leaf, zeros = leaf, ones = leaf, full = leaf, arange = leaf, eye = leaf,
+    rand = leaf, randn = leaf, randint = leaf,
+    dropout = "random: a replay cannot draw the same cells",
+    ["sgd.step"] = "an optimizer step, after the forward pass", ["adamw.step"] = "an optimizer step, after the forward pass",
+    clip_grad_norm = "an optimizer step, after the forward pass",
+    chunk = "several outputs: each recorded piece is used as it is", split = "several outputs: each recorded piece is used as it is",
+    unbind = "several outputs: each recorded piece is used as it is",
+    index_select = "its indices' dim is not in the trace's arguments", gather = "its indices' dim is not in the trace's arguments",
+    rope = "its angles are not in the trace's arguments", cross_entropy = "a loss: its options are not in the trace's arguments",
+    norm = "its order is not in the trace's arguments", where = "its scalar branches are not in the trace's arguments",
+    any = "a bool summary: no mistake is put through it", all = "a bool summary: no mistake is put through it",
+    argmax = "indices: no mistake is put through them", argmin = "indices: no mistake is put through them",
+    reduce = "einops' reduce: its pattern may be cut by the trace's 63 characters", ["repeat"] = "einops' repeat: its sizes are not in the trace's arguments",
+}
 local reshaping = { view = true, reshape = true, flatten = true }
 -- names and copies change no value: a replaced input (another length, say)
 -- goes through them as it is
 local same_values = { contiguous = true, clone = true }
 
--- sdpa's options from its args ("causal, scale=0.3536") and head size
+-- sdpa's options from its args ("causal, scale=0.3536, window=2, sinks=1,
+-- alibi") and head size; its inputs after V are the mask (bool) and the
+-- bias (a number per cell), each only when given. Dropout is random: no
+-- replay reproduces it.
 local function sdpa_opts(args, q, nin, ins)
-    local o = { causal = args:find("causal") ~= nil }
+    local o = { causal = args:find("causal") ~= nil, window = arg_num(args, "window"), sinks = arg_num(args, "sinks") }
+    if args:find("%f[%w]alibi%f[^%w]") then o.alibi = true end
     local s = arg_num(args, "scale")
     local dh = q:size(q:dim())
     if s and math.abs(s - 1 / math.sqrt(dh)) > 1e-3 / math.sqrt(dh) then o.scale = s end
-    if nin >= 4 then o.mask = ins[4] end
+    for k = 4, nin do
+        if ins[k]:dtype() == "bool" then o.mask = ins[k] else o.bias = ins[k] end
+    end
     return o
+end
+
+-- node's recorded input tensors, in order
+local function ins_of(node)
+    local ins = {}
+    for k, i in ipairs(node.inputs) do ins[k] = i.t end
+    return ins
 end
 
 -- The op of node again on the tensors ins (REF's, or replaced ones).
@@ -220,7 +343,7 @@ local function apply(node, ins)
         return a
     elseif op == "named" then
         if a:dim() ~= node.out:dim() then return a end
-        return a:named(table.unpack(names_of(node.out), 1, a:dim()))
+        return a:named(table.unpack(node.out:names(), 1, a:dim()))   -- "_" keeps a dim unnamed
     elseif reshaping[op] then
         return a:reshape(shape_of(node.out))
     elseif op == "unsqueeze" then
@@ -240,7 +363,11 @@ local function apply(node, ins)
         return a:matmul(ins[2])
     elseif op == "softmax" or op == "log_softmax" then
         return a[op](a, arg_num(args, "dim"))
-    elseif op == "sum" or op == "mean" or op == "max" or op == "min" then
+    elseif op == "narrow" then
+        return a:narrow(arg_num(args, "dim"), arg_num(args, "start"), arg_num(args, "len"))
+    elseif op == "select" then
+        return a:select(arg_num(args, "dim"), arg_num(args, "index"))
+    elseif op == "sum" or op == "mean" or op == "max" or op == "min" or op == "std" or op == "var" then
         local d = arg_num(args, "dim")
         if not d then return a[op](a) end
         return (a[op](a, d, args:find("keepdim") ~= nil))    -- max and min: the values, not the indices
@@ -263,6 +390,20 @@ local function apply(node, ins)
         return (tt.sdpa(ins[1], ins[2], ins[3], sdpa_opts(args, ins[1], #node.inputs, ins)))
     end
     error("cannot replay " .. op)
+end
+
+-- For the test of the op table: the ops apply() replays (a probe node of
+-- each kind is enough to tell), and the ones it does not, with why.
+if opt.mode == "replayable" then
+    local known = { named = true, unsqueeze = true, squeeze = true, expand = true, transpose = true, permute = true,
+        matmul = true, softmax = true, log_softmax = true, sum = true, mean = true, max = true, min = true, std = true,
+        var = true, masked_fill = true, repeat_interleave = true, causal_mask = true, tril = true, triu = true, cat = true,
+        stack = true, einsum = true, rearrange = true, sdpa = true, narrow = true, select = true }
+    for k in pairs(binary) do known[k] = true end
+    for k in pairs(unary) do known[k] = true end
+    for k in pairs(reshaping) do known[k] = true end
+    for k in pairs(same_values) do known[k] = true end
+    return known, not_replayed
 end
 
 -- REF's tensor id again with mods[id'] = function(node, ins, rep) -> tensor
@@ -463,7 +604,7 @@ end
 -- ===== Hypotheses =====
 
 local function dim_name(t, d)
-    local n = t:names()[d]
+    local n = names_of(t)[d]
     return n and string.format("%s (dim %d)", n, d) or string.format("dim %d", d)
 end
 
@@ -483,7 +624,7 @@ local function hypotheses(R, nodes, all_nodes, label)
     local sizes = {}
     for _, node in ipairs(reach) do
         local t = node.out
-        local n = t:names()
+        local n = names_of(t)
         for d = 1, t:dim() do
             local size = t:size(d)
             if sizes[size] == nil or sizes[size] == false then sizes[size] = n[d] or false end
@@ -498,8 +639,9 @@ local function hypotheses(R, nodes, all_nodes, label)
             for d2 = 1, x:dim() do
                 if d2 ~= d then
                     add("softmax_dim", string.format(
-                        "your softmax normalises over %s; the reference normalises over %s: call softmax(%s)",
-                        dim_name(x, d2), dim_name(x, d), x:names()[d] and ('"' .. x:names()[d] .. '"') or tostring(d)),
+                        "your softmax normalises over %s; the reference normalises over %s: call softmax(%s)%s",
+                        dim_name(x, d2), dim_name(x, d), names_of(x)[d] and ('"' .. names_of(x)[d] .. '"') or tostring(d),
+                        d2 == d - 1 and string.format(" (dims count from 1 here: PyTorch's dim=%d is %d)", d2, d) or ""),
                         { [id] = function(_, ins) return ins[1]:softmax(d2) end })
                 end
             end
@@ -571,6 +713,27 @@ local function hypotheses(R, nodes, all_nodes, label)
                     end
                 end
             end
+        elseif (op == "cat" or op == "stack") and #node.inputs == 2 then
+            -- a cache appended in the other order (the new keys before the past ones)
+            add("cat_order", string.format("you joined the two the other way round: the reference's %s puts %s first, then %s "
+                .. "(a cache: the past keys, then the new ones)", op, label_or_shape(node.inputs[1].t), label_or_shape(node.inputs[2].t)),
+                { [id] = function(n, ins) return apply(n, { ins[2], ins[1] }) end })
+        elseif (op == "sum" or op == "mean" or op == "max" or op == "min") and x and arg_num(args, "dim") then
+            local d, keep = arg_num(args, "dim"), args:find("keepdim") ~= nil
+            if keep then
+                add("keepdim_missing", string.format(
+                    "your %s drops the dim it reduces (%s), so what you combine it with broadcasts it along another dim: "
+                    .. "keep it with %s(%s, true) (PyTorch's keepdim=True)", op, dim_name(x, d), op,
+                    names_of(x)[d] and ('"' .. names_of(x)[d] .. '"') or tostring(d)),
+                    { [id] = function(_, ins) return (ins[1][op](ins[1], d, false)) end })
+            end
+            for d2 = 1, x:dim() do
+                if d2 ~= d and x:size(d2) > 1 then
+                    add("reduce_dim", string.format("your %s reduces %s; the reference reduces %s%s", op, dim_name(x, d2),
+                        dim_name(x, d), d2 == d - 1 and string.format(" (dims count from 1 here: PyTorch's dim=%d is %d)", d2, d) or ""),
+                        { [id] = function(_, ins) return (ins[1][op](ins[1], d2, keep)) end })
+                end
+            end
         elseif op == "repeat_interleave" then
             local r, d = arg_num(args, "r"), arg_num(args, "dim")
             if r and d and r > 1 and x:size(d) > 1 then
@@ -598,11 +761,11 @@ local function hypotheses(R, nodes, all_nodes, label)
                         return (tt.sdpa(ins[1], tt.cat(ks, hd), tt.cat(vs, hd), o))
                     end })
             end
-            if #node.inputs >= 4 then
+            if sdpa_opts(args, q, #node.inputs, ins_of(node)).mask then
                 add("mask_inverted", "your mask is inverted: tt.sdpa's mask says what to keep (true = may attend), masked_fill's what to hide",
                     { [id] = function(_, ins)
                         local o = sdpa_opts(args, ins[1], #node.inputs, ins)
-                        o.mask = ~ins[4]
+                        o.mask = ~o.mask
                         return (tt.sdpa(ins[1], ins[2], ins[3], o))
                     end })
             end
@@ -737,6 +900,18 @@ local function permuted(m, r, rtol, atol)
     return (close(a, b, rtol, atol))
 end
 
+-- Heads are split or merged on the way to R: a 4-D tensor reshaped,
+-- transposed or rearranged among the ops behind it (heads_scrambled's premise).
+local function has_heads(R)
+    for _, node in ipairs(reachable(ref.nodes, R.id)) do
+        local four = node.out:dim() >= 4 or (node.inputs[1] and node.inputs[1].t:dim() >= 4)
+        if four and (reshaping[node.op] or node.op == "transpose" or node.op == "permute" or node.op == "rearrange") then
+            return true
+        end
+    end
+    return false
+end
+
 local function diagnose(R, M, label, names_differ)
     local rtol, atol = math.max(opt.rtol, 1e-3), math.max(opt.atol, 1e-4)
     local found, kinds = {}, {}
@@ -755,12 +930,20 @@ local function diagnose(R, M, label, names_differ)
             end
         end
     end
-    if #found == 0 and same_shape(R.t, M.t) and M.t:dtype() == "float32" and mostly_distinct(mv)
-            and permuted(mv, values(R.t), rtol, atol) then
-        found[#found + 1] = { kind = "heads_scrambled", message =
-            "your values are the reference's, in other places: heads merged by reshape without the transpose, "
+    -- cross-attention's K/V source is the premise of kv_source: another mistake that fits is the one
+    if #found > 1 then
+        local kept = {}
+        for _, f in ipairs(found) do if f.kind ~= "kv_source" then kept[#kept + 1] = f end end
+        found = kept
+    end
+    if #found == 0 and same_shape(R.t, M.t) and M.t:dtype() == "float32"
+            and mostly_distinct(mv) and permuted(mv, values(R.t), rtol, atol) then
+        found[#found + 1] = { kind = "heads_scrambled", message = has_heads(R) and
+            ("your values are the reference's, in other places: heads merged by reshape without the transpose, "
             .. "or split the wrong way; split with view(B, N, H, Dh):transpose(2, 3) and merge with "
-            .. "transpose(2, 3):reshape(B, N, H*Dh) (or tt.rearrange)" }
+            .. "transpose(2, 3):reshape(B, N, H*Dh) (or tt.rearrange)")
+            or ("your values are the reference's, in other places: a view or reshape where the reference swaps dims "
+            .. "(view keeps the memory order; transpose and permute move the values)") }
     end
     return found
 end
@@ -901,8 +1084,66 @@ local function nonfinite(R, M, mine)
         M.label, what, where, line or "?", cause) }
 end
 
+-- "3-5, 7" from a sorted list of numbers
+local function ranges(list)
+    local parts, i = {}, 1
+    while list[i] do
+        local j = i
+        while list[j + 1] == list[j] + 1 do j = j + 1 end
+        parts[#parts + 1] = j > i and (list[i] .. "-" .. list[j]) or tostring(list[i])
+        i = j + 1
+    end
+    return table.concat(parts, ", ")
+end
+
+-- A mask that differs: the first row where the cells REF hides (-inf or a
+-- large negative fill; after a softmax, exact zeros) are not MINE's, in
+-- words, with the line of the op that made MINE's mask. nil otherwise.
+local function mask_words(R, M, mine)
+    if not same_shape(R.t, M.t) or R.t:dim() < 2 then return nil end
+    local function hidden(run, id, t)
+        local made = producer(run.nodes, id)
+        local v = values(t)
+        local after_softmax = made and made.op == "softmax"
+        for i = 1, #v do v[i] = after_softmax and v[i] == 0 or (not after_softmax and masked(v[i])) end
+        return v
+    end
+    local rh, mh = hidden(ref, R.id, R.t), hidden(mine, M.id, M.t)
+    local shape, cols = shape_of(R.t), R.t:size(R.t:dim())
+    for row = 0, #rh // cols - 1 do
+        local shown, hid = {}, {}
+        for c = 1, cols do
+            local i = row * cols + c
+            if rh[i] and not mh[i] then shown[#shown + 1] = c end
+            if mh[i] and not rh[i] then hid[#hid + 1] = c end
+        end
+        if #shown + #hid > 0 then
+            local idx = index_of(row * cols + 1, shape)
+            idx[#idx] = nil
+            local line
+            for _, node in ipairs(reachable(mine.nodes, M.id)) do
+                local op = node.op
+                if op == "masked_fill" or op == "causal_mask" or op == "tril" or op == "triu" or op == "where" then
+                    line = node.file == M.file and node.line or line
+                    break
+                end
+            end
+            local parts = {}
+            if #shown > 0 then parts[#parts + 1] = "cells the reference hides are visible in yours (row " .. index_str(idx)
+                .. ": keys " .. ranges(shown) .. ")" end
+            if #hid > 0 then parts[#parts + 1] = "cells the reference shows are hidden in yours (row " .. index_str(idx)
+                .. ": keys " .. ranges(hid) .. ")" end
+            return table.concat(parts, "; ") .. (line and string.format("; your mask is made on line %d", line) or "")
+        end
+    end
+    return nil
+end
+
 local function check(mine)
-    local v = { file = mine.file, checkpoints = {}, match = true }
+    local v = { file = mine.file, checkpoints = {}, match = true, output = mine.output, output_bytes = mine.output_bytes }
+    local own = {}                       -- a library's labels are no answer
+    for _, c in ipairs(mine.checkpoints) do if c.file == mine.file then own[#own + 1] = c end end
+    mine.checkpoints = own
     local order, rby = by_label(ref)
     local _, mby = by_label(mine)
     local src = read_lines(mine.file)
@@ -917,6 +1158,15 @@ local function check(mine)
         v.checkpoints[#v.checkpoints + 1] = cp
         if M then
             local file, line = made_at(mine, M)
+            -- the very tensor of an earlier label: no op made it here, the label's line is where one is missing
+            for _, c in ipairs(mine.checkpoints) do
+                if c == M then break end
+                if c.id == M.id and c.label ~= M.label then
+                    file, line = M.file, M.line
+                    cp.same_as = c
+                    break
+                end
+            end
             cp.file, cp.line = file, line
             local reason
             local rv, mv = nil, nil
@@ -997,6 +1247,13 @@ local function check(mine)
         local R, M = f.R, f.M
         local found = {}
         if f.reason ~= "names" and f.reason ~= "dtype" then found = diagnose(R, M, f.label) end
+        -- PyTorch's 0-based dims are no likely cause where the line names its dims
+        local line = f.line and src[f.line] or ""
+        for _, d in ipairs(found) do
+            for _, op in ipairs { "softmax", "sum", "mean", "max", "min" } do
+                if line:find(op .. '%(%s*"') then d.message = d.message:gsub(" %(dims count from 1 here: [^)]*%)", "") end
+            end
+        end
         if #found == 0 and f.reason == "values" then found = { nonfinite(R, M, mine) } end
         if #found == 0 then
             if f.reason == "shape" then
@@ -1025,6 +1282,8 @@ local function check(mine)
                     table.concat(parts, "; "), f.reason == "names+values" and " (and its values differ)" or "") } }
             elseif f.reason == "dtype" then
                 found = { { kind = "dtype", message = string.format("your `%s` is %s, the reference's %s", f.label, M.t:dtype(), R.t:dtype()) } }
+            elseif mask_words(R, M, mine) then
+                found = { { kind = "values", message = mask_words(R, M, mine) .. cut_note(mine) } }
             else
                 local idx = index_str(index_of(f.at, shape_of(R.t)))
                 found = { { kind = "values", message = string.format(
@@ -1034,6 +1293,10 @@ local function check(mine)
             end
         end
         f.diagnosis = found
+    end
+    if f and f.same_as and f.diagnosis and f.diagnosis[1].kind == "values" then
+        f.diagnosis[1].message = string.format("your `%s` is the tensor you labelled `%s` (line %s), unchanged: "
+            .. "the op between them is missing; ", f.label, f.same_as.label, f.same_as.line or "?") .. f.diagnosis[1].message
     end
     -- the counts differ behind another mismatch (a shape, say): say that too
     if f and f.diagnosis and f.diagnosis[1].kind ~= "count" then
@@ -1047,7 +1310,137 @@ local function check(mine)
     return v
 end
 
+-- The checkpoints are the labels the exercise asks for: the ones the
+-- reference gives in its own file (not in a library it calls), after its
+-- "-- ===== your code below =====" line (when it has one) and before its
+-- "-- ===== checks =====" (its own tests of the answer).
+local function asked(run, lines)
+    local from, to = 1, math.huge
+    for i, l in ipairs(lines) do
+        if l:find("^%s*%-%-%s*=+%s*your code below") then from = i + 1 end
+        if l:find("^%s*%-%-%s*=+%s*checks%s*=+") then to = i - 1 break end
+    end
+    local kept = {}
+    for _, c in ipairs(run.checkpoints) do
+        if c.file == run.file and c.line >= from and c.line <= to then kept[#kept + 1] = c end
+    end
+    run.checkpoints = kept
+end
+-- ===== Re-checks on other inputs =====
+
+-- Where MINE wrote a size as a number: the default of a varied name (or
+-- its square root) as a literal below the marked line. A sentence, or nil.
+local function hardcoded(file, spec)
+    local lines, above = read_lines(file), 0
+    for i, l in ipairs(lines) do if l:find(MARK) then above = i break end end
+    for _, nv in ipairs(parse_variant(spec) or {}) do
+        local name, default = nv[1], nil
+        for i = 1, above do
+            local names, values = lines[i]:match("^%s*local%s+([%a_][%w_%s,]*)=%s*([^%-]*)")
+            local ns, vs = {}, {}
+            for n in (names or ""):gmatch("[%a_][%w_]*") do ns[#ns + 1] = n end
+            for v in (values or ""):gmatch("[^,]+") do vs[#vs + 1] = v:match("^%s*(.-)%s*$") end
+            for k, n in ipairs(ns) do if n == name and tonumber(vs[k]) then default = vs[k] end end
+        end
+        if default then
+            local root = math.sqrt(tonumber(default))
+            local shown = { { default, "" } }
+            if root == math.floor(root) and root > 1 then shown[2] = { string.format("%d", root), " = √" .. name } end
+            for i = above + 1, #lines do
+                local code = lines[i]:gsub("%-%-.*$", "")
+                for _, lit in ipairs(shown) do
+                    if code:find("%f[%w_.]" .. lit[1]:gsub("%p", "%%%0") .. "%f[^%w_.]") then
+                        return string.format("on line %d you wrote %s%s; %s is %s only for these inputs: write %s",
+                            i, lit[1], lit[2], name, default, lit[2] ~= "" and ("math.sqrt(" .. name .. ")") or name), i
+                    end
+                end
+            end
+        end
+    end
+    return nil
+end
+
+local function variant_info(spec)
+    local sizes, seed = obj({}, {}), nil
+    for _, nv in ipairs(parse_variant(spec) or {}) do
+        if nv[1] == "seed" then seed = math.tointeger(tonumber(nv[2])) or tonumber(nv[2])
+        else
+            sizes.__keys[#sizes.__keys + 1] = nv[1]
+            sizes[nv[1]] = math.tointeger(tonumber(nv[2])) or tonumber(nv[2])
+        end
+    end
+    return sizes, seed
+end
+
+-- After a match, the same check on the inputs REF declares (its
+-- `-- recheck:` line): v.rechecks, and at the first that fails v.match =
+-- false and v.recheck_failed = {spec, verdict, hint}.
+local ref_variants = {}
+local function recheck(mine, v)
+    if opt.variant or not opt.recheck then return end
+    local specs = variants_of(table.concat(read_lines(ref.file), "\n"))
+    if #specs == 0 then return end
+    v.rechecks = {}
+    for _, spec in ipairs(specs) do
+        local r = ref_variants[spec]
+        if r == nil then
+            r = opt.recheck(spec, ref.file, true)
+            if r.checkpoints then asked(r, read_lines(r.file)) end
+            ref_variants[spec] = r
+        end
+        local sizes, seed = variant_info(spec)
+        local entry = { variant = spec, sizes = sizes, seed = seed }
+        v.rechecks[#v.rechecks + 1] = entry
+        local m = r.checkpoints and not r.error and #r.checkpoints > 0 and opt.recheck(spec, mine.file, false)
+        if not m or not m.checkpoints then
+            entry.skipped = not m and ("the reference on these inputs: " .. tostring(r.error or "no checkpoint"))
+                or m.error
+        else
+            local saved = ref
+            ref = r
+            local rv = check(m)
+            ref = saved
+            entry.match = rv.match
+            if not rv.match then
+                v.match = false
+                v.recheck_failed = { spec = spec, verdict = rv, hint = hardcoded(mine.file, spec) }
+                break
+            end
+        end
+    end
+end
+
+-- The failed re-check in a sentence, and the command that replays it.
+local function recheck_words(v)
+    local rf, rv = v.recheck_failed, v.recheck_failed.verdict
+    local what
+    if rv.first then
+        local d = rv.first.diagnosis[1]
+        what = string.format("`%s` (line %s): %s%s", rv.first.name, rv.first.line or "?",
+            d.kind == "missing" and "" or (d.kind .. " — "), d.message)
+    elseif rv.error then
+        what = string.format("%s at line %s: %s", rv.error.kind, rv.error.line or "?", rv.error.message)
+    end
+    local msg = string.format("matches for the inputs above the marked line, not for %s: %s%s", rf.spec, what or "?",
+        rf.hint and ("; " .. rf.hint) or "")
+    local replay = opt.exercise and string.format("tensortrace --exercise %s --recheck '%s'", v.file, rf.spec)
+        or string.format("tensortrace --compare %s %s --recheck '%s'", ref.file, v.file, rf.spec)
+    return msg, replay, rv
+end
+
 -- ===== Output =====
+
+-- The verdict's score: REF's checkpoints that match, of all of them.
+local function score(v)
+    local ok = 0
+    for _, c in ipairs(v.checkpoints) do if c.ok and not c.extra then ok = ok + 1 end end
+    return ok, #ref.checkpoints
+end
+
+-- What a verdict is, in a word: match, fail, or what stopped the script.
+local function outcome(v)
+    return v.match and "match" or (not v.first and v.error) and v.error.kind or "fail"
+end
 
 local function json_str(s)
     s = utf8_clean(s, function() return "\u{FFFD}" end)    -- JSON is UTF-8: a stray byte becomes U+FFFD
@@ -1079,15 +1472,15 @@ local function json(v)
     end
 end
 
-local function arr(t) t.__array = true return t end
-local function obj(keys, t) t.__keys = keys return t end
 
 local function verdict_json(v)
     local cps = arr {}
     for i, c in ipairs(v.checkpoints) do
         cps[i] = obj({ "label", "occurrence", "ok", "line" }, { label = c.label, occurrence = c.occurrence, ok = c.ok, line = c.line })
     end
-    local o = obj({ "file", "match", "checkpoints", "first", "diagnosis", "error" }, { file = v.file, match = v.match, checkpoints = cps })
+    local ok, total = score(v)
+    local o = obj({ "file", "match", "verdict", "score", "total", "checkpoints", "first", "diagnosis", "error", "rechecks", "output" },
+        { file = v.file, match = v.match, verdict = outcome(v), score = ok, total = total, checkpoints = cps })
     local f = v.first
     if f then
         local first = obj({ "label", "occurrence", "file", "line", "expected_shape", "got_shape", "max_abs_diff", "index", "note" }, {
@@ -1106,6 +1499,21 @@ local function verdict_json(v)
         o.diagnosis = arr { obj({ "kind", "message" }, { kind = v.error.kind, message = v.error.message }) }
     end
     if v.error then o.error = obj({ "file", "line", "kind", "message" }, v.error) end
+    o.output = v.output
+    if v.rechecks then
+        local list = arr {}
+        for k, r in ipairs(v.rechecks) do
+            list[k] = obj({ "variant", "seed", "sizes", "match", "skipped" }, r)
+        end
+        o.rechecks = list
+    end
+    if v.recheck_failed then
+        local msg, replay, rv = recheck_words(v)
+        local rf = rv.first
+        o.first = obj({ "label", "file", "line" }, { label = rf and rf.label, file = v.file,
+            line = select(2, hardcoded(v.file, v.recheck_failed.spec)) or (rf and rf.line) })
+        o.diagnosis = arr { obj({ "kind", "message", "replay" }, { kind = "other_inputs", message = msg, replay = replay }) }
+    end
     local keys = {}   -- "first", "diagnosis" and "error" only when there is one
     for _, k in ipairs(o.__keys) do
         if o[k] ~= nil or k == "match" then keys[#keys + 1] = k end
@@ -1158,7 +1566,21 @@ local function figure(v, path)
     return true
 end
 
+-- What the script printed, quoted line by line under its verdict: its
+-- output, never a line of the verdict.
+local function print_output(v)
+    if not v.output then return end
+    local lines = {}
+    for l in (v.output .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+    if lines[#lines] == "" then lines[#lines] = nil end
+    out(string.format("\n  your script printed%s:\n", v.output_bytes > #v.output
+        and string.format(" (the first %d of %d bytes)", #v.output, v.output_bytes) or ""))
+    for i = 1, math.min(#lines, 20) do out("  | " .. lines[i] .. "\n") end
+    if #lines > 20 then out(string.format("  | ... (%d more lines)\n", #lines - 20)) end
+end
+
 local function print_verdict(v)
+    print_output(v)
     local w = 0
     for _, c in ipairs(v.checkpoints) do w = math.max(w, #c.name) end
     for _, c in ipairs(v.checkpoints) do
@@ -1172,6 +1594,20 @@ local function print_verdict(v)
     local f = v.first
     if v.match then
         out(string.format("✓ all %d checkpoints match\n", #v.checkpoints))
+        if v.rechecks then
+            local tried = {}
+            for k, r in ipairs(v.rechecks) do tried[k] = r.variant .. (r.skipped and " (skipped)" or "") end
+            out(string.format("✓ and on other inputs: %s\n", table.concat(tried, "; ")))
+        end
+        return
+    end
+    if v.recheck_failed then
+        local msg, replay, rv = recheck_words(v)
+        out(string.format("\n✗ %s\n", msg))
+        local line = rv.first and rv.first.line or (rv.error and rv.error.line)
+        if v.recheck_failed.hint then line = select(2, hardcoded(v.file, v.recheck_failed.spec)) end
+        if line then out(string.format("  %4d | %s\n", line, source_line(v, line))) end
+        out("  replay it: " .. replay .. "\n")
         return
     end
     if v.error and not f then
@@ -1201,18 +1637,44 @@ local function print_verdict(v)
     if v.error then out(string.format("  (then the script stopped with an error at line %s: %s)\n", v.error.line or "?", v.error.message)) end
 end
 
--- one line per file, for a teacher's folder of submissions
+-- one line per file, for a teacher's folder of submissions, its score last
 local function print_line(v)
+    local ok, total = score(v)
+    local tail = string.format(" [%d/%d]\n", ok, total)
     if v.match then
-        out(string.format("%s: ✓ all %d checkpoints match\n", v.file, #v.checkpoints))
+        out(string.format("%s: ✓ all %d checkpoints match%s%s", v.file, #v.checkpoints,
+            v.rechecks and string.format(" (and on %d other inputs)", #v.rechecks) or "", tail))
+    elseif v.recheck_failed then
+        local msg, replay = recheck_words(v)
+        out(string.format("%s: ✗ %s (replay: %s)%s", v.file, msg, replay, tail))
     elseif v.first then
         local d = v.first.diagnosis[1]
-        out(string.format("%s: ✗ %s (line %s): %s%s\n", v.file, v.first.name, v.first.line or "?",
-            d.kind == "missing" and "" or (d.kind .. " — "), d.message .. (v.first.note and ("; " .. v.first.note) or "")))
+        out(string.format("%s: ✗ %s (line %s): %s%s%s", v.file, v.first.name, v.first.line or "?",
+            d.kind == "missing" and "" or (d.kind .. " — "), d.message .. (v.first.note and ("; " .. v.first.note) or ""), tail))
     else
-        out(string.format("%s: ✗ %s at line %s: %s\n", v.file, v.error.kind, v.error.line or "?",
-            (v.error.message:gsub("^timeout: ", ""))))
+        out(string.format("%s: ✗ %s at line %s: %s%s", v.file, v.error.kind, v.error.line or "?",
+            (v.error.message:gsub("^timeout: ", "")), tail))
     end
+end
+
+-- A CSV field: quoted, quotes doubled, one line, valid UTF-8.
+local function csv_field(x)
+    if x == nil then return "" end
+    if math.type(x) == "integer" then return tostring(x) end
+    local s = utf8_clean(tostring(x), function() return "\u{FFFD}" end):gsub("[%c]", " ")
+    return '"' .. s:gsub('"', '""') .. '"'
+end
+
+local CSV_HEADER = "file,verdict,score,total,label,line,kind,message\n"
+
+local function csv_row(v)
+    local ok, total = score(v)
+    local f, d = v.first, nil
+    if f then d = f.diagnosis[1] elseif v.error then d = { kind = v.error.kind, message = v.error.message } end
+    local fields = { v.file, outcome(v), ok, total, f and f.label, f and f.line or (v.error and v.error.line),
+                     d and d.kind, d and d.message }
+    for i = 1, 8 do fields[i] = csv_field(fields[i]) end
+    return table.concat(fields, ",") .. "\n"
 end
 
 -- ===== Main =====
@@ -1226,29 +1688,48 @@ if #ref.checkpoints == 0 then
     return 2, {}
 end
 
+asked(ref, read_lines(ref.file))
+if #ref.checkpoints == 0 then
+    out(string.format("the reference %s labels no tensor where the exercise's answer goes: nothing to compare\n", ref.file))
+    return 2, {}
+end
+
 local verdicts, results, code = {}, {}, 0
 for i, mine in ipairs(mines) do
     if mine.missing then
         out(string.format("%s: cannot read it: %s\n", mine.file, mine.error))
-        verdicts[i] = { file = mine.file, match = false, checkpoints = {}, error = { file = mine.file, message = mine.error } }
+        verdicts[i] = { file = mine.file, match = false, checkpoints = {}, error = { file = mine.file, message = mine.error, kind = "error" } }
         code = math.max(code, 1)
     else
         verdicts[i] = check(mine)
+        if verdicts[i].match then recheck(mine, verdicts[i]) end
         if #mines == 1 and not opt.one_line then print_verdict(verdicts[i]) else print_line(verdicts[i]) end
     end
     results[i] = verdicts[i].match
     if not verdicts[i].match then code = math.max(code, 1) end
 end
-
-if opt.json then
-    local f, err = io.open(opt.json, opt.json_append and "a" or "w")
-    if not f then
-        io.stderr:write("tensortrace: cannot write '" .. opt.json .. "': " .. tostring(err) .. "\n")
-        return 2, results
-    end
-    for _, v in ipairs(verdicts) do f:write(verdict_json(v), "\n") end
-    f:close()
+-- each verdict in a word and its score, for the batch's summary line
+local scores = {}
+for i, v in ipairs(verdicts) do
+    local ok, total = score(v)
+    scores[i] = { outcome = outcome(v), ok = ok, total = total }
 end
+
+-- Each verdict as a line of path (appended by a batch's children): its
+-- header first in a new file. false when path cannot be written.
+local function write_lines(path, header, line_of)
+    local f, err = io.open(path, opt.json_append and "a" or "w")
+    if not f then
+        io.stderr:write("tensortrace: cannot write '" .. path .. "': " .. tostring(err) .. "\n")
+        return false
+    end
+    if header and f:seek("end") == 0 then f:write(header) end
+    for _, v in ipairs(verdicts) do f:write(line_of(v)) end
+    f:close()
+    return true
+end
+if opt.csv and not write_lines(opt.csv, CSV_HEADER, csv_row) then return 2, results end
+if opt.json and not write_lines(opt.json, nil, function(v) return verdict_json(v) .. "\n" end) then return 2, results end
 local fig = opt.figure
 if not fig and opt.report and #verdicts == 1 and verdicts[1].first then
     local tmp = os.tmpname()
@@ -1278,4 +1759,4 @@ if #verdicts == 1 and not verdicts[1].match then
         summary = string.format("the check stopped: an error at line %s: %s", v.error.line or "?", v.error.message)
     end
 end
-return code, results, summary
+return code, results, summary, scores

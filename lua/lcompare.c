@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/inotify.h>
@@ -33,6 +35,7 @@
 #include <lauxlib.h>
 
 #include "lauxtt.h"
+#include "flow.h"
 #include "lcompare.h"
 #include "lreport.h"
 #include "lsandbox.h"
@@ -443,7 +446,47 @@ static void keep_label(lua_State *L, const tt_tensor *t)
 
 /* ===== Running one script ===== */
 
-static int quiet_print(lua_State *L) { (void)L; return 0; }
+/* A script's standard output goes to a file while it runs: it is its
+   output, quoted under the verdict (run.output), never mixed with the
+   verdict's lines; print and io.write are the ones of a normal run. */
+#define OUTPUT_KEPT 4096
+static struct { FILE *f; int saved; } out_cap = { NULL, -1 };
+
+static void capture_start(void)
+{
+    fflush(stdout);
+    out_cap.f = tmpfile();
+    out_cap.saved = out_cap.f ? dup(STDOUT_FILENO) : -1;
+    if (out_cap.saved < 0 || dup2(fileno(out_cap.f), STDOUT_FILENO) < 0) {
+        if (out_cap.f) fclose(out_cap.f);
+        if (out_cap.saved >= 0) close(out_cap.saved);
+        out_cap.f = NULL;
+        out_cap.saved = -1;
+    }
+}
+
+/* Back to the terminal; run.output = the first OUTPUT_KEPT bytes,
+   run.output_bytes = how many there were. */
+static void capture_end(lua_State *E)
+{
+    if (out_cap.f == NULL) return;
+    fflush(stdout);
+    dup2(out_cap.saved, STDOUT_FILENO);
+    close(out_cap.saved);
+    off_t total = lseek(fileno(out_cap.f), 0, SEEK_END);
+    char buf[OUTPUT_KEPT];
+    size_t got = 0;
+    if (total > 0 && lseek(fileno(out_cap.f), 0, SEEK_SET) == 0) {
+        ssize_t r = read(fileno(out_cap.f), buf, sizeof buf);
+        got = r > 0 ? (size_t)r : 0;
+    }
+    fclose(out_cap.f);
+    out_cap.f = NULL;
+    if (got == 0) return;
+    lua_pushlstring(E, buf, got);
+    lua_setfield(E, cap.run, "output");
+    set_int(E, "output_bytes", (long long)total);
+}
 
 static int msghandler(lua_State *L)
 {
@@ -461,10 +504,10 @@ static void open_tt(lua_State *L)
     lua_pop(L, 1);
 }
 
-/* Runs path with the run table at the top of E's stack; sets run.error
-   (the message) when the script raises one. Its print and io.write say
-   nothing: the verdict is the output. */
-static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
+/* Runs path (or src, its text varied, when not NULL) with the run table
+   at the top of E's stack; sets run.error
+   (the message) when the script raises one, run.output to what it printed. */
+static void run_script(const ltt_compare_opts *o, const char *path, int is_ref, const char *src)
 {
     lua_State *E = cap.E;
     cap.run = lua_gettop(E);
@@ -501,13 +544,9 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
             lua_close(L);
             return;
         }
+        struct timespec since = { (time_t)(o->since_ns / 1000000000), (long)(o->since_ns % 1000000000) };
+        ltt_sandbox_grading(path, o->inputs, o->ninputs, &since);
     }
-    lua_pushcfunction(L, quiet_print);
-    lua_setglobal(L, "print");
-    lua_getglobal(L, "io");
-    lua_pushcfunction(L, quiet_print);
-    lua_setfield(L, -2, "write");
-    lua_pop(L, 1);
     lua_createtable(L, o->nargs, 1);
     lua_pushstring(L, path);
     lua_rawseti(L, -2, 0);
@@ -518,11 +557,16 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
     lua_setglobal(L, "arg");
 
     cap.L = L;
+    tt_trace_stats_reset();         /* nothing of one run reaches the next: tt.trace.summary, tt.flow */
+    tt_flow_reset();
+    capture_start();
     tt_trace_subscribe(keep_event, NULL, 1);
     ltt_set_label_hook(keep_label);
     ltt_limits_start(L, o->timeout, o->max_instructions);
     lua_pushcfunction(L, msghandler);
-    int status = luaL_loadfilex(L, path, "t");
+    char chunkname[4200];
+    snprintf(chunkname, sizeof chunkname, "@%s", path);        /* a varied text keeps the file's name and lines */
+    int status = src ? luaL_loadbufferx(L, src, strlen(src), chunkname, "t") : luaL_loadfilex(L, path, "t");
     if (status == LUA_OK) {
         for (int i = 0; i < o->nargs; i++) lua_pushstring(L, o->args[i]);
         status = lua_pcall(L, o->nargs, 0, 1);
@@ -548,6 +592,7 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
     }
     ltt_set_label_hook(NULL);
     tt_trace_unsubscribe(keep_event, NULL);
+    capture_end(E);
     if (cap.dropped) {
         lua_pushinteger(E, (lua_Integer)cap.dropped);
         lua_setfield(E, cap.run, "dropped");
@@ -560,6 +605,7 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref)
     ltt_limits_exit();              /* its finalizers stay under the watchdog */
     lua_close(L);
     ltt_limits_done();              /* and the engine's work after it does not */
+    ltt_sandbox_grading(NULL, NULL, 0, NULL);
     ltt_sandbox_close();
 }
 
@@ -636,22 +682,125 @@ static int engine_msghandler(lua_State *E)
     return 1;
 }
 
+static char *read_text(const char *path);
+
+static int engine_load(lua_State *E)
+{
+    return luaL_loadbufferx(E, (const char *)ltt_compare_lua, ltt_compare_lua_len, "=compare.lua", "t");
+}
+
+/* Pushes path's text with the variant spec applied ("N = 7, seed = 4":
+   compare.lua's vary), or nil and why. */
+static void push_varied(lua_State *E, const char *path, const char *spec)
+{
+    char *text = read_text(path);
+    if (text == NULL || engine_load(E) != LUA_OK) {
+        if (text) lua_pop(E, 1);
+        lua_pushnil(E);
+        lua_pushfstring(E, "cannot read '%s'", path);
+    } else {
+        lua_pushstring(E, text);
+        lua_pushstring(E, spec);
+        lua_createtable(E, 0, 1);
+        set_str(E, "mode", "vary");
+        if (lua_pcall(E, 3, 2, 0) != LUA_OK) {
+            lua_pushnil(E);
+            lua_insert(E, -2);                  /* nil, message: two values as the call gives */
+        }
+    }
+    free(text);
+}
+
+/* Pushes the run of path (its text varied by spec, unless NULL): a run
+   table, or {file, error} when the variant does not apply to it. */
+static void push_run(lua_State *E, const ltt_compare_opts *o, const char *path, int is_ref, const char *spec)
+{
+    const char *src = NULL;
+    if (spec) {
+        push_varied(E, path, spec);
+        src = lua_tostring(E, -2);
+        if (src == NULL) {
+            const char *why = lua_tostring(E, -1);
+            lua_createtable(E, 0, 2);
+            set_str(E, "file", path);
+            lua_pushfstring(E, "--recheck '%s': %s", spec, why ? why : "?");
+            lua_setfield(E, -2, "error");
+            lua_replace(E, -3);
+            lua_pop(E, 1);
+            return;
+        }
+    }
+    new_run(E, path);
+    run_script(o, path, is_ref, src);
+    if (spec) {
+        lua_replace(E, -3);                     /* the run where the text was */
+        lua_pop(E, 1);
+    }
+}
+
+/* The engine's recheck(spec, path, is_ref): the run of path varied by spec
+   (another size or seed), made while the engine runs; nil and why when the
+   variant does not apply. */
+static const ltt_compare_opts *engine_opts;
+static int recheck_run(lua_State *E)
+{
+    const char *spec = luaL_checkstring(E, 1), *path = luaL_checkstring(E, 2);
+    int is_ref = lua_toboolean(E, 3);
+    const char *err = NULL;
+    cap.E = E;
+    push_run(E, engine_opts, path, is_ref, spec);
+    cap.E = NULL;
+    ltt_trace_start(E, LTT_TRACE_OFF, NULL, &err);   /* the engine's own ops again untraced */
+    return 1;
+}
+
 /* Progress: "NAME pass" or "NAME fail", one exercise a line. */
-static void progress_record(const char *name, int ok);
+static void progress_record(const char *name, int ok, const char *verdict);
 
 static int compare_here(const ltt_compare_opts *o);
 static int ref_failed;           /* the reference raised an error or labels nothing */
 
+/* The verdicts of a batch, in words, for its summary line (a --sandbox
+   child sends its own to the parent through the pipe). */
+typedef struct { int graded, matched, failed, errors, timeouts, memory; } tally;
+static tally batch;
+
+/* Adds the engine's scores (at idx: {{outcome, ok, total}...}) to batch. */
+static void count_outcomes(lua_State *E, int idx)
+{
+    if (!lua_istable(E, idx)) return;
+    for (lua_Integer i = 1; lua_rawgeti(E, idx, i) == LUA_TTABLE; i++) {
+        lua_getfield(E, -1, "outcome");
+        const char *w = lua_tostring(E, -1);
+        batch.graded++;
+        if (w == NULL || strcmp(w, "fail") == 0) batch.failed++;
+        else if (strcmp(w, "match") == 0) batch.matched++;
+        else if (strcmp(w, "timeout") == 0 || strcmp(w, "instructions") == 0) batch.timeouts++;
+        else if (strcmp(w, "memory") == 0) batch.memory++;
+        else batch.errors++;
+        lua_pop(E, 2);
+    }
+    lua_pop(E, 1);
+}
+
+static void print_tally(void)
+{
+    printf("graded %d: %d matched, %d failed, %d errors, %d timeouts, %d out of memory\n", batch.graded,
+           batch.matched, batch.failed, batch.errors, batch.timeouts, batch.memory);
+    fflush(stdout);
+}
+
 /* --sandbox: each script checked in a child of its own (see lcompare.h). */
 static int compare_isolated(const ltt_compare_opts *o)
 {
-    if (o->json) {
-        FILE *f = fopen(o->json, "w");       /* each child appends its verdict */
-        if (f == NULL) {
-            fprintf(stderr, PROGNAME ": cannot write '%s': %s\n", o->json, strerror(errno));
+    const char *outs[2] = { o->json, o->csv };
+    for (int k = 0; k < 2; k++) {
+        FILE *f = outs[k] ? fopen(outs[k], "w") : NULL;     /* each child appends its verdict */
+        if (outs[k] && f == NULL) {
+            fprintf(stderr, PROGNAME ": cannot write '%s': %s\n", outs[k], strerror(errno));
             return 2;
         }
-        fclose(f);
+        if (f) fclose(f);
     }
     int code = 0;
     for (int i = 0; i < o->nmine; i++) {       /* whatever one does, the next is graded */
@@ -676,17 +825,19 @@ static int compare_isolated(const ltt_compare_opts *o)
             one.one_line = o->nmine > 1;
             one.json_append = 1;
             if (i > 0) one.figure = NULL;        /* the figure is the first script's */
+            memset(&batch, 0, sizeof batch);      /* this child's verdict only */
             int rc = compare_here(&one);
             ltt_limits_done();
             fflush(NULL);
-            if (write(pfd[1], ref_failed ? "nref" : "done", 4) != 4) rc = 2;
+            if (write(pfd[1], ref_failed ? "nref" : "done", 4) != 4 ||
+                write(pfd[1], &batch, sizeof batch) != (ssize_t)sizeof batch) rc = 2;
             _exit(rc);
         }
         close(pfd[1]);
         /* the child's own limits end a runaway; this is for one they cannot
            reach (a stuck C call): the reference and the script, twice over */
         double limit = o->timeout > 0 ? 4 * o->timeout + 10 : -1;
-        char buf[8];
+        char buf[4 + sizeof(tally)];
         ssize_t got = 0;
         int killed = 0;
         struct pollfd p = { pfd[0], POLLIN, 0 };
@@ -698,16 +849,21 @@ static int compare_isolated(const ltt_compare_opts *o)
                 killed = 1;
                 break;
             }
-            got = read(pfd[0], buf, sizeof buf);
-            if (got < 0 && errno == EINTR) continue;
+            ssize_t n = read(pfd[0], buf + got, sizeof buf - (size_t)got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n > 0 && (got += n) < (ssize_t)sizeof buf) continue;
             break;
         }
         close(pfd[0]);
         int status = 0;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-        if (got == 4 && memcmp(buf, "nref", 4) == 0) return 2;   /* the reference failed: said once, no grades */
-        int done = got == 4 && memcmp(buf, "done", 4) == 0;
+        if (got >= 4 && memcmp(buf, "nref", 4) == 0) return 2;   /* the reference failed: said once, no grades */
+        int done = got == (ssize_t)sizeof buf && memcmp(buf, "done", 4) == 0;
         if (done && WIFEXITED(status)) {
+            tally t;
+            memcpy(&t, buf + 4, sizeof t);
+            batch.graded += t.graded, batch.matched += t.matched, batch.failed += t.failed;
+            batch.errors += t.errors, batch.timeouts += t.timeouts, batch.memory += t.memory;
             if (WEXITSTATUS(status) > code) code = WEXITSTATUS(status);
             continue;
         }
@@ -718,14 +874,70 @@ static int compare_isolated(const ltt_compare_opts *o)
         else snprintf(why, sizeof why, "the watchdog stopped it: a limit passed where Lua's hooks cannot stop it "
                       "(a __gc finalizer, a message handler, a long C call; its message is on stderr)");
         lost_verdict(o, o->mine[i], why);
+        batch.graded++;
+        if (killed) batch.timeouts++;
+        else batch.errors++;
         if (code < 1) code = 1;
     }
     return code;
 }
 
+/* path resolved (its folder, when the file does not exist yet) into res. */
+static int resolve(const char *path, char res[PATH_MAX])
+{
+    if (realpath(path, res)) return 1;
+    char dir[PATH_MAX], tmp[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    if (realpath(dir, tmp) == NULL) return 0;
+    snprintf(res, PATH_MAX, "%.3000s/%.1000s", tmp, slash ? slash + 1 : path);
+    return 1;
+}
+
+/* An output file of the check (--compare-json) may not be one of its
+   inputs, nor lie under the folder the submissions may write (a later one
+   would erase the grades). Says why and returns 0 when it is refused. */
+static int output_allowed(const ltt_compare_opts *o, const char *option, const char *path)
+{
+    char res[PATH_MAX], in[PATH_MAX];
+    if (path == NULL || !resolve(path, res)) return 1;       /* the open says why */
+    for (int i = 0; i < o->ninputs; i++)
+        if (realpath(o->inputs[i], in) && strcmp(in, res) == 0) {
+            fprintf(stderr, PROGNAME ": %s '%s' is one of the scripts being checked; it would be overwritten\n", option, path);
+            return 0;
+        }
+    size_t n;
+    if (o->sandbox && o->images && realpath(o->images, in) && strncmp(res, in, n = strlen(in)) == 0 &&
+        (res[n] == '/' || res[n] == 0)) {
+        fprintf(stderr, PROGNAME ": %s '%s' is inside --images '%s', which the submissions may write; "
+                "put it elsewhere\n", option, path, o->images);
+        return 0;
+    }
+    return 1;
+}
+
 int ltt_compare(const ltt_compare_opts *o)
 {
-    return o->sandbox ? compare_isolated(o) : compare_here(o);
+    ltt_compare_opts c = *o;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    c.since_ns = (long long)now.tv_sec * 1000000000 + now.tv_nsec;
+    /* a checked script reads none of the check's other files */
+    const char **all = malloc((size_t)(o->nmine + 1) * sizeof *all);
+    if (all == NULL) {
+        fprintf(stderr, PROGNAME ": out of memory\n");
+        return 2;
+    }
+    all[0] = o->ref;
+    for (int i = 0; i < o->nmine; i++) all[i + 1] = o->mine[i];
+    c.inputs = all;
+    c.ninputs = o->nmine + 1;
+    memset(&batch, 0, sizeof batch);
+    int code = !output_allowed(&c, "--compare-json", o->json) || !output_allowed(&c, "--compare-csv", o->csv) ? 2
+             : o->sandbox ? compare_isolated(&c) : compare_here(&c);
+    if (o->nmine > 1 && batch.graded > 0) print_tally();
+    free(all);
+    return code;
 }
 
 static int compare_here(const ltt_compare_opts *o)
@@ -741,20 +953,20 @@ static int compare_here(const ltt_compare_opts *o)
     open_tt(E);
     cap.E = E;
 
-    new_run(E, o->ref);
-    run_script(o, o->ref, 1);
+    /* the scripts before the reference: nothing of its run (a global of
+       the core, a file it writes) can reach theirs */
+    lua_createtable(E, o->nmine, 0);
+    int mines = lua_gettop(E);
+    for (int i = 0; i < o->nmine; i++) {
+        push_run(E, o, o->mine[i], 0, o->variant);
+        lua_rawseti(E, mines, i + 1);
+    }
+    push_run(E, o, o->ref, 1, o->variant);
     int ref = lua_gettop(E);
     lua_getfield(E, ref, "error");
     lua_getfield(E, ref, "checkpoints");
     ref_failed = !lua_isnil(E, -2) || luaL_len(E, -1) == 0;
     lua_pop(E, 2);
-    lua_createtable(E, o->nmine, 0);
-    for (int i = 0; i < o->nmine; i++) {
-        new_run(E, o->mine[i]);
-        run_script(o, o->mine[i], 0);
-        lua_rawseti(E, -2, i + 1);
-    }
-    int mines = lua_gettop(E);
     cap.E = NULL;
 
     if (o->report) {
@@ -789,21 +1001,31 @@ static int compare_here(const ltt_compare_opts *o)
         lua_setfield(E, -2, "one_line");
         lua_pushboolean(E, o->json_append);
         lua_setfield(E, -2, "json_append");
+        set_str(E, "csv", o->csv);
+        set_str(E, "variant", o->variant);
+        engine_opts = o;
+        lua_pushcfunction(E, recheck_run);
+        lua_setfield(E, -2, "recheck");
         lua_pushcfunction(E, out_text);
         lua_setfield(E, -2, "out");
-        status = lua_pcall(E, 3, 3, handler);
+        status = lua_pcall(E, 3, 4, handler);
     }
     if (status != LUA_OK) {
         /* the engine's own failure: said, and the batch goes on */
         fprintf(stderr, PROGNAME ": --compare: %s\n", lua_tostring(E, -1));
-        for (int i = 0; i < o->nmine; i++)
+        for (int i = 0; i < o->nmine; i++) {
             lost_verdict(o, o->mine[i], "the checker failed on it (its message is on stderr)");
+            batch.graded++;
+            batch.errors++;
+        }
     } else {
-        code = (int)lua_tointeger(E, -3);
-        if (o->report && lua_isstring(E, -1)) ltt_report_error(lua_tostring(E, -1));
-        if (o->exercise && lua_istable(E, -2)) {
-            lua_rawgeti(E, -2, 1);
-            if (lua_isboolean(E, -1)) progress_record(o->exercise, lua_toboolean(E, -1));
+        code = (int)lua_tointeger(E, -4);
+        if (o->report && lua_isstring(E, -2)) ltt_report_error(lua_tostring(E, -2));
+        count_outcomes(E, lua_gettop(E));
+        if (o->exercise && lua_istable(E, -3)) {
+            lua_rawgeti(E, -3, 1);
+            if (lua_isboolean(E, -1))
+                progress_record(o->exercise, lua_toboolean(E, -1), lua_isstring(E, -3) ? lua_tostring(E, -3) : NULL);
             lua_pop(E, 1);
         }
     }
@@ -816,6 +1038,56 @@ static int compare_here(const ltt_compare_opts *o)
 /* ===== --watch ===== */
 
 #if defined(__linux__)
+/* What --watch watches: the folder of each checked file and, when the file
+   is a symbolic link, the folder of the file it points to (an editor saves
+   there); an event names a file of a folder by its last component. */
+#define WATCH_MAX 64
+typedef struct { int wd; char dir[4096]; const char *base; } watched;
+
+static int watch_add(int fd, watched *w, int *n, const char *path)
+{
+    if (*n >= WATCH_MAX) return 1;
+    const char *slash = strrchr(path, '/');
+    watched *x = &w[*n];
+    if (slash == NULL) snprintf(x->dir, sizeof x->dir, ".");
+    else snprintf(x->dir, sizeof x->dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    x->base = slash ? slash + 1 : path;
+    x->wd = inotify_add_watch(fd, x->dir, IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF);
+    if (x->wd < 0) {
+        fprintf(stderr, PROGNAME ": --watch: cannot watch '%s': %s\n", x->dir, strerror(errno));
+        return 0;
+    }
+    ++*n;
+    return 1;
+}
+
+/* Reads one batch of events; *changed when one saved a watched file.
+   Returns 0 when a watched folder went away (deleted or moved: nothing
+   more can be saved there) or inotify failed, said on stderr. */
+static int watch_read(int fd, const watched *w, int n, int *changed)
+{
+    char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t got;
+    while ((got = read(fd, buf, sizeof buf)) < 0 && errno == EINTR) {}
+    if (got <= 0) {
+        fprintf(stderr, PROGNAME ": --watch: %s\n", got < 0 ? strerror(errno) : "inotify closed");
+        return 0;
+    }
+    for (char *p = buf; p < buf + got;) {
+        const struct inotify_event *ev = (const struct inotify_event *)p;
+        for (int i = 0; i < n; i++) {
+            if (ev->wd != w[i].wd) continue;
+            if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+                fprintf(stderr, PROGNAME ": --watch: the folder '%s' was deleted or moved; stopped watching\n", w[i].dir);
+                return 0;
+            }
+            if (ev->len && strcmp(ev->name, w[i].base) == 0) *changed = 1;
+        }
+        p += sizeof *ev + ev->len;
+    }
+    return 1;
+}
+
 int ltt_compare_watch(const ltt_compare_opts *o)
 {
     int fd = inotify_init1(IN_CLOEXEC);
@@ -825,47 +1097,31 @@ int ltt_compare_watch(const ltt_compare_opts *o)
     }
     /* the folders: an editor that saves by writing a new file and renaming
        it over the old one replaces the file a watch on it would follow */
-    for (int i = 0; i < o->nmine; i++) {
-        char dir[4096];
-        const char *slash = strrchr(o->mine[i], '/');
-        if (slash == NULL) snprintf(dir, sizeof dir, ".");
-        else snprintf(dir, sizeof dir, "%.*s", slash == o->mine[i] ? 1 : (int)(slash - o->mine[i]), o->mine[i]);
-        if (inotify_add_watch(fd, dir, IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
-            fprintf(stderr, PROGNAME ": --watch: cannot watch '%s': %s\n", dir, strerror(errno));
-            close(fd);
-            return 2;
-        }
+    static watched w[WATCH_MAX];
+    static char real[WATCH_MAX][4096];
+    int n = 0, ok = 1;
+    for (int i = 0; ok && i < o->nmine && i < WATCH_MAX; i++) {
+        ok = watch_add(fd, w, &n, o->mine[i]);
+        if (ok && realpath(o->mine[i], real[i]) && strcmp(real[i], o->mine[i]) != 0) ok = watch_add(fd, w, &n, real[i]);
     }
-    for (;;) {
+    while (ok) {
+        char when[32];
+        time_t now = time(NULL);
+        strftime(when, sizeof when, "%H:%M:%S", localtime(&now));
+        printf("──────── %s ────────\n", when);
+        fflush(stdout);
         ltt_compare(o);
         printf("\nwatching %s%s: save it to check again (Ctrl-C stops)\n", o->mine[0], o->nmine > 1 ? " and the others" : "");
         fflush(stdout);
-        for (int changed = 0; !changed;) {
-            char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
-            ssize_t n = read(fd, buf, sizeof buf);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                fprintf(stderr, PROGNAME ": --watch: %s\n", n < 0 ? strerror(errno) : "inotify closed");
-                close(fd);
-                return 2;
-            }
-            for (char *p = buf; p < buf + n;) {
-                const struct inotify_event *ev = (const struct inotify_event *)p;
-                for (int i = 0; ev->len && i < o->nmine; i++) {
-                    const char *slash = strrchr(o->mine[i], '/');
-                    if (strcmp(ev->name, slash ? slash + 1 : o->mine[i]) == 0) changed = 1;
-                }
-                p += sizeof *ev + ev->len;
-            }
-        }
+        int changed = 0;
+        while (ok && !changed) ok = watch_read(fd, w, n, &changed);
         /* an editor's save is often several events: take them all */
         struct pollfd pfd = { fd, POLLIN, 0 };
-        while (poll(&pfd, 1, 150) > 0) {
-            char buf[8192];
-            if (read(fd, buf, sizeof buf) <= 0) break;
-        }
+        while (ok && poll(&pfd, 1, 150) > 0) ok = watch_read(fd, w, n, &changed);
         printf("\n");
     }
+    close(fd);
+    return 2;
 }
 #else
 int ltt_compare_watch(const ltt_compare_opts *o)
@@ -987,6 +1243,45 @@ static const char *match_exercise(char **names, const char *what, int *several)
     return *several ? NULL : found;
 }
 
+/* "-- exercise: 03" in the first lines of path: 1 and the name in buf. */
+static int header_exercise(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return 0;
+    char line[512];
+    int found = 0;
+    for (int i = 0; i < 30 && !found && fgets(line, sizeof line, f); i++) {
+        const char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        if (strncmp(p, "--", 2) != 0) continue;
+        for (p += 2; *p == ' ' || *p == '-'; p++) {}
+        if (strncmp(p, "exercise:", 9) != 0) continue;
+        for (p += 9; *p == ' ' || *p == '\t'; p++) {}
+        size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.");
+        if (len > 0 && len < n) {
+            snprintf(buf, n, "%.*s", (int)len, p);
+            found = 1;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+/* The exercise a file's name points to (03_mine, my_03, week2_05): its
+   first two-digit number on its own. */
+static const char *name_exercise(char **names, const char *key)
+{
+    int several = 0;
+    const char *file = match_exercise(names, key, &several);
+    for (const char *p = key; file == NULL && *p; p++)
+        if (isdigit((unsigned char)p[0]) && isdigit((unsigned char)p[1]) && !isdigit((unsigned char)p[2]) &&
+            (p == key || !isdigit((unsigned char)p[-1]))) {
+            char nn[3] = { p[0], p[1], 0 };
+            return match_exercise(names, nn, &several);
+        }
+    return file;
+}
+
 int ltt_exercise_resolve(const char *what, ltt_compare_opts *o)
 {
     static char ref[4096], mine[4096], name[256];
@@ -1004,18 +1299,25 @@ int ltt_exercise_resolve(const char *what, ltt_compare_opts *o)
         return 0;
     }
     int is_path = is_file(what) && (strchr(what, '/') || strstr(what, ".lua"));
-    char key[256];
+    char key[256], said[64];
     stem(what, key, sizeof key);
-    const char *file = match_exercise(names, is_path ? key : what, &several);
-    for (const char *p = key; file == NULL && is_path && *p; p++) {
-        /* my_03.lua, 03_mine.lua: the copy of exercise 03 */
-        if (isdigit((unsigned char)p[0]) && isdigit((unsigned char)p[1]) && !isdigit((unsigned char)p[2]) &&
-            (p == key || !isdigit((unsigned char)p[-1]))) {
-            char nn[3] = { p[0], p[1], 0 };
-            file = match_exercise(names, nn, &several);
-            break;
+    const char *file = NULL;
+    if (is_path && header_exercise(what, said, sizeof said)) {
+        /* the copy says which exercise it is: that wins over its name */
+        file = match_exercise(names, said, &several);
+        if (file == NULL) {
+            fprintf(stderr, PROGNAME ": --exercise: %s says '-- exercise: %s', which is %s\n", what, said,
+                    several ? "more than one exercise" : "no exercise");
+            free_names(names);
+            return 0;
         }
+        const char *by_name = name_exercise(names, key);
+        if (by_name && strcmp(by_name, file) != 0)
+            fprintf(stderr, PROGNAME ": --exercise: %s is checked against %s, as its header says (not %s, as its name)\n",
+                    what, file, by_name);
     }
+    if (file == NULL) file = match_exercise(names, is_path ? key : what, &several);
+    if (file == NULL && is_path && !several) file = name_exercise(names, key);   /* my_03.lua: the copy of 03 */
     if (file == NULL) {
         fprintf(stderr, PROGNAME ": --exercise: %s '%s'; the exercises are:\n", several ? "more than one exercise matches" : "no exercise", what);
         for (int i = 0; names[i]; i++) fprintf(stderr, "  %s\n", stem(names[i], key, sizeof key));
@@ -1062,13 +1364,26 @@ static void make_parents(const char *path)
     }
 }
 
-/* The recorded state of name: 1 passed, 0 failed, -1 never checked. */
-static int progress_of(const char *text, const char *name)
+/* The progress file: a line "NAME pass|fail done|- VERDICT" per exercise
+   (the last check's result, whether it ever passed, the last verdict in
+   words); an older "NAME pass" line reads as passed and done. */
+typedef struct { int last; int done; char verdict[200]; } progress;
+
+/* name's line in text: last 1 passed, 0 failed, -1 never checked. */
+static progress progress_of(const char *text, const char *name)
 {
+    progress pr = { -1, 0, "" };
     size_t n = strlen(name);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (strncmp(p, name, n) == 0 && p[n] == ' ') return strncmp(p + n + 1, "pass", 4) == 0;
-    return -1;
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, name, n) != 0 || p[n] != ' ') continue;
+        p += n + 1;
+        pr.last = strncmp(p, "pass", 4) == 0;
+        pr.done = pr.last || strncmp(p + 4, " done", 5) == 0;
+        const char *v = strncmp(p + 4, " done ", 6) == 0 || strncmp(p + 4, " - ", 3) == 0 ? strchr(p + 5, ' ') : NULL;
+        if (v) snprintf(pr.verdict, sizeof pr.verdict, "%.*s", (int)strcspn(v + 1, "\n"), v + 1);
+        break;
+    }
+    return pr;
 }
 
 static char *read_text(const char *path)
@@ -1091,10 +1406,11 @@ static char *read_text(const char *path)
     return s;
 }
 
-static void progress_record(const char *name, int ok)
+static void progress_record(const char *name, int ok, const char *verdict)
 {
     const char *path = ltt_progress_path();
     char *old = read_text(path);
+    int done = ok || progress_of(old, name).done;     /* ✓ stays once it was done */
     make_parents(path);
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
@@ -1110,7 +1426,11 @@ static void progress_record(const char *name, int ok)
         if (!(len > n && strncmp(p, name, n) == 0 && p[n] == ' ')) fprintf(f, "%.*s\n", (int)len, p);
         p = nl ? nl + 1 : p + len;
     }
-    fprintf(f, "%s %s\n", name, ok ? "pass" : "fail");
+    char words[200];
+    snprintf(words, sizeof words, "%s", verdict ? verdict : ok ? "all checkpoints match" : "");
+    for (char *w = words; *w; w++)
+        if ((unsigned char)*w < 0x20) *w = ' ';
+    fprintf(f, "%s %s %s %s\n", name, ok ? "pass" : "fail", done ? "done" : "-", words);
     free(old);
     if (fclose(f) != 0 || rename(tmp, path) != 0) unlink(tmp);
 }
@@ -1145,7 +1465,7 @@ int ltt_exercises_list(void)
         free_names(names);
         return 2;
     }
-    char *progress = read_text(ltt_progress_path());
+    char *recorded = read_text(ltt_progress_path());
     const char *next = NULL;
     int done = 0;
     char name[256], title[256], path[4400];
@@ -1154,9 +1474,11 @@ int ltt_exercises_list(void)
         stem(names[i], name, sizeof name);
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         title_of(path, title, sizeof title);
-        int st = progress_of(progress, name);
-        printf("  %s %-22s %s\n", st == 1 ? "✓" : st == 0 ? "✗" : "·", name, title);
-        if (st == 1) done++;
+        progress pr = progress_of(recorded, name);
+        printf("  %s %-22s %s\n", pr.done ? "✓" : pr.last == 0 ? "✗" : "·", name, title);
+        if (pr.last == 0 || (pr.last == 1 && pr.verdict[0]))
+            printf("      last check: %s %s\n", pr.last ? "✓" : "✗", pr.verdict[0] ? pr.verdict : "");
+        if (pr.done) done++;
         else if (next == NULL) next = names[i];
     }
     if (next) {
@@ -1165,7 +1487,7 @@ int ltt_exercises_list(void)
     } else {
         printf("all %d done\n", count);
     }
-    free(progress);
+    free(recorded);
     free_names(names);
     return 0;
 }

@@ -15,6 +15,8 @@ typedef struct ltt_compare_opts {
     long long seed;
     double rtol, atol;
     const char *json;            /* --compare-json FILE or NULL */
+    const char *csv;             /* --compare-csv FILE or NULL */
+    const char *variant;         /* --recheck SPEC: the scripts' sizes or seed varied ("N = 7, seed = 4") */
     const char *figure;          /* --compare-figure PATH or NULL */
     const char *report;          /* --report FILE.html or NULL */
     int report_argc;             /* the command line, for the report's header */
@@ -27,6 +29,9 @@ typedef struct ltt_compare_opts {
                                     process of its own (a crash or a runaway ends only its check) */
     const char *images;          /* --sandbox: the folder the checked scripts may write (NULL: none) */
     long long max_write, max_files;   /* --sandbox's write quota (-1: the default) */
+    const char *const *inputs;   /* --sandbox: every script of the check, which a checked one may not read */
+    int ninputs;                 /* (set inside, as is since_ns: the grading's start, CLOCK_REALTIME) */
+    long long since_ns;
     int one_line;                /* one verdict line even for one script (set inside) */
     int json_append;             /* append to json rather than write it anew (set inside) */
 } ltt_compare_opts;

@@ -344,6 +344,18 @@ static struct {
 } sbx;
 static char also_read[PATH_MAX];    /* --read DIR, resolved; "" = none (kept across opens) */
 
+/* --sandbox --compare: a submission reads its own file and the --read
+   folder, never another input of the check (a classmate's file, the
+   reference) nor a file written since the grading began (the reference's
+   figures, a classmate's output). Set after ltt_sandbox_open. */
+static struct {
+    int on;
+    char own[PATH_MAX];
+    char **deny;                /* resolved */
+    int ndeny;
+    struct timespec since;
+} grading;
+
 /* path is root or inside it (both resolved, no trailing slash but "/") */
 static int is_under(const char *path, const char *root)
 {
@@ -425,6 +437,44 @@ static void writable(lua_State *L, const char *path, char full[PATH_MAX])
 }
 
 
+/* may_read under --compare, of the resolved path res. */
+static int may_read_graded(const char *res, char *why, size_t n)
+{
+    if (strcmp(res, grading.own) == 0) return 1;
+    for (int i = 0; i < grading.ndeny; i++)
+        if (strcmp(res, grading.deny[i]) == 0) {
+            snprintf(why, n, "it is another file of this check (the reference or another submission)");
+            return 0;
+        }
+    struct stat st;
+    if (stat(res, &st) == 0 && (st.st_mtim.tv_sec > grading.since.tv_sec ||
+            (st.st_mtim.tv_sec == grading.since.tv_sec && st.st_mtim.tv_nsec >= grading.since.tv_nsec))) {
+        snprintf(why, n, "it was written while the submissions are graded");
+        return 0;
+    }
+    if (also_read[0] && is_under(res, also_read)) return 1;
+    snprintf(why, n, "a checked script reads only its own file%s", also_read[0] ? " and the --read folder"
+                                                                             : "; hint: --read DIR allows one more");
+    return 0;
+}
+
+void ltt_sandbox_grading(const char *own, const char *const *inputs, int n, const struct timespec *since)
+{
+    for (int i = 0; i < grading.ndeny; i++) free(grading.deny[i]);
+    free(grading.deny);
+    memset(&grading, 0, sizeof grading);
+    if (own == NULL) return;
+    grading.on = 1;
+    if (realpath(own, grading.own) == NULL) grading.own[0] = 0;
+    grading.since = *since;
+    grading.deny = calloc((size_t)n + 1, sizeof *grading.deny);
+    for (int i = 0; grading.deny && i < n; i++) {
+        char res[PATH_MAX];
+        if (realpath(inputs[i], res) && strcmp(res, grading.own) != 0 && (grading.deny[grading.ndeny] = strdup(res)))
+            grading.ndeny++;
+    }
+}
+
 /* 1 when path may be read: it resolves under the script's folder or the
    images folder; a missing file is judged by its folder (the open then
    fails as usual). */
@@ -434,6 +484,7 @@ static int may_read(const char *path, char *why, size_t n)
     const char *base;
     if (strlen(path) >= PATH_MAX) { snprintf(why, n, "the name is too long"); return 0; }
     if (realpath(path, res) == NULL && !resolve_parent(path, res, &base)) return 1;   /* cannot be opened */
+    if (grading.on) return may_read_graded(res, why, n);
     if (is_under(res, sbx.root) || (sbx.images[0] && is_under(res, sbx.images))
         || (also_read[0] && is_under(res, also_read))) return 1;
     snprintf(why, n, also_read[0] ? "files may be read only under the script's folder and the --read folder"

@@ -60,16 +60,16 @@ static const char usage_text[] =
     "                               for an exercise that loads lessons/lib and lessons/data)\n"
     "checking (--compare, --exercise):\n"
     "  --compare REF MINE...        run REF and each MINE with the same seed and args; compare\n"
-    "                               every tensor REF labels (x:label) with MINE's of that label:\n"
-    "                               shape, names, dtype, values; explain the first mismatch;\n"
-    "                               one verdict line per file when there are several; exit 1\n"
-    "                               when one does not match\n"
-    "                               with --sandbox: each MINE runs under the sandbox (reads\n"
-    "                               under its folder, writes only under --images if given)\n"
-    "                               and the limits, in a process of its own, so a runaway or\n"
-    "                               an attack ends only its own check (REF runs as it is)\n"
+    "                               REF's labelled tensors with MINE's: shape, names, dtype,\n"
+    "                               values; explain the first mismatch; one line per file when\n"
+    "                               there are several; exit 1 when one does not match\n"
+    "                               with --sandbox: each MINE in a process of its own, under\n"
+    "                               the limits and the sandbox (reads only itself and --read,\n"
+    "                               writes only under --images); REF runs as it is\n"
     "  --compare-tol RTOL,ATOL      value tolerance (default 1e-4,1e-5)\n"
     "  --compare-json FILE          also write the verdict as JSON (several files: one per line)\n"
+    "  --compare-csv FILE           also write a CSV row per file: verdict, score\n"
+    "  --recheck 'N = 7'            check on other inputs (REF's `-- recheck:` line)\n"
     "  --compare-figure PATH        expected | yours | difference at the first mismatch (PNG/SVG)\n"
     "  --exercise NN|NAME|PATH      check lessons/exercises/NN_*.lua (or your copy at PATH)\n"
     "                               against its solution; the result goes to the progress file\n"
@@ -101,7 +101,7 @@ typedef struct options {
     int exercises;               /* --exercises */
     int watch;
     double rtol, atol;
-    const char *compare_json, *compare_figure;
+    const char *compare_json, *compare_csv, *compare_figure, *recheck;
     const char **files;          /* --compare's scripts (argv entries) */
     int nfiles;
     int args_at;                 /* argv index of the scripts' first argument (after "--"); 0: none */
@@ -154,6 +154,20 @@ static int is_opt(const char *arg, const char *name)
     return strncmp(arg, name, n) == 0 && (arg[n] == 0 || arg[n] == '=');
 }
 
+/* --compare-json, --compare-csv and --recheck: the field of o that a
+   takes a value for (and its name), NULL for another argument. */
+static const char **check_opt(options *o, const char *a, const char **name)
+{
+    static const char *const names[] = { "--compare-json", "--compare-csv", "--recheck" };
+    const char **fields[] = { &o->compare_json, &o->compare_csv, &o->recheck };
+    for (int k = 0; k < 3; k++)
+        if (is_opt(a, names[k])) {
+            *name = names[k];
+            return fields[k];
+        }
+    return NULL;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -167,7 +181,7 @@ static int parse_args(int argc, char **argv, options *o)
     static const char *files[1024];
     o->files = files;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
+        const char *a = argv[i], *v, *name, **field;
         if (o->compare || o->exercise) {      /* checking: files and options in any order */
             if (strcmp(a, "--") == 0) {
                 o->args_at = i + 1;
@@ -272,9 +286,10 @@ static int parse_args(int argc, char **argv, options *o)
             if (end == v || *end != ',' || !(o->rtol >= 0) || o->rtol > 1e6) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
             o->atol = strtod(end + 1, &end2);
             if (end2 == end + 1 || *end2 || !(o->atol >= 0) || o->atol > 1e30) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
-        } else if (is_opt(a, "--compare-json")) {
-            if ((v = opt_value(argc, argv, &i, "--compare-json")) == NULL || !*v) return usage_error("'--compare-json' needs a file name%s", "");
-            o->compare_json = v;
+        } else if ((field = check_opt(o, a, &name)) != NULL) {
+            if ((v = opt_value(argc, argv, &i, name)) == NULL || !*v)
+                return usage_error(field == &o->recheck ? "'%s' needs inputs like 'N = 7'" : "'%s' needs a file name", name);
+            *field = v;
         } else if (is_opt(a, "--compare-figure")) {
             if ((v = opt_value(argc, argv, &i, "--compare-figure")) == NULL || !*v) return usage_error("'--compare-figure' needs a file name, e.g. check.png%s", "");
             o->compare_figure = v;
@@ -691,6 +706,8 @@ static int check_main(const options *o, int argc, char **argv)
     c.rtol = o->rtol;
     c.atol = o->atol;
     c.json = o->compare_json;
+    c.csv = o->compare_csv;
+    c.variant = o->recheck;
     c.figure = o->compare_figure;
     c.report = o->report;
     c.report_argc = argc;
@@ -716,8 +733,9 @@ int main(int argc, char **argv)
     int r = parse_args(argc, argv, &o);
     if (r >= 0) return r;
     if (o.compare || o.exercise || o.exercises) return check_main(&o, argc, argv);
-    if (o.watch || o.compare_json || o.compare_figure)
-        return usage_error("'%s' goes with --compare or --exercise", o.watch ? "--watch" : o.compare_json ? "--compare-json" : "--compare-figure");
+    if (o.watch || o.compare_json || o.compare_csv || o.compare_figure || o.recheck)
+        return usage_error("'%s' goes with --compare or --exercise", o.watch ? "--watch" : o.compare_json ? "--compare-json"
+                           : o.compare_csv ? "--compare-csv" : o.recheck ? "--recheck" : "--compare-figure");
 
     /* the figures' folder, tried now rather than at a lesson's first figure */
     const char *images_from = "--images";

@@ -136,6 +136,19 @@ for _, sol in ipairs(solutions) do
   check(name .. ": the solution runs", code == 0)
   local v, c2 = compare(sol, sol)
   check(name .. ": the solution matches itself", v and v.match == true and c2 == 0)
+  -- a learner's copy has no checks: the solution without them still matches
+  local text = T.slurp(sol)
+  local cut = text:find("\n%-%- ===== checks =====")
+  local bare = T.write(dir, name .. ".lua", cut and text:sub(1, cut) or text)
+  local bv, c4 = compare(sol, bare)
+  check(name .. ": the solution without its checks matches" .. (bv and bv.diagnosis and (": " .. bv.diagnosis[1].message) or ""),
+        cut and bv and bv.match == true and c4 == 0)
+  -- the inputs it declares to re-check on (none where its inputs are written out by hand)
+  local declared = text:match("\n%-%- recheck: ([^\n]*)")
+  local tried, skipped = bv and bv.rechecks and #bv.rechecks or 0, 0
+  for _, r in ipairs(bv and bv.rechecks or {}) do if r.skipped ~= json.null or r.match ~= true then skipped = skipped + 1 end end
+  check(name .. ": re-checked on the inputs it declares, all matching", (declared == nil and tried == 0)
+        or (declared and tried >= 2 and skipped == 0) or (name:find("^00_") or name:find("^05_")) ~= nil and tried == 0)
   check(name .. ": has a starter", exists(starter))
   if exists(starter) then
     local _, err, c3 = T.run(dir, "-q " .. starter)
@@ -150,6 +163,28 @@ for _, sol in ipairs(solutions) do
           and line and src[line] and src[line]:find("TODO(", 1, true) ~= nil)
   end
 end
+-- correct answers written other ways (tests/compare/alternatives.lua): all match
+local with_alternative = {}
+for _, a in ipairs(dofile("tests/compare/alternatives.lua")) do
+  local sol = "lessons/exercises/solutions/" .. a[1] .. ".lua"
+  local src = T.slurp(sol)
+  src = src:sub(1, (src:find("\n%-%- ===== checks =====")))
+  local found = true
+  for i = 3, #a do
+    local s, e = src:find(a[i][1], 1, true)
+    found = found and s ~= nil
+    if s then src = src:sub(1, s - 1) .. a[i][2] .. src:sub(e + 1) end
+  end
+  local v, code = compare(sol, T.write(dir, a[1] .. "__" .. a[2] .. ".lua", src))
+  check(a[1] .. " written with " .. a[2] .. ": matches" .. (v and v.diagnosis and (": " .. v.diagnosis[1].message) or ""),
+        found and v and v.match == true and code == 0)
+  with_alternative[a[1]] = true
+end
+for _, sol in ipairs(solutions) do
+  local name = sol:match("([^/]+)%.lua$")
+  check(name .. ": has correct alternatives in tests/compare/alternatives.lua", with_alternative[name])
+end
+
 run_catalogue(ls("tests/exercises/*__*.lua"), function(h)
   return h.exercise and ("lessons/exercises/solutions/" .. h.exercise .. ".lua")
 end)

@@ -107,8 +107,9 @@ local MI = C .. "ref_causal__mask_inverted_1.lua"
 out, err, code = run("--compare " .. REF .. " " .. REF .. " " .. SD .. " " .. MI .. " " .. ER .. " --compare-json " .. jpath)
 local lines = {}
 for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
-check("one verdict line per file", #lines == 4)
-check("the matching one", lines[1] == REF .. ": ✓ all 4 checkpoints match")
+check("one verdict line per file, and the batch's summary", #lines == 5
+      and lines[5] == "graded 4: 1 matched, 2 failed, 1 errors, 0 timeouts, 0 out of memory", out)
+check("the matching one, with its score", lines[1] == REF .. ": ✓ all 4 checkpoints match [4/4]")
 check("the wrong ones with label, line and kind", has(lines[2], SD .. ": ✗ weights (line 13): softmax_dim — ")
       and has(lines[3], MI .. ": ✗ masked (line 12): mask_inverted — "))
 check("the error one", has(lines[4], ER .. ": ✗ error at line 14: matmul: inner sizes differ"))
@@ -191,9 +192,11 @@ end
 local progress = home .. "/state/tensortrace/progress"
 out, err, code = ex("--exercise 1")
 check("--exercise N: the starter is not yet done", code == 1 and has(out, "not yet: `masked` is missing — the TODO at line 12"))
-check("the progress file records it", T.slurp(progress) == "01_attention fail\n")
+check("the progress file records it, with the verdict",
+      T.slurp(progress) == "01_attention fail - the check failed at `masked` (line 12): missing\n", T.slurp(progress))
 out = ex("--exercises")
 check("--exercises: ✗ for a failed one, · for one not tried", has(out, "✗ 01_attention") and has(out, "· 02_again"))
+check("--exercises: the last verdict", has(out, "last check: ✗ the check failed at `masked` (line 12): missing"), out)
 check("--exercises: the next one", has(out, "0 of 2 done; next: 01_attention"))
 check("--exercises: where the progress is", has(out, progress))
 T.write(home, "mine.lua", body)
@@ -204,9 +207,14 @@ check("--exercise PATH of the exercise", code == 1)
 T.write(home, "my_copies/01_mine.lua", (assert(os.execute("mkdir -p " .. home .. "/my_copies")) and body))
 out, err, code = ex("--exercise my_copies/01_mine.lua")
 check("--exercise PATH of the learner's copy (by its number)", code == 0 and has(out, "✓ all 4 checkpoints match"))
-check("a pass replaces the record", T.slurp(progress) == "01_attention pass\n")
+check("a pass replaces the record", T.slurp(progress) == "01_attention pass done all checkpoints match\n", T.slurp(progress))
 out = ex("--exercises")
 check("--exercises: ✓ and the next", has(out, "✓ 01_attention") and has(out, "1 of 2 done; next: 02_again"))
+-- done once: ✓ stays when a later check fails, and the list says how the last one went
+ex("--exercise 1")
+out = ex("--exercises")
+check("--exercises: ✓ kept after a later failed check, with that check's verdict",
+      has(out, "✓ 01_attention") and has(out, "last check: ✗ the check failed at `masked`") and has(out, "1 of 2 done"), out)
 out, err, code = ex("--exercise 7")
 check("an unknown exercise: exit 2 and the list", code == 2 and has(err, "no exercise '7'") and has(err, "02_again"))
 os.remove(progress)

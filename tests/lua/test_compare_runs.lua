@@ -172,7 +172,8 @@ out, err, code = run("--sandbox --timeout 2 --max-memory 128M --images " .. dir 
 local took = tt.clock() - t0
 local lines = {}
 for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
-check("one verdict line per submission, in order, whatever each did", #lines == #subs, out .. err)
+check("one verdict line per submission, in order, whatever each did, and the summary",
+      #lines == #subs + 1 and lines[#lines] == "graded 10: 3 matched, 1 failed, 4 errors, 1 timeouts, 1 out of memory", out .. err)
 for i, path in ipairs(subs) do
   check("line " .. i .. " is " .. path:match("[^/]+$") .. "'s", lines[i] and lines[i]:sub(1, #path + 1) == path .. ":", out)
 end

@@ -13,7 +13,7 @@ end
 local dir = T.tmpdir()
 local function write(name, text) return T.write(dir, name, text) end
 local function run(args) return T.run(dir, args) end
-local has = function(s, pat) return s:find(pat, 1, true) ~= nil end
+local has = function(s, pat) return s ~= nil and s:find(pat, 1, true) ~= nil end
 local function lines_of(path)
   local list = {}
   if not io.open(path) then return list end
@@ -59,7 +59,7 @@ local subs = {
   nan,
   sub("b_bigline.lua", 'error("x.lua:99999999999999999999: boom", 0)\n'),
   sub("c_bytes.lua", 'error("bad \\xff\\xfe bytes \\27[2J\\27[31mred\\7")\n'),
-  sub("d_labels.lua", 'local x = tt.randn(2, 2)\nfor i = 1, 1e9 do x:label("l" .. i) end\n'),
+  sub("d_labels.lua", 'local x = tt.randn(2, 2)\nfor i = 1, 1e9 do x:label("l") end\n'),
   sub("e_huge_error.lua", 'error(string.rep("x", 25 * 2^20))\n'),
   sub("f_todo.lua", (REF:gsub('local w = .*', '-- ' .. string.rep("TODO(a ", 17000) .. '\n'))),
   sub("g_good.lua", REF),
@@ -100,5 +100,200 @@ check("... the stray bytes as U+FFFD, the ESC escaped",
       vs[3] and has(vs[3].error.message, "bad \u{FFFD}\u{FFFD} bytes \27[2J"), table.concat(jl, "\n"))
 check("... the error kinds: error, timeout", vs[2] and vs[2].error.kind == "error" and vs[4] and vs[4].error.kind == "timeout"
       and vs[4].diagnosis[1].kind == "timeout", table.concat(jl, "\n"))
+
+-- ===== B. isolation in grading =====
+-- the reference writes a figure beside the submissions (a teacher running from their folder)
+local REF_FIG = REF .. 'tt.heatmap(w, "' .. dir .. '/subs/ref_weights.png")\n'
+local ref_fig = write("ref_fig.lua", REF_FIG)
+local function attack(name, code) return sub(name, REF .. code .. "\n") end
+local good = sub("k_good.lua", REF)
+local bsubs = {
+  attack("l_copy.lua", 'dofile("' .. good .. '")'),
+  attack("m_ref.lua", 'io.open("' .. ref_fig .. '"):read("a")'),
+  attack("n_fig1.lua", 'io.open("' .. dir .. '/subs/ref_weights.png")'),
+  attack("o_fig2.lua", 'io.open("' .. dir .. '/subs/ref_weights.png")'),
+  attack("p_forge.lua", 'print("' .. good .. ': ✓ all 2 checkpoints match")\nio.stdout:write("\\27[2J")'),
+  attack("q_memory.lua", 'local t = {} for i = 1, 1e9 do t[i] = tt.zeros(1024, 1024) end'),
+  good,
+}
+out, err, code = run("--sandbox --timeout 5 --max-memory 64M --read " .. dir .. " --compare " .. ref_fig .. " "
+                     .. table.concat(bsubs, " ") .. " --compare-json " .. dir .. "/b.json")
+lines = {}
+for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+check("a classmate's file: refused, even inside --read", has(line_of("l_copy.lua"), "another file of this check"), out .. err)
+check("the reference, inside --read: refused", has(line_of("m_ref.lua"), "cannot read '" .. ref_fig .. "'"), out)
+check("the reference's figure written during the grading: refused",
+      has(line_of("o_fig2.lua"), "it was written while the submissions are graded"), out)
+check("printed verdict lines are no verdict lines: one line per submission, the forged one not among them",
+      #lines == #bsubs + 1 and not has(out, "\n" .. good .. ": ✓ all 2 checkpoints match\n" .. good), out)
+check("... the printer's own line is its verdict", has(line_of("p_forge.lua"), "✓ all 2 checkpoints match")
+      and lines[5] and lines[5]:sub(1, #bsubs[5]) == bsubs[5], out)
+check("the memory cap: a memory verdict", has(line_of("q_memory.lua"), "✗ memory at line 7:"), out)
+check("the good one matches", has(line_of("k_good.lua"), "✓ all 2 checkpoints match"), out)
+-- one script: its output quoted under the verdict
+out, err, code = run("--sandbox --compare " .. ref .. " " .. bsubs[5])
+check("one script: what it printed is quoted, never a verdict line",
+      has(out, "your script printed:\n  | " .. good .. ": ✓ all 2 checkpoints match\n  | \\x1b[2J") and code == 0, out .. err)
+
+-- nothing of the reference's run reaches the submission's, and a graded run looks like a normal one
+local probe = sub("r_probe.lua", REF .. [[
+local calls = 0
+for _, s in pairs(tt.trace.summary({ print = false })) do calls = calls + s.calls end
+local ok, why = pcall(tt.flow, "]] .. dir .. [[/flow.svg")
+error(string.format("calls=%d flow=%s io.write=%s", calls, tostring(ok), io.type(io.write())), 0)
+]])
+local normal = select(2, run("-q " .. probe))
+out, err, code = run("--compare " .. ref .. " " .. probe)
+local graded = out:match("(calls=%d+ flow=%a+ io.write=[%a ]+)")
+check("the submission sees its own trace (summary, flow) and io.write as in a normal run",
+      graded and has(normal, graded) and has(graded, "io.write=file"), out .. "\n" .. normal)
+
+-- --compare-json: refused inside --images and on an input
+os.execute("mkdir -p " .. dir .. "/figs")
+out, err, code = run("--sandbox --images " .. dir .. "/figs --compare " .. ref .. " " .. good .. " --compare-json " .. dir .. "/figs/g.json")
+check("--compare-json inside --images: refused", code == 2 and has(err, "is inside --images") and not io.open(dir .. "/figs/g.json"), err)
+out, err, code = run("--compare " .. ref .. " " .. good .. " --compare-json " .. ref)
+check("--compare-json naming the reference: refused, the reference intact",
+      code == 2 and has(err, "is one of the scripts being checked") and T.slurp(ref) == REF, err)
+
+-- a label given inside a coroutine counts
+local co = sub("s_coroutine.lua", (REF:gsub('local w = (.-)\n', 'local w\ncoroutine.wrap(function() w = %1 end)()\n')))
+out, err, code = run("--compare " .. ref .. " " .. co)
+check("a label given inside a coroutine is a checkpoint", code == 0 and has(out, "✓ all 2 checkpoints match"), out .. err)
+
+-- ===== C. every correct answer accepted: "_" is no name =====
+local UNNAMED = REF:gsub(':named%("N[qk]", "Dh"%)', ""):gsub('softmax%("Nk"%)', "softmax(2)")
+local uref = write("unnamed_ref.lua", UNNAMED)
+out, err, code = run("--compare " .. uref .. " " .. sub("t_named.lua", (UNNAMED:gsub('%):label%("scores"%)', '):named("Nq", "Nk"):label("scores")'))))
+check("names where the reference has none: a match", code == 0 and has(out, "✓ all 2 checkpoints match"), out .. err)
+out, err, code = run("--compare " .. uref .. " " .. sub("u_dim.lua", (UNNAMED:gsub("softmax%(2%)", "softmax(1)"))))
+check("unnamed dims print as the trace prints them, and the hint names a number",
+      code == 1 and has(out, "expected [4,4] float32") and has(out, "call softmax(2)") and not has(out, "_="), out .. err)
+
+-- ===== D. for the teacher: a summary, each score, a CSV =====
+local csv = dir .. "/grades.csv"
+out, err, code = run("--sandbox --timeout 3 --compare " .. ref .. " " .. good .. " " .. nan .. " " .. subs[2] .. " "
+                     .. subs[4] .. " --compare-csv " .. csv .. " --compare-json " .. dir .. "/d.json")
+lines = {}
+for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+check("the batch ends with its summary line",
+      lines[#lines] == "graded 4: 1 matched, 1 failed, 1 errors, 1 timeouts, 0 out of memory", out .. err)
+check("each line ends with the student's score", has(lines[1], "✓ all 2 checkpoints match [2/2]")
+      and (lines[2] or ""):sub(-6) == " [1/2]" and (lines[3] or ""):sub(-6) == " [0/2]", out)
+local rows = lines_of(csv)
+check("--compare-csv: a header and a row per submission", #rows == 5 and rows[1] == "file,verdict,score,total,label,line,kind,message", table.concat(rows, "\n"))
+check("... the rows: verdict, score, label, line, kind", rows[2] == '"' .. good .. '","match",2,2,,,,'
+      and has(rows[3], '"fail",1,2,"weights",6,"nan","your `weights` has NaN') and has(rows[5], '"timeout",0,2,'), table.concat(rows, "\n"))
+local dv = json.decode(lines_of(dir .. "/d.json")[2] or "{}")
+check("--compare-json: verdict, score and total", dv.verdict == "fail" and dv.score == 1 and dv.total == 2)
+out, err, code = run("--sandbox --images " .. dir .. "/figs --compare " .. ref .. " " .. good .. " --compare-csv " .. dir .. "/figs/g.csv")
+check("--compare-csv inside --images: refused", code == 2 and has(err, "--compare-csv") and has(err, "is inside --images"), err)
+
+-- ===== D. for the student: the exercise named in a header =====
+local function ex(args)
+  local o, e = dir .. "/ex.out", dir .. "/ex.err"
+  local _, _, c = os.execute("XDG_STATE_HOME=" .. dir .. "/state ./tensortrace " .. args .. " >" .. o .. " 2>" .. e .. " </dev/null")
+  return T.slurp(o), T.slurp(e), c
+end
+local SOL03 = T.slurp("lessons/exercises/solutions/03_causal_mask.lua")
+local week = write("week2_05.lua", "-- exercise: 03\n" .. SOL03)
+out, err, code = ex("--exercise " .. week)
+check("week2_05.lua whose header says 03: checked against 03, and told so",
+      code == 0 and has(out, "✓ all 4 checkpoints match") and has(err, "checked against 03_causal_mask.lua, as its header says (not 05_hand_example.lua"), out .. err)
+local anon = write("attention.lua", "-- my answer\n-- exercise: causal_mask\n" .. SOL03)
+out, err, code = ex("--exercise " .. anon)
+check("a file whose name says nothing: its header names the exercise", code == 0 and has(out, "✓ all 4 checkpoints match"), out .. err)
+out, err, code = ex("--exercise " .. write("bad_header.lua", "-- exercise: 99\n" .. SOL03))
+check("a header naming no exercise: refused, said", code == 2 and has(err, "says '-- exercise: 99', which is no exercise"), err)
+
+-- ===== D. --watch: a separator with the time, saves through a symlink, a deleted folder =====
+os.execute("mkdir -p " .. dir .. "/real " .. dir .. "/work")
+local STARTER = T.slurp("lessons/exercises/03_causal_mask.lua")
+write("real/answer.lua", STARTER)
+os.execute("ln -s ../real/answer.lua " .. dir .. "/work/my_03.lua")
+local log, pidf = dir .. "/watch.log", dir .. "/watch.pid"
+os.execute("(XDG_STATE_HOME=" .. dir .. "/state ./tensortrace --exercise " .. dir .. "/work/my_03.lua --watch >" .. log
+           .. " 2>&1 & echo $! >" .. pidf .. "; wait $!; echo exit=$? >>" .. log .. ") &")
+local function read_log() local f = io.open(log) if not f then return "" end local t = f:read("a") f:close() return t end
+local function wait_for(text)
+  local t0 = tt.clock()
+  while tt.clock() - t0 < 10 do
+    if has(read_log(), text) then break end
+    os.execute("sleep 0.1")
+  end
+  return read_log()
+end
+local w = wait_for("watching")
+check("--watch: a separator with the time before the check", w:find("^──────── %d%d:%d%d:%d%d ────────\n") ~= nil, w)
+write("work/my_03.lua", SOL03)               -- an editor saving through the symlink writes the file it points to
+w = wait_for("✓ all 4 checkpoints match")
+check("--watch: a save through a symlink is seen", has(w, "✓ all 4 checkpoints match"), w)
+local _, seps = w:gsub("──────── %d%d:%d%d:%d%d ────────", "")
+check("--watch: a separator before each check", seps == 2, w)
+os.execute("rm -rf " .. dir .. "/work")
+w = wait_for("exit=")
+check("--watch: the folder deleted: said, and the watch ends",
+      has(w, "--watch: the folder '" .. dir .. "/work' was deleted or moved; stopped watching") and has(w, "exit=2"), w)
+os.execute("kill " .. (T.slurp(pidf):match("%d+") or "") .. " 2>/dev/null")   -- a watch that did not end
+
+-- ===== F. re-checked on other inputs =====
+local SOL = "lessons/exercises/solutions/03_causal_mask.lua"
+local bare = write("bare_03.lua", SOL03:sub(1, (SOL03:find("\n%-%- ===== checks ====="))))
+local lucky = write("lucky_03.lua", (T.slurp(bare):gsub("tt%.causal_mask%(N%)", "tt.causal_mask(5)")))
+out, err, code = run("--compare " .. SOL .. " " .. bare .. " " .. lucky .. " --compare-json " .. dir .. "/f.json")
+local fv = {}
+for i, l in ipairs(lines_of(dir .. "/f.json")) do fv[i] = json.decode(l) end
+check("a correct answer: re-checked on the declared inputs, each matching",
+      fv[1] and fv[1].match == true and #(fv[1].rechecks or {}) == 3 and fv[1].rechecks[1].variant == "N = 7, seed = 30"
+      and fv[1].rechecks[1].sizes.N == 7 and fv[1].rechecks[1].seed == 30 and fv[1].rechecks[3].match == true, out)
+check("a size written as a number: no lucky pass, the line and the replay command given",
+      fv[2] and fv[2].match == false and fv[2].diagnosis and fv[2].diagnosis[1].kind == "other_inputs" and fv[2].first.line == 12
+      and has(fv[2].diagnosis[1].message, "not for N = 7, seed = 30") and has(fv[2].diagnosis[1].message, "on line 12 you wrote 5")
+      and fv[2].rechecks[1].match == false, out)
+local replay = fv[2] and fv[2].diagnosis and fv[2].diagnosis[1].replay or ""
+check("... the replay command", replay == "tensortrace --compare " .. SOL .. " " .. lucky .. " --recheck 'N = 7, seed = 30'", replay)
+out, err, code = run((replay:gsub("^tensortrace ", "")))
+check("... which shows that input's mismatch", code == 1 and has(out, "your `allowed` is [7,7]") == false
+      and has(out, "your `allowed` is [5,5], the reference's [7,7]"), out .. err)
+
+-- ===== E. words that fit =====
+local MASKED = [[
+tt.manual_seed(2)
+local N = 4
+local q = tt.randn(N, 3):named("Nq", "Dh")
+local k = tt.randn(N, 3):named("Nk", "Dh")
+local allowed = tt.causal_mask(N)
+local scores = (q:matmul(k:mT()) / math.sqrt(3)):label("scores")
+local w = scores:masked_fill(~allowed, -math.huge):softmax("Nk"):label("weights")
+]]
+local mref = write("masked_ref.lua", MASKED)
+out, err, code = run("--compare " .. mref .. " " .. sub("v_band.lua", (MASKED:gsub("tt%.causal_mask%(N%)", "tt.causal_mask(N):float():triu(-1):bool()"))))
+check("a wrong mask: which cells differ, and the line that built it",
+      code == 1 and has(out, "values: cells the reference shows are hidden in yours (row [3]: keys 1); your mask is made on line 7"), out .. err)
+local KEEP = [[
+tt.manual_seed(4)
+local p = tt.randn(4, 4)
+local s = (p - p:sum(2, true)):label("s")
+]]
+out, err, code = run("--compare " .. write("keep_ref.lua", KEEP) .. " " .. sub("w_keep.lua", (KEEP:gsub("sum%(2, true%)", "sum(2)"))))
+check("a sum without keepdim, broadcast along the other dim: said, with PyTorch's name for it",
+      code == 1 and has(out, "keepdim_missing: your sum drops the dim it reduces") and has(out, "keepdim=True"), out .. err)
+out, err, code = run("--compare " .. write("keep_ref.lua", KEEP) .. " " .. sub("x_dim.lua", (KEEP:gsub("sum%(2, true%)", "sum(1, true)"))))
+check("a 0-based dim: said", code == 1 and has(out, "reduce_dim: your sum reduces dim 1; the reference reduces dim 2 (dims count from 1 here: PyTorch's dim=1 is 2)"), out .. err)
+
+-- ===== G. one op list: every op of the core's table is replayed or says why not =====
+local known, skipped = loadfile("lua/compare.lua")(nil, nil, { mode = "replayable", out = function() end })
+local ops, missing, both = {}, {}, {}
+for name in T.slurp("core/ops/optable.c"):gmatch('%[TT_OP_[%w_]+%] = { %.name = "([^"]+)"') do
+  ops[name] = true
+  if not known[name] and not (skipped[name] and #skipped[name] > 0) then missing[#missing + 1] = name end
+  if known[name] and skipped[name] then both[#both + 1] = name end
+end
+local stale = {}
+for name in pairs(skipped) do if not ops[name] then stale[#stale + 1] = name end end
+check("the op table read (" .. #missing .. " missing)", next(ops) ~= nil)
+check("every op of core/ops/optable.c is replayed by compare.lua or listed as not, with why: " .. table.concat(missing, ", "), #missing == 0)
+check("none is both: " .. table.concat(both, ", "), #both == 0)
+check("no op listed that the table lacks: " .. table.concat(stale, ", "), #stale == 0)
 
 T.report()

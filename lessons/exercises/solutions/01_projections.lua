@@ -1,5 +1,6 @@
 -- Exercise 01, solution — Q, K and V from the tokens (follows lessons/01_qkv_projection.lua).
 -- The reference that `./tensortrace --exercise 01` compares your copy with.
+-- recheck: N = 7, seed = 11; Dk = 8, Dv = 3; M = 1
 
 tt.manual_seed(1)
 local B, N, D = 2, 5, 12        -- 2 sentences of 5 tokens, 12 features per token

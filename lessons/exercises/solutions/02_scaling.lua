@@ -1,5 +1,6 @@
 -- Exercise 02, solution — scale the scores by 1/sqrt(Dh) (follows lessons/02_scaling.lua).
 -- The reference that `./tensortrace --exercise 02` compares your copy with.
+-- recheck: Nq = 3, Nk = 9, seed = 12; Dh = 9
 
 tt.manual_seed(2)
 local Nq, Nk, Dh = 6, 16, 16    -- 6 queries, 16 keys, head width 16

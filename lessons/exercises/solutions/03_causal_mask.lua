@@ -1,6 +1,7 @@
 -- Exercise 03, solution — the causal mask, before softmax (follows lessons/03_causal_mask.lua).
 -- The reference that `./tensortrace --exercise 03` compares your copy with.
 
+-- recheck: N = 7, seed = 30; N = 1, B = 1; Dh = 9
 tt.manual_seed(3)
 local B, N, Dh = 2, 5, 4        -- 2 sentences of 5 tokens, head width 4
 local q = tt.randn(B, N, Dh):named("B", "Nq", "Dh"):label("q")

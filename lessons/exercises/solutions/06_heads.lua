@@ -1,5 +1,6 @@
 -- Exercise 06, solution — split into heads, attend, merge (follows lessons/06_multihead.lua).
 -- The reference that `./tensortrace --exercise 06` compares your copy with.
+-- recheck: N = 7, seed = 16; H = 4; B = 1, N = 1
 
 tt.manual_seed(6)
 local B, N, D, H = 2, 5, 12, 3  -- 2 sentences of 5 tokens, 12 features, 3 heads

@@ -1,5 +1,6 @@
 -- Exercise 07, solution — grouped-query attention, two ways (follows lessons/07_gqa.lua).
 -- The reference that `./tensortrace --exercise 07` compares your copy with.
+-- recheck: N = 7, seed = 10; H = 6, G = 3; B = 1, N = 1
 
 tt.manual_seed(0)
 local B, N, D = 2, 5, 16        -- batch, tokens, model width

@@ -1,5 +1,6 @@
 -- Exercise 09, solution — one decode step with a K/V cache (follows lessons/09_kv_cache.lua).
 -- The reference that `./tensortrace --exercise 09` compares your copy with.
+-- recheck: N = 8, seed = 10; D = 16
 
 tt.manual_seed(0)
 local B, N, D = 1, 6, 32        -- one sequence of 6 tokens, model width 32

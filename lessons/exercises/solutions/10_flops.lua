@@ -1,5 +1,6 @@
 -- Exercise 10, solution — the cost of attention from the formulas (follows lessons/10_complexity.lua).
 -- The reference that `./tensortrace --exercise 10` compares your copy with.
+-- recheck: D = 128; H = 8
 
 local D, H = 64, 4                                  -- model width and heads, as in lesson 10
 local N = tt.tensor{16, 32, 64, 128, 256, 512, 1024}:named("N"):label("N")

@@ -1,5 +1,6 @@
 -- Exercise 14, solution — one head of the trained induction model (follows lessons/14_induction_heads.lua).
 -- The reference that `./tensortrace --exercise 14` compares your copy with.
+-- recheck: b = 2, P = 7, seed = 24; b = 1, P = 16
 
 -- lesson 14's model and its trained weights, from lessons/ (run from the repository's top)
 local LESSONS = arg[0]:match("^(.*lessons)/exercises/") or "lessons"

@@ -1,0 +1,8 @@
+-- the reference: tt.sdpa with a bias and no mask, and with a window (their options replayed whole)
+tt.manual_seed(1)
+local q = tt.randn(1, 2, 5, 4):named("B", "H", "Nq", "Dh")
+local k = tt.randn(1, 2, 5, 4):named("B", "H", "Nk", "Dh")
+local v = tt.randn(1, 2, 5, 4):named("B", "H", "Nk", "Dh")
+local b = tt.randn(5, 5)
+local out = tt.sdpa(q, k, v, {causal = true, bias = b}):label("out")
+local win = tt.sdpa(q, k, v, {window = 2}):label("win")
