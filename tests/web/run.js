@@ -251,7 +251,7 @@ async function main() {
   ok(/sum is/.test(await page.eval(SRC)), '"Reset lesson" answered no still reset the lesson');
   await page.eval(`window.confirm = () => true, document.getElementById('reset').click()`);
   ok(await page.eval(SRC) === orig && !/edited/.test(await page.eval(OPTION)), '"Reset lesson" does not restore the lesson');
-  await page.eval(`document.getElementById('undo').click()`);
+  await page.eval(`(document.getElementById('undo') || {click() {}}).click()`);
   ok(/sum is/.test(await page.eval(SRC)) && /edited/.test(await page.eval(OPTION)), 'Undo after "Reset lesson" does not bring the edit back');
   await page.eval(`document.getElementById('reset').click()`);
   ok(await page.eval(SRC) === orig, '"Reset lesson" a second time does not restore the lesson');
@@ -338,7 +338,7 @@ async function main() {
     return { lines: p.textContent.split('\\n').length, button: b ? b.textContent : '' }; })()`);
   ok(r.rc === 0 && long.lines <= 2002 && /show all 500\d\d lines/.test(long.button),
      'a 50,000-line output: ' + long.lines + ' lines put on the page, button ' + JSON.stringify(long.button));
-  await page.eval(`document.querySelector('#stdout button').click()`);
+  await page.eval(`(document.querySelector('#stdout button') || {click() {}}).click()`);
   ok(await page.eval(`document.getElementById('stdout').textContent.split('\\n').length`) >= 50000, '"show all" does not show all the lines');
   await page.eval(`document.getElementById('reset').click()`);
 
@@ -399,7 +399,7 @@ async function main() {
   await page.goto(link + '');
   ok(await page.eval(SRC) === 'print("from the link")\n' && await page.eval(`document.getElementById('lesson').value`) === '05_hand_example',
      'the share link does not open the code: ' + JSON.stringify((await page.eval(SRC)).slice(0, 80)));
-  await page.eval(`document.getElementById('undo').click()`);
+  await page.eval(`(document.getElementById('undo') || {click() {}}).click()`);
   ok(await page.eval(SRC) === fs.readFileSync(path.join(root, 'lessons/05_hand_example.lua'), 'utf8'), 'Undo after opening a link does not bring back the reader\'s text');
   const lessons0 = fs.readdirSync(path.join(root, 'lessons')).filter(n => /^\d\d_.*\.lua$/.test(n)).sort()[0].slice(0, -4);
   for (const bad of ['99_nope', '__proto__', 'constructor', 'hasOwnProperty']) {
