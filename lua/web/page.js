@@ -63,6 +63,7 @@
     $('about').textContent = l.about;
     var saved = store.get('src:' + l.name);
     setText(saved !== null ? saved : original(l));
+    $('args').value = store.get('args:' + l.name) || '';
     store.set('lesson', l.name);
     offerUndo(null);
     follow(l);
@@ -218,6 +219,7 @@
     $(id).checked = store.get('opt:' + id) === '1';
     $(id).addEventListener('change', function () { store.set('opt:' + id, this.checked ? '1' : '0'); });
   });
+  $('args').addEventListener('change', function () { store.set('args:' + current.name, this.value); });
   ['seed', 'timeout'].forEach(function (id) {
     if (store.get('opt:' + id)) $(id).value = store.get('opt:' + id);
     $(id).addEventListener('change', function () { store.set('opt:' + id, this.value); });
@@ -264,13 +266,37 @@
         try { M.FS.mkdir(dir); } catch (e) { /* there already */ }
       }
     }
+    var initial = null;
     function setUp(M, files) {   // the lessons' files, written while the worker waits for its run
+      initial = files;
+      progressLines(M);
       M.FS.mkdir('/w');
       M.FS.mkdir('/out');
       Object.keys(files).forEach(function (p) { mkdirs(M, p); M.FS.writeFile('/w/' + p, files[p]); });
       try { M.FS.mkdir('/w/images'); } catch (e) { /* there already */ }
       M.FS.chdir('/w');
       return M;
+    }
+    // A progress line redrawn with \r goes to the page as it is drawn, ending in \r.
+    function progressLines(M) {
+      var tty = M.FS.getStream(2) && M.FS.getStream(2).tty, put = tty && tty.ops.put_char;
+      if (!put) return;
+      tty.ops.put_char = function (t, c) {
+        if (c !== 13) return put(t, c);
+        err.push(new TextDecoder().decode(new Uint8Array(t.output)) + '\r');
+        t.output = [];
+        tick();
+      };
+    }
+    function changed(M, dir) {   // the files a training run wrote there: checkpoints
+      var found = [];
+      M.FS.readdir('/w/' + dir).forEach(function (n) {
+        var p = dir + '/' + n, was = initial[p], now;
+        if (n === '.' || n === '..' || M.FS.isDir(M.FS.stat('/w/' + p).mode)) return;
+        now = M.FS.readFile('/w/' + p);
+        if (!was || was.length !== now.length || was.some(function (b, i) { return b !== now[i]; })) found.push({ path: p, bytes: now });
+      });
+      return found;
     }
     function run(M, job) {
       M.FS.writeFile('/w/' + job.path, job.text);
@@ -285,7 +311,7 @@
         report = M.FS.readFile('/out/report.html', { encoding: 'utf8' });
       } catch (e) { /* no report: the script did not start */ }
       flush();
-      self.postMessage({ done: true, rc: rc, ms: ms, report: report, figures: figures });
+      self.postMessage({ done: true, rc: rc, ms: ms, report: report, figures: figures, written: job.training ? changed(M, 'lessons/data') : [] });
     }
     self.onmessage = function (ev) {
       if (ev.data.module) start(ev.data.module, ev.data.env, ev.data.files);
@@ -352,7 +378,7 @@
     requestAnimationFrame(function () {
       j.painting = false;
       var live = $('live');
-      live.textContent = lastLines(j.lines, SHOWN_LINES);
+      live.textContent = lastLines(j.lines, SHOWN_LINES).replace(/\r$/gm, '');
       live.scrollTop = live.scrollHeight;
     });
   }
@@ -383,13 +409,17 @@
     var l = current, text = src.value;
     keep(l, text);
     var timeout = Math.max(1, +$('timeout').value || 30), seed = String(Math.max(0, Math.floor(+$('seed').value || 0)));
-    var args = ['--timeout', String(timeout), '--max-memory', MAX_MEMORY, '--seed', seed];
+    var scriptArgs = ($('args').value.match(/"[^"]*"|\S+/g) || []).map(function (a) { return a.replace(/^"(.*)"$/, '$1'); });
+    // A training run (--retrain, --steps) has no timeout and may write its
+    // checkpoint: the files here are the page's own, in memory.
+    var training = l.kind === 'lesson' && scriptArgs.some(function (a) { return a === '--retrain' || a === '--steps'; });
+    var args = (training ? [] : ['--timeout', String(timeout)]).concat(['--max-memory', MAX_MEMORY, '--seed', seed]);
     if ($('quiet').checked) args.push('-q'); else if ($('values').checked) args.push('--trace=values');
     // the sandbox's rules for a lesson; --compare runs its two scripts its own way
     if (l.kind === 'exercise') args.push('--compare', l.solution, l.path, '--compare-figure', 'images/check_your_work.png');
-    else args.unshift('--sandbox'), args.push('--report', '/out/report.html', l.path);
+    else args = (training ? [] : ['--sandbox']).concat(args, ['--report', '/out/report.html', l.path], scriptArgs);
     clearResult();
-    setStatus('Running ' + l.path + '…', 'busy');
+    setStatus((training ? 'Training with ' + l.path + ' (no timeout: Stop ends it)' : 'Running ' + l.path) + '…', 'busy');
     $('run').disabled = true;
     $('stop').disabled = false;
     var j = job = last = { lesson: l, lines: [], out: [], err: [], t0: performance.now() };
@@ -403,12 +433,15 @@
         if (m.out) {
           j.out.push.apply(j.out, m.out);
           j.err.push.apply(j.err, m.err);
-          j.lines.push.apply(j.lines, m.out.concat(m.err));
+          m.out.concat(m.err).forEach(function (s) {   // a progress line replaces the one before it
+            if (/\r$/.test(s) && /\r$/.test(j.lines[j.lines.length - 1] || '')) j.lines[j.lines.length - 1] = s;
+            else j.lines.push(s);
+          });
           paintLive(j);
         }
-        if (m.done) end(j, { rc: m.rc, ms: m.ms, report: m.report, figures: m.figures });
+        if (m.done) end(j, { rc: m.rc, ms: m.ms, report: m.report, figures: m.figures, written: m.written });
       };
-      w.worker.postMessage({ args: args, path: l.path, text: text });
+      w.worker.postMessage({ args: args, path: l.path, text: text, training: training });
     }, function (e) { end(j, { rc: 1, ms: 0, figures: [], failed: 'the interpreter failed to start: ' + e.message }); });
     j.w.worker.onerror = function (ev) {
       ev.preventDefault();
@@ -416,7 +449,7 @@
     };
     // The interpreter stops a runaway Lua loop itself (--timeout); a long C
     // kernel can outlast it, so the page ends the worker a little later.
-    j.killTimer = setTimeout(function () { stop('timeout: the script ran longer than ' + timeout + ' s (--timeout); the page stopped it'); },
+    if (!training) j.killTimer = setTimeout(function () { stop('timeout: the script ran longer than ' + timeout + ' s (--timeout); the page stopped it'); },
                              timeout * 1000 + 3000);
     return j.promise;
   }
@@ -436,7 +469,9 @@
     job = null;
     $('run').disabled = false;
     $('stop').disabled = true;
-    $('live').textContent = lastLines(j.lines, SHOWN_LINES);   // all of it, at once with the status
+    (r.written || []).forEach(function (f) { decoded[f.path] = f.bytes; });
+    if (r.written && r.written.length) { spare.worker.terminate(); spare = startWorker(); }   // the next run reads them
+    $('live').textContent = lastLines(j.lines, SHOWN_LINES).replace(/\r$/gm, '');   // all of it, at once with the status
     r.stdout = j.out.join('\n');
     r.stderr = j.err.join('\n') + (r.failed ? (j.err.length ? '\n' : '') + r.failed : '');
     show(j.lesson, r).then(function () { j.resolve(r); });
@@ -488,6 +523,20 @@
       figs.appendChild(a);
     });
   }
+  function showWritten(files) {   // a training run's checkpoints: kept for the next runs, and downloadable
+    var figs = $('figures');
+    if (!files.length) return;
+    figs.hidden = false;
+    figs.appendChild(document.createTextNode('Written (the next runs read it): '));
+    files.forEach(function (f) {
+      var a = document.createElement('a');
+      a.href = URL.createObjectURL(new Blob([f.bytes]));
+      urls.push(a.href);
+      a.download = f.path.split('/').pop();
+      a.textContent = f.path + ' \u2913';
+      figs.appendChild(a);
+    });
+  }
   function showReport(report) {   // resolves once the frame has it
     var frame = $('report');
     return new Promise(function (res) {   // (the printed output stays up until the frame is ready)
@@ -506,6 +555,7 @@
   function show(l, r) {
     showText($('stdout'), r.stdout + (r.stderr ? '\n' + r.stderr : ''));
     showFigures(l, r.figures);
+    showWritten(r.written || []);
     var shown = Promise.resolve(), here = l === current;
     if (r.report && r.report.length <= REPORT_BYTES) shown = showReport(r.report);
     else if (r.report) offerReport(r.report);

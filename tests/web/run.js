@@ -388,6 +388,28 @@ async function main() {
      'exercise 03 with a syntax error: status ' + JSON.stringify(r.status) + ', marked line ' + r.mark + ', box ' + r.error);
   await page.eval(`document.getElementById('reset').click()`);
 
+  /* arguments; a training run: no timeout, progress redrawn in place, its checkpoint kept and downloadable */
+  await page.eval(pick('14_induction_heads'));
+  r = await page.eval(`document.getElementById('args').value = '--steps 3', ` + RUN);
+  ok(r.rc === 0 && /^step 3 loss \d/m.test(r.stdout), 'lesson 14 with --steps 3: rc ' + r.rc + ' ' + r.stdout.slice(-200) + r.stderr);
+  const ckpt = 'lessons/data/induction.safetensors', ckptBytes = fs.statSync(path.join(root, ckpt)).size;
+  await page.eval(edit(`local args = {...}
+local f = io.open("${ckpt}", "rb"); local n = #f:read("a"); f:close()
+print("size " .. n)
+if args[1] == "--retrain" then
+  io.stderr:write("\\rstep 1\\rstep 2\\r"); io.stderr:write("\\n")
+  tt.save("${ckpt}", {w = tt.ones(2, 2)}, {steps = "1"})
+end
+`));
+  r = await page.eval(`document.getElementById('args').value = '--retrain', ` + RUN);
+  const trained = await page.eval(`[document.getElementById('live').textContent, document.getElementById('figures').textContent]`);
+  ok(r.rc === 0 && /step 2/.test(trained[0]) && !/step 1/.test(trained[0]) && trained[1].includes(ckpt + ' \u2913'),
+     'a training run: rc ' + r.rc + ' ' + r.stderr + '; shown ' + JSON.stringify(trained));
+  r = await page.eval(`document.getElementById('args').value = '', ` + RUN);
+  const size = +(/size (\d+)/.exec(r.stdout) || [])[1];
+  ok(r.rc === 0 && size > 0 && size < ckptBytes, 'the next run does not read the checkpoint the training run wrote: size ' + size + ' (shipped ' + ckptBytes + ') ' + r.stderr);
+  await page.eval(`document.getElementById('reset').click()`);
+
   /* a link that carries the code opens it; unknown lessons say so */
   await page.eval(pick('05_hand_example') + ', ' + edit('print("from the link")\n'));
   await page.eval(`document.getElementById('share').click()`);
