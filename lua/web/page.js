@@ -61,6 +61,7 @@
     current = l;
     $('lesson').value = l.name;
     $('about').textContent = l.about;
+    $('about').title = l.about;
     var saved = store.get('src:' + l.name);
     setText(saved !== null ? saved : original(l));
     $('args').value = store.get('args:' + l.name) || '';
@@ -574,6 +575,10 @@
       text = r.stderr.replace(/^tensortrace: /, '').split('\nstack traceback:')[0].split('\n').filter(function (s) {
         return !/\r/.test(s); }).join('\n');   // (progress lines redrawn with \r are noise here)
       line = m && !r.stopped ? +m[1] : 0;
+      var opened = /\(to close '\w+' at line (\d+)\)/.exec(text);   // a missing end: the line that needs it
+      if (line && opened) line = +opened[1];
+      // (the page's memory cap is fixed; the command-line hint does not apply here)
+      text = text.replace(/; hint: raise it with --max-memory/, '; the page\u2019s cap is fixed: use smaller sizes here, or tensortrace --max-memory on a computer');
     }
     if (text && !here) text = '(in ' + l.path + ', not the lesson in the editor now)\n' + text;
     showError(text, here ? line : 0);

@@ -266,6 +266,22 @@ async function main() {
      'an error: rc ' + r.rc + ', box ' + r.error + ', marked line ' + r.mark);
   await page.shot(path.join(shots, 'error-1280.png'));
 
+  // a missing end: the line that opened the block is marked (the message names it)
+  r = await page.eval(edit('local x = 1\nif x > 0 then\n  print(x)\n\n') + ', ' + RUN);
+  ok(r.rc !== 0 && /to close 'if' at line 2/.test(r.error || '') && r.mark === 2, 'a missing end: box ' + r.error + ', marked line ' + r.mark);
+  // the memory cap's hint speaks of the page, which has no --max-memory
+  r = await page.eval(edit('local x = tt.zeros(20000, 20000)\n') + ', ' + RUN);
+  ok(/memory cap/.test(r.error || '') && !/raise it with --max-memory/.test(r.error) && /page/.test(r.error), 'too much memory: ' + r.error);
+  // an error of a lesson left during its run is not marked in the lesson now shown
+  await page.eval(edit('local t = os.clock()\nwhile os.clock() - t < 1 do end\nlocal c = tt.ones(2, 3) + tt.ones(4, 5)\n'));
+  const switched = page.eval(RUN);
+  await sleep(300);
+  await page.eval(pick('05_hand_example'));
+  r = await switched;
+  ok(r.mark === 0 && /not the lesson in the editor/.test(r.error || '') && /03_causal_mask\.lua:3/.test(r.error || ''),
+     'an error of a lesson left during its run: marked line ' + r.mark + ' in 05, box ' + r.error);
+  await page.eval(pick('03_causal_mask'));
+
   /* a runaway loop: --timeout stops it, the page stays usable */
   await page.eval(`document.getElementById('timeout').value = 2`);
   let t0 = Date.now();
@@ -467,6 +483,14 @@ end
     ok(sw === w && c >= 200, 'the screenshot at ' + w + ' px is blank (' + sw + ' px, ' + c + ' colours)');
   }
   await page.size(1280, 900);
+
+  /* the header: a long description takes two lines at most */
+  let tallest = 0;
+  for (const n of lessons.length > 1 ? lessons : ['16_the_block', '20_precision']) {
+    await page.eval(pick(n));
+    tallest = Math.max(tallest, await page.eval(`document.querySelector('header').getBoundingClientRect().height`));
+  }
+  ok(tallest <= 64, 'at 1280 px the header is ' + tallest + ' px tall');
 
   /* accessibility and hygiene */
   const hy = await page.eval(`(() => {
