@@ -400,12 +400,12 @@ WEB_SRC     = build/web-src
 WEB_LUA     = $(firstword $(wildcard $(WEB_SRC)/lua5.4-*/src))
 WEB_ZLIB    = $(firstword $(wildcard $(WEB_SRC)/zlib-*/))
 WEB_PNG     = $(firstword $(wildcard $(WEB_SRC)/libpng1.6-*/))
-WEB_CFLAGS  = -O2 -std=c11 -D_XOPEN_SOURCE=700 -DTT_NO_SIMD -Wall -Wno-unused-command-line-argument
+WEB_CFLAGS  = -O2 -std=c11 -D_XOPEN_SOURCE=700 -DTT_NO_SIMD -msimd128 -Wall -Wno-unused-command-line-argument
 WEB_LIB_OBJ = $(patsubst %.c,$(WEB_OBJ)/lua54/%.o,$(notdir $(filter-out %/lua.c %/luac.c,$(wildcard $(WEB_LUA)/*.c)))) \
               $(patsubst %.c,$(WEB_OBJ)/zlib/%.o,$(notdir $(wildcard $(WEB_ZLIB)*.c))) \
               $(patsubst %.c,$(WEB_OBJ)/png/%.o,$(notdir $(filter-out %/example.c %/pngtest.c,$(wildcard $(WEB_PNG)png*.c))))
 WEB_TT_OBJ  = $(CORE_OBJ:$(BUILD)/%.o=$(WEB_OBJ)/%.o) $(LUA_OBJ:$(BUILD)/%.o=$(WEB_OBJ)/%.o) $(WEB_OBJ)/gen/compare_lua.o
-WEB_LDFLAGS = -O2 -sMODULARIZE=1 -sEXPORT_NAME=createTensortrace -sSINGLE_FILE=1 -sINVOKE_RUN=0 -sEXIT_RUNTIME=1 \
+WEB_LDFLAGS = -O2 -msimd128 -sMODULARIZE=1 -sEXPORT_NAME=createTensortrace -sSINGLE_FILE=1 -sINVOKE_RUN=0 -sEXIT_RUNTIME=1 \
               -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=2147483648 -sTOTAL_STACK=8388608 -sFORCE_FILESYSTEM=1 \
               -sENVIRONMENT=web,worker,node -sEXPORTED_RUNTIME_METHODS=callMain,FS,ENV
 WEB_LESSONS = $(wildcard lessons/*.lua lessons/lib/*.lua lessons/data/* lessons/exercises/*.lua \

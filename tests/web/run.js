@@ -374,6 +374,29 @@ async function main() {
   ok(r.stdout + '\n' === want, '--trace=values --seed 7: differs from the native SIMD=0 binary at ' + firstDiff(r.stdout + '\n', want));
   await page.eval(`document.getElementById('values').checked = false, document.getElementById('seed').value = 0`);
 
+  /* the page's kernels (wasm SIMD): the portable path's bits, against the native SIMD=0 binary */
+  const bitsScript = `tt.trace.off()
+tt.manual_seed(5)
+local function dump(name, t)
+  local flat = t:contiguous():reshape(t:numel()):totable()
+  local h = 0
+  for i, v in ipairs(flat) do h = (h * 31 + (string.unpack("<I4", string.pack("<f", v)))) % 4294967291 end
+  print(string.format("%s %d %d %a", name, #flat, h, flat[#flat]))
+end
+for _, s in ipairs({{37, 53, 29}, {4, 8, 8}, {130, 257, 67}, {512, 512, 512}}) do
+  local a, b = tt.randn(s[1], s[2]), tt.randn(s[2], s[3])
+  dump("matmul " .. table.concat(s, "x"), a:matmul(b))
+  dump("softmax " .. table.concat(s, "x"), (a:matmul(b) * 0.125):softmax(-1))
+end
+local q, k, v = tt.randn(2, 3, 45, 16), tt.randn(2, 3, 45, 16), tt.randn(2, 3, 45, 16)
+dump("sdpa", tt.sdpa(q, k, v, {causal = true}))
+`;
+  fs.writeFileSync(path.join(tmp, 'bits.lua'), bitsScript);
+  r = await page.eval(edit(bitsScript) + ', ' + RUN);
+  want = execFileSync(path.join(root, build, 'scalar/tensortrace'), [path.join(tmp, 'bits.lua')], { cwd: root }).toString();
+  ok(r.rc === 0 && r.stdout + '\n' === want, 'the page\'s kernels differ from the portable ones at ' + firstDiff(r.stdout + '\n', want) + r.stderr);
+  await page.eval(`document.getElementById('reset').click()`);
+
   /* an exercise: the skeleton is not done yet; the solution passes */
   const ex = fs.readdirSync(path.join(root, 'lessons/exercises')).filter(n => /^\d\d_.*\.lua$/.test(n)).sort()[0];
   if (ex) {
