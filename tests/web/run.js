@@ -3,11 +3,15 @@
    is picked and Run as a reader would; its terminal trace must equal the
    native binary's for the same lesson and seed (timings off in both), its
    figures the native PNGs pixel for pixel (pngcmp). Then an edited script,
-   an error and its line, a runaway loop stopped by --timeout and by Stop with
-   the page still usable, an exercise checked, the state kept across a
-   reload and reset, ?lesson=&run=1, the page from a static server, and the
+   an error and its line, a runaway loop stopped by --timeout and by Stop
+   (what it printed kept), a rerun's time, output streamed while a script
+   runs, long output, the page's kernels' bits against the SIMD=0 binary,
+   exercise verdicts and their lines, arguments and a training run, reload,
+   reset and undo, a link carrying the code, unknown lessons, the layout at
+   390 px, accessibility and hygiene, the one-file page, a static server, and
    screenshots at 1280 and 390 px. Every request the page makes is recorded:
-   only the page's own files may be asked for; no console error may appear.
+   only the page's own files may be asked for; no console error or warning
+   may appear.
    Usage: node --experimental-websocket tests/web/run.js BUILD
    Prints one line per failure, the timings, and "N passed, N failed". */
 'use strict';
