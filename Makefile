@@ -1,7 +1,7 @@
 # tensortrace — make · make test · make lesson · make lessons · make figures · make golden
 #               make layers · make report · make test-browser · make bench · make asan · make memcheck · make module
 #               make difftest · make fuzz-parsers
-#               make web · make test-web · make install · make uninstall · make clean
+#               make web · make web-single · make test-web · make install · make uninstall · make clean
 .PHONY: all test layers lesson lessons figures golden report test-browser bench asan memcheck module install uninstall \
         clean deps check-deps check-test-deps
 
@@ -402,7 +402,7 @@ fuzz-parsers fuzz-libfuzzer:
 # emscripten (installed when missing, saying so) from the same core/ and lua/
 # sources as the binary, with the portable kernels (TT_NO_SIMD) on one thread,
 # and Lua 5.4, zlib and libpng from Debian's source packages (lua/web/sources.sh).
-.PHONY: web test-web check-web-deps
+.PHONY: web web-single test-web check-web-deps
 EMCC       ?= emcc
 # Debian's emscripten runs its JS tools with the node on PATH; Debian's acorn
 # (a dependency of the package) lives in /usr/share/nodejs, which a node
@@ -414,12 +414,12 @@ WEB_SRC     = build/web-src
 WEB_LUA     = $(firstword $(wildcard $(WEB_SRC)/lua5.4-*/src))
 WEB_ZLIB    = $(firstword $(wildcard $(WEB_SRC)/zlib-*/))
 WEB_PNG     = $(firstword $(wildcard $(WEB_SRC)/libpng1.6-*/))
-WEB_CFLAGS  = -O2 -std=c11 -D_XOPEN_SOURCE=700 -DTT_NO_SIMD -Wall -Wno-unused-command-line-argument
+WEB_CFLAGS  = -O2 -std=c11 -D_XOPEN_SOURCE=700 -DTT_NO_SIMD -msimd128 -Wall -Wno-unused-command-line-argument
 WEB_LIB_OBJ = $(patsubst %.c,$(WEB_OBJ)/lua54/%.o,$(notdir $(filter-out %/lua.c %/luac.c,$(wildcard $(WEB_LUA)/*.c)))) \
               $(patsubst %.c,$(WEB_OBJ)/zlib/%.o,$(notdir $(wildcard $(WEB_ZLIB)*.c))) \
               $(patsubst %.c,$(WEB_OBJ)/png/%.o,$(notdir $(filter-out %/example.c %/pngtest.c,$(wildcard $(WEB_PNG)png*.c))))
 WEB_TT_OBJ  = $(CORE_OBJ:$(BUILD)/%.o=$(WEB_OBJ)/%.o) $(LUA_OBJ:$(BUILD)/%.o=$(WEB_OBJ)/%.o) $(WEB_OBJ)/gen/compare_lua.o
-WEB_LDFLAGS = -O2 -sMODULARIZE=1 -sEXPORT_NAME=createTensortrace -sSINGLE_FILE=1 -sINVOKE_RUN=0 -sEXIT_RUNTIME=1 \
+WEB_LDFLAGS = -O2 -msimd128 -sMODULARIZE=1 -sEXPORT_NAME=createTensortrace -sSINGLE_FILE=1 -sINVOKE_RUN=0 -sEXIT_RUNTIME=1 \
               -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=2147483648 -sTOTAL_STACK=8388608 -sFORCE_FILESYSTEM=1 \
               -sENVIRONMENT=web,worker,node -sEXPORTED_RUNTIME_METHODS=callMain,FS,ENV
 WEB_LESSONS = $(wildcard lessons/*.lua lessons/lib/*.lua lessons/data/* lessons/exercises/*.lua \
@@ -465,17 +465,23 @@ $(WEB_DIR)/tensortrace.js: $(WEB_TT_OBJ) $(WEB_LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(EMCC) $(WEB_LDFLAGS) -o $@ $^
 
+# (only the three files the page asks for: the lessons are inside lessons.js)
 $(WEB_DIR)/index.html: $(WEB_DIR)/tensortrace.js lua/web/index.html lua/web/page.js lua/web/page.css lua/web/pack.js README.md $(WEB_LESSONS)
-	@rm -rf $(WEB_DIR)/lessons && mkdir -p $(WEB_DIR)/lessons && cp -R lessons/. $(WEB_DIR)/lessons/
+	@rm -rf $(WEB_DIR)/lessons
 	@node lua/web/pack.js $(WEB_DIR)
 	@echo "web: $(WEB_DIR)/index.html ($$(du -sh $(WEB_DIR) | cut -f1) in all); open it in a browser, no server needed"
+
+# The page as one self-contained HTML file, to mail or put on a course site.
+WEB_SINGLE = build/tensortrace.html
+web-single: web
+	@node lua/web/pack.js $(WEB_DIR) --single $(WEB_SINGLE)
 
 # The page in headless Chromium (tests/web/run.js; never run by make test):
 # every lesson against this binary, --trace=values against the SIMD=0 one
 # (the page's kernels). Installs chromium when missing, as test-browser does;
 # when emscripten cannot be installed, says so on its closing line.
 test-web: all $(BUILD)/tests/pngcmp $(BUILD)/tests/pngcolors
-	@if ! $(MAKE) --no-print-directory web; then \
+	@if ! $(MAKE) --no-print-directory web-single; then \
 	    echo "0 passed, 1 failed"; \
 	    echo "test-web: NOT RUN: the page could not be built (emscripten or Debian's sources could not be installed: see above)"; \
 	    exit 1; fi

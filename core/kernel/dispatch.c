@@ -44,6 +44,9 @@ static const tk_kern *detect(void)
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
         return &tk_kern_avx2;
 #endif
+#ifdef __wasm_simd128__
+    return &tk_kern_wasm;
+#endif
     return &tk_kern_scalar;
 }
 
@@ -59,6 +62,9 @@ const char *tk_simd_path(void) { return tk_kern_now()->name; }
 int tk_simd_force(const char *path)
 {
     if (!path) { kern_forced = NULL; return 1; }
+#ifdef __wasm_simd128__
+    if (strcmp(path, "scalar") == 0) { kern_forced = &tk_kern_wasm; return 1; }
+#endif
     if (strcmp(path, "scalar") == 0) { kern_forced = &tk_kern_scalar; return 1; }
 #ifdef TK_X86_SIMD
     __builtin_cpu_init();

@@ -589,6 +589,9 @@ static const float tk_tanh_poly[5] = {
 };
 
 extern const tk_kern tk_kern_scalar;
+#ifdef __wasm_simd128__
+extern const tk_kern tk_kern_wasm;   /* the page's portable path: scalar's bits on 128-bit lanes (ref.c) */
+#endif
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(TT_NO_SIMD)
 #define TK_X86_SIMD 1
 extern const tk_kern tk_kern_avx2;

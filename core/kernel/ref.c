@@ -7,6 +7,10 @@
 
 #include "kernels.h"
 
+#ifdef __wasm_simd128__
+#include <wasm_simd128.h>
+#endif
+
 /* ===== Reference kernels ===== */
 
 /* M, N, K: rows of A and C, columns of B and C, inner size. */
@@ -303,6 +307,59 @@ const tk_kern tk_kern_scalar = {
     .ew_masked_fill = tk_ew_masked_fill_ref,
     .half_from_f32 = tk_half_from_f32_ref, .half_to_f32 = tk_half_to_f32_ref,
 };
+
+#ifdef __wasm_simd128__
+/* ===== The page's kernels (make web, -msimd128) =====
+   The scalar table with its micro-kernel, axpy and scale on 128-bit wasm
+   lanes. Each element sees the same multiply, then add, in the same order
+   as the loops above (wasm has no fused multiply-add here): the same bits,
+   so it keeps the portable path's name ("scalar", as tt.kernel_path says). */
+
+static void ukernel_w(int64_t kc, const float *ap, const float *bp, float *c,
+                      int64_t rsc, int m, int n, int acc)
+{
+    v128_t t[C_MR][2];
+    for (int i = 0; i < C_MR; i++) t[i][0] = t[i][1] = wasm_f32x4_splat(0.0f);
+    for (int64_t p = 0; p < kc; p++, ap += C_MR, bp += C_NR) {
+        const v128_t b0 = wasm_v128_load(bp), b1 = wasm_v128_load(bp + 4);
+        for (int i = 0; i < C_MR; i++) {
+            const v128_t a = wasm_f32x4_splat(ap[i]);
+            t[i][0] = wasm_f32x4_add(t[i][0], wasm_f32x4_mul(a, b0));
+            t[i][1] = wasm_f32x4_add(t[i][1], wasm_f32x4_mul(a, b1));
+        }
+    }
+    float o[C_MR][C_NR];
+    for (int i = 0; i < C_MR; i++) { wasm_v128_store(o[i], t[i][0]); wasm_v128_store(o[i] + 4, t[i][1]); }
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) c[i*rsc + j] = acc ? c[i*rsc + j] + o[i][j] : o[i][j];
+}
+
+static void axpy_w(int64_t n, float s, const float *x, float *y)
+{
+    const v128_t sv = wasm_f32x4_splat(s);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        wasm_v128_store(y + i, wasm_f32x4_add(wasm_v128_load(y + i), wasm_f32x4_mul(sv, wasm_v128_load(x + i))));
+    for (; i < n; i++) y[i] += s * x[i];
+}
+
+static void scale_w(int64_t n, float s, const float *x, float *y)
+{
+    const v128_t sv = wasm_f32x4_splat(s);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) wasm_v128_store(y + i, wasm_f32x4_mul(sv, wasm_v128_load(x + i)));
+    for (; i < n; i++) y[i] = s * x[i];
+}
+
+const tk_kern tk_kern_wasm = {
+    .name = "scalar", .mr = C_MR, .nr = C_NR, .kc = C_KC, .mc = C_MC, .nc = C_NC,
+    .ukernel = ukernel_w, .axpy = axpy_w, .exp_vec = tk_exp_vec_ref, .row_max = row_max_c,
+    .exp_sum = exp_sum_c, .scale = scale_w,
+    .ew_binary = tk_ew_binary_ref, .ew_compare = tk_ew_compare_ref, .ew_unary = tk_ew_unary_ref,
+    .ew_masked_fill = tk_ew_masked_fill_ref,
+    .half_from_f32 = tk_half_from_f32_ref, .half_to_f32 = tk_half_to_f32_ref,
+};
+#endif
 
 /* ===== Rotary embedding =====
    d = the row's width (even), h = d/2 pairs; pair i is (a, b) =

@@ -1,7 +1,9 @@
 // make web's last step: build/web/lessons.js (every lesson, its helpers and
 // data, the exercises and their solutions, with the README's one-line
 // descriptions) and build/web/index.html (lua/web/index.html with lua/web/page.css
-// and lua/web/page.js inlined). Usage: node lua/web/pack.js OUT_DIR
+// and lua/web/page.js inlined). With --single FILE, also the whole page as one
+// self-contained file: lessons.js and tensortrace.js inlined as well.
+// Usage: node lua/web/pack.js OUT_DIR [--single FILE]
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -39,3 +41,12 @@ const page = fs.readFileSync('lua/web/index.html', 'utf8')
   .replace('/*PAGE_JS*/', () => fs.readFileSync('lua/web/page.js', 'utf8'));
 fs.writeFileSync(path.join(out, 'index.html'), page);
 console.log(out + ': index.html, lessons.js (' + lessons.length + ' lessons, ' + exercises.length + ' exercises)');
+if (process.argv[3] === '--single' && process.argv[4]) {
+  // inside <script>, "</script" and "<!--" would end or confuse the element: "\/" and "\!" mean the same in JS
+  const inline = name => '<script>\n' + fs.readFileSync(path.join(out, name), 'utf8')
+    .replace(/<\/script/gi, '<\\/script').replace(/<!--/g, '<\\!--') + '\n</script>';
+  const single = page.replace('<script src="lessons.js"></script>', () => inline('lessons.js'))
+    .replace('<script src="tensortrace.js"></script>', () => inline('tensortrace.js'));
+  fs.writeFileSync(process.argv[4], single);
+  console.log(process.argv[4] + ': the page in one file (' + (single.length / 1048576).toFixed(1) + ' MB)');
+}
