@@ -1,8 +1,9 @@
 /*
 ** lcompare.c — tensortrace --compare, --exercise, --exercises, --watch.
-** The reference and each learner's script run one after the other, each in
-** a Lua state of its own with the seed reset and the same arguments, so the
-** same tt.randn calls give the same inputs. While a script runs, a trace
+** Each learner's script, then the reference, run one after the other, each
+** in a Lua state of its own with the seed reset and the same arguments, so
+** the same tt.randn calls give the same inputs (and, while the engine runs,
+** again on the other inputs the reference declares). While a script runs, a trace
 ** subscriber keeps the records of its ops (each op's inputs and output,
 ** shared, not copied) while the script can still reach them; x:label(name)
 ** then keeps the labelled tensor and the ops it was computed from, back to
