@@ -572,6 +572,7 @@ typedef struct tt_event {
     int scalar_is_int;               /* the number was an integer: scalar_int exactly */
     int64_t scalar_int;
     char args[64];                   /* op arguments as the user wrote them, 1-based: "dim=4" */
+    const char *pattern;             /* einsum, rearrange, einrepeat, reduce: the whole pattern (args may cut it) */
     char note[160];                  /* a warning for this event ("2 rows fully masked") */
     double flops;
     double bytes;                    /* read + written */

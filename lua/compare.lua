@@ -382,9 +382,9 @@ local function apply(node, ins)
     elseif op == "cat" or op == "stack" then
         return tt[op](ins, arg_num(args, "dim"))
     elseif op == "einsum" then
-        return tt.einsum(arg_pattern(args), table.unpack(ins))
+        return tt.einsum(node.pattern or arg_pattern(args), table.unpack(ins))
     elseif op == "rearrange" then
-        local p = arg_pattern(args)
+        local p = node.pattern or arg_pattern(args)   -- the whole pattern: the args' text may be cut
         return tt.rearrange(a, p, rearrange_sizes(p, node.out))
     elseif op == "sdpa" then
         return (tt.sdpa(ins[1], ins[2], ins[3], sdpa_opts(args, ins[1], #node.inputs, ins)))
@@ -477,7 +477,7 @@ local function contraction(node)
     if node.op == "matmul" and shapes[1] and #shapes[1] >= 1 then
         return shapes[1][#shapes[1]]
     elseif node.op == "einsum" and #shapes >= 2 then
-        local spec = arg_pattern(node.args or "")
+        local spec = node.pattern or arg_pattern(node.args or "")
         local left, right = (spec or ""):match("^(.-)->(.*)$")
         if not left then return nil end
         local kept = {}

@@ -1,8 +1,9 @@
 /*
 ** lcompare.c — tensortrace --compare, --exercise, --exercises, --watch.
-** The reference and each learner's script run one after the other, each in
-** a Lua state of its own with the seed reset and the same arguments, so the
-** same tt.randn calls give the same inputs. While a script runs, a trace
+** Each learner's script, then the reference, run one after the other, each
+** in a Lua state of its own with the seed reset and the same arguments, so
+** the same tt.randn calls give the same inputs (and, while the engine runs,
+** again on the other inputs the reference declares). While a script runs, a trace
 ** subscriber keeps the records of its ops (each op's inputs and output,
 ** shared, not copied) while the script can still reach them; x:label(name)
 ** then keeps the labelled tensor and the ops it was computed from, back to
@@ -69,6 +70,7 @@ typedef struct kept {
     uint64_t id;                 /* the output's id */
     const char *op;
     char args[64];
+    const char *pattern;         /* einsum's, rearrange's whole pattern (interned), else NULL */
     int has_scalar, scalar_first;
     double scalar;
     int nin;
@@ -268,6 +270,7 @@ static void graph_event(const tt_event *ev)
     set_int(E, "id", (long long)ev->output->id);
     set_str(E, "op", ev->name);
     set_str(E, "args", ev->args);
+    if (ev->op == TT_OP_EINSUM || ev->op == TT_OP_REARRANGE) set_str(E, "pattern", ev->pattern);
     if (ev->has_scalar) {
         lua_pushnumber(E, ev->scalar);
         lua_setfield(E, -2, "scalar");
@@ -310,6 +313,7 @@ static void keep_event(const tt_event *ev, void *ud)
     k->id = ev->output->id;
     k->op = ev->name;
     snprintf(k->args, sizeof k->args, "%s", ev->args);
+    if (ev->pattern && (ev->op == TT_OP_EINSUM || ev->op == TT_OP_REARRANGE)) k->pattern = tt_intern(ev->pattern);
     k->has_scalar = ev->has_scalar;
     k->scalar_first = ev->scalar_first;
     k->scalar = ev->scalar;
@@ -376,6 +380,7 @@ static void keep_chain(lua_State *E, int nodes, uint64_t id, int *budget)
     set_int(E, "id", (long long)k->id);
     set_str(E, "op", k->op);
     set_str(E, "args", k->args);
+    set_str(E, "pattern", k->pattern);
     if (k->has_scalar) {
         lua_pushnumber(E, k->scalar);
         lua_setfield(E, -2, "scalar");

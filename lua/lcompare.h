@@ -39,7 +39,7 @@ typedef struct ltt_compare_opts {
 /* Runs the reference and each script, prints the verdicts (one line per
    script when there are several). With o->sandbox each script is checked
    in a child process: the reference runs as it is, the script under the
-   sandbox (reads under its own folder, writes only under o->images) and
+   sandbox (reads only itself and --read, writes only under o->images) and
    the limits; a child that dies (the watchdog, a signal) or outlives twice
    the timeout gets a verdict line of its own and the others still run. Returns the exit status: 0 when every
    script matches, 1 when one does not, 2 when the reference itself fails

@@ -190,6 +190,7 @@ void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
     ev->scalar_is_int = 0;
     ev->scalar_int = 0;
     ev->args[0] = ev->note[0] = 0;
+    ev->pattern = NULL;
     ev->flops = ev->bytes = 0;
     ev->ns = 0;
     const tt_tensor *in[3] = {a, b, c};

@@ -276,6 +276,7 @@ static void event_args(tt_event *ev, const char *text, int nsizes, const int *or
         strcpy(buf + cap - 4, "...");
     memcpy(ev->args, buf, cap - 1);
     ev->args[cap - 1] = '\0';
+    ev->pattern = text;
 }
 
 /* ===== rearrange =====

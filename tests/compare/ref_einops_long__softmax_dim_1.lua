@@ -1,0 +1,9 @@
+-- reference: ref_einops_long
+-- expect: softmax_dim
+-- softmax over the queries; the long pattern after it is replayed whole
+tt.manual_seed(1)
+local q = tt.randn(2, 3, 4, 8)
+local k = tt.randn(2, 3, 4, 8)
+local v = tt.randn(2, 3, 4, 8)
+local w = (q:matmul(k:mT()) / math.sqrt(8)):softmax(3)
+local out = tt.rearrange(w:matmul(v), "batch heads sequence headdim -> batch sequence (heads headdim)"):label("out")
