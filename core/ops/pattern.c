@@ -1119,6 +1119,125 @@ static tt_status es_reshape(tt_tensor *t, int ndim, const int64_t *shape)
     return st;
 }
 
+/* A pair's ids by role: batch (in both and kept), m (a's own), n (b's
+   own) in the result's order, k (contracted) in a's order; the sizes
+   their products make. */
+typedef struct es_roles {
+    int bat[TT_MAX_DIMS], m[TT_MAX_DIMS], n[TT_MAX_DIMS], k[TT_MAX_DIMS];
+    int nbat, nm, nn, nk;
+    int64_t B, M, N, K;
+} es_roles;
+
+static void es_classify(const es_spec *sp, const es_op *a, const es_op *b, const int *keep, int nkeep,
+                        const char *in_keep, es_roles *r)
+{
+    r->nbat = r->nm = r->nn = r->nk = 0;
+    r->B = r->M = r->N = r->K = 1;
+    for (int i = 0; i < nkeep; i++) {
+        int id = keep[i], ia = es_find(a, id) >= 0, ib = es_find(b, id) >= 0;
+        if (ia && ib) {
+            r->bat[r->nbat++] = id;
+            r->B = mul_sat(r->B, sp->size[id]);
+        } else if (ia) {
+            r->m[r->nm++] = id;
+            r->M = mul_sat(r->M, sp->size[id]);
+        } else {
+            r->n[r->nn++] = id;
+            r->N = mul_sat(r->N, sp->size[id]);
+        }
+    }
+    for (int d = 0; d < a->t.ndim; d++)
+        if (!in_keep[a->ids[d]]) {
+            r->k[r->nk++] = a->ids[d];
+            r->K = mul_sat(r->K, sp->size[a->ids[d]]);
+        }
+}
+
+/* Nothing to contract (a Hadamard or outer product): a broadcast multiply
+   [batch..., m..., 1...] * [batch..., 1..., n...], which is what 1 x 1
+   matmuls would compute, many times slower; res in keep's order. */
+static tt_status es_pair_mul(es_spec *sp, es_op *a, es_op *b, const es_roles *r, const int *keep, int nkeep,
+                          es_op *res)
+{
+    int order[TT_MAX_DIMS], no = 0;
+    int64_t shape[TT_MAX_DIMS];
+    sp->flops += (double)r->B * (double)r->M * (double)r->N;
+    for (int i = 0; i < r->nbat; i++) order[no++] = r->bat[i];
+    for (int i = 0; i < r->nm; i++) order[no++] = r->m[i];
+    for (int i = 0; i < no; i++) shape[i] = sp->size[order[i]];
+    for (int i = 0; i < r->nn; i++) shape[no + i] = 1;
+    tt_status st = es_permute(a, order, no);
+    if (st == TT_OK)
+        st = es_reshape(&a->t, no + r->nn, shape);
+    no = r->nbat;
+    for (int i = 0; i < r->nn; i++) order[no++] = r->n[i];
+    for (int i = 0; i < r->nbat; i++) shape[i] = sp->size[r->bat[i]];
+    for (int i = 0; i < r->nm; i++) shape[r->nbat + i] = 1;
+    for (int i = 0; i < r->nn; i++) shape[r->nbat + r->nm + i] = sp->size[r->n[i]];
+    if (st == TT_OK)
+        st = es_permute(b, order, no);
+    if (st == TT_OK)
+        st = es_reshape(&b->t, r->nbat + r->nm + r->nn, shape);
+    if (st == TT_OK)
+        st = tt_binary(&res->t, TT_OP_MUL, &a->t, &b->t);
+    if (st != TT_OK)
+        return st;
+    no = 0;
+    for (int i = 0; i < r->nbat; i++) res->ids[no++] = r->bat[i];
+    for (int i = 0; i < r->nm; i++) res->ids[no++] = r->m[i];
+    for (int i = 0; i < r->nn; i++) res->ids[no++] = r->n[i];
+    return es_permute(res, keep, nkeep);
+}
+
+/* a -> [batch..., M, K], b -> [batch..., K, N], one matmul, then
+   [batch..., M, N] -> [batch..., m..., n...] -> keep's order. The batch
+   dims are flattened into one only when they are too many to keep apart. */
+static tt_status es_pair_matmul(es_spec *sp, es_op *a, es_op *b, const es_roles *r, const int *keep, int nkeep,
+                             es_op *res)
+{
+    int order[TT_MAX_DIMS], no = 0, ns = 0;
+    int64_t shape[TT_MAX_DIMS];
+    sp->flops += 2.0 * (double)r->B * (double)r->M * (double)r->N * (double)r->K;
+    if (r->nbat + 2 > TT_MAX_DIMS)
+        shape[ns++] = r->B;
+    else
+        for (int i = 0; i < r->nbat; i++)
+            shape[ns++] = sp->size[r->bat[i]];
+    for (int i = 0; i < r->nbat; i++) order[no++] = r->bat[i];
+    for (int i = 0; i < r->nm; i++) order[no++] = r->m[i];
+    for (int i = 0; i < r->nk; i++) order[no++] = r->k[i];
+    shape[ns] = r->M;
+    shape[ns + 1] = r->K;
+    tt_status st = es_permute(a, order, no);
+    if (st == TT_OK)
+        st = es_reshape(&a->t, ns + 2, shape);
+    no = r->nbat;
+    for (int i = 0; i < r->nk; i++) order[no++] = r->k[i];
+    for (int i = 0; i < r->nn; i++) order[no++] = r->n[i];
+    shape[ns] = r->K;
+    shape[ns + 1] = r->N;
+    if (st == TT_OK)
+        st = es_permute(b, order, no);
+    if (st == TT_OK)
+        st = es_reshape(&b->t, ns + 2, shape);
+    if (st == TT_OK)
+        st = tt_matmul(&res->t, &a->t, &b->t);
+    if (st != TT_OK)
+        return st;
+    no = 0;
+    for (int i = 0; i < r->nbat; i++) order[no++] = r->bat[i];
+    for (int i = 0; i < r->nm; i++) order[no++] = r->m[i];
+    for (int i = 0; i < r->nn; i++) order[no++] = r->n[i];
+    for (int i = 0; i < no; i++) {
+        shape[i] = sp->size[order[i]];
+        res->ids[i] = order[i];
+    }
+    st = es_reshape(&res->t, no, shape);
+    if (st == TT_OK)
+        st = es_permute(res, keep, nkeep);
+    return st;
+}
+
 /* res = the contraction of a and b with exactly the axes keep[0..nkeep), in
    that order (each in a or b). Consumes a and b, success or not. */
 static tt_status es_pair(es_spec *sp, es_op *a, es_op *b, const int *keep, int nkeep, es_op *res)
@@ -1134,109 +1253,11 @@ static tt_status es_pair(es_spec *sp, es_op *a, es_op *b, const int *keep, int n
     tt_status st = es_sum_out(sp, a, keep_a);
     if (st == TT_OK)
         st = es_sum_out(sp, b, keep_b);
-    if (st != TT_OK)
-        goto done;
-
-    /* batch, M (a's own), N (b's own) in the result's order; K in a's order */
-    int bat[TT_MAX_DIMS], m[TT_MAX_DIMS], n[TT_MAX_DIMS], k[TT_MAX_DIMS];
-    int nbat = 0, nm = 0, nn = 0, nk = 0;
-    int64_t B = 1, M = 1, N = 1, K = 1;
-    for (int i = 0; i < nkeep; i++) {
-        int id = keep[i], ia = es_find(a, id) >= 0, ib = es_find(b, id) >= 0;
-        if (ia && ib) {
-            bat[nbat++] = id;
-            B = mul_sat(B, sp->size[id]);
-        } else if (ia) {
-            m[nm++] = id;
-            M = mul_sat(M, sp->size[id]);
-        } else {
-            n[nn++] = id;
-            N = mul_sat(N, sp->size[id]);
-        }
+    if (st == TT_OK) {
+        es_roles r;
+        es_classify(sp, a, b, keep, nkeep, in_keep, &r);
+        st = r.nk == 0 ? es_pair_mul(sp, a, b, &r, keep, nkeep, res) : es_pair_matmul(sp, a, b, &r, keep, nkeep, res);
     }
-    for (int d = 0; d < a->t.ndim; d++)
-        if (!in_keep[a->ids[d]]) {
-            k[nk++] = a->ids[d];
-            K = mul_sat(K, sp->size[a->ids[d]]);
-        }
-    int order[TT_MAX_DIMS], no = 0, ns = 0;
-    int64_t shape[TT_MAX_DIMS];
-    if (nk == 0) {
-        /* nothing to contract (a Hadamard or outer product): a broadcast
-           multiply [batch..., m..., 1...] * [batch..., 1..., n...], which
-           is what 1 x 1 matmuls would compute, many times slower */
-        sp->flops += (double)B * (double)M * (double)N;
-        for (int i = 0; i < nbat; i++) order[no++] = bat[i];
-        for (int i = 0; i < nm; i++) order[no++] = m[i];
-        for (int i = 0; i < no; i++) shape[i] = sp->size[order[i]];
-        for (int i = 0; i < nn; i++) shape[no + i] = 1;
-        st = es_permute(a, order, no);
-        if (st == TT_OK)
-            st = es_reshape(&a->t, no + nn, shape);
-        no = nbat;
-        for (int i = 0; i < nn; i++) order[no++] = n[i];
-        for (int i = 0; i < nbat; i++) shape[i] = sp->size[bat[i]];
-        for (int i = 0; i < nm; i++) shape[nbat + i] = 1;
-        for (int i = 0; i < nn; i++) shape[nbat + nm + i] = sp->size[n[i]];
-        if (st == TT_OK)
-            st = es_permute(b, order, no);
-        if (st == TT_OK)
-            st = es_reshape(&b->t, nbat + nm + nn, shape);
-        if (st == TT_OK)
-            st = tt_binary(&res->t, TT_OP_MUL, &a->t, &b->t);
-        if (st != TT_OK)
-            goto done;
-        no = 0;
-        for (int i = 0; i < nbat; i++) res->ids[no++] = bat[i];
-        for (int i = 0; i < nm; i++) res->ids[no++] = m[i];
-        for (int i = 0; i < nn; i++) res->ids[no++] = n[i];
-        st = es_permute(res, keep, nkeep);
-        goto done;
-    }
-    sp->flops += 2.0 * (double)B * (double)M * (double)N * (double)K;
-
-    /* a -> [batch..., M, K], b -> [batch..., K, N]; the batch dims are
-       flattened into one only when they are too many to keep apart */
-    if (nbat + 2 > TT_MAX_DIMS)
-        shape[ns++] = B;
-    else
-        for (int i = 0; i < nbat; i++)
-            shape[ns++] = sp->size[bat[i]];
-    for (int i = 0; i < nbat; i++) order[no++] = bat[i];
-    for (int i = 0; i < nm; i++) order[no++] = m[i];
-    for (int i = 0; i < nk; i++) order[no++] = k[i];
-    shape[ns] = M;
-    shape[ns + 1] = K;
-    st = es_permute(a, order, no);
-    if (st == TT_OK)
-        st = es_reshape(&a->t, ns + 2, shape);
-    no = nbat;
-    for (int i = 0; i < nk; i++) order[no++] = k[i];
-    for (int i = 0; i < nn; i++) order[no++] = n[i];
-    shape[ns] = K;
-    shape[ns + 1] = N;
-    if (st == TT_OK)
-        st = es_permute(b, order, no);
-    if (st == TT_OK)
-        st = es_reshape(&b->t, ns + 2, shape);
-    if (st == TT_OK)
-        st = tt_matmul(&res->t, &a->t, &b->t);
-    if (st != TT_OK)
-        goto done;
-
-    /* [batch..., M, N] -> [batch..., m..., n...] -> keep's order */
-    no = 0;
-    for (int i = 0; i < nbat; i++) order[no++] = bat[i];
-    for (int i = 0; i < nm; i++) order[no++] = m[i];
-    for (int i = 0; i < nn; i++) order[no++] = n[i];
-    for (int i = 0; i < no; i++) {
-        shape[i] = sp->size[order[i]];
-        res->ids[i] = order[i];
-    }
-    st = es_reshape(&res->t, no, shape);
-    if (st == TT_OK)
-        st = es_permute(res, keep, nkeep);
-done:
     tt_tensor_release(&a->t);
     tt_tensor_release(&b->t);
     if (st != TT_OK)
