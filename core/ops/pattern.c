@@ -100,6 +100,57 @@ static tt_status pat_err_bare(const pat_ctx *c, tt_status st, const char *fmt, .
 static int is_ident_start(int ch) { return isalpha(ch) || ch == '_'; }
 static int is_ident_char(int ch) { return isalnum(ch) || ch == '_'; }
 
+/* The token [p, p + len) as an axis: '...', '1' (where flags allow it)
+   or a name; an error naming it otherwise. */
+static tt_status read_axis(const pat_ctx *c, const char *p, int len, const char *where, int flags,
+                           const pat_side *side, pat_axis *axp)
+{
+    pat_axis ax;
+    unsigned char ch = (unsigned char)*p;
+    if (len == 3 && strncmp(p, "...", 3) == 0) {
+        if (side->ellipsis >= 0)
+            return pat_err(c, TT_EARG, "'...' appears twice %s", where);
+        ax.kind = AX_ELLIPSIS;
+        strcpy(ax.name, "...");
+    } else if (memchr(p, '.', (size_t)len)) {
+        int glued = 0;
+        for (int i = 0; i + 3 <= len && !glued; i++) glued = strncmp(p + i, "...", 3) == 0;
+        if (glued)
+            return pat_err(c, TT_EARG, "'%.*s' %s glues '...' to a name; write them apart, e.g. '... x'",
+                           len, p, where);
+        return pat_err(c, TT_EARG, "a '.' that is not part of '...' %s, in '%.*s'", where, len, p);
+    } else if (isdigit(ch) && !(flags & PS_LETTERS)) {
+        if (!(flags & PS_UNITS))
+            return pat_err(c, TT_EARG, "'%.*s' %s is not an axis name", len, p, where);
+        if (len != 1 || ch != '1')
+            return pat_err(c, TT_EARG, "'%.*s' %s is not an axis: only '1' may stand for an "
+                           "unnamed axis (of length 1)", len, p, where);
+        ax.kind = AX_UNIT;
+        strcpy(ax.name, "1");
+    } else {
+        for (int i = 0; i < len; i++) {
+            int good = (flags & PS_LETTERS) ? isalpha((unsigned char)p[i])
+                     : i == 0 ? is_ident_start((unsigned char)p[i]) : is_ident_char((unsigned char)p[i]);
+            if (!good) {
+                if (len == 1)
+                    return pat_err(c, TT_EARG, "unexpected character '%c' %s", p[i], where);
+                return pat_err(c, TT_EARG, "unexpected character '%c' %s, in '%.*s'", p[i], where, len, p);
+            }
+        }
+        if (p[0] == '_' || p[len - 1] == '_')
+            return pat_err(c, TT_EARG, "axis name '%.*s' %s starts or ends with '_', which einops "
+                           "does not allow", len, p, where);
+        if (len >= PAT_NAME_MAX)
+            return pat_err(c, TT_EARG, "axis name '%.*s...' %s is too long (at most %d characters)",
+                           PAT_NAME_MAX - 1, p, where, PAT_NAME_MAX - 1);
+        ax.kind = AX_NAMED;
+        memcpy(ax.name, p, (size_t)len);
+        ax.name[len] = '\0';
+    }
+    *axp = ax;
+    return TT_OK;
+}
+
 /* Parses [s, end) into side; `where` ("on the left", "in operand 2", ...) names it in
    errors. */
 static tt_status parse_side(const pat_ctx *c, const char *s, const char *end,
@@ -144,46 +195,9 @@ static tt_status parse_side(const pat_ctx *c, const char *s, const char *end,
         else while (q < end && !isspace((unsigned char)*q) && *q != '(' && *q != ')') q++;
         if (q > end) q = end;
         int len = (int)(q - p);
-        if (len == 3 && strncmp(p, "...", 3) == 0) {
-            if (side->ellipsis >= 0)
-                return pat_err(c, TT_EARG, "'...' appears twice %s", where);
-            ax.kind = AX_ELLIPSIS;
-            strcpy(ax.name, "...");
-        } else if (memchr(p, '.', (size_t)len)) {
-            int glued = 0;
-            for (int i = 0; i + 3 <= len && !glued; i++) glued = strncmp(p + i, "...", 3) == 0;
-            if (glued)
-                return pat_err(c, TT_EARG, "'%.*s' %s glues '...' to a name; write them apart, e.g. '... x'",
-                               len, p, where);
-            return pat_err(c, TT_EARG, "a '.' that is not part of '...' %s, in '%.*s'", where, len, p);
-        } else if (isdigit(ch) && !(flags & PS_LETTERS)) {
-            if (!(flags & PS_UNITS))
-                return pat_err(c, TT_EARG, "'%.*s' %s is not an axis name", len, p, where);
-            if (len != 1 || ch != '1')
-                return pat_err(c, TT_EARG, "'%.*s' %s is not an axis: only '1' may stand for an "
-                               "unnamed axis (of length 1)", len, p, where);
-            ax.kind = AX_UNIT;
-            strcpy(ax.name, "1");
-        } else {
-            for (int i = 0; i < len; i++) {
-                int good = (flags & PS_LETTERS) ? isalpha((unsigned char)p[i])
-                         : i == 0 ? is_ident_start((unsigned char)p[i]) : is_ident_char((unsigned char)p[i]);
-                if (!good) {
-                    if (len == 1)
-                        return pat_err(c, TT_EARG, "unexpected character '%c' %s", p[i], where);
-                    return pat_err(c, TT_EARG, "unexpected character '%c' %s, in '%.*s'", p[i], where, len, p);
-                }
-            }
-            if (p[0] == '_' || p[len - 1] == '_')
-                return pat_err(c, TT_EARG, "axis name '%.*s' %s starts or ends with '_', which einops "
-                               "does not allow", len, p, where);
-            if (len >= PAT_NAME_MAX)
-                return pat_err(c, TT_EARG, "axis name '%.*s...' %s is too long (at most %d characters)",
-                               PAT_NAME_MAX - 1, p, where, PAT_NAME_MAX - 1);
-            ax.kind = AX_NAMED;
-            memcpy(ax.name, p, (size_t)len);
-            ax.name[len] = '\0';
-        }
+        tt_status st = read_axis(c, p, len, where, flags, side, &ax);
+        if (st != TT_OK)
+            return st;
         p = q;
         if (side->naxes == PAT_MAX_AXES)
             return pat_err(c, TT_EARG, "too many axes %s", where);
