@@ -144,7 +144,7 @@ tt.so: $(MODULE_OBJ)
 	$(CC) $(BASE_CFLAGS) -shared -o $@ $(MODULE_OBJ) $(CORE_LDLIBS)
 
 # C tests of the core: no Lua anywhere near them.
-$(BUILD)/tests/%: tests/%.c $(CORE_OBJ) tests/check.h
+$(BUILD)/tests/%: tests/%.c $(CORE_OBJ) tests/check.h tests/opref.h
 	@mkdir -p $(dir $@)
 	$(CC) $(FIG_CFLAGS) -Itests -o $@ $< $(CORE_OBJ) $(CORE_LDLIBS)
 

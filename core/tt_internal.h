@@ -183,12 +183,15 @@ typedef struct tt__agargs {
 #define TT__AG_IN 3             /* inputs of an op recorded by tt__record (masked_fill's mask included) */
 enum { TT__SAVE_A = 1, TT__SAVE_B = 2, TT__SAVE_OUT = 4, TT__SAVE_C = 8,
        TT__SAVE_LIST = 16,      /* every input, in the node's operands[] */
-       TT__SAVE_EXTRA = 32 };   /* saved[4] and saved[5], which the op's front-end fills */
-/* saved[]: a, b, out, c (those the op's row asks for), then two an op's
-   front-end fills itself (sdpa: the log-sum-exp, the mask and the bias). A node has
-   the slots up to the last its row asks for (n->nsaved), no more: a node
-   is made per recorded op, and a view's node saves nothing. */
-#define TT__AG_SAVED 7
+       TT__SAVE_EXTRA = 32 };   /* the extra slots, which the op's front-end fills */
+/* The slots of a node's saved[]: a, b, out, c (those the op's row asks
+   for), then the extra ones an op's front-end fills itself (max and min:
+   the indices; sdpa: the log-sum-exp, the mask and the bias). A node has
+   the slots up to the last its row asks for (n->nsaved; TT__SAVE_EXTRA:
+   all of them), no more: a node is made per recorded op, and a view's
+   node saves nothing. */
+enum { TT__SLOT_A, TT__SLOT_B, TT__SLOT_OUT, TT__SLOT_C, TT__SLOT_EXTRA };
+#define TT__AG_SAVED 7          /* TT__SLOT_EXTRA and the two after it */
 
 /* A node's input: its node, or its leaf's record to accumulate into (both
    NULL: it needs no gradient), and its shape. shape and names point into

@@ -380,6 +380,41 @@ static const char *const heatmap_opts[] = {
     "categories", "tiles", NULL,
 };
 
+/* The axis titles a heatmap takes from x's dim names when none is given
+   (in xbuf and ybuf, 64 bytes each); one name on both axes ("N", "N")
+   says less than "Key (N)" and "Query (N)". */
+static void titles_from_names(const tt_tensor *x, tt_heatmap_opts *o, char *xbuf, char *ybuf)
+{
+    const int nd = x->ndim;
+    const char *xn = x->names[nd - 1], *yn = nd >= 2 ? x->names[nd - 2] : NULL;
+    if (xn && yn && !strcmp(xn, yn)) {
+        snprintf(xbuf, 64, "Key (%.40s)", xn);
+        snprintf(ybuf, 64, "Query (%.40s)", yn);
+        xn = xbuf;
+        yn = ybuf;
+    }
+    if (!o->xtitle && xn) o->xtitle = xn;
+    if (!o->ytitle && yn) o->ytitle = yn;
+}
+
+/* A 3-D x's panels named after its first dim ("B 1", "B 2", ...), unless
+   it has no name or is the heads' (the panel's own number says it); the
+   titles live in a userdata on the stack. */
+static void panel_titles_from_dim(lua_State *L, const tt_tensor *x, tt_heatmap_opts *o)
+{
+    const int64_t P = x->shape[0];
+    if (!x->names[0] || !strcmp(x->names[0], "H") || !strcmp(x->names[0], "head")) return;
+    enum { TITLE = 48 };        /* 20 of the name, a space, up to 19 digits and a NUL */
+    char **titles = lua_newuserdatauv(L, (size_t)P * (sizeof(char *) + TITLE), 0);
+    char *text = (char *)(titles + P);
+    for (int64_t p = 0; p < P; p++) {
+        titles[p] = text + p * TITLE;
+        snprintf(titles[p], TITLE, "%.20s %lld", x->names[0], (long long)p + 1);
+    }
+    o->panel_titles = (const char *const *)titles;
+    o->npanel_titles = (int)P;
+}
+
 static int ltt_heatmap(lua_State *L)
 {
     const tt_tensor *x = ltt_checktensor(L, 1);
@@ -403,18 +438,8 @@ static int ltt_heatmap(lua_State *L)
     o.name = x->label;
     o.xtitle = opt_string(L, opts, "heatmap", "xtitle");
     o.ytitle = opt_string(L, opts, "heatmap", "ytitle");
-    /* axis titles from the dim names; one name on both axes ("N", "N")
-       says less than "Key (N)" and "Query (N)" */
-    const char *xn = x->names[nd - 1], *yn = nd >= 2 ? x->names[nd - 2] : NULL;
     char xbuf[64], ybuf[64];
-    if (xn && yn && !strcmp(xn, yn)) {
-        snprintf(xbuf, sizeof xbuf, "Key (%.40s)", xn);
-        snprintf(ybuf, sizeof ybuf, "Query (%.40s)", yn);
-        xn = xbuf;
-        yn = ybuf;
-    }
-    if (!o.xtitle && xn) o.xtitle = xn;
-    if (!o.ytitle && yn) o.ytitle = yn;
+    titles_from_names(x, &o, xbuf, ybuf);
     o.xlabels = opt_strings(L, opts, "heatmap", "xlabels", &o.nxlabels);
     o.ylabels = opt_strings(L, opts, "heatmap", "ylabels", &o.nylabels);
     o.panel_titles = opt_strings(L, opts, "heatmap", "panel_titles", &o.npanel_titles);
@@ -436,18 +461,7 @@ static int ltt_heatmap(lua_State *L)
     const char *mask_names[TT_FIG_MASK_KINDS];
     int mask_pos[TT_FIG_MASK_KINDS];
     const int nmasks = opt_masks(L, opts, x, mask_names, mask_pos);
-    if (nd == 3 && P <= 64 && !o.panel_titles && x->names[0] && strcmp(x->names[0], "H") &&
-        strcmp(x->names[0], "head")) {
-        /* panels named after their dim: "B 1", "B 2", ... */
-        char **titles = lua_newuserdatauv(L, (size_t)P * (sizeof(char *) + 32), 0);
-        char *text = (char *)(titles + P);
-        for (int64_t p = 0; p < P; p++) {
-            titles[p] = text + p * 32;
-            snprintf(titles[p], 32, "%.20s %lld", x->names[0], (long long)p + 1);
-        }
-        o.panel_titles = (const char *const *)titles;
-        o.npanel_titles = (int)P;
-    }
+    if (nd == 3 && P <= 64 && !o.panel_titles) panel_titles_from_dim(L, x, &o);
     where(L, source, sizeof source);
     o.meta.source = source;
     o.meta.shape = shape;

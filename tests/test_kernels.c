@@ -13,7 +13,9 @@
 
 #include "check.h"
 #include "kernel/kernels.h"
+#include "opref.h"
 #include "tt.h"
+#include "tt_internal.h"
 
 /* ===== Helpers ===== */
 
@@ -554,42 +556,47 @@ static void test_ew_unary(void)
     free(x); free(y);
 }
 
-/* The activations and gelu's backward codes against float64 formulas
-   written here (gelu x Phi(x) with erfc, its tanh form 0.5 x (1 + tanh(k
-   (x + c x^3))) and, where 1 + tanh cancels in double too, the same as
-   x e^2z / (1 + e^2z)). Tolerance: 1e-6 relative (8 ulp), plus 4 ulp
+/* Every unary float row of the op table (the activations among them) and
+   gelu's backward codes against the float64 references of tests/opref.h
+   (gelu x Phi(x) with erfc, its tanh form 0.5 x (1 + tanh(k (x + c x^3)))
+   and, where 1 + tanh cancels in double too, the same as x e^2z / (1 +
+   e^2z)). Tolerance: 1e-6 relative (8 ulp), plus 4 ulp
    times the condition number |x f'(x) / f(x)| (the float formula rounds
    x / sqrt 2 or z before erfc or exp: in gelu's far tail that is x^2
    ulps, inherent to any float32 formula), plus 2^-126 absolute (a
    denormal or flushed result is no error). The backward codes: 4e-7
    absolute on terms of size 1. */
-#define K_GELU 0.79788456080286536      /* sqrt(2 / pi) */
-#define C_GELU 0.044715
-
-static double act64(int op, double x)
+/* The op table's unary float row whose kernel is code, or TT_OP_NONE */
+static tt_op op_of_kernel(int code)
 {
-    double z = K_GELU * (x + C_GELU * x * x * x);
-    switch (op) {
-    case TK_EW_RELU: return isnan(x) ? x : x > 0 ? x : 0.0;
-    case TK_EW_GELU: return 0.5 * x * erfc(-x / sqrt(2.0));
-    case TK_EW_GELU_TANH: return z < -5 && isfinite(z) ? x * exp(2 * z) / (1 + exp(2 * z)) : 0.5 * x * (1.0 + tanh(z));
-    case TK_EW_TANH: return tanh(x);
-    default: return 1.0 / (1.0 + exp(-x));
+    for (int o = 0; o < TT_OP_COUNT; o++) {
+        const tt__opdef *def = tt__op_def((tt_op)o);
+        if (def->kind == TT_OPK_UNARY && def->dtypes != TT__BOOL && def->kernel == code) return (tt_op)o;
     }
+    return TT_OP_NONE;
 }
 
+/* The float64 reference of code's op (tests/opref.h); NaN for a code no
+   row names, so a kernel without a reference fails rather than passes. */
+static double act64(int code, double x)
+{
+    tt_op op = op_of_kernel(code);
+    return op != TT_OP_NONE && OPREF[op].f ? OPREF[op].f(x, 0) : (double)NAN;
+}
+
+/* Its derivative; gelu's backward codes compute g times gelu's */
 static double act64_d(int code, double x)
 {
-    if (code == TK_EW_TANH) return 1.0 - tanh(x) * tanh(x);
-    if (code == TK_EW_SIGMOID) return act64(code, x) * (1.0 - act64(code, x));
-    if (code == TK_EW_GELU || code == TK_EW_GELU_BWD)
-        return 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2.0 * M_PI);
-    double z = K_GELU * (x + C_GELU * x * x * x), t = tanh(z);
-    if (z < -5 && isfinite(z)) {    /* 1 + t and 1 - t^2 as 2 s and 4 s (1 - s), s = sigmoid(2z) */
-        double s = exp(2 * z) / (1 + exp(2 * z));
-        return s + 2.0 * x * s * (1.0 - s) * K_GELU * (1.0 + 3.0 * C_GELU * x * x);
-    }
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * K_GELU * (1.0 + 3.0 * C_GELU * x * x);
+    if (code == TK_EW_GELU_BWD) code = TK_EW_GELU;
+    if (code == TK_EW_GELU_TANH_BWD) code = TK_EW_GELU_TANH;
+    tt_op op = op_of_kernel(code);
+    return op != TT_OP_NONE && OPREF[op].dx ? OPREF[op].dx(x, 0) : (double)NAN;
+}
+
+static const char *code_name(int code)
+{
+    return code == TK_EW_GELU_BWD ? "gelu backward" : code == TK_EW_GELU_TANH_BWD ? "gelu tanh backward"
+         : tt_op_name(op_of_kernel(code));
 }
 
 /* The vector exp (AVX2) and log have a short way for the common vectors
@@ -706,18 +713,17 @@ static void test_log_paths_agree(void)
 static void test_ew_activations(void)
 {
     static const int64_t sizes[] = { 0, 1, 7, 15, 16, 17, 31, 33, 65, 1000 };
-    static const int ops[] = { TK_EW_RELU, TK_EW_GELU, TK_EW_GELU_TANH, TK_EW_TANH, TK_EW_SIGMOID };
-    static const char *const names[TK_EW_COUNT] = {
-        [TK_EW_RELU] = "relu", [TK_EW_GELU] = "gelu", [TK_EW_GELU_TANH] = "gelu tanh",
-        [TK_EW_TANH] = "tanh", [TK_EW_SIGMOID] = "sigmoid",
-        [TK_EW_GELU_BWD] = "gelu backward", [TK_EW_GELU_TANH_BWD] = "gelu tanh backward",
-    };
+    int ops[TT_OP_COUNT], nops = 0;                 /* every unary float row of the op table */
+    for (int o = 0; o < TT_OP_COUNT; o++) {
+        const tt__opdef *def = tt__op_def((tt_op)o);
+        if (def->kind == TT_OPK_UNARY && def->dtypes != TT__BOOL) ops[nops++] = def->kernel;
+    }
     int bad = 0, bad_pos = 0, bad_bwd = 0;
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
         int64_t n = sizes[si];
         float *x = ew_input((size_t)n + 1, 5), *o = malloc((size_t)(n + 1) * sizeof(float));
         for (int64_t i = 0; i < n; i += 11) x[i] *= 3.0f;           /* the tails too */
-        for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        for (int k = 0; k < nops; k++) {
             int op = ops[k];
             o[n] = 777.0f;
             tk_ew_unary(op, n, x, o);
@@ -729,7 +735,7 @@ static void test_ew_activations(void)
                          : op == TK_EW_RELU ? bits_of(o[i]) == bits_of((float)r)
                          : fabs(v - r) <= (1e-6 + 4.0 * (double)FLT_EPSILON * cond) * fabs(r) + ldexp(1.0, -126);
                 if (!good && bad++ < 5)
-                    printf("  %s %s n=%lld [%lld]: f(%.9g) = %.9g want %.9g\n", names[op], path_now,
+                    printf("  %s %s n=%lld [%lld]: f(%.9g) = %.9g want %.9g\n", code_name(op), path_now,
                            (long long)n, (long long)i, (double)x[i], v, r);
             }
             if (o[n] != 777.0f) bad++;
@@ -761,14 +767,14 @@ static void test_ew_activations(void)
                              : fabs(r) > (double)FLT_MAX ? fabs(v) >= (double)FLT_MAX && (v > 0) == (r > 0)
                              : fabs(v - r) <= 1e-6 * fabs(r) + 4e-7 * fabs((double)g[i * sg]);
                     if (!good && bad_bwd++ < 5)
-                        printf("  %s %s n=%lld [%lld]: g %.9g x %.9g: %.9g want %.9g\n", names[code], path_now,
+                        printf("  %s %s n=%lld [%lld]: g %.9g x %.9g: %.9g want %.9g\n", code_name(code), path_now,
                                (long long)n, (long long)i, (double)g[i * sg], xd, v, r);
                 }
             }
         free(x); free(o); free(g);
     }
     char d[128];
-    snprintf(d, sizeof d, "activations %s: relu exact, gelu (both), tanh, sigmoid within 1e-6, specials", path_now);
+    snprintf(d, sizeof d, "unary rows of the op table %s: relu exact, the others within 1e-6 and their conditioning, specials", path_now);
     CHECK(d, bad == 0);
     snprintf(d, sizeof d, "activations %s: bits independent of the start; in place = out of place", path_now);
     CHECK(d, bad_pos == 0);
@@ -789,10 +795,10 @@ static void test_ew_activations(void)
             if (fabs(r) < ldexp(1.0, -126)) continue;
             worst = e > worst ? e : worst;
             if (!(e <= 5e-7) && badw++ < 3)
-                printf("  %s %s: f(%.9g) = %.9g want %.9g\n", names[op], path_now, (double)sw[i], (double)so[i], r);
+                printf("  %s %s: f(%.9g) = %.9g want %.9g\n", code_name(op), path_now, (double)sw[i], (double)so[i], r);
         }
-        printf("  %s %s: %zu points, worst relative %.3g\n", names[op], path_now, ns, worst);
-        snprintf(d, sizeof d, "%s %s: within 5e-7 relative (4 ulp) over [-20, 20] and near 0", names[op], path_now);
+        printf("  %s %s: %zu points, worst relative %.3g\n", code_name(op), path_now, ns, worst);
+        snprintf(d, sizeof d, "%s %s: within 5e-7 relative (4 ulp) over [-20, 20] and near 0", code_name(op), path_now);
         CHECK(d, badw == 0);
     }
     free(sw); free(so);

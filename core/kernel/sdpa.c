@@ -289,265 +289,387 @@ static void pv_pairs(const sdpa_job *J, const uint16_t *P, int64_t ls, int m, in
     }
 }
 
-static void sdpa_task(sdpa_job *J, int64_t task)
+/* One task's state: its query block, the blocks of scratch it works in,
+   and each row's running softmax. */
+typedef struct sdpa_blk {
+    int64_t task, bh, b, h, hk, i0;
+    int64_t nq, nqp, ls, nkp, jend, lo0;   /* ls: S's row stride; keys from jend on are never seen */
+    int64_t out0;                           /* the block's first element of out */
+    char *outb;
+    float *W, *lse;                         /* the block's weights and lse rows, or NULL */
+    const uint8_t *M;                       /* the block's mask rows, or NULL */
+    int extra;                              /* per-score work beside the mask: bias, ALiBi, window */
+    float slope;
+    float *kp, *vp, *qp, *S, *pp, *O, *f32;
+    uint16_t *P16;                          /* with pairs: P's bfloat16 rows, stride ls */
+    /* per row: running max and sum; whether a key was visible; whether a
+       visible score was NaN or +inf (the row is then NaN) */
+    float *mrow, *lrow, *seen, *bad;
+} sdpa_blk;
+
+/* The task's query block and the keys it can see at all (jend); 0 when it
+   sees none, its rows then written empty. */
+static int blk_start(const sdpa_job *J, int64_t task, sdpa_blk *k)
+{
+    const tk_sdpa_args *a = J->a;
+    const tk_sdpa_opts *o = &a->o;
+    k->task = task;
+    k->i0 = task_row0(J, task, &k->bh);
+    k->b = k->bh / a->Hq, k->h = k->bh % a->Hq, k->hk = k->h / J->G;
+    k->nq = a->Nq - k->i0 < J->bq ? a->Nq - k->i0 : J->bq;
+    k->nqp = (k->nq + J->kn->mr - 1) / J->kn->mr * J->kn->mr;
+    k->ls = J->bk + S_PAD;
+    k->out0 = (k->bh * a->Nq + k->i0) * a->Dv;
+    k->outb = (char *)tk_sdpa_at(a->half, a->out, k->out0);
+    k->W = a->weights ? a->weights + (k->bh * a->Nq + k->i0) * a->Nk : NULL;
+    k->lse = a->lse ? a->lse + k->bh * a->Nq + k->i0 : NULL;
+    k->M = a->mask ? a->mask + k->b * a->ms_b + k->h * a->ms_h + k->i0 * a->ms_q : NULL;
+    k->jend = a->Nk;
+    if (a->causal) {
+        int64_t last = k->i0 + k->nq - 1 + J->off + 1;
+        k->jend = last < 0 ? 0 : last < a->Nk ? last : a->Nk;
+    }
+    k->extra = o->bias || o->alibi || o->window > 0;
+    k->slope = o->alibi ? tk_alibi_slope(k->h, a->Hq) : 0.0f;
+    /* window: the block's first row sees no key before lo0 but the sinks */
+    k->lo0 = o->window > 0 ? k->i0 + J->off - o->window + 1 : 0;
+    if (k->jend > 0) return 1;
+    memset(k->outb, 0, (size_t)(k->nq * a->Dv) * (a->half ? 2u : 4u));
+    if (k->W) memset(k->W, 0, (size_t)(k->nq * a->Nk) * sizeof(float));
+    if (k->lse) for (int64_t i = 0; i < k->nq; i++) k->lse[i] = -INFINITY;
+    J->empty[task] = k->nq;
+    return 0;
+}
+
+/* The task's scratch: packed K, V and Q, the score block S, a packed P
+   sliver (with pairs after P's bfloat16 rows), O with the row state after
+   it, and for 16-bit inputs their float32 rows. 0 when one is missing. */
+static int blk_scratch(const sdpa_job *J, sdpa_blk *k)
+{
+    const tk_sdpa_args *a = J->a;
+    int mr = J->kn->mr, nr = J->kn->nr;
+    int64_t Dh = a->Dh, dvp = J->dvp, nqp = k->nqp;
+    k->nkp = (a->Nk + nr - 1) / nr * nr;
+    k->kp = tk_scratch(TK_SCRATCH_SDPA_K, (size_t)(k->nkp * (Dh > 0 ? Dh : 1)) * sizeof(float));
+    k->vp = tk_scratch(TK_SCRATCH_SDPA_V, (size_t)(k->nkp * (dvp > 0 ? dvp : 1)) * sizeof(float));
+    k->qp = tk_scratch(TK_SCRATCH_SDPA_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
+    k->S = tk_scratch(TK_SCRATCH_SDPA_S, (size_t)(nqp * k->ls) * sizeof(float));
+    size_t np16 = J->pairs ? (size_t)(nqp * k->ls) * sizeof(uint16_t) : 0;
+    k->pp = tk_scratch(TK_SCRATCH_SDPA_P, np16 + (size_t)(mr * J->bk) * sizeof(float));
+    k->P16 = (uint16_t *)(void *)k->pp;
+    if (J->pairs) k->pp = (float *)(void *)(k->P16 + nqp * k->ls);
+    k->O = tk_scratch(TK_SCRATCH_SDPA_O, (size_t)(nqp * (dvp + 4)) * sizeof(float));
+    int64_t wide = Dh > a->Dv ? Dh : a->Dv, f32n = (k->nkp > k->nq ? k->nkp : k->nq) * (wide > 0 ? wide : 1);
+    k->f32 = a->half ? tk_scratch(TK_SCRATCH_SDPA_F32, (size_t)f32n * sizeof(float)) : NULL;
+    if (!k->kp || !k->vp || !k->qp || !k->S || !k->pp || !k->O || (a->half && !k->f32)) return 0;
+    k->mrow = k->O + nqp * dvp, k->lrow = k->mrow + nqp, k->seen = k->lrow + nqp, k->bad = k->seen + nqp;
+    return 1;
+}
+
+/* K and V of the task's kv head packed up to the last key block it needs,
+   unless this thread has them from an earlier task of this call. */
+static void blk_pack_kv(const sdpa_job *J, sdpa_blk *k)
+{
+    if (kv_cache.call != J->call || kv_cache.b != k->b || kv_cache.hk != k->hk) {
+        kv_cache.call = J->call; kv_cache.b = k->b; kv_cache.hk = k->hk; kv_cache.keys = 0;
+    }
+    int64_t need = (k->jend + J->bk - 1) / J->bk * J->bk;
+    if (need > k->nkp) need = k->nkp;
+    if (kv_cache.keys < need) {
+        pack_kv(J, k->b, k->hk, kv_cache.keys, need, k->kp, k->vp, k->nkp, k->f32);
+        kv_cache.keys = need;
+    }
+}
+
+/* The Q block as mr-row slivers (Dh x mr each): scaled float32, or with
+   pairs bfloat16 pairs unscaled (the micro-kernel scales S); 16-bit Q
+   otherwise converted to float32 first. */
+static void blk_pack_q(const sdpa_job *J, sdpa_blk *k)
+{
+    const tk_sdpa_args *a = J->a;
+    const tk_kern *kn = J->kn;
+    int hf = a->half;
+    const float *Q = tk_sdpa_at(hf, a->q, k->b * a->qs_b + k->h * a->qs_h + k->i0 * a->qs_n);
+    int64_t qs_n = a->qs_n, qs_d = a->qs_d, Dh = a->Dh;
+    if (Dh == 0) return;
+    if (J->pairs) {
+        tk_pack_a_pairs(kn, k->nq, Dh, (const uint16_t *)(const void *)Q, qs_n, qs_d, (uint16_t *)(void *)k->qp);
+        return;
+    }
+    if (hf) {
+        tk_sdpa_rows_f32(hf, k->nq, Dh, Q, qs_n, qs_d, k->f32);
+        Q = k->f32, qs_n = Dh, qs_d = 1;
+    }
+    tk_pack_a(kn, k->nq, Dh, Q, qs_n, qs_d, k->qp);
+    kn->scale(k->nqp * Dh, a->scale, k->qp, k->qp);
+}
+
+/* 1. S = (scale Q) K^T over the key block from j0 (nk keys), for each
+   sliver only the micro-tiles that hold a key it can see (the rest of its
+   rows is set by the softmax step). */
+static void blk_scores(const sdpa_job *J, const sdpa_blk *k, int64_t j0, int64_t nk)
 {
     const tk_sdpa_args *a = J->a;
     const tk_kern *kn = J->kn;
     int mr = kn->mr, nr = kn->nr;
+    int64_t Dh = a->Dh, dhp = (Dh + 1) / 2 * 2;   /* dhp: Dh in whole pairs */
+    for (int64_t jr = 0; jr < nk; jr += nr) {
+        int n = nk - jr < nr ? (int)(nk - jr) : nr;
+        for (int64_t ir = 0; ir < k->nq; ir += mr) {
+            int m = k->nq - ir < mr ? (int)(k->nq - ir) : mr;
+            if (jr >= row_keys(J, k->i0 + ir + m - 1, j0, nk) || jr + n <= first_key(J, k->i0 + ir, j0)) continue;
+            float *s = k->S + ir * k->ls + jr;
+            if (J->pairs)
+                kn->ukernel_bf16(dhp / 2, (const uint16_t *)(const void *)k->qp + ir * dhp,
+                                 (const uint16_t *)(const void *)k->kp + (j0 + jr) * dhp, s, k->ls, m, n, 0, a->scale);
+            else kn->ukernel(Dh, k->qp + ir * Dh, k->kp + (j0 + jr) * Dh, s, k->ls, m, n, 0);
+        }
+    }
+}
+
+/* Row i's scores [rb, lim) of the block from j0: masked keys and those the
+   window hides set to -inf, the others given their bias and ALiBi term;
+   how many stay visible. */
+static int64_t row_mask(const sdpa_job *J, const sdpa_blk *k, int64_t i, int64_t j0, float *s, int64_t rb,
+                        int64_t lim)
+{
+    const tk_sdpa_args *a = J->a;
+    const tk_sdpa_opts *o = &a->o;
+    int64_t visible = lim - rb;
+    const uint8_t *mi = k->M ? k->M + i * a->ms_q + j0 * a->ms_k : NULL;
+    if (mi && !k->extra) {
+        for (int64_t j = rb; j < lim; j++)
+            if (!mi[j * a->ms_k]) { s[j] = -INFINITY; visible--; }
+    } else if (k->extra) {
+        for (int64_t j = rb; j < lim; j++) {
+            if (!tk_sdpa_band(o, k->i0 + i, j0 + j, J->off) || (mi && !mi[j * a->ms_k])) {
+                s[j] = -INFINITY;
+                visible--;
+            } else {
+                s[j] += tk_sdpa_extra(o, k->slope, k->b, k->h, k->i0 + i, j0 + j, J->off);
+            }
+        }
+    }
+    return visible;
+}
+
+/* P = exp(s - mnew) over the row's lim computed keys into p (with pairs
+   as bfloat16 bits into p16, zeros up to `to`), dropout applied and
+   rounded to the 16-bit dtype as P V takes it; the row's sum before
+   dropout, NaN when a visible score was NaN or +inf. */
+static float row_exp(const sdpa_job *J, const sdpa_blk *k, int64_t i, int64_t j0, int64_t rb, const float *s,
+                     int64_t lim, int64_t to, float mnew, float *p, uint16_t *p16)
+{
+    const tk_sdpa_args *a = J->a;
+    const tk_sdpa_opts *o = &a->o;
+    const tk_kern *kn = J->kn;
+    int hf = a->half;
+    /* 16-bit without dropout: P rounded in the exp pass where the path can */
+    int fused = hf && o->dropout <= 0.0f && kn->sdpa_exp_sum_half;
     float (*exp_sum)(int64_t, const float *, float, float *) =
         kn->sdpa_exp_sum ? kn->sdpa_exp_sum : kn->exp_sum;
-    int64_t bh, i0 = task_row0(J, task, &bh);
-    int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / J->G;
-    if (J->small) {
-        int64_t e = kn->sdpa_head(a, b, h);
-        if (e >= 0) { J->empty[task] = e; return; }
+    float sum = J->pairs && fused ? kn->sdpa_exp_sum_bf16(lim, s, mnew, p16)
+                : fused ? kn->sdpa_exp_sum_half(lim, s, mnew, p, hf == TK_SDPA_BF16)
+                : exp_sum(lim, s, mnew, p);
+    if (sum != sum) return sum;
+    zero_p(J, p, p16, lim, to);
+    if (o->dropout > 0.0f) {   /* after the sum: lse and l are the undropped ones */
+        uint64_t n0 = (uint64_t)((k->bh * a->Nq + k->i0 + i) * a->Nk + j0 + rb);
+        for (int64_t j = 0; j < lim; j++)
+            p[j] *= tk_sdpa_keep(o->seed, n0 + (uint64_t)j) >= o->dropout ? J->keep_scale : 0.0f;
     }
-    int64_t nq = a->Nq - i0 < J->bq ? a->Nq - i0 : J->bq;
-    int64_t nqp = (nq + mr - 1) / mr * mr;
-    int64_t Dh = a->Dh, Dv = a->Dv, dvp = J->dvp, bk = J->bk, ls = bk + S_PAD;   /* ls: S row stride */
-    int hf = a->half;
-    int64_t out0 = (bh * a->Nq + i0) * Dv;          /* the block's first element of out */
-    char *outb = (char *)tk_sdpa_at(hf, a->out, out0);
-    J->empty[task] = 0;                     /* read by the caller even if this task fails */
-    float *W = a->weights ? a->weights + (bh * a->Nq + i0) * a->Nk : NULL;
-    float *lse = a->lse ? a->lse + bh * a->Nq + i0 : NULL;
+    if (J->pairs && !fused) tk_half_from_f32(1, lim, p, p16);   /* P V takes bfloat16 bits */
+    else if (hf && !fused) tk_sdpa_round(kn, hf, lim, p);       /* P V takes P in the 16-bit dtype */
+    return sum;
+}
 
-    /* keys this block can see at all */
-    int64_t jend = a->Nk;
-    if (a->causal) {
-        int64_t last = i0 + nq - 1 + J->off + 1;
-        jend = last < 0 ? 0 : last < a->Nk ? last : a->Nk;
+/* 2. Row i of the block from j0 (nk keys): mask, online softmax, P =
+   exp(S - m) in place of S. */
+static void blk_softmax_row(const sdpa_job *J, sdpa_blk *k, int64_t i, int64_t j0, int64_t nk)
+{
+    const tk_sdpa_args *a = J->a;
+    const tk_kern *kn = J->kn;
+    int mr = kn->mr;
+    float *s = k->S + i * k->ls, *p = s;
+    int64_t lim = row_keys(J, k->i0 + i, j0, nk);
+    int64_t rb = first_key(J, k->i0 + i / mr * mr, j0);   /* the sliver's first computed key */
+    if (rb > lim) rb = lim;
+    int64_t visible = row_mask(J, k, i, j0, s, rb, lim);
+    if (k->W) {   /* the masked scores; keys before rb and from lim on are hidden (P is 0 there) */
+        for (int64_t j = 0; j < rb; j++) s[j] = -INFINITY;
+        for (int64_t j = lim; j < nk; j++) s[j] = -INFINITY;
+        memcpy(k->W + i * a->Nk + j0, s, (size_t)nk * sizeof(float));
     }
-    const tk_sdpa_opts *op = &a->o;
-    int extra = op->bias || op->alibi || op->window > 0;   /* per-score work beside the mask */
-    float slope = op->alibi ? tk_alibi_slope(h, a->Hq) : 0.0f;
-    /* window: the block's first row sees no key before lo0 but the sinks */
-    int64_t lo0 = op->window > 0 ? i0 + J->off - op->window + 1 : 0;
-    if (jend == 0) {
-        memset(outb, 0, (size_t)(nq * Dv) * (hf ? 2u : 4u));
-        if (W) memset(W, 0, (size_t)(nq * a->Nk) * sizeof(float));
-        if (lse) for (int64_t i = 0; i < nq; i++) lse[i] = -INFINITY;
-        J->empty[task] = nq;
+    s += rb, p += rb, lim -= rb;   /* the row's computed keys, [rb, lim) */
+    uint16_t *p16 = k->P16 + i * k->ls + rb;   /* with pairs: P's bfloat16 row */
+    if (visible > 0) k->seen[i] = 1.0f;
+    if (k->bad[i] != 0.0f) {               /* the row will be NaN: skip its softmax */
+        zero_p(J, p, p16, 0, nk - rb);
         return;
     }
-
-    int64_t nkp = (a->Nk + nr - 1) / nr * nr;
-    float *kp = tk_scratch(TK_SCRATCH_SDPA_K, (size_t)(nkp * (Dh > 0 ? Dh : 1)) * sizeof(float));
-    float *vp = tk_scratch(TK_SCRATCH_SDPA_V, (size_t)(nkp * (dvp > 0 ? dvp : 1)) * sizeof(float));
-    float *qp = tk_scratch(TK_SCRATCH_SDPA_Q, (size_t)(nqp * (Dh > 0 ? Dh : 1)) * sizeof(float));
-    float *S = tk_scratch(TK_SCRATCH_SDPA_S, (size_t)(nqp * ls) * sizeof(float));
-    /* pp: a packed sliver of P; with pairs, first P's bfloat16 rows (stride ls) */
-    size_t np16 = J->pairs ? (size_t)(nqp * ls) * sizeof(uint16_t) : 0;
-    float *pp = tk_scratch(TK_SCRATCH_SDPA_P, np16 + (size_t)(mr * bk) * sizeof(float));
-    uint16_t *P16 = (uint16_t *)(void *)pp;
-    if (J->pairs) pp = (float *)(void *)(P16 + nqp * ls);
-    float *O = tk_scratch(TK_SCRATCH_SDPA_O, (size_t)(nqp * (dvp + 4)) * sizeof(float));
-    int64_t wide = Dh > Dv ? Dh : Dv, f32n = (nkp > nq ? nkp : nq) * (wide > 0 ? wide : 1);
-    float *f32 = hf ? tk_scratch(TK_SCRATCH_SDPA_F32, (size_t)f32n * sizeof(float)) : NULL;
-    if (!kp || !vp || !qp || !S || !pp || !O || (hf && !f32)) { J->failed = 1; return; }
-    /* per row: running max and sum; whether a key was visible; whether a
-       visible score was NaN or +inf (the row is then NaN) */
-    float *mrow = O + nqp * dvp, *lrow = mrow + nqp, *seen = lrow + nqp, *bad = seen + nqp;
-
-    if (kv_cache.call != J->call || kv_cache.b != b || kv_cache.hk != hk) {
-        kv_cache.call = J->call; kv_cache.b = b; kv_cache.hk = hk; kv_cache.keys = 0;
+    float mnew = kn->row_max(lim, s);
+    if (mnew < k->mrow[i]) mnew = k->mrow[i];
+    if (mnew == -INFINITY) {            /* nothing finite yet; a NaN the max dropped? */
+        for (int64_t j = 0; j < lim; j++) if (s[j] != s[j]) k->bad[i] = 1.0f;
+        zero_p(J, p, p16, 0, nk - rb);
+        return;
     }
-    int64_t need = (jend + bk - 1) / bk * bk;
-    if (need > nkp) need = nkp;
-    if (kv_cache.keys < need) {
-        pack_kv(J, b, hk, kv_cache.keys, need, kp, vp, nkp, f32);
-        kv_cache.keys = need;
+    /* A visible NaN or +inf score (hidden ones are -inf here) makes the
+       sum NaN: exp(NaN - m), exp(inf - inf) or a NaN max. So the sum is
+       the row's check, at no extra pass. */
+    float sum = row_exp(J, k, i, j0, rb, s, lim, nk - rb, mnew, p, p16);
+    if (sum != sum) {
+        k->bad[i] = 1.0f;
+        zero_p(J, p, p16, 0, nk - rb);
+        return;
     }
+    /* alpha = exp(m_old - m_new): 1 when the max stays (most blocks after
+       a row's first), and on the row's first visible block 0 for a sum of
+       0 and an O row of zeros (or NaN from 0 v), which scaling would leave
+       as they are */
+    float *o = k->O + i * J->dvp;
+    if (k->mrow[i] == -INFINITY) k->lrow[i] = sum;
+    else if (k->mrow[i] != mnew) {
+        float alpha = expf(k->mrow[i] - mnew);
+        k->lrow[i] = k->lrow[i] * alpha + sum;
+        kn->scale(a->Dv, alpha, o, o);
+    } else k->lrow[i] += sum;
+    k->mrow[i] = mnew;
+}
 
-    /* Q block as mr-row slivers (Dh x mr each), then scaled */
-    const float *Q = tk_sdpa_at(hf, a->q, b * a->qs_b + h * a->qs_h + i0 * a->qs_n);
-    int64_t qs_n = a->qs_n, qs_d = a->qs_d, dhp = (Dh + 1) / 2 * 2;   /* dhp: Dh in whole pairs */
-    if (J->pairs && Dh > 0)   /* as bfloat16 pairs, unscaled: the micro-kernel scales S */
-        tk_pack_a_pairs(kn, nq, Dh, (const uint16_t *)(const void *)Q, qs_n, qs_d, (uint16_t *)(void *)qp);
-    else if (hf && Dh > 0) {   /* converted to float32 first */
-        tk_sdpa_rows_f32(hf, nq, Dh, Q, qs_n, qs_d, f32);
-        Q = f32, qs_n = Dh, qs_d = 1;
+/* 3. O += P V, P read in place by full slivers (a last partial sliver is
+   packed, zero padded), over the keys the sliver sees: its P is +0 from
+   there on, and the micro-kernel sums each output as one fma chain over
+   keys in order, so dropping those trailing 0 v terms leaves each sum as
+   it was (but a -0 sum, which such a term may have turned into +0; added
+   to O, which is never -0 but after an underflowing rescale, it shows as
+   the same bits). As with the keys past the block, a hidden key's v is
+   not read. */
+static void blk_pv(const sdpa_job *J, const sdpa_blk *k, int64_t j0, int64_t nk)
+{
+    const tk_kern *kn = J->kn;
+    int mr = kn->mr, nr = kn->nr;
+    int64_t dvp = J->dvp, Dv = J->a->Dv, ls = k->ls;
+    for (int64_t ir = 0; ir < k->nq; ir += mr) {
+        int m = k->nq - ir < mr ? (int)(k->nq - ir) : mr;
+        int64_t kl = row_keys(J, k->i0 + ir + m - 1, j0, nk);   /* keys the sliver sees */
+        int64_t kb = first_key(J, k->i0 + ir, j0);              /* from its first (window) */
+        const float *P = k->S + ir * ls + kb;
+        if (kl <= kb) continue;
+        kl -= kb;
+        if (J->pairs) {
+            pv_pairs(J, k->P16 + ir * ls + kb, ls, m, kl, (uint16_t *)(void *)k->pp,
+                     (const uint16_t *)(const void *)k->vp + (j0 + kb) * nr, k->nkp, k->O + ir * dvp);
+            continue;
+        }
+        if (m < mr || !kn->ukernel_rows) {
+            for (int64_t i = 0; i < mr; i++)
+                for (int64_t j = 0; j < kl; j++) k->pp[j * mr + i] = i < m ? P[i * ls + j] : 0.0f;
+            P = NULL;
+        }
+        for (int64_t t = 0; t < dvp; t += nr) {
+            int n = Dv - t < nr ? (int)(Dv - t) : nr;
+            const float *vs = k->vp + t * k->nkp + (j0 + kb) * nr;
+            float *o = k->O + ir * dvp + t;
+            if (P) kn->ukernel_rows(kl, P, ls, vs, o, dvp, n, 1);
+            else kn->ukernel(kl, k->pp, vs, o, dvp, m, n, 1);
+        }
     }
-    if (Dh > 0 && !J->pairs) {
-        tk_pack_a(kn, nq, Dh, Q, qs_n, qs_d, qp);
-        kn->scale(nqp * Dh, a->scale, qp, qp);
-    }
-    memset(O, 0, (size_t)(nqp * dvp) * sizeof(float));
-    for (int64_t i = 0; i < nq; i++) { mrow[i] = -INFINITY; lrow[i] = seen[i] = bad[i] = 0.0f; }
+}
 
-    if (W && op->window > 0)   /* the blocks the band skips are hidden keys */
-        for (int64_t t = 0; t < nq * a->Nk; t++) W[t] = -INFINITY;
-
-    const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + i0 * a->ms_q : NULL;
-    for (int64_t j0 = 0; j0 < jend; j0 += bk) {
-        int64_t nk = jend - j0 < bk ? jend - j0 : bk;
-        if (j0 + nk <= lo0 && j0 >= op->sinks) continue;   /* below the band */
-        /* the last key block fetches the output rows and the next task's
-           Q rows, a row of each with each score row */
+/* The key blocks from the first the window leaves to the last the block
+   sees: scores, softmax, P V. The last fetches the output rows and the
+   next task's Q rows, a row of each with each score row. */
+static void blk_keys(const sdpa_job *J, sdpa_blk *k)
+{
+    const tk_sdpa_args *a = J->a;
+    int hf = a->half;
+    for (int64_t j0 = 0; j0 < k->jend; j0 += J->bk) {
+        int64_t nk = k->jend - j0 < J->bk ? k->jend - j0 : J->bk;
+        if (j0 + nk <= k->lo0 && j0 >= a->o.sinks) continue;   /* below the band */
         const float *nQ = NULL;
-        int64_t nq1 = 0;
-        if (j0 + bk >= jend && task + 1 < J->ntask && a->qs_d == 1) {
-            int64_t nbh, n0 = task_row0(J, task + 1, &nbh);
+        int64_t nq1 = 0, last = j0 + J->bk >= k->jend;
+        if (last && k->task + 1 < J->ntask && a->qs_d == 1) {
+            int64_t nbh, n0 = task_row0(J, k->task + 1, &nbh);
             nQ = tk_sdpa_at(hf, a->q, nbh / a->Hq * a->qs_b + nbh % a->Hq * a->qs_h + n0 * a->qs_n);
             nq1 = a->Nq - n0 < J->bq ? a->Nq - n0 : J->bq;
         }
-        /* 1. S = (scale Q) K^T, for each sliver only the micro-tiles that
-           hold a key it can see (the rest of its rows is set below) */
-        for (int64_t jr = 0; jr < nk; jr += nr) {
-            int n = nk - jr < nr ? (int)(nk - jr) : nr;
-            for (int64_t ir = 0; ir < nq; ir += mr) {
-                int m = nq - ir < mr ? (int)(nq - ir) : mr;
-                if (jr >= row_keys(J, i0 + ir + m - 1, j0, nk) || jr + n <= first_key(J, i0 + ir, j0)) continue;
-                if (J->pairs)
-                    kn->ukernel_bf16(dhp / 2, (const uint16_t *)(const void *)qp + ir * dhp,
-                                     (const uint16_t *)(const void *)kp + (j0 + jr) * dhp, S + ir * ls + jr, ls, m, n, 0,
-                                     a->scale);
-                else kn->ukernel(Dh, qp + ir * Dh, kp + (j0 + jr) * Dh, S + ir * ls + jr, ls, m, n, 0);
-            }
+        blk_scores(J, k, j0, nk);
+        for (int64_t i = 0; i < k->nq; i++) {
+            if (last) fetch(k->outb + i * a->Dv * (hf ? 2 : 4), a->Dv * (hf ? 2 : 4), 1);
+            if (i < nq1) fetch(tk_sdpa_at(hf, nQ, i * a->qs_n), a->Dh * (hf ? 2 : 4), 0);
+            blk_softmax_row(J, k, i, j0, nk);
         }
-        /* 2. mask and online softmax, row by row; P = exp(S - m) */
-        for (int64_t i = 0; i < nq; i++) {
-            float *s = S + i * ls, *p = s;
-            if (j0 + bk >= jend) fetch(outb + i * Dv * (hf ? 2 : 4), Dv * (hf ? 2 : 4), 1);
-            if (i < nq1) fetch(tk_sdpa_at(hf, nQ, i * a->qs_n), Dh * (hf ? 2 : 4), 0);
-            int64_t lim = row_keys(J, i0 + i, j0, nk);
-            int64_t rb = first_key(J, i0 + i / mr * mr, j0);   /* the sliver's first computed key */
-            if (rb > lim) rb = lim;
-            int64_t visible = lim - rb;
-            if (M && !extra) {
-                const uint8_t *mi = M + i * a->ms_q + j0 * a->ms_k;
-                for (int64_t j = rb; j < lim; j++)
-                    if (!mi[j * a->ms_k]) { s[j] = -INFINITY; visible--; }
-            } else if (extra) {   /* hidden by the window or the mask, else plus bias and ALiBi */
-                const uint8_t *mi = M ? M + i * a->ms_q + j0 * a->ms_k : NULL;
-                for (int64_t j = rb; j < lim; j++) {
-                    if (!tk_sdpa_band(op, i0 + i, j0 + j, J->off) || (mi && !mi[j * a->ms_k])) {
-                        s[j] = -INFINITY;
-                        visible--;
-                    } else {
-                        s[j] += tk_sdpa_extra(op, slope, b, h, i0 + i, j0 + j, J->off);
-                    }
-                }
-            }
-            if (W) {   /* the masked scores; keys before rb and from lim on are hidden (P is 0 there) */
-                for (int64_t j = 0; j < rb; j++) s[j] = -INFINITY;
-                for (int64_t j = lim; j < nk; j++) s[j] = -INFINITY;
-                memcpy(W + i * a->Nk + j0, s, (size_t)nk * sizeof(float));
-            }
-            s += rb, p += rb, lim -= rb;   /* the row's computed keys, [rb, lim) */
-            if (visible > 0) seen[i] = 1.0f;
-            if (bad[i] != 0.0f) {               /* the row will be NaN: skip its softmax */
-                zero_p(J, p, P16 + i * ls + rb, 0, nk - rb);
-                continue;
-            }
-            float mnew = kn->row_max(lim, s);
-            if (mnew < mrow[i]) mnew = mrow[i];
-            if (mnew == -INFINITY) {            /* nothing finite yet; a NaN the max dropped? */
-                for (int64_t j = 0; j < lim; j++) if (s[j] != s[j]) bad[i] = 1.0f;
-                zero_p(J, p, P16 + i * ls + rb, 0, nk - rb);
-                continue;
-            }
-            /* A visible NaN or +inf score (hidden ones are -inf here) makes
-               the sum NaN: exp(NaN - m), exp(inf - inf) or a NaN max. So
-               the sum is the row's check, at no extra pass. */
-            /* 16-bit without dropout: P rounded in the exp pass where the path can */
-            int fused = hf && op->dropout <= 0.0f && kn->sdpa_exp_sum_half;
-            uint16_t *p16 = P16 + i * ls + rb;   /* with pairs: P's bfloat16 row */
-            float sum = J->pairs && fused ? kn->sdpa_exp_sum_bf16(lim, s, mnew, p16)
-                        : fused ? kn->sdpa_exp_sum_half(lim, s, mnew, p, hf == TK_SDPA_BF16)
-                        : exp_sum(lim, s, mnew, p);
-            if (sum != sum) {
-                bad[i] = 1.0f;
-                zero_p(J, p, P16 + i * ls + rb, 0, nk - rb);
-                continue;
-            }
-            zero_p(J, p, P16 + i * ls + rb, lim, nk - rb);
-            if (op->dropout > 0.0f) {   /* after the sum: lse and l are the undropped ones */
-                uint64_t n0 = (uint64_t)((bh * a->Nq + i0 + i) * a->Nk + j0 + rb);
-                for (int64_t j = 0; j < lim; j++)
-                    p[j] *= tk_sdpa_keep(op->seed, n0 + (uint64_t)j) >= op->dropout ? J->keep_scale : 0.0f;
-            }
-            if (J->pairs && !fused) tk_half_from_f32(1, lim, p, p16);   /* P V takes bfloat16 bits */
-            else if (hf && !fused) tk_sdpa_round(kn, hf, lim, p);   /* P V takes P in the 16-bit dtype */
-            /* alpha = exp(m_old - m_new): 1 when the max stays (most blocks
-               after a row's first), and on the row's first visible block 0
-               for a sum of 0 and an O row of zeros (or NaN from 0 v), which
-               scaling would leave as they are */
-            if (mrow[i] == -INFINITY) lrow[i] = sum;
-            else if (mrow[i] != mnew) {
-                float alpha = expf(mrow[i] - mnew);
-                lrow[i] = lrow[i] * alpha + sum;
-                kn->scale(Dv, alpha, O + i * dvp, O + i * dvp);
-            } else lrow[i] += sum;
-            mrow[i] = mnew;
-        }
-        /* 3. O += P V, P read in place by full slivers (a last partial
-           sliver is packed, zero padded), over the keys the sliver sees:
-           its P is +0 from there on, and the micro-kernel sums each output
-           as one fma chain over keys in order, so dropping those trailing
-           0 v terms leaves each sum as it was (but a -0 sum, which such a
-           term may have turned into +0; added to O, which is never -0 but
-           after an underflowing rescale, it shows as the same bits). As
-           with the keys past the block, a hidden key's v is not read. */
-        for (int64_t ir = 0; ir < nq; ir += mr) {
-            int m = nq - ir < mr ? (int)(nq - ir) : mr;
-            int64_t kl = row_keys(J, i0 + ir + m - 1, j0, nk);   /* keys the sliver sees */
-            int64_t kb = first_key(J, i0 + ir, j0);              /* from its first (window) */
-            const float *P = S + ir * ls + kb;
-            if (kl <= kb) continue;
-            kl -= kb;
-            if (J->pairs) {
-                pv_pairs(J, P16 + ir * ls + kb, ls, m, kl, (uint16_t *)(void *)pp,
-                         (const uint16_t *)(const void *)vp + (j0 + kb) * nr, nkp, O + ir * dvp);
-                continue;
-            }
-            if (m < mr || !kn->ukernel_rows) {
-                for (int64_t i = 0; i < mr; i++)
-                    for (int64_t j = 0; j < kl; j++) pp[j * mr + i] = i < m ? P[i * ls + j] : 0.0f;
-                P = NULL;
-            }
-            for (int64_t t = 0; t < dvp; t += nr) {
-                int n = Dv - t < nr ? (int)(Dv - t) : nr;
-                const float *vs = vp + t * nkp + (j0 + kb) * nr;
-                float *o = O + ir * dvp + t;
-                if (P) kn->ukernel_rows(kl, P, ls, vs, o, dvp, n, 1);
-                else kn->ukernel(kl, pp, vs, o, dvp, m, n, 1);
-            }
-        }
+        blk_pv(J, k, j0, nk);
     }
+}
 
-    /* 4. out = O / l; rows that saw no key give zeros; rows with a NaN or
-       +inf score, or only -inf scores, give NaN as the formula does */
-    int64_t empty = 0;
-    for (int64_t i = 0; i < nq; i++) {
-        float *w = W ? W + i * a->Nk : NULL;
-        if (seen[i] == 0.0f || bad[i] != 0.0f || mrow[i] == -INFINITY) {
-            float fill = seen[i] != 0.0f ? NAN : 0.0f;
-            fill_row(hf, a->out, out0 + i * Dv, Dv, fill);
+/* 4. out = O / l; rows that saw no key give zeros; rows with a NaN or
+   +inf score, or only -inf scores, give NaN as the formula does. The
+   weights from the saved masked scores, final max and sum. Returns the
+   rows that saw no key. */
+static int64_t blk_finish(const sdpa_job *J, const sdpa_blk *k)
+{
+    const tk_sdpa_args *a = J->a;
+    const tk_sdpa_opts *o = &a->o;
+    const tk_kern *kn = J->kn;
+    int hf = a->half;
+    int64_t empty = 0, Dv = a->Dv, jend = k->jend;
+    for (int64_t i = 0; i < k->nq; i++) {
+        float *w = k->W ? k->W + i * a->Nk : NULL, *oi = k->O + i * J->dvp;
+        int64_t at = k->out0 + i * Dv;
+        if (k->seen[i] == 0.0f || k->bad[i] != 0.0f || k->mrow[i] == -INFINITY) {
+            float fill = k->seen[i] != 0.0f ? NAN : 0.0f;
+            fill_row(hf, a->out, at, Dv, fill);
             if (w) for (int64_t j = 0; j < a->Nk; j++) w[j] = fill;
-            if (lse) lse[i] = seen[i] != 0.0f ? NAN : -INFINITY;
-            empty += seen[i] == 0.0f;
+            if (k->lse) k->lse[i] = k->seen[i] != 0.0f ? NAN : -INFINITY;
+            empty += k->seen[i] == 0.0f;
             continue;
         }
-        float inv = 1.0f / lrow[i];
-        if (lse) lse[i] = mrow[i] + logf(lrow[i]);
-        if (!hf) kn->scale(Dv, inv, O + i * dvp, a->out + out0 + i * Dv);
+        float inv = 1.0f / k->lrow[i];
+        if (k->lse) k->lse[i] = k->mrow[i] + logf(k->lrow[i]);
+        if (!hf) kn->scale(Dv, inv, oi, a->out + at);
         else {   /* scaled in place, then rounded once into out */
-            kn->scale(Dv, inv, O + i * dvp, O + i * dvp);
-            put_row(hf, a->out, out0 + i * Dv, Dv, O + i * dvp);
+            kn->scale(Dv, inv, oi, oi);
+            put_row(hf, a->out, at, Dv, oi);
         }
-        if (w) {   /* weights from the saved masked scores, final max and sum */
-            kn->exp_sum(jend, w, mrow[i], w);
-            kn->scale(jend, inv, w, w);
-            if (op->dropout > 0.0f) {   /* the weights V is multiplied by */
-                uint64_t n0 = (uint64_t)((bh * a->Nq + i0 + i) * a->Nk);
-                for (int64_t j = 0; j < jend; j++)
-                    w[j] *= tk_sdpa_keep(op->seed, n0 + (uint64_t)j) >= op->dropout ? J->keep_scale : 0.0f;
-            }
-            memset(w + jend, 0, (size_t)(a->Nk - jend) * sizeof(float));
+        if (!w) continue;
+        kn->exp_sum(jend, w, k->mrow[i], w);
+        kn->scale(jend, inv, w, w);
+        if (o->dropout > 0.0f) {   /* the weights V is multiplied by */
+            uint64_t n0 = (uint64_t)((k->bh * a->Nq + k->i0 + i) * a->Nk);
+            for (int64_t j = 0; j < jend; j++)
+                w[j] *= tk_sdpa_keep(o->seed, n0 + (uint64_t)j) >= o->dropout ? J->keep_scale : 0.0f;
         }
+        memset(w + jend, 0, (size_t)(a->Nk - jend) * sizeof(float));
     }
-    J->empty[task] = empty;
+    return empty;
+}
+
+/* One task: a head to the path's small-shape kernel, or a query block of
+   it through the tiled steps (float32, 16-bit converted, or bfloat16
+   pairs, as the job says). */
+static void sdpa_task(sdpa_job *J, int64_t task)
+{
+    const tk_sdpa_args *a = J->a;
+    sdpa_blk k;
+    if (J->small) {
+        int64_t bh;
+        task_row0(J, task, &bh);
+        int64_t e = J->kn->sdpa_head(a, bh / a->Hq, bh % a->Hq);
+        if (e >= 0) { J->empty[task] = e; return; }
+    }
+    J->empty[task] = 0;                     /* read by the caller even if this task fails */
+    if (!blk_start(J, task, &k)) return;
+    if (!blk_scratch(J, &k)) { J->failed = 1; return; }
+    blk_pack_kv(J, &k);
+    blk_pack_q(J, &k);
+    memset(k.O, 0, (size_t)(k.nqp * J->dvp) * sizeof(float));
+    for (int64_t i = 0; i < k.nq; i++) { k.mrow[i] = -INFINITY; k.lrow[i] = k.seen[i] = k.bad[i] = 0.0f; }
+    if (k.W && a->o.window > 0)   /* the blocks the band skips are hidden keys */
+        for (int64_t t = 0; t < k.nq * a->Nk; t++) k.W[t] = -INFINITY;
+    blk_keys(J, &k);
+    J->empty[task] = blk_finish(J, &k);
 }
 
 static void sdpa_range(void *ctx, int64_t begin, int64_t end)

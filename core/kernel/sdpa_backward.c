@@ -9,7 +9,7 @@
 
 #include "kernels.h"
 
-/* Letters as in sdpa_kernel.c. With P = softmax(scale S) and D = rowsum(dO∘O):
+/* Letters as in sdpa.c. With P = softmax(scale S) and D = rowsum(dO∘O):
    dV = Pᵀ dO, dP = dO Vᵀ, dS = P∘(dP − D), dQ = scale dS K, dK = scale dSᵀ Q.
    P is exp(scale s − lse) where visible, 0 where hidden. */
 

@@ -70,6 +70,40 @@ static tt_status gemm_into(tt_tensor *out, int64_t nbatch, int64_t M, int64_t N,
     return tt__err(TT_ENOMEM, "matmul: no memory for a float32 copy of the %s result: %s", dims, why);
 }
 
+/* The nb batch dims of a @ b (right aligned, the last two of each are the
+   matrices): their broadcast sizes, each operand's strides along them (0
+   where it broadcasts) and their names, unified. */
+static tt_status batch_dims(const tt_tensor *a, const tt_tensor *b, int nb, int64_t *bshape, int64_t *as,
+                            int64_t *bs, const char **names)
+{
+    char sa[SHAPE_BUF], sb[SHAPE_BUF];
+    int abn = a->ndim > 2 ? a->ndim - 2 : 0, bbn = b->ndim > 2 ? b->ndim - 2 : 0;
+    for (int i = 0; i < nb; i++) {
+        int ia = i - (nb - abn), ib = i - (nb - bbn);
+        int64_t x = ia >= 0 ? a->shape[ia] : 1, y = ib >= 0 ? b->shape[ib] : 1;
+        const char *p = ia >= 0 ? a->names[ia] : NULL, *q = ib >= 0 ? b->names[ib] : NULL;
+        if (x != y && x != 1 && y != 1) {
+            /* one a multiple of the other: heads shared as in GQA */
+            char hint[SHAPE_BUF] = "";
+            if (x > 0 && y > 0 && (x % y == 0 || y % x == 0))
+                snprintf(hint, sizeof hint, "; hint: x:repeat_interleave(%lld, %d) repeats the %s operand's "
+                         "%lld into %lld (as in GQA; tt.sdpa shares K/V heads without a copy)",
+                         (long long)(x > y ? x / y : y / x), (x > y ? ib : ia) + 1, x > y ? "right" : "left",
+                         (long long)(x > y ? y : x), (long long)(x > y ? x : y));
+            return tt__err(TT_ESHAPE, "matmul: batch dims cannot broadcast: %s @ %s (batch dim %d: %lld vs %lld)%s",
+                           shp(a, sa), shp(b, sb), i + 1, (long long)x, (long long)y, hint);
+        }
+        if (p && q && p != q && strcmp(p, q) != 0)
+            return tt__err(TT_ESHAPE, "matmul: batch dim names differ: '%s' vs '%s' at batch dim %d of %s @ %s; "
+                           "hint: rename with x:named(...)", p, q, i + 1, shp(a, sa), shp(b, sb));
+        bshape[i] = x == 1 ? y : x;
+        names[i] = p ? p : q;
+        as[i] = x == bshape[i] && ia >= 0 ? a->stride[ia] : 0;
+        bs[i] = y == bshape[i] && ib >= 0 ? b->stride[ib] : 0;
+    }
+    return TT_OK;
+}
+
 /* a [..., M, K] @ b [..., K, N] -> [..., M, N]; a 1-D a is [1, K] and a 1-D
    b is [K, 1], their promoted dim dropped from the result. 16-bit operands
    are read in place: the GEMM's packers convert them to float32 (or keep
@@ -101,29 +135,8 @@ static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor
     int abn = an > 2 ? an - 2 : 0, bbn = bn > 2 ? bn - 2 : 0, nb = abn > bbn ? abn : bbn;
     int64_t bshape[TT_MAX_DIMS], as[TT_MAX_DIMS], bs[TT_MAX_DIMS];
     const char *names[TT_MAX_DIMS];
-    for (int i = 0; i < nb; i++) {
-        int ia = i - (nb - abn), ib = i - (nb - bbn);
-        int64_t x = ia >= 0 ? a->shape[ia] : 1, y = ib >= 0 ? b->shape[ib] : 1;
-        const char *p = ia >= 0 ? a->names[ia] : NULL, *q = ib >= 0 ? b->names[ib] : NULL;
-        if (x != y && x != 1 && y != 1) {
-            /* one a multiple of the other: heads shared as in GQA */
-            char hint[SHAPE_BUF] = "";
-            if (x > 0 && y > 0 && (x % y == 0 || y % x == 0))
-                snprintf(hint, sizeof hint, "; hint: x:repeat_interleave(%lld, %d) repeats the %s operand's "
-                         "%lld into %lld (as in GQA; tt.sdpa shares K/V heads without a copy)",
-                         (long long)(x > y ? x / y : y / x), (x > y ? ib : ia) + 1, x > y ? "right" : "left",
-                         (long long)(x > y ? y : x), (long long)(x > y ? x : y));
-            return tt__err(TT_ESHAPE, "matmul: batch dims cannot broadcast: %s @ %s (batch dim %d: %lld vs %lld)%s",
-                           shp(a, sa), shp(b, sb), i + 1, (long long)x, (long long)y, hint);
-        }
-        if (p && q && p != q && strcmp(p, q) != 0)
-            return tt__err(TT_ESHAPE, "matmul: batch dim names differ: '%s' vs '%s' at batch dim %d of %s @ %s; "
-                           "hint: rename with x:named(...)", p, q, i + 1, shp(a, sa), shp(b, sb));
-        bshape[i] = x == 1 ? y : x;
-        names[i] = p ? p : q;
-        as[i] = x == bshape[i] && ia >= 0 ? a->stride[ia] : 0;
-        bs[i] = y == bshape[i] && ib >= 0 ? b->stride[ib] : 0;
-    }
+    tt_status st = batch_dims(a, b, nb, bshape, as, bs, names);
+    if (st) return st;
     int nd = nb;
     int64_t shape[TT_MAX_DIMS];
     memcpy(shape, bshape, (size_t)nb * sizeof *shape);
@@ -136,7 +149,7 @@ static tt_status matmul_impl(tt_tensor *out, const tt_tensor *a, const tt_tensor
         names[nd++] = b->names[bn - 1];
     }
     tt_dtype dt = tt__is_half(a->dtype) || tt__is_half(b->dtype) ? tt_promote_float(a->dtype, b->dtype) : TT_FLOAT32;
-    tt_status st = tt__alloc(out, "matmul", dt, nd, shape, names);
+    st = tt__alloc(out, "matmul", dt, nd, shape, names);
     if (st) return st;
     int64_t nbatch = 1;
     for (int i = 0; i < nb; i++) nbatch *= bshape[i];

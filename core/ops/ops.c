@@ -341,18 +341,18 @@ static tt_dtype half_result(const tt_tensor *a, const tt_tensor *b)
     return tt_promote_float(x, y);
 }
 
-/* An op's impl on a 16-bit a: run on its float32 copy, the result
-   (named res, a float32 tensor) rounded to a's dtype. */
-#define HALF_VIA_FLOAT(name, res, call) do { \
-        if (tt__is_half(a->dtype)) { \
-            tt_tensor fa_ = {0}; \
-            const tt_tensor *half_ = a; \
-            tt_status st_ = tt__widen(&fa_, name, &a); \
-            if (st_ == TT_OK) st_ = (call); \
-            tt_tensor_release(&fa_); \
-            return st_ ? st_ : tt__round_to(res, name, half_->dtype); \
-        } \
-    } while (0)
+/* The end of an impl's 16-bit way, which reads:
+       tt_tensor fa = {0};
+       tt_dtype half = a->dtype;
+       tt_status st = tt__widen(&fa, name, &a);     (a now points at fa)
+       return half_done(st ? st : impl(res, a, ...), &fa, res, name, half);
+   the impl run on a's float32 copy fa, fa let go, and the float32 result
+   res rounded once to the 16-bit dtype. */
+static tt_status half_done(tt_status st, tt_tensor *fa, tt_tensor *res, const char *name, tt_dtype half)
+{
+    tt_tensor_release(fa);
+    return st ? st : tt__round_to(res, name, half);
+}
 
 /* ===== Elementwise ops ===== */
 
@@ -765,7 +765,10 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, const tt__opdef *
     const char *name = def->name;
     char sa[SHAPE_BUF];
     if (tt__is_half(a->dtype) && vals) {   /* values rounded once; indices as they are */
-        HALF_VIA_FLOAT(name, vals, reduce_impl(vals, idxs, def, a, d, keepdim));
+        tt_tensor fa = {0};
+        tt_dtype half = a->dtype;
+        tt_status s2 = tt__widen(&fa, name, &a);
+        return half_done(s2 ? s2 : reduce_impl(vals, idxs, def, a, d, keepdim), &fa, vals, name, half);
     } else if (tt__is_half(a->dtype)) {
         tt_tensor fa = {0};
         tt_status s2 = tt__widen(&fa, name, &a);
@@ -1111,7 +1114,12 @@ static tt_status softmax_impl(tt_tensor *out, tt_op op, const tt_tensor *a, int 
     char sa[SHAPE_BUF];
     const char *name = tt_op_name(op);
     int log = op == TT_OP_LOG_SOFTMAX;
-    HALF_VIA_FLOAT(name, out, softmax_impl(out, op, a, d));     /* float32 inside, one rounding */
+    if (tt__is_half(a->dtype)) {     /* float32 inside, one rounding */
+        tt_tensor fa = {0};
+        tt_dtype half = a->dtype;
+        tt_status st = tt__widen(&fa, name, &a);
+        return half_done(st ? st : softmax_impl(out, op, a, d), &fa, out, name, half);
+    }
     if (a->dtype != TT_FLOAT32)
         return tt__err(TT_EARG, "%s: expects float32, got %s %s; hint: x:float()", name,
                        tt_dtype_name(a->dtype), shp(a, sa));
@@ -1217,7 +1225,12 @@ static tt_status masked_fill_impl(tt_tensor *out, const tt_tensor *a, const tt_t
     if (mask->dtype != TT_BOOL)
         return tt__err(TT_EARG, "masked_fill: mask must be bool, got %s %s for %s; hint: mask:bool()",
                        tt_dtype_name(mask->dtype), shp(mask, sm), shp(a, sa));
-    HALF_VIA_FLOAT("masked_fill", out, masked_fill_impl(out, a, mask, value));  /* value rounded as float32, then to a's dtype */
+    if (tt__is_half(a->dtype)) {     /* value rounded as float32, then to a's dtype */
+        tt_tensor fa = {0};
+        tt_dtype half = a->dtype;
+        tt_status st = tt__widen(&fa, "masked_fill", &a);
+        return half_done(st ? st : masked_fill_impl(out, a, mask, value), &fa, out, "masked_fill", half);
+    }
     int nd;
     int64_t shape[TT_MAX_DIMS];
     const char *names[TT_MAX_DIMS];

@@ -100,6 +100,57 @@ static tt_status pat_err_bare(const pat_ctx *c, tt_status st, const char *fmt, .
 static int is_ident_start(int ch) { return isalpha(ch) || ch == '_'; }
 static int is_ident_char(int ch) { return isalnum(ch) || ch == '_'; }
 
+/* The token [p, p + len) as an axis: '...', '1' (where flags allow it)
+   or a name; an error naming it otherwise. */
+static tt_status read_axis(const pat_ctx *c, const char *p, int len, const char *where, int flags,
+                           const pat_side *side, pat_axis *axp)
+{
+    pat_axis ax;
+    unsigned char ch = (unsigned char)*p;
+    if (len == 3 && strncmp(p, "...", 3) == 0) {
+        if (side->ellipsis >= 0)
+            return pat_err(c, TT_EARG, "'...' appears twice %s", where);
+        ax.kind = AX_ELLIPSIS;
+        strcpy(ax.name, "...");
+    } else if (memchr(p, '.', (size_t)len)) {
+        int glued = 0;
+        for (int i = 0; i + 3 <= len && !glued; i++) glued = strncmp(p + i, "...", 3) == 0;
+        if (glued)
+            return pat_err(c, TT_EARG, "'%.*s' %s glues '...' to a name; write them apart, e.g. '... x'",
+                           len, p, where);
+        return pat_err(c, TT_EARG, "a '.' that is not part of '...' %s, in '%.*s'", where, len, p);
+    } else if (isdigit(ch) && !(flags & PS_LETTERS)) {
+        if (!(flags & PS_UNITS))
+            return pat_err(c, TT_EARG, "'%.*s' %s is not an axis name", len, p, where);
+        if (len != 1 || ch != '1')
+            return pat_err(c, TT_EARG, "'%.*s' %s is not an axis: only '1' may stand for an "
+                           "unnamed axis (of length 1)", len, p, where);
+        ax.kind = AX_UNIT;
+        strcpy(ax.name, "1");
+    } else {
+        for (int i = 0; i < len; i++) {
+            int good = (flags & PS_LETTERS) ? isalpha((unsigned char)p[i])
+                     : i == 0 ? is_ident_start((unsigned char)p[i]) : is_ident_char((unsigned char)p[i]);
+            if (!good) {
+                if (len == 1)
+                    return pat_err(c, TT_EARG, "unexpected character '%c' %s", p[i], where);
+                return pat_err(c, TT_EARG, "unexpected character '%c' %s, in '%.*s'", p[i], where, len, p);
+            }
+        }
+        if (p[0] == '_' || p[len - 1] == '_')
+            return pat_err(c, TT_EARG, "axis name '%.*s' %s starts or ends with '_', which einops "
+                           "does not allow", len, p, where);
+        if (len >= PAT_NAME_MAX)
+            return pat_err(c, TT_EARG, "axis name '%.*s...' %s is too long (at most %d characters)",
+                           PAT_NAME_MAX - 1, p, where, PAT_NAME_MAX - 1);
+        ax.kind = AX_NAMED;
+        memcpy(ax.name, p, (size_t)len);
+        ax.name[len] = '\0';
+    }
+    *axp = ax;
+    return TT_OK;
+}
+
 /* Parses [s, end) into side; `where` ("on the left", "in operand 2", ...) names it in
    errors. */
 static tt_status parse_side(const pat_ctx *c, const char *s, const char *end,
@@ -144,46 +195,9 @@ static tt_status parse_side(const pat_ctx *c, const char *s, const char *end,
         else while (q < end && !isspace((unsigned char)*q) && *q != '(' && *q != ')') q++;
         if (q > end) q = end;
         int len = (int)(q - p);
-        if (len == 3 && strncmp(p, "...", 3) == 0) {
-            if (side->ellipsis >= 0)
-                return pat_err(c, TT_EARG, "'...' appears twice %s", where);
-            ax.kind = AX_ELLIPSIS;
-            strcpy(ax.name, "...");
-        } else if (memchr(p, '.', (size_t)len)) {
-            int glued = 0;
-            for (int i = 0; i + 3 <= len && !glued; i++) glued = strncmp(p + i, "...", 3) == 0;
-            if (glued)
-                return pat_err(c, TT_EARG, "'%.*s' %s glues '...' to a name; write them apart, e.g. '... x'",
-                               len, p, where);
-            return pat_err(c, TT_EARG, "a '.' that is not part of '...' %s, in '%.*s'", where, len, p);
-        } else if (isdigit(ch) && !(flags & PS_LETTERS)) {
-            if (!(flags & PS_UNITS))
-                return pat_err(c, TT_EARG, "'%.*s' %s is not an axis name", len, p, where);
-            if (len != 1 || ch != '1')
-                return pat_err(c, TT_EARG, "'%.*s' %s is not an axis: only '1' may stand for an "
-                               "unnamed axis (of length 1)", len, p, where);
-            ax.kind = AX_UNIT;
-            strcpy(ax.name, "1");
-        } else {
-            for (int i = 0; i < len; i++) {
-                int good = (flags & PS_LETTERS) ? isalpha((unsigned char)p[i])
-                         : i == 0 ? is_ident_start((unsigned char)p[i]) : is_ident_char((unsigned char)p[i]);
-                if (!good) {
-                    if (len == 1)
-                        return pat_err(c, TT_EARG, "unexpected character '%c' %s", p[i], where);
-                    return pat_err(c, TT_EARG, "unexpected character '%c' %s, in '%.*s'", p[i], where, len, p);
-                }
-            }
-            if (p[0] == '_' || p[len - 1] == '_')
-                return pat_err(c, TT_EARG, "axis name '%.*s' %s starts or ends with '_', which einops "
-                               "does not allow", len, p, where);
-            if (len >= PAT_NAME_MAX)
-                return pat_err(c, TT_EARG, "axis name '%.*s...' %s is too long (at most %d characters)",
-                               PAT_NAME_MAX - 1, p, where, PAT_NAME_MAX - 1);
-            ax.kind = AX_NAMED;
-            memcpy(ax.name, p, (size_t)len);
-            ax.name[len] = '\0';
-        }
+        tt_status st = read_axis(c, p, len, where, flags, side, &ax);
+        if (st != TT_OK)
+            return st;
         p = q;
         if (side->naxes == PAT_MAX_AXES)
             return pat_err(c, TT_EARG, "too many axes %s", where);
@@ -329,6 +343,233 @@ static const char *group_name(const pat_side *R, int g, const elem_axis *elem, i
     return tt_intern(buf);
 }
 
+/* What rearrange works out from the pattern, step by step. */
+typedef struct ra_plan {
+    pat_side L, R;
+    int E;                      /* dims under '...' */
+    int given[PAT_MAX_AXES];    /* per left axis: index into sizes, or -1 */
+    elem_axis elem[PAT_MAX_ELEM];
+    int nelem;
+    int elem_of[PAT_MAX_AXES];  /* per left axis: its first elementary axis, -1 for units */
+    int order[PAT_MAX_ELEM], norder;   /* the right side's order of the elementary axes */
+    int64_t oshape[TT_MAX_DIMS];
+    const char *onames[TT_MAX_DIMS];
+    int ondim;
+} ra_plan;
+
+/* The two sides of the pattern, '...' on both or neither. */
+static tt_status ra_parse(pat_ctx *c, const char *pattern, ra_plan *p)
+{
+    const char *arrow = strstr(pattern, "->");
+    if (!arrow)
+        return pat_err(c, TT_EARG, "no '->' in the pattern");
+    if (strstr(arrow + 2, "->"))
+        return pat_err(c, TT_EARG, "'->' appears twice");
+    tt_status st = parse_side(c, pattern, arrow, "on the left", PS_GROUPS | PS_UNITS, &p->L);
+    if (st == TT_OK)
+        st = parse_side(c, arrow + 2, arrow + strlen(arrow), "on the right", PS_GROUPS | PS_UNITS, &p->R);
+    if (st != TT_OK)
+        return st;
+    if ((p->L.ellipsis >= 0) != (p->R.ellipsis >= 0))
+        return pat_err(c, TT_EARG, "'...' is on the %s but not on the %s",
+                       p->L.ellipsis >= 0 ? "left" : "right", p->L.ellipsis >= 0 ? "right" : "left");
+    if (p->L.ellipsis >= 0 && p->L.groups[p->L.ellipsis_group].paren)
+        return pat_err(c, TT_EARG, "'...' inside parentheses on the left: its dims cannot be split");
+    return TT_OK;
+}
+
+/* The input's rank against the left side; every axis on both sides; the
+   sizes given, each for an axis of the pattern (size_order: their indices
+   in the order their axes appear on the left). */
+static tt_status ra_check(pat_ctx *c, const tt_tensor *a, int nsizes, const char *const *size_names,
+                          const int64_t *sizes, int *size_order, ra_plan *p)
+{
+    const pat_side *L = &p->L, *R = &p->R;
+    char ashape[160];
+    tt_shape_str(a, ashape, sizeof ashape);
+    int fixed = L->ngroups - (L->ellipsis >= 0);
+    if (L->ellipsis >= 0 ? a->ndim < fixed : a->ndim != fixed)
+        return pat_err_bare(c, TT_ESHAPE, "pattern has %d ax%s%s on the left but the input %s has %d dim%s",
+                            fixed, fixed == 1 ? "is" : "es", L->ellipsis >= 0 ? " besides '...'" : "", ashape,
+                            a->ndim, a->ndim == 1 ? "" : "s");
+    p->E = L->ellipsis >= 0 ? a->ndim - fixed : 0;
+    for (int i = 0; i < R->naxes; i++)
+        if (R->axes[i].kind == AX_NAMED && side_find(L, R->axes[i].name) < 0)
+            return pat_err(c, TT_EARG, "axis '%s' is missing on the left (rearrange cannot create axes "
+                           "other than '1' or '()')", R->axes[i].name);
+    for (int i = 0; i < L->naxes; i++)
+        if (L->axes[i].kind == AX_NAMED && side_find(R, L->axes[i].name) < 0)
+            return pat_err(c, TT_EARG, "axis '%s' is missing on the right (rearrange never drops an axis: "
+                           "reduce or select it first)", L->axes[i].name);
+    for (int i = 0; i < L->naxes; i++)
+        p->given[i] = -1;
+    for (int j = 0; j < nsizes; j++) {
+        if (!size_names || !size_names[j] || !sizes)
+            return pat_err(c, TT_EARG, "size %d has no name", j + 1);
+        int i = side_find(L, size_names[j]);
+        if (i < 0)
+            return pat_err(c, TT_EARG, "a size is given for '%s', which is not in the pattern", size_names[j]);
+        if (p->given[i] >= 0)
+            return pat_err(c, TT_EARG, "the size of '%s' is given twice", size_names[j]);
+        if (sizes[j] < 0)
+            return pat_err(c, TT_EARG, "size %s=%lld is negative", size_names[j], (long long)sizes[j]);
+        p->given[i] = j;
+    }
+    for (int i = 0, k = 0; i < L->naxes; i++)
+        if (p->given[i] >= 0)
+            size_order[k++] = p->given[i];
+    return TT_OK;
+}
+
+/* Left group g, input dim d of length len, as elementary axes: the sizes
+   given, and at most one inferred. */
+static tt_status ra_group(pat_ctx *c, int g, int d, int64_t len, const int64_t *sizes, ra_plan *p)
+{
+    const pat_side *L = &p->L;
+    const pat_group *gr = &L->groups[g];
+    char gtext[128], known_text[160] = "";
+    group_text(L, g, gtext, sizeof gtext);
+    int64_t known = 1;
+    int unknown = -1, nunknown = 0;
+    size_t ktl = 0;
+    for (int i = gr->first; i < gr->first + gr->count; i++) {
+        if (L->axes[i].kind == AX_UNIT)
+            continue;
+        if (p->given[i] >= 0) {
+            known = mul_sat(known, sizes[p->given[i]]);
+            if (ktl < sizeof known_text)
+                ktl += (size_t)snprintf(known_text + ktl, sizeof known_text - ktl, "%s%s=%lld",
+                                        ktl ? " x " : "", L->axes[i].name, (long long)sizes[p->given[i]]);
+        } else {
+            if (nunknown++ == 1)
+                return pat_err(c, TT_EARG, "cannot infer both '%s' and '%s' in '%s' of length %lld: "
+                               "give one of them in the sizes", L->axes[unknown].name, L->axes[i].name,
+                               gtext, (long long)len);
+            unknown = i;
+        }
+    }
+    if (nunknown == 0 && known != len) {
+        if (gr->count == 1 && L->axes[gr->first].kind == AX_NAMED)
+            return pat_err(c, TT_ESHAPE, "axis '%s' has length %lld but %s was given",
+                           gtext, (long long)len, known_text);
+        if (ktl == 0)
+            return pat_err(c, TT_ESHAPE, "axis '%s' has length %lld; a unit axis needs length 1",
+                           gtext, (long long)len);
+        return pat_err(c, TT_ESHAPE, "axis '%s' has length %lld but %s make %lld",
+                       gtext, (long long)len, known_text, (long long)known);
+    }
+    if (nunknown == 1 && (known == 0 ? len != 0 : len % known != 0))
+        return pat_err(c, TT_ESHAPE, "cannot split axis '%s' of length %lld into %s groups "
+                       "(%lld is not a multiple of %lld)", gtext, (long long)len, known_text,
+                       (long long)len, (long long)known);
+    if (nunknown == 1 && known == 0)
+        return pat_err(c, TT_ESHAPE, "cannot infer '%s' in '%s' of length 0 when %s",
+                       L->axes[unknown].name, gtext, known_text);
+    for (int i = gr->first; i < gr->first + gr->count; i++) {
+        p->elem_of[i] = -1;
+        if (L->axes[i].kind == AX_UNIT)
+            continue;
+        if (p->nelem == PAT_MAX_ELEM)
+            return pat_err(c, TT_ESHAPE, "too many axes");
+        p->elem_of[i] = p->nelem;
+        p->elem[p->nelem++] = (elem_axis){i == unknown ? len / known : sizes[p->given[i]], d, NULL};
+    }
+    return TT_OK;
+}
+
+/* 1. elementary axes: sizes of each left group, inferring at most one */
+static tt_status ra_elements(pat_ctx *c, const tt_tensor *a, const int64_t *sizes, ra_plan *p)
+{
+    const pat_side *L = &p->L;
+    p->nelem = 0;
+    for (int g = 0, d = 0; g < L->ngroups; g++) {
+        if (g == L->ellipsis_group) {
+            if (p->nelem + p->E > PAT_MAX_ELEM)
+                return pat_err(c, TT_ESHAPE, "too many axes");
+            p->elem_of[L->groups[g].first] = p->nelem;
+            for (int k = 0; k < p->E; k++, d++)
+                p->elem[p->nelem++] = (elem_axis){a->shape[d], d, a->names[d]};
+            continue;
+        }
+        tt_status st = ra_group(c, g, d, a->shape[d], sizes, p);
+        if (st != TT_OK)
+            return st;
+        d++;
+    }
+    return TT_OK;
+}
+
+/* 2. the right side's order of the elementary axes, and its grouping */
+static tt_status ra_right(pat_ctx *c, ra_plan *p)
+{
+    const pat_side *L = &p->L, *R = &p->R;
+    int E = p->E, ell_elem = L->ellipsis >= 0 ? p->elem_of[L->ellipsis] : 0;
+    p->norder = p->ondim = 0;
+    for (int g = 0; g < R->ngroups; g++) {
+        const pat_group *gr = &R->groups[g];
+        int top_ellipsis = (g == R->ellipsis_group && !gr->paren);
+        int ndims = top_ellipsis ? E : 1;
+        if (p->ondim + ndims > TT_MAX_DIMS)
+            return pat_err(c, TT_ESHAPE, "the result would have more than %d dims", TT_MAX_DIMS);
+        int64_t len = 1;
+        for (int i = gr->first; i < gr->first + gr->count; i++) {
+            const pat_axis *ax = &R->axes[i];
+            if (ax->kind == AX_UNIT)
+                continue;
+            int first = ax->kind == AX_ELLIPSIS ? ell_elem : p->elem_of[side_find(L, ax->name)];
+            int n = ax->kind == AX_ELLIPSIS ? E : 1;
+            for (int k = 0; k < n; k++) {
+                p->order[p->norder++] = first + k;
+                len = mul_sat(len, p->elem[first + k].size);
+            }
+        }
+        if (top_ellipsis) {
+            for (int k = 0; k < E; k++) {
+                p->oshape[p->ondim] = p->elem[ell_elem + k].size;
+                p->onames[p->ondim++] = p->elem[ell_elem + k].name;
+            }
+        } else {
+            p->oshape[p->ondim] = len;
+            p->onames[p->ondim++] = group_name(R, g, p->elem, ell_elem, E);
+        }
+    }
+    return TT_OK;
+}
+
+/* blocks: runs of elementary axes of one input dim that stay neighbours
+   (splitting a block again in step 3 is always a view). Axes of length 1
+   go: where they sit changes no element's place. bshape: the blocks in
+   the input's order; perm: where each block of the right's order is. */
+static tt_status ra_blocks(pat_ctx *c, ra_plan *p, int64_t *bshape, int *perm, int *nblock)
+{
+    const elem_axis *elem = p->elem;
+    int *order = p->order, j2 = 0, nb = 0;
+    for (int j = 0; j < p->norder; j++)
+        if (elem[order[j]].size != 1)
+            order[j2++] = order[j];
+    p->norder = j2;
+    int block_first[PAT_MAX_ELEM];       /* in right order: index into order[] */
+    for (int j = 0; j < p->norder; j++)
+        if (!(j > 0 && order[j] == order[j - 1] + 1 && elem[order[j]].dim == elem[order[j - 1]].dim))
+            block_first[nb++] = j;
+    if (nb > TT_MAX_DIMS)
+        return pat_err(c, TT_ESHAPE, "the pattern needs %d separate axes at once (at most %d)",
+                       nb, TT_MAX_DIMS);
+    for (int b = 0; b < nb; b++) {       /* each block's rank in the input's order */
+        int rank = 0;
+        for (int b2 = 0; b2 < nb; b2++)
+            rank += order[block_first[b2]] < order[block_first[b]];
+        int end = b + 1 < nb ? block_first[b + 1] : p->norder;
+        int64_t size = 1;
+        for (int j = block_first[b]; j < end; j++)
+            size = mul_sat(size, elem[order[j]].size);
+        bshape[rank] = size;
+        perm[b] = rank;
+    }
+    *nblock = nb;
+    return TT_OK;
+}
+
 /* *out = a rearranged; size_order gets the sizes' indices in the order
    their axes appear on the left, ga the blocks and their permutation (for
    the backward). */
@@ -337,217 +578,41 @@ static tt_status rearrange_impl(tt_tensor *out, const tt_tensor *a, const char *
                                 tt__agargs *ga)
 {
     pat_ctx c = {"rearrange", pattern, NULL, 0};
-    const char *arrow = strstr(pattern, "->");
-    if (!arrow)
-        return pat_err(&c, TT_EARG, "no '->' in the pattern");
-    if (strstr(arrow + 2, "->"))
-        return pat_err(&c, TT_EARG, "'->' appears twice");
-    pat_side L, R;
-    tt_status st = parse_side(&c, pattern, arrow, "on the left", PS_GROUPS | PS_UNITS, &L);
-    if (st == TT_OK)
-        st = parse_side(&c, arrow + 2, arrow + strlen(arrow), "on the right", PS_GROUPS | PS_UNITS, &R);
-    if (st != TT_OK)
-        return st;
-    if ((L.ellipsis >= 0) != (R.ellipsis >= 0))
-        return pat_err(&c, TT_EARG, "'...' is on the %s but not on the %s",
-                       L.ellipsis >= 0 ? "left" : "right", L.ellipsis >= 0 ? "right" : "left");
-    if (L.ellipsis >= 0 && L.groups[L.ellipsis_group].paren)
-        return pat_err(&c, TT_EARG, "'...' inside parentheses on the left: its dims cannot be split");
-
-    /* the input's rank against the left side */
-    c.inputs = &a;
-    c.ninputs = 1;
-    char ashape[160];
-    tt_shape_str(a, ashape, sizeof ashape);
-    int fixed = L.ngroups - (L.ellipsis >= 0);
-    if (L.ellipsis >= 0 ? a->ndim < fixed : a->ndim != fixed)
-        return pat_err_bare(&c, TT_ESHAPE, "pattern has %d ax%s%s on the left but the input %s has %d dim%s",
-                            fixed, fixed == 1 ? "is" : "es", L.ellipsis >= 0 ? " besides '...'" : "", ashape,
-                            a->ndim, a->ndim == 1 ? "" : "s");
-    int E = L.ellipsis >= 0 ? a->ndim - fixed : 0;
-
-    /* every axis on both sides; sizes only for axes of the pattern */
-    for (int i = 0; i < R.naxes; i++)
-        if (R.axes[i].kind == AX_NAMED && side_find(&L, R.axes[i].name) < 0)
-            return pat_err(&c, TT_EARG, "axis '%s' is missing on the left (rearrange cannot create axes "
-                           "other than '1' or '()')", R.axes[i].name);
-    for (int i = 0; i < L.naxes; i++)
-        if (L.axes[i].kind == AX_NAMED && side_find(&R, L.axes[i].name) < 0)
-            return pat_err(&c, TT_EARG, "axis '%s' is missing on the right (rearrange never drops an axis: "
-                           "reduce or select it first)", L.axes[i].name);
-    int given[PAT_MAX_AXES];    /* per left axis: index into sizes, or -1 */
-    for (int i = 0; i < L.naxes; i++)
-        given[i] = -1;
-    for (int j = 0; j < nsizes; j++) {
-        if (!size_names || !size_names[j] || !sizes)
-            return pat_err(&c, TT_EARG, "size %d has no name", j + 1);
-        int i = side_find(&L, size_names[j]);
-        if (i < 0)
-            return pat_err(&c, TT_EARG, "a size is given for '%s', which is not in the pattern", size_names[j]);
-        if (given[i] >= 0)
-            return pat_err(&c, TT_EARG, "the size of '%s' is given twice", size_names[j]);
-        if (sizes[j] < 0)
-            return pat_err(&c, TT_EARG, "size %s=%lld is negative", size_names[j], (long long)sizes[j]);
-        given[i] = j;
-    }
-    for (int i = 0, k = 0; i < L.naxes; i++)
-        if (given[i] >= 0)
-            size_order[k++] = given[i];
-
-    /* 1. elementary axes: sizes of each left group, inferring at most one */
-    elem_axis elem[PAT_MAX_ELEM];
-    int nelem = 0;
-    int elem_of[PAT_MAX_AXES];  /* per left axis: its first elementary axis, -1 for units */
-    int d = 0;
-    for (int g = 0; g < L.ngroups; g++) {
-        const pat_group *gr = &L.groups[g];
-        char gtext[128];
-        group_text(&L, g, gtext, sizeof gtext);
-        if (g == L.ellipsis_group) {
-            if (nelem + E > PAT_MAX_ELEM)
-                return pat_err(&c, TT_ESHAPE, "too many axes");
-            elem_of[gr->first] = nelem;
-            for (int k = 0; k < E; k++, d++)
-                elem[nelem++] = (elem_axis){a->shape[d], d, a->names[d]};
-            continue;
-        }
-        int64_t len = a->shape[d], known = 1;
-        int unknown = -1, nunknown = 0;
-        char known_text[160] = "";
-        size_t ktl = 0;
-        for (int i = gr->first; i < gr->first + gr->count; i++) {
-            if (L.axes[i].kind == AX_UNIT)
-                continue;
-            if (given[i] >= 0) {
-                known = mul_sat(known, sizes[given[i]]);
-                if (ktl < sizeof known_text)
-                    ktl += (size_t)snprintf(known_text + ktl, sizeof known_text - ktl, "%s%s=%lld",
-                                            ktl ? " x " : "", L.axes[i].name, (long long)sizes[given[i]]);
-            } else {
-                if (nunknown++ == 1)
-                    return pat_err(&c, TT_EARG, "cannot infer both '%s' and '%s' in '%s' of length %lld: "
-                                   "give one of them in the sizes", L.axes[unknown].name, L.axes[i].name,
-                                   gtext, (long long)len);
-                unknown = i;
-            }
-        }
-        if (nunknown == 0 && known != len) {
-            if (gr->count == 1 && L.axes[gr->first].kind == AX_NAMED)
-                return pat_err(&c, TT_ESHAPE, "axis '%s' has length %lld but %s was given",
-                               gtext, (long long)len, known_text);
-            if (ktl == 0)
-                return pat_err(&c, TT_ESHAPE, "axis '%s' has length %lld; a unit axis needs length 1",
-                               gtext, (long long)len);
-            return pat_err(&c, TT_ESHAPE, "axis '%s' has length %lld but %s make %lld",
-                           gtext, (long long)len, known_text, (long long)known);
-        }
-        if (nunknown == 1 && (known == 0 ? len != 0 : len % known != 0))
-            return pat_err(&c, TT_ESHAPE, "cannot split axis '%s' of length %lld into %s groups "
-                           "(%lld is not a multiple of %lld)", gtext, (long long)len, known_text,
-                           (long long)len, (long long)known);
-        if (nunknown == 1 && known == 0)
-            return pat_err(&c, TT_ESHAPE, "cannot infer '%s' in '%s' of length 0 when %s",
-                           L.axes[unknown].name, gtext, known_text);
-        for (int i = gr->first; i < gr->first + gr->count; i++) {
-            elem_of[i] = -1;
-            if (L.axes[i].kind == AX_UNIT)
-                continue;
-            if (nelem == PAT_MAX_ELEM)
-                return pat_err(&c, TT_ESHAPE, "too many axes");
-            elem_of[i] = nelem;
-            elem[nelem++] = (elem_axis){i == unknown ? len / known : sizes[given[i]], d, NULL};
-        }
-        d++;
-    }
-
-    /* 2. the right side's order of the elementary axes, and its grouping */
-    int order[PAT_MAX_ELEM], norder = 0;
-    int64_t oshape[TT_MAX_DIMS];
-    const char *onames[TT_MAX_DIMS];
-    int ondim = 0;
-    int ell_elem = L.ellipsis >= 0 ? elem_of[L.ellipsis] : 0;
-    for (int g = 0; g < R.ngroups; g++) {
-        const pat_group *gr = &R.groups[g];
-        int top_ellipsis = (g == R.ellipsis_group && !gr->paren);
-        int ndims = top_ellipsis ? E : 1;
-        if (ondim + ndims > TT_MAX_DIMS)
-            return pat_err(&c, TT_ESHAPE, "the result would have more than %d dims", TT_MAX_DIMS);
-        int64_t len = 1;
-        for (int i = gr->first; i < gr->first + gr->count; i++) {
-            const pat_axis *ax = &R.axes[i];
-            if (ax->kind == AX_UNIT)
-                continue;
-            int first = ax->kind == AX_ELLIPSIS ? ell_elem : elem_of[side_find(&L, ax->name)];
-            int n = ax->kind == AX_ELLIPSIS ? E : 1;
-            for (int k = 0; k < n; k++) {
-                order[norder++] = first + k;
-                len = mul_sat(len, elem[first + k].size);
-            }
-        }
-        if (top_ellipsis) {
-            for (int k = 0; k < E; k++) {
-                oshape[ondim] = elem[ell_elem + k].size;
-                onames[ondim++] = elem[ell_elem + k].name;
-            }
-        } else {
-            oshape[ondim] = len;
-            onames[ondim++] = group_name(&R, g, elem, ell_elem, E);
-        }
-    }
-
-    /* blocks: runs of elementary axes of one input dim that stay neighbours
-       (splitting a block again in step 3 is always a view). Axes of length
-       1 go: where they sit changes no element's place. */
-    int j2 = 0;
-    for (int j = 0; j < norder; j++)
-        if (elem[order[j]].size != 1)
-            order[j2++] = order[j];
-    norder = j2;
-    int block_first[PAT_MAX_ELEM], nblock = 0;       /* in right order: index into order[] */
-    for (int j = 0; j < norder; j++)
-        if (!(j > 0 && order[j] == order[j - 1] + 1 && elem[order[j]].dim == elem[order[j - 1]].dim))
-            block_first[nblock++] = j;
-    if (nblock > TT_MAX_DIMS)
-        return pat_err(&c, TT_ESHAPE, "the pattern needs %d separate axes at once (at most %d)",
-                       nblock, TT_MAX_DIMS);
-    /* each block's rank in the input's order */
+    ra_plan plan, *p = &plan;
     int64_t bshape[TT_MAX_DIMS];
-    int perm[TT_MAX_DIMS];
-    for (int b = 0; b < nblock; b++) {
-        int rank = 0;
-        for (int b2 = 0; b2 < nblock; b2++)
-            rank += order[block_first[b2]] < order[block_first[b]];
-        int end = b + 1 < nblock ? block_first[b + 1] : norder;
-        int64_t size = 1;
-        for (int j = block_first[b]; j < end; j++)
-            size = mul_sat(size, elem[order[j]].size);
-        bshape[rank] = size;
-        perm[b] = rank;
+    int perm[TT_MAX_DIMS], nblock = 0;
+    tt_status st = ra_parse(&c, pattern, p);
+    if (st == TT_OK) {
+        c.inputs = &a;
+        c.ninputs = 1;
+        st = ra_check(&c, a, nsizes, size_names, sizes, size_order, p);
     }
-
-    ga->d = nblock;
-    memcpy(ga->blocks, bshape, (size_t)nblock * sizeof *bshape);
-    memcpy(ga->perm, perm, (size_t)nblock * sizeof *perm);
+    if (st == TT_OK) st = ra_elements(&c, a, sizes, p);
+    if (st == TT_OK) st = ra_right(&c, p);
+    if (st == TT_OK) st = ra_blocks(&c, p, bshape, perm, &nblock);
     tt_tensor t = {0}, u = {0};
-    st = tt_reshape(&t, a, nblock, bshape);
+    if (st == TT_OK) {      /* 3. reshape into the blocks, permute them, reshape to the result */
+        ga->d = nblock;
+        memcpy(ga->blocks, bshape, (size_t)nblock * sizeof *bshape);
+        memcpy(ga->perm, perm, (size_t)nblock * sizeof *perm);
+        st = tt_reshape(&t, a, nblock, bshape);
+    }
     if (st == TT_OK && !is_identity(perm, nblock)) {
         st = tt_permute(&u, &t, perm);
         step(&t, &u);
     }
-    int same = (t.ndim == ondim);
-    for (int i = 0; same && i < ondim; i++)
-        same = t.shape[i] == oshape[i];
+    int same = st == TT_OK && t.ndim == p->ondim;
+    for (int i = 0; same && i < p->ondim; i++)
+        same = t.shape[i] == p->oshape[i];
     if (st == TT_OK && !same) {
-        st = tt_reshape(&u, &t, ondim, oshape);
+        st = tt_reshape(&u, &t, p->ondim, p->oshape);
         step(&t, &u);
     }
-    if (st != TT_OK) {
-        tt_tensor_release(&t);
-        return st;
-    }
-    tt__set_names(&t, onames);
-    *out = t;
-    return TT_OK;
+    if (st == TT_OK) {
+        tt__set_names(&t, p->onames);
+        *out = t;
+    } else tt_tensor_release(&t);
+    return st;
 }
 
 tt_status tt_rearrange(tt_tensor *out, const tt_tensor *a, const char *pattern,
@@ -1082,6 +1147,125 @@ static tt_status es_reshape(tt_tensor *t, int ndim, const int64_t *shape)
     return st;
 }
 
+/* A pair's ids by role: batch (in both and kept), m (a's own), n (b's
+   own) in the result's order, k (contracted) in a's order; the sizes
+   their products make. */
+typedef struct es_roles {
+    int bat[TT_MAX_DIMS], m[TT_MAX_DIMS], n[TT_MAX_DIMS], k[TT_MAX_DIMS];
+    int nbat, nm, nn, nk;
+    int64_t B, M, N, K;
+} es_roles;
+
+static void es_classify(const es_spec *sp, const es_op *a, const es_op *b, const int *keep, int nkeep,
+                        const char *in_keep, es_roles *r)
+{
+    r->nbat = r->nm = r->nn = r->nk = 0;
+    r->B = r->M = r->N = r->K = 1;
+    for (int i = 0; i < nkeep; i++) {
+        int id = keep[i], ia = es_find(a, id) >= 0, ib = es_find(b, id) >= 0;
+        if (ia && ib) {
+            r->bat[r->nbat++] = id;
+            r->B = mul_sat(r->B, sp->size[id]);
+        } else if (ia) {
+            r->m[r->nm++] = id;
+            r->M = mul_sat(r->M, sp->size[id]);
+        } else {
+            r->n[r->nn++] = id;
+            r->N = mul_sat(r->N, sp->size[id]);
+        }
+    }
+    for (int d = 0; d < a->t.ndim; d++)
+        if (!in_keep[a->ids[d]]) {
+            r->k[r->nk++] = a->ids[d];
+            r->K = mul_sat(r->K, sp->size[a->ids[d]]);
+        }
+}
+
+/* Nothing to contract (a Hadamard or outer product): a broadcast multiply
+   [batch..., m..., 1...] * [batch..., 1..., n...], which is what 1 x 1
+   matmuls would compute, many times slower; res in keep's order. */
+static tt_status es_pair_mul(es_spec *sp, es_op *a, es_op *b, const es_roles *r, const int *keep, int nkeep,
+                          es_op *res)
+{
+    int order[TT_MAX_DIMS], no = 0;
+    int64_t shape[TT_MAX_DIMS];
+    sp->flops += (double)r->B * (double)r->M * (double)r->N;
+    for (int i = 0; i < r->nbat; i++) order[no++] = r->bat[i];
+    for (int i = 0; i < r->nm; i++) order[no++] = r->m[i];
+    for (int i = 0; i < no; i++) shape[i] = sp->size[order[i]];
+    for (int i = 0; i < r->nn; i++) shape[no + i] = 1;
+    tt_status st = es_permute(a, order, no);
+    if (st == TT_OK)
+        st = es_reshape(&a->t, no + r->nn, shape);
+    no = r->nbat;
+    for (int i = 0; i < r->nn; i++) order[no++] = r->n[i];
+    for (int i = 0; i < r->nbat; i++) shape[i] = sp->size[r->bat[i]];
+    for (int i = 0; i < r->nm; i++) shape[r->nbat + i] = 1;
+    for (int i = 0; i < r->nn; i++) shape[r->nbat + r->nm + i] = sp->size[r->n[i]];
+    if (st == TT_OK)
+        st = es_permute(b, order, no);
+    if (st == TT_OK)
+        st = es_reshape(&b->t, r->nbat + r->nm + r->nn, shape);
+    if (st == TT_OK)
+        st = tt_binary(&res->t, TT_OP_MUL, &a->t, &b->t);
+    if (st != TT_OK)
+        return st;
+    no = 0;
+    for (int i = 0; i < r->nbat; i++) res->ids[no++] = r->bat[i];
+    for (int i = 0; i < r->nm; i++) res->ids[no++] = r->m[i];
+    for (int i = 0; i < r->nn; i++) res->ids[no++] = r->n[i];
+    return es_permute(res, keep, nkeep);
+}
+
+/* a -> [batch..., M, K], b -> [batch..., K, N], one matmul, then
+   [batch..., M, N] -> [batch..., m..., n...] -> keep's order. The batch
+   dims are flattened into one only when they are too many to keep apart. */
+static tt_status es_pair_matmul(es_spec *sp, es_op *a, es_op *b, const es_roles *r, const int *keep, int nkeep,
+                             es_op *res)
+{
+    int order[TT_MAX_DIMS], no = 0, ns = 0;
+    int64_t shape[TT_MAX_DIMS];
+    sp->flops += 2.0 * (double)r->B * (double)r->M * (double)r->N * (double)r->K;
+    if (r->nbat + 2 > TT_MAX_DIMS)
+        shape[ns++] = r->B;
+    else
+        for (int i = 0; i < r->nbat; i++)
+            shape[ns++] = sp->size[r->bat[i]];
+    for (int i = 0; i < r->nbat; i++) order[no++] = r->bat[i];
+    for (int i = 0; i < r->nm; i++) order[no++] = r->m[i];
+    for (int i = 0; i < r->nk; i++) order[no++] = r->k[i];
+    shape[ns] = r->M;
+    shape[ns + 1] = r->K;
+    tt_status st = es_permute(a, order, no);
+    if (st == TT_OK)
+        st = es_reshape(&a->t, ns + 2, shape);
+    no = r->nbat;
+    for (int i = 0; i < r->nk; i++) order[no++] = r->k[i];
+    for (int i = 0; i < r->nn; i++) order[no++] = r->n[i];
+    shape[ns] = r->K;
+    shape[ns + 1] = r->N;
+    if (st == TT_OK)
+        st = es_permute(b, order, no);
+    if (st == TT_OK)
+        st = es_reshape(&b->t, ns + 2, shape);
+    if (st == TT_OK)
+        st = tt_matmul(&res->t, &a->t, &b->t);
+    if (st != TT_OK)
+        return st;
+    no = 0;
+    for (int i = 0; i < r->nbat; i++) order[no++] = r->bat[i];
+    for (int i = 0; i < r->nm; i++) order[no++] = r->m[i];
+    for (int i = 0; i < r->nn; i++) order[no++] = r->n[i];
+    for (int i = 0; i < no; i++) {
+        shape[i] = sp->size[order[i]];
+        res->ids[i] = order[i];
+    }
+    st = es_reshape(&res->t, no, shape);
+    if (st == TT_OK)
+        st = es_permute(res, keep, nkeep);
+    return st;
+}
+
 /* res = the contraction of a and b with exactly the axes keep[0..nkeep), in
    that order (each in a or b). Consumes a and b, success or not. */
 static tt_status es_pair(es_spec *sp, es_op *a, es_op *b, const int *keep, int nkeep, es_op *res)
@@ -1097,109 +1281,11 @@ static tt_status es_pair(es_spec *sp, es_op *a, es_op *b, const int *keep, int n
     tt_status st = es_sum_out(sp, a, keep_a);
     if (st == TT_OK)
         st = es_sum_out(sp, b, keep_b);
-    if (st != TT_OK)
-        goto done;
-
-    /* batch, M (a's own), N (b's own) in the result's order; K in a's order */
-    int bat[TT_MAX_DIMS], m[TT_MAX_DIMS], n[TT_MAX_DIMS], k[TT_MAX_DIMS];
-    int nbat = 0, nm = 0, nn = 0, nk = 0;
-    int64_t B = 1, M = 1, N = 1, K = 1;
-    for (int i = 0; i < nkeep; i++) {
-        int id = keep[i], ia = es_find(a, id) >= 0, ib = es_find(b, id) >= 0;
-        if (ia && ib) {
-            bat[nbat++] = id;
-            B = mul_sat(B, sp->size[id]);
-        } else if (ia) {
-            m[nm++] = id;
-            M = mul_sat(M, sp->size[id]);
-        } else {
-            n[nn++] = id;
-            N = mul_sat(N, sp->size[id]);
-        }
+    if (st == TT_OK) {
+        es_roles r;
+        es_classify(sp, a, b, keep, nkeep, in_keep, &r);
+        st = r.nk == 0 ? es_pair_mul(sp, a, b, &r, keep, nkeep, res) : es_pair_matmul(sp, a, b, &r, keep, nkeep, res);
     }
-    for (int d = 0; d < a->t.ndim; d++)
-        if (!in_keep[a->ids[d]]) {
-            k[nk++] = a->ids[d];
-            K = mul_sat(K, sp->size[a->ids[d]]);
-        }
-    int order[TT_MAX_DIMS], no = 0, ns = 0;
-    int64_t shape[TT_MAX_DIMS];
-    if (nk == 0) {
-        /* nothing to contract (a Hadamard or outer product): a broadcast
-           multiply [batch..., m..., 1...] * [batch..., 1..., n...], which
-           is what 1 x 1 matmuls would compute, many times slower */
-        sp->flops += (double)B * (double)M * (double)N;
-        for (int i = 0; i < nbat; i++) order[no++] = bat[i];
-        for (int i = 0; i < nm; i++) order[no++] = m[i];
-        for (int i = 0; i < no; i++) shape[i] = sp->size[order[i]];
-        for (int i = 0; i < nn; i++) shape[no + i] = 1;
-        st = es_permute(a, order, no);
-        if (st == TT_OK)
-            st = es_reshape(&a->t, no + nn, shape);
-        no = nbat;
-        for (int i = 0; i < nn; i++) order[no++] = n[i];
-        for (int i = 0; i < nbat; i++) shape[i] = sp->size[bat[i]];
-        for (int i = 0; i < nm; i++) shape[nbat + i] = 1;
-        for (int i = 0; i < nn; i++) shape[nbat + nm + i] = sp->size[n[i]];
-        if (st == TT_OK)
-            st = es_permute(b, order, no);
-        if (st == TT_OK)
-            st = es_reshape(&b->t, nbat + nm + nn, shape);
-        if (st == TT_OK)
-            st = tt_binary(&res->t, TT_OP_MUL, &a->t, &b->t);
-        if (st != TT_OK)
-            goto done;
-        no = 0;
-        for (int i = 0; i < nbat; i++) res->ids[no++] = bat[i];
-        for (int i = 0; i < nm; i++) res->ids[no++] = m[i];
-        for (int i = 0; i < nn; i++) res->ids[no++] = n[i];
-        st = es_permute(res, keep, nkeep);
-        goto done;
-    }
-    sp->flops += 2.0 * (double)B * (double)M * (double)N * (double)K;
-
-    /* a -> [batch..., M, K], b -> [batch..., K, N]; the batch dims are
-       flattened into one only when they are too many to keep apart */
-    if (nbat + 2 > TT_MAX_DIMS)
-        shape[ns++] = B;
-    else
-        for (int i = 0; i < nbat; i++)
-            shape[ns++] = sp->size[bat[i]];
-    for (int i = 0; i < nbat; i++) order[no++] = bat[i];
-    for (int i = 0; i < nm; i++) order[no++] = m[i];
-    for (int i = 0; i < nk; i++) order[no++] = k[i];
-    shape[ns] = M;
-    shape[ns + 1] = K;
-    st = es_permute(a, order, no);
-    if (st == TT_OK)
-        st = es_reshape(&a->t, ns + 2, shape);
-    no = nbat;
-    for (int i = 0; i < nk; i++) order[no++] = k[i];
-    for (int i = 0; i < nn; i++) order[no++] = n[i];
-    shape[ns] = K;
-    shape[ns + 1] = N;
-    if (st == TT_OK)
-        st = es_permute(b, order, no);
-    if (st == TT_OK)
-        st = es_reshape(&b->t, ns + 2, shape);
-    if (st == TT_OK)
-        st = tt_matmul(&res->t, &a->t, &b->t);
-    if (st != TT_OK)
-        goto done;
-
-    /* [batch..., M, N] -> [batch..., m..., n...] -> keep's order */
-    no = 0;
-    for (int i = 0; i < nbat; i++) order[no++] = bat[i];
-    for (int i = 0; i < nm; i++) order[no++] = m[i];
-    for (int i = 0; i < nn; i++) order[no++] = n[i];
-    for (int i = 0; i < no; i++) {
-        shape[i] = sp->size[order[i]];
-        res->ids[i] = order[i];
-    }
-    st = es_reshape(&res->t, no, shape);
-    if (st == TT_OK)
-        st = es_permute(res, keep, nkeep);
-done:
     tt_tensor_release(&a->t);
     tt_tensor_release(&b->t);
     if (st != TT_OK)

@@ -599,6 +599,65 @@ static int distinct_names(const entry *es, int n, const char **twice)
     return ok;
 }
 
+/* Each entry's byte range against its shape and dtype; the ranges, sorted
+   by where they begin, tile [0, datalen); the names distinct. 0 (r->st
+   set) when one fails. */
+static int check_entries(reader *r, entry *es, int n, int64_t datalen)
+{
+    char what[192];
+    for (int i = 0; i < n; i++) {
+        int64_t numel = 1;
+        for (int d = 0; d < es[i].ndim; d++) {
+            if (es[i].shape[d] && numel > INT64_MAX / 8 / es[i].shape[d]) {
+                snprintf(what, sizeof what, "the shape of '%.60s' is too large", es[i].name);
+                fail(r, what, NULL);
+                return 0;
+            }
+            numel *= es[i].shape[d];
+        }
+        int64_t want = numel * (int64_t)tt_dtype_size(es[i].dt);
+        if (es[i].end - es[i].begin != want) {
+            snprintf(what, sizeof what, "tensor '%.60s' has data_offsets [%lld, %lld] (%lld bytes) but its "
+                     "shape and dtype need %lld bytes", es[i].name, (long long)es[i].begin,
+                     (long long)es[i].end, (long long)(es[i].end - es[i].begin), (long long)want);
+            fail(r, what, NULL);
+            return 0;
+        }
+    }
+    /* in the order of their bytes: the reader then reads the data straight
+       through, never seeking back (a seek drops stdio's buffer: a read
+       call per tensor) */
+    if (n) qsort(es, (size_t)n, sizeof *es, by_begin);
+    int64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (es[i].begin != at) {
+            snprintf(what, sizeof what, "tensor '%.60s' starts at data byte %lld where %lld was expected "
+                     "(byte ranges must tile the data without gaps or overlaps)",
+                     es[i].name, (long long)es[i].begin, (long long)at);
+            fail(r, what, NULL);
+            return 0;
+        }
+        at = es[i].end;
+    }
+    const char *twice = NULL;
+    if (!distinct_names(es, n, &twice)) {
+        if (twice) {
+            snprintf(what, sizeof what, "two tensors are named '%.60s'", twice);
+            fail(r, what, NULL);
+        } else {
+            r->st = tt__err(TT_ENOMEM, "load: out of memory reading '%s'", r->path);
+        }
+        return 0;
+    }
+    if (at != datalen) {
+        snprintf(what, sizeof what, "the tensors hold %lld bytes of data but the file has %lld after the header",
+                 (long long)at, (long long)datalen);
+        fail(r, what, NULL);
+        return 0;
+    }
+    return 1;
+}
+
 /* Parses the header into entries; checks each entry's size against its
    byte range and that the ranges tile [0, datalen). */
 static tt_status parse_header(reader *r, tt_loaded *f, entry **out, int *count, int64_t datalen)
@@ -644,57 +703,7 @@ static tt_status parse_header(reader *r, tt_loaded *f, entry **out, int *count, 
     skip_ws(r);
     if (r->p != r->end) { fail(r, "bad JSON in the header: bytes after the closing '}'", NULL); goto bad; }
 
-    char what[192];
-    for (int i = 0; i < n; i++) {
-        int64_t numel = 1;
-        for (int d = 0; d < es[i].ndim; d++) {
-            if (es[i].shape[d] && numel > INT64_MAX / 8 / es[i].shape[d]) {
-                snprintf(what, sizeof what, "the shape of '%.60s' is too large", es[i].name);
-                fail(r, what, NULL);
-                goto bad;
-            }
-            numel *= es[i].shape[d];
-        }
-        int64_t want = numel * (int64_t)tt_dtype_size(es[i].dt);
-        if (es[i].end - es[i].begin != want) {
-            snprintf(what, sizeof what, "tensor '%.60s' has data_offsets [%lld, %lld] (%lld bytes) but its "
-                     "shape and dtype need %lld bytes", es[i].name, (long long)es[i].begin,
-                     (long long)es[i].end, (long long)(es[i].end - es[i].begin), (long long)want);
-            fail(r, what, NULL);
-            goto bad;
-        }
-    }
-    /* in the order of their bytes: the reader then reads the data straight
-       through, never seeking back (a seek drops stdio's buffer: a read
-       call per tensor) */
-    if (n) qsort(es, (size_t)n, sizeof *es, by_begin);
-    int64_t at = 0;
-    for (int i = 0; i < n; i++) {
-        if (es[i].begin != at) {
-            snprintf(what, sizeof what, "tensor '%.60s' starts at data byte %lld where %lld was expected "
-                     "(byte ranges must tile the data without gaps or overlaps)",
-                     es[i].name, (long long)es[i].begin, (long long)at);
-            fail(r, what, NULL);
-            goto bad;
-        }
-        at = es[i].end;
-    }
-    const char *twice = NULL;
-    if (!distinct_names(es, n, &twice)) {
-        if (twice) {
-            snprintf(what, sizeof what, "two tensors are named '%.60s'", twice);
-            fail(r, what, NULL);
-        } else {
-            r->st = tt__err(TT_ENOMEM, "load: out of memory reading '%s'", r->path);
-        }
-        goto bad;
-    }
-    if (at != datalen) {
-        snprintf(what, sizeof what, "the tensors hold %lld bytes of data but the file has %lld after the header",
-                 (long long)at, (long long)datalen);
-        fail(r, what, NULL);
-        goto bad;
-    }
+    if (!check_entries(r, es, n, datalen)) goto bad;
     *out = es;
     *count = n;
     return TT_OK;

@@ -141,17 +141,27 @@ static int kernel_half(tt_dtype dt)
     return dt == TT_BFLOAT16 ? TK_SDPA_BF16 : dt == TT_FLOAT16 ? TK_SDPA_F16 : TK_SDPA_F32;
 }
 
-/* The operands' fields shared by tk_sdpa_args and tk_sdpa_bwd_args, in
-   their order. */
-#define STRIDES(t) ((t)->ndim >= 3 ? (t)->stride[(t)->ndim - 3] : 0), (t)->stride[(t)->ndim - 2], \
-                   (t)->stride[(t)->ndim - 1]
-#define ROW_STRIDES(t) ((t)->ndim >= 3 ? (t)->stride[(t)->ndim - 3] : 0), (t)->stride[(t)->ndim - 2]
+/* A [..., H, N, D] operand's head, row and element strides. */
+#define STRIDE_H(t) ((t)->ndim >= 3 ? (t)->stride[(t)->ndim - 3] : 0)
+#define STRIDE_N(t) ((t)->stride[(t)->ndim - 2])
+#define STRIDE_D(t) ((t)->stride[(t)->ndim - 1])
+/* The operands' fields tk_sdpa_args and tk_sdpa_bwd_args share, by name. */
 #define LAYOUT_ARGS(L) \
-    (L)->B, (L)->Hq, (L)->Hkv, (L)->Nq, (L)->Nk, (L)->Dh, (L)->Dv, \
-    raw((L)->q), (L)->qsb, STRIDES((L)->q), \
-    raw((L)->k), (L)->ksb, STRIDES((L)->k), \
-    raw((L)->v), (L)->vsb, STRIDES((L)->v), \
-    (const uint8_t *)(L)->m.data, (L)->m.sb, (L)->m.sh, (L)->m.sq, (L)->m.sk
+    .B = (L)->B, .Hq = (L)->Hq, .Hkv = (L)->Hkv, .Nq = (L)->Nq, .Nk = (L)->Nk, .Dh = (L)->Dh, .Dv = (L)->Dv, \
+    .q = raw((L)->q), .qs_b = (L)->qsb, .qs_h = STRIDE_H((L)->q), .qs_n = STRIDE_N((L)->q), \
+    .qs_d = STRIDE_D((L)->q), \
+    .k = raw((L)->k), .ks_b = (L)->ksb, .ks_h = STRIDE_H((L)->k), .ks_n = STRIDE_N((L)->k), \
+    .ks_d = STRIDE_D((L)->k), \
+    .v = raw((L)->v), .vs_b = (L)->vsb, .vs_h = STRIDE_H((L)->v), .vs_n = STRIDE_N((L)->v), \
+    .vs_d = STRIDE_D((L)->v), \
+    .mask = (const uint8_t *)(L)->m.data, .ms_b = (L)->m.sb, .ms_h = (L)->m.sh, .ms_q = (L)->m.sq, \
+    .ms_k = (L)->m.sk
+
+/* sdpa's saved tensors: its row saves a, b, c and out (q, k, v and the
+   output); the front-end fills the extra slots. */
+enum { SDPA_Q = TT__SLOT_A, SDPA_K = TT__SLOT_B, SDPA_OUT = TT__SLOT_OUT, SDPA_V = TT__SLOT_C,
+       SDPA_LSE = TT__SLOT_EXTRA, SDPA_MASK, SDPA_BIAS };
+_Static_assert(SDPA_BIAS < TT__AG_SAVED, "sdpa: its saved slots fit a node");
 
 /* The kernels' options from the layout's bias and the node's or call's. */
 static tk_sdpa_opts kernel_opts(const sdpa_layout *L, int alibi, int64_t window, int64_t sinks, double dropout,
@@ -161,8 +171,9 @@ static tk_sdpa_opts kernel_opts(const sdpa_layout *L, int alibi, int64_t window,
        sees at most Nk keys): Nk then, which keeps the kernels' bounds
        (position + window) far from overflowing, forward and backward alike */
     if (window > L->Nk) window = L->Nk;
-    tk_sdpa_opts o = { (const float *)L->bias.data, L->bias.sb, L->bias.sh, L->bias.sq, L->bias.sk,
-                       alibi, window, sinks, (float)dropout, seed };
+    tk_sdpa_opts o = { .bias = (const float *)L->bias.data, .bs_b = L->bias.sb, .bs_h = L->bias.sh,
+                       .bs_q = L->bias.sq, .bs_k = L->bias.sk, .alibi = alibi, .window = window,
+                       .sinks = sinks, .dropout = (float)dropout, .seed = seed };
     return o;
 }
 
@@ -408,10 +419,10 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
             info->empty = B * Hq * Nq;
         } else {
             tk_sdpa_args ar = {
-                LAYOUT_ARGS(&L), causal != 0, sc, (float *)raw(out),
-                weights ? tt_data_f32(weights) : NULL, lse ? tt_data_f32(lse) : NULL,
-                kernel_opts(&L, o->alibi, o->window, o->sinks, o->dropout, info->seed),
-                kernel_half(q->dtype),
+                LAYOUT_ARGS(&L), .causal = causal != 0, .scale = sc, .out = (float *)raw(out),
+                .weights = weights ? tt_data_f32(weights) : NULL, .lse = lse ? tt_data_f32(lse) : NULL,
+                .o = kernel_opts(&L, o->alibi, o->window, o->sinks, o->dropout, info->seed),
+                .half = kernel_half(q->dtype),
             };
             info->empty = tk_sdpa(&ar);
         }
@@ -440,10 +451,10 @@ static tt_status record(tt__opscope sc, tt_tensor *out, tt_tensor *weights, tt_t
     tt_status st = tt__record_list(sc, out, TT_OP_SDPA, in, nin, &args);
     if (st == TT_OK && out->ag) {
         tt__node *n = out->ag->fn;
-        n->saved[4] = *lse;
+        n->saved[SDPA_LSE] = *lse;
         memset(lse, 0, sizeof *lse);
-        if (o->mask) tt__view_of(&n->saved[5], o->mask);
-        if (o->bias) tt__view_of(&n->saved[6], o->bias);
+        if (o->mask) tt__view_of(&n->saved[SDPA_MASK], o->mask);
+        if (o->bias) tt__view_of(&n->saved[SDPA_BIAS], o->bias);
         tt__node_note_versions(n);
     }
     if (st == TT_OK && weights && out->ag) {
@@ -526,9 +537,10 @@ tt_status tt__bw_sdpa(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
         return tt__err(TT_EARG, "backward: sdpa's weights output has no gradient in tensortrace (its "
                        "output does); hint: softmax(q @ k:mT() * scale) built from ops gives weights "
                        "that are differentiable");
-    const tt_tensor *q = &n->saved[0], *k = &n->saved[1], *out = &n->saved[2], *v = &n->saved[3];
-    const tt_tensor *lse = &n->saved[4], *mask = n->saved[5].storage ? &n->saved[5] : NULL;
-    const tt_tensor *bias = n->saved[6].storage ? &n->saved[6] : NULL;
+    const tt_tensor *q = &n->saved[SDPA_Q], *k = &n->saved[SDPA_K], *out = &n->saved[SDPA_OUT];
+    const tt_tensor *v = &n->saved[SDPA_V], *lse = &n->saved[SDPA_LSE];
+    const tt_tensor *mask = n->saved[SDPA_MASK].storage ? &n->saved[SDPA_MASK] : NULL;
+    const tt_tensor *bias = n->saved[SDPA_BIAS].storage ? &n->saved[SDPA_BIAS] : NULL;
     int want_db = bias && n->nin > 3 && (n->in[3].next || n->in[3].leaf);
     tt_tensor gc = {0}, d[3] = {{0}}, full = {0}, db = {0};
     sdpa_layout L;
@@ -547,12 +559,15 @@ tt_status tt__bw_sdpa(const tt__node *n, const tt_tensor *g, tt_tensor *gin)
     const tt__agargs *ag = &n->args;
     if (st == TT_OK) {
         tk_sdpa_bwd_args ar = {
-            LAYOUT_ARGS(&L), ag->causal, (float)ag->s,
-            raw(out), tt_data_f32(g), tt_data_f32(lse),
-            tt_data_f32(&d[0]), tt_data_f32(&d[1]), tt_data_f32(&d[2]),
-            1, gsb, STRIDES(g), dsb[0], ROW_STRIDES(&d[0]), dsb[1], ROW_STRIDES(&d[1]), dsb[2], ROW_STRIDES(&d[2]),
-            kernel_opts(&L, ag->sdpa.alibi, ag->sdpa.window, ag->sdpa.sinks, ag->sdpa.dropout, ag->sdpa.seed),
-            want_db ? tt_data_f32(&full) : NULL, kernel_half(q->dtype),
+            LAYOUT_ARGS(&L), .causal = ag->causal, .scale = (float)ag->s,
+            .out = raw(out), .dout = tt_data_f32(g), .lse = tt_data_f32(lse),
+            .dq = tt_data_f32(&d[0]), .dk = tt_data_f32(&d[1]), .dv = tt_data_f32(&d[2]),
+            .layouts = 1, .dos_b = gsb, .dos_h = STRIDE_H(g), .dos_n = STRIDE_N(g), .dos_d = STRIDE_D(g),
+            .dqs_b = dsb[0], .dqs_h = STRIDE_H(&d[0]), .dqs_n = STRIDE_N(&d[0]),
+            .dks_b = dsb[1], .dks_h = STRIDE_H(&d[1]), .dks_n = STRIDE_N(&d[1]),
+            .dvs_b = dsb[2], .dvs_h = STRIDE_H(&d[2]), .dvs_n = STRIDE_N(&d[2]),
+            .o = kernel_opts(&L, ag->sdpa.alibi, ag->sdpa.window, ag->sdpa.sinks, ag->sdpa.dropout, ag->sdpa.seed),
+            .dbias = want_db ? tt_data_f32(&full) : NULL, .half = kernel_half(q->dtype),
         };
         if (tk_sdpa_backward(&ar) != 0) st = tt__err(TT_ENOMEM, "backward: sdpa: out of memory");
         /* per pair: S = QK^T again (2 Dh), dV = P^T dO and dP = dO V^T (2 Dv
