@@ -13,7 +13,6 @@ out=tests/bench/RESULTS.md
 log=$(mktemp) && rc=$(mktemp) || exit 2
 trap 'rm -f "$log" "$rc"' EXIT
 
-load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 commit=$(git rev-parse --short HEAD 2>/dev/null)
 [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && commit="$commit with uncommitted changes"
 start=$(date +%s)
@@ -36,8 +35,8 @@ secs=$(( $(date +%s) - start ))
     echo "[core/kernel/README.md](../../core/kernel/README.md)."
     echo
     echo "- run: \`make bench\`${*:+ with the arguments \`$*\`} at commit $commit, $(( secs / 60 )) min $(( secs % 60 )) s of wall time"
-    echo "- load average when it started: $load (on a shared machine other programs"
-    echo "  slow both sides of each ratio, so the rates move more than the ratios)"
+    echo "- rates move with whatever else the machine runs; the ratios, measured"
+    echo "  in turns, move less: compare ratios across runs, not rates"
     echo
     echo "Each section is the table the bench prints: medians with (min-max),"
     echo "ours beside its yardstick (OpenBLAS, a \`memcpy\` of the same bytes,"
