@@ -14,7 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 ALONE="test_sdpa_backward test_repl test_repl_noreadline.sh test_limits.lua
 test_sandbox.lua test_cli.lua test_compare.lua test_compare_runs.lua
-test_compare_trust.lua test_save.lua test_api.lua test_images.lua"
+test_compare_trust.lua test_save.lua test_api.lua test_images.lua test_report.lua"
 
 JOBS=${JOBS:-1}
 
