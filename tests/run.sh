@@ -52,7 +52,7 @@ for t in tests/test_*.sh; do
 done
 
 awk -v all=$(( $(now_ms) - start )) '{ c += $1 } END {
-    printf "time: %.0f s CPU (user + sys), %.0f s wall\n", c / 1000, all / 1000 }' "$tmp/times"
+    printf "time: %.1f s CPU (user + sys), %.1f s wall\n", c / 1000, all / 1000 }' "$tmp/times"
 echo "slowest (s CPU, s wall):"
 sort -rn "$tmp/times" | head -n 8 | awk '{ printf "  %6.1f %6.1f  %s\n", $1 / 1000, $2 / 1000, $3 }'
 echo "$passed passed, $failed failed"
