@@ -27,10 +27,12 @@ tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 passed=0 failed=0
 
-rank() {  # layer name -> 1..6, 0 when not a layer
-    i=1
-    for l in $LAYERS; do [ "$l" = "$1" ] && { echo $i; return; }; i=$((i + 1)); done
-    echo 0
+# rank and lua_rank set $rk rather than print it: a $(...) forks, and the
+# calls check asks for thousands of ranks.
+rank() {  # layer name -> rk = 1..6, 0 when not a layer
+    rk=1
+    for l in $LAYERS; do [ "$l" = "$1" ] && return; rk=$((rk + 1)); done
+    rk=0
 }
 
 # The allow-list: "file -> header-or-symbol" per line, '#' starts a comment.
@@ -51,7 +53,8 @@ upward() {  # "file -> what", explanation
 for f in core/*; do
     case ${f#core/} in
     tt.h|tt_internal.h|README.md) ;;   # the public headers, and the docs
-    *) if [ -d "$f" ] && [ "$(rank "${f#core/}")" -gt 0 ]; then :; else
+    *) rank "${f#core/}"
+       if [ -d "$f" ] && [ "$rk" -gt 0 ]; then :; else
            echo "FAIL $f is in no layer (folders: $LAYERS)"; failed=$((failed + 1)); fi ;;
     esac
 done
@@ -59,8 +62,8 @@ done
 # ===== Includes =====
 for f in core/*.h core/*/*.c core/*/*.h; do
     [ -f "$f" ] || continue
-    dir=$(dirname "$f"); layer=${dir#core}; layer=${layer#/}
-    if [ -z "$layer" ]; then r=$API_RANK; else r=$(rank "$layer"); fi
+    dir=${f%/*}; layer=${dir#core}; layer=${layer#/}
+    if [ -z "$layer" ]; then r=$API_RANK; else rank "$layer"; r=$rk; fi
     bad=0
     for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*<\([^>]*\)>.*/\1/p' "$f"); do
         case $h in
@@ -73,14 +76,14 @@ for f in core/*.h core/*/*.c core/*/*.h; do
     for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
         if [ -f "$dir/$h" ]; then t="$dir/$h"; elif [ -f "core/$h" ]; then t="core/$h"; else
             echo "FAIL $f includes \"$h\", which is not in core/"; bad=1; continue; fi
-        tdir=$(dirname "$t"); tlayer=${tdir#core}; tlayer=${tlayer#/}
+        tdir=${t%/*}; tlayer=${tdir#core}; tlayer=${tlayer#/}
         if [ -z "$tlayer" ] && [ "$r" -lt "$API_RANK" ]; then
             # never an allowed exception: base and kernel stand below the API
             echo "FAIL $f -> ${t#core/}: $layer never sees the public API, not even as a known exception"
             bad=1; continue
         fi
         if [ -z "$tlayer" ]; then tr=$API_RANK; tname="the public API (tensor and up)";
-        else tr=$(rank "$tlayer"); tname="layer $tlayer"; fi
+        else rank "$tlayer"; tr=$rk; tname="layer $tlayer"; fi
         if [ "$tr" -gt "$r" ]; then
             upward "$f -> ${t#core/}" "${layer:-core root} includes a header of $tname"
         fi
@@ -89,21 +92,21 @@ for f in core/*.h core/*/*.c core/*/*.h; do
 done
 
 # ===== lua/: includes by rank =====
-lua_rank() {  # lua/ file -> its rank, 0 when it has none
-    b=$(basename "$1"); b=${b%.[ch]}
-    for e in $LUA_RANKS; do [ "${e%%:*}" = "$b" ] && { echo "${e#*:}"; return; }; done
-    echo 0
+lua_rank() {  # lua/ file -> rk = its rank, 0 when it has none
+    b=${1##*/}; b=${b%.[ch]}
+    for e in $LUA_RANKS; do [ "${e%%:*}" = "$b" ] && { rk=${e#*:}; return; }; done
+    rk=0
 }
 for f in lua/*.c lua/*.h; do
     [ -f "$f" ] || continue
-    r=$(lua_rank "$f")
+    lua_rank "$f"; r=$rk
     if [ "$r" -eq 0 ]; then
         echo "FAIL $f has no rank in lua/ (LUA_RANKS in tests/layers.sh: $LUA_RANKS)"; failed=$((failed + 1)); continue
     fi
     bad=0
     for h in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
         if [ -f "lua/$h" ]; then
-            hr=$(lua_rank "lua/$h")
+            lua_rank "lua/$h"; hr=$rk
             [ "$hr" -gt "$r" ] &&
                 upward "$f -> $h" "$(basename "$f") (rank $r in lua/) includes a header of rank $hr"
         elif [ -f "core/$h" ] || ls core/*/"$h" >/dev/null 2>&1; then
@@ -116,59 +119,71 @@ for f in lua/*.c lua/*.h; do
 done
 
 # ===== Calls (symbols between the built objects) =====
-: > "$tmp/defs"
+# One nm over all the objects, read by one awk: a process or two per object
+# and per symbol made this check take most of a minute. calls_of OBJECTS
+# prints, per object in order, "N 0obj SRC", then "N 1lua SRC SYM" for each
+# Lua symbol it uses and "N 2use SRC SYM DEFINER" for each symbol it uses
+# that an object of the list defines (N: the object's number), sorted.
+calls_of() {
+    [ $# -gt 0 ] || return 0
+    $NM -P -g -A "$@" | awk -v b="$build/" '
+        { f = $1; sub(/:$/, "", f); f = substr(f, length(b) + 1); sub(/\.o$/, ".c", f)
+          if (!(f in num)) { num[f] = ++n; src[n] = f }
+          if ($3 == "U") { if (!((f, $2) in used)) { used[f, $2] = 1; uses[++nu] = f " " $2 } }
+          else if ($3 != "w" && $3 != "v" && !(($2, f) in isdef)) { isdef[$2, f] = 1; def[$2] = def[$2] " " f } }
+        END {
+          for (i = 1; i <= n; i++) printf "%06d 0obj %s\n", i, src[i]
+          for (u = 1; u <= nu; u++) {
+              split(uses[u], a, " "); k = sprintf("%06d", num[a[1]])
+              if (a[2] ~ /^_?luaL?_/) print k, "1lua", a[1], a[2]
+              m = split(def[a[2]], d, " ")
+              for (j = 1; j <= m; j++) print k, "2use", a[1], a[2], d[j]
+          } }' | LC_ALL=C sort
+}
+objs=
 for c in core/*/*.c; do
     [ -f "$c" ] || continue     # a tree with no core sources (the checker's own tests)
     o="$build/${c%.c}.o"
     if [ ! -f "$o" ]; then echo "FAIL $o is not built (make layers builds it)"; failed=$((failed + 1)); continue; fi
-    $NM -P -g "$o" | awk -v f="$c" '$2 != "U" && $2 != "w" && $2 != "v" { print $1, f }' >> "$tmp/defs"
+    objs="$objs $o"
 done
-sort -u "$tmp/defs" > "$tmp/defs.sorted"
-for c in core/*/*.c; do
-    o="$build/${c%.c}.o"
-    [ -f "$o" ] || continue
-    layer=$(dirname "$c"); layer=${layer#core/}; r=$(rank "$layer")
-    bad=0
-    $NM -P -g "$o" | awk '$2 == "U" { print $1 }' | sort -u > "$tmp/uses"
-    for s in $(grep -E '^_?luaL?_' "$tmp/uses"); do
-        echo "FAIL $c calls $s: the core knows nothing of Lua"; bad=1
-    done
-    # file defining each used symbol, in its layer
-    for pair in $(join "$tmp/uses" "$tmp/defs.sorted" | tr ' ' '='); do
-        s=${pair%%=*}; t=${pair#*=}
-        tlayer=$(dirname "$t"); tlayer=${tlayer#core/}
-        if [ "$(rank "$tlayer")" -gt "$r" ]; then
-            upward "$c -> $s" "$layer calls $tlayer: $s is defined in $t"
-        fi
-    done
-    if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-done
+calls_of $objs > "$tmp/calls"
+c=
+while read -r n kind file s t; do
+    case $kind in
+    0obj)
+        [ -n "$c" ] && if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+        c=$file; layer=${c#core/}; layer=${layer%%/*}; rank "$layer"; r=$rk; bad=0 ;;
+    1lua) echo "FAIL $c calls $s: the core knows nothing of Lua"; bad=1 ;;
+    2use)
+        tlayer=${t#core/}; tlayer=${tlayer%%/*}; rank "$tlayer"
+        [ "$rk" -gt "$r" ] && upward "$c -> $s" "$layer calls $tlayer: $s is defined in $t" ;;
+    esac
+done < "$tmp/calls"
+[ -n "$c" ] && if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # ===== lua/: calls by rank (nm on the built objects) =====
 # A lua/ object may call functions of lua/ files of its own rank or below
 # (and anything in core/); a call upward is what a hook replaces.
-: > "$tmp/ldefs"
+objs=
 for c in lua/*.c; do
     o="$build/${c%.c}.o"
-    [ -f "$o" ] || continue     # make layers builds them; the checker's own tests may not
-    $NM -P -g "$o" | awk -v f="$c" '$2 != "U" && $2 != "w" && $2 != "v" { print $1, f }' >> "$tmp/ldefs"
+    [ -f "$o" ] && objs="$objs $o"   # make layers builds them; the checker's own tests may not
 done
-sort -u "$tmp/ldefs" > "$tmp/ldefs.sorted"
-for c in lua/*.c; do
-    o="$build/${c%.c}.o"
-    [ -f "$o" ] || continue
-    r=$(lua_rank "$c")
-    bad=0
-    $NM -P -g "$o" | awk '$2 == "U" { print $1 }' | sort -u > "$tmp/uses"
-    for pair in $(join "$tmp/uses" "$tmp/ldefs.sorted" | tr ' ' '='); do
-        s=${pair%%=*}; t=${pair#*=}
-        tr_=$(lua_rank "$t")
-        if [ "$tr_" -gt "$r" ]; then
-            upward "$c -> $s" "$(basename "$c") (rank $r in lua/) calls $s of $(basename "$t") (rank $tr_)"
-        fi
-    done
-    if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-done
+calls_of $objs > "$tmp/calls"
+c=
+while read -r n kind file s t; do
+    case $kind in
+    0obj)
+        [ -n "$c" ] && if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+        c=$file; lua_rank "$c"; r=$rk; bad=0 ;;
+    2use)
+        lua_rank "$t"; tr_=$rk
+        [ "$tr_" -gt "$r" ] &&
+            upward "$c -> $s" "${c##*/} (rank $r in lua/) calls $s of ${t##*/} (rank $tr_)" ;;
+    esac
+done < "$tmp/calls"
+[ -n "$c" ] && if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # ===== Known exceptions that no longer occur =====
 while IFS= read -r k; do
