@@ -151,8 +151,8 @@ tt_status tt__group_leave(tt__group *g, tt_status st, tt_event *ev);
 void tt__group_add_flops(double flops);
 /* ===== The autograd graph =====
    Records and nodes are refcounted and freed here (tensor/graph.c, so
-   tt_tensor_release can drop them); recording, the backward functions and
-   the engine are ops/autograd.c. */
+   tt_tensor_release can drop them); recording and the engine are
+   ops/autograd.c, the backward functions ops/backward.c. */
 typedef struct tt__node tt__node;
 
 /* What a tensor that requires grad points to (tt_tensor.ag). */
@@ -276,7 +276,7 @@ tt_status tt__record(tt_tensor *out, tt_op op, const tt_tensor *a, const tt_tens
 tt_status tt__record_list(tt__opscope sc, tt_tensor *out, tt_op op, const tt_tensor *const *list, int n,
                           const tt__agargs *args);
 
-/* The backward of each op that has one (ops/autograd.c), named in its row. */
+/* The backward of each op that has one (ops/backward.c), named in its row. */
 tt_status tt__bw_add(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_rope(const tt__node *, const tt_tensor *, tt_tensor *);
 tt_status tt__bw_dropout(const tt__node *, const tt_tensor *, tt_tensor *);

@@ -285,62 +285,26 @@ static int block_visible(const bwd_job *J, int64_t b, int64_t h, int64_t i0, int
     return any;
 }
 
-/* One query block against the first nk keys of the packed chunk (kb keys):
-   P, dS, then the dV, dK, dQ terms. */
-static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                  int64_t j0, int64_t nk, int64_t kb, const int64_t *lim, const dq_dst *dq)
+/* pairs: P and dS go straight to bfloat16 in one pass where the path can */
+static int fused_p_ds(const bwd_job *J)
+{
+    return J->pairs && J->kn->sdpa_bwd_p_ds_bf16 && J->a->o.dropout <= 0.0f && !J->a->dbias;
+}
+
+/* A block's rows from S and dP (BK apart in u->s, u->dp): P = exp(S - lse)
+   where visible, else 0, in u->s; dS = scale P (dP - D) in u->dp (fused:
+   both as bfloat16 in u->p16, u->d16); dbias gets P (dP - D). */
+static void p_ds_rows(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                      int64_t j0, int64_t nk, const int64_t *lim)
 {
     const tk_sdpa_bwd_args *a = J->a;
     const tk_kern *kn = J->kn;
-    int64_t Dh = a->Dh, Dv = a->Dv, row0 = (b * a->Hq + h) * a->Nq + i0;
-    const float *Q = tk_sdpa_at(a->half, a->q, b * a->qs_b + h * a->qs_h + i0 * a->qs_n);
-    int64_t qs_n = a->qs_n, qs_d = a->qs_d;
-    const uint16_t *Q16 = (const uint16_t *)(const void *)Q;
-    if (a->half && !J->pairs) {   /* the block's Q rows in float32 */
-        tk_sdpa_rows_f32(a->half, nq, Dh, Q, qs_n, qs_d, u->qf);
-        Q = u->qf, qs_n = Dh, qs_d = 1;
-    }
-    const float *dO = dout_row(a, b, h, i0);
-    int64_t nqp = (nq + kn->mr - 1) / kn->mr * kn->mr;
-
-    /* key j is seen by no row before first[j] (as lim[] is a prefix of keys) */
-    int64_t first[BK], seen = 0;
-    for (int64_t i = 0; i < nq; i++)
-        for (; seen < lim[i]; seen++) first[seen] = i;
-    for (; seen < nk; seen++) first[seen] = nq;
-    const limits rows = { lim, NULL, NULL }, dq_terms = { NULL, NULL, lim }, key_terms = { NULL, first, NULL };
-
-    /* S = (scale Q) Kᵀ, as the forward computes it; dP = dO Vᵀ (only the
-       columns a row may see). With pairs, S = scale (Q Kᵀ) as the pairs
-       forward does, and dO is rounded to bfloat16 (as FlashAttention
-       takes it in the inputs' dtype; exact when dO came from a bfloat16
-       gradient) */
-    int64_t hp = (Dh + 1) / 2, vp = (Dv + 1) / 2;   /* pairs along Dh, Dv */
-    const uint16_t *o16 = J->do16 ? J->do16 + row0 * Dv : NULL;   /* the block's dO rows, rounded */
-    if (J->pairs) {
-        tk_pack_a_pairs(kn, nq, Dh, Q16, qs_n, qs_d, (uint16_t *)(void *)u->qa);
-        mm(kn, 1, nq, nk, hp, u->qa, u->kt, hp, u->s, BK, 0, a->scale, &rows);
-        tk_pack_a_pairs(kn, nq, Dv, o16, Dv, 1, (uint16_t *)(void *)u->oa);
-        mm(kn, 1, nq, nk, vp, u->oa, u->vt, vp, u->dp, BK, 0, 1.0f, &rows);
-    } else {
-        tk_pack_a(kn, nq, Dh, Q, qs_n, qs_d, u->qa);
-        kn->scale(nqp * Dh, a->scale, u->qa, u->qa);
-        mm(kn, 0, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0, 1.0f, &rows);
-        if (a->dos_d == 1) {
-            mm_rows(kn, 0, nq, nk, Dv, dO, a->dos_n, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
-        } else {
-            tk_pack_a(kn, nq, Dv, dO, a->dos_n, a->dos_d, u->oa);
-            mm(kn, 0, nq, nk, Dv, u->oa, u->vt, Dv, u->dp, BK, 0, 1.0f, &rows);
-        }
-    }
-
-    /* P = exp(S - lse) where visible, else 0; dS = scale P (dP - D) */
+    int64_t row0 = (b * a->Hq + h) * a->Nq + i0;
     const uint8_t *M = a->mask ? a->mask + b * a->ms_b + h * a->ms_h + j0 * a->ms_k : NULL;
     const tk_sdpa_opts *op = &a->o;
     int extra = op->bias || op->alibi || op->window > 0;
     float slope = op->alibi ? tk_alibi_slope(h, a->Hq) : 0.0f;
-    /* pairs: P and dS go straight to bfloat16 in one pass where the path can */
-    int fused = J->pairs && kn->sdpa_bwd_p_ds_bf16 && op->dropout <= 0.0f && !a->dbias;
+    int fused = fused_p_ds(J);
     for (int64_t i = 0; i < nq; i++) {
         float *s = u->s + i * BK, *ds = u->dp + i * BK;
         float lse = a->lse[row0 + i], D = J->D[row0 + i];
@@ -391,6 +355,59 @@ static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t
         memset(s + lim[i], 0, (size_t)(nk - lim[i]) * sizeof(float));   /* hidden: exact zeros */
         memset(ds + lim[i], 0, (size_t)(nk - lim[i]) * sizeof(float));
     }
+}
+
+/* One query block against the first nk keys of the packed chunk (kb keys):
+   P, dS, then the dV, dK, dQ terms. */
+static void block(const bwd_job *J, const bufs *u, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                  int64_t j0, int64_t nk, int64_t kb, const int64_t *lim, const dq_dst *dq)
+{
+    const tk_sdpa_bwd_args *a = J->a;
+    const tk_kern *kn = J->kn;
+    int64_t Dh = a->Dh, Dv = a->Dv, row0 = (b * a->Hq + h) * a->Nq + i0;
+    const float *Q = tk_sdpa_at(a->half, a->q, b * a->qs_b + h * a->qs_h + i0 * a->qs_n);
+    int64_t qs_n = a->qs_n, qs_d = a->qs_d;
+    const uint16_t *Q16 = (const uint16_t *)(const void *)Q;
+    if (a->half && !J->pairs) {   /* the block's Q rows in float32 */
+        tk_sdpa_rows_f32(a->half, nq, Dh, Q, qs_n, qs_d, u->qf);
+        Q = u->qf, qs_n = Dh, qs_d = 1;
+    }
+    const float *dO = dout_row(a, b, h, i0);
+    int64_t nqp = (nq + kn->mr - 1) / kn->mr * kn->mr;
+
+    /* key j is seen by no row before first[j] (as lim[] is a prefix of keys) */
+    int64_t first[BK], seen = 0;
+    for (int64_t i = 0; i < nq; i++)
+        for (; seen < lim[i]; seen++) first[seen] = i;
+    for (; seen < nk; seen++) first[seen] = nq;
+    const limits rows = { lim, NULL, NULL }, dq_terms = { NULL, NULL, lim }, key_terms = { NULL, first, NULL };
+
+    /* S = (scale Q) Kᵀ, as the forward computes it; dP = dO Vᵀ (only the
+       columns a row may see). With pairs, S = scale (Q Kᵀ) as the pairs
+       forward does, and dO is rounded to bfloat16 (as FlashAttention
+       takes it in the inputs' dtype; exact when dO came from a bfloat16
+       gradient) */
+    int64_t hp = (Dh + 1) / 2, vp = (Dv + 1) / 2;   /* pairs along Dh, Dv */
+    const uint16_t *o16 = J->do16 ? J->do16 + row0 * Dv : NULL;   /* the block's dO rows, rounded */
+    if (J->pairs) {
+        tk_pack_a_pairs(kn, nq, Dh, Q16, qs_n, qs_d, (uint16_t *)(void *)u->qa);
+        mm(kn, 1, nq, nk, hp, u->qa, u->kt, hp, u->s, BK, 0, a->scale, &rows);
+        tk_pack_a_pairs(kn, nq, Dv, o16, Dv, 1, (uint16_t *)(void *)u->oa);
+        mm(kn, 1, nq, nk, vp, u->oa, u->vt, vp, u->dp, BK, 0, 1.0f, &rows);
+    } else {
+        tk_pack_a(kn, nq, Dh, Q, qs_n, qs_d, u->qa);
+        kn->scale(nqp * Dh, a->scale, u->qa, u->qa);
+        mm(kn, 0, nq, nk, Dh, u->qa, u->kt, Dh, u->s, BK, 0, 1.0f, &rows);
+        if (a->dos_d == 1) {
+            mm_rows(kn, 0, nq, nk, Dv, dO, a->dos_n, u->oa, u->vt, Dv, u->dp, BK, 0, &rows);
+        } else {
+            tk_pack_a(kn, nq, Dv, dO, a->dos_n, a->dos_d, u->oa);
+            mm(kn, 0, nq, nk, Dv, u->oa, u->vt, Dv, u->dp, BK, 0, 1.0f, &rows);
+        }
+    }
+
+    int fused = fused_p_ds(J);
+    p_ds_rows(J, u, b, h, i0, nq, j0, nk, lim);
 
     /* dV += Pᵀ dO; dK += dSᵀ Q; dQ += dS K */
     float *dqp = dq->p + b * dq->sb + h * dq->sh + i0 * dq->sn;

@@ -5,7 +5,7 @@
 ** FLOPs per element and kernel code. A new elementwise op is an enum line in
 ** tt.h, a row here and a kernel code with its scalar expression in
 ** core/kernel/ (kernels.h, ref.c). Its gradient is the row's backward (a
-** function of core/ops/autograd.c) with the tensors it saves; an op without
+** function of core/ops/backward.c) with the tensors it saves; an op without
 ** one records, and backward() through it says there is no gradient yet.
 */
 #include "kernel/kernels.h"

@@ -1,7 +1,7 @@
 /*
 ** rope.c — two ops of the transformer block that are neither table rows
 ** nor views: rotary position embedding (tt_rope) and dropout (tt_dropout).
-** Each records one node; their backwards are in autograd.c.
+** Each records one node; their backwards are in backward.c.
 */
 #include <math.h>
 #include <stdio.h>
