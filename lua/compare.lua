@@ -1101,14 +1101,17 @@ end
 -- words, with the line of the op that made MINE's mask. nil otherwise.
 local function mask_words(R, M, mine)
     if not same_shape(R.t, M.t) or R.t:dim() < 2 then return nil end
-    local function hidden(run, id, t)
+    -- softmax's zeros are hidden cells; so are those of a tensor no op of the
+    -- graph made (tt.sdpa's weights) where REF's are softmax's
+    local function hidden(run, id, t, unknown)
         local made = producer(run.nodes, id)
         local v = values(t)
-        local after_softmax = made and made.op == "softmax"
+        local after_softmax = made and made.op == "softmax" or (not made and unknown)
         for i = 1, #v do v[i] = after_softmax and v[i] == 0 or (not after_softmax and masked(v[i])) end
-        return v
+        return v, after_softmax
     end
-    local rh, mh = hidden(ref, R.id, R.t), hidden(mine, M.id, M.t)
+    local rh, ref_softmax = hidden(ref, R.id, R.t)
+    local mh = hidden(mine, M.id, M.t, ref_softmax)
     local shape, cols = shape_of(R.t), R.t:size(R.t:dim())
     for row = 0, #rh // cols - 1 do
         local shown, hid = {}, {}

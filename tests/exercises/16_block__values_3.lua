@@ -1,6 +1,6 @@
 -- exercise: 16_block
 -- expect: values
--- the second residual forgotten: out is the FFN's output alone.
+-- the second residual forgotten: out is the FFN's output alone; the verdict names out's line (21), where h is not added, not ffn_out's.
 -- (a copy of the solution with this one mistake; its checks are left out, as a learner's copy has none)
 
 tt.manual_seed(16)

@@ -270,6 +270,15 @@ local mref = write("masked_ref.lua", MASKED)
 out, err, code = run("--compare " .. mref .. " " .. sub("v_band.lua", (MASKED:gsub("tt%.causal_mask%(N%)", "tt.causal_mask(N):float():triu(-1):bool()"))))
 check("a wrong mask: which cells differ, and the line that built it",
       code == 1 and has(out, "values: cells the reference shows are hidden in yours (row [3]: keys 1); your mask is made on line 7"), out .. err)
+out, err, code = run("--compare " .. mref .. " " .. sub("v_sdpa.lua", (MASKED:gsub("local w = [^\n]*",
+  'local _, w = tt.sdpa(q, k:abs(), k, {causal = true, weights = true})\nw:named("Nq", "Nk"):label("weights")'))))
+check("tt.sdpa's weights, other values under the same mask: its zeros are hidden cells, no mask said to differ",
+      code == 1 and has(out, "your `weights`") == false and has(out, "values: ") and has(out, "hides are visible") == false
+      and has(out, "no known mistake explains it"), out .. err)
+out, err, code = run("--compare " .. mref .. " " .. sub("v_sdpa_window.lua", (MASKED:gsub("local w = [^\n]*",
+  'local _, w = tt.sdpa(q, k, k, {window = 2, weights = true})\nw:named("Nq", "Nk"):label("weights")'))))
+check("... and a window of 2 in its place: the cells it hides are said",
+      code == 1 and has(out, "values: cells the reference shows are hidden in yours (row [3]: keys 1)"), out .. err)
 local KEEP = [[
 tt.manual_seed(4)
 local p = tt.randn(4, 4)

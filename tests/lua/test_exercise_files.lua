@@ -41,6 +41,20 @@ local function labels_of(path, after)
   return code, out, set, err
 end
 
+-- The labels the solution makes below its line, as --compare counts its
+-- checkpoints. The trace is no guide: it puts a label on the row that made
+-- the tensor, which may lie above the line (exercise 19's fq, made in elu1)
+-- or be printed before the label comes (S, labelled after its loop).
+local function checkpoints_of(solution)
+  local path = dir .. "/verdict.json"
+  T.run(dir, "--compare " .. solution .. " " .. solution .. " --compare-json " .. path)
+  local set = {}
+  local ok, v = pcall(function() return json.decode(T.slurp(path)) end)
+  for _, c in ipairs(ok and v.checkpoints or {}) do set[c.label] = true end
+  os.remove(path)
+  return set
+end
+
 local names = {}
 for f in io.popen("ls lessons/exercises"):lines() do
   if f:match("^%d%d_.*%.lua$") then names[#names + 1] = f end
@@ -54,7 +68,8 @@ for _, name in ipairs(names) do
   check(name .. ": both files have the marked line", smark ~= nil and rmark ~= nil)
   if smark and rmark then
     check(name .. ": the starter builds the solution's inputs, line for line", inputs(sl) == inputs(rl))
-    local rcode, rout, want, rerr = labels_of(solution, rmark)
+    local rcode, rout, _, rerr = labels_of(solution, rmark)
+    local want = checkpoints_of(solution)
     local ok = rcode == 0 and rout:find("every check passed") ~= nil
     check(name .. ": the solution runs and passes its checks" .. (ok and "" or ": " .. rerr), ok)
     -- the TODOs of the starter, and its header (the comment lines at its top)

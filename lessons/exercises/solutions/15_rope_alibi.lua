@@ -1,5 +1,6 @@
 -- Exercise 15, solution — RoPE and ALiBi by hand (follows lessons/15_positions.lua).
 -- The reference that `./tensortrace --exercise 15` compares your copy with.
+-- recheck: N = 9, seed = 30; Dh = 4, H = 4; B = 2; N = 1
 
 tt.manual_seed(15)
 local B, H, N, Dh = 1, 2, 6, 8   -- 1 sequence, 2 heads, 6 tokens, head width 8

@@ -1,5 +1,6 @@
 -- Exercise 16, solution — RMSNorm, SwiGLU and a pre-norm block by hand (follows lessons/16_the_block.lua).
 -- The reference that `./tensortrace --exercise 16` compares your copy with.
+-- recheck: N = 7, seed = 30; D = 24, H = 3; B = 2; N = 1
 
 tt.manual_seed(16)
 local B, N, D, H = 1, 5, 16, 2

@@ -1,5 +1,6 @@
 -- Exercise 17, solution — MLA: the latent cache and absorbing W_UK (follows lessons/17_mla.lua).
 -- The reference that `./tensortrace --exercise 17` compares your copy with.
+-- recheck: N = 9, seed = 30; H = 2; DC = 8; N = 1
 
 tt.manual_seed(17)
 local N, D, H, DC = 6, 32, 4, 12    -- tokens, width, heads, latent width

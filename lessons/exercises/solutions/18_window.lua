@@ -1,5 +1,6 @@
 -- Exercise 18, solution — the band mask and the rolling buffer (follows lessons/18_sliding_window.lua).
 -- The reference that `./tensortrace --exercise 18` compares your copy with.
+-- recheck: N = 12, seed = 30; W = 3; H = 1, Dh = 8
 
 tt.manual_seed(18)
 local H, N, Dh, W = 2, 10, 4, 4     -- heads, tokens, head width, window (keys a query sees, itself included)
