@@ -974,7 +974,7 @@ tt_status tt_repeat(tt_tensor *out, const tt_tensor *a, const char *pattern, int
     return tt__op_leave(sc, st, &ev);
 }
 
-/* The backward of both (autograd.c calls these): repeat's gradient is the
+/* The backward of both (backward.c calls these): repeat's gradient is the
    sum over its new axes; reduce's is the gradient repeated back (mean: over
    the count; max and min: to the elements equal to the result, split among
    ties, as tt_reduce's). */
