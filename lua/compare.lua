@@ -1410,8 +1410,8 @@ local function recheck(mine, v)
             entry.match = rv.match
             if not rv.match then
                 v.match = false
-                v.recheck_failed = { spec = spec, verdict = rv, hint = hardcoded(mine.file, spec, ref.file) }
-                v.recheck_failed.hint_line = select(2, hardcoded(mine.file, spec, ref.file))
+                local hint, hint_line = hardcoded(mine.file, spec, ref.file)
+                v.recheck_failed = { spec = spec, verdict = rv, hint = hint, hint_line = hint_line }
                 break
             end
         end
