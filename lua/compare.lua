@@ -1332,10 +1332,14 @@ end
 -- ===== Re-checks on other inputs =====
 
 -- Where MINE wrote a size as a number: the default of a varied name (or
--- its square root) as a literal below the marked line. A sentence, or nil.
-local function hardcoded(file, spec)
+-- its square root) as a literal below the marked line, on a line REF does
+-- not have as it is (REF's own constants, such as ALiBi's 2^(-8h/H), are
+-- no size). A sentence and its line, or nil.
+local function hardcoded(file, spec, ref_file)
     local lines, above = read_lines(file), 0
     for i, l in ipairs(lines) do if l:find(MARK) then above = i break end end
+    local refs = {}
+    for _, l in ipairs(ref_file and read_lines(ref_file) or {}) do refs[l:gsub("%-%-.*$", ""):match("^%s*(.-)%s*$")] = true end
     for _, nv in ipairs(parse_variant(spec) or {}) do
         local name, default = nv[1], nil
         for i = 1, above do
@@ -1352,7 +1356,7 @@ local function hardcoded(file, spec)
             for i = above + 1, #lines do
                 local code = lines[i]:gsub("%-%-.*$", "")
                 for _, lit in ipairs(shown) do
-                    if code:find("%f[%w_.]" .. lit[1]:gsub("%p", "%%%0") .. "%f[^%w_.]") then
+                    if not refs[code:match("^%s*(.-)%s*$")] and code:find("%f[%w_.]" .. lit[1]:gsub("%p", "%%%0") .. "%f[^%w_.]") then
                         return string.format("on line %d you wrote %s%s; %s is %s only for these inputs: write %s",
                             i, lit[1], lit[2], name, default, lit[2] ~= "" and ("math.sqrt(" .. name .. ")") or name), i
                     end
@@ -1377,7 +1381,7 @@ end
 
 -- After a match, the same check on the inputs REF declares (its
 -- `-- recheck:` line): v.rechecks, and at the first that fails v.match =
--- false and v.recheck_failed = {spec, verdict, hint}.
+-- false and v.recheck_failed = {spec, verdict, hint, hint_line}.
 local ref_variants = {}
 local function recheck(mine, v)
     if opt.variant or not opt.recheck then return end
@@ -1406,7 +1410,8 @@ local function recheck(mine, v)
             entry.match = rv.match
             if not rv.match then
                 v.match = false
-                v.recheck_failed = { spec = spec, verdict = rv, hint = hardcoded(mine.file, spec) }
+                local hint, hint_line = hardcoded(mine.file, spec, ref.file)
+                v.recheck_failed = { spec = spec, verdict = rv, hint = hint, hint_line = hint_line }
                 break
             end
         end
@@ -1514,7 +1519,7 @@ local function verdict_json(v)
         local msg, replay, rv = recheck_words(v)
         local rf = rv.first
         o.first = obj({ "label", "file", "line" }, { label = rf and rf.label, file = v.file,
-            line = select(2, hardcoded(v.file, v.recheck_failed.spec)) or (rf and rf.line) })
+            line = v.recheck_failed.hint_line or (rf and rf.line) })
         o.diagnosis = arr { obj({ "kind", "message", "replay" }, { kind = "other_inputs", message = msg, replay = replay }) }
     end
     local keys = {}   -- "first", "diagnosis" and "error" only when there is one
@@ -1608,7 +1613,7 @@ local function print_verdict(v)
         local msg, replay, rv = recheck_words(v)
         out(string.format("\n✗ %s\n", msg))
         local line = rv.first and rv.first.line or (rv.error and rv.error.line)
-        if v.recheck_failed.hint then line = select(2, hardcoded(v.file, v.recheck_failed.spec)) end
+        if v.recheck_failed.hint then line = v.recheck_failed.hint_line end
         if line then out(string.format("  %4d | %s\n", line, source_line(v, line))) end
         out("  replay it: " .. replay .. "\n")
         return

@@ -255,6 +255,9 @@ check("... the replay command", replay == "tensortrace --compare " .. SOL .. " "
 out, err, code = run((replay:gsub("^tensortrace ", "")))
 check("... which shows that input's mismatch", code == 1 and has(out, "your `allowed` is [7,7]") == false
       and has(out, "your `allowed` is [5,5], the reference's [7,7]"), out .. err)
+out, err, code = run("--compare lessons/exercises/solutions/21_pipeline.lua tests/exercises/21_pipeline__other_inputs_10.lua")
+check("a size no variant names (Dh = D // H) written as 4: no hint from a number the reference writes too (three = 3)",
+      code == 1 and has(out, "not for H = 2") and has(out, "you wrote 3") == false and has(out, "  17 | local scores"), out .. err)
 
 -- ===== E. words that fit =====
 local MASKED = [[
