@@ -1,7 +1,7 @@
 # tensortrace — make · make test · make lesson · make lessons · make figures · make golden
 #               make layers · make report · make test-browser · make bench · make asan · make memcheck · make module
 #               make difftest · make fuzz-parsers
-#               make web · make web-single · make test-web · make install · make uninstall · make clean
+#               make web · make web-single · make test-web · make bench-web · make install · make uninstall · make clean
 .PHONY: all test layers lesson lessons figures golden report test-browser bench asan memcheck module install uninstall \
         clean deps check-deps check-test-deps
 
