@@ -1,7 +1,7 @@
 # tensortrace — make · make test · make lesson · make lessons · make figures · make golden
 #               make layers · make report · make test-browser · make bench · make asan · make memcheck · make module
 #               make difftest · make fuzz-parsers
-#               make web · make web-single · make test-web · make install · make uninstall · make clean
+#               make web · make web-single · make test-web · make bench-web · make install · make uninstall · make clean
 .PHONY: all test layers lesson lessons figures golden report test-browser bench asan memcheck module install uninstall \
         clean deps check-deps check-test-deps
 
@@ -411,15 +411,16 @@ export NODE_PATH := $(NODE_PATH)$(if $(NODE_PATH),:)/usr/share/nodejs
 WEB_DIR     = build/web
 WEB_OBJ     = build/web-obj
 WEB_SRC     = build/web-src
+WEB_SIMD   ?= -msimd128
 WEB_LUA     = $(firstword $(wildcard $(WEB_SRC)/lua5.4-*/src))
 WEB_ZLIB    = $(firstword $(wildcard $(WEB_SRC)/zlib-*/))
 WEB_PNG     = $(firstword $(wildcard $(WEB_SRC)/libpng1.6-*/))
-WEB_CFLAGS  = -O2 -std=c11 -D_XOPEN_SOURCE=700 -DTT_NO_SIMD -msimd128 -Wall -Wno-unused-command-line-argument
+WEB_CFLAGS  = -O2 -std=c11 -D_XOPEN_SOURCE=700 -DTT_NO_SIMD $(WEB_SIMD) -Wall -Wno-unused-command-line-argument
 WEB_LIB_OBJ = $(patsubst %.c,$(WEB_OBJ)/lua54/%.o,$(notdir $(filter-out %/lua.c %/luac.c,$(wildcard $(WEB_LUA)/*.c)))) \
               $(patsubst %.c,$(WEB_OBJ)/zlib/%.o,$(notdir $(wildcard $(WEB_ZLIB)*.c))) \
               $(patsubst %.c,$(WEB_OBJ)/png/%.o,$(notdir $(filter-out %/example.c %/pngtest.c,$(wildcard $(WEB_PNG)png*.c))))
 WEB_TT_OBJ  = $(CORE_OBJ:$(BUILD)/%.o=$(WEB_OBJ)/%.o) $(LUA_OBJ:$(BUILD)/%.o=$(WEB_OBJ)/%.o) $(WEB_OBJ)/gen/compare_lua.o
-WEB_LDFLAGS = -O2 -msimd128 -sMODULARIZE=1 -sEXPORT_NAME=createTensortrace -sSINGLE_FILE=1 -sINVOKE_RUN=0 -sEXIT_RUNTIME=1 \
+WEB_LDFLAGS = -O2 $(WEB_SIMD) -sMODULARIZE=1 -sEXPORT_NAME=createTensortrace -sSINGLE_FILE=1 -sINVOKE_RUN=0 -sEXIT_RUNTIME=1 \
               -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=2147483648 -sTOTAL_STACK=8388608 -sFORCE_FILESYSTEM=1 \
               -sENVIRONMENT=web,worker,node -sEXPORTED_RUNTIME_METHODS=callMain,FS,ENV
 WEB_LESSONS = $(wildcard lessons/*.lua lessons/lib/*.lua lessons/data/* lessons/exercises/*.lua \
@@ -494,5 +495,16 @@ test-web: all $(BUILD)/tests/pngcmp $(BUILD)/tests/pngcolors
 	    else echo "test-web: install Chromium (e.g. 'apt-get install chromium')"; echo "0 passed, 1 failed"; exit 1; fi; \
 	fi
 	@node --experimental-websocket --no-warnings tests/web/run.js $(BUILD)
+
+# The page's speed (tests/bench/web.js; never run by make test): GEMM 512^3
+# in the page with wasm SIMD against a portable build (no -msimd128), and
+# each lesson's script time in the page against the native -q run; medians of
+# interleaved runs after a warm-up (RUNS=n, 5 by default), with their ratios.
+.PHONY: bench-web
+WEB_PORTABLE = build/web-portable
+bench-web: all
+	@$(MAKE) --no-print-directory web
+	@$(MAKE) --no-print-directory -j2 WEB_SIMD= WEB_DIR=$(WEB_PORTABLE) WEB_OBJ=build/web-obj-portable $(WEB_PORTABLE)/index.html
+	@node --experimental-websocket --no-warnings tests/bench/web.js $(WEB_DIR) $(WEB_PORTABLE) $(RUNS)
 
 -include $(WEB_TT_OBJ:.o=.d)

@@ -310,10 +310,11 @@ const tk_kern tk_kern_scalar = {
 
 #ifdef __wasm_simd128__
 /* ===== The page's kernels (make web, -msimd128) =====
-   The scalar table with its micro-kernel, axpy and scale on 128-bit wasm
-   lanes. Each element sees the same multiply, then add, in the same order
-   as the loops above (wasm has no fused multiply-add here): the same bits,
-   so it keeps the portable path's name ("scalar", as tt.kernel_path says). */
+   The scalar table with its micro-kernel, axpy, scale, row_max and
+   exp_sum's sums on 128-bit wasm lanes. Each element sees the same
+   multiply, then add, in the same order as the loops above (wasm has no
+   fused multiply-add here): the same bits, so it keeps the portable path's
+   name ("scalar", as tt.kernel_path says). */
 
 static void ukernel_w(int64_t kc, const float *ap, const float *bp, float *c,
                       int64_t rsc, int m, int n, int acc)
@@ -351,10 +352,40 @@ static void scale_w(int64_t n, float s, const float *x, float *y)
     for (; i < n; i++) y[i] = s * x[i];
 }
 
+/* The scalar loop keeps the first of equal maxima; on lanes that is not
+   always the first, which matters only between -0 and +0: a zero maximum
+   is looked for again in order. NaN is never taken, as in the loop. */
+static float row_max_w(int64_t n, const float *x)
+{
+    v128_t mv = wasm_f32x4_splat(-INFINITY);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) mv = wasm_f32x4_pmax(mv, wasm_v128_load(x + i));
+    float l[4], m = -INFINITY;
+    wasm_v128_store(l, mv);
+    for (int k = 0; k < 4; k++) m = l[k] > m ? l[k] : m;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    return m == 0.0f ? row_max_c(n, x) : m;
+}
+
+/* exp_sum_c's four partial sums are the four lanes; expf stays scalar */
+static float exp_sum_w(int64_t n, const float *x, float m, float *y)
+{
+    v128_t sv = wasm_f32x4_splat(0.0f);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        for (int k = 0; k < 4; k++) y[i + k] = expf(x[i + k] - m);
+        sv = wasm_f32x4_add(sv, wasm_v128_load(y + i));
+    }
+    float s[4];
+    wasm_v128_store(s, sv);
+    for (; i < n; i++) { y[i] = expf(x[i] - m); s[i & 3] += y[i]; }
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
 const tk_kern tk_kern_wasm = {
     .name = "scalar", .mr = C_MR, .nr = C_NR, .kc = C_KC, .mc = C_MC, .nc = C_NC,
-    .ukernel = ukernel_w, .axpy = axpy_w, .exp_vec = tk_exp_vec_ref, .row_max = row_max_c,
-    .exp_sum = exp_sum_c, .scale = scale_w,
+    .ukernel = ukernel_w, .axpy = axpy_w, .exp_vec = tk_exp_vec_ref, .row_max = row_max_w,
+    .exp_sum = exp_sum_w, .scale = scale_w,
     .ew_binary = tk_ew_binary_ref, .ew_compare = tk_ew_compare_ref, .ew_unary = tk_ew_unary_ref,
     .ew_masked_fill = tk_ew_masked_fill_ref,
     .half_from_f32 = tk_half_from_f32_ref, .half_to_f32 = tk_half_to_f32_ref,

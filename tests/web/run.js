@@ -573,7 +573,9 @@ end
   console.log(lessons.length + ' lessons run in the page; screenshots in ' + path.relative(root, shots));
 }
 
-main().catch(e => { ok(false, 'test-web stopped: ' + e.stack); }).finally(() => {
+// (tests/bench/web.js, make bench-web, drives the page with the same pieces)
+if (require.main !== module) module.exports = { launch, newPage, quit, pick, edit, RUN, tmp };
+else main().catch(e => { ok(false, 'test-web stopped: ' + e.stack); }).finally(() => {
   quit();
   fs.rmSync(tmp, { recursive: true, force: true });
   console.log(passed + ' passed, ' + failed + ' failed');
