@@ -504,6 +504,63 @@ static void open_tt(lua_State *L)
     lua_pop(L, 1);
 }
 
+/* Puts the checked script L under the sandbox: its folder for reads,
+   o->images (or nowhere) for writes. 0 when it cannot, with the run's error
+   set. */
+static int sandbox_script(lua_State *L, const ltt_compare_opts *o, const char *path)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/'), *err = NULL;
+    if (slash == NULL) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    ltt_sandbox_set_quota(o->max_write >= 0 ? o->max_write : LTT_DEFAULT_MAX_WRITE,
+                          o->max_files >= 0 ? o->max_files : LTT_DEFAULT_MAX_FILES);
+    if (!ltt_sandbox_open(L, o->images ? o->images : "", o->images != NULL, dir, &err)) {
+        lua_pushfstring(cap.E, "--sandbox: %s", err);
+        lua_setfield(cap.E, cap.run, "error");
+        return 0;
+    }
+    struct timespec since = { (time_t)(o->since_ns / 1000000000), (long)(o->since_ns % 1000000000) };
+    ltt_sandbox_grading(path, o->inputs, o->ninputs, &since);
+    return 1;
+}
+
+/* The script's global arg: its path at 0, then the arguments after "--". */
+static void set_arg(lua_State *L, const ltt_compare_opts *o, const char *path)
+{
+    lua_createtable(L, o->nargs, 1);
+    lua_pushstring(L, path);
+    lua_rawseti(L, -2, 0);
+    for (int i = 0; i < o->nargs; i++) {
+        lua_pushstring(L, o->args[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setglobal(L, "arg");
+}
+
+/* The run's error: the message on top of L (the first MAX_ERROR bytes),
+   and missing when the file could not be read. */
+static void keep_error(lua_State *L, int status)
+{
+    lua_State *E = cap.E;
+    char why[512];
+    const char *msg = lua_tostring(L, -1);
+    if (status == LUA_ERRMEM && ltt_heap_cap_hit(why, sizeof why)) msg = why;
+    size_t len = msg ? strlen(msg) : 0;
+    if (msg == NULL) lua_pushstring(E, "(error object is not a string)");
+    else if (len <= MAX_ERROR) lua_pushstring(E, msg);
+    else {
+        lua_pushlstring(E, msg, MAX_ERROR);
+        lua_pushfstring(E, "%s... (the first %d of %I bytes)", lua_tostring(E, -1), MAX_ERROR, (lua_Integer)len);
+        lua_remove(E, -2);
+    }
+    lua_setfield(E, cap.run, "error");
+    if (status == LUA_ERRFILE) {
+        lua_pushboolean(E, 1);
+        lua_setfield(E, cap.run, "missing");
+    }
+}
+
 /* Runs path (or src, its text varied, when not NULL) with the run table
    at the top of E's stack; sets run.error
    (the message) when the script raises one, run.output to what it printed. */
@@ -529,32 +586,12 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref, 
     open_tt(L);
     const char *err = NULL;
     ltt_trace_start(L, LTT_TRACE_OFF, NULL, &err);
-    if (o->sandbox && !is_ref) {
-        /* the script's folder for reads, o->images (or nowhere) for writes */
-        char dir[4096];
-        const char *slash = strrchr(path, '/');
-        if (slash == NULL) snprintf(dir, sizeof dir, ".");
-        else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
-        ltt_sandbox_set_quota(o->max_write >= 0 ? o->max_write : LTT_DEFAULT_MAX_WRITE,
-                              o->max_files >= 0 ? o->max_files : LTT_DEFAULT_MAX_FILES);
-        if (!ltt_sandbox_open(L, o->images ? o->images : "", o->images != NULL, dir, &err)) {
-            lua_pushfstring(E, "--sandbox: %s", err);
-            lua_setfield(E, cap.run, "error");
-            ltt_trace_stop();
-            lua_close(L);
-            return;
-        }
-        struct timespec since = { (time_t)(o->since_ns / 1000000000), (long)(o->since_ns % 1000000000) };
-        ltt_sandbox_grading(path, o->inputs, o->ninputs, &since);
+    if (o->sandbox && !is_ref && !sandbox_script(L, o, path)) {
+        ltt_trace_stop();
+        lua_close(L);
+        return;
     }
-    lua_createtable(L, o->nargs, 1);
-    lua_pushstring(L, path);
-    lua_rawseti(L, -2, 0);
-    for (int i = 0; i < o->nargs; i++) {
-        lua_pushstring(L, o->args[i]);
-        lua_rawseti(L, -2, i + 1);
-    }
-    lua_setglobal(L, "arg");
+    set_arg(L, o, path);
 
     cap.L = L;
     tt_trace_stats_reset();         /* nothing of one run reaches the next: tt.trace.summary, tt.flow */
@@ -572,24 +609,7 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref, 
         status = lua_pcall(L, o->nargs, 0, 1);
     }
     ltt_limits_pause(L);
-    if (status != LUA_OK) {
-        char why[512];
-        const char *msg = lua_tostring(L, -1);
-        if (status == LUA_ERRMEM && ltt_heap_cap_hit(why, sizeof why)) msg = why;
-        size_t len = msg ? strlen(msg) : 0;
-        if (msg == NULL) lua_pushstring(E, "(error object is not a string)");
-        else if (len <= MAX_ERROR) lua_pushstring(E, msg);
-        else {
-            lua_pushlstring(E, msg, MAX_ERROR);
-            lua_pushfstring(E, "%s... (the first %d of %I bytes)", lua_tostring(E, -1), MAX_ERROR, (lua_Integer)len);
-            lua_remove(E, -2);
-        }
-        lua_setfield(E, cap.run, "error");
-        if (status == LUA_ERRFILE) {
-            lua_pushboolean(E, 1);
-            lua_setfield(E, cap.run, "missing");
-        }
-    }
+    if (status != LUA_OK) keep_error(L, status);
     ltt_set_label_hook(NULL);
     tt_trace_unsubscribe(keep_event, NULL);
     capture_end(E);
