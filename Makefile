@@ -137,7 +137,7 @@ $(BUILD)/tensortrace-noreadline: $(CORE_OBJ) $(filter-out $(BUILD)/lua/main.o,$(
 
 # `tt` as a Lua C module for a stock lua5.4: require "tt". Its own PIC
 # objects, so a change rebuilds only the files it touches.
-MODULE_SRC = $(CORE_SRC) $(filter-out lua/main.c lua/lcompare.c,$(LUA_SRC))
+MODULE_SRC = $(CORE_SRC) $(filter-out lua/main.c lua/lcompare.c lua/lexercise.c,$(LUA_SRC))
 MODULE_OBJ = $(MODULE_SRC:%.c=$(PIC_BUILD)/%.o)
 module: check-deps tt.so
 tt.so: $(MODULE_OBJ)

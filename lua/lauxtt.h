@@ -12,7 +12,8 @@
 **      lfigures, lio, lgradcheck,  the interpreter (ltrace.h, lsandbox.h,
 **      ltrace, lsandbox, lreport   lreport.h, lttlib.h)
 **   3  linit                       assembles `tt` from the parts (luaopen_tt)
-**   4  main, lcompare              the interpreter and its --compare
+**   4  main, lcompare, lexercise   the interpreter, its --compare and the
+**                                 exercises (--exercise, --watch)
 **
 ** A file below never calls one above: where it must (an error has to
 ** print the trace's held-back rows before its message), a file above

@@ -1,7 +1,8 @@
 /*
-** lcompare.h — checking a learner's script against a reference
-** (lcompare.c): --compare, --exercise, --exercises, --watch. Rank 4, beside
-** main.c (it runs scripts the way main does, each in a state of its own).
+** lcompare.h — checking a learner's script against a reference: the
+** engine (lcompare.c: --compare) and its exercise front end (lexercise.c:
+** --exercise, --exercises, --watch). Rank 4, beside main.c (it runs scripts
+** the way main does, each in a state of its own).
 */
 #ifndef LCOMPARE_H
 #define LCOMPARE_H
@@ -59,5 +60,11 @@ int ltt_exercise_resolve(const char *what, ltt_compare_opts *o);
 int ltt_exercises_list(void);
 /* Where the progress of the exercises is kept (for --help). */
 const char *ltt_progress_path(void);
+/* Records the verdict of one check of exercise name in the progress file
+   (verdict in words, or NULL); a file that cannot be written keeps nothing. */
+void ltt_progress_record(const char *name, int ok, const char *verdict);
+
+/* The whole text of a file (malloc'ed, to free), or NULL. */
+char *ltt_read_text(const char *path);
 
 #endif

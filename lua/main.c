@@ -168,6 +168,154 @@ static const char **check_opt(options *o, const char *a, const char **name)
     return NULL;
 }
 
+/* What an option parser returns besides an exit status: OPT_STOP (the
+   script or chunk starts here: parse_args returns -1), OPT_NEXT (taken, go
+   on), OPT_UNKNOWN (not one of its options). */
+enum { OPT_STOP = -1, OPT_NEXT = -2, OPT_UNKNOWN = -3 };
+
+/* The options of a run: trace, report, seed, threads; -q, -e, --help, --version. */
+static int run_opt(int argc, char **argv, int *ip, options *o)
+{
+    int i = *ip;
+    const char *a = argv[i], *v;
+    if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+        o->trace = LTT_TRACE_OFF;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    } else if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0) {
+        printf(PROGNAME " " TT_VERSION " (%s)\n", LUA_RELEASE);
+        return 0;
+    } else if (strcmp(a, "-e") == 0) {
+        if (i + 1 >= argc) return usage_error("'-e' needs a chunk of Lua code%s", "");
+        o->chunk = argv[++i];
+        o->script_arg = i + 1;
+        return OPT_STOP;
+    } else if (is_opt(a, "--trace")) {
+        if ((v = opt_value(argc, argv, &i, "--trace")) == NULL) return usage_error("'--trace' needs off, shapes or values%s", "");
+        if (strcmp(v, "off") == 0) o->trace = LTT_TRACE_OFF;
+        else if (strcmp(v, "shapes") == 0) o->trace = LTT_TRACE_SHAPES;
+        else if (strcmp(v, "values") == 0) o->trace = LTT_TRACE_VALUES;
+        else return usage_error("unknown trace level '%s' (expected off, shapes or values)", v);
+    } else if (is_opt(a, "--trace-json")) {
+        if ((v = opt_value(argc, argv, &i, "--trace-json")) == NULL || !*v) return usage_error("'--trace-json' needs a file name%s", "");
+        o->json = v;
+    } else if (is_opt(a, "--report")) {
+        if ((v = opt_value(argc, argv, &i, "--report")) == NULL || !*v) return usage_error("'--report' needs a file name, e.g. lesson.html%s", "");
+        o->report = v;
+    } else if (is_opt(a, "--precision")) {
+        char *end;
+        if ((v = opt_value(argc, argv, &i, "--precision")) == NULL) return usage_error("'--precision' needs a number of digits%s", "");
+        long n = strtol(v, &end, 10);
+        if (*end || end == v || n < 0 || n > TT_PRINT_PRECISION_MAX)
+            return usage_error("'--precision' needs a number of digits from 0 to 16, got '%s'", v);
+        tt_set_print_precision((int)n);
+    } else if (is_opt(a, "--seed")) {
+        char *end;
+        if ((v = opt_value(argc, argv, &i, "--seed")) == NULL) return usage_error("'--seed' needs a number%s", "");
+        o->seed = strtoll(v, &end, 10);
+        if (*end || end == v) return usage_error("'--seed' needs an integer, got '%s'", v);
+    } else if (is_opt(a, "--threads")) {
+        char *end;
+        if ((v = opt_value(argc, argv, &i, "--threads")) == NULL) return usage_error("'--threads' needs a number%s", "");
+        long n = strtol(v, &end, 10);
+        if (*end || end == v || n < 1 || n > 1024) return usage_error("'--threads' needs a count from 1 to 1024, got '%s'", v);
+        o->threads = (int)n;
+    } else {
+        return OPT_UNKNOWN;
+    }
+    *ip = i;
+    return OPT_NEXT;
+}
+
+/* The limits and the sandbox. */
+static int limit_opt(int argc, char **argv, int *ip, options *o)
+{
+    int i = *ip;
+    const char *a = argv[i], *v;
+    if (is_opt(a, "--max-memory")) {
+        if ((v = opt_value(argc, argv, &i, "--max-memory")) == NULL) return usage_error("'--max-memory' needs a size like 2G%s", "");
+        o->max_memory = parse_size(v);
+        if (o->max_memory < 0) return usage_error("'--max-memory' needs a size like 512M or 2G, got '%s'", v);
+        if (o->max_memory > 0 && o->max_memory < MIN_MAX_MEMORY)
+            return usage_error("'--max-memory %s' is below the minimum of 1M (0 lifts the cap); "
+                               "hint: a size without a unit is in bytes, e.g. 512M", v);
+    } else if (is_opt(a, "--timeout")) {
+        char *end;
+        if ((v = opt_value(argc, argv, &i, "--timeout")) == NULL) return usage_error("'--timeout' needs seconds%s", "");
+        o->timeout = strtod(v, &end);
+        if (*end || end == v || !(o->timeout > 0) || o->timeout > 1e9)
+            return usage_error("'--timeout' needs a positive number of seconds, got '%s'", v);
+    } else if (is_opt(a, "--max-instructions")) {
+        char *end;
+        if ((v = opt_value(argc, argv, &i, "--max-instructions")) == NULL) return usage_error("'--max-instructions' needs a count%s", "");
+        double n = strtod(v, &end);
+        if (*end || end == v || !(n >= 1) || n > 9e18 || (v[0] < '0' || v[0] > '9'))
+            return usage_error("'--max-instructions' needs a positive count like 1e9, got '%s'", v);
+        o->max_instructions = (long long)n;
+    } else if (strcmp(a, "--sandbox") == 0) {
+        o->sandbox = 1;
+    } else if (is_opt(a, "--max-write")) {
+        if ((v = opt_value(argc, argv, &i, "--max-write")) == NULL) return usage_error("'--max-write' needs a size like 256M%s", "");
+        o->max_write = parse_size(v);
+        if (o->max_write < 0) return usage_error("'--max-write' needs a size like 64M or 1G, got '%s'", v);
+    } else if (is_opt(a, "--max-files")) {
+        char *end;
+        if ((v = opt_value(argc, argv, &i, "--max-files")) == NULL) return usage_error("'--max-files' needs a count%s", "");
+        o->max_files = strtoll(v, &end, 10);
+        if (*end || end == v || o->max_files < 0)
+            return usage_error("'--max-files' needs a count like 1000 (0 = none), got '%s'", v);
+    } else if (is_opt(a, "--read")) {
+        if ((v = opt_value(argc, argv, &i, "--read")) == NULL || !*v) return usage_error("'--read' needs a folder%s", "");
+        o->read = v;
+    } else if (is_opt(a, "--images")) {
+        if ((v = opt_value(argc, argv, &i, "--images")) == NULL || !*v) return usage_error("'--images' needs a folder%s", "");
+        o->images = v;
+    } else {
+        return OPT_UNKNOWN;
+    }
+    *ip = i;
+    return OPT_NEXT;
+}
+
+/* --compare, --exercise, --exercises, --watch and the options of a check. */
+static int checking_opt(int argc, char **argv, int *ip, options *o)
+{
+    int i = *ip;
+    const char *a = argv[i], *v, *name, **field;
+    if (strcmp(a, "--compare") == 0) {
+        o->compare = 1;
+    } else if (is_opt(a, "--exercise")) {
+        if ((v = opt_value(argc, argv, &i, "--exercise")) == NULL || !*v)
+            return usage_error("'--exercise' needs an exercise: a number, a name or your copy's path%s", "");
+        o->exercise = v;
+    } else if (strcmp(a, "--exercises") == 0) {
+        o->exercises = 1;
+    } else if (strcmp(a, "--watch") == 0) {
+        o->watch = 1;
+    } else if (is_opt(a, "--compare-tol")) {
+        char *end, *end2;
+        if ((v = opt_value(argc, argv, &i, "--compare-tol")) == NULL) return usage_error("'--compare-tol' needs RTOL,ATOL%s", "");
+        o->rtol = strtod(v, &end);
+        if (end == v || *end != ',' || !(o->rtol >= 0) || o->rtol > 1e6) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
+        o->atol = strtod(end + 1, &end2);
+        if (end2 == end + 1 || *end2 || !(o->atol >= 0) || o->atol > 1e30) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
+    } else if ((field = check_opt(o, a, &name)) != NULL) {
+        if ((v = opt_value(argc, argv, &i, name)) == NULL || !*v)
+            return usage_error(field == &o->recheck ? "'%s' needs inputs like 'N = 7'" : "'%s' needs a file name", name);
+        *field = v;
+    } else if (is_opt(a, "--compare-figure")) {
+        if ((v = opt_value(argc, argv, &i, "--compare-figure")) == NULL || !*v) return usage_error("'--compare-figure' needs a file name, e.g. check.png%s", "");
+        o->compare_figure = v;
+    } else {
+        return OPT_UNKNOWN;
+    }
+    *ip = i;
+    return OPT_NEXT;
+}
+
+/* Fills o from the command line; returns -1 to go on and run, or the exit
+   status (0 after --help or --version, 2 on a usage error). */
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -181,7 +329,7 @@ static int parse_args(int argc, char **argv, options *o)
     static const char *files[1024];
     o->files = files;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v, *name, **field;
+        const char *a = argv[i];
         if (o->compare || o->exercise) {      /* checking: files and options in any order */
             if (strcmp(a, "--") == 0) {
                 o->args_at = i + 1;
@@ -206,114 +354,11 @@ static int parse_args(int argc, char **argv, options *o)
             }
             return -1;
         }
-        if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-            o->trace = LTT_TRACE_OFF;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(usage_text, stdout);
-            return 0;
-        } else if (strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0) {
-            printf(PROGNAME " " TT_VERSION " (%s)\n", LUA_RELEASE);
-            return 0;
-        } else if (strcmp(a, "-e") == 0) {
-            if (i + 1 >= argc) return usage_error("'-e' needs a chunk of Lua code%s", "");
-            o->chunk = argv[++i];
-            o->script_arg = i + 1;
-            return -1;
-        } else if (is_opt(a, "--trace")) {
-            if ((v = opt_value(argc, argv, &i, "--trace")) == NULL) return usage_error("'--trace' needs off, shapes or values%s", "");
-            if (strcmp(v, "off") == 0) o->trace = LTT_TRACE_OFF;
-            else if (strcmp(v, "shapes") == 0) o->trace = LTT_TRACE_SHAPES;
-            else if (strcmp(v, "values") == 0) o->trace = LTT_TRACE_VALUES;
-            else return usage_error("unknown trace level '%s' (expected off, shapes or values)", v);
-        } else if (is_opt(a, "--trace-json")) {
-            if ((v = opt_value(argc, argv, &i, "--trace-json")) == NULL || !*v) return usage_error("'--trace-json' needs a file name%s", "");
-            o->json = v;
-        } else if (is_opt(a, "--report")) {
-            if ((v = opt_value(argc, argv, &i, "--report")) == NULL || !*v) return usage_error("'--report' needs a file name, e.g. lesson.html%s", "");
-            o->report = v;
-        } else if (is_opt(a, "--precision")) {
-            char *end;
-            if ((v = opt_value(argc, argv, &i, "--precision")) == NULL) return usage_error("'--precision' needs a number of digits%s", "");
-            long n = strtol(v, &end, 10);
-            if (*end || end == v || n < 0 || n > TT_PRINT_PRECISION_MAX)
-                return usage_error("'--precision' needs a number of digits from 0 to 16, got '%s'", v);
-            tt_set_print_precision((int)n);
-        } else if (is_opt(a, "--seed")) {
-            char *end;
-            if ((v = opt_value(argc, argv, &i, "--seed")) == NULL) return usage_error("'--seed' needs a number%s", "");
-            o->seed = strtoll(v, &end, 10);
-            if (*end || end == v) return usage_error("'--seed' needs an integer, got '%s'", v);
-        } else if (is_opt(a, "--threads")) {
-            char *end;
-            if ((v = opt_value(argc, argv, &i, "--threads")) == NULL) return usage_error("'--threads' needs a number%s", "");
-            long n = strtol(v, &end, 10);
-            if (*end || end == v || n < 1 || n > 1024) return usage_error("'--threads' needs a count from 1 to 1024, got '%s'", v);
-            o->threads = (int)n;
-        } else if (is_opt(a, "--max-memory")) {
-            if ((v = opt_value(argc, argv, &i, "--max-memory")) == NULL) return usage_error("'--max-memory' needs a size like 2G%s", "");
-            o->max_memory = parse_size(v);
-            if (o->max_memory < 0) return usage_error("'--max-memory' needs a size like 512M or 2G, got '%s'", v);
-            if (o->max_memory > 0 && o->max_memory < MIN_MAX_MEMORY)
-                return usage_error("'--max-memory %s' is below the minimum of 1M (0 lifts the cap); "
-                                   "hint: a size without a unit is in bytes, e.g. 512M", v);
-        } else if (is_opt(a, "--timeout")) {
-            char *end;
-            if ((v = opt_value(argc, argv, &i, "--timeout")) == NULL) return usage_error("'--timeout' needs seconds%s", "");
-            o->timeout = strtod(v, &end);
-            if (*end || end == v || !(o->timeout > 0) || o->timeout > 1e9)
-                return usage_error("'--timeout' needs a positive number of seconds, got '%s'", v);
-        } else if (is_opt(a, "--max-instructions")) {
-            char *end;
-            if ((v = opt_value(argc, argv, &i, "--max-instructions")) == NULL) return usage_error("'--max-instructions' needs a count%s", "");
-            double n = strtod(v, &end);
-            if (*end || end == v || !(n >= 1) || n > 9e18 || (v[0] < '0' || v[0] > '9'))
-                return usage_error("'--max-instructions' needs a positive count like 1e9, got '%s'", v);
-            o->max_instructions = (long long)n;
-        } else if (strcmp(a, "--compare") == 0) {
-            o->compare = 1;
-        } else if (is_opt(a, "--exercise")) {
-            if ((v = opt_value(argc, argv, &i, "--exercise")) == NULL || !*v)
-                return usage_error("'--exercise' needs an exercise: a number, a name or your copy's path%s", "");
-            o->exercise = v;
-        } else if (strcmp(a, "--exercises") == 0) {
-            o->exercises = 1;
-        } else if (strcmp(a, "--watch") == 0) {
-            o->watch = 1;
-        } else if (is_opt(a, "--compare-tol")) {
-            char *end, *end2;
-            if ((v = opt_value(argc, argv, &i, "--compare-tol")) == NULL) return usage_error("'--compare-tol' needs RTOL,ATOL%s", "");
-            o->rtol = strtod(v, &end);
-            if (end == v || *end != ',' || !(o->rtol >= 0) || o->rtol > 1e6) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
-            o->atol = strtod(end + 1, &end2);
-            if (end2 == end + 1 || *end2 || !(o->atol >= 0) || o->atol > 1e30) return usage_error("'--compare-tol' needs RTOL,ATOL like 1e-4,1e-5, got '%s'", v);
-        } else if ((field = check_opt(o, a, &name)) != NULL) {
-            if ((v = opt_value(argc, argv, &i, name)) == NULL || !*v)
-                return usage_error(field == &o->recheck ? "'%s' needs inputs like 'N = 7'" : "'%s' needs a file name", name);
-            *field = v;
-        } else if (is_opt(a, "--compare-figure")) {
-            if ((v = opt_value(argc, argv, &i, "--compare-figure")) == NULL || !*v) return usage_error("'--compare-figure' needs a file name, e.g. check.png%s", "");
-            o->compare_figure = v;
-        } else if (strcmp(a, "--sandbox") == 0) {
-            o->sandbox = 1;
-        } else if (is_opt(a, "--max-write")) {
-            if ((v = opt_value(argc, argv, &i, "--max-write")) == NULL) return usage_error("'--max-write' needs a size like 256M%s", "");
-            o->max_write = parse_size(v);
-            if (o->max_write < 0) return usage_error("'--max-write' needs a size like 64M or 1G, got '%s'", v);
-        } else if (is_opt(a, "--max-files")) {
-            char *end;
-            if ((v = opt_value(argc, argv, &i, "--max-files")) == NULL) return usage_error("'--max-files' needs a count%s", "");
-            o->max_files = strtoll(v, &end, 10);
-            if (*end || end == v || o->max_files < 0)
-                return usage_error("'--max-files' needs a count like 1000 (0 = none), got '%s'", v);
-        } else if (is_opt(a, "--read")) {
-            if ((v = opt_value(argc, argv, &i, "--read")) == NULL || !*v) return usage_error("'--read' needs a folder%s", "");
-            o->read = v;
-        } else if (is_opt(a, "--images")) {
-            if ((v = opt_value(argc, argv, &i, "--images")) == NULL || !*v) return usage_error("'--images' needs a folder%s", "");
-            o->images = v;
-        } else {
-            return usage_error("unknown option '%s'", a);
-        }
+        int r = run_opt(argc, argv, &i, o);
+        if (r == OPT_UNKNOWN) r = limit_opt(argc, argv, &i, o);
+        if (r == OPT_UNKNOWN) r = checking_opt(argc, argv, &i, o);
+        if (r == OPT_UNKNOWN) return usage_error("unknown option '%s'", a);
+        if (r != OPT_NEXT) return r;
     }
     return -1;
 }
@@ -727,6 +772,89 @@ static int check_main(const options *o, int argc, char **argv)
     return code;
 }
 
+/* The figures' folder (--images or TT_IMAGES), tried now rather than at a
+   lesson's first figure. Returns -1 to go on, or the exit status. */
+static int open_images(options *o)
+{
+    const char *images_from = "--images";
+    if (o->images == NULL && getenv("TT_IMAGES") && *getenv("TT_IMAGES")) {
+        o->images = getenv("TT_IMAGES");
+        images_from = "TT_IMAGES";
+    }
+    if (o->images) {
+        struct stat st;
+        const char *why = stat(o->images, &st) != 0 ? "the folder does not exist (make it with mkdir -p)"
+                        : !S_ISDIR(st.st_mode) ? "not a folder"
+                        : access(o->images, W_OK | X_OK) != 0 ? "the folder cannot be written" : NULL;
+        if (why) {
+            fprintf(stderr, PROGNAME ": %s '%s': %s\n(try '" PROGNAME " --help')\n", images_from, o->images, why);
+            return 2;
+        }
+        ltt_figures_set_images(o->images);
+    }
+    return -1;
+}
+
+/* --report: the path comes from the person running the command, so
+   --sandbox does not restrict it; it is tried now, not after the run.
+   Returns -1 to go on, or the exit status. */
+static int open_report(const options *o, int argc, char **argv)
+{
+    if (!o->report) return -1;
+    const char *why = NULL;
+    if (!o->script && !o->chunk) return usage_error("'--report' needs a script or -e chunk to run%s", "");
+    if (!ltt_report_open(o->report, argc, argv, o->seed, o->script, &why)) {
+        fprintf(stderr, PROGNAME ": cannot write the report '%s': %s\n(try '" PROGNAME " --help')\n", o->report, why);
+        return 2;
+    }
+    return -1;
+}
+
+/* --sandbox and its options for the script's state; 0 when they cannot
+   apply, said on stderr. */
+static int open_sandbox(lua_State *L, const options *o)
+{
+    char dir[4096];
+    const char *images = o->images ? o->images : "images", *err = NULL;
+    if (!o->sandbox || (o->read && !ltt_sandbox_also_read(o->read, &err))) {
+        if (!o->sandbox)
+            fprintf(stderr, PROGNAME ": '%s' only applies with --sandbox\n(try '" PROGNAME " --help')\n",
+                    o->read ? "--read" : o->max_write >= 0 ? "--max-write" : "--max-files");
+        else
+            fprintf(stderr, PROGNAME ": --read: %s ('%s')\n", err, o->read);
+        return 0;
+    }
+    text_only = 1;
+    ltt_sandbox_set_quota(o->max_write >= 0 ? o->max_write : LTT_DEFAULT_MAX_WRITE,
+                          o->max_files >= 0 ? o->max_files : LTT_DEFAULT_MAX_FILES);
+    if (!ltt_sandbox_open(L, images, o->images != NULL, script_dir(o->script, dir, sizeof dir), &err)) {
+        fprintf(stderr, PROGNAME ": --sandbox: %s ('%s')\n", err, images);
+        return 0;
+    }
+    return 1;
+}
+
+/* Runs the -e chunk, the script or the REPL; returns the Lua status. */
+static int run_chosen(lua_State *L, const options *o, int argc, char **argv)
+{
+    int status = LUA_OK;
+    if (o->chunk) {
+        create_arg_table(L, argc, argv, o->script_arg - 1);
+        ltt_trace_source("=(command line)", o->chunk);
+        status = luaL_loadbufferx(L, o->chunk, strlen(o->chunk), "=(command line)", text_only ? "t" : NULL);
+        if (status == LUA_OK) status = docall(L, 0, 0);
+        report(L, status);
+    } else if (o->script) {
+        create_arg_table(L, argc, argv, o->script_arg);
+        status = run_script(L, o->script, argc, argv, o->script_arg);
+    } else {
+        create_arg_table(L, argc, argv, 0);
+        ltt_limits_pause(L);             /* each chunk gets its own clock */
+        repl(L);
+    }
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -737,34 +865,9 @@ int main(int argc, char **argv)
         return usage_error("'%s' goes with --compare or --exercise", o.watch ? "--watch" : o.compare_json ? "--compare-json"
                            : o.compare_csv ? "--compare-csv" : o.recheck ? "--recheck" : "--compare-figure");
 
-    /* the figures' folder, tried now rather than at a lesson's first figure */
-    const char *images_from = "--images";
-    if (o.images == NULL && getenv("TT_IMAGES") && *getenv("TT_IMAGES")) {
-        o.images = getenv("TT_IMAGES");
-        images_from = "TT_IMAGES";
-    }
-    if (o.images) {
-        struct stat st;
-        const char *why = stat(o.images, &st) != 0 ? "the folder does not exist (make it with mkdir -p)"
-                        : !S_ISDIR(st.st_mode) ? "not a folder"
-                        : access(o.images, W_OK | X_OK) != 0 ? "the folder cannot be written" : NULL;
-        if (why) {
-            fprintf(stderr, PROGNAME ": %s '%s': %s\n(try '" PROGNAME " --help')\n", images_from, o.images, why);
-            return 2;
-        }
-        ltt_figures_set_images(o.images);
-    }
-
-    if (o.report) {
-        /* the path comes from the person running the command, so --sandbox
-           does not restrict it; it is tried now, not after the run */
-        const char *why = NULL;
-        if (!o.script && !o.chunk) return usage_error("'--report' needs a script or -e chunk to run%s", "");
-        if (!ltt_report_open(o.report, argc, argv, o.seed, o.script, &why)) {
-            fprintf(stderr, PROGNAME ": cannot write the report '%s': %s\n(try '" PROGNAME " --help')\n", o.report, why);
-            return 2;
-        }
-    }
+    int code = open_images(&o);
+    if (code < 0) code = open_report(&o, argc, argv);
+    if (code >= 0) return code;
     if (o.threads > 0) tt_set_num_threads(o.threads);
     long long mem_cap = o.max_memory >= 0 ? o.max_memory : default_max_memory(o.sandbox);
     tt_set_max_memory(mem_cap);
@@ -785,46 +888,14 @@ int main(int argc, char **argv)
         lua_close(L);
         return 2;
     }
-    if (o.sandbox || o.max_write >= 0 || o.max_files >= 0 || o.read) {
-        char dir[4096];
-        const char *images = o.images ? o.images : "images";
-        if (!o.sandbox || (o.read && !ltt_sandbox_also_read(o.read, &err))) {
-            if (!o.sandbox)
-                fprintf(stderr, PROGNAME ": '%s' only applies with --sandbox\n(try '" PROGNAME " --help')\n",
-                        o.read ? "--read" : o.max_write >= 0 ? "--max-write" : "--max-files");
-            else
-                fprintf(stderr, PROGNAME ": --read: %s ('%s')\n", err, o.read);
-            ltt_trace_stop();
-            lua_close(L);
-            return 2;
-        }
-        text_only = 1;
-        ltt_sandbox_set_quota(o.max_write >= 0 ? o.max_write : LTT_DEFAULT_MAX_WRITE,
-                              o.max_files >= 0 ? o.max_files : LTT_DEFAULT_MAX_FILES);
-        if (!ltt_sandbox_open(L, images, o.images != NULL, script_dir(o.script, dir, sizeof dir), &err)) {
-            fprintf(stderr, PROGNAME ": --sandbox: %s ('%s')\n", err, images);
-            ltt_trace_stop();
-            lua_close(L);
-            return 2;
-        }
+    if ((o.sandbox || o.max_write >= 0 || o.max_files >= 0 || o.read) && !open_sandbox(L, &o)) {
+        ltt_trace_stop();
+        lua_close(L);
+        return 2;
     }
     ltt_limits_start(L, timeout_s, max_instr);
 
-    int status = LUA_OK;
-    if (o.chunk) {
-        create_arg_table(L, argc, argv, o.script_arg - 1);
-        ltt_trace_source("=(command line)", o.chunk);
-        status = luaL_loadbufferx(L, o.chunk, strlen(o.chunk), "=(command line)", text_only ? "t" : NULL);
-        if (status == LUA_OK) status = docall(L, 0, 0);
-        report(L, status);
-    } else if (o.script) {
-        create_arg_table(L, argc, argv, o.script_arg);
-        status = run_script(L, o.script, argc, argv, o.script_arg);
-    } else {
-        create_arg_table(L, argc, argv, 0);
-        ltt_limits_pause(L);             /* each chunk gets its own clock */
-        repl(L);
-    }
+    int status = run_chosen(L, &o, argc, argv);
     lua_sethook(L, NULL, 0, 0);
     ltt_limits_exit();                   /* finalizers at lua_close stay under the watchdog */
     ltt_trace_stop();

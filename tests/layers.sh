@@ -21,7 +21,7 @@ LAYERS="base kernel tensor trace ops figure"   # lowest first
 API_RANK=3                                     # tt.h and tt_internal.h: tensor and up
 # lua/ by file name (without .c/.h), lowest first: lauxtt; the parts of tt
 # and the interpreter's services; linit, which assembles tt; main.
-LUA_RANKS="lauxtt:1 ltensor:2 lnn:2 loptim:2 lfigures:2 lio:2 lgradcheck:2 ltrace:2 lsandbox:2 lreport:2 lttlib:2 linit:3 main:4 lcompare:4"
+LUA_RANKS="lauxtt:1 ltensor:2 lnn:2 loptim:2 lfigures:2 lio:2 lgradcheck:2 ltrace:2 lsandbox:2 lreport:2 lttlib:2 linit:3 main:4 lcompare:4 lexercise:4"
 NM=${NM:-nm}
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
