@@ -271,6 +271,32 @@ static tt_status check_scores_operand(const char *what, const tt_tensor *mask, c
     return TT_OK;
 }
 
+/* The options' checks, the one place for them (the Lua binding only reads
+   the options): run before anything else, autocast's casts included. A
+   NaN scale is the C API's "the default 1/sqrt(Dh)", so the binding refuses
+   a script's NaN itself, in the same words. */
+static tt_status check_opts(const tt_sdpa_opts *o)
+{
+    if (!isnan(o->scale) && !(fabs(o->scale) <= (double)FLT_MAX))
+        return tt__err(TT_EARG, "sdpa: scale must be a finite float32, got %g", o->scale);
+    if (o->window < 0)
+        return tt__err(TT_EARG, "sdpa: window must be at least 1 (the keys each query sees), got %lld",
+                       (long long)o->window);
+    if (o->sinks < 0)
+        return tt__err(TT_EARG, "sdpa: sinks must be at least 0 (the first keys kept beside the window), got %lld",
+                       (long long)o->sinks);
+    if (o->sinks > 0 && o->window == 0)
+        return tt__err(TT_EARG, "sdpa: sinks = %lld needs a window (the sinks are the first keys kept beside it); "
+                       "hint: {window = W, sinks = %lld}", (long long)o->sinks, (long long)o->sinks);
+    if (!(o->dropout >= 0.0 && o->dropout < 1.0))
+        return tt__err(TT_EARG, "sdpa: dropout must be in [0, 1) (the probability of zeroing a weight), got %g%s",
+                       o->dropout, o->dropout == 1.0 ? "; hint: p = 1 would drop every weight" : "");
+    if (o->alibi && o->bias)
+        return tt__err(TT_EARG, "sdpa: alibi and bias both given; hint: alibi = true is a bias the kernel computes: "
+                       "add your own terms to an explicit bias instead");
+    return TT_OK;
+}
+
 /* q [..., Hq, Nq, Dh], k [..., Hkv, Nk, Dh], v [..., Hkv, Nk, Dv]; 2-D
    inputs are one head. Scores are [..., Hq, Nq, Nk]. lse: NULL, or gets
    each row's log-sum-exp [B * Hq * Nq] for the backward. */
@@ -281,21 +307,6 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
     const tt_tensor *mask = o->mask, *bias = o->bias;
     double scale = o->scale;
     int causal = o->causal || o->window > 0;
-    if (!isnan(scale) && !(fabs(scale) <= (double)FLT_MAX))
-        return tt__err(TT_EARG, "sdpa: scale must be a finite float32, got %g", scale);
-    if (o->window < 0)
-        return tt__err(TT_EARG, "sdpa: window must be at least 1 (the keys each query sees), got %lld",
-                       (long long)o->window);
-    if (o->sinks < 0)
-        return tt__err(TT_EARG, "sdpa: sinks must be 0 or more, got %lld", (long long)o->sinks);
-    if (o->sinks > 0 && o->window == 0)
-        return tt__err(TT_EARG, "sdpa: sinks = %lld needs a window (the sinks are the keys kept beside it); "
-                       "hint: {window = W, sinks = %lld}", (long long)o->sinks, (long long)o->sinks);
-    if (!(o->dropout >= 0.0 && o->dropout < 1.0))
-        return tt__err(TT_EARG, "sdpa: dropout must be in [0, 1), got %g", o->dropout);
-    if (o->alibi && bias)
-        return tt__err(TT_EARG, "sdpa: alibi and bias both given; hint: alibi = true is a bias computed in "
-                       "the kernel: add your own terms to an explicit bias instead");
     const tt_tensor *in[3] = { q, k, v };
     for (int i = 0; i < 3; i++)   /* mixed float dtypes were promoted to one (tt_sdpa_ex) */
         if (!tt_dtype_is_float(in[i]->dtype))
@@ -620,6 +631,8 @@ tt_status tt_sdpa_ex(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, con
 {
     memset(out, 0, sizeof *out);
     if (weights) memset(weights, 0, sizeof *weights);
+    tt_status cs = check_opts(o);
+    if (cs) return cs;
     tt__autocast ac;
     if (tt__autocast_enter(&ac, TT__AC_LOW, 3, (const tt_tensor *[]){q, k, v}))   /* a bias stays float32 */
         return tt__autocast_leave(&ac, ac.st ? ac.st : tt_sdpa_ex(out, weights, ac.in[0], ac.in[1], ac.in[2], o, empty_rows));
