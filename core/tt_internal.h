@@ -5,6 +5,8 @@
 #ifndef TT_INTERNAL_H
 #define TT_INTERNAL_H
 
+#include <string.h>
+
 #include "tt.h"
 
 /* tt__err, storage and the memory cap: core/base/base.h (through tt.h). */
@@ -27,7 +29,7 @@ tt_status tt__numel_checked(const char *op, int ndim, const int64_t *shape, int6
    tensor/iter.c, as is tt__broadcast_strides. */
 void tt__copy(const tt_tensor *dst, const tt_tensor *src);
 
-/* 16-bit inputs (ops.c): an op on bfloat16 or float16 computes in float32
+/* 16-bit inputs (ops/elementwise.c): an op on bfloat16 or float16 computes in float32
    and rounds its result once, as PyTorch on the CPU. tt__widen: when *a is
    16-bit, *tmp becomes a contiguous float32 copy and *a points to it (else
    nothing; *a may be NULL). tt__round_to: *t (float32) replaced by its
@@ -36,6 +38,22 @@ void tt__copy(const tt_tensor *dst, const tt_tensor *src);
 static inline int tt__is_half(tt_dtype dt) { return dt == TT_BFLOAT16 || dt == TT_FLOAT16; }
 tt_status tt__widen(tt_tensor *tmp, const char *op, const tt_tensor **a);
 tt_status tt__round_to(tt_tensor *t, const char *op, tt_dtype dt);
+/* The end of an impl's 16-bit way: fa released, then res rounded to half
+   (see its definition in ops/elementwise.c for the pattern). */
+tt_status tt__half_done(tt_status st, tt_tensor *fa, tt_tensor *res, const char *name, tt_dtype half);
+
+/* Small helpers the op front-ends share (ops/elementwise.c, reduce.c,
+   softmax.c, index.c). */
+static inline void tt__clear(tt_tensor *t) { if (t) memset(t, 0, sizeof *t); }
+static inline double tt__nbytes(const tt_tensor *t)
+{
+    return (double)tt_numel(t) * (double)tt_dtype_size(t->dtype);
+}
+static inline void *tt__data_of(const tt_tensor *t)
+{
+    return t->dtype == TT_BOOL ? (void *)tt_data_bool(t)
+         : t->dtype == TT_INT64 ? (void *)tt_data_i64(t) : (void *)tt_data_f32(t);
+}
 
 /* Autocast (ops/autocast.c), as torch.autocast: an op of autocast's
    lists calls tt__autocast_enter first; when it returns 1 (autocast on, no
@@ -316,7 +334,7 @@ tt_status tt__reduce_grad(tt_tensor *out, const char *spec, tt_op red, const tt_
                           const tt_tensor *g);
 tt_status tt__repeat_grad(tt_tensor *out, const char *spec, const tt_tensor *g);
 tt_status tt__bw_repeat(const tt__node *, const tt_tensor *, tt_tensor *);
-/* A backward formula fused into one elementwise kernel (core/ops/ops.c):
+/* A backward formula fused into one elementwise kernel (core/ops/elementwise.c):
    out = the binary kernel code (TK_EW_*_BWD) on float32 a and b broadcast
    together, allocated as `name`; no record, no event. */
 tt_status tt__ew_fused(tt_tensor *out, const char *name, int code, const tt_tensor *a,
@@ -340,7 +358,7 @@ tt_status tt__einsum_grad(tt_tensor *out, const char *spec, const tt_tensor *ops
 
 tt_status tt__bw_index(const tt__node *, const tt_tensor *, tt_tensor *);
 
-/* index_select's and gather's backward (ops.c): dst[mapped i] += g[i] for
+/* index_select's and gather's backward (ops/index.c): dst[mapped i] += g[i] for
    every element i of g, dst float32 shaped as the forward's input, the
    index checked by the forward; repeated indices accumulate, in order. */
 void tt__index_add(tt_tensor *dst, int d, const tt_tensor *index, int gather, const tt_tensor *g);
@@ -374,6 +392,8 @@ typedef struct tt__opdef {
 
 /* op's row; NULL for a value out of range. */
 const tt__opdef *tt__op_def(tt_op op);
+/* op's row when it is of kind k; TT_EARG naming fn ("binary", "reduce") otherwise. */
+tt_status tt__op_kind_def(const char *fn, tt_op op, tt_opkind k, const char *what, const tt__opdef **def);
 
 /* Fills an event (ops/optable.c): every field cleared (args and note to
    ""), op with its name and infix, output, up to 3 inputs, bytes read and

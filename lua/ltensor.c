@@ -1294,7 +1294,9 @@ static int joinop(lua_State *L, int is_stack)
 static int ltt_cat(lua_State *L) { return joinop(L, 0); }
 static int ltt_stack(lua_State *L) { return joinop(L, 1); }
 
-/* opts.name as a whole number >= lo (0 when absent): window and sinks. */
+/* opts.name as a whole number >= lo (0 when absent): window and sinks.
+   Only window = 0 needs its bound here (to C it means "no window"); the
+   core checks the rest of the options (tt_sdpa_ex). */
 static int64_t sdpa_optcount(lua_State *L, const char *name, lua_Integer lo, const char *what)
 {
     lua_getfield(L, 4, name);
@@ -1336,17 +1338,14 @@ static int ltt_sdpa(lua_State *L)
         want_w = ltt_optflag(L, 4, "sdpa", "weights", 0);
         o.alibi = ltt_optflag(L, 4, "sdpa", "alibi", 0);
         o.window = sdpa_optcount(L, "window", 1, "the keys each query sees");
-        o.sinks = sdpa_optcount(L, "sinks", 0, "the first keys kept beside the window");
+        o.sinks = sdpa_optcount(L, "sinks", LUA_MININTEGER, "the first keys kept beside the window");
         o.dropout = ltt_optnumber(L, 4, "sdpa", "dropout", 0.0);
-        if (!(o.dropout >= 0.0 && o.dropout < 1.0))
-            return ltt_error(L, "sdpa: dropout must be in [0, 1) (the probability of zeroing a weight), got %g%s",
-                             o.dropout, o.dropout == 1.0 ? "; hint: p = 1 would drop every weight" : "");
         lua_getfield(L, 4, "scale");
         if (!lua_isnil(L, -1)) {
             if (lua_type(L, -1) != LUA_TNUMBER) return ltt_error(L, "sdpa: scale must be a number, got %s", luaL_typename(L, -1));
             o.scale = lua_tonumber(L, -1);
-            if (isnan(o.scale)) return ltt_error(L, "sdpa: scale must be a finite number, got nan");
-            if (isinf(o.scale)) return ltt_error(L, "sdpa: scale must be a finite number, got %sinf", o.scale < 0 ? "-" : "");
+            /* NaN is the C API's default scale: refused here, in tt_sdpa_ex's words */
+            if (isnan(o.scale)) return ltt_error(L, "sdpa: scale must be a finite float32, got nan");
         }
         lua_getfield(L, 4, "mask");     /* index 6: stays on the stack while we use it */
         lua_getfield(L, 4, "bias");     /* index 7 */
@@ -1355,14 +1354,8 @@ static int ltt_sdpa(lua_State *L)
         lua_pushnil(L);
         lua_pushnil(L);
     }
-    if (o.sinks > 0 && o.window == 0)
-        return ltt_error(L, "sdpa: sinks = %lld needs a window (the sinks are the first keys kept beside it); "
-                         "hint: {window = W, sinks = %lld}", (long long)o.sinks, (long long)o.sinks);
     tt_tensor *mask = sdpa_opttensor(L, 6, "mask", "bool");
     tt_tensor *bias = sdpa_opttensor(L, 7, "bias", "float");
-    if (o.alibi && bias)
-        return ltt_error(L, "sdpa: alibi and bias both given; hint: alibi = true is a bias the kernel computes: "
-                         "add your own terms to an explicit bias instead");
     o.mask = mask;
     o.bias = bias;
     tt_tensor *q = ltt_checktensor(L, 1), *k = ltt_checktensor(L, 2), *v = ltt_checktensor(L, 3);

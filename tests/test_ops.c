@@ -1842,6 +1842,22 @@ static void test_sdpa(void)
         tt_tensor_release(&w0);
         check_err("sdpa infinite scale", tt_sdpa(&o0, NULL, &q, &k, &v, NULL, 0, DINF, NULL), TT_EARG,
                   "sdpa", "scale", "inf");
+        /* the options' checks live in the core: the C API gets the words a script gets */
+        tt_sdpa_opts bad[] = {
+            { .scale = DNAN, .window = -1 }, { .scale = DNAN, .window = 2, .sinks = -1 },
+            { .scale = DNAN, .sinks = 4 }, { .scale = DNAN, .dropout = 1.0 },
+            { .scale = DNAN, .alibi = 1, .bias = &m }, { .scale = 1e300 },
+        };
+        const char *said[] = {
+            "sdpa: window must be at least 1 (the keys each query sees), got -1",
+            "sdpa: sinks must be at least 0 (the first keys kept beside the window), got -1",
+            "sdpa: sinks = 4 needs a window (the sinks are the first keys kept beside it); hint: {window = W, sinks = 4}",
+            "sdpa: dropout must be in [0, 1) (the probability of zeroing a weight), got 1; hint: p = 1 would drop every weight",
+            "sdpa: alibi and bias both given; hint: alibi = true is a bias the kernel computes: add your own terms",
+            "sdpa: scale must be a finite float32, got 1e+300",
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+            check_err(said[i], tt_sdpa_ex(&o0, NULL, &q, &k, &v, &bad[i], NULL), TT_EARG, said[i], NULL, NULL);
     }
     tt_tensor_release(&q0);
     tt_tensor_release(&q);

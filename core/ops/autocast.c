@@ -2,7 +2,7 @@
 ** autocast.c — torch.autocast's state and its casts: which dtype the ops
 ** of autocast's lists compute in while tt_set_autocast holds one. The
 ** lists themselves are where the ops start (matmul.c, pattern.c, sdpa.c,
-** ops.c, loss.c): each calls tt__autocast_enter before anything else.
+** elementwise.c, reduce.c, softmax.c, loss.c): each calls tt__autocast_enter before anything else.
 */
 #include <string.h>
 

@@ -115,7 +115,7 @@ static const tt__opdef OPS[] = {
        contiguous logits, the row statistics and the 0-based targets itself */
     [TT_OP_CROSS_ENTROPY] = { .name = "cross_entropy", .flops = 4, BW(cross_entropy), .saves = TT__SAVE_EXTRA },
     /* what a PyTorch user reaches for (issue 30): sin and cos are table rows
-       as exp is; the rest have their own front-ends (ops.c, view.c, pattern.c) */
+       as exp is; the rest have their own front-ends (elementwise.c, reduce.c, view.c, pattern.c) */
     [TT_OP_SIN] = { .name = "sin", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_SIN, BW(sin), .saves = TT__SAVE_A },
     [TT_OP_COS] = { .name = "cos", UNARY, .dtypes = TT__FLOAT, .result = TT_FLOAT32, .flops = 1, .kernel = TK_EW_COS, BW(sin), .saves = TT__SAVE_A },
     [TT_OP_ISNAN] = { .name = "isnan" },

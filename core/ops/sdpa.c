@@ -271,31 +271,63 @@ static tt_status check_scores_operand(const char *what, const tt_tensor *mask, c
     return TT_OK;
 }
 
-/* q [..., Hq, Nq, Dh], k [..., Hkv, Nk, Dh], v [..., Hkv, Nk, Dv]; 2-D
-   inputs are one head. Scores are [..., Hq, Nq, Nk]. lse: NULL, or gets
-   each row's log-sum-exp [B * Hq * Nq] for the backward. */
-static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, const tt_tensor *q,
-                           const tt_tensor *k, const tt_tensor *v, const tt_sdpa_opts *o, sdpa_info *info)
+/* The options' checks, the one place for them (the Lua binding only reads
+   the options): run before anything else, autocast's casts included. A
+   NaN scale is the C API's "the default 1/sqrt(Dh)", so the binding refuses
+   a script's NaN itself, in the same words. */
+static tt_status check_opts(const tt_sdpa_opts *o)
 {
-    char s1[SHAPE_BUF], s2[SHAPE_BUF], s3[SHAPE_BUF];
-    const tt_tensor *mask = o->mask, *bias = o->bias;
-    double scale = o->scale;
-    int causal = o->causal || o->window > 0;
-    if (!isnan(scale) && !(fabs(scale) <= (double)FLT_MAX))
-        return tt__err(TT_EARG, "sdpa: scale must be a finite float32, got %g", scale);
+    if (!isnan(o->scale) && !(fabs(o->scale) <= (double)FLT_MAX))
+        return tt__err(TT_EARG, "sdpa: scale must be a finite float32, got %g", o->scale);
     if (o->window < 0)
         return tt__err(TT_EARG, "sdpa: window must be at least 1 (the keys each query sees), got %lld",
                        (long long)o->window);
     if (o->sinks < 0)
-        return tt__err(TT_EARG, "sdpa: sinks must be 0 or more, got %lld", (long long)o->sinks);
+        return tt__err(TT_EARG, "sdpa: sinks must be at least 0 (the first keys kept beside the window), got %lld",
+                       (long long)o->sinks);
     if (o->sinks > 0 && o->window == 0)
-        return tt__err(TT_EARG, "sdpa: sinks = %lld needs a window (the sinks are the keys kept beside it); "
+        return tt__err(TT_EARG, "sdpa: sinks = %lld needs a window (the sinks are the first keys kept beside it); "
                        "hint: {window = W, sinks = %lld}", (long long)o->sinks, (long long)o->sinks);
     if (!(o->dropout >= 0.0 && o->dropout < 1.0))
-        return tt__err(TT_EARG, "sdpa: dropout must be in [0, 1), got %g", o->dropout);
-    if (o->alibi && bias)
-        return tt__err(TT_EARG, "sdpa: alibi and bias both given; hint: alibi = true is a bias computed in "
-                       "the kernel: add your own terms to an explicit bias instead");
+        return tt__err(TT_EARG, "sdpa: dropout must be in [0, 1) (the probability of zeroing a weight), got %g%s",
+                       o->dropout, o->dropout == 1.0 ? "; hint: p = 1 would drop every weight" : "");
+    if (o->alibi && o->bias)
+        return tt__err(TT_EARG, "sdpa: alibi and bias both given; hint: alibi = true is a bias the kernel computes: "
+                       "add your own terms to an explicit bias instead");
+    return TT_OK;
+}
+
+/* sdpa's "batch dims differ" error at dim i (0-based, i < nbd), with the
+   expand a size-1 batch dim of k or v needs as its hint. */
+static tt_status batch_dims_error(const tt_tensor *q, const tt_tensor *k, const tt_tensor *v, int i, int nbd)
+{
+    char s1[SHAPE_BUF], s2[SHAPE_BUF], s3[SHAPE_BUF];
+    int nd = q->ndim;
+    /* no broadcasting here; a size-1 batch dim of k or v expands */
+    const tt_tensor *t = k->shape[i] != q->shape[i] ? k : v;
+    int ones = 1;
+    for (int j = 0; j < nbd; j++) ones &= t->shape[j] == q->shape[j] || t->shape[j] == 1;
+    char hint[SHAPE_BUF] = "q, k and v need the same batch dims";
+    if (ones) {
+        int len = snprintf(hint, sizeof hint, "sdpa does not broadcast them: %c:expand(",
+                           t == k ? 'k' : 'v');
+        for (int j = 0; j < nd && len < (int)sizeof hint; j++)
+            len += snprintf(hint + len, sizeof hint - (size_t)len, "%s%lld", j ? ", " : "",
+                            (long long)(j < nbd ? q->shape[j] : t->shape[j]));
+        if (len < (int)sizeof hint)
+            snprintf(hint + len, sizeof hint - (size_t)len, ")%s",
+                     t == k && v->shape[i] != q->shape[i] ? ", and v likewise" : "");
+    }
+    return tt__err(TT_ESHAPE, "sdpa: batch dims differ: q %s, k %s, v %s (dim %d: %lld, %lld, %lld); "
+                   "hint: %s", shp(q, s1), shp(k, s2), shp(v, s3), i + 1, (long long)q->shape[i],
+                   (long long)k->shape[i], (long long)v->shape[i], hint);
+}
+
+/* q, k and v: float dtypes, the same number of dims (at least 2), the
+   same batch dims, matching head sizes, lengths and head counts. */
+static tt_status check_qkv(const tt_tensor *q, const tt_tensor *k, const tt_tensor *v)
+{
+    char s1[SHAPE_BUF], s2[SHAPE_BUF], s3[SHAPE_BUF];
     const tt_tensor *in[3] = { q, k, v };
     for (int i = 0; i < 3; i++)   /* mixed float dtypes were promoted to one (tt_sdpa_ex) */
         if (!tt_dtype_is_float(in[i]->dtype))
@@ -321,29 +353,9 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
     int nbd = nd >= 3 ? nd - 3 : 0;         /* leading batch dims */
     int hd = nd - 3;                        /* head dim, if any */
     int64_t Hq = hd >= 0 ? q->shape[hd] : 1, Hkv = hd >= 0 ? k->shape[hd] : 1;
-    int64_t Nq = q->shape[nd - 2], Dh = q->shape[nd - 1];
-    int64_t Nk = k->shape[nd - 2], Dv = v->shape[nd - 1];
+    int64_t Dh = q->shape[nd - 1], Nk = k->shape[nd - 2];
     for (int i = 0; i < nbd; i++)
-        if (k->shape[i] != q->shape[i] || v->shape[i] != q->shape[i]) {
-            /* no broadcasting here; a size-1 batch dim of k or v expands */
-            const tt_tensor *t = k->shape[i] != q->shape[i] ? k : v;
-            int ones = 1;
-            for (int j = 0; j < nbd; j++) ones &= t->shape[j] == q->shape[j] || t->shape[j] == 1;
-            char hint[SHAPE_BUF] = "q, k and v need the same batch dims";
-            if (ones) {
-                int len = snprintf(hint, sizeof hint, "sdpa does not broadcast them: %c:expand(",
-                                   t == k ? 'k' : 'v');
-                for (int j = 0; j < nd && len < (int)sizeof hint; j++)
-                    len += snprintf(hint + len, sizeof hint - (size_t)len, "%s%lld", j ? ", " : "",
-                                    (long long)(j < nbd ? q->shape[j] : t->shape[j]));
-                if (len < (int)sizeof hint)
-                    snprintf(hint + len, sizeof hint - (size_t)len, ")%s",
-                             t == k && v->shape[i] != q->shape[i] ? ", and v likewise" : "");
-            }
-            return tt__err(TT_ESHAPE, "sdpa: batch dims differ: q %s, k %s, v %s (dim %d: %lld, %lld, %lld); "
-                           "hint: %s", shp(q, s1), shp(k, s2), shp(v, s3), i + 1, (long long)q->shape[i],
-                           (long long)k->shape[i], (long long)v->shape[i], hint);
-        }
+        if (k->shape[i] != q->shape[i] || v->shape[i] != q->shape[i]) return batch_dims_error(q, k, v, i, nbd);
     if (k->shape[nd - 1] != Dh)
         return tt__err(TT_ESHAPE, "sdpa: q and k head sizes differ: q %s, k %s (%lld vs %lld)",
                        shp(q, s1), shp(k, s2), (long long)Dh, (long long)k->shape[nd - 1]);
@@ -356,12 +368,16 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
     if (Hkv == 0 ? Hq != 0 : Hq % Hkv != 0)
         return tt__err(TT_ESHAPE, "sdpa: query heads (%lld) are not a multiple of kv heads (%lld): "
                        "q %s, k %s", (long long)Hq, (long long)Hkv, shp(q, s1), shp(k, s2));
+    return TT_OK;
+}
 
-    /* the scores' shape, which the mask must broadcast to */
-    int nt = nd;
-    int64_t tshape[TT_MAX_DIMS];
-    memcpy(tshape, q->shape, (size_t)nd * sizeof *tshape);
-    tshape[nt - 1] = Nk;
+/* The mask (bool) and the bias (float32), each broadcasting to the scores'
+   shape tshape [..., Hq, Nq, Nk]. */
+static tt_status check_mask_bias(const tt_tensor *mask, const tt_tensor *bias, const tt_tensor *q,
+                                 const tt_tensor *k, const int64_t *tshape)
+{
+    char s1[SHAPE_BUF];
+    int nt = q->ndim;
     if (mask && mask->dtype != TT_BOOL)
         return tt__err(TT_EARG, "sdpa: mask must be bool (true = may attend), got %s %s; hint: mask:bool()",
                        tt_dtype_name(mask->dtype), shp(mask, s1));
@@ -371,23 +387,29 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
         return tt__err(TT_EARG, "sdpa: bias must be float32 (added to the scaled scores), got %s %s; hint: %s",
                        tt_dtype_name(bias->dtype), shp(bias, s1),
                        bias->dtype == TT_BOOL ? "a bool tensor is a mask: {mask = m}" : "bias:float()");
-    if (bias && (st = check_scores_operand("bias", bias, q, k, nt, tshape))) return st;
+    return bias ? check_scores_operand("bias", bias, q, k, nt, tshape) : TT_OK;
+}
 
-    sdpa_layout L;
-    st = layout_init(&L, q, k, v, mask, bias);
+/* out [..., Hq, Nq, Dv] in q's dtype, weights (when wanted) the scores'
+   shape in float32, lse (when wanted) one float per query row; on failure
+   none is left allocated. */
+static tt_status alloc_results(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, const tt_tensor *q,
+                               const tt_tensor *k, const tt_tensor *v, const int64_t *tshape)
+{
+    int nd = q->ndim;
     int64_t oshape[TT_MAX_DIMS];
     const char *onames[TT_MAX_DIMS], *wnames[TT_MAX_DIMS];
     memcpy(oshape, q->shape, (size_t)nd * sizeof *oshape);
     memcpy(onames, q->names, (size_t)nd * sizeof *onames);
     memcpy(wnames, q->names, (size_t)nd * sizeof *wnames);
-    oshape[nd - 1] = Dv;
+    oshape[nd - 1] = v->shape[nd - 1];
     onames[nd - 1] = v->names[nd - 1];
     wnames[nd - 1] = k->names[nd - 2];
     /* out in q's dtype (the kernel rounds it); the weights come in float32
-       and are rounded below */
-    if (st == TT_OK) st = tt__alloc(out, "sdpa", q->dtype, nd, oshape, onames);
+       and are rounded after the kernel */
+    tt_status st = tt__alloc(out, "sdpa", q->dtype, nd, oshape, onames);
     if (st == TT_OK && weights) {
-        st = tt__alloc(weights, "sdpa", TT_FLOAT32, nt, tshape, wnames);
+        st = tt__alloc(weights, "sdpa", TT_FLOAT32, nd, tshape, wnames);
         if (st) tt_tensor_release(out);
     }
     if (st == TT_OK && lse) {
@@ -399,10 +421,34 @@ static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, c
             if (weights) tt_tensor_release(weights);
         }
     }
+    return st;
+}
+
+/* q [..., Hq, Nq, Dh], k [..., Hkv, Nk, Dh], v [..., Hkv, Nk, Dv]; 2-D
+   inputs are one head. Scores are [..., Hq, Nq, Nk]. lse: NULL, or gets
+   each row's log-sum-exp [B * Hq * Nq] for the backward. */
+static tt_status sdpa_impl(tt_tensor *out, tt_tensor *weights, tt_tensor *lse, const tt_tensor *q,
+                           const tt_tensor *k, const tt_tensor *v, const tt_sdpa_opts *o, sdpa_info *info)
+{
+    tt_status st = check_qkv(q, k, v);
+    if (st) return st;
+    int nd = q->ndim, nbd = nd >= 3 ? nd - 3 : 0, hd = nd - 3;
+    int64_t Hq = hd >= 0 ? q->shape[hd] : 1;
+    int64_t Nq = q->shape[nd - 2], Dh = q->shape[nd - 1];
+    int64_t Nk = k->shape[nd - 2], Dv = v->shape[nd - 1];
+    int64_t tshape[TT_MAX_DIMS];            /* the scores' shape, which mask and bias broadcast to */
+    memcpy(tshape, q->shape, (size_t)nd * sizeof *tshape);
+    tshape[nd - 1] = Nk;
+    if ((st = check_mask_bias(o->mask, o->bias, q, k, tshape))) return st;
+
+    sdpa_layout L;
+    st = layout_init(&L, q, k, v, o->mask, o->bias);
+    if (st == TT_OK) st = alloc_results(out, weights, lse, q, k, v, tshape);
     if (st == TT_OK) {
+        int causal = o->causal || o->window > 0;
         int64_t B = 1;
         for (int i = 0; i < nbd; i++) B *= q->shape[i];
-        float sc = isnan(scale) ? (Dh > 0 ? (float)(1.0 / sqrt((double)Dh)) : 1.0f) : (float)scale;
+        float sc = isnan(o->scale) ? (Dh > 0 ? (float)(1.0 / sqrt((double)Dh)) : 1.0f) : (float)o->scale;
         info->scale = sc;
         info->flops = 2.0 * (double)B * (double)Hq * visible_pairs(Nq, Nk, causal, o->window, o->sinks)
                       * (double)(Dh + Dv);
@@ -620,6 +666,8 @@ tt_status tt_sdpa_ex(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, con
 {
     memset(out, 0, sizeof *out);
     if (weights) memset(weights, 0, sizeof *weights);
+    tt_status cs = check_opts(o);
+    if (cs) return cs;
     tt__autocast ac;
     if (tt__autocast_enter(&ac, TT__AC_LOW, 3, (const tt_tensor *[]){q, k, v}))   /* a bias stays float32 */
         return tt__autocast_leave(&ac, ac.st ? ac.st : tt_sdpa_ex(out, weights, ac.in[0], ac.in[1], ac.in[2], o, empty_rows));

@@ -57,7 +57,7 @@ local x4 = tt.zeros(1, 4, 5, 8)
 checkerror({"sdpa", "[1,3,5,8]", "[1,4,5,8]"}, tt.sdpa, x4, tt.zeros(1, 3, 5, 8), tt.zeros(1, 3, 5, 8))
 checkerror({"sdpa", "mask"}, tt.sdpa, x4, x4, x4, {mask = tt.causal_mask(3)})
 checkerror({"sdpa", "unknown option 'casual'"}, tt.sdpa, x4, x4, x4, {casual = true})
-checkerror({"sdpa: scale must be a finite number, got nan"}, tt.sdpa, x4, x4, x4, {scale = 0 / 0})
+checkerror({"sdpa: scale must be a finite float32, got nan"}, tt.sdpa, x4, x4, x4, {scale = 0 / 0})
 -- boolean options take booleans only: "no" would otherwise count as true
 checkerror({"sdpa: option 'causal' must be true or false, not a string"}, tt.sdpa, x4, x4, x4, {causal = "no"})
 checkerror({"sdpa: option 'weights' must be true or false, not a number"}, tt.sdpa, x4, x4, x4, {weights = 1})
@@ -120,8 +120,8 @@ checkerror({"sdpa: query heads (4) are not a multiple of kv heads (3): q [1,4,5,
            tt.sdpa, x4, tt.zeros(1, 3, 5, 8), tt.zeros(1, 3, 5, 8))
 checkerror({"sdpa: mask must be a bool tensor, got number"}, tt.sdpa, x4, x4, x4, {mask = 3})
 checkerror({"sdpa: scale must be a number, got string"}, tt.sdpa, x4, x4, x4, {scale = "a"})
-checkerror({"sdpa: scale must be a finite number, got inf"}, tt.sdpa, x4, x4, x4, {scale = math.huge})
-checkerror({"sdpa: scale must be a finite number, got -inf"}, tt.sdpa, x4, x4, x4, {scale = -math.huge})
+checkerror({"sdpa: scale must be a finite float32, got inf"}, tt.sdpa, x4, x4, x4, {scale = math.huge})
+checkerror({"sdpa: scale must be a finite float32, got -inf"}, tt.sdpa, x4, x4, x4, {scale = -math.huge})
 
 -- matmul: dtypes, scalars, batch dims (GQA by hand gets a hint)
 checkerror({"matmul: expects float32, got bool [2,3] @ float32 [3,2]; hint: x:float()"},
