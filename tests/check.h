@@ -7,9 +7,20 @@
 #define TT_CHECK_H
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 static int check_passed, check_failed;
+
+/* xorshift64: the next 53 random bits of *state as a double in [0, 1).
+   Each test keeps its own state, so its draws stay its own. */
+static inline double check_xorshift(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return (double)(*state >> 11) / 9007199254740992.0;
+}
 
 /* CHECK_UNDER_ASAN: built with AddressSanitizer (make asan), where a test
    samples what would take minutes and does not read memory use (the RSS

@@ -26,13 +26,7 @@
 
 static uint64_t rng = 88172645463325252u;
 
-static double urand(void)                   /* xorshift64, [0, 1) */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
+static double urand(void) { return check_xorshift(&rng); }   /* [0, 1) */
 
 static int ok(tt_status st)
 {

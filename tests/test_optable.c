@@ -24,13 +24,7 @@ static const char *const LAYOUT[L_COUNT] = { "contiguous", "transposed", "narrow
 
 static uint64_t rng = 88172645463325252ull;
 
-static double urand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
+static double urand(void) { return check_xorshift(&rng); }   /* [0, 1) */
 
 static int ok(tt_status st)
 {

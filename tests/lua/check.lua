@@ -19,6 +19,14 @@ function M.check(descr, cond, level)
   return cond
 end
 
+-- check, with what a command printed written to stderr when it fails
+-- (the command-line tests pass its stdout and stderr).
+function M.check_out(descr, cond, output)
+  if not cond and output then io.stderr:write(output, "\n") end
+  local r = M.check(descr, cond, 2)  -- not a tail call: keeps the caller's line
+  return r
+end
+
 -- Every element of tensor x within tol of the plain Lua values in want
 -- (a nested table or a number).
 function M.close(descr, x, want, tol)

@@ -7,11 +7,7 @@
 -- others do.
 local T = dofile("tests/lua/check.lua")
 local json = dofile("tests/lua/json.lua")
--- check(), and what the command printed when it fails
-local function check(descr, cond, output)
-  if not cond and output then io.stderr:write(output, "\n") end
-  T.check(descr, cond, 2)
-end
+local check = T.check_out
 
 local dir = T.tmpdir()
 local function write(name, text) return T.write(dir, name, text) end

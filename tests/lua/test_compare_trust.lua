@@ -5,10 +5,7 @@
 -- from a script.
 local T = dofile("tests/lua/check.lua")
 local json = dofile("tests/lua/json.lua")
-local function check(descr, cond, output)
-  if not cond and output then io.stderr:write(output, "\n") end
-  T.check(descr, cond, 2)
-end
+local check = T.check_out
 
 local dir = T.tmpdir()
 local function write(name, text) return T.write(dir, name, text) end
