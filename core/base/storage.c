@@ -17,11 +17,14 @@
 
 /* Under AddressSanitizer the buffers of the cache and the slabs are
    poisoned while nobody owns them (but a cached buffer's free-list link),
-   and every buffer handed out is followed
-   by at least REDZONE poisoned bytes (its class's slack, a redzone): to
-   ASan the cache and the slabs are ordinary allocations, so an overflow
-   into a neighbouring buffer of one slab, into a block's slack or into a
-   cached buffer is reported (tests/test_bounds.c plants one). */
+   and so is the slack of every buffer handed out, between its size and its
+   class's: to ASan the cache and the slabs are ordinary allocations, so an
+   overflow into a block's slack, into a cached buffer or into a free
+   neighbour of one slab is reported (tests/test_bounds.c plants one). No
+   redzone is added to the size: a larger class would change the slabs'
+   slack and so what the memory cap counts, and the ASan build must hold the
+   same limits as the normal one. A buffer that fills its class exactly has
+   no slack; an overflow of it is seen only where its neighbour is free. */
 #if defined(__SANITIZE_ADDRESS__)
 #define TT_ASAN 1
 #elif defined(__has_feature)
@@ -31,11 +34,9 @@
 #endif
 #ifdef TT_ASAN
 #include <sanitizer/asan_interface.h>
-#define REDZONE 16                      /* ASan's own least redzone */
 #define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
 #else
-#define REDZONE 0
 #define POISON(p, n) ((void)(p), (void)(n))
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
@@ -380,7 +381,7 @@ tt_status tt__storage_new(tt_storage **out, int64_t nbytes, int zero)
     if (s) free_headers = s->data;
     else if ((s = malloc(sizeof *s)) == NULL) return tt__err(TT_ENOMEM, "out of memory");
     int idx;                                /* classes are multiples of 64, as aligned_alloc needs */
-    size_t sz = size_class((size_t)nbytes + REDZONE, &idx);
+    size_t sz = size_class((size_t)nbytes, &idx);
     s->data = cache_take(idx, sz);
     if (s->data == NULL) s->data = buffer_alloc(sz, idx);
     if (s->data == NULL) {
@@ -408,7 +409,7 @@ void tt__storage_release(tt_storage *s)
     if (s == NULL || --s->refcount > 0) return;
     mem_in_use -= s->nbytes;
     int idx;
-    size_t sz = size_class((size_t)s->nbytes + REDZONE, &idx);
+    size_t sz = size_class((size_t)s->nbytes, &idx);
     cache_put(s->data, sz, idx);
     s->data = free_headers;                 /* headers are reused too */
     free_headers = s;
