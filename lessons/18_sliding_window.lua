@@ -486,12 +486,14 @@ print("part of the weight on the first tokens in the layers above the bottom two
 print("and StreamingLLM numbers positions inside the cache, where this lesson keeps")
 print("each token's own position.")
 -- the figure: what keeping keys 1..4 wins back (window - sinks) against W,
--- one line a model, with a bar of one standard error either side
+-- one line a model, with a bar of one standard error either side; to 1e-4
+-- nats (under a pixel), so every kernel path draws the same picture
 local ws, series = {}, {}
+local function nats(v) return math.floor(v * 1e4 + 0.5) / 1e4 end
 for i, r in ipairs(sink_rows) do ws[i] = r.w end
 for _, mdl in ipairs({{"twin (BOS)", twin_rows}, {"lesson 16", sink_rows}}) do
   local mid, se = {}, {}
-  for i, r in ipairs(mdl[2]) do mid[i], se[i] = r.evict, r.evict_se end
+  for i, r in ipairs(mdl[2]) do mid[i], se[i] = nats(r.evict), nats(r.evict_se) end
   series[#series + 1] = {name = mdl[1], x = ws, y = mid, yerr = se}
 end
 tt.plot(series, "images/18_sinks.png", {
