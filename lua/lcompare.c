@@ -446,23 +446,36 @@ static void keep_label(lua_State *L, const tt_tensor *t)
 
 /* ===== Running one script ===== */
 
-/* A script's standard output goes to a file while it runs: it is its
-   output, quoted under the verdict (run.output), never mixed with the
-   verdict's lines; print and io.write are the ones of a normal run. */
+/* A script's standard output and standard error go to one file while it
+   runs, as 2>&1 would: they are its output, quoted under the verdict
+   (run.output) with control characters shown, never mixed with the
+   verdict's lines nor written raw to the teacher's terminal; print,
+   io.write, io.stderr and warn are the ones of a normal run. */
 #define OUTPUT_KEPT 4096
-static struct { FILE *f; int saved; } out_cap = { NULL, -1 };
+static struct { FILE *f; int saved[2]; } out_cap = { NULL, { -1, -1 } };
 
 static void capture_start(void)
 {
     fflush(stdout);
+    fflush(stderr);
     out_cap.f = tmpfile();
-    out_cap.saved = out_cap.f ? dup(STDOUT_FILENO) : -1;
-    if (out_cap.saved < 0 || dup2(fileno(out_cap.f), STDOUT_FILENO) < 0) {
-        if (out_cap.f) fclose(out_cap.f);
-        if (out_cap.saved >= 0) close(out_cap.saved);
-        out_cap.f = NULL;
-        out_cap.saved = -1;
+    int ok = out_cap.f != NULL;
+    for (int k = 0; k < 2; k++) {
+        out_cap.saved[k] = ok ? dup(STDOUT_FILENO + k) : -1;
+        ok = ok && out_cap.saved[k] >= 0 && dup2(fileno(out_cap.f), STDOUT_FILENO + k) >= 0;
     }
+    if (!ok) {          /* as it was: the terminal */
+        for (int k = 0; k < 2; k++)
+            if (out_cap.saved[k] >= 0) {
+                dup2(out_cap.saved[k], STDOUT_FILENO + k);
+                close(out_cap.saved[k]);
+                out_cap.saved[k] = -1;
+            }
+        if (out_cap.f) fclose(out_cap.f);
+        out_cap.f = NULL;
+        return;
+    }
+    ltt_limits_message_fd(out_cap.saved[1]);     /* the watchdog's word stays the teacher's */
 }
 
 /* Back to the terminal; run.output = the first OUTPUT_KEPT bytes,
@@ -471,8 +484,13 @@ static void capture_end(lua_State *E)
 {
     if (out_cap.f == NULL) return;
     fflush(stdout);
-    dup2(out_cap.saved, STDOUT_FILENO);
-    close(out_cap.saved);
+    fflush(stderr);
+    ltt_limits_message_fd(STDERR_FILENO);
+    for (int k = 0; k < 2; k++) {
+        dup2(out_cap.saved[k], STDOUT_FILENO + k);
+        close(out_cap.saved[k]);
+        out_cap.saved[k] = -1;
+    }
     off_t total = lseek(fileno(out_cap.f), 0, SEEK_END);
     char buf[OUTPUT_KEPT];
     size_t got = 0;

@@ -167,7 +167,15 @@ static struct {
     int exiting;                /* lua_close is running the finalizers */
     double timeout;
     long long max_instr;
-} wd = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    int fd;                     /* where its message goes */
+} wd = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .fd = 2};
+
+void ltt_limits_message_fd(int fd)
+{
+    pthread_mutex_lock(&wd.mu);
+    wd.fd = fd;
+    pthread_mutex_unlock(&wd.mu);
+}
 
 /* In the watchdog thread, wd.mu held: says what ran, removes the written
    file's temporary, ends the process. */
@@ -200,7 +208,7 @@ static void hard_stop(void)
         fflush(stdout);
         funlockfile(stdout);
     }
-    ssize_t r = write(2, msg, strlen(msg));
+    ssize_t r = write(wd.fd, msg, strlen(msg));
     (void)r;
     _exit(1);
 }

@@ -28,6 +28,9 @@ void ltt_limits_pause(lua_State *L);       /* between REPL chunks */
    (at least 1 s more; in the REPL, one more timeout). */
 void ltt_limits_exit(void);
 void ltt_limits_done(void);               /* after lua_close: stops the watchdog thread */
+/* The file descriptor the watchdog writes its message to (2 unless set):
+   --compare keeps it on the terminal while the script's stderr is captured. */
+void ltt_limits_message_fd(int fd);
 /* --sandbox: removes os.execute, io.popen, package.loadlib, C modules,
    binary chunks and the debug library (but traceback); file writes only
    under images_dir, reads only under read_dir (and images_dir); realpath

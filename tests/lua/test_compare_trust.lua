@@ -131,6 +131,26 @@ check("the good one matches", has(line_of("k_good.lua"), "✓ all 2 checkpoints 
 out, err, code = run("--sandbox --compare " .. ref .. " " .. bsubs[5])
 check("one script: what it printed is quoted, never a verdict line",
       has(out, "your script printed:\n  | " .. good .. ": ✓ all 2 checkpoints match\n  | \\x1b[2J") and code == 0, out .. err)
+-- its standard error too: quoted with its output, never raw on the teacher's terminal
+local to_err = attack("p_stderr.lua", 'io.stderr:write("' .. good .. ': ✓ forged\\n\\27[2J")\nwarn("@on")\nwarn("a warning")')
+out, err, code = run("--sandbox --compare " .. ref .. " " .. to_err .. " " .. good)
+check("a batch: a submission's stderr reaches neither the terminal's stderr nor a verdict line",
+      err == "" and not has(out, "forged") and code == 0, out .. "\n--- stderr:\n" .. err)
+out, err, code = run("--compare " .. ref .. " " .. to_err)
+check("one script: its stderr and warnings are quoted under the verdict, control characters shown",
+      err == "" and has(out, "  | " .. good .. ": ✓ forged\n  | \\x1b[2J") and has(out, "\\x1b[2JLua warning: a warning"),
+      out .. "\n--- stderr:\n" .. err)
+-- the watchdog's own message stays the teacher's while the script's stderr is captured
+do
+  local fifo = os.tmpname()
+  os.remove(fifo)
+  assert(os.execute("mkfifo " .. fifo))
+  local blocked = attack("p_fifo.lua", 'io.open("' .. fifo .. '")')
+  out, err, code = run("--timeout 0.3 --compare " .. ref .. " " .. blocked)
+  check("a script the watchdog stops: its message on the checker's stderr",
+        code == 1 and has(err, "tensortrace: timeout: the script ran longer than 0.3 s (--timeout) and was stopped"), out .. err)
+  os.remove(fifo)
+end
 
 -- nothing of the reference's run reaches the submission's, and a graded run looks like a normal one
 local probe = sub("r_probe.lua", REF .. [[
