@@ -991,6 +991,64 @@ local function made_at(run, c)
 end
 
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
+-- Where MINE's wrong values begin, upstream of checkpoint M: walking back
+-- from M through MINE's ops, only into tensors whose values appear nowhere
+-- in REF's run (no REF tensor of that shape holds them), the last such op
+-- whose inputs all do appear there (or that has none). Ops that only move
+-- or rename values (a transpose, say) are taken as their input's values.
+-- Nil when M's own op is that op, or no op of MINE's file is found.
+local moves_values = { view = true, reshape = true, flatten = true, transpose = true, permute = true, mT = true, t = true,
+    named = true, contiguous = true, clone = true, expand = true, unsqueeze = true, squeeze = true }
+local function first_wrong(mine, ref, M)
+    local by_shape = {}
+    local function add(t)
+        if t == nil or t:numel() > 65536 then return end
+        local key = table.concat(shape_of(t), "x")
+        by_shape[key] = by_shape[key] or {}
+        table.insert(by_shape[key], t)
+    end
+    for _, node in pairs(ref.nodes) do
+        add(node.out)
+        for _, i in ipairs(node.inputs) do add(i.t) end
+    end
+    for _, c in ipairs(ref.checkpoints) do add(c.t) end
+    local seen = {}
+    local function in_ref(id, t)
+        if seen[id] == nil then
+            seen[id] = false
+            local node = mine.nodes[id]
+            if node and moves_values[node.op] and node.inputs[1] then
+                seen[id] = in_ref(node.inputs[1].id, node.inputs[1].t)
+            elseif t and t:numel() <= 65536 then
+                local v = values(t)
+                for _, r in ipairs(by_shape[table.concat(shape_of(t), "x")] or {}) do
+                    if r:dtype() == t:dtype() and close(v, values(r), opt.rtol, opt.atol) then seen[id] = true break end
+                end
+            else
+                seen[id] = true     -- too large to look for: no claim about it
+            end
+        end
+        return seen[id]
+    end
+    local visited = {}
+    local function origin(id)
+        local node = mine.nodes[id]
+        if not node or visited[id] then return nil end
+        visited[id] = true
+        for _, i in ipairs(node.inputs) do
+            if not in_ref(i.id, i.t) then
+                local o = origin(i.id)
+                if o then return o end
+            end
+        end
+        if moves_values[node.op] then return nil end
+        return node
+    end
+    local o = origin(M.id)
+    if o and o.id ~= M.id and o.file == mine.file and o.line and o.line > 0 then return o end
+    return nil
+end
+
 
 -- "file:line: message" -> file, line, message
 local function error_where(msg)
@@ -1289,10 +1347,15 @@ local function check(mine)
                 found = { { kind = "values", message = mask_words(R, M, mine) .. cut_note(mine) } }
             else
                 local idx = index_str(index_of(f.at, shape_of(R.t)))
+                local o = first_wrong(mine, ref, M)
+                if o and o.line == f.line then o = nil end
                 found = { { kind = "values", message = string.format(
                     "no known mistake explains it: the largest difference is at %s (expected %s, yours %s); %d of %d cells differ",
                     idx, num_str(f.rv[f.at]), num_str(f.mv[f.at]), select(4, close(f.mv, f.rv, opt.rtol, opt.atol)), #f.rv)
+                    .. (o and string.format("; your values first differ from every one of the reference's at line %d (%s), "
+                        .. "before `%s` (line %s)", o.line, o.op, f.label, f.line or "?") or "")
                     .. cut_note(mine) } }
+                if o then f.line = o.line end
             end
         end
         f.diagnosis = found

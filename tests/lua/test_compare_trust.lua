@@ -98,6 +98,29 @@ check("... the stray bytes as U+FFFD, the ESC escaped",
 check("... the error kinds: error, timeout", vs[2] and vs[2].error.kind == "error" and vs[4] and vs[4].error.kind == "timeout"
       and vs[4].diagnosis[1].kind == "timeout", table.concat(jl, "\n"))
 
+-- the line named is the one that made the first wrong value: an unlabelled
+-- op two lines above the checkpoint, no known mistake to explain it
+local upstream = write("upstream.lua", [[
+tt.manual_seed(1)
+local N, Dh = 4, 4
+local q = tt.randn(N, Dh):named("Nq", "Dh")
+local k = tt.randn(N, Dh):named("Nk", "Dh")
+local raw = q:matmul(k:mT())
+local bent = raw:abs()
+local scores = (bent / math.sqrt(Dh)):label("scores")
+local w = scores:softmax("Nk"):label("weights")
+]])
+out, err, code = run("--compare " .. ref .. " " .. upstream)
+check("a wrong value made upstream of the checkpoint: its line is the one named",
+      code == 1 and has(out, "✗ `scores` does not match (" .. upstream .. ":6)\n     6 | local bent = raw:abs()")
+      and has(out, "first differ from every one of the reference's at line 6 (abs), before `scores` (line 7)"), out .. err)
+-- a right value in another layout (k transposed first) is no wrong value
+local layout = write("layout.lua", (REF:gsub("local scores = %(q:matmul%(k:mT%(%)%) / math.sqrt%(Dh%)%)",
+  "local kt = k:mT()\nlocal s = q:matmul(kt)\nlocal scores = (s:abs() / math.sqrt(Dh))")))
+out, err, code = run("--compare " .. ref .. " " .. layout)
+check("... nothing added when it is made on the checkpoint's own line (a transposed k before it is right)", code == 1
+      and not has(out, "first differ from") and has(out, "(" .. layout .. ":7)"), out .. err)
+
 -- ===== B. isolation in grading =====
 -- the reference writes a figure beside the submissions (a teacher running from their folder)
 local REF_FIG = REF .. 'tt.heatmap(w, "' .. dir .. '/subs/ref_weights.png")\n'
