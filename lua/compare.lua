@@ -1005,7 +1005,7 @@ local function first_wrong(mine, ref, M)
         if t == nil or t:numel() > 65536 then return end
         local key = table.concat(shape_of(t), "x")
         by_shape[key] = by_shape[key] or {}
-        table.insert(by_shape[key], t)
+        table.insert(by_shape[key], { t = t })
     end
     for _, node in pairs(ref.nodes) do
         add(node.out)
@@ -1022,7 +1022,10 @@ local function first_wrong(mine, ref, M)
             elseif t and t:numel() <= 65536 then
                 local v = values(t)
                 for _, r in ipairs(by_shape[table.concat(shape_of(t), "x")] or {}) do
-                    if r:dtype() == t:dtype() and close(v, values(r), opt.rtol, opt.atol) then seen[id] = true break end
+                    if r.t:dtype() == t:dtype() then
+                        r.v = r.v or values(r.t)
+                        if close(v, r.v, opt.rtol, opt.atol) then seen[id] = true break end
+                    end
                 end
             else
                 seen[id] = true     -- too large to look for: no claim about it
