@@ -539,7 +539,7 @@ static int sandbox_script(lua_State *L, const ltt_compare_opts *o, const char *p
         return 0;
     }
     struct timespec since = { (time_t)(o->since_ns / 1000000000), (long)(o->since_ns % 1000000000) };
-    ltt_sandbox_grading(path, o->inputs, o->ninputs, &since);
+    ltt_sandbox_grading(path, o->inputs, o->ninputs, o->data, o->ndata, &since);
     return 1;
 }
 
@@ -643,7 +643,7 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref, 
     ltt_limits_exit();              /* its finalizers stay under the watchdog */
     lua_close(L);
     ltt_limits_done();              /* and the engine's work after it does not */
-    ltt_sandbox_grading(NULL, NULL, 0, NULL);
+    ltt_sandbox_grading(NULL, NULL, 0, NULL, 0, NULL);
     ltt_sandbox_close();
 }
 
@@ -971,6 +971,47 @@ static int output_allowed(const ltt_compare_opts *o, const char *option, const c
     return 1;
 }
 
+/* The data files REF declares above its marked line, "-- reads: lib/m.lua
+   data/w.safetensors": each name found in REF's folder or the nearest
+   folder above it that has it (an exercise's solution and its starter sit
+   at different depths), resolved into got[]. Returns how many, or -1 with
+   the message said when a name is found nowhere. */
+#define MAX_DATA 16
+static int declared_data(const char *ref, char got[MAX_DATA][PATH_MAX])
+{
+    FILE *f = fopen(ref, "r");
+    if (f == NULL) return 0;            /* the run says why */
+    char line[1024], dir[PATH_MAX];
+    int n = 0;
+    if (!resolve(ref, dir)) dir[0] = 0;
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    while (fgets(line, sizeof line, f) && strncmp(line, "-- ===== your code below", 24) != 0) {
+        if (strncmp(line, "-- reads:", 9) != 0) continue;
+        for (char *name = strtok(line + 9, " ,\t\r\n"); name; name = strtok(NULL, " ,\t\r\n")) {
+            char at[PATH_MAX], try[2 * PATH_MAX];
+            snprintf(at, sizeof at, "%s", dir);
+            int found = 0;
+            while (!found && at[0]) {
+                snprintf(try, sizeof try, "%s/%s", at, name);
+                found = n < MAX_DATA && realpath(try, got[n]) != NULL;
+                char *up = strrchr(at, '/');
+                if (up) *up = 0;
+                else at[0] = 0;
+            }
+            if (!found) {
+                fprintf(stderr, PROGNAME ": %s declares '%s' ('-- reads:'), which is %s\n", ref, name,
+                        n < MAX_DATA ? "neither beside it nor in a folder above it" : "one file too many (16 at most)");
+                fclose(f);
+                return -1;
+            }
+            n++;
+        }
+    }
+    fclose(f);
+    return n;
+}
+
 int ltt_compare(const ltt_compare_opts *o)
 {
     ltt_compare_opts c = *o;
@@ -987,6 +1028,16 @@ int ltt_compare(const ltt_compare_opts *o)
     for (int i = 0; i < o->nmine; i++) all[i + 1] = o->mine[i];
     c.inputs = all;
     c.ninputs = o->nmine + 1;
+    static char data[MAX_DATA][PATH_MAX];
+    const char *data_ptr[MAX_DATA];
+    int ndata = o->sandbox ? declared_data(o->ref, data) : 0;
+    if (ndata < 0) {
+        free(all);
+        return 2;
+    }
+    for (int i = 0; i < ndata; i++) data_ptr[i] = data[i];
+    c.data = data_ptr;
+    c.ndata = ndata;
     memset(&batch, 0, sizeof batch);
     int code = !output_allowed(&c, "--compare-json", o->json) || !output_allowed(&c, "--compare-csv", o->csv) ? 2
              : o->sandbox ? compare_isolated(&c) : compare_here(&c);

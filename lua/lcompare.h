@@ -32,6 +32,8 @@ typedef struct ltt_compare_opts {
     long long max_write, max_files;   /* --sandbox's write quota (-1: the default) */
     const char *const *inputs;   /* --sandbox: every script of the check, which a checked one may not read */
     int ninputs;                 /* (set inside, as is since_ns: the grading's start, CLOCK_REALTIME) */
+    const char *const *data;     /* --sandbox: the data files the reference declares, resolved (set inside) */
+    int ndata;
     long long since_ns;
     int one_line;                /* one verdict line even for one script (set inside) */
     int json_append;             /* append to json rather than write it anew (set inside) */

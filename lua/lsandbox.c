@@ -352,15 +352,18 @@ static struct {
 } sbx;
 static char also_read[PATH_MAX];    /* --read DIR, resolved; "" = none (kept across opens) */
 
-/* --sandbox --compare: a submission reads its own file and the --read
-   folder, never another input of the check (a classmate's file, the
-   reference) nor a file written since the grading began (the reference's
-   figures, a classmate's output). Set after ltt_sandbox_open. */
+/* --sandbox --compare: a submission reads its own file, the data files the
+   reference declares and the --read folder, never another input of the
+   check (a classmate's file, the reference) nor a file written since the
+   grading began (the reference's figures, a classmate's output). Set after
+   ltt_sandbox_open. */
 static struct {
     int on;
     char own[PATH_MAX];
     char **deny;                /* resolved */
     int ndeny;
+    const char *const *data;    /* resolved; the caller's */
+    int ndata;
     struct timespec since;
 } grading;
 
@@ -460,13 +463,16 @@ static int may_read_graded(const char *res, char *why, size_t n)
         snprintf(why, n, "it was written while the submissions are graded");
         return 0;
     }
+    for (int i = 0; i < grading.ndata; i++)
+        if (strcmp(res, grading.data[i]) == 0) return 1;
     if (also_read[0] && is_under(res, also_read)) return 1;
-    snprintf(why, n, "a checked script reads only its own file%s", also_read[0] ? " and the --read folder"
-                                                                             : "; hint: --read DIR allows one more");
+    snprintf(why, n, "a checked script reads only its own file, the data files the reference declares ('-- reads:')%s",
+             also_read[0] ? " and the --read folder" : "; hint: --read DIR allows one more folder");
     return 0;
 }
 
-void ltt_sandbox_grading(const char *own, const char *const *inputs, int n, const struct timespec *since)
+void ltt_sandbox_grading(const char *own, const char *const *inputs, int n, const char *const *data, int ndata,
+                         const struct timespec *since)
 {
     for (int i = 0; i < grading.ndeny; i++) free(grading.deny[i]);
     free(grading.deny);
@@ -475,6 +481,8 @@ void ltt_sandbox_grading(const char *own, const char *const *inputs, int n, cons
     grading.on = 1;
     if (realpath(own, grading.own) == NULL) grading.own[0] = 0;
     grading.since = *since;
+    grading.data = data;
+    grading.ndata = ndata;
     grading.deny = calloc((size_t)n + 1, sizeof *grading.deny);
     for (int i = 0; grading.deny && i < n; i++) {
         char res[PATH_MAX];
@@ -502,7 +510,7 @@ static int may_read(const char *path, char *why, size_t n)
 
 int ltt_sandbox_check_read(lua_State *L, const char *path)
 {
-    char why[128];
+    char why[256];
     if (!sbx.on) return 1;
     if (!may_read(path, why, sizeof why)) return path_error(L, "read", path, why);
     const char *kind = not_regular(path);

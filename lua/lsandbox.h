@@ -44,12 +44,14 @@ int ltt_sandbox_open(lua_State *L, const char *images_dir, int images_given, con
    kept by it. Returns 0 and a message in *err when DIR is not a folder. */
 int ltt_sandbox_also_read(const char *dir, const char **err);
 /* --sandbox --compare, after ltt_sandbox_open: the checked script own may
-   read itself and the --read folder, never inputs[0..n) (the reference, the
-   other submissions) nor a file modified at or after since (the grading's
-   start: the reference's figures, another submission's output). own NULL
-   ends this mode. */
+   read itself, the files data[0..ndata) (resolved paths: the data the
+   reference declares) and the --read folder, never inputs[0..n) (the
+   reference, the other submissions) nor a file modified at or after since
+   (the grading's start: the reference's figures, another submission's
+   output). own NULL ends this mode. */
 struct timespec;
-void ltt_sandbox_grading(const char *own, const char *const *inputs, int n, const struct timespec *since);
+void ltt_sandbox_grading(const char *own, const char *const *inputs, int n, const char *const *data, int ndata,
+                         const struct timespec *since);
 /* Turns the sandbox's file rules off again (--compare: for the engine's
    own figure and JSON after a checked script ran under them). */
 void ltt_sandbox_close(void);

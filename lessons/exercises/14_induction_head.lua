@@ -14,7 +14,9 @@
 --   (a copy elsewhere: ./tensortrace --compare lessons/exercises/solutions/14_induction_head.lua COPY.lua)
 -- Leave everything above the marked line as it is: the check builds the same inputs.
 
--- lesson 14's model and its trained weights, from lessons/ (run from the repository's top)
+-- lesson 14's model and its trained weights, from lessons/ (run from the repository's top);
+-- what a graded copy may read besides itself (--sandbox):
+-- reads: lib/induction_model.lua data/induction.safetensors
 local LESSONS = arg[0]:match("^(.*lessons)/exercises/") or "lessons"
 local M = dofile(LESSONS .. "/lib/induction_model.lua")
 local model = M.load(LESSONS .. "/data/induction.safetensors")

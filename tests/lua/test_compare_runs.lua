@@ -202,14 +202,18 @@ check("--sandbox with one script: an attack is an error verdict", code == 1 and 
 out, err, code = run("--compare " .. REFC .. " " .. subs[4])
 check("without --sandbox the same script runs os.execute", code == 0 and io.open(dir .. "/pwned") ~= nil, out .. err)
 
--- exercise 14 loads lessons/lib and lessons/data: under --sandbox a copy
--- elsewhere reads them only with --read lessons
+-- exercise 14 loads lessons/lib and lessons/data, which its solution
+-- declares ("-- reads:"): under --sandbox a copy elsewhere reads those two
+-- files, and nothing else of lessons/ without --read
 local REF14 = "lessons/exercises/solutions/14_induction_head.lua"
 local copy14 = write("sub14.lua", T.slurp(REF14))
 out, err, code = run("--sandbox --compare " .. REF14 .. " " .. copy14)
-check("exercise 14 under --sandbox without --read: the read is refused, with the hint",
-      code == 1 and has(out, "hint: --read DIR allows one more"), out .. err)
-out, err, code = run("--sandbox --read lessons --compare " .. REF14 .. " " .. copy14)
-check("exercise 14 under --sandbox --read lessons: all checkpoints match", code == 0 and has(out, "✓ all"), out .. err)
+check("exercise 14 under --sandbox: the declared files are read, all checkpoints match", code == 0 and has(out, "✓ all"), out .. err)
+local peek14 = write("peek14.lua", T.slurp(REF14) .. '\nio.open("lessons/14_induction_heads.lua")\n')
+out, err, code = run("--sandbox --compare " .. REF14 .. " " .. peek14)
+check("... a lesson file it does not declare: refused, with the hint",
+      code == 1 and has(out, "hint: --read DIR allows one more folder"), out .. err)
+out, err, code = run("--sandbox --read lessons --compare " .. REF14 .. " " .. peek14)
+check("... which --read lessons allows", code == 0 and has(out, "✓ all"), out .. err)
 
 T.report()

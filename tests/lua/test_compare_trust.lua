@@ -163,6 +163,32 @@ out, err, code = run("--compare " .. ref .. " " .. to_err)
 check("one script: its stderr and warnings are quoted under the verdict, control characters shown",
       err == "" and has(out, "  | " .. good .. ": ✓ forged\n  | \\x1b[2J") and has(out, "\\x1b[2JLua warning: a warning"),
       out .. "\n--- stderr:\n" .. err)
+-- the data files the reference declares ("-- reads:", found beside it or in a
+-- folder above it) are the only other files a submission may read
+do
+  os.execute("mkdir -p " .. dir .. "/course/exercises/solutions " .. dir .. "/course/data")
+  write("course/data/table.txt", "3\n")
+  write("course/data/secret.txt", "42\n")
+  local body = 'local n = tonumber(io.open("' .. dir .. '/course/data/table.txt"):read("l"))\n'
+    .. 'local x = (tt.ones(2, 2) * n):label("x")\n'
+  local dref = write("course/exercises/solutions/dref.lua", "-- reads: data/table.txt\n" .. body)
+  local d_ok = sub("s_data.lua", body)
+  local d_other = sub("s_other.lua", body .. 'io.open("' .. dir .. '/course/data/secret.txt")\n')
+  local d_decl = sub("s_decl.lua", "-- reads: data/secret.txt\n" .. body .. 'io.open("' .. dir .. '/course/data/secret.txt")\n')
+  out, err, code = run("--sandbox --compare " .. dref .. " " .. d_ok .. " " .. d_other .. " " .. d_decl)
+  local dl = {}
+  for l in out:gmatch("[^\n]+") do dl[#dl + 1] = l end
+  check("a declared data file (in a folder above the reference): a submission reads it",
+        dl[1] and has(dl[1], "s_data.lua: ✓ all 1 checkpoints match"), out .. err)
+  check("... an undeclared file beside it: refused, saying what may be read", dl[2] and has(dl[2], "cannot read '"
+        .. dir .. "/course/data/secret.txt': a checked script reads only its own file, the data files the reference declares"), out)
+  check("... a submission's own '-- reads:' declares nothing", dl[3] and has(dl[3], "s_decl.lua: ✗ error")
+        and has(dl[3], "secret.txt"), out)
+  local bad = write("course/exercises/solutions/dbad.lua", "-- reads: data/nowhere.txt\n" .. body)
+  out, err, code = run("--sandbox --compare " .. bad .. " " .. d_ok)
+  check("a declared file found nowhere: a usage error before any grading", code == 2 and has(err, bad
+        .. " declares 'data/nowhere.txt' ('-- reads:'), which is neither beside it nor in a folder above it"), out .. err)
+end
 -- the watchdog's own message stays the teacher's while the script's stderr is captured
 do
   local fifo = os.tmpname()

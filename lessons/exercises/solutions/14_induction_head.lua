@@ -2,7 +2,9 @@
 -- The reference that `./tensortrace --exercise 14` compares your copy with.
 -- recheck: b = 2, P = 7, seed = 24; b = 1, P = 16
 
--- lesson 14's model and its trained weights, from lessons/ (run from the repository's top)
+-- lesson 14's model and its trained weights, from lessons/ (run from the repository's top);
+-- what a graded copy may read besides itself (--sandbox):
+-- reads: lib/induction_model.lua data/induction.safetensors
 local LESSONS = arg[0]:match("^(.*lessons)/exercises/") or "lessons"
 local M = dofile(LESSONS .. "/lib/induction_model.lua")
 local model = M.load(LESSONS .. "/data/induction.safetensors")
