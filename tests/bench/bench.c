@@ -1291,7 +1291,8 @@ int main(int argc, char **argv)
         if (strncmp(argv[i], "path=", 5) == 0) { path = argv[i] + 5; continue; }
         if (strcmp(argv[i], "notorch") == 0) { no_torch = 1; continue; }   /* the PyTorch columns take minutes */
         if (strcmp(argv[i], "quick") == 0) { quick = no_torch = 1; continue; }
-        for (int s = 0; s < 10; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = any = 1;
+        any = 1;            /* a section, ours or another script's (lessons, train, grading): only those run */
+        for (int s = 0; s < 10; s++) if (strcmp(argv[i], sec[s]) == 0) want[s] = 1;
     }
     for (int s = 0; s < 10; s++) want[s] |= !any;
     if (path && !tk_simd_force(path)) {

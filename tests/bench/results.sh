@@ -1,6 +1,7 @@
 #!/bin/sh
 # results.sh — what `make bench` runs: the kernel sections (bench.c), the
 # tiny ops and the lessons (overhead.lua), the training step (train.lua),
+# a class's grading (grading.lua),
 # shown as they run and then written as one Markdown file, the only place
 # the READMEs take numbers from: tests/bench/RESULTS.md for a whole run,
 # build/bench/RESULTS.md when sections are picked or the run is quick.
@@ -19,7 +20,8 @@ start=$(date +%s)
 {
     "$build/bench/bench" "$@" &&
     ./tensortrace -q tests/bench/overhead.lua "$@" &&
-    ./tensortrace -q tests/bench/train.lua "$@"
+    ./tensortrace -q tests/bench/train.lua "$@" &&
+    ./tensortrace -q tests/bench/grading.lua "$@"
     echo $? >"$rc"
 } 2>&1 | tee "$log"
 status=$(cat "$rc")
