@@ -612,8 +612,16 @@ static void run_script(const ltt_compare_opts *o, const char *path, int is_ref, 
     set_arg(L, o, path);
 
     cap.L = L;
-    tt_trace_stats_reset();         /* nothing of one run reaches the next: tt.trace.summary, tt.flow */
+    tt_trace_stats_reset();         /* nothing of one run reaches the next: tt.trace.summary, tt.flow, */
     tt_flow_reset();
+    static int precision0 = -1;     /* tt.set_printoptions, tt.kernel_path: as when the check began */
+    static char path0[16];
+    if (precision0 < 0) {
+        precision0 = tt_print_precision();
+        snprintf(path0, sizeof path0, "%s", tt_kernel_path());
+    }
+    tt_set_print_precision(precision0);
+    tt_set_kernel_path(path0);
     capture_start();
     tt_trace_subscribe(keep_event, NULL, 1);
     ltt_set_label_hook(keep_label);

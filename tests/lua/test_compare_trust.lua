@@ -163,6 +163,18 @@ out, err, code = run("--compare " .. ref .. " " .. to_err)
 check("one script: its stderr and warnings are quoted under the verdict, control characters shown",
       err == "" and has(out, "  | " .. good .. ": ✓ forged\n  | \\x1b[2J") and has(out, "\\x1b[2JLua warning: a warning"),
       out .. "\n--- stderr:\n" .. err)
+-- nor does a setting MINE changes reach REF, which runs after it in the same process
+do
+  local sref = write("settings_ref.lua", 'local s = tostring(tt.tensor({1 / 3}))\n'
+    .. 'if not s:find("0.3333", 1, true) then error("print precision leaked: " .. s) end\n'
+    .. 'if tt.kernel_path() ~= "' .. tt.kernel_path() .. '" then error("kernel path leaked: " .. tt.kernel_path()) end\n'
+    .. 'local x = tt.ones(2):label("x")\n')
+  local setter = sub("s_settings.lua", 'tt.set_printoptions({precision = 1})\ntt.kernel_path("scalar")\nlocal x = tt.ones(2):label("x")\n')
+  out, err, code = run("--sandbox --compare " .. sref .. " " .. setter .. " " .. setter)
+  check("tt.set_printoptions and tt.kernel_path in MINE: REF runs as it would alone, the batch goes on",
+        code == 0 and select(2, out:gsub("✓ all 1 checkpoints match", "")) == 2, out .. err)
+end
+
 -- the data files the reference declares ("-- reads:", found beside it or in a
 -- folder above it) are the only other files a submission may read
 do
