@@ -138,7 +138,7 @@ tt_status tt__rope(tt_tensor *out, const tt_tensor *x, const tt_tensor *position
         ev.flops = 3.0 * (double)tt_numel(x);
         tt__arg_num(&ev, "base", "=%S", base);
         tt__arg_bool(&ev, "interleaved", "interleaved|half-split", interleaved);
-        tt__arg_bool(&ev, "inverse", "inverse", inverse);
+        if (inverse) tt__arg_bool(&ev, "inverse", "inverse", 1);   /* the backward's; no Lua call takes it */
     }
     return tt__op_leave(sc, st, &ev);
 }
