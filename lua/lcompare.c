@@ -383,7 +383,7 @@ static void keep_event(const tt_event *ev, void *ud)
     }
     tt_tensor_share(&k->out, ev->output);
     k->bytes += tensor_bytes(ev->output);
-    where(cap.L, &k->file, &k->line);
+    where(ltt_running_thread(cap.L), &k->file, &k->line);
     cap.bytes += k->bytes;
     cap.recs[cap.n++] = k;
     if (2 * cap.n + 2 > cap.index_n) {

@@ -85,4 +85,23 @@ local out, err, code = run("--compare " .. ref .. " " .. mine)
 check("causal_mask(3, 7) aligned upper-left: the alignment mistake with the sizes",
       code == 1 and has(out, "causal_alignment") and has(out, "tt.causal_mask(3, 7)"), out .. err)
 
+-- the line of an op made inside a coroutine is the coroutine's line
+local REF = [[
+tt.manual_seed(1)
+local q = tt.randn(4, 4)
+local scores = q:matmul(q:mT()):label("scores")
+local w = scores:softmax(2):label("weights")
+]]
+local ref_co = write("co_ref.lua", REF)
+local mine_co = write("co_mine.lua", (REF:gsub("local w = scores:softmax%(2%)", [[
+local w
+coroutine.wrap(function()
+  local hidden = scores:masked_fill(tt.causal_mask(4, 4):mT(), -math.huge)
+  w = hidden:softmax(2)
+end)()
+w = w]])))
+out, err, code = run("--compare " .. ref_co .. " " .. mine_co)
+check("an op made in a coroutine: the verdict names its line, not the line that ran the coroutine",
+      code == 1 and has(out, "made on line 7") and not has(out, "made on line 5"), out .. err)
+
 T.report()
