@@ -74,8 +74,11 @@ static size_t put_arg(char *buf, size_t n, const tt_arg *a)
     switch (a->kind) {
     case TT_ARG_INT: case TT_ARG_SIZE: APPEND(f, (long long)a->v.i); break;
     case TT_ARG_NUM:
-        if (strcmp(f, "%S") == 0 && len < n) tt_fmt_scalar(buf + len, n - len, a->v.f), len += strlen(buf + len);
-        else APPEND(f, a->v.f);
+        if (strcmp(f, "%S") != 0) APPEND(f, a->v.f);
+        else if (len < n) {
+            tt_fmt_scalar(buf + len, n - len, a->v.f);
+            len += strlen(buf + len);
+        }
         break;
     case TT_ARG_STR: APPEND(f, a->v.s); break;
     case TT_ARG_BOOL: {
