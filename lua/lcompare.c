@@ -271,9 +271,11 @@ static int keep_args(tt_arg *dst, const tt_event *ev)
 /* node.argv = {dim = 4, keepdim = true, sizes = {h = 8}, mask = {input = 4}}
    and node.argkeys = {"dim", "keepdim"}: the op's arguments as values, and
    their keys in the order the Lua call takes them (an einops call's sizes
-   are one table, "sizes"). */
+   are one table, "sizes"); neither for an op without arguments (most of
+   the reference's graph). */
 static void push_argv(lua_State *E, int nargs, const tt_arg *argv)
 {
+    if (nargs == 0) return;
     lua_createtable(E, 0, nargs);
     lua_createtable(E, nargs, 0);
     int nkeys = 0, sizes = 0;
