@@ -555,6 +555,31 @@ typedef enum tt_phase { TT_PHASE_FORWARD, TT_PHASE_BACKWARD, TT_PHASE_STEP, TT_P
 /* "forward", "backward", "step" */
 const char *tt_phase_name(tt_phase phase);
 
+/* One argument of a traced op, as a value: key is the name the Lua call
+   gives it (a size's key is its axis name), the value as the user wrote it
+   (dims 1-based). show says how the trace's args text shows it (derived in
+   core/trace/format.c): a printf format of the value, "=" first to put
+   "key=" before it, a space first to join it to the previous one without
+   ", "; a BOOL's is "word if true|word if false"; an INPUT's is its word;
+   NULL: kept, not shown. */
+typedef enum tt_argkind {
+    TT_ARG_INT, TT_ARG_NUM,       /* show "%S": the number as the trace writes scalars (tt_fmt_scalar) */
+    TT_ARG_BOOL, TT_ARG_STR,
+    TT_ARG_DIMS,                  /* a list of 1-based dims (permute's), shown "1, 3, 2" */
+    TT_ARG_SIZE,                  /* an einops axis size: the Lua call's sizes table */
+    TT_ARG_INPUT                  /* a tensor option (sdpa's mask, bias): v.i is its index in inputs, from 1 */
+} tt_argkind;
+
+typedef struct tt_arg {
+    const char *key;
+    const char *show;
+    tt_argkind kind;
+    int n;                        /* DIMS: how many */
+    union { int64_t i; double f; const char *s; int8_t dims[TT_MAX_DIMS]; } v;
+} tt_arg;
+
+#define TT_EVENT_MAX_ARGS 16
+
 /* One traced op. Pointers are borrowed for the duration of the callback. */
 typedef struct tt_event {
     tt_op op;
@@ -571,7 +596,9 @@ typedef struct tt_event {
     double scalar;
     int scalar_is_int;               /* the number was an integer: scalar_int exactly */
     int64_t scalar_int;
-    char args[64];                   /* op arguments as the user wrote them, 1-based: "dim=4" */
+    int nargs;                       /* the op's arguments, in the order the Lua call takes them */
+    tt_arg argv[TT_EVENT_MAX_ARGS];
+    char args[64];                   /* argv as text, 1-based: "dim=4" (derived: tt_event_args_text) */
     const char *pattern;             /* einsum, rearrange, einrepeat, reduce: the whole pattern (args may cut it) */
     char note[160];                  /* a warning for this event ("2 rows fully masked") */
     double flops;
@@ -618,6 +645,10 @@ char *tt_event_json(const tt_event *ev, long seq, const char *file, int line, ch
 /* The text row of an event (no source line), e.g.
    "matmul  [2,5,64] @ [2,64,5] -> [2,5,5]   3.2 kFLOP". Returns buf. */
 char *tt_event_format(const tt_event *ev, char *buf, size_t n);
+/* ev's argv as the trace's args text: "dim=4, keepdim"; cut at n - 1
+   bytes ("..." ends a cut einops or einsum pattern). The trace fills
+   ev->args with it before the subscribers that read text see the event. */
+char *tt_event_args_text(const tt_event *ev, char *buf, size_t n);
 
 /* ===== Threads ===== */
 

@@ -131,8 +131,6 @@ tt_status tt__contiguous(tt_tensor *out, const tt_tensor *a, const char *op);
 tt_status tt__clone(tt_tensor *out, const tt_tensor *a, const char *op);
 /* How many pieces of at most `piece` along d (chunk, split); TT_EARG past max. */
 tt_status tt__pieces(const char *op, const tt_tensor *a, int d, int64_t piece, int max, int64_t *n);
-/* "2, 1, 3": the first k entries of perm, 1-based. */
-void tt__perm_args(char *buf, size_t n, const int *perm, int k);
 
 /* ===== Tracing (trace.c) =====
    Every public op wraps its work in tt__op_enter/tt__op_leave. Nested calls
@@ -402,6 +400,16 @@ void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
                     const tt_tensor *a, const tt_tensor *b, const tt_tensor *c);
 /* The event's number (has_scalar), an integer kept exact for the trace. */
 void tt__event_scalar(tt_event *ev, tt_number s);
+/* The op's arguments, appended to ev->argv in the order the Lua call takes
+   them (show: see tt_arg in tt.h); past TT_EVENT_MAX_ARGS they are dropped.
+   dims are 0-based here and kept 1-based. */
+void tt__arg_int(tt_event *ev, const char *key, const char *show, int64_t v);
+void tt__arg_num(tt_event *ev, const char *key, const char *show, double v);
+void tt__arg_bool(tt_event *ev, const char *key, const char *show, int v);
+void tt__arg_str(tt_event *ev, const char *key, const char *show, const char *v);
+void tt__arg_dims(tt_event *ev, const char *key, const int *dims, int n);
+void tt__arg_size(tt_event *ev, const char *axis, int64_t v);
+void tt__arg_input(tt_event *ev, const char *key, const char *show, int input);
 
 /* How many subscribers read the text fields (args, note) of events. Ops
    write them only when one does (tt__tracing): for a tiny view the

@@ -3,8 +3,10 @@
 --
 -- A run is {file, checkpoints = {{label, file, line, id, t}...}, nodes,
 -- error}: each checkpoint is a tensor the script labelled, nodes[id] the op
--- that made tensor id ({op, args, scalar, scalar_first, file, line, out,
--- inputs = {{id, t}...}}), back from every checkpoint to its inputs.
+-- that made tensor id ({op, args, argv, argkeys, scalar, scalar_first, file,
+-- line, out, inputs = {{id, t}...}}; argv the op's arguments as values,
+-- argkeys their keys in call order, args the trace's text of them), back
+-- from every checkpoint to its inputs.
 --
 -- Each of REF's labels is checked against MINE's tensor of that label:
 -- shape, names, dtype, values. At the first mismatch every hypothesis is
@@ -224,45 +226,6 @@ end
 
 -- ===== Replaying REF's ops =====
 
-local function arg_num(args, key)
-    local v = args:match(key .. "=([%-%d%.e]+)")
-    return v and tonumber(v)
-end
-
-local function arg_pattern(args)
-    return args:match('^"([^"]*)"')
-end
-
-local function arg_ints(args)
-    local t = {}
-    for v in args:gmatch("%-?%d+") do t[#t + 1] = math.tointeger(tonumber(v)) end
-    return t
-end
-
--- sizes for tt.rearrange from the output: every plain name of the pattern's
--- right side gets the size of its output dim (a group's parts are sized
--- by the input side or the names sized here)
-local function rearrange_sizes(pattern, outt)
-    local left, right = pattern:match("^(.-)->(.*)$")
-    local split = {}                        -- names inside a group of the left side
-    for group in (left or ""):gmatch("%b()") do
-        for name in group:gmatch("[%a_][%w_]*") do split[name] = true end
-    end
-    right = (right or ""):gsub("%b()", " # ")
-    local toks = {}
-    for tok in right:gmatch("%S+") do toks[#toks + 1] = tok end
-    local sizes, d = {}, 0
-    for _, tok in ipairs(toks) do
-        if tok == "..." then
-            d = d + outt:dim() - (#toks - 1)
-        else
-            d = d + 1
-            if split[tok] and d <= outt:dim() then sizes[tok] = outt:size(d) end
-        end
-    end
-    return sizes
-end
-
 local binary = {
     add = function(a, b) return a + b end, sub = function(a, b) return a - b end,
     mul = function(a, b) return a * b end, div = function(a, b) return a / b end,
@@ -293,44 +256,75 @@ local not_replayed = {
     clip_grad_norm = "an optimizer step, after the forward pass",
     chunk = "several outputs: each recorded piece is used as it is", split = "several outputs: each recorded piece is used as it is",
     unbind = "several outputs: each recorded piece is used as it is",
-    index_select = "its indices' dim is not in the trace's arguments", gather = "its indices' dim is not in the trace's arguments",
-    rope = "its angles are not in the trace's arguments", cross_entropy = "a loss: its options are not in the trace's arguments",
-    norm = "its order is not in the trace's arguments", where = "its scalar branches are not in the trace's arguments",
-    any = "a bool summary: no mistake is put through it", all = "a bool summary: no mistake is put through it",
-    argmax = "indices: no mistake is put through them", argmin = "indices: no mistake is put through them",
-    reduce = "einops' reduce: its pattern may be cut by the trace's 63 characters", ["repeat"] = "einops' repeat: its sizes are not in the trace's arguments",
 }
 local reshaping = { view = true, reshape = true, flatten = true }
 -- names and copies change no value: a replaced input (another length, say)
 -- goes through them as it is
 local same_values = { contiguous = true, clone = true }
 
--- sdpa's options from its args ("causal, scale=0.3536, window=2, sinks=1,
--- alibi") and head size; its inputs after V are the mask (bool) and the
--- bias (a number per cell), each only when given. Dropout is random: no
--- replay reproduces it.
-local function sdpa_opts(args, q, nin, ins)
-    local o = { causal = args:find("causal") ~= nil, window = arg_num(args, "window"), sinks = arg_num(args, "sinks") }
-    if args:find("%f[%w]alibi%f[^%w]") then o.alibi = true end
-    local s = arg_num(args, "scale")
-    local dh = q:size(q:dim())
-    if s and math.abs(s - 1 / math.sqrt(dh)) > 1e-3 / math.sqrt(dh) then o.scale = s end
-    for k = 4, nin do
-        if ins[k]:dtype() == "bool" then o.mask = ins[k] else o.bias = ins[k] end
+-- How an op is called from Lua where the default does not say it. The
+-- default: the first input's method of the op's name, else tt's function
+-- of that name with the inputs first, then the recorded arguments in the
+-- order the core records them (node.argkeys), which is the Lua call's. In
+-- a call: a, b, c, d, e are the inputs, inputs all of them as a list and
+-- inputs... spread; scalar is the op's number; {} is every recorded
+-- argument in one options table (an sdpa option added to the core comes
+-- with it); any other name is the recorded argument of that key (nil when
+-- not given). A function gets (node, ins, argv).
+local calls = {
+    sum = "a:sum(dim, keepdim)", mean = "a:mean(dim, keepdim)", max = "a:max(dim, keepdim)", min = "a:min(dim, keepdim)",
+    std = "a:std(dim, keepdim)", var = "a:var(dim, keepdim)", argmax = "a:argmax(dim, keepdim)",
+    argmin = "a:argmin(dim, keepdim)", any = "a:any(dim, keepdim)", all = "a:all(dim, keepdim)",
+    masked_fill = "a:masked_fill(b, scalar)",
+    cat = "tt.cat(inputs, dim)", stack = "tt.stack(inputs, dim)", einsum = "tt.einsum(pattern, inputs...)",
+    sdpa = "tt.sdpa(a, b, c, {})", rope = "tt.rope(a, b, {})", cross_entropy = "tt.cross_entropy(a, b, {})",
+    where = function(node, ins) return tt.where(ins[1], ins[2], ins[3] or node.scalar) end,
+}
+
+-- node's recorded arguments with its tensor options (sdpa's mask, {input =
+-- 4}) as the tensors ins holds in their place
+local function arg_values(node, ins)
+    local argv = {}
+    for k, v in pairs(node.argv or {}) do
+        if type(v) == "table" and v.input then v = ins[v.input] end
+        argv[k] = v
     end
-    return o
+    return argv
 end
 
--- node's recorded input tensors, in order
-local function ins_of(node)
-    local ins = {}
-    for k, i in ipairs(node.inputs) do ins[k] = i.t end
-    return ins
+-- a call's text as {fn = "sum", method = true, params = {"dim", "keepdim"}}
+local call_forms = {}
+local function call_form(text)
+    if not call_forms[text] then
+        local recv, fn, list = text:match("^(%w+)[:.]([%w_]+)%((.*)%)$")
+        local params = {}
+        for p in list:gmatch("[^,%s]+") do params[#params + 1] = p end
+        call_forms[text] = { fn = fn, method = recv == "a", params = params }
+    end
+    return call_forms[text]
+end
+
+-- The default call of node's op: "a:softmax(dim)", "a:matmul(b)" (the
+-- inputs no argument names come first), "tt.rearrange(inputs..., pattern, sizes)".
+local function default_call(node, a)
+    local keys = table.concat(node.argkeys or {}, ", ")
+    if a ~= nil and a[node.op] ~= nil then
+        local named, params = {}, {}
+        for _, v in pairs(node.argv or {}) do
+            if type(v) == "table" and v.input then named[v.input] = true end
+        end
+        for k = 2, #node.inputs do
+            if not named[k] then params[#params + 1] = string.char(96 + k) end
+        end
+        if keys ~= "" then params[#params + 1] = keys end
+        return "a:" .. node.op .. "(" .. table.concat(params, ", ") .. ")"
+    end
+    return "tt." .. node.op .. "(inputs..." .. (keys ~= "" and ", " or "") .. keys .. ")"
 end
 
 -- The op of node again on the tensors ins (REF's, or replaced ones).
 local function apply(node, ins)
-    local op, args, a = node.op, node.args or "", ins[1]
+    local op, a = node.op, ins[1]
     if binary[op] then
         if node.scalar then
             if node.scalar_first then return binary[op](node.scalar, a) end
@@ -346,64 +340,47 @@ local function apply(node, ins)
         return a:named(table.unpack(node.out:names(), 1, a:dim()))   -- "_" keeps a dim unnamed
     elseif reshaping[op] then
         return a:reshape(shape_of(node.out))
-    elseif op == "unsqueeze" then
-        return a:unsqueeze(arg_num(args, "dim"))
-    elseif op == "squeeze" then
-        local d = arg_num(args, "dim")
-        if d then return a:squeeze(d) end
-        return a:squeeze()
     elseif op == "expand" then
         return a:expand(shape_of(node.out))
-    elseif op == "transpose" then
-        local d = arg_ints(args)
-        return a:transpose(d[1], d[2])
-    elseif op == "permute" then
-        return a:permute(table.unpack(arg_ints(args)))
-    elseif op == "matmul" then
-        return a:matmul(ins[2])
-    elseif op == "softmax" or op == "log_softmax" then
-        return a[op](a, arg_num(args, "dim"))
-    elseif op == "narrow" then
-        return a:narrow(arg_num(args, "dim"), arg_num(args, "start"), arg_num(args, "len"))
-    elseif op == "select" then
-        return a:select(arg_num(args, "dim"), arg_num(args, "index"))
-    elseif op == "sum" or op == "mean" or op == "max" or op == "min" or op == "std" or op == "var" then
-        local d = arg_num(args, "dim")
-        if not d then return a[op](a) end
-        return (a[op](a, d, args:find("keepdim") ~= nil))    -- max and min: the values, not the indices
-    elseif op == "masked_fill" then
-        return a:masked_fill(ins[2], node.scalar)
-    elseif op == "repeat_interleave" then
-        return a:repeat_interleave(arg_num(args, "r"), arg_num(args, "dim"))
-    elseif op == "causal_mask" then
-        return tt.causal_mask(arg_num(args, "nq"), arg_num(args, "nk"), args:find("upper_left") and "upper_left" or nil)
-    elseif op == "tril" or op == "triu" then
-        return a[op](a, arg_num(args, "k") or 0)
-    elseif op == "cat" or op == "stack" then
-        return tt[op](ins, arg_num(args, "dim"))
-    elseif op == "einsum" then
-        return tt.einsum(node.pattern or arg_pattern(args), table.unpack(ins))
-    elseif op == "rearrange" then
-        local p = node.pattern or arg_pattern(args)   -- the whole pattern: the args' text may be cut
-        return tt.rearrange(a, p, rearrange_sizes(p, node.out))
-    elseif op == "sdpa" then
-        return (tt.sdpa(ins[1], ins[2], ins[3], sdpa_opts(args, ins[1], #node.inputs, ins)))
+    elseif not_replayed[op] then
+        error("cannot replay " .. op)
     end
-    error("cannot replay " .. op)
+    local argv, call = arg_values(node, ins), calls[op]
+    if type(call) == "function" then return (call(node, ins, argv)) end
+    local form = call_form(call or default_call(node, a))
+    local args, n = {}, 0
+    for _, p in ipairs(form.params) do
+        if p == "inputs..." then
+            for k = 1, #node.inputs do n = n + 1; args[n] = ins[k] end
+        else
+            n = n + 1
+            if #p == 1 and p >= "a" and p <= "e" then args[n] = ins[p:byte() - 96]
+            elseif p == "inputs" then args[n] = ins
+            elseif p == "scalar" then args[n] = node.scalar
+            elseif p == "{}" then args[n] = argv
+            else args[n] = argv[p] end
+        end
+    end
+    if form.method then return (a[form.fn](a, table.unpack(args, 1, n))) end
+    if type(tt[form.fn]) ~= "function" then error("cannot replay " .. op .. ": no method or tt function of that name") end
+    return (tt[form.fn](table.unpack(args, 1, n)))
 end
 
--- For the test of the op table: the ops apply() replays (a probe node of
--- each kind is enough to tell), and the ones it does not, with why.
+-- Whether apply() replays op: its own rule, a call form, or a method or tt
+-- function of its name for the default.
+local function replayable(op)
+    if not_replayed[op] then return false end
+    if binary[op] or unary[op] or same_values[op] or reshaping[op] or op == "named" or op == "expand" or calls[op] then
+        return true
+    end
+    local probe = tt.zeros(1)
+    return probe[op] ~= nil or type(tt[op]) == "function"
+end
+
+-- For the test of the op table: the ops apply() replays, and the ones it
+-- does not, with why.
 if opt.mode == "replayable" then
-    local known = { named = true, unsqueeze = true, squeeze = true, expand = true, transpose = true, permute = true,
-        matmul = true, softmax = true, log_softmax = true, sum = true, mean = true, max = true, min = true, std = true,
-        var = true, masked_fill = true, repeat_interleave = true, causal_mask = true, tril = true, triu = true, cat = true,
-        stack = true, einsum = true, rearrange = true, sdpa = true, narrow = true, select = true }
-    for k in pairs(binary) do known[k] = true end
-    for k in pairs(unary) do known[k] = true end
-    for k in pairs(reshaping) do known[k] = true end
-    for k in pairs(same_values) do known[k] = true end
-    return known, not_replayed
+    return setmetatable({}, { __index = function(_, op) return replayable(op) or nil end }), not_replayed
 end
 
 -- REF's tensor id again with mods[id'] = function(node, ins, rep) -> tensor
@@ -477,7 +454,7 @@ local function contraction(node)
     if node.op == "matmul" and shapes[1] and #shapes[1] >= 1 then
         return shapes[1][#shapes[1]]
     elseif node.op == "einsum" and #shapes >= 2 then
-        local spec = node.pattern or arg_pattern(node.args or "")
+        local spec = node.argv and node.argv.pattern
         local left, right = (spec or ""):match("^(.-)->(.*)$")
         if not left then return nil end
         local kept = {}
@@ -631,11 +608,11 @@ local function hypotheses(R, nodes, all_nodes, label)
         end
     end
     for _, node in ipairs(reach) do
-        local op, args = node.op, node.args or ""
+        local op, argv = node.op, node.argv or {}
         local id = node.id
         local x = node.inputs[1] and node.inputs[1].t
         if op == "softmax" and x then
-            local d = arg_num(args, "dim")
+            local d = argv.dim
             for d2 = 1, x:dim() do
                 if d2 ~= d then
                     add("softmax_dim", string.format(
@@ -675,9 +652,9 @@ local function hypotheses(R, nodes, all_nodes, label)
                 .. "where you did not (or the other way round); check that term's sign", label_or_shape(x)),
                 { [id] = function(_, ins) return ins[1] end })
         elseif op == "causal_mask" then
-            local nq, nk = arg_num(args, "nq"), arg_num(args, "nk")
+            local nq, nk = argv.nq, argv.nk
             if nq and nk and nq ~= nk then
-                local upper = args:find("upper_left") ~= nil
+                local upper = argv.align == "upper_left"
                 add("causal_alignment", string.format(
                     "your causal mask is aligned %s; with %d queries and %d keys the queries are the last %d positions, aligned %s: "
                     .. "tt.causal_mask(%d, %d%s)", upper and "lower-right" or "upper-left", nq, nk, nq,
@@ -718,8 +695,8 @@ local function hypotheses(R, nodes, all_nodes, label)
             add("cat_order", string.format("you joined the two the other way round: the reference's %s puts %s first, then %s "
                 .. "(a cache: the past keys, then the new ones)", op, label_or_shape(node.inputs[1].t), label_or_shape(node.inputs[2].t)),
                 { [id] = function(n, ins) return apply(n, { ins[2], ins[1] }) end })
-        elseif (op == "sum" or op == "mean" or op == "max" or op == "min") and x and arg_num(args, "dim") then
-            local d, keep = arg_num(args, "dim"), args:find("keepdim") ~= nil
+        elseif (op == "sum" or op == "mean" or op == "max" or op == "min") and x and argv.dim then
+            local d, keep = argv.dim, argv.keepdim == true
             if keep then
                 add("keepdim_missing", string.format(
                     "your %s drops the dim it reduces (%s), so what you combine it with broadcasts it along another dim: "
@@ -735,7 +712,7 @@ local function hypotheses(R, nodes, all_nodes, label)
                 end
             end
         elseif op == "repeat_interleave" then
-            local r, d = arg_num(args, "r"), arg_num(args, "dim")
+            local r, d = argv.r, argv.dim
             if r and d and r > 1 and x:size(d) > 1 then
                 add("gqa_grouping", string.format(
                     "your query head h reads K/V group ((h-1) mod %d)+1, as repeat (tile) makes it; the reference gives each group %d "
@@ -757,43 +734,42 @@ local function hypotheses(R, nodes, all_nodes, label)
                     { [id] = function(_, ins)
                         local ks, vs = {}, {}
                         for i = 1, r do ks[i], vs[i] = ins[2], ins[3] end
-                        local o = sdpa_opts(args, ins[1], #node.inputs, ins)
+                        local o = arg_values(node, ins)
                         return (tt.sdpa(ins[1], tt.cat(ks, hd), tt.cat(vs, hd), o))
                     end })
             end
-            if sdpa_opts(args, q, #node.inputs, ins_of(node)).mask then
+            if argv.mask then
                 add("mask_inverted", "your mask is inverted: tt.sdpa's mask says what to keep (true = may attend), masked_fill's what to hide",
                     { [id] = function(_, ins)
-                        local o = sdpa_opts(args, ins[1], #node.inputs, ins)
+                        local o = arg_values(node, ins)
                         o.mask = ~o.mask
                         return (tt.sdpa(ins[1], ins[2], ins[3], o))
                     end })
             end
             local nq, nk = q:size(q:dim() - 1), k:size(k:dim() - 1)
-            if args:find("causal") and nq ~= nk then
+            if argv.causal and nq ~= nk then
                 add("causal_alignment", string.format(
                     "your causal mask is aligned upper-left; with %d queries and %d keys the queries are the last %d positions "
                     .. "(lower-right, as tt.sdpa's causal and tt.causal_mask(%d, %d) give)", nq, nk, nq, nq, nk),
                     { [id] = function(_, ins)
-                        local o = sdpa_opts(args, ins[1], #node.inputs, ins)
+                        local o = arg_values(node, ins)
                         o.causal = nil
                         o.mask = tt.causal_mask(nq, nk, "upper_left")
                         return (tt.sdpa(ins[1], ins[2], ins[3], o))
                     end })
             end
             local dh = q:size(q:dim())
-            if dh > 1 and not arg_num(args, "scale") or (arg_num(args, "scale") and
-                    math.abs(arg_num(args, "scale") - 1 / math.sqrt(dh)) < 1e-3) then
+            if dh > 1 and (not argv.scale or math.abs(argv.scale - 1 / math.sqrt(dh)) < 1e-3) then
                 add("scale_missing", string.format("you never scaled by 1/√Dh = %s (Dh = %d)", fmt(1 / math.sqrt(dh)), dh),
                     { [id] = function(_, ins)
-                        local o = sdpa_opts(args, ins[1], #node.inputs, ins)
+                        local o = arg_values(node, ins)
                         o.scale = 1
                         return (tt.sdpa(ins[1], ins[2], ins[3], o))
                     end })
                 add("scale_wrong", string.format("you scaled by 1/Dh (or 1/√Dh twice); the reference scales by 1/√Dh = %s once (Dh = %d)",
                     fmt(1 / math.sqrt(dh)), dh),
                     { [id] = function(_, ins)
-                        local o = sdpa_opts(args, ins[1], #node.inputs, ins)
+                        local o = arg_values(node, ins)
                         o.scale = 1 / dh
                         return (tt.sdpa(ins[1], ins[2], ins[3], o))
                     end })
@@ -826,7 +802,7 @@ local function hypotheses(R, nodes, all_nodes, label)
                 local operand = node.inputs[side]
                 local tn = operand and nodes[operand.id]
                 local last_two = tn and tn.op == "transpose" and operand.t:dim() >= 2 and (function()
-                    local d = arg_ints(tn.args or "")
+                    local d = { tn.argv and tn.argv.dim1, tn.argv and tn.argv.dim2 }
                     local n = operand.t:dim()
                     for i = 1, 2 do if d[i] and d[i] < 0 then d[i] = n + 1 + d[i] end end
                     return (d[1] == n and d[2] == n - 1) or (d[1] == n - 1 and d[2] == n)

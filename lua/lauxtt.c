@@ -302,3 +302,48 @@ void ltt_check_opts(lua_State *L, int idx, const char *op, const char *const *kn
         }
     }
 }
+
+/* ===== The thread running the script's code ===== */
+
+/* coroutine.resume's C function and the one of the functions
+   coroutine.wrap makes: found once (ltt_find_coroutines) */
+static lua_CFunction co_resume, co_wrapped;
+
+void ltt_find_coroutines(lua_State *L)
+{
+    if (co_resume || !lua_checkstack(L, 4)) return;
+    int top = lua_gettop(L);
+    lua_getglobal(L, "coroutine");
+    if (lua_istable(L, -1)) {
+        lua_getfield(L, -1, "resume");
+        lua_CFunction r = lua_tocfunction(L, -1);
+        lua_getfield(L, -2, "wrap");
+        lua_getglobal(L, "type");      /* any function will do: it is never run */
+        if (r && lua_tocfunction(L, -2) && lua_pcall(L, 1, 1, 0) == LUA_OK) {
+            co_wrapped = lua_tocfunction(L, -1);
+            co_resume = r;
+        }
+    }
+    lua_settop(L, top);
+}
+
+lua_State *ltt_running_thread(lua_State *L)
+{
+    for (int depth = 0; depth < 200 && L && co_resume; depth++) {   /* coroutines inside coroutines */
+        lua_Debug ar;
+        if (!lua_getstack(L, 0, &ar) || !lua_checkstack(L, 2) || !lua_getinfo(L, "f", &ar)) break;
+        lua_CFunction f = lua_tocfunction(L, -1);
+        lua_State *co = NULL;
+        if (f == co_resume && lua_getlocal(L, &ar, 1)) {            /* coroutine.resume(co, ...) */
+            co = lua_tothread(L, -1);
+            lua_pop(L, 1);
+        } else if (f == co_wrapped && lua_getupvalue(L, -1, 1)) {   /* its coroutine is its upvalue */
+            co = lua_tothread(L, -1);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+        if (co == NULL || co == L || lua_status(co) != LUA_OK) break;   /* a yielded one is not running */
+        L = co;
+    }
+    return L;
+}

@@ -146,6 +146,12 @@ void ltt_flush_output(void);
    the tensor and the Lua state whose script gave it (--compare keeps the
    labelled tensors this way); NULL (the default) for none. */
 void ltt_set_label_hook(void (*hook)(lua_State *L, const tt_tensor *t));
+/* The thread whose code runs while L's main thread waits in
+   coroutine.resume (or a coroutine.wrap function): that coroutine, or the
+   one it resumes, and so on; L when none. The trace takes a row's line from
+   it. ltt_find_coroutines(L) first, once, with the standard libraries open. */
+lua_State *ltt_running_thread(lua_State *L);
+void ltt_find_coroutines(lua_State *L);
 void ltt_label_hook(lua_State *L, const tt_tensor *t);
 
 #endif

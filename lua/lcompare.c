@@ -65,7 +65,8 @@ typedef struct kept {
     uint64_t id;                 /* the output's id */
     const char *op;
     char args[64];
-    const char *pattern;         /* einsum's, rearrange's whole pattern (interned), else NULL */
+    int nargs;                   /* the op's arguments as values, strings interned */
+    tt_arg argv[TT_EVENT_MAX_ARGS];
     int has_scalar, scalar_first;
     double scalar;
     int nin;
@@ -253,7 +254,72 @@ static void where(lua_State *L, const char **file, int *line)
 static void set_int(lua_State *E, const char *key, long long v);
 static void set_str(lua_State *E, const char *key, const char *v);
 
-/* run.graph[#+1] = {id, op, args, scalar, scalar_first, inputs = {{id,
+/* An event's arguments for a record that outlives it: strings interned
+   (an axis's name is a size's key). Returns how many were kept. */
+static int keep_args(tt_arg *dst, const tt_event *ev)
+{
+    int n = 0;
+    for (int i = 0; i < ev->nargs; i++) {
+        tt_arg a = ev->argv[i];
+        if (a.kind == TT_ARG_STR && (a.v.s = tt_intern(a.v.s)) == NULL) continue;
+        if (a.kind == TT_ARG_SIZE && (a.key = tt_intern(a.key)) == NULL) continue;
+        dst[n++] = a;
+    }
+    return n;
+}
+
+/* node.argv = {dim = 4, keepdim = true, sizes = {h = 8}, mask = {input = 4}}
+   and node.argkeys = {"dim", "keepdim"}: the op's arguments as values, and
+   their keys in the order the Lua call takes them (an einops call's sizes
+   are one table, "sizes"); neither for an op without arguments (most of
+   the reference's graph). */
+static void push_argv(lua_State *E, int nargs, const tt_arg *argv)
+{
+    if (nargs == 0) return;
+    lua_createtable(E, 0, nargs);
+    lua_createtable(E, nargs, 0);
+    int nkeys = 0, sizes = 0;
+    for (int i = 0; i < nargs; i++) {
+        const tt_arg *a = &argv[i];
+        if (a->kind == TT_ARG_SIZE) {
+            if (!sizes) {
+                lua_createtable(E, 0, 4);
+                lua_setfield(E, -3, "sizes");
+                lua_pushstring(E, "sizes");
+                lua_rawseti(E, -2, ++nkeys);
+                sizes = 1;
+            }
+            lua_getfield(E, -2, "sizes");
+            set_int(E, a->key, (long long)a->v.i);
+            lua_pop(E, 1);
+            continue;
+        }
+        switch (a->kind) {
+        case TT_ARG_NUM: lua_pushnumber(E, a->v.f); break;
+        case TT_ARG_BOOL: lua_pushboolean(E, (int)a->v.i); break;
+        case TT_ARG_STR: lua_pushstring(E, a->v.s); break;
+        case TT_ARG_DIMS:
+            lua_createtable(E, a->n, 0);
+            for (int d = 0; d < a->n; d++) {
+                lua_pushinteger(E, a->v.dims[d]);
+                lua_rawseti(E, -2, d + 1);
+            }
+            break;
+        case TT_ARG_INPUT:
+            lua_createtable(E, 0, 1);
+            set_int(E, "input", (long long)a->v.i);
+            break;
+        default: lua_pushinteger(E, (lua_Integer)a->v.i); break;
+        }
+        lua_setfield(E, -3, a->key);
+        lua_pushstring(E, a->key);
+        lua_rawseti(E, -2, ++nkeys);
+    }
+    lua_setfield(E, -3, "argkeys");
+    lua_setfield(E, -2, "argv");
+}
+
+/* run.graph[#+1] = {id, op, args, argv, argkeys, scalar, scalar_first, inputs = {{id,
    shape}...}}: the reference's every op, without its tensors, so that the
    engine sees what became of a tensor (a softmax after a detach()). */
 static void graph_event(const tt_event *ev)
@@ -265,7 +331,7 @@ static void graph_event(const tt_event *ev)
     set_int(E, "id", (long long)ev->output->id);
     set_str(E, "op", ev->name);
     set_str(E, "args", ev->args);
-    if (ev->op == TT_OP_EINSUM || ev->op == TT_OP_REARRANGE) set_str(E, "pattern", ev->pattern);
+    push_argv(E, ev->nargs, ev->argv);
     if (ev->has_scalar) {
         lua_pushnumber(E, ev->scalar);
         lua_setfield(E, -2, "scalar");
@@ -308,7 +374,7 @@ static void keep_event(const tt_event *ev, void *ud)
     k->id = ev->output->id;
     k->op = ev->name;
     snprintf(k->args, sizeof k->args, "%s", ev->args);
-    if (ev->pattern && (ev->op == TT_OP_EINSUM || ev->op == TT_OP_REARRANGE)) k->pattern = tt_intern(ev->pattern);
+    k->nargs = keep_args(k->argv, ev);
     k->has_scalar = ev->has_scalar;
     k->scalar_first = ev->scalar_first;
     k->scalar = ev->scalar;
@@ -319,7 +385,7 @@ static void keep_event(const tt_event *ev, void *ud)
     }
     tt_tensor_share(&k->out, ev->output);
     k->bytes += tensor_bytes(ev->output);
-    where(cap.L, &k->file, &k->line);
+    where(ltt_running_thread(cap.L), &k->file, &k->line);
     cap.bytes += k->bytes;
     cap.recs[cap.n++] = k;
     if (2 * cap.n + 2 > cap.index_n) {
@@ -375,7 +441,7 @@ static void keep_chain(lua_State *E, int nodes, uint64_t id, int *budget)
     set_int(E, "id", (long long)k->id);
     set_str(E, "op", k->op);
     set_str(E, "args", k->args);
-    set_str(E, "pattern", k->pattern);
+    push_argv(E, k->nargs, k->argv);
     if (k->has_scalar) {
         lua_pushnumber(E, k->scalar);
         lua_setfield(E, -2, "scalar");

@@ -20,6 +20,7 @@ static void (*const parts[])(lua_State *L) = {
 
 int luaopen_tt(lua_State *L)
 {
+    ltt_find_coroutines(L);
     lua_newtable(L);
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) parts[i](L);
     lua_pushliteral(L, TT_VERSION);

@@ -700,7 +700,7 @@ void ltt_trace_flush(void)
 static void locate_group(group *g)
 {
     memset(g, 0, sizeof *g);
-    g->n = locate(tr.L, g->f, 1 + MAX_CALLERS);
+    g->n = locate(ltt_running_thread(tr.L), g->f, 1 + MAX_CALLERS);
     if (g->n == 0) {                     /* no Lua code running (a C caller) */
         g->f[0].src = "=?";
         g->n = 1;
@@ -807,7 +807,7 @@ void ltt_trace_label(const tt_tensor *labelled)
     if (tr.npend == 0) return;
     /* only rows of the line giving the label (or of a function it called) */
     frame here;
-    if (locate(tr.L, &here, 1) != 1) return;
+    if (locate(ltt_running_thread(tr.L), &here, 1) != 1) return;
     int mine = 0;
     for (int i = 0; i < tr.grp.n && !mine; i++) mine = same_frame(&here, &tr.grp.f[i]);
     if (!mine) return;

@@ -213,6 +213,86 @@ static void test_sdpa_backward_flops(void)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tt_tensor_release(all[i]);
 }
 
+/* ===== An op's arguments as values, and the text derived from them ===== */
+
+static struct { int n; tt_arg argv[TT_EVENT_MAX_ARGS]; char strs[TT_EVENT_MAX_ARGS][256]; char args[64]; } last;
+
+static void keep_args(const tt_event *ev, void *ud)
+{
+    (void)ud;
+    last.n = ev->nargs;
+    memcpy(last.argv, ev->argv, sizeof last.argv);
+    for (int i = 0; i < ev->nargs; i++)
+        if (ev->argv[i].kind == TT_ARG_STR) {   /* borrowed for the callback only */
+            snprintf(last.strs[i], sizeof last.strs[i], "%s", ev->argv[i].v.s);
+            last.argv[i].v.s = last.strs[i];
+        }
+    snprintf(last.args, sizeof last.args, "%s", ev->args);
+}
+
+static const tt_arg *arg_of(const char *key)
+{
+    for (int i = 0; i < last.n; i++)
+        if (strcmp(last.argv[i].key, key) == 0) return &last.argv[i];
+    return NULL;
+}
+
+static int int_arg(const char *key, tt_argkind kind, int64_t v)
+{
+    const tt_arg *a = arg_of(key);
+    return a && a->kind == kind && a->v.i == v;
+}
+
+static void test_argument_values(void)
+{
+    tt_tensor x, q, r, w;
+    ok(tt_randn(&x, 3, (int64_t[]){2, 3, 4}));
+    ok(tt_randn(&q, 4, (int64_t[]){1, 2, 5, 4}));
+    tt_trace_subscribe(keep_args, NULL, 1);
+    ok(tt_reduce(&r, TT_OP_SUM, &x, 2, 1));
+    tt_tensor_release(&r);
+    CHECK("argv: sum's dim as written (1-based) and keepdim",
+          last.n == 2 && int_arg("dim", TT_ARG_INT, 3) && int_arg("keepdim", TT_ARG_BOOL, 1));
+    CHECK("argv: sum's text from them", strcmp(last.args, "dim=3, keepdim") == 0);
+    ok(tt_permute(&r, &x, (const int[]){2, 0, 1}));
+    tt_tensor_release(&r);
+    const tt_arg *perm = arg_of("perm");
+    CHECK("argv: permute's dims, 1-based", perm && perm->kind == TT_ARG_DIMS && perm->n == 3 && perm->v.dims[0] == 3
+          && perm->v.dims[1] == 1 && perm->v.dims[2] == 2 && strcmp(last.args, "3, 1, 2") == 0);
+    tt_sdpa_opts o = { NULL, NULL, 0, 1, 0.25, 2, 1, 0.0 };
+    ok(tt_sdpa_ex(&r, &w, &q, &q, &q, &o, NULL));
+    tt_tensor_release(&r);
+    tt_tensor_release(&w);
+    const tt_arg *scale = arg_of("scale");
+    CHECK("argv: sdpa's whole option set (a window is causal)", int_arg("causal", TT_ARG_BOOL, 1)
+          && scale && scale->kind == TT_ARG_NUM && scale->v.f == 0.25 && int_arg("window", TT_ARG_INT, 2)
+          && int_arg("sinks", TT_ARG_INT, 1) && int_arg("alibi", TT_ARG_BOOL, 1) && int_arg("weights", TT_ARG_BOOL, 1)
+          && arg_of("mask") == NULL && arg_of("dropout") == NULL);
+    CHECK("argv: sdpa's text", strcmp(last.args, "causal, scale=0.25, window=2, sinks=1, alibi, weights") == 0);
+    /* a pattern longer than the text: the value keeps it whole */
+    const char *spec = "batch channel height width, batch channel height other -> batch channel width other";
+    ok(tt_einsum(&r, spec, (const tt_tensor *[]){&q, &q}, 2));
+    tt_tensor_release(&r);
+    const tt_arg *pat = arg_of("pattern");
+    CHECK("argv: einsum's pattern whole", pat && pat->kind == TT_ARG_STR && strcmp(pat->v.s, spec) == 0);
+    CHECK("argv: the text cut at 63 bytes, with ...", strlen(last.args) == 63 && strcmp(last.args + 60, "...") == 0
+          && strncmp(last.args, "\"batch channel", 14) == 0);
+    tt_trace_unsubscribe(keep_args, NULL);
+    /* the text of values: a glued one, a bool's two words, a hidden one */
+    tt_event ev;
+    tt__event_init(&ev, TT_OP_UNBIND, NULL, NULL, NULL, NULL);
+    tt__arg_int(&ev, "piece", "%lld", 2);
+    tt__arg_int(&ev, "pieces", " of %lld", 3);
+    tt__arg_bool(&ev, "interleaved", "interleaved|half-split", 0);
+    tt__arg_num(&ev, "base", "=%S", 500);
+    tt__arg_int(&ev, "kept", NULL, 7);
+    char buf[64];
+    CHECK("args text: joined, the bool's false word, a scalar as written, hidden left out",
+          strcmp(tt_event_args_text(&ev, buf, sizeof buf), "2 of 3, half-split, base=500.0") == 0);
+    tt_tensor_release(&x);
+    tt_tensor_release(&q);
+}
+
 int main(void)
 {
     test_subscribers();
@@ -220,6 +300,7 @@ int main(void)
     test_backward_rows();
     test_groups();
     test_sdpa_backward_flops();
+    test_argument_values();
     tt_release_caches();
     return check_report();
 }

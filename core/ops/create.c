@@ -43,10 +43,8 @@ static tt_status full_op(tt_tensor *out, tt_op op, tt_dtype dt, int ndim, const 
     if (st == TT_OK) {
         fill(out, value);
         tt__event_init(&ev, op, out, NULL, NULL, NULL);
-        if (op == TT_OP_FULL && tt__tracing() && value.is_int)
-            snprintf(ev.args, sizeof ev.args, "value=%lld", (long long)value.i);
-        else if (op == TT_OP_FULL && tt__tracing())
-            snprintf(ev.args, sizeof ev.args, "value=%g", value.f);
+        if (op == TT_OP_FULL && value.is_int) tt__arg_int(&ev, "value", "=%lld", value.i);
+        else if (op == TT_OP_FULL) tt__arg_num(&ev, "value", "=%g", value.f);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -100,7 +98,9 @@ tt_status tt_arange(tt_tensor *out, double a, double b, double step)
             float *p = tt_data_f32(out);
             for (int64_t i = 0; i < n; i++) p[i] = (float)(a + (double)i * step);
             tt__event_init(&ev, TT_OP_ARANGE, out, NULL, NULL, NULL);
-            if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "%g, %g, step=%g", a, b, step);
+            tt__arg_num(&ev, "start", "%g", a);
+            tt__arg_num(&ev, "stop", "%g", b);
+            tt__arg_num(&ev, "step", "=%g", step);
         }
     }
     return tt__op_leave(sc, st, &ev);
@@ -140,8 +140,9 @@ tt_status tt_arange_int(tt_tensor *out, tt_dtype dt, int64_t a, int64_t b, int64
         }
         if (st == TT_OK) {
             tt__event_init(&ev, TT_OP_ARANGE, out, NULL, NULL, NULL);
-            if (tt__tracing())
-                snprintf(ev.args, sizeof ev.args, "%lld, %lld, step=%lld", (long long)a, (long long)b, (long long)step);
+            tt__arg_int(&ev, "start", "%lld", a);
+            tt__arg_int(&ev, "stop", "%lld", b);
+            tt__arg_int(&ev, "step", "=%lld", step);
         }
     }
     return tt__op_leave(sc, st, &ev);
@@ -207,7 +208,8 @@ tt_status tt_randint(tt_tensor *out, int64_t lo, int64_t hi, int ndim, const int
     if (st == TT_OK) {
         tt__rand_int(tt_data_i64(out), tt_numel(out), lo, (uint64_t)hi - (uint64_t)lo);
         tt__event_init(&ev, TT_OP_RANDINT, out, NULL, NULL, NULL);
-        if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "%lld, %lld", (long long)lo, (long long)hi);
+        tt__arg_int(&ev, "lo", "%lld", lo);
+        tt__arg_int(&ev, "hi", "%lld", hi);
     }
     return tt__op_leave(sc, st, &ev);
 }

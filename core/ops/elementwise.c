@@ -639,7 +639,7 @@ static tt_status convert_impl(tt_tensor *out, const tt_tensor *a, tt_dtype dt, c
     return st;
 }
 
-static tt_status to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt, const char *args)
+static tt_status to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt, int autocast)
 {
     tt__clear(out);
     if (dt < TT_FLOAT32 || dt > TT_FLOAT16)
@@ -656,19 +656,19 @@ static tt_status to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt, const
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, NULL, NULL);
         ev.view = view;
-        snprintf(ev.args, sizeof ev.args, "%s", args);
+        if (autocast) tt__arg_bool(&ev, "autocast", "autocast", 1);
     }
     return tt__op_leave(sc, st, &ev);
 }
 
 tt_status tt_to_dtype(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
 {
-    return to_dtype(out, a, dt, "");
+    return to_dtype(out, a, dt, 0);
 }
 
 tt_status tt_autocast_to(tt_tensor *out, const tt_tensor *a, tt_dtype dt)
 {
-    return to_dtype(out, a, dt, "autocast");
+    return to_dtype(out, a, dt, 1);
 }
 
 

@@ -74,7 +74,8 @@ tt_status tt_repeat_interleave(tt_tensor *out, const tt_tensor *a, int64_t r, in
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_REPEAT_INTERLEAVE, out, a, NULL, NULL);
-        if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "r=%lld, dim=%d", (long long)r, d + 1);
+        tt__arg_int(&ev, "r", "=%lld", r);
+        tt__arg_int(&ev, "dim", "=%lld", d + 1);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -122,7 +123,7 @@ static void list_event(tt_event *ev, tt_op op, const tt_tensor *out, const tt_te
     ev->ninputs_total = n;
     ev->bytes = tt__nbytes(out);
     for (int i = 0; i < n; i++) ev->bytes += tt__nbytes(list[i]);
-    if (tt__tracing()) snprintf(ev->args, sizeof ev->args, "dim=%d", d + 1);
+    tt__arg_int(ev, "dim", "=%lld", d + 1);
 }
 
 static tt_status cat_impl(tt_tensor *out, const tt_tensor *const *list, int n, int d)
@@ -349,7 +350,8 @@ static tt_status index_op(tt_tensor *out, tt_op op, const tt_tensor *a, int d, c
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, index, NULL);
-        if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "dim=%d", d + 1);
+        tt__arg_int(&ev, "dim", "=%lld", d + 1);
+        tt__arg_input(&ev, "index", NULL, 2);
     }
     return tt__op_leave(sc, st, &ev);
 }

@@ -81,7 +81,7 @@ static tt_status leave(tt__opscope sc, tt_status st, const char *name, tt_op op,
         ev.name = name;
         ev.infix = NULL;
         if (has_s) tt__event_scalar(&ev, s);
-        if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "in place");
+        tt__arg_bool(&ev, "in_place", "in place", 1);
     }
     return tt__op_leave(sc, st, &ev);
 }

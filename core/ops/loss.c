@@ -149,11 +149,8 @@ tt_status tt_cross_entropy(tt_tensor *out, const tt_tensor *logits, const tt_ten
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_CROSS_ENTROPY, out, logits, targets, NULL);
         ev.flops = tt__op_def(TT_OP_CROSS_ENTROPY)->flops * (double)tt_numel(logits);
-        if (tt__tracing()) {
-            int k = snprintf(ev.args, sizeof ev.args, "reduction=%s", REDUCTIONS[reduction]);
-            if (ignore_index != -100 && k > 0 && (size_t)k < sizeof ev.args)
-                snprintf(ev.args + k, sizeof ev.args - (size_t)k, ", ignore_index=%lld", (long long)ignore_index);
-        }
+        tt__arg_str(&ev, "reduction", "=%s", REDUCTIONS[reduction]);
+        if (ignore_index != -100) tt__arg_int(&ev, "ignore_index", "=%lld", ignore_index);
     }
     return tt__op_leave(sc, st, &ev);
 }

@@ -190,6 +190,7 @@ void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
     ev->scalar_is_int = 0;
     ev->scalar_int = 0;
     ev->args[0] = ev->note[0] = 0;
+    ev->nargs = 0;
     ev->pattern = NULL;
     ev->flops = ev->bytes = 0;
     ev->ns = 0;
@@ -203,4 +204,61 @@ void tt__event_init(tt_event *ev, tt_op op, const tt_tensor *out,
         for (int i = 0; i < ev->ninputs; i++)
             ev->bytes += (double)tt_numel(ev->inputs[i]) * (double)tt_dtype_size(ev->inputs[i]->dtype);
     }
+}
+
+/* ===== An event's arguments ===== */
+
+static tt_arg *new_arg(tt_event *ev, const char *key, const char *show, tt_argkind kind)
+{
+    if (ev->nargs >= TT_EVENT_MAX_ARGS) return NULL;
+    tt_arg *a = &ev->argv[ev->nargs++];
+    a->key = key;
+    a->show = show;
+    a->kind = kind;
+    a->n = 0;
+    return a;
+}
+
+void tt__arg_int(tt_event *ev, const char *key, const char *show, int64_t v)
+{
+    tt_arg *a = new_arg(ev, key, show, TT_ARG_INT);
+    if (a) a->v.i = v;
+}
+
+void tt__arg_num(tt_event *ev, const char *key, const char *show, double v)
+{
+    tt_arg *a = new_arg(ev, key, show, TT_ARG_NUM);
+    if (a) a->v.f = v;
+}
+
+void tt__arg_bool(tt_event *ev, const char *key, const char *show, int v)
+{
+    tt_arg *a = new_arg(ev, key, show, TT_ARG_BOOL);
+    if (a) a->v.i = v != 0;
+}
+
+void tt__arg_str(tt_event *ev, const char *key, const char *show, const char *v)
+{
+    tt_arg *a = new_arg(ev, key, show, TT_ARG_STR);
+    if (a) a->v.s = v ? v : "";
+}
+
+void tt__arg_dims(tt_event *ev, const char *key, const int *dims, int n)
+{
+    tt_arg *a = new_arg(ev, key, "", TT_ARG_DIMS);
+    if (a == NULL) return;
+    a->n = n < TT_MAX_DIMS ? n : TT_MAX_DIMS;
+    for (int i = 0; i < a->n; i++) a->v.dims[i] = (int8_t)(dims[i] + 1);
+}
+
+void tt__arg_size(tt_event *ev, const char *axis, int64_t v)
+{
+    tt_arg *a = new_arg(ev, axis, "=%lld", TT_ARG_SIZE);
+    if (a) a->v.i = v;
+}
+
+void tt__arg_input(tt_event *ev, const char *key, const char *show, int input)
+{
+    tt_arg *a = new_arg(ev, key, show, TT_ARG_INPUT);
+    if (a) a->v.i = input;
 }

@@ -198,10 +198,6 @@ static void fmt_count(char *buf, size_t n, int64_t v)
     buf[j] = 0;
 }
 
-static void set_args(tt_event *ev, const char *a)
-{
-    snprintf(ev->args, sizeof ev->args, "%.*s", (int)sizeof ev->args - 1, a);
-}
 
 static void *state_data(const tt_tensor *t)
 {
@@ -269,14 +265,17 @@ tt_status tt_optim_step(tt_optim *o)
     int stateful = o->kind == TT_OPTIM_ADAMW ? 2 : o->o.momentum != 0;
     ev.flops = step_flops(o) * (double)elems;
     ev.bytes = elem_bytes * (3 + 2 * stateful);   /* p read and written, g read, the state */
+    char a[160];                               /* the summary the trace shows; lives until the event is out */
+    tt__arg_int(&ev, "params", NULL, updated);
+    tt__arg_int(&ev, "elements", NULL, elems);
     if (tt__tracing()) {
-        char cnt[32], a[160];
+        char cnt[32];
         fmt_count(cnt, sizeof cnt, elems);
         if (updated == o->n)
             snprintf(a, sizeof a, "%d param%s, %s elements", updated, updated == 1 ? "" : "s", cnt);
         else
             snprintf(a, sizeof a, "%d of %d params (the others have no grad), %s elements", updated, o->n, cnt);
-        set_args(&ev, a);
+        tt__arg_str(&ev, "summary", "%s", a);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -321,13 +320,16 @@ tt_status tt_clip_grad_norm(int n, tt_tensor *const *params, double max_norm, do
     }
     ev.flops = 2.0 * (double)elems + (scaled ? (double)elems : 0);
     ev.bytes = grad_bytes * (scaled ? 3 : 1);
+    char a[160];                               /* the summary the trace shows; lives until the event is out */
+    tt__arg_num(&ev, "max_norm", NULL, max_norm);
+    tt__arg_num(&ev, "norm", NULL, norm);
     if (tt__tracing()) {
-        char nb[32], mb[32], a[160];
+        char nb[32], mb[32];
         tt_fmt_scalar(nb, sizeof nb, norm);
         tt_fmt_scalar(mb, sizeof mb, max_norm);
         if (scaled) snprintf(a, sizeof a, "%d grads, norm %s > %s: scaled by %.4g", ngrads, nb, mb, coef);
         else snprintf(a, sizeof a, "%d grads, norm %s <= %s: unchanged", ngrads, nb, mb);
-        set_args(&ev, a);
+        tt__arg_str(&ev, "summary", "%s", a);
     }
     return tt__op_leave(sc, st, &ev);
 }

@@ -274,23 +274,18 @@ static int is_identity(const int *perm, int n)
     return 1;
 }
 
-/* '"pattern", h=8, w=3' (as the Lua call reads) into the event's args,
-   cut with "..." when long. The sizes come in the order of order[] (their
-   axes' order in the pattern, not the caller's: a Lua table has none). */
-static void event_args(tt_event *ev, const char *text, int nsizes, const int *order,
+/* The pattern, reduce's reduction (NULL for the others) and the sizes as
+   the Lua call takes them: shown '"pattern", h=8, w=3', cut with "..."
+   when long. The sizes come in the order of order[] (their axes' order in
+   the pattern, not the caller's: a Lua table has none). */
+static void event_args(tt_event *ev, const char *pattern, const char *reduction, int nsizes, const int *order,
                        const char *const *names, const int64_t *sizes)
 {
-    char buf[256];
-    size_t len = (size_t)snprintf(buf, sizeof buf, "\"%.200s\"", text);
-    for (int i = 0; i < nsizes && len < sizeof buf; i++)
-        len += (size_t)snprintf(buf + len, sizeof buf - len, ", %s=%lld", names[order[i]],
-                                (long long)sizes[order[i]]);
-    size_t cap = sizeof ev->args;
-    if (strlen(buf) >= cap)
-        strcpy(buf + cap - 4, "...");
-    memcpy(ev->args, buf, cap - 1);
-    ev->args[cap - 1] = '\0';
-    ev->pattern = text;
+    tt__arg_str(ev, "pattern", reduction ? "\"%.160s\"" : "\"%.200s\"", pattern);
+    if (reduction) tt__arg_str(ev, "reduction", "\"%s\"", reduction);
+    for (int i = 0; i < nsizes; i++)
+        tt__arg_size(ev, names[order ? order[i] : i], sizes[order ? order[i] : i]);
+    ev->pattern = pattern;
 }
 
 /* ===== rearrange =====
@@ -635,7 +630,7 @@ tt_status tt_rearrange(tt_tensor *out, const tt_tensor *a, const char *pattern,
     tt__event_init(&ev, TT_OP_REARRANGE, out, a, NULL, NULL);
     if (st == TT_OK) {
         ev.view = out->storage == a->storage;
-        event_args(&ev, pattern, nsizes, size_order, size_names, sizes);
+        event_args(&ev, pattern, NULL, nsizes, size_order, size_names, sizes);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -855,13 +850,7 @@ tt_status tt_reduce_pattern(tt_tensor *out, const tt_tensor *a, const char *patt
     if (st == TT_OK) {
         ev.view = out->storage == a->storage;          /* a pattern that reduces no axis */
         ev.flops = ev.view ? 0 : (double)tt_numel(a);
-        if (tt__tracing()) {
-            char text[220];
-            snprintf(text, sizeof text, "%.160s\", \"%s", pattern, reduction);
-            int order[PAT_MAX_AXES];
-            for (int i = 0; i < nsizes; i++) order[i] = i;
-            event_args(&ev, text, nsizes, order, size_names, sizes);
-        }
+        event_args(&ev, pattern, reduction, nsizes, NULL, size_names, sizes);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -965,11 +954,7 @@ tt_status tt_repeat(tt_tensor *out, const tt_tensor *a, const char *pattern, int
     tt__event_init(&ev, TT_OP_REPEAT, out, a, NULL, NULL);
     if (st == TT_OK) {
         ev.view = out->storage == a->storage;
-        if (tt__tracing()) {
-            int order[PAT_MAX_AXES];
-            for (int i = 0; i < nsizes; i++) order[i] = i;
-            event_args(&ev, pattern, nsizes, order, size_names, sizes);
-        }
+        event_args(&ev, pattern, NULL, nsizes, NULL, size_names, sizes);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -1738,7 +1723,7 @@ tt_status tt_einsum(tt_tensor *out, const char *spec, const tt_tensor *const *li
         for (int i = 0; i < n; i++)
             ev.view |= out->storage == list[i]->storage;
         ev.flops = flops;
-        event_args(&ev, spec, 0, NULL, NULL, NULL);
+        event_args(&ev, spec, NULL, 0, NULL, NULL, NULL);
     }
     return tt__op_leave(sc, st, &ev);
 }

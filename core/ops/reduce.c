@@ -186,9 +186,8 @@ static tt_status reduce_impl(tt_tensor *vals, tt_tensor *idxs, const tt__opdef *
 
 static void reduce_args(tt_event *ev, int d, int keepdim)
 {
-    if (!tt__tracing()) return;         /* only a sink reads args */
-    if (d >= 0) snprintf(ev->args, sizeof ev->args, keepdim ? "dim=%d, keepdim" : "dim=%d", d + 1);
-    else if (keepdim) snprintf(ev->args, sizeof ev->args, "keepdim");
+    if (d >= 0) tt__arg_int(ev, "dim", "=%lld", d + 1);
+    tt__arg_bool(ev, "keepdim", "keepdim", keepdim);
 }
 
 tt_status tt_reduce(tt_tensor *out, tt_op op, const tt_tensor *a, int d, int keepdim)
@@ -314,12 +313,10 @@ tt_status tt_norm(tt_tensor *out, const tt_tensor *a, double p, int d, int keepd
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_NORM, out, a, NULL, NULL);
         ev.flops = (double)tt_numel(a) * (isinf(p) ? 1 : p == 2 ? 2 : 3);
-        if (tt__tracing()) {
-            char pb[32];
-            if (isinf(p)) snprintf(pb, sizeof pb, "inf");
-            else tt_fmt_scalar(pb, sizeof pb, p);
-            if (d >= 0) snprintf(ev.args, sizeof ev.args, "p=%s, dim=%d%s", pb, d + 1, keepdim ? ", keepdim" : "");
-            else snprintf(ev.args, sizeof ev.args, "p=%s", pb);
+        tt__arg_num(&ev, "p", "=%S", isinf(p) ? HUGE_VAL : p);   /* -inf is inf's max |x| here */
+        if (d >= 0) {
+            tt__arg_int(&ev, "dim", "=%lld", d + 1);
+            tt__arg_bool(&ev, "keepdim", "keepdim", keepdim);
         }
     }
     return tt__op_leave(sc, st, &ev);

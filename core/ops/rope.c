@@ -136,12 +136,9 @@ tt_status tt__rope(tt_tensor *out, const tt_tensor *x, const tt_tensor *position
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_ROPE, out, x, positions, NULL);
         ev.flops = 3.0 * (double)tt_numel(x);
-        if (tt__tracing()) {
-            char b[32];
-            tt_fmt_scalar(b, sizeof b, base);
-            snprintf(ev.args, sizeof ev.args, "base=%s, %s%s", b, interleaved ? "interleaved" : "half-split",
-                     inverse ? ", inverse" : "");
-        }
+        tt__arg_num(&ev, "base", "=%S", base);
+        tt__arg_bool(&ev, "interleaved", "interleaved|half-split", interleaved);
+        if (inverse) tt__arg_bool(&ev, "inverse", "inverse", 1);   /* the backward's; no Lua call takes it */
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -189,11 +186,7 @@ tt_status tt_dropout(tt_tensor *out, const tt_tensor *x, double p)
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_DROPOUT, out, x, NULL, NULL);
         ev.flops = (double)tt_numel(x);
-        if (tt__tracing()) {
-            char b[32];
-            tt_fmt_scalar(b, sizeof b, p);
-            snprintf(ev.args, sizeof ev.args, "p=%s", b);
-        }
+        tt__arg_num(&ev, "p", "=%S", p);
     }
     st = tt__op_leave(sc, st, &ev);
     tt_tensor_release(&mask);

@@ -145,6 +145,21 @@ static int kernel_half(tt_dtype dt)
 #define STRIDE_H(t) ((t)->ndim >= 3 ? (t)->stride[(t)->ndim - 3] : 0)
 #define STRIDE_N(t) ((t)->stride[(t)->ndim - 2])
 #define STRIDE_D(t) ((t)->stride[(t)->ndim - 1])
+/* The options of a call as the Lua call's options table names them; a
+   window is causal. The mask and bias are inputs 4 and on, as given. */
+static void sdpa_event_args(tt_event *ev, const tt_sdpa_opts *o, double scale, int weights)
+{
+    tt__arg_bool(ev, "causal", "causal", o->causal || o->window > 0);
+    tt__arg_num(ev, "scale", "=%.4g", scale);
+    if (o->window > 0) tt__arg_int(ev, "window", "=%lld", o->window);
+    if (o->sinks > 0) tt__arg_int(ev, "sinks", "=%lld", o->sinks);
+    tt__arg_bool(ev, "alibi", "alibi", o->alibi);
+    if (o->mask) tt__arg_input(ev, "mask", NULL, 4);
+    if (o->bias) tt__arg_input(ev, "bias", "bias", o->mask ? 5 : 4);
+    if (o->dropout > 0.0) tt__arg_num(ev, "dropout", "=%.3g", o->dropout);
+    tt__arg_bool(ev, "weights", "weights", weights);
+}
+
 /* The operands' fields tk_sdpa_args and tk_sdpa_bwd_args share, by name. */
 #define LAYOUT_ARGS(L) \
     .B = (L)->B, .Hq = (L)->Hq, .Hkv = (L)->Hkv, .Nq = (L)->Nq, .Nk = (L)->Nk, .Dh = (L)->Dh, .Dv = (L)->Dv, \
@@ -706,20 +721,7 @@ tt_status tt_sdpa_ex(tt_tensor *out, tt_tensor *weights, const tt_tensor *q, con
             }
         if (weights) ev.bytes += (double)tt_dtype_size(weights->dtype) * (double)tt_numel(weights);
         ev.flops = info.flops;
-        int len = snprintf(ev.args, sizeof ev.args, "%sscale=%.4g", o->causal || o->window > 0 ? "causal, " : "",
-                           (double)info.scale);
-        if (o->window > 0 && len < (int)sizeof ev.args)
-            len += snprintf(ev.args + len, sizeof ev.args - (size_t)len, ", window=%lld", (long long)o->window);
-        if (o->sinks > 0 && len < (int)sizeof ev.args)
-            len += snprintf(ev.args + len, sizeof ev.args - (size_t)len, ", sinks=%lld", (long long)o->sinks);
-        if (o->alibi && len < (int)sizeof ev.args)
-            len += snprintf(ev.args + len, sizeof ev.args - (size_t)len, ", alibi");
-        if (o->bias && len < (int)sizeof ev.args)
-            len += snprintf(ev.args + len, sizeof ev.args - (size_t)len, ", bias");
-        if (o->dropout > 0.0 && len < (int)sizeof ev.args)
-            len += snprintf(ev.args + len, sizeof ev.args - (size_t)len, ", dropout=%.3g", o->dropout);
-        if (weights && len < (int)sizeof ev.args)
-            snprintf(ev.args + len, sizeof ev.args - (size_t)len, ", weights");
+        sdpa_event_args(&ev, o, (double)info.scale, weights != NULL);
         if (info.empty > 0)
             snprintf(ev.note, sizeof ev.note, "%lld query row%s with no visible key: output zeros",
                      (long long)info.empty, info.empty == 1 ? "" : "s");

@@ -110,7 +110,7 @@ static tt_status softmax_op(tt_tensor *out, tt_op op, const tt_tensor *a, int d)
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, NULL, NULL);
         ev.flops = tt__op_def(op)->flops * (double)tt_numel(a);
-        if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "dim=%d", d + 1);
+        tt__arg_int(&ev, "dim", "=%lld", d + 1);
         int64_t masked = tt__tracing() ? all_masked_rows(a, d) : 0;
         if (masked)
             snprintf(ev.note, sizeof ev.note, "%lld row%s all -inf: %s gives NaN there",
@@ -169,7 +169,7 @@ static tt_status tri(tt_tensor *out, const tt_tensor *a, int64_t k, int upper)
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, upper ? TT_OP_TRIU : TT_OP_TRIL, out, a, NULL, NULL);
-        if (tt__tracing()) snprintf(ev.args, sizeof ev.args, "k=%lld", (long long)k);
+        tt__arg_int(&ev, "k", "=%lld", k);
     }
     return tt__op_leave(sc, st, &ev);
 }
@@ -206,9 +206,9 @@ tt_status tt_causal_mask(tt_tensor *out, int64_t nq, int64_t nk, int lower_right
     tt_event ev;
     if (st == TT_OK) {
         tt__event_init(&ev, TT_OP_CAUSAL_MASK, out, NULL, NULL, NULL);
-        if (tt__tracing())
-            snprintf(ev.args, sizeof ev.args, "nq=%lld, nk=%lld%s", (long long)nq, (long long)nk,
-                     lower_right ? "" : ", upper_left");
+        tt__arg_int(&ev, "nq", "=%lld", nq);
+        tt__arg_int(&ev, "nk", "=%lld", nk);
+        if (!lower_right) tt__arg_str(&ev, "align", "%s", "upper_left");
     }
     return tt__op_leave(sc, st, &ev);
 }

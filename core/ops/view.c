@@ -1,6 +1,6 @@
 /*
 ** view.c — the traced view ops: each checks and builds its view through
-** core/tensor/view.c and emits one event (args formatted only for a sink).
+** core/tensor/view.c and emits one event with its arguments as values.
 */
 #include <stdio.h>
 #include <string.h>
@@ -72,18 +72,25 @@ static void habit_view(const tt_tensor *a, const tt_tensor *out)
     if (split) habit.split = out->id;
 }
 
+/* An integer argument of a view op (tt_arg's key, show and value). */
+typedef struct view_arg {
+    const char *key, *show;
+    int64_t v;
+} view_arg;
+
 /* Records the view for gradients (ga: the args its backward needs) and
-   emits its event with its args and the habit's note; shared by the view
-   ops below, which format args only when tt__tracing() (else they pass ""). */
-static tt_status leave_view_ag(tt__opscope sc, tt_status st, tt_op op, tt_tensor *out,
-                               const tt_tensor *a, const char *args, const tt__agargs *ga)
+   emits its event with its arguments (nargs of args; perm: permute's, of
+   a's dims) and the habit's note; shared by the view ops below. */
+static tt_status leave_view_ag(tt__opscope sc, tt_status st, tt_op op, tt_tensor *out, const tt_tensor *a,
+                               int nargs, const view_arg *args, const int *perm, const tt__agargs *ga)
 {
     tt_event ev;
     if (st == TT_OK && tt__grad_wanted(sc, a, NULL)) st = tt__record(out, op, a, NULL, NULL, ga);
     if (st == TT_OK) {
         tt__event_init(&ev, op, out, a, NULL, NULL);
         ev.view = out->storage == a->storage;
-        if (args && args[0]) snprintf(ev.args, sizeof ev.args, "%s", args);
+        for (int i = 0; i < nargs; i++) tt__arg_int(&ev, args[i].key, args[i].show, args[i].v);
+        if (perm) tt__arg_dims(&ev, "perm", perm, a->ndim);
         if (habit.note[0]) memcpy(ev.note, habit.note, sizeof ev.note < sizeof habit.note ? sizeof ev.note : sizeof habit.note);
         ev.note[sizeof ev.note - 1] = '\0';
     }
@@ -91,10 +98,10 @@ static tt_status leave_view_ag(tt__opscope sc, tt_status st, tt_op op, tt_tensor
     return tt__op_leave(sc, st, &ev);
 }
 
-static tt_status leave_view(tt__opscope sc, tt_status st, tt_op op, tt_tensor *out,
-                            const tt_tensor *a, const char *args)
+static tt_status leave_view(tt__opscope sc, tt_status st, tt_op op, tt_tensor *out, const tt_tensor *a,
+                            int nargs, const view_arg *args)
 {
-    return leave_view_ag(sc, st, op, out, a, args, NULL);
+    return leave_view_ag(sc, st, op, out, a, nargs, args, NULL, NULL);
 }
 
 tt_status tt_view(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape)
@@ -102,7 +109,7 @@ tt_status tt_view(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *s
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__view(out, a, ndim, shape, 0);
     if (st == TT_OK && sc.outer) habit_view(a, out);
-    return leave_view(sc, st, TT_OP_VIEW, out, a, NULL);
+    return leave_view(sc, st, TT_OP_VIEW, out, a, 0, NULL);
 }
 
 tt_status tt_reshape(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape)
@@ -110,15 +117,13 @@ tt_status tt_reshape(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__view(out, a, ndim, shape, 1);
     if (st == TT_OK && sc.outer) habit_view(a, out);
-    return leave_view(sc, st, TT_OP_RESHAPE, out, a, NULL);
+    return leave_view(sc, st, TT_OP_RESHAPE, out, a, 0, NULL);
 }
 
 tt_status tt_transpose(tt_tensor *out, const tt_tensor *a, int d1, int d2)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__transpose(out, a, d1, d2, "transpose");
-    char args[32] = "";
-    if (tt__tracing()) snprintf(args, sizeof args, "%d, %d", d1 + 1, d2 + 1);
     if (st == TT_OK && sc.outer && d1 + d2 == 1) {         /* dims 1 and 2 */
         if (a->id == habit.split) habit_note("swaps dims 1 and 2 of the head split", a->shape, a->ndim);
         if (a->ndim >= 4) {
@@ -127,69 +132,63 @@ tt_status tt_transpose(tt_tensor *out, const tt_tensor *a, int d1, int d2)
             memcpy(habit.before, a->shape, sizeof habit.before);
         }
     }
-    return leave_view_ag(sc, st, TT_OP_TRANSPOSE, out, a, args, &(tt__agargs){ .d = d1, .d2 = d2 });
+    view_arg args[] = { { "dim1", "%lld", d1 + 1 }, { "dim2", "%lld", d2 + 1 } };
+    return leave_view_ag(sc, st, TT_OP_TRANSPOSE, out, a, 2, args, NULL, &(tt__agargs){ .d = d1, .d2 = d2 });
 }
 
 tt_status tt_mT(tt_tensor *out, const tt_tensor *a)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__mT(out, a);
-    return leave_view(sc, st, TT_OP_MT, out, a, NULL);
+    return leave_view(sc, st, TT_OP_MT, out, a, 0, NULL);
 }
 
 tt_status tt_permute(tt_tensor *out, const tt_tensor *a, const int *perm)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__permute(out, a, perm);
-    char args[64] = "";
-    if (st == TT_OK && tt__tracing()) tt__perm_args(args, sizeof args, perm, a->ndim);
     tt__agargs ga = {0};
     if (st == TT_OK) memcpy(ga.perm, perm, (size_t)a->ndim * sizeof *perm);
-    return leave_view_ag(sc, st, TT_OP_PERMUTE, out, a, args, &ga);
+    return leave_view_ag(sc, st, TT_OP_PERMUTE, out, a, 0, NULL, perm, &ga);
 }
 
 tt_status tt_narrow(tt_tensor *out, const tt_tensor *a, int d, int64_t start, int64_t len)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__narrow(out, a, d, start, len, "narrow");
-    char args[64] = "";
-    if (tt__tracing())
-        snprintf(args, sizeof args, "dim=%d, start=%lld, len=%lld", d + 1, (long long)start + 1, (long long)len);
-    return leave_view_ag(sc, st, TT_OP_NARROW, out, a, args, &(tt__agargs){ .d = d, .start = start, .len = len });
+    view_arg args[] = { { "dim", "=%lld", d + 1 }, { "start", "=%lld", start + 1 }, { "len", "=%lld", len } };
+    return leave_view_ag(sc, st, TT_OP_NARROW, out, a, 3, args, NULL, &(tt__agargs){ .d = d, .start = start, .len = len });
 }
 
 tt_status tt_select(tt_tensor *out, const tt_tensor *a, int d, int64_t i)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__select(out, a, d, i);
-    char args[48] = "";
-    if (tt__tracing()) snprintf(args, sizeof args, "dim=%d, index=%lld", d + 1, (long long)i + 1);
-    return leave_view_ag(sc, st, TT_OP_SELECT, out, a, args, &(tt__agargs){ .d = d, .start = i });
+    view_arg args[] = { { "dim", "=%lld", d + 1 }, { "index", "=%lld", i + 1 } };
+    return leave_view_ag(sc, st, TT_OP_SELECT, out, a, 2, args, NULL, &(tt__agargs){ .d = d, .start = i });
 }
 
 tt_status tt_expand(tt_tensor *out, const tt_tensor *a, int ndim, const int64_t *shape)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__expand(out, a, ndim, shape);
-    return leave_view(sc, st, TT_OP_EXPAND, out, a, NULL);
+    return leave_view(sc, st, TT_OP_EXPAND, out, a, 0, NULL);
 }
 
 tt_status tt_unsqueeze(tt_tensor *out, const tt_tensor *a, int d)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__unsqueeze(out, a, d);
-    char args[16] = "";
-    if (tt__tracing()) snprintf(args, sizeof args, "dim=%d", d + 1);
-    return leave_view_ag(sc, st, TT_OP_UNSQUEEZE, out, a, args, &(tt__agargs){ .d = d });
+    view_arg args[] = { { "dim", "=%lld", d + 1 } };
+    return leave_view_ag(sc, st, TT_OP_UNSQUEEZE, out, a, 1, args, NULL, &(tt__agargs){ .d = d });
 }
 
 tt_status tt_squeeze(tt_tensor *out, const tt_tensor *a, int d)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__squeeze(out, a, d);
-    char args[16] = "";
-    if (d >= 0 && tt__tracing()) snprintf(args, sizeof args, "dim=%d", d + 1);
-    return leave_view(sc, st, TT_OP_SQUEEZE, out, a, args);
+    view_arg args[] = { { "dim", "=%lld", d + 1 } };
+    return leave_view(sc, st, TT_OP_SQUEEZE, out, a, d >= 0, args);
 }
 
 tt_status tt_contiguous(tt_tensor *out, const tt_tensor *a)
@@ -197,21 +196,21 @@ tt_status tt_contiguous(tt_tensor *out, const tt_tensor *a)
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__contiguous(out, a, "contiguous");
     if (st == TT_OK && a->id == habit.swapped && habit.swapped) habit.swapped = out->id;
-    return leave_view(sc, st, TT_OP_CONTIGUOUS, out, a, NULL);
+    return leave_view(sc, st, TT_OP_CONTIGUOUS, out, a, 0, NULL);
 }
 
 tt_status tt_clone(tt_tensor *out, const tt_tensor *a)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__clone(out, a, "clone");
-    return leave_view(sc, st, TT_OP_CLONE, out, a, NULL);
+    return leave_view(sc, st, TT_OP_CLONE, out, a, 0, NULL);
 }
 
 tt_status tt_named(tt_tensor *out, const tt_tensor *a, const char *const *names)
 {
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__named(out, a, names);
-    return leave_view(sc, st, TT_OP_NAMED, out, a, NULL);
+    return leave_view(sc, st, TT_OP_NAMED, out, a, 0, NULL);
 }
 
 tt_status tt_flatten(tt_tensor *out, const tt_tensor *a, int start, int end)
@@ -231,9 +230,8 @@ tt_status tt_flatten(tt_tensor *out, const tt_tensor *a, int start, int end)
     if (a->ndim == 0) shape[n++] = 1;
     tt__opscope sc = tt__op_enter();
     tt_status st = tt__view(out, a, n, shape, 1);
-    char args[32] = "";
-    if (tt__tracing()) snprintf(args, sizeof args, "%d, %d", start + 1, end + 1);
-    return leave_view(sc, st, TT_OP_FLATTEN, out, a, args);
+    view_arg args[] = { { "start", "%lld", start + 1 }, { "end", "%lld", end + 1 } };
+    return leave_view(sc, st, TT_OP_FLATTEN, out, a, 2, args);
 }
 
 tt_status tt_unbind(tt_tensor *outs, int max, int *count, const tt_tensor *a, int d)
@@ -246,9 +244,8 @@ tt_status tt_unbind(tt_tensor *outs, int max, int *count, const tt_tensor *a, in
     for (int64_t i = 0; i < n; i++) {
         tt__opscope sc = tt__op_enter();
         st = tt__select(&outs[i], a, d, i);
-        char args[48] = "";
-        if (tt__tracing()) snprintf(args, sizeof args, "%lld of %lld, dim=%d", (long long)i + 1, (long long)n, d + 1);
-        st = leave_view_ag(sc, st, TT_OP_UNBIND, &outs[i], a, args, &(tt__agargs){ .d = d, .start = i });
+        view_arg args[] = { { "piece", "%lld", i + 1 }, { "pieces", " of %lld", n }, { "dim", "=%lld", d + 1 } };
+        st = leave_view_ag(sc, st, TT_OP_UNBIND, &outs[i], a, 3, args, NULL, &(tt__agargs){ .d = d, .start = i });
         if (st) {
             for (int64_t j = 0; j < i; j++) tt_tensor_release(&outs[j]);
             return st;
@@ -267,7 +264,7 @@ tt_status tt_t(tt_tensor *out, const tt_tensor *a)
                        "x:transpose(d1, d2) any two", tt_shape_str(a, sa, sizeof sa));
     tt__opscope sc = tt__op_enter();
     tt_status st = a->ndim == 2 ? tt__transpose(out, a, 0, 1, "t") : tt__view(out, a, a->ndim, a->shape, 0);
-    return leave_view_ag(sc, st, TT_OP_T, out, a, NULL, &(tt__agargs){ .d = 0, .d2 = 1 });
+    return leave_view_ag(sc, st, TT_OP_T, out, a, 0, NULL, NULL, &(tt__agargs){ .d = 0, .d2 = 1 });
 }
 
 /* Pieces of at most `piece` along d; shared by chunk and split. */
@@ -283,10 +280,8 @@ static tt_status pieces(tt_tensor *outs, int max, int *count, const tt_tensor *a
         int64_t start = i * piece, len = size - start < piece ? size - start : piece;
         tt__opscope sc = tt__op_enter();
         st = tt__narrow(&outs[i], a, d, start, len, opname);
-        char args[48] = "";
-        if (tt__tracing())
-            snprintf(args, sizeof args, "%lld of %lld, dim=%d", (long long)i + 1, (long long)n, d + 1);
-        st = leave_view_ag(sc, st, op, &outs[i], a, args, &(tt__agargs){ .d = d, .start = start, .len = len });
+        view_arg args[] = { { "piece", "%lld", i + 1 }, { "pieces", " of %lld", n }, { "dim", "=%lld", d + 1 } };
+        st = leave_view_ag(sc, st, op, &outs[i], a, 3, args, NULL, &(tt__agargs){ .d = d, .start = start, .len = len });
         if (st) {
             for (int64_t j = 0; j < i; j++) tt_tensor_release(&outs[j]);
             return st;

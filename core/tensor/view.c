@@ -16,14 +16,6 @@ static void shape_args(char *buf, size_t n, int ndim, const int64_t *shape)
         len += (size_t)snprintf(buf + len, n - len, "%s%lld", i ? "," : "", (long long)shape[i]);
 }
 
-void tt__perm_args(char *buf, size_t n, const int *perm, int k)
-{
-    size_t len = 0;
-    buf[0] = 0;
-    for (int i = 0; i < k && len < n; i++)
-        len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? ", " : "", perm[i] + 1);
-}
-
 /* Resolves one -1 in shape against numel; checks the count matches. */
 static tt_status infer_shape(const char *op, const tt_tensor *a, int ndim, const int64_t *shape,
                              int64_t *res)
@@ -166,6 +158,15 @@ tt_status tt__mT(tt_tensor *out, const tt_tensor *a)
     return tt__transpose(out, a, a->ndim - 2, a->ndim - 1, "mT");
 }
 
+/* "2, 1, 3": the first k entries of perm, 1-based (an error's words). */
+static void perm_text(char *buf, size_t n, const int *perm, int k)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; i < k && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%d", i ? ", " : "", perm[i] + 1);
+}
+
 tt_status tt__permute(tt_tensor *out, const tt_tensor *a, const int *perm)
 {
     int seen[TT_MAX_DIMS] = {0};
@@ -173,7 +174,7 @@ tt_status tt__permute(tt_tensor *out, const tt_tensor *a, const int *perm)
     for (int i = 0; i < a->ndim; i++) {
         if (perm[i] < 0 || perm[i] >= a->ndim || seen[perm[i]]++) {
             char shp[256], args[64];
-            tt__perm_args(args, sizeof args, perm, i + 1);
+            perm_text(args, sizeof args, perm, i + 1);
             return tt__err(TT_EARG, "permute: (%s...) is not a permutation of the %d dims of %s", args,
                            a->ndim, tt_shape_str(a, shp, sizeof shp));
         }

@@ -5,6 +5,7 @@
 */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "tt_internal.h"
 
@@ -57,6 +58,58 @@ static size_t put_grad(char *buf, size_t n, const tt_tensor *t)
     if (t->dtype != TT_FLOAT32 && len > 0 && (size_t)len < n)
         len += snprintf(buf + len, n - (size_t)len, " %s", tt_dtype_name(t->dtype));
     return len < 0 ? 0 : (size_t)len;
+}
+
+/* ===== Arguments as text ===== */
+
+/* One argument as its show says (tt_arg in tt.h), "" when it shows nothing. */
+static size_t put_arg(char *buf, size_t n, const tt_arg *a)
+{
+    size_t len = 0;
+    const char *f = a->show[0] == ' ' ? a->show + 1 : a->show;
+    if (f[0] == '=') {
+        APPEND("%s=", a->key);
+        f++;
+    }
+    switch (a->kind) {
+    case TT_ARG_INT: case TT_ARG_SIZE: APPEND(f, (long long)a->v.i); break;
+    case TT_ARG_NUM:
+        if (strcmp(f, "%S") != 0) APPEND(f, a->v.f);
+        else if (len < n) {
+            tt_fmt_scalar(buf + len, n - len, a->v.f);
+            len += strlen(buf + len);
+        }
+        break;
+    case TT_ARG_STR: APPEND(f, a->v.s); break;
+    case TT_ARG_BOOL: {
+        const char *bar = strchr(f, '|');
+        if (a->v.i) APPEND("%.*s", bar ? (int)(bar - f) : (int)strlen(f), f);
+        else if (bar) APPEND("%s", bar + 1);
+        break;
+    }
+    case TT_ARG_DIMS:
+        for (int i = 0; i < a->n; i++) APPEND("%s%d", i ? ", " : "", a->v.dims[i]);
+        break;
+    case TT_ARG_INPUT: APPEND("%s", f); break;
+    }
+    return len < n ? len : n - 1;
+}
+
+char *tt_event_args_text(const tt_event *ev, char *buf, size_t n)
+{
+    char all[512], one[256];
+    size_t len = 0, cap = sizeof all;
+    all[0] = 0;
+    for (int i = 0; i < ev->nargs; i++) {
+        const tt_arg *a = &ev->argv[i];
+        if (a->show == NULL || put_arg(one, sizeof one, a) == 0) continue;
+        const char *sep = len == 0 ? "" : a->show[0] == ' ' ? " " : ", ";
+        if (len < cap) len += (size_t)snprintf(all + len, cap - len, "%s%s", sep, one);
+    }
+    if (n == 0) return buf;
+    if (ev->pattern && strlen(all) >= n && n > 4) strcpy(all + n - 4, "...");   /* a long pattern: say it goes on */
+    snprintf(buf, n, "%s", all);
+    return buf;
 }
 
 /* "grad softmax  grad[B=2,N=5,N=5] -> grad of scores[B=2,N=5,N=5]   75 FLOP" */

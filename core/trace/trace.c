@@ -108,6 +108,7 @@ tt__opscope tt__op_enter(void)
 
 static void emit(tt_event *ev)
 {
+    if (ev->nargs > 0 && tt__tracing()) tt_event_args_text(ev, ev->args, sizeof ev->args);
     for (int i = 0; i < nsubs; i++) subs[i].fn(ev, subs[i].ud);
 }
 

@@ -477,4 +477,30 @@ check("the report counts every check", has(T.slurp(html), "6 checks passed"))
 run("-q --report " .. html .. " " .. script)
 check("the report counts every check also with -q", has(T.slurp(html), "6 checks passed"))
 
+-- ===== ops inside a coroutine: under the coroutine's line =====
+script = write("co.lua", [[
+local x = tt.randn(2, 3)
+local function inner()
+  local a = x:exp()
+  coroutine.yield(a)
+end
+local outer = coroutine.create(function()
+  local w = coroutine.wrap(inner)
+  local a = w()
+  local b = x:relu()
+  coroutine.yield(b)
+end)
+local ok, b = coroutine.resume(outer)
+local c = x:abs()
+local d = coroutine.resume(outer)
+local e = x:neg()
+]])
+out = run(script)
+fcheck("an op in a coroutine (coroutine.wrap, resumed by another coroutine) is under its own line",
+       has(out, "co.lua:3  local a = x:exp()\n    exp ") and not has(out, "co.lua:8  "), out)
+fcheck("an op in a coroutine.create one is under its line, not the resume's",
+       has(out, "co.lua:9  local b = x:relu()\n    relu ") and not has(out, "co.lua:12  "), out)
+fcheck("after the coroutine yields, the main thread's ops are under their lines",
+       has(out, "co.lua:13  local c = x:abs()\n    abs ") and has(out, "co.lua:15  local e = x:neg()\n    neg "), out)
+
 T.report()
