@@ -1023,6 +1023,8 @@ static void sink(const tt_event *ev, void *ud)
     if (tr.paused || tr.muted) return;
     pending *p = new_row();
     p->ev = *ev;
+    p->ev.nargs = 0;                /* argv's strings and the pattern are the op's, gone after this call: */
+    p->ev.pattern = NULL;           /* the row keeps the args text, derived from them */
     int fwd = ev->phase == TT_PHASE_FORWARD;
     if (ev->output) p->out = *ev->output;
     else memset(&p->out, 0, sizeof p->out);      /* id 0: no label or check ever matches it */
