@@ -35,7 +35,7 @@ ok $? "installed lesson 07 failed: $(tail -5 "$tmp/out")"
 
 # The browser page goes along when make web has built it (make test does not).
 if [ -f build/web/index.html ]; then
-    for f in index.html tensortrace.js lessons.js lessons/03_causal_mask.lua; do
+    for f in index.html tensortrace.js lessons.js; do
         cmp -s "build/web/$f" "$root/share/tensortrace/web/$f"; ok $? "the web page's $f is not installed"
     done
 else
