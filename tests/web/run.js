@@ -394,6 +394,16 @@ for _, s in ipairs({{37, 53, 29}, {4, 8, 8}, {130, 257, 67}, {512, 512, 512}}) d
 end
 local q, k, v = tt.randn(2, 3, 45, 16), tt.randn(2, 3, 45, 16), tt.randn(2, 3, 45, 16)
 dump("sdpa", tt.sdpa(q, k, v, {causal = true}))
+local _, w = tt.sdpa(tt.randn(1, 2, 70, 8), tt.randn(1, 2, 70, 8), tt.randn(1, 2, 70, 8), {causal = true, weights = true})
+dump("sdpa weights", w)
+-- expf's ends (musl's cut-offs at log 2^-150 and log 2^128), NaN, subnormals
+local x = tt.cat({tt.randn(1001) * 30, tt.tensor({-math.huge, math.huge, 0 / 0, -0.0, 88.72, 88.73, -103.9, -104,
+                                                  -87.4, 1e-40, -1e-40, 89, -120})})
+dump("exp", x:exp())
+dump("sigmoid", x:sigmoid())
+dump("gelu_tanh", x:gelu("tanh"))
+local m = tt.randn(33, 7)
+dump("broadcast", m / 3 + tt.randn(7) * m - tt.randn(33, 1))
 `;
   fs.writeFileSync(path.join(tmp, 'bits.lua'), bitsScript);
   r = await page.eval(edit(bitsScript) + ', ' + RUN);
