@@ -319,7 +319,7 @@
     // while the page is idle the spare worker touches the first WARM_BYTES
     // of its heap, a slice a task, so a Run waits for one slice at most and
     // the script's tensors land on pages already there.
-    var WARM_BYTES = 128 << 20, WARM_SLICE = 4 << 20, warmed = [], warming = false;
+    var WARM_BYTES = 128 << 20, WARM_SLICE = 1 << 20, warmed = [], warming = false;
     function warm(M) {
       if (!warming) return;
       var p = warmed.length * WARM_SLICE < WARM_BYTES ? M._malloc(WARM_SLICE) : 0;
