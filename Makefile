@@ -420,9 +420,11 @@ WEB_LIB_OBJ = $(patsubst %.c,$(WEB_OBJ)/lua54/%.o,$(notdir $(filter-out %/lua.c 
               $(patsubst %.c,$(WEB_OBJ)/zlib/%.o,$(notdir $(wildcard $(WEB_ZLIB)*.c))) \
               $(patsubst %.c,$(WEB_OBJ)/png/%.o,$(notdir $(filter-out %/example.c %/pngtest.c,$(wildcard $(WEB_PNG)png*.c))))
 WEB_TT_OBJ  = $(CORE_OBJ:$(BUILD)/%.o=$(WEB_OBJ)/%.o) $(LUA_OBJ:$(BUILD)/%.o=$(WEB_OBJ)/%.o) $(WEB_OBJ)/gen/compare_lua.o
+# (_malloc and _free: the page's spare worker touches its heap with them, lua/web/page.js)
 WEB_LDFLAGS = -O2 $(WEB_SIMD) -sMODULARIZE=1 -sEXPORT_NAME=createTensortrace -sSINGLE_FILE=1 -sINVOKE_RUN=0 -sEXIT_RUNTIME=1 \
               -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=2147483648 -sTOTAL_STACK=8388608 -sFORCE_FILESYSTEM=1 \
-              -sENVIRONMENT=web,worker,node -sEXPORTED_RUNTIME_METHODS=callMain,FS,ENV
+              -sENVIRONMENT=web,worker,node -sEXPORTED_RUNTIME_METHODS=callMain,FS,ENV \
+              -sEXPORTED_FUNCTIONS=_main,_malloc,_free
 WEB_LESSONS = $(wildcard lessons/*.lua lessons/lib/*.lua lessons/data/* lessons/exercises/*.lua \
               lessons/exercises/solutions/*.lua lessons/exercises/README.md)
 

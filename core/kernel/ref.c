@@ -316,23 +316,49 @@ const tk_kern tk_kern_scalar = {
    fused multiply-add here): the same bits, so it keeps the portable path's
    name ("scalar", as tt.kernel_path says). */
 
+/* The page's register tile: W_MR x 8 is 2 W_MR accumulators, 2 vectors of B
+   and a broadcast of A among V8's 16 xmm registers. */
+#define W_MR 4
+#define W_MC (16 * W_MR)   /* gemm.c may round a row block up to whole slivers: mc a multiple of mr */
+
+/* The tile from A element (i, p) at a[i*ars + p*acs]: packed (ars 1, acs
+   W_MR) or rows read in place (ars the row stride, acs 1). */
+static inline void tile_w(int64_t kc, const float *a, int64_t ars, int64_t acs, const float *bp,
+                          float *c, int64_t rsc, int m, int n, int acc)
+{
+    v128_t t[W_MR][2];
+    for (int i = 0; i < W_MR; i++) t[i][0] = t[i][1] = wasm_f32x4_splat(0.0f);
+    for (int64_t p = 0; p < kc; p++, a += acs, bp += C_NR) {
+        const v128_t b0 = wasm_v128_load(bp), b1 = wasm_v128_load(bp + 4);
+        for (int i = 0; i < W_MR; i++) {
+            const v128_t av = wasm_v128_load32_splat(a + i * ars);
+            t[i][0] = wasm_f32x4_add(t[i][0], wasm_f32x4_mul(av, b0));
+            t[i][1] = wasm_f32x4_add(t[i][1], wasm_f32x4_mul(av, b1));
+        }
+    }
+    if (m == W_MR && n == C_NR) {
+        for (int i = 0; i < W_MR; i++, c += rsc) {
+            wasm_v128_store(c, acc ? wasm_f32x4_add(wasm_v128_load(c), t[i][0]) : t[i][0]);
+            wasm_v128_store(c + 4, acc ? wasm_f32x4_add(wasm_v128_load(c + 4), t[i][1]) : t[i][1]);
+        }
+        return;
+    }
+    float o[W_MR][C_NR];
+    for (int i = 0; i < W_MR; i++) { wasm_v128_store(o[i], t[i][0]); wasm_v128_store(o[i] + 4, t[i][1]); }
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) c[i*rsc + j] = acc ? c[i*rsc + j] + o[i][j] : o[i][j];
+}
+
 static void ukernel_w(int64_t kc, const float *ap, const float *bp, float *c,
                       int64_t rsc, int m, int n, int acc)
 {
-    v128_t t[C_MR][2];
-    for (int i = 0; i < C_MR; i++) t[i][0] = t[i][1] = wasm_f32x4_splat(0.0f);
-    for (int64_t p = 0; p < kc; p++, ap += C_MR, bp += C_NR) {
-        const v128_t b0 = wasm_v128_load(bp), b1 = wasm_v128_load(bp + 4);
-        for (int i = 0; i < C_MR; i++) {
-            const v128_t a = wasm_f32x4_splat(ap[i]);
-            t[i][0] = wasm_f32x4_add(t[i][0], wasm_f32x4_mul(a, b0));
-            t[i][1] = wasm_f32x4_add(t[i][1], wasm_f32x4_mul(a, b1));
-        }
-    }
-    float o[C_MR][C_NR];
-    for (int i = 0; i < C_MR; i++) { wasm_v128_store(o[i], t[i][0]); wasm_v128_store(o[i] + 4, t[i][1]); }
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) c[i*rsc + j] = acc ? c[i*rsc + j] + o[i][j] : o[i][j];
+    tile_w(kc, ap, 1, W_MR, bp, c, rsc, m, n, acc);
+}
+
+static void ukernel_rows_w(int64_t kc, const float *a, int64_t rsa, const float *bp, float *c,
+                           int64_t rsc, int n, int acc)
+{
+    tile_w(kc, a, rsa, 1, bp, c, rsc, W_MR, n, acc);
 }
 
 static void axpy_w(int64_t n, float s, const float *x, float *y)
@@ -367,14 +393,75 @@ static float row_max_w(int64_t n, const float *x)
     return m == 0.0f ? row_max_c(n, x) : m;
 }
 
-/* exp_sum_c's four partial sums are the four lanes; expf stays scalar */
+/* ===== expf on lanes =====
+   musl's expf (the page's libm) on two float64 lanes at a time, each
+   operation as musl orders it, so every result has its bits (wasm has no
+   fused multiply-add to round differently): n = round(32 x / ln2) =
+   32 k + j by the 1.5 * 2^52 shift, r = 32 x / ln2 - n in [-1/2, 1/2],
+   exp x = 2^k 2^(j/32) (1 + c2 r + c1 r^2 + c0 r^3), rounded once to
+   float32. The table is 2^(j/32) correctly rounded; the coefficients are
+   musl's. */
+#define EXPF_N 32
+static const double expf_pow2[EXPF_N] = {
+    0x1.0000000000000p+0, 0x1.059b0d3158574p+0, 0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0,
+    0x1.172b83c7d517bp+0, 0x1.1d4873168b9aap+0, 0x1.2387a6e756238p+0, 0x1.29e9df51fdee1p+0,
+    0x1.306fe0a31b715p+0, 0x1.371a7373aa9cbp+0, 0x1.3dea64c123422p+0, 0x1.44e086061892dp+0,
+    0x1.4bfdad5362a27p+0, 0x1.5342b569d4f82p+0, 0x1.5ab07dd485429p+0, 0x1.6247eb03a5585p+0,
+    0x1.6a09e667f3bcdp+0, 0x1.71f75e8ec5f74p+0, 0x1.7a11473eb0187p+0, 0x1.82589994cce13p+0,
+    0x1.8ace5422aa0dbp+0, 0x1.93737b0cdc5e5p+0, 0x1.9c49182a3f090p+0, 0x1.a5503b23e255dp+0,
+    0x1.ae89f995ad3adp+0, 0x1.b7f76f2fb5e47p+0, 0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0,
+    0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0, 0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0,
+};
+#define EXPF_INVLN2N (0x1.71547652b82fep+0 * EXPF_N)
+#define EXPF_SHIFT 0x1.8p+52
+#define EXPF_C0 (0x1.c6af84b912394p-5 / EXPF_N / EXPF_N / EXPF_N)
+#define EXPF_C1 (0x1.ebfce50fac4f3p-3 / EXPF_N / EXPF_N)
+#define EXPF_C2 (0x1.62e42ff0c52d6p-1 / EXPF_N)
+
+static inline v128_t expf_f64x2(v128_t x)
+{
+    const v128_t z = wasm_f64x2_mul(wasm_f64x2_splat(EXPF_INVLN2N), x);
+    const v128_t kd = wasm_f64x2_add(z, wasm_f64x2_splat(EXPF_SHIFT));   /* n in its low bits */
+    const v128_t r = wasm_f64x2_sub(z, wasm_f64x2_sub(kd, wasm_f64x2_splat(EXPF_SHIFT)));
+    v128_t s = wasm_v128_load64_zero(&expf_pow2[wasm_i64x2_extract_lane(kd, 0) & (EXPF_N - 1)]);
+    s = wasm_v128_load64_lane(&expf_pow2[wasm_i64x2_extract_lane(kd, 1) & (EXPF_N - 1)], s, 1);
+    s = wasm_i64x2_add(s, wasm_i64x2_shl(wasm_u64x2_shr(kd, 5), 52));   /* times 2^k */
+    const v128_t p = wasm_f64x2_add(wasm_f64x2_mul(wasm_f64x2_splat(EXPF_C0), r), wasm_f64x2_splat(EXPF_C1));
+    const v128_t r2 = wasm_f64x2_mul(r, r);
+    v128_t y = wasm_f64x2_add(wasm_f64x2_mul(wasm_f64x2_splat(EXPF_C2), r), wasm_f64x2_splat(1.0));
+    y = wasm_f64x2_add(wasm_f64x2_mul(p, r2), y);
+    return wasm_f64x2_mul(y, s);
+}
+
+/* expf of four floats; musl's ends: +0 below log 2^-150 (and at -inf),
+   +inf above log 2^128, x + x for NaN */
+static inline v128_t expf4(v128_t x)
+{
+    const v128_t lo = expf_f64x2(wasm_f64x2_promote_low_f32x4(x));
+    const v128_t hi = expf_f64x2(wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(x, x, 2, 3, 2, 3)));
+    v128_t y = wasm_i32x4_shuffle(wasm_f32x4_demote_f64x2_zero(lo), wasm_f32x4_demote_f64x2_zero(hi), 0, 1, 4, 5);
+    y = wasm_v128_andnot(y, wasm_f32x4_lt(x, wasm_f32x4_splat(-0x1.9fe368p6f)));
+    y = wasm_v128_bitselect(wasm_f32x4_splat(INFINITY), y, wasm_f32x4_gt(x, wasm_f32x4_splat(0x1.62e42ep6f)));
+    return wasm_v128_bitselect(wasm_f32x4_add(x, x), y, wasm_f32x4_ne(x, x));
+}
+
+static void exp_vec_w(int64_t n, const float *x, float *y)
+{
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) wasm_v128_store(y + i, expf4(wasm_v128_load(x + i)));
+    for (; i < n; i++) y[i] = expf(x[i]);
+}
+
+/* exp_sum_c's four partial sums are the four lanes */
 static float exp_sum_w(int64_t n, const float *x, float m, float *y)
 {
+    const v128_t mv = wasm_f32x4_splat(m);
     v128_t sv = wasm_f32x4_splat(0.0f);
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) {
-        for (int k = 0; k < 4; k++) y[i + k] = expf(x[i + k] - m);
-        sv = wasm_f32x4_add(sv, wasm_v128_load(y + i));
+        const v128_t e = expf4(wasm_f32x4_sub(wasm_v128_load(x + i), mv));
+        wasm_v128_store(y + i, e);
+        sv = wasm_f32x4_add(sv, e);
     }
     float s[4];
     wasm_v128_store(s, sv);
@@ -382,11 +469,64 @@ static float exp_sum_w(int64_t n, const float *x, float m, float *y)
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
+/* x op y where each of x and y is contiguous or one broadcast value
+   (stride 0): + - * / are one IEEE operation an element, the loops' bits */
+#define EW_LANES(VOP, EXPR) do { \
+    const v128_t xs = wasm_v128_load32_splat(x), ys = wasm_v128_load32_splat(y); \
+    for (; i + 4 <= n; i += 4) \
+        wasm_v128_store(o + i, VOP(sx ? wasm_v128_load(x + i) : xs, sy ? wasm_v128_load(y + i) : ys)); \
+    for (; i < n; i++) { const float u = x[i * sx], w = y[i * sy]; o[i] = (EXPR); } \
+} while (0)
+
+static void ew_binary_w(int op, int64_t n, const float *x, int64_t sx, const float *y, int64_t sy, float *o)
+{
+    int64_t i = 0;
+    switch ((sx == 0 || sx == 1) && (sy == 0 || sy == 1) ? op : -1) {
+    case TK_EW_ADD: EW_LANES(wasm_f32x4_add, u + w); break;
+    case TK_EW_SUB: EW_LANES(wasm_f32x4_sub, u - w); break;
+    case TK_EW_MUL: EW_LANES(wasm_f32x4_mul, u * w); break;
+    case TK_EW_DIV: EW_LANES(wasm_f32x4_div, u / w); break;
+    default: tk_ew_binary_ref(op, n, x, sx, y, sy, o); break;
+    }
+}
+#undef EW_LANES
+
+/* sigmoid2's float operations on lanes: e = exp(-|t|), d = 1 / (1 + e),
+   d for t >= 0, else e d */
+static inline v128_t sigmoid4(v128_t t)
+{
+    const v128_t one = wasm_f32x4_splat(1.0f), e = expf4(wasm_f32x4_neg(wasm_f32x4_abs(t)));
+    const v128_t d = wasm_f32x4_div(one, wasm_f32x4_add(one, e));
+    return wasm_v128_bitselect(d, wasm_f32x4_mul(e, d), wasm_f32x4_ge(t, wasm_f32x4_splat(0.0f)));
+}
+
+/* gelu_tanh's: x sigmoid(2k (x + c x x x)) */
+static inline v128_t gelu_tanh4(v128_t x)
+{
+    const v128_t c3 = wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_mul(wasm_f32x4_splat(GELU_C), x), x), x);
+    return wasm_f32x4_mul(x, sigmoid4(wasm_f32x4_mul(wasm_f32x4_splat(2.0f * GELU_K), wasm_f32x4_add(x, c3))));
+}
+
+/* exp, sigmoid and gelu_tanh on lanes (their expf is most of their time) */
+static void ew_unary_w(int op, int64_t n, const float *x, float *o)
+{
+    int64_t i = 0;
+    if (op != TK_EW_EXP && op != TK_EW_SIGMOID && op != TK_EW_GELU_TANH) {
+        tk_ew_unary_ref(op, n, x, o);
+        return;
+    }
+    for (; i + 4 <= n; i += 4) {
+        const v128_t u = wasm_v128_load(x + i);
+        wasm_v128_store(o + i, op == TK_EW_EXP ? expf4(u) : op == TK_EW_SIGMOID ? sigmoid4(u) : gelu_tanh4(u));
+    }
+    if (i < n) tk_ew_unary_ref(op, n - i, x + i, o + i);
+}
+
 const tk_kern tk_kern_wasm = {
-    .name = "scalar", .mr = C_MR, .nr = C_NR, .kc = C_KC, .mc = C_MC, .nc = C_NC,
-    .ukernel = ukernel_w, .axpy = axpy_w, .exp_vec = tk_exp_vec_ref, .row_max = row_max_w,
+    .name = "scalar", .mr = W_MR, .nr = C_NR, .kc = C_KC, .mc = W_MC, .nc = C_NC,
+    .ukernel = ukernel_w, .ukernel_rows = ukernel_rows_w, .axpy = axpy_w, .exp_vec = exp_vec_w, .row_max = row_max_w,
     .exp_sum = exp_sum_w, .scale = scale_w,
-    .ew_binary = tk_ew_binary_ref, .ew_compare = tk_ew_compare_ref, .ew_unary = tk_ew_unary_ref,
+    .ew_binary = ew_binary_w, .ew_compare = tk_ew_compare_ref, .ew_unary = ew_unary_w,
     .ew_masked_fill = tk_ew_masked_fill_ref,
     .half_from_f32 = tk_half_from_f32_ref, .half_to_f32 = tk_half_to_f32_ref,
 };

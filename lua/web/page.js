@@ -314,9 +314,28 @@
       flush();
       self.postMessage({ done: true, rc: rc, ms: ms, report: report, figures: figures, written: job.training ? changed(M, 'lessons/data') : [] });
     }
+    // A page of fresh wasm memory faults on its first touch (about 10 us a
+    // 4 KiB page on a VM, where the native binary asks for 2 MiB pages):
+    // while the page is idle the spare worker touches the first WARM_BYTES
+    // of its heap, a slice a task, so a Run waits for one slice at most and
+    // the script's tensors land on pages already there.
+    var WARM_BYTES = 128 << 20, WARM_SLICE = 1 << 20, warmed = [], warming = false;
+    function warm(M) {
+      if (!warming) return;
+      var p = warmed.length * WARM_SLICE < WARM_BYTES ? M._malloc(WARM_SLICE) : 0;
+      if (!p) { warming = false; self.postMessage({ warm: true }); return; }
+      M.HEAPU8.fill(0, p, p + WARM_SLICE);
+      warmed.push(p);
+      setTimeout(warm, 0, M);
+    }
     self.onmessage = function (ev) {
       if (ev.data.module) start(ev.data.module, ev.data.env, ev.data.files);
-      else ready.then(function (M) { run(M, ev.data); });
+      else if (ev.data.warm) ready.then(function (M) { if (!warming && !warmed.length) { warming = true; warm(M); } });
+      else ready.then(function (M) {
+        warming = false;
+        warmed.forEach(function (p) { M._free(p); });   // free again, the pages stay
+        run(M, ev.data);
+      });
     };
   }
   // The worker's copy of tensortrace.js leaves out the embedded wasm: the page compiled it.
@@ -337,7 +356,17 @@
     wasmModule.then(function (m) { w.worker.postMessage({ module: m, env: workerEnv, files: lessonFiles() }); });
     return w;
   }
+  // The spare warms its heap only while no run is going (it would take a core from it).
+  function warmSpare() {
+    var w = spare;
+    w.ready.then(function () {
+      if (job || w !== spare) return;
+      w.worker.addEventListener('message', function (ev) { if (ev.data.warm) w.warm = true; });
+      w.worker.postMessage({ warm: true });
+    });
+  }
   var spare = startWorker();
+  warmSpare();
 
   function decode(f) {
     if (f.text !== undefined) return new TextEncoder().encode(f.text);
@@ -472,6 +501,7 @@
     $('stop').disabled = true;
     (r.written || []).forEach(function (f) { decoded[f.path] = f.bytes; });
     if (r.written && r.written.length) { spare.worker.terminate(); spare = startWorker(); }   // the next run reads them
+    warmSpare();
     $('live').textContent = lastLines(j.lines, SHOWN_LINES).replace(/\r$/gm, '');   // all of it, at once with the status
     r.stdout = j.out.join('\n');
     r.stderr = j.err.join('\n') + (r.failed ? (j.err.length ? '\n' : '') + r.failed : '');
@@ -590,7 +620,7 @@
   }
 
   window.tt_page = { run: run, stop: stop, open: open, busy: function () { return !!job; },
-                     running: function () { return last && last.promise; } };
+                     running: function () { return last && last.promise; }, warm: function () { return !!spare.warm; } };
   var asked = params.get('lesson'), found = open(asked || store.get('lesson') || L.lessons[0].name);
   var LOADING = 'Loading the interpreter\u2026';
   if (asked !== null && !found)

@@ -3,7 +3,9 @@
    1. GEMM 512x512x512 in the page built with wasm SIMD against the page
       built without it (the portable kernels alone): GFLOP/s.
    2. Each lesson's script time in the page (-q, the interpreter's main from
-      call to return) against the native `./tensortrace -q` wall time.
+      call to return) against the native `./tensortrace -q` wall time, on
+      all cores and on one (TT_NUM_THREADS=1). The page is run once its
+      spare worker has touched its heap, as after a reader's pause.
    Rounds are interleaved (SIMD, portable, native in turn) after one warm-up
    round; medians of RUNS rounds (3 RUNS for GEMM), with the spread (min-max).
    Usage: node --experimental-websocket tests/bench/web.js WEB_DIR PORTABLE_DIR [RUNS] */
@@ -50,13 +52,16 @@ async function gemm(page) {
 }
 async function lessonInPage(page, name) {
   if (await page.eval(pick(name)) !== name) throw new Error(name + ': not in the picker');
+  // Run as a reader does, after a pause: once the spare worker has touched its heap
+  for (let t = 0; t < 200 && !(await page.eval('tt_page.warm()')); t++) await new Promise(r => setTimeout(r, 100));
   const r = await page.eval(RUN);
   if (r.rc !== 0) throw new Error(name + ': failed in the page: ' + r.stderr.slice(0, 300));
   return r.ms / 1000;
 }
-function lessonNative(name) {
+function lessonNative(name, threads) {
+  const env = Object.assign({}, process.env, threads ? { TT_NUM_THREADS: String(threads) } : {});
   const t0 = process.hrtime.bigint();
-  execFileSync(path.join(root, 'tensortrace'), ['-q', 'lessons/' + name + '.lua'], { cwd: root, stdio: 'ignore' });
+  execFileSync(path.join(root, 'tensortrace'), ['-q', 'lessons/' + name + '.lua'], { cwd: root, stdio: 'ignore', env });
   return Number(process.hrtime.bigint() - t0) / 1e9;
 }
 
@@ -73,19 +78,21 @@ async function main() {
   const gs = median(g.simd), gp = median(g.portable);
   console.log(`GEMM 512^3 in the page, GFLOP/s (median of ${gemmRuns}, min-max):`);
   console.log(`  wasm SIMD ${gs.toFixed(2)} (${spread(g.simd, x => x.toFixed(2))})  portable ${gp.toFixed(2)} (${spread(g.portable, x => x.toFixed(2))})  ratio ${(gs / gp).toFixed(2)}x (target >= 3)`);
-  console.log(`\n| lesson | page s (min-max) | native s (min-max) | page/native |\n|---|---|---|---|`);
+  console.log(`\n| lesson | page s (min-max) | native s (min-max) | page/native | native 1 thread s | page/1 thread |\n|---|---|---|---|---|---|`);
   let over = 0;
   for (const name of lessons) {
-    const pg = [], nat = [];
+    const pg = [], nat = [], one = [];
     for (let i = 0; i <= runs; i++) {
-      const p = await lessonInPage(simd, name), n = lessonNative(name);
-      if (i) { pg.push(p); nat.push(n); }
+      const p = await lessonInPage(simd, name), n = lessonNative(name), n1 = lessonNative(name, 1);
+      if (i) { pg.push(p); nat.push(n); one.push(n1); }
     }
-    const mp = median(pg), mn = median(nat), ratio = mp / mn;
+    const mp = median(pg), mn = median(nat), m1 = median(one), ratio = mp / mn;
     if (ratio > 2.5) over++;
-    console.log(`| ${name} | ${mp.toFixed(3)} (${spread(pg, x => x.toFixed(3))}) | ${mn.toFixed(3)} (${spread(nat, x => x.toFixed(3))}) | ${ratio.toFixed(2)}${ratio > 2.5 ? ' (over 2.5)' : ''} |`);
+    console.log(`| ${name} | ${mp.toFixed(3)} (${spread(pg, x => x.toFixed(3))}) | ${mn.toFixed(3)} (${spread(nat, x => x.toFixed(3))}) | ${ratio.toFixed(2)}${ratio > 2.5 ? ' (over 2.5)' : ''} | ${m1.toFixed(3)} | ${(mp / m1).toFixed(2)} |`);
   }
   console.log(`\n${lessons.length} lessons, ${over} over 2.5x native; ${runs} rounds after a warm-up; load ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+  console.log('The page runs on one thread, native on all cores (TT_NUM_THREADS=1: the last two columns). Each page');
+  console.log('run starts once the spare worker has touched its heap, as after a reader\'s pause (lua/web/page.js).');
 }
 
 main().catch(e => { console.log('bench-web stopped: ' + e.stack); process.exitCode = 1; }).finally(() => {

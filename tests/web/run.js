@@ -4,14 +4,14 @@
    native binary's for the same lesson and seed (timings off in both), its
    figures the native PNGs pixel for pixel (pngcmp). Then an edited script,
    an error and its line, a runaway loop stopped by --timeout and by Stop
-   (what it printed kept), a rerun's time, output streamed while a script
-   runs, long output, the page's kernels' bits against the SIMD=0 binary,
-   exercise verdicts and their lines, arguments and a training run, reload,
-   reset and undo, a link carrying the code, unknown lessons, the layout at
-   390 px, accessibility and hygiene, the one-file page, a static server, and
-   screenshots at 1280 and 390 px. Every request the page makes is recorded:
-   only the page's own files may be asked for; no console error or warning
-   may appear.
+   (what it printed kept), a rerun's time, the spare worker's warmed heap,
+   output streamed while a script runs, long output, the page's kernels'
+   bits against the SIMD=0 binary, exercise verdicts and their lines,
+   arguments and a training run, reload, reset and undo, a link carrying
+   the code, unknown lessons, the layout at 390 px, accessibility and
+   hygiene, the one-file page, a static server, and screenshots at 1280
+   and 390 px. Every request the page makes is recorded: only the page's
+   own files may be asked for; no console error or warning may appear.
    Usage: node --experimental-websocket tests/web/run.js BUILD
    Prints one line per failure, the timings, and "N passed, N failed". */
 'use strict';
@@ -338,6 +338,13 @@ async function main() {
   ok(wall.ms < 150 && /^1$/m.test(wall.out), 'a second print(1): ' + wall.ms.toFixed(0) + ' ms from click to result (150 at most): ' + wall.out);
   times.rerun = wall.ms;
 
+  /* the spare worker touches its heap while the page is idle; a run on it is as right as any */
+  let warmed = false;
+  for (let t = 0; t < 300 && !(warmed = await page.eval('!!(tt_page.warm && tt_page.warm())')); t++) await sleep(100);
+  ok(warmed, 'the spare worker did not touch its heap in 30 s of idle');
+  r = await page.eval(edit('local x = tt.ones(4096, 4096)\nprint(string.format("sum %.0f", x:sum():item()))\n') + ', ' + RUN);
+  ok(r.rc === 0 && /^sum 16777216$/m.test(r.stdout), 'a run on the warmed worker: ' + r.stdout + r.stderr);
+
   /* honest state: Run clears the last result at once; prints show while the script runs */
   r = await page.eval(edit('local x = tt.ones(2, 3):label("x")\nprint("first")\nlocal t = os.clock()\nwhile os.clock() - t < 1.5 do end\nprint("second")\n') + ', ' + RUN);
   const during = await page.eval(`(() => { document.getElementById('run').click();
@@ -394,6 +401,16 @@ for _, s in ipairs({{37, 53, 29}, {4, 8, 8}, {130, 257, 67}, {512, 512, 512}}) d
 end
 local q, k, v = tt.randn(2, 3, 45, 16), tt.randn(2, 3, 45, 16), tt.randn(2, 3, 45, 16)
 dump("sdpa", tt.sdpa(q, k, v, {causal = true}))
+local _, w = tt.sdpa(tt.randn(1, 2, 70, 8), tt.randn(1, 2, 70, 8), tt.randn(1, 2, 70, 8), {causal = true, weights = true})
+dump("sdpa weights", w)
+-- expf's ends (musl's cut-offs at log 2^-150 and log 2^128), NaN, subnormals
+local x = tt.cat({tt.randn(1001) * 30, tt.tensor({-math.huge, math.huge, 0 / 0, -0.0, 88.72, 88.73, -103.9, -104,
+                                                  -87.4, 1e-40, -1e-40, 89, -120})})
+dump("exp", x:exp())
+dump("sigmoid", x:sigmoid())
+dump("gelu_tanh", x:gelu("tanh"))
+local m = tt.randn(33, 7)
+dump("broadcast", m / 3 + tt.randn(7) * m - tt.randn(33, 1))
 `;
   fs.writeFileSync(path.join(tmp, 'bits.lua'), bitsScript);
   r = await page.eval(edit(bitsScript) + ', ' + RUN);
