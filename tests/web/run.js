@@ -163,11 +163,11 @@ function edit(text) {
 const RUN = `(() => { document.getElementById('run').click(); return tt_page.running().then(${RESULT}); })()`;
 
 /* ===== the native side ===== */
-function native(lesson, dir) {
+function native(lesson, dir, args) {
   fs.mkdirSync(dir, { recursive: true });
   /* the native run writes to --images dir and its Figure lines name dir's
      files (tt.figure_path); the page writes to its own images/ */
-  return execFileSync(path.join(root, 'tensortrace'), ['--images', dir, 'lessons/' + lesson + '.lua'],
+  return execFileSync(path.join(root, 'tensortrace'), ['--images', dir, 'lessons/' + lesson + '.lua'].concat(args || []),
     { cwd: root, env: Object.assign({}, process.env, { TT_TRACE_NO_TIMES: '1' }), maxBuffer: 64 << 20 }).toString()
     .split(dir + '/').join('images/');
 }
@@ -452,6 +452,16 @@ end
   const size = +(/size (\d+)/.exec(r.stdout) || [])[1];
   ok(r.rc === 0 && size > 0 && size < ckptBytes, 'the next run does not read the checkpoint the training run wrote: size ' + size + ' (shipped ' + ckptBytes + ') ' + r.stderr);
   await page.eval(`document.getElementById('reset').click()`);
+
+  /* lesson 16's character model continues a prompt typed in the arguments field */
+  await page.eval(pick('16_the_block') + `, document.getElementById('args').value = '', document.getElementById('args').focus()`);
+  await page.send('Input.insertText', { text: '--prompt "The mask"' });
+  r = await page.eval(RUN);
+  const sampled = (/^T = 0\.6:\n {2}(.*)$/m.exec(r.stdout) || [])[1] || '';
+  ok(r.rc === 0 && sampled.startsWith('The mask') && sampled.length > 'The mask'.length &&
+     r.stdout + '\n' === native('16_the_block', path.join(tmp, 'prompt'), ['--prompt', 'The mask']),
+     'lesson 16 with --prompt "The mask" typed in: rc ' + r.rc + ', sampled ' + JSON.stringify(sampled) + ' ' + r.stderr.slice(0, 300));
+  await page.eval(`(a => { a.value = ''; a.dispatchEvent(new Event('change')); })(document.getElementById('args'))`);
 
   /* a link that carries the code opens it; unknown lessons say so */
   await page.eval(pick('05_hand_example') + ', ' + edit('print("from the link")\n'));
