@@ -9,7 +9,7 @@
    exercise verdicts and their lines, arguments and a training run, reload,
    reset and undo, a link carrying the code, unknown lessons, the layout at
    390 px, lesson 16's prompt, the page's longest main-thread task while a
-   result is shown, accessibility and hygiene, the
+   result is shown, accessibility and hygiene (the report frame's too), the
    one-file page, a static server, and screenshots at 1280 and 390 px. Every request the page makes is recorded:
    only the page's own files may be asked for; no console error or warning
    may appear.
@@ -153,6 +153,34 @@ const RESULT = `(r => ({ rc: r.rc, ms: r.ms, stopped: !!r.stopped, stdout: r.std
   error: document.getElementById('error').hidden ? null : document.getElementById('error').textContent,
   mark: document.getElementById('mark').hidden ? 0 : document.getElementById('mark').line,
   verdict: document.getElementById('verdict').hidden ? null : document.getElementById('verdict').textContent }))`;
+/* The report frame's accessibility, as axe's color-contrast and scrollable-region-focusable
+   rules and WCAG 2.4.7 see it: text under 4.5:1 (3:1 if large), sideways-scrolling blocks no key
+   reaches or that have no name, trace rows without a name, no visible focus ring on them. */
+const CONTRAST = `const lum = c => { const v = c.match(/[\\d.]+/g).slice(0, 3).map(x => { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+      return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
+    const bg = e => { for (; e; e = e.parentElement) { const c = getComputedStyle(e).backgroundColor; if (!/rgba\\(.*, 0\\)|transparent/.test(c)) return c; } return 'rgb(255, 255, 255)'; };
+    const ratio = e => { const a = lum(getComputedStyle(e).color), b = lum(bg(e)); return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); };`;
+const FRAME_A11Y = `(() => { ${CONTRAST}
+  const low = new Set(), all = [...document.querySelectorAll('body *')];
+  for (const e of all) {
+    if (!e.getClientRects().length || ![...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+    const cs = getComputedStyle(e), px = parseFloat(cs.fontSize), large = px >= 24 || (px >= 18.66 && +cs.fontWeight >= 700);
+    if (ratio(e) < (large ? 3 : 4.5)) low.add((e.className || e.tagName) + ' ' + ratio(e).toFixed(2) + ':1');
+  }
+  const named = e => (e.getAttribute('aria-label') || (document.getElementById(e.getAttribute('aria-labelledby')) || {}).textContent || '').trim();
+  const unreachable = all.filter(e => /auto|scroll/.test(getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth && (e.tabIndex < 0 || !named(e)));
+  const rows = [...document.querySelectorAll('.rows')], unnamed = rows.filter(e => e.tabIndex !== 0 || !named(e));
+  // (a rule, not a focus() here: whether a script's focus shows :focus-visible depends on the last input)
+  const rings = [...document.styleSheets].flatMap(sh => [...sh.cssRules]).filter(r => r.selectorText &&
+    r.selectorText.split(',').some(x => /^\\s*(\\.rows)?:focus-visible\\s*$/.test(x)) && +(/outline:\\s*([\\d.]+)px\\s+(solid|double|dashed|dotted)/.exec(r.cssText) || [0, 0])[1] >= 2);
+  const ring = rows.length && !rings.length ? 'no :focus-visible rule with an outline of 2 px or more' : '';
+  const bad = [];
+  if (low.size) bad.push('contrast under AA: ' + [...low].join(', '));
+  if (unreachable.length) bad.push(unreachable.length + ' sideways-scrolling blocks no key reaches, or unnamed: ' + unreachable.map(e => e.className || e.tagName).slice(0, 3).join(', '));
+  if (unnamed.length) bad.push(unnamed.length + ' of ' + rows.length + ' trace rows without tabindex 0 and a name');
+  if (ring) bad.push('no visible focus ring on trace rows: ' + ring);
+  return bad.join('; ');
+})()`;
 function pick(name) {
   return `(() => { const s = document.getElementById('lesson'); s.value = ${JSON.stringify(name)};
     s.dispatchEvent(new Event('change')); return s.value; })()`;
@@ -400,13 +428,14 @@ async function main() {
   const SHOW_ALL = inPage(`(document.querySelector('.raw').open = true, document.querySelector('#stdout button').click(),
     new Promise(r => { const t0 = performance.now(); (function done() { if (/line 200000$/.test(document.getElementById('stdout').lastChild.textContent.trim())
       || performance.now() - t0 > 20000) r(); else setTimeout(done, 100); })(); }))`);
-  const tasks = {};
+  const tasks = {}, frameA11y = [];
   const best = (name, ms) => { tasks[name] = Math.min(tasks[name] === undefined ? Infinity : tasks[name], ms); };
   for (let k = 0; k < 2; k++) {
     for (const n of ['03_causal_mask', '14_induction_heads', '16_the_block']) {
       await page.eval(pick(n));
       await sleep(300);
       best(n, await longestTask(b, RUN_SHOWN));
+      if (k === 0 && n === '14_induction_heads') frameA11y.push('lesson 14: ' + (await page.inFrame(FRAME_A11Y) || 'ok'));
     }
     await page.eval(pick('03_causal_mask') + ', ' + edit('for i = 1, 200000 do print("line " .. i) end\n'));
     await sleep(300);
@@ -587,10 +616,7 @@ end
 
   /* accessibility and hygiene */
   const hy = await page.eval(`(() => {
-    const lum = c => { const v = c.match(/[\\d.]+/g).slice(0, 3).map(x => { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
-      return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
-    const bg = e => { for (; e; e = e.parentElement) { const c = getComputedStyle(e).backgroundColor; if (!/rgba\\(.*, 0\\)|transparent/.test(c)) return c; } return 'rgb(255, 255, 255)'; };
-    const ratio = e => { const a = lum(getComputedStyle(e).color), b = lum(bg(e)); return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); };
+    ${CONTRAST}
     const st = document.getElementById('status'); st.className = 'status ok';
     const okRatio = ratio(st); st.className = 'status';
     document.getElementById('src').focus();
@@ -602,6 +628,9 @@ end
       regions: [...document.querySelectorAll('pre')].filter(p => p.id !== 'gutter' && p.tabIndex < 0).map(p => p.id) };
   })()`);
   ok(!/allow-same-origin/.test(hy.sandbox), 'the report frame\'s sandbox: ' + hy.sandbox);
+  // the report frame: lesson 14's report (FLOP badges, copy marks), and an error's (its traceback)
+  frameA11y.push('an error: ' + (await page.inFrame(FRAME_A11Y) || 'ok'));
+  ok(frameA11y.length === 2 && frameA11y.every(f => /: ok$/.test(f)), 'the report frame\'s accessibility: ' + frameA11y.join(' | '));
   ok(/'wasm-unsafe-eval'/.test(hy.csp) && !/'unsafe-eval'/.test(hy.csp), 'the CSP: ' + hy.csp);
   ok(hy.gutter >= 4.5 && hy.ok >= 4.5, 'contrast under 4.5:1: line numbers ' + hy.gutter.toFixed(2) + ', the "ran" status ' + hy.ok.toFixed(2));
   ok(hy.ring !== 'none', 'the focused editor has no focus ring');
