@@ -702,9 +702,13 @@ static const char *const page_css[] = {
     "section.error pre.msg{white-space:pre-wrap;overflow-wrap:anywhere;color:var(--bad);font-weight:600}\n",
     "section.error summary{cursor:pointer;color:var(--muted);margin:8px 0 4px;font-size:14px}\n",
     "footer{margin-top:30px;padding-top:10px;border-top:1px solid var(--line);color:var(--muted);font-size:13px}\n",
+    /* the narration is wrapped at 80 columns by its script: a frame a little
+       narrower (the browser page's) gets a smaller font, not lines wrapped twice */
+    "@media (max-width:900px){.page{padding:18px 18px 28px}h1{font-size:24px}"
+    "pre.say{font-size:clamp(12px,calc((100vw - 72px) / 48.5),14px)}}\n",
     "@media (max-width:640px){body{font-size:15px}.page{padding:14px 12px 28px}h1{font-size:23px}"
     "h2.sec{font-size:18px}.badges{float:none;display:block;margin:2px 0 0}.b{margin:0 5px 0 0}"
-    ".rows{font-size:12px}pre.say{font-size:13px}}\n",
+    ".rows{font-size:12px}}\n",
     "@media print{body{background:#fff}.page{max-width:none;padding:0}button#toggle{display:none}"
     "details.g,details.g::details-content{content-visibility:visible}details.g::details-content{display:block}"
     ".rows,.row,pre{white-space:pre-wrap;overflow:visible}figure.fig,.row{break-inside:avoid}"

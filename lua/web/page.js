@@ -56,6 +56,13 @@
     q.delete('run');
     try { history.replaceState(null, '', '?' + q.toString().replace(/%2F/g, '/')); } catch (e) { /* file:// in some browsers */ }
   }
+  // The arguments a lesson's "Run it: ./tensortrace lessons/NAME.lua --retrain"
+  // lines give: here they go in the arguments field (its placeholder).
+  function argsOf(l) {
+    var found = [], re = /\.\/tensortrace \S+\.lua (--\S+(?: "[^"]*"| (?!\()[^\s-]\S*)?)/g, m;
+    while ((m = re.exec(original(l)))) if (found.indexOf(m[1]) < 0) found.push(m[1]);
+    return found;
+  }
   function setText(text) { src.value = text; src.scrollTop = 0; showError(null); numberLines(); }
   function open(name) {
     var l = byName.get(name), known = !!l;
@@ -67,6 +74,7 @@
     var saved = store.get('src:' + l.name);
     setText(saved !== null ? saved : original(l));
     $('args').value = store.get('args:' + l.name) || '';
+    $('args').placeholder = argsOf(l).join(', ');
     store.set('lesson', l.name);
     offerUndo(null);
     follow(l);

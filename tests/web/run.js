@@ -580,6 +580,7 @@ end
     ok(wide <= w, 'at ' + w + ' px the page is ' + wide + ' px wide (sideways scrolling)');
     if (w === 1280) {   // the README's picture: the trace around the first figure, beside the script
       await page.inFrame(`document.querySelector('figure').scrollIntoView({ block: 'center' })`);
+      await sleep(300);   // (the frame draws the groups that came into view)
       await page.shot(path.join(shots, 'figure-1280.png'));
       await page.inFrame(`scrollTo(0, 0)`);
     }
@@ -613,6 +614,23 @@ end
     tallest = Math.max(tallest, await page.eval(`document.querySelector('header').getBoundingClientRect().height`));
   }
   ok(tallest <= 64, 'at 1280 px the header is ' + tallest + ' px tall');
+
+  /* reading at 1366 px: the lessons' 80-column lines whole in the editor and in the report's
+     narration (a line wrapped again there reads ragged); a "Run it" line's options offered in
+     the arguments field */
+  await page.size(1366, 768);
+  await page.eval(pick('15_positions'));
+  await sleep(300);   // (the report frame takes the new width)
+  const cols = `(e => { const cs = getComputedStyle(e), c = document.createElement('canvas').getContext('2d');
+    c.font = cs.fontSize + ' ' + cs.fontFamily; const w = c.measureText('x'.repeat(80)).width;
+    return Math.floor(80 * (e.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight)) / w); })`;
+  const editorCols = await page.eval(`${cols}(document.getElementById('src'))`);
+  const sayCols = await page.inFrame(`(() => { const p = document.createElement('pre'); p.className = 'say';
+    (document.querySelector('main') || document.body).appendChild(p); const n = ${cols}(p); p.remove(); return n; })()`);
+  const offered = await page.eval(`document.getElementById('args').placeholder`);
+  ok(editorCols >= 80 && sayCols >= 80 && offered === '--retrain, --back 3',
+     'at 1366 px: ' + editorCols + ' columns in the editor, ' + sayCols + ' in the report\'s narration (80 wanted); arguments offered: ' + JSON.stringify(offered));
+  await page.size(1280, 900);
 
   /* accessibility and hygiene */
   const hy = await page.eval(`(() => {
