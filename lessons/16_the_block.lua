@@ -13,15 +13,17 @@
 -- Run it:   ./tensortrace lessons/16_the_block.lua                  (loads the checkpoint)
 --           ./tensortrace lessons/16_the_block.lua --retrain        (trains again: under a minute on 2 cores)
 --           ./tensortrace lessons/16_the_block.lua --temperature 0.8  (samples at that temperature)
+--           ./tensortrace lessons/16_the_block.lua --prompt "The mask"  (the text it continues)
 -- Corpus:   lessons/data/prose.txt (the comment lines and print strings of lessons 00-14, ASCII)
 -- Checkpoint: lessons/data/the_block.safetensors (written by --retrain)
 -- Figures:  images/16_loss.png  images/16_heads.png
 
 local args = {...}
-local retrain, temperature = false, 0.6
+local retrain, temperature, prompt = false, 0.6, "The attention weights"
 for i, a in ipairs(args) do
   if a == "--retrain" then retrain = true end
   if a == "--temperature" then temperature = tonumber(args[i + 1]) or error("--temperature needs a number") end
+  if a == "--prompt" then prompt = args[i + 1] ~= "" and args[i + 1] or error("--prompt needs a text") end
 end
 if not (temperature > 0) then error("--temperature must be positive") end
 local here = arg[0]:match("^(.*)/") or "."
@@ -307,10 +309,10 @@ tt.trace.section("5. Sampling with a temperature")
 print("To generate, feed the text so far (its last N characters), take the logits of")
 print("the last position, divide them by a temperature T, softmax, and draw. T < 1")
 print("sharpens the distribution (T -> 0 is always the likeliest character), T > 1")
-print("flattens it. --temperature sets T (default 0.6).")
+print("flattens it. --temperature sets T (default 0.6), --prompt the text to continue.")
 local function encode(s)
   local t = {}
-  for i = 1, #s do t[i] = ids[s:sub(i, i)] or error("no character '" .. s:sub(i, i) .. "' in the corpus") end
+  for i = 1, #s do t[i] = ids[s:sub(i, i)] or error(string.format("no character %q in the corpus (the lessons' prose is ASCII)", s:sub(i, i))) end
   return t
 end
 local function sample(prompt, count, T)
@@ -338,7 +340,6 @@ local function sample(prompt, count, T)
   return table.concat(out), entropy
 end
 tt.manual_seed(160)
-local prompt = "The attention weights"
 local text_t, ent_t = sample(prompt, 120, temperature)
 local text_hot, ent_hot = sample(prompt, 120, 1.5)
 print(string.format("T = %g:", temperature))

@@ -347,3 +347,99 @@ lua_State *ltt_running_thread(lua_State *L)
     }
     return L;
 }
+
+/* ===== "did you mean": a misspelt method or tt function ===== */
+
+/* The last name looked up and missing: in a tensor's methods (prefix "")
+   or in one of tt's tables (prefix "tt.", "tt.nn."...). A registry table
+   {name, in, prefix}; the message handler asks it about Lua's "a nil value
+   (method 'sofmax')", which names no table. */
+static const char missing_key = 0;
+
+void ltt_note_missing(lua_State *L, int table, const char *prefix)
+{
+    if (lua_type(L, 2) != LUA_TSTRING) return;
+    table = lua_absindex(L, table);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &missing_key) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, 0, 3);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &missing_key);
+    }
+    lua_pushvalue(L, 2);
+    lua_setfield(L, -2, "name");
+    lua_pushvalue(L, table);
+    lua_setfield(L, -2, "in");
+    lua_pushstring(L, prefix);
+    lua_setfield(L, -2, "prefix");
+    lua_pop(L, 1);
+}
+
+/* Edit distance of a and b (insert, delete, replace, swap two neighbours:
+   "sofmax" and "sfotmax" are both one from "softmax"); names are short. */
+static int edit_distance(const char *a, const char *b)
+{
+    enum { MAXN = 40 };
+    size_t n = strlen(a), m = strlen(b);
+    if (n >= MAXN || m >= MAXN) return INT_MAX;
+    int d[MAXN + 1][MAXN + 1];
+    for (size_t i = 0; i <= n; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        for (size_t j = 1; j <= m; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[n][m];
+}
+
+/* The key of the table on top nearest to name, within a third of its
+   length (one edit at least, three at most), ties to the first in byte
+   order; NULL when none is. The table is read raw: no script code runs. */
+static const char *nearest_key(lua_State *L, const char *name)
+{
+    int most = (int)strlen(name) / 3, best = INT_MAX;
+    const char *found = NULL;
+    if (most < 1) most = 1;
+    if (most > 3) most = 3;
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TSTRING) continue;
+        const char *k = lua_tostring(L, -1);
+        int d = edit_distance(name, k);
+        if (d <= most && (d < best || (d == best && strcmp(k, found) < 0))) {
+            best = d;
+            found = k;   /* (a key of the table: it outlives the loop) */
+        }
+    }
+    return found;
+}
+
+const char *ltt_hint_misspelt(lua_State *L, const char *msg)
+{
+    const char *at = strstr(msg, "a nil value (method '");
+    if (at == NULL) at = strstr(msg, "a nil value (field '");
+    if (at == NULL) return msg;
+    const char *name = strchr(at, '\'') + 1, *end = strchr(name, '\'');
+    if (end == NULL || end[1] != ')') return msg;
+    int top = lua_gettop(L);
+    const char *hint = NULL;
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &missing_key) == LUA_TTABLE
+        && lua_getfield(L, top + 1, "name") == LUA_TSTRING && lua_rawlen(L, -1) == (size_t)(end - name)
+        && memcmp(lua_tostring(L, -1), name, (size_t)(end - name)) == 0
+        && lua_getfield(L, top + 1, "in") == LUA_TTABLE)
+        hint = nearest_key(L, lua_tostring(L, top + 2));
+    if (hint) {
+        lua_getfield(L, top + 1, "prefix");
+        msg = lua_pushfstring(L, "%s; did you mean %s%s?", msg, lua_tostring(L, -1), hint);
+        lua_replace(L, top + 1);
+    }
+    lua_settop(L, hint ? top + 1 : top);
+    return msg;
+}

@@ -133,6 +133,15 @@ tt_tensor **ltt_checktensorlist(lua_State *L, int idx, const char *op, const cha
    error naming the option. */
 double ltt_optnumber(lua_State *L, int opts, const char *op, const char *name, double dflt);
 
+/* "did you mean": ltt_note_missing records that the key at stack index 2
+   (an __index's key) is missing from the table at `table`, whose names the
+   script writes after `prefix` ("" for a tensor's methods, "tt." for tt's
+   functions). ltt_hint_misspelt gives msg, or, when msg is Lua's "a nil
+   value (method 'sofmax')" (or field) for that key, msg with "; did you
+   mean softmax?" pushed on the stack. */
+void ltt_note_missing(lua_State *L, int table, const char *prefix);
+const char *ltt_hint_misspelt(lua_State *L, const char *msg);
+
 /* The output hook: the function that prints output held back (the trace's
    rows of the current line), run before anything else is printed out of
    turn: an error message (ltt_error), a limit's error, the report at exit.

@@ -578,7 +578,9 @@ static int msghandler(lua_State *L)
     if (msg == NULL) {
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
         lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+        return 1;
     }
+    ltt_hint_misspelt(L, msg);   /* (pushes the message with its hint, if it has one) */
     return 1;
 }
 

@@ -102,6 +102,7 @@ static struct {
     enum { IN_NONE, IN_SAY, IN_GROUP } in;
     tt_strbuf head, src, rows, figs; /* the open group: file:line and callers, source, rows, figures written meanwhile */
     int g_rows, g_checks, g_warns;
+    int ngroups;                /* groups written: the id that names a group's rows */
     double g_flops;
     tt_strbuf toc;
     int nsections;
@@ -172,7 +173,8 @@ static void close_group(void)
 {
     if (room()) {
         tt_strbuf_str(&rp.body, rp.g_warns ? "<details class=\"g warn\" open=\"open\">" : "<details class=\"g\" open=\"open\">");
-        tt_strbuf_str(&rp.body, "<summary>");
+        rp.ngroups++;
+        tt_strbuf_fmt(&rp.body, "<summary id=\"g%d\">", rp.ngroups);
         tt_strbuf_add(&rp.body, rp.head.p ? rp.head.p : "", rp.head.n);
         tt_strbuf_add(&rp.body, rp.src.p ? rp.src.p : "", rp.src.n);
         tt_strbuf_str(&rp.body, "<span class=\"badges\">");
@@ -184,7 +186,9 @@ static void close_group(void)
         }
         if (rp.g_checks) tt_strbuf_fmt(&rp.body, "<span class=\"b ok\">\xe2\x9c\x93 %d</span>", rp.g_checks);
         if (rp.g_warns) tt_strbuf_fmt(&rp.body, "<span class=\"b w\">\xe2\x9a\xa0 %d</span>", rp.g_warns);
-        tt_strbuf_str(&rp.body, "</span></summary>\n<div class=\"rows\">");
+        /* the rows scroll sideways: a keyboard reaches them, and the header names them */
+        tt_strbuf_fmt(&rp.body, "</span></summary>\n<div class=\"rows\" tabindex=\"0\" role=\"group\" aria-labelledby=\"g%d\">",
+                      rp.ngroups);
         tt_strbuf_add(&rp.body, rp.rows.p ? rp.rows.p : "", rp.rows.n);
         tt_strbuf_str(&rp.body, "</div></details>\n");
         tt_strbuf_add(&rp.body, rp.figs.p ? rp.figs.p : "", rp.figs.n);
@@ -629,7 +633,7 @@ void ltt_report_error(const char *msg)
 /* One piece a rule (C99 caps a string literal at 4095 bytes). */
 static const char *const page_css[] = {
     ":root{--ink:#1f2328;--muted:#59636e;--line:#d1d9e0;--paper:#ffffff;--wash:#f6f8fa;"
-    "--accent:#0969da;--op:#8250df;--lbl:#0a7b83;--dim:#bc4c00;--ok:#1a7f37;--warn:#b35900;--bad:#cf222e;"
+    "--accent:#0969da;--op:#8250df;--lbl:#0a7b83;--dim:#bc4c00;--ok:#116329;--warn:#9a4d00;--bad:#cf222e;"
     "--mono:ui-monospace,'DejaVu Sans Mono',Menlo,Consolas,'Liberation Mono',monospace}\n",
     "*{box-sizing:border-box}\n",
     "html{-webkit-text-size-adjust:100%;text-size-adjust:100%}\n",
@@ -656,6 +660,8 @@ static const char *const page_css[] = {
     "border-left:3px solid #9fb3c8;color:#24292f;font-size:14px}\n",
     "details.g{margin:6px 0;border:1px solid var(--line);border-radius:6px;background:var(--paper)}\n",
     "details.g.warn{border-color:#e8a25b}\n",
+    /* a group off screen is laid out when scrolled to: a long report shows at once */
+    "details.g{content-visibility:auto;contain-intrinsic-size:auto 90px}\n",
     "details.g summary{cursor:pointer;padding:4px 10px;background:var(--wash);border-radius:6px;"
     "font:13px/1.5 var(--mono);list-style-position:inside}\n",
     "details.g[open] summary{border-bottom:1px solid var(--line);border-radius:6px 6px 0 0}\n",
@@ -668,11 +674,12 @@ static const char *const page_css[] = {
     ".b.fl{background:#e6f4ea;color:var(--ok)}.b.ok{background:#dafbe1;color:var(--ok);font-weight:700}\n",
     ".b.w{background:#fff1e5;color:var(--warn);font-weight:700}\n",
     ".rows{overflow-x:auto;padding:6px 10px;font:13px/1.6 var(--mono)}\n",
+    ":focus-visible{outline:3px solid var(--accent);outline-offset:2px}.rows:focus-visible{outline-offset:-3px}\n",
     ".row{white-space:pre}\n",
     ".op{display:inline-block;min-width:12ch;color:var(--op);font-weight:600}\n",
     ".lbl{color:var(--lbl);font-weight:700}.dn{color:var(--dim)}.dt{color:var(--muted);font-style:italic}\n",
     ".shp{color:var(--ink)}.num{color:#0550ae}.sym{color:var(--muted)}.args{color:var(--muted)}\n",
-    ".arrow{color:#8c959f}.why{color:var(--muted)}\n",
+    ".arrow{color:var(--muted)}.why{color:var(--muted)}\n",
     ".mark{display:inline-block;font-size:11px;line-height:1.5;padding:0 6px;border-radius:8px;margin-left:6px;"
     "font-weight:700;text-transform:uppercase;letter-spacing:.04em}\n",
     ".mark.view{background:#ddf4ff;color:#0969da}.mark.copy{background:#fff1e5;color:var(--warn)}\n",
@@ -695,11 +702,15 @@ static const char *const page_css[] = {
     "section.error pre.msg{white-space:pre-wrap;overflow-wrap:anywhere;color:var(--bad);font-weight:600}\n",
     "section.error summary{cursor:pointer;color:var(--muted);margin:8px 0 4px;font-size:14px}\n",
     "footer{margin-top:30px;padding-top:10px;border-top:1px solid var(--line);color:var(--muted);font-size:13px}\n",
+    /* the narration is wrapped at 80 columns by its script: a frame a little
+       narrower (the browser page's) gets a smaller font, not lines wrapped twice */
+    "@media (max-width:900px){.page{padding:18px 18px 28px}h1{font-size:24px}"
+    "pre.say{font-size:clamp(12px,calc((100vw - 72px) / 48.5),14px)}}\n",
     "@media (max-width:640px){body{font-size:15px}.page{padding:14px 12px 28px}h1{font-size:23px}"
     "h2.sec{font-size:18px}.badges{float:none;display:block;margin:2px 0 0}.b{margin:0 5px 0 0}"
-    ".rows{font-size:12px}pre.say{font-size:13px}}\n",
+    ".rows{font-size:12px}}\n",
     "@media print{body{background:#fff}.page{max-width:none;padding:0}button#toggle{display:none}"
-    "details.g::details-content{content-visibility:visible;display:block}"
+    "details.g,details.g::details-content{content-visibility:visible}details.g::details-content{display:block}"
     ".rows,.row,pre{white-space:pre-wrap;overflow:visible}figure.fig,.row{break-inside:avoid}"
     "h2.sec{break-after:avoid}}\n",
     NULL};
@@ -858,7 +869,8 @@ static void build_page(tt_strbuf *pg, tt_strbuf *tail, int by_exit, int omitted)
         sb_esc_n(pg, rp.error, mlen);
         tt_strbuf_str(pg, "</pre>\n");
         if (tb) {
-            tt_strbuf_str(pg, "<details open=\"open\"><summary>stack traceback</summary><pre>");
+            tt_strbuf_str(pg, "<details open=\"open\"><summary>stack traceback</summary>"
+                          "<pre tabindex=\"0\" role=\"group\" aria-label=\"stack traceback\">");
             const char *t = tb + strlen("\nstack traceback:");
             if (*t == '\n') t++;
             sb_esc(pg, t);

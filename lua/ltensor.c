@@ -1827,6 +1827,7 @@ static int t_index(lua_State *L)
     if (lua_isnil(L, -1) && lua_type(L, 2) == LUA_TSTRING) {
         int n = grad_field(L, ltt_checktensor(L, 1), lua_tostring(L, 2));
         if (n) return n;
+        ltt_note_missing(L, lua_upvalueindex(1), "");   /* x:sofmax(): "did you mean softmax?" */
     }
     return 1;
 }

@@ -376,6 +376,7 @@ static int msghandler(lua_State *L)
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
+    msg = ltt_hint_misspelt(L, msg);   /* x:sofmax(): "did you mean softmax?" */
     ltt_report_error_where(L);
     luaL_traceback(L, L, msg, 1);
     return 1;

@@ -20,6 +20,8 @@
   };
   var MAX_MEMORY = '1G';   /* the sandbox's default (--sandbox) */
   var SHOWN_LINES = 2000;  /* lines of output put on the page before "show all" */
+  var CHUNK_LINES = 1000;  /* "show all" puts the rest on the page in blocks of this many lines */
+  var LIVE_LINES = 300;    /* the tail shown while a script runs: each repaint lays it out again */
   var REPORT_BYTES = 1 << 20;   /* a larger report is shown when asked for */
   var src = $('src'), gutter = $('gutter'), mark = $('mark');
   var current = null, job = null, last = null, urls = [], undoText = null;
@@ -54,6 +56,13 @@
     q.delete('run');
     try { history.replaceState(null, '', '?' + q.toString().replace(/%2F/g, '/')); } catch (e) { /* file:// in some browsers */ }
   }
+  // The arguments a lesson's "Run it: ./tensortrace lessons/NAME.lua --retrain"
+  // lines give: here they go in the arguments field (its placeholder).
+  function argsOf(l) {
+    var found = [], re = /\.\/tensortrace \S+\.lua (--\S+(?: "[^"]*"| (?!\()[^\s-]\S*)?)/g, m;
+    while ((m = re.exec(original(l)))) if (found.indexOf(m[1]) < 0) found.push(m[1]);
+    return found;
+  }
   function setText(text) { src.value = text; src.scrollTop = 0; showError(null); numberLines(); }
   function open(name) {
     var l = byName.get(name), known = !!l;
@@ -65,6 +74,7 @@
     var saved = store.get('src:' + l.name);
     setText(saved !== null ? saved : original(l));
     $('args').value = store.get('args:' + l.name) || '';
+    $('args').placeholder = argsOf(l).join(', ');
     store.set('lesson', l.name);
     offerUndo(null);
     follow(l);
@@ -385,7 +395,9 @@
   function setStatus(text, cls) { $('status').textContent = text; $('status').className = 'status ' + (cls || ''); }
 
   /* ===== output: streamed while the script runs, shown in chunks ===== */
+  var shown = 0;   // bumped when a run's result is cleared: a result still being shown stops there
   function clearResult() {   // Run: the previous run's result goes at once
+    shown++;
     urls.forEach(URL.revokeObjectURL);
     urls = [];
     showError(null);
@@ -408,20 +420,42 @@
     requestAnimationFrame(function () {
       j.painting = false;
       var live = $('live');
-      live.textContent = lastLines(j.lines, SHOWN_LINES).replace(/\r$/gm, '');
+      live.textContent = lastLines(j.lines, LIVE_LINES).replace(/\r$/gm, '');
       live.scrollTop = live.scrollHeight;
     });
   }
+  function lineEnd(text, from, n) {   // where the n-th line from `from` ends (at its newline, or the text's end)
+    var at = from - 1;
+    for (var i = 0; i < n; i++) if ((at = text.indexOf('\n', at + 1)) < 0) return text.length;
+    return at;
+  }
   function showText(pre, text) {   // the first lines, and a button for all of them
-    var lines = text.split('\n');
-    pre.textContent = lines.slice(0, SHOWN_LINES).join('\n');
-    if (lines.length <= SHOWN_LINES) return;
+    var cut = lineEnd(text, 0, SHOWN_LINES);
+    pre.textContent = text.slice(0, cut);
+    if (cut === text.length) return;
     var more = document.createElement('button');
     more.type = 'button';
     more.className = 'more';
-    more.textContent = 'show all ' + lines.length + ' lines';
-    more.addEventListener('click', function () { pre.textContent = text; });
+    var count = 1;
+    for (var at = text.indexOf('\n'); at >= 0; at = text.indexOf('\n', at + 1)) count++;
+    more.textContent = 'show all ' + count + ' lines';
+    more.addEventListener('click', function () {
+      more.remove();
+      pre.firstChild.appendData('\n');   // (a block's last newline draws no line: the text stays the output's)
+      showRest(pre, text, cut + 1, pre.firstChild);
+    });
     pre.appendChild(more);
+  }
+  // The rest of a long output, a block of lines a task: each block is laid
+  // out on its own, and only when scrolled to (.chunk), so the page keeps
+  // answering while a flood is shown; it stops if a new run cleared the text.
+  function showRest(pre, text, from, after) {
+    if (from > text.length || after.parentNode !== pre) return;
+    var to = lineEnd(text, from, CHUNK_LINES), block = document.createElement('div');
+    block.className = 'chunk';
+    block.textContent = text.slice(from, to + 1);
+    pre.appendChild(block);
+    setTimeout(showRest, 0, pre, text, to + 1, block);
   }
   // The last line of the running file that the trace named: where a stopped script was.
   function lastLine(j) {
@@ -434,6 +468,15 @@
   }
 
   /* ===== running ===== */
+  function take(j, batch, into) {   // a batch of lines the worker sent (a flood sends thousands)
+    for (var i = 0; i < batch.length; i++) {
+      var s = batch[i], n = j.lines.length;
+      into.push(s);
+      // a progress line (ending in \r) replaces the one before it
+      if (n && s.charCodeAt(s.length - 1) === 13 && j.lines[n - 1].charCodeAt(j.lines[n - 1].length - 1) === 13) j.lines[n - 1] = s;
+      else j.lines.push(s);
+    }
+  }
   function run() {
     if (job) return job.promise;
     var l = current, text = src.value;
@@ -461,12 +504,8 @@
       w.worker.onmessage = function (ev) {
         var m = ev.data;
         if (m.out) {
-          j.out.push.apply(j.out, m.out);
-          j.err.push.apply(j.err, m.err);
-          m.out.concat(m.err).forEach(function (s) {   // a progress line replaces the one before it
-            if (/\r$/.test(s) && /\r$/.test(j.lines[j.lines.length - 1] || '')) j.lines[j.lines.length - 1] = s;
-            else j.lines.push(s);
-          });
+          take(j, m.out, j.out);
+          take(j, m.err, j.err);
           paintLive(j);
         }
         if (m.done) end(j, { rc: m.rc, ms: m.ms, report: m.report, figures: m.figures, written: m.written });
@@ -502,7 +541,7 @@
     (r.written || []).forEach(function (f) { decoded[f.path] = f.bytes; });
     if (r.written && r.written.length) { spare.worker.terminate(); spare = startWorker(); }   // the next run reads them
     warmSpare();
-    $('live').textContent = lastLines(j.lines, SHOWN_LINES).replace(/\r$/gm, '');   // all of it, at once with the status
+    $('live').textContent = lastLines(j.lines, LIVE_LINES).replace(/\r$/gm, '');   // at once with the status (all of it: terminal output)
     r.stdout = j.out.join('\n');
     r.stderr = j.err.join('\n') + (r.failed ? (j.err.length ? '\n' : '') + r.failed : '');
     show(j.lesson, r).then(function () { j.resolve(r); });
@@ -583,40 +622,56 @@
     b.addEventListener('click', function () { b.remove(); showReport(report); });
     $('live').before(b);
   }
+  // The message of a failed run and the line it names (0: none to mark).
+  function errorOf(l, r, v) {
+    if (v && !v.ok) return { text: v.detail, line: v.line };
+    if (!r.stderr || (l.kind === 'exercise' && r.rc === 0)) return { text: null, line: 0 };
+    var m = r.stderr.match(new RegExp(l.path.replace(/[.]/g, '\\.') + ':(\\d+)'));
+    // the message; the traceback is in the report below
+    var text = r.stderr.replace(/^tensortrace: /, '').split('\nstack traceback:')[0].split('\n').filter(function (s) {
+      return !/\r/.test(s); }).join('\n');   // (progress lines redrawn with \r are noise here)
+    var line = m && !r.stopped ? +m[1] : 0;
+    var opened = /\(to close '\w+' at line (\d+)\)/.exec(text);   // a missing end: the line that needs it
+    if (line && opened) line = +opened[1];
+    // (the page's memory cap is fixed; the command-line hint does not apply here)
+    text = text.replace(/; hint: raise it with --max-memory/, '; the page\u2019s cap is fixed: use smaller sizes here, or tensortrace --max-memory on a computer');
+    return { text: text, line: line };
+  }
+  function nextTask() { return new Promise(function (res) { setTimeout(res, 0); }); }
+  // A run's result, in steps that each hold the page briefly: the outcome
+  // (status, error and its line, verdict) at once, then the output and the
+  // figures, then the report; each step is dropped if a new run began.
   function show(l, r) {
-    showText($('stdout'), r.stdout + (r.stderr ? '\n' + r.stderr : ''));
-    showFigures(l, r.figures);
-    showWritten(r.written || []);
-    var shown = Promise.resolve(), here = l === current;
-    if (r.report && r.report.length <= REPORT_BYTES) shown = showReport(r.report);
-    else if (r.report) offerReport(r.report);
-    if (l.kind === 'exercise' && !r.stopped) $('live').hidden = true;
+    var gen = shown, here = l === current;
     var secs = (r.ms / 1000).toFixed(2) + ' s', v = l.kind === 'exercise' && !r.failed ? exerciseVerdict(r.stdout) : null;
+    if (l.kind === 'exercise' && !r.stopped) $('live').hidden = true;
     if (l.kind === 'exercise') { $('verdict').hidden = !r.stdout; showText($('verdict'), r.stdout); }
     if (r.stopped) setStatus('\u25a0 ' + l.path + ' stopped after ' + secs + '; what it printed is kept below', 'bad');
     else if (r.rc === 0) setStatus('\u2713 ' + l.path + ' ran to the end in ' + secs + (l.kind === 'exercise' ? ': it matches the solution' : ''), 'ok');
     else if (v) setStatus(v.status, 'bad');
     else setStatus('\u2717 ' + l.path + ' stopped with an error after ' + secs, 'bad');
-    var text = null, line = 0;
-    if (v && !v.ok) { text = v.detail; line = v.line; }
-    else if (r.stderr && !(l.kind === 'exercise' && r.rc === 0)) {
-      var m = r.stderr.match(new RegExp(l.path.replace(/[.]/g, '\\.') + ':(\\d+)'));
-      // the message; the traceback is in the report below
-      text = r.stderr.replace(/^tensortrace: /, '').split('\nstack traceback:')[0].split('\n').filter(function (s) {
-        return !/\r/.test(s); }).join('\n');   // (progress lines redrawn with \r are noise here)
-      line = m && !r.stopped ? +m[1] : 0;
-      var opened = /\(to close '\w+' at line (\d+)\)/.exec(text);   // a missing end: the line that needs it
-      if (line && opened) line = +opened[1];
-      // (the page's memory cap is fixed; the command-line hint does not apply here)
-      text = text.replace(/; hint: raise it with --max-memory/, '; the page\u2019s cap is fixed: use smaller sizes here, or tensortrace --max-memory on a computer');
-    }
-    if (text && !here) text = '(in ' + l.path + ', not the lesson in the editor now)\n' + text;
-    showError(text, here ? line : 0);
+    var e = errorOf(l, r, v);
+    if (e.text && !here) e.text = '(in ' + l.path + ', not the lesson in the editor now)\n' + e.text;
+    showError(e.text, here ? e.line : 0);
     // where the outcome is: on one column it is below the editor (an error
-    // at the bottom of the screen, so the marked line above it shows too)
-    if ($('error').hidden) $('status').scrollIntoView({ block: narrow.matches ? 'start' : 'nearest' });
-    else $('error').scrollIntoView({ block: narrow.matches ? 'end' : 'nearest' });
-    return shown;
+    // at the bottom of the screen, so the marked line above it shows too);
+    // scrolled at the next frame, whose layout it then shares
+    requestAnimationFrame(function () {
+      if (gen !== shown) return;
+      if ($('error').hidden) $('status').scrollIntoView({ block: narrow.matches ? 'start' : 'nearest' });
+      else $('error').scrollIntoView({ block: narrow.matches ? 'end' : 'nearest' });
+    });
+    return nextTask().then(function () {
+      if (gen !== shown) return;
+      showText($('stdout'), r.stdout + (r.stderr ? '\n' + r.stderr : ''));
+      showFigures(l, r.figures);
+      showWritten(r.written || []);
+      return nextTask();
+    }).then(function () {
+      if (gen !== shown || !r.report) return;
+      if (r.report.length > REPORT_BYTES) offerReport(r.report);
+      else return showReport(r.report);
+    });
   }
 
   window.tt_page = { run: run, stop: stop, open: open, busy: function () { return !!job; },

@@ -281,7 +281,7 @@ local box = by_class(bels, "section", "error")[1]
 check("error box", box ~= nil)
 check("error message", has(bhtml, "broken.lua:6: matmul: inner sizes differ: [5,64] @ [5,64] (64 vs 5)"))
 check("error line and its source", has(bhtml, 'broken.lua:6 <code>local s = q:matmul(k)</code>'))
-check("error traceback", has(bhtml, "stack traceback</summary><pre>") and has(bhtml, "in main chunk"))
+check("error traceback", has(bhtml, "stack traceback</summary><pre tabindex=\"0\"") and has(bhtml, "in main chunk"))
 check("header says it stopped", has(bhtml, "stopped with an error at") and not has(bhtml, "ran to the end"))
 local bimg = by_class(bels, "img")[1]
 local bpng = bimg and b64decode(bimg.attrs.src:match("base64,(.*)$") or "")
