@@ -501,7 +501,7 @@ test-web: all $(BUILD)/tests/pngcmp $(BUILD)/tests/pngcolors
 # The page's speed (tests/bench/web.js; never run by make test): GEMM 512^3
 # in the page with wasm SIMD against a portable build (no -msimd128), and
 # each lesson's script time in the page against the native -q run; medians of
-# interleaved runs after a warm-up (RUNS=n, 5 by default), with their ratios.
+# interleaved runs after a warm-up (RUNS=n, 9 by default), with their ratios.
 .PHONY: bench-web
 WEB_PORTABLE = build/web-portable
 bench-web: all

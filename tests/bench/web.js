@@ -17,7 +17,7 @@ const { launch, newPage, quit, pick, edit, RUN, tmp } = require('../web/run.js')
 
 const root = path.resolve(__dirname, '../..');
 const [simdDir, portableDir] = [process.argv[2] || 'build/web', process.argv[3] || 'build/web-portable'].map(d => path.resolve(root, d));
-const runs = Math.max(1, +process.argv[4] || 5);
+const runs = Math.max(1, +process.argv[4] || 9);   // a 20 ms lesson spreads 2x from run to run: 5 rounds are too few
 const only = process.env.TT_WEB_ONLY || '';   // lessons whose name starts so, as in make test-web
 
 const median = xs => { const s = xs.slice().sort((a, b) => a - b), n = s.length; return n % 2 ? s[n >> 1] : (s[n / 2 - 1] + s[n / 2]) / 2; };
