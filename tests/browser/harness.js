@@ -50,6 +50,10 @@
     var groups = document.querySelectorAll('details.g');
     if (groups.length) {
       var g = groups[0], rows = g.querySelector('.rows'), summary = g.querySelector('summary');
+      // a group off screen is laid out only when scrolled to (content-visibility:
+      // auto), its height a placeholder till then: measure it laid out, as a
+      // reader who clicks its header sees it
+      g.style.contentVisibility = 'visible';
       var tall = height(g), before = g.open && visible(rows);
       summary.click();
       var closed = !g.open && !visible(rows) && height(g) < tall;

@@ -197,7 +197,7 @@ static const char *const wf_attributes[] = {
     "alt", "charset", "class", "content", "d", "fill", "font-family", "font-size", "font-weight", "height",
     "hidden", "href", "id", "lang", "name", "open", "patternUnits", "points", "rx", "shape-rendering", "src",
     "stroke", "stroke-linecap", "stroke-linejoin", "stroke-width", "textLength", "lengthAdjust", "transform",
-    "type", "version", "viewBox", "width", "x", "xml:space", "xmlns", "y", "title", "role", "aria-label",
+    "type", "version", "viewBox", "width", "x", "xml:space", "xmlns", "y", "title", "role", "aria-label", "aria-labelledby", "tabindex",
     "encoding", "text-anchor", "dominant-baseline", "opacity", "fill-opacity", "stroke-opacity",
     "x1", "x2", "y1", "y2", NULL };
 
