@@ -49,6 +49,7 @@ secs=$(( $(date +%s) - start ))
         /^== / { t = substr($0, 4); sub(/ \(.*$/, "", t); sub(/:.*$/, "", t)
                  print "```\n\n## " t "\n\n```text"; print; next }
         /^$/ { next }
+        /^tensortrace bench/ { sub(/ — [0-9-]+ [0-9:]+ UTC;/, " —") }   # the file says what holds, not when
         { print }
         END { print "```" }
     ' "$log"
